@@ -1,0 +1,103 @@
+# C2T toolkit build.  `make` builds every binary into bin/, `make test` runs
+# the C tests, `make bench` the benchmarks, `make demo` the main pipeline.
+# Dependencies come from Debian (see `make deps`) and are found with pkg-config.
+
+PREFIX ?= /usr/local
+CC     ?= cc
+PKGS   := libcjson openblas hdf5 libzstd libpcre2-8
+
+# The Debian packages the build, the tests and the demo need.  `make deps`
+# installs only what is missing, so it is a quick no-op on a ready machine.
+DEB_PKGS := gcc make pkg-config libcjson-dev libopenblas-dev libhdf5-dev \
+            hdf5-tools libzstd-dev libpcre2-dev gnuplot-nox
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+OPT     ?= -O2
+# Kernels use 8-wide vectors; native code lets them become AVX2/FMA.  Build
+# with ARCH= for a binary that runs on any x86-64.
+ARCH    ?= -march=native
+SAN     ?=
+CFLAGS  += $(OPT) $(ARCH) $(SAN) -Wno-psabi -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS)
+LDLIBS  += $(SAN) $(PKG_LIBS) -fopenmp -lm -lpthread
+
+BUILD := build
+BIN   := bin
+
+# Library sources: everything in the component folders except command mains
+# (cmd_*.c), which become bin/spec-<name>.
+LIB_SRCS := $(filter-out %/cmd_%.c,$(wildcard kernels/*.c kernels/cpu/*.c infer/*.c collect/*.c train/*.c))
+CMD_SRCS := $(wildcard infer/cmd_*.c collect/cmd_*.c train/cmd_*.c)
+CMDS     := $(patsubst cmd_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
+TEST_SRCS := $(wildcard tests/test_*.c)
+TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+BENCH_SRCS := $(wildcard tests/bench_*.c)
+BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRCS))
+
+LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
+LIB      := $(BUILD)/libc2t.a
+
+.PHONY: all deps test test-asan bench demo install clean check-deps
+all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES)
+
+check-deps:
+	@pkg-config --exists $(PKGS) || { echo "missing build dependencies: run 'make deps'" >&2; exit 1; }
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/spec-%: $(BUILD)/infer/cmd_%.o $(LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(BIN)/spec-%: $(BUILD)/collect/cmd_%.o $(LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(BIN)/spec-%: $(BUILD)/train/cmd_%.o $(LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run.sh $(TESTS)
+
+# Same tests under AddressSanitizer + UBSan in a separate build tree.
+test-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
+	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined" all
+	@ASAN_OPTIONS=detect_leaks=1 C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS))
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tools/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(CMDS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf $(BUILD) build-asan $(BIN) bin-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,30 @@
+/* config.json of LLaMA-family checkpoints (LLaMA-2, Vicuna, LLaMA-3.x) and
+ * of EAGLE heads, which use the same keys. */
+#ifndef C2T_CONFIG_H
+#define C2T_CONFIG_H
+
+#define MAX_EOS 8
+
+typedef enum { ROPE_DEFAULT = 0, ROPE_LLAMA3, ROPE_LINEAR } RopeType;
+
+typedef struct {
+    int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, max_pos;
+    float rms_eps, rope_theta;
+    RopeType rope_type;
+    float rope_factor, rope_low_freq, rope_high_freq;
+    int rope_orig_max_pos;
+    int tie_embeddings;
+    int bos_id;               /* -1 when absent */
+    int eos_ids[MAX_EOS];
+    int n_eos;
+    int bias;                 /* EAGLE heads: fc has a bias (default 1 for EAGLE-1/2) */
+    char path[512];
+} ModelConfig;
+
+/* Reads and checks a config.json; -1 with a one-line error naming the file
+ * and the key. */
+int config_load(const char *path, ModelConfig *c);
+/* The rotary inverse frequencies (head_dim/2 floats), scaling applied. */
+void config_inv_freq(const ModelConfig *c, float *inv_freq);
+int config_is_eos(const ModelConfig *c, int token);
+#endif

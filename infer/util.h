@@ -1,0 +1,51 @@
+/* Shared plumbing: error reporting, files, JSON, progress.
+ * Library functions never exit: they record one line in the thread's error
+ * slot (err_set) and return NULL / -1; commands print it with die_err(). */
+#ifndef C2T_UTIL_H
+#define C2T_UTIL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cJSON;
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PRINTF_LIKE(a, b)
+#endif
+
+void err_set(const char *fmt, ...) PRINTF_LIKE(1, 2);
+const char *err_get(void);
+/* Prints "prog: <last error>" and exits 1. */
+void die_err(const char *prog) __attribute__((noreturn));
+void die(const char *prog, const char *fmt, ...) PRINTF_LIKE(2, 3) __attribute__((noreturn));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Whole file into a NUL-terminated buffer; NULL + err_set on failure. */
+char *read_text_file(const char *path, size_t *len);
+/* Parses a JSON file; the error names the file and the position. */
+struct cJSON *read_json_file(const char *path);
+int file_exists(const char *path);
+/* dir + "/" + name into a fresh string. */
+char *path_join(const char *dir, const char *name);
+/* FNV-1a 64 of a file's bytes, as 16 hex digits (config identities). */
+int file_hash_hex(const char *path, char out[17]);
+
+double now_seconds(void);
+
+/* A progress line on stderr: "label done/total rate/s ETA". */
+typedef struct {
+    const char *label;
+    int64_t total;
+    double t0, last;
+} Progress;
+void progress_start(Progress *p, const char *label, int64_t total);
+void progress_update(Progress *p, int64_t done, const char *extra);
+void progress_end(Progress *p, int64_t done, const char *extra);
+
+#endif

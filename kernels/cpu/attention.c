@@ -1,0 +1,125 @@
+/* KV cache and masked attention.  The cache keeps K and V per layer as
+ * [slot][kv_dim] float rows.  Many queries (prefill, tree verification):
+ * per head, S = Q Kᵀ and O = P V through sgemm; few queries: loops split
+ * over heads. */
+#include "kernels/cpu/cpu.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+
+struct KVCache {
+    int layers, slots, kv_dim;
+    float *k, *v;   /* [layers][slots][kv_dim] */
+};
+
+KVCache *cpu_kv_create(int layers, int slots, int kv_dim) {
+    KVCache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;
+    size_t n = (size_t)layers * slots * kv_dim;
+    c->k = calloc(n, sizeof(float));
+    c->v = calloc(n, sizeof(float));
+    if (!c->k || !c->v) { free(c->k); free(c->v); free(c); return NULL; }
+    return c;
+}
+
+void cpu_kv_free(KVCache *c) {
+    if (!c) return;
+    free(c->k); free(c->v); free(c);
+}
+
+int cpu_kv_slots(const KVCache *c) { return c->slots; }
+
+static inline float *kv_row(const KVCache *c, float *base, int layer, int slot) {
+    return base + ((size_t)layer * c->slots + slot) * c->kv_dim;
+}
+
+void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n) {
+    memcpy(kv_row(c, c->k, layer, slot), k, sizeof(float) * n * c->kv_dim);
+    memcpy(kv_row(c, c->v, layer, slot), v, sizeof(float) * n * c->kv_dim);
+}
+
+void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
+    for (int l = 0; l < c->layers; l++)
+        for (int i = 0; i < m; i++) {
+            if (keep[i] == dst + i) continue;
+            memmove(kv_row(c, c->k, l, dst + i), kv_row(c, c->k, l, keep[i]), sizeof(float) * c->kv_dim);
+            memmove(kv_row(c, c->v, l, dst + i), kv_row(c, c->v, l, keep[i]), sizeof(float) * c->kv_dim);
+        }
+}
+
+static inline int visible(const uint8_t *mask, int i, int j, int n, int nctx) {
+    return mask ? mask[(size_t)i * nctx + j] != 0 : j <= nctx - n + i;
+}
+
+/* Masked softmax of one score row in place; masked entries become 0. */
+static void softmax_row(float *s, const uint8_t *mask, int i, int n, int nctx) {
+    float mx = -INFINITY;
+    for (int j = 0; j < nctx; j++)
+        if (visible(mask, i, j, n, nctx) && s[j] > mx) mx = s[j];
+    double sum = 0;
+    for (int j = 0; j < nctx; j++) {
+        float e = visible(mask, i, j, n, nctx) ? expf(s[j] - mx) : 0.0f;
+        s[j] = e;
+        sum += e;
+    }
+    float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+    for (int j = 0; j < nctx; j++) s[j] *= inv;
+}
+
+static void attention_few(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                          const uint8_t *mask, int nheads, int nkv, int hd) {
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int group = nheads / nkv, qdim = nheads * hd;
+#pragma omp parallel
+    {
+        float *s = malloc(sizeof(float) * nctx);
+#pragma omp for collapse(2) schedule(static)
+        for (int i = 0; i < n; i++)
+            for (int h = 0; h < nheads; h++) {
+                const float *qh = q + (size_t)i * qdim + h * hd;
+                const int g = h / group;
+                for (int j = 0; j < nctx; j++) {
+                    if (!visible(mask, i, j, n, nctx)) { s[j] = 0; continue; }
+                    const float *kr = kv_row(c, c->k, layer, j) + g * hd;
+                    float d = 0;
+                    for (int e = 0; e < hd; e++) d += qh[e] * kr[e];
+                    s[j] = d * scale;
+                }
+                softmax_row(s, mask, i, n, nctx);
+                float *o = out + (size_t)i * qdim + h * hd;
+                memset(o, 0, sizeof(float) * hd);
+                for (int j = 0; j < nctx; j++) {
+                    if (s[j] == 0) continue;
+                    const float *vr = kv_row(c, c->v, layer, j) + g * hd;
+                    for (int e = 0; e < hd; e++) o[e] += s[j] * vr[e];
+                }
+            }
+        free(s);
+    }
+}
+
+static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                           const uint8_t *mask, int nheads, int nkv, int hd) {
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int group = nheads / nkv, qdim = nheads * hd, kvd = c->kv_dim;
+    float *s = malloc(sizeof(float) * (size_t)n * nctx);
+    for (int h = 0; h < nheads; h++) {
+        const int g = h / group;
+        const float *K = kv_row(c, c->k, layer, 0) + g * hd;
+        const float *V = kv_row(c, c->v, layer, 0) + g * hd;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
+                    K, kvd, 0.0f, s, nctx);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, mask, i, n, nctx);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, kvd,
+                    0.0f, out + h * hd, qdim);
+    }
+    free(s);
+}
+
+void cpu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                   const uint8_t *mask, int nheads, int nkv, int head_dim) {
+    if (n <= 4) attention_few(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
+    else attention_many(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
+}

@@ -1,0 +1,46 @@
+/* The CPU Backend: memory is plain host memory, weights stay where the
+ * checkpoint was mapped. */
+#include "kernels/cpu/cpu.h"
+#include "infer/util.h"
+#include <stdlib.h>
+
+static float *cpu_alloc(size_t n) { return xcalloc(n ? n : 1, sizeof(float)); }
+static void cpu_release(void *p) { free(p); }
+static void cpu_copy(float *dst, const float *src, size_t n) { memmove(dst, src, n * sizeof(float)); }
+
+static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
+    if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) {
+        err_set("weights must be F32, F16 or BF16, not %s", dtype_name(dt));
+        return -1;
+    }
+    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols;
+    return 0;
+}
+static void cpu_weight_release(Weight *w) { w->data = NULL; }
+
+const Backend cpu_backend = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .to_host = cpu_copy,
+    .to_device = cpu_copy,
+    .copy = cpu_copy,
+    .weight = cpu_weight,
+    .weight_release = cpu_weight_release,
+    .embed = cpu_embed,
+    .matmul = cpu_matmul,
+    .add_bias = cpu_add_bias,
+    .rmsnorm = cpu_rmsnorm,
+    .rope = cpu_rope,
+    .add = cpu_add,
+    .swiglu = cpu_swiglu,
+    .concat = cpu_concat,
+    .kv_create = cpu_kv_create,
+    .kv_free = cpu_kv_free,
+    .kv_slots = cpu_kv_slots,
+    .kv_write = cpu_kv_write,
+    .kv_keep = cpu_kv_keep,
+    .attention = cpu_attention,
+    .softmax_topk = cpu_softmax_topk,
+    .argmax = cpu_argmax,
+};

@@ -1,0 +1,67 @@
+/* CPU backend internals: OpenBLAS for products over many tokens, OpenMP
+ * loops over both cores for single-token work. */
+#ifndef C2T_CPU_H
+#define C2T_CPU_H
+#include "kernels/kernels.h"
+#include <string.h>
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef uint16_t v8u16 __attribute__((vector_size(16)));
+typedef uint32_t v8u32 __attribute__((vector_size(32)));
+typedef _Float16 v8h __attribute__((vector_size(16)));
+
+static inline float bf16_to_f32(uint16_t v) {
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline float f16_to_f32(uint16_t v) {
+    _Float16 h;
+    memcpy(&h, &v, 2);
+    return (float)h;
+}
+/* Eight consecutive weights as floats. */
+static inline v8f load8(const void *base, DType dt, int64_t i) {
+    v8f r;
+    if (dt == DT_F32) {
+        memcpy(&r, (const float *)base + i, 32);
+    } else if (dt == DT_BF16) {
+        v8u16 h;
+        memcpy(&h, (const uint16_t *)base + i, 16);
+        v8u32 u = __builtin_convertvector(h, v8u32) << 16;
+        memcpy(&r, &u, 32);
+    } else {
+        v8h h;
+        memcpy(&h, (const uint16_t *)base + i, 16);
+        r = __builtin_convertvector(h, v8f);
+    }
+    return r;
+}
+static inline float load1(const void *base, DType dt, int64_t i) {
+    if (dt == DT_F32) return ((const float *)base)[i];
+    if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)base)[i]);
+    return f16_to_f32(((const uint16_t *)base)[i]);
+}
+/* Row r of a weight converted to floats. */
+void cpu_weight_row(const Weight *w, int64_t r, float *out);
+
+void cpu_embed(float *out, const Weight *table, const int *tokens, int n);
+void cpu_matmul(float *out, const float *x, const Weight *w, int n);
+void cpu_add_bias(float *x, const Weight *b, int n);
+void cpu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps);
+void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
+void cpu_add(float *x, const float *y, size_t n);
+void cpu_swiglu(float *gate, const float *up, size_t n);
+void cpu_concat(float *out, const float *a, int da, const float *b, int db, int n);
+KVCache *cpu_kv_create(int layers, int slots, int kv_dim);
+void cpu_kv_free(KVCache *c);
+int cpu_kv_slots(const KVCache *c);
+void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
+void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m);
+void cpu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                   const uint8_t *mask, int nheads, int nkv, int head_dim);
+void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
+                      int *ids, float *probs, int topm, float *entropy);
+void cpu_argmax(const float *logits, int n, int vocab, int *ids);
+#endif

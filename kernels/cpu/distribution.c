@@ -1,0 +1,95 @@
+/* Per-row distribution ops over logits: softmax, top-k, (top-M) entropy,
+ * argmax. */
+#include "kernels/cpu/cpu.h"
+#include <math.h>
+#include <stdlib.h>
+
+/* k-th largest (0-based) of a[0..n) by quickselect; reorders a. */
+static float kth_largest(float *a, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = a[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] > pivot) i++;
+            while (a[j] < pivot) j--;
+            if (i <= j) { float t = a[i]; a[i] = a[j]; a[j] = t; i++; j--; }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return a[k];
+    }
+    return a[k];
+}
+
+static inline double plogp(double p) { return p > 0 ? p * log(p) : 0.0; }
+
+/* Entropy over the topm largest probabilities of p (topm <= 0 or >= vocab:
+ * the exact entropy).  scratch holds vocab floats. */
+static float entropy_topm(const float *p, int vocab, int topm, float *scratch) {
+    double h = 0;
+    if (topm <= 0 || topm >= vocab) {
+        for (int j = 0; j < vocab; j++) h -= plogp(p[j]);
+        return (float)h;
+    }
+    memcpy(scratch, p, sizeof(float) * vocab);
+    float thr = kth_largest(scratch, vocab, topm - 1);
+    int above = 0;
+    for (int j = 0; j < vocab; j++)
+        if (p[j] > thr) { h -= plogp(p[j]); above++; }
+    h -= (topm - above) * plogp(thr);   /* ties at the threshold fill up to M */
+    return (float)h;
+}
+
+/* Inserts (id, p) into the descending list of the k best so far. */
+static void topk_insert(int *ids, float *ps, int *count, int k, int id, float p) {
+    int c = *count;
+    if (c == k && !(p > ps[k - 1])) return;   /* equal prob: lower id (seen first) wins */
+    int pos = c < k ? c : k - 1;
+    while (pos > 0 && p > ps[pos - 1]) {
+        ps[pos] = ps[pos - 1]; ids[pos] = ids[pos - 1]; pos--;
+    }
+    ps[pos] = p; ids[pos] = id;
+    if (c < k) *count = c + 1;
+}
+
+void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
+                      int *ids, float *probs, int topm, float *entropy) {
+    const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
+#pragma omp parallel if (n > 1)
+    {
+        float *p = malloc(sizeof(float) * vocab);
+        float *scratch = entropy ? malloc(sizeof(float) * vocab) : NULL;
+        int *tid = malloc(sizeof(int) * (k > 0 ? k : 1));
+        float *tp = malloc(sizeof(float) * (k > 0 ? k : 1));
+#pragma omp for schedule(static)
+        for (int r = 0; r < n; r++) {
+            const float *l = logits + (size_t)r * vocab;
+            float mx = -INFINITY;
+            for (int j = 0; j < vocab; j++) if (l[j] > mx) mx = l[j];
+            double sum = 0;
+            for (int j = 0; j < vocab; j++) { p[j] = expf((l[j] - mx) * invt); sum += p[j]; }
+            float inv = (float)(1.0 / sum);
+            for (int j = 0; j < vocab; j++) p[j] *= inv;
+            if (k > 0 && (ids || probs)) {
+                int cnt = 0;
+                for (int j = 0; j < vocab; j++) topk_insert(tid, tp, &cnt, k, j, p[j]);
+                for (int i = 0; i < k; i++) {
+                    if (ids) ids[(size_t)r * k + i] = i < cnt ? tid[i] : -1;
+                    if (probs) probs[(size_t)r * k + i] = i < cnt ? tp[i] : 0.0f;
+                }
+            }
+            if (entropy) entropy[r] = entropy_topm(p, vocab, topm, scratch);
+        }
+        free(p); free(scratch); free(tid); free(tp);
+    }
+}
+
+void cpu_argmax(const float *logits, int n, int vocab, int *ids) {
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * vocab;
+        int best = 0;
+        for (int j = 1; j < vocab; j++) if (l[j] > l[best]) best = j;
+        ids[r] = best;
+    }
+}

@@ -1,0 +1,91 @@
+/* The compute interface the runtime stands on.
+ *
+ * One Backend struct of function pointers per implementation (kernels/cpu/
+ * now, kernels/cuda/ later).  Rules that keep the interface device-neutral:
+ *  - activations ("float *" arguments called x, out, q, logits, ...) live in
+ *    backend memory from be->alloc; the caller never dereferences them, it
+ *    moves data with to_host / to_device;
+ *  - small control arrays (token ids, positions, masks, index lists, top-k
+ *    outputs) are host arrays;
+ *  - weights are Weight handles made by be->weight(); their data is only
+ *    touched inside kernels/;
+ *  - the KV cache is an opaque backend object.
+ * Every op has a CPU twin; tests/ checks each op against a naive reference. */
+#ifndef C2T_KERNELS_H
+#define C2T_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { DT_F32 = 0, DT_F16, DT_BF16, DT_I32, DT_I64, DT_U8, DT_COUNT } DType;
+size_t dtype_size(DType t);
+const char *dtype_name(DType t);
+
+/* A weight matrix [rows][cols] (a vector is rows = 1), row-major, as stored
+ * in the checkpoint: y = W x computes rows outputs from cols inputs. */
+typedef struct {
+    const void *data;  /* backend memory (CPU: points into the mmap'ed file) */
+    DType dtype;       /* F32, F16 or BF16 */
+    int64_t rows, cols;
+} Weight;
+
+typedef struct KVCache KVCache;
+
+typedef struct Backend {
+    const char *name;
+
+    /* memory */
+    float *(*alloc)(size_t nfloats);          /* zeroed */
+    void (*release)(void *p);
+    void (*to_host)(float *host, const float *dev, size_t n);
+    void (*to_device)(float *dev, const float *host, size_t n);
+    void (*copy)(float *dst, const float *src, size_t n);
+    /* Makes a weight usable by this backend from host bytes (which outlive
+     * it).  CPU: no copy.  Returns 0, or -1 with err_set. */
+    int (*weight)(Weight *w, const void *host_data, DType dt, int64_t rows, int64_t cols);
+    void (*weight_release)(Weight *w);
+
+    /* dense ops; n = number of tokens (rows of x) */
+    void (*embed)(float *out, const Weight *table, const int *tokens, int n);
+    /* out[n][w.rows] = x[n][w.cols] · Wᵀ */
+    void (*matmul)(float *out, const float *x, const Weight *w, int n);
+    /* x[n][b.cols] += b (a bias vector) */
+    void (*add_bias)(float *x, const Weight *b, int n);
+    void (*rmsnorm)(float *out, const float *x, const Weight *w, int n, float eps);
+    /* Rotary embedding, rotate-half layout (HF LLaMA), in place on
+     * x[n][nheads*head_dim]; pos[n] positions, inv_freq[head_dim/2]. */
+    void (*rope)(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
+    void (*add)(float *x, const float *y, size_t n);              /* x += y */
+    void (*swiglu)(float *gate, const float *up, size_t n);       /* gate = silu(gate)*up */
+    /* out[n][da+db] = [a[n][da], b[n][db]] (EAGLE's fc input) */
+    void (*concat)(float *out, const float *a, int da, const float *b, int db, int n);
+
+    /* KV cache: slots × kv_dim floats for K and for V, per layer. */
+    KVCache *(*kv_create)(int layers, int slots, int kv_dim);
+    void (*kv_free)(KVCache *c);
+    int (*kv_slots)(const KVCache *c);
+    /* Writes n rows of k and v into slots [slot, slot+n) of a layer. */
+    void (*kv_write)(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
+    /* For every layer: slot keep[i] moves to slot dst+i (keep ascending,
+     * keep[i] >= dst+i), e.g. the accepted path of a verified tree. */
+    void (*kv_keep)(KVCache *c, int dst, const int *keep, int m);
+    /* Attention of n queries q[n][nheads*head_dim] over slots [0, nctx) of
+     * a layer.  mask[i*nctx + j] != 0 lets query i see slot j; mask NULL
+     * means causal: query i sees slots [0, nctx-n+i].  nheads/nkv heads
+     * share a KV head (GQA).  out[n][nheads*head_dim]. */
+    void (*attention)(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                      const uint8_t *mask, int nheads, int nkv, int head_dim);
+
+    /* Distribution ops over logits[n][vocab]: per row, softmax at the given
+     * temperature (1 = plain), the k most probable ids (descending; ties to
+     * the lower id) with their probabilities, and the entropy in nats of the
+     * full distribution (topm 0) or of its topm largest probabilities as in
+     * the C2T paper's eq. 7.  Any output pointer may be NULL. */
+    void (*softmax_topk)(const float *logits, int n, int vocab, float temperature, int k,
+                         int *ids, float *probs, int topm, float *entropy);
+    /* Per row argmax (ties to the lower id). */
+    void (*argmax)(const float *logits, int n, int vocab, int *ids);
+} Backend;
+
+extern const Backend cpu_backend;
+
+#endif

@@ -1,0 +1,80 @@
+/* Minimal C test harness.  Each tests/test_*.c is one binary whose main()
+ * calls RUN(fn) for each test; a test reports through CHECK (continues) or
+ * REQUIRE (returns), or calls SKIP.  Output is one line per test:
+ *   PASS name | FAIL name: where: what | SKIP name: why
+ * tests/run.sh adds the lines up into "N passed, N failed". */
+#ifndef C2T_HARNESS_H
+#define C2T_HARNESS_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <stdarg.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static int h_failed, h_skipped, h_total_failed;
+static const char *h_name;
+
+static void h_fail(const char *file, int line, const char *fmt, ...) {
+    if (!h_failed) printf("FAIL %s: ", h_name); else printf("FAIL %s: ", h_name);
+    va_list ap; va_start(ap, fmt);
+    printf("%s:%d: ", file, line); vprintf(fmt, ap); printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    h_failed++;
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) h_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+#define REQUIRE(cond, ...) do { if (!(cond)) { h_fail(__FILE__, __LINE__, __VA_ARGS__); return; } } while (0)
+#define SKIP(...) do { printf("SKIP %s: ", h_name); printf(__VA_ARGS__); printf("\n"); h_skipped = 1; return; } while (0)
+
+#define RUN(fn) h_run(#fn, fn)
+static void h_run(const char *name, void (*fn)(void)) {
+    h_name = name; h_failed = 0; h_skipped = 0;
+    fn();
+    if (!h_failed && !h_skipped) printf("PASS %s\n", name);
+    if (h_failed) h_total_failed++;
+    fflush(stdout);
+}
+static int h_done(void) { return h_total_failed ? 1 : 0; }
+
+/* Directory of the project's binaries (make test-asan points it elsewhere). */
+static const char *bin_dir(void) {
+    const char *b = getenv("C2T_BIN");
+    return b && *b ? b : "bin";
+}
+
+/* Runs a shell command, captures its stderr (first line kept in err), and
+ * returns the exit status, or 128+signal when it died of a signal. */
+static int run_cmd(char *err, size_t errlen, const char *fmt, ...) {
+    char cmd[4096], full[4200], path[] = "/tmp/c2t_test_errXXXXXX";
+    va_list ap; va_start(ap, fmt); vsnprintf(cmd, sizeof cmd, fmt, ap); va_end(ap);
+    int fd = mkstemp(path); if (fd >= 0) close(fd);
+    snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, path);
+    int st = system(full);
+    if (err && errlen) {
+        err[0] = 0;
+        FILE *f = fopen(path, "r");
+        if (f) { size_t n = fread(err, 1, errlen - 1, f); err[n] = 0; fclose(f); }
+    }
+    unlink(path);
+    if (st == -1) return -1;
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    int code = WEXITSTATUS(st);
+    return code;  /* the shell reports a child's death by signal as 128+sig */
+}
+
+static int count_lines(const char *s) {
+    int n = 0; for (; *s; s++) if (*s == '\n') n++;
+    return n;
+}
+
+/* An error report is "one line naming the file and the problem". */
+#define CHECK_ONE_LINE_ERROR(rc, err, needle) do { \
+    CHECK((rc) != 0 && (rc) < 128, "expected clean non-zero exit, got %d (%s)", (rc), (err)); \
+    CHECK(count_lines(err) == 1, "expected one error line, got: %s", (err)); \
+    CHECK(strstr((err), (needle)) != NULL, "error does not name '%s': %s", (needle), (err)); \
+} while (0)
+
+#endif
