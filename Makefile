@@ -38,6 +38,9 @@ BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRCS))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
 LIB      := $(BUILD)/libc2t.a
 
+# keep test objects between runs
+.SECONDARY:
+
 .PHONY: all deps test test-asan bench demo install clean check-deps
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES)
 

@@ -86,6 +86,11 @@ typedef struct Backend {
     void (*argmax)(const float *logits, int n, int vocab, int *ids);
 } Backend;
 
+/* Every member of Backend, for checks that an implementation is complete. */
+#define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
+    X(weight_release) X(embed) X(matmul) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) \
+    X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax)
+
 extern const Backend cpu_backend;
 
 #endif

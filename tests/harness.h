@@ -40,14 +40,14 @@ static void h_run(const char *name, void (*fn)(void)) {
 static int h_done(void) { return h_total_failed ? 1 : 0; }
 
 /* Directory of the project's binaries (make test-asan points it elsewhere). */
-static const char *bin_dir(void) {
+__attribute__((unused)) static const char *bin_dir(void) {
     const char *b = getenv("C2T_BIN");
     return b && *b ? b : "bin";
 }
 
 /* Runs a shell command, captures its stderr (first line kept in err), and
  * returns the exit status, or 128+signal when it died of a signal. */
-static int run_cmd(char *err, size_t errlen, const char *fmt, ...) {
+__attribute__((unused)) static int run_cmd(char *err, size_t errlen, const char *fmt, ...) {
     char cmd[4096], full[4200], path[] = "/tmp/c2t_test_errXXXXXX";
     va_list ap; va_start(ap, fmt); vsnprintf(cmd, sizeof cmd, fmt, ap); va_end(ap);
     int fd = mkstemp(path); if (fd >= 0) close(fd);
@@ -65,7 +65,7 @@ static int run_cmd(char *err, size_t errlen, const char *fmt, ...) {
     return code;  /* the shell reports a child's death by signal as 128+sig */
 }
 
-static int count_lines(const char *s) {
+__attribute__((unused)) static int count_lines(const char *s) {
     int n = 0; for (; *s; s++) if (*s == '\n') n++;
     return n;
 }

@@ -1,0 +1,175 @@
+/* A naive scalar implementation of the kernels/ interface: obviously
+ * correct loops in double precision, no BLAS, no threads.  The parity
+ * harness runs any backend against it (CPU here; CUDA against CPU on a GPU
+ * machine). */
+#ifndef C2T_NAIVE_BACKEND_H
+#define C2T_NAIVE_BACKEND_H
+#include "kernels/kernels.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double nv_w(const Weight *w, int64_t r, int64_t c) {
+    const int64_t i = r * w->cols + c;
+    if (w->dtype == DT_F32) return ((const float *)w->data)[i];
+    uint16_t v = ((const uint16_t *)w->data)[i];
+    if (w->dtype == DT_BF16) { uint32_t u = (uint32_t)v << 16; float f; memcpy(&f, &u, 4); return f; }
+    /* IEEE half by hand */
+    int s = v >> 15, e = (v >> 10) & 31, m = v & 1023;
+    double x = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return s ? -x : x;
+}
+
+static float *nv_alloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+static void nv_release(void *p) { free(p); }
+static void nv_copy(float *d, const float *s, size_t n) { memmove(d, s, n * sizeof(float)); }
+static int nv_weight(Weight *w, const void *h, DType dt, int64_t r, int64_t c) {
+    w->data = h; w->dtype = dt; w->rows = r; w->cols = c; return 0;
+}
+static void nv_weight_release(Weight *w) { (void)w; }
+
+static void nv_embed(float *out, const Weight *t, const int *tok, int n) {
+    for (int i = 0; i < n; i++) for (int64_t j = 0; j < t->cols; j++) out[i * t->cols + j] = (float)nv_w(t, tok[i], j);
+}
+static void nv_matmul(float *out, const float *x, const Weight *w, int n) {
+    for (int t = 0; t < n; t++)
+        for (int64_t r = 0; r < w->rows; r++) {
+            double s = 0;
+            for (int64_t c = 0; c < w->cols; c++) s += nv_w(w, r, c) * x[t * w->cols + c];
+            out[t * w->rows + r] = (float)s;
+        }
+}
+static void nv_add_bias(float *x, const Weight *b, int n) {
+    for (int t = 0; t < n; t++) for (int64_t j = 0; j < b->cols; j++) x[t * b->cols + j] += (float)nv_w(b, 0, j);
+}
+static void nv_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
+    for (int t = 0; t < n; t++) {
+        double ss = 0;
+        for (int64_t j = 0; j < w->cols; j++) ss += (double)x[t * w->cols + j] * x[t * w->cols + j];
+        double inv = 1.0 / sqrt(ss / w->cols + eps);
+        for (int64_t j = 0; j < w->cols; j++) out[t * w->cols + j] = (float)(nv_w(w, 0, j) * x[t * w->cols + j] * inv);
+    }
+}
+static void nv_rope(float *x, const int *pos, int n, int nh, int hd, const float *inv_freq) {
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < nh; h++)
+            for (int i = 0; i < hd / 2; i++) {
+                /* the angle rounded to float32, as HF computes it */
+                double a = (float)((float)pos[t] * inv_freq[i]);
+                float *v = x + ((size_t)t * nh + h) * hd;
+                double x0 = v[i], x1 = v[i + hd / 2];
+                v[i] = (float)(x0 * cos(a) - x1 * sin(a));
+                v[i + hd / 2] = (float)(x1 * cos(a) + x0 * sin(a));
+            }
+}
+static void nv_add(float *x, const float *y, size_t n) { for (size_t i = 0; i < n; i++) x[i] += y[i]; }
+static void nv_swiglu(float *g, const float *u, size_t n) {
+    for (size_t i = 0; i < n; i++) g[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
+}
+static void nv_concat(float *out, const float *a, int da, const float *b, int db, int n) {
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < da; j++) out[t * (da + db) + j] = a[t * da + j];
+        for (int j = 0; j < db; j++) out[t * (da + db) + da + j] = b[t * db + j];
+    }
+}
+
+struct KVCache { int layers, slots, kv_dim; float *k, *v; };
+static KVCache *nv_kv_create(int layers, int slots, int kv_dim) {
+    KVCache *c = calloc(1, sizeof *c);
+    c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;
+    c->k = calloc((size_t)layers * slots * kv_dim, sizeof(float));
+    c->v = calloc((size_t)layers * slots * kv_dim, sizeof(float));
+    return c;
+}
+static void nv_kv_free(KVCache *c) { free(c->k); free(c->v); free(c); }
+static int nv_kv_slots(const KVCache *c) { return c->slots; }
+static float *nv_at(const KVCache *c, float *b, int l, int s) { return b + ((size_t)l * c->slots + s) * c->kv_dim; }
+static void nv_kv_write(KVCache *c, int l, int slot, const float *k, const float *v, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < c->kv_dim; j++) {
+            nv_at(c, c->k, l, slot + i)[j] = k[i * c->kv_dim + j];
+            nv_at(c, c->v, l, slot + i)[j] = v[i * c->kv_dim + j];
+        }
+}
+static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
+    for (int l = 0; l < c->layers; l++)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < c->kv_dim; j++) {
+                nv_at(c, c->k, l, dst + i)[j] = nv_at(c, c->k, l, keep[i])[j];
+                nv_at(c, c->v, l, dst + i)[j] = nv_at(c, c->v, l, keep[i])[j];
+            }
+}
+static void nv_attention(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
+                         const uint8_t *mask, int nh, int nkv, int hd) {
+    double *s = malloc(sizeof(double) * nctx);
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < nh; h++) {
+            int g = h / (nh / nkv);
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < nctx; j++) {
+                int vis = mask ? mask[(size_t)i * nctx + j] : j <= nctx - n + i;
+                if (!vis) { s[j] = -INFINITY; continue; }
+                double d = 0;
+                for (int e = 0; e < hd; e++) d += (double)q[((size_t)i * nh + h) * hd + e] * nv_at(c, c->k, l, j)[g * hd + e];
+                s[j] = d / sqrt((double)hd);
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int j = 0; j < nctx; j++) { s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - mx); sum += s[j]; }
+            for (int e = 0; e < hd; e++) {
+                double o = 0;
+                for (int j = 0; j < nctx; j++) o += s[j] / sum * nv_at(c, c->v, l, j)[g * hd + e];
+                out[((size_t)i * nh + h) * hd + e] = (float)o;
+            }
+        }
+    free(s);
+}
+static int nv_cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+static void nv_softmax_topk(const float *logits, int n, int vocab, float temp, int k, int *ids,
+                            float *probs, int topm, float *entropy) {
+    double *p = malloc(sizeof(double) * vocab), *sorted = malloc(sizeof(double) * vocab);
+    char *taken = malloc(vocab);
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * vocab;
+        double mx = -INFINITY, sum = 0, t = temp > 0 ? temp : 1;
+        for (int j = 0; j < vocab; j++) if (l[j] > mx) mx = l[j];
+        for (int j = 0; j < vocab; j++) { p[j] = exp((l[j] - mx) / t); sum += p[j]; }
+        for (int j = 0; j < vocab; j++) p[j] /= sum;
+        memset(taken, 0, vocab);
+        for (int i = 0; i < k; i++) {   /* k passes of argmax, ties to the lower id */
+            int best = -1;
+            for (int j = 0; j < vocab; j++) if (!taken[j] && (best < 0 || p[j] > p[best])) best = j;
+            if (best >= 0) taken[best] = 1;
+            if (ids) ids[(size_t)r * k + i] = best;
+            if (probs) probs[(size_t)r * k + i] = best >= 0 ? (float)p[best] : 0;
+        }
+        if (entropy) {
+            memcpy(sorted, p, sizeof(double) * vocab);
+            qsort(sorted, vocab, sizeof(double), nv_cmp_desc);
+            int m = topm <= 0 || topm > vocab ? vocab : topm;
+            double h = 0;
+            for (int j = 0; j < m; j++) if (sorted[j] > 0) h -= sorted[j] * log(sorted[j]);
+            entropy[r] = (float)h;
+        }
+    }
+    free(p); free(sorted); free(taken);
+}
+static void nv_argmax(const float *logits, int n, int vocab, int *ids) {
+    for (int r = 0; r < n; r++) {
+        int b = 0;
+        for (int j = 1; j < vocab; j++) if (logits[(size_t)r * vocab + j] > logits[(size_t)r * vocab + b]) b = j;
+        ids[r] = b;
+    }
+}
+
+static const Backend naive_backend = {
+    .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
+    .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
+    .matmul = nv_matmul, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .rope = nv_rope, .add = nv_add,
+    .swiglu = nv_swiglu, .concat = nv_concat, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
+    .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .kv_keep = nv_kv_keep, .attention = nv_attention,
+    .softmax_topk = nv_softmax_topk, .argmax = nv_argmax,
+};
+#endif

@@ -1,0 +1,199 @@
+/* Every way a checkpoint can lie gives one line naming the file and the
+ * tensor (or key), a non-zero exit, and no crash — through the library and
+ * through the command line. */
+#include "tests/harness.h"
+#include "infer/llama.h"
+#include "infer/util.h"
+#include <sys/stat.h>
+
+static const char *good = "tests/ckpt/llama2_f32";
+static char dir[] = "/tmp/c2t_badckptXXXXXX";
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *b = read_text_file(from, &n);
+    FILE *f = fopen(to, "wb");
+    if (b && f) fwrite(b, 1, n, f);
+    if (f) fclose(f);
+    free(b);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+/* A safetensors file from a literal header and `data` zero bytes. */
+static void write_raw(const char *path, const char *header, size_t data) {
+    FILE *f = fopen(path, "wb");
+    uint64_t n = strlen(header);
+    fwrite(&n, 8, 1, f);
+    fwrite(header, 1, n, f);
+    for (size_t i = 0; i < data; i++) fputc(0, f);
+    fclose(f);
+}
+
+/* Rewrites the good checkpoint's tensors into dir/model.safetensors, with
+ * `drop` left out and `reshape` declared [64, 172] instead of [172, 64]. */
+static void rewrite_model(const char *drop, const char *reshape) {
+    char *src = path_join(good, "model.safetensors");
+    SafeTensors *st = st_open(src);
+    StWrite *w = xcalloc(st->ntensors, sizeof *w);
+    int n = 0;
+    for (int i = 0; i < st->ntensors; i++) {
+        const StTensor *t = &st->tensors[i];
+        if (drop && !strcmp(t->name, drop)) continue;
+        w[n] = (StWrite){t->name, t->dtype, t->ndim, {0}, t->data};
+        memcpy(w[n].shape, t->shape, sizeof t->shape);
+        if (reshape && !strcmp(t->name, reshape)) { int64_t a = w[n].shape[0]; w[n].shape[0] = w[n].shape[1]; w[n].shape[1] = a; }
+        n++;
+    }
+    char *dst = path_join(dir, "model.safetensors");
+    st_write(dst, w, n);
+    free(dst); free(w); free(src);
+    st_close(st);
+}
+
+/* Loads dir through the library and the CLI; both must fail naming needle. */
+static void expect_failure(const char *what, const char *needle) {
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    CHECK(m == NULL, "%s: load succeeded", what);
+    if (m) { llama_free(m); return; }
+    CHECK(strstr(err_get(), needle) != NULL, "%s: error does not name '%s': %s", what, needle, err_get());
+    char err[2048];
+    int rc = run_cmd(err, sizeof err, "%s/spec-generate --model %s --ids 1,2 --max-new-tokens 2", bin_dir(), dir);
+    CHECK_ONE_LINE_ERROR(rc, err, needle);
+}
+
+static void setup(void) {
+    char *cfg = path_join(dir, "config.json"), *src = path_join(good, "config.json");
+    copy_file(src, cfg);
+    free(cfg); free(src);
+}
+
+static void test_missing_tensor(void) {
+    setup();
+    rewrite_model("model.layers.1.mlp.up_proj.weight", NULL);
+    expect_failure("missing tensor", "model.layers.1.mlp.up_proj.weight");
+}
+
+static void test_wrong_shape(void) {
+    setup();
+    rewrite_model(NULL, "model.layers.0.mlp.gate_proj.weight");
+    expect_failure("wrong shape", "model.layers.0.mlp.gate_proj.weight");
+}
+
+static void test_offsets_past_end(void) {
+    setup();
+    char *p = path_join(dir, "model.safetensors");
+    write_raw(p, "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[0,256]},"
+                 "\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[256,272]}}", 100);
+    free(p);
+    expect_failure("offsets past end", "past end of file");
+}
+
+static void test_overlapping_tensors(void) {
+    setup();
+    char *p = path_join(dir, "model.safetensors");
+    write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[0,256]},"
+                 "\"b\":{\"dtype\":\"F32\",\"shape\":[8],\"data_offsets\":[224,256]}}", 256);
+    free(p);
+    expect_failure("overlap", "overlap");
+}
+
+static void test_unknown_dtype(void) {
+    setup();
+    char *p = path_join(dir, "model.safetensors");
+    write_raw(p, "{\"model.norm.weight\":{\"dtype\":\"F17\",\"shape\":[64],\"data_offsets\":[0,256]}}", 256);
+    free(p);
+    expect_failure("unknown dtype", "model.norm.weight");
+}
+
+static void test_unsupported_weight_dtype(void) {
+    setup();
+    char *p = path_join(dir, "model.safetensors");
+    write_raw(p, "{\"model.embed_tokens.weight\":{\"dtype\":\"I32\",\"shape\":[256,64],\"data_offsets\":[0,65536]}}", 65536);
+    free(p);
+    expect_failure("I32 weight", "model.embed_tokens.weight");
+}
+
+static void test_truncated_file(void) {
+    setup();
+    char *src = path_join(good, "model.safetensors"), *dst = path_join(dir, "model.safetensors");
+    size_t n;
+    char *b = read_text_file(src, &n);
+    FILE *f = fopen(dst, "wb");
+    fwrite(b, 1, n / 2, f);
+    fclose(f);
+    expect_failure("truncated data", "past end of file");
+    f = fopen(dst, "wb");
+    fwrite(b, 1, 4, f);
+    fclose(f);
+    expect_failure("truncated header", "truncated");
+    f = fopen(dst, "wb");
+    fwrite(b, 1, 40, f);   /* header length says more than there is */
+    fclose(f);
+    expect_failure("truncated header JSON", "truncated");
+    free(b); free(src); free(dst);
+}
+
+static void test_malformed_header_json(void) {
+    setup();
+    char *p = path_join(dir, "model.safetensors");
+    write_raw(p, "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],", 0);
+    free(p);
+    expect_failure("malformed header", "malformed JSON header");
+}
+
+static void test_malformed_config(void) {
+    setup();
+    rewrite_model(NULL, NULL);
+    char *cfg = path_join(dir, "config.json");
+    write_text(cfg, "{\"hidden_size\": 64, \"num_hidden_layers\": 2,,}");
+    expect_failure("malformed config", "config.json");
+    write_text(cfg, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_attention_heads\": 4, \"vocab_size\": 256}");
+    expect_failure("config without num_hidden_layers", "num_hidden_layers");
+    write_text(cfg, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 2,"
+                    "\"num_attention_heads\": 4, \"vocab_size\": 256, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2}}");
+    expect_failure("unsupported rope scaling", "yarn");
+    free(cfg);
+}
+
+static void test_sharded_index_lies(void) {
+    setup();
+    rewrite_model(NULL, NULL);
+    char *idx = path_join(dir, "model.safetensors.index.json");
+    write_text(idx, "{\"weight_map\": {\"model.norm.weight\": \"model.safetensors\", "
+                    "\"model.extra.weight\": \"model.safetensors\"}}");
+    expect_failure("index names a tensor the shard lacks", "model.extra.weight");
+    write_text(idx, "{\"weight_map\": {\"model.norm.weight\": \"model-00009-of-00009.safetensors\"}}");
+    expect_failure("index names a missing shard", "model-00009-of-00009.safetensors");
+    unlink(idx);
+    free(idx);
+}
+
+static void test_missing_checkpoint(void) {
+    char *cfg = path_join(dir, "config.json"), *m = path_join(dir, "model.safetensors");
+    unlink(cfg); unlink(m);
+    expect_failure("no config", "config.json");
+    free(cfg); free(m);
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    RUN(test_missing_tensor);
+    RUN(test_wrong_shape);
+    RUN(test_offsets_past_end);
+    RUN(test_overlapping_tensors);
+    RUN(test_unknown_dtype);
+    RUN(test_unsupported_weight_dtype);
+    RUN(test_truncated_file);
+    RUN(test_malformed_header_json);
+    RUN(test_malformed_config);
+    RUN(test_sharded_index_lies);
+    RUN(test_missing_checkpoint);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {}
+    return h_done();
+}
