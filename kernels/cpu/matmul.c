@@ -4,6 +4,7 @@
  * every weight byte once — decode speed is memory bandwidth. */
 #include "kernels/cpu/cpu.h"
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #define FEW_TOKENS 4        /* up to this many rows use the fused loop */
@@ -23,27 +24,52 @@ void cpu_embed(float *out, const Weight *table, const int *tokens, int n) {
     for (int t = 0; t < n; t++) cpu_weight_row(table, tokens[t], out + (int64_t)t * table->cols);
 }
 
-static void matmul_few(float *out, const float *x, const Weight *w, int n) {
-    const int64_t R = w->rows, C = w->cols, C8 = C & ~7LL;
-    const size_t rb = C * dtype_size(w->dtype);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < R; r++) {
+/* Rows [r0, r1) of out[t][r] = W[r]·x[t] for a compile-time token count N
+ * and dtype DT, so the accumulators live in registers and the widening is
+ * branch-free; two accumulators per token keep two FMA chains in flight. */
+static inline __attribute__((always_inline)) void rows_dot(const Weight *w, const float *x, float *out,
+                                                           int64_t r0, int64_t r1, const int N,
+                                                           const DType DT) {
+    const int64_t R = w->rows, C = w->cols, C16 = C & ~15LL;
+    const size_t rb = C * dtype_size(DT);
+    for (int64_t r = r0; r < r1; r++) {
         const char *row = (const char *)w->data + r * rb;
-        v8f acc[FEW_TOKENS];
-        for (int t = 0; t < n; t++) acc[t] = (v8f){0};
-        for (int64_t j = 0; j < C8; j += 8) {
-            v8f wv = load8(row, w->dtype, j);
-            for (int t = 0; t < n; t++) {
-                v8f xv;
-                memcpy(&xv, x + t * C + j, 32);
-                acc[t] += wv * xv;
+        v8f a0[FEW_TOKENS], a1[FEW_TOKENS];
+        for (int t = 0; t < N; t++) a0[t] = a1[t] = (v8f){0};
+        for (int64_t j = 0; j < C16; j += 16) {
+            v8f w0 = load8(row, DT, j), w1 = load8(row, DT, j + 8);
+            for (int t = 0; t < N; t++) {
+                v8f x0, x1;
+                memcpy(&x0, x + t * C + j, 32);
+                memcpy(&x1, x + t * C + j + 8, 32);
+                a0[t] += w0 * x0;
+                a1[t] += w1 * x1;
             }
         }
-        for (int t = 0; t < n; t++) {
-            float s = 0;
-            for (int i = 0; i < 8; i++) s += acc[t][i];
-            for (int64_t j = C8; j < C; j++) s += load1(row, w->dtype, j) * x[t * C + j];
-            out[t * R + r] = s;
+        for (int t = 0; t < N; t++) {
+            v8f a = a0[t] + a1[t];
+            float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+            for (int64_t j = C16; j < C; j++) sum += load1(row, DT, j) * x[t * C + j];
+            out[t * R + r] = sum;
+        }
+    }
+}
+
+#define DOT_CASES(N)                                                         \
+    case N:                                                                  \
+        if (dt == DT_BF16) rows_dot(w, x, out, r0, r1, N, DT_BF16);          \
+        else if (dt == DT_F16) rows_dot(w, x, out, r0, r1, N, DT_F16);       \
+        else rows_dot(w, x, out, r0, r1, N, DT_F32);                         \
+        break;
+
+static void matmul_few(float *out, const float *x, const Weight *w, int n) {
+    const DType dt = w->dtype;
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int64_t per = (w->rows + nt - 1) / nt, r0 = id * per, r1 = r0 + per < w->rows ? r0 + per : w->rows;
+        if (r0 < r1) {
+            switch (n) { DOT_CASES(1) DOT_CASES(2) DOT_CASES(3) DOT_CASES(4) }
         }
     }
 }
