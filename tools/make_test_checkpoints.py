@@ -16,6 +16,10 @@ References (tests/golden/<name>.safetensors):
   for the 16-bit checkpoints also logits_native: the forward in the stored
   dtype itself, the figure users compare against in half precision;
   gen_prompt [P] I64 and gen_ids [G] I64 from generate(do_sample=False).
+Decoding-loop checkpoints (no references; the loop is checked against itself):
+  eagle_tiny   a random EAGLE-1 head (SafeAILab/EAGLE cnets1 layout: fc with
+               bias, layers.0.* without input_layernorm) fitting llama3_f32
+  v8_target, v8_draft   vocabulary-8 LLaMAs for the sampling chi-square test
 """
 import os, sys, json
 import torch
@@ -79,7 +83,34 @@ def main():
         for d in (d32, dlow):
             gc = os.path.join(d, "generation_config.json")
             if os.path.exists(gc): os.remove(gc)
+    loop_checkpoints()
     print("versions: torch", torch.__version__, file=sys.stderr)
+
+def loop_checkpoints():
+    torch.manual_seed(11)
+    head_cfg = config("llama3")
+    head_cfg.num_hidden_layers = 1
+    head_cfg.initializer_range = 0.1
+    layer = LlamaForCausalLM(head_cfg).model.layers[0]
+    h = head_cfg.hidden_size
+    tensors = {"fc.weight": torch.randn(h, 2 * h) * 0.1, "fc.bias": torch.randn(h) * 0.1}
+    for name, t in layer.state_dict().items():
+        if not name.startswith("input_layernorm"):
+            tensors["layers.0." + name] = t.float().contiguous()
+    d = os.path.join(CKPT, "eagle_tiny")
+    os.makedirs(d, exist_ok=True)
+    save_file(tensors, os.path.join(d, "model.safetensors"))
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump({**head_cfg.to_dict(), "bias": True}, f, indent=1, sort_keys=True)
+    for name, seed, layers in (("v8_target", 21, 2), ("v8_draft", 22, 1)):
+        torch.manual_seed(seed)
+        cfg = LlamaConfig(vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+                          num_attention_heads=2, num_key_value_heads=2, bos_token_id=0, eos_token_id=None,
+                          initializer_range=0.3, tie_word_embeddings=False)
+        model = LlamaForCausalLM(cfg).float()
+        model.save_pretrained(os.path.join(CKPT, name), safe_serialization=True)
+        gc = os.path.join(CKPT, name, "generation_config.json")
+        if os.path.exists(gc): os.remove(gc)
 
 if __name__ == "__main__":
     main()

@@ -71,7 +71,7 @@ static void attention_few(float *out, const float *q, const KVCache *c, int laye
                           const uint8_t *mask, int nheads, int nkv, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = nheads / nkv, qdim = nheads * hd;
-#pragma omp parallel
+#pragma omp parallel if ((int64_t)n * nheads * nctx * hd > PAR_MIN_WORK)
     {
         float *s = malloc(sizeof(float) * nctx);
 #pragma omp for collapse(2) schedule(static)
@@ -110,7 +110,7 @@ static void attention_many(float *out, const float *q, const KVCache *c, int lay
         const float *V = kv_row(c, c->v, layer, 0) + g * hd;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
                     K, kvd, 0.0f, s, nctx);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((int64_t)n * nctx > PAR_MIN_WORK)
         for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, mask, i, n, nctx);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, kvd,
                     0.0f, out + h * hd, qdim);

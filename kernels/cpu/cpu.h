@@ -43,6 +43,10 @@ static inline float load1(const void *base, DType dt, int64_t i) {
     if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)base)[i]);
     return f16_to_f32(((const uint16_t *)base)[i]);
 }
+/* Below this many multiply-adds a parallel region costs more than it
+ * saves (thread wake-up is microseconds). */
+#define PAR_MIN_WORK (1 << 15)
+
 /* Row r of a weight converted to floats. */
 void cpu_weight_row(const Weight *w, int64_t r, float *out);
 

@@ -56,7 +56,7 @@ static void topk_insert(int *ids, float *ps, int *count, int k, int id, float p)
 void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
                       int *ids, float *probs, int topm, float *entropy) {
     const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
-#pragma omp parallel if (n > 1)
+#pragma omp parallel if (n > 1 && (int64_t)n * vocab > PAR_MIN_WORK)
     {
         float *p = malloc(sizeof(float) * vocab);
         float *scratch = entropy ? malloc(sizeof(float) * vocab) : NULL;

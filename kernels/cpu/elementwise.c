@@ -4,7 +4,7 @@
 
 void cpu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
     const int64_t d = w->cols;
-#pragma omp parallel for schedule(static) if (n > 1)
+#pragma omp parallel for schedule(static) if (n * d > PAR_MIN_WORK)
     for (int t = 0; t < n; t++) {
         const float *xr = x + t * d;
         float *o = out + t * d;
@@ -17,7 +17,7 @@ void cpu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) 
 
 void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq) {
     const int half = head_dim / 2;
-#pragma omp parallel for schedule(static) if (n > 1)
+#pragma omp parallel for schedule(static) if ((int64_t)n * nheads * head_dim > PAR_MIN_WORK)
     for (int t = 0; t < n; t++) {
         for (int i = 0; i < half; i++) {
             /* the angle in float32, as HF computes it, so long positions
@@ -39,7 +39,7 @@ void cpu_add(float *x, const float *y, size_t n) {
 }
 
 void cpu_swiglu(float *gate, const float *up, size_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (n > PAR_MIN_WORK)
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];

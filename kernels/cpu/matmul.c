@@ -64,7 +64,7 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     const DType dt = w->dtype;
-#pragma omp parallel
+#pragma omp parallel if (w->rows * w->cols * n > PAR_MIN_WORK)
     {
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
         int64_t per = (w->rows + nt - 1) / nt, r0 = id * per, r1 = r0 + per < w->rows ? r0 + per : w->rows;
@@ -85,7 +85,7 @@ void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     float *tmp = malloc(sizeof(float) * BLOCK_ROWS * C);
     for (int64_t r0 = 0; r0 < R; r0 += BLOCK_ROWS) {
         int64_t nr = R - r0 < BLOCK_ROWS ? R - r0 : BLOCK_ROWS;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nr * C > PAR_MIN_WORK)
         for (int64_t r = 0; r < nr; r++) cpu_weight_row(w, r0 + r, tmp + r * C);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nr, C, 1.0f, x, C, tmp, C, 0.0f,
                     out + r0, R);

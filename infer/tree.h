@@ -1,0 +1,36 @@
+/* The token tree a policy builds and the target verifies.  Node 0 is the
+ * root: the last token the target emitted, already part of the output but
+ * not yet in the target's KV cache.  Parents precede their children. */
+#ifndef C2T_TREE_H
+#define C2T_TREE_H
+#include <stdint.h>
+
+typedef struct {
+    int n, cap;
+    int *token;
+    int *parent;    /* -1 for the root */
+    int *depth;     /* root 0, its children 1 */
+    int *rank;      /* rank among siblings in the draft's top-k (0 = most probable) */
+    float *p;       /* the draft's local probability of the node's token */
+    float *P;       /* joint probability: product of p from the root */
+    float *H;       /* entropy (nats) of the draft distribution the node was drawn from */
+} Tree;
+
+void tree_init(Tree *t);
+void tree_free(Tree *t);
+/* Empties the tree and sets the root. */
+void tree_reset(Tree *t, int root_token);
+/* Adds a child; returns its index. */
+int tree_add(Tree *t, int parent, int token, float p, float H, int rank);
+/* The verification inputs for a target whose committed context has n_past
+ * tokens: positions n_past + depth, and a mask n × (n_past + n) where node i
+ * sees the context and its ancestors (and itself). */
+void tree_positions(const Tree *t, int n_past, int *pos);
+void tree_mask(const Tree *t, int n_past, uint8_t *mask);
+/* Copies the nodes keep[0..m) (ascending, closed under parent) into out,
+ * re-indexing parents. */
+void tree_subset(const Tree *t, const int *keep, int m, Tree *out);
+/* Root-to-node path (root first); returns its length. */
+int tree_path(const Tree *t, int node, int *path);
+int tree_max_depth(const Tree *t);
+#endif

@@ -1,0 +1,322 @@
+/* The decoding loop: lossless greedy decoding for every policy and draft
+ * kind, EAGLE-2 / chain / static trees built from a scripted draft equal
+ * the ones worked out by hand, and sampling that is lossless by a
+ * chi-square test. */
+#include "tests/harness.h"
+#include "infer/decode.h"
+#include "infer/generate.h"
+#include "infer/util.h"
+
+static const Backend *be = &cpu_backend;
+
+/* ---- scripted draft: a fixed table of children per parent token ---- */
+typedef struct { int parent_token, token; float p; } Edge;
+static const Edge edges[] = {
+    {0, 1, .6f}, {0, 2, .3f},                 /* root: a=1, b=2 */
+    {1, 11, .5f}, {1, 12, .4f},               /* a: a1, a2 */
+    {2, 21, .9f}, {2, 22, .05f},              /* b: b1, b2 */
+    {11, 111, .7f}, {11, 112, .2f},           /* a1 */
+    {12, 121, .5f}, {12, 122, .1f},           /* a2 */
+    {21, 211, .3f}, {21, 212, .3f},           /* b1: a tie */
+    {22, 221, .5f}, {22, 222, .2f},
+    {111, 1111, .9f}, {111, 1112, .05f},
+};
+static int script(void *ctx, const Tree *t, int node, int k, int *ids, float *probs, float *ent) {
+    int *calls = ctx;
+    (*calls)++;
+    int n = 0;
+    for (size_t i = 0; i < sizeof edges / sizeof *edges && n < k; i++)
+        if (edges[i].parent_token == t->token[node]) { ids[n] = edges[i].token; probs[n] = edges[i].p; n++; }
+    for (; n < k; n++) { ids[n] = 9000 + t->token[node] * 10 + n; probs[n] = 0.001f; }
+    if (ent) *ent = 0.1f * t->token[node];
+    return 0;
+}
+
+static int build(const char *policy, int topk, int depth, int total, const char *static_tree, Tree *t, int *calls) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "%s", policy);
+    prm.topk = topk; prm.depth = depth; prm.total = total; prm.draft_len = depth;
+    if (static_tree) snprintf(prm.static_tree, sizeof prm.static_tree, "%s", static_tree);
+    Policy *p = policy_new(&prm);
+    if (!p) return -1;
+    *calls = 0;
+    Draft *d = draft_scripted(script, calls);
+    tree_reset(t, 0);
+    PolicyTimes tm = {0};
+    int rc = p->build(p, d, t, &tm);
+    draft_free(d);
+    policy_free(p);
+    return rc;
+}
+
+/* tokens and parent tokens, in tree order */
+static int tree_is(const Tree *t, const int *tokens, const int *parent_tokens, int n) {
+    if (t->n != n + 1) return 0;
+    for (int i = 0; i < n; i++) {
+        if (t->token[i + 1] != tokens[i]) return 0;
+        if (t->token[t->parent[i + 1]] != parent_tokens[i]) return 0;
+        if (t->parent[i + 1] >= i + 1) return 0;
+    }
+    return 1;
+}
+
+static void test_eagle2_tree_by_hand(void) {
+    Tree t;
+    tree_init(&t);
+    int calls;
+    /* k=2, depth=2, whole pool: layer 1 {a,b}; step 1 expands a,b (4 children:
+     * a1 .30 a2 .24 b1 .27 b2 .015); step 2 expands the two best of those, a1
+     * and b1 (not a2), adding a1x a1y b1x b1y.  1 + k + depth·k² = 11 nodes. */
+    REQUIRE(build("eagle2", 2, 2, -1, NULL, &t, &calls) == 0, "build: %s", err_get());
+    int pool_tok[] = {1, 2, 11, 12, 21, 22, 111, 112, 211, 212};
+    int pool_par[] = {0, 0, 1, 1, 2, 2, 11, 11, 21, 21};
+    CHECK(tree_is(&t, pool_tok, pool_par, 10), "pool differs from the hand-built one (n=%d)", t.n);
+    CHECK(calls == 1 + 2 + 2, "draft calls %d, expected 5 (root, a, b, a1, b1)", calls);
+    CHECK(fabsf(t.P[8] - 0.6f * 0.5f * 0.2f) < 1e-7f, "joint probability of a1y %g", t.P[8]);
+    CHECK(t.depth[7] == 3 && t.rank[8] == 1, "depth/rank bookkeeping");
+    CHECK(fabsf(t.H[3] - 0.1f) < 1e-6f, "entropy is the parent distribution's");
+
+    /* rerank total=5: P order a .6, b .3 = a1 .3 (tie: shallower b first),
+     * b1 .27, a2 .24 -> {a, b, a1, a2, b1} */
+    REQUIRE(build("eagle2", 2, 2, 5, NULL, &t, &calls) == 0, "build: %s", err_get());
+    int r5_tok[] = {1, 2, 11, 12, 21}, r5_par[] = {0, 0, 1, 1, 2};
+    CHECK(tree_is(&t, r5_tok, r5_par, 5), "total=5 rerank differs");
+    /* total=7 adds a1x .21 and then b1x/b1y tie at .081: the earlier, b1x */
+    REQUIRE(build("eagle2", 2, 2, 7, NULL, &t, &calls) == 0, "build: %s", err_get());
+    int r7_tok[] = {1, 2, 11, 12, 21, 111, 211}, r7_par[] = {0, 0, 1, 1, 2, 11, 21};
+    CHECK(tree_is(&t, r7_tok, r7_par, 7), "total=7 rerank differs");
+    for (int i = 1; i < t.n; i++) CHECK(t.parent[i] >= 0 && t.parent[i] < i, "reranked tree not connected at %d", i);
+    tree_free(&t);
+}
+
+static void test_chain_and_static_trees_by_hand(void) {
+    Tree t;
+    tree_init(&t);
+    int calls;
+    REQUIRE(build("chain", 1, 3, 0, NULL, &t, &calls) == 0, "chain: %s", err_get());
+    int ch_tok[] = {1, 11, 111}, ch_par[] = {0, 1, 11};
+    CHECK(tree_is(&t, ch_tok, ch_par, 3), "chain of 3 differs");
+    REQUIRE(build("static", 1, 0, 0, "0;1;0,0;0,1;1,0;0,0,0", &t, &calls) == 0, "static: %s", err_get());
+    int st_tok[] = {1, 2, 11, 12, 21, 111}, st_par[] = {0, 0, 1, 1, 2, 11};
+    CHECK(tree_is(&t, st_tok, st_par, 6), "static tree differs");
+    CHECK(build("static", 1, 0, 0, "0;0,0,1", &t, &calls) != 0, "a path without its parent accepted");
+    REQUIRE(build("static", 1, 0, 0, "eagle1", &t, &calls) == 0, "eagle1 preset: %s", err_get());
+    CHECK(t.n == 26 && tree_max_depth(&t) == 5, "EAGLE-1 default tree has %d nodes, depth %d", t.n - 1, tree_max_depth(&t));
+    tree_free(&t);
+}
+
+/* ---- lossless greedy decoding ---- */
+
+static int decode(const LlamaModel *target, Draft *d, const PolicyParams *prm, const int *prompt, int np,
+                  int max_new, int *out, DecodeStats *st) {
+    Policy *p = policy_new(prm);
+    if (!p) return -1;
+    SampleParams sp = {0};
+    Decoder *dec = decoder_new(target, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
+    int n = dec ? decoder_run(dec, prompt, np, max_new, out, st) : -1;
+    decoder_free(dec);
+    policy_free(p);
+    return n;
+}
+
+static void lossless_on(const char *target_dir, const char *draft_kind, const char *draft_dir) {
+    LlamaModel *m = llama_load(target_dir, be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load(draft_kind, draft_dir, m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const int max_new = 40;
+    int prompts[3][8] = {{1, 21, 208, 255, 244, 151, 37, 9}, {1, 5, 6, 7, 8, 9, 10, 11}, {1, 99, 98, 97, 96, 95, 94, 93}};
+    struct { const char *policy; int topk, depth, total, draft_len; } cases[] = {
+        {"ar", 0, 0, 0, 0}, {"chain", 1, 0, 0, 4}, {"static", 4, 0, 0, 0}, {"eagle2", 4, 3, 12, 0},
+        {"eagle2", 10, 6, 60, 0}, {"eagle2", 5, 4, -1, 0},
+    };
+    for (int q = 0; q < 3; q++) {
+        LlamaState *s = llama_state_new(m, 64);
+        int ref[64];
+        int nref = greedy_generate(s, prompts[q], 8, max_new, ref);
+        llama_state_free(s);
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            PolicyParams prm;
+            policy_params_default(&prm);
+            snprintf(prm.name, sizeof prm.name, "%s", cases[c].policy);
+            prm.topk = cases[c].topk; prm.depth = cases[c].depth; prm.total = cases[c].total;
+            prm.draft_len = cases[c].draft_len;
+            int out[64];
+            DecodeStats st;
+            int n = decode(m, d, &prm, prompts[q], 8, max_new, out, &st);
+            REQUIRE(n >= 0, "%s: %s", cases[c].policy, err_get());
+            int same = n == nref;
+            for (int i = 0; same && i < n; i++) same = out[i] == ref[i];
+            CHECK(same, "%s draft %s policy %s (k=%d depth=%d total=%d) prompt %d: tokens differ from ar",
+                  target_dir, draft_dir, cases[c].policy, cases[c].topk, cases[c].depth, cases[c].total, q);
+            CHECK(st.cycle_tokens == st.new_tokens - 1, "token accounting");
+            if (!strcmp(cases[c].policy, "ar")) CHECK(st.gamma == 0 && st.cycles == n - 1, "ar: one token per cycle");
+        }
+    }
+    draft_free(d);
+    llama_free(m);
+}
+
+static void test_lossless_greedy_draft_lm_self(void) {
+    /* the target as its own draft: every top-1 guess is accepted, so paths
+     * run deep and the bonus-token / KV-keep logic is exercised */
+    lossless_on("tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32");
+}
+static void test_lossless_greedy_draft_lm_other(void) {
+    lossless_on("tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32");
+}
+static void test_lossless_greedy_eagle_head(void) {
+    lossless_on("tests/ckpt/llama3_f32", "eagle", "tests/ckpt/eagle_tiny");
+}
+
+/* A self-draft accepts every greedy guess: τ must reach the chain length. */
+static void test_self_draft_accepts_everything(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("lm", "tests/ckpt/llama3_f32", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "chain");
+    prm.draft_len = 4;
+    int prompt[4] = {1, 21, 208, 255}, out[64];
+    DecodeStats st;
+    int n = decode(m, d, &prm, prompt, 4, 41, out, &st);
+    REQUIRE(n == 41, "decoded %d", n);
+    CHECK(st.cycles == 8 && st.gamma == 32, "chain of 4 with a perfect draft: %d cycles, gamma %lld",
+          st.cycles, (long long)st.gamma);
+    draft_free(d);
+    llama_free(m);
+}
+
+/* ---- lossless sampling ---- */
+
+/* Upper alpha=0.001 quantile of chi-square with k dof (Wilson-Hilferty). */
+static double chi2_crit(int k) {
+    double z = 3.090, a = 2.0 / (9.0 * k);
+    return k * pow(1 - a + z * sqrt(a), 3);
+}
+
+static double chi2(const long *count, const double *p, int n, long total) {
+    double x = 0;
+    for (int i = 0; i < n; i++) {
+        double e = p[i] * total;
+        if (e > 0) x += (count[i] - e) * (count[i] - e) / e;
+    }
+    return x;
+}
+
+/* The first two tokens after a fixed prompt: the first comes from the
+ * prefill, the second from the first draft-verify cycle; their joint
+ * distribution must be the target's. */
+static void sampling_case(const char *policy, SampleParams sp) {
+    LlamaModel *m = llama_load("tests/ckpt/v8_target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("lm", "tests/ckpt/v8_draft", m, 256);
+    REQUIRE(d, "%s", err_get());
+    const int V = 8, draws = 40000;
+    int prompt[3] = {0, 3, 5};
+    /* expected joint distribution from the target itself */
+    double expect[64];
+    float *p1 = xmalloc(sizeof(float) * V), *p2 = xmalloc(sizeof(float) * V);
+    LlamaState *s = llama_state_new(m, 16);
+    int pos[4] = {0, 1, 2, 3};
+    llama_forward(s, prompt, pos, 3, NULL, LOGITS_LAST);
+    llama_commit(s, NULL, 3);
+    sample_probs(s->logits, V, &sp, p1);
+    for (int a = 0; a < V; a++) {
+        llama_truncate(s, 3);
+        llama_forward(s, &a, &pos[3], 1, NULL, LOGITS_LAST);
+        sample_probs(s->logits, V, &sp, p2);
+        for (int b = 0; b < V; b++) expect[a * V + b] = (double)p1[a] * p2[b];
+    }
+    llama_state_free(s);
+
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "%s", policy);
+    prm.topk = 3; prm.depth = 2; prm.total = -1; prm.draft_len = 3;
+    Policy *p = policy_new(&prm);
+    long count[64] = {0};
+    Decoder *dec = decoder_new(m, d, p, 64, sp);
+    REQUIRE(dec, "%s", err_get());
+    for (int i = 0; i < draws; i++) {
+        int out[2];
+        DecodeStats st;
+        rng_seed(&dec->rng, 1000 + i);
+        int n = decoder_run(dec, prompt, 3, 2, out, &st);
+        REQUIRE(n == 2, "decode: %s", err_get());
+        count[out[0] * V + out[1]]++;
+    }
+    int cells = 0;
+    for (int i = 0; i < 64; i++) cells += expect[i] > 0;
+    double x = chi2(count, expect, 64, draws), crit = chi2_crit(cells - 1);
+    printf("# sampling %s T=%.1f top_k=%d top_p=%.2f: chi2 %.1f (dof %d, critical %.1f at alpha 0.001)\n", policy,
+           sp.temperature, sp.top_k, sp.top_p, x, cells - 1, crit);
+    CHECK(x < crit, "%s: emitted tokens are not distributed as the target's (chi2 %.1f >= %.1f)", policy, x, crit);
+
+    /* power: the same number of draws from a slightly biased sampler (5% of
+     * the mass moved to the most likely cell) must fail the test */
+    double biased[64];
+    int top = 0;
+    for (int i = 0; i < 64; i++) { biased[i] = 0.95 * expect[i]; if (expect[i] > expect[top]) top = i; }
+    biased[top] += 0.05;
+    Rng r;
+    rng_seed(&r, 7);
+    long bc[64] = {0};
+    for (int i = 0; i < draws; i++) {
+        double u = rng_uniform(&r), c = 0;
+        int k = 63;
+        for (int j = 0; j < 64; j++) { c += biased[j]; if (u < c) { k = j; break; } }
+        bc[k]++;
+    }
+    CHECK(chi2(bc, expect, 64, draws) > crit, "the test cannot tell a 5%% bias apart");
+    decoder_free(dec);
+    policy_free(p);
+    draft_free(d);
+    llama_free(m);
+    free(p1); free(p2);
+}
+
+static void test_sampling_is_lossless_eagle2(void) {
+    SampleParams sp = {1.0f, 0, 1.0f, 0};
+    sampling_case("eagle2", sp);
+}
+static void test_sampling_is_lossless_chain_with_processors(void) {
+    SampleParams sp = {0.7f, 5, 0.9f, 0};
+    sampling_case("chain", sp);
+}
+
+static void test_bad_policy_parameters(void) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "beam");
+    CHECK(policy_new(&prm) == NULL && strstr(err_get(), "unknown policy"), "unknown policy accepted");
+    snprintf(prm.name, sizeof prm.name, "eagle2");
+    prm.topk = 0;
+    CHECK(policy_new(&prm) == NULL, "topk 0 accepted");
+    snprintf(prm.name, sizeof prm.name, "chain");
+    prm.draft_len = 0;
+    CHECK(policy_new(&prm) == NULL, "draft_len 0 accepted");
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    CHECK(draft_load("lm", "tests/ckpt/v8_draft", m, 64) == NULL && strstr(err_get(), "vocabulary"),
+          "a draft with another vocabulary accepted: %s", err_get());
+    CHECK(draft_load("eagle", "tests/ckpt/v8_draft", m, 64) == NULL, "a mismatched EAGLE head accepted");
+    CHECK(draft_load("medusa", "tests/ckpt/eagle_tiny", m, 64) == NULL, "unknown draft kind accepted");
+    llama_free(m);
+}
+
+int main(void) {
+    RUN(test_eagle2_tree_by_hand);
+    RUN(test_chain_and_static_trees_by_hand);
+    RUN(test_lossless_greedy_draft_lm_self);
+    RUN(test_lossless_greedy_draft_lm_other);
+    RUN(test_lossless_greedy_eagle_head);
+    RUN(test_self_draft_accepts_everything);
+    RUN(test_sampling_is_lossless_eagle2);
+    RUN(test_sampling_is_lossless_chain_with_processors);
+    RUN(test_bad_policy_parameters);
+    return h_done();
+}
