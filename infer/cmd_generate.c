@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *model_dir = NULL, *ids_arg = NULL, *prompt_text = NULL;
     int max_new = 64, ctx = 0, print_ids = 0, c;
+    opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': model_dir = optarg; break;
@@ -55,7 +56,7 @@ int main(int argc, char **argv) {
         case 'c': ctx = atoi(optarg); break;
         case 'P': print_ids = 1; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
     }
     if (!model_dir) { usage(stderr); die(prog, "--model is required"); }

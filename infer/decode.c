@@ -151,11 +151,17 @@ static int verify_sample(Decoder *dec, const float *logits_dev, int *bonus) {
 
 /* Appends tokens to out; returns 1 when generation must stop (eos or
  * max_new reached). */
-static int emit(const ModelConfig *c, const int *tokens, int n, int *out, int *n_out, int max_new) {
+static int is_stop(const Decoder *dec, int token) {
+    if (config_is_eos(&dec->target->m->cfg, token)) return 1;
+    for (int i = 0; i < dec->n_stop; i++) if (dec->stop_ids[i] == token) return 1;
+    return 0;
+}
+
+static int emit(const Decoder *dec, const int *tokens, int n, int *out, int *n_out, int max_new) {
     for (int i = 0; i < n; i++) {
         if (*n_out >= max_new) return 1;
         out[(*n_out)++] = tokens[i];
-        if (config_is_eos(c, tokens[i])) return 1;
+        if (is_stop(dec, tokens[i])) return 1;
     }
     return *n_out >= max_new;
 }
@@ -164,8 +170,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     LlamaState *ts = dec->target;
     const LlamaModel *m = ts->m;
     const Backend *be = m->be;
-    const ModelConfig *c = &m->cfg;
-    const int V = c->vocab, H = c->hidden;
+    const int V = m->cfg.vocab, H = m->cfg.hidden;
     memset(st, 0, sizeof *st);
     if (n_prompt <= 0) { err_set("empty prompt"); return -1; }
     double t_start = now_seconds();
@@ -189,7 +194,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     } else {
         be->argmax(ts->logits, 1, V, &root);
     }
-    int done = emit(c, &root, 1, out, &n_out, max_new);
+    int done = emit(dec, &root, 1, out, &n_out, max_new);
     if (dec->draft && !done) {
         double t0 = now_seconds();
         if (draft_catch_up(dec->draft, prompt, ts->hidden, n_prompt, root)) return -1;
@@ -235,8 +240,8 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
 
         /* emit accepted nodes and the bonus token */
         int before = n_out;
-        for (int i = 1; i < len && !done; i++) done = emit(c, &t->token[dec->path[i]], 1, out, &n_out, max_new);
-        if (!done) done = emit(c, &bonus, 1, out, &n_out, max_new);
+        for (int i = 1; i < len && !done; i++) done = emit(dec, &t->token[dec->path[i]], 1, out, &n_out, max_new);
+        if (!done) done = emit(dec, &bonus, 1, out, &n_out, max_new);
         st->cycle_tokens += n_out - before;
         if (done) break;
         if (dec->draft) {

@@ -40,6 +40,8 @@ typedef struct {
     Rng rng;
     CycleHook hook;
     void *hook_ctx;
+    int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
+    int n_stop;
     Tree tree;
     int *pos, *path;
     uint8_t *mask;

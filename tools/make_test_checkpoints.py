@@ -20,6 +20,9 @@ Decoding-loop checkpoints (no references; the loop is checked against itself):
   eagle_tiny   a random EAGLE-1 head (SafeAILab/EAGLE cnets1 layout: fc with
                bias, layers.0.* without input_layernorm) fitting llama3_f32
   v8_target, v8_draft   vocabulary-8 LLaMAs for the sampling chi-square test
+  tiny_chat    a LLaMA with a byte-level BPE tokenizer.json (vocab 384,
+               trained on this project's C sources) for command-line tests,
+               with tiny_chat_eagle (an EAGLE head) and tiny_chat_draft (an LM)
 """
 import os, sys, json
 import torch
@@ -84,6 +87,7 @@ def main():
             gc = os.path.join(d, "generation_config.json")
             if os.path.exists(gc): os.remove(gc)
     loop_checkpoints()
+    chat_checkpoints()
     print("versions: torch", torch.__version__, file=sys.stderr)
 
 def loop_checkpoints():
@@ -110,6 +114,52 @@ def loop_checkpoints():
         model = LlamaForCausalLM(cfg).float()
         model.save_pretrained(os.path.join(CKPT, name), safe_serialization=True)
         gc = os.path.join(CKPT, name, "generation_config.json")
+        if os.path.exists(gc): os.remove(gc)
+
+
+
+def chat_checkpoints():
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers, processors
+    import glob
+    text = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "infer", "*.c")))[:6]:
+        with open(path, encoding="utf-8") as f:
+            text.append(f.read())
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=384, special_tokens=["<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(text, trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    vocab = tok.get_vocab_size()
+    d = os.path.join(CKPT, "tiny_chat")
+    torch.manual_seed(31)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, bos_token_id=0, eos_token_id=1,
+                      initializer_range=0.1, tie_word_embeddings=False)
+    LlamaForCausalLM(cfg).float().save_pretrained(d, safe_serialization=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>", "tokenizer_class": "PreTrainedTokenizerFast"}, f)
+    torch.manual_seed(32)
+    dcfg = LlamaConfig(**{**cfg.to_dict(), "num_hidden_layers": 1, "hidden_size": 32, "intermediate_size": 64,
+                          "num_attention_heads": 2, "num_key_value_heads": 2})
+    LlamaForCausalLM(dcfg).float().save_pretrained(os.path.join(CKPT, "tiny_chat_draft"), safe_serialization=True)
+    torch.manual_seed(33)
+    hcfg = LlamaConfig(**{**cfg.to_dict(), "num_hidden_layers": 1})
+    layer = LlamaForCausalLM(hcfg).model.layers[0]
+    tensors = {"fc.weight": torch.randn(64, 128) * 0.1, "fc.bias": torch.randn(64) * 0.1}
+    for name, t in layer.state_dict().items():
+        if not name.startswith("input_layernorm"):
+            tensors["layers.0." + name] = t.float().contiguous()
+    hd = os.path.join(CKPT, "tiny_chat_eagle")
+    os.makedirs(hd, exist_ok=True)
+    save_file(tensors, os.path.join(hd, "model.safetensors"))
+    with open(os.path.join(hd, "config.json"), "w") as f:
+        json.dump({**hcfg.to_dict(), "bias": True}, f, indent=1, sort_keys=True)
+    for dd in (d, os.path.join(CKPT, "tiny_chat_draft")):
+        gc = os.path.join(dd, "generation_config.json")
         if os.path.exists(gc): os.remove(gc)
 
 if __name__ == "__main__":

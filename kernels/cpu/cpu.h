@@ -45,7 +45,7 @@ static inline float load1(const void *base, DType dt, int64_t i) {
 }
 /* Below this many multiply-adds a parallel region costs more than it
  * saves (thread wake-up is microseconds). */
-#define PAR_MIN_WORK (1 << 15)
+#define PAR_MIN_WORK (1 << 18)
 
 /* Row r of a weight converted to floats. */
 void cpu_weight_row(const Weight *w, int64_t r, float *out);

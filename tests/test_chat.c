@@ -1,0 +1,362 @@
+/* Chat templates and question files.
+ *
+ * Rendered prompts are compared with tests/golden/tokenizer/chat_golden.json,
+ * written by tools/tokenizer_oracle.py from:
+ *   llama-2-chat  fastchat 0.2.36 get_conv_template("llama-2") with EAGLE's
+ *                 system prompt, + " " (EAGLE gen_ea_answer_llama2chat.py);
+ *   vicuna        fastchat 0.2.36 get_conv_template("vicuna_v1.1")
+ *                 (EAGLE gen_ea_answer_vicuna.py);
+ *   llama-3-instruct  transformers 4.46 apply_chat_template with Meta's
+ *                 Llama-3-Instruct chat_template, add_generation_prompt=True
+ *                 (EAGLE gen_ea_answer_llama3chat.py).
+ * i.e. the formats users run in the EAGLE evaluation scripts.  Benchmark
+ * prompt ids (chat_bench_ids.json.zst) come from transformers' LlamaTokenizer
+ * on ../shared's LLaMA-2 tokenizer.model and from the `tokenizers` library on
+ * bytelevel_llama3.json; those tests SKIP without ../shared. */
+#include "tests/harness.h"
+#include "infer/chat.h"
+#include "infer/questions.h"
+#include "infer/tokenizer.h"
+#include "infer/util.h"
+#include <cjson/cJSON.h>
+#include <zstd.h>
+
+#define GOLD "tests/golden/tokenizer/"
+#define SHARED "../shared"
+#define LLAMA2_MODEL SHARED "/tokenizers/llama2/tokenizer.model"
+
+static cJSON *load_zst_json(const char *path) {
+    size_t n;
+    char *src = read_text_file(path, &n);
+    if (!src) return NULL;
+    ZSTD_DStream *ds = ZSTD_createDStream();
+    ZSTD_initDStream(ds);
+    size_t cap = 1 << 20, len = 0;
+    char *dst = xmalloc(cap);
+    ZSTD_inBuffer in = {src, n, 0};
+    while (in.pos < in.size) {
+        if (cap - len < (1 << 16)) { cap *= 2; dst = xrealloc(dst, cap); }
+        ZSTD_outBuffer out = {dst + len, cap - len - 1, 0};
+        size_t r = ZSTD_decompressStream(ds, &out, &in);
+        len += out.pos;
+        if (ZSTD_isError(r)) { free(src); free(dst); ZSTD_freeDStream(ds); return NULL; }
+        if (r == 0 && in.pos == in.size) break;
+    }
+    ZSTD_freeDStream(ds);
+    free(src);
+    dst[len] = 0;
+    cJSON *j = cJSON_ParseWithLength(dst, len);
+    free(dst);
+    return j;
+}
+
+static int same_ids(const cJSON *arr, const int32_t *ids, size_t n) {
+    if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != n) return 0;
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) if ((int32_t)e->valuedouble != ids[i++]) return 0;
+    return 1;
+}
+
+static const char **str_list(const cJSON *arr, int *n) {
+    *n = cJSON_GetArraySize(arr);
+    const char **v = xcalloc((size_t)*n + 1, sizeof(char *));
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) v[i++] = e->valuestring;
+    return v;
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+/* ---------------------------------------------------------------- templates */
+
+static void test_chat_golden_prompts(void) {
+    cJSON *g = read_json_file(GOLD "chat_golden.json");
+    REQUIRE(g, "%s", err_get());
+    CHECK(!strcmp(cJSON_GetObjectItem(g, "eagle_system")->valuestring, chat_default_system(CHAT_LLAMA2)),
+          "EAGLE system prompt differs");
+    const cJSON *row;
+    int n = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
+        ChatTemplate t;
+        REQUIRE(chat_template_parse(cJSON_GetObjectItem(row, "template")->valuestring, &t) == 0, "%s", err_get());
+        const cJSON *sys = cJSON_GetObjectItem(row, "system");
+        int nu, na;
+        const char **u = str_list(cJSON_GetObjectItem(row, "user"), &nu);
+        const char **a = str_list(cJSON_GetObjectItem(row, "assistant"), &na);
+        char *p = chat_render(t, cJSON_IsString(sys) ? sys->valuestring : NULL, u, a, nu);
+        const char *exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
+        CHECK(!strcmp(p, exp), "%s, %d turns, system %s:\nexpected \"%s\"\n     got \"%s\"", chat_template_name(t), nu,
+              cJSON_IsString(sys) ? "\"\"" : "default", exp, p);
+        /* multi-turn: turn k's prompt holds the answer to turn k-1 */
+        for (int k = 0; k < na; k++) {
+            char *ans = chat_py_strip(a[k]);
+            CHECK(strstr(p, ans) != NULL, "answer %d missing from the prompt", k);
+            free(ans);
+        }
+        free(p); free(u); free(a);
+        n++;
+    }
+    printf("# %d rendered prompts compared\n", n);
+    CHECK(n >= 30, "only %d golden prompts", n);
+    cJSON_Delete(g);
+}
+
+static void test_chat_bench_ids(void) {
+    if (!file_exists(LLAMA2_MODEL) || !file_exists(SHARED "/benchmarks/mt_bench/question.jsonl")) SKIP("../shared absent");
+    cJSON *g = load_zst_json(GOLD "chat_bench_ids.json.zst");
+    REQUIRE(g, "chat_bench_ids.json.zst unreadable");
+    cJSON *gold = read_json_file(GOLD "chat_golden.json");
+    REQUIRE(gold, "%s", err_get());
+    const char *answer = cJSON_GetObjectItem(gold, "answer")->valuestring;
+    Tokenizer *l2 = tokenizer_load(LLAMA2_MODEL), *l3 = tokenizer_load(GOLD "bytelevel_llama3.json");
+    REQUIRE(l2 && l3, "%s", err_get());
+    const char *benches[] = {"mt_bench", "humaneval"};
+    int compared = 0;
+    long nids = 0;
+    for (int b = 0; b < 2; b++) {
+        char path[256];
+        snprintf(path, sizeof path, SHARED "/benchmarks/%s/question.jsonl", benches[b]);
+        QuestionSet *qs = questions_load(path);
+        REQUIRE(qs, "%s", err_get());
+        for (int i = 0; i < qs->n; i++) {
+            const Question *q = &qs->q[i];
+            const char *ans[16];
+            for (int k = 0; k < q->n_turns && k < 16; k++) ans[k] = answer;
+            for (int k = 1; k <= q->n_turns; k++) {
+                char key[128];
+                snprintf(key, sizeof key, "%s/%s/%d", benches[b], q->id, k - 1);
+                const cJSON *e = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "ids"), key);
+                if (!e) { CHECK(0, "no golden for %s", key); continue; }
+                static const ChatTemplate tpls[] = {CHAT_LLAMA2, CHAT_VICUNA, CHAT_LLAMA3};
+                for (int m = 0; m < 3; m++) {
+                    int32_t *ids; size_t n;
+                    const Tokenizer *tok = tpls[m] == CHAT_LLAMA3 ? l3 : l2;
+                    REQUIRE(chat_encode(tok, tpls[m], NULL, (const char *const *)q->turns, ans, k, &ids, &n) == 0, "%s", err_get());
+                    const cJSON *exp = cJSON_GetObjectItem(e, chat_template_name(tpls[m]));
+                    CHECK(same_ids(exp, ids, n), "%s %s: ids differ (%zu vs %d)", key, chat_template_name(tpls[m]), n, cJSON_GetArraySize(exp));
+                    nids += (long)n;
+                    compared++;
+                    free(ids);
+                }
+            }
+        }
+        questions_free(qs);
+    }
+    printf("# %d benchmark prompts (%ld ids) compared\n", compared, nids);
+    tokenizer_free(l2); tokenizer_free(l3);
+    cJSON_Delete(g); cJSON_Delete(gold);
+}
+
+static void test_chat_names(void) {
+    ChatTemplate t;
+    CHECK(chat_template_parse("llama-2-chat", &t) == 0 && t == CHAT_LLAMA2, "llama-2-chat");
+    CHECK(chat_template_parse("LLaMA-3-Instruct", &t) == 0 && t == CHAT_LLAMA3, "case");
+    CHECK(chat_template_parse("vicuna_v1.1", &t) == 0 && t == CHAT_VICUNA, "vicuna_v1.1");
+    CHECK(chat_template_parse("chatml", &t) == -1 && strstr(err_get(), "llama-3-instruct"), "unknown name: %s", err_get());
+    CHECK(chat_add_special(CHAT_LLAMA2) && chat_add_special(CHAT_VICUNA) && !chat_add_special(CHAT_LLAMA3), "add_special");
+}
+
+static void test_chat_guess(void) {
+    char why[256];
+    ChatTemplate t;
+    Tokenizer *l3 = tokenizer_load(GOLD "bytelevel_llama3.json");
+    REQUIRE(l3, "%s", err_get());
+    CHECK(chat_template_guess(l3, GOLD "bytelevel_llama3.json", &t, why, sizeof why) == 0 && t == CHAT_LLAMA3, "llama-3 vocab");
+    Tokenizer *sp = tokenizer_load(GOLD "sp_bytefallback.json");
+    REQUIRE(sp, "%s", err_get());
+    CHECK(chat_template_guess(sp, "/models/vicuna-7b-v1.3", &t, why, sizeof why) == 0 && t == CHAT_VICUNA, "vicuna path");
+    CHECK(chat_template_guess(sp, "/models/Llama-2-7b-chat-hf", &t, why, sizeof why) == 0 && t == CHAT_LLAMA2, "llama-2 path");
+    CHECK(chat_template_guess(sp, "/models/mystery", &t, why, sizeof why) == -1 && strstr(err_get(), "llama-2-chat"), "unknown: %s", err_get());
+    /* tokenizer_config.json chat_template wins */
+    char d[] = "/tmp/c2t_chat_XXXXXX";
+    REQUIRE(mkdtemp(d), "mkdtemp");
+    char *src = realpath(GOLD "sp_bytefallback.json", NULL), *dst = path_join(d, "tokenizer.json"), *cfg = path_join(d, "tokenizer_config.json");
+    CHECK(symlink(src, dst) == 0, "symlink");
+    write_file(cfg, "{\"chat_template\": \"{% for m in messages %}[INST] <<SYS>> {{ m['content'] }}{% endfor %}\"}");
+    Tokenizer *c = tokenizer_load(d);
+    REQUIRE(c, "%s", err_get());
+    CHECK(chat_template_guess(c, "/models/vicuna-but-llama2-template", &t, why, sizeof why) == 0 && t == CHAT_LLAMA2 &&
+          strstr(why, "chat_template"), "config chat_template: %s", why);
+    tokenizer_free(c);
+    unlink(dst); unlink(cfg); rmdir(d);
+    free(src); free(dst); free(cfg);
+    tokenizer_free(l3); tokenizer_free(sp);
+}
+
+/* EAGLE's answer post-processing: cut at the stop id, decode, strip. */
+static void test_chat_answer_text(void) {
+    Tokenizer *l3 = tokenizer_load(GOLD "bytelevel_llama3.json");
+    REQUIRE(l3, "%s", err_get());
+    int32_t *ids; size_t n;
+    REQUIRE(tokenizer_encode(l3, "  The answer is 42.  ", 0, &ids, &n) == 0, "%s", err_get());
+    int32_t buf[256];
+    REQUIRE(n + 3 < 256, "short");
+    memcpy(buf, ids, n * sizeof(int32_t));
+    buf[n] = tokenizer_token_to_id(l3, "<|eot_id|>");
+    buf[n + 1] = 5; buf[n + 2] = 6;
+    char *a = chat_answer_text(l3, CHAT_LLAMA3, buf, n + 3);
+    CHECK(a && !strcmp(a, "The answer is 42."), "llama-3 answer: \"%s\"", a ? a : err_get());
+    free(a); free(ids);
+    int32_t stop[4];
+    int ns = chat_stop_ids(l3, CHAT_LLAMA3, stop, 4);
+    CHECK(ns >= 2, "llama-3 stop ids: %d", ns);
+    tokenizer_free(l3);
+    Tokenizer *sp = tokenizer_load(GOLD "sp_bytefallback.json");
+    REQUIRE(sp, "%s", err_get());
+    REQUIRE(tokenizer_encode(sp, "Sure thing</s>trailing", 0, &ids, &n) == 0, "%s", err_get());
+    a = chat_answer_text(sp, CHAT_VICUNA, ids, n);
+    CHECK(a && !strcmp(a, "Sure thing"), "vicuna answer: \"%s\"", a ? a : err_get());
+    free(a); free(ids);
+    tokenizer_free(sp);
+}
+
+/* ---------------------------------------------------------------- questions */
+
+static void test_questions_shared(void) {
+    static const char *names[] = {"mt_bench", "humaneval", "gsm8k", "alpaca", "sum", "qa"};
+    int total_q = 0, total_t = 0;
+    for (int b = 0; b < 6; b++) {
+        char path[256];
+        snprintf(path, sizeof path, SHARED "/benchmarks/%s/question.jsonl", names[b]);
+        if (!file_exists(path)) SKIP("%s absent", path);
+        QuestionSet *qs = questions_load(path);
+        REQUIRE(qs, "%s", err_get());
+        CHECK(qs->n >= 79 && qs->n <= 80, "%s: %d questions", names[b], qs->n);
+        for (int i = 0; i < qs->n; i++) {
+            CHECK(qs->q[i].n_turns >= 1 && qs->q[i].id && qs->q[i].category, "%s question %d", names[b], i);
+        }
+        total_q += qs->n;
+        total_t += questions_total_turns(qs);
+        if (!strcmp(names[b], "mt_bench")) {
+            CHECK(qs->q[0].id_is_int && qs->q[0].id_int == 81 && qs->q[0].n_turns == 2, "mt_bench first question");
+            CHECK(!strcmp(qs->q[0].category, "writing"), "mt_bench category");
+        }
+        questions_free(qs);
+    }
+    printf("# %d questions, %d turns in ../shared/benchmarks\n", total_q, total_t);
+}
+
+static void expect_q_error(const char *name, const char *content, const char *needle) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/c2t_q_%d_%s.jsonl", (int)getpid(), name);
+    write_file(path, content);
+    QuestionSet *qs = questions_load(path);
+    CHECK(!qs, "%s: loaded, expected an error", name);
+    if (!qs) {
+        char where[300];
+        snprintf(where, sizeof where, "%s%s", path, needle);
+        CHECK(strstr(err_get(), needle[0] == ':' ? where : needle) != NULL, "%s: error does not say '%s': %s", name, needle, err_get());
+        CHECK(strchr(err_get(), '\n') == NULL, "multi-line error");
+    }
+    questions_free(qs);
+    unlink(path);
+}
+
+static void test_questions_errors(void) {
+    const char *good = "{\"question_id\": 1, \"category\": \"c\", \"turns\": [\"a\"]}\n";
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s%s{\"question_id\": 3, \"turns\": [\"x\"\n%s", good, good, good);
+    expect_q_error("malformed", buf, ":3:");
+    snprintf(buf, sizeof buf, "%s\n\n{\"question_id\": 2, \"category\": \"c\"}\n", good);
+    expect_q_error("noturns", buf, ":4: turns missing");
+    expect_q_error("emptyturns", "{\"question_id\": 2, \"turns\": []}\n", ":1: turns must be");
+    expect_q_error("turnint", "{\"question_id\": 2, \"turns\": [\"a\", 3]}\n", ":1: turns must be");
+    expect_q_error("floatid", "{\"question_id\": 2.5, \"turns\": [\"a\"]}\n", ":1: question_id");
+    expect_q_error("noid", "{\"turns\": [\"a\"]}\n", ":1: question_id missing");
+    expect_q_error("array", "[1, 2]\n", ":1: a question line must be a JSON object");
+    expect_q_error("trailing", "{\"question_id\": 1, \"turns\": [\"a\"]} x\n", ":1: trailing");
+    expect_q_error("empty", "", "no questions");
+    expect_q_error("blank", "\n  \n\n", "no questions");
+    QuestionSet *qs = questions_load("/nonexistent/question.jsonl");
+    CHECK(!qs && strstr(err_get(), "/nonexistent/question.jsonl"), "missing file: %s", err_get());
+}
+
+static void test_questions_formats(void) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/c2t_q_%d_ok.jsonl", (int)getpid());
+    write_file(path, "\xEF\xBB\xBF{\"question_id\": \"spec-bench-7\", \"category\": \"qa\", \"turns\": [\"t1\", \"t2 \\u4e2d\"], \"reference\": \"r\"}\r\n"
+                     "\n"
+                     "{\"question_id\": 12, \"turns\": [\"only\"], \"reference\": [\"a\", \"b\"]}");
+    QuestionSet *qs = questions_load(path);
+    REQUIRE(qs, "%s", err_get());
+    CHECK(qs->n == 2, "n=%d", qs->n);
+    CHECK(!strcmp(qs->q[0].id, "spec-bench-7") && !qs->q[0].id_is_int, "string id");
+    CHECK(qs->q[0].n_turns == 2 && !strcmp(qs->q[0].turns[1], "t2 \xE4\xB8\xAD"), "turns");
+    CHECK(qs->q[0].n_reference == 1 && qs->q[1].n_reference == 2, "references");
+    CHECK(qs->q[1].id_is_int && qs->q[1].id_int == 12 && !strcmp(qs->q[1].category, "") && qs->q[1].line == 3, "int id / line");
+    CHECK(questions_total_turns(qs) == 3, "turn count");
+    questions_free(qs);
+    unlink(path);
+}
+
+/* ---------------------------------------------------------------- spec-tokenize --chat */
+
+static void test_cli_chat(void) {
+    char bin[256], err[2048], cmd[2048];
+    snprintf(bin, sizeof bin, "%s/spec-tokenize", bin_dir());
+    if (!file_exists(bin)) SKIP("%s not built", bin);
+    /* rendered text equals the golden (first conversation, both turns, vicuna) */
+    cJSON *g = read_json_file(GOLD "chat_golden.json");
+    REQUIRE(g, "%s", err_get());
+    const char *exp = NULL;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
+        if (!strcmp(cJSON_GetObjectItem(row, "template")->valuestring, "vicuna") &&
+            cJSON_IsNull(cJSON_GetObjectItem(row, "system")) && cJSON_GetArraySize(cJSON_GetObjectItem(row, "user")) == 2) {
+            exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
+            break;
+        }
+    }
+    REQUIRE(exp, "no vicuna two-turn golden");
+    const cJSON *u = cJSON_GetObjectItem(row, "user"), *a = cJSON_GetObjectItem(row, "assistant");
+    cJSON *line = cJSON_CreateObject();
+    cJSON_AddNumberToObject(line, "question_id", 1);
+    cJSON_AddItemToObject(line, "turns", cJSON_Duplicate(u, 1));
+    cJSON_AddItemToObject(line, "answers", cJSON_Duplicate(a, 1));
+    char *ls = cJSON_PrintUnformatted(line);
+    char inpath[256];
+    snprintf(inpath, sizeof inpath, "/tmp/c2t_chat_%d.jsonl", (int)getpid());
+    write_file(inpath, ls);
+    snprintf(cmd, sizeof cmd, "%s --tokenizer " GOLD "sp_bytefallback.json --chat vicuna --text < %s", bin, inpath);
+    FILE *p = popen(cmd, "r");
+    REQUIRE(p, "popen");
+    char out[8192] = "", out2[8192] = "";
+    CHECK(fgets(out, sizeof out, p) != NULL && fgets(out2, sizeof out2, p) != NULL, "expected two lines (two turns)");
+    pclose(p);
+    cJSON *got = cJSON_Parse(out2);
+    CHECK(got && cJSON_IsString(got) && !strcmp(got->valuestring, exp), "CLI --chat turn 2: %s", out2);
+    cJSON_Delete(got);
+    /* auto: guessed with a notice */
+    int rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat auto < %s", bin, inpath);
+    CHECK(rc == 0 && strstr(err, "llama-3-instruct") && strstr(err, "guessed"), "auto: rc %d, %s", rc, err);
+    /* malformed question line: one-line error naming the line */
+    write_file(inpath, "{\"question_id\": 1, \"turns\": [\"a\"]}\n{\"question_id\": 2, \"turns\": 5}\n");
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat llama-3-instruct < %s", bin, inpath);
+    CHECK_ONE_LINE_ERROR(rc, err, "stdin:2");
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat chatml < %s", bin, inpath);
+    CHECK_ONE_LINE_ERROR(rc, err, "chatml");
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "sp_bytefallback.json --chat auto < %s", bin, inpath);
+    CHECK_ONE_LINE_ERROR(rc, err, "chat template");
+    unlink(inpath);
+    free(ls);
+    cJSON_Delete(line);
+    cJSON_Delete(g);
+}
+
+int main(void) {
+    RUN(test_chat_golden_prompts);
+    RUN(test_chat_bench_ids);
+    RUN(test_chat_names);
+    RUN(test_chat_guess);
+    RUN(test_chat_answer_text);
+    RUN(test_questions_shared);
+    RUN(test_questions_errors);
+    RUN(test_questions_formats);
+    RUN(test_cli_chat);
+    return h_done();
+}

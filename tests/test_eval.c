@@ -1,0 +1,133 @@
+/* spec-eval end to end on tiny checkpoints: lossless for every policy and
+ * draft kind on multi-turn questions, the JSON report, and bad input. */
+#include "tests/harness.h"
+#include "infer/util.h"
+#include <cjson/cJSON.h>
+
+static char qfile[] = "/tmp/c2t_evalqXXXXXX";
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+static void test_lossless_every_policy(void) {
+    const char *drafts[][2] = {{"lm", "tests/ckpt/tiny_chat"}, {"lm", "tests/ckpt/tiny_chat_draft"},
+                               {"eagle", "tests/ckpt/tiny_chat_eagle"}};
+    const char *policies[] = {"--policy ar", "--policy chain --draft-len 4", "--policy static",
+                              "--policy eagle2 --topk 4 --depth 3 --total 16", "--policy eagle2",
+                              "--policy eagle2 --topk 3 --depth 4 --total all",
+                              "--policy chain --draft-len 6 --early-stop dymax --threshold 0.3",
+                              "--policy chain --draft-len 6 --early-stop dyjoint --threshold 0.2"};
+    for (int d = 0; d < 3; d++)
+        for (size_t p = 0; p < sizeof policies / sizeof *policies; p++) {
+            char err[4096];
+            int rc = run_cmd(err, sizeof err,
+                             "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --draft-kind %s --template none "
+                             "--questions %s --max-new-tokens 48 --check-lossless %s",
+                             bin_dir(), drafts[d][1], drafts[d][0], qfile, policies[p]);
+            CHECK(rc == 0, "%s with %s draft %s: exit %d: %s", policies[p], drafts[d][0], drafts[d][1], rc, err);
+        }
+}
+
+static void test_json_report(void) {
+    char err[4096], out[] = "/tmp/c2t_evaljXXXXXX";
+    int fd = mkstemp(out);
+    close(fd);
+    int rc = run_cmd(err, sizeof err,
+                     "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat --draft-kind lm "
+                     "--template none --questions %s --max-new-tokens 30 --policy chain --draft-len 3 "
+                     "--check-lossless --json %s", bin_dir(), qfile, out);
+    REQUIRE(rc == 0, "exit %d: %s", rc, err);
+    cJSON *j = read_json_file(out);
+    REQUIRE(j, "report: %s", err_get());
+    cJSON *settings = cJSON_GetObjectItem(j, "settings");
+    CHECK(settings && !strcmp(cJSON_GetObjectItem(settings, "policy")->valuestring, "chain"), "settings.policy");
+    CHECK(cJSON_GetObjectItem(settings, "target_config_hash") != NULL, "model identity missing");
+    cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "benchmarks"), 0);
+    cJSON *qs = cJSON_GetObjectItem(b, "questions");
+    CHECK(cJSON_GetArraySize(qs) == 2, "2 questions expected");
+    cJSON *turns = cJSON_GetObjectItem(cJSON_GetArrayItem(qs, 0), "turns");
+    CHECK(cJSON_GetArraySize(turns) == 2, "question 1 has 2 turns");
+    cJSON *t0 = cJSON_GetArrayItem(turns, 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(t0, "lossless")), "turn marked lossless");
+    double tau = cJSON_GetObjectItem(t0, "tau")->valuedouble;
+    /* a self-draft chain of 3 accepts everything: 4 tokens per cycle unless
+     * the answer ends first */
+    CHECK(tau > 3.0 && tau <= 4.0, "self-draft chain tau %g", tau);
+    cJSON *tot = cJSON_GetObjectItem(j, "total");
+    CHECK(cJSON_GetObjectItem(tot, "speedup") && cJSON_GetObjectItem(tot, "v_ar"), "speedup against ar");
+    double gamma = cJSON_GetObjectItem(tot, "gamma")->valuedouble, cycles = cJSON_GetObjectItem(tot, "cycles")->valuedouble;
+    CHECK(gamma == 3 * cycles, "chain of 3: gamma %g = 3 x cycles %g", gamma, cycles);
+    cJSON_Delete(j);
+    unlink(out);
+}
+
+static void test_bad_input(void) {
+    char err[4096], bad[] = "/tmp/c2t_evalbXXXXXX";
+    int fd = mkstemp(bad);
+    close(fd);
+    const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 8";
+    write_file(bad, "{\"question_id\": 1, \"turns\": [\"a\"]}\n{\"question_id\": 2, \"turns\": [\"b\"\n");
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s", bin_dir(), base, bad);
+    char where[128];
+    snprintf(where, sizeof where, "%s:2", bad);
+    CHECK_ONE_LINE_ERROR(rc, err, where);
+    write_file(bad, "");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s", bin_dir(), base, bad);
+    CHECK_ONE_LINE_ERROR(rc, err, bad);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy beam --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "beam");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --beam-width 3 --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--beam-width");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --topk zero --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--topk");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--draft");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --draft tests/ckpt/nonexistent --questions %s",
+                 bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "tests/ckpt/nonexistent");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy chain --draft tests/ckpt/v8_draft --draft-kind lm --questions %s",
+                 bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "vocabulary");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --draft tests/ckpt/eagle_tiny --questions %s",
+                 bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "does not fit the target");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --check-lossless --temperature 0.7",
+                 bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "temperature");
+    unlink(bad);
+}
+
+static void test_sampling_runs_and_is_seeded(void) {
+    char a[] = "/tmp/c2t_evalsXXXXXX", b[] = "/tmp/c2t_evaltXXXXXX", err[4096];
+    close(mkstemp(a));
+    close(mkstemp(b));
+    for (int i = 0; i < 2; i++) {
+        int rc = run_cmd(err, sizeof err,
+                         "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_draft --draft-kind lm "
+                         "--template none --questions %s --max-new-tokens 20 --policy eagle2 --topk 3 --depth 2 "
+                         "--temperature 0.8 --top-p 0.9 --seed 5 --no-baseline --json %s", bin_dir(), qfile, i ? b : a);
+        REQUIRE(rc == 0, "exit %d: %s", rc, err);
+    }
+    cJSON *ja = read_json_file(a), *jb = read_json_file(b);
+    REQUIRE(ja && jb, "reports");
+    double na = cJSON_GetObjectItem(cJSON_GetObjectItem(ja, "total"), "gamma")->valuedouble;
+    double nb = cJSON_GetObjectItem(cJSON_GetObjectItem(jb, "total"), "gamma")->valuedouble;
+    CHECK(na == nb, "same seed, different runs: gamma %g vs %g", na, nb);
+    cJSON_Delete(ja); cJSON_Delete(jb);
+    unlink(a); unlink(b);
+}
+
+int main(void) {
+    int fd = mkstemp(qfile);
+    close(fd);
+    write_file(qfile, "{\"question_id\": 1, \"category\": \"t\", \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
+                      "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
+    RUN(test_lossless_every_policy);
+    RUN(test_json_report);
+    RUN(test_bad_input);
+    RUN(test_sampling_runs_and_is_seeded);
+    unlink(qfile);
+    return h_done();
+}
