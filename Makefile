@@ -29,7 +29,7 @@ BIN   := bin
 # (cmd_*.c), which become bin/spec-<name>.
 # SKIP_SRCS: sources to leave out while they are being written
 SKIP_SRCS ?=
-LIB_SRCS := $(filter-out %/cmd_%.c $(SKIP_SRCS),$(wildcard kernels/*.c kernels/cpu/*.c infer/*.c collect/*.c train/*.c))
+LIB_SRCS := $(filter-out %/cmd_%.c collect/h5plugin_zstd.c $(SKIP_SRCS),$(wildcard kernels/*.c kernels/cpu/*.c infer/*.c collect/*.c train/*.c))
 CMD_SRCS := $(wildcard infer/cmd_*.c collect/cmd_*.c train/cmd_*.c)
 CMDS     := $(patsubst cmd_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
 TEST_SRCS := $(wildcard tests/test_*.c)

@@ -102,8 +102,7 @@ static const char *const KIND_NAME[] = {"float32", "uint8", "int16", "int32", "i
 
 /* Root attributes trace_merge lets differ between shards. */
 static const char *const PER_SHARD_ATTRS[] = {
-    "shard", "n_shards_done", "start_time", "end_time", "host", "hostname", "pid",
-    "compression", "resumed", "merged_from", NULL,
+    "shard", "start_time", "end_time", "host", "hostname", "pid", "resumed", "compression", "merged_from", NULL,
 };
 /* Root attributes the library owns. */
 static const char *const RESERVED_ATTRS[] = {"schema_version", "n_questions", "n_trees", "n_nodes", "compression", NULL};
@@ -500,6 +499,7 @@ typedef struct {
 
 struct TraceWriter {
     char *path;
+    int lock_fd;               /* holds the writer lock (see take_writer_lock) */
     hid_t file, scratch_file;
     WCol col[NCOLS];
     WGroup grp[NGROUPS];
@@ -669,6 +669,7 @@ static void writer_free(TraceWriter *w) {
     }
     if (w->scratch_file >= 0) H5Fclose(w->scratch_file);
     if (w->file >= 0) H5Fclose(w->file);
+    if (w->lock_fd >= 0) close(w->lock_fd);
     h5_forget();
     free(w->enc);
     free(w->cmp);
@@ -679,6 +680,7 @@ static void writer_free(TraceWriter *w) {
 static TraceWriter *writer_new(const char *path) {
     TraceWriter *w = xcalloc(1, sizeof *w);
     w->path = xstrdup(path);
+    w->lock_fd = -1;
     w->file = w->scratch_file = -1;
     for (int c = 0; c < NCOLS; c++) {
         w->col[c].dset = w->col[c].scratch = w->col[c].ftype = -1;
@@ -688,6 +690,23 @@ static TraceWriter *writer_new(const char *path) {
     w->enc = xmalloc(w->enc_cap);
     w->cmp = xmalloc(w->enc_cap);
     return w;
+}
+
+/* One writer per file: a SWMR writer drops HDF5's own file lock once the
+ * file is open (so that readers can open it), and a second writer would
+ * clear the "open for writing" flags of a live one.  So the writer holds an
+ * open-file-description lock (fcntl F_OFD_SETLK, released when the process
+ * dies, independent of the flock() HDF5 uses) on the file's first byte. */
+static int take_writer_lock(TraceWriter *w) {
+    w->lock_fd = open(w->path, O_RDWR | O_CLOEXEC);
+    if (w->lock_fd < 0) { err_set("%s: cannot open: %s", w->path, strerror(errno)); return -1; }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    if (fcntl(w->lock_fd, F_OFD_SETLK, &fl) != 0) {
+        if (errno == EAGAIN || errno == EACCES) err_set("%s: being written by another process", w->path);
+        else err_set("%s: cannot lock: %s", w->path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* The in-memory scratch file and one scratch dataset per column with the
@@ -758,8 +777,8 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     TraceWriter *w = writer_new(path);
     w->durable = o.durable;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
-    /* Room for the count attributes in the root object header's first chunk
-     * (they are created first; see "counts" above). */
+    /* Room for the count attributes in the root object header's first chunk,
+     * which sits in the first page (rule 3; they are created first). */
     H5Pset_est_link_info(fcpl, 16, 24);
     hid_t fapl = make_fapl(0);
     unsigned flags = H5F_ACC_EXCL | (o.durable ? H5F_ACC_SWMR_WRITE : 0);
@@ -767,6 +786,7 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     H5Pclose(fcpl);
     H5Pclose(fapl);
     if (w->file < 0) { h5_err("%s: cannot create", path); writer_free(w); return NULL; }
+    if (take_writer_lock(w) < 0) goto fail;
     int rc = 0;
     for (int g = 0; g < NGROUPS && rc == 0; g++) rc = put_i64_attr(w->file, COUNT_ATTR[NGROUPS - 1 - g], 0);
     if (rc == 0) rc = put_i64_attr(w->file, "schema_version", TRACE_SCHEMA_VERSION);
@@ -805,10 +825,10 @@ TraceWriter *trace_resume(const char *path) {
     TraceReader *r = trace_open(path);
     if (!r) return NULL;
     trace_reader_close(r);
-    unsigned flags;
-    if (probe_file(path, &flags) < 0) return NULL;
     TraceWriter *w = writer_new(path);
     w->durable = 1;
+    unsigned flags;
+    if (take_writer_lock(w) < 0 || probe_file(path, &flags) < 0) { writer_free(w); return NULL; }
     hid_t fapl = make_fapl(flags != 0);
     w->file = H5Fopen(path, H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl);
     H5Pclose(fapl);

@@ -784,6 +784,10 @@ static void test_resume_after_close(void) {
     char *tm = trace_get_attr_str(w, "target_model");
     CHECK(tm && strstr(tm, "llama-68m"), "settings lost: %s", tm ? tm : "(null)");
     free(tm);
+    /* one writer at a time */
+    TraceWriter *w2 = trace_resume(p);
+    CHECK(!w2 && strstr(err_get(), "being written by another process"), "second writer: %s", w2 ? "opened" : err_get());
+    if (w2) trace_close(w2);
     REQUIRE(write_questions(w, &g, 5, 14, -1) == 0 && trace_close(w) == 0, "%s", err_get());
     REQUIRE(write_file(ref, TRACE_GZIP, &g, 0, 14, NULL) == 0, "%s", err_get());
     const char *why = same_records(p, ref);
