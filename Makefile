@@ -29,7 +29,7 @@ BIN   := bin
 # (cmd_*.c), which become bin/spec-<name>.
 # SKIP_SRCS: sources to leave out while they are being written
 SKIP_SRCS ?=
-LIB_SRCS := $(filter-out %/cmd_%.c collect/h5plugin_zstd.c $(SKIP_SRCS),$(wildcard kernels/*.c kernels/cpu/*.c infer/*.c collect/*.c train/*.c))
+LIB_SRCS := $(filter-out $(wildcard */cmd_*.c) collect/h5plugin_zstd.c $(SKIP_SRCS),$(wildcard kernels/*.c kernels/cpu/*.c infer/*.c collect/*.c train/*.c))
 CMD_SRCS := $(wildcard infer/cmd_*.c collect/cmd_*.c train/cmd_*.c)
 CMDS     := $(patsubst cmd_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
 TEST_SRCS := $(wildcard tests/test_*.c)
@@ -70,6 +70,26 @@ $(BUILD)/%.o: %.c
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+# CUDA backend (kernels/cuda/, docs/cuda.md): built when nvcc is on PATH;
+# `make NVCC=` builds CPU-only.  Binaries link libc2t_cuda.a and the CUDA
+# libraries; C sources see -DC2T_CUDA.
+NVCC := $(shell command -v nvcc 2>/dev/null)
+ifneq ($(NVCC),)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+NVFLAGS   ?= -O2 -std=c++17 $(CUDA_ARCH) -Xptxas -warn-spills -Xcompiler -Wall,-Wextra,-Werror -I.
+CUDA_LIB  := $(BUILD)/libc2t_cuda.a
+CFLAGS    += -DC2T_CUDA
+LDLIBS    := $(CUDA_LIB) $(LIB) $(LDLIBS) -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lstdc++
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
+$(CUDA_LIB): $(patsubst %.cu,$(BUILD)/%.o,$(wildcard kernels/cuda/*.cu))
+	@rm -f $@
+	ar rcs $@ $^
+$(CMDS) $(TESTS) $(BENCHES): $(CUDA_LIB)
+endif
 
 $(PLUGIN): collect/h5plugin_zstd.c collect/zstd_filter.c collect/zstd_filter.h
 	@mkdir -p $(dir $@)

@@ -10,6 +10,7 @@
 #include <time.h>
 
 static const char *prog = "spec-eval";
+#define DEFAULT_CLASSIFIER "data/demo/classifier.json"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -28,10 +29,14 @@ static void usage(FILE *f) {
 "policy\n"
 "  --policy NAME          %s (default eagle2)\n"
 "  --topk K               children per expanded node (default 10)\n"
-"  --depth D              eagle2: expansion steps after the root's, tree depth D+1 (default 6)\n"
+"  --depth D              eagle2: expansion steps after the root's, tree depth D+1 (default 6);\n"
+"                         c2t: d_max, the maximum node depth (default 8 = EAGLE-2's depth + 2)\n"
 "  --total N|all          eagle2: nodes kept by rerank, root excluded (default 60)\n"
 "  --draft-len K          chain: draft tokens per cycle (default 5)\n"
-"  --early-stop S         chain: none | dymax | dyjoint (default none)\n"
+"  --classifier FILE      c2t, chain --early-stop c2t: weights from spec-train\n"
+"                         (default data/demo/classifier.json when it exists)\n"
+"  --beta B               c2t: confidence threshold (default 0.5)\n"
+"  --early-stop S         chain: none | c2t | dymax | dyjoint (default none)\n"
 "  --threshold X          chain early-stop threshold (default 0.5)\n"
 "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
 "  --entropy-topm M       entropy over the top M probabilities, 0 = exact (default 1000)\n"
@@ -46,6 +51,8 @@ static void usage(FILE *f) {
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --json OUT             report: settings, model identities, per-question figures\n"
+"  --csv FILE             append one row \"policy,param,value,tau,gamma,v\" (header if new)\n"
+"  --label KEY=VALUE      the param,value columns of that row (default: -,-)\n"
 "  -h, --help\n", CHAT_TEMPLATE_NAMES, policy_names());
 }
 
@@ -179,6 +186,8 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const ch
     cJSON_AddStringToObject(o, "static_tree", p->static_tree);
     cJSON_AddStringToObject(o, "early_stop", p->early_stop);
     cJSON_AddNumberToObject(o, "threshold", p->threshold);
+    cJSON_AddStringToObject(o, "classifier", p->classifier);
+    cJSON_AddNumberToObject(o, "beta", p->beta);
     cJSON_AddNumberToObject(o, "max_new_tokens", cfg->max_new);
     cJSON_AddNumberToObject(o, "temperature", cfg->sp.temperature);
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
@@ -205,11 +214,11 @@ int main(int argc, char **argv) {
     cfg.max_new = 256;
     cfg.sp.top_p = 1.0f;
     policy_params_default(&cfg.prm);
-    const char *questions[64], *json_out = NULL;
+    const char *questions[64], *json_out = NULL, *csv_out = NULL, *label = NULL;
     int nq = 0, max_questions = 0, check_lossless = 0, baseline = 1;
     enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_POLICY, O_TOPK, O_DEPTH, O_TOTAL, O_DLEN,
            O_ES, O_THR, O_STATIC, O_TOPM, O_Q, O_MAXQ, O_MAXNEW, O_CTX, O_TEMP, O_TK, O_TP, O_SEED, O_LOSSLESS,
-           O_NOBASE, O_JSON };
+           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL };
     static const struct option opts[] = {
         {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
         {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
@@ -219,6 +228,7 @@ int main(int argc, char **argv) {
         {"max-questions", 1, 0, O_MAXQ}, {"max-new-tokens", 1, 0, O_MAXNEW}, {"max-ctx", 1, 0, O_CTX},
         {"temperature", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TK}, {"top-p", 1, 0, O_TP}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NOBASE}, {"json", 1, 0, O_JSON},
+        {"classifier", 1, 0, O_CLS}, {"beta", 1, 0, O_BETA}, {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;   /* one-line errors of our own */
@@ -232,7 +242,7 @@ int main(int argc, char **argv) {
         case O_SYS: cfg.system = optarg; break;
         case O_POLICY: snprintf(cfg.prm.name, sizeof cfg.prm.name, "%s", optarg); break;
         case O_TOPK: cfg.prm.topk = parse_int("--topk", optarg, 1, 1000); break;
-        case O_DEPTH: cfg.prm.depth = parse_int("--depth", optarg, 0, 64); break;
+        case O_DEPTH: cfg.prm.depth = parse_int("--depth", optarg, 0, 250); break;
         case O_TOTAL: if (parse_total(optarg, &cfg.prm.total)) die_err(prog); break;
         case O_DLEN: cfg.prm.draft_len = parse_int("--draft-len", optarg, 1, 256); break;
         case O_ES: snprintf(cfg.prm.early_stop, sizeof cfg.prm.early_stop, "%s", optarg); break;
@@ -250,6 +260,13 @@ int main(int argc, char **argv) {
         case O_LOSSLESS: check_lossless = 1; break;
         case O_NOBASE: baseline = 0; break;
         case O_JSON: json_out = optarg; break;
+        case O_CLS: snprintf(cfg.prm.classifier, sizeof cfg.prm.classifier, "%s", optarg); break;
+        case O_BETA: cfg.prm.beta = parse_float("--beta", optarg, 0, 1); break;
+        case O_CSV: csv_out = optarg; break;
+        case O_LABEL:
+            if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
+            label = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
@@ -260,6 +277,9 @@ int main(int argc, char **argv) {
     if (check_lossless && cfg.sp.temperature > 0) die(prog, "--check-lossless needs --temperature 0");
     if (check_lossless && !baseline) die(prog, "--check-lossless needs the ar baseline (drop --no-baseline)");
 
+    /* the shipped classifier, unless one is given */
+    if (!cfg.prm.classifier[0] && file_exists(DEFAULT_CLASSIFIER))
+        snprintf(cfg.prm.classifier, sizeof cfg.prm.classifier, "%s", DEFAULT_CLASSIFIER);
     /* bad input first, before the models load */
     Policy *policy = policy_new(&cfg.prm);
     if (!policy) die_err(prog);
@@ -343,6 +363,16 @@ int main(int argc, char **argv) {
         char sp[16] = "-";
         if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", v / (t->ar_tokens / t->ar_wall));
         printf("%-16s %10.2f %8.2f %10.1f %9s\n", i < nq ? names[i] : "all", t->gamma / 1000.0, tau_of(t), v, sp);
+    }
+    if (csv_out) {
+        int fresh = !file_exists(csv_out);
+        FILE *f = fopen(csv_out, "a");
+        if (!f) die(prog, "%s: cannot open for appending", csv_out);
+        if (fresh) fprintf(f, "policy,param,value,tau,gamma,v\n");
+        const char *eq = label ? strchr(label, '=') : NULL;
+        fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
+                eq ? eq + 1 : "-", tau_of(&all), (long long)all.gamma, all.wall > 0 ? all.new_tokens / all.wall : 0);
+        if (fclose(f) != 0) die(prog, "%s: write failed", csv_out);
     }
     if (json_out) {
         char *text = cJSON_Print(report);

@@ -89,6 +89,11 @@ void draft_free(Draft *d) {
     const Backend *be = d->be;
     release_buffers(d);
     layer_scratch_free(be, &d->ls);
+    if (d->kind == DRAFT_EAGLE) {
+        llama_release_layer(be, &d->layer);
+        if (d->fc_w.data) be->weight_release(&d->fc_w);
+        if (d->fc_b.data) be->weight_release(&d->fc_b);
+    }
     if (d->kv) be->kv_free(d->kv);
     if (d->root_feat) be->release(d->root_feat);
     if (d->node_feat) be->release(d->node_feat);
@@ -196,7 +201,9 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
         return 0;
     }
     if (n == 1 && nodes[0] == 0) {
+        double t0 = now_seconds();
         be->softmax_topk(d->root_logits, 1, d->V, 1.0f, k, ids, probs, topm, entropy);
+        d->t_dist += now_seconds() - t0;
         return 0;
     }
     reserve_nodes(d, t->n);
@@ -238,7 +245,9 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     }
     if (rc == 0) {
         d->n_temp += n;
+        double t0 = now_seconds();
         be->softmax_topk(logits, n, d->V, 1.0f, k, ids, probs, topm, entropy);
+        d->t_dist += now_seconds() - t0;
     }
     free(tok); free(pos); free(mask);
     return rc;

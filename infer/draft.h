@@ -48,6 +48,7 @@ typedef struct {
     LlamaState *lms;
     float *root_logits;      /* device, V: the distribution under the root */
     int lm_started;
+    double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
     /* scripted */
     DraftScript script;
     void *script_ctx;

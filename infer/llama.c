@@ -76,8 +76,20 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
     return m;
 }
 
+void llama_release_layer(const Backend *be, LlamaLayer *l) {
+    Weight *w[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->gate, &l->up, &l->down};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        if (w[i]->data) be->weight_release(w[i]);
+}
+
 void llama_free(LlamaModel *m) {
     if (!m) return;
+    const Backend *be = m->be;
+    if (m->layer)
+        for (int i = 0; i < m->cfg.layers; i++) llama_release_layer(be, &m->layer[i]);
+    if (m->lm_head.data && m->lm_head.data != m->embed.data) be->weight_release(&m->lm_head);
+    if (m->embed.data) be->weight_release(&m->embed);
+    if (m->final_norm.data) be->weight_release(&m->final_norm);
     st_close(m->st);
     free(m->layer);
     free(m->inv_freq);

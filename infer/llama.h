@@ -34,6 +34,7 @@ void llama_free(LlamaModel *m);
 /* Loads "<prefix>self_attn.q_proj.weight" etc. of one decoder layer. */
 int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *prefix,
                      int need_attn_norm, LlamaLayer *l);
+void llama_release_layer(const Backend *be, LlamaLayer *l);
 int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name, int64_t rows,
                       int64_t cols, Weight *w);
 /* Bytes of weights one token's decode reads (for bandwidth bounds). */

@@ -10,7 +10,8 @@
 typedef struct {
     char name[32];
     int topk;            /* children per expanded node (eagle2, c2t) */
-    int depth;           /* eagle2: expansion steps after the root's (max node depth depth+1); c2t: d_max */
+    int depth;           /* eagle2: expansion steps after the root's (max node depth depth+1);
+                            c2t: d_max, the maximum node depth; chain: unused; -1 = the policy's default */
     int total;           /* eagle2: nodes kept by rerank (root excluded); -1 = all */
     int draft_len;       /* chain: draft tokens per cycle */
     int topm;            /* entropy over the top-M probabilities (0 = exact) */
@@ -20,13 +21,36 @@ typedef struct {
     float beta;
     char early_stop[16];  /* chain: none | c2t | dymax | dyjoint */
     float threshold;
-    /* sage / wetap (seeds 002, 004) */
-    float f[16];
+    /* sage (seed 002 §3; defaults from its §5.1; docs/policies_sage_wetap.md) */
+    int sage_dmin, sage_dmax;     /* depth range of D(α) = dmin + α(dmax − dmin) */
+    int sage_wmin, sage_wmax;     /* width range of W(α) = wmin + (1 − α)(wmax − wmin) */
+    int sage_k;                   /* top-k of the confidence α = 1 − H(top-k renormalised)/log k */
+    int sage_nmax;                /* node cap N_max, root excluded */
+    int sage_window;              /* acceptance history: sliding window of cycles */
+    float sage_lower, sage_upper; /* mean accepted count below lower: max depth − 1; above upper: + 1 */
+    int sage_dceil;               /* highest max depth the history may raise to (not in the paper) */
+    float sage_alpha0;            /* α of a sequence's first cycle (Algorithm 1, line 3) */
+    float sage_theta;             /* threshold coefficient: θ_l = sage_theta·l/D(α) (paper: 0.1) */
+    /* wetap (seed 004 §3.2) */
+    int wetap_depth;              /* layers L of the tree before pruning */
+    int wetap_wmin, wetap_wmax;   /* width range; layer 1 has wmin nodes */
+    float wetap_gamma;            /* W_{t+1} = wmin + (wmax − wmin)·H_norm(t)^γ */
+    float wetap_alpha;            /* pruning score α·p_norm + (1 − α)·d/L */
+    int wetap_budget;             /* draft nodes kept by pruning, root excluded */
 } PolicyParams;
 
 void policy_params_default(PolicyParams *p);
+/* Sets one sage_* / wetap_* parameter from text (spec-eval --param KEY=VALUE).
+ * value NULL: key is "KEY=VALUE".  Unknown key or a bad value: -1 with a
+ * one-line error naming it. */
+int policy_params_set(PolicyParams *p, const char *key, const char *value);
+/* The i-th parameter policy_params_set knows: its key and current value
+ * (for --help and reports); -1 past the last. */
+int policy_param_get(const PolicyParams *p, int i, const char **key, double *value);
 
-/* Time a policy spends, split as the reports show it (seconds). */
+/* Time a policy spends, split as the reports show it (seconds): draft
+ * forwards; feature extraction (softmax, top-k, top-M entropy, joint
+ * probabilities); the classifier. */
 typedef struct {
     double draft, features, classifier;
 } PolicyTimes;
@@ -61,4 +85,7 @@ int policy_ar_init(Policy *p);
 int policy_chain_init(Policy *p);
 int policy_static_init(Policy *p);
 int policy_eagle2_init(Policy *p);
+int policy_c2t_init(Policy *p);
+int policy_sage_init(Policy *p);
+int policy_wetap_init(Policy *p);
 #endif

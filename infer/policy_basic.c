@@ -1,6 +1,7 @@
 /* The simple policies: ar (no drafting), chain (vanilla speculative
- * decoding, optionally with DyMax / DyJoint early stopping), static (a fixed
+ * decoding, optionally with C2T / DyMax / DyJoint early stopping), static (a fixed
  * tree of sibling-rank paths; EAGLE-1's default tree as preset "eagle1"). */
+#include "infer/classifier.h"
 #include "infer/policy.h"
 #include "infer/util.h"
 #include <stdio.h>
@@ -19,32 +20,59 @@ int policy_ar_init(Policy *p) {
 }
 
 /* ---- chain ---- */
-typedef enum { STOP_NONE, STOP_DYMAX, STOP_DYJOINT } ChainStop;
+typedef enum { STOP_NONE, STOP_DYMAX, STOP_DYJOINT, STOP_C2T } ChainStop;
+
+typedef struct {
+    ChainStop stop;
+    Classifier *cls;
+} ChainState;
 
 static int chain_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
-    ChainStop stop = (ChainStop)(intptr_t)p->state;
+    const ChainState *s = p->state;
     int node = 0, id;
     float prob, ent;
     for (int i = 0; i < p->prm.draft_len; i++) {
         if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, &ent, tm)) return -1;
-        /* DyMax stops when the draft's top probability is low, DyJoint when
-         * the joint probability of the chain is (C2T paper, Table 7). */
-        if (stop == STOP_DYMAX && prob < p->prm.threshold) break;
-        if (stop == STOP_DYJOINT && t->P[node] * prob < p->prm.threshold) break;
+        /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
+         * draft's top probability is low, DyJoint when the chain's joint
+         * probability is, C2T when the classifier's confidence is < β. */
+        float P = t->P[node] * prob;
+        if (s->stop == STOP_DYMAX && prob < p->prm.threshold) break;
+        if (s->stop == STOP_DYJOINT && P < p->prm.threshold) break;
+        if (s->stop == STOP_C2T) {
+            double t0 = now_seconds();
+            float depth = (float)(t->depth[node] + 1), conf;
+            classifier_forward(s->cls, &P, &ent, &depth, 1, &conf);
+            tm->classifier += now_seconds() - t0;
+            if (conf < p->prm.beta) break;
+        }
         node = tree_add(t, node, id, prob, ent, 0);
     }
     return 0;
 }
+
+static void chain_destroy(Policy *p) {
+    ChainState *s = p->state;
+    classifier_free(s->cls);
+    free(s);
+}
 int policy_chain_init(Policy *p) {
     if (p->prm.draft_len < 1) { err_set("chain: --draft-len must be at least 1"); return -1; }
     const char *es = p->prm.early_stop;
-    ChainStop stop;
-    if (!strcmp(es, "none")) stop = STOP_NONE;
-    else if (!strcmp(es, "dymax")) stop = STOP_DYMAX;
-    else if (!strcmp(es, "dyjoint")) stop = STOP_DYJOINT;
-    else { err_set("chain: unknown --early-stop '%s' (none, dymax, dyjoint)", es); return -1; }
-    p->state = (void *)(intptr_t)stop;
+    ChainState *s = xcalloc(1, sizeof *s);
+    if (!strcmp(es, "none")) s->stop = STOP_NONE;
+    else if (!strcmp(es, "dymax")) s->stop = STOP_DYMAX;
+    else if (!strcmp(es, "dyjoint")) s->stop = STOP_DYJOINT;
+    else if (!strcmp(es, "c2t")) s->stop = STOP_C2T;
+    else { free(s); err_set("chain: unknown --early-stop '%s' (none, c2t, dymax, dyjoint)", es); return -1; }
+    if (s->stop == STOP_C2T) {
+        if (!p->prm.classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier"); return -1; }
+        s->cls = classifier_load(p->prm.classifier);
+        if (!s->cls) { free(s); return -1; }
+    }
+    p->state = s;
     p->build = chain_build;
+    p->destroy = chain_destroy;
     return 0;
 }
 

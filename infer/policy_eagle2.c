@@ -92,6 +92,7 @@ static void eagle2_destroy(Policy *p) {
 }
 
 int policy_eagle2_init(Policy *p) {
+    if (p->prm.depth < 0) p->prm.depth = 6;   /* EAGLE-2 paper, 7B */
     if (p->prm.topk < 1 || p->prm.depth < 0) { err_set("eagle2: --topk must be >= 1 and --depth >= 0"); return -1; }
     if (p->prm.total == 0 || p->prm.total < -1) { err_set("eagle2: --total must be positive or 'all'"); return -1; }
     Eagle2State *s = xcalloc(1, sizeof *s);

@@ -26,6 +26,7 @@ typedef struct {
     const void *data;  /* backend memory (CPU: points into the mmap'ed file) */
     DType dtype;       /* F32, F16 or BF16 */
     int64_t rows, cols;
+    void *priv;        /* backend's own (CPU: an F32 copy of 16-bit weights, or NULL) */
 } Weight;
 
 typedef struct KVCache KVCache;

@@ -90,6 +90,59 @@ static void test_eagle2_tree_by_hand(void) {
     tree_free(&t);
 }
 
+/* C2T with the hand-set classifier of tests/golden/c2t_hand.json: logit =
+ * 10 P - d + 0.5, so at beta 0.5 a node passes iff P >= (d - 0.5)/10, i.e.
+ * P >= .05 at depth 1, .15 at depth 2, .25 at depth 3. */
+static int build_c2t(const char *policy, int topk, int dmax, float beta, int draft_len, Tree *t, int *calls) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "%s", policy);
+    snprintf(prm.classifier, sizeof prm.classifier, "tests/golden/c2t_hand.json");
+    snprintf(prm.early_stop, sizeof prm.early_stop, "c2t");
+    prm.topk = topk; prm.depth = dmax; prm.beta = beta; prm.draft_len = draft_len;
+    Policy *p = policy_new(&prm);
+    if (!p) return -1;
+    *calls = 0;
+    Draft *d = draft_scripted(script, calls);
+    tree_reset(t, 0);
+    PolicyTimes tm = {0};
+    int rc = p->build(p, d, t, &tm);
+    draft_free(d);
+    policy_free(p);
+    return rc;
+}
+
+static void test_c2t_tree_by_hand(void) {
+    Tree t;
+    tree_init(&t);
+    int calls;
+    /* K=2, d_max=5, beta .5.  Depth 1: a .6, b .3 pass; both expand.
+     * Depth 2: a1 .30, a2 .24, b1 .27 pass (>= .15), b2 .015 does not; all
+     * three join the tree but only the two most confident, a1 and b1,
+     * expand (second top-K pruning: a2 stays a leaf).  Depth 3: a1x .21,
+     * a1y .06, b1x .081, b1y .081 are all below .25: building stops. */
+    REQUIRE(build_c2t("c2t", 2, 5, 0.5f, 0, &t, &calls) == 0, "c2t: %s", err_get());
+    int tok[] = {1, 2, 11, 12, 21}, par[] = {0, 0, 1, 1, 2};
+    CHECK(tree_is(&t, tok, par, 5), "c2t tree differs from the hand-built one (n=%d)", t.n);
+    CHECK(calls == 5, "draft calls %d: expected root, a, b, a1, b1 (a2 not expanded)", calls);
+    /* d_max = 1 stops after the first layer */
+    REQUIRE(build_c2t("c2t", 2, 1, 0.5f, 0, &t, &calls) == 0, "c2t: %s", err_get());
+    int tok1[] = {1, 2}, par1[] = {0, 0};
+    CHECK(tree_is(&t, tok1, par1, 2) && calls == 1, "d_max 1: n=%d calls=%d", t.n, calls);
+    /* beta .9 (logit >= 2.197): depth 1 needs P >= .27, depth 2 P >= .37 */
+    REQUIRE(build_c2t("c2t", 2, 5, 0.9f, 0, &t, &calls) == 0, "c2t: %s", err_get());
+    CHECK(tree_is(&t, tok1, par1, 2), "beta .9: only a and b pass (n=%d)", t.n);
+    /* K=1: only the top child of each frontier node is scored */
+    REQUIRE(build_c2t("c2t", 1, 5, 0.5f, 0, &t, &calls) == 0, "c2t: %s", err_get());
+    int tokk[] = {1, 11}, park[] = {0, 1};
+    CHECK(tree_is(&t, tokk, park, 2), "K=1: chain a, a1 (a1x .21 < .25) n=%d", t.n);
+    /* chain with C2T early stopping: a .6 (d1), a1 .30 (d2), then a1x .21 at
+     * depth 3 is below .25: stop */
+    REQUIRE(build_c2t("chain", 1, -1, 0.5f, 6, &t, &calls) == 0, "chain c2t: %s", err_get());
+    CHECK(tree_is(&t, tokk, park, 2), "chain --early-stop c2t: n=%d", t.n);
+    tree_free(&t);
+}
+
 static void test_chain_and_static_trees_by_hand(void) {
     Tree t;
     tree_init(&t);
@@ -129,7 +182,8 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
     int prompts[3][8] = {{1, 21, 208, 255, 244, 151, 37, 9}, {1, 5, 6, 7, 8, 9, 10, 11}, {1, 99, 98, 97, 96, 95, 94, 93}};
     struct { const char *policy; int topk, depth, total, draft_len; } cases[] = {
         {"ar", 0, 0, 0, 0}, {"chain", 1, 0, 0, 4}, {"static", 4, 0, 0, 0}, {"eagle2", 4, 3, 12, 0},
-        {"eagle2", 10, 6, 60, 0}, {"eagle2", 5, 4, -1, 0},
+        {"eagle2", 10, 6, 60, 0}, {"eagle2", 5, 4, -1, 0}, {"c2t", 4, 6, 0, 0}, {"c2t", 10, 8, 0, 0},
+        {"chain-c2t", 1, 0, 0, 6},
     };
     for (int q = 0; q < 3; q++) {
         LlamaState *s = llama_state_new(m, 64);
@@ -140,6 +194,12 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
             PolicyParams prm;
             policy_params_default(&prm);
             snprintf(prm.name, sizeof prm.name, "%s", cases[c].policy);
+            if (!strcmp(prm.name, "chain-c2t")) {
+                snprintf(prm.name, sizeof prm.name, "chain");
+                snprintf(prm.early_stop, sizeof prm.early_stop, "c2t");
+            }
+            snprintf(prm.classifier, sizeof prm.classifier, "tests/golden/c2t_hand.json");
+            prm.beta = 0.2f;   /* lets enough nodes through to make trees */
             prm.topk = cases[c].topk; prm.depth = cases[c].depth; prm.total = cases[c].total;
             prm.draft_len = cases[c].draft_len;
             int out[64];
@@ -311,6 +371,7 @@ static void test_bad_policy_parameters(void) {
 int main(void) {
     RUN(test_eagle2_tree_by_hand);
     RUN(test_chain_and_static_trees_by_hand);
+    RUN(test_c2t_tree_by_hand);
     RUN(test_lossless_greedy_draft_lm_self);
     RUN(test_lossless_greedy_draft_lm_other);
     RUN(test_lossless_greedy_eagle_head);

@@ -18,7 +18,9 @@ static void test_lossless_every_policy(void) {
                               "--policy eagle2 --topk 4 --depth 3 --total 16", "--policy eagle2",
                               "--policy eagle2 --topk 3 --depth 4 --total all",
                               "--policy chain --draft-len 6 --early-stop dymax --threshold 0.3",
-                              "--policy chain --draft-len 6 --early-stop dyjoint --threshold 0.2"};
+                              "--policy chain --draft-len 6 --early-stop dyjoint --threshold 0.2",
+                              "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2 --topk 4 --depth 5",
+                              "--policy chain --draft-len 6 --early-stop c2t --classifier tests/golden/c2t_hand.json"};
     for (int d = 0; d < 3; d++)
         for (size_t p = 0; p < sizeof policies / sizeof *policies; p++) {
             char err[4096];
@@ -93,6 +95,9 @@ static void test_bad_input(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --draft tests/ckpt/eagle_tiny --questions %s",
                  bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "does not fit the target");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy c2t --draft tests/ckpt/tiny_chat_eagle --classifier %s --questions %s",
+                 bin_dir(), base, qfile, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, qfile);   /* not a weights file */
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --check-lossless --temperature 0.7",
                  bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "temperature");

@@ -120,6 +120,6 @@ static void attention_many(float *out, const float *q, const KVCache *c, int lay
 
 void cpu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
                    const uint8_t *mask, int nheads, int nkv, int head_dim) {
-    if (n <= 4) attention_few(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
+    if (n <= 8) attention_few(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
     else attention_many(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
 }

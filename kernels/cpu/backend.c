@@ -8,15 +8,48 @@ static float *cpu_alloc(size_t n) { return xcalloc(n ? n : 1, sizeof(float)); }
 static void cpu_release(void *p) { free(p); }
 static void cpu_copy(float *dst, const float *src, size_t n) { memmove(dst, src, n * sizeof(float)); }
 
+/* Products over many tokens (prefill, tree verification) run through sgemm,
+ * which needs F32 weights; widening a 16-bit matrix on every call costs as
+ * much as the product for small trees.  So the backend keeps an F32 copy of
+ * 16-bit matrices while the copies fit C2T_CPU_F32_CACHE_MB (default 4096;
+ * 0 disables).  Decode keeps reading the 16-bit weights (half the bytes). */
+static size_t f32_cache_budget(void) {
+    static long mb = -1;
+    if (mb < 0) {
+        const char *e = getenv("C2T_CPU_F32_CACHE_MB");
+        mb = e && *e ? atol(e) : 4096;
+        if (mb < 0) mb = 0;
+    }
+    return (size_t)mb << 20;
+}
+static size_t f32_cache_used;
+
 static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
     if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) {
         err_set("weights must be F32, F16 or BF16, not %s", dtype_name(dt));
         return -1;
     }
-    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols;
+    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
+    size_t bytes = (size_t)rows * cols * sizeof(float);
+    if (dt != DT_F32 && rows > 1 && f32_cache_used + bytes <= f32_cache_budget()) {
+        float *f = malloc(bytes);
+        if (f) {
+#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN_WORK)
+            for (int64_t r = 0; r < rows; r++) cpu_weight_row(w, r, f + r * cols);
+            w->priv = f;
+            f32_cache_used += bytes;
+        }
+    }
     return 0;
 }
-static void cpu_weight_release(Weight *w) { w->data = NULL; }
+static void cpu_weight_release(Weight *w) {
+    if (w->priv) {
+        free(w->priv);
+        f32_cache_used -= (size_t)w->rows * w->cols * sizeof(float);
+    }
+    w->priv = NULL;
+    w->data = NULL;
+}
 
 const Backend cpu_backend = {
     .name = "cpu",

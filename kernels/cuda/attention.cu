@@ -1,0 +1,329 @@
+/* KV cache and masked attention over it.
+ *
+ * The cache keeps K and V per layer as [slot][kv_dim] float rows in device
+ * memory (like the CPU twin).  kv_keep compacts the accepted path: the kept
+ * rows of every layer are gathered into a temporary and written back to
+ * slots [dst, dst+m) — a gather first, because a kept slot can be another
+ * kept row's destination.
+ *
+ * attention: one kernel for prefill, decode and tree verification.  A block
+ * owns QB queries × HB heads of one KV group (HB = gcd(group, 8), QB = 8 /
+ * HB: one warp each) and walks the context in tiles of 32 slots staged in
+ * shared memory, so the heads of a GQA group and neighbouring queries share
+ * every K/V load.  Per warp: lane j scores slot j of the tile, the mask (or
+ * causality, mask NULL: query i sees slots [0, nctx-n+i]) hides slots, and an
+ * online softmax (running max and sum in F32) accumulates P·V with each lane
+ * owning head_dim/32 output dimensions.  When the (query, head) blocks
+ * cannot fill the GPU (decode, small trees) the context is split over
+ * gridDim.z blocks whose partial (max, sum, unnormalised output) a second
+ * kernel combines (flash-decoding).  A query that sees no slot gets zeros,
+ * as on the CPU.  head_dim <= 256.
+ *
+ * The host mask (n × nctx bytes) is the same for every layer of a forward
+ * pass: it is uploaded only when it differs from the last one uploaded. */
+#include "kernels/cuda/common.cuh"
+#include <stdlib.h>
+#include <string.h>
+
+struct KVCache {
+    int layers, slots, kv_dim;
+    float *k, *v;   /* device, [layers][slots][kv_dim] */
+};
+
+KVCache *cu_kv_create(int layers, int slots, int kv_dim) {
+    if (layers <= 0 || slots <= 0 || kv_dim <= 0) {
+        CU_FAIL("kv_create: %d layers x %d slots x %d", layers, slots, kv_dim);
+        return NULL;
+    }
+    KVCache *c = (KVCache *)calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;
+    const size_t bytes = (size_t)layers * slots * kv_dim * sizeof(float);
+    if (!CU_OK(cudaMalloc((void **)&c->k, bytes)) || !CU_OK(cudaMalloc((void **)&c->v, bytes)) ||
+        !CU_OK(cudaMemset(c->k, 0, bytes)) || !CU_OK(cudaMemset(c->v, 0, bytes))) {
+        cudaFree(c->k); cudaFree(c->v); free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void cu_kv_free(KVCache *c) {
+    if (!c) return;
+    CU_OK(cudaFree(c->k));
+    CU_OK(cudaFree(c->v));
+    free(c);
+}
+
+int cu_kv_slots(const KVCache *c) { return c->slots; }
+
+static inline float *kv_row(const KVCache *c, float *base, int layer, int slot) {
+    return base + ((size_t)layer * c->slots + slot) * c->kv_dim;
+}
+
+void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n) {
+    if (n <= 0) return;
+    if (layer < 0 || layer >= c->layers || slot < 0 || slot + n > c->slots) {
+        CU_FAIL("kv_write: layer %d slots [%d, %d) outside %d x %d", layer, slot, slot + n, c->layers, c->slots);
+        return;
+    }
+    const size_t bytes = (size_t)n * c->kv_dim * sizeof(float);
+    CU_CHECK(cudaMemcpy(kv_row(c, c->k, layer, slot), k, bytes, cudaMemcpyDeviceToDevice));
+    CU_CHECK(cudaMemcpy(kv_row(c, c->v, layer, slot), v, bytes, cudaMemcpyDeviceToDevice));
+}
+
+/* tmp[2][layers][m][kv_dim] = K/V rows keep[i] of every layer */
+__global__ void kv_gather_kernel(float *__restrict__ tmp, const float *__restrict__ K, const float *__restrict__ V,
+                                 const int *__restrict__ keep, int m, int slots, int kv_dim) {
+    const int i = blockIdx.x, l = blockIdx.y, layers = gridDim.y;
+    const float *ks = K + ((size_t)l * slots + keep[i]) * kv_dim;
+    const float *vs = V + ((size_t)l * slots + keep[i]) * kv_dim;
+    float *kt = tmp + ((size_t)l * m + i) * kv_dim;
+    float *vt = tmp + ((size_t)(layers + l) * m + i) * kv_dim;
+    for (int e = threadIdx.x; e < kv_dim; e += blockDim.x) { kt[e] = ks[e]; vt[e] = vs[e]; }
+}
+
+void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
+    if (m <= 0) return;
+    int moved = 0;
+    for (int i = 0; i < m; i++) {
+        if (keep[i] < dst + i || keep[i] >= c->slots || (i && keep[i] <= keep[i - 1])) {
+            CU_FAIL("kv_keep: keep[%d] = %d is not an ascending slot >= %d below %d", i, keep[i], dst + i, c->slots);
+            return;
+        }
+        moved |= keep[i] != dst + i;
+    }
+    if (!moved) return;
+    const int *dkeep = (const int *)cu_upload(keep, sizeof(int) * m, 0);
+    const size_t per = (size_t)c->layers * m * c->kv_dim;
+    float *tmp = dkeep ? (float *)cu_workspace(WS_KV, 2 * per * sizeof(float)) : NULL;
+    if (!tmp) return;
+    dim3 grid(m, c->layers);
+    kv_gather_kernel<<<grid, 128>>>(tmp, c->k, c->v, dkeep, m, c->slots, c->kv_dim);
+    CU_LAUNCHED();
+    const size_t width = (size_t)m * c->kv_dim * sizeof(float), dpitch = (size_t)c->slots * c->kv_dim * sizeof(float);
+    CU_CHECK(cudaMemcpy2D(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers, cudaMemcpyDeviceToDevice));
+    CU_CHECK(cudaMemcpy2D(kv_row(c, c->v, 0, dst), dpitch, tmp + per, width, width, c->layers,
+                          cudaMemcpyDeviceToDevice));
+}
+
+/* ---- attention ------------------------------------------------------------------- */
+#define ATT_WARPS 8
+#define ATT_THREADS (ATT_WARPS * 32)
+#define ATT_TILE 32
+#define ATT_MAX_HD 256
+#define ATT_PER_LANE (ATT_MAX_HD / 32)
+
+struct AttArgs {
+    float *out;
+    const float *q, *K, *V;   /* K, V: the layer's [slots][kv_dim] */
+    const uint8_t *mask;      /* device, or NULL: causal */
+    int n, nctx, nheads, hd, kv_dim, group, hb, qb, tiles_per_split, splits;
+    float scale;
+    float *part_o, *part_ml;  /* splits > 1: [n][nheads][splits][hd], [..][2] */
+};
+
+__global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
+    extern __shared__ float sm[];
+    const int pitch = a.hd + 1;   /* odd pitch: lanes reading different rows hit different banks */
+    float *Ks = sm, *Vs = Ks + ATT_TILE * pitch, *Qs = Vs + ATT_TILE * pitch;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int ql = warp / a.hb, hl = warp % a.hb;
+    const int i = blockIdx.x * a.qb + ql;
+    const int h = blockIdx.y * a.hb + hl;
+    const int g = (blockIdx.y * a.hb) / a.group;   /* one KV head per block */
+    const bool active = i < a.n;
+    const int qdim = a.nheads * a.hd;
+    float *qs = Qs + warp * a.hd;
+    if (active)
+        for (int e = lane; e < a.hd; e += 32) qs[e] = a.q[(size_t)i * qdim + (size_t)h * a.hd + e];
+
+    /* slots any query of this block may see */
+    int last = a.nctx - 1;
+    if (!a.mask) {
+        int ilast = min((int)(blockIdx.x + 1) * a.qb, a.n) - 1;
+        last = a.nctx - a.n + ilast;
+    }
+    const int ntiles = last >= 0 ? last / ATT_TILE + 1 : 0;
+    const int t0 = blockIdx.z * a.tiles_per_split, t1 = min(ntiles, t0 + a.tiles_per_split);
+
+    float m = -INFINITY, l = 0.0f, o[ATT_PER_LANE];
+#pragma unroll
+    for (int u = 0; u < ATT_PER_LANE; u++) o[u] = 0.0f;
+    const float *Kg = a.K + (size_t)g * a.hd, *Vg = a.V + (size_t)g * a.hd;
+
+    for (int t = t0; t < t1; t++) {
+        const int j0 = t * ATT_TILE;
+        __syncthreads();   /* the previous tile (and qs) are ready / consumed */
+        for (int idx = threadIdx.x; idx < ATT_TILE * a.hd; idx += blockDim.x) {
+            const int r = idx / a.hd, e = idx - r * a.hd, j = j0 + r;
+            const bool in = j < a.nctx;
+            Ks[r * pitch + e] = in ? Kg[(size_t)j * a.kv_dim + e] : 0.0f;
+            Vs[r * pitch + e] = in ? Vg[(size_t)j * a.kv_dim + e] : 0.0f;
+        }
+        __syncthreads();
+        if (!active) continue;
+        const int j = j0 + lane;
+        const bool vis = j < a.nctx && (a.mask ? a.mask[(size_t)i * a.nctx + j] != 0 : j <= a.nctx - a.n + i);
+        float s = -INFINITY;
+        if (vis) {
+            float d = 0.0f;
+            const float *kr = Ks + lane * pitch;
+            for (int e = 0; e < a.hd; e++) d += qs[e] * kr[e];
+            s = d * a.scale;
+        }
+        float tmax = s;
+        for (int k = 16; k > 0; k >>= 1) tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, k));
+        const float mnew = fmaxf(m, tmax);
+        if (mnew == -INFINITY) continue;   /* nothing visible yet (warp-uniform) */
+        const float alpha = expf(m - mnew);   /* 0 while m is -inf */
+        const float p = vis ? expf(s - mnew) : 0.0f;
+        float psum = p;
+        for (int k = 16; k > 0; k >>= 1) psum += __shfl_xor_sync(0xffffffffu, psum, k);
+        l = l * alpha + psum;
+#pragma unroll
+        for (int u = 0; u < ATT_PER_LANE; u++) o[u] *= alpha;
+        for (int jj = 0; jj < ATT_TILE; jj++) {
+            const float pj = __shfl_sync(0xffffffffu, p, jj);
+            if (pj == 0.0f) continue;   /* warp-uniform */
+            const float *vr = Vs + jj * pitch;
+#pragma unroll
+            for (int u = 0; u < ATT_PER_LANE; u++) {
+                const int e = lane + 32 * u;
+                if (e < a.hd) o[u] += pj * vr[e];
+            }
+        }
+        m = mnew;
+    }
+    if (!active) return;
+    if (a.splits == 1) {
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        float *dst = a.out + (size_t)i * qdim + (size_t)h * a.hd;
+#pragma unroll
+        for (int u = 0; u < ATT_PER_LANE; u++) {
+            const int e = lane + 32 * u;
+            if (e < a.hd) dst[e] = o[u] * inv;
+        }
+    } else {
+        const size_t part = ((size_t)i * a.nheads + h) * a.splits + blockIdx.z;
+        float *dst = a.part_o + part * a.hd;
+#pragma unroll
+        for (int u = 0; u < ATT_PER_LANE; u++) {
+            const int e = lane + 32 * u;
+            if (e < a.hd) dst[e] = o[u];
+        }
+        if (lane == 0) { a.part_ml[2 * part] = m; a.part_ml[2 * part + 1] = l; }
+    }
+}
+
+/* one block per (query, head): merge the splits' partial softmaxes */
+__global__ void attention_combine_kernel(float *__restrict__ out, const float *__restrict__ part_o,
+                                         const float *__restrict__ part_ml, int splits, int hd) {
+    const size_t qh = blockIdx.x;   /* i * nheads + h */
+    const float *ml = part_ml + qh * splits * 2;
+    float M = -INFINITY;
+    for (int s = 0; s < splits; s++) M = fmaxf(M, ml[2 * s]);
+    float L = 0.0f;
+    if (M != -INFINITY)
+        for (int s = 0; s < splits; s++) L += ml[2 * s + 1] * expf(ml[2 * s] - M);
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    for (int e = threadIdx.x; e < hd; e += blockDim.x) {
+        float acc = 0.0f;
+        if (M != -INFINITY)
+            for (int s = 0; s < splits; s++) {
+                const float w = expf(ml[2 * s] - M);
+                if (w != 0.0f) acc += w * part_o[(qh * splits + s) * hd + e];
+            }
+        out[qh * hd + e] = acc * inv;
+    }
+}
+
+/* the last mask uploaded, to skip re-uploading it for every layer */
+static uint8_t *mask_shadow;
+static size_t mask_shadow_len;
+static const uint8_t *mask_dev;
+
+static const uint8_t *upload_mask(const uint8_t *mask, size_t len) {
+    if (mask_dev && len == mask_shadow_len && !memcmp(mask, mask_shadow, len)) return mask_dev;
+    mask_dev = NULL;
+    uint8_t *d = (uint8_t *)cu_upload(mask, len, 3);
+    if (!d) return NULL;
+    if (len > mask_shadow_len || !mask_shadow) {
+        free(mask_shadow);
+        mask_shadow = (uint8_t *)malloc(len ? len : 1);
+        if (!mask_shadow) { mask_shadow_len = 0; return d; }
+    }
+    memcpy(mask_shadow, mask, len);
+    mask_shadow_len = len;
+    mask_dev = d;
+    return d;
+}
+
+static int gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }
+
+void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx, const uint8_t *mask,
+                  int nheads, int nkv, int head_dim) {
+    if (n <= 0) return;
+    if (head_dim > ATT_MAX_HD || head_dim <= 0 || nkv <= 0 || nheads % nkv || nkv * head_dim > c->kv_dim ||
+        nctx > c->slots || nctx < n || layer < 0 || layer >= c->layers) {
+        CU_FAIL("attention: unsupported shape (n %d, nctx %d of %d slots, heads %d/%d, head_dim %d <= %d, layer %d)",
+                n, nctx, c->slots, nheads, nkv, head_dim, ATT_MAX_HD, layer);
+        return;
+    }
+    AttArgs a;
+    memset(&a, 0, sizeof a);
+    a.out = out; a.q = q;
+    a.K = kv_row(c, c->k, layer, 0);
+    a.V = kv_row(c, c->v, layer, 0);
+    a.mask = NULL;
+    if (mask) {
+        /* the device copy is cached: a shadow compare replaces the upload
+         * for layers 2..L of the same forward */
+        const uint8_t *dm = upload_mask(mask, (size_t)n * nctx);
+        if (!dm) return;
+        a.mask = dm;
+    }
+    a.n = n; a.nctx = nctx; a.nheads = nheads; a.hd = head_dim; a.kv_dim = c->kv_dim;
+    a.group = nheads / nkv;
+    a.hb = gcd(a.group, ATT_WARPS);
+    a.qb = ATT_WARPS / a.hb;
+    a.scale = 1.0f / sqrtf((float)head_dim);
+
+    const int qblocks = (n + a.qb - 1) / a.qb, hblocks = nheads / a.hb;
+    const int tiles = (nctx + ATT_TILE - 1) / ATT_TILE;
+    /* split the context until there are about two blocks per SM, keeping at
+     * least 4 tiles per split */
+    const long base = (long)qblocks * hblocks, want = 2L * cu_sm_count();
+    int splits = 1;
+    if (base < want) {
+        long s = (want + base - 1) / base, maxs = (tiles + 3) / 4;
+        splits = (int)(s < maxs ? s : maxs);
+        if (splits < 1) splits = 1;
+    }
+    a.tiles_per_split = (tiles + splits - 1) / splits;
+    splits = (tiles + a.tiles_per_split - 1) / a.tiles_per_split;
+    if (splits < 1) splits = 1;
+    a.splits = splits;
+    if (splits > 1) {
+        const size_t parts = (size_t)n * nheads * splits;
+        float *ws = (float *)cu_workspace(WS_ATTN, parts * (head_dim + 2) * sizeof(float));
+        if (!ws) return;
+        a.part_o = ws;
+        a.part_ml = ws + parts * head_dim;
+    }
+    const size_t smem = (size_t)(2 * ATT_TILE * (head_dim + 1) + ATT_WARPS * head_dim) * sizeof(float);
+    if (smem > 48 * 1024) {
+        static size_t opted;
+        if (smem > opted) {
+            CU_CHECK(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            opted = smem;
+        }
+    }
+    dim3 grid(qblocks, hblocks, splits);
+    attention_kernel<<<grid, ATT_THREADS, smem>>>(a);
+    CU_LAUNCHED();
+    if (splits > 1) {
+        attention_combine_kernel<<<(unsigned)((size_t)n * nheads), head_dim < 128 ? 32 : 128>>>(out, a.part_o, a.part_ml,
+                                                                                           splits, head_dim);
+        CU_LAUNCHED();
+    }
+}

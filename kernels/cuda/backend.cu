@@ -1,0 +1,231 @@
+/* The CUDA Backend: device memory, weight upload, status reporting, shared
+ * scratch, and the vtable.  Ops live in matmul.cu, elementwise.cu,
+ * attention.cu and distribution.cu; sampling in sample.cu. */
+#include "kernels/cuda/common.cuh"
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- error reporting ------------------------------------------------------ */
+#define MAX_PRINTED 16
+static int n_errors;
+static char last_error[1024];
+static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void record(const char *msg) {
+    pthread_mutex_lock(&err_lock);
+    n_errors++;
+    snprintf(last_error, sizeof last_error, "%s", msg);
+    if (n_errors <= MAX_PRINTED) fprintf(stderr, "c2t cuda: %s\n", msg);
+    if (n_errors == MAX_PRINTED) fprintf(stderr, "c2t cuda: further CUDA errors are not printed\n");
+    pthread_mutex_unlock(&err_lock);
+}
+
+void cu_report(const char *file, int line, const char *call, const char *what) {
+    /* name the called function, not its whole argument list */
+    char fn[64];
+    size_t k = 0;
+    while (call[k] && call[k] != '(' && k + 1 < sizeof fn) { fn[k] = call[k]; k++; }
+    fn[k] = 0;
+    err_set("%s:%d: %s (%s)", file, line, what ? what : "unknown error", fn);
+    record(err_get());
+}
+
+void cu_fail(const char *file, int line, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    err_set("%s:%d: %s", file, line, msg);
+    record(err_get());
+}
+
+extern "C" int cuda_errors(void) {
+    pthread_mutex_lock(&err_lock);
+    int n = n_errors;
+    pthread_mutex_unlock(&err_lock);
+    return n;
+}
+
+extern "C" const char *cuda_last_error(void) { return last_error; }
+
+const char *curand_status_string(curandStatus_t s) {
+    switch (s) {
+    case CURAND_STATUS_SUCCESS: return "CURAND_STATUS_SUCCESS";
+    case CURAND_STATUS_VERSION_MISMATCH: return "CURAND_STATUS_VERSION_MISMATCH";
+    case CURAND_STATUS_NOT_INITIALIZED: return "CURAND_STATUS_NOT_INITIALIZED";
+    case CURAND_STATUS_ALLOCATION_FAILED: return "CURAND_STATUS_ALLOCATION_FAILED";
+    case CURAND_STATUS_TYPE_ERROR: return "CURAND_STATUS_TYPE_ERROR";
+    case CURAND_STATUS_OUT_OF_RANGE: return "CURAND_STATUS_OUT_OF_RANGE";
+    case CURAND_STATUS_LENGTH_NOT_MULTIPLE: return "CURAND_STATUS_LENGTH_NOT_MULTIPLE";
+    case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED";
+    case CURAND_STATUS_LAUNCH_FAILURE: return "CURAND_STATUS_LAUNCH_FAILURE";
+    case CURAND_STATUS_PREEXISTING_FAILURE: return "CURAND_STATUS_PREEXISTING_FAILURE";
+    case CURAND_STATUS_INITIALIZATION_FAILED: return "CURAND_STATUS_INITIALIZATION_FAILED";
+    case CURAND_STATUS_ARCH_MISMATCH: return "CURAND_STATUS_ARCH_MISMATCH";
+    case CURAND_STATUS_INTERNAL_ERROR: return "CURAND_STATUS_INTERNAL_ERROR";
+    default: return "unknown cuRAND status";
+    }
+}
+
+extern "C" int cuda_available(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();   /* not an error: there is simply no GPU */
+        return 0;
+    }
+    return n > 0;
+}
+
+/* ---- shared state ------------------------------------------------------------ */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static cublasHandle_t blas;
+static int sm_count;
+
+cublasHandle_t cu_blas(void) {
+    pthread_mutex_lock(&state_lock);
+    if (!blas) {
+        cublasHandle_t h = NULL;
+        if (CU_OK(cublasCreate(&h))) {
+            /* default stream: ordered with every other op of the backend.
+             * Default math: tensor cores for F16/BF16 inputs, but no TF32
+             * for the F32 GEMMs (that needs CUBLAS_TF32_TENSOR_OP_MATH or
+             * CUBLAS_COMPUTE_32F_FAST_TF32, neither used here). */
+            if (CU_OK(cublasSetStream(h, 0)) && CU_OK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH))) blas = h;
+            else cublasDestroy(h);
+        }
+    }
+    cublasHandle_t h = blas;
+    pthread_mutex_unlock(&state_lock);
+    return h;
+}
+
+int cu_sm_count(void) {
+    if (!sm_count) {
+        int dev = 0, n = 0;
+        if (CU_OK(cudaGetDevice(&dev)) && CU_OK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev)))
+            sm_count = n > 0 ? n : 1;
+        else
+            return 1;
+    }
+    return sm_count;
+}
+
+typedef struct { void *p; size_t cap; } Buf;
+static Buf ctl[CU_CTL_SLOTS], ws[WS_COUNT];
+
+static void *grow(Buf *b, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (bytes <= b->cap) return b->p;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < bytes) cap *= 2;
+    if (b->p) {
+        void *old = b->p;
+        b->p = NULL;
+        b->cap = 0;
+        CU_CHECK_R(cudaFree(old), NULL);   /* synchronises: no kernel still reads it */
+    }
+    void *p = NULL;
+    CU_CHECK_R(cudaMalloc(&p, cap), NULL);
+    b->p = p;
+    b->cap = cap;
+    return p;
+}
+
+void *cu_upload(const void *host, size_t bytes, int slot) {
+    void *d = grow(&ctl[slot], bytes);
+    if (!d) return NULL;
+    if (bytes) CU_CHECK_R(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), NULL);
+    return d;
+}
+
+void *cu_workspace(int slot, size_t bytes) { return grow(&ws[slot], bytes); }
+
+/* ---- memory -------------------------------------------------------------------- */
+static float *cu_alloc(size_t n) {
+    void *p = NULL;
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    CU_CHECK_R(cudaMalloc(&p, bytes), NULL);
+    if (!CU_OK(cudaMemset(p, 0, bytes))) { cudaFree(p); return NULL; }
+    return (float *)p;
+}
+
+static void cu_release(void *p) {
+    if (p) CU_CHECK(cudaFree(p));
+}
+
+static void cu_to_host(float *host, const float *dev, size_t n) {
+    if (n) CU_CHECK(cudaMemcpy(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+static void cu_to_device(float *dev, const float *host, size_t n) {
+    if (n) CU_CHECK(cudaMemcpy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+/* memmove semantics: overlapping ranges go through a temporary */
+static void cu_copy(float *dst, const float *src, size_t n) {
+    if (!n || dst == src) return;
+    size_t bytes = n * sizeof(float);
+    if (dst < src + n && src < dst + n) {
+        void *tmp = cu_workspace(WS_COPY, bytes);
+        if (!tmp) return;
+        CU_CHECK(cudaMemcpy(tmp, src, bytes, cudaMemcpyDeviceToDevice));
+        CU_CHECK(cudaMemcpy(dst, tmp, bytes, cudaMemcpyDeviceToDevice));
+        return;
+    }
+    CU_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+
+/* ---- weights: uploaded once, kept on the device ------------------------------------ */
+static int cu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
+    if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) {
+        err_set("weights must be F32, F16 or BF16, not %s", dtype_name(dt));
+        return -1;
+    }
+    if (rows <= 0 || cols <= 0 || rows > INT32_MAX || cols > INT32_MAX) {
+        err_set("weight of %lld x %lld is outside what the CUDA backend handles", (long long)rows, (long long)cols);
+        return -1;
+    }
+    size_t bytes = (size_t)rows * (size_t)cols * dtype_size(dt);
+    void *d = NULL;
+    CU_CHECK_R(cudaMalloc(&d, bytes), -1);
+    if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { cudaFree(d); return -1; }
+    w->data = d; w->dtype = dt; w->rows = rows; w->cols = cols;
+    return 0;
+}
+
+static void cu_weight_release(Weight *w) {
+    if (w->data) CU_CHECK(cudaFree((void *)w->data));
+    w->data = NULL;
+}
+
+/* Designated initialisers in member order (nvcc/g++ accept them in C++17;
+ * a reordered struct is a compile error, not a silent mix-up). */
+extern "C" const Backend cuda_backend = {
+    .name = "cuda",
+    .alloc = cu_alloc,
+    .release = cu_release,
+    .to_host = cu_to_host,
+    .to_device = cu_to_device,
+    .copy = cu_copy,
+    .weight = cu_weight,
+    .weight_release = cu_weight_release,
+    .embed = cu_embed,
+    .matmul = cu_matmul,
+    .add_bias = cu_add_bias,
+    .rmsnorm = cu_rmsnorm,
+    .rope = cu_rope,
+    .add = cu_add,
+    .swiglu = cu_swiglu,
+    .concat = cu_concat,
+    .kv_create = cu_kv_create,
+    .kv_free = cu_kv_free,
+    .kv_slots = cu_kv_slots,
+    .kv_write = cu_kv_write,
+    .kv_keep = cu_kv_keep,
+    .attention = cu_attention,
+    .softmax_topk = cu_softmax_topk,
+    .argmax = cu_argmax,
+};

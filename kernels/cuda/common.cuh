@@ -1,0 +1,102 @@
+/* Internals shared by the kernels/cuda/ sources: status checks, the device
+ * scratch buffers, dtype loads.  C++ (nvcc) only. */
+#ifndef C2T_CUDA_COMMON_CUH
+#define C2T_CUDA_COMMON_CUH
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <curand.h>
+
+#include "kernels/cuda/cuda_backend.h"
+extern "C" {
+#include "infer/util.h"
+}
+
+/* ---- status checks ------------------------------------------------------
+ * cu_ok(status, file, line, call) is true on success; otherwise it reports
+ * "file:line: <error string> (<call>)" (err_set + stderr + cuda_errors())
+ * and is false.  The CU_* macros abandon the enclosing function. */
+void cu_report(const char *file, int line, const char *call, const char *what);
+const char *curand_status_string(curandStatus_t s);
+
+static inline bool cu_ok(cudaError_t e, const char *file, int line, const char *call) {
+    if (e == cudaSuccess) return true;
+    cu_report(file, line, call, cudaGetErrorString(e));
+    return false;
+}
+static inline bool cu_ok(cublasStatus_t e, const char *file, int line, const char *call) {
+    if (e == CUBLAS_STATUS_SUCCESS) return true;
+    cu_report(file, line, call, cublasGetStatusString(e));
+    return false;
+}
+static inline bool cu_ok(curandStatus_t e, const char *file, int line, const char *call) {
+    if (e == CURAND_STATUS_SUCCESS) return true;
+    cu_report(file, line, call, curand_status_string(e));
+    return false;
+}
+
+#define CU_OK(call) cu_ok((call), __FILE__, __LINE__, #call)
+/* check; on failure return from a void function */
+#define CU_CHECK(call) do { if (!CU_OK(call)) return; } while (0)
+/* check; on failure return r */
+#define CU_CHECK_R(call, r) do { if (!CU_OK(call)) return (r); } while (0)
+/* after a kernel launch */
+#define CU_LAUNCHED() CU_CHECK(cudaGetLastError())
+#define CU_LAUNCHED_R(r) CU_CHECK_R(cudaGetLastError(), r)
+
+/* Reports a failed precondition the same way (no CUDA call involved). */
+#define CU_FAIL(...) cu_fail(__FILE__, __LINE__, __VA_ARGS__)
+void cu_fail(const char *file, int line, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
+/* ---- shared state -------------------------------------------------------- */
+/* The cuBLAS handle (created on first use, bound to the default stream);
+ * NULL after reporting an error. */
+cublasHandle_t cu_blas(void);
+/* Multiprocessors of the current device (for grid sizing). */
+int cu_sm_count(void);
+
+/* Host control arrays: copies bytes from host into device slot `slot`
+ * (0..CU_CTL_SLOTS-1, each its own growing buffer) and returns the device
+ * copy, or NULL after reporting.  Safe to reuse op after op: the copy is
+ * ordered after earlier kernels on the default stream. */
+#define CU_CTL_SLOTS 4
+void *cu_upload(const void *host, size_t bytes, int slot);
+
+/* Device temporaries: a growing buffer per slot (contents not kept across
+ * calls that grow it).  NULL after reporting. */
+enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_COUNT };
+void *cu_workspace(int slot, size_t bytes);
+
+/* ---- dtype loads (DType values of kernels.h) ----------------------------- */
+__device__ __forceinline__ float ld_weight(const void *base, int dt, int64_t i) {
+    if (dt == DT_F32) return ((const float *)base)[i];
+    if (dt == DT_BF16) return __bfloat162float(((const __nv_bfloat16 *)base)[i]);
+    return __half2float(((const __half *)base)[i]);
+}
+
+static inline unsigned cu_blocks(size_t n, unsigned threads) {
+    size_t b = (n + threads - 1) / threads;
+    return (unsigned)(b > 0x7fffffff ? 0x7fffffff : (b ? b : 1));
+}
+
+/* ---- ops, one file per family -------------------------------------------- */
+void cu_embed(float *out, const Weight *table, const int *tokens, int n);
+void cu_matmul(float *out, const float *x, const Weight *w, int n);
+void cu_add_bias(float *x, const Weight *b, int n);
+void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps);
+void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
+void cu_add(float *x, const float *y, size_t n);
+void cu_swiglu(float *gate, const float *up, size_t n);
+void cu_concat(float *out, const float *a, int da, const float *b, int db, int n);
+KVCache *cu_kv_create(int layers, int slots, int kv_dim);
+void cu_kv_free(KVCache *c);
+int cu_kv_slots(const KVCache *c);
+void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
+void cu_kv_keep(KVCache *c, int dst, const int *keep, int m);
+void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                  const uint8_t *mask, int nheads, int nkv, int head_dim);
+void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k, int *ids,
+                     float *probs, int topm, float *entropy);
+void cu_argmax(const float *logits, int n, int vocab, int *ids);
+#endif

@@ -1,0 +1,55 @@
+/* The CUDA implementation of the kernels/ interface (kernels/kernels.h).
+ *
+ * Usable from C and C++.  Built into build/libc2t_cuda.a when nvcc is on
+ * PATH; C sources then see -DC2T_CUDA.  See docs/cuda.md.
+ *
+ *  - cuda_backend: every Backend op on the current CUDA device.  Weights are
+ *    uploaded once by be->weight and stay on the device; activations are
+ *    device memory from be->alloc; host control arrays (tokens, positions,
+ *    masks, keep lists, inv_freq) are copied to the device inside the ops.
+ *    All work is issued on the legacy default stream, so ops are ordered
+ *    and to_host returns finished results.  One host thread at a time may
+ *    use the backend (it keeps shared device scratch buffers).
+ *  - Errors: every CUDA / cuBLAS / cuRAND status is checked.  A failure
+ *    records "file:line: <error string> (<call>)" with err_set (infer/util.h),
+ *    prints the same line on stderr (the first 16 failures), counts it in
+ *    cuda_errors() and abandons the op.  Nothing exits.  Ops that can report
+ *    do so (alloc / kv_create return NULL, weight returns -1); for the void
+ *    ops check cuda_errors() after a forward pass. */
+#ifndef C2T_CUDA_BACKEND_H
+#define C2T_CUDA_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "kernels/kernels.h"
+
+extern const Backend cuda_backend;
+
+/* 1 when at least one CUDA device is visible (and the driver works), else
+ * 0.  Never counts as an error. */
+int cuda_available(void);
+
+/* Failed CUDA / cuBLAS / cuRAND calls since the process started, and the
+ * message of the last one ("" when none). */
+int cuda_errors(void);
+const char *cuda_last_error(void);
+
+/* Sampling on the device, an extra outside the Backend struct (the decoding
+ * loop samples on the host with sample_probs today; this is for a later
+ * device-side loop).  For each of n rows of logits_dev[n][vocab] (device
+ * memory, e.g. LlamaState.logits) draws one id from softmax(logits /
+ * temperature) by inverse CDF in id order with one cuRAND Philox uniform
+ * per row (seed -> the same ids every time), and writes the ids to the
+ * host array ids_host[n].  temperature <= 0 means greedy (argmax, ties to
+ * the lower id).  No top-k / top-p processing.  Returns 0, or -1 with
+ * err_set. */
+int cuda_sample_rows(const float *logits_dev, int n, int vocab, float temperature, uint64_t seed,
+                     int *ids_host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* Row-wise and element-wise ops: RMSNorm, RoPE (the host's inv_freq, so
+ * llama3 / linear scaling applied in infer/config.c carries over), residual
+ * add, SwiGLU, concat.  Same arithmetic as kernels/cpu/elementwise.c:
+ * RMSNorm sums squares in double, the RoPE angle is the float product
+ * pos · inv_freq (as HF computes it), SwiGLU is g / (1 + e^-g) · u. */
+#include "kernels/cuda/common.cuh"
+
+#define RMS_THREADS 256
+
+__global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(float *__restrict__ out, const float *__restrict__ x,
+                                                              const void *__restrict__ w, int dt, int d, float eps) {
+    __shared__ double part[RMS_THREADS / 32];
+    __shared__ float inv_s;
+    const float *xr = x + (size_t)blockIdx.x * d;
+    float *o = out + (size_t)blockIdx.x * d;
+    double ss = 0;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) ss += (double)xr[j] * xr[j];
+    for (int k = 16; k > 0; k >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, k);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += part[i];
+        inv_s = 1.0f / sqrtf((float)(t / d) + eps);
+    }
+    __syncthreads();
+    const float inv = inv_s;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) o[j] = ld_weight(w, dt, j) * (xr[j] * inv);
+}
+
+void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
+    if (n <= 0) return;
+    rmsnorm_kernel<<<n, RMS_THREADS>>>(out, x, w->data, w->dtype, (int)w->cols, eps);
+    CU_LAUNCHED();
+}
+
+/* one thread per (token, head, i < half) pair of rotated values */
+__global__ void rope_kernel(float *__restrict__ x, const int *__restrict__ pos, const float *__restrict__ inv_freq,
+                            int n, int nheads, int head_dim) {
+    const int half = head_dim / 2;
+    const size_t total = (size_t)n * nheads * half;
+    for (size_t id = blockIdx.x * (size_t)blockDim.x + threadIdx.x; id < total; id += (size_t)gridDim.x * blockDim.x) {
+        const int i = (int)(id % half);
+        const size_t th = id / half;   /* token * nheads + head */
+        const int t = (int)(th / nheads);
+        const float ang = __fmul_rn((float)pos[t], inv_freq[i]);
+        float s, c;
+        sincosf(ang, &s, &c);
+        float *v = x + th * head_dim;
+        const float a = v[i], b = v[i + half];
+        v[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+        v[i + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+    }
+}
+
+void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq) {
+    if (n <= 0 || head_dim < 2) return;
+    const int half = head_dim / 2;
+    const int *dpos = (const int *)cu_upload(pos, sizeof(int) * n, 0);
+    const float *dinv = dpos ? (const float *)cu_upload(inv_freq, sizeof(float) * half, 1) : NULL;
+    if (!dinv) return;
+    const size_t total = (size_t)n * nheads * half;
+    rope_kernel<<<cu_blocks(total, 256), 256>>>(x, dpos, dinv, n, nheads, head_dim);
+    CU_LAUNCHED();
+}
+
+__global__ void add_kernel(float *__restrict__ x, const float *__restrict__ y, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] += y[i];
+}
+
+void cu_add(float *x, const float *y, size_t n) {
+    if (!n) return;
+    add_kernel<<<cu_blocks(n, 256), 256>>>(x, y, n);
+    CU_LAUNCHED();
+}
+
+__global__ void swiglu_kernel(float *__restrict__ g, const float *__restrict__ u, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float v = g[i];
+        g[i] = v / (1.0f + expf(-v)) * u[i];
+    }
+}
+
+void cu_swiglu(float *gate, const float *up, size_t n) {
+    if (!n) return;
+    swiglu_kernel<<<cu_blocks(n, 256), 256>>>(gate, up, n);
+    CU_LAUNCHED();
+}
+
+/* two strided copies: a's rows into the first da columns, b's after them */
+void cu_concat(float *out, const float *a, int da, const float *b, int db, int n) {
+    if (n <= 0) return;
+    const size_t pitch = (size_t)(da + db) * sizeof(float);
+    if (da > 0)
+        CU_CHECK(cudaMemcpy2D(out, pitch, a, (size_t)da * sizeof(float), (size_t)da * sizeof(float), n,
+                              cudaMemcpyDeviceToDevice));
+    if (db > 0)
+        CU_CHECK(cudaMemcpy2D(out + da, pitch, b, (size_t)db * sizeof(float), (size_t)db * sizeof(float), n,
+                              cudaMemcpyDeviceToDevice));
+}

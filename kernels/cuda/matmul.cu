@@ -1,0 +1,232 @@
+/* Weight products out[n][R] = x[n][C] · Wᵀ (W row-major [R][C] in F32, F16
+ * or BF16, activations F32), embedding gather and bias.
+ *
+ * Two paths, both with F32 accumulation:
+ *  - n <= GEMV_MAX tokens (decode, chain drafts): a warp-per-row kernel that
+ *    reads every weight byte once in its storage dtype and multiplies by the
+ *    F32 activations — exactly the CPU backend's arithmetic (F32 products of
+ *    widened weights), and memory-bandwidth bound as decode is.
+ *  - more tokens (prefill, tree verification, EAGLE expansions): cuBLAS
+ *    cublasGemmEx.  F32 weights: A, B, C in F32 with CUBLAS_COMPUTE_32F
+ *    (default math mode: true FP32, no TF32).  F16/BF16 weights: cuBLAS has no
+ *    F16×F32 mixed GEMM, so the activations are converted — but not just
+ *    rounded: each activation is split into hi = round(x) and lo = round(x -
+ *    hi) in the weight's dtype and both halves go through one GemmEx (A =
+ *    the weights as stored, B = [hi; lo] as 2n columns, C in F32,
+ *    CUBLAS_COMPUTE_32F on tensor cores); out = out_hi + out_lo.  x is then
+ *    represented to ~16 (BF16) / ~22 (F16) significant bits instead of 8 /
+ *    11, which keeps the result within ~1e-5 relative of the F32 product
+ *    (the parity tests' 1e-4 bound) at the cost of twice the tensor-core
+ *    work.  Above SPLIT_STACK_MAX tokens the two halves are two GEMMs
+ *    accumulating into out (beta = 1) instead of one stacked GEMM, so the
+ *    workspace stays bounded.  Environment C2T_CUDA_FAST_GEMM=1 drops the lo
+ *    half (activations rounded to the weight dtype, as a native F16/BF16
+ *    forward in torch does): faster, not bit-faithful to the CPU backend. */
+#include "kernels/cuda/common.cuh"
+#include <stdlib.h>
+
+#define GEMV_MAX 4
+#define GEMV_THREADS 256
+#define SPLIT_STACK_MAX 64
+
+/* ---- GEMV: one warp per output row ------------------------------------------- */
+template <typename WT> struct Ld;
+template <> struct Ld<float> {
+    static __device__ __forceinline__ float one(const float *p) { return __ldg(p); }
+    static __device__ __forceinline__ void eight(const float *p, float *o) {
+        float4 a = __ldg((const float4 *)p), b = __ldg((const float4 *)p + 1);
+        o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+    }
+};
+template <> struct Ld<__half> {
+    static __device__ __forceinline__ float one(const __half *p) { return __half2float(p[0]); }
+    static __device__ __forceinline__ void eight(const __half *p, float *o) {
+        uint4 u = __ldg((const uint4 *)p);
+        const __half2 *h = (const __half2 *)&u;
+        for (int i = 0; i < 4; i++) { float2 f = __half22float2(h[i]); o[2 * i] = f.x; o[2 * i + 1] = f.y; }
+    }
+};
+template <> struct Ld<__nv_bfloat16> {
+    static __device__ __forceinline__ float one(const __nv_bfloat16 *p) { return __bfloat162float(p[0]); }
+    static __device__ __forceinline__ void eight(const __nv_bfloat16 *p, float *o) {
+        uint4 u = __ldg((const uint4 *)p);
+        const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+        for (int i = 0; i < 4; i++) { float2 f = __bfloat1622float2(h[i]); o[2 * i] = f.x; o[2 * i + 1] = f.y; }
+    }
+};
+
+/* VEC: C % 8 == 0 and x 16-byte aligned, so a lane reads 8 weights and 8
+ * activations per step with vector loads. */
+template <int N, typename WT, bool VEC>
+__global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(float *__restrict__ out, const float *__restrict__ x,
+                                                            const WT *__restrict__ w, int R, int C) {
+    const int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (row >= R) return;   /* whole warps leave together */
+    const WT *wr = w + (size_t)row * C;
+    float acc[N];
+#pragma unroll
+    for (int t = 0; t < N; t++) acc[t] = 0.0f;
+    if (VEC) {
+        for (int c = lane * 8; c < C; c += 32 * 8) {
+            float wv[8];
+            Ld<WT>::eight(wr + c, wv);
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 *xp = (const float4 *)(x + (size_t)t * C + c);
+                float4 a = __ldg(xp), b = __ldg(xp + 1);
+                acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w +
+                          wv[4] * b.x + wv[5] * b.y + wv[6] * b.z + wv[7] * b.w;
+            }
+        }
+    } else {
+        for (int c = lane; c < C; c += 32) {
+            float wv = Ld<WT>::one(wr + c);
+#pragma unroll
+            for (int t = 0; t < N; t++) acc[t] += wv * __ldg(x + (size_t)t * C + c);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < N; t++) {
+        float a = acc[t];
+        for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+        if (lane == 0) out[(size_t)t * R + row] = a;
+    }
+}
+
+template <int N, typename WT>
+static void gemv_launch(float *out, const float *x, const WT *w, int R, int C) {
+    const unsigned blocks = cu_blocks((size_t)R * 32, GEMV_THREADS);
+    const bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0;
+    if (vec) gemv_kernel<N, WT, true><<<blocks, GEMV_THREADS>>>(out, x, w, R, C);
+    else gemv_kernel<N, WT, false><<<blocks, GEMV_THREADS>>>(out, x, w, R, C);
+}
+
+template <typename WT>
+static void gemv(float *out, const float *x, const WT *w, int R, int C, int n) {
+    switch (n) {
+    case 1: gemv_launch<1, WT>(out, x, w, R, C); break;
+    case 2: gemv_launch<2, WT>(out, x, w, R, C); break;
+    case 3: gemv_launch<3, WT>(out, x, w, R, C); break;
+    default: gemv_launch<4, WT>(out, x, w, R, C); break;
+    }
+}
+
+/* ---- activation split for the F16/BF16 GEMM ------------------------------------ */
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <typename T> __device__ __forceinline__ float to_f(T v);
+template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/* hi[i] = round(x[i]); lo[i] = round(x[i] - hi[i]) (lo may be NULL) */
+template <typename T>
+__global__ void split_kernel(const float *__restrict__ x, T *__restrict__ hi, T *__restrict__ lo, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float v = x[i];
+        T h = from_f<T>(v);
+        hi[i] = h;
+        if (lo) lo[i] = from_f<T>(v - to_f<T>(h));
+    }
+}
+
+/* out[t][r] = a[t][r] + a[n + t][r] */
+__global__ void sum_halves_kernel(float *__restrict__ out, const float *__restrict__ a, size_t half) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < half; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + a[half + i];
+}
+
+static int fast_gemm(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("C2T_CUDA_FAST_GEMM");
+        v = e && *e && *e != '0';
+    }
+    return v;
+}
+
+/* out_cm[R][cols] = Wᵀ-as-stored (column-major view) × B: cuBLAS sees W as
+ * a C×R column-major matrix, so op(A) = T gives R×C. */
+static bool gemm_ex(float *out, const void *w, cudaDataType_t wt, const void *b, int R, int C, int cols,
+                    float beta) {
+    cublasHandle_t h = cu_blas();
+    if (!h) return false;
+    const float alpha = 1.0f;
+    return CU_OK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, R, cols, C, &alpha, w, wt, C, b, wt, C, &beta, out,
+                              CUDA_R_32F, R, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+template <typename T>
+static void gemm_split(float *out, const float *x, const Weight *w, cudaDataType_t wt, int n) {
+    const int R = (int)w->rows, C = (int)w->cols;
+    const size_t nx = (size_t)n * C;
+    const bool lo_too = !fast_gemm();
+    T *hl = (T *)cu_workspace(WS_MATMUL, nx * sizeof(T) * (lo_too ? 2 : 1));
+    if (!hl) return;
+    split_kernel<T><<<cu_blocks(nx, 256), 256>>>(x, hl, lo_too ? hl + nx : NULL, nx);
+    CU_LAUNCHED();
+    if (!lo_too) { gemm_ex(out, w->data, wt, hl, R, C, n, 0.0f); return; }
+    if (n <= SPLIT_STACK_MAX) {   /* one GEMM over [hi; lo], then add the halves */
+        float *tmp = (float *)cu_workspace(WS_MATMUL_OUT, 2 * (size_t)n * R * sizeof(float));
+        if (!tmp || !gemm_ex(tmp, w->data, wt, hl, R, C, 2 * n, 0.0f)) return;
+        sum_halves_kernel<<<cu_blocks((size_t)n * R, 256), 256>>>(out, tmp, (size_t)n * R);
+        CU_LAUNCHED();
+    } else {
+        if (!gemm_ex(out, w->data, wt, hl, R, C, n, 0.0f)) return;
+        gemm_ex(out, w->data, wt, hl + nx, R, C, n, 1.0f);
+    }
+}
+
+void cu_matmul(float *out, const float *x, const Weight *w, int n) {
+    if (n <= 0) return;
+    const int R = (int)w->rows, C = (int)w->cols;
+    if (n <= GEMV_MAX) {
+        if (w->dtype == DT_F32) gemv(out, x, (const float *)w->data, R, C, n);
+        else if (w->dtype == DT_BF16) gemv(out, x, (const __nv_bfloat16 *)w->data, R, C, n);
+        else gemv(out, x, (const __half *)w->data, R, C, n);
+        CU_LAUNCHED();
+        return;
+    }
+    if (w->dtype == DT_F32) gemm_ex(out, w->data, CUDA_R_32F, x, R, C, n, 0.0f);
+    else if (w->dtype == DT_BF16) gemm_split<__nv_bfloat16>(out, x, w, CUDA_R_16BF, n);
+    else gemm_split<__half>(out, x, w, CUDA_R_16F, n);
+}
+
+/* ---- embedding gather and bias --------------------------------------------------- */
+__global__ void embed_kernel(float *__restrict__ out, const void *__restrict__ table, int dt,
+                             const int *__restrict__ tokens, int cols) {
+    const int t = blockIdx.y;
+    const int64_t row = (int64_t)tokens[t] * cols;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x)
+        out[(size_t)t * cols + j] = ld_weight(table, dt, row + j);
+}
+
+void cu_embed(float *out, const Weight *table, const int *tokens, int n) {
+    if (n <= 0) return;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= table->rows) {
+            CU_FAIL("embed: token %d outside the table's %lld rows", tokens[i], (long long)table->rows);
+            return;
+        }
+    const int *dtok = (const int *)cu_upload(tokens, sizeof(int) * n, 0);
+    if (!dtok) return;
+    const int cols = (int)table->cols;
+    for (int t0 = 0; t0 < n; t0 += 65535) {   /* gridDim.y limit */
+        const int nt = n - t0 < 65535 ? n - t0 : 65535;
+        dim3 grid(cu_blocks(cols, 256) < 64 ? cu_blocks(cols, 256) : 64, nt);
+        embed_kernel<<<grid, 256>>>(out + (size_t)t0 * cols, table->data, table->dtype, dtok + t0, cols);
+        CU_LAUNCHED();
+    }
+}
+
+__global__ void add_bias_kernel(float *__restrict__ x, const void *__restrict__ b, int dt, int cols, size_t total) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        x[i] += ld_weight(b, dt, (int64_t)(i % cols));
+}
+
+void cu_add_bias(float *x, const Weight *b, int n) {
+    if (n <= 0) return;
+    const size_t total = (size_t)n * b->cols;
+    add_bias_kernel<<<cu_blocks(total, 256), 256>>>(x, b->data, b->dtype, (int)b->cols, total);
+    CU_LAUNCHED();
+}

@@ -1,0 +1,585 @@
+/* The SAGE and WETAP policies (seeds 002, 004): trees built from a scripted
+ * draft equal the ones worked out by hand from the papers' formulas
+ * (SAGE's confidence, widths, thresholds, node cap and acceptance history;
+ * WETAP's entropy widths, score pruning, parent re-adding and trimming),
+ * greedy decoding with them is lossless on every draft kind, and
+ * --param parsing and parameter checks. */
+#include "tests/harness.h"
+#include "infer/decode.h"
+#include "infer/generate.h"
+#include "infer/util.h"
+
+static const Backend *be = &cpu_backend;
+
+/* ---- scripted draft: children per parent token from a table ----
+ * Tokens 500..599 are a certain chain (child token+1 with probability 1,
+ * every other rank 0); token 600 is uniform over 601..610 (0.1 each).
+ * Ranks the table does not fill get `fallback` probability (ids 900000+r). */
+typedef struct { int parent_token, token; float p; } Edge;
+typedef struct { const Edge *edges; size_t n; float fallback; int calls; } Script;
+
+static int script(void *ctx, const Tree *t, int node, int k, int *ids, float *probs, float *ent) {
+    Script *s = ctx;
+    s->calls++;
+    const int tok = t->token[node];
+    int n = 0;
+    if (tok >= 500 && tok < 600) {
+        ids[n] = tok + 1; probs[n++] = 1.0f;
+        for (; n < k; n++) { ids[n] = 900000 + n; probs[n] = 0.0f; }
+    } else if (tok == 600) {
+        for (; n < k && n < 10; n++) { ids[n] = 601 + n; probs[n] = 0.1f; }
+    }
+    for (size_t i = 0; i < s->n && n < k; i++)
+        if (s->edges[i].parent_token == tok) { ids[n] = s->edges[i].token; probs[n] = s->edges[i].p; n++; }
+    for (; n < k; n++) { ids[n] = 900000 + n; probs[n] = s->fallback; }
+    if (ent) *ent = 0.25f;
+    return 0;
+}
+
+static Policy *make_policy(const char *name, const char *const *params) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "%s", name);
+    for (int i = 0; params && params[i]; i++)
+        if (policy_params_set(&prm, params[i], NULL)) return NULL;
+    return policy_new(&prm);
+}
+
+static int build_tree(Policy *p, Script *s, int root, Tree *t) {
+    Draft *d = draft_scripted(script, s);
+    tree_reset(t, root);
+    PolicyTimes tm = {0};
+    int rc = p->build(p, d, t, &tm);
+    draft_free(d);
+    return rc;
+}
+
+/* tokens and parent tokens, in tree order */
+static int tree_is(const Tree *t, const int *tokens, const int *parent_tokens, int n) {
+    if (t->n != n + 1) return 0;
+    for (int i = 0; i < n; i++) {
+        if (t->token[i + 1] != tokens[i]) return 0;
+        if (t->parent[i + 1] < 0 || t->parent[i + 1] >= i + 1) return 0;
+        if (t->token[t->parent[i + 1]] != parent_tokens[i]) return 0;
+    }
+    return 1;
+}
+
+static void print_tree(const Tree *t) {
+    printf("#   tree (%d nodes):", t->n - 1);
+    for (int i = 1; i < t->n; i++) printf(" %d<%d", t->token[i], t->token[t->parent[i]]);
+    printf("\n");
+}
+
+/* ======================= SAGE ======================= */
+
+/* Root R = 100; A..G = 1..7; a child of token x is x*10 + rank-ish. */
+static const Edge sage_edges[] = {
+    {100, 1, .5f}, {100, 2, .2f}, {100, 3, .1f}, {100, 4, .05f}, {100, 5, .05f}, {100, 6, .04f}, {100, 7, .03f},
+    {1, 11, .6f}, {1, 12, .3f}, {1, 13, .06f}, {1, 14, .04f},
+    {2, 21, .55f}, {2, 22, .2f}, {2, 23, .2f},
+    {3, 31, .5f}, {3, 32, .45f},
+    {4, 41, .9f}, {4, 42, .1f},
+    {11, 111, .8f}, {11, 112, .15f},
+    {12, 121, .5f}, {12, 122, .4f},
+    {21, 211, .6f}, {21, 212, .3f},
+    {111, 1111, .9f}, {111, 1112, .05f},
+    {121, 1211, .99f}, {121, 1212, .01f},
+    {211, 2111, .5f},
+    {1111, 11111, .9f}, {1111, 11112, .1f},
+    {11111, 111111, .9f}, {11111, 111112, .08f},
+    {111111, 1111111, .9f},
+};
+
+/* First cycle, paper defaults (Dmin 3, Dmax 8, Wmin 2, Wmax 10, k 10,
+ * N_max 64), α = 0.5 (Algorithm 1 line 3):
+ *   D(α) = 3 + 0.5·5 = 5.5 → depth limit round(5.5) = 6 (floor would be 5)
+ *   W(α) = 2 + 0.5·8 = 6;  θ_l = 0.1·l/5.5 = l/55
+ *   W_l (l ≥ 2) = round(6·(1/l)·(0.5 + p_parent)), p_parent the local prob.
+ * Level 1 (θ1 = .01818, W1 = 6): ranks 0..5 of R: A .5 B .2 C .1 D .05 E .05
+ *   F .04 (all > θ1); G .03 is rank 6 ≥ W1 → out.
+ * Level 2 (θ2 = .03636); every level-1 node has P > θ2, so all 6 expanded:
+ *   A: W = round(3·1.0) = 3: A1 .30 ✓  A2 .15 ✓  A3 .03 ✗θ
+ *   B: W = round(3·0.7 = 2.1) = 2: B1 .11 ✓  B2 .04 ✓  (B3 .04 rank 2 ✗W;
+ *      ceil would take it)
+ *   C: W = round(3·0.6 = 1.8) = 2: C1 .05 ✓  C2 .045 ✓ (floor would drop C2)
+ *   D: W = round(1.65) = 2: D1 .045 ✓  D2 .005 ✗θ
+ *   E, F: fallback children .001 → P ≤ .00005 ✗θ
+ * Level 3 (θ3 = .05455): expanded only nodes with P > θ3: A1 A2 B1
+ *   A1 (p .6): W = round(2·1.1) = 2: A11 .24 ✓  A12 .045 ✗θ
+ *   A2 (p .3): W = round(2·0.8 = 1.6) = 2: A21 .075 ✓  A22 .06 ✓
+ *      (with p_parent = joint P .15, W = round(1.3) = 1 and A22 would be out)
+ *   B1 (p .55): W = round(2.1) = 2: B11 .066 ✓  B12 .033 ✗θ
+ * Level 4 (θ4 = .07273): expanded A11 .24, A21 .075 (A22 .06, B11 .066 ≤ θ4)
+ *   A11 (p .8): W = round(1.5·1.3 = 1.95) = 2: A111 .216 ✓  A112 .012 ✗θ
+ *   A21 (p .5): W = round(1.5) = 2: A211 .07425 ✓  A212 .00075 ✗θ
+ * Level 5 (θ5 = .09091): expanded A111: W = round(1.2·1.4 = 1.68) = 2:
+ *   A1111 .1944 ✓  A1112 .0216 ✗θ
+ * Level 6 (θ6 = .10909): expanded A1111: W = round(1·1.4) = 1:
+ *   A11111 .17496 ✓  (A11112 rank 1 ✗W)
+ * Depth limit 6: A11111 is not expanded (A111111 .157 would pass θ7 .127).
+ * 21 nodes; draft calls: R + 6 + 3 + 2 + 1 + 1 = 14. */
+static void test_sage_tree_by_hand(void) {
+    Tree t;
+    tree_init(&t);
+    Script s = {sage_edges, sizeof sage_edges / sizeof *sage_edges, .001f, 0};
+    Policy *p = make_policy("sage", NULL);
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "build: %s", err_get());
+    int tok[] = {1, 2, 3, 4, 5, 6, 11, 12, 21, 22, 31, 32, 41, 111, 121, 122, 211, 1111, 1211, 11111, 111111};
+    int par[] = {100, 100, 100, 100, 100, 100, 1, 1, 2, 2, 3, 3, 4, 11, 12, 12, 21, 111, 121, 1111, 11111};
+    CHECK(tree_is(&t, tok, par, 21), "SAGE tree differs from the hand-built one");
+    if (!tree_is(&t, tok, par, 21)) print_tree(&t);
+    CHECK(s.calls == 14, "draft calls %d, expected 14", s.calls);
+    CHECK(tree_max_depth(&t) == 6, "depth %d, expected round(5.5) = 6", tree_max_depth(&t));
+    CHECK(fabsf(t.P[t.n - 1] - .5f * .6f * .8f * .9f * .9f * .9f) < 1e-6f, "joint probability of A11111");
+    policy_free(p);
+
+    /* N_max = 10 binds at level 2: level 1 takes 6, leaving 4 of the 7 level-2
+     * candidates: those of highest P, A1 .30 A2 .15 B1 .11 C1 .05 (not B2 .04,
+     * which the tree order A1 A2 B1 B2 would take); then the cap stops it. */
+    const char *cap10[] = {"sage_nmax=10", NULL};
+    p = make_policy("sage", cap10);
+    REQUIRE(p, "%s", err_get());
+    s.calls = 0;
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "build: %s", err_get());
+    int ctok[] = {1, 2, 3, 4, 5, 6, 11, 12, 21, 31}, cpar[] = {100, 100, 100, 100, 100, 100, 1, 1, 2, 3};
+    CHECK(tree_is(&t, ctok, cpar, 10), "N_max = 10 tree differs");
+    if (!tree_is(&t, ctok, cpar, 10)) print_tree(&t);
+    CHECK(s.calls == 7, "draft calls %d, expected 7 (R and level 1)", s.calls);
+    policy_free(p);
+    tree_free(&t);
+}
+
+/* α comes from the previous cycle's root distribution (lookahead):
+ *   cycle 1, root R (α0 = .5): the tree above; R's top-10 is .5 .2 .1 .05 .05
+ *     .04 .03 .001 .001 .001 (sum .973), renormalised entropy H = 1.46666,
+ *     α = 1 − H/log 10 = 0.36336.
+ *   cycle 2, root 500 (a certain chain): D = 3 + .36336·5 = 4.817 → 5: a
+ *     chain of 5.  (α of 500 itself would give 8, α0 would give 6.)
+ *     500's top-10 is (1, 0, …): H = 0, α = 1.
+ *   cycle 3, root 500: D = Dmax = 8: a chain of 8.
+ *   cycle 4, root 600 (uniform over 10): α = 1 → W = Wmin = 2, D = 8;
+ *     level 1: 601, 602 (P .1 > θ1 = .0125); their children .001 ✗θ2.
+ *     600's α = 1 − log 10/log 10 = 0.
+ *   cycle 5, root 500: D = Dmin = 3: a chain of 3. */
+static void test_sage_alpha_from_previous_cycle(void) {
+    Tree t;
+    tree_init(&t);
+    Script s = {sage_edges, sizeof sage_edges / sizeof *sage_edges, .001f, 0};
+    Policy *p = make_policy("sage", NULL);
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    CHECK(t.n == 22, "cycle 1: %d nodes", t.n - 1);
+    REQUIRE(build_tree(p, &s, 500, &t) == 0, "%s", err_get());
+    int c5[] = {501, 502, 503, 504, 505}, c5p[] = {500, 501, 502, 503, 504};
+    CHECK(tree_is(&t, c5, c5p, 5), "cycle 2: expected a chain of 5 (alpha 0.363), got %d nodes depth %d", t.n - 1,
+          tree_max_depth(&t));
+    REQUIRE(build_tree(p, &s, 500, &t) == 0, "%s", err_get());
+    CHECK(t.n == 9 && tree_max_depth(&t) == 8, "cycle 3: expected a chain of 8, got %d nodes depth %d", t.n - 1,
+          tree_max_depth(&t));
+    REQUIRE(build_tree(p, &s, 600, &t) == 0, "%s", err_get());
+    int u[] = {601, 602}, up[] = {600, 600};
+    CHECK(tree_is(&t, u, up, 2), "cycle 4: expected {601, 602} (W = Wmin)");
+    if (!tree_is(&t, u, up, 2)) print_tree(&t);
+    REQUIRE(build_tree(p, &s, 500, &t) == 0, "%s", err_get());
+    CHECK(t.n == 4 && tree_max_depth(&t) == 3, "cycle 5: expected a chain of 3 (alpha 0), got %d nodes", t.n - 1);
+    policy_free(p);
+    tree_free(&t);
+}
+
+/* The acceptance history (window 10, thresholds 2 and 3, ±1 per cycle once
+ * the window is full, floor Dmin 3, ceiling sage_dceil 12).  Root 500 every
+ * cycle, so α = 1 from cycle 2 on and the tree is a chain of exactly the
+ * current maximum depth Dmax'; cycle 1 uses α0 = .5: round(5.5) = 6.
+ * Accepted counts fed back: cycles 1–10: 0, 11–20: 10, 21–38: 0.
+ * Dmax' after feedback n (build c uses the value after feedback c−1):
+ *   1–9  window not full                           8
+ *   10   mean 0   < 2 → 7          11  mean 1 → 6
+ *   12   mean 2.0 (not < 2) → 6    13  mean 3.0 (not > 3) → 6
+ *   14   mean 4 → 7   15 → 8   16 → 9   17 → 10   18 → 11   19 → 12
+ *   20   mean 10 → 12 (ceiling)    21–26 means 9 … 4, at the ceiling: 12
+ *   27   mean 3.0 → 12             28  mean 2.0 → 12
+ *   29   mean 1 → 11   30 → 10  31 → 9  32 → 8  33 → 7  34 → 6  35 → 5
+ *   36 → 4   37 → 3   38 → 3 (floor). */
+static void test_sage_history_adjusts_max_depth(void) {
+    static const int expect[40] = {0, /* cycle 1.. */ 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, /* 11 */ 7, 6, 6, 6, 7, 8, 9, 10,
+                                   11, 12, /* 21 */ 12, 12, 12, 12, 12, 12, 12, 12, 12, 11, /* 31 */ 10, 9, 8, 7, 6,
+                                   5, 4, 3, 3};
+    Tree t;
+    tree_init(&t);
+    Script s = {NULL, 0, 0.0f, 0};
+    Policy *p = make_policy("sage", NULL);
+    REQUIRE(p, "%s", err_get());
+    for (int c = 1; c <= 39; c++) {
+        REQUIRE(build_tree(p, &s, 500, &t) == 0, "%s", err_get());
+        int d = tree_max_depth(&t);
+        CHECK(d == expect[c] && t.n == d + 1, "cycle %d: chain depth %d (%d nodes), expected %d", c, d, t.n - 1,
+              expect[c]);
+        int accepted = c <= 10 ? 0 : c <= 20 ? 10 : 0;
+        p->feedback(p, &t, accepted);
+    }
+    policy_free(p);
+
+    /* a small window: thresholds act after 2 cycles */
+    const char *w2[] = {"sage_window=2", "sage_dmax=5", "sage_dceil=6", NULL};
+    p = make_policy("sage", w2);
+    REQUIRE(p, "%s", err_get());
+    /* Dmin 3, Dmax 5, ceiling 6, every cycle accepts 9:
+     * cycle 1: α0 = .5: round(3 + .5·2) = 4; window not full after #1
+     * cycle 2: α = 1: D = Dmax' = 5; after #2 mean 9 > 3 → 6
+     * cycle 3: 6; after #3 mean 9, at the ceiling → 6;  cycle 4: 6 */
+    int got[4];
+    for (int c = 0; c < 4; c++) {
+        REQUIRE(build_tree(p, &s, 500, &t) == 0, "%s", err_get());
+        got[c] = tree_max_depth(&t);
+        p->feedback(p, &t, 9);
+    }
+    CHECK(got[0] == 4 && got[1] == 5 && got[2] == 6 && got[3] == 6, "window 2: depths %d %d %d %d, expected 4 5 6 6",
+          got[0], got[1], got[2], got[3]);
+    policy_free(p);
+    tree_free(&t);
+}
+
+/* ======================= WETAP ======================= */
+
+/* Root 100; a b c = 1 2 3; children x*10 + rank. */
+static const Edge wetap_edges[] = {
+    {100, 1, .46f}, {100, 2, .44f}, {100, 3, .10f}, {100, 4, .0001f},   /* d: rank 3, outside Wmin = 3 */
+    {1, 11, .5f}, {1, 12, .4f}, {1, 13, .05f},
+    {2, 21, .1f}, {2, 22, .05f},
+    {3, 31, .9f}, {3, 32, .05f},
+    {11, 111, .8f}, {11, 112, .1f},
+    {12, 121, .3f}, {12, 122, .2f},
+    {21, 211, .5f},
+    {31, 311, .95f}, {31, 312, .03f},
+};
+
+static Policy *wetap_alpha(int budget, const char *gamma, const char *alpha) {
+    char b[64], g[64], a[64];
+    snprintf(b, sizeof b, "wetap_budget=%d", budget);
+    snprintf(g, sizeof g, "wetap_gamma=%s", gamma);
+    snprintf(a, sizeof a, "wetap_alpha=%s", alpha);
+    const char *prm[] = {"wetap_depth=3", "wetap_wmin=3", "wetap_wmax=5", a, b, g, NULL};
+    return make_policy("wetap", prm);
+}
+static Policy *wetap(int budget, const char *gamma) { return wetap_alpha(budget, gamma, "0.5"); }
+
+/* L = 3, W ∈ [3, 5], γ = 1, α = .5; draft probabilities 0 beyond the table.
+ * Layer 1 = R's top-Wmin = 3: a .46, b .44, c .10.
+ *   H_1 over (.46, .44, .10) = 0.94869, / log 3 = 0.86354,
+ *   W_2 = 3 + 2·0.86354 = 4.727 → 5 (floor would be 4).
+ * Layer 2: a, b, c expanded (5 children asked each); candidates by P:
+ *   a1 .23  a2 .184  c1 .09  b1 .044  a3 .023 | b2 .022  c2 .005 → top 5:
+ *   a1 a2 a3 b1 c1 (tree order).
+ *   H_2 over (.23 .184 .023 .044 .09)/.571 = 1.34930, / log 5 = 0.83837,
+ *   W_3 = 3 + 2·0.83837 = 4.677 → 5.
+ * Layer 3: a1 a2 a3 b1 c1 expanded; candidates: a11 .184  c11 .0855
+ *   a21 .0552  a22 .0368  a12 .023 | b11 .022  c12 .0027 → a11 a12 a21 a22 c11.
+ * Pool: 13 nodes, 9 draft calls (R + 3 + 5).
+ * With γ = 2: W_2 = 3 + 2·0.86354² = 4.491 → 4 (a3 out), then layer 2 =
+ *   (.23 .184 .044 .09): H = 1.23001 / log 4 = 0.88726, W_3 = 3 + 2·0.88726²
+ *   = 4.574 → 5: the same layer 3.  Pool: 12 nodes. */
+static void test_wetap_pool_by_hand(void) {
+    Tree t;
+    tree_init(&t);
+    Script s = {wetap_edges, sizeof wetap_edges / sizeof *wetap_edges, 0.0f, 0};
+    Policy *p = wetap(100, "1");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok[] = {1, 2, 3, 11, 12, 13, 21, 31, 111, 112, 121, 122, 311};
+    int par[] = {100, 100, 100, 1, 1, 1, 2, 3, 11, 11, 12, 12, 31};
+    CHECK(tree_is(&t, tok, par, 13), "WETAP pool (gamma 1) differs from the hand-built one");
+    if (!tree_is(&t, tok, par, 13)) print_tree(&t);
+    CHECK(s.calls == 9, "draft calls %d, expected 9", s.calls);
+    policy_free(p);
+
+    p = wetap(100, "2");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok2[] = {1, 2, 3, 11, 12, 21, 31, 111, 112, 121, 122, 311};
+    int par2[] = {100, 100, 100, 1, 1, 2, 3, 11, 11, 12, 12, 31};
+    CHECK(tree_is(&t, tok2, par2, 12), "WETAP pool (gamma 2) differs from the hand-built one");
+    if (!tree_is(&t, tok2, par2, 12)) print_tree(&t);
+    policy_free(p);
+    tree_free(&t);
+}
+
+/* Pruning the γ = 1 pool above.  Pmin = .023, Pmax = .46;
+ * Score = .5·(P − .023)/(.437 + 1e-6) + .5·d/3:
+ *   a11 .68421  a .66667  b .64378  c11 .57151  a1 .57017  a21 .53684
+ *   a2 .51754  a22 .51579  a12 .5  c1 .40999  b1 .35736  a3 .33333  c .25477
+ * Budget 6: best 6 = a11 a b c11 a1 a21; omitted parents re-added: a2 (of
+ *   a21), c1 and c (of c11) → 9 nodes.  Stage 1 (leaves above the deepest
+ *   layer, shallow first): b (depth 1, no kept child) → 8.  Stage 2 (leaf
+ *   of lowest P): leaves a11 .184 a21 .0552 c11 .0855 → drop a21; then a2
+ *   is a leaf: a2 .184 a11 .184 c11 .0855 → drop c11 → 6:
+ *   {a, c, a1, a2, c1, a11}.
+ *   (Without stage 1, stage 2 would drop a21, c11, a11 and keep b.)
+ * Budget 5: best 5 = a11 a b c11 a1; re-add c1, c → 7; stage 1 drops b → 6;
+ *   stage 2 drops c11 (.0855 < a11 .184) → {a, c, a1, c1, a11}.
+ * Budget 4: best 4 = a11 a b c11; re-add a1, c1, c → 7; stage 1 drops b → 6;
+ *   stage 2 drops c11 (.0855), which leaves c1 a leaf: c1 .09 < a11 .184 →
+ *   drop c1 → {a, c, a1, a11}.  (Were the deepest layer's leaves stage-1
+ *   leaves too, stage 1 would drop b, c11, a11 and keep c1.)
+ * α = .8, budget 6: Score = .8·(P − .023)/.437 + .2·d/3:
+ *   a .86667  b .83005  a1 .51228  a11 .49474  a2 .42807  c11 .31442
+ *   a21 .25895  c1 .25599  a22 .22526  c .20763  a12 .2  b1 .17178  a3 .13333
+ *   best 6 = a b a1 a11 a2 c11; re-add c1, c → 8; stage 1: the leaves above
+ *   depth 3 are b (depth 1) and a2 (depth 2, a21/a22 not kept): drop b, then
+ *   a2 → {a, c, a1, c1, a11, c11}.  (With α and 1 − α swapped the best 6
+ *   would be the six depth-3 and depth-2 nodes of highest P instead.)
+ * α = .9, budget 7: Score = .9·(P − .023)/.437 + .1·d/3:
+ *   a .93333  b .89214  a1 .49298  a11 .43158  a2 .39824  c11 .22872
+ *   c1 .20465  c .19191  a21 .16632 …; best 7 = a b a1 a11 a2 c11 c1;
+ *   re-add c → 8; stage 1 leaves above depth 3: b (depth 1), a2 (depth 2);
+ *   shallow first drops b → {a, c, a1, a2, c1, a11, c11} (deep first would
+ *   have dropped a2 and kept b). */
+static void test_wetap_pruning_by_hand(void) {
+    Tree t;
+    tree_init(&t);
+    Script s = {wetap_edges, sizeof wetap_edges / sizeof *wetap_edges, 0.0f, 0};
+    Policy *p = wetap(6, "1");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok6[] = {1, 3, 11, 12, 31, 111}, par6[] = {100, 100, 1, 1, 3, 11};
+    CHECK(tree_is(&t, tok6, par6, 6), "budget 6: pruned tree differs from the hand-built one");
+    if (!tree_is(&t, tok6, par6, 6)) print_tree(&t);
+    for (int i = 1; i < t.n; i++) CHECK(t.parent[i] >= 0 && t.parent[i] < i, "pruned tree not connected at %d", i);
+    CHECK(fabsf(t.P[6] - .46f * .5f * .8f) < 1e-6f && t.depth[6] == 3, "a11 kept its joint probability and depth");
+    policy_free(p);
+
+    p = wetap(5, "1");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok5[] = {1, 3, 11, 31, 111}, par5[] = {100, 100, 1, 3, 11};
+    CHECK(tree_is(&t, tok5, par5, 5), "budget 5: pruned tree differs from the hand-built one");
+    if (!tree_is(&t, tok5, par5, 5)) print_tree(&t);
+    policy_free(p);
+
+    p = wetap(4, "1");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok4[] = {1, 3, 11, 111}, par4[] = {100, 100, 1, 11};
+    CHECK(tree_is(&t, tok4, par4, 4), "budget 4: pruned tree differs from the hand-built one");
+    if (!tree_is(&t, tok4, par4, 4)) print_tree(&t);
+    policy_free(p);
+
+    p = wetap_alpha(6, "1", "0.8");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok8[] = {1, 3, 11, 31, 111, 311}, par8[] = {100, 100, 1, 3, 11, 31};
+    CHECK(tree_is(&t, tok8, par8, 6), "alpha 0.8, budget 6: pruned tree differs from the hand-built one");
+    if (!tree_is(&t, tok8, par8, 6)) print_tree(&t);
+    policy_free(p);
+
+    p = wetap_alpha(7, "1", "0.9");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    int tok9[] = {1, 3, 11, 12, 31, 111, 311}, par9[] = {100, 100, 1, 1, 3, 11, 31};
+    CHECK(tree_is(&t, tok9, par9, 7), "alpha 0.9, budget 7: pruned tree differs from the hand-built one");
+    if (!tree_is(&t, tok9, par9, 7)) print_tree(&t);
+    policy_free(p);
+
+    /* budget 13 = the pool: nothing pruned */
+    p = wetap(13, "1");
+    REQUIRE(p, "%s", err_get());
+    REQUIRE(build_tree(p, &s, 100, &t) == 0, "%s", err_get());
+    CHECK(t.n == 14, "a pool within the budget was pruned to %d", t.n - 1);
+    policy_free(p);
+    tree_free(&t);
+}
+
+/* ======================= lossless greedy decoding ======================= */
+
+typedef struct { const Policy *p; int bad, cycles, sizes[256]; long gamma; } HookCtx;
+
+static int check_tree(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path;
+    HookCtx *h = vctx;
+    if (t->n > policy_max_nodes(h->p)) h->bad++;
+    for (int i = 1; i < t->n; i++) if (t->parent[i] < 0 || t->parent[i] >= i) h->bad++;
+    if (cycle < 256) h->sizes[cycle] = t->n;
+    h->gamma += t->n - 1;
+    h->cycles = cycle + 1;
+    return 0;
+}
+
+static int decode_with(const LlamaModel *m, Draft *d, Policy *p, const int *prompt, int np, int max_new, int *out,
+                       HookCtx *h) {
+    SampleParams sp = {0};
+    Decoder *dec = decoder_new(m, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
+    if (!dec) return -1;
+    dec->hook = check_tree;
+    dec->hook_ctx = h;
+    h->p = p;
+    DecodeStats st;
+    int n = decoder_run(dec, prompt, np, max_new, out, &st);
+    if (n >= 0 && st.cycle_tokens != st.new_tokens - 1) n = -2;
+    decoder_free(dec);
+    return n;
+}
+
+static void lossless_on(const char *target_dir, const char *draft_kind, const char *draft_dir) {
+    LlamaModel *m = llama_load(target_dir, be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load(draft_kind, draft_dir, m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const int max_new = 40;
+    int prompts[3][8] = {{1, 21, 208, 255, 244, 151, 37, 9}, {1, 5, 6, 7, 8, 9, 10, 11}, {1, 99, 98, 97, 96, 95, 94, 93}};
+    /* the tiny test models are nearly flat, so θ_l = 0.1·l/D(α) lets few nodes
+     * in at the paper's 0.1; lower coefficients give full trees */
+    static const char *sage_small[] = {"sage_dmin=2", "sage_dmax=4", "sage_wmin=1", "sage_wmax=3", "sage_k=4",
+                                       "sage_nmax=8", "sage_window=2", "sage_dceil=6", "sage_theta=0.01", NULL};
+    static const char *sage_wide[] = {"sage_theta=0.0001", NULL};
+    static const char *wetap_small[] = {"wetap_depth=4", "wetap_wmin=2", "wetap_wmax=6", "wetap_budget=6",
+                                        "wetap_gamma=0.5", "wetap_alpha=0.3", NULL};
+    static const char *wetap_whole[] = {"wetap_depth=3", "wetap_wmin=2", "wetap_wmax=4", "wetap_budget=1000", NULL};
+    struct { const char *policy; const char *const *params; const char *label; } cases[] = {
+        {"sage", NULL, "defaults"}, {"sage", sage_small, "small"}, {"sage", sage_wide, "theta 1e-4"},
+        {"wetap", NULL, "defaults"}, {"wetap", wetap_small, "small budget"}, {"wetap", wetap_whole, "unpruned"},
+    };
+    for (int q = 0; q < 3; q++) {
+        LlamaState *s = llama_state_new(m, 64);
+        int ref[64];
+        int nref = greedy_generate(s, prompts[q], 8, max_new, ref);
+        llama_state_free(s);
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            Policy *p = make_policy(cases[c].policy, cases[c].params);
+            REQUIRE(p, "%s: %s", cases[c].policy, err_get());
+            HookCtx h = {0};
+            int out[64];
+            int n = decode_with(m, d, p, prompts[q], 8, max_new, out, &h);
+            REQUIRE(n >= 0, "%s %s: %s", cases[c].policy, cases[c].label, n == -2 ? "token accounting" : err_get());
+            int same = n == nref;
+            for (int i = 0; same && i < n; i++) same = out[i] == ref[i];
+            CHECK(same, "%s draft %s policy %s (%s) prompt %d: tokens differ from ar", target_dir, draft_dir,
+                  cases[c].policy, cases[c].label, q);
+            CHECK(!h.bad, "%s (%s): a verified tree exceeded policy_max_nodes or was not parent-first",
+                  cases[c].policy, cases[c].label);
+            /* not vacuous: these settings draft trees (SAGE's defaults may not,
+             * on a flat tiny model) */
+            if (cases[c].params) CHECK(h.gamma > h.cycles, "%s (%s): only %ld nodes in %d cycles", cases[c].policy,
+                                       cases[c].label, h.gamma, h.cycles);
+            policy_free(p);
+        }
+    }
+    draft_free(d);
+    llama_free(m);
+}
+
+static void test_lossless_greedy_draft_lm_self(void) {
+    lossless_on("tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32");
+}
+static void test_lossless_greedy_draft_lm_other(void) {
+    lossless_on("tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32");
+}
+static void test_lossless_greedy_eagle_head(void) {
+    lossless_on("tests/ckpt/llama3_f32", "eagle", "tests/ckpt/eagle_tiny");
+}
+
+/* SAGE's α, history and maximum depth start afresh with every prompt: a
+ * policy that already decoded another prompt builds the same trees as a new
+ * one.  A window of 2 makes the history act within the first prompt. */
+static void test_sage_state_resets_per_prompt(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    static const char *const kinds[2][2] = {{"lm", "tests/ckpt/llama3_f32"}, {"eagle", "tests/ckpt/eagle_tiny"}};
+    for (int k = 0; k < 2; k++) {
+        Draft *d = draft_load(kinds[k][0], kinds[k][1], m, 4096);
+        REQUIRE(d, "%s", err_get());
+        const char *prm[] = {"sage_window=2", NULL};
+        int p1[8] = {1, 21, 208, 255, 244, 151, 37, 9}, p2[8] = {1, 99, 98, 97, 96, 95, 94, 93}, out[64];
+        Policy *used = make_policy("sage", prm), *fresh = make_policy("sage", prm);
+        REQUIRE(used && fresh, "%s", err_get());
+        HookCtx h1 = {0}, h2 = {0}, h3 = {0};
+        REQUIRE(decode_with(m, d, used, p1, 8, 40, out, &h1) >= 0, "%s", err_get());
+        REQUIRE(decode_with(m, d, used, p2, 8, 40, out, &h2) >= 0, "%s", err_get());
+        REQUIRE(decode_with(m, d, fresh, p2, 8, 40, out, &h3) >= 0, "%s", err_get());
+        int same = h2.cycles == h3.cycles;
+        for (int c = 0; same && c < h2.cycles && c < 256; c++) same = h2.sizes[c] == h3.sizes[c];
+        CHECK(same, "%s draft: the second prompt's trees depend on the first prompt (%d vs %d cycles, first tree %d vs %d)",
+              kinds[k][0], h2.cycles, h3.cycles, h2.sizes[0], h3.sizes[0]);
+        policy_free(used);
+        policy_free(fresh);
+        draft_free(d);
+    }
+    llama_free(m);
+}
+
+/* ======================= parameters ======================= */
+
+static void test_params_set_and_defaults(void) {
+    PolicyParams p;
+    policy_params_default(&p);
+    CHECK(p.sage_dmax == 8 && p.sage_dmin == 3 && p.sage_wmax == 10 && p.sage_wmin == 2 && p.sage_k == 10 &&
+          p.sage_nmax == 64 && p.sage_window == 10 && p.sage_lower == 2.0f && p.sage_upper == 3.0f &&
+          p.sage_alpha0 == 0.5f && fabsf(p.sage_theta - 0.1f) < 1e-7f, "SAGE defaults are not the paper's");
+    CHECK(p.wetap_depth == 8 && p.wetap_wmin == 16 && p.wetap_wmax == 128 && p.wetap_budget == 64 &&
+          fabsf(p.wetap_gamma - 1.2f) < 1e-6f && fabsf(p.wetap_alpha - 0.6f) < 1e-6f, "WETAP defaults");
+    CHECK(policy_params_set(&p, "sage_dmin", "4") == 0 && p.sage_dmin == 4, "sage_dmin=4: %s", err_get());
+    CHECK(policy_params_set(&p, "wetap_gamma=0.5", NULL) == 0 && p.wetap_gamma == 0.5f, "KEY=VALUE form: %s", err_get());
+    CHECK(policy_params_set(&p, "sage_upper", "2.5") == 0 && p.sage_upper == 2.5f, "float value");
+    CHECK(policy_params_set(&p, "sage_fanout", "3") == -1 && strstr(err_get(), "sage_fanout") &&
+          strstr(err_get(), "unknown") && !strchr(err_get(), '\n'), "unknown key: %s", err_get());
+    CHECK(policy_params_set(&p, "sage_dmin", "x") == -1 && strstr(err_get(), "sage_dmin") && strstr(err_get(), "'x'"),
+          "bad integer: %s", err_get());
+    CHECK(policy_params_set(&p, "sage_dmin", "3.5") == -1, "3.5 accepted as an integer");
+    CHECK(policy_params_set(&p, "sage_nmax", "") == -1, "empty value accepted");
+    CHECK(policy_params_set(&p, "wetap_alpha", "1.5") == -1 && strstr(err_get(), "wetap_alpha"), "alpha 1.5 accepted");
+    CHECK(policy_params_set(&p, "wetap_gamma", "0") == -1, "gamma 0 accepted");
+    CHECK(policy_params_set(&p, "wetap_budget", "0") == -1, "budget 0 accepted");
+    CHECK(policy_params_set(&p, "wetap_budget", NULL) == -1 && strstr(err_get(), "KEY=VALUE"), "missing '='");
+    CHECK(p.sage_dmin == 4 && p.wetap_gamma == 0.5f, "a rejected value changed the parameters");
+    int n = 0, seen_dmax = 0;
+    const char *key;
+    double v;
+    while (policy_param_get(&p, n, &key, &v) == 0) {
+        PolicyParams tmp = p;
+        char val[32];
+        snprintf(val, sizeof val, "%g", v);
+        CHECK(policy_params_set(&tmp, key, val) == 0, "listed key %s cannot be set back: %s", key, err_get());
+        if (!strcmp(key, "sage_dmax")) seen_dmax = v == 8;
+        n++;
+    }
+    CHECK(n == 18 && seen_dmax, "policy_param_get lists %d keys", n);
+}
+
+static void test_bad_policy_parameters(void) {
+    struct { const char *policy; const char *param; const char *needle; } bad[] = {
+        {"sage", "sage_dmin=9", "sage_dmin"},       /* above dmax 8 */
+        {"sage", "sage_dceil=7", "sage_dceil"},     /* below dmax 8 */
+        {"sage", "sage_wmin=11", "sage_wmin"},      /* above wmax 10 */
+        {"sage", "sage_lower=4", "sage_lower"},     /* above upper 3 */
+        {"wetap", "wetap_wmin=200", "wetap_wmin"},  /* above wmax 128 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *prm[] = {bad[i].param, NULL};
+        Policy *p = make_policy(bad[i].policy, prm);
+        CHECK(!p && strstr(err_get(), bad[i].needle), "%s %s accepted or unnamed: %s", bad[i].policy, bad[i].param,
+              err_get());
+        policy_free(p);
+    }
+    Policy *s = make_policy("sage", NULL), *w = make_policy("wetap", NULL);
+    REQUIRE(s && w, "%s", err_get());
+    CHECK(policy_max_nodes(s) == 65 && policy_max_nodes(w) == 65, "max nodes %d %d, expected 1 + 64",
+          policy_max_nodes(s), policy_max_nodes(w));
+    CHECK(strstr(policy_names(), "sage") && strstr(policy_names(), "wetap"), "not registered: %s", policy_names());
+    policy_free(s);
+    policy_free(w);
+}
+
+int main(void) {
+    RUN(test_sage_tree_by_hand);
+    RUN(test_sage_alpha_from_previous_cycle);
+    RUN(test_sage_history_adjusts_max_depth);
+    RUN(test_wetap_pool_by_hand);
+    RUN(test_wetap_pruning_by_hand);
+    RUN(test_lossless_greedy_draft_lm_self);
+    RUN(test_lossless_greedy_draft_lm_other);
+    RUN(test_lossless_greedy_eagle_head);
+    RUN(test_sage_state_resets_per_prompt);
+    RUN(test_params_set_and_defaults);
+    RUN(test_bad_policy_parameters);
+    return h_done();
+}

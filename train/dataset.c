@@ -1,0 +1,404 @@
+#include "train/dataset.h"
+#include "collect/trace.h"
+#include "infer/util.h"
+#include "train/rng.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODE_BLOCK 65536   /* nodes per trace_read_nodes call */
+#define TREE_BLOCK 65536
+
+typedef struct {
+    TraceReader *r;
+    int64_t file_nodes;
+    TraceNode *buf;
+    int64_t cap, start, len;
+    Dataset *ds;
+} Cursor;
+
+/* Pointer to nodes [first, first + count) of the cursor's file, reading a
+ * block from first on when they are not buffered. */
+static const TraceNode *cursor_get(Cursor *c, int64_t first, int64_t count) {
+    if (count == 0) return c->buf;
+    if (first >= c->start && first + count <= c->start + c->len) return c->buf + (first - c->start);
+    int64_t len = count > NODE_BLOCK ? count : NODE_BLOCK;
+    if (first + len > c->file_nodes) len = c->file_nodes - first;
+    if (len > c->cap) {
+        c->cap = len;
+        c->buf = xrealloc(c->buf, sizeof(TraceNode) * (size_t)len);
+    }
+    double t0 = now_seconds();
+    if (trace_read_nodes(c->r, first, len, c->buf)) return NULL;
+    c->ds->read_seconds += now_seconds() - t0;
+    c->ds->nodes_read += len;
+    c->start = first;
+    c->len = len;
+    return c->buf;
+}
+
+static void cursor_init(Cursor *c, Dataset *ds, int f, TraceReader *r) {
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    c->file_nodes = ds->files[f].n_nodes;
+    c->ds = ds;
+    c->start = -1;
+}
+
+/* Readers live in a side array so dataset.h need not include trace.h. */
+typedef struct { Dataset pub; TraceReader **readers; } DatasetImpl;
+
+void dataset_free(Dataset *ds) {
+    if (!ds) return;
+    DatasetImpl *im = (DatasetImpl *)ds;
+    for (int f = 0; f < ds->nfiles; f++) {
+        if (im->readers && im->readers[f]) trace_reader_close(im->readers[f]);
+        free(ds->files[f].path);
+    }
+    free(im->readers);
+    free(ds->files); free(ds->flag); free(ds->first); free(ds->count); free(ds->file_of);
+    free(ds->pos);
+    EvalSet *e = &ds->eval;
+    free(e->start); free(e->P); free(e->H); free(e->d); free(e->y); free(e->parent);
+    free(im);
+}
+
+/* 0 if every node's chain of parents reaches the root; state is scratch of n. */
+static int acyclic(const int32_t *parent, int n, uint8_t *state) {
+    if (n <= 0) return 0;
+    memset(state, 0, (size_t)n);   /* 0 unknown, 1 on the current path, 2 reaches the root */
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        while (j >= 0 && state[j] == 0) { state[j] = 1; j = parent[j]; }
+        if (j >= 0 && state[j] == 1) return -1;
+        for (j = i; j >= 0 && state[j] == 1; j = parent[j]) state[j] = 2;
+    }
+    return 0;
+}
+
+/* Pass A over every node (see dataset.h).  Returns 0 or -1 + err_set. */
+static int scan_nodes(Dataset *ds, const DsOpts *o) {
+    DatasetImpl *im = (DatasetImpl *)ds;
+    EvalSet *E = &ds->eval;
+    int64_t max_tree = 0;
+    for (int64_t t = 0; t < ds->n_trees; t++) if (ds->count[t] > max_tree) max_tree = ds->count[t];
+    int32_t *par = xmalloc(sizeof(int32_t) * (max_tree + 1));
+    uint8_t *scratch = xmalloc(max_tree + 1);
+    float *in = xmalloc(sizeof(float) * 3 * (max_tree + 1));
+    Cursor cur = {0};
+    int rc = -1;
+    /* inputs are the raw features unless a transform is set */
+    int raw = 1;
+    for (int k = 0; k < CLS_NFEAT; k++)
+        if (o->cls->feat[k].kind != CLS_RAW || o->cls->feat[k].mean != 0 || o->cls->feat[k].std != 1) raw = 0;
+    int64_t pos_cap = 1024;
+    ds->pos = xmalloc(sizeof(Feat) * pos_cap);
+    double shift[CLS_NFEAT] = {0}, s1[CLS_NFEAT] = {0}, s2[CLS_NFEAT] = {0};
+    int have_shift = 0;
+    int64_t total_nodes = 0, done_nodes = 0;
+    for (int f = 0; f < ds->nfiles; f++) total_nodes += ds->files[f].n_nodes;
+    Progress pr;
+    if (o->progress) progress_start(&pr, "reading traces (nodes)", total_nodes);
+    for (int f = 0; f < ds->nfiles; f++) {
+        DsFile *F = &ds->files[f];
+        cursor_init(&cur, ds, f, im->readers[f]);
+        for (int64_t ti = 0; ti < F->n_trees; ti++) {
+            int64_t g = F->tree0 + ti;
+            int cnt = ds->count[g];
+            const TraceNode *nd = cursor_get(&cur, ds->first[g], cnt);
+            if (!nd) goto out;
+            int bad = 0;
+            for (int i = 0; i < cnt; i++) {
+                const TraceNode *x = &nd[i];
+                int64_t row = ds->first[g] + i;
+                if (x->accepted > 1) {
+                    err_set("%s: node row %lld: accepted = %d, expected 0 or 1", F->path, (long long)row, x->accepted);
+                    goto out;
+                }
+                if (x->parent < -1 || x->parent >= cnt || x->parent == i) {
+                    err_set("%s: node row %lld (tree row %lld): parent %d is not another node of its tree (%d nodes)",
+                            F->path, (long long)row, (long long)ti, x->parent, cnt);
+                    goto out;
+                }
+                par[i] = x->parent;
+                float *v = in + 3 * i;
+                if (raw) { v[0] = x->P; v[1] = x->H; v[2] = (float)x->depth; }
+                else classifier_input(o->cls, x->P, x->H, (float)x->depth, v);
+                if (!isfinite(x->P) || !isfinite(x->H) || !isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2])) {
+                    if (o->strict) {
+                        err_set("%s: node row %lld (tree row %lld): non-finite feature (P = %g, H = %g)%s", F->path,
+                                (long long)row, (long long)ti, (double)x->P, (double)x->H,
+                                isfinite(x->P) && isfinite(x->H) ? " after the input transform" : "");
+                        goto out;
+                    }
+                    bad++;
+                }
+            }
+            if (cnt && acyclic(par, cnt, scratch)) {
+                err_set("%s: tree row %lld: the parent links form a cycle", F->path, (long long)ti);
+                goto out;
+            }
+            done_nodes += cnt;
+            if (o->progress) progress_update(&pr, done_nodes, NULL);
+            if (bad) {
+                ds->flag[g] |= DS_DROPPED;
+                ds->dropped_trees++;
+                F->dropped_trees++;
+                ds->nonfinite_nodes += bad;
+                continue;
+            }
+            if (ds->flag[g] & DS_EVAL) {
+                int64_t s = E->start[E->n_trees];
+                for (int i = 0; i < cnt; i++) {
+                    E->P[s + i] = nd[i].P; E->H[s + i] = nd[i].H; E->d[s + i] = (float)nd[i].depth;
+                    E->y[s + i] = nd[i].accepted; E->parent[s + i] = nd[i].parent;
+                    E->n_pos += nd[i].accepted;
+                }
+                E->n_trees++;
+                E->start[E->n_trees] = s + cnt;
+                E->n_nodes = s + cnt;
+                ds->eval_trees++;
+                continue;
+            }
+            ds->train_trees++;
+            if (!have_shift && cnt) { for (int k = 0; k < CLS_NFEAT; k++) shift[k] = in[k]; have_shift = 1; }
+            for (int i = 0; i < cnt; i++) {
+                const TraceNode *x = &nd[i];
+                for (int k = 0; k < CLS_NFEAT; k++) {
+                    double dv = (double)in[3 * i + k] - shift[k];
+                    s1[k] += dv; s2[k] += dv * dv;
+                }
+                if (x->accepted) {
+                    if (ds->train_pos == pos_cap) { pos_cap *= 2; ds->pos = xrealloc(ds->pos, sizeof(Feat) * pos_cap); }
+                    ds->pos[ds->train_pos++] = (Feat){x->P, x->H, (float)x->depth};
+                }
+            }
+            ds->train_nodes += cnt;
+        }
+        free(cur.buf); cur.buf = NULL;
+    }
+    ds->train_neg = ds->train_nodes - ds->train_pos;
+    if (o->progress) progress_end(&pr, done_nodes, NULL);
+    for (int k = 0; k < CLS_NFEAT; k++) {
+        double N = (double)ds->train_nodes, m = N > 0 ? s1[k] / N : 0;
+        double var = N > 1 ? (s2[k] - N * m * m) / (N - 1) : 0;
+        ds->feat_mean[k] = shift[k] + m;
+        ds->feat_std[k] = var > 0 ? sqrt(var) : 0;
+    }
+    rc = 0;
+out:
+    free(cur.buf); free(par); free(scratch); free(in);
+    return rc;
+}
+
+Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o) {
+    if (n < 1) { err_set("no trace files given"); return NULL; }
+    DatasetImpl *im = xcalloc(1, sizeof *im);
+    Dataset *ds = &im->pub;
+    ds->nfiles = n;
+    ds->files = xcalloc(n, sizeof(DsFile));
+    im->readers = xcalloc(n, sizeof(TraceReader *));
+    TraceTree *tb = NULL;
+
+    /* files and their tree tables */
+    for (int f = 0; f < n; f++) {
+        DsFile *F = &ds->files[f];
+        F->path = xstrdup(paths[f]);
+        for (int g = 0; g < f; g++)
+            if (!strcmp(paths[g], paths[f])) { err_set("%s: given twice with --traces", paths[f]); goto fail; }
+        TraceReader *r = trace_open(paths[f]);
+        if (!r) goto fail;
+        im->readers[f] = r;
+        F->n_trees = trace_reader_trees(r);
+        F->n_nodes = trace_reader_nodes(r);
+        if (F->n_trees <= 0 || F->n_nodes <= 0) {
+            err_set("%s: empty trace file (%lld finished trees, %lld nodes)", paths[f], (long long)F->n_trees,
+                    (long long)F->n_nodes);
+            goto fail;
+        }
+        F->tree0 = ds->n_trees;
+        ds->n_trees += F->n_trees;
+    }
+    ds->flag = xcalloc(ds->n_trees, 1);
+    ds->first = xmalloc(sizeof(int64_t) * ds->n_trees);
+    ds->count = xmalloc(sizeof(int32_t) * ds->n_trees);
+    ds->file_of = xmalloc(sizeof(int32_t) * ds->n_trees);
+    tb = xmalloc(sizeof(TraceTree) * TREE_BLOCK);
+    for (int f = 0; f < n; f++) {
+        DsFile *F = &ds->files[f];
+        for (int64_t t0 = 0; t0 < F->n_trees; t0 += TREE_BLOCK) {
+            int64_t m = F->n_trees - t0 < TREE_BLOCK ? F->n_trees - t0 : TREE_BLOCK;
+            double ts = now_seconds();
+            if (trace_read_trees(im->readers[f], t0, m, tb)) goto fail;
+            ds->read_seconds += now_seconds() - ts;
+            for (int64_t i = 0; i < m; i++) {
+                const TraceTree *t = &tb[i];
+                int64_t g = F->tree0 + t0 + i;
+                if (t->n_nodes < 0 || t->first_node < 0 || t->first_node + t->n_nodes > F->n_nodes) {
+                    err_set("%s: tree row %lld: nodes [%lld, %lld) outside the %lld finished nodes", F->path,
+                            (long long)(t0 + i), (long long)t->first_node,
+                            (long long)(t->first_node + t->n_nodes), (long long)F->n_nodes);
+                    goto fail;
+                }
+                ds->first[g] = t->first_node;
+                ds->count[g] = t->n_nodes;
+                ds->file_of[g] = f;
+            }
+        }
+    }
+    free(tb); tb = NULL;
+
+    /* split by tree: exactly round(frac * trees) held out (selection sampling) */
+    int64_t T = ds->n_trees, n_eval = 0;
+    if (o->eval_frac > 0 && T >= 2) {
+        n_eval = llround(o->eval_frac * (double)T);
+        if (n_eval < 1) n_eval = 1;
+        if (n_eval > T - 1) n_eval = T - 1;
+    }
+    {
+        Rng r;
+        rng_seed(&r, o->seed, RNG_STREAM_SPLIT, 0);
+        int64_t need = n_eval;
+        for (int64_t t = 0; t < T && need > 0; t++)
+            if ((int64_t)rng_below(&r, (uint64_t)(T - t)) < need) { ds->flag[t] |= DS_EVAL; need--; }
+    }
+    int64_t eval_cap = 0;
+    for (int64_t t = 0; t < T; t++) if (ds->flag[t] & DS_EVAL) eval_cap += ds->count[t];
+    EvalSet *E = &ds->eval;
+    E->start = xmalloc(sizeof(int64_t) * (n_eval + 1));
+    E->P = xmalloc(sizeof(float) * (eval_cap + 1));
+    E->H = xmalloc(sizeof(float) * (eval_cap + 1));
+    E->d = xmalloc(sizeof(float) * (eval_cap + 1));
+    E->y = xmalloc(eval_cap + 1);
+    E->parent = xmalloc(sizeof(int32_t) * (eval_cap + 1));
+    E->start[0] = 0;
+
+    /* the node pass, with the file hashes computed on another thread */
+    int scan_rc = 0, hash_rc = 0;
+    char hash_err[1024] = "", scan_err[1024] = "";   /* the error slot is per thread */
+#pragma omp parallel sections num_threads(2)
+    {
+#pragma omp section
+        {
+            for (int f = 0; f < n && !hash_rc; f++)
+                if (file_hash_hex(paths[f], ds->files[f].hash)) {
+                    hash_rc = -1;
+                    snprintf(hash_err, sizeof hash_err, "%s", err_get());
+                }
+        }
+#pragma omp section
+        {
+            scan_rc = scan_nodes(ds, o);
+            if (scan_rc) snprintf(scan_err, sizeof scan_err, "%s", err_get());
+        }
+    }
+    if (scan_rc) { err_set("%s", scan_err); goto fail; }
+    if (hash_rc) { err_set("%s", hash_err); goto fail; }
+    return ds;
+fail:
+    free(tb);
+    dataset_free(ds);
+    return NULL;
+}
+
+/* ---- negative sampling ---- */
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* k distinct integers of [0, N), uniform (Floyd's algorithm), sorted. */
+static int64_t *draw_sorted(Rng *r, int64_t N, int64_t k) {
+    int64_t *out = xmalloc(sizeof(int64_t) * (k + 1));
+    uint64_t cap = 16;
+    while (cap < (uint64_t)k * 2) cap <<= 1;
+    uint64_t *set = xcalloc(cap, sizeof(uint64_t));   /* value + 1; 0 = empty */
+    int64_t m = 0;
+    for (int64_t j = N - k; j < N; j++) {
+        int64_t t = (int64_t)rng_below(r, (uint64_t)j + 1);
+        /* insert t, or j if t is already in */
+        for (int pass = 0; pass < 2; pass++) {
+            uint64_t key = (uint64_t)(pass ? j : t) + 1, hsh = key * 0x9E3779B97F4A7C15ULL, i = hsh & (cap - 1);
+            int found = 0;
+            while (set[i]) {
+                if (set[i] == key) { found = 1; break; }
+                i = (i + 1) & (cap - 1);
+            }
+            if (!found) { set[i] = key; out[m++] = (int64_t)key - 1; break; }
+        }
+    }
+    free(set);
+    qsort(out, (size_t)m, sizeof(int64_t), cmp_i64);
+    return out;
+}
+
+int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, int n_epochs, int64_t k,
+                                 Feat **out, int progress) {
+    DatasetImpl *im = (DatasetImpl *)ds;
+    int64_t N = ds->train_neg;
+    if (k > N) k = N;
+    if (k < 0) k = 0;
+    int all = k == N;
+    int64_t **idx = xcalloc(n_epochs, sizeof(int64_t *));
+    int64_t *ptr = xcalloc(n_epochs, sizeof(int64_t));
+    for (int e = 0; e < n_epochs; e++) {
+        out[e] = xmalloc(sizeof(Feat) * (k + 1));
+        if (!all) {
+            Rng r;
+            rng_seed(&r, seed, RNG_STREAM_NEG, (uint64_t)(first_epoch + e));
+            idx[e] = draw_sorted(&r, N, k);
+        }
+    }
+    Progress pr;
+    if (progress) progress_start(&pr, "drawing negatives (nodes)", ds->train_nodes);
+    int64_t c = 0, done = 0, next = 0;
+    Cursor cur = {0};
+    int ok = 1;
+    if (!all) {
+        next = INT64_MAX;
+        for (int e = 0; e < n_epochs; e++) if (k && idx[e][0] < next) next = idx[e][0];
+    }
+    for (int f = 0; f < ds->nfiles && ok; f++) {
+        const DsFile *F = &ds->files[f];
+        cursor_init(&cur, ds, f, im->readers[f]);
+        for (int64_t ti = 0; ti < F->n_trees; ti++) {
+            int64_t g = F->tree0 + ti;
+            if (ds->flag[g]) continue;
+            if (!all && next == INT64_MAX) break;   /* every epoch complete */
+            int cnt = ds->count[g];
+            const TraceNode *nd = cursor_get(&cur, ds->first[g], cnt);
+            if (!nd) { ok = 0; break; }
+            for (int i = 0; i < cnt; i++) {
+                if (nd[i].accepted) continue;
+                if (all || c == next) {
+                    Feat ft = {nd[i].P, nd[i].H, (float)nd[i].depth};
+                    if (all) {
+                        for (int e = 0; e < n_epochs; e++) out[e][c] = ft;
+                    } else {
+                        next = INT64_MAX;
+                        for (int e = 0; e < n_epochs; e++) {
+                            if (ptr[e] < k && idx[e][ptr[e]] == c) out[e][ptr[e]++] = ft;
+                            if (ptr[e] < k && idx[e][ptr[e]] < next) next = idx[e][ptr[e]];
+                        }
+                    }
+                }
+                c++;
+            }
+            done += cnt;
+            if (progress) progress_update(&pr, done, NULL);
+        }
+        free(cur.buf); cur.buf = NULL;
+    }
+    if (progress) progress_end(&pr, done, NULL);
+    if (ok && !all)
+        for (int e = 0; e < n_epochs; e++)
+            if (ptr[e] != k) { err_set("negative sampling: drew %lld of %lld (trace changed while reading?)", (long long)ptr[e], (long long)k); ok = 0; }
+    for (int e = 0; e < n_epochs; e++) free(idx[e]);
+    free(idx); free(ptr);
+    if (!ok) {
+        for (int e = 0; e < n_epochs; e++) { free(out[e]); out[e] = NULL; }
+        return -1;
+    }
+    return k;
+}

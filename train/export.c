@@ -1,0 +1,201 @@
+#include "train/export.h"
+#include "infer/util.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void classifier_set_params(Classifier *c, const float *theta) {
+    int h = c->hidden;
+    memcpy(c->fc1_w, theta, sizeof(float) * 3 * h);
+    memcpy(c->fc1_b, theta + 3 * h, sizeof(float) * h);
+    memcpy(c->fc2_w, theta + 4 * h, sizeof(float) * h);
+    c->fc2_b = theta[5 * h];
+}
+
+void classifier_get_params(const Classifier *c, float *theta) {
+    int h = c->hidden;
+    memcpy(theta, c->fc1_w, sizeof(float) * 3 * h);
+    memcpy(theta + 3 * h, c->fc1_b, sizeof(float) * h);
+    memcpy(theta + 4 * h, c->fc2_w, sizeof(float) * h);
+    theta[5 * h] = c->fc2_b;
+}
+
+static cJSON *float_array(const float *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+static cJSON *features_json(const Classifier *c) {
+    cJSON *fs = cJSON_CreateArray();
+    for (int k = 0; k < CLS_NFEAT; k++) {
+        const ClsFeature *f = &c->feat[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", cls_feature_names[k]);
+        cJSON_AddStringToObject(o, "transform", cls_transform_name(f->kind));
+        if (f->kind == CLS_LOG) cJSON_AddNumberToObject(o, "eps", (double)f->eps);
+        cJSON_AddNumberToObject(o, "mean", (double)f->mean);
+        cJSON_AddNumberToObject(o, "std", (double)f->std);
+        cJSON_AddItemToArray(fs, o);
+    }
+    return fs;
+}
+
+cJSON *classifier_to_json(const Classifier *c) {
+    int h = c->hidden;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", CLS_FORMAT);
+    cJSON_AddNumberToObject(j, "version", CLS_VERSION);
+    cJSON_AddItemToObject(j, "features", features_json(c));
+    cJSON_AddNumberToObject(j, "hidden", h);
+    cJSON_AddStringToObject(j, "activation", "relu");
+    cJSON_AddStringToObject(j, "output", "sigmoid");
+    cJSON_AddNumberToObject(j, "threshold", (double)c->threshold);
+    cJSON *w = cJSON_AddObjectToObject(j, "weights");
+    cJSON *w1 = cJSON_CreateArray();
+    for (int i = 0; i < h; i++) cJSON_AddItemToArray(w1, float_array(c->fc1_w + 3 * i, 3));
+    cJSON_AddItemToObject(w, "fc1.weight", w1);
+    cJSON_AddItemToObject(w, "fc1.bias", float_array(c->fc1_b, h));
+    cJSON *w2 = cJSON_CreateArray();
+    cJSON_AddItemToArray(w2, float_array(c->fc2_w, h));
+    cJSON_AddItemToObject(w, "fc2.weight", w2);
+    cJSON_AddItemToObject(w, "fc2.bias", float_array(&c->fc2_b, 1));
+    return j;
+}
+
+int write_json(const char *path, const cJSON *j) {
+    char *s = cJSON_Print(j);
+    size_t len = strlen(path);
+    char *tmp = xmalloc(len + 5);
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp", 5);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) { err_set("%s: cannot create: %s", path, strerror(errno)); free(s); free(tmp); return -1; }
+    int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
+    bad |= fclose(f) != 0;
+    free(s);
+    if (bad || rename(tmp, path) != 0) {
+        err_set("%s: write failed: %s", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+int classifier_write_safetensors(const char *path, const Classifier *c) {
+    int h = c->hidden;
+    struct { const char *name; const float *data; int ndim; int64_t shape[2]; } t[4] = {
+        {"fc1.weight", c->fc1_w, 2, {h, 3}}, {"fc1.bias", c->fc1_b, 1, {h, 0}},
+        {"fc2.weight", c->fc2_w, 2, {1, h}}, {"fc2.bias", &c->fc2_b, 1, {1, 0}}};
+    cJSON *hdr = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(hdr, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", CLS_FORMAT);
+    char num[32];
+    snprintf(num, sizeof num, "%d", CLS_VERSION);
+    cJSON_AddStringToObject(meta, "version", num);
+    snprintf(num, sizeof num, "%d", h);
+    cJSON_AddStringToObject(meta, "hidden", num);
+    snprintf(num, sizeof num, "%.9g", (double)c->threshold);
+    cJSON_AddStringToObject(meta, "threshold", num);
+    cJSON_AddStringToObject(meta, "feature_order", "P,H,depth");
+    cJSON *fs = features_json(c);
+    char *fjs = cJSON_PrintUnformatted(fs);
+    cJSON_AddStringToObject(meta, "features", fjs);
+    free(fjs);
+    cJSON_Delete(fs);
+    size_t off = 0;
+    for (int i = 0; i < 4; i++) {
+        size_t numel = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
+        cJSON *e = cJSON_AddObjectToObject(hdr, t[i].name);
+        cJSON_AddStringToObject(e, "dtype", "F32");
+        double shp[2] = {(double)t[i].shape[0], (double)t[i].shape[1]};
+        cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(shp, t[i].ndim));
+        double offs[2] = {(double)off, (double)(off + numel * 4)};
+        cJSON_AddItemToObject(e, "data_offsets", cJSON_CreateDoubleArray(offs, 2));
+        off += numel * 4;
+    }
+    char *js = cJSON_PrintUnformatted(hdr);
+    cJSON_Delete(hdr);
+    size_t hl = strlen(js), padded = (hl + 7) & ~(size_t)7;
+    FILE *f = fopen(path, "wb");
+    if (!f) { err_set("%s: cannot create: %s", path, strerror(errno)); free(js); return -1; }
+    uint64_t hlen = padded;
+    int bad = fwrite(&hlen, 8, 1, f) != 1 || fwrite(js, 1, hl, f) != hl;
+    for (size_t i = hl; i < padded; i++) bad |= fputc(' ', f) == EOF;
+    for (int i = 0; i < 4; i++) {
+        size_t numel = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
+        bad |= fwrite(t[i].data, 4, numel, f) != numel;
+    }
+    bad |= fclose(f) != 0;
+    free(js);
+    if (bad) { err_set("%s: write failed", path); return -1; }
+    return 0;
+}
+
+cJSON *rates_json(const Rates *r) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "recall", r->recall);
+    cJSON_AddNumberToObject(o, "theta", r->theta);
+    cJSON_AddNumberToObject(o, "precision", r->precision);
+    cJSON_AddNumberToObject(o, "f1", r->f1);
+    cJSON_AddNumberToObject(o, "accuracy", r->accuracy);
+    cJSON_AddNumberToObject(o, "tp", (double)r->c.tp);
+    cJSON_AddNumberToObject(o, "fp", (double)r->c.fp);
+    cJSON_AddNumberToObject(o, "fn", (double)r->c.fn);
+    cJSON_AddNumberToObject(o, "tn", (double)r->c.tn);
+    return o;
+}
+
+static cJSON *bucket_rates(Confusion c) {
+    Rates r = rates_of(c);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "accuracy", r.accuracy);
+    cJSON_AddNumberToObject(o, "precision", r.precision);
+    cJSON_AddNumberToObject(o, "recall", r.recall);
+    cJSON_AddNumberToObject(o, "f1", r.f1);
+    cJSON_AddNumberToObject(o, "selected", (double)(c.tp + c.fp));
+    return o;
+}
+
+cJSON *eval_json(const EvalResult *r, const EvalOpts *o, int with_tables) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "beta", o->beta);
+    cJSON_AddNumberToObject(j, "trees", (double)r->n_trees);
+    cJSON_AddNumberToObject(j, "nodes", (double)r->n_nodes);
+    cJSON_AddNumberToObject(j, "positives", (double)r->n_pos);
+    cJSON_AddNumberToObject(j, "auc", r->auc);
+    cJSON_AddNumberToObject(j, "loss", r->loss);
+    cJSON_AddItemToObject(j, "classifier", rates_json(&r->cls));
+    cJSON_AddItemToObject(j, "c2t_tree", rates_json(&r->tree));
+    cJSON *e2 = rates_json(&r->e2);
+    cJSON_AddNumberToObject(e2, "topn", o->e2_topn);
+    cJSON_AddItemToObject(j, "eagle2", e2);
+    if (!with_tables) return j;
+    cJSON *sw = cJSON_AddArrayToObject(j, "beta_sweep");
+    for (int k = 0; k < o->n_sweep; k++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "beta", o->sweep[k]);
+        cJSON_AddItemToObject(e, "classifier", rates_json(&r->sweep_cls[k]));
+        cJSON_AddItemToObject(e, "c2t_tree", rates_json(&r->sweep_tree[k]));
+        cJSON_AddItemToArray(sw, e);
+    }
+    cJSON *bt = cJSON_AddArrayToObject(j, "entropy_buckets");
+    for (int b = 0; b <= N_BUCKETS; b++) {
+        cJSON *e = cJSON_CreateObject();
+        char rng[32];
+        if (b == N_BUCKETS) snprintf(rng, sizeof rng, "total");
+        else if (b == N_BUCKETS - 1) snprintf(rng, sizeof rng, "[%d,inf)", b);
+        else snprintf(rng, sizeof rng, "[%d,%d)", b, b + 1);
+        cJSON_AddStringToObject(e, "range", rng);
+        cJSON_AddNumberToObject(e, "nodes", (double)r->bucket_n[b]);
+        cJSON_AddNumberToObject(e, "proportion", r->bucket_n[N_BUCKETS] ? (double)r->bucket_n[b] / r->bucket_n[N_BUCKETS] : 0);
+        cJSON_AddItemToObject(e, "E2", bucket_rates(r->bucket_e2[b]));
+        cJSON_AddItemToObject(e, "C2T", bucket_rates(r->bucket_tree[b]));
+        cJSON_AddItemToArray(bt, e);
+    }
+    return j;
+}

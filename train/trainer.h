@@ -1,0 +1,46 @@
+/* spec-train's pipeline as a library call: data (train/dataset.h), FFN +
+ * Adam (train/ffn.h), per-epoch evaluation and model selection
+ * (train/metrics.h), export (train/export.h). */
+#ifndef C2T_TRAIN_TRAINER_H
+#define C2T_TRAIN_TRAINER_H
+#include "infer/classifier.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRAIN_MAX_SWEEP 64
+
+typedef struct {
+    const char **traces;
+    int n_traces;
+    const char *out;            /* weights JSON (required) */
+    const char *safetensors;    /* optional */
+    const char *report;         /* optional report JSON */
+    const char *dump_dir;       /* optional --dump-init DIR */
+    int dump_epochs;            /* epochs whose batches are dumped (1) */
+
+    int hidden, epochs, batch;
+    double lr, beta1, beta2, adam_eps;
+    double neg_ratio;           /* negatives per positive, per epoch */
+    uint64_t seed;
+    double eval_frac;           /* 0.05 */
+    double beta;                /* 0.5 */
+    int e2_topn;                /* 60 */
+    double similar_recall;      /* 0.005 = 0.5 recall points */
+    int select_last;            /* export the last epoch instead of the selection rule */
+    double sweep[TRAIN_MAX_SWEEP];
+    int n_sweep;
+
+    ClsTransform transform[CLS_NFEAT];
+    float log_eps;
+    int standardize;
+
+    int strict;                 /* non-finite features are an error */
+    int threads;                /* 0 = OpenMP default */
+    size_t sample_mem;          /* bytes for drawn negatives per streaming pass */
+    int progress;
+} TrainOpts;
+
+void train_defaults(TrainOpts *o);
+/* Runs everything; 0, or -1 + err_set (one line). */
+int train_run(const TrainOpts *o);
+#endif
