@@ -40,6 +40,8 @@ static void usage(FILE *f) {
 "  --threshold X          chain early-stop threshold (default 0.5)\n"
 "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
 "  --entropy-topm M       entropy over the top M probabilities, 0 = exact (default 1000)\n"
+"  --param KEY=VALUE      sage / wetap parameters (repeatable), e.g. sage_dmax=8,\n"
+"                         wetap_budget=64; see README \"Policies\" for the keys\n"
 "decoding\n"
 "  --questions FILE       question.jsonl (EAGLE/Spec-Bench format); repeatable, one benchmark each\n"
 "  --max-questions N      first N questions of each file\n"
@@ -188,6 +190,9 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const ch
     cJSON_AddNumberToObject(o, "threshold", p->threshold);
     cJSON_AddStringToObject(o, "classifier", p->classifier);
     cJSON_AddNumberToObject(o, "beta", p->beta);
+    const char *key;
+    double value;
+    for (int i = 0; policy_param_get(p, i, &key, &value) == 0; i++) cJSON_AddNumberToObject(o, key, value);
     cJSON_AddNumberToObject(o, "max_new_tokens", cfg->max_new);
     cJSON_AddNumberToObject(o, "temperature", cfg->sp.temperature);
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
@@ -218,7 +223,7 @@ int main(int argc, char **argv) {
     int nq = 0, max_questions = 0, check_lossless = 0, baseline = 1;
     enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_POLICY, O_TOPK, O_DEPTH, O_TOTAL, O_DLEN,
            O_ES, O_THR, O_STATIC, O_TOPM, O_Q, O_MAXQ, O_MAXNEW, O_CTX, O_TEMP, O_TK, O_TP, O_SEED, O_LOSSLESS,
-           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL };
+           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL, O_PARAM };
     static const struct option opts[] = {
         {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
         {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
@@ -229,6 +234,7 @@ int main(int argc, char **argv) {
         {"temperature", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TK}, {"top-p", 1, 0, O_TP}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NOBASE}, {"json", 1, 0, O_JSON},
         {"classifier", 1, 0, O_CLS}, {"beta", 1, 0, O_BETA}, {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL},
+        {"param", 1, 0, O_PARAM},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;   /* one-line errors of our own */
@@ -263,6 +269,7 @@ int main(int argc, char **argv) {
         case O_CLS: snprintf(cfg.prm.classifier, sizeof cfg.prm.classifier, "%s", optarg); break;
         case O_BETA: cfg.prm.beta = parse_float("--beta", optarg, 0, 1); break;
         case O_CSV: csv_out = optarg; break;
+        case O_PARAM: if (policy_params_set(&cfg.prm, optarg, NULL)) die_err(prog); break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             label = optarg;

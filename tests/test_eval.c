@@ -20,7 +20,9 @@ static void test_lossless_every_policy(void) {
                               "--policy chain --draft-len 6 --early-stop dymax --threshold 0.3",
                               "--policy chain --draft-len 6 --early-stop dyjoint --threshold 0.2",
                               "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2 --topk 4 --depth 5",
-                              "--policy chain --draft-len 6 --early-stop c2t --classifier tests/golden/c2t_hand.json"};
+                              "--policy chain --draft-len 6 --early-stop c2t --classifier tests/golden/c2t_hand.json",
+                              "--policy sage --param sage_theta=0.02",
+                              "--policy wetap --param wetap_wmin=4 --param wetap_wmax=16 --param wetap_budget=24"};
     for (int d = 0; d < 3; d++)
         for (size_t p = 0; p < sizeof policies / sizeof *policies; p++) {
             char err[4096];
@@ -82,6 +84,8 @@ static void test_bad_input(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "beam");
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --beam-width 3 --questions %s", bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--beam-width");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy sage --param sage_depth=3 --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "sage_depth");
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --topk zero --questions %s", bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--topk");
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --questions %s", bin_dir(), base, qfile);
