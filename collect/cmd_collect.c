@@ -115,6 +115,7 @@ int main(int argc, char **argv) {
     snprintf(cfg.prm.name, sizeof cfg.prm.name, "eagle2");
     cfg.prm.depth = 10;       /* the C2T paper's collection setting */
     cfg.prm.total = -1;
+    cfg.prm.want_entropy = 1;
     const char *questions[64], *out = NULL, *compress = "zstd", *shard_arg = NULL;
     int nq = 0, max_questions = 0, resume = 0, shard_i = 0, shard_n = 1;
     enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_Q, O_MAXQ, O_OUT, O_TOPK, O_DEPTH, O_TOPM,

@@ -60,7 +60,7 @@ static void usage(FILE *f) {
 
 typedef struct {
     int64_t new_tokens, cycle_tokens, cycles, gamma;
-    double wall, t_draft, t_features, t_classifier, t_verify, t_prefill;
+    double wall, t_draft, t_dist, t_features, t_classifier, t_verify, t_prefill;
     int64_t ar_tokens;
     double ar_wall;
 } Totals;
@@ -72,6 +72,7 @@ static void add_stats(Totals *t, const DecodeStats *st) {
     t->gamma += st->gamma;
     t->wall += st->t_total;
     t->t_draft += st->t_draft;
+    t->t_dist += st->t_dist;
     t->t_features += st->t_features;
     t->t_classifier += st->t_classifier;
     t->t_verify += st->t_verify;
@@ -101,10 +102,11 @@ static cJSON *stats_json(const DecodeStats *st) {
     cJSON_AddNumberToObject(o, "wall_s", st->t_total);
     cJSON_AddNumberToObject(o, "prefill_s", st->t_prefill);
     cJSON_AddNumberToObject(o, "draft_s", st->t_draft);
+    cJSON_AddNumberToObject(o, "distribution_s", st->t_dist);
     cJSON_AddNumberToObject(o, "features_s", st->t_features);
     cJSON_AddNumberToObject(o, "classifier_s", st->t_classifier);
     cJSON_AddNumberToObject(o, "verify_s", st->t_verify);
-    cJSON_AddNumberToObject(o, "other_s", st->t_total - st->t_prefill - st->t_draft - st->t_features -
+    cJSON_AddNumberToObject(o, "other_s", st->t_total - st->t_prefill - st->t_draft - st->t_dist - st->t_features -
                                               st->t_classifier - st->t_verify);
     return o;
 }
@@ -156,6 +158,7 @@ static cJSON *totals_json(const Totals *t) {
     cJSON_AddNumberToObject(o, "wall_s", t->wall);
     cJSON_AddNumberToObject(o, "prefill_s", t->t_prefill);
     cJSON_AddNumberToObject(o, "draft_s", t->t_draft);
+    cJSON_AddNumberToObject(o, "distribution_s", t->t_dist);
     cJSON_AddNumberToObject(o, "features_s", t->t_features);
     cJSON_AddNumberToObject(o, "classifier_s", t->t_classifier);
     cJSON_AddNumberToObject(o, "verify_s", t->t_verify);
@@ -353,7 +356,7 @@ int main(int argc, char **argv) {
         per[i] = ctx.bench;
         all.new_tokens += ctx.bench.new_tokens; all.cycle_tokens += ctx.bench.cycle_tokens;
         all.cycles += ctx.bench.cycles; all.gamma += ctx.bench.gamma; all.wall += ctx.bench.wall;
-        all.t_draft += ctx.bench.t_draft; all.t_features += ctx.bench.t_features;
+        all.t_draft += ctx.bench.t_draft; all.t_dist += ctx.bench.t_dist; all.t_features += ctx.bench.t_features;
         all.t_classifier += ctx.bench.t_classifier; all.t_verify += ctx.bench.t_verify;
         all.t_prefill += ctx.bench.t_prefill; all.ar_tokens += ctx.bench.ar_tokens; all.ar_wall += ctx.bench.ar_wall;
     }

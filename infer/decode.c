@@ -210,6 +210,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &pt)) { free(argmax); return -1; }
         if (dec->draft) draft_end_cycle(dec->draft);
         st->t_draft += pt.draft;
+        st->t_dist += pt.dist;
         st->t_features += pt.features;
         st->t_classifier += pt.classifier;
 

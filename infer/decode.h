@@ -18,7 +18,7 @@ typedef struct {
     int cycle_tokens;     /* tokens emitted by draft–verify cycles */
     int cycles;
     int64_t gamma;
-    double t_prefill, t_draft, t_features, t_classifier, t_verify, t_total;
+    double t_prefill, t_draft, t_dist, t_features, t_classifier, t_verify, t_total;
 } DecodeStats;
 
 /* Called after each verification with the verified tree and the accepted

@@ -156,7 +156,7 @@ int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int t
     double t0 = now_seconds(), dist0 = d->t_dist;
     int rc = draft_expand(d, t, nodes, n, k, topm, ids, probs, ent);
     double dist = d->t_dist - dist0;   /* softmax, top-k, top-M entropy */
-    tm->features += dist;
+    tm->dist += dist;
     tm->draft += now_seconds() - t0 - dist;
     return rc;
 }

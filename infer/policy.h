@@ -15,6 +15,7 @@ typedef struct {
     int total;           /* eagle2: nodes kept by rerank (root excluded); -1 = all */
     int draft_len;       /* chain: draft tokens per cycle */
     int topm;            /* entropy over the top-M probabilities (0 = exact) */
+    int want_entropy;    /* eagle2: record each node's entropy H (spec-collect) */
     char static_tree[4096];   /* static: paths of sibling ranks, e.g. "0;1;0,0;0,1" or a preset name */
     /* c2t and chain early stopping */
     char classifier[512];
@@ -49,10 +50,11 @@ int policy_params_set(PolicyParams *p, const char *key, const char *value);
 int policy_param_get(const PolicyParams *p, int i, const char **key, double *value);
 
 /* Time a policy spends, split as the reports show it (seconds): draft
- * forwards; feature extraction (softmax, top-k, top-M entropy, joint
- * probabilities); the classifier. */
+ * forwards; the distribution step on the draft's logits (softmax, top-k and,
+ * when asked for, top-M entropy: one fused kernel); feature assembly for a
+ * classifier (joint probabilities, depths, second top-K); the classifier. */
 typedef struct {
-    double draft, features, classifier;
+    double draft, dist, features, classifier;
 } PolicyTimes;
 
 typedef struct Policy Policy;

@@ -39,15 +39,18 @@ static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
 }
 
 /* Builds the whole pool into t (no rerank). */
-int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, PolicyTimes *tm) {
+int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_entropy, PolicyTimes *tm) {
     int *ids = xmalloc(sizeof(int) * k * k), *sel = xmalloc(sizeof(int) * k);
-    float *probs = xmalloc(sizeof(float) * k * k), *ent = xmalloc(sizeof(float) * k);
+    float *probs = xmalloc(sizeof(float) * k * k), *ent = xcalloc(k, sizeof(float));
+    /* the entropy is a feature for traces and classifiers; plain EAGLE-2
+     * does not need it (want_entropy 0 leaves H at 0) */
+    float *want = want_entropy ? ent : NULL;
     int *newest = xmalloc(sizeof(int) * k * k), n_newest = 0, root = 0, rc;
-    rc = policy_expand(d, t, &root, 1, k, topm, ids, probs, ent, tm);
+    rc = policy_expand(d, t, &root, 1, k, topm, ids, probs, want, tm);
     for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
     for (int step = 0; step < depth && !rc; step++) {
         int m = top_by_P(t, newest, n_newest, k, sel);
-        rc = policy_expand(d, t, sel, m, k, topm, ids, probs, ent, tm);
+        rc = policy_expand(d, t, sel, m, k, topm, ids, probs, want, tm);
         n_newest = 0;
         for (int i = 0; i < m && !rc; i++)
             for (int j = 0; j < k; j++)
@@ -80,7 +83,7 @@ typedef struct { Tree scratch; } Eagle2State;
 
 static int eagle2_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     Eagle2State *s = p->state;
-    if (eagle2_expand_pool(d, t, p->prm.topk, p->prm.depth, p->prm.topm, tm)) return -1;
+    if (eagle2_expand_pool(d, t, p->prm.topk, p->prm.depth, p->prm.topm, p->prm.want_entropy, tm)) return -1;
     eagle2_rerank(t, p->prm.total, &s->scratch);
     return 0;
 }

@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
                c.eval_s, c.threads, c.recall, c.theta);
         if (!torch) continue;
         /* torch with 1 and 2 intra-op threads; the faster one counts */
-        PRes best;
+        PRes best = {0};
         int have = 0;
         for (int t = 1; t <= 2; t++) {
             PRes p = run_torch(trace, negs[k], t == 1 ? "1" : "2");

@@ -37,6 +37,7 @@ static int build(const char *policy, int topk, int depth, int total, const char 
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "%s", policy);
     prm.topk = topk; prm.depth = depth; prm.total = total; prm.draft_len = depth;
+    prm.want_entropy = 1;
     if (static_tree) snprintf(prm.static_tree, sizeof prm.static_tree, "%s", static_tree);
     Policy *p = policy_new(&prm);
     if (!p) return -1;

@@ -22,22 +22,23 @@ static float kth_largest(float *a, int n, int k) {
     return a[k];
 }
 
-static inline double plogp(double p) { return p > 0 ? p * log(p) : 0.0; }
-
 /* Entropy over the topm largest probabilities of p (topm <= 0 or >= vocab:
- * the exact entropy).  scratch holds vocab floats. */
-static float entropy_topm(const float *p, int vocab, int topm, float *scratch) {
+ * the exact entropy).  z[j] are the shifted, scaled logits with
+ * p[j] = exp(z[j]) / S, so -p log p = p (log S - z): no logarithm per token.
+ * scratch holds vocab floats. */
+static float entropy_topm(const float *p, const float *l, float mx, float invt, double logS, int vocab,
+                          int topm, float *scratch) {
     double h = 0;
     if (topm <= 0 || topm >= vocab) {
-        for (int j = 0; j < vocab; j++) h -= plogp(p[j]);
+        for (int j = 0; j < vocab; j++) h += p[j] * (logS - (l[j] - mx) * invt);
         return (float)h;
     }
     memcpy(scratch, p, sizeof(float) * vocab);
     float thr = kth_largest(scratch, vocab, topm - 1);
     int above = 0;
     for (int j = 0; j < vocab; j++)
-        if (p[j] > thr) { h -= plogp(p[j]); above++; }
-    h -= (topm - above) * plogp(thr);   /* ties at the threshold fill up to M */
+        if (p[j] > thr) { h += p[j] * (logS - (l[j] - mx) * invt); above++; }
+    if (thr > 0) h -= (topm - above) * (double)thr * log(thr);   /* ties at the threshold fill up to M */
     return (float)h;
 }
 
@@ -79,7 +80,7 @@ void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, 
                     if (probs) probs[(size_t)r * k + i] = i < cnt ? tp[i] : 0.0f;
                 }
             }
-            if (entropy) entropy[r] = entropy_topm(p, vocab, topm, scratch);
+            if (entropy) entropy[r] = entropy_topm(p, l, mx, invt, log(sum), vocab, topm, scratch);
         }
         free(p); free(scratch); free(tid); free(tp);
     }

@@ -192,13 +192,15 @@ static int cu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_
     void *d = NULL;
     CU_CHECK_R(cudaMalloc(&d, bytes), -1);
     if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { cudaFree(d); return -1; }
-    w->data = d; w->dtype = dt; w->rows = rows; w->cols = cols;
+    w->data = d; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
     return 0;
 }
 
 static void cu_weight_release(Weight *w) {
-    if (w->data) CU_CHECK(cudaFree((void *)w->data));
+    const void *p = w->data;
     w->data = NULL;
+    w->priv = NULL;
+    if (p) CU_CHECK(cudaFree((void *)p));
 }
 
 /* Designated initialisers in member order (nvcc/g++ accept them in C++17;

@@ -22,7 +22,11 @@
 struct RowP {
     const float *l;
     float mx, invt, inv;
-    __device__ __forceinline__ float operator()(int j) const { return expf((l[j] - mx) * invt) * inv; }
+    /* explicitly rounded operations: every call site must produce the same
+     * bits (the selection compares p_j == threshold), so no contraction */
+    __device__ __forceinline__ float operator()(int j) const {
+        return __fmul_rn(expf(__fmul_rn(__fsub_rn(l[j], mx), invt)), inv);
+    }
 };
 
 struct MaxOp {   /* cub::Max is gone in CUDA 13; cuda::maximum is not in CUDA 11 */

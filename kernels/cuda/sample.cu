@@ -52,7 +52,7 @@ sample_kernel(const float *__restrict__ logits, int vocab, float temperature, co
     double csum = 0;
     int last = -1;
     for (int j = j0; j < j1; j++) {
-        const float e = expf((l[j] - mx) / temperature);
+        const float e = expf(__fdiv_rn(__fsub_rn(l[j], mx), temperature));
         csum += e;
         if (e > 0) last = j;
     }
@@ -62,7 +62,7 @@ sample_kernel(const float *__restrict__ logits, int vocab, float temperature, co
     if (target >= before && target < before + csum) {
         double c = before;
         for (int j = j0; j < j1; j++) {
-            const float e = expf((l[j] - mx) / temperature);
+            const float e = expf(__fdiv_rn(__fsub_rn(l[j], mx), temperature));
             if (e <= 0) continue;
             c += e;
             if (target < c) { atomicMin(&s_pick, j); break; }

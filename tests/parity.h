@@ -1,0 +1,222 @@
+/* Backend parity harness: every op of a backend under test against a
+ * reference backend on random inputs.  tests/test_kernels.c runs the
+ * optimised CPU backend against the naive scalar one (tests/naive_backend.h);
+ * tests/test_cuda.c runs CUDA against CPU on a GPU machine.
+ * Tolerances: |Δ| ≤ TOL · max(1, max|ref|) with TOL 1e-5 for element-wise
+ * ops and 1e-4 for reductions over ≥ 64 terms (float vs double sums); ids
+ * (top-k, argmax) must agree exactly.  A test file may define the
+ * PARITY_TOL_* macros before including this header to set its own bounds.
+ * Include after tests/harness.h. */
+#ifndef C2T_PARITY_H
+#define C2T_PARITY_H
+#include "kernels/kernels.h"
+#include "infer/util.h"
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PARITY_TOL_MATMUL
+#define PARITY_TOL_MATMUL 1e-4f          /* matmul (embed/bias ×10) */
+#endif
+#ifndef PARITY_TOL_ROWS
+#define PARITY_TOL_ROWS 1e-5f            /* rmsnorm/add/swiglu/concat/rope */
+#endif
+#ifndef PARITY_TOL_ATTENTION
+#define PARITY_TOL_ATTENTION 1e-4f       /* attention/kv_keep */
+#endif
+#ifndef PARITY_TOL_DISTRIBUTION
+#define PARITY_TOL_DISTRIBUTION 1e-4f    /* probabilities and entropies */
+#endif
+
+static uint64_t seed = 0x9E3779B97F4A7C15ULL;
+static float frand(void) {
+    seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+    return (float)((seed >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
+}
+static void fill(float *x, size_t n, float scale) { for (size_t i = 0; i < n; i++) x[i] = frand() * scale; }
+
+static void f32_to(DType dt, const float *src, void *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (dt == DT_F32) { ((float *)dst)[i] = src[i]; continue; }
+        if (dt == DT_BF16) { uint32_t u; memcpy(&u, &src[i], 4); ((uint16_t *)dst)[i] = (uint16_t)((u + 0x8000) >> 16); continue; }
+        _Float16 h = (_Float16)src[i]; memcpy((uint16_t *)dst + i, &h, 2);
+    }
+}
+
+/* Runs an output of n floats through both backends and returns the scaled
+ * max difference.  Inputs are uploaded by the op lambdas below. */
+static float rel_err(const float *got, const float *ref, size_t n) {
+    float m = 1, d = 0;
+    for (size_t i = 0; i < n; i++) { if (fabsf(ref[i]) > m) m = fabsf(ref[i]); if (fabsf(got[i] - ref[i]) > d || isnan(got[i])) d = isnan(got[i]) ? INFINITY : fabsf(got[i] - ref[i]); }
+    return d / m;
+}
+
+/* device buffer from host data */
+static float *up(const Backend *b, const float *h, size_t n) { float *d = b->alloc(n); b->to_device(d, h, n); return d; }
+static float *down(const Backend *b, const float *d, size_t n) { float *h = xmalloc(sizeof(float) * n); b->to_host(h, d, n); return h; }
+
+/* ---- one checker per op family; each returns the worst relative error ---- */
+
+static float check_matmul(const Backend *B, const Backend *R, DType dt, int n, int rows, int cols) {
+    float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * n * cols);
+    void *wd = xmalloc(4 * (size_t)rows * cols);
+    fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)n * cols, 1);
+    f32_to(dt, wf, wd, (size_t)rows * cols);
+    Weight wb, wr;
+    B->weight(&wb, wd, dt, rows, cols); R->weight(&wr, wd, dt, rows, cols);
+    float *xb = up(B, x, (size_t)n * cols), *ob = B->alloc((size_t)n * rows), *orr = xmalloc(sizeof(float) * n * rows);
+    B->matmul(ob, xb, &wb, n);
+    R->matmul(orr, x, &wr, n);
+    float *o = down(B, ob, (size_t)n * rows);
+    float e = rel_err(o, orr, (size_t)n * rows);
+    /* embed and bias ride along on the same weight */
+    int tok[3] = {0, rows - 1, rows / 2};
+    float *eb = B->alloc(3 * (size_t)cols), *er = xmalloc(sizeof(float) * 3 * cols);
+    B->embed(eb, &wb, tok, 3); R->embed(er, &wr, tok, 3);
+    float *eh = down(B, eb, 3 * (size_t)cols);
+    float e2 = rel_err(eh, er, 3 * (size_t)cols);
+    Weight bb, br;
+    B->weight(&bb, wd, dt, 1, cols); R->weight(&br, wd, dt, 1, cols);
+    B->add_bias(xb, &bb, n); R->add_bias(x, &br, n);
+    float *xh = down(B, xb, (size_t)n * cols);
+    float e3 = rel_err(xh, x, (size_t)n * cols);
+    B->release(xb); B->release(ob); B->release(eb); B->weight_release(&wb); B->weight_release(&bb);
+    free(wf); free(x); free(wd); free(orr); free(o); free(er); free(eh); free(xh);
+    return fmaxf(e, fmaxf(e2 * 10, e3 * 10));   /* embed/bias are exact copies: tighter */
+}
+
+static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int dim) {
+    float *x = xmalloc(sizeof(float) * n * dim), *g = xmalloc(sizeof(float) * n * dim), *wf = xmalloc(sizeof(float) * dim);
+    void *wd = xmalloc(4 * (size_t)dim);
+    fill(x, (size_t)n * dim, 2); fill(g, (size_t)n * dim, 3); fill(wf, dim, 1);
+    f32_to(dt, wf, wd, dim);
+    Weight wb, wr;
+    B->weight(&wb, wd, dt, 1, dim); R->weight(&wr, wd, dt, 1, dim);
+    size_t N = (size_t)n * dim;
+    float *xb = up(B, x, N), *gb = up(B, g, N), *ob = B->alloc(N), *orr = xmalloc(sizeof(float) * N);
+    float worst = 0, *h;
+    B->rmsnorm(ob, xb, &wb, n, 1e-5f); R->rmsnorm(orr, x, &wr, n, 1e-5f);
+    h = down(B, ob, N); worst = fmaxf(worst, rel_err(h, orr, N)); free(h);
+    B->add(gb, xb, N); R->add(g, x, N);
+    h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
+    B->swiglu(gb, xb, N); R->swiglu(g, x, N);
+    h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
+    float *cb = B->alloc(2 * N), *cr = xmalloc(sizeof(float) * 2 * N);
+    B->concat(cb, xb, dim, gb, dim, n); R->concat(cr, x, dim, g, dim, n);
+    h = down(B, cb, 2 * N); worst = fmaxf(worst, rel_err(h, cr, 2 * N)); free(h);
+    /* rope over heads of 16 at positions up to 4000 */
+    int *pos = xmalloc(sizeof(int) * n);
+    float inv[8];
+    for (int i = 0; i < n; i++) pos[i] = (int)(fabsf(frand()) * 4000);
+    for (int i = 0; i < 8; i++) inv[i] = powf(10000.0f, -2.0f * i / 16);
+    B->rope(xb, pos, n, dim / 16, 16, inv); R->rope(x, pos, n, dim / 16, 16, inv);
+    h = down(B, xb, N); worst = fmaxf(worst, rel_err(h, x, N)); free(h);
+    B->release(xb); B->release(gb); B->release(ob); B->release(cb); B->weight_release(&wb);
+    free(x); free(g); free(wf); free(wd); free(orr); free(cr); free(pos);
+    return worst;
+}
+
+/* attention over a random cache of past + n slots with n new queries, under
+ * a random tree mask (use_mask) or causal; then kv_keep of every other new
+ * slot and one causal query over the compacted cache */
+static float check_attention_shape(const Backend *B, const Backend *R, int past, int n, int use_mask, int nh,
+                                   int nkv, int hd) {
+    const int kvd = nkv * hd, nctx = past + n, layers = 2, layer = 1;
+    KVCache *cb = B->kv_create(layers, nctx + 4, kvd), *cr = R->kv_create(layers, nctx + 4, kvd);
+    float *k = xmalloc(sizeof(float) * nctx * kvd), *v = xmalloc(sizeof(float) * nctx * kvd);
+    float *q = xmalloc(sizeof(float) * n * nh * hd);
+    fill(k, (size_t)nctx * kvd, 1); fill(v, (size_t)nctx * kvd, 1); fill(q, (size_t)n * nh * hd, 2);
+    float *kb = up(B, k, (size_t)nctx * kvd), *vb = up(B, v, (size_t)nctx * kvd), *qb = up(B, q, (size_t)n * nh * hd);
+    B->kv_write(cb, layer, 0, kb, vb, nctx); R->kv_write(cr, layer, 0, k, v, nctx);
+    uint8_t *mask = NULL;
+    if (use_mask) {   /* a random tree over the n new tokens */
+        mask = xcalloc((size_t)n * nctx, 1);
+        int *par = xmalloc(sizeof(int) * n);
+        for (int i = 0; i < n; i++) {
+            par[i] = i ? (int)(fabsf(frand()) * i) % i : -1;
+            for (int j = 0; j < past; j++) mask[(size_t)i * nctx + j] = 1;
+            for (int a = i; a >= 0; a = par[a]) mask[(size_t)i * nctx + past + a] = 1;
+        }
+        free(par);
+    }
+    float *ob = B->alloc((size_t)n * nh * hd), *orr = xmalloc(sizeof(float) * n * nh * hd);
+    B->attention(ob, qb, cb, layer, n, nctx, mask, nh, nkv, hd);
+    R->attention(orr, q, cr, layer, n, nctx, mask, nh, nkv, hd);
+    float *o = down(B, ob, (size_t)n * nh * hd);
+    float e = rel_err(o, orr, (size_t)n * nh * hd);
+    /* keep every other new slot, then attend again from one query */
+    int m = (n + 1) / 2, *keep = xmalloc(sizeof(int) * m);
+    for (int i = 0; i < m; i++) keep[i] = past + 2 * i;
+    B->kv_keep(cb, past, keep, m); R->kv_keep(cr, past, keep, m);
+    B->attention(ob, qb, cb, layer, 1, past + m, NULL, nh, nkv, hd);
+    R->attention(orr, q, cr, layer, 1, past + m, NULL, nh, nkv, hd);
+    free(o);
+    o = down(B, ob, (size_t)nh * hd);
+    e = fmaxf(e, rel_err(o, orr, (size_t)nh * hd));
+    B->kv_free(cb); R->kv_free(cr);
+    B->release(kb); B->release(vb); B->release(qb); B->release(ob);
+    free(k); free(v); free(q); free(mask); free(orr); free(o); free(keep);
+    return e;
+}
+
+static float check_attention(const Backend *B, const Backend *R, int past, int n, int use_mask) {
+    return check_attention_shape(B, R, past, n, use_mask, 4, 2, 16);
+}
+
+/* ids must agree exactly; probabilities and entropies within tolerance. */
+static float check_distribution(const Backend *B, const Backend *R, int n, int vocab, int k, int topm,
+                                float temp, int quantize) {
+    float *l = xmalloc(sizeof(float) * n * vocab);
+    fill(l, (size_t)n * vocab, 6);
+    if (quantize) for (size_t i = 0; i < (size_t)n * vocab; i++) l[i] = roundf(l[i]);   /* many ties */
+    float *lb = up(B, l, (size_t)n * vocab);
+    int *ib = xmalloc(sizeof(int) * n * k), *ir = xmalloc(sizeof(int) * n * k);
+    float *pb = xmalloc(sizeof(float) * n * k), *pr = xmalloc(sizeof(float) * n * k);
+    float *hb = xmalloc(sizeof(float) * n), *hr = xmalloc(sizeof(float) * n);
+    B->softmax_topk(lb, n, vocab, temp, k, ib, pb, topm, hb);
+    R->softmax_topk(l, n, vocab, temp, k, ir, pr, topm, hr);
+    float e = fmaxf(rel_err(pb, pr, (size_t)n * k), rel_err(hb, hr, n));
+    for (int i = 0; i < n * k; i++) if (ib[i] != ir[i]) e = INFINITY;
+    B->argmax(lb, n, vocab, ib); R->argmax(l, n, vocab, ir);
+    for (int i = 0; i < n; i++) if (ib[i] != ir[i]) e = INFINITY;
+    B->release(lb);
+    free(l); free(ib); free(ir); free(pb); free(pr); free(hb); free(hr);
+    return e;
+}
+
+/* The whole harness for one pair of backends; prints the worst error of
+ * each op family and returns the number of families over tolerance. */
+__attribute__((unused)) static int parity(const Backend *B, const Backend *R, int verbose) {
+    int bad = 0;
+    float w = 0;
+    const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
+    const int ns[5] = {1, 3, 4, 5, 33};
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 5; i++) {
+            w = fmaxf(w, check_matmul(B, R, dts[d], ns[i], 37, 67));
+            w = fmaxf(w, check_matmul(B, R, dts[d], ns[i], 300, 128));
+        }
+    if (verbose) printf("# %s vs %s: matmul/embed/bias worst %.2e\n", B->name, R->name, w);
+    bad += w > PARITY_TOL_MATMUL;
+    w = 0;
+    for (int d = 0; d < 3; d++) { w = fmaxf(w, check_rows(B, R, dts[d], 1, 64)); w = fmaxf(w, check_rows(B, R, dts[d], 7, 256)); }
+    if (verbose) printf("# %s vs %s: rmsnorm/add/swiglu/concat/rope worst %.2e\n", B->name, R->name, w);
+    bad += w > PARITY_TOL_ROWS;
+    w = 0;
+    const int cases[][3] = {{0, 1, 0}, {10, 1, 0}, {10, 3, 1}, {5, 4, 0}, {20, 9, 1}, {0, 40, 0}, {30, 60, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) w = fmaxf(w, check_attention(B, R, cases[c][0], cases[c][1], cases[c][2]));
+    if (verbose) printf("# %s vs %s: attention/kv_keep worst %.2e\n", B->name, R->name, w);
+    bad += w > PARITY_TOL_ATTENTION;
+    w = 0;
+    w = fmaxf(w, check_distribution(B, R, 1, 1000, 10, 0, 1.0f, 0));
+    w = fmaxf(w, check_distribution(B, R, 5, 1000, 10, 100, 0.7f, 0));
+    w = fmaxf(w, check_distribution(B, R, 3, 500, 20, 5000, 1.0f, 1));   /* M > vocab, ties */
+    w = fmaxf(w, check_distribution(B, R, 2, 3000, 1, 1000, 1.0f, 1));
+    if (verbose) printf("# %s vs %s: softmax/top-k/entropy/argmax worst %.2e\n", B->name, R->name, w);
+    bad += w > PARITY_TOL_DISTRIBUTION;
+    return bad;
+}
+
+#endif
