@@ -29,6 +29,7 @@ static void usage(FILE *f) {
 "  --tokenizer PATH       default: --target\n"
 "  --template NAME        %s (default: guessed)\n"
 "  --system TEXT          system prompt (default: the template's)\n"
+"  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
 "  --questions FILE       question.jsonl; repeatable (benchmark = its folder or file stem)\n"
 "  --max-questions N      first N questions of each file\n"
 "  --out FILE.h5          trace file (must not exist unless --resume)\n"
@@ -119,14 +120,15 @@ int main(int argc, char **argv) {
     const char *questions[64], *out = NULL, *compress = "zstd", *shard_arg = NULL;
     int nq = 0, max_questions = 0, resume = 0, shard_i = 0, shard_n = 1;
     enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_Q, O_MAXQ, O_OUT, O_TOPK, O_DEPTH, O_TOPM,
-           O_MAXNEW, O_CTX, O_COMP, O_RESUME, O_SHARD };
+           O_MAXNEW, O_CTX, O_COMP, O_RESUME, O_SHARD, O_DEV };
     static const struct option opts[] = {
         {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
         {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
         {"questions", 1, 0, O_Q}, {"max-questions", 1, 0, O_MAXQ}, {"out", 1, 0, O_OUT},
         {"topk", 1, 0, O_TOPK}, {"depth", 1, 0, O_DEPTH}, {"entropy-topm", 1, 0, O_TOPM},
         {"max-new-tokens", 1, 0, O_MAXNEW}, {"max-ctx", 1, 0, O_CTX}, {"compress", 1, 0, O_COMP},
-        {"resume", 0, 0, O_RESUME}, {"shard", 1, 0, O_SHARD}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"resume", 0, 0, O_RESUME}, {"shard", 1, 0, O_SHARD}, {"device", 1, 0, O_DEV},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opterr = 0;
     int c;
     char *end;
@@ -138,6 +140,7 @@ int main(int argc, char **argv) {
         case O_TOK: cfg.tokenizer_path = optarg; break;
         case O_TMPL: cfg.template_name = optarg; break;
         case O_SYS: cfg.system = optarg; break;
+        case O_DEV: cfg.device = optarg; break;
         case O_Q: if (nq == 64) die(prog, "at most 64 --questions files"); questions[nq++] = optarg; break;
         case O_MAXQ: max_questions = (int)strtol(optarg, &end, 10); if (*end || max_questions <= 0) die(prog, "--max-questions: bad value '%s'", optarg); break;
         case O_OUT: out = optarg; break;
@@ -233,7 +236,7 @@ int main(int argc, char **argv) {
         time_t now = time(NULL);
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
         if (trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
-            trace_set_attr_str(w, "version", C2T_VERSION))
+            trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name))
             die_err(prog);
     }
     (void)shard_arg;

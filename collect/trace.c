@@ -102,7 +102,7 @@ static const char *const KIND_NAME[] = {"float32", "uint8", "int16", "int32", "i
 
 /* Root attributes trace_merge lets differ between shards. */
 static const char *const PER_SHARD_ATTRS[] = {
-    "shard", "start_time", "end_time", "host", "hostname", "pid", "resumed", "compression", "merged_from", NULL,
+    "shard", "device", "start_time", "end_time", "host", "hostname", "pid", "resumed", "compression", "merged_from", NULL,
 };
 /* Root attributes the library owns. */
 static const char *const RESERVED_ATTRS[] = {"schema_version", "n_questions", "n_trees", "n_nodes", "compression", NULL};

@@ -26,6 +26,7 @@ static void usage(FILE *f) {
 "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"
 "  --template NAME        chat template: %s (default: guessed, with a notice)\n"
 "  --system TEXT          system prompt (default: the template's; \"\" for none)\n"
+"  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
 "policy\n"
 "  --policy NAME          %s (default eagle2)\n"
 "  --topk K               children per expanded node (default 10)\n"
@@ -118,13 +119,16 @@ static int on_turn(void *vctx, const Question *q, int turn, const int32_t *promp
     cJSON *jt = stats_json(st);
     cJSON_AddNumberToObject(jt, "turn", turn);
     cJSON_AddNumberToObject(jt, "prompt_tokens", (double)np);
+    cJSON_AddItemToObject(jt, "output_ids", cJSON_CreateIntArray(out, n));
     if (c->ar) {
         int *p = xmalloc(sizeof(int) * np), *ref = xmalloc(sizeof(int) * (c->s->cfg.max_new + 1));
         for (size_t i = 0; i < np; i++) p[i] = prompt[i];
         DecodeStats ast;
         int nr = decoder_run(c->ar, p, (int)np, c->s->cfg.max_new, ref, &ast);
         free(p);
-        if (nr < 0) { free(ref); return -1; }
+        const char *failure = backend_failure(c->s->target->be);
+        if (failure) err_set("ar baseline: %s backend failed: %s", c->s->target->be->name, failure);
+        if (nr < 0 || failure) { free(ref); cJSON_Delete(jt); return -1; }
         c->bench.ar_tokens += ast.new_tokens;
         c->bench.ar_wall += ast.t_total;
         cJSON_AddNumberToObject(jt, "ar_wall_s", ast.t_total);
@@ -174,6 +178,7 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const ch
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "target", cfg->target_dir);
     cJSON_AddStringToObject(o, "target_config_hash", s->target->config_hash);
+    cJSON_AddStringToObject(o, "device", s->target->be->name);
     if (s->draft) {
         cJSON_AddStringToObject(o, "draft", cfg->draft_dir);
         cJSON_AddStringToObject(o, "draft_kind", draft_kind_name(s->draft));
@@ -226,7 +231,7 @@ int main(int argc, char **argv) {
     int nq = 0, max_questions = 0, check_lossless = 0, baseline = 1;
     enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_POLICY, O_TOPK, O_DEPTH, O_TOTAL, O_DLEN,
            O_ES, O_THR, O_STATIC, O_TOPM, O_Q, O_MAXQ, O_MAXNEW, O_CTX, O_TEMP, O_TK, O_TP, O_SEED, O_LOSSLESS,
-           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL, O_PARAM };
+           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL, O_PARAM, O_DEV };
     static const struct option opts[] = {
         {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
         {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
@@ -237,7 +242,7 @@ int main(int argc, char **argv) {
         {"temperature", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TK}, {"top-p", 1, 0, O_TP}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NOBASE}, {"json", 1, 0, O_JSON},
         {"classifier", 1, 0, O_CLS}, {"beta", 1, 0, O_BETA}, {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL},
-        {"param", 1, 0, O_PARAM},
+        {"param", 1, 0, O_PARAM}, {"device", 1, 0, O_DEV},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;   /* one-line errors of our own */
@@ -249,6 +254,7 @@ int main(int argc, char **argv) {
         case O_TOK: cfg.tokenizer_path = optarg; break;
         case O_TMPL: cfg.template_name = optarg; break;
         case O_SYS: cfg.system = optarg; break;
+        case O_DEV: cfg.device = optarg; break;
         case O_POLICY: snprintf(cfg.prm.name, sizeof cfg.prm.name, "%s", optarg); break;
         case O_TOPK: cfg.prm.topk = parse_int("--topk", optarg, 1, 1000); break;
         case O_DEPTH: cfg.prm.depth = parse_int("--depth", optarg, 0, 250); break;

@@ -21,6 +21,7 @@ static void usage(FILE *f) {
         "  --tokenizer PATH      tokenizer.json / tokenizer.model / dir (default: --model)\n"
         "  --max-new-tokens N    tokens to generate (default 64); stops early at eos\n"
         "  --ctx N               KV cache slots (default: prompt + new tokens)\n"
+        "  --device D            cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
         "  --print-ids           print the generated ids as a JSON array (default with --ids)\n"
         "  -h, --help            this text\n");
 }
@@ -46,8 +47,8 @@ int main(int argc, char **argv) {
         {"model", required_argument, 0, 'm'}, {"ids", required_argument, 0, 'i'},
         {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
         {"ctx", required_argument, 0, 'c'}, {"print-ids", no_argument, 0, 'P'},
-        {"tokenizer", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *model_dir = NULL, *ids_arg = NULL, *prompt_text = NULL, *tok_path = NULL;
+        {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *model_dir = NULL, *ids_arg = NULL, *prompt_text = NULL, *tok_path = NULL, *device = "auto";
     int max_new = 64, ctx = 0, print_ids = 0, c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
         case 'c': ctx = atoi(optarg); break;
         case 'P': print_ids = 1; break;
         case 't': tok_path = optarg; break;
+        case 'd': device = optarg; break;
         case 'h': usage(stdout); return 0;
         default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
@@ -84,7 +86,9 @@ int main(int argc, char **argv) {
         print_ids = 1;
     }
 
-    LlamaModel *m = llama_load(model_dir, &cpu_backend);
+    const Backend *be = backend_by_name(device);
+    if (!be) die_err(prog);
+    LlamaModel *m = llama_load(model_dir, be);
     if (!m) die_err(prog);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] >= m->cfg.vocab) die(prog, "--ids: token %d outside the vocabulary (%d)", prompt[i], m->cfg.vocab);
@@ -94,6 +98,7 @@ int main(int argc, char **argv) {
     int *out = xmalloc(sizeof(int) * max_new);
     int n = greedy_generate(s, prompt, n_prompt, max_new, out);
     if (n < 0) die_err(prog);
+    if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
     if (tok) {   /* stream the answer as text, never splitting a character */
         TokenizerStream *ts = tokenizer_stream_new(tok, 1);
         fputs(prompt_text, stdout);

@@ -8,7 +8,9 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     if (!cfg->target_dir) { err_set("--target is required"); return -1; }
-    s->target = llama_load(cfg->target_dir, &cpu_backend);
+    const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
+    if (!be) return -1;
+    s->target = llama_load(cfg->target_dir, be);
     if (!s->target) return -1;
     s->tok = tokenizer_load(cfg->tokenizer_path ? cfg->tokenizer_path : cfg->target_dir);
     if (!s->tok) return -1;
@@ -72,6 +74,11 @@ int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, voi
         for (size_t i = 0; i < n_ids; i++) prompt[i] = ids[i];
         int n = decoder_run(dec, prompt, (int)n_ids, s->cfg.max_new, out, &st);
         free(prompt);
+        const char *failure = backend_failure(s->target->be);
+        if (failure) {
+            err_set("question %s turn %d: %s backend failed: %s", q->id, turn + 1, s->target->be->name, failure);
+            n = -1;
+        }
         if (n < 0) { free(ids); rc = -1; break; }
         int32_t *o32 = xmalloc(sizeof(int32_t) * (n ? n : 1));
         for (int i = 0; i < n; i++) o32[i] = out[i];

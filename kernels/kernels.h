@@ -94,4 +94,12 @@ typedef struct Backend {
 
 extern const Backend cpu_backend;
 
+/* --device: "cpu", "cuda" or "auto" (cuda when this build has it and a GPU is
+ * visible, else cpu); NULL means cpu.  NULL with err_set when the name is
+ * unknown or cuda is asked for but unavailable. */
+const Backend *backend_by_name(const char *device);
+/* The message of a failure inside a void op (CUDA errors are recorded, not
+ * returned), or NULL when there was none.  Check after each forward batch. */
+const char *backend_failure(const Backend *be);
+
 #endif

@@ -3,6 +3,9 @@
 #include "tests/harness.h"
 #include "infer/util.h"
 #include <cjson/cJSON.h>
+#ifdef C2T_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
 
@@ -108,6 +111,71 @@ static void test_bad_input(void) {
     unlink(bad);
 }
 
+/* --device on the three model commands: cpu runs and is recorded; cuda
+ * without a usable GPU is one clear line; with a GPU, spec-eval's greedy
+ * tokens on cuda equal cpu's for ar, eagle2 and c2t. */
+static char *report_tokens(const char *json_path, char *device, size_t len) {
+    cJSON *j = read_json_file(json_path);
+    if (!j) return NULL;
+    snprintf(device, len, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "device")));
+    cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "benchmarks"), 0), "questions"), 0);
+    char *ids = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(q, "turns"), 0), "output_ids"));
+    cJSON_Delete(j);
+    return ids;
+}
+
+static void test_device_option(void) {
+    char err[4096], out[] = "/tmp/c2t_evaldXXXXXX", dev[32];
+    int fd = mkstemp(out);
+    close(fd);
+    const char *base = "--target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle --template none "
+                       "--max-new-tokens 24";
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --device cpu --questions %s --json %s",
+                     bin_dir(), base, qfile, out);
+    REQUIRE(rc == 0, "--device cpu: exit %d: %s", rc, err);
+    char *cpu_ids = report_tokens(out, dev, sizeof dev);
+    REQUIRE(cpu_ids && strlen(cpu_ids) > 2, "report without output_ids: %s", err_get());
+    CHECK(!strcmp(dev, "cpu"), "settings.device '%s'", dev);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --device tpu --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--device");
+    rc = run_cmd(err, sizeof err, "%s/spec-generate --model tests/ckpt/tiny_chat --ids 1,2 --device tpu", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--device");
+    int gpu = 0;
+#ifdef C2T_CUDA
+    gpu = cuda_available();
+#endif
+    if (!gpu) {
+        const char *cmds[] = {"spec-eval %s --no-baseline --policy ar --questions %s --device cuda",
+                              "spec-collect %s --questions %s --out /tmp/c2t_never.h5 --device cuda"};
+        for (int i = 0; i < 2; i++) {
+            char cmd[1024];
+            snprintf(cmd, sizeof cmd, cmds[i], base, qfile);
+            rc = run_cmd(err, sizeof err, "%s/%s", bin_dir(), cmd);
+            CHECK_ONE_LINE_ERROR(rc, err, "--device cuda");
+        }
+        CHECK(access("/tmp/c2t_never.h5", F_OK) != 0, "spec-collect created its output before refusing the device");
+    } else {
+        const char *policies[] = {"--policy ar", "--policy eagle2",
+                                  "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2"};
+        for (int p = 0; p < 3; p++) {
+            rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --device cpu --questions %s --json %s",
+                         bin_dir(), base, policies[p], qfile, out);
+            REQUIRE(rc == 0, "cpu %s: %s", policies[p], err);
+            char *a = report_tokens(out, dev, sizeof dev);
+            rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --device cuda --questions %s --json %s",
+                         bin_dir(), base, policies[p], qfile, out);
+            REQUIRE(rc == 0, "cuda %s: %s", policies[p], err);
+            char *b = report_tokens(out, dev, sizeof dev);
+            CHECK(!strcmp(dev, "cuda"), "settings.device '%s'", dev);
+            CHECK(a && b && !strcmp(a, b), "%s: cuda tokens %s differ from cpu %s", policies[p], b, a);
+            free(a);
+            free(b);
+        }
+    }
+    free(cpu_ids);
+    unlink(out);
+}
+
 static void test_sampling_runs_and_is_seeded(void) {
     char a[] = "/tmp/c2t_evalsXXXXXX", b[] = "/tmp/c2t_evaltXXXXXX", err[4096];
     close(mkstemp(a));
@@ -137,6 +205,7 @@ int main(void) {
     RUN(test_json_report);
     RUN(test_bad_input);
     RUN(test_sampling_runs_and_is_seeded);
+    RUN(test_device_option);
     unlink(qfile);
     return h_done();
 }

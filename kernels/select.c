@@ -1,0 +1,34 @@
+/* Choosing a backend by name (--device) and asking it for failures that its
+ * void ops could not return. */
+#include "kernels/kernels.h"
+#include "infer/util.h"
+#include <string.h>
+#ifdef C2T_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
+
+const Backend *backend_by_name(const char *device) {
+    if (!device || !strcmp(device, "cpu")) return &cpu_backend;
+    int is_auto = !strcmp(device, "auto");
+    if (!is_auto && strcmp(device, "cuda")) {
+        err_set("--device must be cpu, cuda or auto, not '%s'", device);
+        return NULL;
+    }
+#ifdef C2T_CUDA
+    if (cuda_available()) return &cuda_backend;
+    if (is_auto) return &cpu_backend;
+    err_set("--device cuda: no CUDA device is visible");
+#else
+    if (is_auto) return &cpu_backend;
+    err_set("--device cuda: this build has no CUDA backend (nvcc was not on PATH when it was built)");
+#endif
+    return NULL;
+}
+
+const char *backend_failure(const Backend *be) {
+#ifdef C2T_CUDA
+    if (be == &cuda_backend && cuda_errors()) return cuda_last_error();
+#endif
+    (void)be;
+    return NULL;
+}
