@@ -369,6 +369,52 @@ static void test_bad_policy_parameters(void) {
     llama_free(m);
 }
 
+/* The demo EAGLE head's distribution under the root after a prefill equals
+ * the one built from transformers' LlamaDecoderLayer (tools/demo_refs.py). */
+static void test_demo_eagle_head_matches_transformers(void) {
+    SafeTensors *g = st_open("tests/golden/demo_eagle.safetensors");
+    REQUIRE(g, "golden: %s", err_get());
+    const StTensor *gi = st_find(g, "input_ids"), *gn = st_find(g, "next_id"), *gl = st_find(g, "root_logits");
+    REQUIRE(gi && gn && gl, "golden tensors missing");
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 256);
+    REQUIRE(d, "%s", err_get());
+    const int T = (int)gi->shape[0], V = m->cfg.vocab;
+    int *ids = xmalloc(sizeof(int) * T), *pos = xmalloc(sizeof(int) * T);
+    for (int i = 0; i < T; i++) { ids[i] = (int)((const int64_t *)gi->data)[i]; pos[i] = i; }
+    LlamaState *s = llama_state_new(m, T);
+    REQUIRE(llama_forward(s, ids, pos, T, NULL, LOGITS_LAST) == 0, "%s", err_get());
+    int next;
+    be->argmax(s->logits, 1, V, &next);
+    CHECK(next == (int)((const int64_t *)gn->data)[0], "target's next token %d, transformers %lld", next,
+          (long long)((const int64_t *)gn->data)[0]);
+    REQUIRE(draft_catch_up(d, ids, s->hidden, T, next) == 0, "%s", err_get());
+    Tree t;
+    tree_init(&t);
+    tree_reset(&t, next);
+    enum { K = 10 };
+    int top[K], want[K], root = 0;
+    float p[K], wp[K], ent, went;
+    REQUIRE(draft_expand(d, &t, &root, 1, K, 0, top, p, &ent) == 0, "%s", err_get());
+    cpu_backend.softmax_topk(gl->data, 1, V, 1.0f, K, want, wp, 0, &went);
+    float worst = 0;
+    for (int i = 0; i < K; i++) {
+        CHECK(top[i] == want[i], "rank %d: head gives id %d, transformers %d", i, top[i], want[i]);
+        worst = fmaxf(worst, fabsf(p[i] - wp[i]));
+    }
+    CHECK(worst <= 1e-4f, "top-%d probabilities differ by %g", K, worst);
+    CHECK(fabsf(ent - went) <= 1e-4f * fmaxf(1.0f, went), "entropy %g, transformers %g", ent, went);
+    printf("# demo EAGLE head: top-1 %d p %.4f (ref %.4f), max |dp| %.1e, entropy %.4f (ref %.4f)\n", top[0], p[0],
+           wp[0], worst, ent, went);
+    tree_free(&t);
+    free(ids); free(pos);
+    llama_state_free(s);
+    draft_free(d);
+    llama_free(m);
+    st_close(g);
+}
+
 int main(void) {
     RUN(test_eagle2_tree_by_hand);
     RUN(test_chain_and_static_trees_by_hand);
@@ -376,6 +422,7 @@ int main(void) {
     RUN(test_lossless_greedy_draft_lm_self);
     RUN(test_lossless_greedy_draft_lm_other);
     RUN(test_lossless_greedy_eagle_head);
+    RUN(test_demo_eagle_head_matches_transformers);
     RUN(test_self_draft_accepts_everything);
     RUN(test_sampling_is_lossless_eagle2);
     RUN(test_sampling_is_lossless_chain_with_processors);

@@ -54,9 +54,29 @@ static float max_diff(const float *a, const float *b, size_t n) {
 #define NATIVE_REL_F16 1e-2f
 #define NATIVE_REL_BF16 5e-2f
 
-static void parity(const char *name) {
-    char dir[256];
-    snprintf(dir, sizeof dir, "tests/ckpt/%s", name);
+/* Greedy ids equal transformers' generate for every gen_prompt[.k] / gen_ids[.k]
+ * pair of the golden. */
+static void generate_cases(LlamaModel *m, const Golden *g, const char *name) {
+    for (int k = 0;; k++) {
+        char pn[32] = "gen_prompt", gn[32] = "gen_ids";
+        if (k) { snprintf(pn, sizeof pn, "gen_prompt.%d", k); snprintf(gn, sizeof gn, "gen_ids.%d", k); }
+        const StTensor *tp = st_find(g->st, pn), *tg = st_find(g->st, gn);
+        if (!tp || !tg) { CHECK(k > 0, "%s: golden has no generate case", name); return; }
+        int np, ng;
+        int *prompt = ids_of(tp, &np), *want = ids_of(tg, &ng);
+        LlamaState *s = llama_state_new(m, np + ng);
+        int *got = xmalloc(sizeof(int) * ng);
+        int n = greedy_generate(s, prompt, np, ng, got);
+        int same = n == ng;
+        for (int i = 0; same && i < ng; i++) same = got[i] == want[i];
+        CHECK(same, "%s case %d: greedy ids differ from transformers generate", name, k);
+        free(got); free(prompt); free(want);
+        llama_state_free(s);
+    }
+}
+
+/* golden tests/golden/<name>.safetensors against the checkpoint in dir */
+static void parity_dir(const char *dir, const char *name) {
     Golden g;
     REQUIRE(golden_open(&g, name) == 0, "golden %s: %s", name, err_get());
     LlamaModel *m = llama_load(dir, be);
@@ -99,27 +119,26 @@ static void parity(const char *name) {
     }
     CHECK(worst <= PARITY_REL * scale, "%s incremental decode: max diff %g", name, worst);
 
-    /* greedy generation equals transformers' generate */
-    int np, ng;
-    int *prompt = ids_of(g.gen_prompt, &np), *want = ids_of(g.gen_ids, &ng);
-    LlamaState *s2 = llama_state_new(m, np + ng);
-    int *got = xmalloc(sizeof(int) * ng);
-    int n = greedy_generate(s2, prompt, np, ng, got);
-    int same = n == ng;
-    for (int i = 0; same && i < ng; i++) same = got[i] == want[i];
-    CHECK(same, "%s: greedy ids differ from transformers generate", name);
-    free(got); free(prompt); free(want);
-    llama_state_free(s2);
+    generate_cases(m, &g, name);
     llama_state_free(s);
     free(ids); free(pos);
     llama_free(m);
     st_close(g.st);
 }
 
+static void parity(const char *name) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "tests/ckpt/%s", name);
+    parity_dir(dir, name);
+}
+
 static void test_parity_llama2_f32(void) { parity("llama2_f32"); }
 static void test_parity_llama2_f16_sharded(void) { parity("llama2_f16"); }
 static void test_parity_llama3_f32_gqa_rope_scaling_tied(void) { parity("llama3_f32"); }
 static void test_parity_llama3_bf16(void) { parity("llama3_bf16"); }
+/* the shipped demo family (data/demo, BF16), goldens from tools/demo_refs.py */
+static void test_parity_demo_target(void) { parity_dir("data/demo/target", "demo_target"); }
+static void test_parity_demo_draft(void) { parity_dir("data/demo/draft", "demo_draft"); }
 
 /* The generation command prints what transformers' generate gave. */
 static void test_generate_command(void) {
@@ -278,6 +297,8 @@ int main(void) {
     RUN(test_parity_llama2_f16_sharded);
     RUN(test_parity_llama3_f32_gqa_rope_scaling_tied);
     RUN(test_parity_llama3_bf16);
+    RUN(test_parity_demo_target);
+    RUN(test_parity_demo_draft);
     RUN(test_generate_command);
     RUN(test_tree_attention_equals_path_decoding);
     RUN(test_cache_overflow_is_an_error);

@@ -1,37 +1,48 @@
 #!/usr/bin/env python3
-"""Golden references for the C runtime's tests, from the demo models that
+"""Golden references for the C runtime's tests on the demo models that
 tools/train_demo.py wrote into data/demo/. Run after training:
 
     python3 tools/demo_refs.py                 # --demo data/demo --golden tests/golden
 
-Writes (all computed by Hugging Face transformers in float32 on the stored BF16
-weights: from_pretrained(..., torch_dtype=torch.float32) upcasts BF16 exactly;
-eager attention):
+Everything is computed by Hugging Face code in float32 on the stored BF16
+weights (from_pretrained(..., torch_dtype=torch.float32) upcasts BF16 exactly;
+eager attention), never by this project's own model code:
 
-  tests/golden/demo_target_logits.safetensors
-  tests/golden/demo_draft_logits.safetensors
-      input_ids  I64 [T]       the first T (=24) tokens of the first prompt of
-                               data/demo/prompts/code_test.jsonl, encoded by the
-                               tokenizers library (bos first)
-      logits     F32 [T, vocab]
-      hidden     F32 [T, hidden] LlamaModel output, i.e. after the final RMSNorm
-  tests/golden/demo_generate.json
-      {"cases": [{"prompt_ids": [...], "generated_ids": [...]}, ...]}
-      target model, generate(do_sample=False, max_new_tokens=32) for the first
-      prompt of code_test.jsonl and of continue_test.jsonl; prompt_ids from the
-      tokenizers library (bos first); generated_ids are the new tokens only
-      (shorter than 32 only if eos was generated).
+  tests/golden/demo_target.safetensors, tests/golden/demo_draft.safetensors
+      (the layout of tools/make_test_checkpoints.py's goldens)
+      input_ids  I64 [T]         the first T (16) tokens of the first prompt of
+                                 prompts/code_test.jsonl, encoded by the
+                                 tokenizers library (bos first)
+      logits     F32 [T, vocab]  LlamaForCausalLM
+      hidden     F32 [T, hidden] LlamaModel output (after the final RMSNorm)
+      gen_prompt I64 [n], gen_ids I64 [32]
+                                 generate(do_sample=False, max_new_tokens=32) on
+                                 the first prompt of code_test.jsonl (new tokens
+                                 only; shorter only if eos came)
+      gen_prompt.1, gen_ids.1    (target only) the same for the first prompt of
+                                 continue_test.jsonl
+  tests/golden/demo_eagle.safetensors
+      input_ids  I64 [T]         the same T prompt tokens
+      next_id    I64 [1]         the target's greedy token after them
+      root_logits F32 [vocab]    the EAGLE head's distribution for the token
+                                 after next_id: slot j gets fc([embed(x_{j+1});
+                                 f_j]) with x_T = next_id, then ONE transformers
+                                 LlamaDecoderLayer (layer_idx 0, input_layernorm
+                                 replaced by identity, as EAGLE's cnets1 does),
+                                 causal, positions 0..T-1, then the target's
+                                 lm_head on the last slot.
 """
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+import torch.nn as nn
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
-from transformers import LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,31 +54,61 @@ def first_prompt(demo, name):
 
 
 def load(path):
-    m = LlamaForCausalLM.from_pretrained(str(path), torch_dtype=torch.float32,
-                                         attn_implementation="eager")
+    m = LlamaForCausalLM.from_pretrained(str(path), torch_dtype=torch.float32, attn_implementation="eager")
     m.eval()
     return m
 
 
 @torch.no_grad()
-def logits_ref(model, ids, out_path, meta):
-    x = torch.tensor([ids], dtype=torch.int64)
-    out = model(input_ids=x, output_hidden_states=True)
+def forward_ref(model, ids):
+    out = model(input_ids=torch.tensor([ids]), output_hidden_states=True)
     hidden = out.hidden_states[-1][0].float().contiguous()     # after the final norm
     logits = out.logits[0].float().contiguous()
     assert torch.allclose(model.lm_head(hidden), logits, atol=1e-5), "hidden is not the lm_head input"
-    ref = {"input_ids": torch.tensor(ids, dtype=torch.int64), "logits": logits, "hidden": hidden}
-    save_file(ref, str(out_path), metadata=meta)
-    print(f"{out_path}: input_ids {list(ref['input_ids'].shape)} logits {list(logits.shape)} "
-          f"hidden {list(hidden.shape)}, {out_path.stat().st_size} bytes; greedy next "
-          f"{logits.argmax(-1).tolist()}", file=sys.stderr)
+    return logits, hidden
+
+
+@torch.no_grad()
+def greedy(model, prompt, n, eos):
+    x = torch.tensor([prompt])
+    g = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=n, pad_token_id=eos)
+    return g[0, len(prompt):].tolist()
+
+
+@torch.no_grad()
+def eagle_root_logits(demo, target, ids):
+    """The EAGLE-1 head of data/demo/eagle on top of the target, built from
+    transformers' LlamaDecoderLayer the way EAGLE's cnets1.Model builds it."""
+    cfgd = json.load(open(demo / "eagle" / "config.json"))
+    cfg = LlamaConfig(**{k: v for k, v in cfgd.items() if k != "bias"})
+    cfg._attn_implementation = "eager"
+    w = {k: v.float() for k, v in load_file(str(demo / "eagle" / "model.safetensors")).items()}
+    H = cfg.hidden_size
+    fc = nn.Linear(2 * H, H, bias=True)
+    fc.load_state_dict({"weight": w["fc.weight"], "bias": w["fc.bias"]})
+    layer = LlamaDecoderLayer(cfg, layer_idx=0)
+    layer.input_layernorm = nn.Identity()
+    layer.load_state_dict({k[len("layers.0."):]: v for k, v in w.items() if k.startswith("layers.0.")})
+    layer.eval()
+    rotary = LlamaRotaryEmbedding(config=cfg)
+
+    logits, hidden = forward_ref(target, ids)
+    nxt = int(logits[-1].argmax())
+    T = len(ids)
+    toks = torch.tensor([ids[1:] + [nxt]])
+    emb = target.model.embed_tokens(toks)
+    x = fc(torch.cat([emb, hidden[None]], dim=-1))
+    pos = torch.arange(T)[None]
+    mask = torch.full((T, T), float("-inf")).triu(1)[None, None]
+    out = layer(x, attention_mask=mask, position_ids=pos, position_embeddings=rotary(x, pos))[0]
+    return nxt, target.lm_head(out[0, -1]).float().contiguous()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--demo", default=str(ROOT / "data" / "demo"))
     ap.add_argument("--golden", default=str(ROOT / "tests" / "golden"))
-    ap.add_argument("--tokens", type=int, default=24, help="T of the logits references")
+    ap.add_argument("--tokens", type=int, default=16, help="T of the logits references")
     ap.add_argument("--new-tokens", type=int, default=32)
     args = ap.parse_args()
     torch.set_num_threads(2)
@@ -76,33 +117,40 @@ def main():
     tok = Tokenizer.from_file(str(demo / "target" / "tokenizer.json"))
     bos, eos = tok.token_to_id("<|begin_of_text|>"), tok.token_to_id("<|end_of_text|>")
 
-    qid, text = first_prompt(demo, "code_test.jsonl")
-    ids = tok.encode(text).ids
-    assert ids[0] == bos and len(ids) >= args.tokens, (ids[:3], len(ids))
-    ids = ids[:args.tokens]
+    prompts = {}
+    for fn in ("code_test.jsonl", "continue_test.jsonl"):
+        qid, text = first_prompt(demo, fn)
+        prompts[fn] = (qid, tok.encode(text).ids)
+        assert prompts[fn][1][0] == bos
+    qid, code = prompts["code_test.jsonl"]
+    assert len(code) >= args.tokens, len(code)
+    ids = code[:args.tokens]
+    I64 = lambda v: torch.tensor(v, dtype=torch.int64)
     target, draft = load(demo / "target"), load(demo / "draft")
     for name, model in (("target", target), ("draft", draft)):
-        meta = {"model": f"data/demo/{name}", "prompt": f"data/demo/prompts/code_test.jsonl question_id {qid}",
-                "compute": "transformers float32 from BF16 weights, eager attention"}
-        logits_ref(model, ids, golden / f"demo_{name}_logits.safetensors", meta)
+        logits, hidden = forward_ref(model, ids)
+        ref = {"input_ids": I64(ids), "logits": logits, "hidden": hidden,
+               "gen_prompt": I64(code), "gen_ids": I64(greedy(model, code, args.new_tokens, eos))}
+        if name == "target":
+            cont = prompts["continue_test.jsonl"][1]
+            ref["gen_prompt.1"] = I64(cont)
+            ref["gen_ids.1"] = I64(greedy(model, cont, args.new_tokens, eos))
+        meta = {"model": f"data/demo/{name}", "prompts": "first of prompts/code_test.jsonl (and continue_test.jsonl)",
+                "compute": "transformers 4.46.3 float32 from BF16 weights, eager attention"}
+        path = golden / f"demo_{name}.safetensors"
+        save_file(ref, str(path), metadata=meta)
+        print(f"{path}: {path.stat().st_size} bytes; generated {ref['gen_ids'].tolist()}\n"
+              f"  {tok.decode(ref['gen_ids'].tolist())!r}", file=sys.stderr)
 
-    cases = []
-    for fn in ("code_test.jsonl", "continue_test.jsonl"):
-        _, text = first_prompt(demo, fn)
-        p = tok.encode(text).ids
-        assert p[0] == bos
-        with torch.no_grad():
-            x = torch.tensor([p], dtype=torch.int64)
-            g = target.generate(x, attention_mask=torch.ones_like(x), do_sample=False,
-                                max_new_tokens=args.new_tokens, pad_token_id=eos)
-        new = g[0, len(p):].tolist()
-        cases.append({"prompt_ids": p, "generated_ids": new})
-        print(f"generate {fn}: {len(p)} prompt tokens -> {new}\n  {tok.decode(new)!r}", file=sys.stderr)
-    path = golden / "demo_generate.json"
-    with open(path, "w") as f:
-        json.dump({"cases": cases}, f)
-        f.write("\n")
-    print(f"{path}: {path.stat().st_size} bytes", file=sys.stderr)
+    nxt, root = eagle_root_logits(demo, target, ids)
+    path = golden / "demo_eagle.safetensors"
+    save_file({"input_ids": I64(ids), "next_id": I64([nxt]), "root_logits": root}, str(path),
+              metadata={"model": "data/demo/eagle on data/demo/target",
+                        "compute": "transformers LlamaDecoderLayer float32, EAGLE-1 layout"})
+    p = root.softmax(-1)
+    top = p.topk(5)
+    print(f"{path}: next {nxt}, head top-5 {top.indices.tolist()} {[round(v, 4) for v in top.values.tolist()]}",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":
