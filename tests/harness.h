@@ -71,6 +71,22 @@ __attribute__((unused)) static int count_lines(const char *s) {
 }
 
 /* An error report is "one line naming the file and the problem". */
+/* Writes text to path (test fixtures). */
+static inline void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+/* Target / draft pairs of the tiny test checkpoints on which every policy
+ * must decode losslessly: the target as its own draft LM (every guess
+ * accepted, so paths run deep and the bonus-token / KV-keep logic is
+ * exercised), another LM, and an EAGLE head. */
+static const char *const LOSSLESS_DRAFTS[3][3] = {
+    {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32"},
+    {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32"},
+    {"tests/ckpt/llama3_f32", "eagle", "tests/ckpt/eagle_tiny"},
+};
+
 #define CHECK_ONE_LINE_ERROR(rc, err, needle) do { \
     CHECK((rc) != 0 && (rc) < 128, "expected clean non-zero exit, got %d (%s)", (rc), (err)); \
     CHECK(count_lines(err) == 1, "expected one error line, got: %s", (err)); \

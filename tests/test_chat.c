@@ -14,6 +14,7 @@
  * on ../shared's LLaMA-2 tokenizer.model and from the `tokenizers` library on
  * bytelevel_llama3.json; those tests SKIP without ../shared. */
 #include "tests/harness.h"
+#include "tests/tokenizer_golden.h"
 #include "infer/chat.h"
 #include "infer/questions.h"
 #include "infer/tokenizer.h"
@@ -21,42 +22,6 @@
 #include <cjson/cJSON.h>
 #include <zstd.h>
 
-#define GOLD "tests/golden/tokenizer/"
-#define SHARED "../shared"
-#define LLAMA2_MODEL SHARED "/tokenizers/llama2/tokenizer.model"
-
-static cJSON *load_zst_json(const char *path) {
-    size_t n;
-    char *src = read_text_file(path, &n);
-    if (!src) return NULL;
-    ZSTD_DStream *ds = ZSTD_createDStream();
-    ZSTD_initDStream(ds);
-    size_t cap = 1 << 20, len = 0;
-    char *dst = xmalloc(cap);
-    ZSTD_inBuffer in = {src, n, 0};
-    while (in.pos < in.size) {
-        if (cap - len < (1 << 16)) { cap *= 2; dst = xrealloc(dst, cap); }
-        ZSTD_outBuffer out = {dst + len, cap - len - 1, 0};
-        size_t r = ZSTD_decompressStream(ds, &out, &in);
-        len += out.pos;
-        if (ZSTD_isError(r)) { free(src); free(dst); ZSTD_freeDStream(ds); return NULL; }
-        if (r == 0 && in.pos == in.size) break;
-    }
-    ZSTD_freeDStream(ds);
-    free(src);
-    dst[len] = 0;
-    cJSON *j = cJSON_ParseWithLength(dst, len);
-    free(dst);
-    return j;
-}
-
-static int same_ids(const cJSON *arr, const int32_t *ids, size_t n) {
-    if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != n) return 0;
-    size_t i = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, arr) if ((int32_t)e->valuedouble != ids[i++]) return 0;
-    return 1;
-}
 
 static const char **str_list(const cJSON *arr, int *n) {
     *n = cJSON_GetArraySize(arr);
@@ -65,11 +30,6 @@ static const char **str_list(const cJSON *arr, int *n) {
     const cJSON *e;
     cJSON_ArrayForEach(e, arr) v[i++] = e->valuestring;
     return v;
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) { fputs(text, f); fclose(f); }
 }
 
 /* ---------------------------------------------------------------- templates */

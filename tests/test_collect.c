@@ -11,11 +11,6 @@
 static char qfile[] = "/tmp/c2t_colqXXXXXX";
 static char dir[] = "/tmp/c2t_colXXXXXX";
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) { fputs(text, f); fclose(f); }
-}
-
 #define COLLECT "%s/spec-collect --target tests/ckpt/tiny_chat --template none --questions %s --max-new-tokens 24 "
 
 /* A draft identical to the target guesses its argmax at every level, so

@@ -9,11 +9,6 @@
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) { fputs(text, f); fclose(f); }
-}
-
 static void test_lossless_every_policy(void) {
     const char *drafts[][2] = {{"lm", "tests/ckpt/tiny_chat"}, {"lm", "tests/ckpt/tiny_chat_draft"},
                                {"eagle", "tests/ckpt/tiny_chat_eagle"}};

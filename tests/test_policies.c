@@ -468,14 +468,8 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
     llama_free(m);
 }
 
-static void test_lossless_greedy_draft_lm_self(void) {
-    lossless_on("tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32");
-}
-static void test_lossless_greedy_draft_lm_other(void) {
-    lossless_on("tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32");
-}
-static void test_lossless_greedy_eagle_head(void) {
-    lossless_on("tests/ckpt/llama3_f32", "eagle", "tests/ckpt/eagle_tiny");
+static void test_lossless_greedy_every_draft(void) {
+    for (int i = 0; i < 3; i++) lossless_on(LOSSLESS_DRAFTS[i][0], LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2]);
 }
 
 /* SAGE's α, history and maximum depth start afresh with every prompt: a
@@ -575,9 +569,7 @@ int main(void) {
     RUN(test_sage_history_adjusts_max_depth);
     RUN(test_wetap_pool_by_hand);
     RUN(test_wetap_pruning_by_hand);
-    RUN(test_lossless_greedy_draft_lm_self);
-    RUN(test_lossless_greedy_draft_lm_other);
-    RUN(test_lossless_greedy_eagle_head);
+    RUN(test_lossless_greedy_every_draft);
     RUN(test_sage_state_resets_per_prompt);
     RUN(test_params_set_and_defaults);
     RUN(test_bad_policy_parameters);

@@ -8,6 +8,7 @@
  * ../shared/benchmarks at test time (only their ids are committed); tests that
  * need ../shared SKIP when it is absent. */
 #include "tests/harness.h"
+#include "tests/tokenizer_golden.h"
 #include "infer/questions.h"
 #include "infer/tokenizer.h"
 #include "infer/util.h"
@@ -15,50 +16,12 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-#define GOLD "tests/golden/tokenizer/"
-#define SHARED "../shared"
-#define LLAMA2_MODEL SHARED "/tokenizers/llama2/tokenizer.model"
 #define DEMO_TOK "data/demo/target/tokenizer.json"
 
 static long ids_compared, strings_compared, roundtrips;
 
 /* ---------------------------------------------------------------- helpers */
 
-static cJSON *load_zst_json(const char *path) {
-    size_t n;
-    char *src = read_text_file(path, &n);
-    if (!src) return NULL;
-    ZSTD_DStream *ds = ZSTD_createDStream();
-    ZSTD_initDStream(ds);
-    size_t cap = 1 << 20, len = 0;
-    char *dst = xmalloc(cap);
-    ZSTD_inBuffer in = {src, n, 0};
-    while (in.pos < in.size) {
-        if (cap - len < (1 << 16)) { cap *= 2; dst = xrealloc(dst, cap); }
-        ZSTD_outBuffer out = {dst + len, cap - len - 1, 0};
-        size_t r = ZSTD_decompressStream(ds, &out, &in);
-        len += out.pos;
-        if (ZSTD_isError(r)) { free(src); free(dst); ZSTD_freeDStream(ds); err_set("%s: zstd: %s", path, ZSTD_getErrorName(r)); return NULL; }
-        if (r == 0 && in.pos == in.size) break;
-    }
-    ZSTD_freeDStream(ds);
-    free(src);
-    dst[len] = 0;
-    cJSON *j = cJSON_ParseWithLength(dst, len);
-    free(dst);
-    if (!j) err_set("%s: bad JSON after decompression", path);
-    return j;
-}
-
-static int same_ids(const cJSON *arr, const int32_t *ids, size_t n) {
-    if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != n) return 0;
-    size_t i = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, arr) if ((int32_t)e->valuedouble != ids[i++]) return 0;
-    return 1;
-}
-
-/* First differing position, for messages. */
 static void describe(const cJSON *arr, const int32_t *ids, size_t n, char *out, size_t cap) {
     size_t m = (size_t)cJSON_GetArraySize(arr), i = 0;
     while (i < m && i < n && (int32_t)cJSON_GetArrayItem(arr, (int)i)->valuedouble == ids[i]) i++;
@@ -236,11 +199,6 @@ static void test_demo_bench(void) {
     if (!file_exists(DEMO_TOK)) SKIP("%s absent (demo model not built)", DEMO_TOK);
     if (!demo_matches()) SKIP("%s changed since the goldens: rerun python3 tools/tokenizer_oracle.py golden", DEMO_TOK);
     check_bench(DEMO_TOK, GOLD "bench_demo.json.zst", 0);
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) { fputs(text, f); fclose(f); }
 }
 
 static char *make_tmpdir(void) {

@@ -212,7 +212,7 @@ out:
     return why[0] ? why : NULL;
 }
 
-static int write_file(const char *path, TraceCompress c, const Gen *g, int q0, int q1, const char *shard) {
+static int write_trace_file(const char *path, TraceCompress c, const Gen *g, int q0, int q1, const char *shard) {
     TraceWriter *w = trace_create(path, c);
     if (!w) return -1;
     int rc = trace_set_attr_str(w, "target_model", "models/llama-68m (config 0123456789abcdef)");
@@ -483,7 +483,7 @@ static int h5py_compare(const char *p, const char *opts, const char *model) {
 static void test_h5py_reads_zstd_through_plugin(void) {
     char *p = tpath("eco_zstd.h5");
     Gen g = {77, 1, 0};
-    REQUIRE(write_file(p, TRACE_ZSTD, &g, 0, 12, NULL) == 0, "write: %s", err_get());
+    REQUIRE(write_trace_file(p, TRACE_ZSTD, &g, 0, 12, NULL) == 0, "write: %s", err_get());
     int ran = h5py_compare(p, "", "models/llama-68m (config 0123456789abcdef)");
     free(p);
     if (!ran) SKIP("no python3 with h5py (pip install -r tools/requirements.txt, or apt-get install python3-h5py)");
@@ -495,7 +495,7 @@ static void test_h5dump_reads_zstd_through_plugin(void) {
     free(v);
     if (st != 0) SKIP("h5dump not installed (apt-get install hdf5-tools)");
     char *p = tpath("eco_zstd.h5");
-    if (!file_exists(p)) { Gen g = {77, 1, 0}; REQUIRE(write_file(p, TRACE_ZSTD, &g, 0, 12, NULL) == 0, "%s", err_get()); }
+    if (!file_exists(p)) { Gen g = {77, 1, 0}; REQUIRE(write_trace_file(p, TRACE_ZSTD, &g, 0, 12, NULL) == 0, "%s", err_get()); }
     TraceReader *r = trace_open(p);
     REQUIRE(r, "%s", err_get());
     TraceNode nd[3];
@@ -777,7 +777,7 @@ static void test_torn_inplace_rewrite(void) {
 static void test_resume_after_close(void) {
     char *p = tpath("resume.h5"), *ref = tpath("resume_ref.h5");
     Gen g = {99, 1, 0};
-    REQUIRE(write_file(p, TRACE_GZIP, &g, 0, 5, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(p, TRACE_GZIP, &g, 0, 5, NULL) == 0, "%s", err_get());
     TraceWriter *w = trace_resume(p);
     REQUIRE(w, "%s", err_get());
     CHECK(trace_n_questions(w) == 5, "n_questions %lld", (long long)trace_n_questions(w));
@@ -789,7 +789,7 @@ static void test_resume_after_close(void) {
     CHECK(!w2 && strstr(err_get(), "being written by another process"), "second writer: %s", w2 ? "opened" : err_get());
     if (w2) trace_close(w2);
     REQUIRE(write_questions(w, &g, 5, 14, -1) == 0 && trace_close(w) == 0, "%s", err_get());
-    REQUIRE(write_file(ref, TRACE_GZIP, &g, 0, 14, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(ref, TRACE_GZIP, &g, 0, 14, NULL) == 0, "%s", err_get());
     const char *why = same_records(p, ref);
     CHECK(!why, "%s", why);
     why = verify_file(p, &g, 14);
@@ -803,9 +803,9 @@ static void test_resume_after_close(void) {
 static void test_merge(void) {
     char *a = tpath("shard0.h5"), *b = tpath("shard1.h5"), *all = tpath("all.h5"), *m = tpath("merged.h5");
     Gen g = {555, 1, 0};
-    REQUIRE(write_file(a, TRACE_ZSTD, &g, 0, 6, "0") == 0, "%s", err_get());
-    REQUIRE(write_file(b, TRACE_NONE, &g, 6, 15, "1") == 0, "%s", err_get());
-    REQUIRE(write_file(all, TRACE_GZIP, &g, 0, 15, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(a, TRACE_ZSTD, &g, 0, 6, "0") == 0, "%s", err_get());
+    REQUIRE(write_trace_file(b, TRACE_NONE, &g, 6, 15, "1") == 0, "%s", err_get());
+    REQUIRE(write_trace_file(all, TRACE_GZIP, &g, 0, 15, NULL) == 0, "%s", err_get());
     const char *in[] = {a, b};
     REQUIRE(trace_merge(m, in, 2, TRACE_GZIP) == 0, "merge: %s", err_get());
     const char *why = same_records(m, all);
@@ -933,7 +933,7 @@ static void test_bad_input(void) {
 
     Gen g = {31337, 1, 0};
     char *good = tpath("good.h5");
-    REQUIRE(write_file(good, TRACE_ZSTD, &g, 0, 8, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(good, TRACE_ZSTD, &g, 0, 8, NULL) == 0, "%s", err_get());
     char *trunc = tpath("cut.h5");
     copy_prefix(good, trunc, 0.6);
     expect_bad(trunc, "truncated file");
@@ -942,15 +942,15 @@ static void test_bad_input(void) {
     expect_bad(tiny, "truncated file");
 
     char *noP = tpath("no_P.h5");
-    REQUIRE(write_file(noP, TRACE_ZSTD, &g, 0, 2, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(noP, TRACE_ZSTD, &g, 0, 2, NULL) == 0, "%s", err_get());
     h5_edit(noP, drop_P);
     expect_bad(noP, "missing dataset /nodes/P");
     char *v2 = tpath("v2.h5");
-    REQUIRE(write_file(v2, TRACE_ZSTD, &g, 0, 2, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(v2, TRACE_ZSTD, &g, 0, 2, NULL) == 0, "%s", err_get());
     h5_edit(v2, bump_version);
     expect_bad(v2, "schema_version 2");
     char *depth = tpath("depth32.h5");
-    REQUIRE(write_file(depth, TRACE_NONE, &g, 0, 2, NULL) == 0, "%s", err_get());
+    REQUIRE(write_trace_file(depth, TRACE_NONE, &g, 0, 2, NULL) == 0, "%s", err_get());
     h5_edit(depth, retype_depth);
     expect_bad(depth, "/nodes/depth has type int32, expected uint8");
     char *plain = tpath("plain.h5");
