@@ -2,6 +2,7 @@
 #include "infer/policy.h"
 #include "infer/util.h"
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,3 +161,24 @@ int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int t
     tm->draft += now_seconds() - t0 - dist;
     return rc;
 }
+
+static int by_P_then_order(const void *a, const void *b) {
+    const PolicyCand *x = a, *y = b;
+    if (x->P != y->P) return x->P > y->P ? -1 : 1;
+    if (x->row != y->row) return x->row - y->row;
+    return x->rank - y->rank;
+}
+static int by_order(const void *a, const void *b) {
+    const PolicyCand *x = a, *y = b;
+    if (x->row != y->row) return x->row - y->row;
+    return x->rank - y->rank;
+}
+
+int policy_keep_top_P(PolicyCand *c, int n, int keep) {
+    if (n <= keep) return n;
+    qsort(c, n, sizeof *c, by_P_then_order);
+    qsort(c, keep, sizeof *c, by_order);
+    return keep;
+}
+
+int policy_round_half_up(double x) { return (int)floor(x + 0.5); }

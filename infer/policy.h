@@ -82,6 +82,15 @@ int policy_max_nodes(const Policy *p);
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                   float *probs, float *ent, PolicyTimes *tm);
 
+/* A candidate child: joint probability P, the row of its parent in an
+ * expansion and its rank among that parent's top-k. */
+typedef struct { float P; int row, rank; } PolicyCand;
+/* Keeps the `keep` candidates with the largest P (ties: earlier row, then
+ * rank), in (row, rank) order; returns the new count. */
+int policy_keep_top_P(PolicyCand *c, int n, int keep);
+/* round(x) with halves up, as the SAGE / WETAP papers' widths use */
+int policy_round_half_up(double x);
+
 /* Registration: each policy module defines one constructor. */
 int policy_ar_init(Policy *p);
 int policy_chain_init(Policy *p);

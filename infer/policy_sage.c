@@ -108,22 +108,6 @@ static float sage_confidence(const float *probs, int k) {
     return (float)(a < 0 ? 0 : a > 1 ? 1 : a);
 }
 
-static int round_half_up(double x) { return (int)floor(x + 0.5); }
-
-typedef struct { float P; int row, rank; } Cand;
-
-static int by_P_then_order(const void *a, const void *b) {
-    const Cand *x = a, *y = b;
-    if (x->P != y->P) return x->P > y->P ? -1 : 1;
-    if (x->row != y->row) return x->row - y->row;
-    return x->rank - y->rank;
-}
-static int by_order(const void *a, const void *b) {
-    const Cand *x = a, *y = b;
-    if (x->row != y->row) return x->row - y->row;
-    return x->rank - y->rank;
-}
-
 static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     SageState *s = p->state;
     const PolicyParams *q = &p->prm;
@@ -135,7 +119,7 @@ static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     const double alpha = s->alpha;
     const double D = q->sage_dmin + alpha * (s->dmax - q->sage_dmin);
     const double W = q->sage_wmin + (1.0 - alpha) * (q->sage_wmax - q->sage_wmin);
-    int dcap = round_half_up(D);
+    int dcap = policy_round_half_up(D);
     if (dcap < 1) dcap = 1;
     const int K = q->sage_k > q->sage_wmax ? q->sage_k : q->sage_wmax;
     const int cap = q->sage_nmax;
@@ -144,7 +128,7 @@ static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     int *front = xmalloc(sizeof(int) * fcap);
     int *ids = xmalloc(sizeof(int) * fcap * K);
     float *probs = xmalloc(sizeof(float) * fcap * K), *ent = xmalloc(sizeof(float) * fcap);
-    Cand *cand = xmalloc(sizeof(Cand) * fcap * K);
+    PolicyCand *cand = xmalloc(sizeof(PolicyCand) * fcap * K);
     front[0] = 0;
     for (int l = 1; l <= dcap && nf > 0 && added < cap; l++) {
         const double theta = q->sage_theta * l / D;
@@ -160,27 +144,23 @@ static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
         for (int i = 0; i < nf; i++) {
             const int v = front[i];
             double wl = l == 1 ? W : W * (1.0 / l) * (0.5 + t->p[v]);
-            int w = round_half_up(wl);
+            int w = policy_round_half_up(wl);
             if (w < 1) w = 1;
             if (w > K) w = K;
             for (int r = 0; r < w; r++) {
                 const int j = i * K + r;
                 if (ids[j] < 0 || probs[j] <= 0) continue;
                 float P = t->P[v] * probs[j];
-                if ((double)P > theta) cand[nc++] = (Cand){P, i, r};
+                if ((double)P > theta) cand[nc++] = (PolicyCand){P, i, r};
             }
         }
-        if (nc > cap - added) {
-            qsort(cand, nc, sizeof *cand, by_P_then_order);
-            nc = cap - added;
-            qsort(cand, nc, sizeof *cand, by_order);
-        }
+        nc = policy_keep_top_P(cand, nc, cap - added);
         if (nc > fcap) {
             while (fcap < nc) fcap *= 2;
             ids = xrealloc(ids, sizeof(int) * fcap * K);
             probs = xrealloc(probs, sizeof(float) * fcap * K);
             ent = xrealloc(ent, sizeof(float) * fcap);
-            cand = xrealloc(cand, sizeof(Cand) * fcap * K);
+            cand = xrealloc(cand, sizeof(PolicyCand) * fcap * K);
         }
         /* front[] still names the parents: add first, then make the new front */
         int *next = xmalloc(sizeof(int) * (nc ? nc : 1));

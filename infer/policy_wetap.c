@@ -28,7 +28,7 @@
  *  2. log W_t in eq. 6 uses the layer's actual node count n_t (less than
  *     W_t when fewer candidates exist); n_t = 1 gives H_norm = 0.
  *  3. W_{t+1} is real: rounded half up, kept in [Wmin, Wmax].
- *  4. Candidates per node: Appendix B.3's top-K = 10 / top-P = 0.9 are the
+ *  4. PolicyCandidates per node: Appendix B.3's top-K = 10 / top-P = 0.9 are the
  *     sampling processors of their stochastic runs; for the exact top-W
  *     selection of eqs. 1–2 each node is asked for W_{t+1} children (one
  *     parent may supply the whole layer).  Tokens the draft gives with
@@ -72,22 +72,6 @@
 
 typedef struct { Tree scratch; } WetapState;
 
-static int round_half_up(double x) { return (int)floor(x + 0.5); }
-
-typedef struct { float P; int row, rank; } Cand;
-
-static int by_P_then_order(const void *a, const void *b) {
-    const Cand *x = a, *y = b;
-    if (x->P != y->P) return x->P > y->P ? -1 : 1;
-    if (x->row != y->row) return x->row - y->row;
-    return x->rank - y->rank;
-}
-static int by_order(const void *a, const void *b) {
-    const Cand *x = a, *y = b;
-    if (x->row != y->row) return x->row - y->row;
-    return x->rank - y->rank;
-}
-
 /* H_norm of the layer nodes[0..n): entropy of their normalised joint
  * probabilities over log n. */
 static double layer_entropy_norm(const Tree *t, const int *nodes, int n) {
@@ -117,26 +101,22 @@ static int wetap_pool(const PolicyParams *q, Draft *d, Tree *t, PolicyTimes *tm)
     free(ids); free(probs);
     for (int layer = 1; layer < L && ncur > 0 && !rc; layer++) {
         double hn = layer_entropy_norm(t, cur, ncur);
-        int w = round_half_up(wmin + (wmax - wmin) * pow(hn, q->wetap_gamma));
+        int w = policy_round_half_up(wmin + (wmax - wmin) * pow(hn, q->wetap_gamma));
         if (w < wmin) w = wmin;
         if (w > wmax) w = wmax;
         const int K = w < vcap ? w : vcap;
         ids = xmalloc(sizeof(int) * ncur * K);
         probs = xmalloc(sizeof(float) * ncur * K);
         float *ents = xmalloc(sizeof(float) * ncur);
-        Cand *cand = xmalloc(sizeof(Cand) * ncur * K);
+        PolicyCand *cand = xmalloc(sizeof(PolicyCand) * ncur * K);
         rc = policy_expand(d, t, cur, ncur, K, q->topm, ids, probs, ents, tm);
         int nc = 0;
         for (int i = 0; i < ncur && !rc; i++)
             for (int r = 0; r < K; r++) {
                 const int j = i * K + r;
-                if (ids[j] >= 0 && probs[j] > 0) cand[nc++] = (Cand){t->P[cur[i]] * probs[j], i, r};
+                if (ids[j] >= 0 && probs[j] > 0) cand[nc++] = (PolicyCand){t->P[cur[i]] * probs[j], i, r};
             }
-        if (nc > w) {
-            qsort(cand, nc, sizeof *cand, by_P_then_order);
-            nc = w;
-            qsort(cand, nc, sizeof *cand, by_order);
-        }
+        nc = policy_keep_top_P(cand, nc, w);
         int *next = xmalloc(sizeof(int) * (nc ? nc : 1));
         for (int c = 0; c < nc && !rc; c++) {
             const int j = cand[c].row * K + cand[c].rank;
