@@ -7,6 +7,9 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <time.h>
+#ifdef C2T_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 static char qfile[] = "/tmp/c2t_colqXXXXXX";
 static char dir[] = "/tmp/c2t_colXXXXXX";
@@ -80,6 +83,45 @@ static int same_records(const char *a, const char *b, char *why, size_t n) {
     trace_reader_close(ra);
     trace_reader_close(rb);
     return ok;
+}
+
+/* On a GPU machine: a full-tree collection on cuda has the same trees,
+ * tokens and labels as on cpu, and P / H within float tolerance. */
+static void test_cuda_collection_equals_cpu(void) {
+    int gpu = 0;
+#ifdef C2T_CUDA
+    gpu = cuda_available();
+#endif
+    if (!gpu) SKIP("no CUDA device visible (the cuda-vs-cpu collection check needs a GPU)");
+    char a[256], b[256], err[4096];
+    snprintf(a, sizeof a, "%s/dev_cpu.h5", dir);
+    snprintf(b, sizeof b, "%s/dev_cuda.h5", dir);
+    const char *args = "--draft tests/ckpt/tiny_chat_eagle --topk 4 --depth 4";
+    int rc = run_cmd(err, sizeof err, COLLECT "%s --device cpu --out %s", bin_dir(), qfile, args, a);
+    REQUIRE(rc == 0, "cpu: %s", err);
+    rc = run_cmd(err, sizeof err, COLLECT "%s --device cuda --out %s", bin_dir(), qfile, args, b);
+    REQUIRE(rc == 0, "cuda: %s", err);
+    TraceReader *ra = trace_open(a), *rb = trace_open(b);
+    REQUIRE(ra && rb, "%s", err_get());
+    int64_t nn = trace_reader_nodes(ra);
+    REQUIRE(nn == trace_reader_nodes(rb) && trace_reader_trees(ra) == trace_reader_trees(rb),
+            "node/tree counts differ: %lld vs %lld nodes", (long long)nn, (long long)trace_reader_nodes(rb));
+    TraceNode *p = xmalloc(sizeof(TraceNode) * nn), *q = xmalloc(sizeof(TraceNode) * nn);
+    trace_read_nodes(ra, 0, nn, p);
+    trace_read_nodes(rb, 0, nn, q);
+    int64_t diff_labels = 0;
+    float dP = 0, dH = 0;
+    for (int64_t i = 0; i < nn; i++) {
+        diff_labels += p[i].accepted != q[i].accepted || p[i].token != q[i].token || p[i].parent != q[i].parent;
+        dP = fmaxf(dP, fabsf(p[i].P - q[i].P));
+        dH = fmaxf(dH, fabsf(p[i].H - q[i].H));
+    }
+    CHECK(diff_labels == 0, "%lld of %lld nodes differ in token, parent or label", (long long)diff_labels, (long long)nn);
+    CHECK(dP <= 1e-3f && dH <= 1e-3f, "max |dP| %g, |dH| %g", dP, dH);
+    printf("# cuda vs cpu collection: %lld nodes, labels identical, max |dP| %.1e |dH| %.1e\n", (long long)nn, dP, dH);
+    free(p); free(q);
+    trace_reader_close(ra);
+    trace_reader_close(rb);
 }
 
 static void test_kill_and_resume_equals_uninterrupted(void) {
@@ -201,6 +243,7 @@ int main(void) {
     RUN(test_kill_and_resume_equals_uninterrupted);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_topm_entropy_bound);
+    RUN(test_cuda_collection_equals_cpu);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}
