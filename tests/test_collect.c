@@ -4,6 +4,10 @@
 #include "collect/trace.h"
 #include "infer/util.h"
 #include "kernels/kernels.h"
+#include "infer/chat.h"
+#include "infer/generate.h"
+#include "infer/questions.h"
+#include <cjson/cJSON.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <time.h>
@@ -14,7 +18,9 @@
 static char qfile[] = "/tmp/c2t_colqXXXXXX";
 static char dir[] = "/tmp/c2t_colXXXXXX";
 
-#define COLLECT "%s/spec-collect --target tests/ckpt/tiny_chat --template none --questions %s --max-new-tokens 24 "
+#define COLLECT_ON(target) "%s/spec-collect --target " target " --template none --questions %s --max-new-tokens 24 "
+#define COLLECT COLLECT_ON("tests/ckpt/tiny_chat")
+#define COLLECT_DEMO COLLECT_ON("data/demo/target")
 
 /* A draft identical to the target guesses its argmax at every level, so
  * greedy verification accepts exactly the chain of rank-0 children: the
@@ -85,6 +91,90 @@ static int same_records(const char *a, const char *b, char *why, size_t n) {
     return ok;
 }
 
+/* On the demo family: in every tree the accepted nodes are one root path
+ * whose length is the cycle's accept_len (τ − 1), and, cycle after cycle,
+ * those paths spell the tokens plain greedy decoding (ar) produces, each
+ * followed by one bonus token. */
+static void test_demo_labels_follow_ar(void) {
+    enum { NQ = 2, MAX_NEW = 40 };
+    QuestionSet *qs = questions_load("data/demo/prompts/code_test.jsonl");
+    REQUIRE(qs && qs->n >= NQ, "%s", err_get());
+    char qpath[256], out[256], err[4096];
+    snprintf(qpath, sizeof qpath, "%s/demo_q.jsonl", dir);
+    snprintf(out, sizeof out, "%s/demo.h5", dir);
+    FILE *f = fopen(qpath, "w");
+    REQUIRE(f, "cannot write %s", qpath);
+    for (int i = 0; i < NQ; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "question_id", qs->q[i].id);
+        cJSON_AddItemToObject(o, "turns", cJSON_CreateStringArray((const char *const *)qs->q[i].turns, 1));
+        char *line = cJSON_PrintUnformatted(o);
+        fprintf(f, "%s\n", line);
+        free(line);
+        cJSON_Delete(o);
+    }
+    fclose(f);
+    int rc = run_cmd(err, sizeof err, "%s/spec-collect --target data/demo/target --draft data/demo/eagle --template none "
+                     "--questions %s --max-new-tokens %d --topk 6 --depth 5 --out %s", bin_dir(), qpath, MAX_NEW, out);
+    REQUIRE(rc == 0, "spec-collect: %s", err);
+
+    LlamaModel *m = llama_load("data/demo/target", &cpu_backend);
+    Tokenizer *tok = tokenizer_load("data/demo/target");
+    REQUIRE(m && tok, "%s", err_get());
+    ChatTemplate tmpl;
+    REQUIRE(chat_template_parse("none", &tmpl) == 0, "%s", err_get());
+    TraceReader *r = trace_open(out);
+    REQUIRE(r, "%s", err_get());
+    int64_t nt = trace_reader_trees(r);
+    TraceTree *trees = xmalloc(sizeof(TraceTree) * nt);
+    trace_read_trees(r, 0, nt, trees);
+    int64_t t = 0, checked = 0, accepted_total = 0;
+    for (int qi = 0; qi < NQ; qi++) {
+        int32_t *ids32;
+        size_t np;
+        REQUIRE(chat_encode(tok, tmpl, NULL, (const char *const *)qs->q[qi].turns, NULL, 1, &ids32, &np) == 0, "%s", err_get());
+        int *prompt = xmalloc(sizeof(int) * np), ar[MAX_NEW];
+        for (size_t i = 0; i < np; i++) prompt[i] = ids32[i];
+        LlamaState *s = llama_state_new(m, (int)np + MAX_NEW);
+        int n_ar = greedy_generate(s, prompt, (int)np, MAX_NEW, ar);
+        REQUIRE(n_ar > 0, "%s", err_get());
+        int off = 1;   /* the prefill emits the first token; every cycle then adds its path + a bonus token */
+        for (; t < nt && trees[t].question == qi; t++) {
+            TraceNode *nd = xmalloc(sizeof(TraceNode) * trees[t].n_nodes);
+            trace_read_nodes(r, trees[t].first_node, trees[t].n_nodes, nd);
+            int path[64], len = 0, bad = 0;
+            for (int j = 0; j < trees[t].n_nodes; j++) {
+                if (!nd[j].accepted) continue;
+                if (nd[j].depth != len + 1 || len >= 64 || (len ? nd[j].parent != path[len - 1] : nd[j].parent != -1)) bad = 1;
+                else path[len++] = j;
+            }
+            CHECK(!bad, "question %d cycle %d: accepted nodes are not one root path", qi, trees[t].cycle);
+            CHECK(len == trees[t].accept_len, "question %d cycle %d: %d accepted nodes, accept_len %d", qi,
+                  trees[t].cycle, len, trees[t].accept_len);
+            for (int k = 0; k < len && off + k < n_ar && !bad; k++, checked++)
+                CHECK(nd[path[k]].token == ar[off + k], "question %d cycle %d depth %d: accepted token %d, ar has %d",
+                      qi, trees[t].cycle, k + 1, nd[path[k]].token, ar[off + k]);
+            accepted_total += len;
+            off += len + 1;
+            free(nd);
+        }
+        CHECK(off >= n_ar, "question %d: the trees account for %d of ar's %d tokens", qi, off, n_ar);
+        free(prompt);
+        free(ids32);
+        llama_state_free(s);
+    }
+    CHECK(t == nt, "trees of unexpected questions");
+    CHECK(accepted_total > nt, "the demo EAGLE head should accept more than one token per cycle (%lld in %lld)",
+          (long long)accepted_total, (long long)nt);
+    printf("# demo: %lld trees, %lld accepted draft tokens checked against ar (tau %.2f)\n", (long long)nt,
+           (long long)checked, 1.0 + (double)accepted_total / nt);
+    free(trees);
+    trace_reader_close(r);
+    tokenizer_free(tok);
+    llama_free(m);
+    questions_free(qs);
+}
+
 /* On a GPU machine: a full-tree collection on cuda has the same trees,
  * tokens and labels as on cpu, and P / H within float tolerance. */
 static void test_cuda_collection_equals_cpu(void) {
@@ -124,18 +214,25 @@ static void test_cuda_collection_equals_cpu(void) {
     trace_reader_close(rb);
 }
 
+/* kill -9 at random moments while collecting on the demo family, then
+ * --resume: the records equal an uninterrupted run's. */
 static void test_kill_and_resume_equals_uninterrupted(void) {
     char full[256], part[256], err[4096];
     snprintf(full, sizeof full, "%s/full.h5", dir);
     snprintf(part, sizeof part, "%s/part.h5", dir);
-    const char *args = "--draft tests/ckpt/tiny_chat_eagle --topk 4 --depth 4";
-    int rc = run_cmd(err, sizeof err, COLLECT "%s --out %s", bin_dir(), qfile, args, full);
+    const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
+    double t0 = now_seconds();
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, full);
     REQUIRE(rc == 0, "uninterrupted run: %s", err);
+    /* kill moments spread over the whole run, so some land after finished
+     * questions and the resumes have work to skip */
+    const long window_ms = (long)(1000 * (now_seconds() - t0)) + 1;
     srand(12345);
     int kills = 0;
+    int64_t max_done = 0;
     for (int attempt = 0; attempt < 12; attempt++) {
         char cmd[2048];
-        snprintf(cmd, sizeof cmd, "exec " COLLECT "%s --out %s %s", bin_dir(), qfile, args, part,
+        snprintf(cmd, sizeof cmd, "exec " COLLECT_DEMO "%s --out %s %s", bin_dir(), qfile, args, part,
                  file_exists(part) ? "--resume" : "");
         pid_t pid = fork();
         if (pid == 0) {
@@ -144,7 +241,8 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
             execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
             _exit(127);
         }
-        struct timespec ts = {0, (long)(rand() % 150) * 1000000L};   /* 0..150 ms */
+        long ms = rand() % (window_ms / 2 + 1);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
         int st;
         if (waitpid(pid, &st, WNOHANG) == 0) {
@@ -158,20 +256,25 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
         if (file_exists(part)) {
             TraceReader *r = trace_open(part);
             CHECK(r != NULL, "file killed mid-write does not open: %s", err_get());
-            if (r) trace_reader_close(r);
+            if (r) {
+                if (trace_reader_questions(r) > max_done) max_done = trace_reader_questions(r);
+                trace_reader_close(r);
+            }
         }
     }
-    rc = run_cmd(err, sizeof err, COLLECT "%s --out %s --resume", bin_dir(), qfile, args, part);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s --resume", bin_dir(), qfile, args, part);
     REQUIRE(rc == 0, "final resume: %s", err);
     char why[256] = "";
     CHECK(same_records(full, part, why, sizeof why), "after %d kills + resume: %s", kills, why);
-    printf("# %d kill -9 during collection, resumed; records equal the uninterrupted run\n", kills);
+    CHECK(max_done > 0, "no kill came after a finished question: resume was never exercised");
+    printf("# %d kill -9 during collection (up to %lld questions finished before one), resumed; records equal the "
+           "uninterrupted run\n", kills, (long long)max_done);
 
     /* resume with other settings is refused, naming the setting */
-    rc = run_cmd(err, sizeof err, COLLECT "--draft tests/ckpt/tiny_chat_eagle --topk 5 --depth 4 --out %s --resume",
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --topk 5 --depth 4 --out %s --resume",
                  bin_dir(), qfile, part);
     CHECK_ONE_LINE_ERROR(rc, err, "topk");
-    rc = run_cmd(err, sizeof err, COLLECT "%s --out %s", bin_dir(), qfile, args, part);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, part);
     CHECK_ONE_LINE_ERROR(rc, err, "exists");
 }
 
@@ -240,6 +343,7 @@ int main(void) {
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n"
                       "{\"question_id\": 3, \"category\": \"t\", \"turns\": [\"for (int i = 0;\"]}\n");
     RUN(test_labels_equal_greedy_verification);
+    RUN(test_demo_labels_follow_ar);
     RUN(test_kill_and_resume_equals_uninterrupted);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_topm_entropy_bound);
