@@ -9,10 +9,7 @@
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
 
-static void test_lossless_every_policy(void) {
-    const char *drafts[][2] = {{"lm", "tests/ckpt/tiny_chat"}, {"lm", "tests/ckpt/tiny_chat_draft"},
-                               {"eagle", "tests/ckpt/tiny_chat_eagle"}};
-    const char *policies[] = {"--policy ar", "--policy chain --draft-len 4", "--policy static",
+static const char *const policies[] = {"--policy ar", "--policy chain --draft-len 4", "--policy static",
                               "--policy eagle2 --topk 4 --depth 3 --total 16", "--policy eagle2",
                               "--policy eagle2 --topk 3 --depth 4 --total all",
                               "--policy chain --draft-len 6 --early-stop dymax --threshold 0.3",
@@ -21,14 +18,35 @@ static void test_lossless_every_policy(void) {
                               "--policy chain --draft-len 6 --early-stop c2t --classifier tests/golden/c2t_hand.json",
                               "--policy sage --param sage_theta=0.02",
                               "--policy wetap --param wetap_wmin=4 --param wetap_wmax=16 --param wetap_budget=24"};
+#define N_POLICIES (int)(sizeof policies / sizeof *policies)
+
+static void test_lossless_every_policy(void) {
+    const char *drafts[][2] = {{"lm", "tests/ckpt/tiny_chat"}, {"lm", "tests/ckpt/tiny_chat_draft"},
+                               {"eagle", "tests/ckpt/tiny_chat_eagle"}};
     for (int d = 0; d < 3; d++)
-        for (size_t p = 0; p < sizeof policies / sizeof *policies; p++) {
+        for (int p = 0; p < N_POLICIES; p++) {
             char err[4096];
             int rc = run_cmd(err, sizeof err,
                              "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --draft-kind %s --template none "
                              "--questions %s --max-new-tokens 48 --check-lossless %s",
                              bin_dir(), drafts[d][1], drafts[d][0], qfile, policies[p]);
             CHECK(rc == 0, "%s with %s draft %s: exit %d: %s", policies[p], drafts[d][0], drafts[d][1], rc, err);
+        }
+}
+
+/* Every policy on the shipped demo family (both draft kinds), on the first
+ * two prompts of each demo test set: tokens identical to ar. */
+static void test_lossless_demo_family(void) {
+    const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}};
+    for (int d = 0; d < 2; d++)
+        for (int p = 0; p < N_POLICIES; p++) {
+            char err[4096];
+            int rc = run_cmd(err, sizeof err,
+                             "%s/spec-eval --target data/demo/target --draft %s --draft-kind %s --template none "
+                             "--questions data/demo/prompts/code_test.jsonl --questions data/demo/prompts/continue_test.jsonl "
+                             "--max-questions 2 --max-new-tokens 32 --check-lossless %s",
+                             bin_dir(), drafts[d][1], drafts[d][0], policies[p]);
+            CHECK(rc == 0, "demo %s draft, %s: exit %d: %s", drafts[d][0], policies[p], rc, err);
         }
 }
 
@@ -197,6 +215,7 @@ int main(void) {
     write_file(qfile, "{\"question_id\": 1, \"category\": \"t\", \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
     RUN(test_lossless_every_policy);
+    RUN(test_lossless_demo_family);
     RUN(test_json_report);
     RUN(test_bad_input);
     RUN(test_sampling_runs_and_is_seeded);
