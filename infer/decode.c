@@ -166,6 +166,43 @@ static int emit(const Decoder *dec, const int *tokens, int n, int *out, int *n_o
     return *n_out >= max_new;
 }
 
+/* On a CPU that other processes share, a parallel region waits for a
+ * descheduled thread for a whole time slice, and a cycle runs dozens of
+ * them: two threads were 40x slower than one on the demo while another job
+ * held both cores (and faster when the cores were free).  So the decoder
+ * measures instead of guessing: each window of TUNE_WINDOW cycles opens with
+ * TUNE_PROBE cycles on one thread and TUNE_PROBE on all of them, alternating,
+ * and runs the rest with whichever took less time per emitted token. */
+#define TUNE_WINDOW 48
+#define TUNE_PROBE 2
+
+static int tune_active(const Decoder *dec) {
+    return dec->target->m->be == &cpu_backend && cpu_threads_max() > 1;
+}
+
+/* Thread-count slot for the coming cycle: 0 = one thread, 1 = all. */
+static int tune_begin_cycle(Decoder *dec) {
+    int c = dec->tune_cycle;
+    if (c == 0) {
+        memset(dec->tune_secs, 0, sizeof dec->tune_secs);
+        memset(dec->tune_tokens, 0, sizeof dec->tune_tokens);
+    }
+    int slot = c < 2 * TUNE_PROBE ? c % 2 : dec->tune_best;
+    cpu_threads_set(slot ? cpu_threads_max() : 1);
+    return slot;
+}
+
+static void tune_end_cycle(Decoder *dec, int slot, double secs, int tokens) {
+    int c = dec->tune_cycle++;
+    if (c < 2 * TUNE_PROBE) {
+        dec->tune_secs[slot] += secs;
+        dec->tune_tokens[slot] += tokens;
+        if (c == 2 * TUNE_PROBE - 1)
+            dec->tune_best = dec->tune_secs[1] * dec->tune_tokens[0] <= dec->tune_secs[0] * dec->tune_tokens[1];
+    }
+    if (dec->tune_cycle == TUNE_WINDOW) dec->tune_cycle = 0;
+}
+
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     LlamaState *ts = dec->target;
     const LlamaModel *m = ts->m;
@@ -203,7 +240,10 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     st->t_prefill = now_seconds() - t_start;
 
     int *argmax = NULL, argmax_cap = 0;
+    const int tuning = tune_active(dec);
     while (!done) {
+        const double t_cycle = now_seconds();
+        const int slot = tuning ? tune_begin_cycle(dec) : 0;
         /* draft */
         tree_reset(&dec->tree, root);
         PolicyTimes pt = {0};
@@ -244,6 +284,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         for (int i = 1; i < len && !done; i++) done = emit(dec, &t->token[dec->path[i]], 1, out, &n_out, max_new);
         if (!done) done = emit(dec, &bonus, 1, out, &n_out, max_new);
         st->cycle_tokens += n_out - before;
+        if (tuning) tune_end_cycle(dec, slot, now_seconds() - t_cycle, n_out - before);
         if (done) break;
         if (dec->draft) {
             int *toks = xmalloc(sizeof(int) * len);

@@ -49,6 +49,10 @@ typedef struct {
     float *path_hidden;   /* device rows of the accepted path */
     float *row;           /* host logits row */
     int cap_nodes;
+    /* CPU thread count chosen by measurement (decode.c, tune_*) */
+    int tune_cycle, tune_best;
+    double tune_secs[2];
+    int tune_tokens[2];
 } Decoder;
 
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */

@@ -93,6 +93,10 @@ typedef struct Backend {
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax)
 
 extern const Backend cpu_backend;
+/* Threads of the CPU backend's loops and OpenBLAS: the most it may use
+ * (OMP_NUM_THREADS, else the cores) and the count for what follows. */
+int cpu_threads_max(void);
+void cpu_threads_set(int n);
 
 /* --device: "cpu", "cuda" or "auto" (cuda when this build has it and a GPU is
  * visible, else cpu); NULL means cpu.  NULL with err_set when the name is

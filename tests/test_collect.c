@@ -224,51 +224,62 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
     double t0 = now_seconds();
     int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, full);
     REQUIRE(rc == 0, "uninterrupted run: %s", err);
-    /* kill moments spread over the whole run, so some land after finished
-     * questions and the resumes have work to skip */
+    /* Rounds: from an empty file, kill -9 at random moments of the run until
+     * an attempt finishes (each resuming the last), then compare.  Rounds
+     * repeat until there were several kills and one came after a finished
+     * question, so the resumes had work to skip. */
     const long window_ms = (long)(1000 * (now_seconds() - t0)) + 1;
     srand(12345);
-    int kills = 0;
+    int kills = 0, rounds = 0;
     int64_t max_done = 0;
-    for (int attempt = 0; attempt < 12; attempt++) {
-        char cmd[2048];
-        snprintf(cmd, sizeof cmd, "exec " COLLECT_DEMO "%s --out %s %s", bin_dir(), qfile, args, part,
-                 file_exists(part) ? "--resume" : "");
-        pid_t pid = fork();
-        if (pid == 0) {
-            int fd = open("/dev/null", O_WRONLY);
-            dup2(fd, 2);
-            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-            _exit(127);
-        }
-        long ms = rand() % (window_ms / 2 + 1);
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == 0) {
-            kill(pid, SIGKILL);   /* the shell exec'ed spec-collect: this is it */
-            waitpid(pid, &st, 0);
-            kills++;
-        } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-            break;   /* finished */
-        }
-        /* whatever happened, the file must open */
-        if (file_exists(part)) {
-            TraceReader *r = trace_open(part);
-            CHECK(r != NULL, "file killed mid-write does not open: %s", err_get());
-            if (r) {
-                if (trace_reader_questions(r) > max_done) max_done = trace_reader_questions(r);
-                trace_reader_close(r);
+    while (rounds < 8 && (kills < 6 || max_done == 0)) {
+        rounds++;
+        unlink(part);
+        int finished = 0;
+        for (int attempt = 0; attempt < 30 && !finished; attempt++) {
+            char cmd[2048];
+            snprintf(cmd, sizeof cmd, "exec " COLLECT_DEMO "%s --out %s %s", bin_dir(), qfile, args, part,
+                     file_exists(part) ? "--resume" : "");
+            pid_t pid = fork();
+            if (pid == 0) {
+                int fd = open("/dev/null", O_WRONLY);
+                dup2(fd, 2);
+                execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+                _exit(127);
+            }
+            long ms = rand() % window_ms;
+            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+            int st;
+            if (waitpid(pid, &st, WNOHANG) == 0) {
+                kill(pid, SIGKILL);   /* the shell exec'ed spec-collect: this is it */
+                waitpid(pid, &st, 0);
+                kills++;
+            } else {
+                REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "attempt %d of round %d failed", attempt, rounds);
+                finished = 1;
+            }
+            /* whatever happened, the file must open */
+            if (file_exists(part) && !finished) {
+                TraceReader *r = trace_open(part);
+                CHECK(r != NULL, "file killed mid-write does not open: %s", err_get());
+                if (r) {
+                    if (trace_reader_questions(r) > max_done) max_done = trace_reader_questions(r);
+                    trace_reader_close(r);
+                }
             }
         }
+        if (!finished) {
+            rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s --resume", bin_dir(), qfile, args, part);
+            REQUIRE(rc == 0, "final resume: %s", err);
+        }
+        char why[256] = "";
+        CHECK(same_records(full, part, why, sizeof why), "round %d, %d kills so far: %s", rounds, kills, why);
     }
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s --resume", bin_dir(), qfile, args, part);
-    REQUIRE(rc == 0, "final resume: %s", err);
-    char why[256] = "";
-    CHECK(same_records(full, part, why, sizeof why), "after %d kills + resume: %s", kills, why);
-    CHECK(max_done > 0, "no kill came after a finished question: resume was never exercised");
-    printf("# %d kill -9 during collection (up to %lld questions finished before one), resumed; records equal the "
-           "uninterrupted run\n", kills, (long long)max_done);
+    CHECK(kills >= 6 && max_done > 0, "%d kills, %lld questions finished before one: resume not exercised",
+          kills, (long long)max_done);
+    printf("# %d kill -9 in %d rounds of collection (up to %lld questions finished before one); every resumed "
+           "file equals the uninterrupted run\n", kills, rounds, (long long)max_done);
 
     /* resume with other settings is refused, naming the setting */
     rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --topk 5 --depth 4 --out %s --resume",

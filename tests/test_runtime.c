@@ -278,6 +278,41 @@ static void test_tree_attention_equals_path_decoding(void) {
     }
 }
 
+/* The decoder changes the CPU thread count between cycles (decode.c), so
+ * results must not depend on it: a prefill and a 1-token decode step give
+ * bit-identical logits on one thread and on all of them. */
+static void test_threads_do_not_change_results(void) {
+    if (cpu_threads_max() < 2) SKIP("one CPU thread only");
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    const size_t V = m->cfg.vocab;
+    /* token counts where OpenBLAS's own slicing changed results (9..33) */
+    const int counts[] = {3, 9, 21, 33, 70};
+    for (int c = 0; c < 5; c++) {
+        const int T = counts[c];
+        int ids[71], pos[71];
+        for (int i = 0; i <= T; i++) { ids[i] = (i * 7919 + 13 + c) % (int)V; pos[i] = i; }
+        float *ref[2] = {xmalloc(sizeof(float) * T * V), xmalloc(sizeof(float) * V)};
+        int same = 1;
+        for (int pass = 0; pass < 2; pass++) {
+            cpu_threads_set(pass ? cpu_threads_max() : 1);
+            LlamaState *s = llama_state_new(m, T + 1);
+            REQUIRE(llama_forward(s, ids, pos, T, NULL, LOGITS_ALL) == 0, "%s", err_get());
+            if (!pass) memcpy(ref[0], s->logits, sizeof(float) * T * V);
+            else same &= !memcmp(ref[0], s->logits, sizeof(float) * T * V);
+            llama_commit(s, NULL, T);
+            REQUIRE(llama_forward(s, ids + T, pos + T, 1, NULL, LOGITS_LAST) == 0, "%s", err_get());
+            if (!pass) memcpy(ref[1], s->logits, sizeof(float) * V);
+            else same &= !memcmp(ref[1], s->logits, sizeof(float) * V);
+            llama_state_free(s);
+        }
+        cpu_threads_set(cpu_threads_max());
+        CHECK(same, "%d tokens: logits differ between 1 and %d threads", T, cpu_threads_max());
+        free(ref[0]); free(ref[1]);
+    }
+    llama_free(m);
+}
+
 /* The cache refuses to overflow instead of writing past its end. */
 static void test_cache_overflow_is_an_error(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama2_f32", be);
@@ -302,5 +337,6 @@ int main(void) {
     RUN(test_generate_command);
     RUN(test_tree_attention_equals_path_decoding);
     RUN(test_cache_overflow_is_an_error);
+    RUN(test_threads_do_not_change_results);
     return h_done();
 }

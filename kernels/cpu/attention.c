@@ -99,23 +99,29 @@ static void attention_few(float *out, const float *q, const KVCache *c, int laye
     }
 }
 
+/* Heads in parallel, each through single-threaded sgemm (see sgemm_rows in
+ * matmul.c: results independent of the thread count). */
 static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
                            const uint8_t *mask, int nheads, int nkv, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = nheads / nkv, qdim = nheads * hd, kvd = c->kv_dim;
-    float *s = malloc(sizeof(float) * (size_t)n * nctx);
-    for (int h = 0; h < nheads; h++) {
-        const int g = h / group;
-        const float *K = kv_row(c, c->k, layer, 0) + g * hd;
-        const float *V = kv_row(c, c->v, layer, 0) + g * hd;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
-                    K, kvd, 0.0f, s, nctx);
-#pragma omp parallel for schedule(static) if ((int64_t)n * nctx > PAR_MIN_WORK)
-        for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, mask, i, n, nctx);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, kvd,
-                    0.0f, out + h * hd, qdim);
+    cpu_threads_max();   /* first call: OpenBLAS to one thread */
+#pragma omp parallel if ((int64_t)n * nctx * hd * nheads > PAR_MIN_WORK)
+    {
+        float *s = malloc(sizeof(float) * (size_t)n * nctx);
+#pragma omp for schedule(static)
+        for (int h = 0; h < nheads; h++) {
+            const int g = h / group;
+            const float *K = kv_row(c, c->k, layer, 0) + g * hd;
+            const float *V = kv_row(c, c->v, layer, 0) + g * hd;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
+                        K, kvd, 0.0f, s, nctx);
+            for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, mask, i, n, nctx);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, kvd,
+                        0.0f, out + h * hd, qdim);
+        }
+        free(s);
     }
-    free(s);
 }
 
 void cpu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,

@@ -81,13 +81,32 @@ static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     }
 }
 
+/* out[n][·] (ld ldo) = x[n][C] · W[0:nr]ᵀ through OpenBLAS in fixed chunks
+ * of SGEMM_CHUNK weight rows shared out over the threads.  OpenBLAS itself
+ * runs on one thread (cpu_threads_max): its own threading, and even how a
+ * product is sliced, change the summation order for some shapes (measured:
+ * M 9..33 with N 64 or 256), and results must not depend on the thread
+ * count, which the decoder changes between cycles.  Fixed chunks make the
+ * same calls whatever the thread count. */
+#define SGEMM_CHUNK 128
+static void sgemm_rows(float *out, int64_t ldo, const float *x, const float *wf, int n, int64_t nr, int64_t C) {
+    cpu_threads_max();   /* first call: OpenBLAS to one thread */
+    const int64_t chunks = (nr + SGEMM_CHUNK - 1) / SGEMM_CHUNK;
+#pragma omp parallel for schedule(static) if (chunks > 1 && nr * C * n > PAR_MIN_WORK)
+    for (int64_t k = 0; k < chunks; k++) {
+        const int64_t a = k * SGEMM_CHUNK, b = a + SGEMM_CHUNK < nr ? a + SGEMM_CHUNK : nr;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)(b - a), (int)C, 1.0f, x, (int)C,
+                    wf + a * C, (int)C, 0.0f, out + a, (int)ldo);
+    }
+}
+
 void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     const int64_t R = w->rows, C = w->cols;
     if (n <= FEW_TOKENS) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */
     const float *wf = w->dtype == DT_F32 ? (const float *)w->data : (const float *)w->priv;
     if (wf) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, R, C, 1.0f, x, C, wf, C, 0.0f, out, R);
+        sgemm_rows(out, R, x, wf, n, R, C);
         return;
     }
     float *tmp = malloc(sizeof(float) * BLOCK_ROWS * C);
@@ -95,8 +114,7 @@ void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
         int64_t nr = R - r0 < BLOCK_ROWS ? R - r0 : BLOCK_ROWS;
 #pragma omp parallel for schedule(static) if (nr * C > PAR_MIN_WORK)
         for (int64_t r = 0; r < nr; r++) cpu_weight_row(w, r0 + r, tmp + r * C);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nr, C, 1.0f, x, C, tmp, C, 0.0f,
-                    out + r0, R);
+        sgemm_rows(out + r0, R, x, tmp, n, nr, C);
     }
     free(tmp);
 }
