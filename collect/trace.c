@@ -1116,18 +1116,22 @@ static int check_range(TraceReader *r, int g, int64_t start, int64_t count, cons
         for (int64_t i = 0; i < count; i++) out[i].field = src[i];        \
     } while (0)
 
-int trace_read_nodes(TraceReader *r, int64_t start, int64_t count, TraceNode *out) {
+int trace_read_node_fields(TraceReader *r, int64_t start, int64_t count, TraceNode *out, unsigned fields) {
     if (check_range(r, G_NODES, start, count, out) < 0) return -1;
     if (count == 0) return 0;
-    SCATTER(C_P, float, P);
-    SCATTER(C_H, float, H);
-    SCATTER(C_DEPTH, uint8_t, depth);
-    SCATTER(C_ACC, uint8_t, accepted);
-    SCATTER(C_TOKEN, int32_t, token);
-    SCATTER(C_PARENT, int32_t, parent);
-    SCATTER(C_LP, float, p);
-    SCATTER(C_RANK, uint8_t, rank);
+    if (fields & TRACE_F_P) SCATTER(C_P, float, P);
+    if (fields & TRACE_F_H) SCATTER(C_H, float, H);
+    if (fields & TRACE_F_DEPTH) SCATTER(C_DEPTH, uint8_t, depth);
+    if (fields & TRACE_F_ACCEPTED) SCATTER(C_ACC, uint8_t, accepted);
+    if (fields & TRACE_F_TOKEN) SCATTER(C_TOKEN, int32_t, token);
+    if (fields & TRACE_F_PARENT) SCATTER(C_PARENT, int32_t, parent);
+    if (fields & TRACE_F_LOCALP) SCATTER(C_LP, float, p);
+    if (fields & TRACE_F_RANK) SCATTER(C_RANK, uint8_t, rank);
     return 0;
+}
+
+int trace_read_nodes(TraceReader *r, int64_t start, int64_t count, TraceNode *out) {
+    return trace_read_node_fields(r, start, count, out, TRACE_F_ALL);
 }
 
 int trace_read_trees(TraceReader *r, int64_t start, int64_t count, TraceTree *out) {

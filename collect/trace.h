@@ -82,6 +82,11 @@ int64_t trace_reader_nodes(const TraceReader *r);
 int64_t trace_reader_questions(const TraceReader *r);
 int trace_read_trees(TraceReader *r, int64_t start, int64_t count, TraceTree *out);
 int trace_read_nodes(TraceReader *r, int64_t start, int64_t count, TraceNode *out);
+/* Only the fields named in `fields` (TRACE_F_* bits); the others are left
+ * as they were.  Columns not read are not decompressed. */
+enum { TRACE_F_P = 1, TRACE_F_H = 2, TRACE_F_DEPTH = 4, TRACE_F_ACCEPTED = 8, TRACE_F_TOKEN = 16,
+       TRACE_F_PARENT = 32, TRACE_F_LOCALP = 64, TRACE_F_RANK = 128, TRACE_F_ALL = 255 };
+int trace_read_node_fields(TraceReader *r, int64_t start, int64_t count, TraceNode *out, unsigned fields);
 /* Root attribute as a string (numbers formatted); NULL if absent. */
 char *trace_reader_attr(TraceReader *r, const char *key);
 void trace_reader_close(TraceReader *r);

@@ -29,7 +29,9 @@ static const TraceNode *cursor_get(Cursor *c, int64_t first, int64_t count) {
         c->buf = xrealloc(c->buf, sizeof(TraceNode) * (size_t)len);
     }
     double t0 = now_seconds();
-    if (trace_read_nodes(c->r, first, len, c->buf)) return NULL;
+    /* what training and evaluation use: token, local p and rank stay on disk */
+    const unsigned fields = TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT;
+    if (trace_read_node_fields(c->r, first, len, c->buf, fields)) return NULL;
     c->ds->read_seconds += now_seconds() - t0;
     c->ds->nodes_read += len;
     c->start = first;
