@@ -4,10 +4,12 @@
 #      demo train prompts -> results/traces.h5
 #   2. spec-train: the 241-parameter classifier -> results/classifier.json
 #   3. spec-eval on the demo test prompts: EAGLE-2 (paper defaults) against
-#      C2T (beta 0.5), then the tau-gamma sweep (EAGLE-2 total 10..100, C2T
-#      beta 0.3..0.9 at equal topk and maximum depth), like the paper's Fig. 7
-#   4. results/tau_gamma.csv, results/tau_gamma.png and the table below.
-# Sizes are chosen to finish in about 15 minutes on 2 cores; override with
+#      C2T (beta 0.5), both checked lossless against ar; then the policies
+#      table (ar, chain with the draft LM, static, eagle2, c2t, sage, wetap)
+#   4. the tau-gamma sweep like the paper's Fig. 7: EAGLE-2 total 10..100 and
+#      C2T beta 0.3..0.9 at equal topk and maximum depth, plus SAGE's node cap
+#      and WETAP's budget -> results/tau_gamma.csv, results/tau_gamma.png
+# Sizes are chosen to finish within 15 minutes on 2 cores; override with
 # DEMO_TRAIN_Q (questions per train file), DEMO_TEST_Q, DEMO_MAX_NEW.
 set -eu
 cd "$(dirname "$0")/.."
@@ -18,53 +20,77 @@ TEST_Q=${DEMO_TEST_Q:-12}
 MAX_NEW=${DEMO_MAX_NEW:-64}
 TOPK=10
 E2_DEPTH=6                 # EAGLE-2 expansion steps: nodes reach depth 7
-C2T_DMAX=$((E2_DEPTH + 1)) # the same maximum node depth for the sweep
+DMAX=$((E2_DEPTH + 1))     # C2T's maximum node depth in the sweep: the same trees' size
+# WETAP's paper widths (16..128 nodes per layer) draft hundreds of nodes per
+# cycle, which a CPU pays for in draft time; the demo uses 4..32.
+WETAP="--param wetap_wmin=4 --param wetap_wmax=32"
 mkdir -p "$R"
-for f in "$D/target/config.json" "$D/eagle/config.json" "$D/prompts/code_train.jsonl"; do
+for f in "$D/target/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$D/prompts/code_train.jsonl"; do
     [ -f "$f" ] || { echo "demo: $f is missing (see data/demo/README.md)" >&2; exit 1; }
 done
 t0=$(date +%s)
-common="--target $D/target --draft $D/eagle --draft-kind eagle --template none --max-new-tokens $MAX_NEW"
+stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
+common="--target $D/target --template none --max-new-tokens $MAX_NEW"
+eagle="--draft $D/eagle --draft-kind eagle"
 test_q="--questions $D/prompts/code_test.jsonl --questions $D/prompts/continue_test.jsonl --max-questions $TEST_Q"
 
 echo "== 1/4 spec-collect: full EAGLE-2 trees on $TRAIN_Q + $TRAIN_Q train prompts"
 rm -f "$R/traces.h5"
-bin/spec-collect $common --questions "$D/prompts/code_train.jsonl" --questions "$D/prompts/continue_train.jsonl" \
-    --max-questions "$TRAIN_Q" --topk 10 --depth 10 --out "$R/traces.h5"
+bin/spec-collect $common $eagle --questions "$D/prompts/code_train.jsonl" \
+    --questions "$D/prompts/continue_train.jsonl" --max-questions "$TRAIN_Q" --topk 10 --depth 10 --out "$R/traces.h5"
+stamp
 
 echo "== 2/4 spec-train"
-# log P, standardised, 100 epochs, 2 negatives per positive: the demo has ~200
-# trees where the paper had 8880; raw P (1e-12..1) trains to AUC 0.60 in the
-# few Adam steps that gives, log P to 0.83 (README "make demo").
+# log P, standardised, 100 epochs: the demo has a few hundred trees where the
+# paper had 8880, and raw P (1e-12..1) trains poorly in the few Adam steps
+# that gives (README "make demo"); the transform is stored with the weights.
 bin/spec-train --traces "$R/traces.h5" --out "$R/classifier.json" --report "$R/train_report.json" \
     --transform P=log --standardize --epochs 100 --neg-ratio 2
+stamp
 
-echo "== 3/4 spec-eval: EAGLE-2 defaults vs C2T beta 0.5 on $TEST_Q + $TEST_Q test prompts"
-rm -f "$R/tau_gamma.csv" "$R/headline.csv"
-bin/spec-eval $common $test_q --policy eagle2 --topk $TOPK --depth $E2_DEPTH --total 60 \
-    --check-lossless --csv "$R/headline.csv" --label default=60 --json "$R/eval_eagle2.json"
-bin/spec-eval $common $test_q --policy c2t --classifier "$R/classifier.json" --beta 0.5 --topk $TOPK \
-    --check-lossless --csv "$R/headline.csv" --label beta=0.5 --json "$R/eval_c2t.json"
+echo "== 3/4 spec-eval on $TEST_Q + $TEST_Q test prompts: EAGLE-2 vs C2T (lossless-checked), the other policies"
+rm -f "$R/tau_gamma.csv" "$R/policies.csv"
+ev() { bin/spec-eval $common $test_q "$@" > /dev/null; }
+ev --policy eagle2 $eagle --topk $TOPK --depth $E2_DEPTH --total 60 --check-lossless \
+    --csv "$R/policies.csv" --label settings=total60 --json "$R/eval_eagle2.json"
+ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --topk $TOPK --check-lossless \
+    --csv "$R/policies.csv" --label settings=beta0.5 --json "$R/eval_c2t.json"
+ev --policy ar --no-baseline --csv "$R/policies.csv" --label settings=-
+ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --no-baseline --csv "$R/policies.csv" --label settings=lm/len4
+ev --policy static $eagle --no-baseline --csv "$R/policies.csv" --label settings=eagle1-tree
+ev --policy sage $eagle --no-baseline --csv "$R/policies.csv" --label settings=defaults
+ev --policy wetap $eagle $WETAP --no-baseline --csv "$R/policies.csv" --label settings=w4-32/budget64
+stamp
 
-echo "== 4/4 sweep: EAGLE-2 total 10..100, C2T beta 0.3..0.9 (topk $TOPK, max depth $C2T_DMAX)"
+echo "== 4/4 sweep: EAGLE-2 total 10..100, C2T beta 0.3..0.9 (topk $TOPK, max depth $DMAX); SAGE N_max, WETAP budget"
 for total in 10 20 30 40 60 80 100; do
-    bin/spec-eval $common $test_q --policy eagle2 --topk $TOPK --depth $E2_DEPTH --total $total \
-        --no-baseline --csv "$R/tau_gamma.csv" --label total=$total > /dev/null
+    ev --policy eagle2 $eagle --topk $TOPK --depth $E2_DEPTH --total $total --no-baseline \
+        --csv "$R/tau_gamma.csv" --label total=$total
 done
 for beta in 0.3 0.4 0.5 0.6 0.7 0.8 0.9; do
-    bin/spec-eval $common $test_q --policy c2t --classifier "$R/classifier.json" --beta $beta --topk $TOPK \
-        --depth $C2T_DMAX --no-baseline --csv "$R/tau_gamma.csv" --label beta=$beta > /dev/null
+    ev --policy c2t $eagle --classifier "$R/classifier.json" --beta $beta --topk $TOPK --depth $DMAX \
+        --no-baseline --csv "$R/tau_gamma.csv" --label beta=$beta
 done
+for n in 16 32 64 128; do
+    ev --policy sage $eagle --param sage_nmax=$n --no-baseline --csv "$R/tau_gamma.csv" --label nmax=$n
+done
+for b in 16 32 64 128; do
+    ev --policy wetap $eagle $WETAP --param wetap_budget=$b --no-baseline --csv "$R/tau_gamma.csv" --label budget=$b
+done
+stamp
 
 echo
-echo "== results (test prompts; gamma = verified candidate tokens in thousands)"
-awk -F, 'NR > 1 { n[NR] = $1; t[NR] = $4; g[NR] = $5; v[NR] = $6 }
+echo "== results on the test prompts (gamma: verified candidate tokens, thousands; v: tokens/s on this CPU)"
+awk -F, 'NR > 1 { p[NR] = $1; s[NR] = $3; t[NR] = $4; g[NR] = $5; v[NR] = $6; if ($1 == "ar") var = $6 }
     END {
-        printf "%-8s %10s %8s %10s\n", "policy", "gamma(k)", "tau", "v(tok/s)"
-        for (i = 2; i <= 3; i++) printf "%-8s %10.2f %8.2f %10.1f\n", n[i], g[i] / 1000, t[i], v[i]
-        printf "change   %9.1f%% %7.1f%% %9.1f%%   (c2t vs eagle2)\n",
-            100 * (g[3] - g[2]) / g[2], 100 * (t[3] - t[2]) / t[2], 100 * (v[3] - v[2]) / v[2]
-    }' "$R/headline.csv"
+        printf "%-8s %-14s %9s %7s %9s %8s\n", "policy", "settings", "gamma(k)", "tau", "v", "speedup"
+        order = "ar chain static eagle2 c2t sage wetap"; n = split(order, o, " ")
+        for (k = 1; k <= n; k++) for (i = 2; i <= NR; i++) if (p[i] == o[k])
+            printf "%-8s %-14s %9.2f %7.2f %9.1f %8.2f\n", p[i], s[i], g[i] / 1000, t[i], v[i], (var > 0 ? v[i] / var : 0)
+        for (i = 2; i <= NR; i++) { if (p[i] == "eagle2") e = i; if (p[i] == "c2t") c = i }
+        printf "c2t vs eagle2 (beta 0.5 vs defaults): gamma %+.1f%%, tau %+.1f%%, v %+.1f%%\n",
+            100 * (g[c] - g[e]) / g[e], 100 * (t[c] - t[e]) / t[e], 100 * (v[c] - v[e]) / v[e]
+    }' "$R/policies.csv" | tee "$R/table.txt"
 
 # gamma reduction at equal tau: each C2T point against EAGLE-2's curve,
 # linearly interpolated in tau (points outside EAGLE-2's tau range skipped)
@@ -86,25 +112,26 @@ awk -F, 'NR > 1 && $1 == "eagle2" { et[++ne] = $4; eg[ne] = $5 }
     }' "$R/tau_gamma.csv" | tee "$R/equal_tau.txt"
 
 if command -v gnuplot > /dev/null; then
-    grep '^eagle2' "$R/tau_gamma.csv" | sort -t, -k4 -g > "$R/.e2.dat"
-    grep '^c2t' "$R/tau_gamma.csv" | sort -t, -k4 -g > "$R/.c2t.dat"
+    for p in eagle2 c2t sage wetap; do grep "^$p," "$R/tau_gamma.csv" | sort -t, -k4 -g > "$R/.$p.dat"; done
     gnuplot <<EOF
-set terminal pngcairo size 800,560 noenhanced
+set terminal pngcairo size 900,600 noenhanced
 set output "$R/tau_gamma.png"
 set datafile separator ","
-set title "tau vs gamma on the demo test prompts (topk $TOPK, max depth $C2T_DMAX)"
+set title "tau vs gamma on the demo test prompts (topk $TOPK, max depth $DMAX)"
 set xlabel "tau (tokens per draft-verify cycle)"
 set ylabel "gamma (verified candidate tokens)"
 set key top left
 set grid
-plot "$R/.e2.dat" using 4:5 with linespoints pt 7 title "EAGLE-2 (total 10..100)", \
-     "$R/.e2.dat" using 4:5:3 with labels offset 0,1 notitle, \
+plot "$R/.eagle2.dat" using 4:5 with linespoints pt 7 title "EAGLE-2 (total 10..100)", \
+     "$R/.eagle2.dat" using 4:5:3 with labels offset 0,1 notitle, \
      "$R/.c2t.dat" using 4:5 with linespoints pt 5 title "C2T (beta 0.3..0.9)", \
-     "$R/.c2t.dat" using 4:5:3 with labels offset 0,-1 notitle
+     "$R/.c2t.dat" using 4:5:3 with labels offset 0,-1 notitle, \
+     "$R/.sage.dat" using 4:5 with linespoints pt 9 title "SAGE (N_max 16..128)", \
+     "$R/.wetap.dat" using 4:5 with linespoints pt 11 title "WETAP (budget 16..128)"
 EOF
-    rm -f "$R/.e2.dat" "$R/.c2t.dat"
+    rm -f "$R"/.*.dat
     echo "plot: $R/tau_gamma.png"
 else
     echo "gnuplot not found: no plot (make deps installs gnuplot-nox)"
 fi
-echo "csv: $R/tau_gamma.csv   demo took $(( $(date +%s) - t0 )) s"
+echo "csv: $R/tau_gamma.csv, $R/policies.csv   demo took $(( $(date +%s) - t0 )) s"
