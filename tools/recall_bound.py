@@ -1,23 +1,22 @@
 #!/usr/bin/env python3
-"""How much recall can ANY classifier of (P, H, depth) reach on a trace file?
+"""How much recall can a classifier of (P, H, depth) reach on a trace file?
 
 Evidence for the classifier targets (spec-train's recall at a positive rate
-theta): the Bayes-optimal ranking of nodes by (P, H, depth) is the empirical
-acceptance rate of their feature cell.  This script estimates it on a split of
-the trees (fit cells on 95%, score the held-out 5%, split by tree as
-spec-train does) and prints, at the positive rate of EAGLE-2's 60-of-1011
-selection:
+theta): the best ranking of nodes by (P, H, depth) is their acceptance
+probability given those features.  This script estimates it with a flexible
+model that is not ours (scikit-learn's HistGradientBoostingClassifier on
+log P, H, depth), fitted on part of the trees and scored on the rest (split by
+tree, as spec-train does), and prints, at several positive rates theta:
 
-  - EAGLE-2: recall of each tree's top 60 by joint probability (what the paper
-    simulates in App. D);
-  - cells, per tree: each tree's top 60 by cell acceptance rate;
-  - cells, global threshold: nodes above one rate threshold chosen so that the
-    overall positive rate is 60/1011 (what a classifier with a fixed beta does:
-    big trees where the draft is sure, small where it is not);
-  - the recall at theta of the same rankings for a few other theta.
+  - EAGLE-2: recall of each tree's top N by joint probability (what the paper
+    simulates in App. D; N = 60 is EAGLE-2's default);
+  - model, per tree: each tree's top N by the model's probability;
+  - model, global threshold: nodes above one probability threshold chosen so
+    that the overall positive rate is theta (what a classifier with a fixed
+    beta does: big trees where the draft is sure, small where it is not).
 
-Usage: python3 tools/recall_bound.py TRACE.h5 [TRACE.h5 ...] [--seed 0]
-Needs h5py and hdf5plugin (or HDF5_PLUGIN_PATH=build/plugins).
+Usage: python3 tools/recall_bound.py TRACE.h5 [TRACE.h5 ...] [--heldout 0.3]
+Needs h5py, hdf5plugin (or HDF5_PLUGIN_PATH=build/plugins) and scikit-learn.
 """
 import argparse
 
@@ -43,13 +42,6 @@ def load(paths):
             np.concatenate(D).astype(np.int64), np.concatenate(A).astype(np.int64), np.concatenate(tree), base)
 
 
-def cells(P, H, D):
-    lp = np.clip(np.log10(np.maximum(P, 1e-30)), -12, 0)
-    pb = np.minimum((-lp * 4).astype(np.int64), 48)          # quarter decades
-    hb = np.minimum((H * 4).astype(np.int64), 31)             # 0.25 nats
-    return (pb * 32 + hb) * 64 + np.minimum(D, 63)
-
-
 def per_tree_top(score, tree, k):
     """mask of each tree's k highest scores"""
     order = np.lexsort((-score, tree))
@@ -65,18 +57,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--heldout", type=float, default=0.05)
+    ap.add_argument("--heldout", type=float, default=0.3)
     a = ap.parse_args()
     P, H, D, A, tree, ntrees = load(a.traces)
     rng = np.random.default_rng(a.seed)
     test_trees = rng.random(ntrees) < a.heldout
     te = test_trees[tree]
-    c = cells(P, H, D)
-    pos = np.bincount(c[~te], weights=A[~te], minlength=c.max() + 1)
-    cnt = np.bincount(c[~te], minlength=c.max() + 1)
-    prior = A[~te].mean()
-    rate = (pos + prior * 2) / (cnt + 2)            # smoothed cell acceptance rate
-    s_cell = rate[c[te]] + 1e-9 * P[te]              # ties by P
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    X = np.stack([np.log(np.maximum(P, 1e-30)), H, D], 1)
+    model = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, random_state=a.seed)
+    model.fit(X[~te], A[~te])
+    s_cell = model.predict_proba(X[te])[:, 1] + 1e-12 * P[te]   # ties by P
     Pt, At, tt = P[te], A[te], tree[te]
     npos = At.sum()
     sizes = np.bincount(tt)
@@ -85,7 +76,7 @@ def main():
           f"({A.sum() / ntrees:.2f} per tree); held out {test_trees.sum()} trees, {npos} accepted nodes")
     print(f"nodes per tree {mean_nodes:.0f}; acceptance by depth:",
           " ".join(f"d{d}:{A[D == d].mean():.3f}" for d in range(1, D.max() + 1)))
-    print("theta   E2 top-N recall   cells per-tree recall   cells global-threshold recall")
+    print("theta   E2 top-N recall   model per-tree recall   model global-threshold recall")
     for k in (10, 20, 30, 40, 60, 100, 150):
         theta = k / mean_nodes
         e2 = At[per_tree_top(Pt, tt, k)].sum() / npos
