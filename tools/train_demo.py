@@ -954,6 +954,21 @@ def write_readme(out, st):
             a("````python\n" + smp["target"].rstrip("\n") + "\n````\n")
             a("Draft LM continuation:\n")
             a("````python\n" + smp["draft"].rstrip("\n") + "\n````\n")
+    a("## Default classifier (`classifier.json`, `classifier.safetensors`)\n")
+    a("What `spec-eval --policy c2t` uses when no `--classifier` is given. Not made by this script but "
+      "by the toolkit itself from the models above (make first; about 10 minutes on 2 cores):\n")
+    a("    bin/spec-collect --target data/demo/target --draft data/demo/eagle --template none \\")
+    a("        --max-new-tokens 64 --topk 10 --depth 10 --out traces.h5 \\")
+    a("        --questions data/demo/prompts/code_train.jsonl --questions data/demo/prompts/continue_train.jsonl")
+    a("    bin/spec-train --traces traces.h5 --out data/demo/classifier.json \\")
+    a("        --safetensors data/demo/classifier.safetensors --transform P=log --standardize \\")
+    a("        --epochs 150 --neg-ratio 2.5 --select-last\n")
+    a("All 163 train prompts give 1,567 full trees (1,011 nodes each, 8,874 accepted nodes in the "
+      "training part). log P standardised and 150 epochs (~4,700 Adam steps) because the classifier, "
+      "left under-trained, ranks a layer's candidates worse than P alone; `--select-last` because the "
+      "paper's selection rule (highest recall at beta) picks the early, over-inclusive epochs; 2.5 "
+      "negatives per positive puts beta 0.5 at about EAGLE-2's default acceptance length. "
+      "The weights file records the trace's hash and the held-out metrics.\n")
     rows = dir_sizes(out)
     rows = [r for r in rows if r[0] != "README.md"]
     a("## Files and sizes\n")
