@@ -25,7 +25,13 @@ static float kth_largest(float *a, int n, int k) {
 /* Entropy over the topm largest probabilities of p (topm <= 0 or >= vocab:
  * the exact entropy).  z[j] are the shifted, scaled logits with
  * p[j] = exp(z[j]) / S, so -p log p = p (log S - z): no logarithm per token.
- * scratch holds vocab floats. */
+ * The M-th largest probability is found by a histogram of the top 11 bits
+ * of the floats (order-preserving for p >= 0) that also sums each bucket's
+ * entropy terms: buckets above the one holding the M-th value count whole,
+ * and only that bucket's members are selected among (quickselect).  Two
+ * passes over the row, where quickselect on a copy took several — the top-M
+ * entropy of every expanded node was C2T's largest overhead.  scratch holds
+ * 3 × vocab floats. */
 static float entropy_topm(const float *p, const float *l, float mx, float invt, double logS, int vocab,
                           int topm, float *scratch) {
     double h = 0;
@@ -33,11 +39,28 @@ static float entropy_topm(const float *p, const float *l, float mx, float invt, 
         for (int j = 0; j < vocab; j++) h += p[j] * (logS - (l[j] - mx) * invt);
         return (float)h;
     }
-    memcpy(scratch, p, sizeof(float) * vocab);
-    float thr = kth_largest(scratch, vocab, topm - 1);
-    int above = 0;
-    for (int j = 0; j < vocab; j++)
-        if (p[j] > thr) { h += p[j] * (logS - (l[j] - mx) * invt); above++; }
+    enum { BITS = 11, BINS = 1 << BITS };
+    int hist[BINS] = {0};
+    double hsum[BINS] = {0};
+    uint32_t u;
+    for (int j = 0; j < vocab; j++) {
+        memcpy(&u, &p[j], 4);
+        hist[u >> (32 - BITS)]++;
+        hsum[u >> (32 - BITS)] += p[j] * (logS - (l[j] - mx) * invt);
+    }
+    int b = BINS - 1, above = 0;
+    while (b > 0 && above + hist[b] <= topm - 1) { above += hist[b]; h += hsum[b]; b--; }
+    /* the bucket's members: probability, entropy term, and a copy to select in */
+    float *bp = scratch, *bt = scratch + vocab, *sel = scratch + 2 * (size_t)vocab;
+    int m = 0;
+    for (int j = 0; j < vocab; j++) {
+        memcpy(&u, &p[j], 4);
+        if ((int)(u >> (32 - BITS)) == b) { bp[m] = sel[m] = p[j]; bt[m++] = (float)(p[j] * (logS - (l[j] - mx) * invt)); }
+    }
+    /* the M-th largest overall is the (M - 1 - above)-th of this bucket */
+    float thr = kth_largest(sel, m, topm - 1 - above);
+    for (int i = 0; i < m; i++)
+        if (bp[i] > thr) { h += bt[i]; above++; }
     if (thr > 0) h -= (topm - above) * (double)thr * log(thr);   /* ties at the threshold fill up to M */
     return (float)h;
 }
@@ -60,7 +83,7 @@ void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, 
 #pragma omp parallel if (n > 1 && (int64_t)n * vocab > PAR_MIN_WORK)
     {
         float *p = malloc(sizeof(float) * vocab);
-        float *scratch = entropy ? malloc(sizeof(float) * vocab) : NULL;
+        float *scratch = entropy ? malloc(sizeof(float) * 3 * (size_t)vocab) : NULL;
         int *tid = malloc(sizeof(int) * (k > 0 ? k : 1));
         float *tp = malloc(sizeof(float) * (k > 0 ? k : 1));
 #pragma omp for schedule(static)
