@@ -71,6 +71,14 @@ __attribute__((unused)) static int count_lines(const char *s) {
 }
 
 /* An error report is "one line naming the file and the problem". */
+/* 1 when this build has the CUDA backend and a GPU is visible. */
+#ifdef C2T_CUDA
+#include "kernels/cuda/cuda_backend.h"
+static inline int gpu_visible(void) { return cuda_available(); }
+#else
+static inline int gpu_visible(void) { return 0; }
+#endif
+
 /* Writes text to path (test fixtures). */
 static inline void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

@@ -11,9 +11,6 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <time.h>
-#ifdef C2T_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 static char qfile[] = "/tmp/c2t_colqXXXXXX";
 static char dir[] = "/tmp/c2t_colXXXXXX";
@@ -178,10 +175,7 @@ static void test_demo_labels_follow_ar(void) {
 /* On a GPU machine: a full-tree collection on cuda has the same trees,
  * tokens and labels as on cpu, and P / H within float tolerance. */
 static void test_cuda_collection_equals_cpu(void) {
-    int gpu = 0;
-#ifdef C2T_CUDA
-    gpu = cuda_available();
-#endif
+    const int gpu = gpu_visible();
     if (!gpu) SKIP("no CUDA device visible (the cuda-vs-cpu collection check needs a GPU)");
     char a[256], b[256], err[4096];
     snprintf(a, sizeof a, "%s/dev_cpu.h5", dir);

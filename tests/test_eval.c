@@ -3,9 +3,6 @@
 #include "tests/harness.h"
 #include "infer/util.h"
 #include <cjson/cJSON.h>
-#ifdef C2T_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
 
@@ -153,10 +150,7 @@ static void test_device_option(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "--device");
     rc = run_cmd(err, sizeof err, "%s/spec-generate --model tests/ckpt/tiny_chat --ids 1,2 --device tpu", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--device");
-    int gpu = 0;
-#ifdef C2T_CUDA
-    gpu = cuda_available();
-#endif
+    const int gpu = gpu_visible();
     if (!gpu) {
         const char *cmds[] = {"spec-eval %s --no-baseline --policy ar --questions %s --device cuda",
                               "spec-collect %s --questions %s --out /tmp/c2t_never.h5 --device cuda"};
