@@ -198,25 +198,8 @@ fail:
 }
 
 Classifier *classifier_load(const char *path) {
-    size_t n;
-    char *text = read_text_file(path, &n);
-    if (!text) return NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-    if (!j) {
-        /* JSON has no NaN/Infinity; Python's json module writes them anyway */
-        if (strstr(text, "NaN") || strstr(text, "Infinity"))
-            err_set("%s: non-finite number (NaN/Infinity) in the file; weights must be finite", path);
-        else {
-            size_t off = end ? (size_t)(end - text) : 0;
-            int line = 1;
-            for (size_t i = 0; i < off && i < n; i++) if (text[i] == '\n') line++;
-            err_set("%s: malformed JSON near line %d (byte %zu)", path, line, off);
-        }
-        free(text);
-        return NULL;
-    }
-    free(text);
+    cJSON *j = read_json_file(path);
+    if (!j) return NULL;
     Classifier *c = from_json(path, j);
     cJSON_Delete(j);
     return c;

@@ -74,7 +74,11 @@ cJSON *read_json_file(const char *path) {
         size_t off = end ? (size_t)(end - text) : 0;
         int line = 1;
         for (size_t i = 0; i < off && i < n; i++) if (text[i] == '\n') line++;
-        err_set("%s: malformed JSON near line %d (byte %zu)", path, line, off);
+        /* JSON has no NaN/Infinity; Python's json module writes them anyway */
+        if (strstr(text, "NaN") || strstr(text, "Infinity"))
+            err_set("%s: non-finite number (NaN/Infinity) near line %d; JSON numbers must be finite", path, line);
+        else
+            err_set("%s: malformed JSON near line %d (byte %zu)", path, line, off);
     }
     free(text);
     return j;
