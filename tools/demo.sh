@@ -11,14 +11,16 @@
 #      expansion threshold and WETAP's budget -> results/tau_gamma.csv,
 #      results/tau_gamma.png; the table adds sage and wetap at their defaults
 # Sizes are chosen to finish within 15 minutes on 2 cores; override with
-# DEMO_TRAIN_Q (questions per train file), DEMO_TEST_Q, DEMO_MAX_NEW.
+# DEMO_TRAIN_Q (questions per train file), DEMO_TEST_Q, DEMO_MAX_NEW (tokens
+# per test answer), DEMO_COLLECT_MAX_NEW (per train answer).
 set -eu
 cd "$(dirname "$0")/.."
 D=data/demo
 R=results
 TRAIN_Q=${DEMO_TRAIN_Q:-24}
-TEST_Q=${DEMO_TEST_Q:-34}
-MAX_NEW=${DEMO_MAX_NEW:-48}
+TEST_Q=${DEMO_TEST_Q:-85}         # 85 = every test prompt (85 code + 51 continue)
+MAX_NEW=${DEMO_MAX_NEW:-32}
+COLLECT_MAX_NEW=${DEMO_COLLECT_MAX_NEW:-64}
 TOPK=10
 E2_DEPTH=6                 # EAGLE-2 expansion steps: nodes reach depth 7
 DMAX=$((E2_DEPTH + 1))     # C2T's maximum node depth in the sweep: the same trees' size
@@ -37,7 +39,7 @@ test_q="--questions $D/prompts/code_test.jsonl --questions $D/prompts/continue_t
 
 echo "== 1/4 spec-collect: full EAGLE-2 trees on $TRAIN_Q + $TRAIN_Q train prompts"
 rm -f "$R/traces.h5"
-bin/spec-collect $common $eagle --questions "$D/prompts/code_train.jsonl" \
+bin/spec-collect $common --max-new-tokens $COLLECT_MAX_NEW $eagle --questions "$D/prompts/code_train.jsonl" \
     --questions "$D/prompts/continue_train.jsonl" --max-questions "$TRAIN_Q" --topk 10 --depth 10 --out "$R/traces.h5"
 stamp
 
@@ -52,7 +54,7 @@ bin/spec-train --traces "$R/traces.h5" --out "$R/classifier.json" --report "$R/t
     --transform P=log --standardize --epochs 1000 --neg-ratio 2.5
 stamp
 
-echo "== 3/4 spec-eval on $TEST_Q + $TEST_Q test prompts: EAGLE-2 vs C2T (lossless-checked), ar, chain, static"
+echo "== 3/4 spec-eval on up to $TEST_Q prompts per test file: EAGLE-2 vs C2T (lossless-checked), ar, chain, static"
 rm -f "$R/tau_gamma.csv" "$R/policies.csv"
 ev() { bin/spec-eval $common $test_q "$@" > /dev/null; }
 ev --policy eagle2 $eagle --topk $TOPK --depth $E2_DEPTH --total 60 --check-lossless \
