@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nq; i++) {
         sets[i] = questions_load(questions[i]);
         if (!sets[i]) die_err(prog);
-        if (max_questions && sets[i]->n > max_questions) sets[i]->n = max_questions;
+        questions_keep_first(sets[i], max_questions);
         for (int j = 0; j < sets[i]->n; j++) total_turns += sets[i]->q[j].n_turns;
     }
 

@@ -122,6 +122,12 @@ void questions_free(QuestionSet *qs) {
     free(qs);
 }
 
+void questions_keep_first(QuestionSet *qs, int n) {
+    if (n <= 0 || n >= qs->n) return;
+    for (int i = n; i < qs->n; i++) question_clear(&qs->q[i]);
+    qs->n = n;
+}
+
 int questions_total_turns(const QuestionSet *qs) {
     int t = 0;
     for (int i = 0; i < qs->n; i++) t += qs->q[i].n_turns;
