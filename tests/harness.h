@@ -71,6 +71,22 @@ __attribute__((unused)) static int count_lines(const char *s) {
 }
 
 /* An error report is "one line naming the file and the problem". */
+/* Largest |a[i]|, and largest |a[i] - b[i]| (a NaN counts as infinite, so
+ * it can never pass a bound). */
+static inline float max_abs(const float *a, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) if (fabsf(a[i]) > m) m = fabsf(a[i]);
+    return m;
+}
+static inline float max_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
+    }
+    return m;
+}
+
 /* 1 when this build has the CUDA backend and a GPU is visible. */
 #ifdef C2T_CUDA
 #include "kernels/cuda/cuda_backend.h"

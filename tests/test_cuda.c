@@ -114,19 +114,6 @@ static void test_cuda_parity_model_shapes(void) {
 
 /* ---- whole models ---- */
 
-static float max_abs(const float *a, size_t n) {
-    float m = 0;
-    for (size_t i = 0; i < n; i++) if (fabsf(a[i]) > m) m = fabsf(a[i]);
-    return m;
-}
-static float max_diff(const float *a, const float *b, size_t n) {
-    float m = 0;
-    for (size_t i = 0; i < n; i++) {
-        float d = fabsf(a[i] - b[i]);
-        if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
-    }
-    return m;
-}
 
 /* logits (and hidden) rows of the last forward, on the host */
 static float *rows_of(const LlamaState *s, const float *dev, size_t n) {

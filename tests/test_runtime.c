@@ -34,16 +34,6 @@ static int *ids_of(const StTensor *t, int *n) {
     return v;
 }
 
-static float max_abs(const float *a, size_t n) {
-    float m = 0;
-    for (size_t i = 0; i < n; i++) if (fabsf(a[i]) > m) m = fabsf(a[i]);
-    return m;
-}
-static float max_diff(const float *a, const float *b, size_t n) {
-    float m = 0;
-    for (size_t i = 0; i < n; i++) if (fabsf(a[i] - b[i]) > m) m = fabsf(a[i] - b[i]);
-    return m;
-}
 
 /* Bound of the runtime's logits against a float32 reference computed on the
  * same stored weights (any storage dtype): |Δ| ≤ 1e-4 · max|logit|. */
