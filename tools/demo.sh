@@ -17,7 +17,7 @@ set -eu
 cd "$(dirname "$0")/.."
 D=data/demo
 R=results
-TRAIN_Q=${DEMO_TRAIN_Q:-24}
+TRAIN_Q=${DEMO_TRAIN_Q:-40}
 TEST_Q=${DEMO_TEST_Q:-85}         # 85 = every test prompt (85 code + 51 continue)
 MAX_NEW=${DEMO_MAX_NEW:-32}
 COLLECT_MAX_NEW=${DEMO_COLLECT_MAX_NEW:-64}
@@ -119,6 +119,7 @@ awk -F, 'NR > 1 && $1 == "eagle2" { et[++ne] = $4; eg[ne] = $5 }
 
 if command -v gnuplot > /dev/null; then
     for p in eagle2 c2t sage wetap; do grep "^$p," "$R/tau_gamma.csv" | sort -t, -k4 -g > "$R/.$p.dat"; done
+    for p in static chain; do grep "^$p," "$R/policies.csv" > "$R/.$p.dat"; done
     gnuplot <<EOF
 set terminal pngcairo size 900,600 noenhanced
 set output "$R/tau_gamma.png"
@@ -133,7 +134,9 @@ plot "$R/.eagle2.dat" using 4:5 with linespoints pt 7 title "EAGLE-2 (total 10..
      "$R/.c2t.dat" using 4:5 with linespoints pt 5 title "C2T (beta 0.4..0.9)", \
      "$R/.c2t.dat" using 4:5:3 with labels offset 0,-1 notitle, \
      "$R/.sage.dat" using 4:5 with linespoints pt 9 title "SAGE (theta 0.003..0.1)", \
-     "$R/.wetap.dat" using 4:5 with linespoints pt 11 title "WETAP (budget 16..64)"
+     "$R/.wetap.dat" using 4:5 with linespoints pt 11 title "WETAP (budget 16..64)", \
+     "$R/.static.dat" using 4:5 with points pt 13 ps 2 title "static (EAGLE-1 tree, 25 nodes)", \
+     "$R/.chain.dat" using 4:5 with points pt 3 ps 2 title "chain (draft LM, 4 tokens)"
 EOF
     rm -f "$R"/.*.dat
     echo "plot: $R/tau_gamma.png"
