@@ -7,7 +7,7 @@
 #      C2T (beta 0.5), both checked lossless against ar; ar, chain with the
 #      draft LM and the static EAGLE-1 tree for the policies table
 #   4. the tau-gamma sweep like the paper's Fig. 7: EAGLE-2 total 10..100 and
-#      C2T beta 0.4..0.9 at equal topk and maximum depth, plus SAGE's
+#      C2T beta 0.3..0.9 at equal topk and maximum depth, plus SAGE's
 #      expansion threshold and WETAP's budget -> results/tau_gamma.csv,
 #      results/tau_gamma.png; the table adds sage and wetap at their defaults
 # Sizes are chosen to finish within 15 minutes on 2 cores; override with
@@ -71,7 +71,7 @@ for total in 10 20 30 45 60 100; do
     ev --policy eagle2 $eagle --topk $TOPK --depth $E2_DEPTH --total $total --no-baseline \
         --csv "$R/tau_gamma.csv" --label total=$total
 done
-for beta in 0.4 0.5 0.6 0.7 0.8 0.9; do
+for beta in 0.3 0.4 0.5 0.6 0.7 0.8 0.9; do
     ev --policy c2t $eagle --classifier "$R/classifier.json" --beta $beta --topk $TOPK --depth $DMAX \
         --no-baseline --csv "$R/tau_gamma.csv" --label beta=$beta
 done
@@ -131,7 +131,7 @@ set key top left
 set grid
 plot "$R/.eagle2.dat" using 4:5 with linespoints pt 7 title "EAGLE-2 (total 10..100)", \
      "$R/.eagle2.dat" using 4:5:3 with labels offset 0,1 notitle, \
-     "$R/.c2t.dat" using 4:5 with linespoints pt 5 title "C2T (beta 0.4..0.9)", \
+     "$R/.c2t.dat" using 4:5 with linespoints pt 5 title "C2T (beta 0.3..0.9)", \
      "$R/.c2t.dat" using 4:5:3 with labels offset 0,-1 notitle, \
      "$R/.sage.dat" using 4:5 with linespoints pt 9 title "SAGE (theta 0.003..0.1)", \
      "$R/.wetap.dat" using 4:5 with linespoints pt 11 title "WETAP (budget 16..64)", \
