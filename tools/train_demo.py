@@ -746,25 +746,31 @@ def perplexity(model, windows, bs=8):
     return math.exp(nll / n), n
 
 
-@torch.no_grad()
-def eagle_agreement(head, target, windows, bs=8):
-    """Top-1 agreement of the head (given the target's features of the prefix and
-    the next token) with the target's greedy next token, one draft step."""
-    top1 = top3 = n = 0
+def eagle_one_step(head, target, windows, bs=8):
+    """Per batch of windows: the head's logits for every position (one draft step, given
+    the target's features of the prefix and the next token), flattened to [N, vocab], and
+    the target's greedy token there [N]."""
     for i in range(0, len(windows), bs):
         ids = torch.stack(windows[i:i + bs])
         feat = target.model(input_ids=ids).last_hidden_state
         pred = head(feat[:, :-1], target.model.embed_tokens(ids[:, 1:]))
         logits = target.lm_head(pred)
-        want = target.lm_head(feat[:, 1:]).argmax(-1)
+        yield logits.reshape(-1, logits.shape[-1]), target.lm_head(feat[:, 1:]).argmax(-1).reshape(-1)
+
+
+@torch.no_grad()
+def eagle_agreement(head, target, windows):
+    """Top-1 / top-3 agreement of the head with the target's greedy next token."""
+    top1 = top3 = n = 0
+    for logits, want in eagle_one_step(head, target, windows):
         top1 += (logits.argmax(-1) == want).sum().item()
-        top3 += (logits.topk(3, dim=-1).indices == want[..., None]).any(-1).sum().item()
+        top3 += (logits.topk(3, dim=-1).indices == want[:, None]).any(-1).sum().item()
         n += want.numel()
     return top1 / n, top3 / n, n
 
 
 @torch.no_grad()
-def eagle_calibration(head, target, windows, k=10, bs=8):
+def eagle_calibration(head, target, windows, k=10):
     """Is the head's confidence an acceptance rate (EAGLE-2's premise)? For each of the
     head's top-k candidates at every position (one draft step): its probability q, and
     whether it is the target's greedy token (accepted at temperature 0). Returns bins of q
@@ -772,13 +778,8 @@ def eagle_calibration(head, target, windows, k=10, bs=8):
     edges = torch.tensor([0, .05, .1, .2, .3, .4, .5, .6, .7, .8, .9, 1.0001])
     nb = len(edges) - 1
     q_sum, acc_sum, cnt = torch.zeros(nb), torch.zeros(nb), torch.zeros(nb)
-    for i in range(0, len(windows), bs):
-        ids = torch.stack(windows[i:i + bs])
-        feat = target.model(input_ids=ids).last_hidden_state
-        pred = head(feat[:, :-1], target.model.embed_tokens(ids[:, 1:]))
-        q = target.lm_head(pred).softmax(-1).reshape(-1, target.config.vocab_size)
-        want = target.lm_head(feat[:, 1:]).argmax(-1).reshape(-1)
-        val, idx = q.topk(k, -1)
+    for logits, want in eagle_one_step(head, target, windows):
+        val, idx = logits.softmax(-1).topk(k, -1)
         acc = (idx == want[:, None]).float().reshape(-1)
         val = val.reshape(-1)
         b = (torch.bucketize(val, edges, right=True) - 1).clamp(0, nb - 1)
