@@ -36,9 +36,11 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
 }
 
 void session_close(Session *s) {
+    const Backend *be = s->target ? s->target->be : NULL;
     draft_free(s->draft);
     tokenizer_free(s->tok);
     llama_free(s->target);
+    if (be) backend_shutdown(be);   /* scratch and handles are made again if another session follows */
     memset(s, 0, sizeof *s);
 }
 

@@ -105,5 +105,8 @@ const Backend *backend_by_name(const char *device);
 /* The message of a failure inside a void op (CUDA errors are recorded, not
  * returned), or NULL when there was none.  Check after each forward batch. */
 const char *backend_failure(const Backend *be);
+/* Frees what a backend keeps between calls (CUDA: scratch, staging, library
+ * handles); for the end of a program, after its models are freed. */
+void backend_shutdown(const Backend *be);
 
 #endif

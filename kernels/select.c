@@ -32,3 +32,10 @@ const char *backend_failure(const Backend *be) {
     (void)be;
     return NULL;
 }
+
+void backend_shutdown(const Backend *be) {
+#ifdef C2T_CUDA
+    if (be == &cuda_backend) cuda_shutdown();
+#endif
+    (void)be;
+}

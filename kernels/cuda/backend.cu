@@ -134,11 +134,72 @@ static void *grow(Buf *b, size_t bytes) {
     return p;
 }
 
+/* Pinned staging ring for control uploads.  A cudaMemcpy from pageable
+ * memory waits for every queued kernel before it copies, so the host could
+ * never run ahead of the GPU: rope alone uploaded positions four times per
+ * layer, and a 1B-shape decode step spent 3/4 of its time in those waits.
+ * Instead the bytes are copied into pinned memory and sent with
+ * cudaMemcpyAsync on the default stream (ordered after earlier kernels, like
+ * before).  A region of the ring is reused only after a wrap, and a wrap
+ * first waits for the stream, so no queued copy still reads it. */
+#define STAGE_BYTES ((size_t)32 << 20)
+static char *stage;
+static size_t stage_used;
+static int stage_failed;
+
 void *cu_upload(const void *host, size_t bytes, int slot) {
     void *d = grow(&ctl[slot], bytes);
-    if (!d) return NULL;
-    if (bytes) CU_CHECK_R(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), NULL);
+    if (!d || !bytes) return d;
+    if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
+    if (!stage || bytes > STAGE_BYTES) {   /* the plain synchronous copy */
+        CU_CHECK_R(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), NULL);
+        return d;
+    }
+    size_t off = (stage_used + 255) & ~(size_t)255;
+    if (off + bytes > STAGE_BYTES) {
+        CU_CHECK_R(cudaStreamSynchronize(0), NULL);
+        off = 0;
+    }
+    memcpy(stage + off, host, bytes);
+    CU_CHECK_R(cudaMemcpyAsync(d, stage + off, bytes, cudaMemcpyHostToDevice, 0), NULL);
+    stage_used = off + bytes;
     return d;
+}
+
+/* Results for the host (top-k lists, entropies, argmax ids) come back in
+ * one copy into pinned memory: one wait per op instead of one per array,
+ * and pinned copies skip the driver's bounce buffer. */
+static char *fetch_buf;
+static size_t fetch_cap;
+
+const void *cu_fetch(const void *dev, size_t bytes) {
+    if (bytes > fetch_cap) {
+        if (fetch_buf) cudaFreeHost(fetch_buf);
+        fetch_buf = NULL;
+        fetch_cap = 0;
+        size_t cap = bytes < 65536 ? 65536 : bytes;
+        CU_CHECK_R(cudaMallocHost((void **)&fetch_buf, cap), NULL);
+        fetch_cap = cap;
+    }
+    CU_CHECK_R(cudaMemcpy(fetch_buf, dev, bytes ? bytes : 1, cudaMemcpyDeviceToHost), NULL);
+    return fetch_buf;
+}
+
+extern "C" void cuda_shutdown(void) {
+    if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
+    for (int i = 0; i < CU_CTL_SLOTS; i++) { cudaFree(ctl[i].p); ctl[i] = Buf{NULL, 0}; }
+    for (int i = 0; i < WS_COUNT; i++) { cudaFree(ws[i].p); ws[i] = Buf{NULL, 0}; }
+    if (stage) cudaFreeHost(stage);
+    stage = NULL;
+    if (fetch_buf) cudaFreeHost(fetch_buf);
+    fetch_buf = NULL;
+    fetch_cap = 0;
+    stage_used = 0;
+    pthread_mutex_lock(&state_lock);
+    if (blas) cublasDestroy(blas);
+    blas = NULL;
+    pthread_mutex_unlock(&state_lock);
+    cuda_sample_shutdown();
 }
 
 void *cu_workspace(int slot, size_t bytes) { return grow(&ws[slot], bytes); }

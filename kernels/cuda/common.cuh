@@ -63,10 +63,17 @@ int cu_sm_count(void);
 #define CU_CTL_SLOTS 4
 void *cu_upload(const void *host, size_t bytes, int slot);
 
+/* Copies bytes of device memory to a pinned host buffer (after the queued
+ * work) and returns it, valid until the next call; NULL after reporting. */
+const void *cu_fetch(const void *dev, size_t bytes);
+
 /* Device temporaries: a growing buffer per slot (contents not kept across
  * calls that grow it).  NULL after reporting. */
 enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_COUNT };
 void *cu_workspace(int slot, size_t bytes);
+
+/* Frees the cuRAND generator (cuda_shutdown). */
+void cuda_sample_shutdown(void);
 
 /* ---- dtype loads (DType values of kernels.h) ----------------------------- */
 __device__ __forceinline__ float ld_weight(const void *base, int dt, int64_t i) {

@@ -32,6 +32,13 @@ extern const Backend cuda_backend;
  * 0.  Never counts as an error. */
 int cuda_available(void);
 
+/* Waits for queued work and frees what the backend keeps for the whole
+ * process: scratch and control buffers, the pinned staging ring, the cuBLAS
+ * handle and the cuRAND generator (they are made again on next use).  Call
+ * after the last model is freed, so that compute-sanitizer's leak check
+ * sees only real leaks. */
+void cuda_shutdown(void);
+
 /* Failed CUDA / cuBLAS / cuRAND calls since the process started, and the
  * message of the last one ("" when none). */
 int cuda_errors(void);

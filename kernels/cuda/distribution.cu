@@ -15,6 +15,7 @@
 #include "kernels/cuda/common.cuh"
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <string.h>
 
 #define DIST_THREADS 512
 #define TOPK_MAX 1024
@@ -209,10 +210,12 @@ void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, i
     softmax_topk_kernel<<<n, DIST_THREADS>>>(logits, vocab, invt, kk, topm, want_topk, entropy != NULL, d_ids, d_probs,
                                              d_ent);
     CU_LAUNCHED();
-    if (want_topk && ids) CU_CHECK(cudaMemcpy(ids, d_ids, (size_t)n * kk * sizeof(int), cudaMemcpyDeviceToHost));
-    if (want_topk && probs)
-        CU_CHECK(cudaMemcpy(probs, d_probs, (size_t)n * kk * sizeof(float), cudaMemcpyDeviceToHost));
-    if (entropy) CU_CHECK(cudaMemcpy(entropy, d_ent, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
+    const char *h = (const char *)cu_fetch(ws, bytes);   /* one round trip for all three */
+    if (!h) return;
+    const size_t ids_bytes = (size_t)n * kk * sizeof(int), probs_bytes = (size_t)n * kk * sizeof(float);
+    if (want_topk && ids) memcpy(ids, h, ids_bytes);
+    if (want_topk && probs) memcpy(probs, h + ids_bytes, probs_bytes);
+    if (entropy) memcpy(entropy, h + ids_bytes + probs_bytes, (size_t)n * sizeof(float));
 }
 
 /* ---- argmax: ties to the lower id -------------------------------------------------- */
@@ -249,5 +252,6 @@ void cu_argmax(const float *logits, int n, int vocab, int *ids) {
     if (!d) return;
     argmax_kernel<<<n, DIST_THREADS>>>(logits, vocab, d);
     CU_LAUNCHED();
-    CU_CHECK(cudaMemcpy(ids, d, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost));
+    const void *h = cu_fetch(d, (size_t)n * sizeof(int));
+    if (h) memcpy(ids, h, (size_t)n * sizeof(int));
 }

@@ -93,6 +93,13 @@ static curandGenerator_t generator(void) {
     return g;
 }
 
+void cuda_sample_shutdown(void) {
+    pthread_mutex_lock(&gen_lock);
+    if (gen) curandDestroyGenerator(gen);
+    gen = NULL;
+    pthread_mutex_unlock(&gen_lock);
+}
+
 extern "C" int cuda_sample_rows(const float *logits_dev, int n, int vocab, float temperature, uint64_t seed,
                                 int *ids_host) {
     if (n <= 0) return 0;

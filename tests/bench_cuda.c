@@ -1,0 +1,183 @@
+/* The CUDA backend against the GPU's own ceilings (docs/cuda.md, "Measured"):
+ *  - device copy bandwidth and the cuBLAS BF16 GEMM rate, measured here;
+ *  - single-token greedy decode of the random 1B-shape BF16 model
+ *    (tests/bench_model.h) in tokens/s, against the bandwidth bound
+ *    (weight bytes per token / copy bandwidth);
+ *  - one forward of a random token tree of n = 64, 256, 1011 nodes (LOGITS_ALL,
+ *    as verification runs it) in model TFLOP/s against the GEMM rate.
+ * Without a GPU (or a CUDA build) it says so and measures nothing.
+ * Usage: build/tests/bench_cuda [layers] (default 16; fewer for a quick look).
+ * C2T_CUDA_FAST_GEMM=1 measures the rounded-activation GEMM path. */
+#include "infer/llama.h"
+#include "infer/util.h"
+#include "tests/bench_model.h"
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef C2T_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_measure.h"
+#endif
+
+#ifdef C2T_CUDA
+static double seconds_synced(void) {
+    if (cuda_sync()) die_err("bench_cuda");
+    return now_seconds();
+}
+
+/* Multiply-adds x2 of one forward of n tokens over nctx cache slots: every
+ * projection, the lm_head for every row, and attention's QK and PV over all
+ * slots (what the kernel computes; the mask only zeroes weights). */
+static double forward_flops(const ModelConfig *c, int n, int nctx) {
+    double per_layer = (double)c->hidden * c->heads * c->head_dim * 2 +
+                       (double)c->hidden * c->kv_heads * c->head_dim * 2 + 3.0 * c->hidden * c->intermediate;
+    double attn = 2.0 * 2.0 * (double)nctx * c->heads * c->head_dim;
+    return 2.0 * n * (c->layers * per_layer + (double)c->vocab * c->hidden) + (double)n * c->layers * attn;
+}
+
+/* A random tree of n nodes below the committed context: node i's parent is
+ * a random earlier node or the root (-1); it sees the context, its ancestors
+ * and itself, at position n_past + depth. */
+static void random_tree(int n, int n_past, uint8_t *mask, int *pos, unsigned *rng) {
+    int nctx = n_past + n;
+    int *depth = malloc(n * sizeof *depth);
+    for (int i = 0; i < n; i++) {
+        *rng = *rng * 1664525u + 1013904223u;
+        int parent = i == 0 ? -1 : (int)((*rng >> 8) % (unsigned)(i + 1)) - 1;
+        uint8_t *row = mask + (size_t)i * nctx;
+        memset(row, 0, nctx);
+        memset(row, 1, n_past);
+        if (parent >= 0) memcpy(row + n_past, mask + (size_t)parent * nctx + n_past, n);
+        row[n_past + i] = 1;
+        depth[i] = parent < 0 ? 0 : depth[parent] + 1;
+        pos[i] = n_past + depth[i];
+    }
+    free(depth);
+}
+#endif
+
+int main(int argc, char **argv) {
+#ifndef C2T_CUDA
+    (void)argc; (void)argv;
+    printf("bench_cuda: this build has no CUDA backend (nvcc was not on PATH); nothing measured\n");
+    return 0;
+#else
+    if (!cuda_available()) {
+        printf("bench_cuda: no CUDA device is visible; nothing measured\n");
+        return 0;
+    }
+    int layers = argc > 1 ? atoi(argv[1]) : 16;
+    char dev[256];
+    if (cuda_device_name(dev, sizeof dev)) die_err("bench_cuda");
+    const char *fast = getenv("C2T_CUDA_FAST_GEMM");
+    int fast_gemm = fast && *fast && *fast != '0';
+    double bw = cuda_copy_bandwidth((size_t)1 << 30);
+    double peak = cuda_gemm_bf16_flops(8192, 8192, 8192);
+    if (bw <= 0 || peak <= 0) die_err("bench_cuda");
+
+    char dir[64];
+    bench_write_1b(dir, layers);
+    LlamaModel *m = llama_load(dir, &cuda_backend);
+    if (!m) die_err("bench_cuda");
+    bench_remove_1b(dir);
+    const int V = m->cfg.vocab, decode_tokens = 128;
+    LlamaState *st = llama_state_new(m, 2048);
+    if (!st) die_err("bench_cuda");
+
+    int prompt[8] = {128000, 791, 4062, 14198, 39935, 35308, 927, 279}, pos[8];
+    for (int i = 0; i < 8; i++) pos[i] = i;
+    if (llama_forward(st, prompt, pos, 8, NULL, LOGITS_LAST)) die_err("bench_cuda");
+    llama_commit(st, NULL, 8);
+    int tok = 1000;
+    for (int i = 0; i < 4 + decode_tokens; i++) {   /* 4 warm-up tokens, then the timed ones */
+        static double t0;
+        if (i == 4) t0 = seconds_synced();
+        int p = st->n_past;
+        if (llama_forward(st, &tok, &p, 1, NULL, LOGITS_LAST)) die_err("bench_cuda");
+        llama_commit(st, NULL, 1);
+        cuda_backend.argmax(st->logits, 1, V, &tok);   /* the host needs the id: one round trip per token */
+        if (i == 3 + decode_tokens) {
+            double tps = decode_tokens / (seconds_synced() - t0);
+            double bytes = (double)llama_weight_bytes(m), bound = bw / bytes;
+            printf("device: %s\n", dev);
+            printf("copy bandwidth %.0f GB/s (read+write); cuBLAS BF16 GEMM 8192^3 (F32 compute) %.0f TFLOP/s\n",
+                   bw / 1e9, peak / 1e12);
+            printf("gemm path: %s\n", fast_gemm ? "fast (activations rounded to BF16)"
+                                                 : "exact (activations as BF16 hi + lo, 2x tensor work)");
+            printf("%-34s %10s %12s %8s\n", "workload", "measured", "bound", "of bound");
+            printf("%-34s %8.1f/s %10.1f/s %7.0f%%\n", "decode 1 token (tokens/s)", tps, bound, 100 * tps / bound);
+        }
+    }
+
+    /* Where a decode step's time goes: each op of layer 0 alone, repeated
+     * (the stream stays full, so launch gaps hide behind kernel time as
+     * they would in a captured graph), and the host time to enqueue one
+     * whole forward without waiting for it. */
+    {
+        const LlamaLayer *L0 = &m->layer[0];
+        const ModelConfig *c = &m->cfg;
+        LayerScratch *ls = &st->ls;
+        const int reps = 200, p = st->n_past;
+        struct { const char *name; const Weight *w; } mm[] = {
+            {"q_proj", &L0->wq}, {"k_proj", &L0->wk}, {"o_proj", &L0->wo}, {"gate_proj", &L0->gate},
+            {"down_proj", &L0->down}, {"lm_head", &m->lm_head}};
+        printf("decode ops, one call of each (microseconds; GB/s of weights read):\n");
+        for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+            const Weight *w = mm[i].w;
+            float *out = w == &m->lm_head ? st->logits : ls->gate, *in = w->cols == c->hidden ? ls->xb : ls->gate;
+            double t0 = seconds_synced();
+            for (int r = 0; r < reps; r++) cuda_backend.matmul(out, in, w, 1);
+            double us = (seconds_synced() - t0) / reps * 1e6;
+            printf("  matmul %-9s %6lldx%-6lld %8.1f us %7.0f GB/s\n", mm[i].name, (long long)w->rows,
+                   (long long)w->cols, us, (double)w->rows * w->cols * dtype_size(w->dtype) / us * 1e-3);
+        }
+        double t0 = seconds_synced();
+        for (int r = 0; r < reps; r++)
+            cuda_backend.attention(ls->att, ls->q, st->kv, 0, 1, p, NULL, c->heads, c->kv_heads, c->head_dim);
+        printf("  attention over %d slots  %8.1f us\n", p, (seconds_synced() - t0) / reps * 1e6);
+        t0 = seconds_synced();
+        for (int r = 0; r < reps; r++) cuda_backend.rope(ls->q, &p, 1, c->heads, c->head_dim, m->inv_freq);
+        printf("  rope q                   %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
+        t0 = seconds_synced();
+        for (int r = 0; r < reps; r++) cuda_backend.rmsnorm(ls->xb, st->x, &L0->attn_norm, 1, c->rms_eps);
+        printf("  rmsnorm                  %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
+        t0 = seconds_synced();
+        for (int r = 0; r < 20; r++) {
+            if (llama_forward(st, &tok, &p, 1, NULL, LOGITS_LAST)) die_err("bench_cuda");
+            llama_truncate(st, p);
+        }
+        double host = (now_seconds() - t0) / 20, all = (seconds_synced() - t0) / 20;
+        printf("  one forward: host enqueues it in %.0f us, the GPU finishes in %.0f us\n", host * 1e6, all * 1e6);
+    }
+
+    const int tree_n[3] = {64, 256, 1011};
+    unsigned rng = 12345;
+    for (int t = 0; t < 3; t++) {
+        int n = tree_n[t], n_past = st->n_past, nctx = n_past + n;
+        uint8_t *mask = malloc((size_t)n * nctx);
+        int *tp = malloc(n * sizeof *tp), *toks = malloc(n * sizeof *toks);
+        random_tree(n, n_past, mask, tp, &rng);
+        for (int i = 0; i < n; i++) toks[i] = (int)((i * 7919u + 17u) % (unsigned)V);
+        double best = 1e30;
+        for (int r = 0; r < 6; r++) {   /* the first is a warm-up (workspace growth) */
+            double t0 = seconds_synced();
+            if (llama_forward(st, toks, tp, n, mask, LOGITS_ALL)) die_err("bench_cuda");
+            double dt = seconds_synced() - t0;
+            if (r > 0 && dt < best) best = dt;
+        }
+        llama_truncate(st, n_past);
+        double tf = forward_flops(&m->cfg, n, nctx) / best;
+        char what[64];
+        snprintf(what, sizeof what, "tree forward n=%d (TFLOP/s, %.2f ms)", n, best * 1e3);
+        printf("%-34s %10.1f %12.0f %7.0f%%\n", what, tf / 1e12, peak / 1e12, 100 * tf / peak);
+        free(mask); free(tp); free(toks);
+    }
+    int errors = cuda_errors();
+    llama_state_free(st);
+    llama_free(m);
+    if (errors) {
+        fprintf(stderr, "bench_cuda: %d CUDA errors, last: %s\n", errors, cuda_last_error());
+        return 1;
+    }
+    return 0;
+#endif
+}

@@ -1,0 +1,85 @@
+/* A random-weight LLaMA of 1B shape in BF16 for the decode benchmarks
+ * (LLaMA-3.2-1B: hidden 2048, 16 layers, 32 heads, 8 KV heads, head_dim 64,
+ * FFN 8192, vocab 128256, tied embeddings, llama3 RoPE).  The same shape
+ * tools/hf_decode_bench.py builds in transformers. */
+#ifndef C2T_BENCH_MODEL_H
+#define C2T_BENCH_MODEL_H
+#include "infer/safetensors.h"
+#include "infer/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { B1_HIDDEN = 2048, B1_FFN = 8192, B1_VOCAB = 128256, B1_HEADS = 32, B1_KV_HEADS = 8, B1_HEAD_DIM = 64 };
+
+static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
+static uint16_t bench_rand_bf16(float scale) {
+    bench_rng ^= bench_rng << 13; bench_rng ^= bench_rng >> 7; bench_rng ^= bench_rng << 17;
+    float f = ((float)((bench_rng >> 40) & 0xFFFFFF) / 16777216.0f * 2 - 1) * scale;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* Appends a random BF16 tensor [rows, cols] (cols 0: a norm vector of ones). */
+static void bench_add_tensor(StWrite *w, char (*names)[96], int *k, const char *name, int64_t rows, int64_t cols) {
+    snprintf(names[*k], 96, "%s", name);
+    size_t cnt = (size_t)rows * (cols ? cols : 1);
+    uint16_t *d = malloc(cnt * 2);
+    for (size_t i = 0; i < cnt; i++) d[i] = cols ? bench_rand_bf16(1.0f / 45.0f) : 0x3F80;
+    w[*k] = (StWrite){names[*k], DT_BF16, cols ? 2 : 1, {rows, cols}, d};
+    (*k)++;
+}
+
+/* Writes config.json + model.safetensors of a random `layers`-layer model of
+ * 1B shape into a fresh directory under /tmp, whose path goes to dir
+ * (char[64]).  Exits with a message on failure (benchmarks only). */
+static void bench_write_1b(char *dir, int layers) {
+    strcpy(dir, "/tmp/c2t_bench1bXXXXXX");
+    if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
+    char *cfgp = path_join(dir, "config.json"), *stp = path_join(dir, "model.safetensors");
+    FILE *f = fopen(cfgp, "w");
+    if (!f) { perror(cfgp); exit(1); }
+    fprintf(f, "{\"model_type\":\"llama\",\"hidden_size\":%d,\"intermediate_size\":%d,"
+               "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"num_key_value_heads\":%d,"
+               "\"vocab_size\":%d,\"rms_norm_eps\":1e-5,\"rope_theta\":500000.0,"
+               "\"tie_word_embeddings\":true,\"torch_dtype\":\"bfloat16\",\"max_position_embeddings\":131072,"
+               "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,\"low_freq_factor\":1.0,"
+               "\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192}}\n",
+            B1_HIDDEN, B1_FFN, layers, B1_HEADS, B1_KV_HEADS, B1_VOCAB);
+    fclose(f);
+
+    double t0 = now_seconds();
+    int nt = 2 + layers * 9;
+    StWrite *w = calloc(nt, sizeof *w);
+    char (*names)[96] = calloc(nt, 96);
+    int k = 0;
+    const int H = B1_HIDDEN, FF = B1_FFN, QD = B1_HEADS * B1_HEAD_DIM, KD = B1_KV_HEADS * B1_HEAD_DIM;
+    bench_add_tensor(w, names, &k, "model.embed_tokens.weight", B1_VOCAB, H);
+    bench_add_tensor(w, names, &k, "model.norm.weight", H, 0);
+    for (int l = 0; l < layers; l++) {
+        static const char *suffix[9] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                                        "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
+                                        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+        const int64_t rows[9] = {H, QD, KD, KD, H, H, FF, FF, H}, cols[9] = {0, H, H, H, QD, 0, H, H, FF};
+        for (int j = 0; j < 9; j++) {
+            char p[96];
+            snprintf(p, sizeof p, "model.layers.%d.%s.weight", l, suffix[j]);
+            bench_add_tensor(w, names, &k, p, rows[j], cols[j]);
+        }
+    }
+    if (st_write(stp, w, k)) die_err("bench");
+    for (int i = 0; i < k; i++) free((void *)w[i].data);
+    free(w); free(names);
+    fprintf(stderr, "wrote a random %d-layer 1B-shape BF16 checkpoint in %.1fs\n", layers, now_seconds() - t0);
+    free(cfgp); free(stp);
+}
+
+/* Removes what bench_write_1b wrote (a loaded model keeps its mapping). */
+static void bench_remove_1b(const char *dir) {
+    char *cfgp = path_join(dir, "config.json"), *stp = path_join(dir, "model.safetensors");
+    unlink(stp); unlink(cfgp); rmdir(dir);
+    free(cfgp); free(stp);
+}
+#endif

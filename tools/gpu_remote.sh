@@ -1,0 +1,117 @@
+#!/bin/sh
+# Runs the project on a lent GPU machine (docs/cuda.md, "On a lent GPU
+# machine").  That machine has the CUDA driver and libraries, nvcc, PyTorch
+# and transformers, but none of our Debian -dev packages and no registry, so
+# we build here and carry the binaries with the shared libraries it lacks.
+#
+#   here:   tools/gpu_remote.sh pack
+#           -> build-gpu/ (libraries, test binaries, lib/*.so.*), bin-gpu/
+#   there:  tools/gpu_remote.sh STEP [STEP ...]   (carry build-gpu and bin-gpu)
+#     test      every test binary through tests/run.sh (what make test runs)
+#     sanitize  test_cuda under compute-sanitizer memcheck (leak check),
+#               racecheck and synccheck on the attention / distribution
+#               tests, and the runtime tests under memcheck
+#     bench     tests/bench_cuda (exact and fast GEMM), tools/hf_decode_bench.py,
+#               spec-eval on the demo family (ar / eagle2 / c2t, lossless
+#               checked) and spec-collect throughput on the demo family
+# Logs go to $OUT when it is set (the device tool brings them back).
+set -u
+cd "$(dirname "$0")/.."
+LOG=${OUT:-/tmp/c2t-gpu}
+mkdir -p "$LOG"
+
+pack() {
+    set -e
+    # x86-64-v3 (AVX2/FMA/F16C), not -march=native: the GPU host's processor
+    # is not this one.  SASS for sm_90 (H100/H200) and sm_80.
+    make -j2 BUILD=build-gpu BIN=bin-gpu ARCH=-march=x86-64-v3 all
+    rm -rf build-gpu/lib && mkdir -p build-gpu/lib
+    # every shared library our binaries load, except glibc's own and CUDA's
+    # (the GPU machine has a newer glibc and its own CUDA)
+    for b in bin-gpu/* $(find build-gpu/tests -type f -perm -u+x) build-gpu/plugins/*.so; do ldd "$b"; done |
+        awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+        grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux-x86-64)\.so|/libcu|/libnv' |
+        while read -r l; do cp -L "$l" build-gpu/lib/; done
+    # OpenBLAS alone is 36 MB: compressed, the carried tree stays under 64 MiB
+    tar -C build-gpu/lib -cJf build-gpu/lib.tar.xz . && rm -rf build-gpu/lib
+    du -sh build-gpu bin-gpu
+}
+
+# There: unpack the libraries the machine lacks, point build/ and bin/ at
+# the carried trees (tests find bin/ and build/plugins by those names).
+setup() {
+    L=/tmp/c2t-lib
+    if [ ! -d $L ]; then
+        mkdir -p $L && tar -C $L -xJf build-gpu/lib.tar.xz || exit 1
+        for f in $L/*; do   # the machine's own copy wins where it has one
+            ldconfig -p | grep -q "/$(basename "$f")\$" && rm -f "$f"
+        done
+    fi
+    export LD_LIBRARY_PATH=$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    for d in build bin; do
+        [ -e $d ] || ln -s $d-gpu $d
+    done
+    echo "carried libraries used: $(ls $L | tr '\n' ' ')"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
+    ldd bin/spec-eval build/tests/test_cuda | grep 'not found' && { echo "missing libraries"; exit 1; }
+    CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+}
+
+step_test() {
+    echo "== test: tests/run.sh over every test binary"
+    tests/run.sh $(find build/tests/ -name 'test_*' -type f -perm -u+x | sort) 2>&1 | tee "$LOG/test.log" | grep -Ev '^PASS '
+}
+
+# test_cuda's tests one by one under a sanitizer tool
+sanitize_one() {   # tool test-name-substring [extra flags]
+    tool=$1; only=$2; shift 2
+    C2T_ONLY=$only timeout ${SAN_TIMEOUT:-150} "$CS" --tool "$tool" --error-exitcode 99 "$@" build/tests/test_cuda > "$LOG/san_${tool}_$only.log" 2>&1
+    rc=$?
+    printf '%-10s %-34s exit %d  %s\n' "$tool" "$only" $rc "$(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$LOG/san_${tool}_$only.log" | tr '\n' ' ')"
+    grep -E '^(PASS|FAIL|SKIP)' "$LOG/san_${tool}_$only.log" | grep -v '^PASS' | head -5
+}
+
+step_sanitize() {
+    [ -n "$CS" ] || { echo "compute-sanitizer not found"; return 1; }
+    echo "== sanitize: $CS"
+    for t in ${MEM_TESTS:-test_cuda_backend_covers_interface test_cuda_errors_are_reported test_cuda_parity_ops \
+             test_cuda_parity_model_shapes test_cuda_logits_llama2_f32 test_cuda_logits_llama3_bf16 \
+             test_cuda_greedy_ar test_cuda_greedy_eagle2 test_cuda_sample_rows}; do
+        sanitize_one memcheck $t --leak-check full
+    done
+    for t in ${RACE_TESTS:-test_cuda_parity_ops test_cuda_logits_llama3_bf16 test_cuda_greedy_eagle2}; do
+        sanitize_one racecheck $t
+        sanitize_one synccheck $t
+    done
+}
+
+step_bench() {
+    echo "== bench: tests/bench_cuda"
+    build/tests/bench_cuda 2>&1 | tee "$LOG/bench_cuda.log"
+    C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|decode|tree' | tee -a "$LOG/bench_cuda.log"
+    echo "== bench: transformers anchor"
+    [ -n "${NO_HF:-}" ] && echo "skipped (NO_HF set)" ||
+    PYTHONUNBUFFERED=1 timeout 300 python3 tools/hf_decode_bench.py 2>&1 | grep -v Warning | tee "$LOG/hf_decode.log"
+    echo "== bench: spec-eval on the demo family (GPU)"
+    D=data/demo
+    ev="bin/spec-eval --target $D/target --template none --max-new-tokens 64 --device cuda
+        --questions $D/prompts/code_test.jsonl --questions $D/prompts/continue_test.jsonl --max-questions 20"
+    $ev --policy eagle2 --draft $D/eagle --check-lossless --json "$LOG/eval_eagle2.json" 2>&1 | tee "$LOG/eval_eagle2.log"
+    $ev --policy c2t --draft $D/eagle --classifier $D/classifier.json --check-lossless \
+        --json "$LOG/eval_c2t.json" 2>&1 | tee "$LOG/eval_c2t.log"
+    echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu_remote.sh's CPU line in docs/cuda.md)"
+    rm -f /tmp/c2t_collect.h5
+    bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
+        --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
+        --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -2 | tee "$LOG/collect.log"
+}
+
+[ $# -ge 1 ] || { sed -n 2,18p "$0"; exit 2; }
+if [ "$1" = pack ]; then pack; exit; fi
+setup
+for s in "$@"; do
+    case $s in
+    test|sanitize|bench) step_$s ;;
+    *) echo "unknown step $s"; exit 2 ;;
+    esac
+done
