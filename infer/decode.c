@@ -270,8 +270,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
             len = verify_greedy(dec, argmax, &bonus);
         }
         /* gather the path's hidden states before the cache compaction */
-        for (int i = 0; i < len; i++)
-            be->copy(dec->path_hidden + (size_t)i * H, ts->hidden + (size_t)dec->path[i] * H, H);
+        be->copy_rows(dec->path_hidden, NULL, ts->hidden, dec->path, len, H);
         llama_commit(ts, dec->path, len);
         st->t_verify += now_seconds() - t0;
         st->cycles++;

@@ -79,7 +79,7 @@ Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, i
 
 static void release_buffers(Draft *d) {
     const Backend *be = d->be;
-    if (d->cap) { be->release(d->emb); be->release(d->cat); be->release(d->x); be->release(d->logits); }
+    if (d->cap) { be->release(d->emb); be->release(d->cat); be->release(d->x); be->release(d->logits); be->release(d->feat); }
     d->cap = 0;
 }
 
@@ -118,6 +118,7 @@ static void reserve(Draft *d, int n) {
     const Backend *be = d->be;
     d->cap = n;
     d->emb = be->alloc((size_t)n * d->H);
+    d->feat = be->alloc((size_t)n * d->H);
     d->cat = be->alloc((size_t)n * 2 * d->H);
     d->x = be->alloc((size_t)n * d->H);
     d->logits = be->alloc((size_t)n * d->V);
@@ -228,15 +229,17 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     const float *logits;
     if (d->kind == DRAFT_EAGLE) {
         reserve(d, n);
-        /* each node's input feature is its parent's output */
-        float *feat = be->alloc((size_t)n * d->H);
-        for (int i = 0; i < n; i++) {
-            int par = t->parent[nodes[i]];
-            be->copy(feat + (size_t)i * d->H, par == 0 ? d->root_feat : d->node_feat + (size_t)par * d->H, d->H);
-        }
-        eagle_forward(d, tok, feat, pos, n, mask);
-        be->release(feat);
-        for (int i = 0; i < n; i++) be->copy(d->node_feat + (size_t)nodes[i] * d->H, d->x + (size_t)i * d->H, d->H);
+        /* each node's input feature is its parent's output: one gather from
+         * node_feat, whose row 0 (the root, never expanded here) gets the
+         * root's feature, and one scatter of the outputs back (a GPU pays
+         * a launch per copy, so per-node copies cost more than the head) */
+        int *par = xmalloc(sizeof(int) * n);
+        for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]];
+        be->copy(d->node_feat, d->root_feat, d->H);
+        be->copy_rows(d->feat, NULL, d->node_feat, par, n, d->H);
+        eagle_forward(d, tok, d->feat, pos, n, mask);
+        be->copy_rows(d->node_feat, nodes, d->x, NULL, n, d->H);
+        free(par);
         logits = d->logits;
     } else {
         rc = llama_forward(d->lms, tok, pos, n, mask, LOGITS_ALL);

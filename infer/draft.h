@@ -40,7 +40,7 @@ typedef struct {
     KVCache *kv;
     LayerScratch ls;
     int cap;                 /* token capacity of the buffers below */
-    float *emb, *cat, *x, *logits;   /* device scratch */
+    float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: EAGLE input features) */
     float *root_feat;        /* head output at the root (device, H) */
     float *node_feat;        /* head output per tree node (device, node_cap × H) */
     /* draft LM */

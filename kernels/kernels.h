@@ -59,6 +59,11 @@ typedef struct Backend {
     void (*swiglu)(float *gate, const float *up, size_t n);       /* gate = silu(gate)*up */
     /* out[n][da+db] = [a[n][da], b[n][db]] (EAGLE's fc input) */
     void (*concat)(float *out, const float *a, int da, const float *b, int db, int n);
+    /* dst row dst_rows[i] = src row src_rows[i] for i < n, rows of width
+     * floats; a NULL index list means rows 0..n-1.  Gathers and scatters
+     * in one op (tree features, accepted paths), not n copies.  Rows must
+     * not overlap between dst and src. */
+    void (*copy_rows)(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 
     /* KV cache: slots × kv_dim floats for K and for V, per layer. */
     KVCache *(*kv_create)(int layers, int slots, int kv_dim);
@@ -89,7 +94,7 @@ typedef struct Backend {
 
 /* Every member of Backend, for checks that an implementation is complete. */
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
-    X(weight_release) X(embed) X(matmul) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) \
+    X(weight_release) X(embed) X(matmul) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax)
 
 extern const Backend cpu_backend;

@@ -66,6 +66,10 @@ static void nv_add(float *x, const float *y, size_t n) { for (size_t i = 0; i < 
 static void nv_swiglu(float *g, const float *u, size_t n) {
     for (size_t i = 0; i < n; i++) g[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
 }
+static void nv_copy_rows(float *dst, const int *dr, const float *src, const int *sr, int n, int width) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < width; j++) dst[(size_t)(dr ? dr[i] : i) * width + j] = src[(size_t)(sr ? sr[i] : i) * width + j];
+}
 static void nv_concat(float *out, const float *a, int da, const float *b, int db, int n) {
     for (int t = 0; t < n; t++) {
         for (int j = 0; j < da; j++) out[t * (da + db) + j] = a[t * da + j];
@@ -168,7 +172,7 @@ static const Backend naive_backend = {
     .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
     .matmul = nv_matmul, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .rope = nv_rope, .add = nv_add,
-    .swiglu = nv_swiglu, .concat = nv_concat, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
+    .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax,
 };

@@ -106,6 +106,14 @@ static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int
     float *cb = B->alloc(2 * N), *cr = xmalloc(sizeof(float) * 2 * N);
     B->concat(cb, xb, dim, gb, dim, n); R->concat(cr, x, dim, g, dim, n);
     h = down(B, cb, 2 * N); worst = fmaxf(worst, rel_err(h, cr, 2 * N)); free(h);
+    /* copy_rows: a permuting gather of x's rows into the second half of
+     * concat's output, then a scatter of the first n rows to reversed rows */
+    int *perm = xmalloc(sizeof(int) * n), *rev = xmalloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) { perm[i] = (i * 7 + 3) % n; rev[i] = n - 1 - i; }
+    B->copy_rows(cb + N, NULL, xb, perm, n, dim); R->copy_rows(cr + N, NULL, x, perm, n, dim);
+    B->copy_rows(cb, rev, cb + N, NULL, n, dim); R->copy_rows(cr, rev, cr + N, NULL, n, dim);
+    h = down(B, cb, 2 * N); worst = fmaxf(worst, rel_err(h, cr, 2 * N)); free(h);
+    free(perm); free(rev);
     /* rope over heads of 16 at positions up to 4000 */
     int *pos = xmalloc(sizeof(int) * n);
     float inv[8];

@@ -88,6 +88,7 @@ const Backend cpu_backend = {
     .add = cpu_add,
     .swiglu = cpu_swiglu,
     .concat = cpu_concat,
+    .copy_rows = cpu_copy_rows,
     .kv_create = cpu_kv_create,
     .kv_free = cpu_kv_free,
     .kv_slots = cpu_kv_slots,

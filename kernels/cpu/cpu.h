@@ -58,6 +58,7 @@ void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const f
 void cpu_add(float *x, const float *y, size_t n);
 void cpu_swiglu(float *gate, const float *up, size_t n);
 void cpu_concat(float *out, const float *a, int da, const float *b, int db, int n);
+void cpu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 KVCache *cpu_kv_create(int layers, int slots, int kv_dim);
 void cpu_kv_free(KVCache *c);
 int cpu_kv_slots(const KVCache *c);

@@ -46,6 +46,12 @@ void cpu_swiglu(float *gate, const float *up, size_t n) {
     }
 }
 
+void cpu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width) {
+    for (int i = 0; i < n; i++)
+        memcpy(dst + (int64_t)(dst_rows ? dst_rows[i] : i) * width, src + (int64_t)(src_rows ? src_rows[i] : i) * width,
+               sizeof(float) * width);
+}
+
 void cpu_concat(float *out, const float *a, int da, const float *b, int db, int n) {
     for (int t = 0; t < n; t++) {
         memcpy(out + (int64_t)t * (da + db), a + (int64_t)t * da, sizeof(float) * da);

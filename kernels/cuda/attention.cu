@@ -237,27 +237,6 @@ __global__ void attention_combine_kernel(float *__restrict__ out, const float *_
     }
 }
 
-/* the last mask uploaded, to skip re-uploading it for every layer */
-static uint8_t *mask_shadow;
-static size_t mask_shadow_len;
-static const uint8_t *mask_dev;
-
-static const uint8_t *upload_mask(const uint8_t *mask, size_t len) {
-    if (mask_dev && len == mask_shadow_len && !memcmp(mask, mask_shadow, len)) return mask_dev;
-    mask_dev = NULL;
-    uint8_t *d = (uint8_t *)cu_upload(mask, len, 3);
-    if (!d) return NULL;
-    if (len > mask_shadow_len || !mask_shadow) {
-        free(mask_shadow);
-        mask_shadow = (uint8_t *)malloc(len ? len : 1);
-        if (!mask_shadow) { mask_shadow_len = 0; return d; }
-    }
-    memcpy(mask_shadow, mask, len);
-    mask_shadow_len = len;
-    mask_dev = d;
-    return d;
-}
-
 static int gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }
 
 void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx, const uint8_t *mask,
@@ -276,9 +255,9 @@ void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n
     a.V = kv_row(c, c->v, layer, 0);
     a.mask = NULL;
     if (mask) {
-        /* the device copy is cached: a shadow compare replaces the upload
-         * for layers 2..L of the same forward */
-        const uint8_t *dm = upload_mask(mask, (size_t)n * nctx);
+        /* cu_upload skips bytes its slot already holds: layers 2..L of the
+         * same forward compare instead of copying */
+        const uint8_t *dm = (const uint8_t *)cu_upload(mask, (size_t)n * nctx, 3);
         if (!dm) return;
         a.mask = dm;
     }

@@ -3,6 +3,7 @@
  * attention.cu and distribution.cu; sampling in sample.cu. */
 #include "kernels/cuda/common.cuh"
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,21 +148,36 @@ static char *stage;
 static size_t stage_used;
 static int stage_failed;
 
+/* What each control slot's device buffer holds (host copy), so that an
+ * upload of the same bytes is skipped: positions are uploaded by both ropes
+ * of every layer and inv_freq by every rope, with the same content all
+ * through a forward.  Only cu_upload writes these buffers, in stream order,
+ * so equal bytes here mean equal bytes there for every later kernel. */
+static struct { void *bytes; size_t len, cap; } held[CU_CTL_SLOTS];
+
 void *cu_upload(const void *host, size_t bytes, int slot) {
+    size_t before = ctl[slot].cap;
     void *d = grow(&ctl[slot], bytes);
     if (!d || !bytes) return d;
+    if (ctl[slot].cap == before && held[slot].len == bytes && !memcmp(held[slot].bytes, host, bytes)) return d;
+    held[slot].len = 0;
+    if (bytes > held[slot].cap) {
+        void *p = realloc(held[slot].bytes, bytes);
+        if (p) { held[slot].bytes = p; held[slot].cap = bytes; }
+    }
+    if (bytes <= held[slot].cap) { memcpy(held[slot].bytes, host, bytes); held[slot].len = bytes; }
     if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
     if (!stage || bytes > STAGE_BYTES) {   /* the plain synchronous copy */
-        CU_CHECK_R(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), NULL);
+        if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { held[slot].len = 0; return NULL; }
         return d;
     }
     size_t off = (stage_used + 255) & ~(size_t)255;
     if (off + bytes > STAGE_BYTES) {
-        CU_CHECK_R(cudaStreamSynchronize(0), NULL);
+        if (!CU_OK(cudaStreamSynchronize(0))) { held[slot].len = 0; return NULL; }
         off = 0;
     }
     memcpy(stage + off, host, bytes);
-    CU_CHECK_R(cudaMemcpyAsync(d, stage + off, bytes, cudaMemcpyHostToDevice, 0), NULL);
+    if (!CU_OK(cudaMemcpyAsync(d, stage + off, bytes, cudaMemcpyHostToDevice, 0))) { held[slot].len = 0; return NULL; }
     stage_used = off + bytes;
     return d;
 }
@@ -187,7 +203,13 @@ const void *cu_fetch(const void *dev, size_t bytes) {
 
 extern "C" void cuda_shutdown(void) {
     if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
-    for (int i = 0; i < CU_CTL_SLOTS; i++) { cudaFree(ctl[i].p); ctl[i] = Buf{NULL, 0}; }
+    for (int i = 0; i < CU_CTL_SLOTS; i++) {
+        cudaFree(ctl[i].p);
+        ctl[i] = Buf{NULL, 0};
+        free(held[i].bytes);
+        held[i].bytes = NULL;
+        held[i].len = held[i].cap = 0;
+    }
     for (int i = 0; i < WS_COUNT; i++) { cudaFree(ws[i].p); ws[i] = Buf{NULL, 0}; }
     if (stage) cudaFreeHost(stage);
     stage = NULL;
@@ -283,6 +305,7 @@ extern "C" const Backend cuda_backend = {
     .add = cu_add,
     .swiglu = cu_swiglu,
     .concat = cu_concat,
+    .copy_rows = cu_copy_rows,
     .kv_create = cu_kv_create,
     .kv_free = cu_kv_free,
     .kv_slots = cu_kv_slots,

@@ -96,6 +96,7 @@ void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const fl
 void cu_add(float *x, const float *y, size_t n);
 void cu_swiglu(float *gate, const float *up, size_t n);
 void cu_concat(float *out, const float *a, int da, const float *b, int db, int n);
+void cu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 KVCache *cu_kv_create(int layers, int slots, int kv_dim);
 void cu_kv_free(KVCache *c);
 int cu_kv_slots(const KVCache *c);
