@@ -8,12 +8,14 @@
 #           -> build-gpu/ (libraries, test binaries, lib/*.so.*), bin-gpu/
 #   there:  tools/gpu_remote.sh STEP [STEP ...]   (carry build-gpu and bin-gpu)
 #     test      every test binary through tests/run.sh (what make test runs)
-#     sanitize  test_cuda under compute-sanitizer memcheck (leak check),
-#               racecheck and synccheck on the attention / distribution
-#               tests, and the runtime tests under memcheck
+#     sanitize  each test_cuda test under compute-sanitizer memcheck (leak
+#               check); racecheck and synccheck on the attention /
+#               distribution tests (MEM_TESTS, RACE_TESTS, SAN_TIMEOUT narrow it)
 #     bench     tests/bench_cuda (exact and fast GEMM), tools/hf_decode_bench.py,
 #               spec-eval on the demo family (ar / eagle2 / c2t, lossless
 #               checked) and spec-collect throughput on the demo family
+#               (NO_HF=1 skips the transformers anchor)
+#     exec CMD  runs CMD with the same environment (last step)
 # Logs go to $OUT when it is set (the device tool brings them back).
 set -u
 cd "$(dirname "$0")/.."
@@ -106,11 +108,13 @@ step_bench() {
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -2 | tee "$LOG/collect.log"
 }
 
-[ $# -ge 1 ] || { sed -n 2,18p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,19p "$0"; exit 2; }
 if [ "$1" = pack ]; then pack; exit; fi
 setup
 for s in "$@"; do
+    shift
     case $s in
+    exec) exec "$@" ;;
     test|sanitize|bench) step_$s ;;
     *) echo "unknown step $s"; exit 2 ;;
     esac
