@@ -26,12 +26,13 @@ BUILD := build
 BIN   := bin
 
 # Library sources: everything in the component folders except command mains
-# (cmd_*.c), which become bin/spec-<name>.
+# (spec_<name>.c), which become bin/spec-<name>.
 # SKIP_SRCS: sources to leave out while they are being written
 SKIP_SRCS ?=
-LIB_SRCS := $(filter-out $(wildcard */cmd_*.c) collect/h5plugin_zstd.c $(SKIP_SRCS),$(wildcard kernels/*.c kernels/cpu/*.c infer/*.c collect/*.c train/*.c))
-CMD_SRCS := $(wildcard infer/cmd_*.c collect/cmd_*.c train/cmd_*.c)
-CMDS     := $(patsubst cmd_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
+LIB_DIRS := kernels/base kernels kernels/cpu infer infer/model infer/text infer/spec infer/spec/policies collect train
+LIB_SRCS := $(filter-out $(wildcard */spec_*.c) collect/h5plugin_zstd.c $(SKIP_SRCS),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+CMD_SRCS := $(wildcard infer/spec_*.c collect/spec_*.c train/spec_*.c)
+CMDS     := $(patsubst spec_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 BENCH_SRCS := $(wildcard tests/bench_*.c)
@@ -97,13 +98,13 @@ $(PLUGIN): collect/h5plugin_zstd.c collect/zstd_filter.c collect/zstd_filter.h
 	  $(shell pkg-config --cflags hdf5 libzstd) collect/h5plugin_zstd.c collect/zstd_filter.c \
 	  -Wl,-z,defs -o $@ $(shell pkg-config --libs libzstd)
 
-$(BIN)/spec-%: $(BUILD)/infer/cmd_%.o $(LIB)
+$(BIN)/spec-%: $(BUILD)/infer/spec_%.o $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(BIN)/spec-%: $(BUILD)/collect/cmd_%.o $(LIB)
+$(BIN)/spec-%: $(BUILD)/collect/spec_%.o $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(BIN)/spec-%: $(BUILD)/train/cmd_%.o $(LIB)
+$(BIN)/spec-%: $(BUILD)/train/spec_%.o $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -45,7 +45,7 @@
  * in-place chunk rewrite (trace_tear_at). */
 #include "collect/trace.h"
 #include "collect/zstd_filter.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>

@@ -107,7 +107,7 @@ const H5Z_class2_t c2t_zstd_filter_class[1] = {{
 }};
 
 #ifndef H5ZSTD_PLUGIN
-#include "infer/util.h"
+#include "kernels/base/util.h"
 
 int trace_register_zstd(void) {
     /* Library functions report one line through err_set; HDF5's own stack

@@ -15,10 +15,8 @@
 #define C2T_KERNELS_H
 #include <stddef.h>
 #include <stdint.h>
+#include "kernels/base/dtype.h"
 
-typedef enum { DT_F32 = 0, DT_F16, DT_BF16, DT_I32, DT_I64, DT_U8, DT_COUNT } DType;
-size_t dtype_size(DType t);
-const char *dtype_name(DType t);
 
 /* A weight matrix [rows][cols] (a vector is rows = 1), row-major, as stored
  * in the checkpoint: y = W x computes rows outputs from cols inputs. */

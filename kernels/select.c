@@ -1,7 +1,7 @@
 /* Choosing a backend by name (--device) and asking it for failures that its
  * void ops could not return. */
 #include "kernels/kernels.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <string.h>
 #ifdef C2T_CUDA
 #include "kernels/cuda/cuda_backend.h"

@@ -8,8 +8,8 @@
  * Without a GPU (or a CUDA build) it says so and measures nothing.
  * Usage: build/tests/bench_cuda [layers] (default 16; fewer for a quick look).
  * C2T_CUDA_FAST_GEMM=1 measures the rounded-activation GEMM path. */
-#include "infer/llama.h"
-#include "infer/util.h"
+#include "infer/model/llama.h"
+#include "kernels/base/util.h"
 #include "tests/bench_model.h"
 #include <stdio.h>
 #include <stdlib.h>

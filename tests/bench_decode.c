@@ -3,9 +3,9 @@
  * vocab 128256, tied embeddings), next to the memory-bandwidth bound:
  * weight bytes read per token ÷ copy bandwidth measured in the same run.
  * The checkpoint is written to /tmp at bench time and deleted after. */
-#include "infer/llama.h"
+#include "infer/model/llama.h"
 #include "tests/bench_model.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

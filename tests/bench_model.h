@@ -4,8 +4,8 @@
  * tools/hf_decode_bench.py builds in transformers. */
 #ifndef C2T_BENCH_MODEL_H
 #define C2T_BENCH_MODEL_H
-#include "infer/safetensors.h"
-#include "infer/util.h"
+#include "infer/model/safetensors.h"
+#include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

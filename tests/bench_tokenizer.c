@@ -6,9 +6,9 @@
  * turn on one thread, without special tokens; best of 3 runs (both keep
  * their word caches warm across runs; "cold" is our first pass after
  * loading, with an empty cache). */
-#include "infer/questions.h"
-#include "infer/tokenizer.h"
-#include "infer/util.h"
+#include "infer/text/questions.h"
+#include "infer/text/tokenizer.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * fdatasyncs per question) unless noted.  bytes/node counts the whole file
  * (all datasets, metadata, and the partial chunks SWMR leaves behind). */
 #include "collect/trace.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  * is not available.
  * Usage: bench_train [trees] (fewer trees for a quick look). */
 #include "collect/trace.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include "train/synth.h"
 #include <cjson/cJSON.h>
 #include <fcntl.h>

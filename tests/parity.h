@@ -10,7 +10,7 @@
 #ifndef C2T_PARITY_H
 #define C2T_PARITY_H
 #include "kernels/kernels.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -15,10 +15,10 @@
  * bytelevel_llama3.json; those tests SKIP without ../shared. */
 #include "tests/harness.h"
 #include "tests/tokenizer_golden.h"
-#include "infer/chat.h"
-#include "infer/questions.h"
-#include "infer/tokenizer.h"
-#include "infer/util.h"
+#include "infer/text/chat.h"
+#include "infer/text/questions.h"
+#include "infer/text/tokenizer.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <zstd.h>
 

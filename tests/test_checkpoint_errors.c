@@ -2,8 +2,8 @@
  * tensor (or key), a non-zero exit, and no crash — through the library and
  * through the command line. */
 #include "tests/harness.h"
-#include "infer/llama.h"
-#include "infer/util.h"
+#include "infer/model/llama.h"
+#include "kernels/base/util.h"
 #include <sys/stat.h>
 
 static const char *good = "tests/ckpt/llama2_f32";

@@ -2,11 +2,11 @@
  * and the top-M entropy bound. */
 #include "tests/harness.h"
 #include "collect/trace.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include "kernels/kernels.h"
-#include "infer/chat.h"
-#include "infer/generate.h"
-#include "infer/questions.h"
+#include "infer/text/chat.h"
+#include "infer/model/generate.h"
+#include "infer/text/questions.h"
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <fcntl.h>

@@ -24,14 +24,14 @@
  * exact.  Full-model logits: 1e-4 · max|logit|, as tests/test_runtime.c
  * bounds the CPU against transformers. */
 #include "tests/harness.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 
 #ifdef C2T_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #include "tests/parity.h"
-#include "infer/decode.h"
-#include "infer/generate.h"
-#include "infer/llama.h"
+#include "infer/spec/decode.h"
+#include "infer/model/generate.h"
+#include "infer/model/llama.h"
 
 #define LOGITS_REL 1e-4f
 

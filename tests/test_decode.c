@@ -3,9 +3,9 @@
  * the ones worked out by hand, and sampling that is lossless by a
  * chi-square test. */
 #include "tests/harness.h"
-#include "infer/decode.h"
-#include "infer/generate.h"
-#include "infer/util.h"
+#include "infer/spec/decode.h"
+#include "infer/model/generate.h"
+#include "kernels/base/util.h"
 
 static const Backend *be = &cpu_backend;
 

@@ -1,7 +1,7 @@
 /* spec-eval end to end on tiny checkpoints: lossless for every policy and
  * draft kind on multi-turn questions, the JSON report, and bad input. */
 #include "tests/harness.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";

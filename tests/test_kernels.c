@@ -5,7 +5,7 @@
  * tolerances are documented) with CUDA against CPU. */
 #include "tests/harness.h"
 #include "tests/naive_backend.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include "tests/parity.h"
 
 static void test_cpu_backend_is_complete(void) {

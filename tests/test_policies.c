@@ -5,9 +5,9 @@
  * greedy decoding with them is lossless on every draft kind, and
  * --param parsing and parameter checks. */
 #include "tests/harness.h"
-#include "infer/decode.h"
-#include "infer/generate.h"
-#include "infer/util.h"
+#include "infer/spec/decode.h"
+#include "infer/model/generate.h"
+#include "kernels/base/util.h"
 
 static const Backend *be = &cpu_backend;
 

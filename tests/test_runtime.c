@@ -2,9 +2,9 @@
  * tools/make_test_checkpoints.py) and against itself: tree attention equals
  * decoding each root-to-node path, KV keep equals recomputation. */
 #include "tests/harness.h"
-#include "infer/generate.h"
-#include "infer/llama.h"
-#include "infer/util.h"
+#include "infer/model/generate.h"
+#include "infer/model/llama.h"
+#include "kernels/base/util.h"
 
 static const Backend *be = &cpu_backend;
 

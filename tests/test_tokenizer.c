@@ -9,9 +9,9 @@
  * need ../shared SKIP when it is absent. */
 #include "tests/harness.h"
 #include "tests/tokenizer_golden.h"
-#include "infer/questions.h"
-#include "infer/tokenizer.h"
-#include "infer/util.h"
+#include "infer/text/questions.h"
+#include "infer/text/tokenizer.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
 #include <zstd.h>

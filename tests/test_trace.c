@@ -3,7 +3,7 @@
  * safety under kill -9 with resume, merge, and bad input. */
 #include "tests/harness.h"
 #include "collect/trace.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>

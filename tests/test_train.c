@@ -1,4 +1,4 @@
-/* spec-train (train/, infer/classifier.c): gradient check, Adam, sampling,
+/* spec-train (train/, infer/spec/classifier.c): gradient check, Adam, sampling,
  * metrics, parity with PyTorch (live oracle when python3 + torch are there,
  * else the committed golden files in tests/golden/train/), export round trip
  * through torch, weights-file validation and bad input.
@@ -7,14 +7,14 @@
  * C2T_NO_TORCH=1 forces the golden path. */
 #include "tests/harness.h"
 #include "collect/trace.h"
-#include "infer/classifier.h"
-#include "infer/safetensors.h"
-#include "infer/util.h"
+#include "infer/spec/classifier.h"
+#include "infer/model/safetensors.h"
+#include "kernels/base/util.h"
 #include "train/dataset.h"
 #include "train/export.h"
 #include "train/ffn.h"
 #include "train/metrics.h"
-#include "train/rng.h"
+#include "kernels/base/rng.h"
 #include "train/synth.h"
 #include <cjson/cJSON.h>
 #include <hdf5.h>
@@ -83,7 +83,7 @@ static void test_gradient_check(void) {
     const int hs[] = {48, 5, 12};
     const int ns[] = {1, 7, 300, 1024};
     Rng r;
-    rng_seed(&r, 42, 9, 0);
+    rng_seed_stream(&r, 42, 9, 0);
     for (int hi = 0; hi < 3; hi++)
         for (int ni = 0; ni < 4; ni++) {
             int h = hs[hi], n = ns[ni], np = ffn_nparams(h);
@@ -166,9 +166,9 @@ static void test_init(void) {
     CHECK(np == 241, "48 hidden units give %d parameters, expected 241", np);
     float a[241], b[241], c[241];
     Rng r;
-    rng_seed(&r, 5, RNG_STREAM_INIT, 0); ffn_init(a, h, &r);
-    rng_seed(&r, 5, RNG_STREAM_INIT, 0); ffn_init(b, h, &r);
-    rng_seed(&r, 6, RNG_STREAM_INIT, 0); ffn_init(c, h, &r);
+    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(a, h, &r);
+    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(b, h, &r);
+    rng_seed_stream(&r, 6, RNG_STREAM_INIT, 0); ffn_init(c, h, &r);
     CHECK(!memcmp(a, b, sizeof a), "same seed, different weights");
     CHECK(memcmp(a, c, sizeof a), "different seeds, same weights");
     double b1 = 1 / sqrt(3.0), b2 = 1 / sqrt(48.0), mx1 = 0, mx2 = 0;
@@ -200,7 +200,7 @@ static void test_metrics_units(void) {
     CHECK(pm[0] == 0.9f && pm[3] == 0.3f && pm[1] == 0.3f && pm[2] == 0.3f, "path minimum wrong");
     {
         Rng rr;
-        rng_seed(&rr, 8, 8, 8);
+        rng_seed_stream(&rr, 8, 8, 8);
         enum { NT = 200 };
         float cf[NT], pmn[NT];
         int32_t pa[NT];
@@ -433,7 +433,7 @@ static void test_parity_pytorch(void) {
 static Classifier *fixed_classifier(void) {
     Classifier *c = classifier_new(48);
     Rng r;
-    rng_seed(&r, 2024, RNG_STREAM_MISC, 1);
+    rng_seed_stream(&r, 2024, RNG_STREAM_MISC, 1);
     float th[241];
     ffn_init(th, 48, &r);
     classifier_set_params(c, th);
@@ -445,7 +445,7 @@ static Classifier *fixed_classifier(void) {
 
 static void random_inputs(int n, float *P, float *H, float *d) {
     Rng r;
-    rng_seed(&r, 77, RNG_STREAM_MISC, 2);
+    rng_seed_stream(&r, 77, RNG_STREAM_MISC, 2);
     for (int i = 0; i < n; i++) {
         double u = rng_uniform(&r);
         P[i] = (float)(u * u * u + 1e-7);

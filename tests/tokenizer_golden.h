@@ -2,7 +2,7 @@
  * tools/tokenizer_oracle.py (HF tokenizers / sentencepiece / transformers). */
 #ifndef C2T_TOKENIZER_GOLDEN_H
 #define C2T_TOKENIZER_GOLDEN_H
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <zstd.h>
 

@@ -240,7 +240,7 @@ def bench_questions():
 
 
 def fnv64(path):
-    """FNV-1a 64 of the file's bytes, as infer/util.c file_hash_hex computes it."""
+    """FNV-1a 64 of the file's bytes, as kernels/base/util.c file_hash_hex computes it."""
     h = 1469598103934665603
     for b in open(path, "rb").read():
         h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF

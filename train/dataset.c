@@ -1,7 +1,7 @@
 #include "train/dataset.h"
 #include "collect/trace.h"
-#include "infer/util.h"
-#include "train/rng.h"
+#include "kernels/base/util.h"
+#include "kernels/base/rng.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +259,7 @@ Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o) {
     }
     {
         Rng r;
-        rng_seed(&r, o->seed, RNG_STREAM_SPLIT, 0);
+        rng_seed_stream(&r, o->seed, RNG_STREAM_SPLIT, 0);
         int64_t need = n_eval;
         for (int64_t t = 0; t < T && need > 0; t++)
             if ((int64_t)rng_below(&r, (uint64_t)(T - t)) < need) { ds->flag[t] |= DS_EVAL; need--; }
@@ -348,7 +348,7 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
         out[e] = xmalloc(sizeof(Feat) * (k + 1));
         if (!all) {
             Rng r;
-            rng_seed(&r, seed, RNG_STREAM_NEG, (uint64_t)(first_epoch + e));
+            rng_seed_stream(&r, seed, RNG_STREAM_NEG, (uint64_t)(first_epoch + e));
             idx[e] = draw_sorted(&r, N, k);
         }
     }

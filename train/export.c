@@ -1,5 +1,5 @@
 #include "train/export.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #include "train/ffn.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

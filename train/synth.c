@@ -1,7 +1,7 @@
 #include "train/synth.h"
 #include "collect/trace.h"
-#include "infer/util.h"
-#include "train/rng.h"
+#include "kernels/base/util.h"
+#include "kernels/base/rng.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +97,7 @@ int synth_trace_write(const char *path, const SynthOpts *o) {
     int rc = 0, q = 0;
     for (int64_t t = 0; t < o->n_trees; t++) {
         Rng r;
-        rng_seed(&r, o->seed, RNG_STREAM_MISC, (uint64_t)t);
+        rng_seed_stream(&r, o->seed, RNG_STREAM_MISC, (uint64_t)t);
         int n = 0;
         for (int i = 0; i <= N; i++) first_child[i] = -1;
         /* root's children */

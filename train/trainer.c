@@ -1,11 +1,11 @@
 #include "train/trainer.h"
-#include "infer/safetensors.h"
-#include "infer/util.h"
+#include "infer/model/safetensors.h"
+#include "kernels/base/util.h"
 #include "train/dataset.h"
 #include "train/export.h"
 #include "train/ffn.h"
 #include "train/metrics.h"
-#include "train/rng.h"
+#include "kernels/base/rng.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -265,7 +265,7 @@ int train_run(const TrainOpts *o) {
     hist = xmalloc(sizeof(float) * np * o->epochs);
     {
         Rng r;
-        rng_seed(&r, o->seed, RNG_STREAM_INIT, 0);
+        rng_seed_stream(&r, o->seed, RNG_STREAM_INIT, 0);
         ffn_init(theta, h, &r);
     }
     adam_init(&adam, np, o->lr, o->beta1, o->beta2, o->adam_eps);
@@ -317,7 +317,7 @@ int train_run(const TrainOpts *o) {
         /* batch order: Fisher-Yates over positives then this epoch's negatives */
         for (int64_t i = 0; i < n_s; i++) perm[i] = (uint32_t)i;
         Rng rs;
-        rng_seed(&rs, o->seed, RNG_STREAM_SHUFFLE, (uint64_t)e);
+        rng_seed_stream(&rs, o->seed, RNG_STREAM_SHUFFLE, (uint64_t)e);
         for (int64_t i = n_s - 1; i > 0; i--) {
             int64_t j = (int64_t)rng_below(&rs, (uint64_t)i + 1);
             uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;

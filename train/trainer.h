@@ -3,7 +3,7 @@
  * (train/metrics.h), export (train/export.h). */
 #ifndef C2T_TRAIN_TRAINER_H
 #define C2T_TRAIN_TRAINER_H
-#include "infer/classifier.h"
+#include "infer/spec/classifier.h"
 #include <stddef.h>
 #include <stdint.h>
 

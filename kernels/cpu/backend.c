@@ -1,7 +1,7 @@
 /* The CPU Backend: memory is plain host memory, weights stay where the
  * checkpoint was mapped. */
 #include "kernels/cpu/cpu.h"
-#include "infer/util.h"
+#include "kernels/base/util.h"
 #include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>

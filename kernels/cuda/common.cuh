@@ -10,7 +10,7 @@
 
 #include "kernels/cuda/cuda_backend.h"
 extern "C" {
-#include "infer/util.h"
+#include "kernels/base/util.h"
 }
 
 /* ---- status checks ------------------------------------------------------

@@ -11,7 +11,7 @@
  *    and to_host returns finished results.  One host thread at a time may
  *    use the backend (it keeps shared device scratch buffers).
  *  - Errors: every CUDA / cuBLAS / cuRAND status is checked.  A failure
- *    records "file:line: <error string> (<call>)" with err_set (infer/util.h),
+ *    records "file:line: <error string> (<call>)" with err_set (kernels/base/util.h),
  *    prints the same line on stderr (the first 16 failures), counts it in
  *    cuda_errors() and abandons the op.  Nothing exits.  Ops that can report
  *    do so (alloc / kv_create return NULL, weight returns -1); for the void

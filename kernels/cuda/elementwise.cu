@@ -1,5 +1,5 @@
 /* Row-wise and element-wise ops: RMSNorm, RoPE (the host's inv_freq, so
- * llama3 / linear scaling applied in infer/config.c carries over), residual
+ * llama3 / linear scaling applied in infer/model/config.c carries over), residual
  * add, SwiGLU, concat.  Same arithmetic as kernels/cpu/elementwise.c:
  * RMSNorm sums squares in double, the RoPE angle is the float product
  * pos · inv_freq (as HF computes it), SwiGLU is g / (1 + e^-g) · u. */

@@ -1,0 +1,286 @@
+/* spec-collect: EAGLE-2 with the full draft tree (no rerank) on benchmark
+ * questions; every node of every tree goes to an HDF5 trace file with its
+ * joint probability, entropy, depth and whether greedy verification
+ * accepted it.  Generation itself is plain lossless decoding.
+ *
+ *   spec-collect --target DIR --draft DIR --questions FILE ... --out F.h5
+ *   spec-collect merge OUT.h5 IN.h5 ... */
+#include "collect/trace.h"
+#include "infer/spec/session.h"
+#include "kernels/base/util.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *prog = "spec-collect";
+
+static void usage(FILE *f) {
+    fprintf(f,
+"usage: spec-collect --target DIR --draft DIR --questions FILE [...] --out FILE.h5 [options]\n"
+"       spec-collect merge OUT.h5 IN.h5 [IN.h5 ...] [--compress zstd|gzip|none]\n"
+"Runs EAGLE-2 with total=all (the whole 1 + k + depth*k^2 pool is verified) and\n"
+"writes every tree node with (P, H, depth, accepted) to an HDF5 trace file.\n"
+"  --target DIR           target checkpoint\n"
+"  --draft DIR            EAGLE head (or draft LM with --draft-kind lm)\n"
+"  --draft-kind K         eagle (default) | lm\n"
+"  --tokenizer PATH       default: --target\n"
+"  --template NAME        %s (default: guessed)\n"
+"  --system TEXT          system prompt (default: the template's)\n"
+"  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
+"  --questions FILE       question.jsonl; repeatable (benchmark = its folder or file stem)\n"
+"  --max-questions N      first N questions of each file\n"
+"  --out FILE.h5          trace file (must not exist unless --resume)\n"
+"  --topk K               children per expanded node (default 10)\n"
+"  --depth D              expansion steps; nodes reach depth D+1 (default 10: 1011 nodes/tree)\n"
+"  --entropy-topm M       entropy over the top M draft probabilities, 0 = exact (default 1000)\n"
+"  --max-new-tokens N     per turn (default 256)\n"
+"  --max-ctx N            KV cache slots (default 4096)\n"
+"  --compress C           zstd (default) | gzip | none\n"
+"  --resume               continue an interrupted file after its last finished question;\n"
+"                         refused if it was written with other settings\n"
+"  --shard I/N            this process takes questions q with q %% N == I (0 <= I < N),\n"
+"                         e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\n"
+"  -h, --help\n", CHAT_TEMPLATE_NAMES);
+}
+
+typedef struct {
+    TraceWriter *w;
+    TraceNode *nodes;
+    int cap;
+    int turn;
+    int64_t trees, records;
+    double t_write, t_features;
+} CollectCtx;
+
+/* One verified tree -> one /trees row and its nodes (root excluded). */
+static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
+    CollectCtx *c = vctx;
+    double t0 = now_seconds();
+    int n = t->n - 1;
+    if (n > c->cap) { c->cap = n * 2; c->nodes = xrealloc(c->nodes, sizeof(TraceNode) * c->cap); }
+    for (int i = 0; i < n; i++) {
+        int v = i + 1;
+        c->nodes[i] = (TraceNode){.P = t->P[v], .H = t->H[v], .p = t->p[v], .token = t->token[v],
+                                  .parent = t->parent[v] - 1, .depth = (uint8_t)t->depth[v], .accepted = 0,
+                                  .rank = (uint8_t)t->rank[v]};
+    }
+    for (int i = 1; i < n_path; i++) c->nodes[path[i] - 1].accepted = 1;
+    double t1 = now_seconds();
+    TraceTree tr = {.turn = (int16_t)c->turn, .cycle = cycle, .n_nodes = n, .accept_len = n_path - 1};
+    int rc = trace_add_tree(c->w, &tr, c->nodes);
+    c->t_features += t1 - t0;
+    c->t_write += now_seconds() - t1;
+    c->trees++;
+    c->records += n;
+    return rc;
+}
+
+static int on_turn(void *vctx, const Question *q, int turn, const int32_t *prompt, size_t np,
+                   const int *out, int n, const DecodeStats *st) {
+    (void)q; (void)prompt; (void)np; (void)out; (void)n; (void)st;
+    ((CollectCtx *)vctx)->turn = turn + 1;   /* the hook of the next turn */
+    return 0;
+}
+
+static int cmd_merge(int argc, char **argv) {
+    TraceCompress comp = TRACE_ZSTD;
+    const char *files[1024];
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--compress") && i + 1 < argc) {
+            if (trace_compress_parse(argv[++i], &comp)) die_err(prog);
+        } else if (argv[i][0] == '-') {
+            die(prog, "merge: unknown option '%s'", argv[i]);
+        } else if (n < 1024) {
+            files[n++] = argv[i];
+        }
+    }
+    if (n < 2) die(prog, "merge: usage: spec-collect merge OUT.h5 IN.h5 [IN.h5 ...]");
+    if (file_exists(files[0])) die(prog, "merge: %s exists; not overwriting it", files[0]);
+    if (trace_merge(files[0], files + 1, n - 1, comp)) die_err(prog);
+    return 0;
+}
+
+/* Settings that must agree between a file and a --resume of it. */
+typedef struct { const char *key; char value[1024]; } Setting;
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
+    SessionConfig cfg = {0};
+    cfg.max_new = 256;
+    cfg.sp.top_p = 1.0f;
+    policy_params_default(&cfg.prm);
+    snprintf(cfg.prm.name, sizeof cfg.prm.name, "eagle2");
+    cfg.prm.depth = 10;       /* the C2T paper's collection setting */
+    cfg.prm.total = -1;
+    cfg.prm.want_entropy = 1;
+    const char *questions[64], *out = NULL, *compress = "zstd", *shard_arg = NULL;
+    int nq = 0, max_questions = 0, resume = 0, shard_i = 0, shard_n = 1;
+    enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_Q, O_MAXQ, O_OUT, O_TOPK, O_DEPTH, O_TOPM,
+           O_MAXNEW, O_CTX, O_COMP, O_RESUME, O_SHARD, O_DEV };
+    static const struct option opts[] = {
+        {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
+        {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
+        {"questions", 1, 0, O_Q}, {"max-questions", 1, 0, O_MAXQ}, {"out", 1, 0, O_OUT},
+        {"topk", 1, 0, O_TOPK}, {"depth", 1, 0, O_DEPTH}, {"entropy-topm", 1, 0, O_TOPM},
+        {"max-new-tokens", 1, 0, O_MAXNEW}, {"max-ctx", 1, 0, O_CTX}, {"compress", 1, 0, O_COMP},
+        {"resume", 0, 0, O_RESUME}, {"shard", 1, 0, O_SHARD}, {"device", 1, 0, O_DEV},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_TARGET: cfg.target_dir = optarg; break;
+        case O_DRAFT: cfg.draft_dir = optarg; break;
+        case O_KIND: cfg.draft_kind = optarg; break;
+        case O_TOK: cfg.tokenizer_path = optarg; break;
+        case O_TMPL: cfg.template_name = optarg; break;
+        case O_SYS: cfg.system = optarg; break;
+        case O_DEV: cfg.device = optarg; break;
+        case O_Q: if (nq == 64) die(prog, "at most 64 --questions files"); questions[nq++] = optarg; break;
+        case O_MAXQ: max_questions = (int)strtol(optarg, &end, 10); if (*end || max_questions <= 0) die(prog, "--max-questions: bad value '%s'", optarg); break;
+        case O_OUT: out = optarg; break;
+        case O_TOPK: cfg.prm.topk = (int)strtol(optarg, &end, 10); if (*end || cfg.prm.topk < 1 || cfg.prm.topk > 255) die(prog, "--topk: expected 1..255, got '%s'", optarg); break;
+        case O_DEPTH: cfg.prm.depth = (int)strtol(optarg, &end, 10); if (*end || cfg.prm.depth < 0 || cfg.prm.depth > 250) die(prog, "--depth: expected 0..250, got '%s'", optarg); break;
+        case O_TOPM: cfg.prm.topm = (int)strtol(optarg, &end, 10); if (*end || cfg.prm.topm < 0) die(prog, "--entropy-topm: bad value '%s'", optarg); break;
+        case O_MAXNEW: cfg.max_new = (int)strtol(optarg, &end, 10); if (*end || cfg.max_new <= 0) die(prog, "--max-new-tokens: bad value '%s'", optarg); break;
+        case O_CTX: cfg.max_ctx = (int)strtol(optarg, &end, 10); if (*end || cfg.max_ctx < 16) die(prog, "--max-ctx: bad value '%s'", optarg); break;
+        case O_COMP: compress = optarg; break;
+        case O_RESUME: resume = 1; break;
+        case O_SHARD:
+            shard_arg = optarg;
+            if (sscanf(optarg, "%d/%d", &shard_i, &shard_n) != 2 || shard_n < 1 || shard_i < 0 || shard_i >= shard_n)
+                die(prog, "--shard %s: expected I/N with 0 <= I < N", optarg);
+            break;
+        case 'h': usage(stdout); return 0;
+        default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!cfg.target_dir || !cfg.draft_dir) die(prog, "--target and --draft are required (see --help)");
+    if (!out) die(prog, "--out FILE.h5 is required");
+    if (!nq) die(prog, "at least one --questions file is required");
+    TraceCompress comp;
+    if (trace_compress_parse(compress, &comp)) die_err(prog);
+    if (!resume && file_exists(out)) die(prog, "%s exists; use --resume to continue it or choose another --out", out);
+    if (resume && !file_exists(out)) die(prog, "--resume: %s does not exist", out);
+
+    /* this shard's questions, in file order */
+    QuestionSet *sets[64];
+    int total_q = 0, mine = 0;
+    for (int i = 0; i < nq; i++) {
+        sets[i] = questions_load(questions[i]);
+        if (!sets[i]) die_err(prog);
+        questions_keep_first(sets[i], max_questions);
+        for (int j = 0; j < sets[i]->n; j++, total_q++) mine += total_q % shard_n == shard_i;
+    }
+
+    Policy *policy = policy_new(&cfg.prm);
+    if (!policy) die_err(prog);
+    Session s;
+    if (session_open(&s, &cfg, prog)) die_err(prog);
+    Decoder *dec = session_decoder(&s, policy);
+    if (!dec) die_err(prog);
+
+    Setting set[32];
+    int ns = 0;
+#define SET(k, ...) do { set[ns].key = k; snprintf(set[ns].value, sizeof set[ns].value, __VA_ARGS__); ns++; } while (0)
+    SET("tool", "spec-collect");
+    SET("target", "%s", cfg.target_dir);
+    SET("target_config_hash", "%s", s.target->config_hash);
+    SET("draft", "%s", cfg.draft_dir);
+    SET("draft_kind", "%s", draft_kind_name(s.draft));
+    SET("draft_config_hash", "%s", s.draft->config_hash);
+    SET("tokenizer", "%s", tokenizer_path(s.tok));
+    SET("template", "%s", chat_template_name(s.tmpl));
+    SET("system", "%s", cfg.system ? cfg.system : "(template default)");
+    SET("policy", "eagle2 total=all");
+    SET("topk", "%d", cfg.prm.topk);
+    SET("depth", "%d", cfg.prm.depth);
+    SET("entropy_topm", "%d", cfg.prm.topm);
+    SET("max_new_tokens", "%d", cfg.max_new);
+    SET("max_questions", "%d", max_questions);
+    SET("depth_convention", "children of the root have depth 1");
+    char qlist[1024] = "";
+    for (int i = 0; i < nq; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", questions[i]);
+    SET("questions", "%s", qlist);
+    SET("n_shards", "%d", shard_n);
+
+    TraceWriter *w;
+    if (resume) {
+        w = trace_resume(out);
+        if (!w) die_err(prog);
+        for (int i = 0; i < ns; i++) {
+            char *have = trace_get_attr_str(w, set[i].key);
+            if (!have || strcmp(have, set[i].value))
+                die(prog, "--resume: %s was written with %s = '%s', this run has '%s'", out, set[i].key,
+                    have ? have : "(absent)", set[i].value);
+            free(have);
+        }
+        char *sh = trace_get_attr_str(w, "shard");
+        char want[32];
+        snprintf(want, sizeof want, "%d/%d", shard_i, shard_n);
+        if (!sh || strcmp(sh, want)) die(prog, "--resume: %s was written as shard %s, this run is %s", out, sh ? sh : "(absent)", want);
+        free(sh);
+    } else {
+        w = trace_create(out, comp);
+        if (!w) die_err(prog);
+        for (int i = 0; i < ns; i++)
+            if (trace_set_attr_str(w, set[i].key, set[i].value)) die_err(prog);
+        char sh[32], stamp[32];
+        snprintf(sh, sizeof sh, "%d/%d", shard_i, shard_n);
+        time_t now = time(NULL);
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+        if (trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
+            trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name))
+            die_err(prog);
+    }
+    (void)shard_arg;
+    int64_t skip = trace_n_questions(w);
+    if (skip > mine) die(prog, "--resume: %s holds %lld questions, more than this shard has (%d)", out, (long long)skip, mine);
+    if (skip) fprintf(stderr, "%s: resuming after %lld finished questions\n", prog, (long long)skip);
+
+    CollectCtx ctx = {.w = w};
+    dec->hook = on_cycle;
+    dec->hook_ctx = &ctx;
+    Progress bar;
+    progress_start(&bar, "spec-collect questions", mine);
+    int g = 0, done = 0;
+    double t0 = now_seconds();
+    for (int i = 0; i < nq; i++) {
+        char bench[64];
+        benchmark_name(questions[i], bench, sizeof bench);
+        for (int j = 0; j < sets[i]->n; j++, g++) {
+            if (g % shard_n != shard_i) continue;
+            if (done++ < skip) continue;
+            const Question *q = &sets[i]->q[j];
+            ctx.turn = 0;
+            if (session_question(&s, dec, q, on_turn, &ctx)) die_err(prog);
+            double tw = now_seconds();
+            if (trace_finish_question(w, bench, q->id)) die_err(prog);
+            ctx.t_write += now_seconds() - tw;
+            char extra[128];
+            double el = now_seconds() - t0;
+            snprintf(extra, sizeof extra, "trees %lld  records %lld (%.0f/s)", (long long)ctx.trees,
+                     (long long)ctx.records, el > 0 ? ctx.records / el : 0);
+            progress_update(&bar, done, extra);
+        }
+    }
+    double el = now_seconds() - t0;
+    char extra[160];
+    snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time",
+             (long long)ctx.trees, (long long)ctx.records, 100 * ctx.t_features / (el > 0 ? el : 1),
+             100 * ctx.t_write / (el > 0 ? el : 1));
+    progress_end(&bar, done, extra);
+    if (trace_close(w)) die_err(prog);
+    free(ctx.nodes);
+    decoder_free(dec);
+    policy_free(policy);
+    for (int i = 0; i < nq; i++) questions_free(sets[i]);
+    session_close(&s);
+    return 0;
+}

@@ -1,0 +1,151 @@
+#include "infer/model/config.h"
+#include "kernels/base/util.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Integer key: required (def < 0 signals required) or defaulted. */
+static int get_int(const cJSON *j, const char *path, const char *key, int def, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!v || cJSON_IsNull(v)) {
+        if (def == -1) { err_set("%s: missing key %s", path, key); return -1; }
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble) {
+        err_set("%s: key %s must be an integer", path, key);
+        return -1;
+    }
+    *out = (int)v->valuedouble;
+    return 0;
+}
+
+static int get_float(const cJSON *j, const char *path, const char *key, double def, float *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!v || cJSON_IsNull(v)) { *out = (float)def; return 0; }
+    if (!cJSON_IsNumber(v)) { err_set("%s: key %s must be a number", path, key); return -1; }
+    *out = (float)v->valuedouble;
+    return 0;
+}
+
+static int parse_rope_scaling(const cJSON *rs, const char *path, ModelConfig *c) {
+    if (!rs || cJSON_IsNull(rs)) { c->rope_type = ROPE_DEFAULT; return 0; }
+    if (!cJSON_IsObject(rs)) { err_set("%s: rope_scaling must be an object or null", path); return -1; }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!cJSON_IsString(t)) { err_set("%s: rope_scaling has no rope_type", path); return -1; }
+    if (get_float(rs, path, "factor", 1.0, &c->rope_factor)) return -1;
+    if (!strcmp(t->valuestring, "default")) { c->rope_type = ROPE_DEFAULT; return 0; }
+    if (!strcmp(t->valuestring, "linear")) { c->rope_type = ROPE_LINEAR; return 0; }
+    if (strcmp(t->valuestring, "llama3")) {
+        err_set("%s: rope_scaling type %s is not supported (default, linear, llama3)", path, t->valuestring);
+        return -1;
+    }
+    c->rope_type = ROPE_LLAMA3;
+    if (get_float(rs, path, "low_freq_factor", 1.0, &c->rope_low_freq) ||
+        get_float(rs, path, "high_freq_factor", 4.0, &c->rope_high_freq) ||
+        get_int(rs, path, "original_max_position_embeddings", -1, &c->rope_orig_max_pos))
+        return -1;
+    if (c->rope_high_freq <= c->rope_low_freq || c->rope_factor <= 0) {
+        err_set("%s: rope_scaling llama3 needs high_freq_factor > low_freq_factor and factor > 0", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_eos(const cJSON *v, const char *path, ModelConfig *c) {
+    c->n_eos = 0;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (cJSON_IsNumber(v)) { c->eos_ids[c->n_eos++] = (int)v->valuedouble; return 0; }
+    if (!cJSON_IsArray(v)) { err_set("%s: eos_token_id must be an integer or a list", path); return -1; }
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (!cJSON_IsNumber(e)) { err_set("%s: eos_token_id list holds a non-integer", path); return -1; }
+        if (c->n_eos == MAX_EOS) { err_set("%s: more than %d eos ids", path, MAX_EOS); return -1; }
+        c->eos_ids[c->n_eos++] = (int)e->valuedouble;
+    }
+    return 0;
+}
+
+int config_load(const char *path, ModelConfig *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    cJSON *j = read_json_file(path);
+    if (!j) return -1;
+    int rc = -1;
+    if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); goto out; }
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") && strcmp(mt->valuestring, "mistral")) {
+        err_set("%s: model_type %s is not a LLaMA-family model", path, mt->valuestring);
+        goto out;
+    }
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
+        err_set("%s: hidden_act %s is not supported (silu)", path, act->valuestring);
+        goto out;
+    }
+    const cJSON *ab = cJSON_GetObjectItemCaseSensitive(j, "attention_bias");
+    if (cJSON_IsTrue(ab)) { err_set("%s: attention_bias true is not supported", path); goto out; }
+    if (get_int(j, path, "hidden_size", -1, &c->hidden) ||
+        get_int(j, path, "intermediate_size", -1, &c->intermediate) ||
+        get_int(j, path, "num_hidden_layers", -1, &c->layers) ||
+        get_int(j, path, "num_attention_heads", -1, &c->heads) ||
+        get_int(j, path, "vocab_size", -1, &c->vocab) ||
+        get_int(j, path, "max_position_embeddings", 2048, &c->max_pos) ||
+        get_int(j, path, "bos_token_id", -2, &c->bos_id) ||
+        get_float(j, path, "rms_norm_eps", 1e-6, &c->rms_eps) ||
+        get_float(j, path, "rope_theta", 10000.0, &c->rope_theta))
+        goto out;
+    if (c->bos_id == -2) c->bos_id = -1;
+    if (get_int(j, path, "num_key_value_heads", c->heads, &c->kv_heads)) goto out;
+    if (c->heads <= 0 || c->hidden <= 0) { err_set("%s: hidden_size and num_attention_heads must be positive", path); goto out; }
+    if (get_int(j, path, "head_dim", c->hidden / c->heads, &c->head_dim)) goto out;
+    if (c->layers <= 0 || c->vocab <= 0 || c->intermediate <= 0 || c->kv_heads <= 0 || c->head_dim <= 0 ||
+        c->head_dim % 2) {
+        err_set("%s: sizes must be positive and head_dim even", path);
+        goto out;
+    }
+    if (c->heads % c->kv_heads) {
+        err_set("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path, c->heads, c->kv_heads);
+        goto out;
+    }
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings");
+    c->tie_embeddings = cJSON_IsTrue(tie);
+    const cJSON *bias = cJSON_GetObjectItemCaseSensitive(j, "bias");
+    c->bias = bias ? cJSON_IsTrue(bias) : 1;
+    if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), path, c)) goto out;
+    if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(j, "rope_scaling"), path, c)) goto out;
+    rc = 0;
+out:
+    cJSON_Delete(j);
+    return rc;
+}
+
+void config_inv_freq(const ModelConfig *c, float *inv_freq) {
+    const int half = c->head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        float f = (float)(1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim));
+        if (c->rope_type == ROPE_LINEAR) {
+            f /= c->rope_factor;
+        } else if (c->rope_type == ROPE_LLAMA3) {
+            /* LLaMA-3.1 scaling: long wavelengths are divided by factor,
+             * short ones kept, the band between interpolated. */
+            double wavelen = 2 * M_PI / f;
+            double low_wl = c->rope_orig_max_pos / c->rope_low_freq;
+            double high_wl = c->rope_orig_max_pos / c->rope_high_freq;
+            if (wavelen > low_wl) {
+                f = f / c->rope_factor;
+            } else if (wavelen >= high_wl) {
+                double s = (c->rope_orig_max_pos / wavelen - c->rope_low_freq) /
+                           (c->rope_high_freq - c->rope_low_freq);
+                f = (float)((1 - s) * f / c->rope_factor + s * f);
+            }
+        }
+        inv_freq[i] = f;
+    }
+}
+
+int config_is_eos(const ModelConfig *c, int token) {
+    for (int i = 0; i < c->n_eos; i++) if (c->eos_ids[i] == token) return 1;
+    return 0;
+}

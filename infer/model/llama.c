@@ -1,0 +1,223 @@
+#include "infer/model/llama.h"
+#include "kernels/base/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name, int64_t rows,
+                      int64_t cols, Weight *w) {
+    /* a vector is stored 1-D: ask st_get for [cols] */
+    const StTensor *t = rows == 1 ? st_get(st, name, cols, 0) : st_get(st, name, rows, cols);
+    if (!t) return -1;
+    if (be->weight(w, t->data, t->dtype, rows, cols)) {
+        err_set("%s: tensor %s: %s", st_file_of(st, t), name, err_get());
+        return -1;
+    }
+    return 0;
+}
+
+int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *prefix,
+                     int need_attn_norm, LlamaLayer *l) {
+    const int64_t h = c->hidden, qd = (int64_t)c->heads * c->head_dim,
+                  kvd = (int64_t)c->kv_heads * c->head_dim, ff = c->intermediate;
+    struct { const char *name; int64_t rows, cols; Weight *w; } spec[] = {
+        {"self_attn.q_proj.weight", qd, h, &l->wq},
+        {"self_attn.k_proj.weight", kvd, h, &l->wk},
+        {"self_attn.v_proj.weight", kvd, h, &l->wv},
+        {"self_attn.o_proj.weight", h, qd, &l->wo},
+        {"post_attention_layernorm.weight", 1, h, &l->ffn_norm},
+        {"mlp.gate_proj.weight", ff, h, &l->gate},
+        {"mlp.up_proj.weight", ff, h, &l->up},
+        {"mlp.down_proj.weight", h, ff, &l->down},
+        {"input_layernorm.weight", 1, h, &l->attn_norm},
+    };
+    int n = sizeof spec / sizeof *spec;
+    char name[256];
+    snprintf(name, sizeof name, "%sinput_layernorm.weight", prefix);
+    l->has_attn_norm = need_attn_norm || st_find(st, name) != NULL;
+    if (!l->has_attn_norm) n--;
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, spec[i].name);
+        if (llama_load_weight(be, st, name, spec[i].rows, spec[i].cols, spec[i].w)) return -1;
+    }
+    return 0;
+}
+
+LlamaModel *llama_load(const char *dir, const Backend *be) {
+    LlamaModel *m = xcalloc(1, sizeof *m);
+    m->be = be;
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    char *cfg_path = path_join(dir, "config.json");
+    int rc = config_load(cfg_path, &m->cfg);
+    if (rc == 0) rc = file_hash_hex(cfg_path, m->config_hash);
+    free(cfg_path);
+    if (rc) { free(m); return NULL; }
+    const ModelConfig *c = &m->cfg;
+    m->st = st_open(dir);
+    if (!m->st) { free(m); return NULL; }
+    m->layer = xcalloc(c->layers, sizeof(LlamaLayer));
+    rc = llama_load_weight(be, m->st, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed) ||
+         llama_load_weight(be, m->st, "model.norm.weight", 1, c->hidden, &m->final_norm);
+    if (!rc) {
+        /* tied checkpoints may still carry an lm_head copy; use it if present */
+        if (!c->tie_embeddings || st_find(m->st, "lm_head.weight"))
+            rc = llama_load_weight(be, m->st, "lm_head.weight", c->vocab, c->hidden, &m->lm_head);
+        else
+            m->lm_head = m->embed;
+    }
+    for (int i = 0; i < c->layers && !rc; i++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "model.layers.%d.", i);
+        rc = llama_load_layer(be, m->st, c, prefix, 1, &m->layer[i]);
+    }
+    if (rc) { llama_free(m); return NULL; }
+    m->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
+    config_inv_freq(c, m->inv_freq);
+    return m;
+}
+
+void llama_release_layer(const Backend *be, LlamaLayer *l) {
+    Weight *w[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->gate, &l->up, &l->down};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        if (w[i]->data) be->weight_release(w[i]);
+}
+
+void llama_free(LlamaModel *m) {
+    if (!m) return;
+    const Backend *be = m->be;
+    if (m->layer)
+        for (int i = 0; i < m->cfg.layers; i++) llama_release_layer(be, &m->layer[i]);
+    if (m->lm_head.data && m->lm_head.data != m->embed.data) be->weight_release(&m->lm_head);
+    if (m->embed.data) be->weight_release(&m->embed);
+    if (m->final_norm.data) be->weight_release(&m->final_norm);
+    st_close(m->st);
+    free(m->layer);
+    free(m->inv_freq);
+    free(m);
+}
+
+static size_t wbytes(const Weight *w) { return w->data ? (size_t)w->rows * w->cols * dtype_size(w->dtype) : 0; }
+
+size_t llama_weight_bytes(const LlamaModel *m) {
+    size_t b = wbytes(&m->final_norm) + wbytes(&m->lm_head) + (size_t)m->cfg.hidden * dtype_size(m->embed.dtype);
+    for (int i = 0; i < m->cfg.layers; i++) {
+        const LlamaLayer *l = &m->layer[i];
+        b += wbytes(&l->attn_norm) + wbytes(&l->wq) + wbytes(&l->wk) + wbytes(&l->wv) + wbytes(&l->wo) +
+             wbytes(&l->ffn_norm) + wbytes(&l->gate) + wbytes(&l->up) + wbytes(&l->down);
+    }
+    return b;
+}
+
+void layer_scratch_reserve(const Backend *be, const ModelConfig *c, LayerScratch *s, int n) {
+    if (n <= s->cap) return;
+    layer_scratch_free(be, s);
+    const size_t qd = (size_t)c->heads * c->head_dim, kvd = (size_t)c->kv_heads * c->head_dim;
+    s->cap = n;
+    s->xb = be->alloc((size_t)n * c->hidden);
+    s->q = be->alloc(n * qd);
+    s->k = be->alloc(n * kvd);
+    s->v = be->alloc(n * kvd);
+    s->att = be->alloc(n * qd);
+    s->gate = be->alloc((size_t)n * c->intermediate);
+    s->up = be->alloc((size_t)n * c->intermediate);
+}
+
+void layer_scratch_free(const Backend *be, LayerScratch *s) {
+    if (!s->cap) return;
+    be->release(s->xb); be->release(s->q); be->release(s->k); be->release(s->v);
+    be->release(s->att); be->release(s->gate); be->release(s->up);
+    memset(s, 0, sizeof *s);
+}
+
+void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
+                         const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
+                         int n, const int *pos, const uint8_t *mask, int n_past) {
+    const size_t h = c->hidden;
+    if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
+    else be->copy(s->xb, x, n * h);
+    be->matmul(s->q, s->xb, &l->wq, n);
+    be->matmul(s->k, s->xb, &l->wk, n);
+    be->matmul(s->v, s->xb, &l->wv, n);
+    be->rope(s->q, pos, n, c->heads, c->head_dim, inv_freq);
+    be->rope(s->k, pos, n, c->kv_heads, c->head_dim, inv_freq);
+    be->kv_write(kv, kv_layer, n_past, s->k, s->v, n);
+    be->attention(s->att, s->q, kv, kv_layer, n, n_past + n, mask, c->heads, c->kv_heads, c->head_dim);
+    be->matmul(s->xb, s->att, &l->wo, n);
+    be->add(x, s->xb, n * h);
+    be->rmsnorm(s->xb, x, &l->ffn_norm, n, c->rms_eps);
+    be->matmul(s->gate, s->xb, &l->gate, n);
+    be->matmul(s->up, s->xb, &l->up, n);
+    be->swiglu(s->gate, s->up, (size_t)n * c->intermediate);
+    be->matmul(s->xb, s->gate, &l->down, n);
+    be->add(x, s->xb, n * h);
+}
+
+LlamaState *llama_state_new(const LlamaModel *m, int slots) {
+    const ModelConfig *c = &m->cfg;
+    LlamaState *s = xcalloc(1, sizeof *s);
+    s->m = m;
+    s->slots = slots;
+    s->kv = m->be->kv_create(c->layers, slots, c->kv_heads * c->head_dim);
+    if (!s->kv) { free(s); err_set("cannot allocate a KV cache of %d slots", slots); return NULL; }
+    return s;
+}
+
+static void state_reserve(LlamaState *s, int n) {
+    const Backend *be = s->m->be;
+    const ModelConfig *c = &s->m->cfg;
+    if (n <= s->cap) return;
+    if (s->cap) { be->release(s->x); be->release(s->hidden); be->release(s->logits); }
+    s->cap = n;
+    s->x = be->alloc((size_t)n * c->hidden);
+    s->hidden = be->alloc((size_t)n * c->hidden);
+    s->logits = be->alloc((size_t)n * c->vocab);
+    layer_scratch_reserve(be, c, &s->ls, n);
+}
+
+void llama_state_free(LlamaState *s) {
+    if (!s) return;
+    const Backend *be = s->m->be;
+    if (s->cap) { be->release(s->x); be->release(s->hidden); be->release(s->logits); }
+    layer_scratch_free(be, &s->ls);
+    be->kv_free(s->kv);
+    free(s);
+}
+
+int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
+                  LogitsMode mode) {
+    const LlamaModel *m = s->m;
+    const Backend *be = m->be;
+    const ModelConfig *c = &m->cfg;
+    if (n <= 0) { err_set("forward of %d tokens", n); return -1; }
+    if (s->n_past + n > s->slots) {
+        err_set("context of %d tokens exceeds the KV cache (%d slots)", s->n_past + n, s->slots);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[i], c->vocab); return -1; }
+    state_reserve(s, n);
+    be->embed(s->x, &m->embed, tokens, n);
+    for (int l = 0; l < c->layers; l++)
+        llama_layer_forward(be, c, &m->layer[l], m->inv_freq, s->kv, l, &s->ls, s->x, n, pos, mask, s->n_past);
+    be->rmsnorm(s->hidden, s->x, &m->final_norm, n, c->rms_eps);
+    if (mode == LOGITS_ALL) be->matmul(s->logits, s->hidden, &m->lm_head, n);
+    else if (mode == LOGITS_LAST) be->matmul(s->logits, s->hidden + (size_t)(n - 1) * c->hidden, &m->lm_head, 1);
+    s->n_new = n;
+    return 0;
+}
+
+void llama_commit(LlamaState *s, const int *keep, int m) {
+    if (keep) {
+        int *slots = xmalloc(sizeof(int) * (m ? m : 1));
+        for (int i = 0; i < m; i++) slots[i] = s->n_past + keep[i];
+        s->m->be->kv_keep(s->kv, s->n_past, slots, m);
+        free(slots);
+    }
+    s->n_past += m;
+    s->n_new = 0;
+}
+
+void llama_truncate(LlamaState *s, int n_past) {
+    if (n_past < s->n_past) s->n_past = n_past;
+    s->n_new = 0;
+}

@@ -1,0 +1,81 @@
+/* LLaMA-family forward pass over the kernels/ interface.
+ *
+ * One call, llama_forward, serves prefill, single-token decode and a whole
+ * token tree: it runs n new tokens at explicit positions, writes their K/V
+ * into cache slots [n_past, n_past+n), and lets token i attend cache slot j
+ * where mask[i*(n_past+n) + j] is set (NULL: plain causal).  Nothing becomes
+ * part of the context until llama_commit keeps a chosen subset (e.g. the
+ * accepted path) in order. */
+#ifndef C2T_LLAMA_H
+#define C2T_LLAMA_H
+#include "infer/model/config.h"
+#include "infer/model/safetensors.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    Weight attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down;
+    int has_attn_norm;   /* EAGLE-1 heads have none on their only layer */
+} LlamaLayer;
+
+typedef struct {
+    ModelConfig cfg;
+    const Backend *be;
+    SafeTensors *st;
+    Weight embed, final_norm, lm_head;
+    LlamaLayer *layer;
+    float *inv_freq;         /* host, head_dim/2 */
+    char dir[512];
+    char config_hash[17];    /* identity of config.json for reports */
+} LlamaModel;
+
+/* Loads config.json + safetensors from a Hugging Face checkpoint dir. */
+LlamaModel *llama_load(const char *dir, const Backend *be);
+void llama_free(LlamaModel *m);
+/* Loads "<prefix>self_attn.q_proj.weight" etc. of one decoder layer. */
+int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *prefix,
+                     int need_attn_norm, LlamaLayer *l);
+void llama_release_layer(const Backend *be, LlamaLayer *l);
+int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name, int64_t rows,
+                      int64_t cols, Weight *w);
+/* Bytes of weights one token's decode reads (for bandwidth bounds). */
+size_t llama_weight_bytes(const LlamaModel *m);
+
+/* Scratch for n tokens through one decoder layer. */
+typedef struct {
+    int cap;
+    float *xb, *q, *k, *v, *att, *gate, *up;
+} LayerScratch;
+void layer_scratch_reserve(const Backend *be, const ModelConfig *c, LayerScratch *s, int n);
+void layer_scratch_free(const Backend *be, LayerScratch *s);
+/* x[n][hidden] += attention block; x += MLP block.  K/V go to cache layer
+ * kv_layer at slots [n_past, n_past+n). */
+void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
+                         const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
+                         int n, const int *pos, const uint8_t *mask, int n_past);
+
+typedef enum { LOGITS_ALL, LOGITS_LAST, LOGITS_NONE } LogitsMode;
+
+typedef struct {
+    const LlamaModel *m;
+    KVCache *kv;
+    int slots;          /* cache capacity */
+    int n_past;         /* committed context length */
+    int n_new;          /* tokens of the last forward (uncommitted) */
+    int cap;            /* token capacity of the buffers below */
+    LayerScratch ls;
+    float *x;           /* [cap][hidden] residual stream */
+    float *hidden;      /* [cap][hidden] final-norm output (what EAGLE heads read) */
+    float *logits;      /* [cap][vocab], or one row for LOGITS_LAST */
+} LlamaState;
+
+LlamaState *llama_state_new(const LlamaModel *m, int slots);
+void llama_state_free(LlamaState *s);
+/* Returns 0, or -1 with err_set when the cache would overflow. */
+int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
+                  LogitsMode mode);
+/* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
+ * keeps the first m) as context; the rest of that forward is dropped. */
+void llama_commit(LlamaState *s, const int *keep, int m);
+/* Forgets the context after its first n_past tokens. */
+void llama_truncate(LlamaState *s, int n_past);
+#endif

@@ -1,0 +1,272 @@
+#include "infer/model/safetensors.h"
+#include "kernels/base/util.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Every dtype of the safetensors format with its size; those we compute
+ * with map to a DType, the rest are readable but refused when used. */
+static const struct { const char *name; size_t size; DType dt; } st_dtypes[] = {
+    {"F32", 4, DT_F32}, {"F16", 2, DT_F16}, {"BF16", 2, DT_BF16}, {"I32", 4, DT_I32},
+    {"I64", 8, DT_I64}, {"U8", 1, DT_U8}, {"F64", 8, DT_COUNT}, {"I8", 1, DT_COUNT},
+    {"I16", 2, DT_COUNT}, {"U16", 2, DT_COUNT}, {"U32", 4, DT_COUNT}, {"U64", 8, DT_COUNT},
+    {"BOOL", 1, DT_COUNT}, {"F8_E4M3", 1, DT_COUNT}, {"F8_E5M2", 1, DT_COUNT},
+};
+
+static int lookup_dtype(const char *name, size_t *size, DType *dt) {
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
+        if (!strcmp(name, st_dtypes[i].name)) { *size = st_dtypes[i].size; *dt = st_dtypes[i].dt; return 0; }
+    return -1;
+}
+
+static int cmp_by_data(const void *a, const void *b) {
+    const StTensor *x = *(StTensor *const *)a, *y = *(StTensor *const *)b;
+    return x->data < y->data ? -1 : x->data > y->data;
+}
+
+/* Maps one file and appends its tensors.  only: if non-NULL, the file must
+ * hold these names (from the index). */
+static int open_file(SafeTensors *st, const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) { err_set("%s: cannot open: %s", path, strerror(errno)); return -1; }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) { close(fd); err_set("%s: cannot stat", path); return -1; }
+    size_t size = (size_t)sb.st_size;
+    if (size < 8) { close(fd); err_set("%s: truncated file (%zu bytes, no header)", path, size); return -1; }
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) { err_set("%s: mmap failed: %s", path, strerror(errno)); return -1; }
+
+    int fi = st->nfiles++;
+    st->files = xrealloc(st->files, sizeof(StFile) * st->nfiles);
+    st->files[fi] = (StFile){xstrdup(path), map, size};
+
+    uint64_t hlen = 0;
+    memcpy(&hlen, map, 8);   /* little-endian u64 */
+    if (hlen > size - 8) {
+        err_set("%s: truncated file: header of %llu bytes past end of file (%zu bytes)", path,
+                (unsigned long long)hlen, size);
+        return -1;
+    }
+    const char *hdr = (const char *)map + 8;
+    const char *data0 = hdr + hlen;
+    size_t data_size = size - 8 - hlen;
+    cJSON *j = cJSON_ParseWithLength(hdr, hlen);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        err_set("%s: malformed JSON header", path);
+        return -1;
+    }
+    int first = st->ntensors, rc = 0;
+    for (cJSON *e = j->child; e && rc == 0; e = e->next) {
+        if (!strcmp(e->string, "__metadata__")) continue;
+        cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+        cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+        cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        if (!cJSON_IsString(dt) || !cJSON_IsArray(shape) || !cJSON_IsArray(off) ||
+            cJSON_GetArraySize(off) != 2) {
+            err_set("%s: tensor %s: header entry needs dtype, shape and data_offsets[2]", path, e->string);
+            rc = -1; break;
+        }
+        StTensor t = {0};
+        t.file = fi;
+        size_t esize;
+        if (lookup_dtype(dt->valuestring, &esize, &t.dtype) != 0) {
+            err_set("%s: tensor %s: unknown dtype %s", path, e->string, dt->valuestring);
+            rc = -1; break;
+        }
+        snprintf(t.dtype_name, sizeof t.dtype_name, "%s", dt->valuestring);
+        t.ndim = cJSON_GetArraySize(shape);
+        if (t.ndim > ST_MAX_DIMS) { err_set("%s: tensor %s: %d dims", path, e->string, t.ndim); rc = -1; break; }
+        double numel = 1;
+        int i = 0;
+        for (cJSON *d = shape->child; d; d = d->next, i++) {
+            if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != (double)(int64_t)d->valuedouble) {
+                err_set("%s: tensor %s: bad shape", path, e->string); rc = -1; break;
+            }
+            t.shape[i] = (int64_t)d->valuedouble;
+            numel *= t.shape[i];
+        }
+        if (rc) break;
+        double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
+        if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)) ||
+            b < 0 || en < b) {
+            err_set("%s: tensor %s: bad data_offsets", path, e->string); rc = -1; break;
+        }
+        if (en > (double)data_size) {
+            err_set("%s: tensor %s: data offsets [%.0f, %.0f) past end of file (data section %zu bytes)",
+                    path, e->string, b, en, data_size);
+            rc = -1; break;
+        }
+        if (en - b != numel * (double)esize) {
+            err_set("%s: tensor %s: shape needs %.0f bytes but data_offsets span %.0f", path, e->string,
+                    numel * esize, en - b);
+            rc = -1; break;
+        }
+        t.name = xstrdup(e->string);
+        t.data = data0 + (size_t)b;
+        t.nbytes = (size_t)(en - b);
+        st->tensors = xrealloc(st->tensors, sizeof(StTensor) * (st->ntensors + 1));
+        st->tensors[st->ntensors++] = t;
+    }
+    cJSON_Delete(j);
+    if (rc) return rc;
+
+    /* no two tensors of this file may share bytes */
+    int n = st->ntensors - first;
+    StTensor **order = xmalloc(sizeof(StTensor *) * (n ? n : 1));
+    for (int i = 0; i < n; i++) order[i] = &st->tensors[first + i];
+    qsort(order, n, sizeof *order, cmp_by_data);
+    for (int i = 1; i < n && rc == 0; i++) {
+        const char *prev_end = (const char *)order[i - 1]->data + order[i - 1]->nbytes;
+        if ((const char *)order[i]->data < prev_end) {
+            err_set("%s: tensors %s and %s overlap", path, order[i - 1]->name, order[i]->name);
+            rc = -1;
+        }
+    }
+    free(order);
+    return rc;
+}
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static int open_index(SafeTensors *st, const char *index_path) {
+    cJSON *j = read_json_file(index_path);
+    if (!j) return -1;
+    cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
+    if (!cJSON_IsObject(wm)) {
+        cJSON_Delete(j);
+        err_set("%s: no weight_map object", index_path);
+        return -1;
+    }
+    char *dir = xstrdup(index_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = 0; else strcpy(dir, "./");
+    int rc = 0;
+    /* open each shard once, in order of first mention */
+    for (cJSON *e = wm->child; e && rc == 0; e = e->next) {
+        if (!cJSON_IsString(e)) { err_set("%s: weight_map entry %s is not a file name", index_path, e->string); rc = -1; break; }
+        char *p = path_join(dir, e->valuestring);
+        int seen = 0;
+        for (int f = 0; f < st->nfiles; f++) if (!strcmp(st->files[f].path, p)) seen = 1;
+        if (!seen) rc = open_file(st, p);
+        free(p);
+    }
+    /* every tensor the index names must be in the shard it names */
+    for (cJSON *e = wm->child; e && rc == 0; e = e->next) {
+        const StTensor *t = st_find(st, e->string);
+        char *p = path_join(dir, e->valuestring);
+        if (!t) { err_set("%s: missing tensor %s (listed in %s)", p, e->string, index_path); rc = -1; }
+        else if (strcmp(st->files[t->file].path, p)) {
+            err_set("%s: tensor %s is in %s, not where the index says", index_path, e->string, st->files[t->file].path);
+            rc = -1;
+        }
+        free(p);
+    }
+    free(dir);
+    cJSON_Delete(j);
+    return rc;
+}
+
+SafeTensors *st_open(const char *path) {
+    SafeTensors *st = xcalloc(1, sizeof *st);
+    int rc;
+    if (is_dir(path)) {
+        char *single = path_join(path, "model.safetensors");
+        char *index = path_join(path, "model.safetensors.index.json");
+        if (file_exists(index)) rc = open_index(st, index);
+        else if (file_exists(single)) rc = open_file(st, single);
+        else { err_set("%s: no model.safetensors or model.safetensors.index.json", path); rc = -1; }
+        free(single); free(index);
+    } else if (has_suffix(path, ".json")) {
+        rc = open_index(st, path);
+    } else {
+        rc = open_file(st, path);
+    }
+    if (rc) { st_close(st); return NULL; }
+    return st;
+}
+
+void st_close(SafeTensors *st) {
+    if (!st) return;
+    for (int i = 0; i < st->nfiles; i++) { munmap(st->files[i].map, st->files[i].size); free(st->files[i].path); }
+    for (int i = 0; i < st->ntensors; i++) free(st->tensors[i].name);
+    free(st->files); free(st->tensors); free(st);
+}
+
+const StTensor *st_find(const SafeTensors *st, const char *name) {
+    for (int i = 0; i < st->ntensors; i++)
+        if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];
+    return NULL;
+}
+
+const char *st_file_of(const SafeTensors *st, const StTensor *t) { return st->files[t->file].path; }
+
+const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int64_t d1) {
+    const StTensor *t = st_find(st, name);
+    const char *where = st->nfiles ? st->files[0].path : "checkpoint";
+    if (!t) { err_set("%s: missing tensor %s", where, name); return NULL; }
+    where = st_file_of(st, t);
+    if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16) {
+        err_set("%s: tensor %s: dtype %s is not supported for weights (F32, F16, BF16)", where, name, t->dtype_name);
+        return NULL;
+    }
+    int want_ndim = d1 ? 2 : 1;
+    if (t->ndim != want_ndim || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+        char got[96] = "", *g = got;
+        for (int i = 0; i < t->ndim && g < got + 80; i++)
+            g += snprintf(g, got + sizeof got - g, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        if (d1) err_set("%s: tensor %s: wrong shape [%s], expected [%lld, %lld]", where, name, got, (long long)d0, (long long)d1);
+        else err_set("%s: tensor %s: wrong shape [%s], expected [%lld]", where, name, got, (long long)d0);
+        return NULL;
+    }
+    return t;
+}
+
+int st_write(const char *path, const StWrite *tensors, int n) {
+    cJSON *h = cJSON_CreateObject();
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const StWrite *t = &tensors[i];
+        size_t numel = 1;
+        double shp[ST_MAX_DIMS];
+        for (int d = 0; d < t->ndim; d++) { numel *= t->shape[d]; shp[d] = (double)t->shape[d]; }
+        size_t nb = numel * dtype_size(t->dtype);
+        cJSON *e = cJSON_AddObjectToObject(h, t->name);
+        cJSON_AddStringToObject(e, "dtype", dtype_name(t->dtype));
+        cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(shp, t->ndim));
+        double offs[2] = {(double)off, (double)(off + nb)};
+        cJSON_AddItemToObject(e, "data_offsets", cJSON_CreateDoubleArray(offs, 2));
+        off += nb;
+    }
+    char *js = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    size_t hl = strlen(js), padded = (hl + 7) & ~(size_t)7;
+    FILE *f = fopen(path, "wb");
+    if (!f) { free(js); err_set("%s: cannot create: %s", path, strerror(errno)); return -1; }
+    uint64_t hlen = padded;
+    fwrite(&hlen, 8, 1, f);
+    fwrite(js, 1, hl, f);
+    for (size_t i = hl; i < padded; i++) fputc(' ', f);
+    free(js);
+    for (int i = 0; i < n; i++) {
+        size_t numel = 1;
+        for (int d = 0; d < tensors[i].ndim; d++) numel *= tensors[i].shape[d];
+        fwrite(tensors[i].data, dtype_size(tensors[i].dtype), numel, f);
+    }
+    if (fclose(f) != 0) { err_set("%s: write failed", path); return -1; }
+    return 0;
+}

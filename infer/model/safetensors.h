@@ -1,0 +1,56 @@
+/* Safetensors checkpoints: one file, or shards listed by
+ * model.safetensors.index.json.  Files are mmap'ed read-only; every header
+ * is checked (offsets inside the file, sizes matching shapes, no overlaps)
+ * before any tensor is handed out. */
+#ifndef C2T_SAFETENSORS_H
+#define C2T_SAFETENSORS_H
+#include "kernels/base/dtype.h"
+#include <stdint.h>
+
+#define ST_MAX_DIMS 8
+
+typedef struct {
+    char *name;
+    char dtype_name[12];   /* as written in the header, e.g. "BF16" */
+    DType dtype;           /* DT_COUNT when the format knows it but we don't compute in it */
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    const void *data;
+    size_t nbytes;
+    int file;              /* index into files */
+} StTensor;
+
+typedef struct {
+    char *path;
+    void *map;
+    size_t size;
+} StFile;
+
+typedef struct {
+    StFile *files;
+    int nfiles;
+    StTensor *tensors;
+    int ntensors;
+} SafeTensors;
+
+/* path: a .safetensors file, an index .json, or a directory holding
+ * model.safetensors or model.safetensors.index.json. */
+SafeTensors *st_open(const char *path);
+void st_close(SafeTensors *st);
+const StTensor *st_find(const SafeTensors *st, const char *name);
+/* Finds a tensor and checks its dtype is one we compute with and its shape
+ * equals the given dims (0-terminated list of up to 2 dims); errors name
+ * the file and the tensor. */
+const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int64_t d1);
+const char *st_file_of(const SafeTensors *st, const StTensor *t);
+
+/* Writes a single-file safetensors checkpoint (tests, bench models). */
+typedef struct {
+    const char *name;
+    DType dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    const void *data;
+} StWrite;
+int st_write(const char *path, const StWrite *tensors, int n);
+#endif

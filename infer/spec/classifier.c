@@ -1,0 +1,267 @@
+#include "infer/spec/classifier.h"
+#include "kernels/base/util.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cls_feature_names[CLS_NFEAT] = {"P", "H", "depth"};
+
+const char *cls_transform_name(ClsTransform t) { return t == CLS_LOG ? "log" : "raw"; }
+
+int cls_transform_parse(const char *s) {
+    if (!strcmp(s, "raw")) return CLS_RAW;
+    if (!strcmp(s, "log")) return CLS_LOG;
+    return -1;
+}
+
+Classifier *classifier_new(int hidden) {
+    if (hidden < 1 || hidden > CLS_MAX_HIDDEN) {
+        err_set("classifier: hidden size %d outside [1, %d]", hidden, CLS_MAX_HIDDEN);
+        return NULL;
+    }
+    Classifier *c = xcalloc(1, sizeof *c);
+    c->hidden = hidden;
+    for (int k = 0; k < CLS_NFEAT; k++) c->feat[k] = (ClsFeature){CLS_RAW, 1e-6f, 0.0f, 1.0f};
+    c->fc1_w = xcalloc((size_t)hidden * 3, sizeof(float));
+    c->fc1_b = xcalloc(hidden, sizeof(float));
+    c->fc2_w = xcalloc(hidden, sizeof(float));
+    c->threshold = 0.5f;
+    return c;
+}
+
+void classifier_free(Classifier *c) {
+    if (!c) return;
+    free(c->fc1_w); free(c->fc1_b); free(c->fc2_w);
+    free(c);
+}
+
+int classifier_check(const Classifier *c, const char *where) {
+    if (c->hidden < 1 || c->hidden > CLS_MAX_HIDDEN) {
+        err_set("%s: hidden size %d outside [1, %d]", where, c->hidden, CLS_MAX_HIDDEN);
+        return -1;
+    }
+    for (int k = 0; k < CLS_NFEAT; k++) {
+        const ClsFeature *f = &c->feat[k];
+        const char *nm = cls_feature_names[k];
+        if (f->kind != CLS_RAW && f->kind != CLS_LOG) { err_set("%s: feature %s: unknown transform", where, nm); return -1; }
+        if (f->kind == CLS_LOG && !(isfinite(f->eps) && f->eps > 0)) {
+            err_set("%s: feature %s: log eps must be a finite number > 0", where, nm);
+            return -1;
+        }
+        if (!isfinite(f->mean)) { err_set("%s: feature %s: mean is not finite", where, nm); return -1; }
+        if (!(isfinite(f->std) && f->std > 0)) { err_set("%s: feature %s: std must be a finite number > 0", where, nm); return -1; }
+    }
+    const struct { const char *name; const float *v; int n; } t[] = {
+        {"fc1.weight", c->fc1_w, 3 * c->hidden}, {"fc1.bias", c->fc1_b, c->hidden},
+        {"fc2.weight", c->fc2_w, c->hidden}, {"fc2.bias", &c->fc2_b, 1}};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < t[i].n; j++)
+            if (!isfinite(t[i].v[j])) {
+                err_set("%s: %s has a non-finite value (%g at flat index %d)", where, t[i].name, (double)t[i].v[j], j);
+                return -1;
+            }
+    if (!(c->threshold >= 0 && c->threshold <= 1)) { err_set("%s: threshold must be in [0, 1]", where); return -1; }
+    return 0;
+}
+
+/* ---- JSON loading ---- */
+
+/* Reads a numeric array of the expected shape [d0] or [d0][d1] into out. */
+static int read_array(const char *path, const cJSON *w, const char *name, int d0, int d1, float *out) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(w, name);
+    if (!a) { err_set("%s: weights: missing tensor %s", path, name); return -1; }
+    char want[48];
+    if (d1) snprintf(want, sizeof want, "[%d, %d]", d0, d1); else snprintf(want, sizeof want, "[%d]", d0);
+    if (!cJSON_IsArray(a)) { err_set("%s: weights.%s: not an array, expected shape %s", path, name, want); return -1; }
+    int n0 = cJSON_GetArraySize(a);
+    if (!d1) {
+        if (n0 != d0) { err_set("%s: weights.%s: shape [%d], expected %s", path, name, n0, want); return -1; }
+        int i = 0;
+        for (const cJSON *e = a->child; e; e = e->next, i++) {
+            if (cJSON_IsArray(e)) { err_set("%s: weights.%s: nested array, expected shape %s", path, name, want); return -1; }
+            if (!cJSON_IsNumber(e)) { err_set("%s: weights.%s[%d]: not a number", path, name, i); return -1; }
+            if (!isfinite(e->valuedouble) || !isfinite((float)e->valuedouble)) {
+                err_set("%s: weights.%s[%d]: not a finite float (%g)", path, name, i, e->valuedouble);
+                return -1;
+            }
+            out[i] = (float)e->valuedouble;
+        }
+        return 0;
+    }
+    int i = 0;
+    for (const cJSON *r = a->child; r; r = r->next, i++) {
+        int n1 = cJSON_IsArray(r) ? cJSON_GetArraySize(r) : -1;
+        if (n0 != d0 || n1 != d1) {
+            if (n1 < 0) err_set("%s: weights.%s: shape [%d], expected %s", path, name, n0, want);
+            else err_set("%s: weights.%s: shape [%d, %d], expected %s", path, name, n0, n1, want);
+            return -1;
+        }
+        int j = 0;
+        for (const cJSON *e = r->child; e; e = e->next, j++) {
+            if (!cJSON_IsNumber(e)) { err_set("%s: weights.%s[%d][%d]: not a number", path, name, i, j); return -1; }
+            if (!isfinite(e->valuedouble) || !isfinite((float)e->valuedouble)) {
+                err_set("%s: weights.%s[%d][%d]: not a finite float (%g)", path, name, i, j, e->valuedouble);
+                return -1;
+            }
+            out[(size_t)i * d1 + j] = (float)e->valuedouble;
+        }
+    }
+    if (n0 != d0) { err_set("%s: weights.%s: shape [%d, ...], expected %s", path, name, n0, want); return -1; }
+    return 0;
+}
+
+static int get_num(const cJSON *o, const char *key, double def, double *out) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!e) { *out = def; return 0; }
+    if (!cJSON_IsNumber(e)) return -1;
+    *out = e->valuedouble;
+    return 0;
+}
+
+static Classifier *from_json(const char *path, const cJSON *j) {
+    if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); return NULL; }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, CLS_FORMAT)) {
+        err_set("%s: not a classifier weights file (\"format\" must be \"%s\")", path, CLS_FORMAT);
+        return NULL;
+    }
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
+    if (!cJSON_IsNumber(ver)) { err_set("%s: missing \"version\"", path); return NULL; }
+    if (ver->valuedouble != CLS_VERSION) {
+        err_set("%s: unsupported version %g (this build reads version %d)", path, ver->valuedouble, CLS_VERSION);
+        return NULL;
+    }
+    const cJSON *hid = cJSON_GetObjectItemCaseSensitive(j, "hidden");
+    if (!cJSON_IsNumber(hid) || hid->valuedouble != floor(hid->valuedouble) || hid->valuedouble < 1 ||
+        hid->valuedouble > CLS_MAX_HIDDEN) {
+        err_set("%s: \"hidden\" must be an integer in [1, %d]", path, CLS_MAX_HIDDEN);
+        return NULL;
+    }
+    int h = (int)hid->valuedouble;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation");
+    if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "relu"))) {
+        err_set("%s: unsupported activation (only \"relu\")", path);
+        return NULL;
+    }
+    const cJSON *outp = cJSON_GetObjectItemCaseSensitive(j, "output");
+    if (outp && (!cJSON_IsString(outp) || strcmp(outp->valuestring, "sigmoid"))) {
+        err_set("%s: unsupported output (only \"sigmoid\")", path);
+        return NULL;
+    }
+    Classifier *c = classifier_new(h);
+    const cJSON *feats = cJSON_GetObjectItemCaseSensitive(j, "features");
+    if (!cJSON_IsArray(feats) || cJSON_GetArraySize(feats) != CLS_NFEAT) {
+        err_set("%s: \"features\" must list 3 features in the order P, H, depth", path);
+        goto fail;
+    }
+    int k = 0;
+    for (const cJSON *f = feats->child; f; f = f->next, k++) {
+        const char *want = cls_feature_names[k];
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(f, "name");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, want)) {
+            err_set("%s: features[%d]: name must be \"%s\" (feature order P, H, depth)", path, k, want);
+            goto fail;
+        }
+        const cJSON *tr = cJSON_GetObjectItemCaseSensitive(f, "transform");
+        int kind = CLS_RAW;
+        if (tr) {
+            if (!cJSON_IsString(tr)) { err_set("%s: feature %s: \"transform\" must be a string", path, want); goto fail; }
+            kind = cls_transform_parse(tr->valuestring);
+            if (kind < 0) {
+                err_set("%s: feature %s: unknown transform \"%s\" (known: raw, log)", path, want, tr->valuestring);
+                goto fail;
+            }
+        }
+        double eps, mean, sd;
+        if (get_num(f, "eps", 1e-6, &eps) || get_num(f, "mean", 0, &mean) || get_num(f, "std", 1, &sd)) {
+            err_set("%s: feature %s: eps, mean and std must be numbers", path, want);
+            goto fail;
+        }
+        c->feat[k] = (ClsFeature){(ClsTransform)kind, (float)eps, (float)mean, (float)sd};
+    }
+    double thr;
+    if (get_num(j, "threshold", 0.5, &thr)) { err_set("%s: \"threshold\" must be a number", path); goto fail; }
+    c->threshold = (float)thr;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
+    if (!cJSON_IsObject(w)) { err_set("%s: missing \"weights\" object", path); goto fail; }
+    float b2 = 0;
+    if (read_array(path, w, "fc1.weight", h, 3, c->fc1_w) || read_array(path, w, "fc1.bias", h, 0, c->fc1_b) ||
+        read_array(path, w, "fc2.weight", 1, h, c->fc2_w) || read_array(path, w, "fc2.bias", 1, 0, &b2))
+        goto fail;
+    c->fc2_b = b2;
+    if (classifier_check(c, path)) goto fail;
+    return c;
+fail:
+    classifier_free(c);
+    return NULL;
+}
+
+Classifier *classifier_load(const char *path) {
+    cJSON *j = read_json_file(path);
+    if (!j) return NULL;
+    Classifier *c = from_json(path, j);
+    cJSON_Delete(j);
+    return c;
+}
+
+/* ---- forward ---- */
+
+void classifier_input(const Classifier *c, float P, float H, float d, float x[CLS_NFEAT]) {
+    float raw[CLS_NFEAT] = {P, H, d};
+    for (int k = 0; k < CLS_NFEAT; k++) {
+        const ClsFeature *f = &c->feat[k];
+        float t = f->kind == CLS_LOG ? logf(raw[k] + f->eps) : raw[k];
+        x[k] = (t - f->mean) / f->std;
+    }
+}
+
+/* 8 candidates per vector: for each hidden unit, broadcast its weights and
+ * update all 8 pre-activations at once (two accumulators, even/odd units). */
+typedef float cls_v8 __attribute__((vector_size(32)));
+typedef int cls_v8i __attribute__((vector_size(32)));
+static inline cls_v8 cls_set1(float x) { return (cls_v8){x, x, x, x, x, x, x, x}; }
+
+void classifier_logits(const Classifier *c, const float *P, const float *H, const float *d, int n,
+                       float *logit) {
+    int h = c->hidden;
+    const float *W = c->fc1_w, *B = c->fc1_b, *V = c->fc2_w;
+    const cls_v8 zero = cls_set1(0.0f);
+    for (int i0 = 0; i0 < n; i0 += 8) {
+        int m = n - i0 < 8 ? n - i0 : 8;
+        float x0[8] = {0}, x1[8] = {0}, x2[8] = {0}, out[8];
+        for (int i = 0; i < m; i++) {
+            float x[CLS_NFEAT];
+            classifier_input(c, P[i0 + i], H[i0 + i], d[i0 + i], x);
+            x0[i] = x[0]; x1[i] = x[1]; x2[i] = x[2];
+        }
+        cls_v8 X0, X1, X2, acc0 = zero, acc1 = zero;
+        memcpy(&X0, x0, sizeof X0); memcpy(&X1, x1, sizeof X1); memcpy(&X2, x2, sizeof X2);
+        int j = 0;
+        for (; j + 1 < h; j += 2) {
+            cls_v8 z = cls_set1(B[j]) + cls_set1(W[3 * j]) * X0 + cls_set1(W[3 * j + 1]) * X1 + cls_set1(W[3 * j + 2]) * X2;
+            acc0 += cls_set1(V[j]) * (cls_v8)((cls_v8i)z & (z > zero));
+            z = cls_set1(B[j + 1]) + cls_set1(W[3 * j + 3]) * X0 + cls_set1(W[3 * j + 4]) * X1 + cls_set1(W[3 * j + 5]) * X2;
+            acc1 += cls_set1(V[j + 1]) * (cls_v8)((cls_v8i)z & (z > zero));
+        }
+        if (j < h) {
+            cls_v8 z = cls_set1(B[j]) + cls_set1(W[3 * j]) * X0 + cls_set1(W[3 * j + 1]) * X1 + cls_set1(W[3 * j + 2]) * X2;
+            acc0 += cls_set1(V[j]) * (cls_v8)((cls_v8i)z & (z > zero));
+        }
+        cls_v8 r = (acc0 + acc1) + cls_set1(c->fc2_b);
+        memcpy(out, &r, sizeof out);
+        memcpy(logit + i0, out, sizeof(float) * m);
+    }
+}
+
+float classifier_sigmoid(float z) {
+    if (z >= 0) return 1.0f / (1.0f + expf(-z));
+    float e = expf(z);
+    return e / (1.0f + e);
+}
+
+void classifier_forward(const Classifier *c, const float *P, const float *H, const float *d, int n,
+                        float *conf) {
+    classifier_logits(c, P, H, d, n, conf);
+    for (int i = 0; i < n; i++) conf[i] = classifier_sigmoid(conf[i]);
+}

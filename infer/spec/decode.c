@@ -1,0 +1,303 @@
+#include "infer/spec/decode.h"
+#include "kernels/base/util.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp) {
+    if (policy->needs_draft && !draft) {
+        err_set("policy %s needs a draft model (--draft)", policy->name);
+        return NULL;
+    }
+    Decoder *dec = xcalloc(1, sizeof *dec);
+    dec->target = llama_state_new(target, slots);
+    if (!dec->target) { free(dec); return NULL; }
+    dec->draft = draft;
+    dec->policy = policy;
+    dec->sp = sp;
+    rng_seed(&dec->rng, sp.seed);
+    tree_init(&dec->tree);
+    dec->row = xmalloc(sizeof(float) * target->cfg.vocab);
+    return dec;
+}
+
+void decoder_free(Decoder *dec) {
+    if (!dec) return;
+    const Backend *be = dec->target->m->be;
+    if (dec->path_hidden) be->release(dec->path_hidden);
+    llama_state_free(dec->target);
+    tree_free(&dec->tree);
+    free(dec->pos); free(dec->path); free(dec->mask); free(dec->row);
+    free(dec);
+}
+
+static void reserve_nodes(Decoder *dec, int n, int n_past) {
+    size_t need = (size_t)n * (n_past + n);
+    if (need > dec->mask_cap) { dec->mask_cap = need * 2; dec->mask = xrealloc(dec->mask, dec->mask_cap); }
+    if (n > dec->cap_nodes) {
+        const Backend *be = dec->target->m->be;
+        dec->cap_nodes = n * 2;
+        dec->pos = xrealloc(dec->pos, sizeof(int) * dec->cap_nodes);
+        dec->path = xrealloc(dec->path, sizeof(int) * dec->cap_nodes);
+        if (dec->path_hidden) be->release(dec->path_hidden);
+        dec->path_hidden = be->alloc((size_t)dec->cap_nodes * dec->target->m->cfg.hidden);
+    }
+}
+
+void sample_probs(const float *logits, int vocab, const SampleParams *sp, float *probs) {
+    float mx = -INFINITY;
+    for (int j = 0; j < vocab; j++) if (logits[j] > mx) mx = logits[j];
+    float kth = -INFINITY;   /* top-k: keep logits >= the k-th largest */
+    if (sp->top_k > 0 && sp->top_k < vocab) {
+        float *tmp = xmalloc(sizeof(float) * vocab);
+        memcpy(tmp, logits, sizeof(float) * vocab);
+        for (int i = 0; i < sp->top_k; i++) {   /* partial selection; k is small */
+            int best = i;
+            for (int j = i + 1; j < vocab; j++) if (tmp[j] > tmp[best]) best = j;
+            float t = tmp[i]; tmp[i] = tmp[best]; tmp[best] = t;
+        }
+        kth = tmp[sp->top_k - 1];
+        free(tmp);
+    }
+    double sum = 0;
+    for (int j = 0; j < vocab; j++) {
+        probs[j] = logits[j] >= kth ? expf((logits[j] - mx) / sp->temperature) : 0.0f;
+        sum += probs[j];
+    }
+    for (int j = 0; j < vocab; j++) probs[j] = (float)(probs[j] / sum);
+    if (sp->top_p > 0 && sp->top_p < 1) {
+        /* keep the smallest set of most probable tokens whose mass reaches
+         * top_p (the token crossing the threshold is kept) */
+        int *idx = xmalloc(sizeof(int) * vocab), n = 0;
+        for (int j = 0; j < vocab; j++) if (probs[j] > 0) idx[n++] = j;
+        for (int i = 1; i < n; i++) {   /* insertion sort by prob, descending */
+            int v = idx[i], k = i;
+            while (k > 0 && probs[idx[k - 1]] < probs[v]) { idx[k] = idx[k - 1]; k--; }
+            idx[k] = v;
+        }
+        double cum = 0;
+        int keep = n;
+        for (int i = 0; i < n; i++) { cum += probs[idx[i]]; if (cum >= sp->top_p) { keep = i + 1; break; } }
+        double kept = 0;
+        for (int i = keep; i < n; i++) probs[idx[i]] = 0;
+        for (int i = 0; i < keep; i++) kept += probs[idx[i]];
+        for (int i = 0; i < keep; i++) probs[idx[i]] = (float)(probs[idx[i]] / kept);
+        free(idx);
+    }
+}
+
+static int sample_from(const float *p, int vocab, Rng *rng) {
+    double u = rng_uniform(rng), c = 0;
+    int last = 0;
+    for (int j = 0; j < vocab; j++) {
+        if (p[j] <= 0) continue;
+        c += p[j];
+        last = j;
+        if (u < c) return j;
+    }
+    return last;
+}
+
+/* Greedy verification: from the root follow the child whose token is the
+ * target's argmax.  Returns the path length (root included); *bonus is the
+ * target's token after the path. */
+static int verify_greedy(Decoder *dec, const int *argmax, int *bonus) {
+    const Tree *t = &dec->tree;
+    int len = 0, cur = 0;
+    dec->path[len++] = 0;
+    for (;;) {
+        int want = argmax[cur], next = -1;
+        for (int c = cur + 1; c < t->n && next < 0; c++)
+            if (t->parent[c] == cur && t->token[c] == want) next = c;
+        if (next < 0) break;
+        dec->path[len++] = cur = next;
+    }
+    *bonus = argmax[cur];
+    return len;
+}
+
+/* Sampling verification for deterministic candidates (EAGLE's rule): at
+ * each node try the children in rank order; child x is accepted with the
+ * current residual target probability of x, otherwise x's mass is removed
+ * and the rest renormalised.  If no child is accepted the bonus token is
+ * drawn from the residual.  This emits exactly the target's distribution. */
+static int verify_sample(Decoder *dec, const float *logits_dev, int *bonus) {
+    const Tree *t = &dec->tree;
+    const Backend *be = dec->target->m->be;
+    const int V = dec->target->m->cfg.vocab;
+    float *p = xmalloc(sizeof(float) * V);
+    int len = 0, cur = 0;
+    dec->path[len++] = 0;
+    for (;;) {
+        be->to_host(dec->row, logits_dev + (size_t)cur * V, V);
+        sample_probs(dec->row, V, &dec->sp, p);
+        int next = -1;
+        for (int c = cur + 1; c < t->n && next < 0; c++) {
+            if (t->parent[c] != cur) continue;
+            int x = t->token[c];
+            if (p[x] <= 0) continue;   /* already tried (duplicate token) or impossible */
+            if (rng_uniform(&dec->rng) < p[x]) { next = c; break; }
+            double rest = 1.0 - p[x];
+            p[x] = 0;
+            if (rest <= 0) break;
+            for (int j = 0; j < V; j++) p[j] = (float)(p[j] / rest);
+        }
+        if (next < 0) { *bonus = sample_from(p, V, &dec->rng); break; }
+        dec->path[len++] = cur = next;
+    }
+    free(p);
+    return len;
+}
+
+/* Appends tokens to out; returns 1 when generation must stop (eos or
+ * max_new reached). */
+static int is_stop(const Decoder *dec, int token) {
+    if (config_is_eos(&dec->target->m->cfg, token)) return 1;
+    for (int i = 0; i < dec->n_stop; i++) if (dec->stop_ids[i] == token) return 1;
+    return 0;
+}
+
+static int emit(const Decoder *dec, const int *tokens, int n, int *out, int *n_out, int max_new) {
+    for (int i = 0; i < n; i++) {
+        if (*n_out >= max_new) return 1;
+        out[(*n_out)++] = tokens[i];
+        if (is_stop(dec, tokens[i])) return 1;
+    }
+    return *n_out >= max_new;
+}
+
+/* On a CPU that other processes share, a parallel region waits for a
+ * descheduled thread for a whole time slice, and a cycle runs dozens of
+ * them: two threads were 40x slower than one on the demo while another job
+ * held both cores (and faster when the cores were free).  So the decoder
+ * measures instead of guessing: each window of TUNE_WINDOW cycles opens with
+ * TUNE_PROBE cycles on one thread and TUNE_PROBE on all of them, alternating,
+ * and runs the rest with whichever took less time per emitted token. */
+#define TUNE_WINDOW 48
+#define TUNE_PROBE 2
+
+static int tune_active(const Decoder *dec) {
+    return dec->target->m->be == &cpu_backend && cpu_threads_max() > 1;
+}
+
+/* Thread-count slot for the coming cycle: 0 = one thread, 1 = all. */
+static int tune_begin_cycle(Decoder *dec) {
+    int c = dec->tune_cycle;
+    if (c == 0) {
+        memset(dec->tune_secs, 0, sizeof dec->tune_secs);
+        memset(dec->tune_tokens, 0, sizeof dec->tune_tokens);
+    }
+    int slot = c < 2 * TUNE_PROBE ? c % 2 : dec->tune_best;
+    cpu_threads_set(slot ? cpu_threads_max() : 1);
+    return slot;
+}
+
+static void tune_end_cycle(Decoder *dec, int slot, double secs, int tokens) {
+    int c = dec->tune_cycle++;
+    if (c < 2 * TUNE_PROBE) {
+        dec->tune_secs[slot] += secs;
+        dec->tune_tokens[slot] += tokens;
+        if (c == 2 * TUNE_PROBE - 1)
+            dec->tune_best = dec->tune_secs[1] * dec->tune_tokens[0] <= dec->tune_secs[0] * dec->tune_tokens[1];
+    }
+    if (dec->tune_cycle == TUNE_WINDOW) dec->tune_cycle = 0;
+}
+
+int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
+    LlamaState *ts = dec->target;
+    const LlamaModel *m = ts->m;
+    const Backend *be = m->be;
+    const int V = m->cfg.vocab, H = m->cfg.hidden;
+    memset(st, 0, sizeof *st);
+    if (n_prompt <= 0) { err_set("empty prompt"); return -1; }
+    double t_start = now_seconds();
+    llama_truncate(ts, 0);
+    if (dec->draft) draft_reset(dec->draft);
+
+    /* prefill: the prompt, then the target's first token */
+    int *pos = xmalloc(sizeof(int) * n_prompt);
+    for (int i = 0; i < n_prompt; i++) pos[i] = i;
+    int rc = llama_forward(ts, prompt, pos, n_prompt, NULL, LOGITS_LAST);
+    free(pos);
+    if (rc) return -1;
+    llama_commit(ts, NULL, n_prompt);
+    int root, n_out = 0;
+    if (dec->sp.temperature > 0) {
+        float *p = xmalloc(sizeof(float) * V);
+        be->to_host(dec->row, ts->logits, V);
+        sample_probs(dec->row, V, &dec->sp, p);
+        root = sample_from(p, V, &dec->rng);
+        free(p);
+    } else {
+        be->argmax(ts->logits, 1, V, &root);
+    }
+    int done = emit(dec, &root, 1, out, &n_out, max_new);
+    if (dec->draft && !done) {
+        double t0 = now_seconds();
+        if (draft_catch_up(dec->draft, prompt, ts->hidden, n_prompt, root)) return -1;
+        st->t_draft += now_seconds() - t0;
+    }
+    st->t_prefill = now_seconds() - t_start;
+
+    int *argmax = NULL, argmax_cap = 0;
+    const int tuning = tune_active(dec);
+    while (!done) {
+        const double t_cycle = now_seconds();
+        const int slot = tuning ? tune_begin_cycle(dec) : 0;
+        /* draft */
+        tree_reset(&dec->tree, root);
+        PolicyTimes pt = {0};
+        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &pt)) { free(argmax); return -1; }
+        if (dec->draft) draft_end_cycle(dec->draft);
+        st->t_draft += pt.draft;
+        st->t_dist += pt.dist;
+        st->t_features += pt.features;
+        st->t_classifier += pt.classifier;
+
+        /* verify the whole tree in one target forward */
+        double t0 = now_seconds();
+        const Tree *t = &dec->tree;
+        reserve_nodes(dec, t->n, ts->n_past);
+        tree_positions(t, ts->n_past, dec->pos);
+        tree_mask(t, ts->n_past, dec->mask);
+        if (llama_forward(ts, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL, LOGITS_ALL)) { free(argmax); return -1; }
+        int bonus, len;
+        if (dec->sp.temperature > 0) {
+            len = verify_sample(dec, ts->logits, &bonus);
+        } else {
+            if (t->n > argmax_cap) { argmax_cap = t->n * 2; argmax = xrealloc(argmax, sizeof(int) * argmax_cap); }
+            be->argmax(ts->logits, t->n, V, argmax);
+            len = verify_greedy(dec, argmax, &bonus);
+        }
+        /* gather the path's hidden states before the cache compaction */
+        be->copy_rows(dec->path_hidden, NULL, ts->hidden, dec->path, len, H);
+        llama_commit(ts, dec->path, len);
+        st->t_verify += now_seconds() - t0;
+        st->cycles++;
+        st->gamma += t->n - 1;
+        if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, st->cycles - 1)) { free(argmax); return -1; }
+        if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
+
+        /* emit accepted nodes and the bonus token */
+        int before = n_out;
+        for (int i = 1; i < len && !done; i++) done = emit(dec, &t->token[dec->path[i]], 1, out, &n_out, max_new);
+        if (!done) done = emit(dec, &bonus, 1, out, &n_out, max_new);
+        st->cycle_tokens += n_out - before;
+        if (tuning) tune_end_cycle(dec, slot, now_seconds() - t_cycle, n_out - before);
+        if (done) break;
+        if (dec->draft) {
+            int *toks = xmalloc(sizeof(int) * len);
+            for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
+            double t1 = now_seconds();
+            rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
+            st->t_draft += now_seconds() - t1;
+            free(toks);
+            if (rc) { free(argmax); return -1; }
+        }
+        root = bonus;
+    }
+    free(argmax);
+    st->new_tokens = n_out;
+    st->t_total = now_seconds() - t_start;
+    return n_out;
+}

@@ -1,0 +1,68 @@
+/* The speculative decoding loop: draft a tree with a policy, verify it with
+ * one target forward, keep the accepted path in both KV caches, repeat.
+ *
+ * Accounting (README "Metrics"): the first new token comes from the prompt's
+ * prefill; every later token comes from a draft–verify cycle, which yields
+ * its accepted nodes plus the target's bonus token.  τ = cycle tokens ÷
+ * cycles; γ = tree nodes sent to the target, root excluded. */
+#ifndef C2T_DECODE_H
+#define C2T_DECODE_H
+#include "infer/spec/draft.h"
+#include "infer/model/llama.h"
+#include "infer/spec/policy.h"
+#include "kernels/base/rng.h"
+#include "infer/spec/tree.h"
+
+typedef struct {
+    int new_tokens;       /* all emitted tokens, the prefill's included */
+    int cycle_tokens;     /* tokens emitted by draft–verify cycles */
+    int cycles;
+    int64_t gamma;
+    double t_prefill, t_draft, t_dist, t_features, t_classifier, t_verify, t_total;
+} DecodeStats;
+
+/* Called after each verification with the verified tree and the accepted
+ * nodes (path[0] is the root, path[1..n_path) accepted). */
+typedef int (*CycleHook)(void *ctx, const Tree *t, const int *path, int n_path, int cycle);
+
+typedef struct {
+    float temperature;    /* 0: greedy */
+    int top_k;            /* 0: off */
+    float top_p;          /* 1: off */
+    uint64_t seed;
+} SampleParams;
+
+typedef struct {
+    LlamaState *target;
+    Draft *draft;         /* NULL for ar */
+    Policy *policy;
+    SampleParams sp;
+    Rng rng;
+    CycleHook hook;
+    void *hook_ctx;
+    int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
+    int n_stop;
+    Tree tree;
+    int *pos, *path;
+    uint8_t *mask;
+    size_t mask_cap;
+    float *path_hidden;   /* device rows of the accepted path */
+    float *row;           /* host logits row */
+    int cap_nodes;
+    /* CPU thread count chosen by measurement (decode.c, tune_*) */
+    int tune_cycle, tune_best;
+    double tune_secs[2];
+    int tune_tokens[2];
+} Decoder;
+
+/* slots: target KV capacity (prompt + new tokens + the largest tree). */
+Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
+void decoder_free(Decoder *dec);
+/* Decodes up to max_new tokens after the prompt (stops after an eos);
+ * returns how many were written to out, or -1 with err_set. */
+int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);
+
+/* Target probabilities of one logits row after temperature, top-k and top-p
+ * (as the reference's logits processors); host arrays. */
+void sample_probs(const float *logits, int vocab, const SampleParams *sp, float *probs);
+#endif

@@ -1,0 +1,190 @@
+/* The simple policies: ar (no drafting), chain (vanilla speculative
+ * decoding, optionally with C2T / DyMax / DyJoint early stopping), static (a fixed
+ * tree of sibling-rank paths; EAGLE-1's default tree as preset "eagle1"). */
+#include "infer/spec/classifier.h"
+#include "infer/spec/policy.h"
+#include "kernels/base/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- ar ---- */
+static int ar_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+    (void)p; (void)d; (void)t; (void)tm;
+    return 0;   /* the root alone: the target decodes one token per cycle */
+}
+int policy_ar_init(Policy *p) {
+    p->build = ar_build;
+    p->needs_draft = 0;
+    return 0;
+}
+
+/* ---- chain ---- */
+typedef enum { STOP_NONE, STOP_DYMAX, STOP_DYJOINT, STOP_C2T } ChainStop;
+
+typedef struct {
+    ChainStop stop;
+    Classifier *cls;
+} ChainState;
+
+static int chain_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+    const ChainState *s = p->state;
+    int node = 0, id;
+    float prob, ent;
+    for (int i = 0; i < p->prm.draft_len; i++) {
+        if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, &ent, tm)) return -1;
+        /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
+         * draft's top probability is low, DyJoint when the chain's joint
+         * probability is, C2T when the classifier's confidence is < β. */
+        float P = t->P[node] * prob;
+        if (s->stop == STOP_DYMAX && prob < p->prm.threshold) break;
+        if (s->stop == STOP_DYJOINT && P < p->prm.threshold) break;
+        if (s->stop == STOP_C2T) {
+            double t0 = now_seconds();
+            float depth = (float)(t->depth[node] + 1), conf;
+            classifier_forward(s->cls, &P, &ent, &depth, 1, &conf);
+            tm->classifier += now_seconds() - t0;
+            if (conf < p->prm.beta) break;
+        }
+        node = tree_add(t, node, id, prob, ent, 0);
+    }
+    return 0;
+}
+
+static void chain_destroy(Policy *p) {
+    ChainState *s = p->state;
+    classifier_free(s->cls);
+    free(s);
+}
+int policy_chain_init(Policy *p) {
+    if (p->prm.draft_len < 1) { err_set("chain: --draft-len must be at least 1"); return -1; }
+    const char *es = p->prm.early_stop;
+    ChainState *s = xcalloc(1, sizeof *s);
+    if (!strcmp(es, "none")) s->stop = STOP_NONE;
+    else if (!strcmp(es, "dymax")) s->stop = STOP_DYMAX;
+    else if (!strcmp(es, "dyjoint")) s->stop = STOP_DYJOINT;
+    else if (!strcmp(es, "c2t")) s->stop = STOP_C2T;
+    else { free(s); err_set("chain: unknown --early-stop '%s' (none, c2t, dymax, dyjoint)", es); return -1; }
+    if (s->stop == STOP_C2T) {
+        if (!p->prm.classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier"); return -1; }
+        s->cls = classifier_load(p->prm.classifier);
+        if (!s->cls) { free(s); return -1; }
+    }
+    p->state = s;
+    p->build = chain_build;
+    p->destroy = chain_destroy;
+    return 0;
+}
+
+/* ---- static ---- */
+/* EAGLE-1's default tree (mc_sim_7b_63 in SafeAILab/EAGLE choices.py). */
+static const char *EAGLE1_TREE =
+    "0;1;2;3;0,0;0,1;0,2;1,0;1,1;2,0;2,1;3,0;0,0,0;0,0,1;0,0,2;0,1,0;0,1,1;0,2,0;0,2,1;1,0,0;"
+    "0,0,0,0;0,0,0,1;0,0,0,2;0,0,0,0,0;0,0,0,0,1";
+
+typedef struct {
+    int n;         /* nodes excluding the root */
+    int *parent;   /* index in the static tree (0 = root, i+1 = path i) */
+    int *rank;
+    int *depth;
+    int max_depth, max_rank;
+} StaticTree;
+
+/* Parses "0;1;0,0" into a tree; paths may come in any order but every
+ * prefix must be listed too. */
+static int static_parse(const char *spec, StaticTree *s) {
+    char *text = xstrdup(spec);
+    int cap = 16, n = 0;
+    int (*paths)[16] = xmalloc(sizeof *paths * cap);
+    int *len = xmalloc(sizeof(int) * cap);
+    int rc = 0;
+    for (char *save, *tok = strtok_r(text, ";", &save); tok && !rc; tok = strtok_r(NULL, ";", &save)) {
+        if (n == cap) { cap *= 2; paths = xrealloc(paths, sizeof *paths * cap); len = xrealloc(len, sizeof(int) * cap); }
+        len[n] = 0;
+        for (char *s2, *r = strtok_r(tok, ", ", &s2); r; r = strtok_r(NULL, ", ", &s2)) {
+            char *end;
+            long v = strtol(r, &end, 10);
+            if (*end || v < 0 || v > 1000 || len[n] == 16) { err_set("static tree: bad path element '%s'", r); rc = -1; break; }
+            paths[n][len[n]++] = (int)v;
+        }
+        if (!rc && len[n] == 0) { err_set("static tree: empty path"); rc = -1; }
+        n++;
+    }
+    /* order by length so parents come first */
+    int *order = xmalloc(sizeof(int) * (n ? n : 1));
+    int k = 0;
+    for (int l = 1; l <= 16 && !rc; l++) for (int i = 0; i < n; i++) if (len[i] == l) order[k++] = i;
+    s->n = n;
+    s->parent = xmalloc(sizeof(int) * (n + 1));
+    s->rank = xmalloc(sizeof(int) * (n + 1));
+    s->depth = xmalloc(sizeof(int) * (n + 1));
+    s->max_depth = s->max_rank = 0;
+    for (int j = 0; j < n && !rc; j++) {
+        int i = order[j], par = 0;
+        if (len[i] > 1) {
+            par = -1;
+            for (int q = 0; q < j && par < 0; q++) {
+                int o = order[q];
+                if (len[o] == len[i] - 1 && !memcmp(paths[o], paths[i], sizeof(int) * (len[i] - 1))) par = q + 1;
+            }
+            if (par < 0) { err_set("static tree: path %d has no parent path listed", j); rc = -1; break; }
+        }
+        for (int q = 0; q < j; q++)
+            if (len[order[q]] == len[i] && !memcmp(paths[order[q]], paths[i], sizeof(int) * len[i])) {
+                err_set("static tree: duplicate path"); rc = -1;
+            }
+        s->parent[j] = par;
+        s->rank[j] = paths[i][len[i] - 1];
+        s->depth[j] = len[i];
+        if (len[i] > s->max_depth) s->max_depth = len[i];
+        if (s->rank[j] > s->max_rank) s->max_rank = s->rank[j];
+    }
+    if (!rc && n == 0) { err_set("static tree: no paths"); rc = -1; }
+    free(order); free(paths); free(len); free(text);
+    return rc;
+}
+
+static int static_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+    const StaticTree *s = p->state;
+    const int k = s->max_rank + 1;
+    int *node_of = xmalloc(sizeof(int) * (s->n + 1));     /* static index -> tree node */
+    int *expand = xmalloc(sizeof(int) * (s->n + 1));
+    int *ids = xmalloc(sizeof(int) * (s->n + 1) * k);
+    float *probs = xmalloc(sizeof(float) * (s->n + 1) * k), *ent = xmalloc(sizeof(float) * (s->n + 1));
+    int *row_of = xmalloc(sizeof(int) * (s->n + 1));
+    node_of[0] = 0;
+    int rc = 0;
+    for (int depth = 1; depth <= s->max_depth && !rc; depth++) {
+        /* expand every node that has a child at this depth, once */
+        int ne = 0;
+        for (int j = 0; j < s->n; j++) {
+            if (s->depth[j] != depth) continue;
+            int par = s->parent[j], seen = 0;
+            for (int q = 0; q < ne; q++) if (expand[q] == node_of[par]) seen = 1;
+            if (!seen) { row_of[par] = ne; expand[ne++] = node_of[par]; }
+        }
+        rc = policy_expand(d, t, expand, ne, k, p->prm.topm, ids, probs, ent, tm);
+        for (int j = 0; j < s->n && !rc; j++) {
+            if (s->depth[j] != depth) continue;
+            int r = row_of[s->parent[j]], rank = s->rank[j];
+            node_of[j + 1] = tree_add(t, node_of[s->parent[j]], ids[r * k + rank], probs[r * k + rank], ent[r], rank);
+        }
+    }
+    free(node_of); free(expand); free(ids); free(probs); free(ent); free(row_of);
+    return rc;
+}
+
+static void static_destroy(Policy *p) {
+    StaticTree *s = p->state;
+    free(s->parent); free(s->rank); free(s->depth); free(s);
+}
+
+int policy_static_init(Policy *p) {
+    StaticTree *s = xcalloc(1, sizeof *s);
+    const char *spec = strcmp(p->prm.static_tree, "eagle1") ? p->prm.static_tree : EAGLE1_TREE;
+    if (static_parse(spec, s)) { free(s->parent); free(s->rank); free(s->depth); free(s); return -1; }
+    p->state = s;
+    p->build = static_build;
+    p->destroy = static_destroy;
+    return 0;
+}

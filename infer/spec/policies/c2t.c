@@ -1,0 +1,119 @@
+/* C2T (seed 000, §4.2 and Algorithm 1): the tree is built layer by layer and
+ * pruned while it grows by a classifier over (P, H, d).
+ *
+ * Each layer: the draft expands the frontier; every expanded node's top-K
+ * children become candidates with features P (joint probability), H (the
+ * top-M entropy of the parent's distribution, eq. 7) and d (their depth,
+ * root's children 1); the classifier scores all candidates of the layer in
+ * one call; candidates with confidence C < β are dropped (first pruning);
+ * every candidate that passed joins the tree; the K passing candidates of
+ * highest confidence form the next frontier (second pruning).  Building stops
+ * at depth d_max or when no candidate passes.  Children exist only under
+ * expanded nodes, so no node is ever kept without its parent. */
+#include "infer/spec/classifier.h"
+#include "infer/spec/policy.h"
+#include "kernels/base/util.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Classifier *cls;
+    int cap;
+    int *ids, *cand_parent, *order, *frontier;
+    float *probs, *ent, *P, *H, *D, *conf;
+} C2TState;
+
+static void c2t_reserve(C2TState *s, int n) {
+    if (n <= s->cap) return;
+    s->cap = n;
+    s->ids = xrealloc(s->ids, sizeof(int) * n);
+    s->cand_parent = xrealloc(s->cand_parent, sizeof(int) * n);
+    s->order = xrealloc(s->order, sizeof(int) * n);
+    s->frontier = xrealloc(s->frontier, sizeof(int) * n);
+    s->probs = xrealloc(s->probs, sizeof(float) * n);
+    s->ent = xrealloc(s->ent, sizeof(float) * n);
+    s->P = xrealloc(s->P, sizeof(float) * n);
+    s->H = xrealloc(s->H, sizeof(float) * n);
+    s->D = xrealloc(s->D, sizeof(float) * n);
+    s->conf = xrealloc(s->conf, sizeof(float) * n);
+}
+
+static const float *sort_conf;   /* qsort context */
+static int by_conf(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (sort_conf[x] != sort_conf[y]) return sort_conf[x] > sort_conf[y] ? -1 : 1;
+    return x - y;
+}
+
+static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int dmax, float beta, int topm,
+                   PolicyTimes *tm, C2TState *s) {
+    c2t_reserve(s, K * K > K ? K * K : K);
+    int nf = 1;
+    s->frontier[0] = 0;
+    for (int depth = 1; depth <= dmax && nf > 0; depth++) {
+        int nc = nf * K;
+        c2t_reserve(s, nc);
+        if (policy_expand(d, t, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)) return -1;
+        double t0 = now_seconds();
+        for (int i = 0; i < nf; i++)
+            for (int j = 0; j < K; j++) {
+                int c = i * K + j;
+                s->cand_parent[c] = s->frontier[i];
+                s->P[c] = t->P[s->frontier[i]] * s->probs[c];
+                s->H[c] = s->ent[i];
+                s->D[c] = (float)depth;
+            }
+        double t1 = now_seconds();
+        classifier_forward(cls, s->P, s->H, s->D, nc, s->conf);
+        double t2 = now_seconds();
+        /* first pruning: the threshold; passing nodes join the tree */
+        int np = 0;
+        for (int c = 0; c < nc; c++) {
+            if (s->conf[c] < beta || s->ids[c] < 0) continue;
+            int node = tree_add(t, s->cand_parent[c], s->ids[c], s->probs[c], s->H[c], c % K);
+            s->order[np] = c;
+            s->ids[c] = node;    /* reuse: candidate -> tree node */
+            np++;
+        }
+        /* second pruning: the K most confident passing nodes expand next */
+        sort_conf = s->conf;
+        qsort(s->order, np, sizeof(int), by_conf);
+        nf = np < K ? np : K;
+        for (int i = 0; i < nf; i++) s->frontier[i] = s->ids[s->order[i]];
+        /* expand in tree order so parents' rows come first */
+        for (int i = 1; i < nf; i++)
+            for (int j = i; j > 0 && s->frontier[j - 1] > s->frontier[j]; j--) {
+                int tmp = s->frontier[j]; s->frontier[j] = s->frontier[j - 1]; s->frontier[j - 1] = tmp;
+            }
+        tm->features += t1 - t0 + (now_seconds() - t2);
+        tm->classifier += t2 - t1;
+    }
+    return 0;
+}
+
+static int c2t_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+    C2TState *s = p->state;
+    return c2t_build_tree(d, t, s->cls, p->prm.topk, p->prm.depth, p->prm.beta, p->prm.topm, tm, s);
+}
+
+static void c2t_destroy(Policy *p) {
+    C2TState *s = p->state;
+    classifier_free(s->cls);
+    free(s->ids); free(s->cand_parent); free(s->order); free(s->frontier);
+    free(s->probs); free(s->ent); free(s->P); free(s->H); free(s->D); free(s->conf);
+    free(s);
+}
+
+int policy_c2t_init(Policy *p) {
+    if (p->prm.depth < 0) p->prm.depth = 8;   /* d_max = EAGLE-2's depth + 2 (paper §5.1) */
+    if (p->prm.topk < 1 || p->prm.depth < 1) { err_set("c2t: --topk and --depth must be at least 1"); return -1; }
+    if (!(p->prm.beta >= 0 && p->prm.beta <= 1)) { err_set("c2t: --beta must be in [0, 1]"); return -1; }
+    if (!p->prm.classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required"); return -1; }
+    C2TState *s = xcalloc(1, sizeof *s);
+    s->cls = classifier_load(p->prm.classifier);
+    if (!s->cls) { free(s); return -1; }
+    p->state = s;
+    p->build = c2t_build;
+    p->destroy = c2t_destroy;
+    return 0;
+}

@@ -1,0 +1,107 @@
+/* EAGLE-2 dynamic draft trees (seed 001): expand, then rerank.
+ *
+ * Layer 1 is the root's top-k.  Each of `depth` expansion steps feeds the k
+ * nodes of highest joint probability P of the newest layer to the draft and
+ * adds all their top-k children (k² nodes) to the pool, so the pool holds
+ * 1 + k + depth·k² nodes and its deepest nodes have depth depth+1.  Rerank
+ * keeps the `total` nodes of highest P (ties to the shallower, then to the
+ * earlier node); since P never grows along a path, that set is closed under
+ * parents, i.e. a connected tree.  total = -1 keeps the whole pool. */
+#include "infer/spec/policy.h"
+#include "kernels/base/util.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const Tree *rank_tree;   /* qsort context */
+
+/* Higher P first; ties: shallower, then earlier. */
+static int by_joint_prob(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    const Tree *t = rank_tree;
+    if (t->P[x] != t->P[y]) return t->P[x] > t->P[y] ? -1 : 1;
+    if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
+    return x - y;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The k nodes of highest P among nodes[0..n), in that order, into sel. */
+static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
+    int *tmp = xmalloc(sizeof(int) * n);
+    memcpy(tmp, nodes, sizeof(int) * n);
+    rank_tree = t;
+    qsort(tmp, n, sizeof(int), by_joint_prob);
+    int m = n < k ? n : k;
+    memcpy(sel, tmp, sizeof(int) * m);
+    qsort(sel, m, sizeof(int), cmp_int);   /* expand in tree order */
+    free(tmp);
+    return m;
+}
+
+/* Builds the whole pool into t (no rerank). */
+int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_entropy, PolicyTimes *tm) {
+    int *ids = xmalloc(sizeof(int) * k * k), *sel = xmalloc(sizeof(int) * k);
+    float *probs = xmalloc(sizeof(float) * k * k), *ent = xcalloc(k, sizeof(float));
+    /* the entropy is a feature for traces and classifiers; plain EAGLE-2
+     * does not need it (want_entropy 0 leaves H at 0) */
+    float *want = want_entropy ? ent : NULL;
+    int *newest = xmalloc(sizeof(int) * k * k), n_newest = 0, root = 0, rc;
+    rc = policy_expand(d, t, &root, 1, k, topm, ids, probs, want, tm);
+    for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
+    for (int step = 0; step < depth && !rc; step++) {
+        int m = top_by_P(t, newest, n_newest, k, sel);
+        rc = policy_expand(d, t, sel, m, k, topm, ids, probs, want, tm);
+        n_newest = 0;
+        for (int i = 0; i < m && !rc; i++)
+            for (int j = 0; j < k; j++)
+                newest[n_newest++] = tree_add(t, sel[i], ids[i * k + j], probs[i * k + j], ent[i], j);
+    }
+    free(ids); free(sel); free(probs); free(ent); free(newest);
+    return rc;
+}
+
+/* Keeps the root and the `total` nodes of highest P. */
+void eagle2_rerank(Tree *t, int total, Tree *scratch) {
+    if (total < 0 || total >= t->n - 1) return;
+    int n = t->n - 1, *order = xmalloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) order[i] = i + 1;
+    rank_tree = t;
+    qsort(order, n, sizeof(int), by_joint_prob);
+    int *keep = xmalloc(sizeof(int) * (total + 1));
+    keep[0] = 0;
+    memcpy(keep + 1, order, sizeof(int) * total);
+    qsort(keep, total + 1, sizeof(int), cmp_int);
+    tree_subset(t, keep, total + 1, scratch);
+    /* swap the reranked tree into t */
+    Tree tmp = *t;
+    *t = *scratch;
+    *scratch = tmp;
+    free(order); free(keep);
+}
+
+typedef struct { Tree scratch; } Eagle2State;
+
+static int eagle2_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+    Eagle2State *s = p->state;
+    if (eagle2_expand_pool(d, t, p->prm.topk, p->prm.depth, p->prm.topm, p->prm.want_entropy, tm)) return -1;
+    eagle2_rerank(t, p->prm.total, &s->scratch);
+    return 0;
+}
+
+static void eagle2_destroy(Policy *p) {
+    Eagle2State *s = p->state;
+    tree_free(&s->scratch);
+    free(s);
+}
+
+int policy_eagle2_init(Policy *p) {
+    if (p->prm.depth < 0) p->prm.depth = 6;   /* EAGLE-2 paper, 7B */
+    if (p->prm.topk < 1 || p->prm.depth < 0) { err_set("eagle2: --topk must be >= 1 and --depth >= 0"); return -1; }
+    if (p->prm.total == 0 || p->prm.total < -1) { err_set("eagle2: --total must be positive or 'all'"); return -1; }
+    Eagle2State *s = xcalloc(1, sizeof *s);
+    tree_init(&s->scratch);
+    p->state = s;
+    p->build = eagle2_build;
+    p->destroy = eagle2_destroy;
+    return 0;
+}

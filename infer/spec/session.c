@@ -1,0 +1,119 @@
+#include "infer/spec/session.h"
+#include "kernels/base/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    if (!cfg->target_dir) { err_set("--target is required"); return -1; }
+    const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
+    if (!be) return -1;
+    s->target = llama_load(cfg->target_dir, be);
+    if (!s->target) return -1;
+    s->tok = tokenizer_load(cfg->tokenizer_path ? cfg->tokenizer_path : cfg->target_dir);
+    if (!s->tok) return -1;
+    if (tokenizer_vocab_size(s->tok) > s->target->cfg.vocab) {
+        err_set("%s: tokenizer has %d ids but the target's vocabulary is %d", tokenizer_path(s->tok),
+                tokenizer_vocab_size(s->tok), s->target->cfg.vocab);
+        return -1;
+    }
+    if (cfg->template_name) {
+        if (chat_template_parse(cfg->template_name, &s->tmpl)) return -1;
+    } else {
+        char why[256];
+        if (chat_template_guess(s->tok, cfg->target_dir, &s->tmpl, why, sizeof why)) return -1;
+        fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog,
+                chat_template_name(s->tmpl), why);
+    }
+    s->slots = cfg->max_ctx > 0 ? cfg->max_ctx : 4096;
+    if (cfg->draft_dir) {
+        s->draft = draft_load(cfg->draft_kind ? cfg->draft_kind : "eagle", cfg->draft_dir, s->target, s->slots + 2048);
+        if (!s->draft) return -1;
+    }
+    return 0;
+}
+
+void session_close(Session *s) {
+    const Backend *be = s->target ? s->target->be : NULL;
+    draft_free(s->draft);
+    tokenizer_free(s->tok);
+    llama_free(s->target);
+    if (be) backend_shutdown(be);   /* scratch and handles are made again if another session follows */
+    memset(s, 0, sizeof *s);
+}
+
+Decoder *session_decoder(Session *s, Policy *p) {
+    Decoder *dec = decoder_new(s->target, p->needs_draft ? s->draft : NULL, p,
+                               s->slots + policy_max_nodes(p), s->cfg.sp);
+    if (!dec) return NULL;
+    int32_t stop[8];
+    int n = chat_stop_ids(s->tok, s->tmpl, stop, 8);
+    for (int i = 0; i < n; i++) dec->stop_ids[i] = stop[i];
+    dec->n_stop = n;
+    return dec;
+}
+
+int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, void *ctx) {
+    const char **answers = xcalloc(q->n_turns, sizeof(char *));
+    int *out = xmalloc(sizeof(int) * (s->cfg.max_new + 1));
+    int rc = 0;
+    for (int turn = 0; turn < q->n_turns && !rc; turn++) {
+        int32_t *ids = NULL;
+        size_t n_ids = 0;
+        rc = chat_encode(s->tok, s->tmpl, s->cfg.system, (const char *const *)q->turns, answers, turn + 1, &ids, &n_ids);
+        if (rc) break;
+        if ((int)n_ids + s->cfg.max_new + 1 > s->slots) {
+            err_set("question %s turn %d: prompt of %zu tokens + %d new exceeds the context (%d); raise --max-ctx",
+                    q->id, turn + 1, n_ids, s->cfg.max_new, s->slots);
+            free(ids);
+            rc = -1;
+            break;
+        }
+        DecodeStats st;
+        int *prompt = xmalloc(sizeof(int) * n_ids);
+        for (size_t i = 0; i < n_ids; i++) prompt[i] = ids[i];
+        int n = decoder_run(dec, prompt, (int)n_ids, s->cfg.max_new, out, &st);
+        free(prompt);
+        const char *failure = backend_failure(s->target->be);
+        if (failure) {
+            err_set("question %s turn %d: %s backend failed: %s", q->id, turn + 1, s->target->be->name, failure);
+            n = -1;
+        }
+        if (n < 0) { free(ids); rc = -1; break; }
+        int32_t *o32 = xmalloc(sizeof(int32_t) * (n ? n : 1));
+        for (int i = 0; i < n; i++) o32[i] = out[i];
+        answers[turn] = chat_answer_text(s->tok, s->tmpl, o32, n);
+        free(o32);
+        if (!answers[turn]) answers[turn] = xstrdup("");
+        if (fn) rc = fn(ctx, q, turn, ids, n_ids, out, n, &st);
+        free(ids);
+    }
+    for (int i = 0; i < q->n_turns; i++) free((char *)answers[i]);
+    free(answers);
+    free(out);
+    return rc;
+}
+
+void benchmark_name(const char *path, char *out, size_t len) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strcmp(base, "question.jsonl") && base > path) {
+        const char *end = base - 1, *start = end;
+        while (start > path && start[-1] != '/') start--;
+        snprintf(out, len, "%.*s", (int)(end - start), start);
+        return;
+    }
+    const char *dot = strrchr(base, '.');
+    snprintf(out, len, "%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
+}
+
+int parse_total(const char *s, int *out) {
+    if (!strcmp(s, "all")) { *out = -1; return 0; }
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v <= 0 || v > 1000000) { err_set("--total must be a positive integer or 'all', not '%s'", s); return -1; }
+    *out = (int)v;
+    return 0;
+}

@@ -1,0 +1,49 @@
+/* What spec-eval and spec-collect share: loading the target, tokenizer,
+ * chat template and draft from command-line settings, and decoding every
+ * turn of a benchmark question the way the EAGLE evaluation does (the
+ * model's answer to turn k goes into the prompt of turn k+1). */
+#ifndef C2T_SESSION_H
+#define C2T_SESSION_H
+#include "infer/text/chat.h"
+#include "infer/spec/decode.h"
+#include "infer/text/questions.h"
+#include "infer/text/tokenizer.h"
+
+#define C2T_VERSION "0.1.0"
+
+typedef struct {
+    const char *target_dir, *draft_dir, *draft_kind, *tokenizer_path, *template_name, *system;
+    const char *device;    /* cpu | cuda | auto (NULL = auto); the draft runs where the target does */
+    int max_new;
+    int max_ctx;           /* 0: sized from the prompts and max_new */
+    SampleParams sp;
+    PolicyParams prm;
+} SessionConfig;
+
+typedef struct {
+    SessionConfig cfg;
+    LlamaModel *target;
+    Tokenizer *tok;
+    ChatTemplate tmpl;
+    Draft *draft;
+    int slots;
+} Session;
+
+/* Loads everything; prints a notice on stderr when the chat template is
+ * guessed.  -1 with a one-line error naming what failed. */
+int session_open(Session *s, const SessionConfig *cfg, const char *prog);
+void session_close(Session *s);
+/* A decoder for a policy over this session's target and draft. */
+Decoder *session_decoder(Session *s, Policy *p);
+
+/* Called once per decoded turn. */
+typedef int (*TurnFn)(void *ctx, const Question *q, int turn, const int32_t *prompt, size_t n_prompt,
+                      const int *out, int n_out, const DecodeStats *st);
+/* Decodes all turns of q with dec; -1 on error. */
+int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, void *ctx);
+
+/* "mt_bench" for .../mt_bench/question.jsonl, else the file's stem. */
+void benchmark_name(const char *path, char *out, size_t len);
+/* Parses "all" or a positive integer for --total. */
+int parse_total(const char *s, int *out);
+#endif

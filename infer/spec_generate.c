@@ -1,0 +1,124 @@
+/* spec-generate: greedy generation with the target model alone — the first
+ * thing to run on a new checkpoint, and the `ar` baseline in miniature. */
+#include "infer/model/generate.h"
+#include "infer/text/tokenizer.h"
+#include "kernels/base/util.h"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *prog = "spec-generate";
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: spec-generate --model DIR (--ids 1,2,3 | --prompt TEXT) [options]\n"
+        "Greedy (temperature 0) generation with a Hugging Face LLaMA-family checkpoint.\n"
+        "  --model DIR           checkpoint dir: config.json + model.safetensors[.index.json]\n"
+        "  --ids LIST            prompt as comma-separated token ids (no bos added)\n"
+        "  --prompt TEXT         prompt text, encoded with the checkpoint's tokenizer (special\n"
+        "                        tokens as its post-processor says); the answer is streamed as text\n"
+        "  --tokenizer PATH      tokenizer.json / tokenizer.model / dir (default: --model)\n"
+        "  --max-new-tokens N    tokens to generate (default 64); stops early at eos\n"
+        "  --ctx N               KV cache slots (default: prompt + new tokens)\n"
+        "  --device D            cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
+        "  --print-ids           print the generated ids as a JSON array (default with --ids)\n"
+        "  -h, --help            this text\n");
+}
+
+static int parse_ids(const char *s, int **ids) {
+    int n = 0, cap = 16;
+    *ids = xmalloc(sizeof(int) * cap);
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > 0x7fffffff) die(prog, "--ids: not a list of token ids: %s", s);
+        if (n == cap) { cap *= 2; *ids = xrealloc(*ids, sizeof(int) * cap); }
+        (*ids)[n++] = (int)v;
+        s = end;
+        while (*s == ',' || *s == ' ') s++;
+    }
+    if (!n) die(prog, "--ids: empty prompt");
+    return n;
+}
+
+int main(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'}, {"ids", required_argument, 0, 'i'},
+        {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
+        {"ctx", required_argument, 0, 'c'}, {"print-ids", no_argument, 0, 'P'},
+        {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *model_dir = NULL, *ids_arg = NULL, *prompt_text = NULL, *tok_path = NULL, *device = "auto";
+    int max_new = 64, ctx = 0, print_ids = 0, c;
+    opterr = 0;   /* one-line errors of our own */
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model_dir = optarg; break;
+        case 'i': ids_arg = optarg; break;
+        case 'p': prompt_text = optarg; break;
+        case 'n': max_new = atoi(optarg); break;
+        case 'c': ctx = atoi(optarg); break;
+        case 'P': print_ids = 1; break;
+        case 't': tok_path = optarg; break;
+        case 'd': device = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (!model_dir) { usage(stderr); die(prog, "--model is required"); }
+    if (!ids_arg && !prompt_text) die(prog, "give a prompt with --ids or --prompt");
+    if (max_new <= 0) die(prog, "--max-new-tokens must be positive");
+    int *prompt, n_prompt;
+    Tokenizer *tok = NULL;
+    if (prompt_text) {
+        tok = tokenizer_load(tok_path ? tok_path : model_dir);
+        if (!tok) die_err(prog);
+        int32_t *ids;
+        size_t n;
+        if (tokenizer_encode(tok, prompt_text, 1, &ids, &n)) die_err(prog);
+        if (!n) die(prog, "--prompt: the prompt encodes to no tokens");
+        prompt = xmalloc(sizeof(int) * n);
+        for (size_t i = 0; i < n; i++) prompt[i] = ids[i];
+        n_prompt = (int)n;
+        free(ids);
+    } else {
+        n_prompt = parse_ids(ids_arg, &prompt);
+        print_ids = 1;
+    }
+
+    const Backend *be = backend_by_name(device);
+    if (!be) die_err(prog);
+    LlamaModel *m = llama_load(model_dir, be);
+    if (!m) die_err(prog);
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt[i] >= m->cfg.vocab) die(prog, "--ids: token %d outside the vocabulary (%d)", prompt[i], m->cfg.vocab);
+    if (!ctx) ctx = n_prompt + max_new;
+    LlamaState *s = llama_state_new(m, ctx);
+    if (!s) die_err(prog);
+    int *out = xmalloc(sizeof(int) * max_new);
+    int n = greedy_generate(s, prompt, n_prompt, max_new, out);
+    if (n < 0) die_err(prog);
+    if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
+    if (tok) {   /* stream the answer as text, never splitting a character */
+        TokenizerStream *ts = tokenizer_stream_new(tok, 1);
+        fputs(prompt_text, stdout);
+        for (int i = 0; i < n; i++) {
+            const char *piece = tokenizer_stream_push(ts, out[i]);
+            if (!piece) die(prog, "generated id %d is outside the tokenizer's vocabulary", out[i]);
+            fputs(piece, stdout);
+        }
+        fputs(tokenizer_stream_flush(ts), stdout);
+        fputs("\n", stdout);
+        tokenizer_stream_free(ts);
+        tokenizer_free(tok);
+    }
+    if (print_ids) {
+        printf("[");
+        for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", out[i]);
+        printf("]\n");
+    }
+    free(out); free(prompt);
+    llama_state_free(s);
+    llama_free(m);
+    return 0;
+}

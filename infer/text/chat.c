@@ -1,0 +1,290 @@
+/* Chat templates (see chat.h for where each format comes from). */
+#include "infer/text/chat.h"
+#include "kernels/base/util.h"
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* EAGLE's system prompt (gen_ea_answer_llama2chat.py / _llama3chat.py), which
+ * is LLaMA-2's original default system prompt. */
+static const char *EAGLE_SYSTEM =
+    "You are a helpful, respectful and honest assistant. Always answer as helpfully as possible, "
+    "while being safe.  Your answers should not include any harmful, unethical, racist, sexist, "
+    "toxic, dangerous, or illegal content. Please ensure that your responses are socially unbiased "
+    "and positive in nature.\n\nIf a question does not make any sense, or is not factually coherent, "
+    "explain why instead of answering something not correct. If you don't know the answer to a "
+    "question, please don't share false information.";
+
+/* fastchat vicuna_v1.1 system_message. */
+static const char *VICUNA_SYSTEM =
+    "A chat between a curious user and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the user's questions.";
+
+int chat_template_parse(const char *name, ChatTemplate *out) {
+    static const struct { const char *n; ChatTemplate t; } names[] = {
+        {"llama-2-chat", CHAT_LLAMA2}, {"llama-2", CHAT_LLAMA2}, {"llama2", CHAT_LLAMA2}, {"llama2-chat", CHAT_LLAMA2},
+        {"llama-3-instruct", CHAT_LLAMA3}, {"llama-3", CHAT_LLAMA3}, {"llama3", CHAT_LLAMA3}, {"llama3-instruct", CHAT_LLAMA3},
+        {"vicuna", CHAT_VICUNA}, {"vicuna_v1.1", CHAT_VICUNA}, {"vicuna-v1.1", CHAT_VICUNA},
+        {"none", CHAT_NONE}, {"raw", CHAT_NONE},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcasecmp(name, names[i].n)) { *out = names[i].t; return 0; }
+    err_set("unknown chat template '%s' (known: " CHAT_TEMPLATE_NAMES ")", name);
+    return -1;
+}
+
+const char *chat_template_name(ChatTemplate t) {
+    switch (t) {
+    case CHAT_LLAMA2: return "llama-2-chat";
+    case CHAT_LLAMA3: return "llama-3-instruct";
+    case CHAT_VICUNA: return "vicuna";
+    default: return "none";
+    }
+}
+
+const char *chat_default_system(ChatTemplate t) {
+    switch (t) {
+    case CHAT_LLAMA2: case CHAT_LLAMA3: return EAGLE_SYSTEM;
+    case CHAT_VICUNA: return VICUNA_SYSTEM;
+    default: return "";
+    }
+}
+
+int chat_add_special(ChatTemplate t) { return t != CHAT_LLAMA3; }
+
+static char *lower_dup(const char *s) {
+    char *d = xstrdup(s ? s : "");
+    for (char *p = d; *p; p++) *p = (char)tolower((unsigned char)*p);
+    return d;
+}
+
+int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplate *out,
+                        char *why, size_t whylen) {
+    const char *ct = tok ? tokenizer_chat_template(tok) : NULL;
+    if (ct) {
+        if (strstr(ct, "<|start_header_id|>")) {
+            *out = CHAT_LLAMA3;
+            snprintf(why, whylen, "tokenizer_config.json chat_template uses <|start_header_id|>");
+            return 0;
+        }
+        if (strstr(ct, "[INST]") && strstr(ct, "<<SYS>>")) {
+            *out = CHAT_LLAMA2;
+            snprintf(why, whylen, "tokenizer_config.json chat_template uses [INST] and <<SYS>>");
+            return 0;
+        }
+        if (strstr(ct, "USER:") && strstr(ct, "ASSISTANT:")) {
+            *out = CHAT_VICUNA;
+            snprintf(why, whylen, "tokenizer_config.json chat_template uses USER:/ASSISTANT:");
+            return 0;
+        }
+    }
+    if (tok && (tokenizer_token_to_id(tok, "<|start_header_id|>") >= 0 || tokenizer_token_to_id(tok, "<|eot_id|>") >= 0)) {
+        *out = CHAT_LLAMA3;
+        snprintf(why, whylen, "the vocabulary has <|start_header_id|>/<|eot_id|>");
+        return 0;
+    }
+    char *lp = lower_dup(ckpt_path);
+    int rc = -1;
+    if (strstr(lp, "vicuna")) {
+        *out = CHAT_VICUNA;
+        snprintf(why, whylen, "the checkpoint path names vicuna");
+        rc = 0;
+    } else if ((strstr(lp, "llama-2") || strstr(lp, "llama2")) && strstr(lp, "chat")) {
+        *out = CHAT_LLAMA2;
+        snprintf(why, whylen, "the checkpoint path names a llama-2 chat model");
+        rc = 0;
+    } else if ((strstr(lp, "llama-3") || strstr(lp, "llama3")) && strstr(lp, "instruct")) {
+        *out = CHAT_LLAMA3;
+        snprintf(why, whylen, "the checkpoint path names a llama-3 instruct model");
+        rc = 0;
+    }
+    free(lp);
+    if (rc) err_set("%s: cannot tell which chat template the model uses (no known chat_template in tokenizer_config.json); "
+                    "pass one of " CHAT_TEMPLATE_NAMES, ckpt_path ? ckpt_path : "tokenizer");
+    return rc;
+}
+
+/* ---- Python str.isspace() / str.strip() ---- */
+static int py_isspace(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+static int dec_char(const unsigned char *s, size_t n, uint32_t *cp) {
+    if (!n) return 0;
+    if (s[0] < 0x80) { *cp = s[0]; return 1; }
+    int len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 1;
+    if ((size_t)len > n || len == 1) { *cp = 0xFFFD; return 1; }
+    uint32_t c = s[0] & (0x3F >> (len - 1));
+    for (int i = 1; i < len; i++) c = (c << 6) | (s[i] & 0x3F);
+    *cp = c;
+    return len;
+}
+
+char *chat_py_strip(const char *s) {
+    size_t n = strlen(s), a = 0, e = n;
+    uint32_t cp;
+    while (a < n) {
+        int k = dec_char((const unsigned char *)s + a, n - a, &cp);
+        if (!py_isspace(cp)) break;
+        a += (size_t)k;
+    }
+    while (e > a) {
+        size_t j = e - 1;
+        while (j > a && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+        dec_char((const unsigned char *)s + j, e - j, &cp);
+        if (!py_isspace(cp)) break;
+        e = j;
+    }
+    char *d = xmalloc(e - a + 1);
+    memcpy(d, s + a, e - a);
+    d[e - a] = 0;
+    return d;
+}
+
+/* ---- rendering ---- */
+typedef struct { char *v; size_t n, cap; } SB;
+static void sb_add(SB *b, const char *s) {
+    size_t l = strlen(s);
+    if (b->n + l + 1 > b->cap) {
+        while (b->n + l + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 256;
+        b->v = xrealloc(b->v, b->cap);
+    }
+    memcpy(b->v + b->n, s, l + 1);
+    b->n += l;
+}
+
+char *chat_render(ChatTemplate t, const char *system, const char *const *user,
+                  const char *const *assistant, int n_user) {
+    SB b = {0};
+    sb_add(&b, "");
+    if (!system) system = chat_default_system(t);
+    /* messages: user0, asst0, user1, ..., user(n-1), then the open reply */
+    int n_msg = 2 * n_user;
+#define MSG(i) ((i) % 2 == 0 ? user[(i) / 2] : ((i) / 2 < n_user - 1 && assistant ? assistant[(i) / 2] : NULL))
+    switch (t) {
+    case CHAT_LLAMA2: {
+        /* fastchat SeparatorStyle.LLAMA2, roles [INST] / [/INST], seps " " and " </s><s>" */
+        if (*system) { sb_add(&b, "[INST] <<SYS>>\n"); sb_add(&b, system); sb_add(&b, "\n<</SYS>>\n\n"); }
+        else sb_add(&b, "[INST] ");
+        for (int i = 0; i < n_msg; i++) {
+            const char *m = MSG(i);
+            const char *tag = i % 2 == 0 ? "[INST]" : "[/INST]";
+            if (m && *m) {
+                if (i == 0) { sb_add(&b, m); sb_add(&b, " "); }
+                else { sb_add(&b, tag); sb_add(&b, " "); sb_add(&b, m); sb_add(&b, i % 2 == 0 ? " " : " </s><s>"); }
+            } else sb_add(&b, tag);
+        }
+        sb_add(&b, " ");  /* EAGLE: prompt = conv.get_prompt() + " " */
+        break;
+    }
+    case CHAT_VICUNA: {
+        /* fastchat SeparatorStyle.ADD_COLON_TWO, roles USER / ASSISTANT, seps " " and "</s>" */
+        sb_add(&b, system);
+        sb_add(&b, " ");
+        for (int i = 0; i < n_msg; i++) {
+            const char *m = MSG(i);
+            const char *role = i % 2 == 0 ? "USER" : "ASSISTANT";
+            sb_add(&b, role);
+            if (m && *m) { sb_add(&b, ": "); sb_add(&b, m); sb_add(&b, i % 2 == 0 ? " " : "</s>"); }
+            else sb_add(&b, ":");
+        }
+        break;
+    }
+    case CHAT_LLAMA3: {
+        /* {% set content = '<|start_header_id|>' + role + '<|end_header_id|>\n\n' + content | trim + '<|eot_id|>' %}
+         * bos_token before the first message; generation prompt at the end. */
+        int first = 1;
+        if (*system) {
+            char *c = chat_py_strip(system);
+            sb_add(&b, "<|begin_of_text|>");
+            sb_add(&b, "<|start_header_id|>system<|end_header_id|>\n\n"); sb_add(&b, c); sb_add(&b, "<|eot_id|>");
+            free(c);
+            first = 0;
+        }
+        for (int i = 0; i < n_msg - 1; i++) {
+            const char *m = MSG(i);
+            char *c = chat_py_strip(m ? m : "");
+            if (first) { sb_add(&b, "<|begin_of_text|>"); first = 0; }
+            sb_add(&b, "<|start_header_id|>");
+            sb_add(&b, i % 2 == 0 ? "user" : "assistant");
+            sb_add(&b, "<|end_header_id|>\n\n"); sb_add(&b, c); sb_add(&b, "<|eot_id|>");
+            free(c);
+        }
+        sb_add(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    }
+    default:
+        for (int i = 0; i < n_user; i++) {
+            if (i) sb_add(&b, "\n");
+            sb_add(&b, user[i]);
+        }
+        break;
+    }
+#undef MSG
+    return b.v;
+}
+
+int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
+                const char *const *assistant, int n_user, int32_t **ids, size_t *n) {
+    char *p = chat_render(t, system, user, assistant, n_user);
+    int rc = tokenizer_encode(tok, p, chat_add_special(t), ids, n);
+    free(p);
+    return rc;
+}
+
+int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max) {
+    int32_t cand[3] = {tokenizer_eos_id(tok), -1, -1};
+    if (t == CHAT_LLAMA3) {
+        cand[1] = tokenizer_token_to_id(tok, "<|eot_id|>");
+        cand[2] = tokenizer_token_to_id(tok, "<|end_of_text|>");
+    }
+    int k = 0;
+    for (int i = 0; i < 3; i++) {
+        if (cand[i] < 0) continue;
+        int dup = 0;
+        for (int j = 0; j < k; j++) if (out[j] == cand[i]) dup = 1;
+        if (!dup && k < max) out[k++] = cand[i];
+    }
+    return k;
+}
+
+static void replace_all(char *s, const char *from, const char *to) {
+    size_t fl = strlen(from), tl = strlen(to);
+    if (!fl || tl > fl) return;  /* only shrinking replacements, in place */
+    char *r = s, *w = s;
+    while (*r) {
+        if (!strncmp(r, from, fl)) { memcpy(w, to, tl); w += tl; r += fl; }
+        else *w++ = *r++;
+    }
+    *w = 0;
+}
+
+char *chat_answer_text(const Tokenizer *tok, ChatTemplate t, const int32_t *ids, size_t n) {
+    int32_t stop[4];
+    int ns = chat_stop_ids(tok, t, stop, 4);
+    size_t cut = n;
+    for (size_t i = 0; i < n && cut == n; i++)
+        for (int k = 0; k < ns; k++) if (ids[i] == stop[k]) { cut = i; break; }
+    char *s = tokenizer_decode(tok, ids, cut, 0);
+    if (!s) return NULL;
+    if (t == CHAT_LLAMA2 || t == CHAT_VICUNA) {
+        char *f = strstr(s, "</s>");
+        if (f && f > s) *f = 0;
+    }
+    const char *which[] = {"bos", "eos", "unk", "pad"};
+    for (int i = 0; i < 4; i++) {
+        const char *name = tokenizer_special_name(tok, which[i]);
+        if (name && *name) replace_all(s, name, "");
+    }
+    if (tokenizer_clean_up_spaces(tok)) {
+        static const char *pairs[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                         {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+        for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) replace_all(s, pairs[i][0], pairs[i][1]);
+    }
+    char *r = chat_py_strip(s);
+    free(s);
+    return r;
+}

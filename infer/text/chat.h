@@ -1,0 +1,71 @@
+/* Chat templates: the prompt formats the EAGLE evaluation scripts
+ * (eagle/evaluation/gen_ea_answer_*.py) feed the target model.
+ *
+ *   llama-2-chat      fastchat conversation "llama-2" (what
+ *                     get_conversation_template("llama-2-chat") returns) with
+ *                     EAGLE's system prompt, plus the " " EAGLE appends;
+ *                     encoded with bos (add_special_tokens=True).
+ *   llama-3-instruct  Meta-Llama-3-Instruct's tokenizer_config chat_template
+ *                     (apply_chat_template, add_generation_prompt=True) with
+ *                     EAGLE's system message; encoded without adding
+ *                     specials (the template writes <|begin_of_text|>).
+ *   vicuna            fastchat conversation "vicuna_v1.1" with its default
+ *                     system prompt; encoded with bos.
+ *
+ * Multi-turn as in EAGLE: the prompt for turn k holds user turns 1..k and the
+ * model's own answers to turns 1..k-1. */
+#ifndef C2T_CHAT_H
+#define C2T_CHAT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "infer/text/tokenizer.h"
+
+typedef enum {
+    CHAT_NONE = 0,       /* the text as is, encoded with add_special */
+    CHAT_LLAMA2 = 1,
+    CHAT_LLAMA3 = 2,
+    CHAT_VICUNA = 3,
+} ChatTemplate;
+
+/* Accepts llama-2-chat (llama2, llama-2), llama-3-instruct (llama3, llama-3),
+ * vicuna (vicuna_v1.1), none.  Returns 0, or -1 with an error listing the
+ * names. */
+int chat_template_parse(const char *name, ChatTemplate *out);
+const char *chat_template_name(ChatTemplate t);
+#define CHAT_TEMPLATE_NAMES "llama-2-chat, llama-3-instruct, vicuna, none"
+
+/* Guesses the template of a checkpoint from tokenizer_config.json's
+ * chat_template, the special tokens of the vocabulary and the checkpoint's
+ * path (e.g. "vicuna" in the name).  Fills why with a one-line reason.
+ * Returns 0, or -1 (error says to pass the template explicitly). */
+int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplate *out,
+                        char *why, size_t whylen);
+
+/* EAGLE's system prompt for llama-2/3, fastchat's for vicuna, "" for none. */
+const char *chat_default_system(ChatTemplate t);
+
+/* Renders the prompt for turn n_user: user[0..n_user) and the model's
+ * answers assistant[0..n_user-1).  system NULL = the template's default,
+ * "" = no system prompt.  Returns a fresh string (free it). */
+char *chat_render(ChatTemplate t, const char *system, const char *const *user,
+                  const char *const *assistant, int n_user);
+/* Whether the rendered prompt is encoded with add_special_tokens. */
+int chat_add_special(ChatTemplate t);
+/* Renders and encodes; *ids fresh (free it).  Returns 0 / -1. */
+int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
+                const char *const *assistant, int n_user, int32_t **ids, size_t *n);
+
+/* Token ids that end the model's answer: eos, and <|eot_id|> for llama-3.
+ * Returns how many were written to out (at most max). */
+int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max);
+
+/* The answer text EAGLE feeds into the next turn: generated ids cut at the
+ * first stop id, decoded, cut at "</s>" (llama-2/vicuna), special-token
+ * names (bos/eos/unk/pad) removed, clean-up of tokenization spaces when the
+ * tokenizer_config asks for it, whitespace stripped.  Fresh string or NULL. */
+char *chat_answer_text(const Tokenizer *tok, ChatTemplate t, const int32_t *ids, size_t n);
+
+/* Python's str.strip(): leading/trailing characters with str.isspace(). */
+char *chat_py_strip(const char *s);
+
+#endif

@@ -1,0 +1,10 @@
+/* Element types of checkpoint tensors and weights (a basic: the trainer's
+ * checkpoint reader needs it without the compute interface). */
+#ifndef C2T_DTYPE_H
+#define C2T_DTYPE_H
+#include <stddef.h>
+
+typedef enum { DT_F32 = 0, DT_F16, DT_BF16, DT_I32, DT_I64, DT_U8, DT_COUNT } DType;
+size_t dtype_size(DType t);
+const char *dtype_name(DType t);
+#endif

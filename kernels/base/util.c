@@ -1,0 +1,144 @@
+#include "kernels/base/util.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Thread_local char err_buf[1024];
+
+void err_set(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    va_end(ap);
+    /* one line, always */
+    for (char *c = err_buf; *c; c++) if (*c == '\n') *c = ' ';
+}
+
+const char *err_get(void) { return err_buf[0] ? err_buf : "unknown error"; }
+
+void die_err(const char *prog) {
+    fprintf(stderr, "%s: %s\n", prog, err_get());
+    exit(1);
+}
+
+void die(const char *prog, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static void oom(size_t n) {
+    fprintf(stderr, "out of memory allocating %zu bytes\n", n);
+    exit(1);
+}
+void *xmalloc(size_t n) { void *p = malloc(n ? n : 1); if (!p) oom(n); return p; }
+void *xcalloc(size_t n, size_t s) { void *p = calloc(n ? n : 1, s ? s : 1); if (!p) oom(n * s); return p; }
+void *xrealloc(void *q, size_t n) { void *p = realloc(q, n ? n : 1); if (!p) oom(n); return p; }
+char *xstrdup(const char *s) { size_t n = strlen(s) + 1; char *p = xmalloc(n); memcpy(p, s, n); return p; }
+
+char *read_text_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { err_set("%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) { cap *= 2; buf = xrealloc(buf, cap); }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); err_set("%s: read error", path); return NULL; }
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+cJSON *read_json_file(const char *path) {
+    size_t n;
+    char *text = read_text_file(path, &n);
+    if (!text) return NULL;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    if (!j) {
+        size_t off = end ? (size_t)(end - text) : 0;
+        int line = 1;
+        for (size_t i = 0; i < off && i < n; i++) if (text[i] == '\n') line++;
+        /* JSON has no NaN/Infinity; Python's json module writes them anyway */
+        if (strstr(text, "NaN") || strstr(text, "Infinity"))
+            err_set("%s: non-finite number (NaN/Infinity) near line %d; JSON numbers must be finite", path, line);
+        else
+            err_set("%s: malformed JSON near line %d (byte %zu)", path, line, off);
+    }
+    free(text);
+    return j;
+}
+
+int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+char *path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = xmalloc(a + b + 2);
+    memcpy(p, dir, a);
+    size_t k = a;
+    if (a && dir[a - 1] != '/') p[k++] = '/';
+    memcpy(p + k, name, b + 1);
+    return p;
+}
+
+int file_hash_hex(const char *path, char out[17]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { err_set("%s: cannot open: %s", path, strerror(errno)); return -1; }
+    uint64_t h = 1469598103934665603ULL;
+    unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) { h ^= buf[i]; h *= 1099511628211ULL; }
+    fclose(f);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void progress_start(Progress *p, const char *label, int64_t total) {
+    p->label = label;
+    p->total = total;
+    p->t0 = p->last = now_seconds();
+}
+
+static void progress_print(Progress *p, int64_t done, const char *extra, int final) {
+    double t = now_seconds(), el = t - p->t0;
+    double rate = el > 0 ? done / el : 0;
+    double eta = (rate > 0 && p->total > done) ? (p->total - done) / rate : 0;
+    fprintf(stderr, "\r%s %lld/%lld  %.1f/s  elapsed %.0fs  ETA %.0fs%s%s%s",
+            p->label, (long long)done, (long long)p->total, rate, el, eta,
+            extra ? "  " : "", extra ? extra : "", final ? "\n" : "");
+    fflush(stderr);
+}
+
+void progress_update(Progress *p, int64_t done, const char *extra) {
+    double t = now_seconds();
+    if (t - p->last < 0.5) return;   /* at most two refreshes a second */
+    p->last = t;
+    progress_print(p, done, extra, 0);
+}
+
+void progress_end(Progress *p, int64_t done, const char *extra) { progress_print(p, done, extra, 1); }

@@ -1,0 +1,190 @@
+/* spec-train: trains the C2T classifier on trace files from spec-collect and
+ * writes its weights (JSON for the decoding loop, safetensors for PyTorch). */
+#include "kernels/base/util.h"
+#include "train/trainer.h"
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *prog = "spec-train";
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: spec-train --traces FILE.h5 [--traces FILE.h5 ...] --out WEIGHTS.json [options]\n"
+        "Trains the C2T classifier (P, H, d) -> Linear(3,h) -> ReLU -> Linear(h,1) -> sigmoid on trace files.\n"
+        "\n"
+        "Data\n"
+        "  --traces FILE          trace file from spec-collect (HDF5); repeat for several\n"
+        "  --eval-frac F          share of trees held out for evaluation, split by tree (default 0.05)\n"
+        "  --neg-ratio R          negatives drawn per positive, afresh each epoch; every positive is\n"
+        "                         kept (default 1; more than the training part has = all of them)\n"
+        "  --transform LIST       input transforms, e.g. P=log,H=raw,depth=raw (default all raw, as in\n"
+        "                         the paper); log is ln(x + eps)\n"
+        "  --log-eps E            eps of the log transform (default 1e-6)\n"
+        "  --standardize          standardise inputs with the training part's mean and std\n"
+        "                         (stored with the weights)\n"
+        "  --strict               a non-finite feature is an error (default: its tree is dropped,\n"
+        "                         counted and reported)\n"
+        "\n"
+        "Training\n"
+        "  --hidden N             hidden units (default 48 = 241 parameters; paper tried 2..48)\n"
+        "  --epochs N             epochs (default 10)\n"
+        "  --batch N              batch size (default 1024)\n"
+        "  --lr X                 Adam learning rate (default 1e-3)\n"
+        "  --adam-betas B1,B2     Adam betas (default 0.9,0.999)\n"
+        "  --adam-eps X           Adam eps (default 1e-8)\n"
+        "  --seed S               seed of split, init, negative draws and batch order (default 0)\n"
+        "  --threads N            OpenMP threads (default: all cores)\n"
+        "  --sample-mem MB        memory for drawn negatives per pass over the data (default 512)\n"
+        "\n"
+        "Evaluation and model selection (held-out trees, one tree per batch)\n"
+        "  --beta B               confidence threshold beta (default 0.5)\n"
+        "  --sweep LIST           thresholds of the beta sweep (default 0.05,0.10,...,0.95)\n"
+        "  --e2-topn N            EAGLE-2 baseline: top N nodes per tree by P (default 60)\n"
+        "  --similar-recall X     selection rule: the epoch with the highest held-out recall at beta,\n"
+        "                         and among epochs whose recall is within X of it (default 0.005 =\n"
+        "                         0.5 recall points) the one with the smallest positive rate theta\n"
+        "  --select-last          export the last epoch instead\n"
+        "\n"
+        "Output\n"
+        "  --out FILE             weights JSON (read by the decoding loop; schema in docs/train.md)\n"
+        "  --safetensors FILE     also write fc1.weight [h,3], fc1.bias [h], fc2.weight [1,h], fc2.bias [1]\n"
+        "  --report FILE          JSON report: per-epoch metrics, selected metrics, beta sweep,\n"
+        "                         entropy-bucket table (paper App. D), timing\n"
+        "  --dump-init DIR        for the PyTorch oracle: init weights, every batch of the first\n"
+        "                         --dump-epochs epochs (default 1), the held-out set, C weights per epoch\n"
+        "  --dump-epochs N        epochs to dump with --dump-init\n"
+        "  --quiet                no progress lines\n"
+        "  -h, --help             this text\n");
+}
+
+static double num(const char *flag, const char *s) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) die(prog, "%s: not a number: '%s'", flag, s);
+    return v;
+}
+
+static long integer(const char *flag, const char *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno) die(prog, "%s: not an integer: '%s'", flag, s);
+    return v;
+}
+
+static int parse_list(const char *flag, const char *s, double *out, int max) {
+    int n = 0;
+    char *dup = xstrdup(s), *save = NULL;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == max) die(prog, "%s: at most %d values", flag, max);
+        out[n++] = num(flag, t);
+    }
+    free(dup);
+    if (!n) die(prog, "%s: empty list", flag);
+    return n;
+}
+
+static void parse_transform(const char *s, TrainOpts *o) {
+    char *dup = xstrdup(s), *save = NULL;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (!eq) die(prog, "--transform: expected FEATURE=TRANSFORM, got '%s'", t);
+        *eq = 0;
+        int k = -1;
+        for (int i = 0; i < CLS_NFEAT; i++) if (!strcmp(t, cls_feature_names[i])) k = i;
+        if (!strcmp(t, "d")) k = 2;
+        if (k < 0) die(prog, "--transform: unknown feature '%s' (P, H, depth)", t);
+        int kind = cls_transform_parse(eq + 1);
+        if (kind < 0) die(prog, "--transform: unknown transform '%s' for %s (raw, log)", eq + 1, t);
+        o->transform[k] = (ClsTransform)kind;
+    }
+    free(dup);
+}
+
+int main(int argc, char **argv) {
+    enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
+           O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
+           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET };
+    static const struct option opts[] = {
+        {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
+        {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
+        {"hidden", required_argument, 0, O_HIDDEN}, {"epochs", required_argument, 0, O_EPOCHS},
+        {"batch", required_argument, 0, O_BATCH}, {"lr", required_argument, 0, O_LR},
+        {"adam-betas", required_argument, 0, O_BETAS}, {"adam-eps", required_argument, 0, O_AEPS},
+        {"neg-ratio", required_argument, 0, O_NEG}, {"seed", required_argument, 0, O_SEED},
+        {"beta", required_argument, 0, O_BETA}, {"eval-frac", required_argument, 0, O_EVALF},
+        {"e2-topn", required_argument, 0, O_E2}, {"similar-recall", required_argument, 0, O_SIM},
+        {"select-last", no_argument, 0, O_LAST}, {"sweep", required_argument, 0, O_SWEEP},
+        {"transform", required_argument, 0, O_TRANSFORM}, {"log-eps", required_argument, 0, O_LOGEPS},
+        {"standardize", no_argument, 0, O_STD}, {"strict", no_argument, 0, O_STRICT},
+        {"threads", required_argument, 0, O_THREADS}, {"sample-mem", required_argument, 0, O_SMEM},
+        {"dump-init", required_argument, 0, O_DUMP}, {"dump-epochs", required_argument, 0, O_DUMPE},
+        {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    TrainOpts o;
+    train_defaults(&o);
+    const char **traces = xcalloc(argc + 1, sizeof(char *));
+    o.traces = traces;
+    int c;
+    double betas[2];
+    opterr = 0;   /* one error line, ours */
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_TRACES: traces[o.n_traces++] = optarg; break;
+        case O_OUT: o.out = optarg; break;
+        case O_ST: o.safetensors = optarg; break;
+        case O_REPORT: o.report = optarg; break;
+        case O_HIDDEN: o.hidden = (int)integer("--hidden", optarg); break;
+        case O_EPOCHS: o.epochs = (int)integer("--epochs", optarg); break;
+        case O_BATCH: o.batch = (int)integer("--batch", optarg); break;
+        case O_LR: o.lr = num("--lr", optarg); break;
+        case O_BETAS:
+            if (parse_list("--adam-betas", optarg, betas, 2) != 2) die(prog, "--adam-betas: give B1,B2");
+            o.beta1 = betas[0]; o.beta2 = betas[1];
+            break;
+        case O_AEPS: o.adam_eps = num("--adam-eps", optarg); break;
+        case O_NEG: o.neg_ratio = num("--neg-ratio", optarg); break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno || optarg[0] == '-') die(prog, "--seed: not a non-negative integer: '%s'", optarg);
+            o.seed = v;
+            break;
+        }
+        case O_BETA: o.beta = num("--beta", optarg); break;
+        case O_EVALF: o.eval_frac = num("--eval-frac", optarg); break;
+        case O_E2: o.e2_topn = (int)integer("--e2-topn", optarg); break;
+        case O_SIM: o.similar_recall = num("--similar-recall", optarg); break;
+        case O_LAST: o.select_last = 1; break;
+        case O_SWEEP: o.n_sweep = parse_list("--sweep", optarg, o.sweep, TRAIN_MAX_SWEEP); break;
+        case O_TRANSFORM: parse_transform(optarg, &o); break;
+        case O_LOGEPS: o.log_eps = (float)num("--log-eps", optarg); break;
+        case O_STD: o.standardize = 1; break;
+        case O_STRICT: o.strict = 1; break;
+        case O_THREADS: o.threads = (int)integer("--threads", optarg); break;
+        case O_SMEM: {
+            long mb = integer("--sample-mem", optarg);
+            if (mb < 1) die(prog, "--sample-mem must be at least 1 (MB)");
+            o.sample_mem = (size_t)mb << 20;
+            break;
+        }
+        case O_DUMP: o.dump_dir = optarg; break;
+        case O_DUMPE: o.dump_epochs = (int)integer("--dump-epochs", optarg); break;
+        case O_QUIET: o.progress = 0; break;
+        case 'h': usage(stdout); free(traces); return 0;
+        default: die(prog, "unknown option or missing value: '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!o.n_traces) die(prog, "--traces is required (see --help)");
+    if (!o.out) die(prog, "--out is required (see --help)");
+    if (o.threads < 0) die(prog, "--threads must be >= 0");
+    if (train_run(&o)) die_err(prog);
+    free(traces);
+    return 0;
+}
