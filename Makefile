@@ -113,13 +113,13 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@tests/run.sh $(TESTS)
+	@tests/run.sh $(TESTS) tests/test_layers.sh
 
 # Same tests under AddressSanitizer + UBSan in a separate build tree.
 test-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined" all
-	@ASAN_OPTIONS=detect_leaks=1 C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS))
+	@ASAN_OPTIONS=detect_leaks=1 C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS)) tests/test_layers.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all

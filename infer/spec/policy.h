@@ -22,7 +22,7 @@ typedef struct {
     float beta;
     char early_stop[16];  /* chain: none | c2t | dymax | dyjoint */
     float threshold;
-    /* sage (seed 002 §3; defaults from its §5.1; docs/policies_sage_wetap.md) */
+    /* sage (the SAGE paper §3; defaults from its §5.1; docs/policies_sage_wetap.md) */
     int sage_dmin, sage_dmax;     /* depth range of D(α) = dmin + α(dmax − dmin) */
     int sage_wmin, sage_wmax;     /* width range of W(α) = wmin + (1 − α)(wmax − wmin) */
     int sage_k;                   /* top-k of the confidence α = 1 − H(top-k renormalised)/log k */
@@ -32,7 +32,7 @@ typedef struct {
     int sage_dceil;               /* highest max depth the history may raise to (not in the paper) */
     float sage_alpha0;            /* α of a sequence's first cycle (Algorithm 1, line 3) */
     float sage_theta;             /* threshold coefficient: θ_l = sage_theta·l/D(α) (paper: 0.1) */
-    /* wetap (seed 004 §3.2) */
+    /* wetap (the WETAP paper §3.2) */
     int wetap_depth;              /* layers L of the tree before pruning */
     int wetap_wmin, wetap_wmax;   /* width range; layer 1 has wmin nodes */
     float wetap_gamma;            /* W_{t+1} = wmin + (wmax − wmin)·H_norm(t)^γ */

@@ -10,11 +10,16 @@
 
 static _Thread_local char err_buf[1024];
 
+/* Formats into a temporary first: callers may pass err_get() to add
+ * context to the message already there ("%s: %s", file, err_get()), and
+ * vsnprintf must not write the buffer it is reading. */
 void err_set(const char *fmt, ...) {
+    char msg[sizeof err_buf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(err_buf, msg, sizeof err_buf);
     /* one line, always */
     for (char *c = err_buf; *c; c++) if (*c == '\n') *c = ' ';
 }

@@ -1,4 +1,4 @@
-/* C2T (seed 000, §4.2 and Algorithm 1): the tree is built layer by layer and
+/* C2T (the C2T paper, §4.2 and Algorithm 1): the tree is built layer by layer and
  * pruned while it grows by a classifier over (P, H, d).
  *
  * Each layer: the draft expands the frontier; every expanded node's top-K

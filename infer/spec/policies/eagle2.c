@@ -1,4 +1,4 @@
-/* EAGLE-2 dynamic draft trees (seed 001): expand, then rerank.
+/* EAGLE-2 dynamic draft trees (the EAGLE-2 paper, Li et al. 2024): expand, then rerank.
  *
  * Layer 1 is the root's top-k.  Each of `depth` expansion steps feeds the k
  * nodes of highest joint probability P of the newest layer to the draft and

@@ -1,4 +1,4 @@
-/* SAGE (seed 002, §3): entropy-guided depth and width, per-level width
+/* SAGE (the SAGE paper, §3): entropy-guided depth and width, per-level width
  * decay, a depth-adaptive probability threshold, a node cap and a sliding
  * window of acceptance lengths that lowers or raises the maximum depth.
  *

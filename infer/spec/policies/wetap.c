@@ -1,4 +1,4 @@
-/* WETAP (seed 004, §3.2): a token tree whose layer widths follow the
+/* WETAP (the WETAP paper, §3.2): a token tree whose layer widths follow the
  * entropy of the layer above, pruned to a budget by a score mixing
  * probability and depth.
  *
