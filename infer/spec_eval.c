@@ -41,7 +41,7 @@ static void usage(FILE *f) {
 "  --threshold X          chain early-stop threshold (default 0.5)\n"
 "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
 "  --entropy-topm M       entropy over the top M probabilities, 0 = exact (default 1000)\n"
-"  --param KEY=VALUE      sage / wetap parameters (repeatable), e.g. sage_dmax=8,\n"
+"  --param KEY=VALUE      a parameter the policy owns (repeatable), e.g. sage_dmax=8,\n"
 "                         wetap_budget=64; see README \"Policies\" for the keys\n"
 "decoding\n"
 "  --questions FILE       question.jsonl (EAGLE/Spec-Bench format); repeatable, one benchmark each\n"
@@ -174,7 +174,7 @@ static cJSON *totals_json(const Totals *t) {
     return o;
 }
 
-static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const char *policy) {
+static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const Policy *policy) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "target", cfg->target_dir);
     cJSON_AddStringToObject(o, "target_config_hash", s->target->config_hash);
@@ -186,7 +186,7 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const ch
     }
     cJSON_AddStringToObject(o, "tokenizer", tokenizer_path(s->tok));
     cJSON_AddStringToObject(o, "template", chat_template_name(s->tmpl));
-    cJSON_AddStringToObject(o, "policy", policy);
+    cJSON_AddStringToObject(o, "policy", policy->name);
     const PolicyParams *p = &cfg->prm;
     cJSON_AddNumberToObject(o, "topk", p->topk);
     cJSON_AddNumberToObject(o, "depth", p->depth);
@@ -200,7 +200,8 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const ch
     cJSON_AddNumberToObject(o, "beta", p->beta);
     const char *key;
     double value;
-    for (int i = 0; policy_param_get(p, i, &key, &value) == 0; i++) cJSON_AddNumberToObject(o, key, value);
+    /* the policy's own parameters (e.g. sage_*), as its module names them */
+    for (int i = 0; policy_param_get(policy, i, &key, &value) == 0; i++) cJSON_AddNumberToObject(o, key, value);
     cJSON_AddNumberToObject(o, "max_new_tokens", cfg->max_new);
     cJSON_AddNumberToObject(o, "temperature", cfg->sp.temperature);
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
@@ -319,7 +320,9 @@ int main(int argc, char **argv) {
     if (baseline) {
         PolicyParams ap = cfg.prm;
         snprintf(ap.name, sizeof ap.name, "ar");
+        ap.own_params[0] = 0;   /* the --param values are the policy's, not ar's */
         ar_policy = policy_new(&ap);
+        if (!ar_policy) die_err(prog);
         ar = session_decoder(&s, ar_policy);
         if (!ar) die_err(prog);
     }
@@ -347,7 +350,7 @@ int main(int argc, char **argv) {
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(report, "start_time", stamp);
-    cJSON_AddItemToObject(report, "settings", settings_json(&s, &cfg, policy->name));
+    cJSON_AddItemToObject(report, "settings", settings_json(&s, &cfg, policy));
     cJSON *jbench = cJSON_AddArrayToObject(report, "benchmarks");
 
     Progress prog_bar;

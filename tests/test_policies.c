@@ -503,40 +503,84 @@ static void test_sage_state_resets_per_prompt(void) {
 
 /* ======================= parameters ======================= */
 
-static void test_params_set_and_defaults(void) {
+/* A policy made with the given --param pairs (NULL-terminated), or NULL
+ * with policy_new's error. */
+static Policy *policy_with(const char *name, const char *const *pairs) {
     PolicyParams p;
     policy_params_default(&p);
-    CHECK(p.sage_dmax == 8 && p.sage_dmin == 3 && p.sage_wmax == 10 && p.sage_wmin == 2 && p.sage_k == 10 &&
-          p.sage_nmax == 64 && p.sage_window == 10 && p.sage_lower == 2.0f && p.sage_upper == 3.0f &&
-          p.sage_alpha0 == 0.5f && fabsf(p.sage_theta - 0.1f) < 1e-7f, "SAGE defaults are not the paper's");
-    CHECK(p.wetap_depth == 8 && p.wetap_wmin == 16 && p.wetap_wmax == 128 && p.wetap_budget == 64 &&
-          fabsf(p.wetap_gamma - 1.2f) < 1e-6f && fabsf(p.wetap_alpha - 0.6f) < 1e-6f, "WETAP defaults");
-    CHECK(policy_params_set(&p, "sage_dmin", "4") == 0 && p.sage_dmin == 4, "sage_dmin=4: %s", err_get());
-    CHECK(policy_params_set(&p, "wetap_gamma=0.5", NULL) == 0 && p.wetap_gamma == 0.5f, "KEY=VALUE form: %s", err_get());
-    CHECK(policy_params_set(&p, "sage_upper", "2.5") == 0 && p.sage_upper == 2.5f, "float value");
-    CHECK(policy_params_set(&p, "sage_fanout", "3") == -1 && strstr(err_get(), "sage_fanout") &&
-          strstr(err_get(), "unknown") && !strchr(err_get(), '\n'), "unknown key: %s", err_get());
-    CHECK(policy_params_set(&p, "sage_dmin", "x") == -1 && strstr(err_get(), "sage_dmin") && strstr(err_get(), "'x'"),
-          "bad integer: %s", err_get());
-    CHECK(policy_params_set(&p, "sage_dmin", "3.5") == -1, "3.5 accepted as an integer");
-    CHECK(policy_params_set(&p, "sage_nmax", "") == -1, "empty value accepted");
-    CHECK(policy_params_set(&p, "wetap_alpha", "1.5") == -1 && strstr(err_get(), "wetap_alpha"), "alpha 1.5 accepted");
-    CHECK(policy_params_set(&p, "wetap_gamma", "0") == -1, "gamma 0 accepted");
-    CHECK(policy_params_set(&p, "wetap_budget", "0") == -1, "budget 0 accepted");
-    CHECK(policy_params_set(&p, "wetap_budget", NULL) == -1 && strstr(err_get(), "KEY=VALUE"), "missing '='");
-    CHECK(p.sage_dmin == 4 && p.wetap_gamma == 0.5f, "a rejected value changed the parameters");
-    int n = 0, seen_dmax = 0;
+    snprintf(p.name, sizeof p.name, "%s", name);
+    for (int i = 0; pairs && pairs[i]; i++)
+        if (policy_params_set(&p, pairs[i], NULL)) return NULL;
+    return policy_new(&p);
+}
+
+static double param_of(const Policy *p, const char *want) {
     const char *key;
     double v;
-    while (policy_param_get(&p, n, &key, &v) == 0) {
-        PolicyParams tmp = p;
-        char val[32];
-        snprintf(val, sizeof val, "%g", v);
-        CHECK(policy_params_set(&tmp, key, val) == 0, "listed key %s cannot be set back: %s", key, err_get());
-        if (!strcmp(key, "sage_dmax")) seen_dmax = v == 8;
+    for (int i = 0; policy_param_get(p, i, &key, &v) == 0; i++)
+        if (!strcmp(key, want)) return v;
+    return NAN;
+}
+
+/* Each policy owns its parameters: defaults from its paper, --param values
+ * checked against its own table, and an error naming the key otherwise. */
+static void test_params_set_and_defaults(void) {
+    Policy *sage = policy_with("sage", NULL), *wetap = policy_with("wetap", NULL);
+    REQUIRE(sage && wetap, "default sage / wetap: %s", err_get());
+    CHECK(param_of(sage, "sage_dmax") == 8 && param_of(sage, "sage_dmin") == 3 && param_of(sage, "sage_wmax") == 10 &&
+          param_of(sage, "sage_wmin") == 2 && param_of(sage, "sage_k") == 10 && param_of(sage, "sage_nmax") == 64 &&
+          param_of(sage, "sage_window") == 10 && param_of(sage, "sage_lower") == 2 && param_of(sage, "sage_upper") == 3 &&
+          param_of(sage, "sage_alpha0") == 0.5 && fabs(param_of(sage, "sage_theta") - 0.1) < 1e-7,
+          "SAGE defaults are not the paper's");
+    CHECK(param_of(wetap, "wetap_depth") == 8 && param_of(wetap, "wetap_wmin") == 16 &&
+          param_of(wetap, "wetap_wmax") == 128 && param_of(wetap, "wetap_budget") == 64 &&
+          fabs(param_of(wetap, "wetap_gamma") - 1.2) < 1e-6 && fabs(param_of(wetap, "wetap_alpha") - 0.6) < 1e-6,
+          "WETAP defaults");
+    CHECK(policy_max_nodes(sage) == 65 && policy_max_nodes(wetap) == 65, "node bounds %d %d", policy_max_nodes(sage),
+          policy_max_nodes(wetap));
+    int n = 0;
+    const char *key;
+    double v;
+    while (policy_param_get(sage, n, &key, &v) == 0) {   /* every listed key can be set back */
+        char pair[64];
+        snprintf(pair, sizeof pair, "%s=%g", key, v);
+        const char *one[] = {pair, NULL};
+        Policy *q = policy_with("sage", one);
+        CHECK(q != NULL, "listed key %s cannot be set back: %s", key, err_get());
+        policy_free(q);
         n++;
     }
-    CHECK(n == 18 && seen_dmax, "policy_param_get lists %d keys", n);
+    CHECK(n == 12, "sage lists %d keys", n);
+    policy_free(sage);
+    policy_free(wetap);
+
+    const char *set[] = {"sage_dmin=4", "sage_upper=2.5", NULL};
+    Policy *q = policy_with("sage", set);
+    REQUIRE(q, "sage_dmin=4: %s", err_get());
+    CHECK(param_of(q, "sage_dmin") == 4 && param_of(q, "sage_upper") == 2.5, "values not applied");
+    const char *nmax[] = {"sage_nmax=10", NULL};
+    policy_free(q);
+    q = policy_with("sage", nmax);
+    CHECK(q && policy_max_nodes(q) == 11, "sage_nmax=10 does not bound the tree");
+    policy_free(q);
+
+    struct { const char *policy, *pair, *must_name; } bad[] = {
+        {"sage", "sage_fanout=3", "sage_fanout"}, {"sage", "sage_dmin=x", "'x'"}, {"sage", "sage_dmin=3.5", "sage_dmin"},
+        {"sage", "sage_nmax=", "sage_nmax"},      {"wetap", "wetap_alpha=1.5", "wetap_alpha"},
+        {"wetap", "wetap_gamma=0", "wetap_gamma"}, {"wetap", "wetap_budget=0", "wetap_budget"},
+        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "has none"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *one[] = {bad[i].pair, NULL};
+        q = policy_with(bad[i].policy, one);
+        CHECK(!q && strstr(err_get(), bad[i].must_name) && !strchr(err_get(), '\n'), "%s --param %s: %s",
+              bad[i].policy, bad[i].pair, q ? "accepted" : err_get());
+        policy_free(q);
+    }
+    PolicyParams p;
+    policy_params_default(&p);
+    CHECK(policy_params_set(&p, "wetap_budget", NULL) == -1 && strstr(err_get(), "KEY=VALUE"), "missing '='");
+    CHECK(policy_params_set(&p, "wetap_budget", "5") == 0 && strstr(p.own_params, "wetap_budget=5"), "KEY, VALUE form");
 }
 
 static void test_bad_policy_parameters(void) {

@@ -8,15 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct { const char *name; int (*init)(Policy *); } registry[] = {
-    {"ar", policy_ar_init},
-    {"chain", policy_chain_init},
-    {"static", policy_static_init},
-    {"eagle2", policy_eagle2_init},
-    {"c2t", policy_c2t_init},
-    {"sage", policy_sage_init},
-    {"wetap", policy_wetap_init},
+/* Adding a policy: its module in policies/ and one line here. */
+static const PolicyClass *const registry[] = {
+    &policy_ar, &policy_chain, &policy_static, &policy_eagle2, &policy_c2t, &policy_sage, &policy_wetap,
 };
+#define N_POLICIES ((int)(sizeof registry / sizeof *registry))
 
 void policy_params_default(PolicyParams *p) {
     memset(p, 0, sizeof *p);
@@ -30,104 +26,106 @@ void policy_params_default(PolicyParams *p) {
     p->beta = 0.5f;
     snprintf(p->early_stop, sizeof p->early_stop, "none");
     p->threshold = 0.5f;
-    /* SAGE paper §5.1: Dmax 8, Dmin 3, Wmax 10, Wmin 2, k 10, 64 nodes,
-     * history window 10 with thresholds 2 and 3; α starts at 0.5 (Alg. 1) */
-    p->sage_dmin = 3; p->sage_dmax = 8;
-    p->sage_wmin = 2; p->sage_wmax = 10;
-    p->sage_k = 10;
-    p->sage_nmax = 64;
-    p->sage_window = 10;
-    p->sage_lower = 2.0f; p->sage_upper = 3.0f;
-    p->sage_dceil = 12;   /* our choice: the paper gives no ceiling */
-    p->sage_alpha0 = 0.5f;
-    p->sage_theta = 0.1f;
-    /* WETAP paper: length 8, tree size 64 (App. B.3), width range [16, 128]
-     * (§4.4.1), γ = 1.2 (§4.4.2, best on MT-Bench), α = 0.6 (§4.4.3) */
-    p->wetap_depth = 8;
-    p->wetap_wmin = 16; p->wetap_wmax = 128;
-    p->wetap_gamma = 1.2f;
-    p->wetap_alpha = 0.6f;
-    p->wetap_budget = 64;
 }
-
-/* The parameters --param sets: type, place and range. */
-typedef struct { const char *key; char type; size_t off; double lo, hi; int lo_open; } ParamDef;
-#define PINT(f, lo, hi) {#f, 'i', offsetof(PolicyParams, f), lo, hi, 0}
-#define PFLT(f, lo, hi, open) {#f, 'f', offsetof(PolicyParams, f), lo, hi, open}
-static const ParamDef param_defs[] = {
-    PINT(sage_dmin, 1, 64), PINT(sage_dmax, 1, 64), PINT(sage_wmin, 1, 1000), PINT(sage_wmax, 1, 1000),
-    PINT(sage_k, 1, 1000), PINT(sage_nmax, 1, 100000), PINT(sage_window, 1, 100000),
-    PFLT(sage_lower, 0, 1000, 0), PFLT(sage_upper, 0, 1000, 0), PINT(sage_dceil, 1, 64),
-    PFLT(sage_alpha0, 0, 1, 0), PFLT(sage_theta, 0, 1, 0),
-    PINT(wetap_depth, 1, 64), PINT(wetap_wmin, 1, 100000), PINT(wetap_wmax, 1, 100000),
-    PFLT(wetap_gamma, 0, 100, 1), PFLT(wetap_alpha, 0, 1, 0), PINT(wetap_budget, 1, 100000),
-};
-#define N_PARAMS ((int)(sizeof param_defs / sizeof *param_defs))
 
 int policy_params_set(PolicyParams *p, const char *key, const char *value) {
-    char name[64];
-    if (!value) {
-        const char *eq = strchr(key, '=');
-        if (!eq) { err_set("--param '%s': expected KEY=VALUE", key); return -1; }
-        snprintf(name, sizeof name, "%.*s", (int)(eq - key < 63 ? eq - key : 63), key);
-        key = name;
-        value = eq + 1;
-    }
-    for (int i = 0; i < N_PARAMS; i++) {
-        const ParamDef *d = &param_defs[i];
-        if (strcmp(key, d->key)) continue;
-        char *end;
-        errno = 0;
-        if (d->type == 'i') {
-            long v = strtol(value, &end, 10);
-            if (!*value || *end || errno || v < d->lo || v > d->hi) {
-                err_set("--param %s: expected an integer in [%g, %g], got '%s'", key, d->lo, d->hi, value);
-                return -1;
-            }
-            *(int *)((char *)p + d->off) = (int)v;
-        } else {
-            double v = strtod(value, &end);
-            if (!*value || *end || errno || !(d->lo_open ? v > d->lo : v >= d->lo) || !(v <= d->hi)) {
-                err_set("--param %s: expected a number in %c%g, %g], got '%s'", key, d->lo_open ? '(' : '[',
-                        d->lo, d->hi, value);
-                return -1;
-            }
-            *(float *)((char *)p + d->off) = (float)v;
-        }
-        return 0;
-    }
-    char keys[1024] = "";
-    for (int i = 0; i < N_PARAMS; i++)
-        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", i ? " " : "", param_defs[i].key);
-    err_set("--param: unknown key '%s' (%s)", key, keys);
-    return -1;
+    char pair[512];
+    if (value) snprintf(pair, sizeof pair, "%s=%s", key, value);
+    else snprintf(pair, sizeof pair, "%s", key);
+    const char *eq = strchr(pair, '=');
+    if (!eq || eq == pair || strchr(pair, '\n')) { err_set("--param '%s': expected KEY=VALUE", pair); return -1; }
+    size_t used = strlen(p->own_params);
+    if (used + strlen(pair) + 2 > sizeof p->own_params) { err_set("--param: too many parameters"); return -1; }
+    snprintf(p->own_params + used, sizeof p->own_params - used, "%s\n", pair);
+    return 0;
 }
 
-int policy_param_get(const PolicyParams *p, int i, const char **key, double *value) {
-    if (i < 0 || i >= N_PARAMS) return -1;
-    const ParamDef *d = &param_defs[i];
+static const PolicyParamDef *param_def(const PolicyClass *c, const char *key) {
+    for (int i = 0; i < c->n_params; i++)
+        if (!strcmp(c->params[i].key, key)) return &c->params[i];
+    return NULL;
+}
+
+static int param_store(const PolicyParamDef *d, void *own, const char *value) {
+    char *end;
+    errno = 0;
+    if (d->type == 'i') {
+        long v = strtol(value, &end, 10);
+        if (!*value || *end || errno || v < d->lo || v > d->hi) {
+            err_set("--param %s: expected an integer in [%g, %g], got '%s'", d->key, d->lo, d->hi, value);
+            return -1;
+        }
+        *(int *)((char *)own + d->off) = (int)v;
+        return 0;
+    }
+    double v = strtod(value, &end);
+    if (!*value || *end || errno || !(d->lo_open ? v > d->lo : v >= d->lo) || !(v <= d->hi)) {
+        err_set("--param %s: expected a number in %c%g, %g], got '%s'", d->key, d->lo_open ? '(' : '[', d->lo,
+                d->hi, value);
+        return -1;
+    }
+    *(float *)((char *)own + d->off) = (float)v;
+    return 0;
+}
+
+/* The policy's parameter struct: defaults, then every --param pair, each of
+ * which must be one of its keys. */
+static int params_apply(Policy *p) {
+    const PolicyClass *c = p->cls;
+    if (c->n_params) {
+        p->own = xcalloc(1, c->params_size);
+        for (int i = 0; i < c->n_params; i++) {
+            const PolicyParamDef *d = &c->params[i];
+            if (d->type == 'i') *(int *)((char *)p->own + d->off) = (int)d->def;
+            else *(float *)((char *)p->own + d->off) = (float)d->def;
+        }
+    }
+    for (const char *line = p->prm.own_params; *line;) {
+        const char *nl = strchr(line, '\n');
+        char pair[512];
+        snprintf(pair, sizeof pair, "%.*s", (int)(nl ? nl - line : (long)strlen(line)), line);
+        line = nl ? nl + 1 : line + strlen(line);
+        char *eq = strchr(pair, '=');
+        *eq = 0;
+        const PolicyParamDef *d = param_def(c, pair);
+        if (!d) {
+            char keys[1024] = "";
+            for (int i = 0; i < c->n_params; i++)
+                snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", i ? " " : "", c->params[i].key);
+            err_set("--param: policy %s has no parameter '%s' (%s)", c->name, pair, c->n_params ? keys : "it has none");
+            return -1;
+        }
+        if (param_store(d, p->own, eq + 1)) return -1;
+    }
+    return 0;
+}
+
+int policy_param_get(const Policy *p, int i, const char **key, double *value) {
+    if (i < 0 || i >= p->cls->n_params) return -1;
+    const PolicyParamDef *d = &p->cls->params[i];
     if (key) *key = d->key;
     if (value)
-        *value = d->type == 'i' ? *(const int *)((const char *)p + d->off) : *(const float *)((const char *)p + d->off);
+        *value = d->type == 'i' ? *(const int *)((const char *)p->own + d->off) : *(const float *)((const char *)p->own + d->off);
     return 0;
 }
 
 const char *policy_names(void) {
     static char buf[256];
     if (!buf[0])
-        for (size_t i = 0; i < sizeof registry / sizeof *registry; i++)
-            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? " " : "", registry[i].name);
+        for (int i = 0; i < N_POLICIES; i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? " " : "", registry[i]->name);
     return buf;
 }
 
 Policy *policy_new(const PolicyParams *prm) {
-    for (size_t i = 0; i < sizeof registry / sizeof *registry; i++) {
-        if (strcmp(prm->name, registry[i].name)) continue;
+    for (int i = 0; i < N_POLICIES; i++) {
+        if (strcmp(prm->name, registry[i]->name)) continue;
         Policy *p = xcalloc(1, sizeof *p);
-        p->name = registry[i].name;
+        p->cls = registry[i];
+        p->name = registry[i]->name;
         p->prm = *prm;
         p->needs_draft = 1;
-        if (registry[i].init(p)) { free(p); return NULL; }
+        if (params_apply(p) || registry[i]->init(p)) { free(p->own); free(p); return NULL; }
         return p;
     }
     err_set("unknown policy '%s' (%s)", prm->name, policy_names());
@@ -137,20 +135,11 @@ Policy *policy_new(const PolicyParams *prm) {
 void policy_free(Policy *p) {
     if (!p) return;
     if (p->destroy) p->destroy(p);
+    free(p->own);
     free(p);
 }
 
-int policy_max_nodes(const Policy *p) {
-    const PolicyParams *q = &p->prm;
-    if (!strcmp(p->name, "ar")) return 1;
-    if (!strcmp(p->name, "chain")) return 1 + q->draft_len;
-    if (!strcmp(p->name, "eagle2")) return 1 + q->topk + q->depth * q->topk * q->topk;
-    if (!strcmp(p->name, "c2t")) return 1 + q->depth * q->topk * q->topk;
-    if (!strcmp(p->name, "sage")) return 1 + q->sage_nmax;
-    if (!strcmp(p->name, "wetap")) return 1 + q->wetap_budget;
-    /* static: bounded by a full tree of topk × depth */
-    return 1 + q->topk + (q->depth + 2) * q->topk * q->topk + 64;
-}
+int policy_max_nodes(const Policy *p) { return p->cls->max_nodes(p); }
 
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                   float *probs, float *ent, PolicyTimes *tm) {

@@ -5,8 +5,10 @@
 #define C2T_POLICY_H
 #include "infer/spec/draft.h"
 #include "infer/spec/tree.h"
+#include <stddef.h>
 
-/* Every policy parameter; each policy reads the ones it needs. */
+/* The options several policies share (their command-line flags); a
+ * policy's own parameters come as --param text and live in its own struct. */
 typedef struct {
     char name[32];
     int topk;            /* children per expanded node (eagle2, c2t) */
@@ -22,32 +24,28 @@ typedef struct {
     float beta;
     char early_stop[16];  /* chain: none | c2t | dymax | dyjoint */
     float threshold;
-    /* sage (the SAGE paper §3; defaults from its §5.1; docs/policies_sage_wetap.md) */
-    int sage_dmin, sage_dmax;     /* depth range of D(α) = dmin + α(dmax − dmin) */
-    int sage_wmin, sage_wmax;     /* width range of W(α) = wmin + (1 − α)(wmax − wmin) */
-    int sage_k;                   /* top-k of the confidence α = 1 − H(top-k renormalised)/log k */
-    int sage_nmax;                /* node cap N_max, root excluded */
-    int sage_window;              /* acceptance history: sliding window of cycles */
-    float sage_lower, sage_upper; /* mean accepted count below lower: max depth − 1; above upper: + 1 */
-    int sage_dceil;               /* highest max depth the history may raise to (not in the paper) */
-    float sage_alpha0;            /* α of a sequence's first cycle (Algorithm 1, line 3) */
-    float sage_theta;             /* threshold coefficient: θ_l = sage_theta·l/D(α) (paper: 0.1) */
-    /* wetap (the WETAP paper §3.2) */
-    int wetap_depth;              /* layers L of the tree before pruning */
-    int wetap_wmin, wetap_wmax;   /* width range; layer 1 has wmin nodes */
-    float wetap_gamma;            /* W_{t+1} = wmin + (wmax − wmin)·H_norm(t)^γ */
-    float wetap_alpha;            /* pruning score α·p_norm + (1 − α)·d/L */
-    int wetap_budget;             /* draft nodes kept by pruning, root excluded */
+    /* --param KEY=VALUE pairs, one per line, for the policy's own
+     * parameters (PolicyParamDef); policy_new checks them against its table */
+    char own_params[2048];
 } PolicyParams;
 
 void policy_params_default(PolicyParams *p);
-/* Sets one sage_* / wetap_* parameter from text (spec-eval --param KEY=VALUE).
- * value NULL: key is "KEY=VALUE".  Unknown key or a bad value: -1 with a
- * one-line error naming it. */
+/* Records one --param KEY=VALUE (value NULL: key is "KEY=VALUE") for the
+ * policy to check and read; a malformed pair: -1 with a one-line error. */
 int policy_params_set(PolicyParams *p, const char *key, const char *value);
-/* The i-th parameter policy_params_set knows: its key and current value
- * (for --help and reports); -1 past the last. */
-int policy_param_get(const PolicyParams *p, int i, const char **key, double *value);
+
+/* One parameter a policy owns: its key (also its --param name), type ('i'
+ * int, 'f' float), offset in the policy's parameter struct, default and
+ * range ([lo, hi], or (lo, hi] with lo_open). */
+typedef struct {
+    const char *key;
+    char type;
+    size_t off;
+    double def, lo, hi;
+    int lo_open;
+} PolicyParamDef;
+#define POLICY_INT(S, f, def, lo, hi) {#f, 'i', offsetof(S, f), def, lo, hi, 0}
+#define POLICY_FLOAT(S, f, def, lo, hi, open) {#f, 'f', offsetof(S, f), def, lo, hi, open}
 
 /* Time a policy spends, split as the reports show it (seconds): draft
  * forwards; the distribution step on the draft's logits (softmax, top-k and,
@@ -58,9 +56,12 @@ typedef struct {
 } PolicyTimes;
 
 typedef struct Policy Policy;
+typedef struct PolicyClass PolicyClass;
 struct Policy {
     const char *name;
+    const PolicyClass *cls;
     PolicyParams prm;
+    void *own;           /* the policy's parameter struct (cls->params), or NULL */
     void *state;
     int needs_draft;
     /* Builds the tree under t's root (set by the loop). */
@@ -70,6 +71,19 @@ struct Policy {
     void (*destroy)(Policy *p);
 };
 
+/* What a policy module exports: one of these, listed in policy.c's registry.
+ * init reads p->prm (shared flags) and p->own (its parameters, defaults
+ * applied, --param values checked) and sets build / feedback / destroy /
+ * state; max_nodes bounds the nodes its tree can hold (KV cache sizing). */
+struct PolicyClass {
+    const char *name;
+    int (*init)(Policy *p);
+    int (*max_nodes)(const Policy *p);
+    const PolicyParamDef *params;
+    int n_params;
+    size_t params_size;
+};
+
 /* Unknown policy or an invalid parameter: NULL with a one-line error. */
 Policy *policy_new(const PolicyParams *prm);
 void policy_free(Policy *p);
@@ -77,6 +91,9 @@ void policy_free(Policy *p);
 const char *policy_names(void);
 /* Upper bound on the nodes a policy's tree can hold (KV cache sizing). */
 int policy_max_nodes(const Policy *p);
+/* The i-th parameter the policy owns: its key and value (for reports);
+ * -1 past the last. */
+int policy_param_get(const Policy *p, int i, const char **key, double *value);
 
 /* Shared by the policies: expand nodes through the draft, timing it. */
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
@@ -91,12 +108,7 @@ int policy_keep_top_P(PolicyCand *c, int n, int keep);
 /* round(x) with halves up, as the SAGE / WETAP papers' widths use */
 int policy_round_half_up(double x);
 
-/* Registration: each policy module defines one constructor. */
-int policy_ar_init(Policy *p);
-int policy_chain_init(Policy *p);
-int policy_static_init(Policy *p);
-int policy_eagle2_init(Policy *p);
-int policy_c2t_init(Policy *p);
-int policy_sage_init(Policy *p);
-int policy_wetap_init(Policy *p);
+/* The policy modules (infer/spec/policies/). */
+extern const PolicyClass policy_ar, policy_chain, policy_static, policy_eagle2, policy_c2t, policy_sage,
+    policy_wetap;
 #endif

@@ -13,7 +13,7 @@ static int ar_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     (void)p; (void)d; (void)t; (void)tm;
     return 0;   /* the root alone: the target decodes one token per cycle */
 }
-int policy_ar_init(Policy *p) {
+static int ar_init(Policy *p) {
     p->build = ar_build;
     p->needs_draft = 0;
     return 0;
@@ -56,7 +56,7 @@ static void chain_destroy(Policy *p) {
     classifier_free(s->cls);
     free(s);
 }
-int policy_chain_init(Policy *p) {
+static int chain_init(Policy *p) {
     if (p->prm.draft_len < 1) { err_set("chain: --draft-len must be at least 1"); return -1; }
     const char *es = p->prm.early_stop;
     ChainState *s = xcalloc(1, sizeof *s);
@@ -179,7 +179,7 @@ static void static_destroy(Policy *p) {
     free(s->parent); free(s->rank); free(s->depth); free(s);
 }
 
-int policy_static_init(Policy *p) {
+static int static_init(Policy *p) {
     StaticTree *s = xcalloc(1, sizeof *s);
     const char *spec = strcmp(p->prm.static_tree, "eagle1") ? p->prm.static_tree : EAGLE1_TREE;
     if (static_parse(spec, s)) { free(s->parent); free(s->rank); free(s->depth); free(s); return -1; }
@@ -188,3 +188,15 @@ int policy_static_init(Policy *p) {
     p->destroy = static_destroy;
     return 0;
 }
+
+static int ar_max_nodes(const Policy *p) { (void)p; return 1; }
+static int chain_max_nodes(const Policy *p) { return 1 + p->prm.draft_len; }
+/* bounded by a full tree of topk × depth */
+static int static_max_nodes(const Policy *p) {
+    const PolicyParams *q = &p->prm;
+    return 1 + q->topk + (q->depth + 2) * q->topk * q->topk + 64;
+}
+
+const PolicyClass policy_ar = {"ar", ar_init, ar_max_nodes, NULL, 0, 0};
+const PolicyClass policy_chain = {"chain", chain_init, chain_max_nodes, NULL, 0, 0};
+const PolicyClass policy_static = {"static", static_init, static_max_nodes, NULL, 0, 0};

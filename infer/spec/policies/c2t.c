@@ -104,7 +104,7 @@ static void c2t_destroy(Policy *p) {
     free(s);
 }
 
-int policy_c2t_init(Policy *p) {
+static int c2t_init(Policy *p) {
     if (p->prm.depth < 0) p->prm.depth = 8;   /* d_max = EAGLE-2's depth + 2 (paper §5.1) */
     if (p->prm.topk < 1 || p->prm.depth < 1) { err_set("c2t: --topk and --depth must be at least 1"); return -1; }
     if (!(p->prm.beta >= 0 && p->prm.beta <= 1)) { err_set("c2t: --beta must be in [0, 1]"); return -1; }
@@ -117,3 +117,7 @@ int policy_c2t_init(Policy *p) {
     p->destroy = c2t_destroy;
     return 0;
 }
+
+static int c2t_max_nodes(const Policy *p) { return 1 + p->prm.depth * p->prm.topk * p->prm.topk; }
+
+const PolicyClass policy_c2t = {"c2t", c2t_init, c2t_max_nodes, NULL, 0, 0};

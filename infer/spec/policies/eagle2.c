@@ -94,7 +94,7 @@ static void eagle2_destroy(Policy *p) {
     free(s);
 }
 
-int policy_eagle2_init(Policy *p) {
+static int eagle2_init(Policy *p) {
     if (p->prm.depth < 0) p->prm.depth = 6;   /* EAGLE-2 paper, 7B */
     if (p->prm.topk < 1 || p->prm.depth < 0) { err_set("eagle2: --topk must be >= 1 and --depth >= 0"); return -1; }
     if (p->prm.total == 0 || p->prm.total < -1) { err_set("eagle2: --total must be positive or 'all'"); return -1; }
@@ -105,3 +105,10 @@ int policy_eagle2_init(Policy *p) {
     p->destroy = eagle2_destroy;
     return 0;
 }
+
+static int eagle2_max_nodes(const Policy *p) {
+    const PolicyParams *q = &p->prm;
+    return 1 + q->topk + q->depth * q->topk * q->topk;   /* the whole pool (spec-collect's total=all) */
+}
+
+const PolicyClass policy_eagle2 = {"eagle2", eagle2_init, eagle2_max_nodes, NULL, 0, 0};

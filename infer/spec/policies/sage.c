@@ -81,6 +81,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+
+/* SAGE's own parameters (--param KEY=VALUE; defaults from the paper's
+ * §5.1: Dmax 8, Dmin 3, Wmax 10, Wmin 2, k 10, 64 nodes, history window 10
+ * with thresholds 2 and 3; α starts at 0.5 (Alg. 1); docs/policies_sage_wetap.md) */
+typedef struct {
+    int sage_dmin, sage_dmax;     /* depth range of D(α) = dmin + α(dmax − dmin) */
+    int sage_wmin, sage_wmax;     /* width range of W(α) = wmin + (1 − α)(wmax − wmin) */
+    int sage_k;                   /* top-k of the confidence α = 1 − H(top-k renormalised)/log k */
+    int sage_nmax;                /* node cap N_max, root excluded */
+    int sage_window;              /* acceptance history: sliding window of cycles */
+    float sage_lower, sage_upper; /* mean accepted count below lower: max depth − 1; above upper: + 1 */
+    int sage_dceil;               /* highest max depth the history may raise to (our choice: the paper gives none) */
+    float sage_alpha0;            /* α of a sequence's first cycle (Algorithm 1, line 3) */
+    float sage_theta;             /* threshold coefficient: θ_l = sage_theta·l/D(α) (paper: 0.1) */
+} SageParams;
+
+static const PolicyParamDef sage_params[] = {
+    POLICY_INT(SageParams, sage_dmin, 3, 1, 64), POLICY_INT(SageParams, sage_dmax, 8, 1, 64),
+    POLICY_INT(SageParams, sage_wmin, 2, 1, 1000), POLICY_INT(SageParams, sage_wmax, 10, 1, 1000),
+    POLICY_INT(SageParams, sage_k, 10, 1, 1000), POLICY_INT(SageParams, sage_nmax, 64, 1, 100000),
+    POLICY_INT(SageParams, sage_window, 10, 1, 100000), POLICY_FLOAT(SageParams, sage_lower, 2, 0, 1000, 0),
+    POLICY_FLOAT(SageParams, sage_upper, 3, 0, 1000, 0), POLICY_INT(SageParams, sage_dceil, 12, 1, 64),
+    POLICY_FLOAT(SageParams, sage_alpha0, 0.5, 0, 1, 0), POLICY_FLOAT(SageParams, sage_theta, 0.1, 0, 1, 0),
+};
+
 typedef struct {
     float alpha;        /* confidence for the next build */
     int dmax;           /* history-adjusted maximum depth Dmax' */
@@ -89,7 +114,7 @@ typedef struct {
     long expect_n_past; /* where the next cycle of the same sequence starts, -1 = unknown */
 } SageState;
 
-static void sage_reset(SageState *s, const PolicyParams *q) {
+static void sage_reset(SageState *s, const SageParams *q) {
     s->alpha = q->sage_alpha0;
     s->dmax = q->sage_dmax;
     s->n_hist = s->next = 0;
@@ -110,7 +135,7 @@ static float sage_confidence(const float *probs, int k) {
 
 static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     SageState *s = p->state;
-    const PolicyParams *q = &p->prm;
+    const SageParams *q = p->own;
     if (d->kind != DRAFT_SCRIPT) {
         if (s->expect_n_past >= 0 && d->n_past != s->expect_n_past) sage_reset(s, q);
         s->build_n_past = d->n_past;
@@ -137,7 +162,7 @@ static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
         for (int i = 0; i < nf; i++) if ((double)t->P[front[i]] > theta) front[m++] = front[i];
         nf = m;
         if (!nf) break;
-        rc = policy_expand(d, t, front, nf, K, q->topm, ids, probs, ent, tm);
+        rc = policy_expand(d, t, front, nf, K, p->prm.topm, ids, probs, ent, tm);
         if (rc) break;
         if (l == 1) s->alpha = sage_confidence(probs, q->sage_k < K ? q->sage_k : K);   /* for the next cycle */
         int nc = 0;
@@ -180,7 +205,7 @@ static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
 static void sage_feedback(Policy *p, const Tree *t, int accepted) {
     (void)t;
     SageState *s = p->state;
-    const PolicyParams *q = &p->prm;
+    const SageParams *q = p->own;
     if (s->build_n_past >= 0) s->expect_n_past = s->build_n_past + accepted + 1;
     s->hist[s->next] = accepted;
     s->next = (s->next + 1) % q->sage_window;
@@ -199,8 +224,8 @@ static void sage_destroy(Policy *p) {
     free(s);
 }
 
-int policy_sage_init(Policy *p) {
-    const PolicyParams *q = &p->prm;
+static int sage_init(Policy *p) {
+    const SageParams *q = p->own;
     if (q->sage_dmin < 1 || q->sage_dmin > q->sage_dmax || q->sage_dmax > q->sage_dceil) {
         err_set("sage: need 1 <= sage_dmin <= sage_dmax <= sage_dceil (got %d, %d, %d)", q->sage_dmin,
                 q->sage_dmax, q->sage_dceil);
@@ -231,3 +256,8 @@ int policy_sage_init(Policy *p) {
     p->destroy = sage_destroy;
     return 0;
 }
+
+static int sage_max_nodes(const Policy *p) { return 1 + ((const SageParams *)p->own)->sage_nmax; }
+
+const PolicyClass policy_sage = {"sage", sage_init, sage_max_nodes, sage_params,
+                                 (int)(sizeof sage_params / sizeof *sage_params), sizeof(SageParams)};

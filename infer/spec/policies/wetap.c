@@ -70,6 +70,24 @@
 
 #define WETAP_EPS 1e-6
 
+
+/* WETAP's own parameters (--param KEY=VALUE).  Defaults from the paper:
+ * length 8, tree size 64 (App. B.3), width range [16, 128] (§4.4.1),
+ * γ = 1.2 (§4.4.2, best on MT-Bench), α = 0.6 (§4.4.3). */
+typedef struct {
+    int wetap_depth;              /* layers L of the tree before pruning */
+    int wetap_wmin, wetap_wmax;   /* width range; layer 1 has wmin nodes */
+    float wetap_gamma;            /* W_{t+1} = wmin + (wmax − wmin)·H_norm(t)^γ */
+    float wetap_alpha;            /* pruning score α·p_norm + (1 − α)·d/L */
+    int wetap_budget;             /* draft nodes kept by pruning, root excluded */
+} WetapParams;
+
+static const PolicyParamDef wetap_params[] = {
+    POLICY_INT(WetapParams, wetap_depth, 8, 1, 64), POLICY_INT(WetapParams, wetap_wmin, 16, 1, 100000),
+    POLICY_INT(WetapParams, wetap_wmax, 128, 1, 100000), POLICY_FLOAT(WetapParams, wetap_gamma, 1.2, 0, 100, 1),
+    POLICY_FLOAT(WetapParams, wetap_alpha, 0.6, 0, 1, 0), POLICY_INT(WetapParams, wetap_budget, 64, 1, 100000),
+};
+
 typedef struct { Tree scratch; } WetapState;
 
 /* H_norm of the layer nodes[0..n): entropy of their normalised joint
@@ -88,13 +106,13 @@ static double layer_entropy_norm(const Tree *t, const int *nodes, int n) {
 }
 
 /* Builds the unpruned pool of L layers into t. */
-static int wetap_pool(const PolicyParams *q, Draft *d, Tree *t, PolicyTimes *tm) {
+static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, PolicyTimes *tm) {
     const int L = q->wetap_depth, wmin = q->wetap_wmin, wmax = q->wetap_wmax;
     const int vcap = d->V > 0 ? d->V : INT_MAX;
     int kroot = wmin < vcap ? wmin : vcap;
     int *ids = xmalloc(sizeof(int) * kroot), root = 0;
     float *probs = xmalloc(sizeof(float) * kroot), ent;
-    int rc = policy_expand(d, t, &root, 1, kroot, q->topm, ids, probs, &ent, tm);
+    int rc = policy_expand(d, t, &root, 1, kroot, topm, ids, probs, &ent, tm);
     int *cur = xmalloc(sizeof(int) * (kroot ? kroot : 1)), ncur = 0;
     for (int j = 0; j < kroot && !rc; j++)
         if (ids[j] >= 0 && probs[j] > 0) cur[ncur++] = tree_add(t, 0, ids[j], probs[j], ent, j);
@@ -109,7 +127,7 @@ static int wetap_pool(const PolicyParams *q, Draft *d, Tree *t, PolicyTimes *tm)
         probs = xmalloc(sizeof(float) * ncur * K);
         float *ents = xmalloc(sizeof(float) * ncur);
         PolicyCand *cand = xmalloc(sizeof(PolicyCand) * ncur * K);
-        rc = policy_expand(d, t, cur, ncur, K, q->topm, ids, probs, ents, tm);
+        rc = policy_expand(d, t, cur, ncur, K, topm, ids, probs, ents, tm);
         int nc = 0;
         for (int i = 0; i < ncur && !rc; i++)
             for (int r = 0; r < K; r++) {
@@ -152,7 +170,7 @@ static int by_depth_then_P(const void *a, const void *b) {
 
 /* Prunes the pool in t to wetap_budget nodes (root excluded), in place
  * (scratch receives the old tree). */
-static void wetap_prune(Tree *t, const PolicyParams *q, Tree *scratch) {
+static void wetap_prune(Tree *t, const WetapParams *q, Tree *scratch) {
     const int n = t->n - 1, B = q->wetap_budget, L = q->wetap_depth;
     if (n <= B) return;
     double pmin = INFINITY, pmax = -INFINITY;
@@ -213,8 +231,8 @@ static void wetap_prune(Tree *t, const PolicyParams *q, Tree *scratch) {
 
 static int wetap_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     WetapState *s = p->state;
-    if (wetap_pool(&p->prm, d, t, tm)) return -1;
-    wetap_prune(t, &p->prm, &s->scratch);
+    if (wetap_pool(p->own, p->prm.topm, d, t, tm)) return -1;
+    wetap_prune(t, p->own, &s->scratch);
     return 0;
 }
 
@@ -224,8 +242,8 @@ static void wetap_destroy(Policy *p) {
     free(s);
 }
 
-int policy_wetap_init(Policy *p) {
-    const PolicyParams *q = &p->prm;
+static int wetap_init(Policy *p) {
+    const WetapParams *q = p->own;
     if (q->wetap_depth < 1 || q->wetap_budget < 1) {
         err_set("wetap: wetap_depth and wetap_budget must be at least 1");
         return -1;
@@ -245,3 +263,8 @@ int policy_wetap_init(Policy *p) {
     p->destroy = wetap_destroy;
     return 0;
 }
+
+static int wetap_max_nodes(const Policy *p) { return 1 + ((const WetapParams *)p->own)->wetap_budget; }
+
+const PolicyClass policy_wetap = {"wetap", wetap_init, wetap_max_nodes, wetap_params,
+                                  (int)(sizeof wetap_params / sizeof *wetap_params), sizeof(WetapParams)};
