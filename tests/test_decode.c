@@ -4,6 +4,7 @@
  * chi-square test. */
 #include "tests/harness.h"
 #include "infer/spec/decode.h"
+#include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
 

@@ -6,6 +6,7 @@
  * --param parsing and parameter checks. */
 #include "tests/harness.h"
 #include "infer/spec/decode.h"
+#include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
 

@@ -1,25 +1,48 @@
-/* Draft sources behind one interface: an EAGLE-1/2 head (drafts from the
- * target's final hidden states and the next token's embedding, reusing the
- * target's embedding and LM head) or a separate small draft LM.
+/* Draft sources behind one ops table: an EAGLE-1/2 head (draft_eagle.c:
+ * drafts from the target's final hidden states and the next token's
+ * embedding, reusing the target's embedding and LM head) or a separate small
+ * draft LM (draft_lm.c).  A new source (an EAGLE-3 head, a draft with its own
+ * vocabulary) is one more DraftOps and one line in draft.c's table.
  *
  * Both are causal models whose last committed entry is the tree's root:
  * a node at depth d sits at draft position (committed − 1 + d).  During a
  * cycle, expanded nodes get temporary KV slots after the committed ones
  * (each sees the context and its own ancestors); draft_end_cycle drops them
- * and draft_catch_up commits what the target accepted. */
+ * and draft_catch_up commits what the target accepted.  This file's
+ * functions keep that bookkeeping (slots, masks, positions, the distribution
+ * op) for every source. */
 #ifndef C2T_DRAFT_H
 #define C2T_DRAFT_H
 #include "infer/model/llama.h"
 #include "infer/spec/tree.h"
 
-typedef enum { DRAFT_EAGLE = 0, DRAFT_LM, DRAFT_SCRIPT } DraftKind;
-
-/* A scripted draft (tests): the top-k children of one node and the entropy
- * of its distribution, from a fixed table. */
-typedef int (*DraftScript)(void *ctx, const Tree *t, int node, int k, int *ids, float *probs, float *entropy);
+typedef struct Draft Draft;
 
 typedef struct {
-    DraftKind kind;
+    const char *kind;   /* --draft-kind name */
+    /* Reads the checkpoint in dir: sets d->impl, d->cfg, d->config_hash. */
+    int (*load)(Draft *d, const char *dir);
+    void (*free)(Draft *d);              /* d->impl and what it holds */
+    void (*reset)(Draft *d);             /* optional: a new prompt */
+    /* Runs the committed tokens (see draft_catch_up) and leaves the root's
+     * logits in d->root_logits; returns the entries it committed, or -1. */
+    int (*catch_up)(Draft *d, const int *tokens, const float *hidden, int m, int next);
+    /* Runs n tree nodes (tokens tok at positions pos, mask over the
+     * d->n_past + d->n_temp + n entries) as temporary entries from slot
+     * d->n_past + d->n_temp; returns their logits [n][V] (backend memory),
+     * or NULL. */
+    const float *(*forward_nodes)(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos, int n,
+                                  const uint8_t *mask);
+    void (*end_cycle)(Draft *d);         /* optional: drop this cycle's temporary entries */
+    /* Optional: the whole of draft_expand, for a source without a model (the
+     * tests' scripted draft). */
+    int (*expand)(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids, float *probs,
+                  float *entropy);
+} DraftOps;
+
+struct Draft {
+    const DraftOps *ops;
+    void *impl;              /* the source's own state */
     const LlamaModel *target;
     const Backend *be;
     int slots;               /* KV capacity */
@@ -28,36 +51,20 @@ typedef struct {
     int *slot_of;            /* per tree node: its temporary slot, -1 if none */
     int node_cap;
     int V, H;
-    /* EAGLE head */
     ModelConfig cfg;
     char dir[512];
     char config_hash[17];
-    SafeTensors *st;
-    Weight fc_w, fc_b;
-    int has_fc_bias;
-    LlamaLayer layer;
-    float *inv_freq;
-    KVCache *kv;
-    LayerScratch ls;
-    int cap;                 /* token capacity of the buffers below */
-    float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: EAGLE input features) */
-    float *root_feat;        /* head output at the root (device, H) */
-    float *node_feat;        /* head output per tree node (device, node_cap × H) */
-    /* draft LM */
-    LlamaModel *lm;
-    LlamaState *lms;
     float *root_logits;      /* device, V: the distribution under the root */
-    int lm_started;
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
-    /* scripted */
-    DraftScript script;
-    void *script_ctx;
-} Draft;
+};
+
+extern const DraftOps draft_eagle_ops, draft_lm_ops;
 
 /* kind "eagle" or "lm"; checks the draft fits the target (vocabulary,
  * hidden size) and names the mismatch otherwise. */
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots);
-Draft *draft_scripted(DraftScript fn, void *ctx);
+/* A draft of another source (ops->load not called; impl is its state). */
+Draft *draft_new(const DraftOps *ops, void *impl);
 void draft_free(Draft *d);
 const char *draft_kind_name(const Draft *d);
 /* Forget everything (a new prompt). */

@@ -136,7 +136,7 @@ static float sage_confidence(const float *probs, int k) {
 static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
     SageState *s = p->state;
     const SageParams *q = p->own;
-    if (d->kind != DRAFT_SCRIPT) {
+    if (d->n_past > 0) {   /* a draft without a context (a scripted test draft) cannot tell sequences apart */
         if (s->expect_n_past >= 0 && d->n_past != s->expect_n_past) sage_reset(s, q);
         s->build_n_past = d->n_past;
         s->expect_n_past = -1;

@@ -1,0 +1,169 @@
+/* An EAGLE-1/2 head as a draft source: fc over [embedding(token); feature]
+ * (+ bias), one decoder layer without its input norm, and the target's LM
+ * head.  A node's input feature is its parent's output feature; the root's
+ * comes from the target's hidden states at catch-up. */
+#include "infer/spec/draft.h"
+#include "kernels/base/util.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    SafeTensors *st;
+    Weight fc_w, fc_b;
+    int has_fc_bias;
+    LlamaLayer layer;
+    float *inv_freq;
+    KVCache *kv;
+    LayerScratch ls;
+    int cap;                 /* token capacity of the buffers below */
+    float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: input features) */
+    float *root_feat;        /* head output at the root (device, H) */
+    float *node_feat;        /* head output per tree node (device, node_cap × H) */
+    int node_cap;
+} EagleHead;
+
+/* EAGLE-1/2 head layout (SafeAILab/EAGLE cnets1.py): fc.weight [h, 2h]
+ * (+ fc.bias), one decoder layer "layers.0." without input_layernorm, no
+ * final norm; the target's embedding and lm_head are reused. */
+static int eagle_load(Draft *d, const char *dir) {
+    EagleHead *e = xcalloc(1, sizeof *e);
+    d->impl = e;
+    char *cfg = path_join(dir, "config.json");
+    int rc = config_load(cfg, &d->cfg);
+    if (rc == 0) rc = file_hash_hex(cfg, d->config_hash);
+    free(cfg);
+    if (rc) return -1;
+    const ModelConfig *c = &d->cfg, *tc = &d->target->cfg;
+    if (c->hidden != tc->hidden || c->vocab != tc->vocab) {
+        err_set("%s: EAGLE head does not fit the target: hidden %d vs %d, vocab %d vs %d", dir, c->hidden,
+                tc->hidden, c->vocab, tc->vocab);
+        return -1;
+    }
+    e->st = st_open(dir);
+    if (!e->st) return -1;
+    const int64_t h = c->hidden;
+    if (llama_load_weight(d->be, e->st, "fc.weight", h, 2 * h, &e->fc_w)) return -1;
+    e->has_fc_bias = st_find(e->st, "fc.bias") != NULL;
+    if (e->has_fc_bias && llama_load_weight(d->be, e->st, "fc.bias", 1, h, &e->fc_b)) return -1;
+    if (llama_load_layer(d->be, e->st, c, "layers.0.", 0, &e->layer)) return -1;
+    e->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
+    config_inv_freq(c, e->inv_freq);
+    e->kv = d->be->kv_create(1, d->slots, c->kv_heads * c->head_dim);
+    if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return -1; }
+    e->root_feat = d->be->alloc(h);
+    return 0;
+}
+
+static void release_buffers(const Backend *be, EagleHead *e) {
+    if (e->cap) {
+        be->release(e->emb); be->release(e->cat); be->release(e->x); be->release(e->logits); be->release(e->feat);
+    }
+    e->cap = 0;
+}
+
+static void eagle_free(Draft *d) {
+    EagleHead *e = d->impl;
+    if (!e) return;
+    const Backend *be = d->be;
+    release_buffers(be, e);
+    layer_scratch_free(be, &e->ls);
+    llama_release_layer(be, &e->layer);
+    if (e->fc_w.data) be->weight_release(&e->fc_w);
+    if (e->fc_b.data) be->weight_release(&e->fc_b);
+    if (e->kv) be->kv_free(e->kv);
+    if (e->root_feat) be->release(e->root_feat);
+    if (e->node_feat) be->release(e->node_feat);
+    st_close(e->st);
+    free(e->inv_freq);
+    free(e);
+}
+
+static void reserve(Draft *d, EagleHead *e, int n) {
+    if (n <= e->cap) return;
+    const Backend *be = d->be;
+    release_buffers(be, e);
+    e->cap = n;
+    e->emb = be->alloc((size_t)n * d->H);
+    e->feat = be->alloc((size_t)n * d->H);
+    e->cat = be->alloc((size_t)n * 2 * d->H);
+    e->x = be->alloc((size_t)n * d->H);
+    e->logits = be->alloc((size_t)n * d->V);
+    layer_scratch_reserve(be, &d->cfg, &e->ls, n);
+}
+
+/* keeps the features of nodes expanded so far */
+static void reserve_node_feat(Draft *d, EagleHead *e, int nodes) {
+    if (nodes <= e->node_cap) return;
+    int old = e->node_cap;
+    e->node_cap = nodes * 2;
+    float *nf = d->be->alloc((size_t)e->node_cap * d->H);
+    if (e->node_feat) {
+        d->be->copy(nf, e->node_feat, (size_t)old * d->H);
+        d->be->release(e->node_feat);
+    }
+    e->node_feat = nf;
+}
+
+/* The head on n (token, feature) pairs at the given positions; writes K/V at
+ * slots [base, base+n) where base = n_past + n_temp; output features in
+ * e->x, logits in e->logits. */
+static void eagle_forward(Draft *d, EagleHead *e, const int *tokens, const float *feat, const int *pos, int n,
+                          const uint8_t *mask) {
+    const Backend *be = d->be;
+    reserve(d, e, n);
+    be->embed(e->emb, &d->target->embed, tokens, n);
+    be->concat(e->cat, e->emb, d->H, feat, d->H, n);
+    be->matmul(e->x, e->cat, &e->fc_w, n);
+    if (e->has_fc_bias) be->add_bias(e->x, &e->fc_b, n);
+    llama_layer_forward(be, &d->cfg, &e->layer, e->inv_freq, e->kv, 0, &e->ls, e->x, n, pos, mask,
+                        d->n_past + d->n_temp);
+    be->matmul(e->logits, e->x, &d->target->lm_head, n);
+}
+
+/* inputs: pair j = (target feature at committed position j, token j+1), the
+ * last token being `next`; tokens[0] is never an input of the head */
+static int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
+    EagleHead *e = d->impl;
+    const int n = m;
+    if (d->n_past + n > d->slots) {
+        err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + n, d->slots);
+        return -1;
+    }
+    int *in = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
+    for (int i = 0; i < n - 1; i++) in[i] = tokens[1 + i];
+    in[n - 1] = next;
+    for (int i = 0; i < n; i++) pos[i] = d->n_past + i;
+    eagle_forward(d, e, in, hidden, pos, n, NULL);
+    d->be->copy(e->root_feat, e->x + (size_t)(n - 1) * d->H, d->H);
+    d->be->copy(d->root_logits, e->logits + (size_t)(n - 1) * d->V, d->V);
+    free(in); free(pos);
+    return n;
+}
+
+static const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
+                                        int n, const uint8_t *mask) {
+    EagleHead *e = d->impl;
+    const Backend *be = d->be;
+    reserve(d, e, n);
+    reserve_node_feat(d, e, t->n);
+    /* each node's input feature is its parent's output: one gather from
+     * node_feat, whose row 0 (the root, never expanded here) gets the
+     * root's feature, and one scatter of the outputs back (a GPU pays a
+     * launch per copy, so per-node copies cost more than the head) */
+    int *par = xmalloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]];
+    be->copy(e->node_feat, e->root_feat, d->H);
+    be->copy_rows(e->feat, NULL, e->node_feat, par, n, d->H);
+    eagle_forward(d, e, tok, e->feat, pos, n, mask);
+    be->copy_rows(e->node_feat, nodes, e->x, NULL, n, d->H);
+    free(par);
+    return e->logits;
+}
+
+const DraftOps draft_eagle_ops = {
+    .kind = "eagle",
+    .load = eagle_load,
+    .free = eagle_free,
+    .catch_up = eagle_catch_up,
+    .forward_nodes = eagle_forward_nodes,
+};
