@@ -44,111 +44,6 @@ static void reserve_nodes(Decoder *dec, int n, int n_past) {
     }
 }
 
-void sample_probs(const float *logits, int vocab, const SampleParams *sp, float *probs) {
-    float mx = -INFINITY;
-    for (int j = 0; j < vocab; j++) if (logits[j] > mx) mx = logits[j];
-    float kth = -INFINITY;   /* top-k: keep logits >= the k-th largest */
-    if (sp->top_k > 0 && sp->top_k < vocab) {
-        float *tmp = xmalloc(sizeof(float) * vocab);
-        memcpy(tmp, logits, sizeof(float) * vocab);
-        for (int i = 0; i < sp->top_k; i++) {   /* partial selection; k is small */
-            int best = i;
-            for (int j = i + 1; j < vocab; j++) if (tmp[j] > tmp[best]) best = j;
-            float t = tmp[i]; tmp[i] = tmp[best]; tmp[best] = t;
-        }
-        kth = tmp[sp->top_k - 1];
-        free(tmp);
-    }
-    double sum = 0;
-    for (int j = 0; j < vocab; j++) {
-        probs[j] = logits[j] >= kth ? expf((logits[j] - mx) / sp->temperature) : 0.0f;
-        sum += probs[j];
-    }
-    for (int j = 0; j < vocab; j++) probs[j] = (float)(probs[j] / sum);
-    if (sp->top_p > 0 && sp->top_p < 1) {
-        /* keep the smallest set of most probable tokens whose mass reaches
-         * top_p (the token crossing the threshold is kept) */
-        int *idx = xmalloc(sizeof(int) * vocab), n = 0;
-        for (int j = 0; j < vocab; j++) if (probs[j] > 0) idx[n++] = j;
-        for (int i = 1; i < n; i++) {   /* insertion sort by prob, descending */
-            int v = idx[i], k = i;
-            while (k > 0 && probs[idx[k - 1]] < probs[v]) { idx[k] = idx[k - 1]; k--; }
-            idx[k] = v;
-        }
-        double cum = 0;
-        int keep = n;
-        for (int i = 0; i < n; i++) { cum += probs[idx[i]]; if (cum >= sp->top_p) { keep = i + 1; break; } }
-        double kept = 0;
-        for (int i = keep; i < n; i++) probs[idx[i]] = 0;
-        for (int i = 0; i < keep; i++) kept += probs[idx[i]];
-        for (int i = 0; i < keep; i++) probs[idx[i]] = (float)(probs[idx[i]] / kept);
-        free(idx);
-    }
-}
-
-static int sample_from(const float *p, int vocab, Rng *rng) {
-    double u = rng_uniform(rng), c = 0;
-    int last = 0;
-    for (int j = 0; j < vocab; j++) {
-        if (p[j] <= 0) continue;
-        c += p[j];
-        last = j;
-        if (u < c) return j;
-    }
-    return last;
-}
-
-/* Greedy verification: from the root follow the child whose token is the
- * target's argmax.  Returns the path length (root included); *bonus is the
- * target's token after the path. */
-static int verify_greedy(Decoder *dec, const int *argmax, int *bonus) {
-    const Tree *t = &dec->tree;
-    int len = 0, cur = 0;
-    dec->path[len++] = 0;
-    for (;;) {
-        int want = argmax[cur], next = -1;
-        for (int c = cur + 1; c < t->n && next < 0; c++)
-            if (t->parent[c] == cur && t->token[c] == want) next = c;
-        if (next < 0) break;
-        dec->path[len++] = cur = next;
-    }
-    *bonus = argmax[cur];
-    return len;
-}
-
-/* Sampling verification for deterministic candidates (EAGLE's rule): at
- * each node try the children in rank order; child x is accepted with the
- * current residual target probability of x, otherwise x's mass is removed
- * and the rest renormalised.  If no child is accepted the bonus token is
- * drawn from the residual.  This emits exactly the target's distribution. */
-static int verify_sample(Decoder *dec, const float *logits_dev, int *bonus) {
-    const Tree *t = &dec->tree;
-    const Backend *be = dec->target->m->be;
-    const int V = dec->target->m->cfg.vocab;
-    float *p = xmalloc(sizeof(float) * V);
-    int len = 0, cur = 0;
-    dec->path[len++] = 0;
-    for (;;) {
-        be->to_host(dec->row, logits_dev + (size_t)cur * V, V);
-        sample_probs(dec->row, V, &dec->sp, p);
-        int next = -1;
-        for (int c = cur + 1; c < t->n && next < 0; c++) {
-            if (t->parent[c] != cur) continue;
-            int x = t->token[c];
-            if (p[x] <= 0) continue;   /* already tried (duplicate token) or impossible */
-            if (rng_uniform(&dec->rng) < p[x]) { next = c; break; }
-            double rest = 1.0 - p[x];
-            p[x] = 0;
-            if (rest <= 0) break;
-            for (int j = 0; j < V; j++) p[j] = (float)(p[j] / rest);
-        }
-        if (next < 0) { *bonus = sample_from(p, V, &dec->rng); break; }
-        dec->path[len++] = cur = next;
-    }
-    free(p);
-    return len;
-}
-
 /* Appends tokens to out; returns 1 when generation must stop (eos or
  * max_new reached). */
 static int is_stop(const Decoder *dec, int token) {
@@ -263,11 +158,11 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         if (llama_forward(ts, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL, LOGITS_ALL)) { free(argmax); return -1; }
         int bonus, len;
         if (dec->sp.temperature > 0) {
-            len = verify_sample(dec, ts->logits, &bonus);
+            len = verify_sample(&dec->tree, be, ts->logits, V, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
         } else {
             if (t->n > argmax_cap) { argmax_cap = t->n * 2; argmax = xrealloc(argmax, sizeof(int) * argmax_cap); }
             be->argmax(ts->logits, t->n, V, argmax);
-            len = verify_greedy(dec, argmax, &bonus);
+            len = verify_greedy(&dec->tree, argmax, dec->path, &bonus);
         }
         /* gather the path's hidden states before the cache compaction */
         be->copy_rows(dec->path_hidden, NULL, ts->hidden, dec->path, len, H);

@@ -12,6 +12,7 @@
 #include "infer/spec/policy.h"
 #include "kernels/base/rng.h"
 #include "infer/spec/tree.h"
+#include "infer/spec/verify.h"
 
 typedef struct {
     int new_tokens;       /* all emitted tokens, the prefill's included */
@@ -25,12 +26,6 @@ typedef struct {
  * nodes (path[0] is the root, path[1..n_path) accepted). */
 typedef int (*CycleHook)(void *ctx, const Tree *t, const int *path, int n_path, int cycle);
 
-typedef struct {
-    float temperature;    /* 0: greedy */
-    int top_k;            /* 0: off */
-    float top_p;          /* 1: off */
-    uint64_t seed;
-} SampleParams;
 
 typedef struct {
     LlamaState *target;
@@ -62,7 +57,4 @@ void decoder_free(Decoder *dec);
  * returns how many were written to out, or -1 with err_set. */
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);
 
-/* Target probabilities of one logits row after temperature, top-k and top-p
- * (as the reference's logits processors); host arrays. */
-void sample_probs(const float *logits, int vocab, const SampleParams *sp, float *probs);
 #endif

@@ -1,0 +1,35 @@
+/* Verification of a drafted tree against the target's logits
+ * (infer/spec/verify.c); the loop (decode.c) calls one of these per cycle. */
+#ifndef C2T_VERIFY_H
+#define C2T_VERIFY_H
+#include "infer/spec/tree.h"
+#include "kernels/base/rng.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    float temperature;    /* 0: greedy */
+    int top_k;            /* 0: off */
+    float top_p;          /* 1: off */
+    uint64_t seed;
+} SampleParams;
+
+/* Target probabilities of one logits row after temperature, top-k and top-p
+ * (as the reference's logits processors); host arrays. */
+void sample_probs(const float *logits, int vocab, const SampleParams *sp, float *probs);
+
+/* One id drawn from probabilities p[vocab] (host) by inverse CDF in id order. */
+int sample_from(const float *p, int vocab, Rng *rng);
+
+/* Greedy: from the root follow the child whose token is the target's argmax
+ * (argmax[node]).  Writes the path (root first) to path and returns its
+ * length; *bonus is the target's token after the path. */
+int verify_greedy(const Tree *t, const int *argmax, int *path, int *bonus);
+
+/* Sampling, for deterministic candidates: at each node its children in rank
+ * order, child x accepted with the residual target probability of x, else x's
+ * mass removed and the rest renormalised; with none accepted the bonus is
+ * drawn from the residual.  logits_dev[node][V] in backend memory; row is a
+ * host scratch row of V floats.  Emits exactly the target's distribution. */
+int verify_sample(const Tree *t, const Backend *be, const float *logits_dev, int V, const SampleParams *sp, Rng *rng,
+                  float *row, int *path, int *bonus);
+#endif
