@@ -6,7 +6,7 @@
  *   spec-collect --target DIR --draft DIR --questions FILE ... --out F.h5
  *   spec-collect merge OUT.h5 IN.h5 ... */
 #include "collect/trace.h"
-#include "infer/spec/session.h"
+#include "infer/cli.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
 #include <stdio.h>
@@ -117,53 +117,36 @@ int main(int argc, char **argv) {
     cfg.prm.depth = 10;       /* the C2T paper's collection setting */
     cfg.prm.total = -1;
     cfg.prm.want_entropy = 1;
-    const char *questions[64], *out = NULL, *compress = "zstd", *shard_arg = NULL;
-    int nq = 0, max_questions = 0, resume = 0, shard_i = 0, shard_n = 1;
-    enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_Q, O_MAXQ, O_OUT, O_TOPK, O_DEPTH, O_TOPM,
-           O_MAXNEW, O_CTX, O_COMP, O_RESUME, O_SHARD, O_DEV };
+    CliQuestions qs = {0};
+    const char *out = NULL, *compress = "zstd";
+    int resume = 0, shard_i = 0, shard_n = 1;
+    enum { O_OUT = CLI_OWN, O_COMP, O_RESUME, O_SHARD };
     static const struct option opts[] = {
-        {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
-        {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
-        {"questions", 1, 0, O_Q}, {"max-questions", 1, 0, O_MAXQ}, {"out", 1, 0, O_OUT},
-        {"topk", 1, 0, O_TOPK}, {"depth", 1, 0, O_DEPTH}, {"entropy-topm", 1, 0, O_TOPM},
-        {"max-new-tokens", 1, 0, O_MAXNEW}, {"max-ctx", 1, 0, O_CTX}, {"compress", 1, 0, O_COMP},
-        {"resume", 0, 0, O_RESUME}, {"shard", 1, 0, O_SHARD}, {"device", 1, 0, O_DEV},
+        CLI_SESSION_OPTIONS,
+        {"out", 1, 0, O_OUT}, {"compress", 1, 0, O_COMP}, {"resume", 0, 0, O_RESUME}, {"shard", 1, 0, O_SHARD},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opterr = 0;
     int c;
-    char *end;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_session_option(prog, c, optarg, &cfg, &qs)) continue;
         switch (c) {
-        case O_TARGET: cfg.target_dir = optarg; break;
-        case O_DRAFT: cfg.draft_dir = optarg; break;
-        case O_KIND: cfg.draft_kind = optarg; break;
-        case O_TOK: cfg.tokenizer_path = optarg; break;
-        case O_TMPL: cfg.template_name = optarg; break;
-        case O_SYS: cfg.system = optarg; break;
-        case O_DEV: cfg.device = optarg; break;
-        case O_Q: if (nq == 64) die(prog, "at most 64 --questions files"); questions[nq++] = optarg; break;
-        case O_MAXQ: max_questions = (int)strtol(optarg, &end, 10); if (*end || max_questions <= 0) die(prog, "--max-questions: bad value '%s'", optarg); break;
         case O_OUT: out = optarg; break;
-        case O_TOPK: cfg.prm.topk = (int)strtol(optarg, &end, 10); if (*end || cfg.prm.topk < 1 || cfg.prm.topk > 255) die(prog, "--topk: expected 1..255, got '%s'", optarg); break;
-        case O_DEPTH: cfg.prm.depth = (int)strtol(optarg, &end, 10); if (*end || cfg.prm.depth < 0 || cfg.prm.depth > 250) die(prog, "--depth: expected 0..250, got '%s'", optarg); break;
-        case O_TOPM: cfg.prm.topm = (int)strtol(optarg, &end, 10); if (*end || cfg.prm.topm < 0) die(prog, "--entropy-topm: bad value '%s'", optarg); break;
-        case O_MAXNEW: cfg.max_new = (int)strtol(optarg, &end, 10); if (*end || cfg.max_new <= 0) die(prog, "--max-new-tokens: bad value '%s'", optarg); break;
-        case O_CTX: cfg.max_ctx = (int)strtol(optarg, &end, 10); if (*end || cfg.max_ctx < 16) die(prog, "--max-ctx: bad value '%s'", optarg); break;
         case O_COMP: compress = optarg; break;
         case O_RESUME: resume = 1; break;
         case O_SHARD:
-            shard_arg = optarg;
             if (sscanf(optarg, "%d/%d", &shard_i, &shard_n) != 2 || shard_n < 1 || shard_i < 0 || shard_i >= shard_n)
                 die(prog, "--shard %s: expected I/N with 0 <= I < N", optarg);
             break;
         case 'h': usage(stdout); return 0;
-        default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        default: cli_unknown_option(prog, argv);
         }
     }
+    /* the trace format stores a node's sibling rank in 8 bits */
+    if (cfg.prm.topk > 255) die(prog, "--topk: expected an integer in [1, 255] for a trace file, got %d", cfg.prm.topk);
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!cfg.target_dir || !cfg.draft_dir) die(prog, "--target and --draft are required (see --help)");
     if (!out) die(prog, "--out FILE.h5 is required");
-    if (!nq) die(prog, "at least one --questions file is required");
+    if (!qs.n) die(prog, "at least one --questions file is required");
     TraceCompress comp;
     if (trace_compress_parse(compress, &comp)) die_err(prog);
     if (!resume && file_exists(out)) die(prog, "%s exists; use --resume to continue it or choose another --out", out);
@@ -172,10 +155,10 @@ int main(int argc, char **argv) {
     /* this shard's questions, in file order */
     QuestionSet *sets[64];
     int total_q = 0, mine = 0;
-    for (int i = 0; i < nq; i++) {
-        sets[i] = questions_load(questions[i]);
+    for (int i = 0; i < qs.n; i++) {
+        sets[i] = questions_load(qs.files[i]);
         if (!sets[i]) die_err(prog);
-        questions_keep_first(sets[i], max_questions);
+        questions_keep_first(sets[i], qs.max_questions);
         for (int j = 0; j < sets[i]->n; j++, total_q++) mine += total_q % shard_n == shard_i;
     }
 
@@ -203,10 +186,10 @@ int main(int argc, char **argv) {
     SET("depth", "%d", cfg.prm.depth);
     SET("entropy_topm", "%d", cfg.prm.topm);
     SET("max_new_tokens", "%d", cfg.max_new);
-    SET("max_questions", "%d", max_questions);
+    SET("max_questions", "%d", qs.max_questions);
     SET("depth_convention", "children of the root have depth 1");
     char qlist[1024] = "";
-    for (int i = 0; i < nq; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", questions[i]);
+    for (int i = 0; i < qs.n; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", qs.files[i]);
     SET("questions", "%s", qlist);
     SET("n_shards", "%d", shard_n);
 
@@ -239,7 +222,6 @@ int main(int argc, char **argv) {
             trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name))
             die_err(prog);
     }
-    (void)shard_arg;
     int64_t skip = trace_n_questions(w);
     if (skip > mine) die(prog, "--resume: %s holds %lld questions, more than this shard has (%d)", out, (long long)skip, mine);
     if (skip) fprintf(stderr, "%s: resuming after %lld finished questions\n", prog, (long long)skip);
@@ -251,9 +233,9 @@ int main(int argc, char **argv) {
     progress_start(&bar, "spec-collect questions", mine);
     int g = 0, done = 0;
     double t0 = now_seconds();
-    for (int i = 0; i < nq; i++) {
+    for (int i = 0; i < qs.n; i++) {
         char bench[64];
-        benchmark_name(questions[i], bench, sizeof bench);
+        benchmark_name(qs.files[i], bench, sizeof bench);
         for (int j = 0; j < sets[i]->n; j++, g++) {
             if (g % shard_n != shard_i) continue;
             if (done++ < skip) continue;
@@ -280,7 +262,7 @@ int main(int argc, char **argv) {
     free(ctx.nodes);
     decoder_free(dec);
     policy_free(policy);
-    for (int i = 0; i < nq; i++) questions_free(sets[i]);
+    for (int i = 0; i < qs.n; i++) questions_free(sets[i]);
     session_close(&s);
     return 0;
 }

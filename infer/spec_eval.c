@@ -1,6 +1,6 @@
 /* spec-eval: τ, γ and speed of a tree policy on benchmark question files,
  * against plain autoregressive decoding (ar) measured in the same run. */
-#include "infer/spec/session.h"
+#include "infer/cli.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -210,74 +210,44 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const Po
     return o;
 }
 
-static int parse_int(const char *opt, const char *v, int lo, int hi) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || !*v || x < lo || x > hi) die(prog, "%s: expected an integer in [%d, %d], got '%s'", opt, lo, hi, v);
-    return (int)x;
-}
-static float parse_float(const char *opt, const char *v, float lo, float hi) {
-    char *end;
-    float x = strtof(v, &end);
-    if (*end || !*v || !(x >= lo && x <= hi)) die(prog, "%s: expected a number in [%g, %g], got '%s'", opt, lo, hi, v);
-    return x;
-}
-
 int main(int argc, char **argv) {
     SessionConfig cfg = {0};
     cfg.max_new = 256;
     cfg.sp.top_p = 1.0f;
     policy_params_default(&cfg.prm);
-    const char *questions[64], *json_out = NULL, *csv_out = NULL, *label = NULL;
-    int nq = 0, max_questions = 0, check_lossless = 0, baseline = 1;
-    enum { O_TARGET = 256, O_DRAFT, O_KIND, O_TOK, O_TMPL, O_SYS, O_POLICY, O_TOPK, O_DEPTH, O_TOTAL, O_DLEN,
-           O_ES, O_THR, O_STATIC, O_TOPM, O_Q, O_MAXQ, O_MAXNEW, O_CTX, O_TEMP, O_TK, O_TP, O_SEED, O_LOSSLESS,
-           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL, O_PARAM, O_DEV };
+    CliQuestions qs = {0};
+    const char *json_out = NULL, *csv_out = NULL, *label = NULL;
+    int check_lossless = 0, baseline = 1;
+    enum { O_POLICY = CLI_OWN, O_TOTAL, O_DLEN, O_ES, O_THR, O_STATIC, O_TEMP, O_TK, O_TP, O_SEED, O_LOSSLESS,
+           O_NOBASE, O_JSON, O_CLS, O_BETA, O_CSV, O_LABEL, O_PARAM };
     static const struct option opts[] = {
-        {"target", 1, 0, O_TARGET}, {"draft", 1, 0, O_DRAFT}, {"draft-kind", 1, 0, O_KIND},
-        {"tokenizer", 1, 0, O_TOK}, {"template", 1, 0, O_TMPL}, {"system", 1, 0, O_SYS},
-        {"policy", 1, 0, O_POLICY}, {"topk", 1, 0, O_TOPK}, {"depth", 1, 0, O_DEPTH}, {"total", 1, 0, O_TOTAL},
-        {"draft-len", 1, 0, O_DLEN}, {"early-stop", 1, 0, O_ES}, {"threshold", 1, 0, O_THR},
-        {"static-tree", 1, 0, O_STATIC}, {"entropy-topm", 1, 0, O_TOPM}, {"questions", 1, 0, O_Q},
-        {"max-questions", 1, 0, O_MAXQ}, {"max-new-tokens", 1, 0, O_MAXNEW}, {"max-ctx", 1, 0, O_CTX},
+        CLI_SESSION_OPTIONS,
+        {"policy", 1, 0, O_POLICY}, {"total", 1, 0, O_TOTAL}, {"draft-len", 1, 0, O_DLEN},
+        {"early-stop", 1, 0, O_ES}, {"threshold", 1, 0, O_THR}, {"static-tree", 1, 0, O_STATIC},
         {"temperature", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TK}, {"top-p", 1, 0, O_TP}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NOBASE}, {"json", 1, 0, O_JSON},
         {"classifier", 1, 0, O_CLS}, {"beta", 1, 0, O_BETA}, {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL},
-        {"param", 1, 0, O_PARAM}, {"device", 1, 0, O_DEV},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"param", 1, 0, O_PARAM}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_session_option(prog, c, optarg, &cfg, &qs)) continue;
         switch (c) {
-        case O_TARGET: cfg.target_dir = optarg; break;
-        case O_DRAFT: cfg.draft_dir = optarg; break;
-        case O_KIND: cfg.draft_kind = optarg; break;
-        case O_TOK: cfg.tokenizer_path = optarg; break;
-        case O_TMPL: cfg.template_name = optarg; break;
-        case O_SYS: cfg.system = optarg; break;
-        case O_DEV: cfg.device = optarg; break;
         case O_POLICY: snprintf(cfg.prm.name, sizeof cfg.prm.name, "%s", optarg); break;
-        case O_TOPK: cfg.prm.topk = parse_int("--topk", optarg, 1, 1000); break;
-        case O_DEPTH: cfg.prm.depth = parse_int("--depth", optarg, 0, 250); break;
         case O_TOTAL: if (parse_total(optarg, &cfg.prm.total)) die_err(prog); break;
-        case O_DLEN: cfg.prm.draft_len = parse_int("--draft-len", optarg, 1, 256); break;
+        case O_DLEN: cfg.prm.draft_len = (int)cli_int(prog, "--draft-len", optarg, 1, 256); break;
         case O_ES: snprintf(cfg.prm.early_stop, sizeof cfg.prm.early_stop, "%s", optarg); break;
-        case O_THR: cfg.prm.threshold = parse_float("--threshold", optarg, 0, 1); break;
+        case O_THR: cfg.prm.threshold = (float)cli_num(prog, "--threshold", optarg, 0, 1); break;
         case O_STATIC: snprintf(cfg.prm.static_tree, sizeof cfg.prm.static_tree, "%s", optarg); break;
-        case O_TOPM: cfg.prm.topm = parse_int("--entropy-topm", optarg, 0, 1 << 30); break;
-        case O_Q: if (nq == 64) die(prog, "at most 64 --questions files"); questions[nq++] = optarg; break;
-        case O_MAXQ: max_questions = parse_int("--max-questions", optarg, 1, 1 << 30); break;
-        case O_MAXNEW: cfg.max_new = parse_int("--max-new-tokens", optarg, 1, 1 << 20); break;
-        case O_CTX: cfg.max_ctx = parse_int("--max-ctx", optarg, 16, 1 << 22); break;
-        case O_TEMP: cfg.sp.temperature = parse_float("--temperature", optarg, 0, 100); break;
-        case O_TK: cfg.sp.top_k = parse_int("--top-k", optarg, 0, 1 << 30); break;
-        case O_TP: cfg.sp.top_p = parse_float("--top-p", optarg, 0, 1); break;
-        case O_SEED: cfg.sp.seed = strtoull(optarg, NULL, 10); break;
+        case O_TEMP: cfg.sp.temperature = (float)cli_num(prog, "--temperature", optarg, 0, 100); break;
+        case O_TK: cfg.sp.top_k = (int)cli_int(prog, "--top-k", optarg, 0, 1 << 30); break;
+        case O_TP: cfg.sp.top_p = (float)cli_num(prog, "--top-p", optarg, 0, 1); break;
+        case O_SEED: cfg.sp.seed = cli_u64(prog, "--seed", optarg); break;
         case O_LOSSLESS: check_lossless = 1; break;
         case O_NOBASE: baseline = 0; break;
         case O_JSON: json_out = optarg; break;
         case O_CLS: snprintf(cfg.prm.classifier, sizeof cfg.prm.classifier, "%s", optarg); break;
-        case O_BETA: cfg.prm.beta = parse_float("--beta", optarg, 0, 1); break;
+        case O_BETA: cfg.prm.beta = (float)cli_num(prog, "--beta", optarg, 0, 1); break;
         case O_CSV: csv_out = optarg; break;
         case O_PARAM: if (policy_params_set(&cfg.prm, optarg, NULL)) die_err(prog); break;
         case O_LABEL:
@@ -285,12 +255,12 @@ int main(int argc, char **argv) {
             label = optarg;
             break;
         case 'h': usage(stdout); return 0;
-        default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        default: cli_unknown_option(prog, argv);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!cfg.target_dir) die(prog, "--target is required (see --help)");
-    if (!nq) die(prog, "at least one --questions file is required");
+    if (!qs.n) die(prog, "at least one --questions file is required");
     if (check_lossless && cfg.sp.temperature > 0) die(prog, "--check-lossless needs --temperature 0");
     if (check_lossless && !baseline) die(prog, "--check-lossless needs the ar baseline (drop --no-baseline)");
 
@@ -303,10 +273,10 @@ int main(int argc, char **argv) {
     if (policy->needs_draft && !cfg.draft_dir) die(prog, "policy %s needs --draft", policy->name);
     QuestionSet *sets[64];
     int64_t total_turns = 0;
-    for (int i = 0; i < nq; i++) {
-        sets[i] = questions_load(questions[i]);
+    for (int i = 0; i < qs.n; i++) {
+        sets[i] = questions_load(qs.files[i]);
         if (!sets[i]) die_err(prog);
-        questions_keep_first(sets[i], max_questions);
+        questions_keep_first(sets[i], qs.max_questions);
         for (int j = 0; j < sets[i]->n; j++) total_turns += sets[i]->q[j].n_turns;
     }
 
@@ -357,15 +327,15 @@ int main(int argc, char **argv) {
     progress_start(&prog_bar, "spec-eval turns", total_turns);
     EvalCtx ctx = {.s = &s, .ar = ar, .check_lossless = check_lossless, .prog = &prog_bar};
     Totals all = {0};
-    Totals *per = xcalloc(nq, sizeof(Totals));
+    Totals *per = xcalloc(qs.n, sizeof(Totals));
     char names[64][64];
-    for (int i = 0; i < nq; i++) {
-        benchmark_name(questions[i], names[i], sizeof names[i]);
+    for (int i = 0; i < qs.n; i++) {
+        benchmark_name(qs.files[i], names[i], sizeof names[i]);
         ctx.bench = (Totals){0};
         ctx.bench_name = names[i];
         cJSON *jb = cJSON_CreateObject();
         cJSON_AddStringToObject(jb, "name", names[i]);
-        cJSON_AddStringToObject(jb, "file", questions[i]);
+        cJSON_AddStringToObject(jb, "file", qs.files[i]);
         cJSON *jqs = cJSON_AddArrayToObject(jb, "questions");
         for (int j = 0; j < sets[i]->n; j++) {
             const Question *q = &sets[i]->q[j];
@@ -391,13 +361,13 @@ int main(int argc, char **argv) {
     printf("policy %s  (target %s%s%s)\n", policy->name, cfg.target_dir, s.draft ? ", draft " : "",
            s.draft ? cfg.draft_dir : "");
     printf("%-16s %10s %8s %10s %9s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup");
-    for (int i = 0; i <= nq; i++) {
-        const Totals *t = i < nq ? &per[i] : &all;
-        if (i == nq && nq == 1) break;
+    for (int i = 0; i <= qs.n; i++) {
+        const Totals *t = i < qs.n ? &per[i] : &all;
+        if (i == qs.n && qs.n == 1) break;
         double v = t->wall > 0 ? t->new_tokens / t->wall : 0;
         char sp[16] = "-";
         if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", v / (t->ar_tokens / t->ar_wall));
-        printf("%-16s %10.2f %8.2f %10.1f %9s\n", i < nq ? names[i] : "all", t->gamma / 1000.0, tau_of(t), v, sp);
+        printf("%-16s %10.2f %8.2f %10.1f %9s\n", i < qs.n ? names[i] : "all", t->gamma / 1000.0, tau_of(t), v, sp);
     }
     if (csv_out) {
         int fresh = !file_exists(csv_out);
@@ -421,7 +391,7 @@ int main(int argc, char **argv) {
     decoder_free(ar);
     policy_free(policy);
     policy_free(ar_policy);
-    for (int i = 0; i < nq; i++) questions_free(sets[i]);
+    for (int i = 0; i < qs.n; i++) questions_free(sets[i]);
     free(per);
     session_close(&s);
     if (failures) die(prog, "%d turn(s) differ from ar: not lossless", failures);

@@ -1,5 +1,6 @@
 /* spec-generate: greedy generation with the target model alone — the first
  * thing to run on a new checkpoint, and the `ar` baseline in miniature. */
+#include "infer/cli.h"
 #include "infer/model/generate.h"
 #include "infer/text/tokenizer.h"
 #include "kernels/base/util.h"
@@ -56,8 +57,8 @@ int main(int argc, char **argv) {
         case 'm': model_dir = optarg; break;
         case 'i': ids_arg = optarg; break;
         case 'p': prompt_text = optarg; break;
-        case 'n': max_new = atoi(optarg); break;
-        case 'c': ctx = atoi(optarg); break;
+        case 'n': max_new = (int)cli_int(prog, "--max-new-tokens", optarg, 1, 1 << 20); break;
+        case 'c': ctx = (int)cli_int(prog, "--ctx", optarg, 0, 1 << 22); break;
         case 'P': print_ids = 1; break;
         case 't': tok_path = optarg; break;
         case 'd': device = optarg; break;

@@ -1,6 +1,8 @@
 /* spec-train: trains the C2T classifier on trace files from spec-collect and
  * writes its weights (JSON for the decoding loop, safetensors for PyTorch). */
+#include "infer/cli.h"
 #include "kernels/base/util.h"
+#include <limits.h>
 #include "train/trainer.h"
 #include <errno.h>
 #include <getopt.h>
@@ -61,21 +63,8 @@ static void usage(FILE *f) {
         "  -h, --help             this text\n");
 }
 
-static double num(const char *flag, const char *s) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v)) die(prog, "%s: not a number: '%s'", flag, s);
-    return v;
-}
-
-static long integer(const char *flag, const char *s) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno) die(prog, "%s: not an integer: '%s'", flag, s);
-    return v;
-}
+static double num(const char *flag, const char *s) { return cli_num(prog, flag, s, -HUGE_VAL, HUGE_VAL); }
+static long integer(const char *flag, const char *s) { return cli_int(prog, flag, s, LONG_MIN, LONG_MAX); }
 
 static int parse_list(const char *flag, const char *s, double *out, int max) {
     int n = 0;
@@ -148,14 +137,7 @@ int main(int argc, char **argv) {
             break;
         case O_AEPS: o.adam_eps = num("--adam-eps", optarg); break;
         case O_NEG: o.neg_ratio = num("--neg-ratio", optarg); break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (end == optarg || *end || errno || optarg[0] == '-') die(prog, "--seed: not a non-negative integer: '%s'", optarg);
-            o.seed = v;
-            break;
-        }
+        case O_SEED: o.seed = cli_u64(prog, "--seed", optarg); break;
         case O_BETA: o.beta = num("--beta", optarg); break;
         case O_EVALF: o.eval_frac = num("--eval-frac", optarg); break;
         case O_E2: o.e2_topn = (int)integer("--e2-topn", optarg); break;

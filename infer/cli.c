@@ -1,0 +1,58 @@
+/* The shared command-line layer (infer/cli.h). */
+#include "infer/cli.h"
+#include "kernels/base/util.h"
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+long cli_int(const char *prog, const char *opt, const char *v, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) die(prog, "%s: expected an integer in [%ld, %ld], got '%s'", opt, lo, hi, v);
+    return x;
+}
+
+double cli_num(const char *prog, const char *opt, const char *v, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(x)) die(prog, "%s: not a number: '%s'", opt, v);
+    if (!(x >= lo && x <= hi)) die(prog, "%s: expected a number in [%g, %g], got '%s'", opt, lo, hi, v);
+    return x;
+}
+
+uint64_t cli_u64(const char *prog, const char *opt, const char *v) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*v || *end || errno || *v == '-') die(prog, "%s: expected a non-negative integer, got '%s'", opt, v);
+    return (uint64_t)x;
+}
+
+int cli_session_option(const char *prog, int code, const char *arg, SessionConfig *cfg, CliQuestions *q) {
+    switch (code) {
+    case CLI_TARGET: cfg->target_dir = arg; return 1;
+    case CLI_DRAFT: cfg->draft_dir = arg; return 1;
+    case CLI_DRAFT_KIND: cfg->draft_kind = arg; return 1;
+    case CLI_TOKENIZER: cfg->tokenizer_path = arg; return 1;
+    case CLI_TEMPLATE: cfg->template_name = arg; return 1;
+    case CLI_SYSTEM: cfg->system = arg; return 1;
+    case CLI_DEVICE: cfg->device = arg; return 1;
+    case CLI_QUESTIONS:
+        if (q->n == CLI_MAX_FILES) die(prog, "at most %d --questions files", CLI_MAX_FILES);
+        q->files[q->n++] = arg;
+        return 1;
+    case CLI_MAX_QUESTIONS: q->max_questions = (int)cli_int(prog, "--max-questions", arg, 1, 1 << 30); return 1;
+    case CLI_MAX_NEW: cfg->max_new = (int)cli_int(prog, "--max-new-tokens", arg, 1, 1 << 20); return 1;
+    case CLI_MAX_CTX: cfg->max_ctx = (int)cli_int(prog, "--max-ctx", arg, 16, 1 << 22); return 1;
+    case CLI_TOPK: cfg->prm.topk = (int)cli_int(prog, "--topk", arg, 1, 1000); return 1;
+    case CLI_DEPTH: cfg->prm.depth = (int)cli_int(prog, "--depth", arg, 0, 250); return 1;
+    case CLI_TOPM: cfg->prm.topm = (int)cli_int(prog, "--entropy-topm", arg, 0, 1 << 30); return 1;
+    default: return 0;
+    }
+}
+
+void cli_unknown_option(const char *prog, char **argv) {
+    die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+}
