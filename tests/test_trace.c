@@ -1,4 +1,4 @@
-/* Trace files (collect/trace.c): round trip per compression, the files as
+/* Trace files (collect/trace_*.c): round trip per compression, the files as
  * other HDF5 programs see them (h5py through our plugin, h5dump), crash
  * safety under kill -9 with resume, merge, and bad input. */
 #include "tests/harness.h"
@@ -36,7 +36,7 @@ static const int SIZES[] = {1011, 1, 37, 1011, 500, 0, 1011, 16387, 2, 1011, 250
 
 /* big: allow trees over 1011 nodes; flat: mostly questions without trees,
  * all of one benchmark (their compressed /questions chunks often keep their
- * size as rows are added, which exercises rule 2 of collect/trace.c). */
+ * size as rows are added, which exercises rule 2 of collect/trace_writer.c). */
 typedef struct { uint64_t seed; int big, flat; } Gen;
 
 static int n_trees_of(const Gen *g, int q) {
@@ -648,7 +648,7 @@ static void test_kill9_then_resume(void) {
     free(killed);
 }
 
-/* Dies at every step of finishing a question in turn (collect/trace.c's
+/* Dies at every step of finishing a question in turn (collect/trace_writer.c's
  * crash points: each group's chunks, before and after the data flush,
  * before and after the counts' flush): each time the file opens and holds
  * exactly the questions finished before (or, past the counts' flush, with)
@@ -710,7 +710,7 @@ static void test_crash_at_every_step(void) {
 /* Tears, in turn, each chunk rewrite HDF5 does in place (the hook writes
  * half of the new bytes and dies, as SIGKILL can in the middle of a
  * multi-page write): the finished rows in the torn chunk must survive.  The
- * writer only rewrites in place raw over raw (rule 2 in collect/trace.c); the
+ * writer only rewrites in place raw over raw (rule 2 in collect/trace_writer.c); the
  * random tokens make incompressible, raw chunks. */
 extern int trace_tear_at;
 
