@@ -13,7 +13,7 @@
  * Usage: bench_train [trees] (fewer trees for a quick look). */
 #include "collect/trace.h"
 #include "kernels/base/util.h"
-#include "train/synth.h"
+#include "tests/synth.h"
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>

@@ -15,7 +15,7 @@
 #include "train/ffn.h"
 #include "train/metrics.h"
 #include "kernels/base/rng.h"
-#include "train/synth.h"
+#include "tests/synth.h"
 #include <cjson/cJSON.h>
 #include <hdf5.h>
 #include <stdint.h>

@@ -182,221 +182,259 @@ static void print_epoch(int e, int n, double loss, const EvalResult *r, int has_
         fprintf(stderr, "epoch %d/%d: train loss %.5f | %.2fs\n", e + 1, n, loss, secs);
 }
 
-int train_run(const TrainOpts *o) {
-    if (check_opts(o)) return -1;
-    if (check_writable(o->out, "--out") || check_writable(o->safetensors, "--safetensors") ||
-        check_writable(o->report, "--report"))
-        return -1;
-    if (o->threads > 0) omp_set_num_threads(o->threads);
-    int threads = omp_get_max_threads();
-    double t_start = now_seconds(), t_train = 0, t_eval = 0, t_data = 0;
-    int rc = -1, h = o->hidden, np = ffn_nparams(h);
-    Classifier *cls = classifier_new(h);
-    Dataset *ds = NULL;
-    FfnWork *fw = NULL;
-    Adam adam = {0};
-    float *theta = NULL, *grad = NULL, *hist = NULL, *bx0 = NULL, *bx1 = NULL, *bx2 = NULL, *by = NULL;
-    float *dx = NULL, *dy = NULL;
-    uint32_t *perm = NULL;
-    uint8_t *e2sel = NULL;
-    EvalResult *res = NULL;
-    double *train_loss = NULL, *epoch_secs = NULL;
-    int *epoch_threads = NULL;
-    Feat **neg = NULL;
-    int group = 1, has_eval = 0, probe_off = 0, step_threads = 1;
-    cJSON *weights = NULL, *report = NULL;
+/* One training run's state, shared by its steps (train_run below). */
+typedef struct {
+    const TrainOpts *o;
+    int threads, h, np;
+    double t_start, t_train, t_eval, t_data;
+    Classifier *cls;
+    Dataset *ds;
+    FfnWork *fw;
+    Adam adam;
+    float *theta, *grad, *hist, *bx0, *bx1, *bx2, *by;   /* weights, gradient, per-epoch weights, one batch */
+    float *dx, *dy;                                       /* --dump-dir: an epoch's inputs and labels */
+    uint32_t *perm;
+    uint8_t *e2sel;
+    EvalResult *res;
+    EvalOpts eo;
+    double *train_loss, *epoch_secs;
+    int *epoch_threads;
+    Feat **neg;                  /* per epoch: its sampled negatives (a group of epochs at a time) */
+    int64_t k, n_s;              /* negatives and samples per epoch */
+    int group, has_eval, probe_off, step_threads;
+} Run;
 
-    for (int k = 0; k < CLS_NFEAT; k++) { cls->feat[k].kind = o->transform[k]; cls->feat[k].eps = o->log_eps; }
-    cls->threshold = (float)o->beta;
+/* Reads the traces, sizes the epochs and allocates the model and buffers. */
+static int run_prepare(Run *r) {
+    const TrainOpts *o = r->o;
+    for (int j = 0; j < CLS_NFEAT; j++) { r->cls->feat[j].kind = o->transform[j]; r->cls->feat[j].eps = o->log_eps; }
+    r->cls->threshold = (float)o->beta;
 
-    DsOpts dso = {o->eval_frac, o->seed, o->strict, cls, o->progress};
+    DsOpts dso = {o->eval_frac, o->seed, o->strict, r->cls, o->progress};
     double t0 = now_seconds();
-    ds = dataset_open(o->traces, o->n_traces, &dso);
-    if (!ds) goto done;
-    t_data += now_seconds() - t0;
-    if (ds->dropped_trees)
+    r->ds = dataset_open(o->traces, o->n_traces, &dso);
+    if (!r->ds) return -1;
+    r->t_data += now_seconds() - t0;
+    if (r->ds->dropped_trees)
         fprintf(stderr, "spec-train: skipped %lld of %lld trees with non-finite features (%lld nodes); "
-                "see report data.skipped\n", (long long)ds->dropped_trees, (long long)ds->n_trees,
-                (long long)ds->nonfinite_nodes);
-    if (ds->train_trees == 0) {
+                "see report data.skipped\n", (long long)r->ds->dropped_trees, (long long)r->ds->n_trees,
+                (long long)r->ds->nonfinite_nodes);
+    if (r->ds->train_trees == 0) {
         err_set("no usable training trees: %lld trees, %lld held out, %lld dropped for non-finite features",
-                (long long)ds->n_trees, (long long)ds->eval_trees, (long long)ds->dropped_trees);
-        goto done;
+                (long long)r->ds->n_trees, (long long)r->ds->eval_trees, (long long)r->ds->dropped_trees);
+        return -1;
     }
-    if (ds->train_pos == 0) {
+    if (r->ds->train_pos == 0) {
         err_set("%s%s: no accepted nodes (positives) in the training part (%lld trees, %lld nodes); nothing to learn",
-                o->traces[0], o->n_traces > 1 ? " ..." : "", (long long)ds->train_trees, (long long)ds->train_nodes);
-        goto done;
+                o->traces[0], o->n_traces > 1 ? " ..." : "", (long long)r->ds->train_trees, (long long)r->ds->train_nodes);
+        return -1;
     }
-    if (ds->train_neg == 0) {
+    if (r->ds->train_neg == 0) {
         err_set("%s%s: no rejected nodes (negatives) in the training part (%lld trees); nothing to learn",
-                o->traces[0], o->n_traces > 1 ? " ..." : "", (long long)ds->train_trees);
-        goto done;
+                o->traces[0], o->n_traces > 1 ? " ..." : "", (long long)r->ds->train_trees);
+        return -1;
     }
-    if (ds->train_pos + ds->train_neg > (int64_t)UINT32_MAX) { err_set("training part too large (over 2^32 nodes)"); goto done; }
+    if (r->ds->train_pos + r->ds->train_neg > (int64_t)UINT32_MAX) { err_set("training part too large (over 2^32 nodes)"); return -1; }
     if (o->standardize)
-        for (int k = 0; k < CLS_NFEAT; k++) {
-            cls->feat[k].mean = (float)ds->feat_mean[k];
-            cls->feat[k].std = ds->feat_std[k] > 0 ? (float)ds->feat_std[k] : 1.0f;
+        for (int j = 0; j < CLS_NFEAT; j++) {
+            r->cls->feat[j].mean = (float)r->ds->feat_mean[j];
+            r->cls->feat[j].std = r->ds->feat_std[j] > 0 ? (float)r->ds->feat_std[j] : 1.0f;
         }
-    has_eval = ds->eval.n_nodes > 0;
-    if (!has_eval) fprintf(stderr, "spec-train: warning: no held-out trees; exporting the last epoch\n");
-    else if (ds->eval.n_pos == 0)
+    r->has_eval = r->ds->eval.n_nodes > 0;
+    if (!r->has_eval) fprintf(stderr, "spec-train: warning: no held-out trees; exporting the last epoch\n");
+    else if (r->ds->eval.n_pos == 0)
         fprintf(stderr, "spec-train: warning: the held-out trees have no positives; recall is undefined, exporting the last epoch\n");
 
-    int64_t k = llround(o->neg_ratio * (double)ds->train_pos);
-    if (k < 1) k = 1;
-    if (k >= ds->train_neg) {
-        if (k > ds->train_neg)
+    r->k = llround(o->neg_ratio * (double)r->ds->train_pos);
+    if (r->k < 1) r->k = 1;
+    if (r->k >= r->ds->train_neg) {
+        if (r->k > r->ds->train_neg)
             fprintf(stderr, "spec-train: note: --neg-ratio %g asks for %lld negatives per epoch; the training part has %lld, using all\n",
-                    o->neg_ratio, (long long)k, (long long)ds->train_neg);
-        k = ds->train_neg;
+                    o->neg_ratio, (long long)r->k, (long long)r->ds->train_neg);
+        r->k = r->ds->train_neg;
     }
-    int64_t n_s = ds->train_pos + k;
+    r->n_s = r->ds->train_pos + r->k;
     {
-        double per_epoch = (double)k * (sizeof(Feat) + sizeof(int64_t) * 2);
+        double per_epoch = (double)r->k * (sizeof(Feat) + sizeof(int64_t) * 2);
         double g = (double)o->sample_mem / (per_epoch > 1 ? per_epoch : 1);
-        group = g >= o->epochs ? o->epochs : (g < 1 ? 1 : (int)g);
+        r->group = g >= o->epochs ? o->epochs : (g < 1 ? 1 : (int)g);
     }
 
     /* model */
-    theta = xmalloc(sizeof(float) * np);
-    grad = xmalloc(sizeof(float) * np);
-    hist = xmalloc(sizeof(float) * np * o->epochs);
+    r->theta = xmalloc(sizeof(float) * r->np);
+    r->grad = xmalloc(sizeof(float) * r->np);
+    r->hist = xmalloc(sizeof(float) * r->np * o->epochs);
     {
-        Rng r;
-        rng_seed_stream(&r, o->seed, RNG_STREAM_INIT, 0);
-        ffn_init(theta, h, &r);
+        Rng rng;
+        rng_seed_stream(&rng, o->seed, RNG_STREAM_INIT, 0);
+        ffn_init(r->theta, r->h, &rng);
     }
-    adam_init(&adam, np, o->lr, o->beta1, o->beta2, o->adam_eps);
-    int bmax = o->batch < n_s ? o->batch : (int)n_s;
-    fw = ffn_work_new(h, bmax);
-    bx0 = xmalloc(sizeof(float) * bmax); bx1 = xmalloc(sizeof(float) * bmax);
-    bx2 = xmalloc(sizeof(float) * bmax); by = xmalloc(sizeof(float) * bmax);
-    perm = xmalloc(sizeof(uint32_t) * n_s);
-    res = xcalloc(o->epochs, sizeof(EvalResult));
-    train_loss = xcalloc(o->epochs, sizeof(double));
-    epoch_secs = xcalloc(o->epochs, sizeof(double));
-    epoch_threads = xcalloc(o->epochs, sizeof(int));
-    neg = xcalloc(o->epochs, sizeof(Feat *));
-    EvalOpts eo;
-    memset(&eo, 0, sizeof eo);
-    eo.n_sweep = o->n_sweep;
-    memcpy(eo.sweep, o->sweep, sizeof(double) * o->n_sweep);
-    eo.beta = o->beta;
-    eo.e2_topn = o->e2_topn;
-    if (has_eval) { e2sel = e2_select_all(&ds->eval, o->e2_topn); eo.e2_sel = e2sel; }
+    adam_init(&r->adam, r->np, o->lr, o->beta1, o->beta2, o->adam_eps);
+    int bmax = o->batch < r->n_s ? o->batch : (int)r->n_s;
+    r->fw = ffn_work_new(r->h, bmax);
+    r->bx0 = xmalloc(sizeof(float) * bmax); r->bx1 = xmalloc(sizeof(float) * bmax);
+    r->bx2 = xmalloc(sizeof(float) * bmax); r->by = xmalloc(sizeof(float) * bmax);
+    r->perm = xmalloc(sizeof(uint32_t) * r->n_s);
+    r->res = xcalloc(o->epochs, sizeof(EvalResult));
+    r->train_loss = xcalloc(o->epochs, sizeof(double));
+    r->epoch_secs = xcalloc(o->epochs, sizeof(double));
+    r->epoch_threads = xcalloc(o->epochs, sizeof(int));
+    r->neg = xcalloc(o->epochs, sizeof(Feat *));
+    memset(&r->eo, 0, sizeof r->eo);
+    r->eo.n_sweep = o->n_sweep;
+    memcpy(r->eo.sweep, o->sweep, sizeof(double) * o->n_sweep);
+    r->eo.beta = o->beta;
+    r->eo.e2_topn = o->e2_topn;
+    if (r->has_eval) { r->e2sel = e2_select_all(&r->ds->eval, o->e2_topn); r->eo.e2_sel = r->e2sel; }
 
     if (o->dump_dir) {
-        if (mkdir_p(o->dump_dir)) goto done;
-        classifier_set_params(cls, theta);
+        if (mkdir_p(o->dump_dir)) return -1;
+        classifier_set_params(r->cls, r->theta);
         char *p = path_join(o->dump_dir, "init.safetensors");
-        int bad = classifier_write_safetensors(p, cls);
+        int bad = classifier_write_safetensors(p, r->cls);
         free(p);
-        if (bad || dump_eval(o->dump_dir, cls, &ds->eval)) goto done;
+        if (bad || dump_eval(o->dump_dir, r->cls, &r->ds->eval)) return -1;
         int de = o->dump_epochs < o->epochs ? o->dump_epochs : o->epochs;
-        if (de > 0) { dx = xmalloc(sizeof(float) * 3 * n_s); dy = xmalloc(sizeof(float) * n_s); }
+        if (de > 0) { r->dx = xmalloc(sizeof(float) * 3 * r->n_s); r->dy = xmalloc(sizeof(float) * r->n_s); }
     }
 
     fprintf(stderr, "spec-train: %lld trees (%lld train, %lld held out), %lld training nodes: %lld positives, "
             "%lld negatives; %lld + %lld samples per epoch (%lld batches of %d); %d threads\n",
-            (long long)ds->n_trees, (long long)ds->train_trees, (long long)ds->eval_trees, (long long)ds->train_nodes,
-            (long long)ds->train_pos, (long long)ds->train_neg, (long long)ds->train_pos, (long long)k,
-            (long long)((n_s + o->batch - 1) / o->batch), o->batch, threads);
+            (long long)r->ds->n_trees, (long long)r->ds->train_trees, (long long)r->ds->eval_trees, (long long)r->ds->train_nodes,
+            (long long)r->ds->train_pos, (long long)r->ds->train_neg, (long long)r->ds->train_pos, (long long)r->k,
+            (long long)((r->n_s + o->batch - 1) / o->batch), o->batch, r->threads);
 
-    for (int e = 0; e < o->epochs; e++) {
-        double te = now_seconds();
-        if (e % group == 0) {
-            for (int j = 0; j < o->epochs; j++) { free(neg[j]); neg[j] = NULL; }
-            int ng = o->epochs - e < group ? o->epochs - e : group;
-            t0 = now_seconds();
-            if (dataset_sample_negatives(ds, o->seed, e, ng, k, neg + e, o->progress) < 0) goto done;
-            t_data += now_seconds() - t0;
-        }
-        const Feat *ne = neg[e];
-        /* batch order: Fisher-Yates over positives then this epoch's negatives */
-        for (int64_t i = 0; i < n_s; i++) perm[i] = (uint32_t)i;
-        Rng rs;
-        rng_seed_stream(&rs, o->seed, RNG_STREAM_SHUFFLE, (uint64_t)e);
-        for (int64_t i = n_s - 1; i > 0; i--) {
-            int64_t j = (int64_t)rng_below(&rs, (uint64_t)i + 1);
-            uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
-        }
-        int dumping = dx && e < o->dump_epochs;
-        double lsum = 0;
-        /* threads for the gradient: fixed by --threads, else measured at the
-         * start of each epoch (a parallel region per batch only pays on an
-         * unloaded machine) */
-        int probe = o->threads == 0 && threads > 1 && !probe_off ? 2 : 0;
-        double probe_t[2] = {0, 0};
-        if (o->threads > 0) step_threads = o->threads;
-        int64_t nb = (n_s + o->batch - 1) / o->batch;
-        Progress pr;
-        char label[64], extra[64];
-        snprintf(label, sizeof label, "epoch %d/%d (batches)", e + 1, o->epochs);
-        if (o->progress) progress_start(&pr, label, nb);
+    return 0;
+}
+
+/* One epoch: negatives (sampled per group of epochs), a shuffled pass of
+ * Adam steps, the weights kept, the held-out evaluation. */
+static int run_epoch(Run *r, int e) {
+    const TrainOpts *o = r->o;
+    const int threads = r->threads;
+    const int np = r->np;
+    Classifier *cls = r->cls;
+    Dataset *ds = r->ds;
+    FfnWork *fw = r->fw;
+    float *theta = r->theta;
+    float *grad = r->grad;
+    float *hist = r->hist;
+    float *bx0 = r->bx0;
+    float *bx1 = r->bx1;
+    float *bx2 = r->bx2;
+    float *by = r->by;
+    float *dx = r->dx;
+    float *dy = r->dy;
+    uint32_t *perm = r->perm;
+    EvalResult *res = r->res;
+    const EvalOpts *eop = &r->eo;
+    double *train_loss = r->train_loss;
+    double *epoch_secs = r->epoch_secs;
+    int *epoch_threads = r->epoch_threads;
+    Feat **neg = r->neg;
+    const int64_t k = r->k;
+    const int64_t n_s = r->n_s;
+    const int group = r->group;
+    const int has_eval = r->has_eval;
+    double t0;
+    double te = now_seconds();
+    if (e % group == 0) {
+        for (int j = 0; j < o->epochs; j++) { free(neg[j]); neg[j] = NULL; }
+        int ng = o->epochs - e < group ? o->epochs - e : group;
         t0 = now_seconds();
-        for (int64_t b = 0; b < nb; b++) {
-            int64_t s0 = b * o->batch;
-            int m = (int)(n_s - s0 < o->batch ? n_s - s0 : o->batch);
-            for (int i = 0; i < m; i++) {
-                uint32_t id = perm[s0 + i];
-                const Feat *f = id < ds->train_pos ? &ds->pos[id] : &ne[id - ds->train_pos];
-                float x[CLS_NFEAT];
-                classifier_input(cls, f->P, f->H, f->d, x);
-                bx0[i] = x[0]; bx1[i] = x[1]; bx2[i] = x[2];
-                by[i] = id < ds->train_pos ? 1.0f : 0.0f;
-                if (dumping) { memcpy(dx + 3 * (s0 + i), x, sizeof x); dy[s0 + i] = by[i]; }
-            }
-            int probing = b < 2 * probe && nb > 4 * probe;
-            if (probing) ffn_work_set_threads(fw, b < probe ? threads : 1);
-            else ffn_work_set_threads(fw, step_threads);
-            double tb = now_seconds();
-            double l = ffn_loss_grad(fw, theta, bx0, bx1, bx2, by, m, grad);
-            if (probing) {
-                probe_t[b < probe ? 0 : 1] += now_seconds() - tb;
-                if (b == 2 * probe - 1) {
-                    step_threads = probe_t[0] < 0.8 * probe_t[1] ? threads : 1;
-                    /* far slower in parallel (a loaded machine): stop measuring */
-                    if (probe_t[0] > 2 * probe_t[1]) probe_off = 1;
-                }
-            }
-            adam_step(&adam, theta, grad);
-            lsum += l * m;
-            if (o->progress) {
-                snprintf(extra, sizeof extra, "loss %.5f", lsum / (double)(s0 + m));
-                progress_update(&pr, b + 1, extra);
-            }
-        }
-        t_train += now_seconds() - t0;
-        train_loss[e] = lsum / (double)n_s;
-        if (o->progress) { snprintf(extra, sizeof extra, "loss %.5f", train_loss[e]); progress_end(&pr, nb, extra); }
-        for (int i = 0; i < np; i++) {
-            if (!isfinite(theta[i])) { err_set("training diverged: non-finite weight after epoch %d", e + 1); goto done; }
-        }
-        memcpy(hist + (size_t)e * np, theta, sizeof(float) * np);
-        classifier_set_params(cls, theta);
-        if (dumping) {
-            char *p = dump_path(o->dump_dir, "epoch_%03d.safetensors", e + 1);
-            StWrite w[2] = {{"x", DT_F32, 2, {n_s, 3}, dx}, {"y", DT_F32, 1, {n_s}, dy}};
-            int bad = st_write(p, w, 2);
-            free(p);
-            p = dump_path(o->dump_dir, "c_weights_epoch_%03d.safetensors", e + 1);
-            bad = bad || classifier_write_safetensors(p, cls);
-            free(p);
-            if (bad) goto done;
-        }
-        if (has_eval) {
-            t0 = now_seconds();
-            evaluate(cls, &ds->eval, &eo, &res[e]);
-            t_eval += now_seconds() - t0;
-        }
-        epoch_secs[e] = now_seconds() - te;
-        epoch_threads[e] = step_threads;
-        print_epoch(e, o->epochs, train_loss[e], &res[e], has_eval, epoch_secs[e]);
+        if (dataset_sample_negatives(ds, o->seed, e, ng, k, neg + e, o->progress) < 0) return -1;
+        r->t_data += now_seconds() - t0;
     }
+    const Feat *ne = neg[e];
+    /* batch order: Fisher-Yates over positives then this epoch's negatives */
+    for (int64_t i = 0; i < n_s; i++) perm[i] = (uint32_t)i;
+    Rng rs;
+    rng_seed_stream(&rs, o->seed, RNG_STREAM_SHUFFLE, (uint64_t)e);
+    for (int64_t i = n_s - 1; i > 0; i--) {
+        int64_t j = (int64_t)rng_below(&rs, (uint64_t)i + 1);
+        uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+    }
+    int dumping = dx && e < o->dump_epochs;
+    double lsum = 0;
+    /* threads for the gradient: fixed by --threads, else measured at the
+     * start of each epoch (a parallel region per batch only pays on an
+     * unloaded machine) */
+    int probe = o->threads == 0 && threads > 1 && !r->probe_off ? 2 : 0;
+    double probe_t[2] = {0, 0};
+    if (o->threads > 0) r->step_threads = o->threads;
+    int64_t nb = (n_s + o->batch - 1) / o->batch;
+    Progress pr;
+    char label[64], extra[64];
+    snprintf(label, sizeof label, "epoch %d/%d (batches)", e + 1, o->epochs);
+    if (o->progress) progress_start(&pr, label, nb);
+    t0 = now_seconds();
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t s0 = b * o->batch;
+        int m = (int)(n_s - s0 < o->batch ? n_s - s0 : o->batch);
+        for (int i = 0; i < m; i++) {
+            uint32_t id = perm[s0 + i];
+            const Feat *f = id < ds->train_pos ? &ds->pos[id] : &ne[id - ds->train_pos];
+            float x[CLS_NFEAT];
+            classifier_input(cls, f->P, f->H, f->d, x);
+            bx0[i] = x[0]; bx1[i] = x[1]; bx2[i] = x[2];
+            by[i] = id < ds->train_pos ? 1.0f : 0.0f;
+            if (dumping) { memcpy(dx + 3 * (s0 + i), x, sizeof x); dy[s0 + i] = by[i]; }
+        }
+        int probing = b < 2 * probe && nb > 4 * probe;
+        if (probing) ffn_work_set_threads(fw, b < probe ? threads : 1);
+        else ffn_work_set_threads(fw, r->step_threads);
+        double tb = now_seconds();
+        double l = ffn_loss_grad(fw, theta, bx0, bx1, bx2, by, m, grad);
+        if (probing) {
+            probe_t[b < probe ? 0 : 1] += now_seconds() - tb;
+            if (b == 2 * probe - 1) {
+                r->step_threads = probe_t[0] < 0.8 * probe_t[1] ? threads : 1;
+                /* far slower in parallel (a loaded machine): stop measuring */
+                if (probe_t[0] > 2 * probe_t[1]) r->probe_off = 1;
+            }
+        }
+        adam_step(&r->adam, theta, grad);
+        lsum += l * m;
+        if (o->progress) {
+            snprintf(extra, sizeof extra, "loss %.5f", lsum / (double)(s0 + m));
+            progress_update(&pr, b + 1, extra);
+        }
+    }
+    r->t_train += now_seconds() - t0;
+    train_loss[e] = lsum / (double)n_s;
+    if (o->progress) { snprintf(extra, sizeof extra, "loss %.5f", train_loss[e]); progress_end(&pr, nb, extra); }
+    for (int i = 0; i < np; i++) {
+        if (!isfinite(theta[i])) { err_set("training diverged: non-finite weight after epoch %d", e + 1); return -1; }
+    }
+    memcpy(hist + (size_t)e * np, theta, sizeof(float) * np);
+    classifier_set_params(cls, theta);
+    if (dumping) {
+        char *p = dump_path(o->dump_dir, "epoch_%03d.safetensors", e + 1);
+        StWrite w[2] = {{"x", DT_F32, 2, {n_s, 3}, dx}, {"y", DT_F32, 1, {n_s}, dy}};
+        int bad = st_write(p, w, 2);
+        free(p);
+        p = dump_path(o->dump_dir, "c_weights_epoch_%03d.safetensors", e + 1);
+        bad = bad || classifier_write_safetensors(p, cls);
+        free(p);
+        if (bad) return -1;
+    }
+    if (has_eval) {
+        t0 = now_seconds();
+        evaluate(cls, &ds->eval, eop, &res[e]);
+        r->t_eval += now_seconds() - t0;
+    }
+    epoch_secs[e] = now_seconds() - te;
+    epoch_threads[e] = r->step_threads;
+    print_epoch(e, o->epochs, train_loss[e], &res[e], has_eval, epoch_secs[e]);
+    return 0;
+}
 
-    if (o->dump_dir) {
+/* --dump-dir: what the PyTorch oracle needs to replay the run (dump.json). */
+static int write_dump_manifest(Run *r) {
+    const TrainOpts *o = r->o;
+    const int h = r->h;
+    const int64_t n_s = r->n_s;
+    {
         int de = o->dump_epochs < o->epochs ? o->dump_epochs : o->epochs;
         cJSON *dj = cJSON_CreateObject();
         cJSON_AddStringToObject(dj, "format", "c2t-train-dump");
@@ -423,38 +461,46 @@ int train_run(const TrainOpts *o) {
             const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
             if (!bad) cJSON_AddStringToObject(hs, base, hx);
             free(p);
-            if (bad) { cJSON_Delete(dj); goto done; }
+            if (bad) { cJSON_Delete(dj); return -1; }
         }
         char *p = path_join(o->dump_dir, "dump.json");
         int bad = write_json(p, dj);
         free(p);
         cJSON_Delete(dj);
-        if (bad) goto done;
+        if (bad) return -1;
     }
 
-    int sel = o->epochs - 1;
-    if (has_eval && ds->eval.n_pos > 0 && !o->select_last) {
-        Rates *r = xmalloc(sizeof(Rates) * o->epochs);
-        for (int e = 0; e < o->epochs; e++) r[e] = res[e].cls;
-        sel = select_epoch(r, o->epochs, o->similar_recall);
-        free(r);
-    }
-    classifier_set_params(cls, hist + (size_t)sel * np);
-    if (has_eval)
-        fprintf(stderr, "spec-train: exporting epoch %d: recall %.4f theta %.4f at beta %.2f (EAGLE-2 top-%d: recall %.4f theta %.4f)\n",
-                sel + 1, res[sel].cls.recall, res[sel].cls.theta, o->beta, o->e2_topn, res[sel].e2.recall, res[sel].e2.theta);
+    return 0;
+}
 
+/* The weights file (with the chosen epoch), the optional safetensors copy
+ * and the optional report of every epoch. */
+static int write_outputs(Run *r, int sel) {
+    const TrainOpts *o = r->o;
+    const int threads = r->threads;
+    Classifier *cls = r->cls;
+    Dataset *ds = r->ds;
+    EvalResult *res = r->res;
+    const EvalOpts *eop = &r->eo;
+    double *train_loss = r->train_loss;
+    double *epoch_secs = r->epoch_secs;
+    int *epoch_threads = r->epoch_threads;
+    const int64_t k = r->k;
+    const int64_t n_s = r->n_s;
+    const int has_eval = r->has_eval;
+    cJSON *weights = NULL, *report = NULL;
+    int rc = -1;
     /* weights file */
     weights = classifier_to_json(cls);
     cJSON *tr = settings_json(o, k, ds, threads);
     cJSON_AddNumberToObject(tr, "selected_epoch", sel + 1);
     cJSON_AddItemToObject(weights, "training", tr);
     cJSON_AddItemToObject(weights, "data", data_json(ds, k));
-    if (has_eval) cJSON_AddItemToObject(weights, "metrics", eval_json(&res[sel], &eo, 0));
-    if (write_json(o->out, weights)) goto done;
-    if (o->safetensors && classifier_write_safetensors(o->safetensors, cls)) goto done;
+    if (has_eval) cJSON_AddItemToObject(weights, "metrics", eval_json(&res[sel], eop, 0));
+    if (write_json(o->out, weights)) goto out;
+    if (o->safetensors && classifier_write_safetensors(o->safetensors, cls)) goto out;
 
-    double total = now_seconds() - t_start;
+    double total = now_seconds() - r->t_start;
     if (o->report) {
         report = cJSON_CreateObject();
         cJSON_AddStringToObject(report, "format", "c2t-train-report");
@@ -470,12 +516,12 @@ int train_run(const TrainOpts *o) {
             cJSON_AddNumberToObject(x, "samples", (double)n_s);
             cJSON_AddNumberToObject(x, "seconds", epoch_secs[e]);
             cJSON_AddNumberToObject(x, "gradient_threads", epoch_threads[e]);
-            if (has_eval) cJSON_AddItemToObject(x, "eval", eval_json(&res[e], &eo, 0));
+            if (has_eval) cJSON_AddItemToObject(x, "eval", eval_json(&res[e], eop, 0));
             cJSON_AddItemToArray(ep, x);
         }
         cJSON_AddNumberToObject(report, "selected_epoch", sel + 1);
         if (has_eval) {
-            cJSON *m = eval_json(&res[sel], &eo, 1);
+            cJSON *m = eval_json(&res[sel], eop, 1);
             cJSON *sw = cJSON_DetachItemFromObject(m, "beta_sweep");
             cJSON *bt = cJSON_DetachItemFromObject(m, "entropy_buckets");
             cJSON_AddItemToObject(report, "metrics", m);
@@ -484,29 +530,69 @@ int train_run(const TrainOpts *o) {
         }
         cJSON *tm = cJSON_AddObjectToObject(report, "timing");
         cJSON_AddNumberToObject(tm, "total_s", total);
-        cJSON_AddNumberToObject(tm, "data_s", t_data);
+        cJSON_AddNumberToObject(tm, "data_s", r->t_data);
         cJSON_AddNumberToObject(tm, "trace_read_s", ds->read_seconds);
-        cJSON_AddNumberToObject(tm, "train_s", t_train);
-        cJSON_AddNumberToObject(tm, "eval_s", t_eval);
+        cJSON_AddNumberToObject(tm, "train_s", r->t_train);
+        cJSON_AddNumberToObject(tm, "eval_s", r->t_eval);
         cJSON_AddNumberToObject(tm, "nodes_read", (double)ds->nodes_read);
         cJSON_AddNumberToObject(tm, "records_per_s", total > 0 ? (double)ds->nodes_read / total : 0);
-        cJSON_AddNumberToObject(tm, "train_samples_per_s", t_train > 0 ? (double)n_s * o->epochs / t_train : 0);
-        if (write_json(o->report, report)) goto done;
+        cJSON_AddNumberToObject(tm, "train_samples_per_s", r->t_train > 0 ? (double)n_s * o->epochs / r->t_train : 0);
+        if (write_json(o->report, report)) goto out;
     }
     fprintf(stderr, "spec-train: wrote %s%s%s%s%s in %.2fs (%.0f records/s; training %.0f samples/s)\n", o->out,
             o->safetensors ? ", " : "", o->safetensors ? o->safetensors : "", o->report ? ", " : "",
             o->report ? o->report : "", total, total > 0 ? (double)ds->nodes_read / total : 0,
-            t_train > 0 ? (double)n_s * o->epochs / t_train : 0);
+            r->t_train > 0 ? (double)n_s * o->epochs / r->t_train : 0);
+    rc = 0;
+out:
+    cJSON_Delete(weights);
+    cJSON_Delete(report);
+    return rc;
+}
+
+int train_run(const TrainOpts *o) {
+    if (check_opts(o)) return -1;
+    if (check_writable(o->out, "--out") || check_writable(o->safetensors, "--safetensors") ||
+        check_writable(o->report, "--report"))
+        return -1;
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+    Run run = {0}, *r = &run;
+    r->o = o;
+    r->threads = omp_get_max_threads();
+    r->t_start = now_seconds();
+    r->h = o->hidden;
+    r->np = ffn_nparams(o->hidden);
+    r->cls = classifier_new(o->hidden);
+    r->group = 1;
+    r->step_threads = 1;
+    int rc = -1;
+    if (run_prepare(r)) goto done;
+    for (int e = 0; e < o->epochs; e++)
+        if (run_epoch(r, e)) goto done;
+    if (o->dump_dir && write_dump_manifest(r)) goto done;
+    int sel = o->epochs - 1;
+    if (r->has_eval && r->ds->eval.n_pos > 0 && !o->select_last) {
+        Rates *rt = xmalloc(sizeof(Rates) * o->epochs);
+        for (int e = 0; e < o->epochs; e++) rt[e] = r->res[e].cls;
+        sel = select_epoch(rt, o->epochs, o->similar_recall);
+        free(rt);
+    }
+    classifier_set_params(r->cls, r->hist + (size_t)sel * r->np);
+    if (r->has_eval)
+        fprintf(stderr, "spec-train: exporting epoch %d: recall %.4f theta %.4f at beta %.2f (EAGLE-2 top-%d: recall %.4f theta %.4f)\n",
+                sel + 1, r->res[sel].cls.recall, r->res[sel].cls.theta, o->beta, o->e2_topn, r->res[sel].e2.recall, r->res[sel].e2.theta);
+
+    if (write_outputs(r, sel)) goto done;
     rc = 0;
 done:
-    if (neg) for (int j = 0; j < o->epochs; j++) free(neg[j]);
-    free(neg);
-    cJSON_Delete(weights); cJSON_Delete(report);
-    free(theta); free(grad); free(hist); free(bx0); free(bx1); free(bx2); free(by); free(dx); free(dy);
-    free(perm); free(e2sel); free(res); free(train_loss); free(epoch_secs); free(epoch_threads);
-    adam_free(&adam);
-    ffn_work_free(fw);
-    dataset_free(ds);
-    classifier_free(cls);
+    if (r->neg) for (int j = 0; j < o->epochs; j++) free(r->neg[j]);
+    free(r->neg);
+    free(r->theta); free(r->grad); free(r->hist); free(r->bx0); free(r->bx1); free(r->bx2); free(r->by);
+    free(r->dx); free(r->dy); free(r->perm); free(r->e2sel); free(r->res); free(r->train_loss);
+    free(r->epoch_secs); free(r->epoch_threads);
+    adam_free(&r->adam);
+    ffn_work_free(r->fw);
+    dataset_free(r->ds);
+    classifier_free(r->cls);
     return rc;
 }

@@ -1,4 +1,35 @@
-#include "train/synth.h"
+/* Synthetic trace files for tests and benchmarks (a test fixture, not part
+ * of the library; header-only, included by tests/test_train.c and
+ * tests/bench_train.c), written through the
+ * trace writer (collect/trace.h).  Trees are grown like EAGLE-2's complete
+ * tree T1 (the paper's training data, App. C.1): topk children of the root,
+ * then per layer the topk nodes of the previous layer by joint probability
+ * get topk children each, until nodes_per_tree nodes.  A simulated target
+ * model walks down the tree greedily; the nodes on its path are the
+ * accepted ones.  Its choices follow the draft probabilities with the
+ * paper's biases (over-confident top token at low entropy, under-confident
+ * at high entropy, deeper = less likely), so P, H and d all carry signal.
+ *
+ * Only integer and IEEE basic arithmetic is used (own log), so a seed gives
+ * the same trees, bit for bit, on every machine. */
+#ifndef C2T_TESTS_SYNTH_H
+#define C2T_TESTS_SYNTH_H
+#include <stdint.h>
+
+typedef struct {
+    int64_t n_trees;
+    int nodes_per_tree;      /* 1011 in the paper */
+    int topk;                /* 10 in the paper */
+    int trees_per_question;  /* trees between trace_finish_question calls */
+    uint64_t seed;
+    int compress;            /* TraceCompress */
+    double nonfinite_rate;   /* share of trees with one NaN H (bad-input tests) */
+    int no_positives;        /* label every node 0 (bad-input tests) */
+    int progress;
+    int fast;                /* trace_create_ex with durable = 0 (big bench files) */
+} SynthOpts;
+
+
 #include "collect/trace.h"
 #include "kernels/base/util.h"
 #include "kernels/base/rng.h"
@@ -10,7 +41,7 @@
 #define SYN_MAXK 64
 #define SYN_VOCAB_TOP 1000   /* entropy over the top-1000 probabilities (paper eq. 7) */
 
-void synth_defaults(SynthOpts *o) {
+static void synth_defaults(SynthOpts *o) {
     memset(o, 0, sizeof *o);
     o->n_trees = 100;
     o->nodes_per_tree = 1011;
@@ -20,7 +51,7 @@ void synth_defaults(SynthOpts *o) {
     o->compress = TRACE_ZSTD;
 }
 
-double synth_log(double x) {
+static double synth_log(double x) {
     int e;
     double m = frexp(x, &e);            /* x = m * 2^e, m in [0.5, 1); exact */
     double s = (m - 1) / (m + 1), s2 = s * s, term = s, sum = 0;
@@ -77,7 +108,7 @@ static int cmp_cand(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int synth_trace_write(const char *path, const SynthOpts *o) {
+static int synth_trace_write(const char *path, const SynthOpts *o) {
     int K = o->topk, N = o->nodes_per_tree;
     if (K < 1 || K > SYN_MAXK || N < 1) { err_set("synth: bad topk/nodes_per_tree"); return -1; }
     TraceCreateOpts co = {0};
@@ -161,3 +192,4 @@ int synth_trace_write(const char *path, const SynthOpts *o) {
     free(nodes); free(dist); free(first_child); free(cand); free(layer);
     return rc;
 }
+#endif
