@@ -1,3 +1,6 @@
+/* collect/: spec-collect's trace files (trace_schema.c, trace_writer.c,
+ * trace_reader.c, trace_merge.c; this is their interface) and the zstd
+ * HDF5 filter. */
 /* Trace files: what spec-collect writes and spec-train reads (HDF5).
  *
  * Schema version 1 (collect/ owns it; documented in README "Trace files"):

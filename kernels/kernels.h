@@ -1,3 +1,5 @@
+/* kernels/: compute behind one interface (this file); CPU in cpu/, CUDA in
+ * cuda/ (each op with a CPU twin), basics in base/. */
 /* The compute interface the runtime stands on.
  *
  * One Backend struct of function pointers per implementation (kernels/cpu/

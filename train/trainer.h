@@ -1,3 +1,5 @@
+/* train/: spec-train as a library (this file), over collect/ traces and
+ * infer/spec/classifier. */
 /* spec-train's pipeline as a library call: data (train/dataset.h), FFN +
  * Adam (train/ffn.h), per-epoch evaluation and model selection
  * (train/metrics.h), export (train/export.h). */

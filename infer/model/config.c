@@ -111,8 +111,6 @@ int config_load(const char *path, ModelConfig *c) {
     }
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings");
     c->tie_embeddings = cJSON_IsTrue(tie);
-    const cJSON *bias = cJSON_GetObjectItemCaseSensitive(j, "bias");
-    c->bias = bias ? cJSON_IsTrue(bias) : 1;
     if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), path, c)) goto out;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(j, "rope_scaling"), path, c)) goto out;
     rc = 0;

@@ -17,7 +17,6 @@ typedef struct {
     int bos_id;               /* -1 when absent */
     int eos_ids[MAX_EOS];
     int n_eos;
-    int bias;                 /* EAGLE heads: fc has a bias (default 1 for EAGLE-1/2) */
     char path[512];
 } ModelConfig;
 

@@ -1,3 +1,5 @@
+/* infer/model/: checkpoints (config.c, safetensors.c) and the LLaMA forward
+ * (this file, llama.c), over kernels/ only; generate.c decodes plainly. */
 /* LLaMA-family forward pass over the kernels/ interface.
  *
  * One call, llama_forward, serves prefill, single-token decode and a whole

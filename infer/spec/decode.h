@@ -1,3 +1,7 @@
+/* infer/spec/: the speculative loop.  This file's decode.c is the
+ * draft→verify cycle read top to bottom; beside it verify.c, the tree
+ * (tree.c), draft sources (draft.c, draft_eagle.c, draft_lm.c), policies
+ * (policy.c and policies/), the classifier and sessions (session.c). */
 /* The speculative decoding loop: draft a tree with a policy, verify it with
  * one target forward, keep the accepted path in both KV caches, repeat.
  *

@@ -1,3 +1,5 @@
+/* infer/text/: text in and out (tokenizers, chat templates, question
+ * files), over kernels/base only. */
 /* Tokenizers, token for token what Hugging Face produces.
  *
  * Formats:

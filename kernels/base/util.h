@@ -1,3 +1,5 @@
+/* kernels/base/: the lowest layer, basics every other folder may include
+ * (this file, rng.h, dtype.h) and that include nothing of ours. */
 /* Shared plumbing: error reporting, files, JSON, progress.
  * Library functions never exit: they record one line in the thread's error
  * slot (err_set) and return NULL / -1; commands print it with die_err(). */
