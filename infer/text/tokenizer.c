@@ -1,6 +1,7 @@
 /* Tokenizers: the tokenizer.json (Hugging Face `tokenizers`) BPE pipeline,
- * shared plumbing (hash maps, UTF-8, added tokens), decoding and the public
- * API.  The SentencePiece tokenizer.model path lives in sentencepiece.c.
+ * shared plumbing (hash maps, UTF-8, regexes, added tokens) and the public
+ * API.  Loading is in tokenizer_load.c, decoding in tokenizer_decode.c, the
+ * SentencePiece tokenizer.model path in sentencepiece.c.
  *
  * The encode pipeline follows tokenizers 0.20 step by step:
  *   1. added tokens that are not `normalized` are cut out of the raw text
@@ -210,7 +211,7 @@ int utf8_valid_char(const unsigned char *s, size_t n) {
 
 /* Number of bytes at s that form a valid (possibly incomplete) prefix of a
  * character: the "maximal subpart" of Unicode's replacement practice. */
-static int utf8_maximal_prefix(const unsigned char *s, size_t n) {
+int tk_utf8_maximal_prefix(const unsigned char *s, size_t n) {
     unsigned c = s[0];
     int len; unsigned lo = 0x80, hi = 0xBF;
     if (c < 0x80) return 1;
@@ -229,7 +230,7 @@ static int utf8_maximal_prefix(const unsigned char *s, size_t n) {
 
 int utf8_incomplete_prefix(const unsigned char *s, size_t n) {
     if (!n) return 0;
-    int k = utf8_maximal_prefix(s, n);
+    int k = tk_utf8_maximal_prefix(s, n);
     if (k <= 0) return 0;
     if ((size_t)k == n && utf8_valid_char(s, n) == 0) return k;  /* could still complete */
     return 0;
@@ -251,7 +252,7 @@ void utf8_lossy(Buf *out, const unsigned char *s, size_t n, int per_byte) {
         int k = utf8_valid_char(s + i, n - i);
         if (k) { i += (size_t)k; continue; }
         if (i > run) buf_put(out, s + run, i - run);
-        int skip = per_byte ? 1 : utf8_maximal_prefix(s + i, n - i);
+        int skip = per_byte ? 1 : tk_utf8_maximal_prefix(s + i, n - i);
         if (skip <= 0) skip = 1;
         buf_put(out, "\xEF\xBF\xBD", 3);
         i += (size_t)skip;
@@ -283,7 +284,7 @@ int unicode_is_whitespace(uint32_t c) {
 /* Oniguruma's \s (Unicode White_Space), for use inside a character class. */
 #define ONIG_SPACE_CLASS "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
-static pcre2_code *regex_compile(const char *pattern, const char *what) {
+pcre2_code *tk_regex_compile(const char *pattern, const char *what) {
     Buf b = {0};
     int in_class = 0;
     for (const char *p = pattern; *p; p++) {
@@ -331,8 +332,6 @@ static pcre2_code *regex_compile(const char *pattern, const char *what) {
     return re;
 }
 
-typedef struct { size_t s, e; int m; } Span;
-typedef struct { Span *v; size_t n, cap; } SpanVec;
 static void span_push(SpanVec *v, size_t s, size_t e, int m) {
     if (v->n == v->cap) { v->cap = v->cap ? v->cap * 2 : 32; v->v = xrealloc(v->v, v->cap * sizeof(Span)); }
     v->v[v->n++] = (Span){s, e, m};
@@ -340,7 +339,7 @@ static void span_push(SpanVec *v, size_t s, size_t e, int m) {
 
 /* Spans covering s[0..n) alternating non-matches / matches, as the
  * tokenizers Pattern::find_matches does (empty matches are skipped). */
-static void find_spans(const pcre2_code *re, const char *lit, size_t litlen,
+void tk_find_spans(const pcre2_code *re, const char *lit, size_t litlen,
                        const char *s, size_t n, SpanVec *out) {
     out->n = 0;
     if (!n) { span_push(out, 0, 0, 0); return; }
@@ -425,16 +424,19 @@ static void apply_behavior(const SpanVec *in, int behavior, SpanVec *out) {
 
 static char bl_enc[256][3];     /* byte -> UTF-8 of its char */
 static uint8_t bl_enc_len[256];
-static int16_t bl_dec[324];     /* code point -> byte, -1 */
+int16_t tk_bl_dec[324];     /* code point -> byte, -1 */
 static pthread_once_t bl_once = PTHREAD_ONCE_INIT;
+
+static void bl_init(void);
+void tk_byte_level_init(void) { pthread_once(&bl_once, bl_init); }
 
 static void bl_init(void) {
     int n = 0;
-    for (int i = 0; i < 324; i++) bl_dec[i] = -1;
+    for (int i = 0; i < 324; i++) tk_bl_dec[i] = -1;
     for (int b = 0; b < 256; b++) {
         int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
         uint32_t cp = printable ? (uint32_t)b : (uint32_t)(256 + n++);
-        bl_dec[cp] = (int16_t)b;
+        tk_bl_dec[cp] = (int16_t)b;
         if (cp < 0x80) { bl_enc[b][0] = (char)cp; bl_enc_len[b] = 1; }
         else { bl_enc[b][0] = (char)(0xC0 | (cp >> 6)); bl_enc[b][1] = (char)(0x80 | (cp & 0x3F)); bl_enc_len[b] = 2; }
     }
@@ -823,7 +825,7 @@ static int bpe_word(const Tokenizer *t, const char *w, size_t n, IdVec *out, Bpe
 /* pipeline steps                                                      */
 
 /* Normalizes s[0..n) with the normalizer ops; result in the arena. */
-static const char *normalize(const Tokenizer *t, const char *s, size_t n, size_t *out_n, Arena *ar) {
+const char *tk_normalize(const Tokenizer *t, const char *s, size_t n, size_t *out_n, Arena *ar) {
     const char *cur = s; size_t cn = n;
     for (int k = 0; k < t->n_norm; k++) {
         const NormOp *op = &t->norm[k];
@@ -835,7 +837,7 @@ static const char *normalize(const Tokenizer *t, const char *s, size_t n, size_t
             cur = d; cn += op->alen;
         } else if (op->type == NORM_REPLACE) {
             SpanVec sp = {0};
-            find_spans(op->re, op->a, op->alen, cur, cn, &sp);
+            tk_find_spans(op->re, op->a, op->alen, cur, cn, &sp);
             size_t total = 0;
             for (size_t i = 0; i < sp.n; i++) total += sp.v[i].m ? op->blen : sp.v[i].e - sp.v[i].s;
             char *d = arena_alloc(ar, total + 1), *q = d;
@@ -861,7 +863,7 @@ static void pre_split(const Tokenizer *t, const PreOp *op, const Piece *p, Piece
     (void)t;
     const char *s = p->p; size_t n = p->len;
     if (op->type == PRE_SPLIT) {
-        find_spans(op->re, op->lit, op->litlen, s, n, sp);
+        tk_find_spans(op->re, op->lit, op->litlen, s, n, sp);
         if (op->invert) for (size_t i = 0; i < sp->n; i++) sp->v[i].m = !sp->v[i].m;
         apply_behavior(sp, op->behavior, sp2);
         for (size_t i = 0; i < sp2->n; i++)
@@ -888,7 +890,7 @@ static void pre_split(const Tokenizer *t, const PreOp *op, const Piece *p, Piece
             q += (size_t)op->repl_len;
         }
         if (!op->split) { if (q) piecevec_push(out, d, q, -1, p->orig0); return; }
-        find_spans(NULL, op->repl, (size_t)op->repl_len, d, q, sp);
+        tk_find_spans(NULL, op->repl, (size_t)op->repl_len, d, q, sp);
         apply_behavior(sp, SPLIT_MERGED_NEXT, sp2);
         for (size_t i = 0; i < sp2->n; i++)
             if (sp2->v[i].e > sp2->v[i].s)
@@ -905,7 +907,7 @@ static void pre_split(const Tokenizer *t, const PreOp *op, const Piece *p, Piece
         }
         size_t first = out->n;
         if (op->use_regex) {
-            find_spans(op->re, NULL, 0, src, sn, sp);
+            tk_find_spans(op->re, NULL, 0, src, sn, sp);
             for (size_t i = 0; i < sp->n; i++)
                 if (sp->v[i].e > sp->v[i].s)
                     piecevec_push(out, src + sp->v[i].s, sp->v[i].e - sp->v[i].s, -1, p->orig0 && sp->v[i].s == 0);
@@ -938,7 +940,7 @@ static int hf_encode(const Tokenizer *t, const char *text, size_t len, int flags
         Piece *p = &segs.v[i];
         if (p->id >= 0) { piecevec_push(&a, p->p, p->len, p->id, 0); continue; }
         size_t nn;
-        const char *ns = normalize(t, p->p, p->len, &nn, &ar);
+        const char *ns = tk_normalize(t, p->p, p->len, &nn, &ar);
         if (!nn) continue;
         added_split(t, &t->match_norm, ns, nn, split_special, p->orig0, &a);
     }
@@ -978,534 +980,6 @@ static int hf_encode(const Tokenizer *t, const char *text, size_t len, int flags
 }
 
 /* ------------------------------------------------------------------ */
-/* JSON loading                                                        */
-
-static const char *jstr(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-static int jbool(const cJSON *o, const char *k, int def) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
-    return def;
-}
-/* A token given as "text" or {"content": "text", ...}. */
-static const char *jtoken(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsString(v)) return v->valuestring;
-    if (cJSON_IsObject(v)) return jstr(v, "content");
-    return NULL;
-}
-
-/* pattern: {"String": s} or {"Regex": r}; fills literal or regex. */
-static int load_pattern(const cJSON *pat, const char *what, char **lit, size_t *litlen, pcre2_code **re) {
-    const char *s = jstr(pat, "String");
-    const char *r = jstr(pat, "Regex");
-    *lit = NULL; *litlen = 0; *re = NULL;
-    if (s) { *lit = xstrdup(s); *litlen = strlen(s); return 0; }
-    if (r) { *re = regex_compile(r, what); return *re ? 0 : -1; }
-    err_set("%s: pattern is neither String nor Regex", what);
-    return -1;
-}
-
-static int load_normalizer(Tokenizer *t, const cJSON *n, const char *file) {
-    if (!n || cJSON_IsNull(n)) return 0;
-    const char *type = jstr(n, "type");
-    if (!type) { err_set("%s: normalizer without a type", file); return -1; }
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "normalizers"), *e;
-        cJSON_ArrayForEach(e, list) if (load_normalizer(t, e, file)) return -1;
-        return 0;
-    }
-    NormOp op = {0};
-    if (!strcmp(type, "Prepend")) {
-        const char *p = jstr(n, "prepend");
-        if (!p) { err_set("%s: Prepend normalizer without prepend", file); return -1; }
-        op.type = NORM_PREPEND; op.a = xstrdup(p); op.alen = strlen(p);
-    } else if (!strcmp(type, "Replace")) {
-        const char *c = jstr(n, "content");
-        if (!c) { err_set("%s: Replace normalizer without content", file); return -1; }
-        op.type = NORM_REPLACE;
-        if (load_pattern(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Replace normalizer", &op.a, &op.alen, &op.re)) {
-            if (!strstr(err_get(), file)) { char e[900]; snprintf(e, sizeof e, "%s", err_get()); err_set("%s: %s", file, e); }
-            return -1;
-        }
-        op.b = xstrdup(c); op.blen = strlen(c);
-    } else if (!strcmp(type, "Strip")) {
-        op.type = NORM_STRIP; op.left = jbool(n, "strip_left", 1); op.right = jbool(n, "strip_right", 1);
-    } else {
-        err_set("%s: normalizer type '%s' is not supported (supported: Sequence, Prepend, Replace, Strip)", file, type);
-        return -1;
-    }
-    t->norm = xrealloc(t->norm, sizeof(NormOp) * (size_t)(t->n_norm + 1));
-    t->norm[t->n_norm++] = op;
-    return 0;
-}
-
-static int parse_scheme(const cJSON *n) {
-    const char *s = jstr(n, "prepend_scheme");
-    if (s) {
-        if (!strcmp(s, "first")) return PREPEND_FIRST;
-        if (!strcmp(s, "never")) return PREPEND_NEVER;
-        return PREPEND_ALWAYS;
-    }
-    return jbool(n, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
-}
-
-static const char *GPT2_PATTERN = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-static int load_pre(Tokenizer *t, const cJSON *n, const char *file) {
-    if (!n || cJSON_IsNull(n)) return 0;
-    const char *type = jstr(n, "type");
-    if (!type) { err_set("%s: pre_tokenizer without a type", file); return -1; }
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "pretokenizers"), *e;
-        cJSON_ArrayForEach(e, list) if (load_pre(t, e, file)) return -1;
-        return 0;
-    }
-    PreOp op = {0};
-    if (!strcmp(type, "Split")) {
-        op.type = PRE_SPLIT;
-        char *lit; size_t ll;
-        if (load_pattern(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Split pre-tokenizer", &lit, &ll, &op.re)) return -1;
-        op.lit = lit; op.litlen = ll;
-        const char *b = jstr(n, "behavior");
-        if (!b) b = "Removed";
-        if (!strcmp(b, "Removed")) op.behavior = SPLIT_REMOVED;
-        else if (!strcmp(b, "Isolated")) op.behavior = SPLIT_ISOLATED;
-        else if (!strcmp(b, "MergedWithPrevious")) op.behavior = SPLIT_MERGED_PREV;
-        else if (!strcmp(b, "MergedWithNext")) op.behavior = SPLIT_MERGED_NEXT;
-        else if (!strcmp(b, "Contiguous")) op.behavior = SPLIT_CONTIGUOUS;
-        else { err_set("%s: Split behavior '%s' is not known", file, b); return -1; }
-        op.invert = jbool(n, "invert", 0);
-    } else if (!strcmp(type, "Digits")) {
-        op.type = PRE_SPLIT;
-        op.re = regex_compile(jbool(n, "individual_digits", 0) ? "\\p{N}" : "\\p{N}+", "Digits");
-        if (!op.re) return -1;
-        op.behavior = SPLIT_ISOLATED;
-    } else if (!strcmp(type, "ByteLevel")) {
-        op.type = PRE_BYTELEVEL;
-        op.add_prefix_space = jbool(n, "add_prefix_space", 1);
-        op.use_regex = jbool(n, "use_regex", 1);
-        if (op.use_regex && !(op.re = regex_compile(GPT2_PATTERN, "ByteLevel"))) return -1;
-    } else if (!strcmp(type, "Metaspace")) {
-        op.type = PRE_METASPACE;
-        const char *r = jstr(n, "replacement");
-        if (!r) r = "\xE2\x96\x81";
-        if (strlen(r) >= sizeof op.repl || !*r) { err_set("%s: Metaspace replacement too long", file); return -1; }
-        strcpy(op.repl, r); op.repl_len = (int)strlen(r);
-        op.scheme = parse_scheme(n);
-        op.split = jbool(n, "split", 1);
-    } else {
-        err_set("%s: pre_tokenizer type '%s' is not supported (supported: Sequence, Split, ByteLevel, Metaspace, Digits)", file, type);
-        return -1;
-    }
-    t->pre = xrealloc(t->pre, sizeof(PreOp) * (size_t)(t->n_pre + 1));
-    t->pre[t->n_pre++] = op;
-    return 0;
-}
-
-static int load_decoder(Tokenizer *t, const cJSON *n, const char *file) {
-    if (!n || cJSON_IsNull(n)) return 0;
-    t->has_decoder = 1;
-    const char *type = jstr(n, "type");
-    if (!type) { err_set("%s: decoder without a type", file); return -1; }
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "decoders"), *e;
-        cJSON_ArrayForEach(e, list) if (load_decoder(t, e, file)) return -1;
-        return 0;
-    }
-    DecOp op = {0};
-    if (!strcmp(type, "Replace")) {
-        op.type = DEC_REPLACE;
-        if (load_pattern(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Replace decoder", &op.pat, &op.plen, &op.re)) return -1;
-        const char *c = jstr(n, "content");
-        op.content = xstrdup(c ? c : ""); op.clen = strlen(op.content);
-    } else if (!strcmp(type, "ByteFallback")) op.type = DEC_BYTEFALLBACK;
-    else if (!strcmp(type, "Fuse")) op.type = DEC_FUSE;
-    else if (!strcmp(type, "Strip")) {
-        op.type = DEC_STRIP;
-        const char *c = jstr(n, "content");
-        int k = c ? utf8_valid_char((const unsigned char *)c, strlen(c)) : 0;
-        op.strip_ch = k ? utf8_decode((const unsigned char *)c, k) : ' ';
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(n, "start"), *sp = cJSON_GetObjectItemCaseSensitive(n, "stop");
-        op.start = cJSON_IsNumber(st) ? st->valueint : 0;
-        op.stop = cJSON_IsNumber(sp) ? sp->valueint : 0;
-    } else if (!strcmp(type, "ByteLevel")) op.type = DEC_BYTELEVEL;
-    else if (!strcmp(type, "Metaspace")) {
-        op.type = DEC_METASPACE;
-        const char *r = jstr(n, "replacement");
-        if (!r) r = "\xE2\x96\x81";
-        if (strlen(r) >= sizeof op.repl || !*r) { err_set("%s: Metaspace replacement too long", file); return -1; }
-        strcpy(op.repl, r); op.repl_len = (int)strlen(r);
-        op.scheme = parse_scheme(n);
-    } else {
-        err_set("%s: decoder type '%s' is not supported (supported: Sequence, Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace)", file, type);
-        return -1;
-    }
-    t->dec = xrealloc(t->dec, sizeof(DecOp) * (size_t)(t->n_dec + 1));
-    t->dec[t->n_dec++] = op;
-    return 0;
-}
-
-static int32_t token_id_any(const Tokenizer *t, const char *s, size_t n) {
-    int32_t id = strmap_get(&t->added_by_str, s, n);
-    return id >= 0 ? id : strmap_get(&t->vocab, s, n);
-}
-
-static void post_add(int32_t **v, int *n, const cJSON *ids) {
-    const cJSON *e;
-    cJSON_ArrayForEach(e, ids) if (cJSON_IsNumber(e)) {
-        *v = xrealloc(*v, sizeof(int32_t) * (size_t)(*n + 1));
-        (*v)[(*n)++] = (int32_t)e->valuedouble;
-    }
-}
-
-static int load_post(Tokenizer *t, const cJSON *n, const char *file) {
-    if (!n || cJSON_IsNull(n)) return 0;
-    const char *type = jstr(n, "type");
-    if (!type) { err_set("%s: post_processor without a type", file); return -1; }
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "processors"), *e;
-        cJSON_ArrayForEach(e, list) if (load_post(t, e, file)) return -1;
-        return 0;
-    }
-    if (!strcmp(type, "ByteLevel")) return 0;  /* offsets only */
-    if (!strcmp(type, "TemplateProcessing")) {
-        const cJSON *single = cJSON_GetObjectItemCaseSensitive(n, "single");
-        const cJSON *specials = cJSON_GetObjectItemCaseSensitive(n, "special_tokens");
-        const cJSON *e;
-        int seen_a = 0;
-        free(t->post_pre); free(t->post_post);
-        t->post_pre = t->post_post = NULL; t->n_post_pre = t->n_post_post = 0;
-        cJSON_ArrayForEach(e, single) {
-            const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, "SpecialToken");
-            if (st) {
-                const char *name = jstr(st, "id");
-                const cJSON *spec = name ? cJSON_GetObjectItemCaseSensitive(specials, name) : NULL;
-                if (!spec) { err_set("%s: TemplateProcessing special token '%s' not defined", file, name ? name : "?"); return -1; }
-                const cJSON *ids = cJSON_GetObjectItemCaseSensitive(spec, "ids");
-                if (seen_a) post_add(&t->post_post, &t->n_post_post, ids);
-                else post_add(&t->post_pre, &t->n_post_pre, ids);
-            } else if (cJSON_GetObjectItemCaseSensitive(e, "Sequence")) {
-                seen_a = 1;
-            }
-        }
-        return 0;
-    }
-    err_set("%s: post_processor type '%s' is not supported (supported: TemplateProcessing, ByteLevel, Sequence)", file, type);
-    return -1;
-}
-
-static int load_added(Tokenizer *t, const cJSON *list) {
-    const cJSON *e;
-    cJSON_ArrayForEach(e, list) {
-        const cJSON *idj = cJSON_GetObjectItemCaseSensitive(e, "id");
-        const char *c = jstr(e, "content");
-        if (!cJSON_IsNumber(idj) || !c) continue;
-        t->added = xrealloc(t->added, sizeof(AddedTok) * (size_t)(t->n_added + 1));
-        AddedTok *a = &t->added[t->n_added++];
-        memset(a, 0, sizeof *a);
-        a->id = (int32_t)idj->valuedouble;
-        a->content = xstrdup(c); a->len = strlen(c);
-        a->special = (uint8_t)jbool(e, "special", 0);
-        a->lstrip = (uint8_t)jbool(e, "lstrip", 0);
-        a->rstrip = (uint8_t)jbool(e, "rstrip", 0);
-        a->single_word = (uint8_t)jbool(e, "single_word", 0);
-        a->normalized = (uint8_t)jbool(e, "normalized", !a->special);
-    }
-    return 0;
-}
-
-static void finish_added(Tokenizer *t) {
-    Arena ar = {0};
-    for (int i = 0; i < t->n_added; i++) {
-        AddedTok *a = &t->added[i];
-        uint8_t attr = TA_ADDED | (a->special ? TA_SPECIAL : 0);
-        int32_t prev = strmap_get(&t->vocab, a->content, a->len);
-        if (prev != a->id || !t->tok || a->id >= t->n_ids || !t->tok[a->id]) tk_set_token(t, a->id, a->content, a->len, attr);
-        else t->attr[a->id] |= attr;
-        strmap_put(&t->added_by_str, t->tok[a->id], t->tok_len[a->id], a->id);
-        if (a->normalized) {
-            size_t nn;
-            const char *ns = normalize(t, a->content, a->len, &nn, &ar);
-            a->ncontent = xmalloc(nn + 1);
-            memcpy(a->ncontent, ns, nn); a->ncontent[nn] = 0; a->nlen = nn;
-        }
-    }
-    arena_free(&ar);
-    added_matcher_build(t, &t->match_raw, 0);
-    added_matcher_build(t, &t->match_norm, 1);
-}
-
-static int load_bpe_model(Tokenizer *t, const cJSON *m, const char *file) {
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(m, "vocab");
-    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(m, "merges");
-    if (!cJSON_IsObject(vocab)) { err_set("%s: BPE model without a vocab object", file); return -1; }
-    int nv = cJSON_GetArraySize(vocab);
-    strmap_init(&t->vocab, (size_t)nv);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e)) { err_set("%s: vocab entry '%s' is not a number", file, e->string); return -1; }
-        int32_t id = (int32_t)e->valuedouble;
-        if (tk_set_token(t, id, e->string, strlen(e->string), 0) < 0) return -1;
-    }
-    for (int32_t id = 0; id < t->n_ids; id++) if (t->tok[id]) strmap_put(&t->vocab, t->tok[id], t->tok_len[id], id);
-    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(m, "dropout");
-    if (cJSON_IsNumber(dj) && dj->valuedouble > 0) { err_set("%s: BPE dropout %g is not supported (it makes encoding random)", file, dj->valuedouble); return -1; }
-    t->byte_fallback = jbool(m, "byte_fallback", 0);
-    t->fuse_unk = jbool(m, "fuse_unk", 0);
-    t->ignore_merges = jbool(m, "ignore_merges", 0);
-    const char *unk = jstr(m, "unk_token");
-    t->unk_id = unk ? strmap_get(&t->vocab, unk, strlen(unk)) : INT32_MIN;
-    const char *cp = jstr(m, "continuing_subword_prefix"), *sf = jstr(m, "end_of_word_suffix");
-    if (cp && *cp) t->cont_prefix = xstrdup(cp);
-    if (sf && *sf) t->eow_suffix = xstrdup(sf);
-    for (int b = 0; b < 256; b++) {
-        char name[8];
-        snprintf(name, sizeof name, "<0x%02X>", b);
-        t->byte_id[b] = strmap_get(&t->vocab, name, 6);
-        if (t->byte_id[b] >= 0) t->attr[t->byte_id[b]] |= TA_BYTE;
-    }
-    int nm = cJSON_GetArraySize(merges);
-    pairmap_init(&t->merges, (size_t)nm);
-    size_t plen = t->cont_prefix ? strlen(t->cont_prefix) : 0;
-    Buf tmp = {0};
-    int rank = 0;
-    cJSON_ArrayForEach(e, merges) {
-        const char *a, *b; size_t al, bl;
-        char *sp = NULL;
-        if (cJSON_IsString(e)) {
-            a = e->valuestring;
-            sp = strchr(a, ' ');
-            if (!sp || strchr(sp + 1, ' ')) { free(tmp.v); err_set("%s: merge %d is not two tokens: '%s'", file, rank + 1, a); return -1; }
-            al = (size_t)(sp - a); b = sp + 1; bl = strlen(b);
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 &&
-                   cJSON_IsString(cJSON_GetArrayItem(e, 0)) && cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
-            a = cJSON_GetArrayItem(e, 0)->valuestring; al = strlen(a);
-            b = cJSON_GetArrayItem(e, 1)->valuestring; bl = strlen(b);
-        } else { free(tmp.v); err_set("%s: merge %d is malformed", file, rank + 1); return -1; }
-        int32_t ia = strmap_get(&t->vocab, a, al), ib = strmap_get(&t->vocab, b, bl);
-        if (ia < 0 || ib < 0) { free(tmp.v); err_set("%s: merge %d uses a token missing from the vocab", file, rank + 1); return -1; }
-        tmp.n = 0;
-        buf_put(&tmp, a, al);
-        if (bl < plen) { free(tmp.v); err_set("%s: merge %d: token shorter than continuing_subword_prefix", file, rank + 1); return -1; }
-        buf_put(&tmp, b + plen, bl - plen);
-        int32_t nid = strmap_get(&t->vocab, tmp.v, tmp.n);
-        if (nid < 0) { err_set("%s: merge %d: merged token '%s' is not in the vocab", file, rank + 1, tmp.v); free(tmp.v); return -1; }
-        pairmap_put(&t->merges, ia, ib, rank, nid);
-        rank++;
-    }
-    free(tmp.v);
-    return 0;
-}
-
-static char *dir_of(const char *path) {
-    const char *s = strrchr(path, '/');
-    if (!s) return xstrdup(".");
-    if (s == path) return xstrdup("/");
-    char *d = xmalloc((size_t)(s - path) + 1);
-    memcpy(d, path, (size_t)(s - path));
-    d[s - path] = 0;
-    return d;
-}
-
-/* tokenizer_config.json next to the tokenizer file. */
-static cJSON *load_config(const char *tokfile) {
-    char *dir = dir_of(tokfile);
-    char *p = path_join(dir, "tokenizer_config.json");
-    free(dir);
-    cJSON *c = NULL;
-    if (file_exists(p)) {
-        c = read_json_file(p);
-        if (!c) { free(p); return (cJSON *)-1; }
-    }
-    free(p);
-    return c;
-}
-
-static void apply_config_names(Tokenizer *t, const cJSON *cfg) {
-    const char *v;
-    if ((v = jtoken(cfg, "bos_token"))) t->name_bos = xstrdup(v);
-    if ((v = jtoken(cfg, "eos_token"))) t->name_eos = xstrdup(v);
-    if ((v = jtoken(cfg, "unk_token"))) t->name_unk = xstrdup(v);
-    if ((v = jtoken(cfg, "pad_token"))) t->name_pad = xstrdup(v);
-    t->clean_up_spaces = jbool(cfg, "clean_up_tokenization_spaces", 0);
-    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
-    if (cJSON_IsString(ct)) t->chat_template = xstrdup(ct->valuestring);
-    else if (cJSON_IsArray(ct)) {
-        const cJSON *e;
-        cJSON_ArrayForEach(e, ct) {
-            const char *name = jstr(e, "name"), *tpl = jstr(e, "template");
-            if (tpl && (!t->chat_template || (name && !strcmp(name, "default")))) {
-                free(t->chat_template);
-                t->chat_template = xstrdup(tpl);
-            }
-        }
-    }
-}
-
-static int is_llama_class(const cJSON *cfg) {
-    const char *c = jstr(cfg, "tokenizer_class");
-    return c && (!strcmp(c, "LlamaTokenizer") || !strcmp(c, "LlamaTokenizerFast") ||
-                 !strcmp(c, "CodeLlamaTokenizer") || !strcmp(c, "CodeLlamaTokenizerFast"));
-}
-
-/* LLaMA tokenizer classes build their post-processor from add_bos_token /
- * add_eos_token (transformers' LlamaTokenizerFast.update_post_processor). */
-static void llama_post_from_config(Tokenizer *t, const cJSON *cfg) {
-    int add_bos = jbool(cfg, "add_bos_token", 1), add_eos = jbool(cfg, "add_eos_token", 0);
-    free(t->post_pre); free(t->post_post);
-    t->post_pre = t->post_post = NULL; t->n_post_pre = t->n_post_post = 0;
-    if (add_bos && t->bos_id >= 0) { t->post_pre = xmalloc(sizeof(int32_t)); t->post_pre[0] = t->bos_id; t->n_post_pre = 1; }
-    if (add_eos && t->eos_id >= 0) { t->post_post = xmalloc(sizeof(int32_t)); t->post_post[0] = t->eos_id; t->n_post_post = 1; }
-}
-
-static void resolve_bos_eos(Tokenizer *t) {
-    if (t->name_bos) { int32_t id = token_id_any(t, t->name_bos, strlen(t->name_bos)); if (id >= 0) t->bos_id = id; }
-    if (t->name_eos) { int32_t id = token_id_any(t, t->name_eos, strlen(t->name_eos)); if (id >= 0) t->eos_id = id; }
-    if (t->bos_id < 0 && t->n_post_pre) t->bos_id = t->post_pre[0];
-    static const char *bos_names[] = {"<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>"};
-    static const char *eos_names[] = {"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>"};
-    for (size_t i = 0; t->bos_id < 0 && i < sizeof bos_names / sizeof *bos_names; i++)
-        t->bos_id = token_id_any(t, bos_names[i], strlen(bos_names[i]));
-    for (size_t i = 0; t->eos_id < 0 && i < sizeof eos_names / sizeof *eos_names; i++)
-        t->eos_id = token_id_any(t, eos_names[i], strlen(eos_names[i]));
-}
-
-static Tokenizer *tok_new(const char *path) {
-    Tokenizer *t = xcalloc(1, sizeof *t);
-    t->path = xstrdup(path);
-    t->bos_id = t->eos_id = -1;
-    t->unk_id = INT32_MIN;
-    for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
-    strmap_init(&t->added_by_str, 16);
-    pthread_once(&bl_once, bl_init);
-    return t;
-}
-
-static Tokenizer *load_json(const char *path) {
-    cJSON *j = read_json_file(path);
-    if (!j) return NULL;
-    Tokenizer *t = tok_new(path);
-    t->kind = TOK_KIND_HF_BPE;
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
-    const char *mtype = jstr(model, "type");
-    cJSON *cfg = NULL;
-    if (!cJSON_IsObject(model)) { err_set("%s: no \"model\" object (is this a tokenizer.json?)", path); goto fail; }
-    if (!mtype) {  /* very old files: infer */
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-        if (cJSON_GetObjectItemCaseSensitive(model, "merges")) mtype = "BPE";
-        else if (cJSON_IsArray(v)) mtype = "Unigram";
-        else if (cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix")) mtype = "WordPiece";
-        else mtype = "WordLevel";
-    }
-    if (strcmp(mtype, "BPE") != 0) {
-        err_set("%s: tokenizer model type '%s' is not supported (only BPE: the LLaMA families' tokenizers)", path, mtype);
-        goto fail;
-    }
-    if (load_normalizer(t, cJSON_GetObjectItemCaseSensitive(j, "normalizer"), path)) goto fail;
-    if (load_pre(t, cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path)) goto fail;
-    if (load_decoder(t, cJSON_GetObjectItemCaseSensitive(j, "decoder"), path)) goto fail;
-    if (load_bpe_model(t, model, path)) goto fail;
-    load_added(t, cJSON_GetObjectItemCaseSensitive(j, "added_tokens"));
-    finish_added(t);
-    if (load_post(t, cJSON_GetObjectItemCaseSensitive(j, "post_processor"), path)) goto fail;
-    cfg = load_config(path);
-    if (cfg == (cJSON *)-1) { cfg = NULL; goto fail; }
-    if (cfg) apply_config_names(t, cfg);
-    resolve_bos_eos(t);
-    if (cfg && is_llama_class(cfg)) llama_post_from_config(t, cfg);
-    cJSON_Delete(cfg);
-    cJSON_Delete(j);
-    t->cache = cache_new();
-    /* no pre-tokenizer: the whole normalized text is one BPE word */
-    t->ws_split = t->n_pre == 0 && !t->ignore_merges && !t->cont_prefix && !t->eow_suffix &&
-                  ws_split_safe(t, &t->vocab);
-    return t;
-fail:
-    if (!strstr(err_get(), path)) { char e[900]; snprintf(e, sizeof e, "%s", err_get()); err_set("%s: %s", path, e); }
-    cJSON_Delete(cfg);
-    cJSON_Delete(j);
-    tokenizer_free(t);
-    return NULL;
-}
-
-static Tokenizer *load_model(const char *path) {
-    size_t n;
-    char *data = read_text_file(path, &n);
-    if (!data) return NULL;
-    Tokenizer *t = tok_new(path);
-    t->kind = TOK_KIND_SPM_BPE;
-    t->spm_legacy = 1;
-    t->spm_add_prefix_space = 1;
-    cJSON *cfg = NULL;
-    if (spm_load_model(t, (const unsigned char *)data, n, path)) goto fail;
-    free(data); data = NULL;
-    cfg = load_config(path);
-    if (cfg == (cJSON *)-1) { cfg = NULL; goto fail; }
-    if (cfg) {
-        apply_config_names(t, cfg);
-        t->spm_legacy = jbool(cfg, "legacy", 1);
-        t->spm_add_prefix_space = jbool(cfg, "add_prefix_space", 1);
-        /* extra added tokens (ids past the model's pieces, e.g. <pad>) */
-        const cJSON *atd = cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder"), *e;
-        cJSON_ArrayForEach(e, atd) {
-            const char *c = jstr(e, "content");
-            char *endp;
-            long id = strtol(e->string, &endp, 10);
-            if (!c || *endp || id < 0) continue;
-            int known = 0;
-            for (int i = 0; i < t->n_added; i++) if (t->added[i].id == id) known = 1;
-            if (known) continue;
-            t->added = xrealloc(t->added, sizeof(AddedTok) * (size_t)(t->n_added + 1));
-            AddedTok *a = &t->added[t->n_added++];
-            memset(a, 0, sizeof *a);
-            a->id = (int32_t)id; a->content = xstrdup(c); a->len = strlen(c);
-            a->special = (uint8_t)jbool(e, "special", 0);
-            a->lstrip = (uint8_t)jbool(e, "lstrip", 0); a->rstrip = (uint8_t)jbool(e, "rstrip", 0);
-            a->single_word = (uint8_t)jbool(e, "single_word", 0);
-            a->normalized = 0;
-            if (id >= t->n_ids || !t->tok[id]) tk_set_token(t, (int32_t)id, c, strlen(c), TA_ADDED | (a->special ? TA_SPECIAL : 0));
-        }
-    }
-    /* specials matched in text: unk, bos, eos (+ config's added tokens) */
-    for (int32_t id = 0; id < t->n_ids; id++) {
-        if (!t->tok[id] || !(t->attr[id] & (TA_CONTROL | TA_UNKNOWN))) continue;
-        int named = id == t->bos_id || id == t->eos_id || (t->attr[id] & TA_UNKNOWN);
-        if (t->name_bos && !strcmp(t->tok[id], t->name_bos)) named = 1;
-        if (t->name_eos && !strcmp(t->tok[id], t->name_eos)) named = 1;
-        if (t->name_unk && !strcmp(t->tok[id], t->name_unk)) named = 1;
-        if (t->name_pad && !strcmp(t->tok[id], t->name_pad)) named = 1;
-        if (!named) continue;
-        int known = 0;
-        for (int i = 0; i < t->n_added; i++) if (t->added[i].id == id) known = 1;
-        if (known) continue;
-        t->added = xrealloc(t->added, sizeof(AddedTok) * (size_t)(t->n_added + 1));
-        AddedTok *a = &t->added[t->n_added++];
-        memset(a, 0, sizeof *a);
-        a->id = id; a->content = xstrdup(t->tok[id]); a->len = t->tok_len[id]; a->special = 1;
-    }
-    for (int i = 0; i < t->n_added; i++) {
-        AddedTok *a = &t->added[i];
-        strmap_put(&t->added_by_str, a->content, a->len, a->id);
-        if (a->special && a->id < t->n_ids) t->attr[a->id] |= TA_SPECIAL;
-    }
-    added_matcher_build(t, &t->match_raw, 0);
-    added_matcher_build(t, &t->match_norm, 1);
-    resolve_bos_eos(t);
-    llama_post_from_config(t, cfg);  /* add_bos_token (default on) / add_eos_token */
-    cJSON_Delete(cfg);
-    return t;
-fail:
-    if (!strstr(err_get(), path)) { char e[900]; snprintf(e, sizeof e, "%s", err_get()); err_set("%s: %s", path, e); }
-    free(data);
-    cJSON_Delete(cfg);
-    tokenizer_free(t);
-    return NULL;
-}
-
-/* ------------------------------------------------------------------ */
 /* public API                                                          */
 
 static int is_dir(const char *p) {
@@ -1522,24 +996,24 @@ Tokenizer *tokenizer_load(const char *path) {
     if (!path || !*path) { err_set("no tokenizer path given"); return NULL; }
     if (is_dir(path)) {
         char *j = path_join(path, "tokenizer.json");
-        if (file_exists(j)) { Tokenizer *t = load_json(j); free(j); return t; }
+        if (file_exists(j)) { Tokenizer *t = tk_load_json(j); free(j); return t; }
         free(j);
         char *m = path_join(path, "tokenizer.model");
-        if (file_exists(m)) { Tokenizer *t = load_model(m); free(m); return t; }
+        if (file_exists(m)) { Tokenizer *t = tk_load_model(m); free(m); return t; }
         free(m);
         err_set("%s: no tokenizer.json or tokenizer.model in this directory", path);
         return NULL;
     }
     if (!file_exists(path)) { err_set("%s: no such file or directory", path); return NULL; }
-    if (has_suffix(path, ".model")) return load_model(path);
-    if (has_suffix(path, ".json")) return load_json(path);
+    if (has_suffix(path, ".model")) return tk_load_model(path);
+    if (has_suffix(path, ".json")) return tk_load_json(path);
     /* sniff: JSON starts with '{' */
     FILE *f = fopen(path, "rb");
     if (!f) { err_set("%s: cannot open: %s", path, strerror(errno)); return NULL; }
     int c;
     do c = fgetc(f); while (c == ' ' || c == '\n' || c == '\r' || c == '\t');
     fclose(f);
-    return c == '{' ? load_json(path) : load_model(path);
+    return c == '{' ? tk_load_json(path) : tk_load_model(path);
 }
 
 void tokenizer_free(Tokenizer *t) {
@@ -1589,363 +1063,6 @@ int tokenizer_encode(const Tokenizer *t, const char *text, int add_special, int3
     return tokenizer_encode_ex(t, text, strlen(text), add_special ? TOK_ADD_SPECIAL : 0, ids, n);
 }
 
-/* ------------------------------------------------------------------ */
-/* decoding                                                            */
-
-typedef struct { char *p; size_t n; } TS;
-typedef struct { TS *v; size_t n, cap; } TSVec;
-static void ts_push(TSVec *v, char *p, size_t n) {
-    if (v->n == v->cap) { v->cap = v->cap ? v->cap * 2 : 64; v->v = xrealloc(v->v, v->cap * sizeof(TS)); }
-    v->v[v->n++] = (TS){p, n};
-}
-static char *ts_dup(Arena *ar, const void *p, size_t n) {
-    char *d = arena_alloc(ar, n + 1);
-    memcpy(d, p, n); d[n] = 0;
-    return d;
-}
-
-static int byte_token_value(const char *s, size_t n) {
-    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
-    int v = 0;
-    for (int i = 3; i < 5; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
-
-/* Maps each char of s via the byte-level table; -1 if a char has no byte. */
-static long bytelevel_unmap(const char *s, size_t n, unsigned char *out) {
-    size_t i = 0, k = 0;
-    while (i < n) {
-        int l = utf8_valid_char((const unsigned char *)s + i, n - i);
-        if (!l) return -1;
-        uint32_t cp = utf8_decode((const unsigned char *)s + i, l);
-        if (cp >= 324 || bl_dec[cp] < 0) return -1;
-        out[k++] = (unsigned char)bl_dec[cp];
-        i += (size_t)l;
-    }
-    return (long)k;
-}
-
-static void dec_apply(const Tokenizer *t, const DecOp *op, TSVec *v, Arena *ar) {
-    TSVec o = {0};
-    switch (op->type) {
-    case DEC_REPLACE: {
-        SpanVec sp = {0};
-        for (size_t i = 0; i < v->n; i++) {
-            find_spans(op->re, op->pat, op->plen, v->v[i].p, v->v[i].n, &sp);
-            Buf b = {0};
-            for (size_t k = 0; k < sp.n; k++) {
-                if (sp.v[k].m) buf_put(&b, op->content, op->clen);
-                else buf_put(&b, v->v[i].p + sp.v[k].s, sp.v[k].e - sp.v[k].s);
-            }
-            ts_push(&o, ts_dup(ar, b.v ? b.v : "", b.n), b.n);
-            free(b.v);
-        }
-        free(sp.v);
-        break;
-    }
-    case DEC_BYTEFALLBACK: {
-        Buf bytes = {0}; size_t nb = 0;
-        for (size_t i = 0; i <= v->n; i++) {
-            int bv = i < v->n ? byte_token_value(v->v[i].p, v->v[i].n) : -1;
-            if (bv >= 0) { unsigned char c = (unsigned char)bv; buf_put(&bytes, &c, 1); nb++; continue; }
-            if (nb) {
-                if (utf8_check((const unsigned char *)bytes.v, bytes.n) < 0) ts_push(&o, ts_dup(ar, bytes.v, bytes.n), bytes.n);
-                else for (size_t k = 0; k < nb; k++) ts_push(&o, ts_dup(ar, "\xEF\xBF\xBD", 3), 3);
-                bytes.n = 0; nb = 0;
-            }
-            if (i < v->n) ts_push(&o, v->v[i].p, v->v[i].n);
-        }
-        free(bytes.v);
-        break;
-    }
-    case DEC_FUSE: {
-        Buf b = {0};
-        for (size_t i = 0; i < v->n; i++) buf_put(&b, v->v[i].p, v->v[i].n);
-        ts_push(&o, ts_dup(ar, b.v ? b.v : "", b.n), b.n);
-        free(b.v);
-        break;
-    }
-    case DEC_STRIP: {
-        for (size_t i = 0; i < v->n; i++) {
-            const unsigned char *s = (const unsigned char *)v->v[i].p; size_t n = v->v[i].n;
-            size_t a = 0, e = n;
-            for (int k = 0; k < op->start && a < n; k++) {
-                int l = utf8_valid_char(s + a, n - a);
-                if (!l || utf8_decode(s + a, l) != op->strip_ch) break;
-                a += (size_t)l;
-            }
-            for (int k = 0; k < op->stop && e > a; k++) {
-                size_t j = e - 1;
-                while (j > a && (s[j] & 0xC0) == 0x80) j--;
-                int l = utf8_valid_char(s + j, e - j);
-                if (!l || utf8_decode(s + j, l) != op->strip_ch) break;
-                e = j;
-            }
-            ts_push(&o, v->v[i].p + a, e - a);
-        }
-        break;
-    }
-    case DEC_BYTELEVEL: {
-        Buf raw = {0};
-        unsigned char *tmp = NULL; size_t tcap = 0;
-        for (size_t i = 0; i < v->n; i++) {
-            if (v->v[i].n > tcap) { tcap = v->v[i].n; tmp = xrealloc(tmp, tcap); }
-            long k = bytelevel_unmap(v->v[i].p, v->v[i].n, tmp);
-            if (k >= 0) buf_put(&raw, tmp, (size_t)k);
-            else buf_put(&raw, v->v[i].p, v->v[i].n);
-        }
-        free(tmp);
-        Buf s = {0};
-        utf8_lossy(&s, (const unsigned char *)(raw.v ? raw.v : ""), raw.n, 0);
-        ts_push(&o, ts_dup(ar, s.v ? s.v : "", s.n), s.n);
-        free(raw.v); free(s.v);
-        break;
-    }
-    case DEC_METASPACE: {
-        for (size_t i = 0; i < v->n; i++) {
-            Buf b = {0};
-            const char *s = v->v[i].p; size_t n = v->v[i].n;
-            for (size_t k = 0; k < n;) {
-                if (k + (size_t)op->repl_len <= n && memcmp(s + k, op->repl, (size_t)op->repl_len) == 0) {
-                    if (!(i == 0 && op->scheme != PREPEND_NEVER)) buf_putc(&b, ' ');
-                    k += (size_t)op->repl_len;
-                } else buf_putc(&b, s[k++]);
-            }
-            ts_push(&o, ts_dup(ar, b.v ? b.v : "", b.n), b.n);
-            free(b.v);
-        }
-        break;
-    }
-    }
-    (void)t;
-    free(v->v);
-    *v = o;
-}
-
-static int check_ids(const Tokenizer *t, const int32_t *ids, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= t->n_ids || !t->tok[ids[i]]) {
-            err_set("token id %d at position %zu is not in the vocabulary (size %d)", ids[i], i, t->n_ids);
-            return -1;
-        }
-    return 0;
-}
-
-char *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int skip_special) {
-    return tokenizer_decode_len(t, ids, n, skip_special, NULL);
-}
-
-char *tokenizer_decode_len(const Tokenizer *t, const int32_t *ids, size_t n, int skip_special, size_t *len) {
-    if (len) *len = 0;
-    if (check_ids(t, ids, n)) return NULL;
-    Buf out = {0};
-    if (t->kind == TOK_KIND_SPM_BPE) {
-        spm_decode(t, ids, n, skip_special, &out);
-    } else {
-        Arena ar = {0};
-        TSVec v = {0};
-        for (size_t i = 0; i < n; i++) {
-            if (skip_special && (t->attr[ids[i]] & TA_SPECIAL)) continue;
-            ts_push(&v, t->tok[ids[i]], t->tok_len[ids[i]]);
-        }
-        if (!t->has_decoder) {
-            for (size_t i = 0; i < v.n; i++) { if (i) buf_putc(&out, ' '); buf_put(&out, v.v[i].p, v.v[i].n); }
-        } else {
-            for (int k = 0; k < t->n_dec; k++) dec_apply(t, &t->dec[k], &v, &ar);
-            for (size_t i = 0; i < v.n; i++) buf_put(&out, v.v[i].p, v.v[i].n);
-        }
-        free(v.v);
-        arena_free(&ar);
-    }
-    if (!out.v) { out.v = xmalloc(1); out.v[0] = 0; }
-    if (len) *len = out.n;
-    return out.v;
-}
-
-/* ---- streaming ---- */
-
-struct TokenizerStream {
-    const Tokenizer *t;
-    int skip_special;
-    int per_byte;          /* invalid UTF-8 -> one U+FFFD per byte */
-    int byte_runs;         /* a non-byte token ends a run of byte tokens (ByteFallback, sentencepiece) */
-    int index;             /* tokens passed to the decoder so far */
-    int strip_left;        /* fused Strip: chars still strippable at the start */
-    uint32_t strip_ch;
-    int emitted_any;       /* any non-stripped output yet */
-    int spm_bos_ws, spm_bos_ws_seen, spm_text_nonempty;
-    Buf pend;              /* raw bytes not yet emitted */
-    Buf out;
-};
-
-TokenizerStream *tokenizer_stream_new(const Tokenizer *t, int skip_special) {
-    TokenizerStream *s = xcalloc(1, sizeof *s);
-    s->t = t;
-    s->skip_special = skip_special;
-    s->per_byte = t->kind == TOK_KIND_SPM_BPE;
-    int fused = 0;
-    for (int k = 0; k < t->n_dec; k++) {
-        const DecOp *op = &t->dec[k];
-        if (op->type == DEC_BYTEFALLBACK) { s->per_byte = 1; s->byte_runs = 1; }
-        if (op->type == DEC_BYTELEVEL) { s->per_byte = 0; fused = 1; }
-        if (op->type == DEC_FUSE) fused = 1;
-        if (op->type == DEC_STRIP && fused) { s->strip_left = op->start; s->strip_ch = op->strip_ch; }
-    }
-    if (t->kind == TOK_KIND_SPM_BPE) s->byte_runs = 1;
-    s->spm_bos_ws = 1;
-    return s;
-}
-
-void tokenizer_stream_free(TokenizerStream *s) {
-    if (!s) return;
-    free(s->pend.v); free(s->out.v); free(s);
-}
-
-/* Raw bytes of one token through the decoder chain (per-token view). */
-static void stream_token_bytes(TokenizerStream *s, int32_t id, Buf *b) {
-    const Tokenizer *t = s->t;
-    const char *p = t->tok[id]; size_t n = t->tok_len[id];
-    Arena ar = {0};
-    TS cur = {(char *)p, n};
-    int fused = 0;
-    if (!t->has_decoder) {
-        if (s->index > 0) buf_putc(b, ' ');
-        buf_put(b, p, n);
-        return;
-    }
-    int raw_done = 0;
-    for (int k = 0; k < t->n_dec && !raw_done; k++) {
-        const DecOp *op = &t->dec[k];
-        switch (op->type) {
-        case DEC_REPLACE: {
-            SpanVec sp = {0};
-            find_spans(op->re, op->pat, op->plen, cur.p, cur.n, &sp);
-            Buf o = {0};
-            for (size_t i = 0; i < sp.n; i++) {
-                if (sp.v[i].m) buf_put(&o, op->content, op->clen);
-                else buf_put(&o, cur.p + sp.v[i].s, sp.v[i].e - sp.v[i].s);
-            }
-            cur.p = ts_dup(&ar, o.v ? o.v : "", o.n); cur.n = o.n;
-            free(o.v); free(sp.v);
-            break;
-        }
-        case DEC_BYTEFALLBACK: {
-            int bv = byte_token_value(cur.p, cur.n);
-            if (bv >= 0) { unsigned char c = (unsigned char)bv; cur.p = ts_dup(&ar, &c, 1); cur.n = 1; }
-            break;
-        }
-        case DEC_FUSE: fused = 1; break;
-        case DEC_STRIP:
-            if (!fused) {
-                TSVec v = {0};
-                ts_push(&v, cur.p, cur.n);
-                dec_apply(t, op, &v, &ar);
-                cur = v.v[0];
-                free(v.v);
-            }
-            break;
-        case DEC_BYTELEVEL: {
-            unsigned char *tmp = (unsigned char *)arena_alloc(&ar, cur.n + 1);
-            long k2 = bytelevel_unmap(cur.p, cur.n, tmp);
-            if (k2 >= 0) { cur.p = (char *)tmp; cur.n = (size_t)k2; }
-            fused = 1;
-            break;
-        }
-        case DEC_METASPACE: {
-            Buf o = {0};
-            int first = fused ? 1 : s->index == 0;
-            for (size_t i = 0; i < cur.n;) {
-                if (i + (size_t)op->repl_len <= cur.n && memcmp(cur.p + i, op->repl, (size_t)op->repl_len) == 0) {
-                    if (!(first && op->scheme != PREPEND_NEVER)) buf_putc(&o, ' ');
-                    i += (size_t)op->repl_len;
-                } else buf_putc(&o, cur.p[i++]);
-            }
-            cur.p = ts_dup(&ar, o.v ? o.v : "", o.n); cur.n = o.n;
-            free(o.v);
-            break;
-        }
-        }
-    }
-    buf_put(b, cur.p, cur.n);
-    arena_free(&ar);
-}
-
-/* Emits complete characters from s->pend into s->out. */
-static void stream_drain(TokenizerStream *s, int final) {
-    const unsigned char *p = (const unsigned char *)s->pend.v;
-    size_t n = s->pend.n, i = 0;
-    while (i < n) {
-        int k = utf8_valid_char(p + i, n - i);
-        if (!k) {
-            if (!final && utf8_incomplete_prefix(p + i, n - i)) break;
-            int skip = s->per_byte ? 1 : utf8_maximal_prefix(p + i, n - i);
-            if (skip <= 0) skip = 1;
-            buf_put(&s->out, "\xEF\xBF\xBD", 3);
-            s->strip_left = 0;
-            i += (size_t)skip;
-            continue;
-        }
-        if (s->strip_left > 0 && utf8_decode(p + i, k) == s->strip_ch) {
-            s->strip_left--;
-            i += (size_t)k;
-            continue;
-        }
-        s->strip_left = 0;
-        buf_put(&s->out, p + i, (size_t)k);
-        i += (size_t)k;
-    }
-    if (i && n > i) memmove(s->pend.v, s->pend.v + i, n - i);
-    s->pend.n = n - i;
-}
-
-const char *tokenizer_stream_push(TokenizerStream *s, int32_t id) {
-    const Tokenizer *t = s->t;
-    if (check_ids(t, &id, 1)) return NULL;
-    s->out.n = 0;
-    buf_put(&s->out, "", 0);
-    if (t->kind == TOK_KIND_SPM_BPE) {
-        Buf b = {0};
-        int is_byte = (t->attr[id] & TA_BYTE) != 0;
-        if (!is_byte) {
-            stream_drain(s, 1);  /* the byte run ends here: unfinished bytes become U+FFFD */
-            if (s->spm_bos_ws_seen || s->spm_text_nonempty) s->spm_bos_ws = 0;
-            spm_decode_piece(t, id, s->skip_special, &s->spm_bos_ws, &s->spm_bos_ws_seen, &b);
-        } else {
-            int v = byte_token_value(t->tok[id], t->tok_len[id]);
-            unsigned char c = (unsigned char)(v < 0 ? 0 : v);
-            buf_put(&b, &c, 1);
-        }
-        if (b.n) s->spm_text_nonempty = 1;
-        buf_put(&s->pend, b.v ? b.v : "", b.n);
-        free(b.v);
-        stream_drain(s, 0);
-        return s->out.v;
-    }
-    if (s->skip_special && (t->attr[id] & TA_SPECIAL)) return s->out.v;
-    if (s->byte_runs && byte_token_value(t->tok[id], t->tok_len[id]) < 0) stream_drain(s, 1);
-    Buf b = {0};
-    stream_token_bytes(s, id, &b);
-    s->index++;
-    buf_put(&s->pend, b.v ? b.v : "", b.n);
-    free(b.v);
-    stream_drain(s, 0);
-    return s->out.v;
-}
-
-size_t tokenizer_stream_len(const TokenizerStream *s) { return s->out.n; }
-
-const char *tokenizer_stream_flush(TokenizerStream *s) {
-    s->out.n = 0;
-    buf_put(&s->out, "", 0);
-    stream_drain(s, 1);
-    return s->out.v;
-}
-
 /* ---- info ---- */
 
 TokenizerKind tokenizer_kind(const Tokenizer *t) { return (TokenizerKind)t->kind; }
@@ -1960,7 +1077,7 @@ int32_t tokenizer_token_to_id(const Tokenizer *t, const char *s) {
         id = strmap_get(&t->spm_reserved, s, strlen(s));
         return id >= 0 ? id : strmap_get(&t->spm_pieces, s, strlen(s));
     }
-    return token_id_any(t, s, strlen(s));
+    return tk_token_id_any(t, s, strlen(s));
 }
 const char *tokenizer_id_to_token(const Tokenizer *t, int32_t id) {
     return id >= 0 && id < t->n_ids ? t->tok[id] : NULL;

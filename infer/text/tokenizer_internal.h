@@ -1,6 +1,6 @@
-/* Internals shared by tokenizer.c (tokenizer.json, pipeline, API) and
- * sentencepiece.c (tokenizer.model reader and score-based BPE).  Not a
- * public header. */
+/* Internals shared by tokenizer.c (pipeline, API), tokenizer_load.c
+ * (tokenizer.json), tokenizer_decode.c and sentencepiece.c (tokenizer.model
+ * reader and score-based BPE).  Not a public header. */
 #ifndef C2T_TOKENIZER_INTERNAL_H
 #define C2T_TOKENIZER_INTERNAL_H
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -249,4 +249,20 @@ void word_cache_unlock(WordCache *c);
 int word_cache_get(WordCache *c, const char *w, size_t n, IdVec *out);
 void word_cache_put(WordCache *c, const char *w, size_t n, const int32_t *ids, size_t k);
 
+/* ---- shared by tokenizer.c, tokenizer_load.c and tokenizer_decode.c ---- */
+/* Regex matches and the text between them, as tokenizers' find_matches. */
+typedef struct { size_t s, e; int m; } Span;
+typedef struct { Span *v; size_t n, cap; } SpanVec;
+void tk_find_spans(const pcre2_code *re, const char *lit, size_t litlen, const char *s, size_t n, SpanVec *out);
+pcre2_code *tk_regex_compile(const char *pattern, const char *what);
+int tk_utf8_maximal_prefix(const unsigned char *s, size_t n);
+/* the byte-level (GPT-2) map: code point -> byte or -1, after tk_byte_level_init */
+extern int16_t tk_bl_dec[324];
+void tk_byte_level_init(void);
+/* tokenizer_load.c: a tokenizer.json or a SentencePiece tokenizer.model */
+Tokenizer *tk_load_json(const char *path);
+Tokenizer *tk_load_model(const char *path);
+int32_t tk_token_id_any(const Tokenizer *t, const char *s, size_t n);
+/* the normalizer steps of tokenizer.json (tokenizer.c) */
+const char *tk_normalize(const Tokenizer *t, const char *s, size_t n, size_t *out_n, Arena *ar);
 #endif
