@@ -19,7 +19,8 @@ OPT     ?= -O2
 # with ARCH= for a binary that runs on any x86-64.
 ARCH    ?= -march=native
 SAN     ?=
-CFLAGS  += $(OPT) $(ARCH) $(SAN) -Wno-psabi -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS)
+WARN_EXTRA ?=
+CFLAGS  += $(OPT) $(ARCH) $(SAN) $(WARN_EXTRA) -Wno-psabi -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS)
 LDLIBS  += $(SAN) $(PKG_LIBS) -fopenmp -lm -lpthread
 
 BUILD := build
@@ -37,6 +38,10 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 BENCH_SRCS := $(wildcard tests/bench_*.c)
 BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRCS))
+# libFuzzer harnesses (tests/fuzz/): replayed over their corpus by make test,
+# run under libFuzzer by make fuzz
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAYS := $(patsubst %,$(BUILD)/fuzz/replay_%,$(FUZZ_NAMES))
 
 LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
 LIB      := $(BUILD)/libc2t.a
@@ -48,8 +53,8 @@ PLUGIN   := $(BUILD)/plugins/libh5zstd.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps
-all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(PLUGIN)
+.PHONY: all deps test test-asan bench demo install clean check-deps fuzz
+all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
 
 check-deps:
 	@pkg-config --exists $(PKGS) || { echo "missing build dependencies: run 'make deps'" >&2; exit 1; }
@@ -89,7 +94,7 @@ $(BUILD)/%.o: %.cu
 $(CUDA_LIB): $(patsubst %.cu,$(BUILD)/%.o,$(wildcard kernels/cuda/*.cu))
 	@rm -f $@
 	ar rcs $@ $^
-$(CMDS) $(TESTS) $(BENCHES): $(CUDA_LIB)
+$(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS): $(CUDA_LIB)
 endif
 
 $(PLUGIN): collect/h5plugin_zstd.c collect/zstd_filter.c collect/zstd_filter.h
@@ -111,15 +116,19 @@ $(BIN)/spec-%: $(BUILD)/train/spec_%.o $(LIB)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIB) -o $@ $(LDLIBS)
+
 test: deps
 	@$(MAKE) --no-print-directory all
-	@tests/run.sh $(TESTS) tests/test_layers.sh
+	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh
 
 # Same tests under AddressSanitizer + UBSan in a separate build tree.
 test-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined" all
-	@ASAN_OPTIONS=detect_leaks=1 C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS)) tests/test_layers.sh
+	@ASAN_OPTIONS=detect_leaks=1 C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all
@@ -129,6 +138,31 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tools/demo.sh
 
+# libFuzzer on every parser (tests/fuzz/, docs/fuzzing.md): clang builds the
+# library with ASan + UBSan into build-fuzz/; each harness runs FUZZ_SECONDS
+# from its committed corpus; new inputs go to build-fuzz/corpus/, crashes to
+# build-fuzz/findings/ (copy a fixed one into tests/fuzz/corpus/<parser>/).
+FUZZ_SECONDS ?= 60
+FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
+fuzz: deps
+	@missing=""; for p in $(FUZZ_DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
+	@$(MAKE) --no-print-directory BUILD=build-fuzz BIN=bin-fuzz NVCC= CC=clang-14 ARCH= OPT="-O1 -g" \
+	  WARN_EXTRA=-Wno-unknown-warning-option SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
+	  build-fuzz/libc2t.a
+	@mkdir -p build-fuzz/fuzz build-fuzz/findings
+	@set -e; for f in $(FUZZ_NAMES); do \
+	  clang-14 -O1 -g -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fopenmp \
+	    tests/fuzz/fuzz_$$f.c build-fuzz/libc2t.a -o build-fuzz/fuzz/fuzz_$$f $(PKG_LIBS) -lm -lpthread; \
+	  mkdir -p build-fuzz/corpus/$$f; \
+	  echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
+	  build-fuzz/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/findings/$$f- build-fuzz/corpus/$$f tests/fuzz/corpus/$$f 2>&1 | \
+	    grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|INFO: Loaded|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)|cov:" | tail -6 || true; \
+	done
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(CMDS) $(DESTDIR)$(PREFIX)/bin/
@@ -136,6 +170,6 @@ install: all
 	install -m 644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/hdf5/plugin/
 
 clean:
-	rm -rf $(BUILD) build-asan $(BIN) bin-asan
+	rm -rf $(BUILD) build-asan $(BIN) bin-asan build-fuzz bin-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

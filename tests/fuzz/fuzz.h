@@ -1,0 +1,41 @@
+/* Shared by the libFuzzer harnesses (tests/fuzz/fuzz_<parser>.c): each
+ * defines LLVMFuzzerTestOneInput over one parser of a file format users
+ * bring.  `make fuzz` links them with libFuzzer (clang, ASan + UBSan);
+ * `make test` links them with tests/fuzz/replay.c and replays the committed
+ * corpus tests/fuzz/corpus/<parser>/ (seeds and every input that once
+ * found a bug), so a fixed bug stays fixed. */
+#ifndef C2T_FUZZ_H
+#define C2T_FUZZ_H
+#include "kernels/base/util.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The input as a file named `name` in a per-process directory (parsers
+ * take paths, and some find siblings by name); returns its path. */
+static inline const char *fuzz_file(const char *name, const uint8_t *data, size_t size) {
+    static char dir[64], path[128];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/c2t_fuzz_%d", (int)getpid());
+        mkdir(dir, 0700);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) { perror(path); abort(); }
+    if (size && fwrite(data, 1, size, f) != size) { perror(path); abort(); }
+    fclose(f);
+    return path;
+}
+
+static inline const char *fuzz_dir(void) {
+    fuzz_file(".keep", (const uint8_t *)"", 0);
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/c2t_fuzz_%d", (int)getpid());
+    return dir;
+}
+#endif
