@@ -13,11 +13,9 @@ static int get_int(const cJSON *j, const char *path, const char *key, int def, i
         *out = def;
         return 0;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble) {
-        err_set("%s: key %s must be an integer", path, key);
-        return -1;
-    }
-    *out = (int)v->valuedouble;
+    int64_t x;
+    if (json_int(v, path, key, INT32_MIN, INT32_MAX, &x)) return -1;
+    *out = (int)x;
     return 0;
 }
 
@@ -57,12 +55,17 @@ static int parse_rope_scaling(const cJSON *rs, const char *path, ModelConfig *c)
 static int parse_eos(const cJSON *v, const char *path, ModelConfig *c) {
     c->n_eos = 0;
     if (!v || cJSON_IsNull(v)) return 0;
-    if (cJSON_IsNumber(v)) { c->eos_ids[c->n_eos++] = (int)v->valuedouble; return 0; }
+    int64_t id;
+    if (cJSON_IsNumber(v)) {
+        if (json_int(v, path, "eos_token_id", 0, INT32_MAX, &id)) return -1;
+        c->eos_ids[c->n_eos++] = (int)id;
+        return 0;
+    }
     if (!cJSON_IsArray(v)) { err_set("%s: eos_token_id must be an integer or a list", path); return -1; }
     for (const cJSON *e = v->child; e; e = e->next) {
-        if (!cJSON_IsNumber(e)) { err_set("%s: eos_token_id list holds a non-integer", path); return -1; }
+        if (json_int(e, path, "eos_token_id[]", 0, INT32_MAX, &id)) return -1;
         if (c->n_eos == MAX_EOS) { err_set("%s: more than %d eos ids", path, MAX_EOS); return -1; }
-        c->eos_ids[c->n_eos++] = (int)e->valuedouble;
+        c->eos_ids[c->n_eos++] = (int)id;
     }
     return 0;
 }

@@ -86,16 +86,19 @@ static int open_file(SafeTensors *st, const char *path) {
         double numel = 1;
         int i = 0;
         for (cJSON *d = shape->child; d; d = d->next, i++) {
-            if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != (double)(int64_t)d->valuedouble) {
-                err_set("%s: tensor %s: bad shape", path, e->string); rc = -1; break;
-            }
-            t.shape[i] = (int64_t)d->valuedouble;
+            char what[160];
+            snprintf(what, sizeof what, "tensor %s: shape[%d]", e->string, i);
+            if (json_int(d, path, what, 0, (int64_t)1 << 53, &t.shape[i])) { rc = -1; break; }
             numel *= t.shape[i];
         }
         if (rc) break;
-        double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
-        if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)) ||
-            b < 0 || en < b) {
+        int64_t b64, en64;
+        char what[160];
+        snprintf(what, sizeof what, "tensor %s: data_offsets", e->string);
+        if (json_int(cJSON_GetArrayItem(off, 0), path, what, 0, (int64_t)1 << 53, &b64) ||
+            json_int(cJSON_GetArrayItem(off, 1), path, what, 0, (int64_t)1 << 53, &en64)) { rc = -1; break; }
+        double b = (double)b64, en = (double)en64;
+        if (en < b) {
             err_set("%s: tensor %s: bad data_offsets", path, e->string); rc = -1; break;
         }
         if (en > (double)data_size) {

@@ -446,7 +446,7 @@ static void bl_init(void) {
 /* tokens and added tokens                                             */
 
 int32_t tk_set_token(Tokenizer *t, int32_t id, const char *s, size_t n, uint8_t attr) {
-    if (id < 0 || id > 50000000) { err_set("token id %d out of range", id); return -1; }
+    if (id < 0 || id > TK_MAX_ID) { err_set("token id %d out of range", id); return -1; }
     if (id >= t->n_ids) {
         int cap = t->n_ids;
         int nn = id + 1;
@@ -458,7 +458,10 @@ int32_t tk_set_token(Tokenizer *t, int32_t id, const char *s, size_t n, uint8_t 
         }
         t->n_ids = nn;
     }
-    free(t->tok[id]);
+    if (t->tok[id]) {
+        t->retired = xrealloc(t->retired, sizeof(char *) * (size_t)(t->n_retired + 1));
+        t->retired[t->n_retired++] = t->tok[id];
+    }
     char *c = xmalloc(n + 1);
     memcpy(c, s, n);
     c[n] = 0;
@@ -1019,6 +1022,8 @@ Tokenizer *tokenizer_load(const char *path) {
 void tokenizer_free(Tokenizer *t) {
     if (!t) return;
     for (int i = 0; i < t->n_ids; i++) free(t->tok[i]);
+    for (int i = 0; i < t->n_retired; i++) free(t->retired[i]);
+    free(t->retired);
     free(t->tok); free(t->tok_len); free(t->attr);
     strmap_free(&t->vocab); strmap_free(&t->added_by_str);
     pairmap_free(&t->merges);

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include "infer/text/tokenizer.h"
 
+/* the largest token id a file may name (vocabularies are far smaller) */
+#define TK_MAX_ID 50000000
+
 /* ---- hashing ---- */
 static inline uint64_t tk_hash(const void *data, size_t n) {
     const unsigned char *s = data;
@@ -173,6 +176,11 @@ struct Tokenizer {
     char **tok;               /* id -> token string (NUL-terminated; NULL = hole) */
     uint32_t *tok_len;
     uint8_t *attr;
+    /* strings a later token of the same id replaced: the maps keep pointing
+     * at them (an added token may rename a vocabulary id, and the old string
+     * still encodes to it), so they live until tokenizer_free */
+    char **retired;
+    int n_retired;
     StrMap vocab;             /* model vocabulary: token -> id */
     StrMap added_by_str;      /* added token content -> id */
 

@@ -163,8 +163,12 @@ static int load_decoder(Tokenizer *t, const cJSON *n, const char *file) {
         int k = c ? utf8_valid_char((const unsigned char *)c, strlen(c)) : 0;
         op.strip_ch = k ? utf8_decode((const unsigned char *)c, k) : ' ';
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(n, "start"), *sp = cJSON_GetObjectItemCaseSensitive(n, "stop");
-        op.start = cJSON_IsNumber(st) ? st->valueint : 0;
-        op.stop = cJSON_IsNumber(sp) ? sp->valueint : 0;
+        int64_t v0 = 0, v1 = 0;
+        if ((st && json_int(st, file, "decoder Strip start", 0, INT32_MAX, &v0)) ||
+            (sp && json_int(sp, file, "decoder Strip stop", 0, INT32_MAX, &v1)))
+            return -1;
+        op.start = (int)v0;
+        op.stop = (int)v1;
     } else if (!strcmp(type, "ByteLevel")) op.type = DEC_BYTELEVEL;
     else if (!strcmp(type, "Metaspace")) {
         op.type = DEC_METASPACE;
@@ -187,12 +191,15 @@ int32_t tk_token_id_any(const Tokenizer *t, const char *s, size_t n) {
     return id >= 0 ? id : strmap_get(&t->vocab, s, n);
 }
 
-static void post_add(int32_t **v, int *n, const cJSON *ids) {
+static int post_add(int32_t **v, int *n, const cJSON *ids, const char *file) {
     const cJSON *e;
-    cJSON_ArrayForEach(e, ids) if (cJSON_IsNumber(e)) {
+    cJSON_ArrayForEach(e, ids) {
+        int64_t id;
+        if (json_int(e, file, "TemplateProcessing special token id", 0, TK_MAX_ID, &id)) return -1;
         *v = xrealloc(*v, sizeof(int32_t) * (size_t)(*n + 1));
-        (*v)[(*n)++] = (int32_t)e->valuedouble;
+        (*v)[(*n)++] = (int32_t)id;
     }
+    return 0;
 }
 
 static int load_post(Tokenizer *t, const cJSON *n, const char *file) {
@@ -219,8 +226,9 @@ static int load_post(Tokenizer *t, const cJSON *n, const char *file) {
                 const cJSON *spec = name ? cJSON_GetObjectItemCaseSensitive(specials, name) : NULL;
                 if (!spec) { err_set("%s: TemplateProcessing special token '%s' not defined", file, name ? name : "?"); return -1; }
                 const cJSON *ids = cJSON_GetObjectItemCaseSensitive(spec, "ids");
-                if (seen_a) post_add(&t->post_post, &t->n_post_post, ids);
-                else post_add(&t->post_pre, &t->n_post_pre, ids);
+                if (seen_a ? post_add(&t->post_post, &t->n_post_post, ids, file)
+                           : post_add(&t->post_pre, &t->n_post_pre, ids, file))
+                    return -1;
             } else if (cJSON_GetObjectItemCaseSensitive(e, "Sequence")) {
                 seen_a = 1;
             }
@@ -231,16 +239,18 @@ static int load_post(Tokenizer *t, const cJSON *n, const char *file) {
     return -1;
 }
 
-static int load_added(Tokenizer *t, const cJSON *list) {
+static int load_added(Tokenizer *t, const cJSON *list, const char *file) {
     const cJSON *e;
     cJSON_ArrayForEach(e, list) {
         const cJSON *idj = cJSON_GetObjectItemCaseSensitive(e, "id");
         const char *c = jstr(e, "content");
+        int64_t id;
         if (!cJSON_IsNumber(idj) || !c) continue;
+        if (json_int(idj, file, "added_tokens[].id", 0, TK_MAX_ID, &id)) return -1;
         t->added = xrealloc(t->added, sizeof(AddedTok) * (size_t)(t->n_added + 1));
         AddedTok *a = &t->added[t->n_added++];
         memset(a, 0, sizeof *a);
-        a->id = (int32_t)idj->valuedouble;
+        a->id = (int32_t)id;
         a->content = xstrdup(c); a->len = strlen(c);
         a->special = (uint8_t)jbool(e, "special", 0);
         a->lstrip = (uint8_t)jbool(e, "lstrip", 0);
@@ -280,8 +290,11 @@ static int load_bpe_model(Tokenizer *t, const cJSON *m, const char *file) {
     strmap_init(&t->vocab, (size_t)nv);
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e)) { err_set("%s: vocab entry '%s' is not a number", file, e->string); return -1; }
-        int32_t id = (int32_t)e->valuedouble;
+        char what[96];
+        snprintf(what, sizeof what, "vocab entry '%.60s'", e->string);
+        int64_t id64;
+        if (json_int(e, file, what, 0, TK_MAX_ID, &id64)) return -1;
+        int32_t id = (int32_t)id64;
         if (tk_set_token(t, id, e->string, strlen(e->string), 0) < 0) return -1;
     }
     for (int32_t id = 0; id < t->n_ids; id++) if (t->tok[id]) strmap_put(&t->vocab, t->tok[id], t->tok_len[id], id);
@@ -442,7 +455,7 @@ Tokenizer *tk_load_json(const char *path) {
     if (load_pre(t, cJSON_GetObjectItemCaseSensitive(j, "pre_tokenizer"), path)) goto fail;
     if (load_decoder(t, cJSON_GetObjectItemCaseSensitive(j, "decoder"), path)) goto fail;
     if (load_bpe_model(t, model, path)) goto fail;
-    load_added(t, cJSON_GetObjectItemCaseSensitive(j, "added_tokens"));
+    if (load_added(t, cJSON_GetObjectItemCaseSensitive(j, "added_tokens"), path)) goto fail;
     finish_added(t);
     if (load_post(t, cJSON_GetObjectItemCaseSensitive(j, "post_processor"), path)) goto fail;
     cfg = load_config(path);

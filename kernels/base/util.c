@@ -1,5 +1,6 @@
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -147,3 +148,18 @@ void progress_update(Progress *p, int64_t done, const char *extra) {
 }
 
 void progress_end(Progress *p, int64_t done, const char *extra) { progress_print(p, done, extra, 1); }
+
+int json_int(const cJSON *v, const char *file, const char *what, int64_t lo, int64_t hi, int64_t *out) {
+    if (!cJSON_IsNumber(v)) {
+        err_set("%s: %s: expected an integer in [%lld, %lld], got %s", file, what, (long long)lo, (long long)hi,
+                v ? "a non-number" : "nothing");
+        return -1;
+    }
+    double d = v->valuedouble;
+    if (!(d >= (double)lo && d <= (double)hi) || d != floor(d)) {
+        err_set("%s: %s: expected an integer in [%lld, %lld], got %.17g", file, what, (long long)lo, (long long)hi, d);
+        return -1;
+    }
+    *out = (int64_t)d;
+    return 0;
+}

@@ -32,6 +32,10 @@ char *xstrdup(const char *s);
 char *read_text_file(const char *path, size_t *len);
 /* Parses a JSON file; the error names the file and the position. */
 struct cJSON *read_json_file(const char *path);
+/* A JSON value that must be an integer in [lo, hi] (|lo|, |hi| <= 2^53):
+ * 0 with it in *out, else -1 with "<file>: <what>: expected an integer in
+ * [lo, hi], got ..." (a number like 6.7e29 is never cast: that is UB). */
+int json_int(const struct cJSON *v, const char *file, const char *what, int64_t lo, int64_t hi, int64_t *out);
 int file_exists(const char *path);
 /* dir + "/" + name into a fresh string. */
 char *path_join(const char *dir, const char *name);
