@@ -128,7 +128,7 @@ test: deps
 test-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" all
-	@ASAN_OPTIONS=detect_leaks=1 C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
+	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all
@@ -160,7 +160,7 @@ fuzz: deps
 	    tests/fuzz/fuzz_$$f.c build-fuzz/libc2t.a -o build-fuzz/fuzz/fuzz_$$f $(PKG_LIBS) -lm -lpthread; \
 	  mkdir -p build-fuzz/corpus/$$f; \
 	  echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
-	  build-fuzz/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp build-fuzz/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/findings/$$f- build-fuzz/corpus/$$f tests/fuzz/corpus/$$f 2>&1 | \
 	    grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|INFO: Loaded|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)|cov:" | tail -6 || true; \
 	done

@@ -168,6 +168,10 @@ int spm_load_model(Tokenizer *t, const unsigned char *data, size_t len, const ch
     for (size_t i = 0; i < np; i++) {
         const RawPiece *rp = &pieces[i];
         if (!rp->n) { err_set("%s: piece %zu is empty", path, i); free(pieces); return -1; }
+        /* pieces are C strings from here on (strcmp, xstrdup): a NUL inside
+         * one made copies shorter than their recorded length (found by
+         * tests/fuzz: a heap over-read) */
+        if (memchr(rp->s, 0, rp->n)) { err_set("%s: piece %zu holds a NUL byte", path, i); free(pieces); return -1; }
         uint8_t attr = 0;
         switch (rp->type) {
         case SP_UNKNOWN: attr = TA_UNKNOWN; break;

@@ -932,6 +932,11 @@ static void pre_split(const Tokenizer *t, const PreOp *op, const Piece *p, Piece
     }
 }
 
+
+/* out's ids from index `from` on; NULL when there are none (an empty vector
+ * has no buffer, and NULL + 0 is undefined: found by tests/fuzz) */
+static const int32_t *ids_from(const IdVec *out, size_t from) { return out->n > from ? out->v + from : NULL; }
+
 static int hf_encode(const Tokenizer *t, const char *text, size_t len, int flags, IdVec *out) {
     Arena ar = {0};
     PieceVec a = {0}, b = {0}, segs = {0};
@@ -966,14 +971,14 @@ static int hf_encode(const Tokenizer *t, const char *text, size_t len, int flags
                 if (locked && cache_get(c, p->p + st, en - st, out)) continue;
                 size_t before = out->n;
                 rc = bpe_word(t, p->p + st, en - st, out, &bs);
-                if (rc == 0 && locked) cache_put(c, p->p + st, en - st, out->v + before, out->n - before);
+                if (rc == 0 && locked) cache_put(c, p->p + st, en - st, ids_from(out, before), out->n - before);
             }
             continue;
         }
         if (locked && cache_get(c, p->p, p->len, out)) continue;
         size_t before = out->n;
         rc = bpe_word(t, p->p, p->len, out, &bs);
-        if (rc == 0 && locked) cache_put(c, p->p, p->len, out->v + before, out->n - before);
+        if (rc == 0 && locked) cache_put(c, p->p, p->len, ids_from(out, before), out->n - before);
     }
     if (locked) pthread_mutex_unlock(&c->lock);
     free(bs.sym); free(bs.heap); free(bs.tmp.v);
