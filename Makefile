@@ -116,7 +116,7 @@ $(BIN)/spec-%: $(BUILD)/train/spec_%.o $(LIB)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB)
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests/fuzz/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIB) -o $@ $(LDLIBS)
 

@@ -61,7 +61,7 @@ setup() {
 
 step_test() {
     echo "== test: tests/run.sh over every test binary"
-    tests/run.sh $(find build/tests/ -name 'test_*' -type f -perm -u+x | sort) 2>&1 | tee "$LOG/test.log" | grep -Ev '^PASS '
+    tests/run.sh $(find build/tests/ -name 'test_*' -type f -perm -u+x | sort) build/fuzz/replay_* tests/test_layers.sh 2>&1 | tee "$LOG/test.log" | grep -Ev '^PASS '
 }
 
 # test_cuda's tests one by one under a sanitizer tool
