@@ -115,7 +115,7 @@ static int synth_trace_write(const char *path, const SynthOpts *o) {
     co.durable = !o->fast;
     TraceWriter *w = trace_create_ex(path, (TraceCompress)o->compress, &co);
     if (!w) return -1;
-    trace_set_attr_str(w, "generator", "spec-train synthetic (train/synth.c)");
+    trace_set_attr_str(w, "generator", "spec-train synthetic (tests/synth.h)");
     trace_set_attr_num(w, "synth_seed", (double)o->seed);
     trace_set_attr_num(w, "topk", K);
     TraceNode *nodes = xcalloc(N, sizeof(TraceNode));
