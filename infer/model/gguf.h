@@ -1,0 +1,66 @@
+/* GGUF files (llama.cpp's checkpoint format, versions 2 and 3): metadata and
+ * tensors, read through a mapping of the file.  Every count, length and
+ * offset is checked against the bytes that remain, so a lying file is one
+ * line naming the file and what is wrong, never a read past the end.
+ * Tensors come out as F32: F32 and F16 as stored, Q8_0 and Q4_1 dequantised
+ * exactly as ggml does (a block's half-precision scale times its integer,
+ * plus the block minimum for Q4_1); other types are refused by name. */
+#ifndef C2T_GGUF_H
+#define C2T_GGUF_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* metadata value types (GGUF spec) */
+enum {
+    GGUF_U8 = 0, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL, GGUF_STRING,
+    GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_NTYPES
+};
+/* tensor types this reader dequantises (ggml_type numbers) */
+enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_1 = 3, GGML_Q8_0 = 8 };
+
+typedef struct {
+    const char *key;        /* NUL-terminated copy */
+    int type;               /* GGUF_* */
+    int elem_type;          /* arrays: the element type */
+    uint64_t n;             /* arrays: element count (1 otherwise) */
+    const uint8_t *data;    /* the value's bytes in the mapping (arrays: the first element) */
+    uint64_t *str_offs;     /* string arrays: each element's offset from data (else NULL) */
+} GgufKV;
+
+typedef struct {
+    const char *name;
+    int n_dims;
+    int64_t ne[4];          /* ne[0] varies fastest: a [rows][cols] matrix has ne = {cols, rows} */
+    int type;               /* GGML_* (others are listed but not read) */
+    uint64_t offset;        /* from the start of the data section */
+    uint64_t bytes;
+} GgufTensor;
+
+typedef struct Gguf Gguf;
+
+/* Opens and validates path; NULL with a one-line error naming it. */
+Gguf *gguf_open(const char *path);
+void gguf_close(Gguf *g);
+int gguf_version(const Gguf *g);
+int gguf_n_kv(const Gguf *g);
+const GgufKV *gguf_kv(const Gguf *g, int i);
+const GgufKV *gguf_find(const Gguf *g, const char *key);
+int gguf_n_tensors(const Gguf *g);
+const GgufTensor *gguf_tensor(const Gguf *g, int i);
+const GgufTensor *gguf_find_tensor(const Gguf *g, const char *name);
+
+/* Scalars by key: 0 and the value (any integer type, or any number for
+ * gguf_get_f64), else -1 with an error naming the key. */
+int gguf_get_i64(const Gguf *g, const char *key, int64_t *out);
+int gguf_get_f64(const Gguf *g, const char *key, double *out);
+/* A string value as a fresh NUL-terminated copy (free it), or NULL. */
+char *gguf_get_str(const Gguf *g, const char *key);
+/* Element i of a string array: its bytes and length, or -1. */
+int gguf_arr_str(const GgufKV *kv, uint64_t i, const char **s, uint64_t *len);
+/* Element i of a numeric array as a double, or -1. */
+int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out);
+
+/* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with an error for
+ * a type this reader does not know. */
+int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out);
+#endif
