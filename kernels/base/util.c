@@ -163,3 +163,25 @@ int json_int(const cJSON *v, const char *file, const char *what, int64_t lo, int
     *out = (int64_t)d;
     return 0;
 }
+
+/* Written to path.tmp, then renamed: a reader never sees half a file. */
+int write_json(const char *path, const cJSON *j) {
+    char *s = cJSON_Print(j);
+    size_t len = strlen(path);
+    char *tmp = xmalloc(len + 5);
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp", 5);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) { err_set("%s: cannot create: %s", path, strerror(errno)); free(s); free(tmp); return -1; }
+    int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
+    bad |= fclose(f) != 0;
+    free(s);
+    if (bad || rename(tmp, path) != 0) {
+        err_set("%s: write failed: %s", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}

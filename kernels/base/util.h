@@ -32,6 +32,8 @@ char *xstrdup(const char *s);
 char *read_text_file(const char *path, size_t *len);
 /* Parses a JSON file; the error names the file and the position. */
 struct cJSON *read_json_file(const char *path);
+/* Pretty-printed JSON to path, atomically (path.tmp, then rename); 0 / -1. */
+int write_json(const char *path, const struct cJSON *j);
 /* A JSON value that must be an integer in [lo, hi] (|lo|, |hi| <= 2^53):
  * 0 with it in *out, else -1 with "<file>: <what>: expected an integer in
  * [lo, hi], got ..." (a number like 6.7e29 is never cast: that is UB). */

@@ -1,0 +1,361 @@
+/* spec-convert: a llama.cpp GGUF checkpoint to a Hugging Face checkpoint
+ * directory our runtime (and transformers) load: model.safetensors,
+ * config.json, tokenizer.json, tokenizer_config.json (with the GGUF's chat
+ * template), generation_config.json.  No torch, no Python: the GGUF reader
+ * (infer/model/gguf.c) dequantises as ggml does.
+ *
+ * What GGUF changes on the way in, and we undo: tensor names (blk.N.attn_q
+ * → model.layers.N.self_attn.q_proj), the rows of q and k, which llama.cpp's
+ * converter interleaves per head for its RoPE (HF row h·hd + j·hd/2 + i is
+ * GGUF row h·hd + 2i + j), and a tied LM head, which GGUF stores only as
+ * token_embd (tie_word_embeddings true). */
+#include "infer/cli.h"
+#include "infer/model/gguf.h"
+#include "infer/model/safetensors.h"
+#include "kernels/base/util.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *prog = "spec-convert";
+
+static void usage(FILE *f) {
+    fprintf(f,
+"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f32]\n"
+"Converts a llama.cpp GGUF checkpoint of a LLaMA-architecture model with a GPT-2\n"
+"style byte-level BPE tokenizer (pre-tokenizer gpt2 or smollm) into a Hugging Face\n"
+"checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
+"tokenizer.json, tokenizer_config.json, generation_config.json.  Tensors may be\n"
+"F32, F16, Q8_0 or Q4_1 (dequantised as llama.cpp does); other types are refused.\n"
+"OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
+"  --dtype D     bf16 (default, rounded to nearest even) or f32 (exact dequantised values)\n"
+"  -h, --help\n");
+}
+
+typedef struct {
+    int layers, hidden, ffn, heads, kv_heads, vocab, ctx;
+    double rope_theta, eps;
+} Shape;
+
+static int64_t need_int(const Gguf *g, const char *key) {
+    int64_t v;
+    if (gguf_get_i64(g, key, &v) || v <= 0 || v > (1 << 24)) die(prog, "%s", err_get());
+    return v;
+}
+
+static void read_shape(const Gguf *g, Shape *s) {
+    char *arch = gguf_get_str(g, "general.architecture");
+    if (!arch || strcmp(arch, "llama")) die(prog, "architecture '%s': only llama is supported", arch ? arch : "?");
+    free(arch);
+    s->layers = (int)need_int(g, "llama.block_count");
+    s->hidden = (int)need_int(g, "llama.embedding_length");
+    s->ffn = (int)need_int(g, "llama.feed_forward_length");
+    s->heads = (int)need_int(g, "llama.attention.head_count");
+    s->kv_heads = (int)need_int(g, "llama.attention.head_count_kv");
+    s->ctx = (int)need_int(g, "llama.context_length");
+    const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens");
+    if (!toks || toks->type != GGUF_ARRAY || toks->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.tokens");
+    s->vocab = (int)toks->n;
+    if (gguf_get_f64(g, "llama.rope.freq_base", &s->rope_theta)) s->rope_theta = 10000.0;
+    if (gguf_get_f64(g, "llama.attention.layer_norm_rms_epsilon", &s->eps)) die(prog, "%s", err_get());
+    if (s->hidden % s->heads || s->heads % s->kv_heads || (s->hidden / s->heads) % 2)
+        die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
+}
+
+/* One GGUF tensor as F32 [rows][cols], checked against the shape we expect. */
+static float *load(const Gguf *g, const char *name, int64_t rows, int64_t cols) {
+    const GgufTensor *t = gguf_find_tensor(g, name);
+    if (!t) die(prog, "tensor %s is missing", name);
+    int64_t want0 = cols ? cols : rows, want1 = cols ? rows : 1;
+    if (t->ne[0] != want0 || t->ne[1] != want1 || t->ne[2] != 1 || t->ne[3] != 1)
+        die(prog, "tensor %s: shape [%lld, %lld], expected [%lld, %lld]", name, (long long)t->ne[1],
+            (long long)t->ne[0], (long long)want1, (long long)want0);
+    float *v = xmalloc(sizeof(float) * (size_t)(want0 * want1));
+    if (gguf_tensor_f32(g, t, v)) die(prog, "%s", err_get());
+    return v;
+}
+
+/* Undoes llama.cpp's per-head interleave of q / k rows (see the top). */
+static void unpermute(float *w, int n_head, int head_dim, int cols) {
+    float *tmp = xmalloc(sizeof(float) * (size_t)head_dim * cols);
+    for (int h = 0; h < n_head; h++) {
+        float *blk = w + (size_t)h * head_dim * cols;
+        for (int i = 0; i < head_dim / 2; i++)
+            for (int j = 0; j < 2; j++)
+                memcpy(tmp + (size_t)(j * head_dim / 2 + i) * cols, blk + (size_t)(2 * i + j) * cols, sizeof(float) * cols);
+        memcpy(blk, tmp, sizeof(float) * (size_t)head_dim * cols);
+    }
+    free(tmp);
+}
+
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFF)) return (uint16_t)((u >> 16) | 0x40);   /* NaN stays NaN */
+    u += 0x7FFF + ((u >> 16) & 1);   /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+typedef struct { StWrite *w; char (*names)[96]; int n; DType dt; } Out;
+
+static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) {
+    StWrite *w = &o->w[o->n];
+    snprintf(o->names[o->n], 96, "%s", name);
+    size_t n = (size_t)(rows * (cols ? cols : 1));
+    void *data = v;
+    if (o->dt == DT_BF16) {
+        uint16_t *b = xmalloc(2 * n);
+        for (size_t i = 0; i < n; i++) b[i] = to_bf16(v[i]);
+        free(v);
+        data = b;
+    }
+    *w = (StWrite){o->names[o->n], o->dt, cols ? 2 : 1, {cols ? rows : rows, cols}, data};
+    if (!cols) w->shape[0] = rows;
+    o->n++;
+}
+
+static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType dt, int *tied) {
+    const int hd = s->hidden / s->heads, L = s->layers;
+    Out o = {xcalloc((size_t)(3 + 9 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 9 * L), 96), 0, dt};
+    add(&o, "model.embed_tokens.weight", load(g, "token_embd.weight", s->vocab, s->hidden), s->vocab, s->hidden);
+    add(&o, "model.norm.weight", load(g, "output_norm.weight", s->hidden, 0), s->hidden, 0);
+    *tied = gguf_find_tensor(g, "output.weight") == NULL;
+    if (!*tied) add(&o, "lm_head.weight", load(g, "output.weight", s->vocab, s->hidden), s->vocab, s->hidden);
+    Progress pr;
+    progress_start(&pr, "spec-convert layers", L);
+    for (int l = 0; l < L; l++) {
+        char src[96], dst[96];
+#define T(gg, hf, r, c, fix)                                                     \
+        do {                                                                      \
+            snprintf(src, sizeof src, "blk.%d.%s.weight", l, gg);                \
+            snprintf(dst, sizeof dst, "model.layers.%d.%s.weight", l, hf);       \
+            float *v_ = load(g, src, r, c);                                       \
+            fix;                                                                  \
+            add(&o, dst, v_, r, c);                                               \
+        } while (0)
+        T("attn_norm", "input_layernorm", s->hidden, 0, (void)0);
+        T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, unpermute(v_, s->heads, hd, s->hidden));
+        T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, unpermute(v_, s->kv_heads, hd, s->hidden));
+        T("attn_v", "self_attn.v_proj", s->kv_heads * hd, s->hidden, (void)0);
+        T("attn_output", "self_attn.o_proj", s->hidden, s->heads * hd, (void)0);
+        T("ffn_norm", "post_attention_layernorm", s->hidden, 0, (void)0);
+        T("ffn_gate", "mlp.gate_proj", s->ffn, s->hidden, (void)0);
+        T("ffn_up", "mlp.up_proj", s->ffn, s->hidden, (void)0);
+        T("ffn_down", "mlp.down_proj", s->hidden, s->ffn, (void)0);
+#undef T
+        progress_update(&pr, l + 1, NULL);
+    }
+    progress_end(&pr, L, NULL);
+    char *p = path_join(dir, "model.safetensors");
+    if (st_write(p, o.w, o.n)) die(prog, "%s", err_get());
+    free(p);
+    for (int i = 0; i < o.n; i++) free((void *)o.w[i].data);
+    free(o.w);
+    free(o.names);
+}
+
+static int64_t opt_int(const Gguf *g, const char *key, int64_t def) {
+    int64_t v;
+    return gguf_get_i64(g, key, &v) ? def : v;
+}
+
+static void write_config(const Gguf *g, const Shape *s, const char *dir, DType dt, int tied) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddStringToObject(c, "model_type", "llama");
+    cJSON_AddNumberToObject(c, "hidden_size", s->hidden);
+    cJSON_AddNumberToObject(c, "intermediate_size", s->ffn);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", s->layers);
+    cJSON_AddNumberToObject(c, "num_attention_heads", s->heads);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", s->kv_heads);
+    cJSON_AddNumberToObject(c, "head_dim", s->hidden / s->heads);
+    cJSON_AddNumberToObject(c, "vocab_size", s->vocab);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", s->ctx);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", (float)s->eps);
+    cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
+    cJSON_AddNullToObject(c, "rope_scaling");
+    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    cJSON_AddBoolToObject(c, "attention_bias", 0);
+    cJSON_AddBoolToObject(c, "mlp_bias", 0);
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", tied);
+    cJSON_AddNumberToObject(c, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
+    cJSON_AddNumberToObject(c, "eos_token_id", (double)opt_int(g, "tokenizer.ggml.eos_token_id", 2));
+    cJSON_AddStringToObject(c, "torch_dtype", dt == DT_BF16 ? "bfloat16" : "float32");
+    char *p = path_join(dir, "config.json");
+    if (write_json(p, c)) die(prog, "%s", err_get());
+    free(p);
+    cJSON_Delete(c);
+    cJSON *gc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(gc, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
+    cJSON_AddNumberToObject(gc, "eos_token_id", (double)opt_int(g, "tokenizer.ggml.eos_token_id", 2));
+    cJSON_AddNumberToObject(gc, "pad_token_id", (double)opt_int(g, "tokenizer.ggml.padding_token_id",
+                                                                opt_int(g, "tokenizer.ggml.eos_token_id", 2)));
+    p = path_join(dir, "generation_config.json");
+    if (write_json(p, gc)) die(prog, "%s", err_get());
+    free(p);
+    cJSON_Delete(gc);
+}
+
+static cJSON *byte_level(const char *type) {
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", type);
+    cJSON_AddBoolToObject(b, "add_prefix_space", 0);
+    cJSON_AddBoolToObject(b, "trim_offsets", 1);
+    cJSON_AddBoolToObject(b, "use_regex", 1);
+    return b;
+}
+
+static char *token_str(const GgufKV *kv, uint64_t i) {
+    const char *s;
+    uint64_t n;
+    if (gguf_arr_str(kv, i, &s, &n)) die(prog, "%s: element %llu unreadable", kv->key, (unsigned long long)i);
+    char *c = xmalloc((size_t)n + 1);
+    memcpy(c, s, (size_t)n);
+    c[n] = 0;
+    if (strlen(c) != n) die(prog, "%s: element %llu holds a NUL byte", kv->key, (unsigned long long)i);
+    return c;
+}
+
+/* tokenizer.json for a GGUF "gpt2" BPE: byte-level, merges, the control
+ * tokens as special added tokens; pre-tokenizer smollm = each digit alone,
+ * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM). */
+static void write_tokenizer(const Gguf *g, const char *dir) {
+    char *model = gguf_get_str(g, "tokenizer.ggml.model"), *pre = gguf_get_str(g, "tokenizer.ggml.pre");
+    if (!model || strcmp(model, "gpt2")) die(prog, "tokenizer model '%s': only gpt2 (byte-level BPE) is supported", model ? model : "?");
+    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt2")))
+        die(prog, "pre-tokenizer '%s': only smollm and gpt2 are supported", pre ? pre : "?");
+    const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens"), *types = gguf_find(g, "tokenizer.ggml.token_type"),
+                 *merges = gguf_find(g, "tokenizer.ggml.merges");
+    if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
+    cJSON *j = cJSON_CreateObject(), *added = cJSON_CreateArray(), *vocab = cJSON_CreateObject(), *mg = cJSON_CreateArray();
+    cJSON_AddStringToObject(j, "version", "1.0");
+    cJSON_AddNullToObject(j, "truncation");
+    cJSON_AddNullToObject(j, "padding");
+    for (uint64_t i = 0; i < toks->n; i++) {
+        char *t = token_str(toks, i);
+        double type = 1;
+        if (types) gguf_arr_num(types, i, &type);
+        if (cJSON_GetObjectItemCaseSensitive(vocab, t)) die(prog, "token '%s' appears twice", t);
+        cJSON_AddNumberToObject(vocab, t, (double)i);
+        if (type == 3 || type == 4) {   /* control / user-defined: added tokens */
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddNumberToObject(a, "id", (double)i);
+            cJSON_AddStringToObject(a, "content", t);
+            cJSON_AddBoolToObject(a, "single_word", 0);
+            cJSON_AddBoolToObject(a, "lstrip", 0);
+            cJSON_AddBoolToObject(a, "rstrip", 0);
+            cJSON_AddBoolToObject(a, "normalized", 0);
+            cJSON_AddBoolToObject(a, "special", type == 3);
+            cJSON_AddItemToArray(added, a);
+        }
+        free(t);
+    }
+    for (uint64_t i = 0; i < merges->n; i++) {
+        char *m = token_str(merges, i);
+        cJSON_AddItemToArray(mg, cJSON_CreateString(m));
+        free(m);
+    }
+    cJSON_AddItemToObject(j, "added_tokens", added);
+    cJSON_AddNullToObject(j, "normalizer");
+    cJSON *pt = cJSON_CreateObject();
+    if (!strcmp(pre, "smollm")) {
+        cJSON_AddStringToObject(pt, "type", "Sequence");
+        cJSON *list = cJSON_AddArrayToObject(pt, "pretokenizers"), *dg = cJSON_CreateObject();
+        cJSON_AddStringToObject(dg, "type", "Digits");
+        cJSON_AddBoolToObject(dg, "individual_digits", 1);
+        cJSON_AddItemToArray(list, dg);
+        cJSON_AddItemToArray(list, byte_level("ByteLevel"));
+    } else {
+        cJSON_Delete(pt);
+        pt = byte_level("ByteLevel");
+    }
+    cJSON_AddItemToObject(j, "pre_tokenizer", pt);
+    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel"));
+    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel"));
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "type", "BPE");
+    cJSON_AddNullToObject(m, "dropout");
+    cJSON_AddNullToObject(m, "unk_token");
+    cJSON_AddNullToObject(m, "continuing_subword_prefix");
+    cJSON_AddNullToObject(m, "end_of_word_suffix");
+    cJSON_AddBoolToObject(m, "fuse_unk", 0);
+    cJSON_AddBoolToObject(m, "byte_fallback", 0);
+    cJSON_AddBoolToObject(m, "ignore_merges", 0);
+    cJSON_AddItemToObject(m, "vocab", vocab);
+    cJSON_AddItemToObject(m, "merges", mg);
+    cJSON_AddItemToObject(j, "model", m);
+    char *p = path_join(dir, "tokenizer.json");
+    if (write_json(p, j)) die(prog, "%s", err_get());
+    free(p);
+    cJSON_Delete(j);
+
+    /* tokenizer_config.json: special token names, no BOS unless the GGUF asks, the chat template */
+    cJSON *tc = cJSON_CreateObject();
+    const GgufKV *ab = gguf_find(g, "tokenizer.ggml.add_bos_token");
+    cJSON_AddBoolToObject(tc, "add_bos_token", ab && ab->type == GGUF_BOOL && ab->data[0]);
+    cJSON_AddBoolToObject(tc, "add_eos_token", 0);
+    static const struct { const char *key, *name; } sp[] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
+        {"tokenizer.ggml.eos_token_id", "eos_token"}, {"tokenizer.ggml.unknown_token_id", "unk_token"},
+        {"tokenizer.ggml.padding_token_id", "pad_token"}};
+    for (size_t i = 0; i < sizeof sp / sizeof *sp; i++) {
+        int64_t id = opt_int(g, sp[i].key, -1);
+        if (id < 0 || (uint64_t)id >= toks->n) continue;
+        char *t = token_str(toks, (uint64_t)id);
+        cJSON_AddStringToObject(tc, sp[i].name, t);
+        free(t);
+    }
+    char *tmpl = gguf_get_str(g, "tokenizer.chat_template");
+    if (tmpl) cJSON_AddStringToObject(tc, "chat_template", tmpl);
+    free(tmpl);
+    cJSON_AddBoolToObject(tc, "clean_up_tokenization_spaces", 0);
+    cJSON_AddNumberToObject(tc, "model_max_length", (double)opt_int(g, "llama.context_length", 2048));
+    cJSON_AddStringToObject(tc, "tokenizer_class", "GPT2Tokenizer");
+    p = path_join(dir, "tokenizer_config.json");
+    if (write_json(p, tc)) die(prog, "%s", err_get());
+    free(p);
+    cJSON_Delete(tc);
+    free(model);
+    free(pre);
+}
+
+int main(int argc, char **argv) {
+    const char *dtype = "bf16";
+    enum { O_DTYPE = 256 };
+    static const struct option opts[] = {{"dtype", 1, 0, O_DTYPE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DTYPE: dtype = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: cli_unknown_option(prog, argv);
+        }
+    }
+    if (argc - optind != 2) { usage(stderr); die(prog, "expected IN.gguf OUTDIR"); }
+    DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f32") ? DT_F32 : DT_COUNT;
+    if (dt == DT_COUNT) die(prog, "--dtype: expected bf16 or f32, got '%s'", dtype);
+    const char *in = argv[optind], *dir = argv[optind + 1];
+    double t0 = now_seconds();
+    Gguf *g = gguf_open(in);
+    if (!g) die(prog, "%s", err_get());
+    Shape s;
+    read_shape(g, &s);
+    if (mkdir(dir, 0777) && errno != EEXIST) die(prog, "%s: cannot create: %s", dir, strerror(errno));
+    char *st = path_join(dir, "model.safetensors");
+    if (file_exists(st)) die(prog, "%s exists; not overwriting it", st);
+    free(st);
+    /* the tokenizer first: refusing an unsupported one should cost nothing */
+    write_tokenizer(g, dir);
+    int tied;
+    write_weights(g, &s, dir, dt, &tied);
+    write_config(g, &s, dir, dt, tied);
+    gguf_close(g);
+    fprintf(stderr, "spec-convert: %s -> %s (%d layers, hidden %d, vocab %d, %s%s) in %.1f s\n", in, dir, s.layers,
+            s.hidden, s.vocab, dtype, tied ? ", tied embeddings" : "", now_seconds() - t0);
+    return 0;
+}
