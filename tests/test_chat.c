@@ -66,6 +66,53 @@ static void test_chat_golden_prompts(void) {
     cJSON_Delete(g);
 }
 
+/* chatml against transformers' apply_chat_template with SmolLM2's template
+ * (tools/tokenizer_oracle.py chatml): the rendered text always; the ids
+ * when the converted SmolLM2 tokenizer is there (make smollm2). */
+static void test_chatml_golden(void) {
+    cJSON *g = read_json_file(GOLD "chat_chatml_golden.json");
+    REQUIRE(g, "%s", err_get());
+    const char *tokp = "models/smollm2-135m-instruct";
+    Tokenizer *tok = file_exists("models/smollm2-135m-instruct/tokenizer.json") ? tokenizer_load(tokp) : NULL;
+    const cJSON *row;
+    int n = 0, n_ids = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
+        const cJSON *sys = cJSON_GetObjectItem(row, "system");
+        int nu, na;
+        const char **u = str_list(cJSON_GetObjectItem(row, "user"), &nu);
+        const char **a = str_list(cJSON_GetObjectItem(row, "assistant"), &na);
+        char *p = chat_render(CHAT_CHATML, cJSON_IsString(sys) ? sys->valuestring : NULL, u, a, nu);
+        const char *exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
+        CHECK(!strcmp(p, exp), "chatml, %d turns:\nexpected \"%s\"\n     got \"%s\"", nu, exp, p);
+        if (tok) {
+            int32_t *ids;
+            size_t k;
+            REQUIRE(chat_encode(tok, CHAT_CHATML, cJSON_IsString(sys) ? sys->valuestring : NULL, u, a, nu, &ids, &k) == 0,
+                    "%s", err_get());
+            CHECK(same_ids(cJSON_GetObjectItem(row, "ids"), ids, k), "chatml prompt %d: ids differ", n);
+            free(ids);
+            n_ids++;
+        }
+        free(p); free(u); free(a);
+        n++;
+    }
+    CHECK(n >= 10, "only %d chatml prompts", n);
+    printf("# chatml: %d prompts rendered as transformers does, %d encoded%s\n", n, n_ids,
+           tok ? "" : " (no SmolLM2 checkpoint: make smollm2)");
+    /* the template is recognised from tokenizer_config.json */
+    if (tok) {
+        ChatTemplate t;
+        char why[200];
+        CHECK(chat_template_guess(tok, tokp, &t, why, sizeof why) == 0 && t == CHAT_CHATML, "guess: %s", why);
+        int32_t stop[4];
+        int ns = chat_stop_ids(tok, CHAT_CHATML, stop, 4), has_im_end = 0;
+        for (int i = 0; i < ns; i++) has_im_end |= stop[i] == tokenizer_token_to_id(tok, "<|im_end|>");
+        CHECK(has_im_end, "<|im_end|> does not stop a chatml answer");
+        tokenizer_free(tok);
+    }
+    cJSON_Delete(g);
+}
+
 static void test_chat_bench_ids(void) {
     if (!file_exists(LLAMA2_MODEL) || !file_exists(SHARED "/benchmarks/mt_bench/question.jsonl")) SKIP("../shared absent");
     cJSON *g = load_zst_json(GOLD "chat_bench_ids.json.zst");
@@ -117,8 +164,11 @@ static void test_chat_names(void) {
     CHECK(chat_template_parse("llama-2-chat", &t) == 0 && t == CHAT_LLAMA2, "llama-2-chat");
     CHECK(chat_template_parse("LLaMA-3-Instruct", &t) == 0 && t == CHAT_LLAMA3, "case");
     CHECK(chat_template_parse("vicuna_v1.1", &t) == 0 && t == CHAT_VICUNA, "vicuna_v1.1");
-    CHECK(chat_template_parse("chatml", &t) == -1 && strstr(err_get(), "llama-3-instruct"), "unknown name: %s", err_get());
-    CHECK(chat_add_special(CHAT_LLAMA2) && chat_add_special(CHAT_VICUNA) && !chat_add_special(CHAT_LLAMA3), "add_special");
+    CHECK(chat_template_parse("ChatML", &t) == 0 && t == CHAT_CHATML, "chatml");
+    CHECK(chat_template_parse("alpaca-chat", &t) == -1 && strstr(err_get(), "llama-3-instruct") && strstr(err_get(), "chatml"),
+          "unknown name: %s", err_get());
+    CHECK(chat_add_special(CHAT_LLAMA2) && chat_add_special(CHAT_VICUNA) && !chat_add_special(CHAT_LLAMA3) &&
+          !chat_add_special(CHAT_CHATML), "add_special");
 }
 
 static void test_chat_guess(void) {
@@ -298,8 +348,8 @@ static void test_cli_chat(void) {
     write_file(inpath, "{\"question_id\": 1, \"turns\": [\"a\"]}\n{\"question_id\": 2, \"turns\": 5}\n");
     rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat llama-3-instruct < %s", bin, inpath);
     CHECK_ONE_LINE_ERROR(rc, err, "stdin:2");
-    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat chatml < %s", bin, inpath);
-    CHECK_ONE_LINE_ERROR(rc, err, "chatml");
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat alpaca-chat < %s", bin, inpath);
+    CHECK_ONE_LINE_ERROR(rc, err, "alpaca-chat");
     rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "sp_bytefallback.json --chat auto < %s", bin, inpath);
     CHECK_ONE_LINE_ERROR(rc, err, "chat template");
     unlink(inpath);
@@ -310,6 +360,7 @@ static void test_cli_chat(void) {
 
 int main(void) {
     RUN(test_chat_golden_prompts);
+    RUN(test_chatml_golden);
     RUN(test_chat_bench_ids);
     RUN(test_chat_names);
     RUN(test_chat_guess);

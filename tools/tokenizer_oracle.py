@@ -523,6 +523,37 @@ def fuzz(args):
     sys.exit(1 if bad_total else 0)
 
 
+def golden_chatml(ckpt):
+    """chat_chatml_golden.json: prompts of the chatml template as transformers'
+    apply_chat_template renders them with SmolLM2-Instruct's own chat_template
+    (read from ckpt/tokenizer_config.json, which spec-convert copied from the
+    GGUF): the default system message when none is given, an explicit one,
+    and multi-turn conversations with answers."""
+    import transformers
+    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer
+    cfg = json.load(open(os.path.join(ckpt, "tokenizer_config.json")))
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(ckpt, "tokenizer.json")))
+    tok.chat_template = cfg["chat_template"]
+    rows = []
+    for conv in CONVERSATIONS:
+        users, answers = conv["user"], conv["assistant"]
+        for system in (None, "You are a pirate. Answer in one sentence."):
+            for k in range(1, len(users) + 1):
+                msgs = [{"role": "system", "content": system}] if system else []
+                for j in range(k):
+                    msgs.append({"role": "user", "content": users[j]})
+                    if j < k - 1:
+                        msgs.append({"role": "assistant", "content": answers[j]})
+                prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+                rows.append({"template": "chatml", "system": system, "user": users[:k], "assistant": answers[:k - 1],
+                             "prompt": prompt, "ids": tok(prompt, add_special_tokens=False).input_ids})
+    write_json("chat_chatml_golden.json", {"source": "transformers %s apply_chat_template with SmolLM2-135M-Instruct's "
+                                           "chat_template" % transformers.__version__,
+                                           "chat_template": cfg["chat_template"], "prompts": rows})
+    print("chatml: %d rendered prompts" % len(rows))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd")
@@ -532,6 +563,8 @@ def main():
     sp.add_argument("--tokenizer", required=True)
     sp.add_argument("--text", required=True, help="file of JSON strings, one per line")
     sp.add_argument("--repeat", type=int, default=3)
+    cm = sub.add_parser("chatml", help="chat_chatml_golden.json from a spec-convert'ed SmolLM2 checkpoint")
+    cm.add_argument("--ckpt", default="models/smollm2-135m-instruct")
     fz = sub.add_parser("fuzz")
     fz.add_argument("--n", type=int, default=3000)
     fz.add_argument("--seed", type=int, default=1)
@@ -542,6 +575,8 @@ def main():
         speed(a)
     elif a.cmd == "fuzz":
         fuzz(a)
+    elif a.cmd == "chatml":
+        golden_chatml(a.ckpt)
     else:
         golden()
 

@@ -22,12 +22,16 @@ static const char *VICUNA_SYSTEM =
     "A chat between a curious user and an artificial intelligence assistant. "
     "The assistant gives helpful, detailed, and polite answers to the user's questions.";
 
+/* The system message SmolLM2-Instruct's chat_template inserts when the
+ * conversation has none. */
+static const char *SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
 int chat_template_parse(const char *name, ChatTemplate *out) {
     static const struct { const char *n; ChatTemplate t; } names[] = {
         {"llama-2-chat", CHAT_LLAMA2}, {"llama-2", CHAT_LLAMA2}, {"llama2", CHAT_LLAMA2}, {"llama2-chat", CHAT_LLAMA2},
         {"llama-3-instruct", CHAT_LLAMA3}, {"llama-3", CHAT_LLAMA3}, {"llama3", CHAT_LLAMA3}, {"llama3-instruct", CHAT_LLAMA3},
         {"vicuna", CHAT_VICUNA}, {"vicuna_v1.1", CHAT_VICUNA}, {"vicuna-v1.1", CHAT_VICUNA},
-        {"none", CHAT_NONE}, {"raw", CHAT_NONE},
+        {"chatml", CHAT_CHATML}, {"none", CHAT_NONE}, {"raw", CHAT_NONE},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcasecmp(name, names[i].n)) { *out = names[i].t; return 0; }
@@ -40,6 +44,7 @@ const char *chat_template_name(ChatTemplate t) {
     case CHAT_LLAMA2: return "llama-2-chat";
     case CHAT_LLAMA3: return "llama-3-instruct";
     case CHAT_VICUNA: return "vicuna";
+    case CHAT_CHATML: return "chatml";
     default: return "none";
     }
 }
@@ -48,11 +53,12 @@ const char *chat_default_system(ChatTemplate t) {
     switch (t) {
     case CHAT_LLAMA2: case CHAT_LLAMA3: return EAGLE_SYSTEM;
     case CHAT_VICUNA: return VICUNA_SYSTEM;
+    case CHAT_CHATML: return SMOLLM2_SYSTEM;
     default: return "";
     }
 }
 
-int chat_add_special(ChatTemplate t) { return t != CHAT_LLAMA3; }
+int chat_add_special(ChatTemplate t) { return t != CHAT_LLAMA3 && t != CHAT_CHATML; }
 
 static char *lower_dup(const char *s) {
     char *d = xstrdup(s ? s : "");
@@ -72,6 +78,11 @@ int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplat
         if (strstr(ct, "[INST]") && strstr(ct, "<<SYS>>")) {
             *out = CHAT_LLAMA2;
             snprintf(why, whylen, "tokenizer_config.json chat_template uses [INST] and <<SYS>>");
+            return 0;
+        }
+        if (strstr(ct, "<|im_start|>") && strstr(ct, "<|im_end|>")) {
+            *out = CHAT_CHATML;
+            snprintf(why, whylen, "tokenizer_config.json chat_template uses <|im_start|>/<|im_end|>");
             return 0;
         }
         if (strstr(ct, "USER:") && strstr(ct, "ASSISTANT:")) {
@@ -216,6 +227,19 @@ char *chat_render(ChatTemplate t, const char *system, const char *const *user,
         sb_add(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     }
+    case CHAT_CHATML: {
+        /* {'<|im_start|>' + role + '\n' + content + '<|im_end|>' + '\n'} per
+         * message, contents as given; the generation prompt at the end */
+        if (*system) { sb_add(&b, "<|im_start|>system\n"); sb_add(&b, system); sb_add(&b, "<|im_end|>\n"); }
+        for (int i = 0; i < n_msg - 1; i++) {
+            const char *m = MSG(i);
+            sb_add(&b, i % 2 == 0 ? "<|im_start|>user\n" : "<|im_start|>assistant\n");
+            sb_add(&b, m ? m : "");
+            sb_add(&b, "<|im_end|>\n");
+        }
+        sb_add(&b, "<|im_start|>assistant\n");
+        break;
+    }
     default:
         for (int i = 0; i < n_user; i++) {
             if (i) sb_add(&b, "\n");
@@ -241,6 +265,7 @@ int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max) {
         cand[1] = tokenizer_token_to_id(tok, "<|eot_id|>");
         cand[2] = tokenizer_token_to_id(tok, "<|end_of_text|>");
     }
+    if (t == CHAT_CHATML) cand[1] = tokenizer_token_to_id(tok, "<|im_end|>");
     int k = 0;
     for (int i = 0; i < 3; i++) {
         if (cand[i] < 0) continue;

@@ -11,6 +11,11 @@
  *                     specials (the template writes <|begin_of_text|>).
  *   vicuna            fastchat conversation "vicuna_v1.1" with its default
  *                     system prompt; encoded with bos.
+ *   chatml            <|im_start|>role\n...<|im_end|>\n per message and
+ *                     <|im_start|>assistant\n to answer, as SmolLM2-Instruct's
+ *                     tokenizer_config chat_template renders it, including its
+ *                     default system message when none is given; encoded
+ *                     without adding specials (the template writes them).
  *
  * Multi-turn as in EAGLE: the prompt for turn k holds user turns 1..k and the
  * model's own answers to turns 1..k-1. */
@@ -25,14 +30,15 @@ typedef enum {
     CHAT_LLAMA2 = 1,
     CHAT_LLAMA3 = 2,
     CHAT_VICUNA = 3,
+    CHAT_CHATML = 4,
 } ChatTemplate;
 
 /* Accepts llama-2-chat (llama2, llama-2), llama-3-instruct (llama3, llama-3),
- * vicuna (vicuna_v1.1), none.  Returns 0, or -1 with an error listing the
+ * vicuna (vicuna_v1.1), chatml, none.  Returns 0, or -1 with an error listing the
  * names. */
 int chat_template_parse(const char *name, ChatTemplate *out);
 const char *chat_template_name(ChatTemplate t);
-#define CHAT_TEMPLATE_NAMES "llama-2-chat, llama-3-instruct, vicuna, none"
+#define CHAT_TEMPLATE_NAMES "llama-2-chat, llama-3-instruct, vicuna, chatml, none"
 
 /* Guesses the template of a checkpoint from tokenizer_config.json's
  * chat_template, the special tokens of the vocabulary and the checkpoint's
@@ -41,7 +47,8 @@ const char *chat_template_name(ChatTemplate t);
 int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplate *out,
                         char *why, size_t whylen);
 
-/* EAGLE's system prompt for llama-2/3, fastchat's for vicuna, "" for none. */
+/* EAGLE's system prompt for llama-2/3, fastchat's for vicuna, SmolLM2's for
+ * chatml, "" for none. */
 const char *chat_default_system(ChatTemplate t);
 
 /* Renders the prompt for turn n_user: user[0..n_user) and the model's
@@ -55,7 +62,8 @@ int chat_add_special(ChatTemplate t);
 int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
                 const char *const *assistant, int n_user, int32_t **ids, size_t *n);
 
-/* Token ids that end the model's answer: eos, and <|eot_id|> for llama-3.
+/* Token ids that end the model's answer: eos, <|eot_id|> for llama-3,
+ * <|im_end|> for chatml.
  * Returns how many were written to out (at most max). */
 int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max);
 
