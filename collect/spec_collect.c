@@ -27,7 +27,7 @@ static void usage(FILE *f) {
 "  --draft DIR            EAGLE head (or draft LM with --draft-kind lm)\n"
 "  --draft-kind K         eagle (default) | lm\n"
 "  --tokenizer PATH       default: --target\n"
-"  --template NAME        %s (default: guessed)\n"
+"  --template NAME        %s (default: guessed; plain text if none is recognised)\n"
 "  --system TEXT          system prompt (default: the template's)\n"
 "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
 "  --questions FILE       question.jsonl; repeatable (benchmark = its folder or file stem)\n"

@@ -80,6 +80,33 @@ static void test_json_report(void) {
     unlink(out);
 }
 
+/* A base model (the demo target has no chat template): plain-text prompts
+ * with a notice, the same tokens as an explicit --template none. */
+static void test_no_template_is_plain_text(void) {
+    char err[4096], q[] = "/tmp/c2t_evalnXXXXXX", j1[64], j2[64];
+    int fd = mkstemp(q);
+    close(fd);
+    write_file(q, "{\"question_id\": 1, \"turns\": [\"def fib(n):\"]}\n");
+    snprintf(j1, sizeof j1, "%s.a.json", q);
+    snprintf(j2, sizeof j2, "%s.b.json", q);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --policy ar --no-baseline --device cpu "
+                     "--max-new-tokens 8 --questions %s --json %s", bin_dir(), q, j1);
+    CHECK(rc == 0 && strstr(err, "plain text"), "no template: rc %d, stderr %.300s", rc, err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --policy ar --no-baseline "
+                 "--device cpu --max-new-tokens 8 --questions %s --json %s", bin_dir(), q, j2);
+    REQUIRE(rc == 0, "--template none: %s", err);
+    cJSON *a = read_json_file(j1), *b = read_json_file(j2);
+    REQUIRE(a && b, "%s", err_get());
+    const cJSON *ta = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+                          cJSON_GetArrayItem(cJSON_GetObjectItem(a, "benchmarks"), 0), "questions"), 0), "turns"), 0), "output_ids");
+    const cJSON *tb = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+                          cJSON_GetArrayItem(cJSON_GetObjectItem(b, "benchmarks"), 0), "questions"), 0), "turns"), 0), "output_ids");
+    CHECK(ta && tb && cJSON_Compare(ta, tb, 1) && cJSON_GetArraySize(ta) > 0, "guessed plain text differs from --template none");
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "settings"), "template")->valuestring, "none"), "template in report");
+    cJSON_Delete(a); cJSON_Delete(b);
+    unlink(q); unlink(j1); unlink(j2);
+}
+
 static void test_bad_input(void) {
     char err[4096], bad[] = "/tmp/c2t_evalbXXXXXX";
     int fd = mkstemp(bad);
@@ -211,6 +238,7 @@ int main(void) {
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
     RUN(test_json_report);
+    RUN(test_no_template_is_plain_text);
     RUN(test_bad_input);
     RUN(test_sampling_runs_and_is_seeded);
     RUN(test_device_option);

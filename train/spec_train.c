@@ -60,6 +60,7 @@ static void usage(FILE *f) {
         "                         --dump-epochs epochs (default 1), the held-out set, C weights per epoch\n"
         "  --dump-epochs N        epochs to dump with --dump-init\n"
         "  --quiet                no progress lines\n"
+        "  --verbose              a line per epoch (loss, held-out metrics, time) instead of one progress line\n"
         "  -h, --help             this text\n");
 }
 
@@ -98,7 +99,7 @@ static void parse_transform(const char *s, TrainOpts *o) {
 int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
-           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET };
+           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
         {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
@@ -113,7 +114,7 @@ int main(int argc, char **argv) {
         {"standardize", no_argument, 0, O_STD}, {"strict", no_argument, 0, O_STRICT},
         {"threads", required_argument, 0, O_THREADS}, {"sample-mem", required_argument, 0, O_SMEM},
         {"dump-init", required_argument, 0, O_DUMP}, {"dump-epochs", required_argument, 0, O_DUMPE},
-        {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"quiet", no_argument, 0, O_QUIET}, {"verbose", no_argument, 0, O_VERBOSE}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     TrainOpts o;
     train_defaults(&o);
     const char **traces = xcalloc(argc + 1, sizeof(char *));
@@ -158,6 +159,7 @@ int main(int argc, char **argv) {
         case O_DUMP: o.dump_dir = optarg; break;
         case O_DUMPE: o.dump_epochs = (int)integer("--dump-epochs", optarg); break;
         case O_QUIET: o.progress = 0; break;
+        case O_VERBOSE: o.verbose = 1; break;
         case 'h': usage(stdout); free(traces); return 0;
         default: die(prog, "unknown option or missing value: '%s' (see --help)", argv[optind - 1]);
         }

@@ -202,6 +202,7 @@ typedef struct {
     Feat **neg;                  /* per epoch: its sampled negatives (a group of epochs at a time) */
     int64_t k, n_s;              /* negatives and samples per epoch */
     int group, has_eval, probe_off, step_threads;
+    Progress epoch_bar;          /* the one progress line over the epochs */
 } Run;
 
 /* Reads the traces, sizes the epochs and allocates the model and buffers. */
@@ -366,7 +367,8 @@ static int run_epoch(Run *r, int e) {
     Progress pr;
     char label[64], extra[64];
     snprintf(label, sizeof label, "epoch %d/%d (batches)", e + 1, o->epochs);
-    if (o->progress) progress_start(&pr, label, nb);
+    const int batch_bar = o->progress && o->verbose;
+    if (batch_bar) progress_start(&pr, label, nb);
     t0 = now_seconds();
     for (int64_t b = 0; b < nb; b++) {
         int64_t s0 = b * o->batch;
@@ -395,14 +397,14 @@ static int run_epoch(Run *r, int e) {
         }
         adam_step(&r->adam, theta, grad);
         lsum += l * m;
-        if (o->progress) {
+        if (batch_bar) {
             snprintf(extra, sizeof extra, "loss %.5f", lsum / (double)(s0 + m));
             progress_update(&pr, b + 1, extra);
         }
     }
     r->t_train += now_seconds() - t0;
     train_loss[e] = lsum / (double)n_s;
-    if (o->progress) { snprintf(extra, sizeof extra, "loss %.5f", train_loss[e]); progress_end(&pr, nb, extra); }
+    if (batch_bar) { snprintf(extra, sizeof extra, "loss %.5f", train_loss[e]); progress_end(&pr, nb, extra); }
     for (int i = 0; i < np; i++) {
         if (!isfinite(theta[i])) { err_set("training diverged: non-finite weight after epoch %d", e + 1); return -1; }
     }
@@ -425,7 +427,14 @@ static int run_epoch(Run *r, int e) {
     }
     epoch_secs[e] = now_seconds() - te;
     epoch_threads[e] = r->step_threads;
-    print_epoch(e, o->epochs, train_loss[e], &res[e], has_eval, epoch_secs[e]);
+    if (o->verbose) print_epoch(e, o->epochs, train_loss[e], &res[e], has_eval, epoch_secs[e]);
+    else if (o->progress) {
+        char extra2[96];
+        if (has_eval) snprintf(extra2, sizeof extra2, "loss %.5f held-out recall %.4f", train_loss[e], res[e].cls.recall);
+        else snprintf(extra2, sizeof extra2, "loss %.5f", train_loss[e]);
+        if (e + 1 == o->epochs) progress_end(&r->epoch_bar, e + 1, extra2);
+        else progress_update(&r->epoch_bar, e + 1, extra2);
+    }
     return 0;
 }
 
@@ -567,6 +576,7 @@ int train_run(const TrainOpts *o) {
     r->step_threads = 1;
     int rc = -1;
     if (run_prepare(r)) goto done;
+    if (o->progress && !o->verbose) progress_start(&r->epoch_bar, "spec-train epochs", o->epochs);
     for (int e = 0; e < o->epochs; e++)
         if (run_epoch(r, e)) goto done;
     if (o->dump_dir && write_dump_manifest(r)) goto done;

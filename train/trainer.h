@@ -39,7 +39,8 @@ typedef struct {
     int strict;                 /* non-finite features are an error */
     int threads;                /* 0 = OpenMP default */
     size_t sample_mem;          /* bytes for drawn negatives per streaming pass */
-    int progress;
+    int progress;            /* one progress line over the epochs (stderr) */
+    int verbose;             /* also a line per epoch and a batch progress line per epoch */
 } TrainOpts;
 
 void train_defaults(TrainOpts *o);

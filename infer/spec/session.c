@@ -23,9 +23,14 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         if (chat_template_parse(cfg->template_name, &s->tmpl)) return -1;
     } else {
         char why[256];
-        if (chat_template_guess(s->tok, cfg->target_dir, &s->tmpl, why, sizeof why)) return -1;
-        fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog,
-                chat_template_name(s->tmpl), why);
+        if (chat_template_guess(s->tok, cfg->target_dir, &s->tmpl, why, sizeof why) == 0) {
+            fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog,
+                    chat_template_name(s->tmpl), why);
+        } else {   /* a base model: its prompts are plain text */
+            s->tmpl = CHAT_NONE;
+            fprintf(stderr, "%s: no chat template recognised for %s; prompts are plain text, as --template none "
+                    "(set --template to choose)\n", prog, cfg->target_dir);
+        }
     }
     s->slots = cfg->max_ctx > 0 ? cfg->max_ctx : 4096;
     if (cfg->draft_dir) {
