@@ -34,6 +34,17 @@ static const char **str_list(const cJSON *arr, int *n) {
 
 /* ---------------------------------------------------------------- templates */
 
+/* A golden row's conversation (system, user turns, answers) rendered with
+ * template t; *sys is NULL for the template's default system prompt. */
+static char *render_row(const cJSON *row, ChatTemplate t, const char **sys, const char ***u, int *nu, const char ***a,
+                        int *na) {
+    const cJSON *s = cJSON_GetObjectItem(row, "system");
+    *sys = cJSON_IsString(s) ? s->valuestring : NULL;
+    *u = str_list(cJSON_GetObjectItem(row, "user"), nu);
+    *a = str_list(cJSON_GetObjectItem(row, "assistant"), na);
+    return chat_render(t, *sys, *u, *a, *nu);
+}
+
 static void test_chat_golden_prompts(void) {
     cJSON *g = read_json_file(GOLD "chat_golden.json");
     REQUIRE(g, "%s", err_get());
@@ -44,14 +55,12 @@ static void test_chat_golden_prompts(void) {
     cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
         ChatTemplate t;
         REQUIRE(chat_template_parse(cJSON_GetObjectItem(row, "template")->valuestring, &t) == 0, "%s", err_get());
-        const cJSON *sys = cJSON_GetObjectItem(row, "system");
+        const char *sys, **u, **a;
         int nu, na;
-        const char **u = str_list(cJSON_GetObjectItem(row, "user"), &nu);
-        const char **a = str_list(cJSON_GetObjectItem(row, "assistant"), &na);
-        char *p = chat_render(t, cJSON_IsString(sys) ? sys->valuestring : NULL, u, a, nu);
+        char *p = render_row(row, t, &sys, &u, &nu, &a, &na);
         const char *exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
         CHECK(!strcmp(p, exp), "%s, %d turns, system %s:\nexpected \"%s\"\n     got \"%s\"", chat_template_name(t), nu,
-              cJSON_IsString(sys) ? "\"\"" : "default", exp, p);
+              sys ? "\"\"" : "default", exp, p);
         /* multi-turn: turn k's prompt holds the answer to turn k-1 */
         for (int k = 0; k < na; k++) {
             char *ans = chat_py_strip(a[k]);
@@ -77,18 +86,15 @@ static void test_chatml_golden(void) {
     const cJSON *row;
     int n = 0, n_ids = 0;
     cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
-        const cJSON *sys = cJSON_GetObjectItem(row, "system");
+        const char *sys, **u, **a;
         int nu, na;
-        const char **u = str_list(cJSON_GetObjectItem(row, "user"), &nu);
-        const char **a = str_list(cJSON_GetObjectItem(row, "assistant"), &na);
-        char *p = chat_render(CHAT_CHATML, cJSON_IsString(sys) ? sys->valuestring : NULL, u, a, nu);
+        char *p = render_row(row, CHAT_CHATML, &sys, &u, &nu, &a, &na);
         const char *exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
         CHECK(!strcmp(p, exp), "chatml, %d turns:\nexpected \"%s\"\n     got \"%s\"", nu, exp, p);
         if (tok) {
             int32_t *ids;
             size_t k;
-            REQUIRE(chat_encode(tok, CHAT_CHATML, cJSON_IsString(sys) ? sys->valuestring : NULL, u, a, nu, &ids, &k) == 0,
-                    "%s", err_get());
+            REQUIRE(chat_encode(tok, CHAT_CHATML, sys, u, a, nu, &ids, &k) == 0, "%s", err_get());
             CHECK(same_ids(cJSON_GetObjectItem(row, "ids"), ids, k), "chatml prompt %d: ids differ", n);
             free(ids);
             n_ids++;
