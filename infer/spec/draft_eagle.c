@@ -17,8 +17,8 @@ typedef struct {
     LayerScratch ls;
     int cap;                 /* token capacity of the buffers below */
     float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: input features) */
-    float *root_feat;        /* head output at the root (device, H) */
-    float *node_feat;        /* head output per tree node (device, node_cap × H) */
+    float *node_feat;        /* head output per tree node (device, node_cap × H); row 0 is the
+                                root's, written at catch-up (the root is never expanded here) */
     int node_cap;
 } EagleHead;
 
@@ -50,7 +50,6 @@ static int eagle_load(Draft *d, const char *dir) {
     config_inv_freq(c, e->inv_freq);
     e->kv = d->be->kv_create(1, d->slots, c->kv_heads * c->head_dim);
     if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return -1; }
-    e->root_feat = d->be->alloc(h);
     return 0;
 }
 
@@ -71,7 +70,6 @@ static void eagle_free(Draft *d) {
     if (e->fc_w.data) be->weight_release(&e->fc_w);
     if (e->fc_b.data) be->weight_release(&e->fc_b);
     if (e->kv) be->kv_free(e->kv);
-    if (e->root_feat) be->release(e->root_feat);
     if (e->node_feat) be->release(e->node_feat);
     st_close(e->st);
     free(e->inv_freq);
@@ -134,7 +132,8 @@ static int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int 
     in[n - 1] = next;
     for (int i = 0; i < n; i++) pos[i] = d->n_past + i;
     eagle_forward(d, e, in, hidden, pos, n, NULL);
-    d->be->copy(e->root_feat, e->x + (size_t)(n - 1) * d->H, d->H);
+    reserve_node_feat(d, e, 1);
+    d->be->copy(e->node_feat, e->x + (size_t)(n - 1) * d->H, d->H);
     d->be->copy(d->root_logits, e->logits + (size_t)(n - 1) * d->V, d->V);
     free(in); free(pos);
     return n;
@@ -147,12 +146,10 @@ static const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *node
     reserve(d, e, n);
     reserve_node_feat(d, e, t->n);
     /* each node's input feature is its parent's output: one gather from
-     * node_feat, whose row 0 (the root, never expanded here) gets the
-     * root's feature, and one scatter of the outputs back (a GPU pays a
-     * launch per copy, so per-node copies cost more than the head) */
+     * node_feat (row 0 = the root) and one scatter of the outputs back (a
+     * GPU pays a launch per copy, so per-node copies cost more than the head) */
     int *par = xmalloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]];
-    be->copy(e->node_feat, e->root_feat, d->H);
     be->copy_rows(e->feat, NULL, e->node_feat, par, n, d->H);
     eagle_forward(d, e, tok, e->feat, pos, n, mask);
     be->copy_rows(e->node_feat, nodes, e->x, NULL, n, d->H);
