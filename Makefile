@@ -53,7 +53,7 @@ PLUGIN   := $(BUILD)/plugins/libh5zstd.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2
+.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
 
 check-deps:
@@ -124,7 +124,7 @@ $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests
 # without network they report SKIP.
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory smollm2 || echo "make test: SmolLM2 is not available (no network?); its tests will SKIP"
+	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test: SmolLM2 is not available (no network?); its tests will SKIP"
 	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh
 
 # Same tests under AddressSanitizer + UBSan in a separate build tree.
@@ -150,6 +150,8 @@ SMOLLM2_SHA256 := bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c
 SMOLLM2_DTYPE  ?= bf16
 SMOLLM2_DIR    := models/smollm2-135m-instruct$(if $(filter f32,$(SMOLLM2_DTYPE)),-f32,)
 smollm2: $(SMOLLM2_DIR)/model.safetensors
+smollm2-f32:
+	@$(MAKE) --no-print-directory smollm2 SMOLLM2_DTYPE=f32
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download

@@ -4,7 +4,11 @@
 #include "tests/harness.h"
 #include "infer/model/generate.h"
 #include "infer/model/llama.h"
+#include "infer/text/chat.h"
+#include "infer/text/questions.h"
+#include "infer/text/tokenizer.h"
 #include "kernels/base/util.h"
+#include <cjson/cJSON.h>
 
 static const Backend *be = &cpu_backend;
 
@@ -317,6 +321,134 @@ static void test_cache_overflow_is_an_error(void) {
     llama_free(m);
 }
 
+/* ---- SmolLM2-135M-Instruct (make smollm2, make smollm2-f32) against
+ * transformers (tools/smollm2_runtime_golden.py): the F32 conversion holds the
+ * GGUF's dequantised weights exactly, so transformers on it is the reference.
+ * The BF16 conversion rounds each weight to 8 bits of mantissa; its logits
+ * stay within SMOLLM2_BF16_REL of max|logit| of that reference (measured
+ * 4.7e-3 on the golden prompt, hidden state 4.3e-3; F32: 1.7e-6). */
+#define SMOLLM2_F32 "models/smollm2-135m-instruct-f32"
+#define SMOLLM2_BF16 "models/smollm2-135m-instruct"
+#define SMOLLM2_BF16_REL 2e-2f
+
+static void smollm2_logits(const char *dir, float bound, const char *what) {
+    if (!file_exists(SMOLLM2_F32 "/model.safetensors") || !file_exists(SMOLLM2_BF16 "/model.safetensors"))
+        SKIP("%s or %s absent (make smollm2 smollm2-f32)", SMOLLM2_F32, SMOLLM2_BF16);
+    SafeTensors *g = st_open("tests/golden/smollm2_hf.safetensors");
+    REQUIRE(g, "%s", err_get());
+    const StTensor *gi = st_find(g, "input_ids"), *gl = st_find(g, "logits"), *gh = st_find(g, "hidden");
+    REQUIRE(gi && gl && gh, "golden lacks input_ids/logits/hidden");
+    LlamaModel *m = llama_load(dir, be);
+    REQUIRE(m, "load %s: %s", dir, err_get());
+    int T, R = (int)gl->shape[0];
+    const int V = m->cfg.vocab, H = m->cfg.hidden;
+    REQUIRE(gl->shape[1] == V && gh->shape[1] == H, "golden shapes do not match %s", dir);
+    int *ids = ids_of(gi, &T), *pos = xmalloc(sizeof(int) * T);
+    for (int i = 0; i < T; i++) pos[i] = i;
+    LlamaState *s = llama_state_new(m, T);
+    REQUIRE(llama_forward(s, ids, pos, T, NULL, LOGITS_ALL) == 0, "forward: %s", err_get());
+    const float *rl = gl->data, *rh = gh->data;
+    float scale = max_abs(rl, (size_t)R * V), hs = max_abs(rh, (size_t)R * H);
+    float dl = max_diff(s->logits + (size_t)(T - R) * V, rl, (size_t)R * V);
+    float dh = max_diff(s->hidden + (size_t)(T - R) * H, rh, (size_t)R * H);
+    printf("# SmolLM2 %s vs transformers F32: |Δlogit|/max %.2e, |Δhidden|/max %.2e (%d tokens)\n", what,
+           dl / scale, dh / hs, T);
+    CHECK(dl <= bound * scale, "%s logits: max diff %g > %g (max |logit| %g)", what, dl, bound * scale, scale);
+    CHECK(dh <= bound * hs, "%s hidden: max diff %g > %g", what, dh, bound * hs);
+    llama_state_free(s);
+    llama_free(m);
+    free(ids); free(pos);
+    st_close(g);
+}
+static void test_smollm2_f32_logits_vs_transformers(void) { smollm2_logits(SMOLLM2_F32, PARITY_REL, "F32"); }
+static void test_smollm2_bf16_logits_vs_transformers(void) { smollm2_logits(SMOLLM2_BF16, SMOLLM2_BF16_REL, "BF16"); }
+
+static int *json_ids(const cJSON *a, int *n) {
+    *n = cJSON_GetArraySize(a);
+    int *v = xmalloc(sizeof(int) * (*n > 0 ? *n : 1)), i = 0;
+    for (const cJSON *e = a ? a->child : NULL; e; e = e->next) v[i++] = (int)e->valuedouble;
+    return v;
+}
+
+/* greedy ids of the runtime on the F32 conversion equal transformers' generate */
+static int smollm2_greedy_one(LlamaModel *m, const int *prompt, int np, const cJSON *want_json, const char *key) {
+    int ng;
+    int *want = json_ids(want_json, &ng);
+    LlamaState *s = llama_state_new(m, np + ng + 1);
+    int *got = xmalloc(sizeof(int) * (ng + 1));
+    int n = greedy_generate(s, prompt, np, ng, got), same = n == ng;
+    for (int i = 0; same && i < ng; i++) same = got[i] == want[i];
+    CHECK(same, "%s: greedy ids differ from transformers generate (%d vs %d tokens)", key, n, ng);
+    free(got); free(want);
+    llama_state_free(s);
+    return same;
+}
+
+static cJSON *smollm2_greedy_golden(LlamaModel **m) {
+    if (!file_exists(SMOLLM2_F32 "/model.safetensors")) return NULL;
+    *m = llama_load(SMOLLM2_F32, be);
+    return *m ? read_json_file("tests/golden/smollm2_hf_greedy.json") : NULL;
+}
+
+static void test_smollm2_greedy_vs_transformers_local(void) {
+    LlamaModel *m = NULL;
+    if (!file_exists(SMOLLM2_F32 "/model.safetensors")) SKIP("%s absent (make smollm2-f32)", SMOLLM2_F32);
+    cJSON *g = smollm2_greedy_golden(&m);
+    REQUIRE(g, "%s", err_get());
+    int cases = 0;
+    for (const cJSON *e = cJSON_GetObjectItem(g, "generate")->child; e; e = e->next) {
+        if (strncmp(e->string, "local/", 6)) continue;
+        int np;
+        int *prompt = json_ids(cJSON_GetObjectItem(e, "prompt"), &np);
+        smollm2_greedy_one(m, prompt, np, cJSON_GetObjectItem(e, "ids"), e->string);
+        free(prompt);
+        cases++;
+    }
+    CHECK(cases >= 3, "golden has %d local cases", cases);
+    cJSON_Delete(g);
+    llama_free(m);
+}
+
+/* first turns of the benchmarks: prompt ids from our tokenizer and chatml template
+ * (each checked against llama.cpp / transformers in test_tokenizer, test_chat) */
+static void test_smollm2_greedy_vs_transformers_bench(void) {
+    if (!file_exists(SMOLLM2_F32 "/model.safetensors")) SKIP("%s absent (make smollm2-f32)", SMOLLM2_F32);
+    if (!file_exists("../shared/benchmarks/mt_bench/question.jsonl")) SKIP("../shared/benchmarks absent");
+    LlamaModel *m = NULL;
+    cJSON *g = smollm2_greedy_golden(&m);
+    REQUIRE(g, "%s", err_get());
+    Tokenizer *tok = tokenizer_load(SMOLLM2_BF16);
+    REQUIRE(tok, "%s", err_get());
+    int cases = 0, same = 0;
+    for (const cJSON *e = cJSON_GetObjectItem(g, "generate")->child; e; e = e->next) {
+        if (!strncmp(e->string, "local/", 6)) continue;
+        char bench[64], qid[64], path[256];
+        REQUIRE(sscanf(e->string, "%63[^/]/%63s", bench, qid) == 2, "golden key %s", e->string);
+        snprintf(path, sizeof path, "../shared/benchmarks/%s/question.jsonl", bench);
+        QuestionSet *qs = questions_load(path);
+        REQUIRE(qs, "%s", err_get());
+        const Question *q = NULL;
+        for (int i = 0; i < qs->n; i++) if (!strcmp(qs->q[i].id, qid)) q = &qs->q[i];
+        REQUIRE(q, "%s: question %s not found", path, qid);
+        int32_t *ids;
+        size_t n;
+        const char *user = q->turns[0];
+        REQUIRE(chat_encode(tok, CHAT_CHATML, chat_default_system(CHAT_CHATML), &user, NULL, 1, &ids, &n) == 0,
+                "%s", err_get());
+        int *prompt = xmalloc(sizeof(int) * n);
+        for (size_t i = 0; i < n; i++) prompt[i] = ids[i];
+        same += smollm2_greedy_one(m, prompt, (int)n, e, e->string);
+        free(prompt); free(ids);
+        questions_free(qs);
+        cases++;
+    }
+    printf("# SmolLM2 F32 greedy: %d/%d benchmark first turns equal to transformers\n", same, cases);
+    CHECK(cases >= 20, "golden has %d benchmark cases", cases);
+    tokenizer_free(tok);
+    cJSON_Delete(g);
+    llama_free(m);
+}
+
 int main(void) {
     RUN(test_parity_llama2_f32);
     RUN(test_parity_llama2_f16_sharded);
@@ -328,5 +460,9 @@ int main(void) {
     RUN(test_tree_attention_equals_path_decoding);
     RUN(test_cache_overflow_is_an_error);
     RUN(test_threads_do_not_change_results);
+    RUN(test_smollm2_f32_logits_vs_transformers);
+    RUN(test_smollm2_bf16_logits_vs_transformers);
+    RUN(test_smollm2_greedy_vs_transformers_local);
+    RUN(test_smollm2_greedy_vs_transformers_bench);
     return h_done();
 }

@@ -1,5 +1,6 @@
 #include "train/export.h"
 #include "kernels/base/util.h"
+#include "infer/model/safetensors.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -67,11 +68,10 @@ cJSON *classifier_to_json(const Classifier *c) {
 
 int classifier_write_safetensors(const char *path, const Classifier *c) {
     int h = c->hidden;
-    struct { const char *name; const float *data; int ndim; int64_t shape[2]; } t[4] = {
-        {"fc1.weight", c->fc1_w, 2, {h, 3}}, {"fc1.bias", c->fc1_b, 1, {h, 0}},
-        {"fc2.weight", c->fc2_w, 2, {1, h}}, {"fc2.bias", &c->fc2_b, 1, {1, 0}}};
-    cJSON *hdr = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(hdr, "__metadata__");
+    StWrite w[4] = {
+        {"fc1.weight", DT_F32, 2, {h, 3}, c->fc1_w}, {"fc1.bias", DT_F32, 1, {h}, c->fc1_b},
+        {"fc2.weight", DT_F32, 2, {1, h}, c->fc2_w}, {"fc2.bias", DT_F32, 1, {1}, &c->fc2_b}};
+    cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "format", CLS_FORMAT);
     char num[32];
     snprintf(num, sizeof num, "%d", CLS_VERSION);
@@ -86,33 +86,7 @@ int classifier_write_safetensors(const char *path, const Classifier *c) {
     cJSON_AddStringToObject(meta, "features", fjs);
     free(fjs);
     cJSON_Delete(fs);
-    size_t off = 0;
-    for (int i = 0; i < 4; i++) {
-        size_t numel = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
-        cJSON *e = cJSON_AddObjectToObject(hdr, t[i].name);
-        cJSON_AddStringToObject(e, "dtype", "F32");
-        double shp[2] = {(double)t[i].shape[0], (double)t[i].shape[1]};
-        cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(shp, t[i].ndim));
-        double offs[2] = {(double)off, (double)(off + numel * 4)};
-        cJSON_AddItemToObject(e, "data_offsets", cJSON_CreateDoubleArray(offs, 2));
-        off += numel * 4;
-    }
-    char *js = cJSON_PrintUnformatted(hdr);
-    cJSON_Delete(hdr);
-    size_t hl = strlen(js), padded = (hl + 7) & ~(size_t)7;
-    FILE *f = fopen(path, "wb");
-    if (!f) { err_set("%s: cannot create: %s", path, strerror(errno)); free(js); return -1; }
-    uint64_t hlen = padded;
-    int bad = fwrite(&hlen, 8, 1, f) != 1 || fwrite(js, 1, hl, f) != hl;
-    for (size_t i = hl; i < padded; i++) bad |= fputc(' ', f) == EOF;
-    for (int i = 0; i < 4; i++) {
-        size_t numel = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
-        bad |= fwrite(t[i].data, 4, numel, f) != numel;
-    }
-    bad |= fclose(f) != 0;
-    free(js);
-    if (bad) { err_set("%s: write failed", path); return -1; }
-    return 0;
+    return st_write_meta(path, w, 4, meta);
 }
 
 cJSON *rates_json(const Rates *r) {

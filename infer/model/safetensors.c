@@ -240,7 +240,16 @@ const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int6
 }
 
 int st_write(const char *path, const StWrite *tensors, int n) {
+    return st_write_meta(path, tensors, n, NULL);
+}
+
+int st_write_meta(const char *path, const StWrite *tensors, int n, cJSON *meta) {
     cJSON *h = cJSON_CreateObject();
+    if (!meta) {    /* what torch's save_file writes; transformers refuses a checkpoint without it */
+        meta = cJSON_CreateObject();
+        cJSON_AddStringToObject(meta, "format", "pt");
+    }
+    cJSON_AddItemToObject(h, "__metadata__", meta);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         const StWrite *t = &tensors[i];
@@ -261,15 +270,19 @@ int st_write(const char *path, const StWrite *tensors, int n) {
     FILE *f = fopen(path, "wb");
     if (!f) { free(js); err_set("%s: cannot create: %s", path, strerror(errno)); return -1; }
     uint64_t hlen = padded;
-    fwrite(&hlen, 8, 1, f);
-    fwrite(js, 1, hl, f);
-    for (size_t i = hl; i < padded; i++) fputc(' ', f);
+    int bad = fwrite(&hlen, 8, 1, f) != 1 || fwrite(js, 1, hl, f) != hl;
+    for (size_t i = hl; i < padded; i++) bad |= fputc(' ', f) == EOF;
     free(js);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !bad; i++) {
         size_t numel = 1;
         for (int d = 0; d < tensors[i].ndim; d++) numel *= tensors[i].shape[d];
-        fwrite(tensors[i].data, dtype_size(tensors[i].dtype), numel, f);
+        bad |= fwrite(tensors[i].data, dtype_size(tensors[i].dtype), numel, f) != numel;
     }
-    if (fclose(f) != 0) { err_set("%s: write failed", path); return -1; }
+    int err = errno;
+    if (fclose(f) != 0 || bad) {
+        err_set("%s: write failed: %s", path, strerror(err ? err : errno));
+        remove(path);
+        return -1;
+    }
     return 0;
 }

@@ -52,5 +52,10 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     const void *data;
 } StWrite;
+/* __metadata__ is {"format": "pt"} as torch writes it (transformers needs it);
+ * st_write_meta takes its own object (owned by the call). A failed write
+ * removes the partial file. */
 int st_write(const char *path, const StWrite *tensors, int n);
+struct cJSON;
+int st_write_meta(const char *path, const StWrite *tensors, int n, struct cJSON *meta);
 #endif
