@@ -32,6 +32,7 @@ static void usage(FILE *f) {
 "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
 "  --questions FILE       question.jsonl; repeatable (benchmark = its folder or file stem)\n"
 "  --max-questions N      first N questions of each file\n"
+"  --max-turns N          first N turns of each question (1: first turns only)\n"
 "  --out FILE.h5          trace file (must not exist unless --resume)\n"
 "  --topk K               children per expanded node (default 10)\n"
 "  --depth D              expansion steps; nodes reach depth D+1 (default 10: 1011 nodes/tree)\n"
@@ -156,9 +157,7 @@ int main(int argc, char **argv) {
     QuestionSet *sets[64];
     int total_q = 0, mine = 0;
     for (int i = 0; i < qs.n; i++) {
-        sets[i] = questions_load(qs.files[i]);
-        if (!sets[i]) die_err(prog);
-        questions_keep_first(sets[i], qs.max_questions);
+        sets[i] = cli_questions_load(prog, &qs, i);
         for (int j = 0; j < sets[i]->n; j++, total_q++) mine += total_q % shard_n == shard_i;
     }
 
@@ -187,6 +186,7 @@ int main(int argc, char **argv) {
     SET("entropy_topm", "%d", cfg.prm.topm);
     SET("max_new_tokens", "%d", cfg.max_new);
     SET("max_questions", "%d", qs.max_questions);
+    SET("max_turns", "%d", qs.max_turns);
     SET("depth_convention", "children of the root have depth 1");
     char qlist[1024] = "";
     for (int i = 0; i < qs.n; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", qs.files[i]);

@@ -1,5 +1,6 @@
 /* The shared command-line layer (infer/cli.h). */
 #include "infer/cli.h"
+#include "infer/text/questions.h"
 #include "kernels/base/util.h"
 #include <errno.h>
 #include <math.h>
@@ -44,6 +45,7 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
         q->files[q->n++] = arg;
         return 1;
     case CLI_MAX_QUESTIONS: q->max_questions = (int)cli_int(prog, "--max-questions", arg, 1, 1 << 30); return 1;
+    case CLI_MAX_TURNS: q->max_turns = (int)cli_int(prog, "--max-turns", arg, 1, 1 << 30); return 1;
     case CLI_MAX_NEW: cfg->max_new = (int)cli_int(prog, "--max-new-tokens", arg, 1, 1 << 20); return 1;
     case CLI_MAX_CTX: cfg->max_ctx = (int)cli_int(prog, "--max-ctx", arg, 16, 1 << 22); return 1;
     case CLI_TOPK: cfg->prm.topk = (int)cli_int(prog, "--topk", arg, 1, 1000); return 1;
@@ -55,4 +57,12 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
 
 void cli_unknown_option(const char *prog, char **argv) {
     die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+}
+
+QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i) {
+    QuestionSet *qs = questions_load(q->files[i]);
+    if (!qs) die(prog, "%s", err_get());
+    questions_keep_first(qs, q->max_questions);
+    questions_keep_turns(qs, q->max_turns);
+    return qs;
 }

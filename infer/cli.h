@@ -19,13 +19,14 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
  * CLI_OWN. */
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
-    CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPK, CLI_DEPTH, CLI_TOPM, CLI_OWN
+    CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPK, CLI_DEPTH, CLI_TOPM, CLI_OWN
 };
 #define CLI_SESSION_OPTIONS                                                                                  \
     {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},           \
         {"tokenizer", 1, 0, CLI_TOKENIZER}, {"template", 1, 0, CLI_TEMPLATE}, {"system", 1, 0, CLI_SYSTEM},   \
         {"device", 1, 0, CLI_DEVICE}, {"questions", 1, 0, CLI_QUESTIONS},                                     \
-        {"max-questions", 1, 0, CLI_MAX_QUESTIONS}, {"max-new-tokens", 1, 0, CLI_MAX_NEW},                   \
+        {"max-questions", 1, 0, CLI_MAX_QUESTIONS}, {"max-turns", 1, 0, CLI_MAX_TURNS},                     \
+        {"max-new-tokens", 1, 0, CLI_MAX_NEW},                                                              \
         {"max-ctx", 1, 0, CLI_MAX_CTX}, {"topk", 1, 0, CLI_TOPK}, {"depth", 1, 0, CLI_DEPTH},                 \
         {"entropy-topm", 1, 0, CLI_TOPM}
 
@@ -34,7 +35,12 @@ typedef struct {
     const char *files[CLI_MAX_FILES];   /* --questions, in order */
     int n;
     int max_questions;                   /* --max-questions, 0 = all */
+    int max_turns;                       /* --max-turns, 0 = all */
 } CliQuestions;
+
+/* The i-th --questions file with --max-questions and --max-turns applied;
+ * a bad file is one line and exit 1. */
+QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i);
 
 /* Applies one session option (getopt code and its argument); returns 1 when
  * code was one of them, 0 otherwise. */

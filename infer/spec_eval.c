@@ -47,6 +47,7 @@ static void usage(FILE *f) {
 "decoding\n"
 "  --questions FILE       question.jsonl (EAGLE/Spec-Bench format); repeatable, one benchmark each\n"
 "  --max-questions N      first N questions of each file\n"
+"  --max-turns N          first N turns of each question (1: first turns only)\n"
 "  --max-new-tokens N     per turn (default 256)\n"
 "  --max-ctx N            KV cache slots for prompt + answer (default 4096)\n"
 "  --temperature T        0 = greedy (default 0)\n"
@@ -275,9 +276,7 @@ int main(int argc, char **argv) {
     QuestionSet *sets[64];
     int64_t total_turns = 0;
     for (int i = 0; i < qs.n; i++) {
-        sets[i] = questions_load(qs.files[i]);
-        if (!sets[i]) die_err(prog);
-        questions_keep_first(sets[i], qs.max_questions);
+        sets[i] = cli_questions_load(prog, &qs, i);
         for (int j = 0; j < sets[i]->n; j++) total_turns += sets[i]->q[j].n_turns;
     }
 

@@ -306,6 +306,10 @@ static void test_questions_formats(void) {
     CHECK(qs->q[0].n_reference == 1 && qs->q[1].n_reference == 2, "references");
     CHECK(qs->q[1].id_is_int && qs->q[1].id_int == 12 && !strcmp(qs->q[1].category, "") && qs->q[1].line == 3, "int id / line");
     CHECK(questions_total_turns(qs) == 3, "turn count");
+    questions_keep_turns(qs, 1);     /* --max-turns 1: first turns only */
+    CHECK(questions_total_turns(qs) == 2 && !strcmp(qs->q[0].turns[0], "t1"), "keep_turns 1: %d turns", questions_total_turns(qs));
+    questions_keep_turns(qs, 0);     /* 0 keeps what is there */
+    CHECK(questions_total_turns(qs) == 2, "keep_turns 0");
     questions_free(qs);
     unlink(path);
 }

@@ -623,12 +623,15 @@ class SoftCrossEntropy(torch.autograd.Function):
         return dz, None
 
 
-def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None):
+def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, labels=None):
     """EAGLE-1 objective, FP32. Slot j: input (embed(x_{j+1}), f_j) -> predict f_{j+1}.
     Loss = v_w * SmoothL1(pred, f_{j+1}) + p_w * CE(labels, lm_head pred), where the labels
     are the target's distribution softmax(lm_head f_{j+1}) (p_labels "soft", the reference)
     or its greedy token argmax(lm_head f_{j+1}) (p_labels "greedy", see settings()).
-    gen given = training (uniform noise on the input features)."""
+    gen given = training (uniform noise on the input features). mask [B, T-1] (optional)
+    picks the slots that count (EAGLE's loss_mask: the assistant's tokens); labels [B, T-1]
+    (optional) are the target's greedy tokens where already known (answers the target
+    generated greedily), which saves the target's lm_head pass."""
     h = feat.shape[-1]
     inp = feat[:, :-1]
     tgt = feat[:, 1:].reshape(-1, h)
@@ -636,10 +639,17 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None):
         inp = inp + (torch.rand(inp.shape, generator=gen) - 0.5) * m["noise"]
     emb = embed(ids[:, 1:])
     pred = head(inp, emb).reshape(-1, h)
+    if mask is not None:
+        keep = mask.reshape(-1)
+        pred, tgt = pred[keep], tgt[keep]
     logits = F.linear(pred, lm_head.weight)
-    with torch.no_grad():
-        t_logits = F.linear(tgt, lm_head.weight)
-        t_greedy = t_logits.argmax(-1)
+    t_logits = None
+    if labels is not None and m["p_labels"] == "greedy":
+        t_greedy = labels.reshape(-1)[keep] if mask is not None else labels.reshape(-1)
+    else:
+        with torch.no_grad():
+            t_logits = F.linear(tgt, lm_head.weight)
+            t_greedy = t_logits.argmax(-1)
     vloss = F.smooth_l1_loss(pred, tgt, reduction="mean")
     if m["p_labels"] == "greedy":
         ploss = F.cross_entropy(logits, t_greedy)

@@ -128,6 +128,15 @@ void questions_keep_first(QuestionSet *qs, int n) {
     qs->n = n;
 }
 
+void questions_keep_turns(QuestionSet *qs, int n) {
+    if (n <= 0) return;
+    for (int i = 0; i < qs->n; i++) {
+        Question *q = &qs->q[i];
+        for (int t = n; t < q->n_turns; t++) free(q->turns[t]);
+        if (q->n_turns > n) q->n_turns = n;
+    }
+}
+
 int questions_total_turns(const QuestionSet *qs) {
     int t = 0;
     for (int i = 0; i < qs->n; i++) t += qs->q[i].n_turns;

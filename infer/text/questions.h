@@ -31,6 +31,8 @@ QuestionSet *questions_load(const char *path);
 void questions_free(QuestionSet *qs);
 /* Keeps the first n questions (--max-questions); n <= 0 keeps all. */
 void questions_keep_first(QuestionSet *qs, int n);
+/* Keeps each question's first n turns (--max-turns); n <= 0 keeps all. */
+void questions_keep_turns(QuestionSet *qs, int n);
 
 /* Parses one line (len bytes, need not be NUL-terminated).  file/line only
  * name the place in errors ("file:line: problem").  Returns 0 / -1. */
