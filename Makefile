@@ -53,7 +53,7 @@ PLUGIN   := $(BUILD)/plugins/libh5zstd.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32
+.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-eval
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
 
 check-deps:
@@ -152,6 +152,10 @@ SMOLLM2_DIR    := models/smollm2-135m-instruct$(if $(filter f32,$(SMOLLM2_DTYPE)
 smollm2: $(SMOLLM2_DIR)/model.safetensors
 smollm2-f32:
 	@$(MAKE) --no-print-directory smollm2 SMOLLM2_DTYPE=f32
+
+# The C2T pipeline on SmolLM2 with the drafts in data/smollm2 (tools/smollm2_eval.sh)
+smollm2-eval: smollm2
+	@tools/smollm2_eval.sh
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download

