@@ -4,6 +4,8 @@
 #include "tests/harness.h"
 #include "infer/model/llama.h"
 #include "kernels/base/util.h"
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static const char *good = "tests/ckpt/llama2_f32";
@@ -179,6 +181,39 @@ static void test_missing_checkpoint(void) {
     free(cfg); free(m);
 }
 
+/* A write that fails half-way (here: the file-size limit, as a full disk
+ * would) is one error line naming the file, leaves the file that was there
+ * intact and no temporary behind. */
+static void test_failed_write_keeps_old_file(void) {
+    char path[256], tmp[300];
+    snprintf(path, sizeof path, "/tmp/c2t_fsize_%d.safetensors", (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    float small[4] = {1, 2, 3, 4};
+    StWrite w = {"x", DT_F32, 1, {4}, small};
+    REQUIRE(st_write(path, &w, 1) == 0, "%s", err_get());
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {8192, 8192};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        static float big[65536];
+        StWrite wb = {"x", DT_F32, 1, {65536}, big};
+        int rc = st_write(path, &wb, 1);
+        int named = strstr(err_get(), path) && strstr(err_get(), "write failed") && !strchr(err_get(), '\n');
+        _exit(rc == -1 && named ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the failed write was not one error naming the file");
+    SafeTensors *s = st_open(path);
+    CHECK(s != NULL, "old file lost: %s", err_get());
+    const StTensor *t = s ? st_find(s, "x") : NULL;
+    CHECK(t && t->shape[0] == 4 && ((const float *)t->data)[3] == 4, "old file changed");
+    CHECK(access(tmp, F_OK) != 0, "%s left behind", tmp);
+    if (s) st_close(s);
+    unlink(path);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     RUN(test_missing_tensor);
@@ -192,6 +227,7 @@ int main(void) {
     RUN(test_malformed_config);
     RUN(test_sharded_index_lies);
     RUN(test_missing_checkpoint);
+    RUN(test_failed_write_keeps_old_file);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}

@@ -267,8 +267,9 @@ int st_write_meta(const char *path, const StWrite *tensors, int n, cJSON *meta) 
     char *js = cJSON_PrintUnformatted(h);
     cJSON_Delete(h);
     size_t hl = strlen(js), padded = (hl + 7) & ~(size_t)7;
-    FILE *f = fopen(path, "wb");
-    if (!f) { free(js); err_set("%s: cannot create: %s", path, strerror(errno)); return -1; }
+    char *tmp;
+    FILE *f = atomic_create(path, &tmp);
+    if (!f) { free(js); return -1; }
     uint64_t hlen = padded;
     int bad = fwrite(&hlen, 8, 1, f) != 1 || fwrite(js, 1, hl, f) != hl;
     for (size_t i = hl; i < padded; i++) bad |= fputc(' ', f) == EOF;
@@ -278,11 +279,5 @@ int st_write_meta(const char *path, const StWrite *tensors, int n, cJSON *meta) 
         for (int d = 0; d < tensors[i].ndim; d++) numel *= tensors[i].shape[d];
         bad |= fwrite(tensors[i].data, dtype_size(tensors[i].dtype), numel, f) != numel;
     }
-    int err = errno;
-    if (fclose(f) != 0 || bad) {
-        err_set("%s: write failed: %s", path, strerror(err ? err : errno));
-        remove(path);
-        return -1;
-    }
-    return 0;
+    return atomic_finish(f, tmp, path, bad);
 }

@@ -53,8 +53,8 @@ typedef struct {
     const void *data;
 } StWrite;
 /* __metadata__ is {"format": "pt"} as torch writes it (transformers needs it);
- * st_write_meta takes its own object (owned by the call). A failed write
- * removes the partial file. */
+ * st_write_meta takes its own object (owned by the call). Written atomically
+ * (atomic_create): a failed write leaves the file that was there. */
 int st_write(const char *path, const StWrite *tensors, int n);
 struct cJSON;
 int st_write_meta(const char *path, const StWrite *tensors, int n, struct cJSON *meta);

@@ -164,24 +164,38 @@ int json_int(const cJSON *v, const char *file, const char *what, int64_t lo, int
     return 0;
 }
 
-/* Written to path.tmp, then renamed: a reader never sees half a file. */
-int write_json(const char *path, const cJSON *j) {
-    char *s = cJSON_Print(j);
+FILE *atomic_create(const char *path, char **tmp) {
     size_t len = strlen(path);
-    char *tmp = xmalloc(len + 5);
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { err_set("%s: cannot create: %s", path, strerror(errno)); free(s); free(tmp); return -1; }
-    int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
-    bad |= fclose(f) != 0;
-    free(s);
-    if (bad || rename(tmp, path) != 0) {
-        err_set("%s: write failed: %s", path, strerror(errno));
+    *tmp = xmalloc(len + 5);
+    memcpy(*tmp, path, len);
+    memcpy(*tmp + len, ".tmp", 5);
+    FILE *f = fopen(*tmp, "wb");
+    if (!f) {
+        err_set("%s: cannot create: %s", path, strerror(errno));
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return f;
+}
+
+int atomic_finish(FILE *f, char *tmp, const char *path, int bad) {
+    int err = bad ? errno : 0;
+    if (fclose(f) != 0 && !err) { bad = 1; err = errno; }
+    if (!bad && rename(tmp, path) != 0) { bad = 1; err = errno; }
+    if (bad) {
+        err_set("%s: write failed: %s", path, strerror(err ? err : EIO));
         remove(tmp);
-        free(tmp);
-        return -1;
     }
     free(tmp);
-    return 0;
+    return bad ? -1 : 0;
+}
+
+int write_json(const char *path, const cJSON *j) {
+    char *tmp;
+    FILE *f = atomic_create(path, &tmp);
+    if (!f) return -1;
+    char *s = cJSON_Print(j);
+    int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
+    free(s);
+    return atomic_finish(f, tmp, path, bad);
 }

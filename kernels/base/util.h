@@ -34,6 +34,13 @@ char *read_text_file(const char *path, size_t *len);
 struct cJSON *read_json_file(const char *path);
 /* Pretty-printed JSON to path, atomically (path.tmp, then rename); 0 / -1. */
 int write_json(const char *path, const struct cJSON *j);
+/* Writing a file so that a reader never sees half of it and a failed write
+ * (disk full, I/O error) leaves what was there: atomic_create opens
+ * path.tmp (*tmp owns that name); atomic_finish closes it and renames it over
+ * path, or, when bad is set or anything failed, removes it and sets the
+ * error "path: write failed: why".  0 / -1. */
+FILE *atomic_create(const char *path, char **tmp);
+int atomic_finish(FILE *f, char *tmp, const char *path, int bad);
 /* A JSON value that must be an integer in [lo, hi] (|lo|, |hi| <= 2^53):
  * 0 with it in *out, else -1 with "<file>: <what>: expected an integer in
  * [lo, hi], got ..." (a number like 6.7e29 is never cast: that is UB). */
