@@ -7,12 +7,14 @@
 #   2. spec-train: the classifier on those traces -> results/smollm2/classifier.json
 #   3. spec-eval on mt_bench first turns at temperature 0: ar, EAGLE-2 at its
 #      defaults, C2T at beta 0.5 (both checked lossless against ar) and chain
-#      with the draft LM -> results/smollm2/table.txt
+#      with the draft LM -> results/smollm2/table.txt (speedups against the
+#      ar row; each lossless-checked run also measures ar in its JSON)
 #   4. --check-lossless for every policy on LOSSLESS_Q questions of each of the
 #      six benchmarks, every turn -> results/smollm2/lossless.txt
 # Benchmarks are read from ../shared/benchmarks (SMOLLM2_BENCH to override);
 # without them steps 3-4 are skipped with a line saying so.  Sizes: COLLECT_Q,
-# COLLECT_MAX_NEW, EVAL_Q, EVAL_MAX_NEW, LOSSLESS_Q, LOSSLESS_MAX_NEW.
+# COLLECT_MAX_NEW, EVAL_Q, EVAL_MAX_NEW, LOSSLESS_Q, LOSSLESS_MAX_NEW;
+# SKIP_EVAL=1 leaves step 3 out (its results stay).
 set -eu
 cd "$(dirname "$0")/.."
 T=models/smollm2-135m-instruct
@@ -34,8 +36,9 @@ stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 eagle="--target $T --draft $D/eagle --draft-kind eagle"
 
 echo "== 1/4 spec-collect: full EAGLE-2 trees on $COLLECT_Q collect prompts (first turns)"
-rm -f "$R/traces.h5"
-bin/spec-collect $eagle --questions "$D/prompts/collect.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
+# an existing trace file is continued (--resume refuses one written with other settings)
+resume=""; [ -f "$R/traces.h5" ] && resume=--resume
+bin/spec-collect $resume $eagle --questions "$D/prompts/collect.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
     --max-new-tokens "$COLLECT_MAX_NEW" --topk 10 --depth 7 --out "$R/traces.h5"
 stamp
 
@@ -48,22 +51,24 @@ if [ ! -f "$B/mt_bench/question.jsonl" ]; then
     echo "smollm2-eval: $B/mt_bench/question.jsonl absent: spec-eval steps skipped" >&2
     exit 0
 fi
+if [ -z "${SKIP_EVAL:-}" ]; then
 echo "== 3/4 spec-eval on $EVAL_Q mt_bench first turns, $EVAL_MAX_NEW tokens: ar, eagle2, c2t, chain"
 rm -f "$R/policies.csv"
 ev() { bin/spec-eval --target $T --questions "$B/mt_bench/question.jsonl" --max-questions "$EVAL_Q" --max-turns 1 \
     --max-new-tokens "$EVAL_MAX_NEW" --csv "$R/policies.csv" "$@" > /dev/null; }
 ev --policy ar --no-baseline --label settings=-
-ev --policy eagle2 $eagle --check-lossless --no-baseline --label settings=defaults --json "$R/eval_eagle2.json"
-ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --check-lossless --no-baseline \
+ev --policy eagle2 $eagle --check-lossless --label settings=defaults --json "$R/eval_eagle2.json"
+ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --check-lossless \
     --label settings=beta0.5 --json "$R/eval_c2t.json"
-ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --check-lossless --no-baseline --label settings=lm/len4
+ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --check-lossless --label settings=lm/len4
+stamp
+fi
 awk -F, 'NR > 1 { p[NR] = $1; s[NR] = $3; t[NR] = $4; g[NR] = $5; v[NR] = $6; if ($1 == "ar") var = $6 }
     END {
         printf "%-8s %-10s %9s %7s %9s %8s\n", "policy", "settings", "gamma(k)", "tau", "v", "speedup"
         for (i = 2; i <= NR; i++)
             printf "%-8s %-10s %9.2f %7.2f %9.1f %8.2f\n", p[i], s[i], g[i] / 1000, t[i], v[i], (var > 0 ? v[i] / var : 0)
     }' "$R/policies.csv" | tee "$R/table.txt"
-stamp
 
 echo "== 4/4 lossless: every policy, $LOSSLESS_Q questions of each benchmark, every turn, $LOSSLESS_MAX_NEW tokens"
 qs=""
@@ -76,7 +81,7 @@ for pol in chain static eagle2 c2t sage wetap; do
     *) args="$eagle" ;;
     esac
     if bin/spec-eval $args --policy $pol $qs --max-questions "$LOSSLESS_Q" --max-new-tokens "$LOSSLESS_MAX_NEW" \
-        --check-lossless --no-baseline > /dev/null; then
+        --check-lossless > /dev/null; then
         echo "$pol: lossless" | tee -a "$R/lossless.txt"
     else
         echo "$pol: NOT LOSSLESS" | tee -a "$R/lossless.txt"
