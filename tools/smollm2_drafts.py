@@ -37,7 +37,6 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
 Progress (done/total, rate, ETA) goes to stderr."""
 import argparse
 import json
-import math
 import os
 import sys
 import time

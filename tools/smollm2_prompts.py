@@ -131,7 +131,6 @@ def make_prompts(n, seed):
     pkgs = debian_packages()
     funcs, mods = stdlib_docs()
     topics = help_topics()
-    makers = []
 
     def deb():
         name, syn = rng.choice(pkgs)
