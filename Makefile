@@ -173,7 +173,9 @@ $(SMOLLM2_DIR)/model.safetensors:
 # library with ASan + UBSan into build-fuzz/; each harness runs FUZZ_SECONDS
 # from its committed corpus; new inputs go to build-fuzz/corpus/, crashes to
 # build-fuzz/findings/ (copy a fixed one into tests/fuzz/corpus/<parser>/).
+# FUZZ_ONLY="config gguf" runs only those harnesses.
 FUZZ_SECONDS ?= 60
+FUZZ_ONLY ?= $(FUZZ_NAMES)
 FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
 fuzz: deps
 	@missing=""; for p in $(FUZZ_DEB_PKGS); do \
@@ -186,7 +188,7 @@ fuzz: deps
 	  WARN_EXTRA="-Wno-unknown-warning-option -Wno-unused-function" SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
 	  build-fuzz/libc2t.a
 	@mkdir -p build-fuzz/fuzz build-fuzz/findings
-	@set -e; for f in $(FUZZ_NAMES); do \
+	@set -e; for f in $(FUZZ_ONLY); do \
 	  clang-14 -O1 -g -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fopenmp \
 	    tests/fuzz/fuzz_$$f.c build-fuzz/libc2t.a -o build-fuzz/fuzz/fuzz_$$f $(PKG_LIBS) -lm -lpthread; \
 	  mkdir -p build-fuzz/corpus/$$f; \
