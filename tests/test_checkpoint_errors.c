@@ -170,6 +170,10 @@ static void test_sharded_index_lies(void) {
     expect_failure("index names a tensor the shard lacks", "model.extra.weight");
     write_text(idx, "{\"weight_map\": {\"model.norm.weight\": \"model-00009-of-00009.safetensors\"}}");
     expect_failure("index names a missing shard", "model-00009-of-00009.safetensors");
+    write_text(idx, "{\"weight_map\": {\"model.norm.weight\": \"../../etc/passwd\"}}");
+    expect_failure("index names a file outside the checkpoint", "not a file beside the index");
+    write_text(idx, "{\"weight_map\": {\"model.norm.weight\": \"/dev/zero\"}}");
+    expect_failure("index names an absolute path", "not a file beside the index");
     unlink(idx);
     free(idx);
 }

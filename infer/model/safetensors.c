@@ -162,7 +162,15 @@ static int open_index(SafeTensors *st, const char *index_path) {
     /* open each shard once, in order of first mention */
     for (cJSON *e = wm->child; e && rc == 0; e = e->next) {
         if (!cJSON_IsString(e)) { err_set("%s: weight_map entry %s is not a file name", index_path, e->string); rc = -1; break; }
-        char *p = path_join(dir, e->valuestring);
+        /* shards sit beside the index: a name with a path in it could make us open anything
+         * (a FIFO would hang the load) */
+        const char *name = e->valuestring;
+        if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+            err_set("%s: weight_map entry %s names \"%s\", not a file beside the index", index_path, e->string, name);
+            rc = -1;
+            break;
+        }
+        char *p = path_join(dir, name);
         int seen = 0;
         for (int f = 0; f < st->nfiles; f++) if (!strcmp(st->files[f].path, p)) seen = 1;
         if (!seen) rc = open_file(st, p);
