@@ -47,8 +47,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import smollm2_prompts  # noqa: E402
-from train_demo import (EagleHead, eagle_batch_loss, eagle_config, fmt_secs, log, lr_at,  # noqa: E402
-                        quiet_malloc)
+from train_demo import (Calibration, EagleHead, eagle_batch_loss, eagle_config, fmt_secs, log,  # noqa: E402
+                        lr_at, quiet_malloc)
 
 TARGET = Path("models/smollm2-135m-instruct")
 WORK = Path("models/smollm2-work")
@@ -427,9 +427,7 @@ def stage_eval(args, out, st):
     head = load_head(out)
     draft = LlamaForCausalLM.from_pretrained(str(out / "draft"), torch_dtype=torch.float32).eval()
     W = target.lm_head.weight
-    edges = torch.tensor([0, .05, .1, .2, .3, .4, .5, .6, .7, .8, .9, 1.0001])
-    nb = len(edges) - 1
-    q_sum, acc_sum, cnt = torch.zeros(nb), torch.zeros(nb), torch.zeros(nb)
+    cal = Calibration(10)
     e1 = e3 = d1 = d3 = n = 0
     for r in rows:
         ids, feat, answer = pad_batch([r], [0])
@@ -440,26 +438,16 @@ def stage_eval(args, out, st):
         want = ids[:, 2:][keep]
         e1 += (z.argmax(-1) == want).sum().item()
         e3 += (z.topk(3, -1).indices == want[:, None]).any(-1).sum().item()
-        val, idx = z.softmax(-1).topk(10, -1)
-        acc = (idx == want[:, None]).float().reshape(-1)
-        val = val.reshape(-1)
-        b = (torch.bucketize(val, edges, right=True) - 1).clamp(0, nb - 1)
-        q_sum.index_add_(0, b, val)
-        acc_sum.index_add_(0, b, acc)
-        cnt.index_add_(0, b, torch.ones_like(val))
+        cal.add(z, want)
         # draft LM: next-token agreement at the same positions
         zd = draft(input_ids=ids).logits[:, 1:-1][keep]
         d1 += (zd.argmax(-1) == want).sum().item()
         d3 += (zd.topk(3, -1).indices == want[:, None]).any(-1).sum().item()
         n += want.numel()
-    bins = [dict(lo=round(edges[j].item(), 2), hi=round(min(edges[j + 1].item(), 1.0), 2), count=int(cnt[j]),
-                 mean_q=round((q_sum[j] / cnt[j]).item(), 4), accepted=round((acc_sum[j] / cnt[j]).item(), 4))
-            for j in range(nb) if cnt[j] > 0]
     st["eval"] = dict(heldout_sequences=len(rows), heldout_answer_positions=n,
                       eagle_top1=round(e1 / n, 4), eagle_top3=round(e3 / n, 4),
                       draft_top1=round(d1 / n, 4), draft_top3=round(d3 / n, 4),
-                      eagle_calibration=dict(topk=10, ece=round(((q_sum - acc_sum).abs().sum() / cnt.sum()).item(), 4),
-                                             bins=bins))
+                      eagle_calibration=cal.result())
     log(f"eval: {st['eval']}")
 
 

@@ -779,28 +779,42 @@ def eagle_agreement(head, target, windows):
     return top1 / n, top3 / n, n
 
 
-@torch.no_grad()
-def eagle_calibration(head, target, windows, k=10):
+class Calibration:
     """Is the head's confidence an acceptance rate (EAGLE-2's premise)? For each of the
-    head's top-k candidates at every position (one draft step): its probability q, and
-    whether it is the target's greedy token (accepted at temperature 0). Returns bins of q
-    with mean q and acceptance, and the expected calibration error over all candidates."""
+    head's top-k candidates at a position: its probability q, and whether it is the
+    target's greedy token (accepted at temperature 0). result(): bins of q with mean q and
+    acceptance, and the expected calibration error over all candidates."""
     edges = torch.tensor([0, .05, .1, .2, .3, .4, .5, .6, .7, .8, .9, 1.0001])
-    nb = len(edges) - 1
-    q_sum, acc_sum, cnt = torch.zeros(nb), torch.zeros(nb), torch.zeros(nb)
-    for logits, want in eagle_one_step(head, target, windows):
-        val, idx = logits.softmax(-1).topk(k, -1)
+
+    def __init__(self, k=10):
+        self.k, nb = k, len(self.edges) - 1
+        self.q_sum, self.acc_sum, self.cnt = torch.zeros(nb), torch.zeros(nb), torch.zeros(nb)
+
+    def add(self, logits, want):
+        nb = len(self.edges) - 1
+        val, idx = logits.softmax(-1).topk(self.k, -1)
         acc = (idx == want[:, None]).float().reshape(-1)
         val = val.reshape(-1)
-        b = (torch.bucketize(val, edges, right=True) - 1).clamp(0, nb - 1)
-        q_sum.index_add_(0, b, val)
-        acc_sum.index_add_(0, b, acc)
-        cnt.index_add_(0, b, torch.ones_like(val))
-    bins = [dict(lo=round(edges[j].item(), 2), hi=round(min(edges[j + 1].item(), 1.0), 2),
-                 count=int(cnt[j]), mean_q=round((q_sum[j] / cnt[j]).item(), 4),
-                 accepted=round((acc_sum[j] / cnt[j]).item(), 4)) for j in range(nb) if cnt[j] > 0]
-    ece = ((q_sum - acc_sum).abs().sum() / cnt.sum()).item()
-    return dict(topk=k, ece=round(ece, 4), bins=bins)
+        b = (torch.bucketize(val, self.edges, right=True) - 1).clamp(0, nb - 1)
+        self.q_sum.index_add_(0, b, val)
+        self.acc_sum.index_add_(0, b, acc)
+        self.cnt.index_add_(0, b, torch.ones_like(val))
+
+    def result(self):
+        e, q, a, c = self.edges, self.q_sum, self.acc_sum, self.cnt
+        bins = [dict(lo=round(e[j].item(), 2), hi=round(min(e[j + 1].item(), 1.0), 2), count=int(c[j]),
+                     mean_q=round((q[j] / c[j]).item(), 4), accepted=round((a[j] / c[j]).item(), 4))
+                for j in range(len(e) - 1) if c[j] > 0]
+        return dict(topk=self.k, ece=round(((q - a).abs().sum() / c.sum()).item(), 4), bins=bins)
+
+
+@torch.no_grad()
+def eagle_calibration(head, target, windows, k=10):
+    """Calibration (above) of the head's one-step candidates on held-out windows."""
+    cal = Calibration(k)
+    for logits, want in eagle_one_step(head, target, windows):
+        cal.add(logits, want)
+    return cal.result()
 
 
 @torch.no_grad()
