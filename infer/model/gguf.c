@@ -60,6 +60,17 @@ static int str(Cur *c, const uint8_t **s, uint64_t *len, const char *what) {
     return take(c, (size_t)*len, s, what);
 }
 
+/* a string as a NUL-terminated copy (names and keys) */
+static char *str_copy(Cur *c, const char *what) {
+    const uint8_t *s;
+    uint64_t len;
+    if (str(c, &s, &len, what)) return NULL;
+    char *out = xmalloc((size_t)len + 1);
+    memcpy(out, s, (size_t)len);
+    out[len] = 0;
+    return out;
+}
+
 static size_t scalar_size(int t) {
     static const size_t sz[GGUF_NTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
     return t >= 0 && t < GGUF_NTYPES ? sz[t] : 0;
@@ -143,13 +154,9 @@ static int parse(Gguf *g) {
     uint64_t alignment = 32;
     for (uint64_t i = 0; i < nkv; i++) {
         GgufKV *kv = &g->kv[i];
-        const uint8_t *k;
-        uint64_t klen;
         uint32_t t;
-        if (str(&c, &k, &klen, "metadata key")) return -1;
-        char *key = xmalloc((size_t)klen + 1);
-        memcpy(key, k, (size_t)klen);
-        key[klen] = 0;
+        char *key = str_copy(&c, "metadata key");
+        if (!key) return -1;
         kv->key = key;
         g->n_kv = (int)i + 1;
         if (u32(&c, &t, key)) return -1;
@@ -168,13 +175,9 @@ static int parse(Gguf *g) {
     g->tensors = xcalloc((size_t)nt + 1, sizeof *g->tensors);
     for (uint64_t i = 0; i < nt; i++) {
         GgufTensor *t = &g->tensors[i];
-        const uint8_t *s;
-        uint64_t len;
         uint32_t nd, type;
-        if (str(&c, &s, &len, "tensor name")) return -1;
-        char *name = xmalloc((size_t)len + 1);
-        memcpy(name, s, (size_t)len);
-        name[len] = 0;
+        char *name = str_copy(&c, "tensor name");
+        if (!name) return -1;
         t->name = name;
         g->n_tensors = (int)i + 1;
         if (u32(&c, &nd, name)) return -1;
