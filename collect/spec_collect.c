@@ -26,6 +26,9 @@ static void usage(FILE *f) {
 "  --target DIR           target checkpoint\n"
 "  --draft DIR            EAGLE head (or draft LM with --draft-kind lm)\n"
 "  --draft-kind K         eagle (default) | lm\n"
+"  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"
+"                         training data (EAGLE-3's reduced vocabulary; needs the draft's\n"
+"                         token_counts.safetensors); lossless, verification is unchanged\n"
 "  --tokenizer PATH       default: --target\n"
 "  --template NAME        %s (default: guessed; plain text if none is recognised)\n"
 "  --system TEXT          system prompt (default: the template's)\n"
@@ -177,6 +180,7 @@ int main(int argc, char **argv) {
     SET("draft", "%s", cfg.draft_dir);
     SET("draft_kind", "%s", draft_kind_name(s.draft));
     SET("draft_config_hash", "%s", s.draft->config_hash);
+    SET("draft_vocab", "%d", s.draft->Vd);
     SET("tokenizer", "%s", tokenizer_path(s.tok));
     SET("template", "%s", chat_template_name(s.tmpl));
     SET("system", "%s", cfg.system ? cfg.system : "(template default)");

@@ -3,8 +3,10 @@
 #include "infer/text/questions.h"
 #include "kernels/base/util.h"
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 long cli_int(const char *prog, const char *opt, const char *v, long lo, long hi) {
     char *end;
@@ -36,6 +38,9 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     case CLI_TARGET: cfg->target_dir = arg; return 1;
     case CLI_DRAFT: cfg->draft_dir = arg; return 1;
     case CLI_DRAFT_KIND: cfg->draft_kind = arg; return 1;
+    case CLI_DRAFT_VOCAB:
+        cfg->draft_vocab = strcmp(arg, "full") ? (int)cli_int(prog, "--draft-vocab", arg, 1, INT_MAX) : 0;
+        return 1;
     case CLI_TOKENIZER: cfg->tokenizer_path = arg; return 1;
     case CLI_TEMPLATE: cfg->template_name = arg; return 1;
     case CLI_SYSTEM: cfg->system = arg; return 1;

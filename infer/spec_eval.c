@@ -23,6 +23,9 @@ static void usage(FILE *f) {
 "  --target DIR           target checkpoint (config.json + safetensors)\n"
 "  --draft DIR            draft: an EAGLE-1/2 head or a small LM\n"
 "  --draft-kind K         eagle (default) | lm\n"
+"  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"
+"                         training data (EAGLE-3's reduced vocabulary; needs the draft's\n"
+"                         token_counts.safetensors); lossless, verification is unchanged\n"
 "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"
 "  --template NAME        chat template: %s (default: guessed, with a notice;\n"
 "                         plain text when the checkpoint has none we recognise)\n"
@@ -184,6 +187,7 @@ static cJSON *settings_json(const Session *s, const SessionConfig *cfg, const Po
     if (s->draft) {
         cJSON_AddStringToObject(o, "draft", cfg->draft_dir);
         cJSON_AddStringToObject(o, "draft_kind", draft_kind_name(s->draft));
+        cJSON_AddNumberToObject(o, "draft_vocab", s->draft->Vd);
         cJSON_AddStringToObject(o, "draft_config_hash", s->draft->config_hash);
     }
     cJSON_AddStringToObject(o, "tokenizer", tokenizer_path(s->tok));

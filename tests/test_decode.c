@@ -7,6 +7,8 @@
 #include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
+#include <limits.h>
+#include <stdlib.h>
 
 static const Backend *be = &cpu_backend;
 
@@ -408,6 +410,121 @@ static void test_demo_eagle_head_matches_transformers(void) {
     st_close(g);
 }
 
+/* A copy of a draft checkpoint (links) with token counts beside it: count of
+ * id i is (i * 37) % 11, so ties are many and the order is not the ids'. */
+static void draft_with_counts(const char *src, char *dir, int V) {
+    strcpy(dir, "/tmp/c2t_dvocabXXXXXX");
+    REQUIRE(mkdtemp(dir), "mkdtemp");
+    const char *files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        char *from = realpath(src, NULL), *a = path_join(from, files[i]), *b = path_join(dir, files[i]);
+        REQUIRE(symlink(a, b) == 0, "symlink %s", b);
+        free(from); free(a); free(b);
+    }
+    int64_t *c = xmalloc(sizeof(int64_t) * V);
+    for (int i = 0; i < V; i++) c[i] = (i * 37) % 11;
+    StWrite w = {"token_counts", DT_I64, 1, {V}, c};
+    char *p = path_join(dir, DRAFT_COUNTS_FILE);
+    REQUIRE(st_write(p, &w, 1) == 0, "%s", err_get());
+    free(p); free(c);
+}
+
+static void remove_draft_dir(const char *dir) {
+    const char *files[] = {"config.json", "model.safetensors", DRAFT_COUNTS_FILE};
+    for (int i = 0; i < 3; i++) {
+        char *p = path_join(dir, files[i]);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+/* --draft-vocab N: the draft's children are among the N most frequent ids
+ * (count descending, ties to the lower id), with the full draft's
+ * probabilities renormalised over those N; greedy decoding stays lossless. */
+static void test_reduced_draft_vocabulary(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    const int V = m->cfg.vocab, N = V / 4;
+    const char *srcs[2][2] = {{"eagle", "tests/ckpt/eagle_tiny"}, {"lm", "tests/ckpt/llama2_f32"}};
+    for (int k = 0; k < 2; k++) {
+        char dir[32];
+        draft_with_counts(srcs[k][1], dir, V);
+        Draft *full = draft_load(srcs[k][0], dir, m, 4096), *red = draft_load(srcs[k][0], dir, m, 4096);
+        REQUIRE(full && red, "%s", err_get());
+        REQUIRE(draft_set_vocab(red, N) == 0, "%s", err_get());
+        CHECK(red->Vd == N && full->Vd == V, "Vd %d / %d", red->Vd, full->Vd);
+        /* the expected set: counts 10, 9, ... down, lower ids first */
+        uint8_t *in = xcalloc(V, 1);
+        int taken = 0;
+        for (int cnt = 10; cnt >= 0 && taken < N; cnt--)
+            for (int i = 0; i < V && taken < N; i++)
+                if ((i * 37) % 11 == cnt) { in[i] = 1; taken++; }
+        int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9}, pos[8];
+        for (int i = 0; i < 8; i++) pos[i] = i;
+        LlamaState *s = llama_state_new(m, 16);
+        REQUIRE(llama_forward(s, prompt, pos, 8, NULL, LOGITS_LAST) == 0, "%s", err_get());
+        int next;
+        be->argmax(s->logits, 1, V, &next);
+        REQUIRE(draft_catch_up(full, prompt, s->hidden, 8, next) == 0 &&
+                draft_catch_up(red, prompt, s->hidden, 8, next) == 0, "%s", err_get());
+        Tree t;
+        tree_init(&t);
+        tree_reset(&t, next);
+        enum { K = 8 };
+        int root = 0, ids[K], *all = xmalloc(sizeof(int) * V);
+        float p[K], *pall = xmalloc(sizeof(float) * V), ent, eall;
+        REQUIRE(draft_expand(red, &t, &root, 1, K, 0, ids, p, &ent) == 0 &&
+                draft_expand(full, &t, &root, 1, V, 0, all, pall, &eall) == 0, "%s", err_get());
+        double mass = 0;
+        float *pfull = xcalloc(V, sizeof(float));
+        for (int i = 0; i < V; i++) pfull[all[i]] = pall[i];
+        for (int i = 0; i < V; i++) if (in[i]) mass += pfull[i];
+        float worst = 0;
+        int outside = 0;
+        for (int j = 0; j < K; j++) {
+            outside += !in[ids[j]];
+            worst = fmaxf(worst, fabsf(p[j] - (float)(pfull[ids[j]] / mass)));
+        }
+        CHECK(!outside, "%s: %d drafted ids outside the reduced vocabulary", srcs[k][0], outside);
+        CHECK(worst < 1e-5f, "%s: probabilities differ from the renormalised full draft by %g", srcs[k][0], worst);
+        /* the best in-set id of the full draft is the reduced draft's top-1 */
+        int best = -1;
+        for (int i = 0; i < V && best < 0; i++) if (in[all[i]]) best = all[i];
+        CHECK(ids[0] == best, "%s: top-1 %d, the full draft's best kept id %d", srcs[k][0], ids[0], best);
+        tree_free(&t);
+        free(all); free(pall); free(pfull); free(in);
+        llama_state_free(s);
+        draft_free(full);
+        /* lossless with the reduced vocabulary (a fresh draft: nothing committed) */
+        draft_free(red);
+        red = draft_load(srcs[k][0], dir, m, 4096);
+        REQUIRE(red && draft_set_vocab(red, N) == 0, "%s", err_get());
+        LlamaState *g = llama_state_new(m, 64);
+        int ref[40], out[40];
+        int nref = greedy_generate(g, prompt, 8, 32, ref);
+        llama_state_free(g);
+        PolicyParams prm;
+        policy_params_default(&prm);
+        snprintf(prm.name, sizeof prm.name, "eagle2");
+        prm.topk = 4; prm.depth = 4; prm.total = 12;
+        DecodeStats st;
+        int n = decode(m, red, &prm, prompt, 8, 32, out, &st);
+        int same = n == nref;
+        for (int i = 0; same && i < n; i++) same = out[i] == ref[i];
+        CHECK(same, "%s with --draft-vocab %d: tokens differ from ar", srcs[k][0], N);
+        draft_free(red);
+        remove_draft_dir(dir);
+    }
+    /* no counts beside the draft: one line naming the file */
+    Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 64);
+    REQUIRE(d, "%s", err_get());
+    CHECK(draft_set_vocab(d, 16) == -1 && strstr(err_get(), DRAFT_COUNTS_FILE), "missing counts: '%s'", err_get());
+    CHECK(draft_set_vocab(d, V) == 0 && d->Vd == V, "--draft-vocab >= V keeps the full vocabulary");
+    draft_free(d);
+    llama_free(m);
+}
+
 int main(void) {
     RUN(test_eagle2_tree_by_hand);
     RUN(test_chain_and_static_trees_by_hand);
@@ -418,5 +535,6 @@ int main(void) {
     RUN(test_sampling_is_lossless_eagle2);
     RUN(test_sampling_is_lossless_chain_with_processors);
     RUN(test_bad_policy_parameters);
+    RUN(test_reduced_draft_vocabulary);
     return h_done();
 }

@@ -55,6 +55,7 @@ WORK = Path("models/smollm2-work")
 ANSWERS = WORK / "answers"
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 IM_END = 2
+VOCAB = 49152     # SmolLM2 (config vocab_size)
 
 
 def chatml(turns, answers):
@@ -417,6 +418,25 @@ def stage_draft(args, out, st):
     st["draft"] = rec
 
 
+def stage_counts(args, out, st):
+    """How often each target token is an answer token of the training data: the
+    reduced draft vocabulary (spec-eval --draft-vocab N) keeps the N most frequent.
+    Written beside both drafts as token_counts.safetensors (I64 [vocab])."""
+    from safetensors.torch import save_file
+    rows = load_rows("train")
+    counts = torch.zeros(VOCAB, dtype=torch.int64)
+    for r in rows:
+        counts += torch.bincount(r["ids"][r["n_prompt"]:].long(), minlength=VOCAB)
+    for sub in ("eagle", "draft"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        save_file({"token_counts": counts}, str(out / sub / "token_counts.safetensors"),
+                  metadata={"format": "pt", "source": "SmolLM2 answer tokens of data/smollm2/prompts/train.jsonl"})
+    cum = counts.sort(descending=True).values.cumsum(0).double() / counts.sum()
+    st["counts"] = dict(answer_tokens=int(counts.sum()), distinct=int((counts > 0).sum()),
+                        coverage={str(n): round(float(cum[n - 1]), 4) for n in (1024, 2048, 4096, 8192, 16384)})
+    log(f"counts: {st['counts']}")
+
+
 # --------------------------------------------------------------------------- evaluation
 
 @torch.no_grad()
@@ -560,7 +580,8 @@ is the target's greedy token, i.e. accepted at temperature 0. Expected calibrati
 
 # --------------------------------------------------------------------------- main
 
-STAGES = {"prompts": stage_prompts, "answers": stage_answers, "eagle": stage_eagle, "draft": stage_draft,
+STAGES = {"prompts": stage_prompts, "answers": stage_answers, "counts": stage_counts, "eagle": stage_eagle,
+          "draft": stage_draft,
           "eval": stage_eval, "readme": stage_readme}
 
 

@@ -96,6 +96,26 @@ void llama_free(LlamaModel *m) {
     free(m);
 }
 
+int llama_lm_head_rows(const LlamaModel *m, const int *ids, int n, Weight *w, void **host) {
+    const ModelConfig *c = &m->cfg;
+    const char *name = st_find(m->st, "lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+    const StTensor *t = st_get(m->st, name, c->vocab, c->hidden);
+    if (!t) return -1;
+    const size_t row = (size_t)c->hidden * dtype_size(t->dtype);
+    char *rows = xmalloc(row * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab) {
+            free(rows);
+            err_set("%s: draft vocabulary id %d outside the vocabulary of %d", m->dir, ids[i], c->vocab);
+            return -1;
+        }
+        memcpy(rows + row * i, (const char *)t->data + row * ids[i], row);
+    }
+    if (m->be->weight(w, rows, t->dtype, n, c->hidden)) { free(rows); return -1; }
+    *host = rows;
+    return 0;
+}
+
 static size_t wbytes(const Weight *w) { return w->data ? (size_t)w->rows * w->cols * dtype_size(w->dtype) : 0; }
 
 size_t llama_weight_bytes(const LlamaModel *m) {

@@ -39,6 +39,11 @@ int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig
 void llama_release_layer(const Backend *be, LlamaLayer *l);
 int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name, int64_t rows,
                       int64_t cols, Weight *w);
+/* Rows ids[0..n) of the model's output projection (lm_head, or the
+ * embedding when tied) as a new weight of n rows, copied from the
+ * checkpoint into *host (the caller frees it after weight_release): a
+ * reduced draft vocabulary's LM head. */
+int llama_lm_head_rows(const LlamaModel *m, const int *ids, int n, Weight *w, void **host);
 /* Bytes of weights one token's decode reads (for bandwidth bounds). */
 size_t llama_weight_bytes(const LlamaModel *m);
 

@@ -30,6 +30,7 @@ Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, i
     d->slots = slots;
     d->V = target->cfg.vocab;
     d->H = target->cfg.hidden;
+    d->Vd = d->V;
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     if (ops->load(d, dir)) { draft_free(d); return NULL; }
     d->root_logits = d->be->alloc(d->V);
@@ -41,7 +42,67 @@ void draft_free(Draft *d) {
     if (d->ops->free) d->ops->free(d);
     if (d->root_logits) d->be->release(d->root_logits);
     free(d->slot_of);
+    free(d->d2t);
     free(d);
+}
+
+/* qsort order: count descending, then id ascending */
+static const int64_t *sort_counts;
+static int by_count(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    if (sort_counts[i] != sort_counts[j]) return sort_counts[i] > sort_counts[j] ? -1 : 1;
+    return i - j;
+}
+static int ascending(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The n most frequent ids of the draft's token counts, ascending. */
+static int *top_tokens(const Draft *d, int n) {
+    char *path = path_join(d->dir, DRAFT_COUNTS_FILE);
+    SafeTensors *st = st_open(path);
+    int *ids = NULL;
+    const StTensor *t = st ? st_find(st, "token_counts") : NULL;
+    if (!st) err_set("--draft-vocab needs the draft's token counts: %s", err_get());
+    else if (!t || t->dtype != DT_I64 || t->ndim != 1 || t->shape[0] != d->V)
+        err_set("%s: expected a tensor token_counts of I64 [%d]", path, d->V);
+    else {
+        int64_t *c = xmalloc(sizeof(int64_t) * d->V);
+        memcpy(c, t->data, sizeof(int64_t) * d->V);
+        int *order = xmalloc(sizeof(int) * d->V);
+        for (int i = 0; i < d->V; i++) order[i] = i;
+        sort_counts = c;
+        qsort(order, d->V, sizeof(int), by_count);
+        ids = xmalloc(sizeof(int) * n);
+        memcpy(ids, order, sizeof(int) * n);
+        qsort(ids, n, sizeof(int), ascending);
+        free(order); free(c);
+    }
+    st_close(st);
+    free(path);
+    return ids;
+}
+
+int draft_set_vocab(Draft *d, int n) {
+    if (n <= 0 || n >= d->V) return 0;
+    if (!d->ops->set_vocab) {
+        err_set("--draft-vocab: a %s draft cannot score a reduced vocabulary", d->ops->kind);
+        return -1;
+    }
+    int *ids = top_tokens(d, n);
+    if (!ids) return -1;
+    if (d->ops->set_vocab(d, ids, n)) { free(ids); return -1; }
+    free(d->d2t);
+    d->d2t = ids;
+    d->Vd = n;
+    d->be->release(d->root_logits);
+    d->root_logits = d->be->alloc(n);
+    return 0;
+}
+
+/* draft logit columns -> target token ids */
+static void to_target_ids(const Draft *d, int *ids, int n) {
+    if (!d->d2t) return;
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0) ids[i] = d->d2t[ids[i]];
 }
 
 void draft_reset(Draft *d) {
@@ -69,8 +130,9 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     const Backend *be = d->be;
     if (n == 1 && nodes[0] == 0) {
         double t0 = now_seconds();
-        be->softmax_topk(d->root_logits, 1, d->V, 1.0f, k, ids, probs, topm, entropy);
+        be->softmax_topk(d->root_logits, 1, d->Vd, 1.0f, k, ids, probs, topm, entropy);
         d->t_dist += now_seconds() - t0;
+        to_target_ids(d, ids, k);
         return 0;
     }
     reserve_nodes(d, t->n);
@@ -95,8 +157,9 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     if (logits) {
         d->n_temp += n;
         double t0 = now_seconds();
-        be->softmax_topk(logits, n, d->V, 1.0f, k, ids, probs, topm, entropy);
+        be->softmax_topk(logits, n, d->Vd, 1.0f, k, ids, probs, topm, entropy);
         d->t_dist += now_seconds() - t0;
+        to_target_ids(d, ids, n * k);
     }
     free(tok); free(pos); free(mask);
     return logits ? 0 : -1;

@@ -38,6 +38,9 @@ typedef struct {
      * tests' scripted draft). */
     int (*expand)(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids, float *probs,
                   float *entropy);
+    /* Optional: score only target tokens ids[0..n) (ascending) from now on;
+     * logits then have n columns, column j for token ids[j]. */
+    int (*set_vocab)(Draft *d, const int *ids, int n);
 } DraftOps;
 
 struct Draft {
@@ -51,6 +54,8 @@ struct Draft {
     int *slot_of;            /* per tree node: its temporary slot, -1 if none */
     int node_cap;
     int V, H;
+    int Vd;                  /* columns of the draft's logits: V, or a reduced draft vocabulary */
+    int *d2t;                /* host [Vd]: column -> target token id; NULL when Vd == V */
     ModelConfig cfg;
     char dir[512];
     char config_hash[17];
@@ -63,6 +68,13 @@ extern const DraftOps draft_eagle_ops, draft_lm_ops;
 /* kind "eagle" or "lm"; checks the draft fits the target (vocabulary,
  * hidden size) and names the mismatch otherwise. */
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots);
+/* Drafts from the n most frequent target tokens only (EAGLE-3's reduced
+ * draft vocabulary): counted on the draft's training data and stored beside
+ * it as token_counts.safetensors (tensor "token_counts", I64 [V]).  The LM
+ * head shrinks from V to n rows; verification is unchanged, so decoding
+ * stays lossless.  n <= 0 or n >= V keeps the full vocabulary. */
+int draft_set_vocab(Draft *d, int n);
+#define DRAFT_COUNTS_FILE "token_counts.safetensors"
 /* A draft of another source (ops->load not called; impl is its state). */
 Draft *draft_new(const DraftOps *ops, void *impl);
 void draft_free(Draft *d);

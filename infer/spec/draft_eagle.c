@@ -20,6 +20,9 @@ typedef struct {
     float *node_feat;        /* head output per tree node (device, node_cap × H); row 0 is the
                                 root's, written at catch-up (the root is never expanded here) */
     int node_cap;
+    const Weight *lm_head;   /* the target's, or vocab_head (a reduced draft vocabulary) */
+    Weight vocab_head;
+    void *vocab_host;        /* vocab_head's bytes */
 } EagleHead;
 
 /* EAGLE-1/2 head layout (SafeAILab/EAGLE cnets1.py): fc.weight [h, 2h]
@@ -50,6 +53,23 @@ static int eagle_load(Draft *d, const char *dir) {
     config_inv_freq(c, e->inv_freq);
     e->kv = d->be->kv_create(1, d->slots, c->kv_heads * c->head_dim);
     if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return -1; }
+    e->lm_head = &d->target->lm_head;
+    return 0;
+}
+
+static void release_vocab_head(const Backend *be, EagleHead *e) {
+    if (e->vocab_head.data) be->weight_release(&e->vocab_head);
+    free(e->vocab_host);
+    e->vocab_host = NULL;
+}
+
+static void release_buffers(const Backend *be, EagleHead *e);
+static int eagle_set_vocab(Draft *d, const int *ids, int n) {
+    EagleHead *e = d->impl;
+    release_vocab_head(d->be, e);
+    if (llama_lm_head_rows(d->target, ids, n, &e->vocab_head, &e->vocab_host)) return -1;
+    e->lm_head = &e->vocab_head;
+    release_buffers(d->be, e);   /* logits change width */
     return 0;
 }
 
@@ -71,6 +91,7 @@ static void eagle_free(Draft *d) {
     if (e->fc_b.data) be->weight_release(&e->fc_b);
     if (e->kv) be->kv_free(e->kv);
     if (e->node_feat) be->release(e->node_feat);
+    release_vocab_head(be, e);
     st_close(e->st);
     free(e->inv_freq);
     free(e);
@@ -85,7 +106,7 @@ static void reserve(Draft *d, EagleHead *e, int n) {
     e->feat = be->alloc((size_t)n * d->H);
     e->cat = be->alloc((size_t)n * 2 * d->H);
     e->x = be->alloc((size_t)n * d->H);
-    e->logits = be->alloc((size_t)n * d->V);
+    e->logits = be->alloc((size_t)n * d->Vd);
     layer_scratch_reserve(be, &d->cfg, &e->ls, n);
 }
 
@@ -115,7 +136,7 @@ static void eagle_forward(Draft *d, EagleHead *e, const int *tokens, const float
     if (e->has_fc_bias) be->add_bias(e->x, &e->fc_b, n);
     llama_layer_forward(be, &d->cfg, &e->layer, e->inv_freq, e->kv, 0, &e->ls, e->x, n, pos, mask,
                         d->n_past + d->n_temp);
-    be->matmul(e->logits, e->x, &d->target->lm_head, n);
+    be->matmul(e->logits, e->x, e->lm_head, n);
 }
 
 /* inputs: pair j = (target feature at committed position j, token j+1), the
@@ -134,7 +155,7 @@ static int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int 
     eagle_forward(d, e, in, hidden, pos, n, NULL);
     reserve_node_feat(d, e, 1);
     d->be->copy(e->node_feat, e->x + (size_t)(n - 1) * d->H, d->H);
-    d->be->copy(d->root_logits, e->logits + (size_t)(n - 1) * d->V, d->V);
+    d->be->copy(d->root_logits, e->logits + (size_t)(n - 1) * d->Vd, d->Vd);
     free(in); free(pos);
     return n;
 }
@@ -163,4 +184,5 @@ const DraftOps draft_eagle_ops = {
     .free = eagle_free,
     .catch_up = eagle_catch_up,
     .forward_nodes = eagle_forward_nodes,
+    .set_vocab = eagle_set_vocab,
 };

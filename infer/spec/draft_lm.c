@@ -9,6 +9,7 @@ typedef struct {
     LlamaModel *lm;
     LlamaState *lms;
     int started;   /* the first catch-up also feeds tokens[0] */
+    void *vocab_host;   /* bytes of a reduced draft vocabulary's LM head (set_vocab) */
 } DraftLM;
 
 static int lm_load(Draft *d, const char *dir) {
@@ -32,6 +33,7 @@ static void lm_free(Draft *d) {
     if (!l) return;
     llama_state_free(l->lms);
     llama_free(l->lm);
+    free(l->vocab_host);
     free(l);
 }
 
@@ -59,7 +61,7 @@ static int lm_catch_up(Draft *d, const int *tokens, const float *hidden, int m, 
     free(in); free(pos);
     if (rc) return -1;
     llama_commit(l->lms, NULL, n);
-    d->be->copy(d->root_logits, l->lms->logits, d->V);
+    d->be->copy(d->root_logits, l->lms->logits, d->Vd);
     l->started = 1;
     return l->lms->n_past - d->n_past;
 }
@@ -71,6 +73,21 @@ static const float *lm_forward_nodes(Draft *d, const Tree *t, const int *nodes, 
     if (llama_forward(l->lms, tok, pos, n, mask, LOGITS_ALL)) return NULL;
     llama_commit(l->lms, NULL, n);   /* temporary: dropped by draft_end_cycle */
     return l->lms->logits;
+}
+
+/* The LM's own head shrinks to the chosen rows; its logits rows then have n
+ * columns (the state's buffers, sized for the full vocabulary, still fit). */
+static int lm_set_vocab(Draft *d, const int *ids, int n) {
+    DraftLM *l = d->impl;
+    LlamaModel *m = l->lm;
+    Weight w;
+    void *host;
+    if (llama_lm_head_rows(m, ids, n, &w, &host)) return -1;
+    if (m->lm_head.data && m->lm_head.data != m->embed.data) d->be->weight_release(&m->lm_head);
+    free(l->vocab_host);
+    m->lm_head = w;
+    l->vocab_host = host;
+    return 0;
 }
 
 static void lm_end_cycle(Draft *d) {
@@ -86,4 +103,5 @@ const DraftOps draft_lm_ops = {
     .catch_up = lm_catch_up,
     .forward_nodes = lm_forward_nodes,
     .end_cycle = lm_end_cycle,
+    .set_vocab = lm_set_vocab,
 };

@@ -14,6 +14,7 @@
 typedef struct {
     const char *target_dir, *draft_dir, *draft_kind, *tokenizer_path, *template_name, *system;
     const char *device;    /* cpu | cuda | auto (NULL = auto); the draft runs where the target does */
+    int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */
     SampleParams sp;

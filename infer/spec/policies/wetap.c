@@ -108,7 +108,7 @@ static double layer_entropy_norm(const Tree *t, const int *nodes, int n) {
 /* Builds the unpruned pool of L layers into t. */
 static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, PolicyTimes *tm) {
     const int L = q->wetap_depth, wmin = q->wetap_wmin, wmax = q->wetap_wmax;
-    const int vcap = d->V > 0 ? d->V : INT_MAX;
+    const int vcap = d->Vd > 0 ? d->Vd : INT_MAX;
     int kroot = wmin < vcap ? wmin : vcap;
     int *ids = xmalloc(sizeof(int) * kroot), root = 0;
     float *probs = xmalloc(sizeof(float) * kroot), ent;
