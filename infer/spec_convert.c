@@ -25,14 +25,15 @@ static const char *prog = "spec-convert";
 
 static void usage(FILE *f) {
     fprintf(f,
-"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f32]\n"
+"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA-architecture model with a GPT-2\n"
 "style byte-level BPE tokenizer (pre-tokenizer gpt2 or smollm) into a Hugging Face\n"
 "checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
 "tokenizer.json, tokenizer_config.json, generation_config.json.  Tensors may be\n"
 "F32, F16, Q8_0 or Q4_1 (dequantised as llama.cpp does); other types are refused.\n"
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
-"  --dtype D     bf16 (default, rounded to nearest even) or f32 (exact dequantised values)\n"
+"  --dtype D     bf16 (default) or f16 (both rounded to nearest even), or f32 (the exact\n"
+"                dequantised values)\n"
 "  -h, --help\n");
 }
 
@@ -112,6 +113,11 @@ static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) 
         for (size_t i = 0; i < n; i++) b[i] = to_bf16(v[i]);
         free(v);
         data = b;
+    } else if (o->dt == DT_F16) {
+        _Float16 *h = xmalloc(2 * n);
+        for (size_t i = 0; i < n; i++) h[i] = (_Float16)v[i];   /* round to nearest even */
+        free(v);
+        data = h;
     }
     *w = (StWrite){o->names[o->n], o->dt, cols ? 2 : 1, {cols ? rows : rows, cols}, data};
     if (!cols) w->shape[0] = rows;
@@ -185,7 +191,7 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_AddBoolToObject(c, "tie_word_embeddings", tied);
     cJSON_AddNumberToObject(c, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
     cJSON_AddNumberToObject(c, "eos_token_id", (double)opt_int(g, "tokenizer.ggml.eos_token_id", 2));
-    cJSON_AddStringToObject(c, "torch_dtype", dt == DT_BF16 ? "bfloat16" : "float32");
+    cJSON_AddStringToObject(c, "torch_dtype", dt == DT_BF16 ? "bfloat16" : dt == DT_F16 ? "float16" : "float32");
     char *p = path_join(dir, "config.json");
     if (write_json(p, c)) die(prog, "%s", err_get());
     free(p);
@@ -337,8 +343,8 @@ int main(int argc, char **argv) {
         }
     }
     if (argc - optind != 2) { usage(stderr); die(prog, "expected IN.gguf OUTDIR"); }
-    DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f32") ? DT_F32 : DT_COUNT;
-    if (dt == DT_COUNT) die(prog, "--dtype: expected bf16 or f32, got '%s'", dtype);
+    DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f16") ? DT_F16 : !strcmp(dtype, "f32") ? DT_F32 : DT_COUNT;
+    if (dt == DT_COUNT) die(prog, "--dtype: expected bf16, f16 or f32, got '%s'", dtype);
     const char *in = argv[optind], *dir = argv[optind + 1];
     double t0 = now_seconds();
     Gguf *g = gguf_open(in);

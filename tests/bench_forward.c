@@ -1,0 +1,207 @@
+/* The runtime against the machine: single-token decode next to the memory
+ * bandwidth bound, and forwards of n tokens next to the GEMM peak.
+ *
+ *   bench_forward [--tsv FILE] [--threads T] MODEL_DIR|1b ...
+ *
+ * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
+ * of bench_model.h, written to /tmp and removed after loading):
+ *   tg     greedy decode of 128 tokens after an 8-token prompt (what
+ *          llama-bench's tg128 times) -> tok/s and % of the bandwidth bound
+ *          (weight bytes one token reads / copy bandwidth);
+ *   pp n   a forward of n tokens after a 32-token context, logits of the
+ *          last one only (the work llama-bench's pp n does) -> tok/s, GFLOP/s
+ *          and % of the GEMM peak;
+ *   tree n the same n tokens as a random token tree under its mask with
+ *          logits for every node (what verifying a draft tree costs).
+ * The machine: copy bandwidth (STREAM convention) and OpenBLAS sgemm on
+ * 2048^3 squares with T threads.  Each figure is the best of 5 runs after a
+ * warm-up.  --tsv appends one row per figure for tools/bench.sh. */
+#include "infer/model/llama.h"
+#include "tests/bench_model.h"
+#include "kernels/base/util.h"
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void openblas_set_num_threads(int);
+
+static const int NS[] = {4, 8, 16, 32, 64, 128};
+enum { N_NS = sizeof NS / sizeof *NS, CTX = 32, TG = 128, REPS = 5 };
+
+/* Copy bandwidth (STREAM convention: bytes read + bytes written per second)
+ * of a 512 MiB memcpy split over all threads; best of 5. */
+static double copy_bandwidth(void) {
+    size_t n = 512u << 20;
+    char *a = malloc(n), *b = malloc(n);
+    memset(a, 1, n); memset(b, 2, n);
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_seconds();
+#pragma omp parallel
+        {
+            int nt = omp_get_num_threads(), id = omp_get_thread_num();
+            size_t chunk = n / nt;
+            memcpy(b + id * chunk, a + id * chunk, chunk);
+        }
+        double bw = 2.0 * n / (now_seconds() - t0);
+        if (bw > best) best = bw;
+    }
+    free(a); free(b);
+    return best;
+}
+
+static double sgemm_peak(int threads) {
+    const int n = 2048;
+    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
+    for (int i = 0; i < n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
+    openblas_set_num_threads(threads);
+    double best = 0;
+    for (int r = 0; r < 4; r++) {
+        double t0 = now_seconds();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double g = 2.0 * n * n * n / (now_seconds() - t0) / 1e9;
+        if (g > best) best = g;
+    }
+    openblas_set_num_threads(1);   /* the runtime drives OpenBLAS from its own threads */
+    free(a); free(b); free(c);
+    return best;
+}
+
+/* multiply-adds per token of the weight products: every matrix once; the LM
+ * head counted only where logits are asked for */
+static double flops_per_token(const LlamaModel *m, int with_head) {
+    const ModelConfig *c = &m->cfg;
+    double qd = (double)c->heads * c->head_dim, kd = (double)c->kv_heads * c->head_dim;
+    double layer = c->hidden * (qd + 2 * kd) + qd * c->hidden + 3.0 * c->hidden * c->intermediate;
+    return 2.0 * (c->layers * layer + (with_head ? (double)c->vocab * c->hidden : 0));
+}
+
+static FILE *tsv;
+static void row(const char *model, const char *test, int n, double tps, double gflops, double pct) {
+    if (tsv) fprintf(tsv, "%s\t%s\t%d\t%.3f\t%.2f\t%.1f\n", model, test, n, tps, gflops, pct);
+}
+
+static void commit_prompt(LlamaState *st, int n) {
+    int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) { tok[i] = 100 + 37 * i % 5000; pos[i] = i; }
+    if (llama_forward(st, tok, pos, n, NULL, LOGITS_LAST)) die_err("bench_forward");
+    llama_commit(st, NULL, n);
+    free(tok); free(pos);
+}
+
+static double decode_tps(LlamaState *st) {
+    double best = 0;
+    for (int r = 0; r < 2; r++) {   /* 128 tokens take seconds: two runs */
+        llama_truncate(st, 0);
+        commit_prompt(st, 8);
+        int tok = 1000;
+        double t0 = now_seconds();
+        for (int i = 0; i < TG; i++) {
+            int p = st->n_past;
+            if (llama_forward(st, &tok, &p, 1, NULL, LOGITS_LAST)) die_err("bench_forward");
+            llama_commit(st, NULL, 1);
+            cpu_backend.argmax(st->logits, 1, st->m->cfg.vocab, &tok);
+        }
+        double tps = TG / (now_seconds() - t0);
+        if (tps > best) best = tps;
+    }
+    return best;
+}
+
+/* A random tree of n nodes after CTX context tokens: node i's parent is
+ * i-1 half the time, else an earlier node or the context's end. */
+static void tree_inputs(int n, int *tok, int *pos, uint8_t *mask) {
+    int *parent = xmalloc(sizeof(int) * n), *depth = xmalloc(sizeof(int) * n);
+    uint64_t s = 0x9E3779B97F4A7C15ULL;
+    const int nctx = CTX + n;
+    memset(mask, 0, (size_t)n * nctx);
+    for (int i = 0; i < n; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        parent[i] = i == 0 ? -1 : (s & 1) ? i - 1 : (int)((s >> 8) % (uint64_t)(i + 1)) - 1;
+        depth[i] = parent[i] < 0 ? 1 : depth[parent[i]] + 1;
+        tok[i] = 200 + (int)((s >> 20) % 4000);
+        pos[i] = CTX - 1 + depth[i];
+        uint8_t *r = mask + (size_t)i * nctx;
+        memset(r, 1, CTX);
+        for (int a = i; a >= 0; a = parent[a]) r[CTX + a] = 1;
+    }
+    free(parent); free(depth);
+}
+
+static double forward_tps(LlamaState *st, int n, int tree) {
+    int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
+    uint8_t *mask = xmalloc((size_t)n * (CTX + n));
+    tree_inputs(n, tok, pos, mask);
+    if (!tree)
+        for (int i = 0; i < n; i++) pos[i] = CTX + i;
+    double best = 0;
+    for (int r = 0; r <= REPS; r++) {   /* r = 0 warms up */
+        double t0 = now_seconds();
+        if (llama_forward(st, tok, pos, n, tree ? mask : NULL, tree ? LOGITS_ALL : LOGITS_LAST))
+            die_err("bench_forward");
+        double tps = n / (now_seconds() - t0);
+        if (r && tps > best) best = tps;
+        llama_truncate(st, CTX);
+    }
+    free(tok); free(pos); free(mask);
+    return best;
+}
+
+static void bench_model(const char *arg, double bw, double peak) {
+    char dir[512];
+    int random_1b = !strcmp(arg, "1b");
+    if (random_1b) bench_write_1b(dir, 16);
+    else snprintf(dir, sizeof dir, "%s", arg);
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    if (!m) die_err("bench_forward");
+    if (random_1b) bench_remove_1b(dir);
+    const char *name = random_1b ? "1b-random" : arg;
+    LlamaState *st = llama_state_new(m, CTX + 256);
+    double bytes = (double)llama_weight_bytes(m), bound = bw / bytes;
+    printf("\n%s: %s weights, %.1f MB read per decoded token; bandwidth bound %.1f tok/s\n", name,
+           dtype_name(m->embed.dtype), bytes / 1e6, bound);
+    double tg = decode_tps(st);
+    printf("  %-8s %9.1f tok/s  %5.0f%% of the bandwidth bound\n", "tg128", tg, 100 * tg / bound);
+    row(name, "tg", TG, tg, 0, 100 * tg / bound);
+    printf("  %-8s %9s %12s %8s   %9s %12s %8s\n", "n", "pp tok/s", "GFLOP/s", "% peak", "tree tok/s", "GFLOP/s",
+           "% peak");
+    llama_truncate(st, 0);
+    commit_prompt(st, CTX);
+    for (int i = 0; i < N_NS; i++) {
+        int n = NS[i];
+        double pp = forward_tps(st, n, 0), tr = forward_tps(st, n, 1);
+        double gp = pp * flops_per_token(m, 0) / 1e9, gt = tr * flops_per_token(m, 1) / 1e9;
+        printf("  %-8d %9.1f %12.1f %7.0f%%   %9.1f %12.1f %7.0f%%\n", n, pp, gp, 100 * gp / peak, tr, gt,
+               100 * gt / peak);
+        row(name, "pp", n, pp, gp, 100 * gp / peak);
+        row(name, "tree", n, tr, gt, 100 * gt / peak);
+    }
+    llama_state_free(st);
+    llama_free(m);
+}
+
+int main(int argc, char **argv) {
+    int threads = 2, first = 1;
+    for (; first < argc && argv[first][0] == '-'; first += 2) {
+        if (first + 1 >= argc) { fprintf(stderr, "bench_forward: %s needs a value\n", argv[first]); return 2; }
+        if (!strcmp(argv[first], "--tsv")) {
+            tsv = fopen(argv[first + 1], "a");
+            if (!tsv) { perror(argv[first + 1]); return 1; }
+        } else if (!strcmp(argv[first], "--threads")) threads = atoi(argv[first + 1]);
+        else { fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] MODEL_DIR|1b ...\n"); return 2; }
+    }
+    if (threads < 1) threads = 1;
+    cpu_threads_set(threads);
+    omp_set_num_threads(threads);
+    double bw = copy_bandwidth(), peak = sgemm_peak(threads);
+    printf("machine: %d threads, copy bandwidth %.1f GB/s, sgemm peak %.1f GFLOP/s (OpenBLAS, 2048^3)\n", threads,
+           bw / 1e9, peak);
+    row("machine", "copy_GBps", 0, bw / 1e9, 0, 0);
+    row("machine", "sgemm_GFLOPs", 0, peak, peak, 100);
+    for (int i = first; i < argc; i++) bench_model(argv[i], bw, peak);
+    if (first == argc) bench_model("1b", bw, peak);
+    if (tsv) fclose(tsv);
+    return 0;
+}
