@@ -67,11 +67,45 @@ static void softmax_row(float *s, const uint8_t *mask, int i, int n, int nctx) {
     for (int j = 0; j < nctx; j++) s[j] *= inv;
 }
 
+/* q·k over a head of hd floats, eight lanes at a time (hd % 8 == 0 in every
+ * LLaMA shape; the tail loop covers the rest). */
+static inline float dot_hd(const float *a, const float *b, int hd) {
+    v8f acc = {0};
+    int e = 0;
+    for (; e + 8 <= hd; e += 8) {
+        v8f x, y;
+        memcpy(&x, a + e, 32);
+        memcpy(&y, b + e, 32);
+        acc += x * y;
+    }
+    float d = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; e < hd; e++) d += a[e] * b[e];
+    return d;
+}
+
+/* o += w · v over hd floats */
+static inline void axpy_hd(float *o, float w, const float *v, int hd) {
+    int e = 0;
+    for (; e + 8 <= hd; e += 8) {
+        v8f x, y;
+        memcpy(&x, o + e, 32);
+        memcpy(&y, v + e, 32);
+        x += w * y;
+        memcpy(o + e, &x, 32);
+    }
+    for (; e < hd; e++) o[e] += w * v[e];
+}
+
+/* Decode and small trees: one (query, head) pair per iteration, split over
+ * the threads whenever there is more than a few microseconds of work (the
+ * other core would otherwise wait at the next product's barrier).  Each
+ * pair's arithmetic is the same whatever the split, so results do not
+ * depend on the thread count. */
 static void attention_few(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
                           const uint8_t *mask, int nheads, int nkv, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = nheads / nkv, qdim = nheads * hd;
-#pragma omp parallel if ((int64_t)n * nheads * nctx * hd > PAR_MIN_WORK)
+#pragma omp parallel if ((int64_t)n * nheads * nctx * hd > PAR_MIN_WORK / 16)
     {
         float *s = malloc(sizeof(float) * nctx);
 #pragma omp for collapse(2) schedule(static)
@@ -79,21 +113,13 @@ static void attention_few(float *out, const float *q, const KVCache *c, int laye
             for (int h = 0; h < nheads; h++) {
                 const float *qh = q + (size_t)i * qdim + h * hd;
                 const int g = h / group;
-                for (int j = 0; j < nctx; j++) {
-                    if (!visible(mask, i, j, n, nctx)) { s[j] = 0; continue; }
-                    const float *kr = kv_row(c, c->k, layer, j) + g * hd;
-                    float d = 0;
-                    for (int e = 0; e < hd; e++) d += qh[e] * kr[e];
-                    s[j] = d * scale;
-                }
+                for (int j = 0; j < nctx; j++)
+                    s[j] = visible(mask, i, j, n, nctx) ? dot_hd(qh, kv_row(c, c->k, layer, j) + g * hd, hd) * scale : 0;
                 softmax_row(s, mask, i, n, nctx);
                 float *o = out + (size_t)i * qdim + h * hd;
                 memset(o, 0, sizeof(float) * hd);
-                for (int j = 0; j < nctx; j++) {
-                    if (s[j] == 0) continue;
-                    const float *vr = kv_row(c, c->v, layer, j) + g * hd;
-                    for (int e = 0; e < hd; e++) o[e] += s[j] * vr[e];
-                }
+                for (int j = 0; j < nctx; j++)
+                    if (s[j] != 0) axpy_hd(o, s[j], kv_row(c, c->v, layer, j) + g * hd, hd);
             }
         free(s);
     }
