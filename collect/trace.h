@@ -130,4 +130,27 @@ const char *trace_compress_name(TraceCompress c);
 /* 1 for root attributes that may differ between the shards trace_merge
  * joins (shard, start_time, ...: the list is in docs/trace_format.md). */
 int trace_attr_per_shard(const char *key);
+/* ---- tree-by-tree passes (spec-train's dataset, spec-analyze) ---- */
+/* Node rows of one file handed out tree by tree, read in blocks of
+ * TRACE_CURSOR_BLOCK rows (or one tree, if larger) so that each compressed
+ * chunk is decoded once while memory stays one block. */
+#define TRACE_CURSOR_BLOCK 65536
+typedef struct {
+    TraceReader *r;
+    unsigned fields;        /* TRACE_F_* columns read; the others stay on disk */
+    TraceNode *buf;
+    int64_t cap, start, len;
+    double read_seconds;    /* time spent in trace_read_node_fields */
+    int64_t nodes_read;
+} TraceCursor;
+void trace_cursor_init(TraceCursor *c, TraceReader *r, unsigned fields);
+/* Nodes [first, first + count) (a pointer into the cursor's block, valid
+ * until the next call); NULL + err_set on a read error. */
+const TraceNode *trace_cursor_get(TraceCursor *c, int64_t first, int64_t count);
+void trace_cursor_free(TraceCursor *c);
+/* Checks one tree's n nodes (rows first_row..): accepted is 0 or 1, parent
+ * is -1 or another node of the tree, and the parent links reach the root
+ * (no cycle).  0, or -1 + err_set naming path and row.  scratch: n bytes. */
+int trace_check_tree(const char *path, int64_t tree_row, int64_t first_row, const TraceNode *nd, int n,
+                     uint8_t *scratch);
 #endif

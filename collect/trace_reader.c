@@ -147,3 +147,69 @@ void trace_reader_close(TraceReader *r) {
     free(r->path);
     free(r);
 }
+
+void trace_cursor_init(TraceCursor *c, TraceReader *r, unsigned fields) {
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    c->fields = fields;
+    c->start = -1;
+}
+
+const TraceNode *trace_cursor_get(TraceCursor *c, int64_t first, int64_t count) {
+    if (count == 0) return c->buf;
+    if (first >= c->start && first + count <= c->start + c->len) return c->buf + (first - c->start);
+    int64_t len = count > TRACE_CURSOR_BLOCK ? count : TRACE_CURSOR_BLOCK, n = trace_reader_nodes(c->r);
+    if (first + len > n) len = n - first;
+    if (len < count) len = count;   /* out of range: trace_read_node_fields says so */
+    if (len > c->cap) {
+        c->cap = len;
+        c->buf = xrealloc(c->buf, sizeof(TraceNode) * (size_t)len);
+    }
+    double t0 = now_seconds();
+    if (trace_read_node_fields(c->r, first, len, c->buf, c->fields)) return NULL;
+    c->read_seconds += now_seconds() - t0;
+    c->nodes_read += len;
+    c->start = first;
+    c->len = len;
+    return c->buf;
+}
+
+void trace_cursor_free(TraceCursor *c) {
+    free(c->buf);
+    c->buf = NULL;
+    c->cap = c->len = 0;
+    c->start = -1;
+}
+
+/* 0 if every node's chain of parents reaches the root (validated indices). */
+static int acyclic(const TraceNode *nd, int n, uint8_t *state) {
+    memset(state, 0, (size_t)n);   /* 0 unknown, 1 on the current path, 2 reaches the root */
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        while (j >= 0 && state[j] == 0) { state[j] = 1; j = nd[j].parent; }
+        if (j >= 0 && state[j] == 1) return -1;
+        for (j = i; j >= 0 && state[j] == 1; j = nd[j].parent) state[j] = 2;
+    }
+    return 0;
+}
+
+int trace_check_tree(const char *path, int64_t tree_row, int64_t first_row, const TraceNode *nd, int n,
+                     uint8_t *scratch) {
+    for (int i = 0; i < n; i++) {
+        const TraceNode *x = &nd[i];
+        if (x->accepted > 1) {
+            err_set("%s: node row %lld: accepted = %d, expected 0 or 1", path, (long long)(first_row + i), x->accepted);
+            return -1;
+        }
+        if (x->parent < -1 || x->parent >= n || x->parent == i) {
+            err_set("%s: node row %lld (tree row %lld): parent %d is not another node of its tree (%d nodes)", path,
+                    (long long)(first_row + i), (long long)tree_row, x->parent, n);
+            return -1;
+        }
+    }
+    if (n > 0 && acyclic(nd, n, scratch)) {
+        err_set("%s: tree row %lld: the parent links form a cycle", path, (long long)tree_row);
+        return -1;
+    }
+    return 0;
+}

@@ -6,45 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NODE_BLOCK 65536   /* nodes per trace_read_nodes call */
 #define TREE_BLOCK 65536
+/* what training and evaluation use: token, local p and rank stay on disk */
+#define DS_FIELDS (TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT)
 
-typedef struct {
-    TraceReader *r;
-    int64_t file_nodes;
-    TraceNode *buf;
-    int64_t cap, start, len;
-    Dataset *ds;
-} Cursor;
-
-/* Pointer to nodes [first, first + count) of the cursor's file, reading a
- * block from first on when they are not buffered. */
-static const TraceNode *cursor_get(Cursor *c, int64_t first, int64_t count) {
-    if (count == 0) return c->buf;
-    if (first >= c->start && first + count <= c->start + c->len) return c->buf + (first - c->start);
-    int64_t len = count > NODE_BLOCK ? count : NODE_BLOCK;
-    if (first + len > c->file_nodes) len = c->file_nodes - first;
-    if (len > c->cap) {
-        c->cap = len;
-        c->buf = xrealloc(c->buf, sizeof(TraceNode) * (size_t)len);
-    }
-    double t0 = now_seconds();
-    /* what training and evaluation use: token, local p and rank stay on disk */
-    const unsigned fields = TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT;
-    if (trace_read_node_fields(c->r, first, len, c->buf, fields)) return NULL;
-    c->ds->read_seconds += now_seconds() - t0;
-    c->ds->nodes_read += len;
-    c->start = first;
-    c->len = len;
-    return c->buf;
-}
-
-static void cursor_init(Cursor *c, Dataset *ds, int f, TraceReader *r) {
-    memset(c, 0, sizeof *c);
-    c->r = r;
-    c->file_nodes = ds->files[f].n_nodes;
-    c->ds = ds;
-    c->start = -1;
+/* Ends a file's pass: its read time and rows go to the dataset's totals. */
+static void cursor_done(TraceCursor *c, Dataset *ds) {
+    ds->read_seconds += c->read_seconds;
+    ds->nodes_read += c->nodes_read;
+    trace_cursor_free(c);
 }
 
 /* Readers live in a side array so dataset.h need not include trace.h. */
@@ -65,29 +35,15 @@ void dataset_free(Dataset *ds) {
     free(im);
 }
 
-/* 0 if every node's chain of parents reaches the root; state is scratch of n. */
-static int acyclic(const int32_t *parent, int n, uint8_t *state) {
-    if (n <= 0) return 0;
-    memset(state, 0, (size_t)n);   /* 0 unknown, 1 on the current path, 2 reaches the root */
-    for (int i = 0; i < n; i++) {
-        int j = i;
-        while (j >= 0 && state[j] == 0) { state[j] = 1; j = parent[j]; }
-        if (j >= 0 && state[j] == 1) return -1;
-        for (j = i; j >= 0 && state[j] == 1; j = parent[j]) state[j] = 2;
-    }
-    return 0;
-}
-
 /* Pass A over every node (see dataset.h).  Returns 0 or -1 + err_set. */
 static int scan_nodes(Dataset *ds, const DsOpts *o) {
     DatasetImpl *im = (DatasetImpl *)ds;
     EvalSet *E = &ds->eval;
     int64_t max_tree = 0;
     for (int64_t t = 0; t < ds->n_trees; t++) if (ds->count[t] > max_tree) max_tree = ds->count[t];
-    int32_t *par = xmalloc(sizeof(int32_t) * (max_tree + 1));
     uint8_t *scratch = xmalloc(max_tree + 1);
     float *in = xmalloc(sizeof(float) * 3 * (max_tree + 1));
-    Cursor cur = {0};
+    TraceCursor cur = {0};
     int rc = -1;
     /* inputs are the raw features unless a transform is set */
     int raw = 1;
@@ -103,26 +59,16 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
     if (o->progress) progress_start(&pr, "reading traces (nodes)", total_nodes);
     for (int f = 0; f < ds->nfiles; f++) {
         DsFile *F = &ds->files[f];
-        cursor_init(&cur, ds, f, im->readers[f]);
+        trace_cursor_init(&cur, im->readers[f], DS_FIELDS);
         for (int64_t ti = 0; ti < F->n_trees; ti++) {
             int64_t g = F->tree0 + ti;
             int cnt = ds->count[g];
-            const TraceNode *nd = cursor_get(&cur, ds->first[g], cnt);
-            if (!nd) goto out;
+            const TraceNode *nd = trace_cursor_get(&cur, ds->first[g], cnt);
+            if (!nd || trace_check_tree(F->path, ti, ds->first[g], nd, cnt, scratch)) goto out;
             int bad = 0;
             for (int i = 0; i < cnt; i++) {
                 const TraceNode *x = &nd[i];
                 int64_t row = ds->first[g] + i;
-                if (x->accepted > 1) {
-                    err_set("%s: node row %lld: accepted = %d, expected 0 or 1", F->path, (long long)row, x->accepted);
-                    goto out;
-                }
-                if (x->parent < -1 || x->parent >= cnt || x->parent == i) {
-                    err_set("%s: node row %lld (tree row %lld): parent %d is not another node of its tree (%d nodes)",
-                            F->path, (long long)row, (long long)ti, x->parent, cnt);
-                    goto out;
-                }
-                par[i] = x->parent;
                 float *v = in + 3 * i;
                 if (raw) { v[0] = x->P; v[1] = x->H; v[2] = (float)x->depth; }
                 else classifier_input(o->cls, x->P, x->H, (float)x->depth, v);
@@ -135,10 +81,6 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
                     }
                     bad++;
                 }
-            }
-            if (cnt && acyclic(par, cnt, scratch)) {
-                err_set("%s: tree row %lld: the parent links form a cycle", F->path, (long long)ti);
-                goto out;
             }
             done_nodes += cnt;
             if (o->progress) progress_update(&pr, done_nodes, NULL);
@@ -177,7 +119,7 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
             }
             ds->train_nodes += cnt;
         }
-        free(cur.buf); cur.buf = NULL;
+        cursor_done(&cur, ds);
     }
     ds->train_neg = ds->train_nodes - ds->train_pos;
     if (o->progress) progress_end(&pr, done_nodes, NULL);
@@ -189,7 +131,7 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
     }
     rc = 0;
 out:
-    free(cur.buf); free(par); free(scratch); free(in);
+    trace_cursor_free(&cur); free(scratch); free(in);
     return rc;
 }
 
@@ -355,7 +297,7 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
     Progress pr;
     if (progress) progress_start(&pr, "drawing negatives (nodes)", ds->train_nodes);
     int64_t c = 0, done = 0, next = 0;
-    Cursor cur = {0};
+    TraceCursor cur = {0};
     int ok = 1;
     if (!all) {
         next = INT64_MAX;
@@ -363,13 +305,13 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
     }
     for (int f = 0; f < ds->nfiles && ok; f++) {
         const DsFile *F = &ds->files[f];
-        cursor_init(&cur, ds, f, im->readers[f]);
+        trace_cursor_init(&cur, im->readers[f], DS_FIELDS);
         for (int64_t ti = 0; ti < F->n_trees; ti++) {
             int64_t g = F->tree0 + ti;
             if (ds->flag[g]) continue;
             if (!all && next == INT64_MAX) break;   /* every epoch complete */
             int cnt = ds->count[g];
-            const TraceNode *nd = cursor_get(&cur, ds->first[g], cnt);
+            const TraceNode *nd = trace_cursor_get(&cur, ds->first[g], cnt);
             if (!nd) { ok = 0; break; }
             for (int i = 0; i < cnt; i++) {
                 if (nd[i].accepted) continue;
@@ -390,8 +332,9 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
             done += cnt;
             if (progress) progress_update(&pr, done, NULL);
         }
-        free(cur.buf); cur.buf = NULL;
+        cursor_done(&cur, ds);
     }
+    trace_cursor_free(&cur);
     if (progress) progress_end(&pr, done, NULL);
     if (ok && !all)
         for (int e = 0; e < n_epochs; e++)

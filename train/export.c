@@ -139,15 +139,13 @@ cJSON *eval_json(const EvalResult *r, const EvalOpts *o, int with_tables) {
     cJSON *bt = cJSON_AddArrayToObject(j, "entropy_buckets");
     for (int b = 0; b <= N_BUCKETS; b++) {
         cJSON *e = cJSON_CreateObject();
-        char rng[32];
-        if (b == N_BUCKETS) snprintf(rng, sizeof rng, "total");
-        else if (b == N_BUCKETS - 1) snprintf(rng, sizeof rng, "[%d,inf)", b);
-        else snprintf(rng, sizeof rng, "[%d,%d)", b, b + 1);
-        cJSON_AddStringToObject(e, "range", rng);
-        cJSON_AddNumberToObject(e, "nodes", (double)r->bucket_n[b]);
-        cJSON_AddNumberToObject(e, "proportion", r->bucket_n[N_BUCKETS] ? (double)r->bucket_n[b] / r->bucket_n[N_BUCKETS] : 0);
-        cJSON_AddItemToObject(e, "E2", bucket_rates(r->bucket_e2[b]));
-        cJSON_AddItemToObject(e, "C2T", bucket_rates(r->bucket_tree[b]));
+        const BucketTable *t = &r->buckets;
+        char rng[16];
+        cJSON_AddStringToObject(e, "range", entropy_bucket_name(b, rng));
+        cJSON_AddNumberToObject(e, "nodes", (double)t->n[b]);
+        cJSON_AddNumberToObject(e, "proportion", t->n[N_BUCKETS] ? (double)t->n[b] / t->n[N_BUCKETS] : 0);
+        cJSON_AddItemToObject(e, "E2", bucket_rates(t->e2[b]));
+        cJSON_AddItemToObject(e, "C2T", bucket_rates(t->tree[b]));
         cJSON_AddItemToArray(bt, e);
     }
     return j;

@@ -1,6 +1,7 @@
 #include "train/metrics.h"
 #include "kernels/base/util.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,27 @@ Rates rates_of(Confusion c) {
     r.f1 = r.precision + r.recall > 0 ? 2 * r.precision * r.recall / (r.precision + r.recall) : 0;
     r.accuracy = n > 0 ? (c.tp + c.tn) / n : 0;
     return r;
+}
+
+void confusion_count(Confusion *c, int pred, int y) {
+    if (pred) { if (y) c->tp++; else c->fp++; }
+    else { if (y) c->fn++; else c->tn++; }
+}
+
+const char *entropy_bucket_name(int b, char *buf) {
+    if (b == N_BUCKETS) snprintf(buf, 16, "total");
+    else if (b == N_BUCKETS - 1) snprintf(buf, 16, "[%d,inf)", b);
+    else snprintf(buf, 16, "[%d,%d)", b, b + 1);
+    return buf;
+}
+
+void bucket_count(BucketTable *t, float H, int y, int c2t, int e2) {
+    int b = entropy_bucket(H);
+    for (int k = 0; k < 2; k++, b = N_BUCKETS) {
+        confusion_count(&t->tree[b], c2t, y);
+        confusion_count(&t->e2[b], e2, y);
+        t->n[b]++;
+    }
 }
 
 int entropy_bucket(float H) {
@@ -92,15 +114,21 @@ static int cmp_by_P(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+void e2_rank(const float *P, int n, int *rank) {
+    int *ix = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) ix[i] = i;
+    g_P = P;   /* callers are single-threaded here */
+    qsort(ix, (size_t)n, sizeof(int), cmp_by_P);
+    for (int i = 0; i < n; i++) rank[ix[i]] = i;
+    free(ix);
+}
+
 void e2_select(const float *P, int n, int topn, uint8_t *sel) {
     if (n <= topn) { memset(sel, 1, (size_t)n); return; }
-    memset(sel, 0, (size_t)n);
-    int *ix = xmalloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) ix[i] = i;
-    g_P = P;   /* evaluation is single-threaded here */
-    qsort(ix, (size_t)n, sizeof(int), cmp_by_P);
-    for (int i = 0; i < topn; i++) sel[ix[i]] = 1;
-    free(ix);
+    int *rank = xmalloc(sizeof(int) * (size_t)n);
+    e2_rank(P, n, rank);
+    for (int i = 0; i < n; i++) sel[i] = rank[i] < topn;
+    free(rank);
 }
 
 uint8_t *e2_select_all(const EvalSet *es, int topn) {
@@ -110,11 +138,6 @@ uint8_t *e2_select_all(const EvalSet *es, int topn) {
         e2_select(es->P + s, (int)(es->start[t + 1] - s), topn, sel + s);
     }
     return sel;
-}
-
-static void count(Confusion *c, int pred, int y) {
-    if (pred) { if (y) c->tp++; else c->fp++; }
-    else { if (y) c->fn++; else c->tn++; }
 }
 
 void c2t_path_min(const float *conf, const int32_t *parent, int n, float *pm) {
@@ -179,24 +202,16 @@ void evaluate(const Classifier *c, const EvalSet *es, const EvalOpts *o, EvalRes
     double loss = 0;
     for (int64_t t = 0; t < T; t++) loss += tree_loss[t];
     for (int64_t i = 0; i < M; i++) {
-        int y = es->y[i], b = entropy_bucket(es->H[i]);
+        int y = es->y[i];
         int pc = conf[i] >= o->beta, pt = pmin[i] >= o->beta, pe = e2[i];
-        count(&cls, pc, y);
-        count(&tree, pt, y);
-        count(&e2c, pe, y);
-        count(&r->bucket_tree[b], pt, y);
-        count(&r->bucket_e2[b], pe, y);
-        r->bucket_n[b]++;
+        confusion_count(&cls, pc, y);
+        confusion_count(&tree, pt, y);
+        confusion_count(&e2c, pe, y);
+        bucket_count(&r->buckets, es->H[i], y, pt, pe);
         int jc = 0, jt = 0;
         for (int k = 0; k < S; k++) { jc += ts[k] <= conf[i]; jt += ts[k] <= pmin[i]; }
         hc[y][jc]++;
         ht[y][jt]++;
-    }
-    for (int b = 0; b < N_BUCKETS; b++) {
-        Confusion *x = &r->bucket_tree[N_BUCKETS], *z = &r->bucket_e2[N_BUCKETS];
-        x->tp += r->bucket_tree[b].tp; x->fp += r->bucket_tree[b].fp; x->fn += r->bucket_tree[b].fn; x->tn += r->bucket_tree[b].tn;
-        z->tp += r->bucket_e2[b].tp; z->fp += r->bucket_e2[b].fp; z->fn += r->bucket_e2[b].fn; z->tn += r->bucket_e2[b].tn;
-        r->bucket_n[N_BUCKETS] += r->bucket_n[b];
     }
     int64_t npos = cls.tp + cls.fn, nneg = cls.fp + cls.tn;
     for (int q = 0; q < S; q++) {

@@ -22,6 +22,13 @@
 typedef struct { int64_t tp, fp, fn, tn; } Confusion;
 typedef struct { double recall, theta, precision, f1, accuracy; Confusion c; } Rates;
 
+/* App. D's table: per entropy bucket (row N_BUCKETS: all nodes) the node
+ * count and the confusion of C2T's tree selection and of EAGLE-2's top-N. */
+typedef struct {
+    Confusion tree[N_BUCKETS + 1], e2[N_BUCKETS + 1];
+    int64_t n[N_BUCKETS + 1];
+} BucketTable;
+
 typedef struct {
     int n_sweep;
     double sweep[64];
@@ -34,13 +41,19 @@ typedef struct {
     double auc, loss;          /* loss: mean BCE over all held-out nodes */
     Rates cls, tree, e2;
     Rates sweep_cls[64], sweep_tree[64];
-    Confusion bucket_tree[N_BUCKETS + 1], bucket_e2[N_BUCKETS + 1];
-    int64_t bucket_n[N_BUCKETS + 1];
+    BucketTable buckets;
     int64_t n_trees, n_nodes, n_pos;
 } EvalResult;
 
 Rates rates_of(Confusion c);
+/* Adds one node (prediction pred, label y) to c. */
+void confusion_count(Confusion *c, int pred, int y);
 int entropy_bucket(float H);
+/* "[0,1)" ... "[6,inf)", "total" for b = N_BUCKETS (buf of 16). */
+const char *entropy_bucket_name(int b, char *buf);
+/* One node of entropy H, label y, kept by C2T (c2t) and by EAGLE-2 (e2):
+ * counted in its bucket's row and in the total row. */
+void bucket_count(BucketTable *t, float H, int y, int c2t, int e2);
 /* Exact ROC AUC (ties count one half); 0.5 if one class is absent. */
 double auc_exact(const float *score, const uint8_t *label, int64_t n);
 /* sel[i] = conf[i] >= beta and its parent is selected (parent -1 = root). */
@@ -48,6 +61,10 @@ void c2t_tree_select(const float *conf, const int32_t *parent, int n, double bet
 /* pm[i] = min of conf over node i and its ancestors: C2T keeps i at beta
  * iff pm[i] >= beta (the same set as c2t_tree_select, for every beta). */
 void c2t_path_min(const float *conf, const int32_t *parent, int n, float *pm);
+/* rank[i] = place of node i when the tree is sorted by P, largest first
+ * (ties: lower index first): EAGLE-2's top-N keeps rank < N, so one sort
+ * gives every N. */
+void e2_rank(const float *P, int n, int *rank);
 /* sel[i] = node i is among the topn largest P (ties: lower index first). */
 void e2_select(const float *P, int n, int topn, uint8_t *sel);
 
