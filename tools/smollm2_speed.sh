@@ -76,11 +76,11 @@ for pol in chain static eagle2 c2t sage wetap; do
     l=$(best $pol)
     args=$(grid | awk -F'|' -v p=$pol -v l="$l" '$1 == p && $2 == l { print $3 }')
     # shellcheck disable=SC2086
-    ev $args --policy $pol --check-lossless --no-baseline --label "setting=$l" || echo "smollm2-speed: $pol NOT LOSSLESS" >&2
+    ev $args --policy $pol --check-lossless --label "setting=$l" || echo "smollm2-speed: $pol NOT LOSSLESS" >&2
     if [ $pol = eagle2 ]; then
         for n in 16384 8192 4096; do
             # shellcheck disable=SC2086
-            ev $args --policy $pol --draft-vocab $n --check-lossless --no-baseline --label "setting=$l/vocab$n" ||
+            ev $args --policy $pol --draft-vocab $n --check-lossless --label "setting=$l/vocab$n" ||
                 echo "smollm2-speed: eagle2 vocab $n NOT LOSSLESS" >&2
         done
     fi
@@ -115,8 +115,8 @@ EOF
         awk -v n=$name '/decoded [0-9]+ tokens in/ { for (i = 1; i <= NF; i++) if ($i == "decoded") { t += $(i+1); s += $(i+4) } }
             /accept[ ]*=/ { a = $0 } END { if (s > 0) printf "%s,%d,%.2f,%.1f\n", n, t, s, t / s }' "$log" >>"$R/llamacpp_rows.csv"
     }
-    run speculative "$LB/llama-speculative-simple" -m $G -md $DG --draft-max 4 --draft-min 1
-    run lookup "$LB/llama-lookup" -m $G --draft 4
+    run speculative "$LB/llama-speculative-simple" -m $G -md $DG --spec-draft-n-max 4 --spec-draft-n-min 1
+    run lookup "$LB/llama-lookup" -m $G --spec-draft-n-max 4
     # plain decoding: the same binary with a draft of none is not offered; llama-bench's tg128 is
     "$LB/llama-bench" -m $G -t "$THREADS" -p 0 -n "$EVAL_MAX_NEW" -r 3 -o csv >"$R/llamacpp_plain.csv" 2>/dev/null &&
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); c[$i] = i } next }
