@@ -6,7 +6,8 @@ tensors, so the C reader's values can be compared bit for bit; and hostile
 files whose pickles are written here by hand (never unpickled, never run).
 
     pip install torch safetensors   # torch 2.x; CPU is enough
-    python3 tools/ptbin_golden.py   # writes tests/golden/ptbin/
+    python3 tools/ptbin_golden.py   # writes tests/golden/ptbin/ and the
+                                    # seeds in tests/fuzz/corpus/ptbin/
 
 Good files:
   eagle1_head.bin     an EAGLE-1 head in the published layout (unprefixed
@@ -189,6 +190,19 @@ bad = bytearray(good)
 bad[start + 1] ^= 0x40
 with open(path("bad_crc.bin"), "wb") as f:
     f.write(bytes(bad))
+
+# ---- fuzz seeds (tests/fuzz/fuzz_ptbin.c): two whole files, and a bare pickle that the
+# harness zips beside its storages data/0 (16 floats) and data/1 (4 halves) ----
+seeds = os.path.join(root, "tests", "fuzz", "corpus", "ptbin")
+os.makedirs(seeds, exist_ok=True)
+shutil.copy(path("views.bin"), os.path.join(seeds, "views.bin"))
+shutil.copy(path("os_system.bin"), os.path.join(seeds, "os_system.bin"))
+f16, h4 = torch.zeros(16), torch.zeros(4).half()
+torch.save(collections.OrderedDict(w=f16[2:6], all=f16.view(4, 4), h=torch.nn.Parameter(h4, requires_grad=False)),
+           os.path.join(seeds, "tmp.bin"))
+with zipfile.ZipFile(os.path.join(seeds, "tmp.bin")) as z, open(os.path.join(seeds, "state.pkl"), "wb") as f:
+    f.write(z.read("tmp/data.pkl"))
+os.remove(os.path.join(seeds, "tmp.bin"))
 
 total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
 print("wrote", out, "(%d bytes)" % total)
