@@ -72,18 +72,9 @@ static void test_sharded_index(void) {
 
 static char tmp[] = "/tmp/c2t_ptbinXXXXXX";
 
-static void copy_file(const char *from, const char *to) {
-    size_t n;
-    char *b = read_text_file(from, &n);
-    FILE *f = fopen(to, "wb");
-    if (b && f) fwrite(b, 1, n, f);
-    if (f) fclose(f);
-    free(b);
-}
-
 static void put(const char *from, const char *name) {
     char *to = path_join(tmp, name);
-    copy_file(from, to);
+    CHECK(copy_file(from, to) == 0, "cannot copy %s to %s", from, to);
     free(to);
 }
 
