@@ -137,20 +137,22 @@ static int open_safetensors(SafeTensors *st, const char *path) {
     return rc;
 }
 
-/* torch.save's legacy format: a pickle of this magic number first */
-static const unsigned char legacy_torch[12] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8};
+/* torch.save's legacy format starts with a pickle of the magic number
+ * 0x1950a86a20f9469cfc6c (these are its bytes, little-endian, as LONG1
+ * writes them; a PROTO 4 pickle puts a FRAME before them) */
+static const unsigned char legacy_torch[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 
 /* A file is told by its first bytes: a zip is torch.save's archive, the
  * legacy torch format is refused with the way to convert it, anything else
  * is read as safetensors. */
 static int open_file(SafeTensors *st, const char *path) {
-    unsigned char head[12] = {0};
+    unsigned char head[32] = {0};
     FILE *f = fopen(path, "rb");
     if (!f) { err_set("%s: cannot open: %s", path, strerror(errno)); return -1; }
     size_t n = fread(head, 1, sizeof head, f);
     fclose(f);
     if (n >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4))) return ptbin_open(st, path);
-    if (n == sizeof head && !memcmp(head, legacy_torch, sizeof head)) {
+    if (n > 2 && head[0] == 0x80 && memmem(head, n, legacy_torch, sizeof legacy_torch)) {
         err_set("%s: a legacy (non-zip) torch file, which is not read; convert it once with "
                 "python -c \"import torch; torch.save(torch.load('%s'), '%s')\" (or to safetensors)",
                 path, path, path);
