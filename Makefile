@@ -4,12 +4,12 @@
 
 PREFIX ?= /usr/local
 CC     ?= cc
-PKGS   := libcjson openblas hdf5 libzstd libpcre2-8
+PKGS   := libcjson openblas hdf5 libzstd libpcre2-8 libzip
 
 # The Debian packages the build, the tests and the demo need.  `make deps`
 # installs only what is missing, so it is a quick no-op on a ready machine.
 DEB_PKGS := gcc make pkg-config libcjson-dev libopenblas-dev libhdf5-dev \
-            hdf5-tools libzstd-dev libpcre2-dev gnuplot-nox
+            hdf5-tools libzstd-dev libpcre2-dev libzip-dev gnuplot-nox
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -99,6 +99,18 @@ static inline int gpu_visible(void) { return cuda_available(); }
 static inline int gpu_visible(void) { return 0; }
 #endif
 
+/* Copies a file byte for byte (test fixtures); 0 / -1. */
+static inline int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    char buf[65536];
+    size_t n;
+    int bad = !in || !out;
+    while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0) bad = fwrite(buf, 1, n, out) != n;
+    if (in) { bad |= ferror(in); fclose(in); }
+    if (out) bad |= fclose(out) != 0;
+    return bad ? -1 : 0;
+}
+
 /* Writes text to path (test fixtures). */
 static inline void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

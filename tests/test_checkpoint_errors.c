@@ -11,15 +11,6 @@
 static const char *good = "tests/ckpt/llama2_f32";
 static char dir[] = "/tmp/c2t_badckptXXXXXX";
 
-static void copy_file(const char *from, const char *to) {
-    size_t n;
-    char *b = read_text_file(from, &n);
-    FILE *f = fopen(to, "wb");
-    if (b && f) fwrite(b, 1, n, f);
-    if (f) fclose(f);
-    free(b);
-}
-
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     if (f) { fputs(text, f); fclose(f); }

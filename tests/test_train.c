@@ -66,17 +66,6 @@ static double jnum(const cJSON *j, const char *path) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-static int copy_file(const char *from, const char *to) {
-    size_t n;
-    char *b = read_text_file(from, &n);
-    if (!b) return -1;
-    FILE *f = fopen(to, "wb");
-    int bad = !f || fwrite(b, 1, n, f) != n;
-    if (f) bad |= fclose(f) != 0;
-    free(b);
-    return bad ? -1 : 0;
-}
-
 /* ---------------------------------------------------------------- FFN */
 
 static void test_gradient_check(void) {

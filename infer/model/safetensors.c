@@ -1,4 +1,5 @@
 #include "infer/model/safetensors.h"
+#include "infer/model/ptbin.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,9 +19,10 @@ static const struct { const char *name; size_t size; DType dt; } st_dtypes[] = {
     {"BOOL", 1, DT_COUNT}, {"F8_E4M3", 1, DT_COUNT}, {"F8_E5M2", 1, DT_COUNT},
 };
 
-static int lookup_dtype(const char *name, size_t *size, DType *dt) {
+int st_dtype_lookup(const char *name, size_t *size, DType *dt) {
     for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
         if (!strcmp(name, st_dtypes[i].name)) { *size = st_dtypes[i].size; *dt = st_dtypes[i].dt; return 0; }
+    err_set("unknown dtype %s", name);
     return -1;
 }
 
@@ -29,9 +31,8 @@ static int cmp_by_data(const void *a, const void *b) {
     return x->data < y->data ? -1 : x->data > y->data;
 }
 
-/* Maps one file and appends its tensors.  only: if non-NULL, the file must
- * hold these names (from the index). */
-static int open_file(SafeTensors *st, const char *path) {
+/* Maps one safetensors file and appends its tensors. */
+static int open_safetensors(SafeTensors *st, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) { err_set("%s: cannot open: %s", path, strerror(errno)); return -1; }
     struct stat sb;
@@ -44,7 +45,7 @@ static int open_file(SafeTensors *st, const char *path) {
 
     int fi = st->nfiles++;
     st->files = xrealloc(st->files, sizeof(StFile) * st->nfiles);
-    st->files[fi] = (StFile){xstrdup(path), map, size};
+    st->files[fi] = (StFile){xstrdup(path), map, size, 0};
 
     uint64_t hlen = 0;
     memcpy(&hlen, map, 8);   /* little-endian u64 */
@@ -76,7 +77,7 @@ static int open_file(SafeTensors *st, const char *path) {
         StTensor t = {0};
         t.file = fi;
         size_t esize;
-        if (lookup_dtype(dt->valuestring, &esize, &t.dtype) != 0) {
+        if (st_dtype_lookup(dt->valuestring, &esize, &t.dtype) != 0) {
             err_set("%s: tensor %s: unknown dtype %s", path, e->string, dt->valuestring);
             rc = -1; break;
         }
@@ -134,6 +135,30 @@ static int open_file(SafeTensors *st, const char *path) {
     }
     free(order);
     return rc;
+}
+
+/* torch.save's legacy format starts with a pickle of the magic number
+ * 0x1950a86a20f9469cfc6c (these are its bytes, little-endian, as LONG1
+ * writes them; a PROTO 4 pickle puts a FRAME before them) */
+static const unsigned char legacy_torch[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+/* A file is told by its first bytes: a zip is torch.save's archive, the
+ * legacy torch format is refused with the way to convert it, anything else
+ * is read as safetensors. */
+static int open_file(SafeTensors *st, const char *path) {
+    unsigned char head[32] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) { err_set("%s: cannot open: %s", path, strerror(errno)); return -1; }
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (n >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4))) return ptbin_open(st, path);
+    if (n > 2 && head[0] == 0x80 && memmem(head, n, legacy_torch, sizeof legacy_torch)) {
+        err_set("%s: a legacy (non-zip) torch file, which is not read; convert it once with "
+                "python -c \"import torch; torch.save(torch.load('%s'), '%s')\" (or to safetensors)",
+                path, path, path);
+        return -1;
+    }
+    return open_safetensors(st, path);
 }
 
 static int is_dir(const char *p) {
@@ -196,12 +221,21 @@ SafeTensors *st_open(const char *path) {
     SafeTensors *st = xcalloc(1, sizeof *st);
     int rc;
     if (is_dir(path)) {
-        char *single = path_join(path, "model.safetensors");
-        char *index = path_join(path, "model.safetensors.index.json");
-        if (file_exists(index)) rc = open_index(st, index);
-        else if (file_exists(single)) rc = open_file(st, single);
-        else { err_set("%s: no model.safetensors or model.safetensors.index.json", path); rc = -1; }
-        free(single); free(index);
+        /* safetensors first where a folder has both (it needs no copy) */
+        static const char *const names[][2] = {{"model.safetensors.index.json", "model.safetensors"},
+                                               {"pytorch_model.bin.index.json", "pytorch_model.bin"}};
+        rc = 1;
+        for (int i = 0; i < 2 && rc == 1; i++) {
+            char *index = path_join(path, names[i][0]), *single = path_join(path, names[i][1]);
+            if (file_exists(index)) rc = open_index(st, index);
+            else if (file_exists(single)) rc = open_file(st, single);
+            free(single); free(index);
+        }
+        if (rc == 1) {
+            err_set("%s: no model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
+                    "pytorch_model.bin.index.json", path);
+            rc = -1;
+        }
     } else if (has_suffix(path, ".json")) {
         rc = open_index(st, path);
     } else {
@@ -213,7 +247,11 @@ SafeTensors *st_open(const char *path) {
 
 void st_close(SafeTensors *st) {
     if (!st) return;
-    for (int i = 0; i < st->nfiles; i++) { munmap(st->files[i].map, st->files[i].size); free(st->files[i].path); }
+    for (int i = 0; i < st->nfiles; i++) {
+        if (st->files[i].owned) free(st->files[i].map);
+        else munmap(st->files[i].map, st->files[i].size);
+        free(st->files[i].path);
+    }
     for (int i = 0; i < st->ntensors; i++) free(st->tensors[i].name);
     free(st->files); free(st->tensors); free(st);
 }

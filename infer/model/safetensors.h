@@ -1,7 +1,9 @@
 /* Safetensors checkpoints: one file, or shards listed by
  * model.safetensors.index.json.  Files are mmap'ed read-only; every header
  * is checked (offsets inside the file, sizes matching shapes, no overlaps)
- * before any tensor is handed out. */
+ * before any tensor is handed out.  PyTorch pytorch_model.bin files (and
+ * pytorch_model.bin.index.json shards) are read into the same structure by
+ * infer/model/ptbin.c. */
 #ifndef C2T_SAFETENSORS_H
 #define C2T_SAFETENSORS_H
 #include "kernels/base/dtype.h"
@@ -24,6 +26,7 @@ typedef struct {
     char *path;
     void *map;
     size_t size;
+    int owned;             /* map is malloc'ed (a torch zip's storages), not mmap'ed */
 } StFile;
 
 typedef struct {
@@ -33,8 +36,9 @@ typedef struct {
     int ntensors;
 } SafeTensors;
 
-/* path: a .safetensors file, an index .json, or a directory holding
- * model.safetensors or model.safetensors.index.json. */
+/* path: a .safetensors or pytorch_model.bin file, an index .json, or a
+ * directory holding model.safetensors(.index.json) or, failing those,
+ * pytorch_model.bin(.index.json).  A file is told by its first bytes. */
 SafeTensors *st_open(const char *path);
 void st_close(SafeTensors *st);
 const StTensor *st_find(const SafeTensors *st, const char *name);
@@ -43,6 +47,9 @@ const StTensor *st_find(const SafeTensors *st, const char *name);
  * the file and the tensor. */
 const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int64_t d1);
 const char *st_file_of(const SafeTensors *st, const StTensor *t);
+/* Element size and DType of a safetensors dtype name ("F32", "I64", ...):
+ * 0, or -1 with err_set when the name is unknown. */
+int st_dtype_lookup(const char *name, size_t *size, DType *dt);
 
 /* Writes a single-file safetensors checkpoint (tests, bench models). */
 typedef struct {
