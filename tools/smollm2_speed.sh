@@ -115,8 +115,8 @@ EOF
         awk -v n=$name '/decoded [0-9]+ tokens in/ { for (i = 1; i <= NF; i++) if ($i == "decoded") { t += $(i+1); s += $(i+4) } }
             /accept[ ]*=/ { a = $0 } END { if (s > 0) printf "%s,%d,%.2f,%.1f\n", n, t, s, t / s }' "$log" >>"$R/llamacpp_rows.csv"
     }
-    run speculative "$LB/llama-speculative-simple" -m $G -md $DG --spec-draft-n-max 4 --spec-draft-n-min 1
-    run lookup "$LB/llama-lookup" -m $G --spec-draft-n-max 4
+    run speculative "$LB/llama-speculative-simple" -m $G -md $DG --spec-type draft-simple --spec-draft-n-max 4 --spec-draft-n-min 1
+    run ngram "$LB/llama-speculative-simple" -m $G --spec-type ngram-simple --spec-draft-n-max 4
     # plain decoding: the same binary with a draft of none is not offered; llama-bench's tg128 is
     "$LB/llama-bench" -m $G -t "$THREADS" -p 0 -n "$EVAL_MAX_NEW" -r 3 -o csv >"$R/llamacpp_plain.csv" 2>/dev/null &&
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); c[$i] = i } next }
