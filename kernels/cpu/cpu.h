@@ -4,6 +4,9 @@
 #define C2T_CPU_H
 #include "kernels/kernels.h"
 #include <string.h>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef uint16_t v8u16 __attribute__((vector_size(16)));
@@ -32,9 +35,13 @@ static inline v8f load8(const void *base, DType dt, int64_t i) {
         v8u32 u = __builtin_convertvector(h, v8u32) << 16;
         memcpy(&r, &u, 32);
     } else {
+#ifdef __F16C__   /* GCC 12 widens a _Float16 vector one lane at a time: 4x slower decode */
+        r = (v8f)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
+#else
         v8h h;
         memcpy(&h, (const uint16_t *)base + i, 16);
         r = __builtin_convertvector(h, v8f);
+#endif
     }
     return r;
 }

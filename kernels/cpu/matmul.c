@@ -39,9 +39,13 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
         /* up to 4 tokens: two accumulators each (two FMA chains); more: one
          * each, so 8 tokens still fit the vector registers */
         v8f a0[FEW_TOKENS], a1[FEW_TOKENS];
+        /* token loops fully unrolled: left rolled, GCC keeps the
+         * accumulators in memory */
+#pragma GCC unroll 8
         for (int t = 0; t < N; t++) a0[t] = a1[t] = (v8f){0};
         for (int64_t j = 0; j < C16; j += 16) {
             v8f w0 = load8(row, DT, j), w1 = load8(row, DT, j + 8);
+#pragma GCC unroll 8
             for (int t = 0; t < N; t++) {
                 v8f x0, x1;
                 memcpy(&x0, x + t * C + j, 32);
@@ -50,6 +54,7 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
                 else a0[t] += w0 * x0 + w1 * x1;
             }
         }
+#pragma GCC unroll 8
         for (int t = 0; t < N; t++) {
             v8f a = a0[t] + a1[t];
             float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
