@@ -51,6 +51,8 @@
 # Other knobs: E2_TOTALS ("10 20 30 45 60 80"; 60 is the headline run),
 # C2T_BETAS ("0.2 0.3 0.4 0.5 0.6 0.7"; 0.5 is the headline run),
 # COLLECT_DEPTH (7), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py).
+# $eagle, $qs, $traces and $args are word lists, split on purpose:
+# shellcheck disable=SC2086
 set -eu
 cd "$(dirname "$0")/.."
 T=models/smollm2-135m-instruct
@@ -126,11 +128,9 @@ echo "== 2/5 spec-train: all categories, then each category alone ($EPOCHS epoch
 train() {   # out report trace...
     o=$1; rep=$2; shift 2
     args=""; for t in "$@"; do args="$args --traces $t"; done
-    # shellcheck disable=SC2086
     bin/spec-train $args --out "$o" --report "$rep" --quiet \
         --transform P=log --standardize --epochs "$EPOCHS" --neg-ratio 2.5
 }
-# shellcheck disable=SC2086
 train "$R/classifier.json" "$R/train_report.json" $traces
 for c in $cats; do
     train "$R/transfer/classifier_$c.json" "$R/transfer/train_report_$c.json" "$R/traces_$c.h5"
@@ -138,7 +138,6 @@ done
 stamp
 
 echo "== 3/5 spec-analyze: tables on the collect traces (and the demo's), transfer matrix"
-# shellcheck disable=SC2086
 bin/spec-analyze $traces --classifier "$R/classifier.json" --beta 0.5 --out "$R/analyze" --quiet > "$R/analyze.txt"
 echo "analyze: $R/analyze.txt, $R/analyze/"
 rm -rf "$R/analyze_demo" "$R/analyze_demo.txt"
@@ -189,8 +188,7 @@ else
         if [ -f "$out" ]; then echo "-- $name: kept from an earlier run"; return 0; fi
         if [ "$ll" = 1 ]; then chk=--check-lossless; else chk=--no-baseline; fi
         echo "-- $name"
-        # shellcheck disable=SC2086
-        if bin/spec-eval "$@" $qs --max-questions "$EVAL_Q" --max-new-tokens "$EVAL_MAX_NEW" --temperature 0 \
+            if bin/spec-eval "$@" $qs --max-questions "$EVAL_Q" --max-new-tokens "$EVAL_MAX_NEW" --temperature 0 \
             $chk --json "$out.tmp" > "$R/eval/$name.txt"; then
             mv "$out.tmp" "$out"
             [ "$ll" = 1 ] && echo "$name: lossless (every token equal to ar)" >> "$R/eval/lossless.txt"
@@ -217,7 +215,6 @@ echo "== 5/5 report"
 python3 tools/paper_report.py "$R" --bench-order "$BENCHES" --categories "$cats" --elapsed "$(( $(date +%s) - t0 ))"
 if [ -z "${SKIP_BOUND:-}" ] && grep -q '^goal_met=no' "$R/goal.txt" 2>/dev/null; then
     echo "-- goal not met: tools/recall_bound.py on the collect traces (what any (P, H, d) classifier could gain)"
-    # shellcheck disable=SC2086
     if HDF5_PLUGIN_PATH=build/plugins python3 tools/recall_bound.py $traces > "$R/recall_bound.txt" 2> "$R/recall_bound.err"; then
         cat "$R/recall_bound.txt"
     else
