@@ -53,7 +53,7 @@ PLUGIN   := $(BUILD)/plugins/libh5zstd.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed
+.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
 
 check-deps:
@@ -169,6 +169,12 @@ smollm2-eval: smollm2
 # size chosen on held-out training prompts, then mt_bench, next to llama.cpp
 smollm2-speed: smollm2
 	@tools/smollm2_speed.sh
+# The C2T paper's experiments on SmolLM2 + its EAGLE head (tools/paper.sh,
+# issue #18): collect per prompt category, train, spec-analyze and transfer,
+# spec-eval sweeps on the six benchmarks -> results/paper/report.md (~85 min)
+paper: smollm2
+	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-analyze $(BIN)/spec-eval $(PLUGIN)
+	@tools/paper.sh
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download
