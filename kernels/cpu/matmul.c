@@ -26,41 +26,49 @@ void cpu_embed(float *out, const Weight *table, const int *tokens, int n) {
     for (int t = 0; t < n; t++) cpu_weight_row(table, tokens[t], out + (int64_t)t * table->cols);
 }
 
-/* Rows [r0, r1) of out[t][r] = W[r]·x[t] for a compile-time token count N
- * and dtype DT, so the accumulators live in registers and the widening is
- * branch-free; two accumulators per token keep two FMA chains in flight. */
+/* out[t][·] at column r (stride R) = row · x[t] for N <= 4 tokens, N and
+ * the dtype compile-time so the accumulators live in registers and the
+ * widening is branch-free; two accumulators per token keep two FMA chains
+ * in flight.  Token loops are unrolled by pragma: left rolled, GCC keeps
+ * the accumulators in memory. */
+static inline __attribute__((always_inline)) void row_dot4(const char *row, const float *x, int64_t C, float *out,
+                                                           int64_t R, const int N, const DType DT) {
+    const int64_t C16 = C & ~15LL;
+    v8f a0[4], a1[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < N; t++) a0[t] = a1[t] = (v8f){0};
+    for (int64_t j = 0; j < C16; j += 16) {
+        v8f w0 = load8(row, DT, j), w1 = load8(row, DT, j + 8);
+#pragma GCC unroll 4
+        for (int t = 0; t < N; t++) {
+            v8f x0, x1;
+            memcpy(&x0, x + t * C + j, 32);
+            memcpy(&x1, x + t * C + j + 8, 32);
+            a0[t] += w0 * x0;
+            a1[t] += w1 * x1;
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < N; t++) {
+        v8f a = a0[t] + a1[t];
+        float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+        for (int64_t j = C16; j < C; j++) sum += load1(row, DT, j) * x[t * C + j];
+        out[t * R] = sum;
+    }
+}
+
+/* Rows [r0, r1) of out[t][r] = W[r]·x[t] for N <= 8 tokens: tokens 0-3,
+ * then 4..N-1 while the row is still in L1, so every (token, row) sum is
+ * the same whatever N (tree verification and decode agree bit for bit). */
 static inline __attribute__((always_inline)) void rows_dot(const Weight *w, const float *x, float *out,
                                                            int64_t r0, int64_t r1, const int N,
                                                            const DType DT) {
-    const int64_t R = w->rows, C = w->cols, C16 = C & ~15LL;
+    const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     for (int64_t r = r0; r < r1; r++) {
         const char *row = (const char *)w->data + r * rb;
-        /* up to 4 tokens: two accumulators each (two FMA chains); more: one
-         * each, so 8 tokens still fit the vector registers */
-        v8f a0[FEW_TOKENS], a1[FEW_TOKENS];
-        /* token loops fully unrolled: left rolled, GCC keeps the
-         * accumulators in memory */
-#pragma GCC unroll 8
-        for (int t = 0; t < N; t++) a0[t] = a1[t] = (v8f){0};
-        for (int64_t j = 0; j < C16; j += 16) {
-            v8f w0 = load8(row, DT, j), w1 = load8(row, DT, j + 8);
-#pragma GCC unroll 8
-            for (int t = 0; t < N; t++) {
-                v8f x0, x1;
-                memcpy(&x0, x + t * C + j, 32);
-                memcpy(&x1, x + t * C + j + 8, 32);
-                if (N <= 4) { a0[t] += w0 * x0; a1[t] += w1 * x1; }
-                else a0[t] += w0 * x0 + w1 * x1;
-            }
-        }
-#pragma GCC unroll 8
-        for (int t = 0; t < N; t++) {
-            v8f a = a0[t] + a1[t];
-            float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-            for (int64_t j = C16; j < C; j++) sum += load1(row, DT, j) * x[t * C + j];
-            out[t * R + r] = sum;
-        }
+        row_dot4(row, x, C, out + r, R, N < 4 ? N : 4, DT);
+        if (N > 4) row_dot4(row, x + 4 * C, C, out + 4 * R + r, R, N - 4, DT);
     }
 }
 
