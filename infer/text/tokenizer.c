@@ -631,7 +631,9 @@ static void cache_free(WordCache *c) {
 static int cache_get(WordCache *c, const char *w, size_t n, IdVec *out) {
     int32_t e = strmap_get(&c->map, w, n);
     if (e < 0) return 0;
-    idvec_append(out, c->ids.v + c->ent_off[e], c->ent_n[e]);
+    /* a word that encoded to no ids (a hostile vocabulary can do that) may
+     * be cached while c->ids is still unallocated: no pointer arithmetic then */
+    if (c->ent_n[e]) idvec_append(out, c->ids.v + c->ent_off[e], c->ent_n[e]);
     return 1;
 }
 
