@@ -157,14 +157,29 @@ def main():
          sizes.get("EPOCHS", "?"), sizes.get("EVAL_Q", "?"), ", ".join(benches) or "(no benchmarks)",
          sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_BETAS", "?")))
     w("")
-    w("**Sizes.** The defaults (COLLECT_Q=4 prompts per category × 32 tokens, EVAL_Q=20 questions × 32 tokens per "
-      "turn, EPOCHS=200) are chosen to finish in about 85 minutes on the idle 2-core machine: ~450 full trees at "
-      "~2 s each (~15 min), ~4,500 decoded tokens per spec-eval run × (0.40 s summed over the six EAGLE-2 totals + "
-      "0.36 s over the six C2T βs + 0.03 s for three ar passes) ≈ 59 min plus ~5 min of prefills, ~4 min of "
-      "training and analyses (arithmetic in tools/paper.sh). This run's sizes are the ones above%s."
-      % ("" if sizes.get("EVAL_Q") == "20" and sizes.get("COLLECT_Q") == "4" and sizes.get("EVAL_MAX_NEW") == "32"
+    # where the time went: spec-eval's own timers per run (wall, prefill,
+    # draft, verification), measured, not estimated
+    rows = []
+    for key, per in sorted(runs.items()):
+        t = per["all"]
+        if "wall_s" in t:
+            name = key[0] if key[0] == "ar" else "%s %s %s" % key
+            rows.append("%s %.1f min (prefill %.0f%%, draft %.0f%%, verify %.0f%%)"
+                        % (name, t["wall_s"] / 60, 100 * t.get("prefill_s", 0) / max(t["wall_s"], 1e-9),
+                           100 * t.get("draft_s", 0) / max(t["wall_s"], 1e-9),
+                           100 * t.get("verify_s", 0) / max(t["wall_s"], 1e-9)))
+    w("**Sizes.** COLLECT_Q=%s prompts per category × %s tokens, EVAL_Q=%s questions per benchmark × %s tokens per "
+      "turn, EPOCHS=%s%s. The spec-eval runs, as spec-eval timed them (wall time, and the shares of prefill, "
+      "drafting and target forwards, which for `ar` are its decode steps): %s. Long prompts (sum, qa) make prefill a large share, "
+      "and on this CPU verifying a tree of n tokens costs about n/5 times a decode step (README \"Speed\"), so "
+      "verification dominates every tree policy. Each further sweep point costs about one such run; "
+      "E2_TOTALS and C2T_BETAS add points, EVAL_Q and EVAL_MAX_NEW scale every run."
+      % (sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"), sizes.get("EVAL_Q", "?"),
+         sizes.get("EVAL_MAX_NEW", "?"), sizes.get("EPOCHS", "?"),
+         "" if sizes.get("EVAL_Q") == "20" and sizes.get("COLLECT_Q") == "4" and sizes.get("EVAL_MAX_NEW") == "32"
          and sizes.get("COLLECT_MAX_NEW") == "32" and sizes.get("EPOCHS") == "200"
-         else " — **not the defaults** (a reduced run: figures are for checking the pipeline, not results)"))
+         else " — **not the defaults** (a reduced run: figures are for checking the pipeline, not results)",
+         "; ".join(rows) or "none yet"))
     w("")
     w("γ = candidate tokens sent to the target for verification (root excluded), in thousands over the run; "
       "τ = tokens per draft–verify cycle (bonus token included); speedup = tokens/s over `ar`'s. Every policy "
