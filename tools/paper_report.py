@@ -171,7 +171,7 @@ def main():
     w("**Sizes.** COLLECT_Q=%s prompts per category × %s tokens, EVAL_Q=%s questions per benchmark × %s tokens per "
       "turn, EPOCHS=%s%s. The spec-eval runs, as spec-eval timed them (wall time, and the shares of prefill, "
       "drafting and target forwards, which for `ar` are its decode steps): %s. Long prompts (sum, qa) make prefill a large share, "
-      "and on this CPU verifying a tree of n tokens costs about n/5 times a decode step (README \"Speed\"), so "
+      "and on this CPU verifying a tree of n tokens cost about n/6 decode steps in these runs, so "
       "verification dominates every tree policy. Each further sweep point costs about one such run; "
       "E2_TOTALS and C2T_BETAS add points, EVAL_Q and EVAL_MAX_NEW scale every run."
       % (sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"), sizes.get("EVAL_Q", "?"),
