@@ -97,6 +97,7 @@ typedef struct {
     hsize_t extent;            /* current extent of dset */
     int nfilters;
     unsigned raw_mask;         /* filter mask of a raw chunk: every filter skipped */
+    int checked;               /* the pipeline ends with the fletcher32 checksum */
 } WCol;
 
 typedef struct {

@@ -55,6 +55,9 @@ static size_t chunk_bytes(int c) { return GROUP_CHUNK[COLS[c].group] * COLS[c].s
  * new bytes reach the file, then the process dies (what SIGKILL can do to a
  * multi-page write()). */
 int trace_crash_at, trace_tear_at;
+/* With trace_no_checksum set, new files are written as before checksums
+ * (no fletcher32 filter): the tests' files of the older format. */
+int trace_no_checksum;
 static int crash_points, tear_points;
 static void crash_point(void) {
     if (trace_crash_at && ++crash_points == trace_crash_at) _exit(99);
@@ -76,9 +79,45 @@ static int fsync_file(TraceWriter *w) {
     return 0;
 }
 
+/* Writes one encoded chunk at off; disk_size is the size stored there now
+ * (0: none).  Same size means in place (rule 2: raw over raw only). */
+static int store_chunk(TraceWriter *w, int c, const hsize_t *off, unsigned mask, size_t size, const void *bytes,
+                       hsize_t disk_size) {
+    WCol *col = &w->col[c];
+    if (disk_size == size) {
+        unsigned disk_mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        if (H5Dget_chunk_info_by_coord(col->dset, off, &disk_mask, &addr, NULL) < 0) {
+            tr_h5_err("%s: cannot look up a chunk of %s", w->path, COLS[c].path);
+            return -1;
+        }
+        if (disk_mask != mask || mask != col->raw_mask) {
+            err_set("%s: a chunk of %s is stored with filter mask %u, cannot overwrite it in place with mask %u",
+                    w->path, COLS[c].path, disk_mask, mask);
+            return -1;
+        }
+        if (trace_tear_at && ++tear_points == trace_tear_at) {
+            void *h = NULL;
+            H5Fget_vfd_handle(w->file, H5P_DEFAULT, &h);
+            if (h && pwrite(*(int *)h, bytes, size / 2, (off_t)addr) != (ssize_t)(size / 2)) _exit(97);
+            _exit(98);
+        }
+    }
+    if (H5Dwrite_chunk(col->dset, H5P_DEFAULT, mask, off, size, bytes) < 0) {
+        tr_h5_err("%s: cannot write a chunk of %s", w->path, COLS[c].path);
+        return -1;
+    }
+    return 0;
+}
+
 /* Encodes the tail of column c through the dataset's filter pipeline (by
  * writing it to the scratch dataset and reading the stored chunk back) and
- * stores it as chunk `chunk` of the real dataset, keeping rule 2 above. */
+ * stores it as chunk `chunk` of the real dataset, keeping rule 2 above.
+ * The pipeline ends with HDF5's fletcher32 checksum (mandatory, so every
+ * encoding carries it; an incompressible chunk is stored with the
+ * compression filters skipped in its mask, checksum kept).  Only the raw
+ * form (every filter skipped, exactly the chunk's bytes) has no checksum,
+ * and it is written only to move a chunk aside: see below. */
 static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
     WCol *col = &w->col[c];
     size_t raw = chunk_bytes(c);
@@ -94,7 +133,7 @@ static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
             tr_h5_err("%s: cannot encode a chunk of %s", w->path, COLS[c].path);
             return -1;
         }
-        if (stored > w->enc_cap) {   /* deflate may expand incompressible data */
+        if (stored > w->enc_cap) {   /* the checksum (and deflate) may make it longer */
             w->enc_cap = (size_t)stored;
             w->enc = xrealloc(w->enc, w->enc_cap);
             w->cmp = xrealloc(w->cmp, w->enc_cap);
@@ -103,10 +142,12 @@ static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
             tr_h5_err("%s: cannot encode a chunk of %s", w->path, COLS[c].path);
             return -1;
         }
-        if (m == 0 && stored < raw) {     /* compressed; otherwise keep it raw */
+        /* An encoding of exactly the raw size would share the raw form's
+         * in-place class (rule 2): stored raw instead (rare; unchecked). */
+        if (col->checked ? stored != raw : (m == 0 && stored < raw)) {
             bytes = w->enc;
             size = stored;
-            mask = 0;
+            mask = m;
         }
     }
     /* Rule 2: HDF5 overwrites a stored chunk of the same size in place (and
@@ -123,33 +164,19 @@ static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
     if (addr == HADDR_UNDEF) disk_size = 0;
     if (disk_size == size && size != raw) {
         /* The same bytes (a tail that did not change, a chunk rewritten
-         * after resume) need no write; other bytes are stored raw. */
+         * after resume) need no write.  Other bytes of the same size are
+         * first stored raw (a new place, or raw over raw), which moves the
+         * encoding's write to a new place too. */
         uint32_t m = 0;
         if (H5Dread_chunk(col->dset, H5P_DEFAULT, &off, &m, w->cmp) < 0) {
             tr_h5_err("%s: cannot read a chunk of %s", w->path, COLS[c].path);
             return -1;
         }
         if (m == mask && !memcmp(w->cmp, bytes, size)) return 0;
-        bytes = col->tail;
-        size = raw;
-        mask = col->raw_mask;
+        if (store_chunk(w, c, &off, col->raw_mask, raw, col->tail, disk_size) < 0) return -1;
+        disk_size = raw;
     }
-    if (disk_size == size && disk_mask != mask) {
-        err_set("%s: a chunk of %s is stored with filter mask %u, cannot overwrite it in place with mask %u", w->path,
-                COLS[c].path, disk_mask, mask);
-        return -1;
-    }
-    if (disk_size == size && trace_tear_at && ++tear_points == trace_tear_at) {
-        void *h = NULL;
-        H5Fget_vfd_handle(w->file, H5P_DEFAULT, &h);
-        if (h && pwrite(*(int *)h, bytes, size / 2, (off_t)addr) != (ssize_t)(size / 2)) _exit(97);
-        _exit(98);
-    }
-    if (H5Dwrite_chunk(col->dset, H5P_DEFAULT, mask, &off, size, bytes) < 0) {
-        tr_h5_err("%s: cannot write a chunk of %s", w->path, COLS[c].path);
-        return -1;
-    }
-    return 0;
+    return store_chunk(w, c, &off, mask, size, bytes, disk_size);
 }
 
 static int set_extent(TraceWriter *w, int c, hsize_t rows) {
@@ -269,6 +296,9 @@ static int open_scratch(TraceWriter *w) {
         col->scratch = H5Dcreate2(w->scratch_file, nm, col->ftype, space, H5P_DEFAULT, dcpl, dapl);
         col->nfilters = H5Pget_nfilters(dcpl);
         col->raw_mask = col->nfilters > 0 ? (unsigned)((1ull << col->nfilters) - 1) : 0;
+        col->checked = col->nfilters > 0 &&
+                       H5Pget_filter2(dcpl, (unsigned)col->nfilters - 1, NULL, NULL, NULL, 0, NULL, NULL) ==
+                           H5Z_FILTER_FLETCHER32;
         H5Sclose(space);
         H5Pclose(dcpl);
         if (col->scratch < 0) {
@@ -294,6 +324,9 @@ static hid_t make_dcpl(int c, TraceCompress compress, int level) {
         if (numeric && COLS[c].size > 1) H5Pset_shuffle(dcpl);
         H5Pset_deflate(dcpl, (unsigned)(level ? level : 4));
     }
+    /* Last, so that it covers the stored bytes: a flipped bit anywhere in
+     * a chunk fails the read that touches it (HDF5 verifies on every read). */
+    if (!trace_no_checksum) H5Pset_fletcher32(dcpl);
     return dcpl;
 }
 
