@@ -9,6 +9,7 @@
 #include "infer/cli.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,9 @@ static int cmd_merge(int argc, char **argv) {
 typedef struct { const char *key; char value[1024]; } Setting;
 
 int main(int argc, char **argv) {
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG instead
+     * of the signal killing us: the writer stops cleanly (--resume). */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && !strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
     SessionConfig cfg = {0};
     cfg.max_new = 256;
@@ -216,15 +220,22 @@ int main(int argc, char **argv) {
     } else {
         w = trace_create(out, comp);
         if (!w) die_err(prog);
-        for (int i = 0; i < ns; i++)
-            if (trace_set_attr_str(w, set[i].key, set[i].value)) die_err(prog);
+        int bad = 0;
+        for (int i = 0; i < ns && !bad; i++) bad = trace_set_attr_str(w, set[i].key, set[i].value);
         char sh[32], stamp[32];
         snprintf(sh, sizeof sh, "%d/%d", shard_i, shard_n);
         time_t now = time(NULL);
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-        if (trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
-            trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name))
-            die_err(prog);
+        if (bad || trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
+            trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name)) {
+            /* a file without its settings cannot be resumed, and it holds
+             * nothing yet: removed, so that the same command starts again */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", err_get());
+            trace_close(w);
+            unlink(out);
+            die(prog, "%s", why);
+        }
     }
     int64_t skip = trace_n_questions(w);
     if (skip > mine) die(prog, "--resume: %s holds %lld questions, more than this shard has (%d)", out, (long long)skip, mine);

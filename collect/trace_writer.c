@@ -63,6 +63,25 @@ static void crash_point(void) {
     if (trace_crash_at && ++crash_points == trace_crash_at) _exit(99);
 }
 
+/* After a failed write (disk full, EIO, a file size limit) the writer stops
+ * writing for good, as if killed at that moment, which rules 1-3 survive:
+ * the file's descriptor is replaced by a read-only /dev/null, so nothing
+ * HDF5 flushes later (trace_close, its atexit cleanup) reaches the file and
+ * no index can point at a chunk that was never written.  --resume continues
+ * the file from its last finished question. */
+static int broke(TraceWriter *w) {
+    w->broken = 1;
+    void *h = NULL;
+    if (w->file >= 0 && H5Fget_vfd_handle(w->file, H5P_DEFAULT, &h) >= 0 && h) {
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd >= 0) {
+            dup2(null_fd, *(int *)h);
+            close(null_fd);
+        }
+    }
+    return -1;
+}
+
 static int writer_failed(TraceWriter *w) {
     if (!w) { err_set("trace writer is NULL"); return 1; }
     if (w->broken) {
@@ -240,6 +259,15 @@ static void writer_free(TraceWriter *w) {
     free(w);
 }
 
+/* Frees a broken writer but leaves its HDF5 file open: closing flushes,
+ * which fails again, and libhdf5 1.10 then crashes (see tr_init).  Its
+ * descriptor is /dev/null already (broke). */
+static void writer_abandon(TraceWriter *w) {
+    for (int c = 0; c < NCOLS; c++) w->col[c].dset = -1;
+    w->file = -1;
+    writer_free(w);
+}
+
 static TraceWriter *writer_new(const char *path) {
     TraceWriter *w = xcalloc(1, sizeof *w);
     w->path = xstrdup(path);
@@ -354,7 +382,12 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     w->file = H5Fcreate(path, flags, fcpl, fapl);
     H5Pclose(fcpl);
     H5Pclose(fapl);
-    if (w->file < 0) { tr_h5_err("%s: cannot create", path); writer_free(w); return NULL; }
+    if (w->file < 0) {
+        tr_h5_err("%s: cannot create", path);
+        writer_free(w);
+        unlink(path);   /* created by H5Fcreate (exclusive) before it failed */
+        return NULL;
+    }
     if (take_writer_lock(w) < 0) goto fail;
     int rc = 0;
     for (int g = 0; g < NGROUPS && rc == 0; g++) rc = tr_put_i64_attr(w->file, COUNT_ATTR[NGROUPS - 1 - g], 0);
@@ -384,7 +417,8 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     }
     return w;
 fail:
-    writer_free(w);
+    broke(w);
+    writer_abandon(w);
     unlink(path);
     return NULL;
 }
@@ -465,8 +499,11 @@ static int check_key(TraceWriter *w, const char *key) {
 }
 
 static int attr_written(TraceWriter *w, int rc, const char *key) {
-    if (rc < 0) { tr_h5_err("%s: cannot write attribute %s", w->path, key); return -1; }
-    if (w->durable && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0) { tr_h5_err("%s: cannot flush", w->path); return -1; }
+    if (rc < 0) { tr_h5_err("%s: cannot write attribute %s", w->path, key); return broke(w); }
+    if (w->durable && (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || fsync_file(w) < 0)) {
+        tr_h5_err("%s: cannot flush", w->path);
+        return broke(w);
+    }
     return 0;
 }
 
@@ -505,7 +542,7 @@ int trace_add_tree(TraceWriter *w, TraceTree *t, const TraceNode *nodes) {
         memcpy(slot(w, C_PARENT), &nd->parent, 4);
         memcpy(slot(w, C_LP), &nd->p, 4);
         *(uint8_t *)slot(w, C_RANK) = nd->rank;
-        if (row_added(w, G_NODES) < 0) { w->broken = 1; return -1; }
+        if (row_added(w, G_NODES) < 0) return broke(w);
     }
     memcpy(slot(w, C_TQ), &t->question, 4);
     memcpy(slot(w, C_TURN), &t->turn, 2);
@@ -513,7 +550,7 @@ int trace_add_tree(TraceWriter *w, TraceTree *t, const TraceNode *nodes) {
     memcpy(slot(w, C_FIRST), &t->first_node, 8);
     memcpy(slot(w, C_NN), &t->n_nodes, 4);
     memcpy(slot(w, C_ALEN), &t->accept_len, 4);
-    if (row_added(w, G_TREES) < 0) { w->broken = 1; return -1; }
+    if (row_added(w, G_TREES) < 0) return broke(w);
     return 0;
 }
 
@@ -555,12 +592,12 @@ int trace_finish_question(TraceWriter *w, const char *benchmark, const char *que
     if (ql > TRACE_QUESTION_ID_LEN) { err_set("%s: question_id longer than %d bytes: %s", w->path, TRACE_QUESTION_ID_LEN, question_id); return -1; }
     memcpy(slot(w, C_BENCH), benchmark, bl);
     memcpy(slot(w, C_QID), question_id, ql);
-    if (row_added(w, G_QUESTIONS) < 0) { w->broken = 1; return -1; }
+    if (row_added(w, G_QUESTIONS) < 0) return broke(w);
     if (!w->durable) {
         for (int g = 0; g < NGROUPS; g++) w->grp[g].done = w->grp[g].rows;
         return 0;
     }
-    if (commit(w) < 0) { w->broken = 1; return -1; }
+    if (commit(w) < 0) return broke(w);
     return 0;
 }
 
@@ -577,6 +614,11 @@ int trace_close(TraceWriter *w) {
         if (rc == 0) rc = write_counts(w);
         if (rc == 0 && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0) { tr_h5_err("%s: cannot flush", w->path); rc = -1; }
         if (rc == 0) rc = fsync_file(w);
+    }
+    if (w->broken) {
+        err_set("%s: closed after a write error; it keeps the questions finished before it (--resume)", w->path);
+        writer_abandon(w);
+        return -1;
     }
     for (int c = 0; c < NCOLS; c++) {
         if (w->col[c].dset >= 0) H5Dclose(w->col[c].dset);

@@ -2,6 +2,7 @@
  * other HDF5 programs see them (h5py through our plugin, h5dump), crash
  * safety under kill -9 with resume, merge, and bad input. */
 #include "tests/harness.h"
+#include "tests/h5_damage.h"
 #include "collect/trace.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
@@ -818,27 +819,6 @@ static void test_torn_inplace_rewrite(void) {
 }
 
 /* ---- corruption ---- */
-
-/* Flips one bit in the middle of the middle chunk of dataset ds; returns the
- * chunk's first row, or -1. */
-static long long flip_chunk_bit(const char *path, const char *ds) {
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, ds, H5P_DEFAULT), s = H5Dget_space(d);
-    hsize_t off = 0, size = 0, n = 0;
-    haddr_t addr = HADDR_UNDEF;
-    unsigned mask;
-    H5Dget_num_chunks(d, s, &n);
-    herr_t rc = H5Dget_chunk_info(d, s, n / 2, &off, &mask, &addr, &size);
-    H5Sclose(s); H5Dclose(d); H5Fclose(f);
-    if (rc < 0 || addr == HADDR_UNDEF || size == 0) return -1;
-    int fd = open(path, O_RDWR);
-    unsigned char b;
-    off_t at = (off_t)(addr + size / 2);
-    if (fd < 0 || pread(fd, &b, 1, at) != 1) return -1;
-    b ^= 0x10;
-    if (pwrite(fd, &b, 1, at) != 1) return -1;
-    close(fd);
-    return (long long)off;
-}
 
 /* A flipped bit in any stored chunk is caught by the checksum: reading the
  * rows it holds fails with one line naming the file, the dataset and the
