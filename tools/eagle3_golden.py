@@ -6,7 +6,11 @@ distributions computed by a reference assembled from transformers' modules
 (LlamaAttention, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding), never by this
 project's code.
 
-    python3 tools/eagle3_golden.py      # torch 2.x + transformers 4.46; CPU, seconds
+    python3 tools/eagle3_golden.py          # torch 2.x + transformers 4.46; CPU, seconds
+    python3 tools/eagle3_golden.py --demo   # tests/golden/demo_eagle3.safetensors for the
+                                            # trained demo head data/demo/eagle3 (same layout
+                                            # as below, prompt: the first 16 tokens of the
+                                            # first code_test prompt)
 
 Checkpoints (tests/ckpt/):
   tiny_chat_l8     LlamaForCausalLM, 8 layers, hidden 32, GQA 4/2, F32, with
@@ -124,6 +128,8 @@ class Reference:
     [input_layernorm(embed); hidden_norm(feature)], residual = feature."""
 
     def __init__(self, cfg, sd, target):
+        H = cfg["hidden_size"]
+        self.V = cfg["vocab_size"]
         lc = LlamaConfig(**{k: v for k, v in cfg.items() if k not in ("draft_vocab_size", "eagle_aux_hidden_state_layer_ids")})
         lc._attn_implementation = "eager"
         self.attn = LlamaAttention(lc, layer_idx=0)
@@ -145,7 +151,7 @@ class Reference:
         self.lm_head = sd["lm_head.weight"]
         self.embed = sd.get("embed_tokens.weight", target.model.embed_tokens.weight.detach())
         dv = cfg["draft_vocab_size"]
-        self.d2t = sd["d2t"] if dv < V else torch.zeros(dv, dtype=torch.int64)
+        self.d2t = sd["d2t"] if dv < self.V else torch.zeros(dv, dtype=torch.int64)
 
     @torch.no_grad()
     def forward(self, x, tokens, pos, allowed):
@@ -181,9 +187,10 @@ def greedy_after(target, ids):
         return int(target(torch.tensor([ids])).logits[0, -1].argmax())
 
 
-def golden(name, cfg, sd, target, prompt):
+def golden(name, cfg, sd, target, prompt, gold=GOLD):
     ref = Reference(cfg, sd, target)
-    layers = cfg.get("eagle_aux_hidden_state_layer_ids") or [2, L // 2, L - 3]
+    nl = target.config.num_hidden_layers
+    layers = cfg.get("eagle_aux_hidden_state_layer_ids") or [2, nl // 2, nl - 3]
     T = len(prompt)
     nxt = greedy_after(target, prompt)
     out = {"input_ids": torch.tensor(prompt), "next_id": torch.tensor([nxt])}
@@ -249,7 +256,7 @@ def golden(name, cfg, sd, target, prompt):
     out["root2_ids"], out["root2_probs"], e2 = ref.top(lg2[-1])
     out["root2_entropy"] = e2[None]
     out = {k: v.contiguous() for k, v in out.items()}
-    save_file(out, os.path.join(GOLD, name + ".safetensors"))
+    save_file(out, os.path.join(gold, name + ".safetensors"))
     print(f"{name}: next {nxt}, root top-1 {out['root_ids'][0].item()} p {out['root_probs'][0]:.4f}, "
           f"tree {len(tok) - 1} nodes, next2 {nxt2}", file=sys.stderr)
 
@@ -265,7 +272,27 @@ def write_head(name, cfg, sd, as_bin):
         json.dump(cfg, f, indent=1, sort_keys=True)
 
 
+def demo(head_dir, target_dir):
+    """The same references for a trained head (tools/train_eagle3_demo.py) on
+    the demo target: the first 16 tokens of the first code_test prompt."""
+    from safetensors.torch import load_file
+    from tokenizers import Tokenizer
+    target = LlamaForCausalLM.from_pretrained(target_dir, torch_dtype=torch.float32,
+                                              attn_implementation="eager").eval()
+    tok = Tokenizer.from_file(os.path.join(target_dir, "tokenizer.json"))
+    with open(os.path.join(ROOT, "data", "demo", "prompts", "code_test.jsonl")) as f:
+        text = json.loads(f.readline())["turns"][0]
+    prompt = tok.encode(text).ids[:16]
+    cfg = json.load(open(os.path.join(head_dir, "config.json")))
+    sd = {k: (v.float() if v.is_floating_point() else v) for k, v in
+          load_file(os.path.join(head_dir, "model.safetensors")).items()}
+    golden("demo_eagle3", cfg, sd, target, prompt)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--demo":
+        demo(os.path.join(ROOT, "data", "demo", "eagle3"), os.path.join(ROOT, "data", "demo", "target"))
+        return
     torch.manual_seed(41)
     target = LlamaForCausalLM(target_config()).float().eval()
     td = os.path.join(CKPT, "tiny_chat_l8")
