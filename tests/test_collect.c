@@ -216,9 +216,10 @@ static void test_cuda_collection_equals_cpu(void) {
  * --resume: the records equal an uninterrupted run's. */
 static void test_demo_labels_follow_ar(void) { labels_follow_ar("data/demo/target", "data/demo/eagle", 1); }
 
-/* An EAGLE-3 head (random, so few of its guesses pass; kind detected) */
+/* EAGLE-3 heads (kind detected): a random one (few of its guesses pass) and the demo's */
 static void test_eagle3_labels_follow_ar(void) {
     labels_follow_ar("tests/ckpt/tiny_chat_l8", "tests/ckpt/eagle3_tiny", 0);
+    labels_follow_ar("data/demo/target", "data/demo/eagle3", 1);
 }
 
 static void test_kill_and_resume_equals_uninterrupted(void) {

@@ -42,11 +42,11 @@ static void test_lossless_every_policy(void) {
         }
 }
 
-/* Every policy on the shipped demo family (both draft kinds), on the first
+/* Every policy on the shipped demo family (every draft kind), on the first
  * two prompts of each demo test set: tokens identical to ar. */
 static void test_lossless_demo_family(void) {
-    const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}};
-    for (int d = 0; d < 2; d++)
+    const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}, {"eagle3", "data/demo/eagle3"}};
+    for (int d = 0; d < 3; d++)
         for (int p = 0; p < N_POLICIES; p++) {
             char err[4096];
             int rc = run_cmd(err, sizeof err,
