@@ -44,11 +44,12 @@
 #   turns), EVAL_MAX_NEW=32 tokens per turn: ~4,400 tokens per run.  A run
 #   costs prefill (~100 s: sum and qa prompts are long) plus, per cycle, the
 #   draft and the verification of the tree, which on this CPU dominates
-#   (verifying n tokens costs ~n/5 decode steps): ar ~4 min, EAGLE-2 total
+#   (verifying n tokens cost ~n/6 decode steps here): ar ~4 min, EAGLE-2 total
 #   20 ~14 min, total 60 ~30 min (with its lossless check), C2T beta 0.5
 #   ~14 min; beta 0.3 admits trees of hundreds of tokens (~90 min by its
 #   progress ETA: stopped, left out).
-#   The defaults, two sweep points per policy, take ~95 min under load.
+#   The defaults, two sweep points per policy, took ~100 min under load
+#   (over the 90-minute aim; the machine was shared with a training run).
 #   Each further point costs about one such run.
 # Other knobs: E2_TOTALS ("20 60"; 60 is the headline run; the paper's curve
 # has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.7"; 0.5 is the headline
