@@ -49,12 +49,15 @@ LIB      := $(BUILD)/libc2t.a
 # collect/zstd_filter.c compiled a second time, without sanitizers, linked to
 # libzstd only (-z defs proves it needs no libhdf5, so any HDF5 can load it).
 PLUGIN   := $(BUILD)/plugins/libh5zstd.so
+# Write faults for tests/test_collect.c (LD_PRELOAD; tests/fault_write.c):
+# no sanitizers, so that it can be preloaded into any binary.
+FAULT_LIB := $(BUILD)/tests/libfault_write.so
 
 # keep test objects between runs
 .SECONDARY:
 
 .PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper
-all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN)
+all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
 	@pkg-config --exists $(PKGS) || { echo "missing build dependencies: run 'make deps'" >&2; exit 1; }
@@ -106,6 +109,10 @@ $(PLUGIN): collect/h5plugin_zstd.c collect/zstd_filter.c collect/zstd_filter.h
 	$(CC) $(OPT) -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -DH5ZSTD_PLUGIN -I. \
 	  $(shell pkg-config --cflags hdf5 libzstd) collect/h5plugin_zstd.c collect/zstd_filter.c \
 	  -Wl,-z,defs -o $@ $(shell pkg-config --libs libzstd)
+
+$(FAULT_LIB): tests/fault_write.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -fPIC -shared $< -o $@
 
 $(BIN)/spec-%: $(BUILD)/infer/spec_%.o $(LIB)
 	@mkdir -p $(BIN)

@@ -9,6 +9,7 @@
 #include "infer/cli.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,14 @@ static void usage(FILE *f) {
 "Runs EAGLE-2 with total=all (the whole 1 + k + depth*k^2 pool is verified) and\n"
 "writes every tree node with (P, H, depth, accepted) to an HDF5 trace file.\n"
 "  --target DIR           target checkpoint\n"
-"  --draft DIR            EAGLE head (or draft LM with --draft-kind lm)\n"
-"  --draft-kind K         eagle (default) | lm\n"
+"  --draft DIR            draft: an EAGLE-1/2 head, an EAGLE-3 head or a small LM\n"
+"                         (config.json + model.safetensors or pytorch_model.bin)\n"
+"  --draft-kind K         eagle | eagle3 | lm (default: eagle3 when the draft's config.json\n"
+"                         has draft_vocab_size or eagle_aux_hidden_state_layer_ids, else eagle)\n"
 "  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"
-"                         training data (EAGLE-3's reduced vocabulary; needs the draft's\n"
-"                         token_counts.safetensors); lossless, verification is unchanged\n"
+"                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"
+"                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"
+"                         lossless, verification is unchanged\n"
 "  --tokenizer PATH       default: --target\n"
 "  --template NAME        %s (default: guessed; plain text if none is recognised)\n"
 "  --system TEXT          system prompt (default: the template's)\n"
@@ -112,6 +116,9 @@ static int cmd_merge(int argc, char **argv) {
 typedef struct { const char *key; char value[1024]; } Setting;
 
 int main(int argc, char **argv) {
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG instead
+     * of the signal killing us: the writer stops cleanly (--resume). */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && !strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
     SessionConfig cfg = {0};
     cfg.max_new = 256;
@@ -216,15 +223,22 @@ int main(int argc, char **argv) {
     } else {
         w = trace_create(out, comp);
         if (!w) die_err(prog);
-        for (int i = 0; i < ns; i++)
-            if (trace_set_attr_str(w, set[i].key, set[i].value)) die_err(prog);
+        int bad = 0;
+        for (int i = 0; i < ns && !bad; i++) bad = trace_set_attr_str(w, set[i].key, set[i].value);
         char sh[32], stamp[32];
         snprintf(sh, sizeof sh, "%d/%d", shard_i, shard_n);
         time_t now = time(NULL);
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-        if (trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
-            trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name))
-            die_err(prog);
+        if (bad || trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
+            trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s.target->be->name)) {
+            /* a file without its settings cannot be resumed, and it holds
+             * nothing yet: removed, so that the same command starts again */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", err_get());
+            trace_close(w);
+            unlink(out);
+            die(prog, "%s", why);
+        }
     }
     int64_t skip = trace_n_questions(w);
     if (skip > mine) die(prog, "--resume: %s holds %lld questions, more than this shard has (%d)", out, (long long)skip, mine);

@@ -144,9 +144,10 @@ typedef struct {
     int64_t nodes_read;
 } TraceCursor;
 void trace_cursor_init(TraceCursor *c, TraceReader *r, unsigned fields);
-/* Nodes [first, first + count) (a pointer into the cursor's block, valid
- * until the next call); NULL + err_set on a read error. */
-const TraceNode *trace_cursor_get(TraceCursor *c, int64_t first, int64_t count);
+/* The nodes of tree row tree_row, [first, first + count) (a pointer into the
+ * cursor's block, valid until the next call); NULL + err_set on a read
+ * error (a failed checksum, a truncated file), naming the file and the tree. */
+const TraceNode *trace_cursor_get(TraceCursor *c, int64_t tree_row, int64_t first, int64_t count);
 void trace_cursor_free(TraceCursor *c);
 /* Checks one tree's n nodes (rows first_row..): accepted is 0 or 1, parent
  * is -1 or another node of the tree, and the parent links reach the root

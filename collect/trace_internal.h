@@ -74,6 +74,7 @@ int tr_in_list(const char *const *list, const char *key);
 void tr_h5_forget(void);
 const char *tr_h5_reason(void);
 int tr_init(void);
+void tr_h5_errors_here(void);
 hid_t tr_file_type(int kind, size_t size);
 int tr_type_matches(hid_t t, int kind, size_t size);
 void tr_describe_type(hid_t t, char *buf, size_t n);
@@ -97,6 +98,7 @@ typedef struct {
     hsize_t extent;            /* current extent of dset */
     int nfilters;
     unsigned raw_mask;         /* filter mask of a raw chunk: every filter skipped */
+    int checked;               /* the pipeline ends with the fletcher32 checksum */
 } WCol;
 
 typedef struct {

@@ -48,6 +48,7 @@ static hid_t mem_type(int kind) {
 
 /* Rows [start, start + count) of column c into r->buf. */
 static int read_col(TraceReader *r, int c, int64_t start, int64_t count) {
+    tr_h5_errors_here();   /* readers may run on worker threads */
     size_t need = (size_t)count * COLS[c].size;
     if (need > r->buf_cap) {
         free(r->buf);
@@ -155,7 +156,7 @@ void trace_cursor_init(TraceCursor *c, TraceReader *r, unsigned fields) {
     c->start = -1;
 }
 
-const TraceNode *trace_cursor_get(TraceCursor *c, int64_t first, int64_t count) {
+const TraceNode *trace_cursor_get(TraceCursor *c, int64_t tree_row, int64_t first, int64_t count) {
     if (count == 0) return c->buf;
     if (first >= c->start && first + count <= c->start + c->len) return c->buf + (first - c->start);
     int64_t len = count > TRACE_CURSOR_BLOCK ? count : TRACE_CURSOR_BLOCK, n = trace_reader_nodes(c->r);
@@ -166,7 +167,22 @@ const TraceNode *trace_cursor_get(TraceCursor *c, int64_t first, int64_t count) 
         c->buf = xrealloc(c->buf, sizeof(TraceNode) * (size_t)len);
     }
     double t0 = now_seconds();
-    if (trace_read_node_fields(c->r, first, len, c->buf, c->fields)) return NULL;
+    int rc = trace_read_node_fields(c->r, first, len, c->buf, c->fields);
+    if (rc && len > count) {
+        /* a damaged chunk somewhere in the block: this tree's rows alone
+         * may be fine; if not, the error names this tree */
+        len = count;
+        rc = trace_read_node_fields(c->r, first, len, c->buf, c->fields);
+    }
+    if (rc) {
+        /* "<path>: cannot read rows ..." -> "<path>: tree row T: cannot ..." */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", err_get());
+        size_t n = strlen(c->r->path);
+        const char *rest = !strncmp(why, c->r->path, n) && !strncmp(why + n, ": ", 2) ? why + n + 2 : why;
+        err_set("%s: tree row %" PRId64 ": %s", c->r->path, tree_row, rest);
+        return NULL;
+    }
     c->read_seconds += now_seconds() - t0;
     c->nodes_read += len;
     c->start = first;

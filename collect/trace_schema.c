@@ -26,7 +26,18 @@ int trace_compress_parse(const char *name, TraceCompress *out) {
 
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
     char *buf = data;
-    if (n == 0 && e->desc) snprintf(buf, 256, "%s", e->desc);
+    if (n != 0 || !e->desc) return 0;
+    /* The file driver's I/O errors carry a dump of their arguments (time,
+     * descriptor, buffer address, sizes): keep "file write failed: <the
+     * system's message>". */
+    const char *msg = strstr(e->desc, "error message = '"), *colon = strchr(e->desc, ':');
+    if (msg && colon && colon < msg) {
+        msg += strlen("error message = '");
+        const char *end = strchr(msg, '\'');
+        snprintf(buf, 256, "%.*s: %.*s", (int)(colon - e->desc), e->desc, (int)(end ? end - msg : 200), msg);
+    } else {
+        snprintf(buf, 256, "%s", e->desc);
+    }
     return 0;
 }
 
@@ -70,9 +81,28 @@ void tr_h5_err(const char *fmt, ...) {
     else err_set("%s", msg);
 }
 
+/* HDF5's error reports go to record_reason on this thread (HDF5 keeps the
+ * setting per thread; a thread that never set it prints HDF5's stack). */
+void tr_h5_errors_here(void) {
+    static _Thread_local int done;
+    if (done) return;
+    done = 1;
+    H5Eset_auto2(H5E_DEFAULT, record_reason, NULL);
+}
+
 /* Registers the zstd filter and routes HDF5's error reports to
  * record_reason (nothing is printed: errors reach the caller as one line). */
 int tr_init(void) {
+    /* No HDF5 cleanup at exit: every handle of ours is closed by its owner,
+     * except a writer's broken by a write error, which libhdf5 1.10 cannot
+     * close (its flush fails again and H5F__close_cb crashes); the process
+     * then just ends, as if killed, which the file survives.  Must come
+     * before the library's first use (later it is a no-op). */
+    static int once;
+    if (!once) {
+        once = 1;
+        H5dont_atexit();
+    }
     if (trace_register_zstd() < 0) return -1;
     H5Eset_auto2(H5E_DEFAULT, record_reason, NULL);
     tr_h5_forget();

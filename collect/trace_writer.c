@@ -55,9 +55,31 @@ static size_t chunk_bytes(int c) { return GROUP_CHUNK[COLS[c].group] * COLS[c].s
  * new bytes reach the file, then the process dies (what SIGKILL can do to a
  * multi-page write()). */
 int trace_crash_at, trace_tear_at;
+/* With trace_no_checksum set, new files are written as before checksums
+ * (no fletcher32 filter): the tests' files of the older format. */
+int trace_no_checksum;
 static int crash_points, tear_points;
 static void crash_point(void) {
     if (trace_crash_at && ++crash_points == trace_crash_at) _exit(99);
+}
+
+/* After a failed write (disk full, EIO, a file size limit) the writer stops
+ * writing for good, as if killed at that moment, which rules 1-3 survive:
+ * the file's descriptor is replaced by a read-only /dev/null, so nothing
+ * HDF5 flushes later (trace_close, its atexit cleanup) reaches the file and
+ * no index can point at a chunk that was never written.  --resume continues
+ * the file from its last finished question. */
+static int broke(TraceWriter *w) {
+    w->broken = 1;
+    void *h = NULL;
+    if (w->file >= 0 && H5Fget_vfd_handle(w->file, H5P_DEFAULT, &h) >= 0 && h) {
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd >= 0) {
+            dup2(null_fd, *(int *)h);
+            close(null_fd);
+        }
+    }
+    return -1;
 }
 
 static int writer_failed(TraceWriter *w) {
@@ -76,9 +98,45 @@ static int fsync_file(TraceWriter *w) {
     return 0;
 }
 
+/* Writes one encoded chunk at off; disk_size is the size stored there now
+ * (0: none).  Same size means in place (rule 2: raw over raw only). */
+static int store_chunk(TraceWriter *w, int c, const hsize_t *off, unsigned mask, size_t size, const void *bytes,
+                       hsize_t disk_size) {
+    WCol *col = &w->col[c];
+    if (disk_size == size) {
+        unsigned disk_mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        if (H5Dget_chunk_info_by_coord(col->dset, off, &disk_mask, &addr, NULL) < 0) {
+            tr_h5_err("%s: cannot look up a chunk of %s", w->path, COLS[c].path);
+            return -1;
+        }
+        if (disk_mask != mask || mask != col->raw_mask) {
+            err_set("%s: a chunk of %s is stored with filter mask %u, cannot overwrite it in place with mask %u",
+                    w->path, COLS[c].path, disk_mask, mask);
+            return -1;
+        }
+        if (trace_tear_at && ++tear_points == trace_tear_at) {
+            void *h = NULL;
+            H5Fget_vfd_handle(w->file, H5P_DEFAULT, &h);
+            if (h && pwrite(*(int *)h, bytes, size / 2, (off_t)addr) != (ssize_t)(size / 2)) _exit(97);
+            _exit(98);
+        }
+    }
+    if (H5Dwrite_chunk(col->dset, H5P_DEFAULT, mask, off, size, bytes) < 0) {
+        tr_h5_err("%s: cannot write a chunk of %s", w->path, COLS[c].path);
+        return -1;
+    }
+    return 0;
+}
+
 /* Encodes the tail of column c through the dataset's filter pipeline (by
  * writing it to the scratch dataset and reading the stored chunk back) and
- * stores it as chunk `chunk` of the real dataset, keeping rule 2 above. */
+ * stores it as chunk `chunk` of the real dataset, keeping rule 2 above.
+ * The pipeline ends with HDF5's fletcher32 checksum (mandatory, so every
+ * encoding carries it; an incompressible chunk is stored with the
+ * compression filters skipped in its mask, checksum kept).  Only the raw
+ * form (every filter skipped, exactly the chunk's bytes) has no checksum,
+ * and it is written only to move a chunk aside: see below. */
 static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
     WCol *col = &w->col[c];
     size_t raw = chunk_bytes(c);
@@ -94,7 +152,7 @@ static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
             tr_h5_err("%s: cannot encode a chunk of %s", w->path, COLS[c].path);
             return -1;
         }
-        if (stored > w->enc_cap) {   /* deflate may expand incompressible data */
+        if (stored > w->enc_cap) {   /* the checksum (and deflate) may make it longer */
             w->enc_cap = (size_t)stored;
             w->enc = xrealloc(w->enc, w->enc_cap);
             w->cmp = xrealloc(w->cmp, w->enc_cap);
@@ -103,10 +161,12 @@ static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
             tr_h5_err("%s: cannot encode a chunk of %s", w->path, COLS[c].path);
             return -1;
         }
-        if (m == 0 && stored < raw) {     /* compressed; otherwise keep it raw */
+        /* An encoding of exactly the raw size would share the raw form's
+         * in-place class (rule 2): stored raw instead (rare; unchecked). */
+        if (col->checked ? stored != raw : (m == 0 && stored < raw)) {
             bytes = w->enc;
             size = stored;
-            mask = 0;
+            mask = m;
         }
     }
     /* Rule 2: HDF5 overwrites a stored chunk of the same size in place (and
@@ -123,33 +183,19 @@ static int write_chunk(TraceWriter *w, int c, int64_t chunk) {
     if (addr == HADDR_UNDEF) disk_size = 0;
     if (disk_size == size && size != raw) {
         /* The same bytes (a tail that did not change, a chunk rewritten
-         * after resume) need no write; other bytes are stored raw. */
+         * after resume) need no write.  Other bytes of the same size are
+         * first stored raw (a new place, or raw over raw), which moves the
+         * encoding's write to a new place too. */
         uint32_t m = 0;
         if (H5Dread_chunk(col->dset, H5P_DEFAULT, &off, &m, w->cmp) < 0) {
             tr_h5_err("%s: cannot read a chunk of %s", w->path, COLS[c].path);
             return -1;
         }
         if (m == mask && !memcmp(w->cmp, bytes, size)) return 0;
-        bytes = col->tail;
-        size = raw;
-        mask = col->raw_mask;
+        if (store_chunk(w, c, &off, col->raw_mask, raw, col->tail, disk_size) < 0) return -1;
+        disk_size = raw;
     }
-    if (disk_size == size && disk_mask != mask) {
-        err_set("%s: a chunk of %s is stored with filter mask %u, cannot overwrite it in place with mask %u", w->path,
-                COLS[c].path, disk_mask, mask);
-        return -1;
-    }
-    if (disk_size == size && trace_tear_at && ++tear_points == trace_tear_at) {
-        void *h = NULL;
-        H5Fget_vfd_handle(w->file, H5P_DEFAULT, &h);
-        if (h && pwrite(*(int *)h, bytes, size / 2, (off_t)addr) != (ssize_t)(size / 2)) _exit(97);
-        _exit(98);
-    }
-    if (H5Dwrite_chunk(col->dset, H5P_DEFAULT, mask, &off, size, bytes) < 0) {
-        tr_h5_err("%s: cannot write a chunk of %s", w->path, COLS[c].path);
-        return -1;
-    }
-    return 0;
+    return store_chunk(w, c, &off, mask, size, bytes, disk_size);
 }
 
 static int set_extent(TraceWriter *w, int c, hsize_t rows) {
@@ -213,6 +259,15 @@ static void writer_free(TraceWriter *w) {
     free(w);
 }
 
+/* Frees a broken writer but leaves its HDF5 file open: closing flushes,
+ * which fails again, and libhdf5 1.10 then crashes (see tr_init).  Its
+ * descriptor is /dev/null already (broke). */
+static void writer_abandon(TraceWriter *w) {
+    for (int c = 0; c < NCOLS; c++) w->col[c].dset = -1;
+    w->file = -1;
+    writer_free(w);
+}
+
 static TraceWriter *writer_new(const char *path) {
     TraceWriter *w = xcalloc(1, sizeof *w);
     w->path = xstrdup(path);
@@ -269,6 +324,9 @@ static int open_scratch(TraceWriter *w) {
         col->scratch = H5Dcreate2(w->scratch_file, nm, col->ftype, space, H5P_DEFAULT, dcpl, dapl);
         col->nfilters = H5Pget_nfilters(dcpl);
         col->raw_mask = col->nfilters > 0 ? (unsigned)((1ull << col->nfilters) - 1) : 0;
+        col->checked = col->nfilters > 0 &&
+                       H5Pget_filter2(dcpl, (unsigned)col->nfilters - 1, NULL, NULL, NULL, 0, NULL, NULL) ==
+                           H5Z_FILTER_FLETCHER32;
         H5Sclose(space);
         H5Pclose(dcpl);
         if (col->scratch < 0) {
@@ -294,6 +352,9 @@ static hid_t make_dcpl(int c, TraceCompress compress, int level) {
         if (numeric && COLS[c].size > 1) H5Pset_shuffle(dcpl);
         H5Pset_deflate(dcpl, (unsigned)(level ? level : 4));
     }
+    /* Last, so that it covers the stored bytes: a flipped bit anywhere in
+     * a chunk fails the read that touches it (HDF5 verifies on every read). */
+    if (!trace_no_checksum) H5Pset_fletcher32(dcpl);
     return dcpl;
 }
 
@@ -321,7 +382,12 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     w->file = H5Fcreate(path, flags, fcpl, fapl);
     H5Pclose(fcpl);
     H5Pclose(fapl);
-    if (w->file < 0) { tr_h5_err("%s: cannot create", path); writer_free(w); return NULL; }
+    if (w->file < 0) {
+        tr_h5_err("%s: cannot create", path);
+        writer_free(w);
+        unlink(path);   /* created by H5Fcreate (exclusive) before it failed */
+        return NULL;
+    }
     if (take_writer_lock(w) < 0) goto fail;
     int rc = 0;
     for (int g = 0; g < NGROUPS && rc == 0; g++) rc = tr_put_i64_attr(w->file, COUNT_ATTR[NGROUPS - 1 - g], 0);
@@ -351,7 +417,8 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     }
     return w;
 fail:
-    writer_free(w);
+    broke(w);
+    writer_abandon(w);
     unlink(path);
     return NULL;
 }
@@ -432,8 +499,11 @@ static int check_key(TraceWriter *w, const char *key) {
 }
 
 static int attr_written(TraceWriter *w, int rc, const char *key) {
-    if (rc < 0) { tr_h5_err("%s: cannot write attribute %s", w->path, key); return -1; }
-    if (w->durable && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0) { tr_h5_err("%s: cannot flush", w->path); return -1; }
+    if (rc < 0) { tr_h5_err("%s: cannot write attribute %s", w->path, key); return broke(w); }
+    if (w->durable && (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || fsync_file(w) < 0)) {
+        tr_h5_err("%s: cannot flush", w->path);
+        return broke(w);
+    }
     return 0;
 }
 
@@ -472,7 +542,7 @@ int trace_add_tree(TraceWriter *w, TraceTree *t, const TraceNode *nodes) {
         memcpy(slot(w, C_PARENT), &nd->parent, 4);
         memcpy(slot(w, C_LP), &nd->p, 4);
         *(uint8_t *)slot(w, C_RANK) = nd->rank;
-        if (row_added(w, G_NODES) < 0) { w->broken = 1; return -1; }
+        if (row_added(w, G_NODES) < 0) return broke(w);
     }
     memcpy(slot(w, C_TQ), &t->question, 4);
     memcpy(slot(w, C_TURN), &t->turn, 2);
@@ -480,7 +550,7 @@ int trace_add_tree(TraceWriter *w, TraceTree *t, const TraceNode *nodes) {
     memcpy(slot(w, C_FIRST), &t->first_node, 8);
     memcpy(slot(w, C_NN), &t->n_nodes, 4);
     memcpy(slot(w, C_ALEN), &t->accept_len, 4);
-    if (row_added(w, G_TREES) < 0) { w->broken = 1; return -1; }
+    if (row_added(w, G_TREES) < 0) return broke(w);
     return 0;
 }
 
@@ -522,12 +592,12 @@ int trace_finish_question(TraceWriter *w, const char *benchmark, const char *que
     if (ql > TRACE_QUESTION_ID_LEN) { err_set("%s: question_id longer than %d bytes: %s", w->path, TRACE_QUESTION_ID_LEN, question_id); return -1; }
     memcpy(slot(w, C_BENCH), benchmark, bl);
     memcpy(slot(w, C_QID), question_id, ql);
-    if (row_added(w, G_QUESTIONS) < 0) { w->broken = 1; return -1; }
+    if (row_added(w, G_QUESTIONS) < 0) return broke(w);
     if (!w->durable) {
         for (int g = 0; g < NGROUPS; g++) w->grp[g].done = w->grp[g].rows;
         return 0;
     }
-    if (commit(w) < 0) { w->broken = 1; return -1; }
+    if (commit(w) < 0) return broke(w);
     return 0;
 }
 
@@ -544,6 +614,11 @@ int trace_close(TraceWriter *w) {
         if (rc == 0) rc = write_counts(w);
         if (rc == 0 && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0) { tr_h5_err("%s: cannot flush", w->path); rc = -1; }
         if (rc == 0) rc = fsync_file(w);
+    }
+    if (w->broken) {
+        err_set("%s: closed after a write error; it keeps the questions finished before it (--resume)", w->path);
+        writer_abandon(w);
+        return -1;
     }
     for (int c = 0; c < NCOLS; c++) {
         if (w->col[c].dset >= 0) H5Dclose(w->col[c].dset);

@@ -120,11 +120,16 @@ static inline void write_file(const char *path, const char *text) {
 /* Target / draft pairs of the tiny test checkpoints on which every policy
  * must decode losslessly: the target as its own draft LM (every guess
  * accepted, so paths run deep and the bonus-token / KV-keep logic is
- * exercised), another LM, and an EAGLE head. */
-static const char *const LOSSLESS_DRAFTS[3][3] = {
+ * exercised), another LM, an EAGLE head, and two EAGLE-3 heads (a reduced
+ * draft vocabulary in safetensors; a full one with its own embeddings in
+ * pytorch_model.bin). */
+#define N_LOSSLESS_DRAFTS 5
+static const char *const LOSSLESS_DRAFTS[N_LOSSLESS_DRAFTS][3] = {
     {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32"},
     {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32"},
     {"tests/ckpt/llama3_f32", "eagle", "tests/ckpt/eagle_tiny"},
+    {"tests/ckpt/tiny_chat_l8", "eagle3", "tests/ckpt/eagle3_tiny"},
+    {"tests/ckpt/tiny_chat_l8", "eagle3", "tests/ckpt/eagle3_tiny_bin"},
 };
 
 #define CHECK_ONE_LINE_ERROR(rc, err, needle) do { \

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <time.h>
+#include <sys/stat.h>
 
 static char qfile[] = "/tmp/c2t_colqXXXXXX";
 static char dir[] = "/tmp/c2t_colXXXXXX";
@@ -88,17 +89,19 @@ static int same_records(const char *a, const char *b, char *why, size_t n) {
     return ok;
 }
 
-/* On the demo family: in every tree the accepted nodes are one root path
- * whose length is the cycle's accept_len (τ − 1), and, cycle after cycle,
- * those paths spell the tokens plain greedy decoding (ar) produces, each
- * followed by one bonus token. */
-static void test_demo_labels_follow_ar(void) {
+/* In every tree the accepted nodes are one root path whose length is the
+ * cycle's accept_len (τ − 1), and, cycle after cycle, those paths spell the
+ * tokens plain greedy decoding (ar) produces, each followed by one bonus
+ * token.  A trained head (trained) must also accept more than one token a
+ * cycle. */
+static void labels_follow_ar(const char *target, const char *draft, int trained) {
     enum { NQ = 2, MAX_NEW = 40 };
     QuestionSet *qs = questions_load("data/demo/prompts/code_test.jsonl");
     REQUIRE(qs && qs->n >= NQ, "%s", err_get());
     char qpath[256], out[256], err[4096];
     snprintf(qpath, sizeof qpath, "%s/demo_q.jsonl", dir);
-    snprintf(out, sizeof out, "%s/demo.h5", dir);
+    static int run;
+    snprintf(out, sizeof out, "%s/labels%d.h5", dir, run++);
     FILE *f = fopen(qpath, "w");
     REQUIRE(f, "cannot write %s", qpath);
     for (int i = 0; i < NQ; i++) {
@@ -111,12 +114,13 @@ static void test_demo_labels_follow_ar(void) {
         cJSON_Delete(o);
     }
     fclose(f);
-    int rc = run_cmd(err, sizeof err, "%s/spec-collect --target data/demo/target --draft data/demo/eagle --template none "
-                     "--questions %s --max-new-tokens %d --topk 6 --depth 5 --out %s", bin_dir(), qpath, MAX_NEW, out);
+    int rc = run_cmd(err, sizeof err, "%s/spec-collect --target %s --draft %s --template none "
+                     "--questions %s --max-new-tokens %d --topk 6 --depth 5 --out %s", bin_dir(), target, draft, qpath,
+                     MAX_NEW, out);
     REQUIRE(rc == 0, "spec-collect: %s", err);
 
-    LlamaModel *m = llama_load("data/demo/target", &cpu_backend);
-    Tokenizer *tok = tokenizer_load("data/demo/target");
+    LlamaModel *m = llama_load(target, &cpu_backend);
+    Tokenizer *tok = tokenizer_load(target);
     REQUIRE(m && tok, "%s", err_get());
     ChatTemplate tmpl;
     REQUIRE(chat_template_parse("none", &tmpl) == 0, "%s", err_get());
@@ -161,9 +165,10 @@ static void test_demo_labels_follow_ar(void) {
         llama_state_free(s);
     }
     CHECK(t == nt, "trees of unexpected questions");
-    CHECK(accepted_total > nt, "the demo EAGLE head should accept more than one token per cycle (%lld in %lld)",
-          (long long)accepted_total, (long long)nt);
-    printf("# demo: %lld trees, %lld accepted draft tokens checked against ar (tau %.2f)\n", (long long)nt,
+    if (trained)
+        CHECK(accepted_total > nt, "the trained head %s should accept more than one token per cycle (%lld in %lld)",
+              draft, (long long)accepted_total, (long long)nt);
+    printf("# %s: %lld trees, %lld accepted draft tokens checked against ar (tau %.2f)\n", draft, (long long)nt,
            (long long)checked, 1.0 + (double)accepted_total / nt);
     free(trees);
     trace_reader_close(r);
@@ -210,6 +215,14 @@ static void test_cuda_collection_equals_cpu(void) {
 
 /* kill -9 at random moments while collecting on the demo family, then
  * --resume: the records equal an uninterrupted run's. */
+static void test_demo_labels_follow_ar(void) { labels_follow_ar("data/demo/target", "data/demo/eagle", 1); }
+
+/* EAGLE-3 heads (kind detected): a random one (few of its guesses pass) and the demo's */
+static void test_eagle3_labels_follow_ar(void) {
+    labels_follow_ar("tests/ckpt/tiny_chat_l8", "tests/ckpt/eagle3_tiny", 0);
+    labels_follow_ar("data/demo/target", "data/demo/eagle3", 1);
+}
+
 static void test_kill_and_resume_equals_uninterrupted(void) {
     char full[256], part[256], err[4096];
     snprintf(full, sizeof full, "%s/full.h5", dir);
@@ -283,6 +296,91 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "exists");
 }
 
+/* ---- write faults ---- */
+
+/* The fault shim (tests/fault_write.c) beside the test binaries of this
+ * build: build/ or, under make test-asan, build-asan/. */
+static const char *fault_lib(void) {
+    static char p[512];
+    snprintf(p, sizeof p, "%s/tests/libfault_write.so", strcmp(bin_dir(), "bin") ? "build-asan" : "build");
+    return p;
+}
+
+static long long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* After a failed run: the file opens with at most the uninterrupted run's
+ * questions, and --resume (no faults) makes it equal to that run.  A run
+ * that failed before the file existed leaves none; then a new run. */
+static void resume_to_the_whole(const char *full, const char *part, const char *args, const char *what) {
+    char err[4096];
+    int resume = file_exists(part);
+    if (resume) {
+        TraceReader *r = trace_open(part);
+        CHECK(r != NULL, "%s: the file left does not open: %s", what, err_get());
+        trace_reader_close(r);
+    }
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s %s", bin_dir(), qfile, args, part, resume ? "--resume" : "");
+    CHECK(rc == 0, "%s: %s: %s", what, resume ? "resume" : "new run", err);
+    char why[256] = "";
+    CHECK(rc || same_records(full, part, why, sizeof why), "%s: resumed file vs uninterrupted: %s", what, why);
+}
+
+/* A full disk (ENOSPC once the file would grow), a failing disk (EIO on
+ * every write and fsync) and a file size limit (ulimit -f: EFBIG) at
+ * moments spread over a run: spec-collect stops with one line naming the
+ * file and the cause, and --resume gives the uninterrupted file. */
+static void test_write_faults_then_resume(void) {
+    char full[256], part[256], err[4096];
+    snprintf(full, sizeof full, "%s/fault_full.h5", dir);
+    snprintf(part, sizeof part, "%s/fault_part.h5", dir);
+    const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, full);
+    REQUIRE(rc == 0, "uninterrupted run: %s", err);
+    long long size = file_size(full);
+    REQUIRE(size > 0, "no file");
+    REQUIRE(file_exists(fault_lib()), "%s is missing (make all builds it)", fault_lib());
+    const char *modes[] = {"enospc", "eio"}, *cause[] = {"No space left on device", "Input/output error"};
+    const double at[] = {0.0, 0.1, 0.3, 0.5, 0.65, 0.8, 0.95};
+    int faults = 0, resumed = 0;
+    for (int m = 0; m < 2; m++)
+        for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s after %.0f%% of the file", modes[m], 100 * at[k]);
+            unlink(part);
+            rc = run_cmd(err, sizeof err,
+                         "C2T_FAULT_FILE=fault_part.h5 C2T_FAULT_MODE=%s C2T_FAULT_AFTER=%lld LD_PRELOAD=%s "
+                         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" " COLLECT_DEMO "%s --out %s",
+                         modes[m], (long long)(at[k] * size), fault_lib(), bin_dir(), qfile, args, part);
+            if (rc == 0) continue;   /* the run wrote less than this time (metadata varies): no fault */
+            faults++;
+            CHECK_ONE_LINE_ERROR(rc, err, cause[m]);
+            CHECK(strstr(err, part) != NULL, "%s: the error does not name the file: %s", what, err);
+            resumed += file_exists(part);
+            resume_to_the_whole(full, part, args, what);
+            if (h_failed) return;
+        }
+    /* ulimit -f counts 512-byte blocks in dash */
+    const long long blocks[] = {16, size / 512 / 3, size / 512 * 2 / 3};
+    for (int k = 0; k < 3; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "ulimit -f %lld", blocks[k]);
+        unlink(part);
+        rc = run_cmd(err, sizeof err, "ulimit -f %lld; " COLLECT_DEMO "%s --out %s", blocks[k], bin_dir(), qfile, args, part);
+        if (rc == 0) continue;
+        faults++;
+        CHECK_ONE_LINE_ERROR(rc, err, "File too large");
+        resumed += file_exists(part);
+        resume_to_the_whole(full, part, args, what);
+        if (h_failed) return;
+    }
+    CHECK(faults >= 12 && resumed >= 8, "only %d runs met a fault, %d left a file to resume", faults, resumed);
+    printf("# %d runs stopped by ENOSPC / EIO / EFBIG, %d resumed to the uninterrupted file (%lld bytes)\n", faults,
+           resumed, size);
+}
+
 static void test_shards_merge_to_the_whole(void) {
     char a[256], b[256], m[256], full[256], err[4096];
     snprintf(a, sizeof a, "%s/s0.h5", dir);
@@ -349,7 +447,9 @@ int main(void) {
                       "{\"question_id\": 3, \"category\": \"t\", \"turns\": [\"for (int i = 0;\"]}\n");
     RUN(test_labels_equal_greedy_verification);
     RUN(test_demo_labels_follow_ar);
+    RUN(test_eagle3_labels_follow_ar);
     RUN(test_kill_and_resume_equals_uninterrupted);
+    RUN(test_write_faults_then_resume);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_topm_entropy_bound);
     RUN(test_cuda_collection_equals_cpu);

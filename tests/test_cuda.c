@@ -210,13 +210,13 @@ static int decode(const LlamaModel *target, Draft *d, const char *policy, const 
 }
 
 /* The same tokens from both backends; with a draft, also the same as ar. */
-static void greedy_parity(const char *target_dir, const char *policy) {
+static void greedy_parity_with(const char *target_dir, const char *policy, const char *kind, const char *draft_dir) {
     int before = cuda_errors();
     const int need_draft = strcmp(policy, "ar") != 0;
     LlamaModel *mc = llama_load(target_dir, &cpu_backend), *mg = llama_load(target_dir, &cuda_backend);
     REQUIRE(mc && mg, "load %s: %s", target_dir, err_get());
-    Draft *dc = need_draft ? draft_load("eagle", "tests/ckpt/eagle_tiny", mc, 4096) : NULL;
-    Draft *dg = need_draft ? draft_load("eagle", "tests/ckpt/eagle_tiny", mg, 4096) : NULL;
+    Draft *dc = need_draft ? draft_load(kind, draft_dir, mc, 4096) : NULL;
+    Draft *dg = need_draft ? draft_load(kind, draft_dir, mg, 4096) : NULL;
     REQUIRE(!need_draft || (dc && dg), "draft: %s", err_get());
     const int max_new = 40;
     int prompts[3][8] = {{1, 21, 208, 255, 244, 151, 37, 9}, {1, 5, 6, 7, 8, 9, 10, 11}, {1, 99, 98, 97, 96, 95, 94, 93}};
@@ -239,6 +239,9 @@ static void greedy_parity(const char *target_dir, const char *policy) {
     llama_free(mc); llama_free(mg);
     NO_NEW_ERRORS(before);
 }
+static void greedy_parity(const char *target_dir, const char *policy) {
+    greedy_parity_with(target_dir, policy, "eagle", "tests/ckpt/eagle_tiny");
+}
 
 static void test_cuda_greedy_ar(void) {
     NEED_GPU();
@@ -250,6 +253,12 @@ static void test_cuda_greedy_eagle2(void) {
     NEED_GPU();
     greedy_parity("tests/ckpt/llama3_f32", "eagle2");
     greedy_parity("tests/ckpt/llama3_bf16", "eagle2");
+}
+/* EAGLE-3: the target's captured layer inputs and the head on the GPU */
+static void test_cuda_greedy_eagle3(void) {
+    NEED_GPU();
+    greedy_parity_with("tests/ckpt/tiny_chat_l8", "eagle2", "eagle3", "tests/ckpt/eagle3_tiny");
+    greedy_parity_with("tests/ckpt/tiny_chat_l8", "eagle2", "eagle3", "tests/ckpt/eagle3_tiny_bin");
 }
 
 /* ---- sampling ---- */
@@ -304,6 +313,7 @@ static void test_cuda_logits_llama2_f32(void) { NO_CUDA(); }
 static void test_cuda_logits_llama3_bf16(void) { NO_CUDA(); }
 static void test_cuda_greedy_ar(void) { NO_CUDA(); }
 static void test_cuda_greedy_eagle2(void) { NO_CUDA(); }
+static void test_cuda_greedy_eagle3(void) { NO_CUDA(); }
 static void test_cuda_sample_rows(void) { NO_CUDA(); }
 #endif
 
@@ -316,6 +326,7 @@ int main(void) {
     RUN(test_cuda_logits_llama3_bf16);
     RUN(test_cuda_greedy_ar);
     RUN(test_cuda_greedy_eagle2);
+    RUN(test_cuda_greedy_eagle3);
     RUN(test_cuda_sample_rows);
 #ifdef C2T_CUDA
     backend_shutdown(&cuda_backend);   /* compute-sanitizer's leak check then sees only real leaks */

@@ -29,13 +29,24 @@ static void test_lossless_every_policy(void) {
                              bin_dir(), drafts[d][1], drafts[d][0], qfile, policies[p]);
             CHECK(rc == 0, "%s with %s draft %s: exit %d: %s", policies[p], drafts[d][0], drafts[d][1], rc, err);
         }
+    /* EAGLE-3 heads on the 8-layer target: the kind named, and detected */
+    const char *heads[][2] = {{"--draft-kind eagle3", "tests/ckpt/eagle3_tiny"}, {"", "tests/ckpt/eagle3_tiny_bin"}};
+    for (int d = 0; d < 2; d++)
+        for (int p = 0; p < N_POLICIES; p++) {
+            char err[4096];
+            int rc = run_cmd(err, sizeof err,
+                             "%s/spec-eval --target tests/ckpt/tiny_chat_l8 --draft %s %s --template none "
+                             "--questions %s --max-new-tokens 48 --check-lossless %s",
+                             bin_dir(), heads[d][1], heads[d][0], qfile, policies[p]);
+            CHECK(rc == 0, "%s with EAGLE-3 head %s: exit %d: %s", policies[p], heads[d][1], rc, err);
+        }
 }
 
-/* Every policy on the shipped demo family (both draft kinds), on the first
+/* Every policy on the shipped demo family (every draft kind), on the first
  * two prompts of each demo test set: tokens identical to ar. */
 static void test_lossless_demo_family(void) {
-    const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}};
-    for (int d = 0; d < 2; d++)
+    const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}, {"eagle3", "data/demo/eagle3"}};
+    for (int d = 0; d < 3; d++)
         for (int p = 0; p < N_POLICIES; p++) {
             char err[4096];
             int rc = run_cmd(err, sizeof err,

@@ -470,7 +470,7 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
 }
 
 static void test_lossless_greedy_every_draft(void) {
-    for (int i = 0; i < 3; i++) lossless_on(LOSSLESS_DRAFTS[i][0], LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2]);
+    for (int i = 0; i < N_LOSSLESS_DRAFTS; i++) lossless_on(LOSSLESS_DRAFTS[i][0], LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2]);
 }
 
 /* SAGE's α, history and maximum depth start afresh with every prompt: a

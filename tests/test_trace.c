@@ -2,6 +2,7 @@
  * other HDF5 programs see them (h5py through our plugin, h5dump), crash
  * safety under kill -9 with resume, merge, and bad input. */
 #include "tests/harness.h"
+#include "tests/h5_damage.h"
 #include "collect/trace.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
@@ -225,6 +226,36 @@ static int write_trace_file(const char *path, TraceCompress c, const Gen *g, int
     return rc;
 }
 
+/* Every stored chunk of every dataset of the file: how many skip the
+ * pipeline's last filter (the checksum); *chunks gets the total. */
+static herr_t count_chunks(hid_t obj, const char *name, const H5O_info_t *info, void *arg) {
+    int *cnt = arg;
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    hid_t d = H5Dopen2(obj, name, H5P_DEFAULT), pl = H5Dget_create_plist(d), s = H5Dget_space(d);
+    int nf = H5Pget_nfilters(pl);
+    hsize_t n = 0;
+    H5Dget_num_chunks(d, s, &n);
+    for (hsize_t i = 0; i < n; i++) {
+        unsigned mask = 0;
+        haddr_t addr;
+        hsize_t size;
+        H5Dget_chunk_info(d, s, i, NULL, &mask, &addr, &size);
+        cnt[0]++;
+        if (nf == 0 || (mask >> (nf - 1)) & 1) cnt[1]++;
+    }
+    H5Sclose(s); H5Pclose(pl); H5Dclose(d);
+    return 0;
+}
+
+static int unchecked_chunks(const char *path, int *chunks) {
+    int cnt[2] = {0, 0};
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, count_chunks, cnt, H5O_INFO_BASIC);
+    H5Fclose(f);
+    *chunks = cnt[0];
+    return cnt[1];
+}
+
 /* ---- round trip ---- */
 
 static void roundtrip(TraceCompress c) {
@@ -272,16 +303,20 @@ static void roundtrip(TraceCompress c) {
     /* the dataset pipeline is what was asked for */
     hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t d = H5Dopen2(f, "/nodes/P", H5P_DEFAULT), pl = H5Dget_create_plist(d);
-    int nf = H5Pget_nfilters(pl), has_zstd = 0, has_deflate = 0;
+    int nf = H5Pget_nfilters(pl), has_zstd = 0, has_deflate = 0, last = -1;
     for (int i = 0; i < nf; i++) {
         unsigned fl; size_t ncd = 0;
         H5Z_filter_t id = H5Pget_filter2(pl, (unsigned)i, &fl, &ncd, NULL, 0, NULL, NULL);
         has_zstd |= id == H5Z_FILTER_ZSTD;
         has_deflate |= id == H5Z_FILTER_DEFLATE;
+        last = id;
     }
-    CHECK(has_zstd == (c == TRACE_ZSTD) && has_deflate == (c == TRACE_GZIP) && (nf == 0) == (c == TRACE_NONE),
+    CHECK(has_zstd == (c == TRACE_ZSTD) && has_deflate == (c == TRACE_GZIP) && (nf == 1) == (c == TRACE_NONE),
           "filters of /nodes/P: %d filters, zstd %d deflate %d", nf, has_zstd, has_deflate);
+    CHECK(last == H5Z_FILTER_FLETCHER32, "the last filter of /nodes/P is %d, not fletcher32", last);
     H5Pclose(pl); H5Dclose(d); H5Fclose(f);
+    int chunks, unchecked = unchecked_chunks(p, &chunks);
+    CHECK(chunks >= 16 && unchecked == 0, "%d of %d chunks stored without the checksum", unchecked, chunks);
     free(p);
 }
 
@@ -761,16 +796,69 @@ static int torn_pass(TraceCompress c, int flat) {
     return tears;
 }
 
+extern int trace_no_checksum;
+
 static void test_torn_inplace_rewrite(void) {
-    /* Without filters every tail rewrite is in place.  With compression,
-     * a rewrite of the same size but other bytes is stored raw instead
-     * (elsewhere), so only raw-over-raw rewrites are left to tear. */
+    /* With the checksum (the last filter of every dataset) no chunk is
+     * rewritten in place: a rewrite of the same size is moved aside first
+     * (collect/trace_writer.c, write_chunk), so nothing is left to tear. */
+    int in_place = torn_pass(TRACE_NONE, 0) + torn_pass(TRACE_ZSTD, 1) + torn_pass(TRACE_GZIP, 0);
+    CHECK(in_place == 0, "%d chunk rewrites in place in checksummed files", in_place);
+    /* Files of the format before checksums (still resumed): without filters
+     * every tail rewrite is in place; with compression, a rewrite of the
+     * same size but other bytes is stored raw instead (elsewhere), so only
+     * raw-over-raw rewrites are left to tear. */
+    trace_no_checksum = 1;
     int none = torn_pass(TRACE_NONE, 0);
     CHECK(none >= 8, "only %d in-place rewrites to tear", none);
     int gz = torn_pass(TRACE_GZIP, 0) + torn_pass(TRACE_GZIP, 1);
     int zs = torn_pass(TRACE_ZSTD, 1);
+    trace_no_checksum = 0;
     if (getenv("C2T_TRACE_VERBOSE"))
-        fprintf(stderr, "torn: %d rewrites without filters, %d with gzip, %d with zstd\n", none, gz, zs);
+        fprintf(stderr, "torn (no checksum): %d rewrites without filters, %d with gzip, %d with zstd\n", none, gz, zs);
+}
+
+/* ---- corruption ---- */
+
+/* A flipped bit in any stored chunk is caught by the checksum: reading the
+ * rows it holds fails with one line naming the file, the dataset and the
+ * rows (never wrong numbers); rows of other chunks still read. */
+static void test_bit_flip_detected(void) {
+    TraceCompress modes[] = {TRACE_ZSTD, TRACE_GZIP, TRACE_NONE};
+    const char *sets[] = {"/nodes/P", "/nodes/parent", "/trees/first_node"};
+    for (int m = 0; m < 3; m++)
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "flip_%s_%d.h5", trace_compress_name(modes[m]), k);
+            char *p = tpath(name);
+            Gen g = {777 + (uint64_t)k, 0, 0};
+            REQUIRE(write_trace_file(p, modes[m], &g, 0, 12, NULL) == 0, "%s", err_get());
+            long long row = flip_chunk_bit(p, sets[k]);
+            REQUIRE(row >= 0, "%s: no chunk in %s", name, sets[k]);
+            TraceReader *r = trace_open(p);
+            REQUIRE(r, "%s: %s", name, err_get());
+            int is_node = sets[k][1] == 'n';
+            int64_t n = is_node ? trace_reader_nodes(r) : trace_reader_trees(r);
+            int64_t block = 1024, bad_reads = 0, first_bad = -1;
+            void *buf = xmalloc(is_node ? sizeof(TraceNode) * block : sizeof(TraceTree) * block);
+            for (int64_t s0 = 0; s0 < n; s0 += block) {
+                int64_t cnt = n - s0 < block ? n - s0 : block;
+                int rc = is_node ? trace_read_nodes(r, s0, cnt, buf) : trace_read_trees(r, s0, cnt, buf);
+                if (rc == 0) continue;
+                bad_reads++;
+                if (first_bad < 0) first_bad = s0;
+                const char *e = err_get();
+                CHECK(strstr(e, p) && strstr(e, sets[k]) && !strchr(e, '\n'), "%s: error %s", name, e);
+                CHECK(strstr(e, "checksum") || strstr(e, "Fletcher"), "%s: error does not say checksum: %s", name, e);
+            }
+            CHECK(bad_reads >= 1, "%s: a flipped bit in %s (chunk from row %lld) read without error", name, sets[k], row);
+            CHECK(first_bad <= row && row < first_bad + block, "%s: the failing read starts at %lld, the chunk at %lld", name,
+                  (long long)first_bad, row);
+            if (getenv("C2T_TRACE_VERBOSE") && first_bad >= 0) fprintf(stderr, "flip: %s\n", err_get());
+            free(buf);
+            trace_reader_close(r);
+            free(p);
+        }
 }
 
 /* Resume after a clean close continues the same file. */
@@ -980,6 +1068,7 @@ int main(void) {
     RUN(test_kill9_then_resume);
     RUN(test_merge);
     RUN(test_bad_input);
+    RUN(test_bit_flip_detected);
     if (!h_total_failed && !getenv("C2T_KEEP")) {
         char cmd[256];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -6,6 +6,7 @@
  * C2T_UPDATE_GOLDEN=1 rewrites tests/golden/train/ from the live oracle;
  * C2T_NO_TORCH=1 forces the golden path. */
 #include "tests/harness.h"
+#include "tests/h5_damage.h"
 #include "collect/trace.h"
 #include "infer/spec/classifier.h"
 #include "infer/model/safetensors.h"
@@ -661,6 +662,32 @@ static void test_bad_input(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --strict", bin_dir(), nan, out);
     CHECK_ONE_LINE_ERROR(rc, err, "non-finite feature");
     CHECK(strstr(err, nan) != NULL, "--strict: error does not name the file: %s", err);
+    /* a flipped bit in a node chunk: the checksum fails the read; spec-train
+     * and spec-analyze name the file and the tree whose nodes it holds */
+    char *flip = tpath("flipped.h5");
+    REQUIRE(!make_synth(flip, 300, 40, 4, 4, 0, 0), "%s", err_get());
+    REQUIRE(flip_chunk_bit(flip, "/nodes/H") >= 0, "cannot damage %s", flip);
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 2", bin_dir(), flip, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "Fletcher32 checksum");
+    CHECK(strstr(err, flip) && strstr(err, "tree row") && strstr(err, "/nodes/H"), "bit flip: %s", err);
+    if (getenv("C2T_VERBOSE")) fprintf(stderr, "bit flip: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-analyze %s --quiet", bin_dir(), flip);
+    CHECK_ONE_LINE_ERROR(rc, err, "Fletcher32 checksum");
+    CHECK(strstr(err, flip) && strstr(err, "tree row"), "spec-analyze, bit flip: %s", err);
+    /* a truncated copy: refused when opened, naming the file */
+    char *cut = tpath("cut.h5");
+    size_t n;
+    char *bytes = read_text_file(nan, &n);
+    REQUIRE(bytes, "read %s", nan);
+    FILE *f = fopen(cut, "wb");
+    REQUIRE(f, "cannot write %s", cut);
+    fwrite(bytes, 1, n * 2 / 3, f);
+    fclose(f);
+    free(bytes);
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet", bin_dir(), cut, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "truncated file");
+    CHECK(strstr(err, cut) != NULL, "truncated: error does not name the file: %s", err);
+    free(flip); free(cut);
     /* log transform of a negative input would be NaN: counted the same way */
     /* bad flags */
     rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --neg-ratio -1", bin_dir(), nan, out);

@@ -34,22 +34,26 @@
 # override); without them step 4 is skipped with one line and the report has
 # the trace parts only.
 #
-# Sizes (env vars) and why they fit in 90 minutes on the idle 2-core machine:
+# Sizes (env vars), measured on the 2-core machine (2026-11-23, shared with
+# other work; docs/paper/report.md has each run's own timers):
 #   COLLECT_Q=4 prompts per category (6 categories: 24 prompts),
-#   COLLECT_MAX_NEW=32 tokens: a full tree of 711 nodes emits about 1.7
-#   tokens, so ~19 trees per prompt, ~450 trees; at ~2 s per tree (drafting 7
-#   layers, verifying 711 tokens) that is ~15 min.  Training, 7 classifiers x
-#   EPOCHS=200 on a few hundred trees: ~2 min; spec-analyze: ~2 min.
+#   COLLECT_MAX_NEW=32 tokens: 401 full trees of 711 nodes, ~4 min per
+#   category (~25 min).  Training, 7 classifiers x EPOCHS=200 on a few
+#   hundred trees: seconds; spec-analyze and the transfer matrix: ~20 s.
 #   EVAL_Q=20 questions per benchmark, every turn (mt_bench has two: 140
-#   turns), EVAL_MAX_NEW=32 tokens per turn: ~4,500 tokens per run.  Per
-#   token: EAGLE-2 at total 10..80 about 1/25..1/10 s (0.40 s summed over the
-#   six totals), C2T at beta 0.2..0.7 about 1/12..1/24 s (0.36 s summed), ar
-#   about 1/90 s (three runs: ar and the two lossless checks' baselines, 0.03 s):
-#   0.79 s x 4,500 = ~59 min, plus ~140 prefills x 15 runs x ~0.15 s = ~5 min.
-#   Total ~85 min.  More questions or tokens: EVAL_Q / EVAL_MAX_NEW (time
-#   grows in proportion).
-# Other knobs: E2_TOTALS ("10 20 30 45 60 80"; 60 is the headline run),
-# C2T_BETAS ("0.2 0.3 0.4 0.5 0.6 0.7"; 0.5 is the headline run),
+#   turns), EVAL_MAX_NEW=32 tokens per turn: ~4,400 tokens per run.  A run
+#   costs prefill (~100 s: sum and qa prompts are long) plus, per cycle, the
+#   draft and the verification of the tree, which on this CPU dominates
+#   (verifying n tokens cost ~n/6 decode steps here): ar ~4 min, EAGLE-2 total
+#   20 ~14 min, total 60 ~30 min (with its lossless check), C2T beta 0.5
+#   ~14 min; beta 0.3 admits trees of hundreds of tokens (~90 min by its
+#   progress ETA: stopped, left out).
+#   The defaults, two sweep points per policy, took ~100 min under load
+#   (over the 90-minute aim; the machine was shared with a training run).
+#   Each further point costs about one such run.
+# Other knobs: E2_TOTALS ("20 60"; 60 is the headline run; the paper's curve
+# has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.7"; 0.5 is the headline
+# run; 0.7 makes smaller trees, inside EAGLE-2's tau range),
 # COLLECT_DEPTH (7), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py).
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
@@ -65,8 +69,8 @@ COLLECT_DEPTH=${COLLECT_DEPTH:-7}
 EPOCHS=${EPOCHS:-200}
 EVAL_Q=${EVAL_Q:-20}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-32}
-E2_TOTALS=${E2_TOTALS:-10 20 30 45 60 80}
-C2T_BETAS=${C2T_BETAS:-0.2 0.3 0.4 0.5 0.6 0.7}
+E2_TOTALS=${E2_TOTALS:-20 60}
+C2T_BETAS=${C2T_BETAS:-0.5 0.7}
 BENCHES="mt_bench humaneval gsm8k alpaca sum qa"
 DEMO_TRACE=results/traces.h5
 DEMO_CLS=results/classifier.json

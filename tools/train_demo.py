@@ -939,6 +939,8 @@ def write_readme(out, st):
           f"(target's) | {eg.get('parameters', 0) / 1e6:.3f}M | "
           f"{sizes.get('eagle/model.safetensors', 0) / 1e6:.2f} MB BF16 |")
     a("")
+    a("`eagle3/` (when present) is an EAGLE-3 head for the same target, trained separately by "
+      "`tools/train_eagle3_demo.py`: see `eagle3/README.md`.\n")
     a("`target/` and `draft/` are `save_pretrained(..., safe_serialization=True)` outputs in BF16 "
       "(`config.json`, `generation_config.json`, `model.safetensors`) and load with "
       "`LlamaForCausalLM.from_pretrained`. RMSNorm eps 1e-5, SiLU MLP, no biases.\n")

@@ -173,7 +173,7 @@ static int analyze_file(Analysis *a, const char *path, TraceReader *r, TreeBuf *
         for (int64_t i = 0; i < m; i++) {
             const TraceTree *t = &trees[i];
             if (check_tree_row(path, r, t0 + i, t)) goto out;
-            const TraceNode *nd = trace_cursor_get(&cur, t->first_node, t->n_nodes);
+            const TraceNode *nd = trace_cursor_get(&cur, t0 + i, t->first_node, t->n_nodes);
             treebuf_reserve(b, t->n_nodes);
             if (!nd || trace_check_tree(path, t0 + i, t->first_node, nd, t->n_nodes, b->scratch)) goto out;
             p->done++;

@@ -63,7 +63,7 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
         for (int64_t ti = 0; ti < F->n_trees; ti++) {
             int64_t g = F->tree0 + ti;
             int cnt = ds->count[g];
-            const TraceNode *nd = trace_cursor_get(&cur, ds->first[g], cnt);
+            const TraceNode *nd = trace_cursor_get(&cur, ti, ds->first[g], cnt);
             if (!nd || trace_check_tree(F->path, ti, ds->first[g], nd, cnt, scratch)) goto out;
             int bad = 0;
             for (int i = 0; i < cnt; i++) {
@@ -311,7 +311,7 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
             if (ds->flag[g]) continue;
             if (!all && next == INT64_MAX) break;   /* every epoch complete */
             int cnt = ds->count[g];
-            const TraceNode *nd = trace_cursor_get(&cur, ds->first[g], cnt);
+            const TraceNode *nd = trace_cursor_get(&cur, ti, ds->first[g], cnt);
             if (!nd) { ok = 0; break; }
             for (int i = 0; i < cnt; i++) {
                 if (nd[i].accepted) continue;

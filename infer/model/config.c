@@ -70,6 +70,22 @@ static int parse_eos(const cJSON *v, const char *path, ModelConfig *c) {
     return 0;
 }
 
+/* eagle_aux_hidden_state_layer_ids: absent, null, or three layer ids */
+static int parse_aux_layers(const cJSON *v, const char *path, ModelConfig *c) {
+    c->n_aux_layers = 0;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != EAGLE3_FEAT_LAYERS) {
+        err_set("%s: eagle_aux_hidden_state_layer_ids must be a list of %d layer ids", path, EAGLE3_FEAT_LAYERS);
+        return -1;
+    }
+    for (const cJSON *e = v->child; e; e = e->next) {
+        int64_t id;
+        if (json_int(e, path, "eagle_aux_hidden_state_layer_ids[]", 0, INT32_MAX, &id)) return -1;
+        c->aux_layers[c->n_aux_layers++] = (int)id;
+    }
+    return 0;
+}
+
 int config_load(const char *path, ModelConfig *c) {
     memset(c, 0, sizeof *c);
     snprintf(c->path, sizeof c->path, "%s", path);
@@ -116,6 +132,21 @@ int config_load(const char *path, ModelConfig *c) {
     c->tie_embeddings = cJSON_IsTrue(tie);
     if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), path, c)) goto out;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(j, "rope_scaling"), path, c)) goto out;
+    /* -2: absent (get_int's -1 would mean required) */
+    if (get_int(j, path, "draft_vocab_size", -2, &c->draft_vocab) ||
+        get_int(j, path, "target_hidden_size", -2, &c->target_hidden) ||
+        parse_aux_layers(cJSON_GetObjectItemCaseSensitive(j, "eagle_aux_hidden_state_layer_ids"), path, c))
+        goto out;
+    if (c->draft_vocab != -2 && (c->draft_vocab < 1 || c->draft_vocab > c->vocab)) {
+        err_set("%s: draft_vocab_size %d outside [1, vocab_size %d]", path, c->draft_vocab, c->vocab);
+        goto out;
+    }
+    if (c->target_hidden != -2 && c->target_hidden < 1) {
+        err_set("%s: target_hidden_size must be positive", path);
+        goto out;
+    }
+    if (c->draft_vocab == -2) c->draft_vocab = 0;
+    if (c->target_hidden == -2) c->target_hidden = 0;
     rc = 0;
 out:
     cJSON_Delete(j);

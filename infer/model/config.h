@@ -1,9 +1,10 @@
 /* config.json of LLaMA-family checkpoints (LLaMA-2, Vicuna, LLaMA-3.x) and
- * of EAGLE heads, which use the same keys. */
+ * of EAGLE heads, which use the same keys (EAGLE-3 heads add a few). */
 #ifndef C2T_CONFIG_H
 #define C2T_CONFIG_H
 
 #define MAX_EOS 8
+#define EAGLE3_FEAT_LAYERS 3   /* target layers an EAGLE-3 head reads */
 
 typedef enum { ROPE_DEFAULT = 0, ROPE_LLAMA3, ROPE_LINEAR } RopeType;
 
@@ -17,6 +18,13 @@ typedef struct {
     int bos_id;               /* -1 when absent */
     int eos_ids[MAX_EOS];
     int n_eos;
+    /* EAGLE-3 heads (0 when absent): draft_vocab_size, the rows of the
+     * head's own lm_head; target_hidden_size; eagle_aux_hidden_state_layer_ids,
+     * the target layers whose inputs the head reads (vLLM's key; without it
+     * EAGLE's rule 2, L/2, L-3 applies) */
+    int draft_vocab, target_hidden;
+    int aux_layers[EAGLE3_FEAT_LAYERS];
+    int n_aux_layers;
     char path[512];
 } ModelConfig;
 

@@ -17,13 +17,13 @@ int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name
 }
 
 int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *prefix,
-                     int need_attn_norm, LlamaLayer *l) {
+                     int need_attn_norm, int64_t attn_in, LlamaLayer *l) {
     const int64_t h = c->hidden, qd = (int64_t)c->heads * c->head_dim,
                   kvd = (int64_t)c->kv_heads * c->head_dim, ff = c->intermediate;
     struct { const char *name; int64_t rows, cols; Weight *w; } spec[] = {
-        {"self_attn.q_proj.weight", qd, h, &l->wq},
-        {"self_attn.k_proj.weight", kvd, h, &l->wk},
-        {"self_attn.v_proj.weight", kvd, h, &l->wv},
+        {"self_attn.q_proj.weight", qd, attn_in, &l->wq},
+        {"self_attn.k_proj.weight", kvd, attn_in, &l->wk},
+        {"self_attn.v_proj.weight", kvd, attn_in, &l->wv},
         {"self_attn.o_proj.weight", h, qd, &l->wo},
         {"post_attention_layernorm.weight", 1, h, &l->ffn_norm},
         {"mlp.gate_proj.weight", ff, h, &l->gate},
@@ -68,7 +68,7 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
     for (int i = 0; i < c->layers && !rc; i++) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "model.layers.%d.", i);
-        rc = llama_load_layer(be, m->st, c, prefix, 1, &m->layer[i]);
+        rc = llama_load_layer(be, m->st, c, prefix, 1, c->hidden, &m->layer[i]);
     }
     if (rc) { llama_free(m); return NULL; }
     m->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
@@ -149,27 +149,37 @@ void layer_scratch_free(const Backend *be, LayerScratch *s) {
     memset(s, 0, sizeof *s);
 }
 
-void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
-                         const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
-                         int n, const int *pos, const uint8_t *mask, int n_past) {
-    const size_t h = c->hidden;
-    if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
-    else be->copy(s->xb, x, n * h);
-    be->matmul(s->q, s->xb, &l->wq, n);
-    be->matmul(s->k, s->xb, &l->wk, n);
-    be->matmul(s->v, s->xb, &l->wv, n);
+void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
+                           KVCache *kv, int kv_layer, LayerScratch *s, const float *in, float *x, int n,
+                           const int *pos, const uint8_t *mask, int n_past) {
+    be->matmul(s->q, in, &l->wq, n);
+    be->matmul(s->k, in, &l->wk, n);
+    be->matmul(s->v, in, &l->wv, n);
     be->rope(s->q, pos, n, c->heads, c->head_dim, inv_freq);
     be->rope(s->k, pos, n, c->kv_heads, c->head_dim, inv_freq);
     be->kv_write(kv, kv_layer, n_past, s->k, s->v, n);
     be->attention(s->att, s->q, kv, kv_layer, n, n_past + n, mask, c->heads, c->kv_heads, c->head_dim);
     be->matmul(s->xb, s->att, &l->wo, n);
-    be->add(x, s->xb, n * h);
+    be->add(x, s->xb, (size_t)n * c->hidden);
+}
+
+void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
+    const size_t h = c->hidden;
     be->rmsnorm(s->xb, x, &l->ffn_norm, n, c->rms_eps);
     be->matmul(s->gate, s->xb, &l->gate, n);
     be->matmul(s->up, s->xb, &l->up, n);
     be->swiglu(s->gate, s->up, (size_t)n * c->intermediate);
     be->matmul(s->xb, s->gate, &l->down, n);
     be->add(x, s->xb, n * h);
+}
+
+void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
+                         const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
+                         int n, const int *pos, const uint8_t *mask, int n_past) {
+    if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
+    else be->copy(s->xb, x, (size_t)n * c->hidden);
+    llama_attention_block(be, c, l, inv_freq, kv, kv_layer, s, s->xb, x, n, pos, mask, n_past);
+    llama_mlp_block(be, c, l, s, x, n);
 }
 
 LlamaState *llama_state_new(const LlamaModel *m, int slots) {
@@ -182,6 +192,12 @@ LlamaState *llama_state_new(const LlamaModel *m, int slots) {
     return s;
 }
 
+static void alloc_aux(LlamaState *s) {
+    const Backend *be = s->m->be;
+    if (s->aux) be->release(s->aux);
+    s->aux = s->n_capture && s->cap ? be->alloc((size_t)s->cap * s->n_capture * s->m->cfg.hidden) : NULL;
+}
+
 static void state_reserve(LlamaState *s, int n) {
     const Backend *be = s->m->be;
     const ModelConfig *c = &s->m->cfg;
@@ -191,13 +207,37 @@ static void state_reserve(LlamaState *s, int n) {
     s->x = be->alloc((size_t)n * c->hidden);
     s->hidden = be->alloc((size_t)n * c->hidden);
     s->logits = be->alloc((size_t)n * c->vocab);
+    alloc_aux(s);
     layer_scratch_reserve(be, c, &s->ls, n);
+}
+
+int llama_capture(LlamaState *s, const int *layers, int n) {
+    if (n < 0 || n > LLAMA_MAX_CAPTURE) { err_set("cannot capture %d layers (at most %d)", n, LLAMA_MAX_CAPTURE); return -1; }
+    for (int j = 0; j < n; j++)
+        if (layers[j] < 0 || layers[j] >= s->m->cfg.layers) {
+            err_set("%s: no decoder layer %d to capture (the model has %d)", s->m->dir, layers[j], s->m->cfg.layers);
+            return -1;
+        }
+    memcpy(s->capture, layers, sizeof(int) * n);
+    s->n_capture = n;
+    alloc_aux(s);
+    return 0;
+}
+
+/* aux row block j of each of the n tokens <- the residual stream x */
+static void capture_layer_input(LlamaState *s, int l, int n, int *rows) {
+    for (int j = 0; j < s->n_capture; j++) {
+        if (s->capture[j] != l) continue;
+        for (int t = 0; t < n; t++) rows[t] = t * s->n_capture + j;
+        s->m->be->copy_rows(s->aux, rows, s->x, NULL, n, s->m->cfg.hidden);
+    }
 }
 
 void llama_state_free(LlamaState *s) {
     if (!s) return;
     const Backend *be = s->m->be;
     if (s->cap) { be->release(s->x); be->release(s->hidden); be->release(s->logits); }
+    if (s->aux) be->release(s->aux);
     layer_scratch_free(be, &s->ls);
     be->kv_free(s->kv);
     free(s);
@@ -217,8 +257,12 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
         if (tokens[i] < 0 || tokens[i] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[i], c->vocab); return -1; }
     state_reserve(s, n);
     be->embed(s->x, &m->embed, tokens, n);
-    for (int l = 0; l < c->layers; l++)
+    int *rows = s->n_capture ? xmalloc(sizeof(int) * n) : NULL;
+    for (int l = 0; l < c->layers; l++) {
+        if (rows) capture_layer_input(s, l, n, rows);
         llama_layer_forward(be, c, &m->layer[l], m->inv_freq, s->kv, l, &s->ls, s->x, n, pos, mask, s->n_past);
+    }
+    free(rows);
     be->rmsnorm(s->hidden, s->x, &m->final_norm, n, c->rms_eps);
     if (mode == LOGITS_ALL) be->matmul(s->logits, s->hidden, &m->lm_head, n);
     else if (mode == LOGITS_LAST) be->matmul(s->logits, s->hidden + (size_t)(n - 1) * c->hidden, &m->lm_head, 1);

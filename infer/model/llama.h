@@ -33,9 +33,11 @@ typedef struct {
 /* Loads config.json + safetensors from a Hugging Face checkpoint dir. */
 LlamaModel *llama_load(const char *dir, const Backend *be);
 void llama_free(LlamaModel *m);
-/* Loads "<prefix>self_attn.q_proj.weight" etc. of one decoder layer. */
+/* Loads "<prefix>self_attn.q_proj.weight" etc. of one decoder layer whose
+ * q/k/v projections read attn_in floats per token: the hidden size, or
+ * twice it for an EAGLE-3 head (embedding and feature side by side). */
 int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *prefix,
-                     int need_attn_norm, LlamaLayer *l);
+                     int need_attn_norm, int64_t attn_in, LlamaLayer *l);
 void llama_release_layer(const Backend *be, LlamaLayer *l);
 int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name, int64_t rows,
                       int64_t cols, Weight *w);
@@ -59,6 +61,15 @@ void layer_scratch_free(const Backend *be, LayerScratch *s);
 void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
                          const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
                          int n, const int *pos, const uint8_t *mask, int n_past);
+/* The two halves of llama_layer_forward, for a layer whose attention input
+ * is not norm(x) (EAGLE-3): x += attention over in[n][l->wq.cols], the
+ * already normalised input (it may be s->xb); then x += MLP block. */
+void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
+                           KVCache *kv, int kv_layer, LayerScratch *s, const float *in, float *x, int n,
+                           const int *pos, const uint8_t *mask, int n_past);
+void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n);
+
+#define LLAMA_MAX_CAPTURE 4
 
 typedef enum { LOGITS_ALL, LOGITS_LAST, LOGITS_NONE } LogitsMode;
 
@@ -71,12 +82,20 @@ typedef struct {
     int cap;            /* token capacity of the buffers below */
     LayerScratch ls;
     float *x;           /* [cap][hidden] residual stream */
-    float *hidden;      /* [cap][hidden] final-norm output (what EAGLE heads read) */
+    float *hidden;      /* [cap][hidden] final-norm output (what EAGLE-1 heads read) */
     float *logits;      /* [cap][vocab], or one row for LOGITS_LAST */
+    int capture[LLAMA_MAX_CAPTURE];   /* layers whose inputs go to aux (llama_capture) */
+    int n_capture;
+    float *aux;         /* [cap][n_capture*hidden]: per token the inputs of the captured layers,
+                           side by side in capture order (EAGLE-3's features); NULL when none */
 } LlamaState;
 
 LlamaState *llama_state_new(const LlamaModel *m, int slots);
 void llama_state_free(LlamaState *s);
+/* From the next forward on, also keeps the inputs of decoder layers
+ * layers[0..n) (the residual stream before each; 0 = the embeddings) in
+ * s->aux.  Nothing is captured, and nothing costs, unless asked. */
+int llama_capture(LlamaState *s, const int *layers, int n);
 /* Returns 0, or -1 with err_set when the cache would overflow. */
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                   LogitsMode mode);

@@ -12,7 +12,10 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     Decoder *dec = xcalloc(1, sizeof *dec);
     dec->target = llama_state_new(target, slots);
     if (!dec->target) { free(dec); return NULL; }
+    if (draft && draft_capture(draft, dec->target)) { llama_state_free(dec->target); free(dec); return NULL; }
     dec->draft = draft;
+    /* a scripted draft (tests) reads nothing: any width will do */
+    dec->feat_width = draft && draft->feat_width ? draft->feat_width : target->cfg.hidden;
     dec->policy = policy;
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
@@ -40,7 +43,7 @@ static void reserve_nodes(Decoder *dec, int n, int n_past) {
         dec->pos = xrealloc(dec->pos, sizeof(int) * dec->cap_nodes);
         dec->path = xrealloc(dec->path, sizeof(int) * dec->cap_nodes);
         if (dec->path_hidden) be->release(dec->path_hidden);
-        dec->path_hidden = be->alloc((size_t)dec->cap_nodes * dec->target->m->cfg.hidden);
+        dec->path_hidden = be->alloc((size_t)dec->cap_nodes * dec->feat_width);
     }
 }
 
@@ -102,7 +105,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     LlamaState *ts = dec->target;
     const LlamaModel *m = ts->m;
     const Backend *be = m->be;
-    const int V = m->cfg.vocab, H = m->cfg.hidden;
+    const int V = m->cfg.vocab;
     memset(st, 0, sizeof *st);
     if (n_prompt <= 0) { err_set("empty prompt"); return -1; }
     double t_start = now_seconds();
@@ -129,7 +132,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     int done = emit(dec, &root, 1, out, &n_out, max_new);
     if (dec->draft && !done) {
         double t0 = now_seconds();
-        if (draft_catch_up(dec->draft, prompt, ts->hidden, n_prompt, root)) return -1;
+        if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, root)) return -1;
         st->t_draft += now_seconds() - t0;
     }
     st->t_prefill = now_seconds() - t_start;
@@ -164,8 +167,9 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
             be->argmax(ts->logits, t->n, V, argmax);
             len = verify_greedy(&dec->tree, argmax, dec->path, &bonus);
         }
-        /* gather the path's hidden states before the cache compaction */
-        be->copy_rows(dec->path_hidden, NULL, ts->hidden, dec->path, len, H);
+        /* gather the path's features before the cache compaction */
+        if (dec->draft)
+            be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
         llama_commit(ts, dec->path, len);
         st->t_verify += now_seconds() - t0;
         st->cycles++;

@@ -45,7 +45,8 @@ typedef struct {
     int *pos, *path;
     uint8_t *mask;
     size_t mask_cap;
-    float *path_hidden;   /* device rows of the accepted path */
+    float *path_hidden;   /* device rows of the accepted path: the draft's features of the target */
+    int feat_width;       /* floats per row of path_hidden (Draft.feat_width) */
     float *row;           /* host logits row */
     int cap_nodes;
     /* CPU thread count chosen by measurement (decode.c, tune_*) */

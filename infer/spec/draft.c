@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const DraftOps *const sources[] = {&draft_eagle_ops, &draft_lm_ops};
+static const DraftOps *const sources[] = {&draft_eagle_ops, &draft_eagle3_ops, &draft_lm_ops};
 
 const char *draft_kind_name(const Draft *d) { return d->ops->kind; }
 
@@ -19,11 +19,24 @@ Draft *draft_new(const DraftOps *ops, void *impl) {
     return d;
 }
 
+/* An EAGLE head's kind from its config.json: every EAGLE-3 head EAGLE's own
+ * loader reads has draft_vocab_size (its lm_head's rows). */
+static const char *detect_kind(const char *dir) {
+    char *path = path_join(dir, "config.json");
+    ModelConfig c;
+    int rc = config_load(path, &c);
+    free(path);
+    if (rc) return NULL;
+    return c.draft_vocab || c.n_aux_layers ? "eagle3" : "eagle";
+}
+
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots) {
+    if (!kind || !strcmp(kind, "auto")) kind = detect_kind(dir);
+    if (!kind) return NULL;
     const DraftOps *ops = NULL;
     for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
         if (!strcmp(kind, sources[i]->kind)) ops = sources[i];
-    if (!ops) { err_set("unknown draft kind '%s' (eagle, lm)", kind); return NULL; }
+    if (!ops) { err_set("unknown draft kind '%s' (eagle, eagle3, lm, auto)", kind); return NULL; }
     Draft *d = draft_new(ops, NULL);
     d->target = target;
     d->be = target->be;
@@ -31,10 +44,19 @@ Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, i
     d->V = target->cfg.vocab;
     d->H = target->cfg.hidden;
     d->Vd = d->V;
+    d->feat_width = d->H;
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     if (ops->load(d, dir)) { draft_free(d); return NULL; }
-    d->root_logits = d->be->alloc(d->V);
+    d->root_logits = d->be->alloc(d->Vd);
     return d;
+}
+
+int draft_capture(const Draft *d, LlamaState *s) {
+    return llama_capture(s, d->feat_layers, d->n_feat_layers);
+}
+
+const float *draft_features(const Draft *d, const LlamaState *s) {
+    return d->n_feat_layers ? s->aux : s->hidden;
 }
 
 void draft_free(Draft *d) {

@@ -1,8 +1,10 @@
 /* Draft sources behind one ops table: an EAGLE-1/2 head (draft_eagle.c:
  * drafts from the target's final hidden states and the next token's
- * embedding, reusing the target's embedding and LM head) or a separate small
- * draft LM (draft_lm.c).  A new source (an EAGLE-3 head, a draft with its own
- * vocabulary) is one more DraftOps and one line in draft.c's table.
+ * embedding, reusing the target's embedding and LM head), an EAGLE-3 head
+ * (draft_eagle3.c: drafts from the inputs of three target layers, with its
+ * own norm, LM head and draft vocabulary) or a separate small draft LM
+ * (draft_lm.c).  A new source is one more DraftOps and one line in
+ * draft.c's table.
  *
  * Both are causal models whose last committed entry is the tree's root:
  * a node at depth d sits at draft position (committed − 1 + d).  During a
@@ -25,7 +27,8 @@ typedef struct {
     void (*free)(Draft *d);              /* d->impl and what it holds */
     void (*reset)(Draft *d);             /* optional: a new prompt */
     /* Runs the committed tokens (see draft_catch_up) and leaves the root's
-     * logits in d->root_logits; returns the entries it committed, or -1. */
+     * logits in d->root_logits; returns the entries it committed, or -1.
+     * hidden: the target's features, d->feat_width floats per token. */
     int (*catch_up)(Draft *d, const int *tokens, const float *hidden, int m, int next);
     /* Runs n tree nodes (tokens tok at positions pos, mask over the
      * d->n_past + d->n_temp + n entries) as temporary entries from slot
@@ -56,6 +59,12 @@ struct Draft {
     int V, H;
     int Vd;                  /* columns of the draft's logits: V, or a reduced draft vocabulary */
     int *d2t;                /* host [Vd]: column -> target token id; NULL when Vd == V */
+    /* What catch-up reads from the target's forward: its final hidden states
+     * (n_feat_layers 0), or the inputs of decoder layers feat_layers[]
+     * side by side (EAGLE-3; LlamaState.aux); feat_width floats a token. */
+    int feat_layers[EAGLE3_FEAT_LAYERS];
+    int n_feat_layers;
+    int feat_width;
     ModelConfig cfg;
     char dir[512];
     char config_hash[17];
@@ -63,11 +72,18 @@ struct Draft {
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
 };
 
-extern const DraftOps draft_eagle_ops, draft_lm_ops;
+extern const DraftOps draft_eagle_ops, draft_eagle3_ops, draft_lm_ops;
 
-/* kind "eagle" or "lm"; checks the draft fits the target (vocabulary,
- * hidden size) and names the mismatch otherwise. */
+/* kind "eagle", "eagle3" or "lm"; NULL or "auto" reads dir/config.json and
+ * picks eagle3 when it has an EAGLE-3 key (draft_vocab_size,
+ * eagle_aux_hidden_state_layer_ids), else eagle.  Checks the draft fits the
+ * target (vocabulary, hidden size) and names the mismatch otherwise. */
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots);
+/* Asks the target state to capture what d reads at catch-up (nothing for
+ * heads that read the final hidden states), and returns those rows of the
+ * last forward: draft_catch_up's hidden argument. */
+int draft_capture(const Draft *d, LlamaState *s);
+const float *draft_features(const Draft *d, const LlamaState *s);
 /* Drafts from the n most frequent target tokens only (EAGLE-3's reduced
  * draft vocabulary): counted on the draft's training data and stored beside
  * it as token_counts.safetensors (tensor "token_counts", I64 [V]).  The LM
@@ -81,8 +97,9 @@ void draft_free(Draft *d);
 const char *draft_kind_name(const Draft *d);
 /* Forget everything (a new prompt). */
 void draft_reset(Draft *d);
-/* The target committed m tokens (tokens[0] is the previous root) with final
- * hidden states hidden[m][H] (device) and emitted `next`, the new root. */
+/* The target committed m tokens (tokens[0] is the previous root) with
+ * features hidden[m][feat_width] (device; draft_features) and emitted
+ * `next`, the new root. */
 int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next);
 /* The draft distribution under each of nodes[0..n) of t: top-k children
  * (ids, probs; k per node) and the entropy over the topm largest

@@ -1,60 +1,73 @@
 /* An EAGLE-1/2 head as a draft source: fc over [embedding(token); feature]
  * (+ bias), one decoder layer without its input norm, and the target's LM
  * head.  A node's input feature is its parent's output feature; the root's
- * comes from the target's hidden states at catch-up. */
-#include "infer/spec/draft.h"
+ * comes from the target's hidden states at catch-up.  The bookkeeping here
+ * (buffers, catch-up, tree nodes) also serves the EAGLE-3 head
+ * (draft_eagle3.c, see draft_eagle.h). */
+#include "infer/spec/draft_eagle.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    SafeTensors *st;
-    Weight fc_w, fc_b;
-    int has_fc_bias;
-    LlamaLayer layer;
-    float *inv_freq;
-    KVCache *kv;
-    LayerScratch ls;
-    int cap;                 /* token capacity of the buffers below */
-    float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: input features) */
-    float *node_feat;        /* head output per tree node (device, node_cap × H); row 0 is the
-                                root's, written at catch-up (the root is never expanded here) */
-    int node_cap;
-    const Weight *lm_head;   /* the target's, or vocab_head (a reduced draft vocabulary) */
-    Weight vocab_head;
-    void *vocab_host;        /* vocab_head's bytes */
-} EagleHead;
-
-/* EAGLE-1/2 head layout (SafeAILab/EAGLE cnets1.py): fc.weight [h, 2h]
- * (+ fc.bias), one decoder layer "layers.0." without input_layernorm, no
- * final norm; the target's embedding and lm_head are reused. */
-static int eagle_load(Draft *d, const char *dir) {
+EagleHead *eagle_head_open(Draft *d, const char *dir) {
     EagleHead *e = xcalloc(1, sizeof *e);
     d->impl = e;
     char *cfg = path_join(dir, "config.json");
     int rc = config_load(cfg, &d->cfg);
     if (rc == 0) rc = file_hash_hex(cfg, d->config_hash);
     free(cfg);
-    if (rc) return -1;
+    if (rc) return NULL;
+    const ModelConfig *c = &d->cfg;
+    e->h = c->hidden;
+    e->st = st_open(dir);
+    if (!e->st) return NULL;
+    e->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
+    config_inv_freq(c, e->inv_freq);
+    e->kv = d->be->kv_create(1, d->slots, c->kv_heads * c->head_dim);
+    if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return NULL; }
+    e->embed = &d->target->embed;
+    e->lm_head = &d->target->lm_head;
+    return e;
+}
+
+/* The head on n (token, feature) pairs: x = fc([embed(token); feature]),
+ * then the layer; its output goes straight into the LM head. */
+static void eagle1_forward(Draft *d, EagleHead *e, const int *tokens, const float *feat, int from_target,
+                           const int *pos, int n, const uint8_t *mask) {
+    (void)from_target;   /* the target's features and the head's own have the same width */
+    const Backend *be = d->be;
+    eagle_reserve(d, e, n);
+    be->embed(e->emb, e->embed, tokens, n);
+    be->concat(e->cat, e->emb, e->h, feat, e->h, n);
+    be->matmul(e->x, e->cat, &e->fc_w, n);
+    if (e->has_fc_bias) be->add_bias(e->x, &e->fc_b, n);
+    llama_layer_forward(be, &d->cfg, &e->layer, e->inv_freq, e->kv, 0, &e->ls, e->x, n, pos, mask,
+                        d->n_past + d->n_temp);
+    be->matmul(e->logits, e->x, e->lm_head, n);
+}
+
+/* EAGLE-1/2 head layout (SafeAILab/EAGLE cnets1.py): fc.weight [h, 2h]
+ * (+ fc.bias), one decoder layer "layers.0." without input_layernorm, no
+ * final norm; the target's embedding and lm_head are reused. */
+static int eagle_load(Draft *d, const char *dir) {
+    EagleHead *e = eagle_head_open(d, dir);
+    if (!e) return -1;
+    e->forward = eagle1_forward;
     const ModelConfig *c = &d->cfg, *tc = &d->target->cfg;
+    if (c->draft_vocab || st_find(e->st, "midlayer.self_attn.q_proj.weight")) {
+        err_set("%s: this is an EAGLE-3 head (draft_vocab_size / midlayer.*): use --draft-kind eagle3", dir);
+        return -1;
+    }
     if (c->hidden != tc->hidden || c->vocab != tc->vocab) {
         err_set("%s: EAGLE head does not fit the target: hidden %d vs %d, vocab %d vs %d", dir, c->hidden,
                 tc->hidden, c->vocab, tc->vocab);
         return -1;
     }
-    e->st = st_open(dir);
-    if (!e->st) return -1;
     const int64_t h = c->hidden;
     if (llama_load_weight(d->be, e->st, "fc.weight", h, 2 * h, &e->fc_w)) return -1;
     e->has_fc_bias = st_find(e->st, "fc.bias") != NULL;
     if (e->has_fc_bias && llama_load_weight(d->be, e->st, "fc.bias", 1, h, &e->fc_b)) return -1;
-    if (llama_load_layer(d->be, e->st, c, "layers.0.", 0, &e->layer)) return -1;
-    e->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
-    config_inv_freq(c, e->inv_freq);
-    e->kv = d->be->kv_create(1, d->slots, c->kv_heads * c->head_dim);
-    if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return -1; }
-    e->lm_head = &d->target->lm_head;
-    return 0;
+    return llama_load_layer(d->be, e->st, c, "layers.0.", 0, h, &e->layer);
 }
 
 static void release_vocab_head(const Backend *be, EagleHead *e) {
@@ -63,7 +76,14 @@ static void release_vocab_head(const Backend *be, EagleHead *e) {
     e->vocab_host = NULL;
 }
 
-static void release_buffers(const Backend *be, EagleHead *e);
+static void release_buffers(const Backend *be, EagleHead *e) {
+    if (e->cap) {
+        be->release(e->emb); be->release(e->cat); be->release(e->x); be->release(e->logits); be->release(e->feat);
+        be->release(e->normed);
+    }
+    e->cap = 0;
+}
+
 static int eagle_set_vocab(Draft *d, const int *ids, int n) {
     EagleHead *e = d->impl;
     release_vocab_head(d->be, e);
@@ -73,22 +93,16 @@ static int eagle_set_vocab(Draft *d, const int *ids, int n) {
     return 0;
 }
 
-static void release_buffers(const Backend *be, EagleHead *e) {
-    if (e->cap) {
-        be->release(e->emb); be->release(e->cat); be->release(e->x); be->release(e->logits); be->release(e->feat);
-    }
-    e->cap = 0;
-}
-
-static void eagle_free(Draft *d) {
+void eagle_head_free(Draft *d) {
     EagleHead *e = d->impl;
     if (!e) return;
     const Backend *be = d->be;
     release_buffers(be, e);
     layer_scratch_free(be, &e->ls);
     llama_release_layer(be, &e->layer);
-    if (e->fc_w.data) be->weight_release(&e->fc_w);
-    if (e->fc_b.data) be->weight_release(&e->fc_b);
+    Weight *w[] = {&e->fc_w, &e->fc_b, &e->hidden_norm, &e->norm, &e->own_lm_head, &e->own_embed};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        if (w[i]->data) be->weight_release(w[i]);
     if (e->kv) be->kv_free(e->kv);
     if (e->node_feat) be->release(e->node_feat);
     release_vocab_head(be, e);
@@ -97,15 +111,16 @@ static void eagle_free(Draft *d) {
     free(e);
 }
 
-static void reserve(Draft *d, EagleHead *e, int n) {
+void eagle_reserve(Draft *d, EagleHead *e, int n) {
     if (n <= e->cap) return;
     const Backend *be = d->be;
     release_buffers(be, e);
     e->cap = n;
-    e->emb = be->alloc((size_t)n * d->H);
-    e->feat = be->alloc((size_t)n * d->H);
-    e->cat = be->alloc((size_t)n * 2 * d->H);
-    e->x = be->alloc((size_t)n * d->H);
+    e->emb = be->alloc((size_t)n * e->h);
+    e->feat = be->alloc((size_t)n * e->h);
+    e->cat = be->alloc((size_t)n * 2 * e->h);
+    e->x = be->alloc((size_t)n * e->h);
+    e->normed = be->alloc((size_t)n * e->h);
     e->logits = be->alloc((size_t)n * d->Vd);
     layer_scratch_reserve(be, &d->cfg, &e->ls, n);
 }
@@ -115,33 +130,17 @@ static void reserve_node_feat(Draft *d, EagleHead *e, int nodes) {
     if (nodes <= e->node_cap) return;
     int old = e->node_cap;
     e->node_cap = nodes * 2;
-    float *nf = d->be->alloc((size_t)e->node_cap * d->H);
+    float *nf = d->be->alloc((size_t)e->node_cap * e->h);
     if (e->node_feat) {
-        d->be->copy(nf, e->node_feat, (size_t)old * d->H);
+        d->be->copy(nf, e->node_feat, (size_t)old * e->h);
         d->be->release(e->node_feat);
     }
     e->node_feat = nf;
 }
 
-/* The head on n (token, feature) pairs at the given positions; writes K/V at
- * slots [base, base+n) where base = n_past + n_temp; output features in
- * e->x, logits in e->logits. */
-static void eagle_forward(Draft *d, EagleHead *e, const int *tokens, const float *feat, const int *pos, int n,
-                          const uint8_t *mask) {
-    const Backend *be = d->be;
-    reserve(d, e, n);
-    be->embed(e->emb, &d->target->embed, tokens, n);
-    be->concat(e->cat, e->emb, d->H, feat, d->H, n);
-    be->matmul(e->x, e->cat, &e->fc_w, n);
-    if (e->has_fc_bias) be->add_bias(e->x, &e->fc_b, n);
-    llama_layer_forward(be, &d->cfg, &e->layer, e->inv_freq, e->kv, 0, &e->ls, e->x, n, pos, mask,
-                        d->n_past + d->n_temp);
-    be->matmul(e->logits, e->x, e->lm_head, n);
-}
-
 /* inputs: pair j = (target feature at committed position j, token j+1), the
  * last token being `next`; tokens[0] is never an input of the head */
-static int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
+int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
     EagleHead *e = d->impl;
     const int n = m;
     if (d->n_past + n > d->slots) {
@@ -152,28 +151,28 @@ static int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int 
     for (int i = 0; i < n - 1; i++) in[i] = tokens[1 + i];
     in[n - 1] = next;
     for (int i = 0; i < n; i++) pos[i] = d->n_past + i;
-    eagle_forward(d, e, in, hidden, pos, n, NULL);
+    e->forward(d, e, in, hidden, 1, pos, n, NULL);
     reserve_node_feat(d, e, 1);
-    d->be->copy(e->node_feat, e->x + (size_t)(n - 1) * d->H, d->H);
+    d->be->copy(e->node_feat, e->x + (size_t)(n - 1) * e->h, e->h);
     d->be->copy(d->root_logits, e->logits + (size_t)(n - 1) * d->Vd, d->Vd);
     free(in); free(pos);
     return n;
 }
 
-static const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
-                                        int n, const uint8_t *mask) {
+const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
+                                 int n, const uint8_t *mask) {
     EagleHead *e = d->impl;
     const Backend *be = d->be;
-    reserve(d, e, n);
+    eagle_reserve(d, e, n);
     reserve_node_feat(d, e, t->n);
     /* each node's input feature is its parent's output: one gather from
      * node_feat (row 0 = the root) and one scatter of the outputs back (a
      * GPU pays a launch per copy, so per-node copies cost more than the head) */
     int *par = xmalloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]];
-    be->copy_rows(e->feat, NULL, e->node_feat, par, n, d->H);
-    eagle_forward(d, e, tok, e->feat, pos, n, mask);
-    be->copy_rows(e->node_feat, nodes, e->x, NULL, n, d->H);
+    be->copy_rows(e->feat, NULL, e->node_feat, par, n, e->h);
+    e->forward(d, e, tok, e->feat, 0, pos, n, mask);
+    be->copy_rows(e->node_feat, nodes, e->x, NULL, n, e->h);
     free(par);
     return e->logits;
 }
@@ -181,7 +180,7 @@ static const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *node
 const DraftOps draft_eagle_ops = {
     .kind = "eagle",
     .load = eagle_load,
-    .free = eagle_free,
+    .free = eagle_head_free,
     .catch_up = eagle_catch_up,
     .forward_nodes = eagle_forward_nodes,
     .set_vocab = eagle_set_vocab,

@@ -34,7 +34,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     }
     s->slots = cfg->max_ctx > 0 ? cfg->max_ctx : 4096;
     if (cfg->draft_dir) {
-        s->draft = draft_load(cfg->draft_kind ? cfg->draft_kind : "eagle", cfg->draft_dir, s->target, s->slots + 2048);
+        s->draft = draft_load(cfg->draft_kind, cfg->draft_dir, s->target, s->slots + 2048);
         if (!s->draft || draft_set_vocab(s->draft, cfg->draft_vocab)) return -1;
     }
     return 0;

@@ -1,0 +1,53 @@
+/* What the EAGLE-1/2 head (draft_eagle.c) and the EAGLE-3 head
+ * (draft_eagle3.c) share: one decoder layer over a feature and the next
+ * token's embedding, the KV cache of the committed pairs, and the features
+ * of a cycle's tree nodes (a node's input is its parent's output).  They
+ * differ in how a pair becomes the layer's input and how the output
+ * becomes logits: EagleHead.forward. */
+#ifndef C2T_DRAFT_EAGLE_H
+#define C2T_DRAFT_EAGLE_H
+#include "infer/spec/draft.h"
+
+typedef struct EagleHead EagleHead;
+/* The head on n (token, feature) pairs at the given positions; writes K/V
+ * at slots [base, base+n) where base = n_past + n_temp; output features in
+ * e->x, logits in e->logits.  from_target: the features are the target's
+ * (catch-up, Draft.feat_width floats each), else the head's own outputs
+ * (tree nodes, h floats each). */
+typedef void (*EagleForward)(Draft *d, EagleHead *e, const int *tokens, const float *feat, int from_target,
+                             const int *pos, int n, const uint8_t *mask);
+
+struct EagleHead {
+    SafeTensors *st;
+    EagleForward forward;
+    int h;                   /* the head's hidden size */
+    Weight fc_w, fc_b;
+    int has_fc_bias;
+    LlamaLayer layer;
+    float *inv_freq;
+    KVCache *kv;
+    LayerScratch ls;
+    int cap;                 /* token capacity of the buffers below */
+    float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: input features) */
+    float *normed;           /* device scratch, cap × h (EAGLE-3's normed feature and output) */
+    float *node_feat;        /* head output per tree node (device, node_cap × h); row 0 is the
+                                root's, written at catch-up (the root is never expanded here) */
+    int node_cap;
+    const Weight *embed;     /* the target's, or own_embed */
+    const Weight *lm_head;   /* the target's, own_lm_head, or vocab_head (a reduced draft vocabulary) */
+    Weight vocab_head;
+    void *vocab_host;        /* vocab_head's bytes */
+    /* EAGLE-3 only */
+    Weight hidden_norm, norm, own_lm_head, own_embed;
+};
+
+/* Reads dir's config.json into d->cfg and opens its tensors; allocates the
+ * head, its KV cache and the rotary frequencies. */
+EagleHead *eagle_head_open(Draft *d, const char *dir);
+void eagle_head_free(Draft *d);
+int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next);
+const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
+                                 int n, const uint8_t *mask);
+/* Sizes e's scratch for n tokens. */
+void eagle_reserve(Draft *d, EagleHead *e, int n);
+#endif
