@@ -178,7 +178,7 @@ smollm2-speed: smollm2
 	@tools/smollm2_speed.sh
 # The C2T paper's experiments on SmolLM2 + its EAGLE head (tools/paper.sh,
 # issue #18): collect per prompt category, train, spec-analyze and transfer,
-# spec-eval sweeps on the six benchmarks -> results/paper/report.md (~85 min)
+# spec-eval sweeps on the six benchmarks -> results/paper/report.md (~100 min)
 paper: smollm2
 	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-analyze $(BIN)/spec-eval $(PLUGIN)
 	@tools/paper.sh
