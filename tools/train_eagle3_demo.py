@@ -84,16 +84,7 @@ class Attention(nn.Module):
         return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
 
 
-class MLP(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        h, i = c["hidden_size"], c["intermediate_size"]
-        self.gate_proj = nn.Linear(h, i, bias=False)
-        self.up_proj = nn.Linear(h, i, bias=False)
-        self.down_proj = nn.Linear(i, h, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+MLP = td.EagleMLP   # the same SwiGLU block as the EAGLE-1 head's
 
 
 class MidLayer(nn.Module):
