@@ -115,6 +115,17 @@ static int cmd_merge(int argc, char **argv) {
 /* Settings that must agree between a file and a --resume of it. */
 typedef struct { const char *key; char value[1024]; } Setting;
 
+/* Every settings attribute a new file gets was written ("device" is the
+ * last), whatever its value. */
+static int settings_complete(TraceWriter *w, const Setting *set, int ns) {
+    for (int i = 0; i <= ns; i++) {
+        char *v = trace_get_attr_str(w, i < ns ? set[i].key : "device");
+        if (!v) return 0;
+        free(v);
+    }
+    return 1;
+}
+
 int main(int argc, char **argv) {
     /* Past a file size limit (ulimit -f) a write fails with EFBIG instead
      * of the signal killing us: the writer stops cleanly (--resume). */
@@ -204,10 +215,22 @@ int main(int argc, char **argv) {
     SET("questions", "%s", qlist);
     SET("n_shards", "%d", shard_n);
 
-    TraceWriter *w;
+    TraceWriter *w = NULL;
     if (resume) {
         w = trace_resume(out);
         if (!w) die_err(prog);
+        /* A file killed before its first finished question may lack some
+         * settings (they are written one by one after it is created): it
+         * holds nothing, so it is started again rather than refused. */
+        if (trace_n_questions(w) == 0 && !settings_complete(w, set, ns)) {
+            fprintf(stderr, "%s: %s holds no finished question and not all its settings: starting it again\n", prog, out);
+            trace_close(w);
+            if (unlink(out) != 0) die(prog, "cannot remove %s to start it again", out);
+            w = NULL;
+            resume = 0;
+        }
+    }
+    if (w) {
         for (int i = 0; i < ns; i++) {
             char *have = trace_get_attr_str(w, set[i].key);
             if (!have || strcmp(have, set[i].value))

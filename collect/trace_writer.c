@@ -500,7 +500,7 @@ static int check_key(TraceWriter *w, const char *key) {
 
 static int attr_written(TraceWriter *w, int rc, const char *key) {
     if (rc < 0) { tr_h5_err("%s: cannot write attribute %s", w->path, key); return broke(w); }
-    if (w->durable && (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || fsync_file(w) < 0)) {
+    if (w->durable && H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0) {
         tr_h5_err("%s: cannot flush", w->path);
         return broke(w);
     }

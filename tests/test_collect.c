@@ -288,6 +288,16 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
     printf("# %d kill -9 in %d rounds of collection (up to %lld questions finished before one); every resumed "
            "file equals the uninterrupted run\n", kills, rounds, (long long)max_done);
 
+    /* a file killed before its settings were all written (created, nothing
+     * else) holds nothing: --resume starts it again */
+    unlink(part);
+    TraceWriter *w = trace_create(part, TRACE_ZSTD);
+    REQUIRE(w && trace_set_attr_str(w, "tool", "spec-collect") == 0 && trace_close(w) == 0, "%s", err_get());
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s --resume", bin_dir(), qfile, args, part);
+    CHECK(rc == 0 && strstr(err, "starting it again"), "resume of a file without its settings: %s", err);
+    char why2[256] = "";
+    CHECK(rc || same_records(full, part, why2, sizeof why2), "restarted file vs uninterrupted: %s", why2);
+
     /* resume with other settings is refused, naming the setting */
     rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --topk 5 --depth 4 --out %s --resume",
                  bin_dir(), qfile, part);
