@@ -128,7 +128,7 @@ static Obj *top(Pk *k) {
 static int pop_mark(Pk *k, Obj ***first, int *n) {
     if (!k->nmarks) return fail(k, "pickle has no MARK for the opcode at byte %zu", at(k) - 1);
     int m = k->marks[--k->nmarks];
-    *first = k->stack + m;
+    *first = k->stack ? k->stack + m : NULL;   /* no pushes yet: an empty run (no NULL + 0) */
     *n = k->sp - m;
     k->sp = m;
     return 0;
