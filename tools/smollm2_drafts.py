@@ -15,12 +15,15 @@ them to data/smollm2/:
 
 Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
 
-  prompts  build the prompt sets (seeded)
-  answers  the target answers every train/heldout prompt greedily (FP32 compute on
-           the BF16 checkpoint, batched, chat template with SmolLM2's default
-           system prompt, up to --max-new tokens); the final features (after the
-           final RMSNorm) of every position are kept, so no second forward is needed;
-           a second turn, where a prompt has one, is answered after the first
+  prompts  build the prompt sets (seeded; keeps existing files, which are the
+           reference: the sources are this machine's apt lists and Python docs)
+  answers  the target answers every train/heldout prompt greedily with llama.cpp
+           (tools/llama_greedy.c, built against tools/llamacpp.sh's libllama:
+           continuous batching of --gen-batch sequences on the BF16 GGUF of the
+           same weights; SmolLM2's chat template with its default system prompt,
+           up to --max-new tokens); the final features (after the final RMSNorm)
+           of every position come from the same forward passes; a second turn,
+           where a prompt has one, is answered after the first
   eagle    EAGLE head training (the EAGLE-1 recipe, see tools/train_demo.py:
            feature SmoothL1 + CE with the target's greedy token, input noise,
            AdamW, value clipping); checkpoints every few hundred steps, resumes
@@ -90,6 +93,14 @@ class Progress:
 # --------------------------------------------------------------------------- prompts
 
 def stage_prompts(args, out, st):
+    """The prompt files are the reference, not this stage: the generator reads this
+    machine's apt lists and Python docs, so another machine (or the same one after an
+    upgrade) builds other prompts from the same seed. Existing files are kept unless
+    --new-prompts is given."""
+    have = [out / "prompts" / f"{k}.jsonl" for k in ("train", "collect", "heldout")]
+    if any(p.exists() for p in have) and not args.new_prompts:
+        log(f"prompts: keeping {out / 'prompts'} (the committed reference; --new-prompts builds new ones)")
+        return
     n = args.train_prompts + args.collect_prompts + args.heldout_prompts
     qs = smollm2_prompts.make_prompts(n, args.seed)
     parts = {"train": qs[:args.train_prompts],
@@ -113,93 +124,86 @@ def read_jsonl(p):
 
 # --------------------------------------------------------------------------- answers + features
 
-@torch.no_grad()
-def answer_batch(model, tok, texts, max_new):
-    """Greedy answers of a batch (left-padded), with the final features of every
-    prompt and answer position. Returns per row: ids (prompt + answer, up to and
-    including <|im_end|>), features [len, hidden] BF16, prompt length."""
-    from transformers import StaticCache
-    enc = [tok(t, add_special_tokens=False).input_ids for t in texts]
-    B, L = len(enc), max(len(e) for e in enc)
-    ids = torch.full((B, L), IM_END, dtype=torch.long)
-    # a static cache: HF's dynamic one re-concatenates every layer's K/V at every step
-    mask = torch.ones((B, L + max_new), dtype=torch.long)
-    for i, e in enumerate(enc):
-        ids[i, L - len(e):] = torch.tensor(e)
-        mask[i, :L - len(e)] = 0
-    cache = StaticCache(config=model.config, batch_size=B, max_cache_len=L + max_new, device="cpu",
-                        dtype=torch.float32)
-    pos = (mask[:, :L].cumsum(-1) - 1).clamp(min=0)
-    o = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-              cache_position=torch.arange(L), output_hidden_states=True, use_cache=True)
-    feats = [o.hidden_states[-1].to(torch.bfloat16)]
-    nxt = o.logits[:, -1].argmax(-1)
-    gen = []
-    done = torch.zeros(B, dtype=torch.bool)
-    last_pos = pos[:, -1]
-    for t in range(max_new):
-        gen.append(torch.where(done, torch.full_like(nxt, IM_END), nxt))
-        done |= nxt == IM_END
-        if done.all() or t == max_new - 1:
-            break
-        last_pos = last_pos + 1
-        o = model(input_ids=gen[-1][:, None], attention_mask=mask, position_ids=last_pos[:, None],
-                  past_key_values=cache, cache_position=torch.tensor([L + t]), output_hidden_states=True,
-                  use_cache=True)
-        feats.append(o.hidden_states[-1].to(torch.bfloat16))
-        nxt = o.logits[:, -1].argmax(-1)
-    gen = torch.stack(gen, 1)
-    feat = torch.cat(feats, 1)
-    rows = []
-    for i, e in enumerate(enc):
-        g = gen[i].tolist()
-        n = g.index(IM_END) + 1 if IM_END in g else len(g)
-        # features exist for the prompt and every generated token fed back; an answer cut
-        # at max_new loses its last token, which was never fed back
-        f = feat[i, L - len(e):]
-        full = (e + g[:n])[:f.shape[0]]
-        rows.append(dict(ids=torch.tensor(full, dtype=torch.int32), feat=f[:len(full)].clone(),
-                         n_prompt=len(e), finished=IM_END in g[:n]))
+GREEDY_SRC = Path(__file__).resolve().parent / "llama_greedy.c"
+GREEDY_BIN = Path("build/llama_greedy")
+SHARD_ROWS = 64
+
+
+def llama_greedy():
+    """llama.cpp (tools/llamacpp.sh: built from the PyPI sdist) and the BF16 GGUF of the
+    same weights as our checkpoint; tools/llama_greedy.c compiled against its libllama."""
+    import subprocess
+    lib = subprocess.run(["sh", "tools/llamacpp.sh", "gguf", "bf16"], check=True, capture_output=True,
+                         text=True).stdout.strip().splitlines()[-1]
+    src = Path("build/llama.cpp-src")
+    if not GREEDY_BIN.exists() or GREEDY_BIN.stat().st_mtime < GREEDY_SRC.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-o", str(GREEDY_BIN), str(GREEDY_SRC), f"-I{src}/include",
+                        f"-I{src}/ggml/include", f"-L{lib}", "-lllama", f"-Wl,-rpath,{Path(lib).resolve()}"],
+                       check=True)
+    return GREEDY_BIN, Path("models/smollm2-135m-instruct.bf16.gguf")
+
+
+def read_greedy(prompts, out_path, hidden):
+    """llama_greedy's answers and features as rows: ids (prompt + answer, cut to the
+    positions that have a feature: the last answer token was never fed back), feat
+    [len, hidden] BF16, n_prompt, finished."""
+    import numpy as np
+    feat = np.memmap(str(out_path) + ".feat", dtype=np.uint16, mode="r")
+    rows = {}
+    with open(out_path) as f:
+        for line in f:
+            key, fin, n_feat, off, n_ans, *ans = line.split()
+            n_feat, off = int(n_feat), int(off) // 2
+            ids = prompts[key] + [int(a) for a in ans]
+            fe = torch.from_numpy(np.array(feat[off:off + n_feat * hidden]).view(np.int16).reshape(n_feat, hidden))
+            rows[key] = dict(ids=torch.tensor(ids[:n_feat], dtype=torch.int32), feat=fe.view(torch.bfloat16),
+                             n_prompt=len(prompts[key]), finished=fin == "1", answer=[int(a) for a in ans])
     return rows
 
 
 def stage_answers(args, out, st):
-    torch.manual_seed(args.seed)
-    model, tok = load_target()
+    """Greedy answers with llama.cpp (tools/llama_greedy.c: continuous batching of
+    --gen-batch sequences, the target's features from the same forward passes), then
+    shards of rows in models/smollm2-work/answers. Resumable: llama_greedy skips the
+    prompts its output already holds."""
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(str(TARGET))
+    hidden = json.loads((TARGET / "config.json").read_text())["hidden_size"]
+    exe, gguf = llama_greedy()
     wdir = WORK / "answers"
     wdir.mkdir(parents=True, exist_ok=True)
     jobs = []
-    for split in ("train", "heldout"):
+    for split in ("heldout", "train"):   # held-out first: its figures need only it
         qs = read_jsonl(out / "prompts" / f"{split}.jsonl")
         jobs += [(split, q) for q in (qs[:args.answer_prompts] if split == "train" else qs)]
-    # batches of similar prompt length; turn 2 needs turn 1's answer, so it goes in a later
-    # pass. Shards are written as they finish; a rerun skips the prompts they hold.
+    import subprocess
+    first = {}
     for turn in range(args.turns):
-        shards = sorted(wdir.glob(f"t{turn}_*.pt"))
-        done = {(r["split"], r["qid"]) for p in shards for r in torch.load(p)}
-        todo = [(s, q) for s, q in jobs if len(q["turns"]) > turn and (s, q["question_id"]) not in done]
-        todo.sort(key=lambda sq: len(sq[1]["turns"][turn]))
-        B = args.gen_batch
-        nb = (len(todo) + B - 1) // B
-        pr = Progress(f"answers turn {turn + 1}", nb)
-        tokens, t0 = 0, time.time()
-        first = torch.load(wdir / "answers_t0.pt") if turn else {}
-        for b in range(nb):
-            path = wdir / f"t{turn}_{len(shards) + b:04d}.pt"
-            chunk = todo[b * B:(b + 1) * B]
-            texts = [chatml(q["turns"][:turn + 1], [first[q_key(s, q)]] if turn else []) for s, q in chunk]
-            rows = answer_batch(model, tok, texts, args.max_new)
-            for (s, q), r in zip(chunk, rows):
+        todo = [(s, q) for s, q in jobs if len(q["turns"]) > turn]
+        prompts = {}
+        for s, q in todo:
+            text = chatml(q["turns"][:turn + 1], [first[q_key(s, q)]] if turn else [])
+            prompts[q_key(s, q)] = tok(text, add_special_tokens=False).input_ids
+        inp, outp = WORK / f"greedy_t{turn}.in", WORK / f"greedy_t{turn}.out"
+        with open(inp, "w") as f:
+            for k, ids in prompts.items():
+                f.write(f"{k} {len(ids)} {' '.join(map(str, ids))}\n")
+        log(f"answers turn {turn + 1}: {len(prompts)} prompts, llama.cpp, {args.gen_batch} sequences at a time")
+        subprocess.run([str(exe), str(gguf), str(inp), str(outp), "--parallel", str(args.gen_batch),
+                        "--max-new", str(args.max_new), "--threads", str(args.threads)], check=True)
+        rows = read_greedy(prompts, outp, hidden)
+        for p in wdir.glob(f"t{turn}_*.pt"):
+            p.unlink()
+        keyed = [(s, q, rows[q_key(s, q)]) for s, q in todo]
+        for i in range(0, len(keyed), SHARD_ROWS):
+            shard = []
+            for s, q, r in keyed[i:i + SHARD_ROWS]:
                 r.update(split=s, qid=q["question_id"], turn=turn)
-            torch.save(rows, path)
-            tokens += sum(len(r["ids"]) - r["n_prompt"] for r in rows)
-            pr.show(b + 1, f"batches, {tokens / (time.time() - t0):.0f} answer tok/s")
-        if turn == 0:   # index of first answers, for the second turns
-            texts = {}
-            for p in sorted(wdir.glob("t0_*.pt")):
-                for r in torch.load(p):
-                    texts[f"{r['split']}/{r['qid']}"] = tok.decode(r["ids"][r["n_prompt"]:].tolist()).removesuffix("<|im_end|>")
-            torch.save(texts, wdir / "answers_t0.pt")
+                shard.append(r)
+            torch.save(shard, wdir / f"t{turn}_{i // SHARD_ROWS:04d}.pt")
+        if turn == 0:   # first answers as text, for the second turns
+            for s, q, r in keyed:
+                first[q_key(s, q)] = tok.decode(r["answer"]).removesuffix("<|im_end|>")
     st["answers"] = answer_stats(wdir)
     log(f"answers: {st['answers']}")
 
@@ -504,22 +508,29 @@ Trained {time.strftime('%Y-%m-%d')} with seed {args.seed}; torch {torch.__versio
 
 ## Data
 
-None of it comes from the six benchmarks in `../shared/benchmarks`. Instruction prompts are built by
-`tools/smollm2_prompts.py` (seeded) from text on this machine: package names and one-line descriptions
+None of it comes from the six benchmarks in `../shared/benchmarks`. Instruction prompts were built by
+`tools/smollm2_prompts.py` (seeded) from text on the machine that trained these drafts: package names and one-line descriptions
 from apt's package lists (what is / explain / tips / compare / write an introduction), docstrings of the
 Python standard library ("complete this function", "explain this function", "summarise this
 documentation"), Python's help topics, arithmetic word problems from templates, and short writing
 tasks about package descriptions; a fifth get a second turn (a follow-up such as "Make your answer
-shorter").
+shorter"). The committed files in `prompts/` are the reference: the generator reads the machine's apt
+lists and Python documentation, so another machine builds other prompts from the same seed; the prompts
+stage keeps existing files unless `--new-prompts` is given.
 
 | set | prompts | second turns | categories |
 |---|---|---|---|
 """ + "\n".join(f"| `prompts/{k}.jsonl` | {v['n']} | {v['second_turns']} | {cats(v['categories'])} |" for k, v in P.items()) + f"""
 
-The target answered {A['train']['sequences']} train prompts and every held-out prompt greedily
-(FP32 compute on the BF16 checkpoint, SmolLM2's chat template with its default system prompt, at most
-{max(v['longest_answer'] for v in A.values())} new tokens per turn; {sum(v['second_turns'] for v in A.values())} second turns); the final features (after the last RMSNorm) of every position
-were kept from the same forward passes. `collect.jsonl` is for `spec-collect` (the C2T classifier's
+The target answered {A['train']['sequences'] - A['train']['second_turns']} train prompts and every held-out prompt greedily, first turns and then
+second turns with the first answer in the context ({sum(v['second_turns'] for v in A.values())} second turns), with SmolLM2's chat template and its
+default system prompt, at most {max(v['longest_answer'] for v in A.values())} new tokens per turn. Generation ran in llama.cpp
+(`tools/llama_greedy.c`: {args.gen_batch} sequences decoded together, on the BF16 GGUF that holds the same
+values as our BF16 checkpoint; argmax of its logits); the final features (after the last RMSNorm) of
+every prompt position and every answer token fed back come from the same forward passes, rounded to
+BF16. Checked on four held-out answers against transformers (FP32 compute on the same weights): the
+greedy tokens are identical and the features differ by 0.6% (relative L2, mean; 1.4% max), well
+inside the training's input noise. `collect.jsonl` is for `spec-collect` (the C2T classifier's
 traces) and was not answered here.
 
 | split | sequences | tokens (prompt + answer) | answer tokens | finished with `<|im_end|>` |
@@ -594,9 +605,11 @@ def main():
     ap.add_argument("--train-prompts", type=int, default=1800)
     ap.add_argument("--collect-prompts", type=int, default=300)
     ap.add_argument("--heldout-prompts", type=int, default=100)
+    ap.add_argument("--new-prompts", action="store_true",
+                    help="let the prompts stage replace existing prompt files (they differ from machine to machine)")
     ap.add_argument("--answer-prompts", type=int, default=600, help="answer the first N train prompts")
     ap.add_argument("--turns", type=int, default=1, help="answer up to this many turns of a prompt")
-    ap.add_argument("--gen-batch", type=int, default=64)
+    ap.add_argument("--gen-batch", type=int, default=32, help="sequences llama.cpp decodes together")
     ap.add_argument("--max-new", type=int, default=192)
     ap.add_argument("--eagle-epochs", type=int, default=EAGLE["epochs"])
     ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])
