@@ -103,7 +103,6 @@ static void tune_end_cycle(Decoder *dec, int slot, double secs, int tokens) {
 
 /* The target's logits of a verified node (NodeLogits): all rows computed by
  * the forward, or the node's row computed now. */
-#define LAZY_LOGITS_NODES 8   /* the CPU's one-pass product covers up to 8 tokens (kernels/cpu/matmul.c) */
 static const float *all_logits(void *ctx, int node) {
     const LlamaState *ts = ctx;
     return ts->logits + (size_t)node * ts->m->cfg.vocab;
