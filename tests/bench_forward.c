@@ -12,11 +12,14 @@
  *          last one only (the work llama-bench's pp n does) -> tok/s, GFLOP/s
  *          and % of the GEMM peak;
  *   tree n the same n tokens as a random token tree under its mask with
- *          logits for every node (what verifying a draft tree costs).
+ *          the logits verification reads (what verifying a draft tree costs):
+ *          every node's up to LAZY_LOGITS_NODES nodes, else those of a path
+ *          of TREE_PATH nodes, one LM-head product each (infer/spec/decode.c).
  * The machine: copy bandwidth (STREAM convention) and OpenBLAS sgemm on
  * 2048^3 squares with T threads.  Each figure is the best of 5 runs after a
  * warm-up.  --tsv appends one row per figure for tools/bench.sh. */
 #include "infer/model/llama.h"
+#include "infer/spec/decode.h"
 #include "tests/bench_model.h"
 #include "kernels/base/util.h"
 #include <cblas.h>
@@ -130,6 +133,8 @@ static void tree_inputs(int n, int *tok, int *pos, uint8_t *mask) {
     free(parent); free(depth);
 }
 
+#define TREE_PATH 2   /* nodes scored in a tree verification past LAZY_LOGITS_NODES: τ ≈ 1.5-2 on SmolLM2 */
+
 static double forward_tps(LlamaState *st, int n, int tree) {
     int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
     uint8_t *mask = xmalloc((size_t)n * (CTX + n));
@@ -139,8 +144,10 @@ static double forward_tps(LlamaState *st, int n, int tree) {
     double best = 0;
     for (int r = 0; r <= REPS; r++) {   /* r = 0 warms up */
         double t0 = now_seconds();
-        if (llama_forward(st, tok, pos, n, tree ? mask : NULL, tree ? LOGITS_ALL : LOGITS_LAST))
+        const int lazy = tree && n > LAZY_LOGITS_NODES;
+        if (llama_forward(st, tok, pos, n, tree ? mask : NULL, !tree ? LOGITS_LAST : lazy ? LOGITS_NONE : LOGITS_ALL))
             die_err("bench_forward");
+        for (int p = 0; lazy && p < TREE_PATH; p++) llama_row_logits(st, p);
         double tps = n / (now_seconds() - t0);
         if (r && tps > best) best = tps;
         llama_truncate(st, CTX);
@@ -172,7 +179,10 @@ static void bench_model(const char *arg, double bw, double peak) {
     for (int i = 0; i < N_NS; i++) {
         int n = NS[i];
         double pp = forward_tps(st, n, 0), tr = forward_tps(st, n, 1);
-        double gp = pp * flops_per_token(m, 0) / 1e9, gt = tr * flops_per_token(m, 1) / 1e9;
+        /* the tree's LM-head work: every node, or the path's TREE_PATH rows */
+        const double head = flops_per_token(m, 1) - flops_per_token(m, 0);
+        const double head_share = n > LAZY_LOGITS_NODES ? (double)TREE_PATH / n : 1;
+        double gp = pp * flops_per_token(m, 0) / 1e9, gt = tr * (flops_per_token(m, 0) + head_share * head) / 1e9;
         printf("  %-8d %9.1f %12.1f %7.0f%%   %9.1f %12.1f %7.0f%%\n", n, pp, gp, 100 * gp / peak, tr, gt,
                100 * gt / peak);
         row(name, "pp", n, pp, gp, 100 * gp / peak);

@@ -7,6 +7,7 @@
 #include "tests/naive_backend.h"
 #include "kernels/base/util.h"
 #include "tests/parity.h"
+#include <omp.h>
 
 static void test_cpu_backend_is_complete(void) {
 #define HAS_OP(op) CHECK(cpu_backend.op != NULL, "cpu backend lacks " #op);
@@ -16,6 +17,41 @@ static void test_cpu_backend_is_complete(void) {
 
 static void test_cpu_against_naive(void) {
     CHECK(parity(&cpu_backend, &naive_backend, 1) == 0, "the CPU backend differs from the naive reference");
+}
+
+/* Small trees and EAGLE steps must compute each token exactly as decode
+ * does: every token of an n-token product (n up to the tiled path's limit,
+ * 8) equals the same token alone, bit for bit, in every dtype, across the
+ * 2-row and 3-token tile edges (odd rows, columns not a multiple of 16);
+ * and the thread count changes nothing (1037 rows: split over the threads
+ * from n 4). */
+static void test_matmul_tokens_independent(void) {
+    const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
+    const int rows = 1037, cols = 83, ns[] = {2, 3, 4, 5, 7, 8};
+    float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * 8 * cols);
+    void *wd = xmalloc(4 * (size_t)rows * cols);
+    float *all = xmalloc(sizeof(float) * 8 * rows), *one = xmalloc(sizeof(float) * rows);
+    fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)8 * cols, 1);
+    int bad = 0;
+    for (int d = 0; d < 3; d++) {
+        f32_to(dts[d], wf, wd, (size_t)rows * cols);
+        Weight w;
+        cpu_backend.weight(&w, wd, dts[d], rows, cols);
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+            for (int threads = 1; threads <= 2; threads++) {
+                omp_set_num_threads(threads);
+                cpu_backend.matmul(all, x, &w, ns[i]);
+                for (int t = 0; t < ns[i]; t++) {
+                    cpu_backend.matmul(one, x + (size_t)t * cols, &w, 1);
+                    bad += memcmp(one, all + (size_t)t * rows, sizeof(float) * rows) != 0;
+                }
+            }
+        }
+        cpu_backend.weight_release(&w);
+    }
+    omp_set_num_threads(2);
+    CHECK(bad == 0, "%d token rows of a many-token matmul differ from the token alone", bad);
+    free(wf); free(x); free(wd); free(all); free(one);
 }
 
 /* The harness must catch a wrong kernel: break one op at a time. */
@@ -46,6 +82,7 @@ static void test_harness_catches_wrong_kernels(void) {
 int main(void) {
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
+    RUN(test_matmul_tokens_independent);
     RUN(test_harness_catches_wrong_kernels);
     return h_done();
 }

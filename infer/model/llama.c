@@ -270,6 +270,12 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
     return 0;
 }
 
+const float *llama_row_logits(LlamaState *s, int row) {
+    const LlamaModel *m = s->m;
+    m->be->matmul(s->logits, s->hidden + (size_t)row * m->cfg.hidden, &m->lm_head, 1);
+    return s->logits;
+}
+
 void llama_commit(LlamaState *s, const int *keep, int m) {
     if (keep) {
         int *slots = xmalloc(sizeof(int) * (m ? m : 1));

@@ -99,6 +99,11 @@ int llama_capture(LlamaState *s, const int *layers, int n);
 /* Returns 0, or -1 with err_set when the cache would overflow. */
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                   LogitsMode mode);
+/* The logits of row `row` of the last forward (its final-norm output through
+ * the LM head), written to the first row of s->logits, which it returns.
+ * After a LOGITS_NONE forward a caller that needs only some rows pays only
+ * for those (tree verification: the path it walks). */
+const float *llama_row_logits(LlamaState *s, int row);
 /* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
  * keeps the first m) as context; the rest of that forward is dropped. */
 void llama_commit(LlamaState *s, const int *keep, int m);

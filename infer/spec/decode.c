@@ -101,6 +101,14 @@ static void tune_end_cycle(Decoder *dec, int slot, double secs, int tokens) {
     if (dec->tune_cycle == TUNE_WINDOW) dec->tune_cycle = 0;
 }
 
+/* The target's logits of a verified node (NodeLogits): all rows computed by
+ * the forward, or the node's row computed now. */
+static const float *all_logits(void *ctx, int node) {
+    const LlamaState *ts = ctx;
+    return ts->logits + (size_t)node * ts->m->cfg.vocab;
+}
+static const float *path_logits(void *ctx, int node) { return llama_row_logits(ctx, node); }
+
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     LlamaState *ts = dec->target;
     const LlamaModel *m = ts->m;
@@ -137,7 +145,6 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     }
     st->t_prefill = now_seconds() - t_start;
 
-    int *argmax = NULL, argmax_cap = 0;
     const int tuning = tune_active(dec);
     while (!done) {
         const double t_cycle = now_seconds();
@@ -145,7 +152,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         /* draft */
         tree_reset(&dec->tree, root);
         PolicyTimes pt = {0};
-        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &pt)) { free(argmax); return -1; }
+        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &pt)) return -1;
         if (dec->draft) draft_end_cycle(dec->draft);
         st->t_draft += pt.draft;
         st->t_dist += pt.dist;
@@ -158,15 +165,18 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         reserve_nodes(dec, t->n, ts->n_past);
         tree_positions(t, ts->n_past, dec->pos);
         tree_mask(t, ts->n_past, dec->mask);
-        if (llama_forward(ts, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL, LOGITS_ALL)) { free(argmax); return -1; }
+        /* Up to LAZY_LOGITS_NODES nodes one product scores them all, reading the
+         * LM head once; a bigger tree scores only the path verification walks
+         * (one LM-head product per accepted node, against one per node). */
+        const int lazy = t->n > LAZY_LOGITS_NODES;
+        if (llama_forward(ts, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL, lazy ? LOGITS_NONE : LOGITS_ALL))
+            return -1;
+        NodeLogits lg = {lazy ? path_logits : all_logits, ts};
         int bonus, len;
-        if (dec->sp.temperature > 0) {
-            len = verify_sample(&dec->tree, be, ts->logits, V, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
-        } else {
-            if (t->n > argmax_cap) { argmax_cap = t->n * 2; argmax = xrealloc(argmax, sizeof(int) * argmax_cap); }
-            be->argmax(ts->logits, t->n, V, argmax);
-            len = verify_greedy(&dec->tree, argmax, dec->path, &bonus);
-        }
+        if (dec->sp.temperature > 0)
+            len = verify_sample(&dec->tree, be, V, lg, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
+        else
+            len = verify_greedy(&dec->tree, be, V, lg, dec->path, &bonus);
         /* gather the path's features before the cache compaction */
         if (dec->draft)
             be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
@@ -174,7 +184,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         st->t_verify += now_seconds() - t0;
         st->cycles++;
         st->gamma += t->n - 1;
-        if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, st->cycles - 1)) { free(argmax); return -1; }
+        if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, st->cycles - 1)) return -1;
         if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
 
         /* emit accepted nodes and the bonus token */
@@ -191,11 +201,10 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
             rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
             st->t_draft += now_seconds() - t1;
             free(toks);
-            if (rc) { free(argmax); return -1; }
+            if (rc) return -1;
         }
         root = bonus;
     }
-    free(argmax);
     st->new_tokens = n_out;
     st->t_total = now_seconds() - t_start;
     return n_out;

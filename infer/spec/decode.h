@@ -13,6 +13,11 @@
 #define C2T_DECODE_H
 #include "infer/spec/draft.h"
 #include "infer/model/llama.h"
+
+/* Trees of up to this many nodes get logits for every node from the verify
+ * forward (the CPU's one-pass product covers up to 8 tokens,
+ * kernels/cpu/matmul.c); bigger ones only for the path verification walks. */
+#define LAZY_LOGITS_NODES 8
 #include "infer/spec/policy.h"
 #include "kernels/base/rng.h"
 #include "infer/spec/tree.h"

@@ -64,17 +64,18 @@ int sample_from(const float *p, int vocab, Rng *rng) {
 /* Greedy verification: from the root follow the child whose token is the
  * target's argmax.  Returns the path length (root included); *bonus is the
  * target's token after the path. */
-int verify_greedy(const Tree *t, const int *argmax, int *path, int *bonus) {
-    int len = 0, cur = 0;
+int verify_greedy(const Tree *t, const Backend *be, int V, NodeLogits lg, int *path, int *bonus) {
+    int len = 0, cur = 0, want;
     path[len++] = 0;
     for (;;) {
-        int want = argmax[cur], next = -1;
+        int next = -1;
+        be->argmax(lg.of(lg.ctx, cur), 1, V, &want);
         for (int c = cur + 1; c < t->n && next < 0; c++)
             if (t->parent[c] == cur && t->token[c] == want) next = c;
         if (next < 0) break;
         path[len++] = cur = next;
     }
-    *bonus = argmax[cur];
+    *bonus = want;
     return len;
 }
 
@@ -83,13 +84,13 @@ int verify_greedy(const Tree *t, const int *argmax, int *path, int *bonus) {
  * current residual target probability of x, otherwise x's mass is removed
  * and the rest renormalised.  If no child is accepted the bonus token is
  * drawn from the residual.  This emits exactly the target's distribution. */
-int verify_sample(const Tree *t, const Backend *be, const float *logits_dev, int V, const SampleParams *sp, Rng *rng,
+int verify_sample(const Tree *t, const Backend *be, int V, NodeLogits lg, const SampleParams *sp, Rng *rng,
                   float *row, int *path, int *bonus) {
     float *p = xmalloc(sizeof(float) * V);
     int len = 0, cur = 0;
     path[len++] = 0;
     for (;;) {
-        be->to_host(row, logits_dev + (size_t)cur * V, V);
+        be->to_host(row, lg.of(lg.ctx, cur), V);
         sample_probs(row, V, sp, p);
         int next = -1;
         for (int c = cur + 1; c < t->n && next < 0; c++) {

@@ -20,16 +20,24 @@ void sample_probs(const float *logits, int vocab, const SampleParams *sp, float 
 /* One id drawn from probabilities p[vocab] (host) by inverse CDF in id order. */
 int sample_from(const float *p, int vocab, Rng *rng);
 
-/* Greedy: from the root follow the child whose token is the target's argmax
- * (argmax[node]).  Writes the path (root first) to path and returns its
- * length; *bonus is the target's token after the path. */
-int verify_greedy(const Tree *t, const int *argmax, int *path, int *bonus);
+/* The target's logits of a tree node: of(ctx, node) returns V floats in
+ * backend memory, valid until the next call.  Both rules below read them
+ * only along the path they walk, so the loop may compute them on demand. */
+typedef struct {
+    const float *(*of)(void *ctx, int node);
+    void *ctx;
+} NodeLogits;
+
+/* Greedy: from the root follow the child whose token is the target's argmax.
+ * Writes the path (root first) to path and returns its length; *bonus is the
+ * target's token after the path. */
+int verify_greedy(const Tree *t, const Backend *be, int V, NodeLogits lg, int *path, int *bonus);
 
 /* Sampling, for deterministic candidates: at each node its children in rank
  * order, child x accepted with the residual target probability of x, else x's
  * mass removed and the rest renormalised; with none accepted the bonus is
- * drawn from the residual.  logits_dev[node][V] in backend memory; row is a
- * host scratch row of V floats.  Emits exactly the target's distribution. */
-int verify_sample(const Tree *t, const Backend *be, const float *logits_dev, int V, const SampleParams *sp, Rng *rng,
+ * drawn from the residual.  row is a host scratch row of V floats.  Emits
+ * exactly the target's distribution. */
+int verify_sample(const Tree *t, const Backend *be, int V, NodeLogits lg, const SampleParams *sp, Rng *rng,
                   float *row, int *path, int *bonus);
 #endif
