@@ -509,7 +509,7 @@ def stage_readme(args, out, st):
     import transformers
     if "longest_answer" not in st["answers"]["train"]:
         st["answers"] = answer_stats(ANSWERS)
-    P, A, E, D, V = st["prompts"], st["answers"], st["eagle"], st["draft"], st["eval"]
+    P, A, E, D, V, C = st["prompts"], st["answers"], st["eagle"], st["draft"], st["eval"], st["counts"]
     secs = st.get("seconds", {})
     cats = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
     rows = "\n".join(f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |"
@@ -551,7 +551,7 @@ stage keeps existing files unless `--new-prompts` is given.
 
 The target answered {A['train']['sequences'] - A['train']['second_turns']} train prompts and every held-out prompt greedily, first turns and then
 second turns with the first answer in the context ({sum(A[k]['second_turns'] for k in SPLITS)} second turns), with SmolLM2's chat template and its
-default system prompt, at most {max(A[k]['longest_answer'] for k in SPLITS)} new tokens per turn. Generation ran in llama.cpp
+default system prompt, at most {args.max_new} new tokens per turn. Generation ran in llama.cpp
 (`tools/llama_greedy.c`: {args.gen_batch} sequences decoded together, on the BF16 GGUF that holds the same
 values as our BF16 checkpoint; argmax of its logits); the final features (after the last RMSNorm) of
 every prompt position and every answer token fed back come from the same forward passes, rounded to
@@ -589,6 +589,14 @@ A LlamaForCausalLM with SmolLM2's vocabulary and tokenizer: {D['layers']} layers
 principal directions; then {D['epochs']} epochs on the target's answers ({D['steps']} steps, lr {D['lr']},
 weight decay {D['wd']}): {1 - D['kd_w']:g} x cross-entropy with the answer's next token (the target's greedy
 choice) + {D['kd_w']:g} x cross-entropy with the target's full distribution (distillation).{(" " + D["data_note"]) if D.get("data_note") else ""}
+
+## Token counts (`eagle/token_counts.safetensors`, `draft/token_counts.safetensors`)
+
+How often each of the {VOCAB:,} target tokens is an answer token of the training answers (tensor
+`token_counts`, I64; `python3 tools/smollm2_drafts.py --stages counts`): {C['answer_tokens']:,} answer tokens,
+{C['distinct']:,} distinct ids. `spec-eval --draft-vocab N` drafts from the N most frequent only (EAGLE-3's
+reduced draft vocabulary; verification unchanged, so decoding stays lossless). Share of answer tokens
+the N most frequent cover: {", ".join(f"{int(n):,}: {c:.1%}" for n, c in C['coverage'].items())}.
 
 ## Held-out figures
 
