@@ -4,7 +4,7 @@
 #define C2T_CPU_H
 #include "kernels/kernels.h"
 #include <string.h>
-#if defined(__F16C__) || defined(__AVX2__)
+#ifdef __F16C__
 #include <immintrin.h>
 #endif
 
@@ -30,14 +30,10 @@ static inline v8f load8(const void *base, DType dt, int64_t i) {
     if (dt == DT_F32) {
         memcpy(&r, (const float *)base + i, 32);
     } else if (dt == DT_BF16) {
-#ifdef __AVX2__   /* GCC 12 widens the generic vector in halves (two vpmovzxwd, an insert, a shift) */
-        r = (v8f)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i))), 16);
-#else
         v8u16 h;
         memcpy(&h, (const uint16_t *)base + i, 16);
         v8u32 u = __builtin_convertvector(h, v8u32) << 16;
         memcpy(&r, &u, 32);
-#endif
     } else {
 #ifdef __F16C__   /* GCC 12 widens a _Float16 vector one lane at a time: 4x slower decode */
         r = (v8f)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));

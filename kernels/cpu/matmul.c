@@ -1,20 +1,15 @@
-/* Weight products.  Up to SMALL_N tokens (decode, EAGLE steps, tree
- * verification): a register-tiled convert-and-dot loop over the 16-bit
- * weights as stored, split over both cores by rows.  More tokens (prefill):
- * OpenBLAS sgemm (F16/BF16 weights widened to F32 a block of rows at a
- * time, or the F32 copy the backend keeps). */
+/* Weight products.  Many tokens: OpenBLAS sgemm (F16/BF16 weights are
+ * widened to F32 a block of rows at a time).  Few tokens (decode, EAGLE
+ * steps): a fused convert-and-dot loop split over both cores, which reads
+ * every weight byte once — decode speed is memory bandwidth. */
 #include "kernels/cpu/cpu.h"
 #include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 
-#define SMALL_N 8           /* up to this many tokens use the tiled loop (measured on
-                               2 cores, 1536x576 BF16: 2x faster than the one-row loop
-                               it replaced at 1-3 tokens; from 9 on, sgemm over the
-                               F32 copy is faster: 75-85 GFLOP/s a core against ~50) */
-#define TILE_M 2            /* rows per tile: 2 rows x 3 tokens x 2 halves = 12 accumulators,
-                               which with the operands fit AVX2's 16 vector registers */
-#define ROW_BLOCK 16        /* weight rows kept in L1 while every token group passes */
+#define FEW_TOKENS 8        /* up to this many rows use the fused loop (measured: from 8
+                               tokens on, sgemm over the F32 copy is as fast) */
+
 #define BLOCK_ROWS 256      /* rows widened per sgemm call */
 
 void cpu_weight_row(const Weight *w, int64_t r, float *out) {
@@ -31,91 +26,70 @@ void cpu_embed(float *out, const Weight *table, const int *tokens, int n) {
     for (int t = 0; t < n; t++) cpu_weight_row(table, tokens[t], out + (int64_t)t * table->cols);
 }
 
-/* out[t*R + m] = row m · x[t] for M <= TILE_M consecutive rows and N <= 3 tokens,
- * M, N and the dtype compile-time so the 12 accumulators live in registers.
- * Every (row, token) sum is formed the same way whatever M and N: lanes
- * 0-7 and 8-15 of each 16-column block in two accumulators, one fixed
- * reduction, then the tail — so decode (one token) and tree verification
- * (many) agree bit for bit, and the thread count changes nothing.  Each
- * half-block loads N activations and M weight vectors for M*N FMAs (the
- * one-row loop it replaces loaded N + 1 for N). */
-static inline __attribute__((always_inline)) void tile_dot(const char *row0, size_t rb, const float *x, int64_t C,
-                                                           float *out, int64_t R, const int M, const int N,
-                                                           const DType DT) {
+/* out[t][·] at column r (stride R) = row · x[t] for N <= 4 tokens, N and
+ * the dtype compile-time so the accumulators live in registers and the
+ * widening is branch-free; two accumulators per token keep two FMA chains
+ * in flight.  Token loops are unrolled by pragma: left rolled, GCC keeps
+ * the accumulators in memory. */
+static inline __attribute__((always_inline)) void row_dot4(const char *row, const float *x, int64_t C, float *out,
+                                                           int64_t R, const int N, const DType DT) {
     const int64_t C16 = C & ~15LL;
-    v8f a0[TILE_M][3], a1[TILE_M][3];
+    v8f a0[4], a1[4];
 #pragma GCC unroll 4
-    for (int m = 0; m < M; m++)
-#pragma GCC unroll 3
-        for (int t = 0; t < N; t++) a0[m][t] = a1[m][t] = (v8f){0};
+    for (int t = 0; t < N; t++) a0[t] = a1[t] = (v8f){0};
     for (int64_t j = 0; j < C16; j += 16) {
-        v8f xv[3];
-#pragma GCC unroll 3
-        for (int t = 0; t < N; t++) memcpy(&xv[t], x + t * C + j, 32);
+        v8f w0 = load8(row, DT, j), w1 = load8(row, DT, j + 8);
 #pragma GCC unroll 4
-        for (int m = 0; m < M; m++) {
-            v8f w = load8(row0 + m * rb, DT, j);
-#pragma GCC unroll 3
-            for (int t = 0; t < N; t++) a0[m][t] += w * xv[t];
-        }
-#pragma GCC unroll 3
-        for (int t = 0; t < N; t++) memcpy(&xv[t], x + t * C + j + 8, 32);
-#pragma GCC unroll 4
-        for (int m = 0; m < M; m++) {
-            v8f w = load8(row0 + m * rb, DT, j + 8);
-#pragma GCC unroll 3
-            for (int t = 0; t < N; t++) a1[m][t] += w * xv[t];
+        for (int t = 0; t < N; t++) {
+            v8f x0, x1;
+            memcpy(&x0, x + t * C + j, 32);
+            memcpy(&x1, x + t * C + j + 8, 32);
+            a0[t] += w0 * x0;
+            a1[t] += w1 * x1;
         }
     }
 #pragma GCC unroll 4
-    for (int m = 0; m < M; m++)
-#pragma GCC unroll 3
-        for (int t = 0; t < N; t++) {
-            v8f a = a0[m][t] + a1[m][t];
-            float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-            for (int64_t j = C16; j < C; j++) sum += load1(row0 + m * rb, DT, j) * x[t * C + j];
-            out[t * R + m] = sum;
-        }
+    for (int t = 0; t < N; t++) {
+        v8f a = a0[t] + a1[t];
+        float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+        for (int64_t j = C16; j < C; j++) sum += load1(row, DT, j) * x[t * C + j];
+        out[t * R] = sum;
+    }
 }
 
-/* Rows [r0, r1) of out[t][r] = W[r]·x[t] for all n tokens: blocks of
- * ROW_BLOCK rows stay in L1 while the tokens pass over them three at a time
- * (the activations stay in L1/L2). */
-static inline __attribute__((always_inline)) void rows_tiled(const Weight *w, const float *x, float *out,
-                                                             int64_t r0, int64_t r1, int n, const DType DT) {
+/* Rows [r0, r1) of out[t][r] = W[r]·x[t] for N <= 8 tokens: tokens 0-3,
+ * then 4..N-1 while the row is still in L1, so every (token, row) sum is
+ * the same whatever N (tree verification and decode agree bit for bit). */
+static inline __attribute__((always_inline)) void rows_dot(const Weight *w, const float *x, float *out,
+                                                           int64_t r0, int64_t r1, const int N,
+                                                           const DType DT) {
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
-    const char *base = (const char *)w->data;
-    for (int64_t b0 = r0; b0 < r1; b0 += ROW_BLOCK) {
-        const int64_t b1 = b0 + ROW_BLOCK < r1 ? b0 + ROW_BLOCK : r1;
-        for (int t = 0; t < n; t += 3) {
-            const float *xt = x + (int64_t)t * C;
-            float *ot = out + (int64_t)t * R;
-            int64_t r = b0;
-            if (n - t >= 3) {
-                for (; r + TILE_M <= b1; r += TILE_M) tile_dot(base + r * rb, rb, xt, C, ot + r, R, TILE_M, 3, DT);
-                for (; r < b1; r++) tile_dot(base + r * rb, rb, xt, C, ot + r, R, 1, 3, DT);
-            } else if (n - t == 2) {
-                for (; r + TILE_M <= b1; r += TILE_M) tile_dot(base + r * rb, rb, xt, C, ot + r, R, TILE_M, 2, DT);
-                for (; r < b1; r++) tile_dot(base + r * rb, rb, xt, C, ot + r, R, 1, 2, DT);
-            } else {
-                for (; r + TILE_M <= b1; r += TILE_M) tile_dot(base + r * rb, rb, xt, C, ot + r, R, TILE_M, 1, DT);
-                for (; r < b1; r++) tile_dot(base + r * rb, rb, xt, C, ot + r, R, 1, 1, DT);
-            }
-        }
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = (const char *)w->data + r * rb;
+        row_dot4(row, x, C, out + r, R, N < 4 ? N : 4, DT);
+        if (N > 4) row_dot4(row, x + 4 * C, C, out + 4 * R + r, R, N - 4, DT);
     }
 }
 
-static void matmul_small(float *out, const float *x, const Weight *w, int n) {
+#define DOT_CASES(N)                                                         \
+    case N:                                                                  \
+        if (dt == DT_BF16) rows_dot(w, x, out, r0, r1, N, DT_BF16);          \
+        else if (dt == DT_F16) rows_dot(w, x, out, r0, r1, N, DT_F16);       \
+        else rows_dot(w, x, out, r0, r1, N, DT_F32);                         \
+        break;
+
+static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     const DType dt = w->dtype;
 #pragma omp parallel if (w->rows * w->cols * n > PAR_MIN_WORK)
     {
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
         int64_t per = (w->rows + nt - 1) / nt, r0 = id * per, r1 = r0 + per < w->rows ? r0 + per : w->rows;
         if (r0 < r1) {
-            if (dt == DT_BF16) rows_tiled(w, x, out, r0, r1, n, DT_BF16);
-            else if (dt == DT_F16) rows_tiled(w, x, out, r0, r1, n, DT_F16);
-            else rows_tiled(w, x, out, r0, r1, n, DT_F32);
+            switch (n) {
+                DOT_CASES(1) DOT_CASES(2) DOT_CASES(3) DOT_CASES(4)
+                DOT_CASES(5) DOT_CASES(6) DOT_CASES(7) DOT_CASES(8)
+            }
         }
     }
 }
@@ -141,7 +115,7 @@ static void sgemm_rows(float *out, int64_t ldo, const float *x, const float *wf,
 
 void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     const int64_t R = w->rows, C = w->cols;
-    if (n <= SMALL_N) { matmul_small(out, x, w, n); return; }
+    if (n <= FEW_TOKENS) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */
     const float *wf = w->dtype == DT_F32 ? (const float *)w->data : (const float *)w->priv;
     if (wf) {
