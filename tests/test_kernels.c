@@ -20,11 +20,11 @@ static void test_cpu_against_naive(void) {
 }
 
 /* Small trees and EAGLE steps must compute each token exactly as decode
- * does: every token of an n-token product (n up to the tiled path's limit,
- * 8) equals the same token alone, bit for bit, in every dtype, across the
- * 2-row and 3-token tile edges (odd rows, columns not a multiple of 16);
- * and the thread count changes nothing (1037 rows: split over the threads
- * from n 4). */
+ * does: every token of an n-token product (n up to the few-token loop's
+ * limit, 8) equals the same token alone, bit for bit, in every dtype, on
+ * both sides of its 4-token groups (odd rows, columns not a multiple of
+ * 16); and the thread count changes nothing (1037 rows: split over the
+ * threads from n 4). */
 static void test_matmul_tokens_independent(void) {
     const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
     const int rows = 1037, cols = 83, ns[] = {2, 3, 4, 5, 7, 8};

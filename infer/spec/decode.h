@@ -13,15 +13,15 @@
 #define C2T_DECODE_H
 #include "infer/spec/draft.h"
 #include "infer/model/llama.h"
+#include "infer/spec/policy.h"
+#include "kernels/base/rng.h"
+#include "infer/spec/tree.h"
+#include "infer/spec/verify.h"
 
 /* Trees of up to this many nodes get logits for every node from the verify
  * forward (the CPU's one-pass product covers up to 8 tokens,
  * kernels/cpu/matmul.c); bigger ones only for the path verification walks. */
 #define LAZY_LOGITS_NODES 8
-#include "infer/spec/policy.h"
-#include "kernels/base/rng.h"
-#include "infer/spec/tree.h"
-#include "infer/spec/verify.h"
 
 typedef struct {
     int new_tokens;       /* all emitted tokens, the prefill's included */
