@@ -7,7 +7,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#define FEW_TOKENS 8        /* up to this many rows use the fused loop (measured: from 8
+#define FEW_TOKENS 8        /* up to this many tokens use the fused loop (measured: from 8
                                tokens on, sgemm over the F32 copy is as fast) */
 
 #define BLOCK_ROWS 256      /* rows widened per sgemm call */
