@@ -10,6 +10,8 @@
 #      C2T beta 0.3..0.9 at equal topk and maximum depth, plus SAGE's
 #      expansion threshold and WETAP's budget -> results/tau_gamma.csv,
 #      results/tau_gamma.png; the table adds sage and wetap at their defaults
+# tools/demo.sh --traces-only runs steps 1-2 and stops (make paper uses the
+# demo trace and classifier for its transfer columns).
 # Sizes are chosen to finish within 15 minutes on 2 cores; override with
 # DEMO_TRAIN_Q (questions per train file), DEMO_TEST_Q, DEMO_MAX_NEW (tokens
 # per test answer), DEMO_COLLECT_MAX_NEW (per train answer).
@@ -53,6 +55,7 @@ echo "== 2/4 spec-train"
 bin/spec-train --traces "$R/traces.h5" --out "$R/classifier.json" --report "$R/train_report.json" \
     --transform P=log --standardize --epochs 1000 --neg-ratio 2.5
 stamp
+[ "${1:-}" = --traces-only ] && exit 0
 
 echo "== 3/4 spec-eval on up to $TEST_Q prompts per test file: EAGLE-2 vs C2T (lossless-checked), ar, chain, static"
 rm -f "$R/tau_gamma.csv" "$R/policies.csv"

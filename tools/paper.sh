@@ -16,8 +16,10 @@
 #      make smollm2-eval: log P standardised, 2.5 negatives per positive,
 #      chosen on the demo's training traces, never on a benchmark).
 #   3. spec-analyze: the paper's trace tables on the collect traces with the
-#      classifier (analyze/, analyze.txt), the same on the demo trace when
-#      make demo has left results/traces.h5; transfer: every classifier (each
+#      classifier (analyze/, analyze.txt), the same on the demo trace
+#      (results/traces.h5 and results/classifier.json as make demo leaves
+#      them; made here by tools/demo.sh --traces-only, ~4 min, when absent;
+#      SKIP_DEMO=1 leaves the demo columns out); transfer: every classifier (each
 #      category's, all categories', the demo's) on every category's traces
 #      and the demo's -> transfer/<classifier>_on_<trace>/.
 #   4. spec-eval on the six benchmarks (EVAL_Q questions each, every turn,
@@ -51,10 +53,11 @@
 #   The defaults, two sweep points per policy, took ~100 min under load
 #   (over the 90-minute aim; the machine was shared with a training run).
 #   Each further point costs about one such run.
-# Other knobs: E2_TOTALS ("20 60"; 60 is the headline run; the paper's curve
-# has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.7"; 0.5 is the headline
-# run; 0.7 makes smaller trees, inside EAGLE-2's tau range),
-# COLLECT_DEPTH (7), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py).
+# Other knobs: E2_TOTALS ("20 40 60"; 60 is the headline run; the paper's
+# curve has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.6 0.7"; 0.5 is the
+# headline run; 0.6 and 0.7 make smaller trees, inside EAGLE-2's tau range),
+# COLLECT_DEPTH (7), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py),
+# SKIP_DEMO=1 (no demo trace made when make demo has not left one).
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
 set -eu
@@ -69,8 +72,8 @@ COLLECT_DEPTH=${COLLECT_DEPTH:-7}
 EPOCHS=${EPOCHS:-200}
 EVAL_Q=${EVAL_Q:-20}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-32}
-E2_TOTALS=${E2_TOTALS:-20 60}
-C2T_BETAS=${C2T_BETAS:-0.5 0.7}
+E2_TOTALS=${E2_TOTALS:-20 40 60}
+C2T_BETAS=${C2T_BETAS:-0.5 0.6 0.7}
 BENCHES="mt_bench humaneval gsm8k alpaca sum qa"
 DEMO_TRACE=results/traces.h5
 DEMO_CLS=results/classifier.json
@@ -145,11 +148,15 @@ echo "== 3/5 spec-analyze: tables on the collect traces (and the demo's), transf
 bin/spec-analyze $traces --classifier "$R/classifier.json" --beta 0.5 --out "$R/analyze" --quiet > "$R/analyze.txt"
 echo "analyze: $R/analyze.txt, $R/analyze/"
 rm -rf "$R/analyze_demo" "$R/analyze_demo.txt"
+if [ -z "${SKIP_DEMO:-}" ] && ! { [ -f "$DEMO_TRACE" ] && [ -f "$DEMO_CLS" ]; }; then
+    echo "-- the demo trace and classifier (tools/demo.sh --traces-only)"
+    tools/demo.sh --traces-only
+fi
 if [ -f "$DEMO_TRACE" ] && [ -f "$DEMO_CLS" ]; then
     bin/spec-analyze "$DEMO_TRACE" --classifier "$DEMO_CLS" --beta 0.5 --out "$R/analyze_demo" --quiet > "$R/analyze_demo.txt"
     echo "analyze (demo): $R/analyze_demo.txt"
 else
-    echo "paper: no demo trace ($DEMO_TRACE and $DEMO_CLS; make demo writes them): demo columns left out"
+    echo "paper: no demo trace ($DEMO_TRACE and $DEMO_CLS; SKIP_DEMO is set): demo columns left out"
 fi
 # transfer: classifier X (trained on X's traces) on the traces of Y; "all" =
 # the classifier of step 2, "demo" = make demo's.  Results are recall and
