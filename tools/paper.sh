@@ -36,23 +36,22 @@
 # override); without them step 4 is skipped with one line and the report has
 # the trace parts only.
 #
-# Sizes (env vars), measured on the 2-core machine (2026-11-23, shared with
-# other work; docs/paper/report.md has each run's own timers):
+# Sizes (env vars), measured on a 2-core AMD EPYC (AVX-512) on 2026-11-25
+# (docs/paper/report.md has each spec-eval run's own timers):
 #   COLLECT_Q=4 prompts per category (6 categories: 24 prompts),
-#   COLLECT_MAX_NEW=32 tokens: 401 full trees of 711 nodes, ~4 min per
-#   category (~25 min).  Training, 7 classifiers x EPOCHS=200 on a few
-#   hundred trees: seconds; spec-analyze and the transfer matrix: ~20 s.
+#   COLLECT_MAX_NEW=32 tokens: 376 full trees of 710 nodes, ~2 min per
+#   category (12.5 min).  Training, 7 classifiers x EPOCHS=200 on a few
+#   hundred trees: seconds; spec-analyze and the transfer matrix: ~20 s; the
+#   demo trace when absent: ~4.5 min.
 #   EVAL_Q=20 questions per benchmark, every turn (mt_bench has two: 140
 #   turns), EVAL_MAX_NEW=32 tokens per turn: ~4,400 tokens per run.  A run
-#   costs prefill (~100 s: sum and qa prompts are long) plus, per cycle, the
-#   draft and the verification of the tree, which on this CPU dominates
-#   (verifying n tokens cost ~n/6 decode steps here): ar ~4 min, EAGLE-2 total
-#   20 ~14 min, total 60 ~30 min (with its lossless check), C2T beta 0.5
-#   ~14 min; beta 0.3 admits trees of hundreds of tokens (~90 min by its
-#   progress ETA: stopped, left out).
-#   The defaults, two sweep points per policy, took ~100 min under load
-#   (over the 90-minute aim; the machine was shared with a training run).
-#   Each further point costs about one such run.
+#   costs prefill (sum and qa prompts are long) plus, per cycle, the draft and
+#   the verification of the tree, which on this CPU dominates: ar 1.7 min,
+#   EAGLE-2 total 20/40/60 9.1/9.8/12.2 min (60 with its lossless check),
+#   C2T beta 0.5/0.6/0.7 7.7/5.5/3.7 min (0.5 with its check); beta 0.3
+#   admits trees of hundreds of tokens (~90 min on a slower machine: left
+#   out).  The defaults, three sweep points per policy, take ~67 min in all
+#   (under the 90-minute aim); each further point costs about one such run.
 # Other knobs: E2_TOTALS ("20 40 60"; 60 is the headline run; the paper's
 # curve has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.6 0.7"; 0.5 is the
 # headline run; 0.6 and 0.7 make smaller trees, inside EAGLE-2's tau range),
