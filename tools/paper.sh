@@ -40,18 +40,19 @@
 # (docs/paper/report.md has each spec-eval run's own timers):
 #   COLLECT_Q=4 prompts per category (6 categories: 24 prompts),
 #   COLLECT_MAX_NEW=32 tokens: 376 full trees of 710 nodes, ~2 min per
-#   category (12.5 min).  Training, 7 classifiers x EPOCHS=200 on a few
+#   category (12 min).  Training, 7 classifiers x EPOCHS=200 on a few
 #   hundred trees: seconds; spec-analyze and the transfer matrix: ~20 s; the
-#   demo trace when absent: ~4.5 min.
+#   demo trace when absent: ~3 min.
 #   EVAL_Q=20 questions per benchmark, every turn (mt_bench has two: 140
 #   turns), EVAL_MAX_NEW=32 tokens per turn: ~4,400 tokens per run.  A run
 #   costs prefill (sum and qa prompts are long) plus, per cycle, the draft and
 #   the verification of the tree, which on this CPU dominates: ar 1.7 min,
-#   EAGLE-2 total 20/40/60 9.1/9.8/12.2 min (60 with its lossless check),
-#   C2T beta 0.5/0.6/0.7 7.7/5.5/3.7 min (0.5 with its check); beta 0.3
+#   EAGLE-2 total 20/40/60 9.1/10.3/12.1 min (60 with its lossless check),
+#   C2T beta 0.5/0.6/0.7 7.8/5.9/4.2 min (0.5 with its check); beta 0.3
 #   admits trees of hundreds of tokens (~90 min on a slower machine: left
-#   out).  The defaults, three sweep points per policy, take ~67 min in all
-#   (under the 90-minute aim); each further point costs about one such run.
+#   out).  The defaults, three sweep points per policy: 71 min from a fresh
+#   clone, build and conversion included (under the 90-minute aim); each
+#   further point costs about one such run.
 # Other knobs: E2_TOTALS ("20 40 60"; 60 is the headline run; the paper's
 # curve has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.6 0.7"; 0.5 is the
 # headline run; 0.6 and 0.7 make smaller trees, inside EAGLE-2's tau range),
