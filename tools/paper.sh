@@ -18,7 +18,7 @@
 #   3. spec-analyze: the paper's trace tables on the collect traces with the
 #      classifier (analyze/, analyze.txt), the same on the demo trace
 #      (results/traces.h5 and results/classifier.json as make demo leaves
-#      them; made here by tools/demo.sh --traces-only, ~4 min, when absent;
+#      them; made here by tools/demo.sh --traces-only, ~3 min, when absent;
 #      SKIP_DEMO=1 leaves the demo columns out); transfer: every classifier (each
 #      category's, all categories', the demo's) on every category's traces
 #      and the demo's -> transfer/<classifier>_on_<trace>/.
