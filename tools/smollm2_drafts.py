@@ -342,19 +342,23 @@ def train_loop(name, model, rows, args, m, loss_fn, seed):
         else:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        ema = (loss.item(), acc) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(), 0.9 * ema[1] + 0.1 * acc)
+        acc = [acc] if isinstance(acc, float) else acc   # one top-1 per unrolled step
+        ema = (loss.item(), acc) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(),
+                                                      [0.9 * e + 0.1 * a for e, a in zip(ema[1], acc)])
         if (step + 1) % 10 == 0 or step + 1 == steps:
-            pr.show(step + 1, f"loss {ema[0]:.4f} top1 {ema[1]:.3f} lr {lr:.2e}")
+            pr.show(step + 1, f"loss {ema[0]:.4f} top1 {'/'.join(f'{a:.3f}' for a in ema[1])} lr {lr:.2e}")
         ck.save(model, opt, gen, step + 1, force=step + 1 == steps)
     model.eval()
+    top1 = [round(a, 4) for a in ema[1]] if ema else None
     return dict(steps=steps, final_loss_ema=round(ema[0], 4) if ema else None,
-                final_top1_ema=round(ema[1], 4) if ema else None, **m)
+                final_top1_ema=top1[0] if top1 else None, final_step_top1_ema=top1, **m)
 
 
 # --------------------------------------------------------------------------- EAGLE head
 
 EAGLE = dict(epochs=4, tokens_per_batch=4096, lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0,
-             p_labels="greedy", clip_value=0.5)
+             p_labels="greedy", clip_value=0.5, unroll=3)
+EVAL_STEPS = 4   # held-out agreement of the head's first EVAL_STEPS unrolled steps
 
 
 def stage_eagle(args, out, st):
@@ -364,7 +368,7 @@ def stage_eagle(args, out, st):
     torch.manual_seed(args.seed + 1)
     head = EagleHead(c)
     embed, lm_head = target.model.embed_tokens, target.lm_head
-    m = dict(EAGLE, epochs=args.eagle_epochs)
+    m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll)
 
     def loss_fn(model, batch, gen):
         ids, feat, answer = batch
@@ -373,8 +377,13 @@ def stage_eagle(args, out, st):
         mask = answer[:, 2:]
         mask = torch.cat([mask, torch.zeros((mask.shape[0], 1), dtype=torch.bool)], 1)
         labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END)], 1)
-        loss, _, _, logits, want = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels)
-        return loss, (logits.argmax(-1) == want).float().mean().item()
+        top1 = []
+        loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
+        return loss, top1
+
+    # every answer token of the training data: the deeper steps' cross-entropy runs over these
+    deep_vocab = torch.unique(torch.cat([r["ids"][r["n_prompt"]:].long() for r in rows]))
+    m["deep_vocab"] = len(deep_vocab)
 
     rec = train_loop("eagle", head, rows, args, m, loss_fn, args.seed + 1)
     d = out / "eagle"
@@ -480,16 +489,24 @@ def stage_eval(args, out, st):
     W = target.lm_head.weight
     cal = Calibration(10)
     e1 = e3 = d1 = d3 = n = 0
+    deep, deep_n = [0] * EVAL_STEPS, [0] * EVAL_STEPS
     for r in rows:
         ids, feat, answer = pad_batch([r], [0])
-        # EAGLE: one draft step at every answer position (target features of the prefix)
-        pred = head(feat[:, :-1], target.model.embed_tokens(ids[:, 1:]))
+        # EAGLE: one draft step at every answer position (target features of the prefix),
+        # then the head on its own predictions: step k's top-1 given the k-1 tokens before
+        # it were the target's (accepted), i.e. depth k's acceptance along a chain
+        preds = head.unroll(feat[:, :-1], target.model.embed_tokens(ids[:, 1:]), EVAL_STEPS)
         keep = answer[:, 2:]
-        z = F.linear(pred[:, :-1][keep], W)
+        z = F.linear(preds[0][:, :-1][keep], W)
         want = ids[:, 2:][keep]
         e1 += (z.argmax(-1) == want).sum().item()
         e3 += (z.topk(3, -1).indices == want[:, None]).any(-1).sum().item()
         cal.add(z, want)
+        for k, pred in enumerate(preds):
+            kk = keep.clone()
+            kk[:, :k] = False
+            deep[k] += (F.linear(pred[:, :-1][kk], W).argmax(-1) == ids[:, 2:][kk]).sum().item()
+            deep_n[k] += kk.sum().item()
         # draft LM: next-token agreement at the same positions
         zd = draft(input_ids=ids).logits[:, 1:-1][keep]
         d1 += (zd.argmax(-1) == want).sum().item()
@@ -497,12 +514,23 @@ def stage_eval(args, out, st):
         n += want.numel()
     st["eval"] = dict(heldout_sequences=len(rows), heldout_answer_positions=n,
                       eagle_top1=round(e1 / n, 4), eagle_top3=round(e3 / n, 4),
+                      eagle_step_top1=[round(a / max(b, 1), 4) for a, b in zip(deep, deep_n)],
                       draft_top1=round(d1 / n, 4), draft_top3=round(d3 / n, 4),
                       eagle_calibration=cal.result())
     log(f"eval: {st['eval']}")
 
 
 # --------------------------------------------------------------------------- README
+
+def chain_tau(step_top1):
+    """Expected accepted length of a greedy chain whose step k is accepted with
+    probability step_top1[k-1] given its parent was: 1 + sum_k prod_(i<=k) a_i."""
+    tau, run = 1.0, 1.0
+    for a in step_top1:
+        run *= a
+        tau += run
+    return tau
+
 
 def stage_readme(args, out, st):
     import platform
@@ -528,7 +556,7 @@ Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(s
 
     make smollm2 && python3 tools/smollm2_drafts.py --out data/smollm2 --seed {args.seed} \\
         --answer-prompts {args.answer_prompts} --max-new {args.max_new} --turns {args.turns} \\
-        --eagle-epochs {args.eagle_epochs} --draft-epochs {args.draft_epochs}
+        --eagle-epochs {args.eagle_epochs} --eagle-unroll {args.eagle_unroll} --draft-epochs {args.draft_epochs}
 
 Trained {time.strftime('%Y-%m-%d')} with seed {args.seed}; torch {torch.__version__}, transformers
 {transformers.__version__}, Python {platform.python_version()}; {args.threads} threads.
@@ -578,8 +606,15 @@ cross-entropy of its tokens against the target's greedy token (v_w {E['v_w']}, p
 README for why greedy labels), uniform input noise of width {E['noise']}, AdamW betas (0.9, 0.95), gradient
 value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps and cosine decay,
 {E['epochs']} epochs over {E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens
-({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).
-Final training top-1 (EMA) {E['final_top1_ema']}.
+({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).""" + (f"""
+Unrolled {E['unroll']} steps ("training-time test", as EAGLE-3 and HASS train their heads, here on the
+EAGLE-1 layout; `EagleHead.unroll` in tools/train_demo.py): step k feeds the head its own step-(k-1)
+prediction as the feature, attending to what the decoding loop's draft cache holds at depth k (the
+context's keys from target features, then the node's ancestors), with the same targets; step k's loss
+weighs 0.8^(k-1); for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers
+(EAGLE-3's reduced vocabulary; a third of the cost of the full 49,152 here). A head trained on target features only (EAGLE-1) drifts after one step: on its own
+predictions its depth-2 agreement collapses (see the held-out figures).""" if E.get('unroll', 1) > 1 else "") + f"""
+Final training top-1 (EMA){" per step" if E.get('unroll', 1) > 1 else ""} {"/".join(map(str, E.get('final_step_top1_ema') or [E['final_top1_ema']]))}.
 
 ## Draft LM (`draft/`)
 
@@ -608,7 +643,17 @@ draft step given the target's context, FP32 compute on the saved BF16 weights:
 | EAGLE head | **{V['eagle_top1']:.2%}** | {V['eagle_top3']:.2%} |
 | draft LM | **{V['draft_top1']:.2%}** | {V['draft_top3']:.2%} |
 
-EAGLE head calibration: a candidate's probability q (its top-10 at every position) against how often it
+""" + (f"""The EAGLE head on its own predictions, as it drafts along a tree: step k's top-1 agreement where the
+k-1 tokens before it were the target's (the acceptance rate at depth k given its parent was accepted)
+and the τ a greedy chain of that many steps would reach (1 + Σ_k Π_(i≤k) a_i):
+
+| step k | """ + " | ".join(str(k + 1) for k in range(len(V['eagle_step_top1']))) + """ |
+|---|""" + "---|" * len(V['eagle_step_top1']) + """
+| top-1 a_k | """ + " | ".join(f"{a:.2%}" for a in V['eagle_step_top1']) + f""" |
+
+Chain τ: {chain_tau(V['eagle_step_top1']):.2f}.
+
+""" if V.get('eagle_step_top1') else "") + f"""EAGLE head calibration: a candidate's probability q (its top-10 at every position) against how often it
 is the target's greedy token, i.e. accepted at temperature 0. Expected calibration error
 **{V['eagle_calibration']['ece']}**.
 
@@ -647,6 +692,8 @@ def main():
     ap.add_argument("--gen-batch", type=int, default=32, help="sequences llama.cpp decodes together")
     ap.add_argument("--max-new", type=int, default=192)
     ap.add_argument("--eagle-epochs", type=int, default=EAGLE["epochs"])
+    ap.add_argument("--eagle-unroll", type=int, default=EAGLE["unroll"],
+                    help="train the head on its own predictions up to this depth (1: EAGLE-1's recipe)")
     ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

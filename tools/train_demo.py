@@ -519,16 +519,24 @@ class EagleAttention(nn.Module):
         self.v_proj = nn.Linear(h, self.nkv * self.hd, bias=False)
         self.o_proj = nn.Linear(self.nh * self.hd, h, bias=False)
 
-    def forward(self, x):
+    def qkv(self, x):
+        """Queries, keys and values [B, heads, T, hd] of slots 0..T-1 (RoPE at the slot
+        index; keys and values repeated to the query heads)."""
         B, T, _ = x.shape
         pos = torch.arange(T)
         q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
         k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
         v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
         rep = self.nh // self.nkv
-        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+
+    def out(self, o):
+        B, _, T, _ = o.shape
         return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        return self.out(F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
 class EagleMLP(nn.Module):
@@ -571,6 +579,40 @@ class EagleHead(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return x
+
+    def unroll(self, feat, emb, steps):
+        """The head run `steps` times on its own predictions, as the decoding loop runs it
+        down a draft tree ("training-time test" of EAGLE-3 and HASS, on the EAGLE-1
+        layout). Slot t, step 1: input (emb_t, feat_t), the target's feature. Step k > 1:
+        input (emb_t, step k-1's prediction at slot t-1), and attention over what the
+        drafting cache holds at that point: step 1's keys at slots <= t-k+1 (the context,
+        computed from target features) and step i's key at slot t-(k-i) for i = 2..k (the
+        node's ancestors in the tree, itself last). Returns the k predictions [B, T, h];
+        step k's slots t < k-1 have no ancestors in the sequence and are meaningless."""
+        assert len(self.layers) == 1, "unroll: one decoder layer (EAGLE-1 layout)"
+        layer = self.layers[0]
+        att = layer.self_attn
+        T = feat.shape[1]
+        t = torch.arange(T)
+        keys, vals, preds = [], [], []
+        inp = feat
+        for k in range(1, steps + 1):
+            x = self.fc(torch.cat([emb, inp], dim=-1))
+            q, kk, vv = att.qkv(x)
+            keys.append(kk)
+            vals.append(vv)
+            # allowed[t, i*T + s]: step (i+1)'s key at slot s is visible to slot t at step k
+            allowed = [t[None, :] <= (t[:, None] - k + 1)]
+            for i in range(2, k + 1):
+                allowed.append(t[None, :] == (t[:, None] - (k - i)))
+            mask = torch.cat(allowed, 1)
+            o = F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(vals, 2), attn_mask=mask)
+            x = x + att.out(o)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            preds.append(x)
+            # the next step's input at slot t is this step's prediction at slot t-1
+            inp = torch.cat([feat[:, :1], x[:, :-1]], 1)
+        return preds
 
 
 def eagle_config(tcfg):
@@ -623,7 +665,8 @@ class SoftCrossEntropy(torch.autograd.Function):
         return dz, None
 
 
-def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, labels=None):
+def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, labels=None, step_top1=None,
+                     deep_vocab=None):
     """EAGLE-1 objective, FP32. Slot j: input (embed(x_{j+1}), f_j) -> predict f_{j+1}.
     Loss = v_w * SmoothL1(pred, f_{j+1}) + p_w * CE(labels, lm_head pred), where the labels
     are the target's distribution softmax(lm_head f_{j+1}) (p_labels "soft", the reference)
@@ -631,32 +674,57 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, la
     gen given = training (uniform noise on the input features). mask [B, T-1] (optional)
     picks the slots that count (EAGLE's loss_mask: the assistant's tokens); labels [B, T-1]
     (optional) are the target's greedy tokens where already known (answers the target
-    generated greedily), which saves the target's lm_head pass."""
+    generated greedily), which saves the target's lm_head pass.
+    m["unroll"] = K > 1 adds the head's own k-th prediction for k = 2..K (EagleHead.unroll:
+    what a draft tree's depth k sees), each with the same targets and weight 0.8^(k-1)
+    (EAGLE-3's step weights); step_top1, a list, receives each step's top-1 agreement.
+    deep_vocab (sorted token ids holding every label; greedy labels only) restricts the
+    cross-entropy of steps k > 1 to those tokens, as EAGLE-3's reduced draft vocabulary
+    does: the full-vocabulary lm_head pass dominates the cost on a CPU, and step 1
+    still pushes every other token down through the shared weights.
+    Returns the total loss and step 1's SmoothL1, CE, logits and labels."""
     h = feat.shape[-1]
     inp = feat[:, :-1]
-    tgt = feat[:, 1:].reshape(-1, h)
+    tgt_all = feat[:, 1:].reshape(-1, h)
     if gen is not None and m["noise"] > 0:   # EAGLE "data_noise": uniform, std 0.2 (width at len 512)
         inp = inp + (torch.rand(inp.shape, generator=gen) - 0.5) * m["noise"]
     emb = embed(ids[:, 1:])
-    pred = head(inp, emb).reshape(-1, h)
-    if mask is not None:
-        keep = mask.reshape(-1)
-        pred, tgt = pred[keep], tgt[keep]
-    logits = F.linear(pred, lm_head.weight)
-    t_logits = None
-    if labels is not None and m["p_labels"] == "greedy":
-        t_greedy = labels.reshape(-1)[keep] if mask is not None else labels.reshape(-1)
-    else:
-        with torch.no_grad():
-            t_logits = F.linear(tgt, lm_head.weight)
-            t_greedy = t_logits.argmax(-1)
-    vloss = F.smooth_l1_loss(pred, tgt, reduction="mean")
-    if m["p_labels"] == "greedy":
-        ploss = F.cross_entropy(logits, t_greedy)
-    else:
-        ploss = SoftCrossEntropy.apply(logits, t_logits.softmax(-1))
-    loss = m["v_w"] * vloss + m["p_w"] * ploss
-    return loss, vloss, ploss, logits, t_greedy
+    steps = m.get("unroll", 1)
+    preds = head.unroll(inp, emb, steps) if steps > 1 else [head(inp, emb)]
+    if mask is None and steps > 1:
+        mask = torch.ones(inp.shape[:2], dtype=torch.bool)
+    total, first = 0.0, None
+    for k, pred in enumerate(preds):
+        pred, tgt = pred.reshape(-1, h), tgt_all
+        if mask is not None:
+            # step k+1's slots j < k have no ancestors in the sequence
+            keep = (mask & (torch.arange(mask.shape[1]) >= k)).reshape(-1)
+            pred, tgt = pred[keep], tgt[keep]
+        t_logits = None
+        if labels is not None and m["p_labels"] == "greedy":
+            t_greedy = labels.reshape(-1)[keep] if mask is not None else labels.reshape(-1)
+        else:
+            with torch.no_grad():
+                t_logits = F.linear(tgt, lm_head.weight)
+                t_greedy = t_logits.argmax(-1)
+        if k > 0 and deep_vocab is not None:
+            assert t_logits is None, "deep_vocab needs greedy labels"
+            logits = F.linear(pred, lm_head.weight[deep_vocab])
+            t_greedy = torch.searchsorted(deep_vocab, t_greedy)
+        else:
+            logits = F.linear(pred, lm_head.weight)
+        vloss = F.smooth_l1_loss(pred, tgt, reduction="mean")
+        if m["p_labels"] == "greedy":
+            ploss = F.cross_entropy(logits, t_greedy)
+        else:
+            ploss = SoftCrossEntropy.apply(logits, t_logits.softmax(-1))
+        loss = m["v_w"] * vloss + m["p_w"] * ploss
+        total = loss if k == 0 else total + 0.8 ** k * loss
+        if step_top1 is not None:
+            step_top1.append((logits.argmax(-1) == t_greedy).float().mean().item())
+        if k == 0:
+            first = (vloss, ploss, logits, t_greedy)
+    return (total, *first)
 
 
 def stage_eagle(args, s, out, st):
