@@ -402,6 +402,28 @@ static void test_demo_eagle_head_matches_transformers(void) {
     CHECK(fabsf(ent - went) <= 1e-4f * fmaxf(1.0f, went), "entropy %g, transformers %g", ent, went);
     printf("# demo EAGLE head: top-1 %d p %.4f (ref %.4f), max |dp| %.1e, entropy %.4f (ref %.4f)\n", top[0], p[0],
            wp[0], worst, ent, went);
+    /* Down the head's greedy chain: a node's distribution comes from its
+     * parent's output feature, attending to the context and its ancestors
+     * (what tools/train_demo.py's EagleHead.unroll trains the head for). */
+    const StTensor *ci = st_find(g, "chain_ids"), *cl = st_find(g, "chain_logits");
+    REQUIRE(ci && cl && cl->shape[1] == V, "golden chain tensors missing");
+    int node = 0;
+    for (int i = 0; i < (int)ci->shape[0]; i++) {
+        const int want_id = (int)((const int64_t *)ci->data)[i];
+        CHECK(top[0] == want_id, "depth %d: head's top-1 %d, transformers %d", i + 1, top[0], want_id);
+        node = tree_add(&t, node, top[0], p[0], ent, 0);
+        REQUIRE(draft_expand(d, &t, &node, 1, K, 0, top, p, &ent) == 0, "%s", err_get());
+        cpu_backend.softmax_topk((const float *)cl->data + (size_t)i * V, 1, V, 1.0f, K, want, wp, 0, &went);
+        float dp = 0;
+        for (int r = 0; r < K; r++) {
+            CHECK(top[r] == want[r], "depth %d rank %d: head gives id %d, transformers %d", i + 2, r, top[r],
+                  want[r]);
+            dp = fmaxf(dp, fabsf(p[r] - wp[r]));
+        }
+        CHECK(dp <= 1e-4f, "depth %d: top-%d probabilities differ by %g", i + 2, K, dp);
+        printf("# demo EAGLE head, depth %d: top-1 %d p %.4f (ref %.4f), max |dp| %.1e\n", i + 2, top[0], p[0],
+               wp[0], dp);
+    }
     tree_free(&t);
     free(ids); free(pos);
     llama_state_free(s);

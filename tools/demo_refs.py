@@ -31,6 +31,14 @@ eager attention), never by this project's own model code:
                                  replaced by identity, as EAGLE's cnets1 does),
                                  causal, positions 0..T-1, then the target's
                                  lm_head on the last slot.
+      chain_ids  I64 [D]         the head's greedy chain below the root: chain_ids[0]
+                                 = argmax root_logits, chain_ids[i] = argmax
+                                 chain_logits[i-1]
+      chain_logits F32 [D, vocab] node i's distribution: the layer over the T slots
+                                 and nodes 1..i (node i: fc([embed(chain_ids[i-1]);
+                                 its parent's output]), position T-1+i), causal;
+                                 EagleHead.unroll (the training's unrolled steps)
+                                 is checked to give the same logits
 """
 import argparse
 import json
@@ -76,9 +84,13 @@ def greedy(model, prompt, n, eos):
 
 
 @torch.no_grad()
-def eagle_root_logits(demo, target, ids):
+def eagle_root_and_chain(demo, target, ids, depth):
     """The EAGLE-1 head of data/demo/eagle on top of the target, built from
-    transformers' LlamaDecoderLayer the way EAGLE's cnets1.Model builds it."""
+    transformers' LlamaDecoderLayer the way EAGLE's cnets1.Model builds it: the
+    root's logits, then `depth` nodes down the head's own greedy chain (node i:
+    its token, its parent's output feature as input, causal over the context and
+    its ancestors). Also checks that tools/train_demo.py's EagleHead.unroll, the
+    training's view of depth, gives the same chain."""
     cfgd = json.load(open(demo / "eagle" / "config.json"))
     cfg = LlamaConfig(**{k: v for k, v in cfgd.items() if k != "bias"})
     cfg._attn_implementation = "eager"
@@ -92,16 +104,38 @@ def eagle_root_logits(demo, target, ids):
     layer.eval()
     rotary = LlamaRotaryEmbedding(config=cfg)
 
+    def run(toks, feats):   # the head over slots 0..n-1, causal; the last slot's output
+        n = len(toks)
+        x = fc(torch.cat([target.model.embed_tokens(torch.tensor([toks])), feats[None]], dim=-1))
+        pos = torch.arange(n)[None]
+        mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
+        return layer(x, attention_mask=mask, position_ids=pos, position_embeddings=rotary(x, pos))[0][0, -1]
+
     logits, hidden = forward_ref(target, ids)
     nxt = int(logits[-1].argmax())
+    toks, feats = ids[1:] + [nxt], hidden
+    out = run(toks, feats)
+    root = target.lm_head(out).float().contiguous()
+    chain_ids, chain_logits, z = [], [], root
+    for _ in range(depth):
+        chain_ids.append(int(z.argmax()))
+        toks, feats = toks + [chain_ids[-1]], torch.cat([feats, out[None]])
+        out = run(toks, feats)
+        z = target.lm_head(out).float()
+        chain_logits.append(z)
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from train_demo import EagleHead
+    head = EagleHead(cfgd)
+    head.load_state_dict(w)
     T = len(ids)
-    toks = torch.tensor([ids[1:] + [nxt]])
-    emb = target.model.embed_tokens(toks)
-    x = fc(torch.cat([emb, hidden[None]], dim=-1))
-    pos = torch.arange(T)[None]
-    mask = torch.full((T, T), float("-inf")).triu(1)[None, None]
-    out = layer(x, attention_mask=mask, position_ids=pos, position_embeddings=rotary(x, pos))[0]
-    return nxt, target.lm_head(out[0, -1]).float().contiguous()
+    pad = torch.cat([hidden, torch.zeros(depth, H)])[None]   # features past the context are never read
+    preds = head.unroll(pad, target.model.embed_tokens(torch.tensor([toks])), depth + 1)
+    mine = torch.stack([target.lm_head(preds[k][0, T - 1 + k]) for k in range(depth + 1)])
+    ref = torch.stack([root] + chain_logits)
+    err = (mine - ref).abs().max().item()
+    assert err <= 1e-4 * ref.abs().max().item(), f"EagleHead.unroll differs from the chain by {err}"
+    return nxt, root, torch.tensor(chain_ids, dtype=torch.int64), torch.stack(chain_logits).contiguous()
 
 
 def main():
@@ -110,6 +144,7 @@ def main():
     ap.add_argument("--golden", default=str(ROOT / "tests" / "golden"))
     ap.add_argument("--tokens", type=int, default=16, help="T of the logits references")
     ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--chain", type=int, default=3, help="nodes down the EAGLE head's greedy chain")
     args = ap.parse_args()
     torch.set_num_threads(2)
     demo, golden = Path(args.demo), Path(args.golden)
@@ -142,9 +177,10 @@ def main():
         print(f"{path}: {path.stat().st_size} bytes; generated {ref['gen_ids'].tolist()}\n"
               f"  {tok.decode(ref['gen_ids'].tolist())!r}", file=sys.stderr)
 
-    nxt, root = eagle_root_logits(demo, target, ids)
+    nxt, root, chain_ids, chain_logits = eagle_root_and_chain(demo, target, ids, args.chain)
     path = golden / "demo_eagle.safetensors"
-    save_file({"input_ids": I64(ids), "next_id": I64([nxt]), "root_logits": root}, str(path),
+    save_file({"input_ids": I64(ids), "next_id": I64([nxt]), "root_logits": root, "chain_ids": chain_ids,
+               "chain_logits": chain_logits}, str(path),
               metadata={"model": "data/demo/eagle on data/demo/target",
                         "compute": "transformers LlamaDecoderLayer float32, EAGLE-1 layout"})
     p = root.softmax(-1)
