@@ -26,12 +26,15 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            where a prompt has one, is answered after the first
   eagle    EAGLE head training (the EAGLE-1 recipe, see tools/train_demo.py:
            feature SmoothL1 + CE with the target's greedy token, input noise,
-           AdamW, value clipping); checkpoints every few hundred steps, resumes
+           AdamW, value clipping), unrolled --eagle-unroll steps on the head's
+           own predictions (EagleHead.unroll, as EAGLE-3 trains); checkpoints
+           every 50 steps, resumes
   draft    draft LM: its embedding initialised from the target's by PCA, then
            trained on the target's answers (greedy answers, so the next token is
            the target's own greedy choice: greedy-label distillation)
-  eval     held-out top-1/top-3 agreement and calibration of the head, agreement
-           of the draft LM; writes train_log.json
+  eval     held-out top-1/top-3 agreement and calibration of the head, its
+           agreement at depths 1-4 on its own predictions, agreement of the
+           draft LM; writes train_log.json
   readme   data/smollm2/README.md from train_log.json
 
     python3 tools/smollm2_drafts.py                # all stages
