@@ -615,8 +615,9 @@ EAGLE-1 layout; `EagleHead.unroll` in tools/train_demo.py): step k feeds the hea
 prediction as the feature, attending to what the decoding loop's draft cache holds at depth k (the
 context's keys from target features, then the node's ancestors), with the same targets; step k's loss
 weighs 0.8^(k-1); for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers
-(EAGLE-3's reduced vocabulary; a third of the cost of the full 49,152 here). A head trained on target features only (EAGLE-1) drifts after one step: on its own
-predictions its depth-2 agreement collapses (see the held-out figures).""" if E.get('unroll', 1) > 1 else "") + f"""
+(EAGLE-3's reduced vocabulary: the LM head over all 49,152 rows dominates the cost on a CPU). A head
+trained on target features only (EAGLE-1's recipe) sees at depth 2 inputs it never saw in training,
+its own predicted features, and its agreement there falls far below depth 1's (see the notes).""" if E.get('unroll', 1) > 1 else "") + f"""
 Final training top-1 (EMA){" per step" if E.get('unroll', 1) > 1 else ""} {"/".join(map(str, E.get('final_step_top1_ema') or [E['final_top1_ema']]))}.
 
 ## Draft LM (`draft/`)

@@ -14,7 +14,7 @@
 # Benchmarks are read from ../shared/benchmarks (SMOLLM2_BENCH to override);
 # without them steps 3-4 are skipped with a line saying so.  Sizes: COLLECT_Q,
 # COLLECT_MAX_NEW, EVAL_Q, EVAL_MAX_NEW, LOSSLESS_Q, LOSSLESS_MAX_NEW;
-# SKIP_EVAL=1 leaves step 3 out (its results stay).
+# SKIP_EVAL=1 leaves step 3 out (its results stay), LOSSLESS_Q=0 step 4.
 set -eu
 cd "$(dirname "$0")/.."
 T=models/smollm2-135m-instruct
@@ -70,6 +70,10 @@ awk -F, 'NR > 1 { p[NR] = $1; s[NR] = $3; t[NR] = $4; g[NR] = $5; v[NR] = $6; if
             printf "%-8s %-10s %9.2f %7.2f %9.1f %8.2f\n", p[i], s[i], g[i] / 1000, t[i], v[i], (var > 0 ? v[i] / var : 0)
     }' "$R/policies.csv" | tee "$R/table.txt"
 
+if [ "$LOSSLESS_Q" -eq 0 ]; then
+    echo "== 4/4 lossless: skipped (LOSSLESS_Q=0)"
+    exit 0
+fi
 echo "== 4/4 lossless: every policy, $LOSSLESS_Q questions of each benchmark, every turn, $LOSSLESS_MAX_NEW tokens"
 qs=""
 for b in mt_bench humaneval gsm8k alpaca sum qa; do qs="$qs --questions $B/$b/question.jsonl"; done
