@@ -372,6 +372,9 @@ def stage_eagle(args, out, st):
     head = EagleHead(c)
     embed, lm_head = target.model.embed_tokens, target.lm_head
     m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll)
+    # every answer token of the training data: the deeper steps' cross-entropy runs over these
+    deep_vocab = torch.unique(torch.cat([r["ids"][r["n_prompt"]:].long() for r in rows]))
+    m["deep_vocab"] = len(deep_vocab)
 
     def loss_fn(model, batch, gen):
         ids, feat, answer = batch
@@ -384,9 +387,6 @@ def stage_eagle(args, out, st):
         loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
         return loss, top1
 
-    # every answer token of the training data: the deeper steps' cross-entropy runs over these
-    deep_vocab = torch.unique(torch.cat([r["ids"][r["n_prompt"]:].long() for r in rows]))
-    m["deep_vocab"] = len(deep_vocab)
 
     rec = train_loop("eagle", head, rows, args, m, loss_fn, args.seed + 1)
     d = out / "eagle"
