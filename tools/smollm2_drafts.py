@@ -387,7 +387,6 @@ def stage_eagle(args, out, st):
         loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
         return loss, top1
 
-
     rec = train_loop("eagle", head, rows, args, m, loss_fn, args.seed + 1)
     d = out / "eagle"
     d.mkdir(parents=True, exist_ok=True)
