@@ -90,6 +90,15 @@ typedef struct Backend {
                          int *ids, float *probs, int topm, float *entropy);
     /* Per row argmax (ties to the lower id). */
     void (*argmax)(const float *logits, int n, int vocab, int *ids);
+
+    /* Optional (NULL where a backend has nothing to gain; call them through
+     * backend_recorded).  record_begin returns 1 when the ops that follow
+     * are recorded instead of run; record_end then runs them as one unit
+     * (CUDA: one graph launch instead of an API call per op) and returns 0,
+     * or -1 when they could not be recorded: then nothing ran.  No op in
+     * between may return data to the host. */
+    int (*record_begin)(void);
+    int (*record_end)(void);
 } Backend;
 
 /* Every member of Backend, for checks that an implementation is complete. */
@@ -110,6 +119,10 @@ const Backend *backend_by_name(const char *device);
 /* The message of a failure inside a void op (CUDA errors are recorded, not
  * returned), or NULL when there was none.  Check after each forward batch. */
 const char *backend_failure(const Backend *be);
+/* Runs ops(arg) — a sequence of ops that returns nothing to the host, such
+ * as a forward pass — recorded as one unit where the backend can, else (or
+ * when recording fails) directly. */
+void backend_recorded(const Backend *be, void (*ops)(void *arg), void *arg);
 /* Frees what a backend keeps between calls (CUDA: scratch, staging, library
  * handles); for the end of a program, after its models are freed. */
 void backend_shutdown(const Backend *be);

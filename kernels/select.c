@@ -33,6 +33,14 @@ const char *backend_failure(const Backend *be) {
     return NULL;
 }
 
+void backend_recorded(const Backend *be, void (*ops)(void *arg), void *arg) {
+    if (be->record_begin && be->record_begin()) {
+        ops(arg);
+        if (be->record_end() == 0) return;
+    }
+    ops(arg);
+}
+
 void backend_shutdown(const Backend *be) {
 #ifdef C2T_CUDA
     if (be == &cuda_backend) cuda_shutdown();

@@ -212,6 +212,8 @@ static int decode(const LlamaModel *target, Draft *d, const char *policy, const 
 /* The same tokens from both backends; with a draft, also the same as ar. */
 static void greedy_parity_with(const char *target_dir, const char *policy, const char *kind, const char *draft_dir) {
     int before = cuda_errors();
+    long graphs0, spoiled0, graphs1, spoiled1;
+    cuda_graph_counts(&graphs0, NULL, &spoiled0);
     const int need_draft = strcmp(policy, "ar") != 0;
     LlamaModel *mc = llama_load(target_dir, &cpu_backend), *mg = llama_load(target_dir, &cuda_backend);
     REQUIRE(mc && mg, "load %s: %s", target_dir, err_get());
@@ -238,6 +240,16 @@ static void greedy_parity_with(const char *target_dir, const char *policy, const
     draft_free(dc); draft_free(dg);
     llama_free(mc); llama_free(mg);
     NO_NEW_ERRORS(before);
+    /* the forwards above ran as recorded graphs (the parity checks covered
+     * them), unless C2T_CUDA_GRAPHS=0; a pass that needs a scratch buffer to
+     * grow is not recorded and runs op by op (the first of each size) */
+    cuda_graph_counts(&graphs1, NULL, &spoiled1);
+    printf("# %s %s: %ld forward passes as graphs, %ld op by op\n", target_dir, policy, graphs1 - graphs0,
+           spoiled1 - spoiled0);
+    const char *g = getenv("C2T_CUDA_GRAPHS");
+    if (!(g && !strcmp(g, "0")))
+        CHECK(graphs1 - graphs0 > 4 * (spoiled1 - spoiled0), "%s %s: only %ld of %ld forward passes ran as graphs",
+              target_dir, policy, graphs1 - graphs0, graphs1 - graphs0 + spoiled1 - spoiled0);
 }
 static void greedy_parity(const char *target_dir, const char *policy) {
     greedy_parity_with(target_dir, policy, "eagle", "tests/ckpt/eagle_tiny");

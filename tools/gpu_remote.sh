@@ -84,6 +84,12 @@ step_smollm2() {
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
         LOSSLESS_Q=${LOSSLESS_Q:-2} tools/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
     cp results/smollm2/*.json results/smollm2/*.txt results/smollm2/*.csv "$LOG/" 2>/dev/null
+    echo "-- ar and eagle2 without recorded graphs (C2T_CUDA_GRAPHS=0)"
+    for p in ar eagle2; do
+        C2T_CUDA_GRAPHS=0 bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy $p \
+            --questions $STAGE/benchmarks/mt_bench/question.jsonl --max-questions ${EVAL_Q:-20} --max-turns 1 \
+            --max-new-tokens 128 --no-baseline 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tail -3
+    done
     rm -f "$LOG/train_report.json"
 }
 
@@ -143,6 +149,8 @@ step_bench() {
     echo "== bench: tests/bench_cuda"
     build/tests/bench_cuda 2>&1 | tee "$LOG/bench_cuda.log"
     C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|decode|tree' | tee -a "$LOG/bench_cuda.log"
+    echo "-- the same without recorded graphs (C2T_CUDA_GRAPHS=0: op by op)"
+    C2T_CUDA_GRAPHS=0 build/tests/bench_cuda 2>&1 | grep -E 'decode|tree' | tee -a "$LOG/bench_cuda.log"
     echo "== bench: transformers anchor"
     [ -n "${NO_HF:-}" ] && echo "skipped (NO_HF set)" ||
     PYTHONUNBUFFERED=1 timeout 300 python3 tools/hf_decode_bench.py 2>&1 | grep -v Warning | tee "$LOG/hf_decode.log"
@@ -153,11 +161,18 @@ step_bench() {
     $ev --policy eagle2 --draft $D/eagle --check-lossless --json "$LOG/eval_eagle2.json" 2>&1 | tee "$LOG/eval_eagle2.log"
     $ev --policy c2t --draft $D/eagle --classifier $D/classifier.json --check-lossless \
         --json "$LOG/eval_c2t.json" 2>&1 | tee "$LOG/eval_c2t.log"
+    echo "-- eagle2 without recorded graphs (C2T_CUDA_GRAPHS=0)"
+    C2T_CUDA_GRAPHS=0 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
     echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu_remote.sh's CPU line in docs/cuda.md)"
     rm -f /tmp/c2t_collect.h5
     bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -2 | tee "$LOG/collect.log"
+    rm -f /tmp/c2t_collect.h5
+    echo "-- spec-collect without recorded graphs (C2T_CUDA_GRAPHS=0)"
+    C2T_CUDA_GRAPHS=0 bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
+        --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
+        --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -1
 }
 
 [ $# -ge 1 ] || { sed -n 2,19p "$0"; exit 2; }

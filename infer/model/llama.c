@@ -243,6 +243,34 @@ void llama_state_free(LlamaState *s) {
     free(s);
 }
 
+typedef struct {
+    LlamaState *s;
+    const int *tokens, *pos;
+    int n;
+    const uint8_t *mask;
+    LogitsMode mode;
+    int *rows;   /* capture_layer_input's scratch, or NULL */
+} ForwardArgs;
+
+/* the ops of one forward pass, nothing returned to the host: a GPU runs
+ * them as one recorded graph (backend_recorded) */
+static void forward_ops(void *arg) {
+    const ForwardArgs *a = arg;
+    LlamaState *s = a->s;
+    const LlamaModel *m = s->m;
+    const Backend *be = m->be;
+    const ModelConfig *c = &m->cfg;
+    const int n = a->n;
+    be->embed(s->x, &m->embed, a->tokens, n);
+    for (int l = 0; l < c->layers; l++) {
+        if (a->rows) capture_layer_input(s, l, n, a->rows);
+        llama_layer_forward(be, c, &m->layer[l], m->inv_freq, s->kv, l, &s->ls, s->x, n, a->pos, a->mask, s->n_past);
+    }
+    be->rmsnorm(s->hidden, s->x, &m->final_norm, n, c->rms_eps);
+    if (a->mode == LOGITS_ALL) be->matmul(s->logits, s->hidden, &m->lm_head, n);
+    else if (a->mode == LOGITS_LAST) be->matmul(s->logits, s->hidden + (size_t)(n - 1) * c->hidden, &m->lm_head, 1);
+}
+
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                   LogitsMode mode) {
     const LlamaModel *m = s->m;
@@ -256,16 +284,9 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[i], c->vocab); return -1; }
     state_reserve(s, n);
-    be->embed(s->x, &m->embed, tokens, n);
-    int *rows = s->n_capture ? xmalloc(sizeof(int) * n) : NULL;
-    for (int l = 0; l < c->layers; l++) {
-        if (rows) capture_layer_input(s, l, n, rows);
-        llama_layer_forward(be, c, &m->layer[l], m->inv_freq, s->kv, l, &s->ls, s->x, n, pos, mask, s->n_past);
-    }
-    free(rows);
-    be->rmsnorm(s->hidden, s->x, &m->final_norm, n, c->rms_eps);
-    if (mode == LOGITS_ALL) be->matmul(s->logits, s->hidden, &m->lm_head, n);
-    else if (mode == LOGITS_LAST) be->matmul(s->logits, s->hidden + (size_t)(n - 1) * c->hidden, &m->lm_head, 1);
+    ForwardArgs fa = {s, tokens, pos, n, mask, mode, s->n_capture ? xmalloc(sizeof(int) * n) : NULL};
+    backend_recorded(be, forward_ops, &fa);
+    free(fa.rows);
     s->n_new = n;
     return 0;
 }

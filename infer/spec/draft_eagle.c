@@ -159,6 +159,24 @@ int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int 
     return n;
 }
 
+typedef struct {
+    Draft *d;
+    EagleHead *e;
+    const int *nodes, *par, *tok, *pos;
+    int n;
+    const uint8_t *mask;
+} NodesArgs;
+
+/* one draft step's ops, nothing returned to the host (one graph on a GPU) */
+static void nodes_ops(void *arg) {
+    const NodesArgs *a = arg;
+    const Backend *be = a->d->be;
+    EagleHead *e = a->e;
+    be->copy_rows(e->feat, NULL, e->node_feat, a->par, a->n, e->h);
+    e->forward(a->d, e, a->tok, e->feat, 0, a->pos, a->n, a->mask);
+    be->copy_rows(e->node_feat, a->nodes, e->x, NULL, a->n, e->h);
+}
+
 const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
                                  int n, const uint8_t *mask) {
     EagleHead *e = d->impl;
@@ -170,9 +188,8 @@ const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, cons
      * GPU pays a launch per copy, so per-node copies cost more than the head) */
     int *par = xmalloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]];
-    be->copy_rows(e->feat, NULL, e->node_feat, par, n, e->h);
-    e->forward(d, e, tok, e->feat, 0, pos, n, mask);
-    be->copy_rows(e->node_feat, nodes, e->x, NULL, n, e->h);
+    NodesArgs a = {d, e, nodes, par, tok, pos, n, mask};
+    backend_recorded(be, nodes_ops, &a);
     free(par);
     return e->logits;
 }

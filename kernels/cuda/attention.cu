@@ -67,8 +67,8 @@ void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v
         return;
     }
     const size_t bytes = (size_t)n * c->kv_dim * sizeof(float);
-    CU_CHECK(cudaMemcpy(kv_row(c, c->k, layer, slot), k, bytes, cudaMemcpyDeviceToDevice));
-    CU_CHECK(cudaMemcpy(kv_row(c, c->v, layer, slot), v, bytes, cudaMemcpyDeviceToDevice));
+    CU_CHECK(cudaMemcpyAsync(kv_row(c, c->k, layer, slot), k, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
+    CU_CHECK(cudaMemcpyAsync(kv_row(c, c->v, layer, slot), v, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
 }
 
 /* tmp[2][layers][m][kv_dim] = K/V rows keep[i] of every layer */
@@ -98,12 +98,13 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     float *tmp = dkeep ? (float *)cu_workspace(WS_KV, 2 * per * sizeof(float)) : NULL;
     if (!tmp) return;
     dim3 grid(m, c->layers);
-    kv_gather_kernel<<<grid, 128>>>(tmp, c->k, c->v, dkeep, m, c->slots, c->kv_dim);
+    kv_gather_kernel<<<grid, 128, 0, cu_stream()>>>(tmp, c->k, c->v, dkeep, m, c->slots, c->kv_dim);
     CU_LAUNCHED();
     const size_t width = (size_t)m * c->kv_dim * sizeof(float), dpitch = (size_t)c->slots * c->kv_dim * sizeof(float);
-    CU_CHECK(cudaMemcpy2D(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers, cudaMemcpyDeviceToDevice));
-    CU_CHECK(cudaMemcpy2D(kv_row(c, c->v, 0, dst), dpitch, tmp + per, width, width, c->layers,
-                          cudaMemcpyDeviceToDevice));
+    CU_CHECK(cudaMemcpy2DAsync(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers,
+                               cudaMemcpyDeviceToDevice, cu_stream()));
+    CU_CHECK(cudaMemcpy2DAsync(kv_row(c, c->v, 0, dst), dpitch, tmp + per, width, width, c->layers,
+                               cudaMemcpyDeviceToDevice, cu_stream()));
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -298,10 +299,11 @@ void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n
         }
     }
     dim3 grid(qblocks, hblocks, splits);
-    attention_kernel<<<grid, ATT_THREADS, smem>>>(a);
+    attention_kernel<<<grid, ATT_THREADS, smem, cu_stream()>>>(a);
     CU_LAUNCHED();
     if (splits > 1) {
-        attention_combine_kernel<<<(unsigned)((size_t)n * nheads), head_dim < 128 ? 32 : 128>>>(out, a.part_o, a.part_ml,
+        const unsigned threads = head_dim < 128 ? 32 : 128;
+        attention_combine_kernel<<<(unsigned)((size_t)n * nheads), threads, 0, cu_stream()>>>(out, a.part_o, a.part_ml,
                                                                                            splits, head_dim);
         CU_LAUNCHED();
     }

@@ -23,6 +23,11 @@ static void record(const char *msg) {
     pthread_mutex_unlock(&err_lock);
 }
 
+/* While a graph is being recorded nothing runs, so a failure there spoils
+ * the recording instead of counting: the ops are issued again directly,
+ * and a real failure is reported then. */
+static bool recording;
+
 void cu_report(const char *file, int line, const char *call, const char *what) {
     /* name the called function, not its whole argument list */
     char fn[64];
@@ -30,7 +35,8 @@ void cu_report(const char *file, int line, const char *call, const char *what) {
     while (call[k] && call[k] != '(' && k + 1 < sizeof fn) { fn[k] = call[k]; k++; }
     fn[k] = 0;
     err_set("%s:%d: %s (%s)", file, line, what ? what : "unknown error", fn);
-    record(err_get());
+    if (recording) cu_record_spoil(err_get());
+    else record(err_get());
 }
 
 void cu_fail(const char *file, int line, const char *fmt, ...) {
@@ -40,7 +46,8 @@ void cu_fail(const char *file, int line, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     err_set("%s:%d: %s", file, line, msg);
-    record(err_get());
+    if (recording) cu_record_spoil(err_get());
+    else record(err_get());
 }
 
 extern "C" int cuda_errors(void) {
@@ -83,18 +90,36 @@ extern "C" int cuda_available(void) {
 /* ---- shared state ------------------------------------------------------------ */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static cublasHandle_t blas;
+static void *blas_ws;
 static int sm_count;
+static cudaStream_t stream;
+static bool stream_made;
+
+cudaStream_t cu_stream(void) {
+    if (!stream_made) {
+        stream_made = true;
+        if (!CU_OK(cudaStreamCreate(&stream))) stream = 0;
+    }
+    return stream;
+}
+
+/* cuBLAS's own workspace, given to it so that a GEMM recorded into a graph
+ * allocates nothing (32 MiB: what cuBLAS asks for on Hopper) */
+#define BLAS_WS_BYTES ((size_t)32 << 20)
 
 cublasHandle_t cu_blas(void) {
     pthread_mutex_lock(&state_lock);
     if (!blas) {
         cublasHandle_t h = NULL;
         if (CU_OK(cublasCreate(&h))) {
-            /* default stream: ordered with every other op of the backend.
+            /* cu_stream: ordered with every other op of the backend.
              * Default math: tensor cores for F16/BF16 inputs, but no TF32
              * for the F32 GEMMs (that needs CUBLAS_TF32_TENSOR_OP_MATH or
              * CUBLAS_COMPUTE_32F_FAST_TF32, neither used here). */
-            if (CU_OK(cublasSetStream(h, 0)) && CU_OK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH))) blas = h;
+            if (!blas_ws && !CU_OK(cudaMalloc(&blas_ws, BLAS_WS_BYTES))) blas_ws = NULL;
+            if (blas_ws && CU_OK(cublasSetStream(h, cu_stream())) &&
+                CU_OK(cublasSetWorkspace(h, blas_ws, BLAS_WS_BYTES)) && CU_OK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)))
+                blas = h;
             else cublasDestroy(h);
         }
     }
@@ -116,10 +141,15 @@ int cu_sm_count(void) {
 
 typedef struct { void *p; size_t cap; } Buf;
 static Buf ctl[CU_CTL_SLOTS], ws[WS_COUNT];
+static void *rec_dummy;   /* handed out by a spoiled recording: never used */
 
 static void *grow(Buf *b, size_t bytes) {
     if (bytes == 0) bytes = 1;
     if (bytes <= b->cap) return b->p;
+    if (recording) {   /* cudaFree waits for the device: not while recording */
+        cu_record_spoil("a scratch buffer must grow");
+        return b->p ? b->p : rec_dummy;
+    }
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < bytes) cap *= 2;
     if (b->p) {
@@ -167,17 +197,28 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
     }
     if (bytes <= held[slot].cap) { memcpy(held[slot].bytes, host, bytes); held[slot].len = bytes; }
     if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
+    if (recording && (!stage || bytes > STAGE_BYTES)) {
+        cu_record_spoil("an upload larger than the staging ring");
+        return d;
+    }
     if (!stage || bytes > STAGE_BYTES) {   /* the plain synchronous copy */
         if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { held[slot].len = 0; return NULL; }
         return d;
     }
     size_t off = (stage_used + 255) & ~(size_t)255;
     if (off + bytes > STAGE_BYTES) {
-        if (!CU_OK(cudaStreamSynchronize(0))) { held[slot].len = 0; return NULL; }
+        if (recording) {   /* record_begin leaves half the ring free, so this is rare */
+            cu_record_spoil("the staging ring is full");
+            return d;
+        }
+        if (!CU_OK(cudaStreamSynchronize(cu_stream()))) { held[slot].len = 0; return NULL; }
         off = 0;
     }
     memcpy(stage + off, host, bytes);
-    if (!CU_OK(cudaMemcpyAsync(d, stage + off, bytes, cudaMemcpyHostToDevice, 0))) { held[slot].len = 0; return NULL; }
+    if (!CU_OK(cudaMemcpyAsync(d, stage + off, bytes, cudaMemcpyHostToDevice, cu_stream()))) {
+        held[slot].len = 0;
+        return NULL;
+    }
     stage_used = off + bytes;
     return d;
 }
@@ -197,12 +238,17 @@ const void *cu_fetch(const void *dev, size_t bytes) {
         CU_CHECK_R(cudaMallocHost((void **)&fetch_buf, cap), NULL);
         fetch_cap = cap;
     }
-    CU_CHECK_R(cudaMemcpy(fetch_buf, dev, bytes ? bytes : 1, cudaMemcpyDeviceToHost), NULL);
+    if (recording) { cu_record_spoil("a result fetched while recording"); return NULL; }
+    CU_CHECK_R(cudaMemcpyAsync(fetch_buf, dev, bytes ? bytes : 1, cudaMemcpyDeviceToHost, cu_stream()), NULL);
+    CU_CHECK_R(cudaStreamSynchronize(cu_stream()), NULL);
     return fetch_buf;
 }
 
+static void graphs_free(void);
+
 extern "C" void cuda_shutdown(void) {
     if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
+    graphs_free();
     for (int i = 0; i < CU_CTL_SLOTS; i++) {
         cudaFree(ctl[i].p);
         ctl[i] = Buf{NULL, 0};
@@ -220,8 +266,15 @@ extern "C" void cuda_shutdown(void) {
     pthread_mutex_lock(&state_lock);
     if (blas) cublasDestroy(blas);
     blas = NULL;
+    cudaFree(blas_ws);
+    blas_ws = NULL;
     pthread_mutex_unlock(&state_lock);
     cuda_sample_shutdown();
+    cudaFree(rec_dummy);
+    rec_dummy = NULL;
+    if (stream) cudaStreamDestroy(stream);
+    stream = 0;
+    stream_made = false;
 }
 
 void *cu_workspace(int slot, size_t bytes) { return grow(&ws[slot], bytes); }
@@ -254,11 +307,11 @@ static void cu_copy(float *dst, const float *src, size_t n) {
     if (dst < src + n && src < dst + n) {
         void *tmp = cu_workspace(WS_COPY, bytes);
         if (!tmp) return;
-        CU_CHECK(cudaMemcpy(tmp, src, bytes, cudaMemcpyDeviceToDevice));
-        CU_CHECK(cudaMemcpy(dst, tmp, bytes, cudaMemcpyDeviceToDevice));
+        CU_CHECK(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
+        CU_CHECK(cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
         return;
     }
-    CU_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
 }
 
 /* ---- weights: uploaded once, kept on the device ------------------------------------ */
@@ -284,6 +337,121 @@ static void cu_weight_release(Weight *w) {
     w->data = NULL;
     w->priv = NULL;
     if (p) CU_CHECK(cudaFree((void *)p));
+}
+
+/* ---- recording: a forward pass as one CUDA graph ----------------------------
+ * A decode step issues ~18 ops per layer, and each costs the host a few
+ * microseconds to launch — as much as the GPU needs to run it, so neither
+ * side could hide the other (docs/cuda.md).  backend_recorded() brackets a
+ * forward pass with record_begin / record_end: the ops are captured from
+ * cu_stream into a graph and launched with one call.  Positions, slots and
+ * context lengths change every step, so the graph is captured anew each
+ * time, and an executable graph of the same shape is updated in place
+ * (cudaGraphExecUpdate: cheap) rather than instantiated again (costly); a
+ * few shapes are kept (decode, tree verification, draft steps alternate).
+ * Environment C2T_CUDA_GRAPHS=0 turns recording off (measurement). */
+#define GRAPH_CACHE 16
+static struct { cudaGraphExec_t exec; size_t nodes; unsigned long long used; } execs[GRAPH_CACHE];
+static unsigned long long exec_clock;
+static bool spoiled;
+static char spoil_why[160];
+static long graphs_replayed, graphs_made, graphs_spoiled;
+
+bool cu_recording(void) { return recording; }
+
+void cu_record_spoil(const char *why) {
+    if (!spoiled) snprintf(spoil_why, sizeof spoil_why, "%s", why);
+    spoiled = true;
+}
+
+static int graphs_on(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("C2T_CUDA_GRAPHS");
+        v = !(e && !strcmp(e, "0"));
+    }
+    return v;
+}
+
+static void forget_held(void) {
+    for (int i = 0; i < CU_CTL_SLOTS; i++) held[i].len = 0;
+}
+
+static int cu_record_begin(void) {
+    if (!graphs_on() || recording) return 0;
+    cudaStream_t s = cu_stream();
+    if (!s || !cu_blas()) return 0;
+    if (!rec_dummy && !CU_OK(cudaMalloc(&rec_dummy, 4096))) return 0;
+    if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
+    if (!stage) return 0;
+    if (stage_used > STAGE_BYTES / 2) {   /* room for the recorded uploads: no wrap inside */
+        if (!CU_OK(cudaStreamSynchronize(s))) return 0;
+        stage_used = 0;
+    }
+    /* every slot's first upload inside is recorded, whatever it held before:
+     * the same forward then always records the same graph shape */
+    forget_held();
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    recording = true;
+    spoiled = false;
+    return 1;
+}
+
+static int cu_record_end(void) {
+    cudaStream_t s = cu_stream();
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(s, &g);
+    recording = false;
+    if (e != cudaSuccess || spoiled || !g) {
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError();
+        forget_held();   /* the recorded uploads never ran */
+        graphs_spoiled++;
+        if (getenv("C2T_CUDA_GRAPHS_DEBUG"))
+            fprintf(stderr, "c2t cuda: graph not used: %s\n", spoiled ? spoil_why : cudaGetErrorString(e));
+        return -1;
+    }
+    size_t nodes = 0;
+    if (!CU_OK(cudaGraphGetNodes(g, NULL, &nodes))) { cudaGraphDestroy(g); return -1; }
+    int use = -1, lru = 0;
+    for (int i = 0; i < GRAPH_CACHE && use < 0; i++) {
+        if (!execs[i].exec) { lru = i; continue; }
+        if (execs[lru].exec && execs[i].used < execs[lru].used) lru = i;
+        if (execs[i].nodes != nodes) continue;
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(execs[i].exec, g, &info) == cudaSuccess) use = i;
+        else (void)cudaGetLastError();
+    }
+    if (use < 0) {
+        use = lru;
+        if (execs[use].exec) cudaGraphExecDestroy(execs[use].exec);
+        execs[use].exec = NULL;
+        if (!CU_OK(cudaGraphInstantiate(&execs[use].exec, g, 0))) { cudaGraphDestroy(g); return -1; }
+        execs[use].nodes = nodes;
+        graphs_made++;
+    }
+    execs[use].used = ++exec_clock;
+    cudaGraphDestroy(g);
+    if (!CU_OK(cudaGraphLaunch(execs[use].exec, s))) return -1;
+    graphs_replayed++;
+    return 0;
+}
+
+static void graphs_free(void) {
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        if (execs[i].exec) cudaGraphExecDestroy(execs[i].exec);
+        execs[i].exec = NULL;
+        execs[i].nodes = 0;
+    }
+}
+
+extern "C" void cuda_graph_counts(long *launched, long *instantiated, long *not_recorded) {
+    if (launched) *launched = graphs_replayed;
+    if (instantiated) *instantiated = graphs_made;
+    if (not_recorded) *not_recorded = graphs_spoiled;
 }
 
 /* Designated initialisers in member order (nvcc/g++ accept them in C++17;
@@ -314,4 +482,6 @@ extern "C" const Backend cuda_backend = {
     .attention = cu_attention,
     .softmax_topk = cu_softmax_topk,
     .argmax = cu_argmax,
+    .record_begin = cu_record_begin,
+    .record_end = cu_record_end,
 };

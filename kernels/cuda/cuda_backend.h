@@ -7,9 +7,12 @@
  *    uploaded once by be->weight and stay on the device; activations are
  *    device memory from be->alloc; host control arrays (tokens, positions,
  *    masks, keep lists, inv_freq) are copied to the device inside the ops.
- *    All work is issued on the legacy default stream, so ops are ordered
- *    and to_host returns finished results.  One host thread at a time may
- *    use the backend (it keeps shared device scratch buffers).
+ *    All work is issued on one stream (cu_stream, a blocking stream: it and
+ *    the legacy stream wait for each other), so ops are ordered and to_host
+ *    returns finished results.  Forward passes can run as one CUDA graph
+ *    (record_begin / record_end, see backend_recorded in kernels.h).  One
+ *    host thread at a time may use the backend (it keeps shared device
+ *    scratch buffers).
  *  - Errors: every CUDA / cuBLAS / cuRAND status is checked.  A failure
  *    records "file:line: <error string> (<call>)" with err_set (kernels/base/util.h),
  *    prints the same line on stderr (the first 16 failures), counts it in
@@ -38,6 +41,11 @@ int cuda_available(void);
  * after the last model is freed, so that compute-sanitizer's leak check
  * sees only real leaks. */
 void cuda_shutdown(void);
+
+/* Forward passes run as one recorded CUDA graph (record_begin/end), graphs
+ * instantiated for them (the rest updated one in place), and passes that
+ * could not be recorded and ran op by op.  Since the process started. */
+void cuda_graph_counts(long *launched, long *instantiated, long *not_recorded);
 
 /* Failed CUDA / cuBLAS / cuRAND calls since the process started, and the
  * message of the last one ("" when none). */

@@ -207,7 +207,7 @@ void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, i
     float *d_probs = (float *)(ws + (size_t)n * kk * sizeof(int));
     float *d_ent = d_probs + (size_t)n * kk;
     const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
-    softmax_topk_kernel<<<n, DIST_THREADS>>>(logits, vocab, invt, kk, topm, want_topk, entropy != NULL, d_ids, d_probs,
+    softmax_topk_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, invt, kk, topm, want_topk, entropy != NULL, d_ids, d_probs,
                                              d_ent);
     CU_LAUNCHED();
     const char *h = (const char *)cu_fetch(ws, bytes);   /* one round trip for all three */
@@ -250,7 +250,7 @@ void cu_argmax(const float *logits, int n, int vocab, int *ids) {
     if (n <= 0 || vocab <= 0) return;
     int *d = (int *)cu_workspace(WS_DIST, (size_t)n * sizeof(int));
     if (!d) return;
-    argmax_kernel<<<n, DIST_THREADS>>>(logits, vocab, d);
+    argmax_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, d);
     CU_LAUNCHED();
     const void *h = cu_fetch(d, (size_t)n * sizeof(int));
     if (h) memcpy(ids, h, (size_t)n * sizeof(int));

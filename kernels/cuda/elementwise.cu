@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(float *__restrict_
 
 void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
     if (n <= 0) return;
-    rmsnorm_kernel<<<n, RMS_THREADS>>>(out, x, w->data, w->dtype, (int)w->cols, eps);
+    rmsnorm_kernel<<<n, RMS_THREADS, 0, cu_stream()>>>(out, x, w->data, w->dtype, (int)w->cols, eps);
     CU_LAUNCHED();
 }
 
@@ -61,7 +61,7 @@ void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const fl
     const float *dinv = dpos ? (const float *)cu_upload(inv_freq, sizeof(float) * half, 1) : NULL;
     if (!dinv) return;
     const size_t total = (size_t)n * nheads * half;
-    rope_kernel<<<cu_blocks(total, 256), 256>>>(x, dpos, dinv, n, nheads, head_dim);
+    rope_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(x, dpos, dinv, n, nheads, head_dim);
     CU_LAUNCHED();
 }
 
@@ -72,7 +72,7 @@ __global__ void add_kernel(float *__restrict__ x, const float *__restrict__ y, s
 
 void cu_add(float *x, const float *y, size_t n) {
     if (!n) return;
-    add_kernel<<<cu_blocks(n, 256), 256>>>(x, y, n);
+    add_kernel<<<cu_blocks(n, 256), 256, 0, cu_stream()>>>(x, y, n);
     CU_LAUNCHED();
 }
 
@@ -85,7 +85,7 @@ __global__ void swiglu_kernel(float *__restrict__ g, const float *__restrict__ u
 
 void cu_swiglu(float *gate, const float *up, size_t n) {
     if (!n) return;
-    swiglu_kernel<<<cu_blocks(n, 256), 256>>>(gate, up, n);
+    swiglu_kernel<<<cu_blocks(n, 256), 256, 0, cu_stream()>>>(gate, up, n);
     CU_LAUNCHED();
 }
 
@@ -109,7 +109,7 @@ void cu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *
     const int *d = (const int *)cu_upload(rows, sizeof(int) * 2 * (size_t)n, 2);
     free(rows);
     if (!d) return;
-    copy_rows_kernel<<<n, 128>>>(dst, src, d, n, width, dst_rows != NULL, src_rows != NULL);
+    copy_rows_kernel<<<n, 128, 0, cu_stream()>>>(dst, src, d, n, width, dst_rows != NULL, src_rows != NULL);
     CU_LAUNCHED();
 }
 
@@ -118,9 +118,9 @@ void cu_concat(float *out, const float *a, int da, const float *b, int db, int n
     if (n <= 0) return;
     const size_t pitch = (size_t)(da + db) * sizeof(float);
     if (da > 0)
-        CU_CHECK(cudaMemcpy2D(out, pitch, a, (size_t)da * sizeof(float), (size_t)da * sizeof(float), n,
-                              cudaMemcpyDeviceToDevice));
+        CU_CHECK(cudaMemcpy2DAsync(out, pitch, a, (size_t)da * sizeof(float), (size_t)da * sizeof(float), n,
+                                   cudaMemcpyDeviceToDevice, cu_stream()));
     if (db > 0)
-        CU_CHECK(cudaMemcpy2D(out + da, pitch, b, (size_t)db * sizeof(float), (size_t)db * sizeof(float), n,
-                              cudaMemcpyDeviceToDevice));
+        CU_CHECK(cudaMemcpy2DAsync(out + da, pitch, b, (size_t)db * sizeof(float), (size_t)db * sizeof(float), n,
+                                   cudaMemcpyDeviceToDevice, cu_stream()));
 }

@@ -97,8 +97,8 @@ template <int N, typename WT>
 static void gemv_launch(float *out, const float *x, const WT *w, int R, int C) {
     const unsigned blocks = cu_blocks((size_t)R * 32, GEMV_THREADS);
     const bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0;
-    if (vec) gemv_kernel<N, WT, true><<<blocks, GEMV_THREADS>>>(out, x, w, R, C);
-    else gemv_kernel<N, WT, false><<<blocks, GEMV_THREADS>>>(out, x, w, R, C);
+    if (vec) gemv_kernel<N, WT, true><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(out, x, w, R, C);
+    else gemv_kernel<N, WT, false><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(out, x, w, R, C);
 }
 
 template <typename WT>
@@ -163,13 +163,13 @@ static void gemm_split(float *out, const float *x, const Weight *w, cudaDataType
     const bool lo_too = !fast_gemm();
     T *hl = (T *)cu_workspace(WS_MATMUL, nx * sizeof(T) * (lo_too ? 2 : 1));
     if (!hl) return;
-    split_kernel<T><<<cu_blocks(nx, 256), 256>>>(x, hl, lo_too ? hl + nx : NULL, nx);
+    split_kernel<T><<<cu_blocks(nx, 256), 256, 0, cu_stream()>>>(x, hl, lo_too ? hl + nx : NULL, nx);
     CU_LAUNCHED();
     if (!lo_too) { gemm_ex(out, w->data, wt, hl, R, C, n, 0.0f); return; }
     if (n <= SPLIT_STACK_MAX) {   /* one GEMM over [hi; lo], then add the halves */
         float *tmp = (float *)cu_workspace(WS_MATMUL_OUT, 2 * (size_t)n * R * sizeof(float));
         if (!tmp || !gemm_ex(tmp, w->data, wt, hl, R, C, 2 * n, 0.0f)) return;
-        sum_halves_kernel<<<cu_blocks((size_t)n * R, 256), 256>>>(out, tmp, (size_t)n * R);
+        sum_halves_kernel<<<cu_blocks((size_t)n * R, 256), 256, 0, cu_stream()>>>(out, tmp, (size_t)n * R);
         CU_LAUNCHED();
     } else {
         if (!gemm_ex(out, w->data, wt, hl, R, C, n, 0.0f)) return;
@@ -214,7 +214,7 @@ void cu_embed(float *out, const Weight *table, const int *tokens, int n) {
     for (int t0 = 0; t0 < n; t0 += 65535) {   /* gridDim.y limit */
         const int nt = n - t0 < 65535 ? n - t0 : 65535;
         dim3 grid(cu_blocks(cols, 256) < 64 ? cu_blocks(cols, 256) : 64, nt);
-        embed_kernel<<<grid, 256>>>(out + (size_t)t0 * cols, table->data, table->dtype, dtok + t0, cols);
+        embed_kernel<<<grid, 256, 0, cu_stream()>>>(out + (size_t)t0 * cols, table->data, table->dtype, dtok + t0, cols);
         CU_LAUNCHED();
     }
 }
@@ -227,6 +227,6 @@ __global__ void add_bias_kernel(float *__restrict__ x, const void *__restrict__ 
 void cu_add_bias(float *x, const Weight *b, int n) {
     if (n <= 0) return;
     const size_t total = (size_t)n * b->cols;
-    add_bias_kernel<<<cu_blocks(total, 256), 256>>>(x, b->data, b->dtype, (int)b->cols, total);
+    add_bias_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(x, b->data, b->dtype, (int)b->cols, total);
     CU_LAUNCHED();
 }

@@ -84,7 +84,7 @@ static curandGenerator_t generator(void) {
     if (!gen) {
         curandGenerator_t g;
         if (CU_OK(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10))) {
-            if (CU_OK(curandSetStream(g, 0))) gen = g;
+            if (CU_OK(curandSetStream(g, cu_stream()))) gen = g;
             else curandDestroyGenerator(g);
         }
     }
@@ -122,7 +122,7 @@ extern "C" int cuda_sample_rows(const float *logits_dev, int n, int vocab, float
     CU_CHECK_R(curandSetPseudoRandomGeneratorSeed(g, seed), -1);
     CU_CHECK_R(curandSetGeneratorOffset(g, 0), -1);
     CU_CHECK_R(curandGenerateUniform(g, u, nu), -1);
-    sample_kernel<<<n, SAMPLE_THREADS>>>(logits_dev, vocab, temperature, u, ids);
+    sample_kernel<<<n, SAMPLE_THREADS, 0, cu_stream()>>>(logits_dev, vocab, temperature, u, ids);
     CU_LAUNCHED_R(-1);
     CU_CHECK_R(cudaMemcpy(ids_host, ids, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost), -1);
     return 0;
