@@ -171,6 +171,10 @@ int main(int argc, char **argv) {
         printf("%-34s %10.1f %12.0f %7.0f%%\n", what, tf / 1e12, peak / 1e12, 100 * tf / peak);
         free(mask); free(tp); free(toks);
     }
+    long launched, made, direct;
+    cuda_graph_counts(&launched, &made, &direct);
+    printf("forward passes: %ld as recorded graphs (%ld graphs instantiated, the rest updated), %ld op by op\n",
+           launched, made, direct);
     int errors = cuda_errors();
     llama_state_free(st);
     llama_free(m);

@@ -84,9 +84,9 @@ step_smollm2() {
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
         LOSSLESS_Q=${LOSSLESS_Q:-2} tools/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
     cp results/smollm2/*.json results/smollm2/*.txt results/smollm2/*.csv "$LOG/" 2>/dev/null
-    echo "-- ar and eagle2 without recorded graphs (C2T_CUDA_GRAPHS=0)"
+    echo "-- ar and eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
     for p in ar eagle2; do
-        C2T_CUDA_GRAPHS=0 bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy $p \
+        C2T_CUDA_GRAPHS=1 bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy $p \
             --questions $STAGE/benchmarks/mt_bench/question.jsonl --max-questions ${EVAL_Q:-20} --max-turns 1 \
             --max-new-tokens 128 --no-baseline 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tail -3
     done
@@ -120,6 +120,8 @@ setup() {
 step_test() {
     echo "== test: tests/run.sh over every test binary"
     tests/run.sh $(find build/tests/ -name 'test_*' -type f -perm -u+x | sort) build/fuzz/replay_* tests/test_layers.sh 2>&1 | tee "$LOG/test.log" | grep -Ev '^PASS '
+    echo "== test: test_cuda with recorded graphs (C2T_CUDA_GRAPHS=1)"
+    C2T_CUDA_GRAPHS=1 build/tests/test_cuda 2>&1 | tee "$LOG/test_cuda_graphs.log" | grep -E '^(FAIL|#.*graphs)|passed'
 }
 
 # test_cuda's tests one by one under a sanitizer tool
@@ -148,9 +150,9 @@ step_sanitize() {
 step_bench() {
     echo "== bench: tests/bench_cuda"
     build/tests/bench_cuda 2>&1 | tee "$LOG/bench_cuda.log"
-    C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|decode|tree' | tee -a "$LOG/bench_cuda.log"
-    echo "-- the same without recorded graphs (C2T_CUDA_GRAPHS=0: op by op)"
-    C2T_CUDA_GRAPHS=0 build/tests/bench_cuda 2>&1 | grep -E 'decode|tree' | tee -a "$LOG/bench_cuda.log"
+    C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|decode|tree|passes' | tee -a "$LOG/bench_cuda.log"
+    echo "-- the same with recorded graphs (C2T_CUDA_GRAPHS=1)"
+    C2T_CUDA_GRAPHS=1 build/tests/bench_cuda 2>&1 | grep -E 'decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
     echo "== bench: transformers anchor"
     [ -n "${NO_HF:-}" ] && echo "skipped (NO_HF set)" ||
     PYTHONUNBUFFERED=1 timeout 300 python3 tools/hf_decode_bench.py 2>&1 | grep -v Warning | tee "$LOG/hf_decode.log"
@@ -161,16 +163,16 @@ step_bench() {
     $ev --policy eagle2 --draft $D/eagle --check-lossless --json "$LOG/eval_eagle2.json" 2>&1 | tee "$LOG/eval_eagle2.log"
     $ev --policy c2t --draft $D/eagle --classifier $D/classifier.json --check-lossless \
         --json "$LOG/eval_c2t.json" 2>&1 | tee "$LOG/eval_c2t.log"
-    echo "-- eagle2 without recorded graphs (C2T_CUDA_GRAPHS=0)"
-    C2T_CUDA_GRAPHS=0 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
+    echo "-- eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
+    C2T_CUDA_GRAPHS=1 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
     echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu_remote.sh's CPU line in docs/cuda.md)"
     rm -f /tmp/c2t_collect.h5
     bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -2 | tee "$LOG/collect.log"
     rm -f /tmp/c2t_collect.h5
-    echo "-- spec-collect without recorded graphs (C2T_CUDA_GRAPHS=0)"
-    C2T_CUDA_GRAPHS=0 bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
+    echo "-- spec-collect with recorded graphs (C2T_CUDA_GRAPHS=1)"
+    C2T_CUDA_GRAPHS=1 bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -1
 }

@@ -185,9 +185,20 @@ static int stage_failed;
  * so equal bytes here mean equal bytes there for every later kernel. */
 static struct { void *bytes; size_t len, cap; } held[CU_CTL_SLOTS];
 
+/* bytes a control upload moves: rounded up to a power of two (at least
+ * 256), so that the copies a recorded graph holds keep their sizes while a
+ * mask or a token list grows a little (graphs of equal shape are updated in
+ * place, record_end); the bytes past the host data are never read */
+static size_t upload_size(size_t bytes) {
+    size_t r = 256;
+    while (r < bytes) r *= 2;
+    return r;
+}
+
 void *cu_upload(const void *host, size_t bytes, int slot) {
     size_t before = ctl[slot].cap;
-    void *d = grow(&ctl[slot], bytes);
+    const size_t xfer = upload_size(bytes);
+    void *d = grow(&ctl[slot], xfer);
     if (!d || !bytes) return d;
     if (ctl[slot].cap == before && held[slot].len == bytes && !memcmp(held[slot].bytes, host, bytes)) return d;
     held[slot].len = 0;
@@ -197,16 +208,16 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
     }
     if (bytes <= held[slot].cap) { memcpy(held[slot].bytes, host, bytes); held[slot].len = bytes; }
     if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
-    if (recording && (!stage || bytes > STAGE_BYTES)) {
+    if (recording && (!stage || xfer > STAGE_BYTES)) {
         cu_record_spoil("an upload larger than the staging ring");
         return d;
     }
-    if (!stage || bytes > STAGE_BYTES) {   /* the plain synchronous copy */
+    if (!stage || xfer > STAGE_BYTES) {   /* the plain synchronous copy */
         if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { held[slot].len = 0; return NULL; }
         return d;
     }
     size_t off = (stage_used + 255) & ~(size_t)255;
-    if (off + bytes > STAGE_BYTES) {
+    if (off + xfer > STAGE_BYTES) {
         if (recording) {   /* record_begin leaves half the ring free, so this is rare */
             cu_record_spoil("the staging ring is full");
             return d;
@@ -215,11 +226,11 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
         off = 0;
     }
     memcpy(stage + off, host, bytes);
-    if (!CU_OK(cudaMemcpyAsync(d, stage + off, bytes, cudaMemcpyHostToDevice, cu_stream()))) {
+    if (!CU_OK(cudaMemcpyAsync(d, stage + off, xfer, cudaMemcpyHostToDevice, cu_stream()))) {
         held[slot].len = 0;
         return NULL;
     }
-    stage_used = off + bytes;
+    stage_used = off + xfer;
     return d;
 }
 
@@ -346,12 +357,21 @@ static void cu_weight_release(Weight *w) {
  * forward pass with record_begin / record_end: the ops are captured from
  * cu_stream into a graph and launched with one call.  Positions, slots and
  * context lengths change every step, so the graph is captured anew each
- * time, and an executable graph of the same shape is updated in place
- * (cudaGraphExecUpdate: cheap) rather than instantiated again (costly); a
- * few shapes are kept (decode, tree verification, draft steps alternate).
- * Environment C2T_CUDA_GRAPHS=0 turns recording off (measurement). */
-#define GRAPH_CACHE 16
-static struct { cudaGraphExec_t exec; size_t nodes; unsigned long long used; } execs[GRAPH_CACHE];
+ * time, and an executable graph of the same signature (graph_signature)
+ * is updated in place (cudaGraphExecUpdate: cheap) rather than instantiated
+ * again (costly); several are kept (decode, tree verification and draft
+ * steps alternate).
+ *
+ * Off by default: measured on an H100 (docs/cuda.md), recording a 1B-shape
+ * decode step costs the host ~0.7 ms (capture, signature, update) before
+ * the GPU can start, while op by op the host enqueues as the GPU runs, so
+ * decoding with a sync per token ran at 402 tok/s with graphs against 462
+ * without (the GPU's own time per forward fell from 2.06 to 1.77 ms).  The
+ * graphs pay once a step can be replayed without recording it again, which
+ * needs the position, KV slot and context length read from device memory.
+ * Environment C2T_CUDA_GRAPHS=1 turns recording on. */
+#define GRAPH_CACHE 32
+static struct { cudaGraphExec_t exec; uint64_t sig; unsigned long long used; } execs[GRAPH_CACHE];
 static unsigned long long exec_clock;
 static bool spoiled;
 static char spoil_why[160];
@@ -368,7 +388,7 @@ static int graphs_on(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("C2T_CUDA_GRAPHS");
-        v = !(e && !strcmp(e, "0"));
+        v = e && !strcmp(e, "1");
     }
     return v;
 }
@@ -400,6 +420,49 @@ static int cu_record_begin(void) {
     return 1;
 }
 
+/* What must be equal for an executable graph to be updated in place: the
+ * node sequence, each kernel's function, block, shared memory and cluster
+ * shape, each copy's extent.  cudaGraphExecUpdate accepts more (a kernel
+ * node may change its function), but on the H100 an update that swapped
+ * one cuBLAS kernel for another (prefills of different lengths, same node
+ * count) ran without an error and gave wrong logits; a new graph for a
+ * changed kernel is always right.  0 when a node cannot be read. */
+static uint64_t graph_signature(cudaGraph_t g) {
+    size_t n = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess || !n) return 0;
+    cudaGraphNode_t *nodes = (cudaGraphNode_t *)malloc(n * sizeof *nodes);
+    if (!nodes || cudaGraphGetNodes(g, nodes, &n) != cudaSuccess) { free(nodes); return 0; }
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](const void *p, size_t len) {
+        for (size_t i = 0; i < len; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    };
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        cudaGraphNodeType t;
+        ok = cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess;
+        mix(&t, sizeof t);
+        if (ok && t == cudaGraphNodeTypeKernel) {
+            cudaKernelNodeParams kp;
+            cudaLaunchAttributeValue cl;
+            memset(&cl, 0, sizeof cl);
+            ok = cudaGraphKernelNodeGetParams(nodes[i], &kp) == cudaSuccess &&
+                 cudaGraphKernelNodeGetAttribute(nodes[i], cudaLaunchAttributeClusterDimension, &cl) == cudaSuccess;
+            mix(&kp.func, sizeof kp.func);
+            mix(&kp.blockDim, sizeof kp.blockDim);
+            mix(&kp.sharedMemBytes, sizeof kp.sharedMemBytes);
+            mix(&cl.clusterDim, sizeof cl.clusterDim);
+        } else if (ok && t == cudaGraphNodeTypeMemcpy) {
+            cudaMemcpy3DParms mp;
+            ok = cudaGraphMemcpyNodeGetParams(nodes[i], &mp) == cudaSuccess;
+            mix(&mp.extent, sizeof mp.extent);
+            mix(&mp.kind, sizeof mp.kind);
+        }
+    }
+    free(nodes);
+    if (!ok) { (void)cudaGetLastError(); return 0; }
+    return h ? h : 1;
+}
+
 static int cu_record_end(void) {
     cudaStream_t s = cu_stream();
     cudaGraph_t g = NULL;
@@ -414,23 +477,28 @@ static int cu_record_end(void) {
             fprintf(stderr, "c2t cuda: graph not used: %s\n", spoiled ? spoil_why : cudaGetErrorString(e));
         return -1;
     }
-    size_t nodes = 0;
-    if (!CU_OK(cudaGraphGetNodes(g, NULL, &nodes))) { cudaGraphDestroy(g); return -1; }
+    const uint64_t sig = graph_signature(g);
     int use = -1, lru = 0;
-    for (int i = 0; i < GRAPH_CACHE && use < 0; i++) {
+    for (int i = 0; i < GRAPH_CACHE; i++) {
         if (!execs[i].exec) { lru = i; continue; }
         if (execs[lru].exec && execs[i].used < execs[lru].used) lru = i;
-        if (execs[i].nodes != nodes) continue;
+        if (sig && execs[i].sig == sig) { use = i; break; }
+    }
+    if (use >= 0) {
         cudaGraphExecUpdateResultInfo info;
-        if (cudaGraphExecUpdate(execs[i].exec, g, &info) == cudaSuccess) use = i;
-        else (void)cudaGetLastError();
+        if (cudaGraphExecUpdate(execs[use].exec, g, &info) != cudaSuccess) {
+            (void)cudaGetLastError();
+            lru = use;   /* made anew in the same place */
+            use = -1;
+        }
     }
     if (use < 0) {
         use = lru;
         if (execs[use].exec) cudaGraphExecDestroy(execs[use].exec);
         execs[use].exec = NULL;
+        execs[use].sig = 0;
         if (!CU_OK(cudaGraphInstantiate(&execs[use].exec, g, 0))) { cudaGraphDestroy(g); return -1; }
-        execs[use].nodes = nodes;
+        execs[use].sig = sig;
         graphs_made++;
     }
     execs[use].used = ++exec_clock;
@@ -444,7 +512,7 @@ static void graphs_free(void) {
     for (int i = 0; i < GRAPH_CACHE; i++) {
         if (execs[i].exec) cudaGraphExecDestroy(execs[i].exec);
         execs[i].exec = NULL;
-        execs[i].nodes = 0;
+        execs[i].sig = 0;
     }
 }
 
