@@ -79,7 +79,8 @@ step_smollm2() {
     echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
     rm -rf models/smollm2-135m-instruct && mkdir -p models data
     bin/spec-convert /tmp/smollm2.gguf models/smollm2-135m-instruct --dtype bf16 || return 1
-    [ -d data/smollm2/eagle ] || cp -r $STAGE/data/smollm2 data/
+    # the machine's copy of the tree can hold an empty data/smollm2/eagle
+    [ -f data/smollm2/eagle/config.json ] || cp -r $STAGE/data/smollm2 data/
     rm -rf results/smollm2
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
         LOSSLESS_Q=${LOSSLESS_Q:-2} tools/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
