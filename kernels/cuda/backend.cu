@@ -185,13 +185,11 @@ static int stage_failed;
  * so equal bytes here mean equal bytes there for every later kernel. */
 static struct { void *bytes; size_t len, cap; } held[CU_CTL_SLOTS];
 
-/* bytes a control upload moves: while recording, rounded up to a power of
- * two (at least 256), so that the copies a recorded graph holds keep their
- * sizes while a mask or a token list grows a little (graphs of equal shape
- * are updated in place, record_end); the bytes past the host data are never
- * read.  Op by op, just the bytes. */
+/* bytes a control upload moves: rounded up to a power of two (at least
+ * 256), so that the copies a recorded graph holds keep their sizes while a
+ * mask or a token list grows a little (graphs of equal shape are updated in
+ * place, record_end); the bytes past the host data are never read */
 static size_t upload_size(size_t bytes) {
-    if (!recording) return bytes;
     size_t r = 256;
     while (r < bytes) r *= 2;
     return r;
