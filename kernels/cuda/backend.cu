@@ -25,8 +25,10 @@ static void record(const char *msg) {
 
 /* While a graph is being recorded nothing runs, so a failure there spoils
  * the recording instead of counting: the ops are issued again directly,
- * and a real failure is reported then. */
+ * and a real failure is reported then.  What cannot be recorded (a growing
+ * buffer, a wait) spoils it the same way (cu_record_spoil, below). */
 static bool recording;
+static void cu_record_spoil(const char *why);
 
 void cu_report(const char *file, int line, const char *call, const char *what) {
     /* name the called function, not its whole argument list */
@@ -377,9 +379,7 @@ static bool spoiled;
 static char spoil_why[160];
 static long graphs_replayed, graphs_made, graphs_spoiled;
 
-bool cu_recording(void) { return recording; }
-
-void cu_record_spoil(const char *why) {
+static void cu_record_spoil(const char *why) {
     if (!spoiled) snprintf(spoil_why, sizeof spoil_why, "%s", why);
     spoiled = true;
 }

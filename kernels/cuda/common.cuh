@@ -56,12 +56,6 @@ void cu_fail(const char *file, int line, const char *fmt, ...) PRINTF_LIKE(3, 4)
  * stream.  It is a blocking stream: work issued on the legacy stream (plain
  * cudaMemcpy in to_host, weight uploads) still waits for it and it for that. */
 cudaStream_t cu_stream(void);
-/* True while ops are being recorded into a graph (nothing runs until
- * record_end).  What cannot be recorded (a growing buffer, a wait) calls
- * cu_record_spoil instead: record_end then discards the graph and the caller
- * issues the ops again directly. */
-bool cu_recording(void);
-void cu_record_spoil(const char *why);
 /* The cuBLAS handle (created on first use, bound to cu_stream); NULL after
  * reporting an error. */
 cublasHandle_t cu_blas(void);
