@@ -21,17 +21,17 @@ static void test_cpu_against_naive(void) {
 
 /* Small trees and EAGLE steps must compute each token exactly as decode
  * does: every token of an n-token product (n up to the few-token loop's
- * limit, 8) equals the same token alone, bit for bit, in every dtype, on
+ * limit, 32) equals the same token alone, bit for bit, in every dtype, on
  * both sides of its 4-token groups (odd rows, columns not a multiple of
  * 16); and the thread count changes nothing (1037 rows: split over the
  * threads from n 4). */
 static void test_matmul_tokens_independent(void) {
     const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
-    const int rows = 1037, cols = 83, ns[] = {2, 3, 4, 5, 7, 8};
-    float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * 8 * cols);
+    const int rows = 1037, cols = 83, ns[] = {2, 3, 4, 5, 7, 8, 9, 14, 16, 31, 32}, nmax = 32;
+    float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * nmax * cols);
     void *wd = xmalloc(4 * (size_t)rows * cols);
-    float *all = xmalloc(sizeof(float) * 8 * rows), *one = xmalloc(sizeof(float) * rows);
-    fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)8 * cols, 1);
+    float *all = xmalloc(sizeof(float) * nmax * rows), *one = xmalloc(sizeof(float) * rows);
+    fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)nmax * cols, 1);
     int bad = 0;
     for (int d = 0; d < 3; d++) {
         f32_to(dts[d], wf, wd, (size_t)rows * cols);

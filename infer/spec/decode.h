@@ -19,8 +19,10 @@
 #include "infer/spec/verify.h"
 
 /* Trees of up to this many nodes get logits for every node from the verify
- * forward (the CPU's one-pass product covers up to 8 tokens,
- * kernels/cpu/matmul.c); bigger ones only for the path verification walks. */
+ * forward; bigger ones only for the path verification walks.  On the CPU
+ * an n-token LM-head product reads the head once but costs n times the
+ * arithmetic (kernels/cpu/matmul.c): around 8 nodes that equals reading it
+ * once per accepted node. */
 #define LAZY_LOGITS_NODES 8
 
 typedef struct {
