@@ -8,10 +8,6 @@
 #include <omp.h>
 #include <stdlib.h>
 
-/* Up to this many tokens use the fused loop.  Measured on SmolLM2 BF16, 2
- * threads (2-vCPU Xeon, 2026-11-25), fused vs sgemm over the F32 copy:
- * 16 tokens 392 vs 262 tok/s, 32: 391 vs 385, 64: 398 vs 554. */
-#define FEW_TOKENS 32
 
 #define BLOCK_ROWS 256      /* rows widened per sgemm call */
 
@@ -38,57 +34,94 @@ void cpu_embed(float *out, const Weight *table, const int *tokens, int n) {
     for (int t = 0; t < n; t++) cpu_weight_row(table, tokens[t], out + (int64_t)t * table->cols);
 }
 
-/* out[t][·] at column r (stride R) = row · x[t] for N <= 4 tokens, N and
- * the dtype compile-time so the accumulators live in registers and the
- * widening is branch-free; two accumulators per token keep two FMA chains
- * in flight.  Token loops are unrolled by pragma: left rolled, GCC keeps
- * the accumulators in memory.  PREFETCH: ask for the weight bytes
- * PREFETCH_AHEAD further on (the pass over tokens 4..7 finds the row in L1
- * already and does not). */
-static inline __attribute__((always_inline)) void row_dot4(const char *row, const float *x, int64_t C, float *out,
-                                                           int64_t R, const int N, const DType DT, const int PREFETCH) {
+/* out[t][r + i] (stride R) = row i · x[t] for NR <= 2 adjacent rows (rb
+ * bytes apart) and N <= 4 tokens, NR, N and the dtype compile-time so the
+ * accumulators live in registers and the widening is branch-free.  Every
+ * (row, token) sum runs the same two 8-lane FMA chains whatever NR and N:
+ * two rows at once only share each token's loads of x.  (One 16-lane
+ * AVX-512 chain would give the same sums but measured 20-25% slower at
+ * 8-32 tokens on the Xeon.)  Token loops are unrolled by pragma: left
+ * rolled, GCC keeps the accumulators in memory.  PREFETCH: ask for the
+ * weight bytes PREFETCH_AHEAD further on (the later token groups find the
+ * rows in L1 already and do not). */
+static inline __attribute__((always_inline)) void rows_dot_tile(const char *row, size_t rb, const float *x, int64_t C,
+                                                                float *out, int64_t R, const int NR, const int N,
+                                                                const DType DT, const int PREFETCH) {
     const int64_t C16 = C & ~15LL;
-    v8f a0[4], a1[4];
+    const int es = DT == DT_F32 ? 4 : 2;
+    v8f a0[2][4], a1[2][4];
+#pragma GCC unroll 2
+    for (int i = 0; i < NR; i++)
 #pragma GCC unroll 4
-    for (int t = 0; t < N; t++) a0[t] = a1[t] = (v8f){0};
+        for (int t = 0; t < N; t++) a0[i][t] = a1[i][t] = (v8f){0};
     for (int64_t j = 0; j < C16; j += 16) {
-        if (PREFETCH) __builtin_prefetch(row + j * (DT == DT_F32 ? 4 : 2) + PREFETCH_AHEAD, 0, 2);
-        v8f w0 = load8(row, DT, j), w1 = load8(row, DT, j + 8);
+        v8f w0[2], w1[2];
+#pragma GCC unroll 2
+        for (int i = 0; i < NR; i++) {
+            if (PREFETCH) __builtin_prefetch(row + i * rb + j * es + PREFETCH_AHEAD, 0, 2);
+            w0[i] = load8(row + i * rb, DT, j);
+            w1[i] = load8(row + i * rb, DT, j + 8);
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < N; t++) {
             v8f x0, x1;
             memcpy(&x0, x + t * C + j, 32);
             memcpy(&x1, x + t * C + j + 8, 32);
-            a0[t] += w0 * x0;
-            a1[t] += w1 * x1;
+#pragma GCC unroll 2
+            for (int i = 0; i < NR; i++) {
+                a0[i][t] += w0[i] * x0;
+                a1[i][t] += w1[i] * x1;
+            }
         }
     }
+#pragma GCC unroll 2
+    for (int i = 0; i < NR; i++)
 #pragma GCC unroll 4
-    for (int t = 0; t < N; t++) {
-        v8f a = a0[t] + a1[t];
-        float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-        for (int64_t j = C16; j < C; j++) sum += load1(row, DT, j) * x[t * C + j];
-        out[t * R] = sum;
+        for (int t = 0; t < N; t++) {
+            v8f a = a0[i][t] + a1[i][t];
+            float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+            for (int64_t j = C16; j < C; j++) sum += load1(row + i * rb, DT, j) * x[t * C + j];
+            out[t * R + i] = sum;
+        }
+}
+
+/* Token group of a tile: 2 rows x 4 tokens needs 16 accumulators, which
+ * fit AVX-512's 32 vector registers but spill from AVX2's 16. */
+#ifdef __AVX512VL__
+#define TILE_TOKENS 4
+#else
+#define TILE_TOKENS 2
+#endif
+
+/* NR rows from row, all n tokens in groups of TILE_TOKENS while the rows
+ * are still in L1. */
+static inline __attribute__((always_inline)) void rows_dot_all(const char *row, size_t rb, const float *x, int64_t C,
+                                                               float *out, int64_t R, int n, const int NR,
+                                                               const DType DT) {
+    int t = 0;
+    for (; t + TILE_TOKENS <= n; t += TILE_TOKENS)
+        rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, TILE_TOKENS, DT, t == 0);
+    switch (n - t) {
+    case 1: rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, 1, DT, t == 0); break;
+#if TILE_TOKENS > 2
+    case 2: rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, 2, DT, t == 0); break;
+    case 3: rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, 3, DT, t == 0); break;
+#endif
     }
 }
 
-/* Rows [r0, r1) of out[t][r] = W[r]·x[t]: tokens four at a time while the
- * row is still in L1, so every (token, row) sum is the same whatever n (tree
- * verification and decode agree bit for bit). */
+/* Rows [r0, r1) of out[t][r] = W[r]·x[t], two rows at a time from 2 tokens
+ * on; every (token, row) sum is the same whatever n (tree verification and
+ * decode agree bit for bit). */
 static inline __attribute__((always_inline)) void rows_dot(const Weight *w, const float *x, float *out,
                                                            int64_t r0, int64_t r1, int n, const DType DT) {
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
-    for (int64_t r = r0; r < r1; r++) {
-        const char *row = (const char *)w->data + r * rb;
-        int t = 0;
-        for (; t + 4 <= n; t += 4) row_dot4(row, x + t * C, C, out + t * R + r, R, 4, DT, t == 0);
-        switch (n - t) {
-        case 1: row_dot4(row, x + t * C, C, out + t * R + r, R, 1, DT, t == 0); break;
-        case 2: row_dot4(row, x + t * C, C, out + t * R + r, R, 2, DT, t == 0); break;
-        case 3: row_dot4(row, x + t * C, C, out + t * R + r, R, 3, DT, t == 0); break;
-        }
-    }
+    const char *base = (const char *)w->data;
+    int64_t r = r0;
+    if (n >= 2)
+        for (; r + 2 <= r1; r += 2) rows_dot_all(base + r * rb, rb, x, C, out + r, R, n, 2, DT);
+    for (; r < r1; r++) rows_dot_all(base + r * rb, rb, x, C, out + r, R, n, 1, DT);
 }
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
