@@ -57,9 +57,9 @@ static inline float load1(const void *base, DType dt, int64_t i) {
 /* Products of up to this many tokens use the fused loop of matmul.c, which
  * sums every token exactly as a one-token product does.  Measured on
  * SmolLM2 BF16, 2 threads (2-vCPU Xeon, 2026-11-25), fused vs sgemm over
- * the F32 copy: AVX-512 build 16 tokens 430 vs 262 tok/s, 32: 452 vs 385,
- * 64: 398 (before 2-row tiles) vs 554; AVX2 build (-march=haswell, 2-token
- * tiles) 16: 302 vs 262, 32: 319 vs 385. */
+ * the F32 copy: AVX-512 build 16 tokens 416-429 vs 262 tok/s, 32: 470-481
+ * vs 385, 64: 499 vs 536-559; AVX2 build (-march=haswell, 2-token tiles)
+ * 16: 313 vs 262, 32: sgemm's 383 ahead. */
 #ifdef __AVX512VL__
 #define FEW_TOKENS 32
 #else

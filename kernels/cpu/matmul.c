@@ -43,7 +43,7 @@ void cpu_embed(float *out, const Weight *table, const int *tokens, int n) {
  * 8-32 tokens on the Xeon.)  Token loops are unrolled by pragma: left
  * rolled, GCC keeps the accumulators in memory.  PREFETCH: ask for the
  * weight bytes PREFETCH_AHEAD further on (the later token groups find the
- * rows in L1 already and do not). */
+ * rows in L2 already and do not). */
 static inline __attribute__((always_inline)) void rows_dot_tile(const char *row, size_t rb, const float *x, int64_t C,
                                                                 float *out, int64_t R, const int NR, const int N,
                                                                 const DType DT, const int PREFETCH) {
@@ -93,22 +93,27 @@ static inline __attribute__((always_inline)) void rows_dot_tile(const char *row,
 #define TILE_TOKENS 2
 #endif
 
-/* NR rows from row, all n tokens in groups of TILE_TOKENS while the rows
- * are still in L1. */
-static inline __attribute__((always_inline)) void rows_dot_all(const char *row, size_t rb, const float *x, int64_t C,
-                                                               float *out, int64_t R, int n, const int NR,
-                                                               const DType DT) {
-    int t = 0;
-    for (; t + TILE_TOKENS <= n; t += TILE_TOKENS)
-        rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, TILE_TOKENS, DT, t == 0);
-    switch (n - t) {
-    case 1: rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, 1, DT, t == 0); break;
-#if TILE_TOKENS > 2
-    case 2: rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, 2, DT, t == 0); break;
-    case 3: rows_dot_tile(row, rb, x + t * C, C, out + t * R, R, NR, 3, DT, t == 0); break;
-#endif
-    }
+/* Rows [r, r1) for N tokens: two at a time when pairs, else one. */
+static inline __attribute__((always_inline)) void rows_span_pf(const char *base, size_t rb, const float *x, int64_t C,
+                                                               float *out, int64_t R, int64_t r, int64_t r1, int pairs,
+                                                               const int N, const DType DT, const int PREFETCH) {
+    if (pairs)
+        for (; r + 2 <= r1; r += 2) rows_dot_tile(base + r * rb, rb, x, C, out + r, R, 2, N, DT, PREFETCH);
+    for (; r < r1; r++) rows_dot_tile(base + r * rb, rb, x, C, out + r, R, 1, N, DT, PREFETCH);
 }
+/* (prefetch a compile-time constant in the inner loop) */
+static inline __attribute__((always_inline)) void rows_span(const char *base, size_t rb, const float *x, int64_t C,
+                                                            float *out, int64_t R, int64_t r, int64_t r1, int pairs,
+                                                            const int N, const DType DT, int prefetch) {
+    if (prefetch) rows_span_pf(base, rb, x, C, out, R, r, r1, pairs, N, DT, 1);
+    else rows_span_pf(base, rb, x, C, out, R, r, r1, pairs, N, DT, 0);
+}
+
+/* Rows per block of the token-group loop: a block of weights stays in L2
+ * while every group of TILE_TOKENS tokens passes over it, and each group's
+ * x stays in L1 (one pass per row pair over all n tokens' x read it from
+ * L2 again for every pair). */
+#define ROW_BLOCK 64
 
 /* Rows [r0, r1) of out[t][r] = W[r]·x[t], two rows at a time from 2 tokens
  * on; every (token, row) sum is the same whatever n (tree verification and
@@ -118,10 +123,21 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     const char *base = (const char *)w->data;
-    int64_t r = r0;
-    if (n >= 2)
-        for (; r + 2 <= r1; r += 2) rows_dot_all(base + r * rb, rb, x, C, out + r, R, n, 2, DT);
-    for (; r < r1; r++) rows_dot_all(base + r * rb, rb, x, C, out + r, R, n, 1, DT);
+    for (int64_t b0 = r0; b0 < r1; b0 += ROW_BLOCK) {
+        const int64_t b1 = b0 + ROW_BLOCK < r1 ? b0 + ROW_BLOCK : r1;
+        for (int t = 0; t < n; t += TILE_TOKENS) {
+            const float *xt = x + t * C;
+            float *ot = out + t * R;
+            switch (n - t < TILE_TOKENS ? n - t : TILE_TOKENS) {
+            case 1: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 1, DT, t == 0); break;
+            case 2: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 2, DT, t == 0); break;
+#if TILE_TOKENS > 2
+            case 3: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 3, DT, t == 0); break;
+            case 4: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 4, DT, t == 0); break;
+#endif
+            }
+        }
+    }
 }
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
