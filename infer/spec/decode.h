@@ -59,7 +59,6 @@ typedef struct {
     /* CPU thread count chosen by measurement (decode.c, tune_*) */
     int tune_cycle, tune_best;
     double tune_secs[2];
-    int tune_tokens[2];
 } Decoder;
 
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */
