@@ -86,9 +86,7 @@ static int tune_active(const Decoder *dec) {
 /* Thread-count slot for the coming cycle: 0 = one thread, 1 = all. */
 static int tune_begin_cycle(Decoder *dec) {
     int c = dec->tune_cycle;
-    if (c == 0) {
-        memset(dec->tune_secs, 0, sizeof dec->tune_secs);
-    }
+    if (c == 0) memset(dec->tune_secs, 0, sizeof dec->tune_secs);
     int slot = c < 2 * TUNE_PROBE ? c % 2 : dec->tune_best;
     cpu_threads_set(slot ? cpu_threads_max() : 1);
     return slot;

@@ -8,7 +8,6 @@
 #include <omp.h>
 #include <stdlib.h>
 
-
 #define BLOCK_ROWS 256      /* rows widened per sgemm call */
 
 /* Software prefetch distance of the fused loop, into L2.  SmolLM2's
