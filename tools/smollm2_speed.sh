@@ -82,13 +82,11 @@ for pol in chain static eagle2 c2t sage wetap; do
     ev $args --policy $pol --check-lossless --label "setting=$l" || echo "smollm2-speed: $pol NOT LOSSLESS" >&2
     vocabs=""
     case $pol in eagle2) vocabs="16384 8192 4096" ;; c2t|sage) vocabs=4096 ;; esac
-    if [ -n "$vocabs" ]; then
-        for n in $vocabs; do
-            # shellcheck disable=SC2086
-            ev $args --policy $pol --draft-vocab $n --check-lossless --label "setting=$l/vocab$n" ||
-                echo "smollm2-speed: $pol vocab $n NOT LOSSLESS" >&2
-        done
-    fi
+    for n in $vocabs; do
+        # shellcheck disable=SC2086
+        ev $args --policy $pol --draft-vocab $n --check-lossless --label "setting=$l/vocab$n" ||
+            echo "smollm2-speed: $pol vocab $n NOT LOSSLESS" >&2
+    done
 done
 
 fi
