@@ -128,6 +128,18 @@ static void test_demo_head_matches_transformers(void) {
     parity("data/demo/target", NULL, "data/demo/eagle3", "tests/golden/demo_eagle3.safetensors", 1e-4f);
 }
 
+/* The SmolLM2 EAGLE-3 head where one was trained here (tools/smollm2_drafts.py
+ * --stages features3,eagle3; not shipped): a draft vocabulary of 8192, layers
+ * 2, 15, 27 of the 30-layer BF16 target, against the references that
+ * tools/eagle3_golden.py --smollm2 wrote beside it */
+static void test_smollm2_head_matches_transformers(void) {
+    if (!file_exists("models/smollm2-eagle3/golden.safetensors") ||
+        !file_exists("models/smollm2-135m-instruct/model.safetensors"))
+        SKIP("no SmolLM2 EAGLE-3 head with its references here (data/smollm2/README.md)");
+    parity("models/smollm2-135m-instruct", NULL, "models/smollm2-eagle3", "models/smollm2-eagle3/golden.safetensors",
+           1e-4f);
+}
+
 /* Without a draft that asks, the target keeps no layer inputs; with one, the
  * captured rows are those inputs (layer 0's is the embedding) and the
  * forward's own outputs do not change. */
@@ -321,6 +333,7 @@ int main(void) {
     RUN(test_safetensors_head_matches_transformers);
     RUN(test_bin_head_matches_transformers);
     RUN(test_demo_head_matches_transformers);
+    RUN(test_smollm2_head_matches_transformers);
     RUN(test_capture_only_when_asked);
     RUN(test_kind_detection);
     RUN(test_bad_heads_refused);

@@ -11,6 +11,9 @@ project's code.
                                             # trained demo head data/demo/eagle3 (same layout
                                             # as below, prompt: the first 16 tokens of the
                                             # first code_test prompt)
+    python3 tools/eagle3_golden.py --smollm2  # models/smollm2-eagle3/golden.safetensors for
+                                            # the SmolLM2 EAGLE-3 head that tools/smollm2_drafts.py
+                                            # --stages features3,eagle3 trains (not shipped)
 
 Checkpoints (tests/ckpt/):
   tiny_chat_l8     LlamaForCausalLM, 8 layers, hidden 32, GQA 4/2, F32, with
@@ -289,9 +292,32 @@ def demo(head_dir, target_dir):
     golden("demo_eagle3", cfg, sd, target, prompt)
 
 
+def smollm2(head_dir, target_dir):
+    """The same references for the SmolLM2 EAGLE-3 head (tools/smollm2_drafts.py
+    --stages features3,eagle3, not shipped) on make smollm2's BF16 checkpoint (FP32
+    compute, as the runtime): the first 24 tokens of SmolLM2's chat prompt for the
+    first held-out prompt. Written beside the head, whose weights it depends on."""
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+    target = LlamaForCausalLM.from_pretrained(target_dir, torch_dtype=torch.float32,
+                                              attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(target_dir)
+    with open(os.path.join(ROOT, "data", "smollm2", "prompts", "heldout.jsonl")) as f:
+        text = json.loads(f.readline())["turns"][0]
+    prompt = tok.apply_chat_template([{"role": "user", "content": text}], tokenize=True,
+                                     add_generation_prompt=True)[:24]
+    cfg = json.load(open(os.path.join(head_dir, "config.json")))
+    sd = {k: (v.float() if v.is_floating_point() else v) for k, v in
+          load_file(os.path.join(head_dir, "model.safetensors")).items()}
+    golden("golden", cfg, sd, target, prompt, gold=head_dir)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--demo":
         demo(os.path.join(ROOT, "data", "demo", "eagle3"), os.path.join(ROOT, "data", "demo", "target"))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--smollm2":
+        smollm2(os.path.join(ROOT, "models", "smollm2-eagle3"), os.path.join(ROOT, "models", "smollm2-135m-instruct"))
         return
     torch.manual_seed(41)
     target = LlamaForCausalLM(target_config()).float().eval()

@@ -24,6 +24,11 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            up to --max-new tokens); the final features (after the final RMSNorm)
            of every position come from the same forward passes; a second turn,
            where a prompt has one, is answered after the first
+  features3  the inputs of target layers 2, 15, 27 at every answers position
+           (transformers, FP32): an EAGLE-3 head's features
+  eagle3   an EAGLE-3 head (the published layout, tools/train_eagle3_demo.py's
+           training-time test) -> models/smollm2-eagle3/, not shipped (see
+           data/smollm2/README.md); eval reports it when it is there
   eagle    EAGLE head training (the EAGLE-1 recipe, see tools/train_demo.py:
            feature SmoothL1 + CE with the target's greedy token, input noise,
            AdamW, value clipping), unrolled --eagle-unroll steps on the head's
@@ -37,7 +42,7 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            draft LM; writes train_log.json
   readme   data/smollm2/README.md from train_log.json
 
-    python3 tools/smollm2_drafts.py                # all stages
+    python3 tools/smollm2_drafts.py                # every stage but features3, eagle3
     python3 tools/smollm2_drafts.py --stages eagle,eval,readme
 
 Progress (done/total, rate, ETA) goes to stderr."""
@@ -346,8 +351,10 @@ def train_loop(name, model, rows, args, m, loss_fn, seed):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         acc = [acc] if isinstance(acc, float) else acc   # one top-1 per unrolled step
+        # a step with no label (nan: short answers) leaves its average as it was
         ema = (loss.item(), acc) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(),
-                                                      [0.9 * e + 0.1 * a for e, a in zip(ema[1], acc)])
+                                                      [e if a != a else 0.9 * e + 0.1 * a
+                                                       for e, a in zip(ema[1], acc)])
         if (step + 1) % 10 == 0 or step + 1 == steps:
             pr.show(step + 1, f"loss {ema[0]:.4f} top1 {'/'.join(f'{a:.3f}' for a in ema[1])} lr {lr:.2e}")
         ck.save(model, opt, gen, step + 1, force=step + 1 == steps)
@@ -406,6 +413,171 @@ def load_head(out):
     head = EagleHead(json.load(open(out / "eagle" / "config.json")))
     head.load_state_dict({k: v.float() for k, v in load_file(str(out / "eagle" / "model.safetensors")).items()})
     return head.eval()
+
+
+# --------------------------------------------------------------------------- EAGLE-3 head
+
+FEAT3 = WORK / "features3"
+E3_DIR = Path("models/smollm2-eagle3")   # not shipped: see eagle3_section()
+E3_LAYERS = [2, 15, 27]   # EAGLE-3's rule (2, L/2, L-3) on SmolLM2's 30 layers
+
+
+def pad_ids(rows, sel):
+    T = max(len(rows[i]["ids"]) for i in sel)
+    ids = torch.full((len(sel), T), IM_END, dtype=torch.long)
+    for b, i in enumerate(sel):
+        ids[b, :len(rows[i]["ids"])] = rows[i]["ids"].long()
+    return ids
+
+
+@torch.no_grad()
+def stage_features3(args, out, st):
+    """The inputs of the E3_LAYERS target layers at every position of the answers
+    (what the runtime captures for an EAGLE-3 head), FP32 compute on the BF16
+    weights, stored BF16 side by side [n, 3h], one file per answers shard. Padding
+    sits at the end of a batch, so the causal mask keeps it out of every real
+    position. Resumable: a shard newer than its answers shard is kept."""
+    target, _ = load_target()
+    target.model.layers = target.model.layers[:max(E3_LAYERS) + 1]   # hidden_states[l] = layer l's input
+    FEAT3.mkdir(parents=True, exist_ok=True)
+    shards = sorted(ANSWERS.glob("t*_*.pt"))
+    pr = Progress("features3", len(shards))
+    tokens = 0
+    for i, p in enumerate(shards):
+        dst = FEAT3 / p.name
+        if dst.exists() and dst.stat().st_mtime >= p.stat().st_mtime:
+            continue
+        rows = torch.load(p)
+        feats = [None] * len(rows)
+        batches, cur = [], []
+        for j in sorted(range(len(rows)), key=lambda j: len(rows[j]["ids"])):
+            if cur and (len(cur) + 1) * len(rows[j]["ids"]) > 4096:
+                batches.append(cur)
+                cur = []
+            cur.append(j)
+        for batch in batches + [cur]:
+            hs = target.model(input_ids=pad_ids(rows, batch), output_hidden_states=True).hidden_states
+            f = torch.cat([hs[l] for l in E3_LAYERS], -1)
+            for b, r in enumerate(batch):
+                feats[r] = f[b, :len(rows[r]["ids"])].to(torch.bfloat16).clone()
+                tokens += len(rows[r]["ids"])
+        torch.save(feats, str(dst) + ".tmp")
+        os.replace(str(dst) + ".tmp", dst)
+        pr.show(i + 1, f"{tokens / (time.time() - pr.t0):.0f} tok/s")
+    st["features3"] = dict(layers=E3_LAYERS, shards=len(shards))
+
+
+E3 = dict(epochs=3, tokens_per_batch=4096, lr=1e-3, warmup=50, clip_value=0.5, length=7, draft_vocab=8192)
+
+
+def load_rows3(split):
+    """load_rows, with each row's feature the E3_LAYERS inputs (stage features3)."""
+    rows = []
+    for p in sorted(ANSWERS.glob("t*_*.pt")):
+        if not (FEAT3 / p.name).exists():
+            raise SystemExit(f"smollm2_drafts: {FEAT3 / p.name} is missing: run --stages features3")
+        for r, f in zip(torch.load(p), torch.load(FEAT3 / p.name)):
+            if r["split"] == split:
+                assert f.shape[0] == len(r["ids"]), f"{FEAT3 / p.name}: {r['qid']} length differs"
+                r["feat"] = f
+                rows.append(r)
+    return rows
+
+
+def e3_vocabulary(rows, n):
+    """The n most frequent answer tokens of rows (ties to the lower id), ascending:
+    the head's draft vocabulary (EAGLE-3's d2t)."""
+    counts = torch.zeros(VOCAB, dtype=torch.float64)
+    for r in rows:
+        counts += torch.bincount(r["ids"][r["n_prompt"]:].long(), minlength=VOCAB).double()
+    order = torch.argsort(-counts + torch.arange(VOCAB) * 1e-9, stable=True)
+    return torch.sort(order[:n]).values
+
+
+def e3_labels(ids, answer):
+    """greedy[:, t]: the target's greedy token after x_t where the answers give it
+    (x_(t+1) is an answer token), else VOCAB (no label)."""
+    g = torch.full_like(ids, VOCAB)
+    g[:, :-1] = torch.where(answer[:, 1:], ids[:, 1:], VOCAB)
+    return g
+
+
+def stage_eagle3(args, out, st):
+    """An EAGLE-3 head (tools/train_eagle3_demo.py's modules and unrolled loss: the
+    published layout, training-time test over --eagle3-length steps, 0.8^k step
+    weights) on the inputs of target layers 2, 15, 27; greedy labels where the answer
+    gives them; lm_head over the draft vocabulary, started from the target's rows."""
+    import train_eagle3_demo as e3
+    target, _ = load_target()
+    rows = load_rows3("train")
+    m = dict(E3, epochs=args.eagle3_epochs, length=args.eagle3_length)
+    used = e3_vocabulary(rows, m["draft_vocab"])
+    col = torch.full((VOCAB + 1,), -100, dtype=torch.long)   # target id -> draft column; VOCAB: no label
+    col[used] = torch.arange(len(used))
+    c = e3.head_config(target.config, m["draft_vocab"])
+    c.update(eagle_aux_hidden_state_layer_ids=E3_LAYERS, tie_word_embeddings=False)
+    torch.manual_seed(args.seed + 3)
+    head = e3.Eagle3Head(c)
+    with torch.no_grad():
+        head.lm_head.weight.copy_(target.lm_head.weight[used])
+    embed = target.model.embed_tokens
+
+    def loss_fn(model, batch, gen):
+        ids, feat, answer = batch
+        loss, _, accs = e3.unrolled_loss(model, embed, ids, feat, e3_labels(ids, answer), col, m["length"])
+        return loss, accs + [float("nan")] * (m["length"] - len(accs))
+
+    rec = train_loop("eagle3", head, rows, args, m, loss_fn, args.seed + 3)
+    d = E3_DIR
+    sd = e3.save_head(d, head, c, used, VOCAB)
+    rec.update(parameters=sum(v.numel() for k, v in sd.items() if k not in ("d2t", "t2d")),
+               bytes=(d / "model.safetensors").stat().st_size, train_tokens=sum(len(r["ids"]) for r in rows),
+               layers=E3_LAYERS)
+    st["eagle3"] = rec
+
+
+def load_head3():
+    import train_eagle3_demo as e3
+    from safetensors.torch import load_file
+    sd = load_file(str(E3_DIR / "model.safetensors"))
+    head = e3.Eagle3Head(json.load(open(E3_DIR / "config.json")))
+    used = torch.arange(len(sd["d2t"])) + sd.pop("d2t")
+    sd.pop("t2d")
+    head.load_state_dict({k: v.float() for k, v in sd.items()})
+    return head.eval(), used
+
+
+@torch.no_grad()
+def eval_eagle3(target, rows):
+    """The EAGLE-3 head on the held-out answers, unrolled as it drafts a chain:
+    step k's top-1 agreement where the k-1 tokens before it were the target's (a
+    target token outside the draft vocabulary counts as a miss), step 1's top-3
+    and calibration."""
+    head, used = load_head3()
+    embed = target.model.embed_tokens
+    cal = Calibration(10)
+    hit, cnt, top3 = [0] * EVAL_STEPS, [0] * EVAL_STEPS, 0
+    for r in rows:
+        ids, feat, answer = pad_batch([r], [0])
+        greedy = e3_labels(ids, answer)
+        h, cache, T = head.fc(feat), [], ids.shape[1]
+        for k in range(min(EVAL_STEPS, T - 1)):
+            n = T - 1 - k
+            tok = torch.zeros_like(ids)
+            tok[:, :n] = ids[:, 1 + k:]
+            h = head.midlayer(embed(tok), h, k, cache)
+            want = greedy[:, 1 + k:]
+            keep = want != VOCAB
+            z, want = head.lm_head(head.norm(h[:, :n]))[keep], want[keep]
+            hit[k] += (used[z.argmax(-1)] == want).sum().item()
+            cnt[k] += want.numel()
+            if k == 0:
+                top3 += (used[z.topk(3, -1).indices] == want[:, None]).any(-1).sum().item()
+                col = torch.searchsorted(used, want).clamp(max=len(used) - 1)
+                cal.add(z, torch.where(used[col] == want, col, -1))
+    return dict(eagle3_top1=round(hit[0] / cnt[0], 4), eagle3_top3=round(top3 / cnt[0], 4),
+                eagle3_step_top1=[round(a / max(b, 1), 4) for a, b in zip(hit, cnt)],
+                eagle3_calibration=cal.result())
 
 
 # --------------------------------------------------------------------------- draft LM
@@ -519,6 +691,8 @@ def stage_eval(args, out, st):
                       eagle_step_top1=[round(a / max(b, 1), 4) for a, b in zip(deep, deep_n)],
                       draft_top1=round(d1 / n, 4), draft_top3=round(d3 / n, 4),
                       eagle_calibration=cal.result())
+    if (E3_DIR / "config.json").exists():
+        st["eval"].update(eval_eagle3(target, load_rows3("heldout")))
     log(f"eval: {st['eval']}")
 
 
@@ -532,6 +706,39 @@ def chain_tau(step_top1):
         run *= a
         tau += run
     return tau
+
+
+def eagle3_section(st):
+    """The README's EAGLE-3 section, empty until the eagle3 stage has run."""
+    E = st.get("eagle3")
+    if not E:
+        return ""
+    V = st.get("eval", {})
+    return f"""
+## EAGLE-3 head (not shipped; `--stages features3,eagle3` writes it to `models/smollm2-eagle3/`)
+
+The published EAGLE-3 layout (SafeAILab/EAGLE `cnets.py`, the layout of the EAGLE3-* heads people
+download; `--draft-kind eagle3`, picked automatically from its config.json): `fc` (no bias) over the
+inputs of target layers {", ".join(map(str, E['layers']))} side by side (EAGLE-3's rule 2, L/2, L-3; named in config.json as
+`eagle_aux_hidden_state_layer_ids`), one decoder layer whose attention reads [input_layernorm(embedding
+of x_(j+1)); hidden_norm(feature)] with the feature as its residual, then its own norm and an lm_head
+over a draft vocabulary: the {E['draft_vocab']:,} most frequent answer tokens of the training answers (`d2t`, `t2d`).
+The target's embedding is used and not stored. {E['parameters']:,} parameters, {E['bytes'] / 1e6:.1f} MB BF16.
+
+Training (the EAGLE-3 recipe as `tools/train_eagle3_demo.py` implements it): training-time test over
+{E['length']} steps, step k reading the head's own step k-1 output and attending to step 1's keys of the
+context and to its own earlier steps at the same slot (what a tree node at depth k sees); at each step
+cross-entropy with the target's greedy token where the answer gives it, weighted 0.8^k; no feature
+regression (EAGLE-3 drops it); lm_head started from the target's rows of the draft vocabulary; AdamW
+betas (0.9, 0.95), value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps and cosine decay, {E['epochs']} epochs over
+{E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens ({E['steps']} steps). The target's layer
+inputs come from transformers (FP32 compute on the BF16 weights; stage `features3`), stored BF16.
+Final training top-1 (EMA) per step {"/".join(map(str, E['final_step_top1_ema']))}.
+
+It is not shipped: on this data it is no better than the EAGLE head above, at
+{E['bytes'] / st['eagle']['bytes']:.1f} times its size. Held-out top-1 {V.get('eagle3_top1', 0):.1%} against {V.get('eagle_top1', 0):.1%} at depth 1 (per depth
+below); τ on mt_bench in the notes at the end.
+"""
 
 
 def stage_readme(args, out, st):
@@ -554,7 +761,7 @@ Trained on the CPU by `tools/smollm2_drafts.py` for the target that `make smollm
         --questions ../shared/benchmarks/mt_bench/question.jsonl
     bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/draft --draft-kind lm --policy chain ...
 
-Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(secs.values()))} on 2 cores):
+Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(v for k, v in secs.items() if k in DEFAULT_STAGES))} on 2 cores):
 
     make smollm2 && python3 tools/smollm2_drafts.py --out data/smollm2 --seed {args.seed} \\
         --answer-prompts {args.answer_prompts} --max-new {args.max_new} --turns {args.turns} \\
@@ -618,7 +825,7 @@ weighs 0.8^(k-1); for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} 
 trained on target features only (EAGLE-1's recipe) sees at depth 2 inputs it never saw in training,
 its own predicted features, and its agreement there falls far below depth 1's (see the notes).""" if E.get('unroll', 1) > 1 else "") + f"""
 Final training top-1 (EMA){" per step" if E.get('unroll', 1) > 1 else ""} {"/".join(map(str, E.get('final_step_top1_ema') or [E['final_top1_ema']]))}.
-
+""" + eagle3_section(st) + f"""
 ## Draft LM (`draft/`)
 
 A LlamaForCausalLM with SmolLM2's vocabulary and tokenizer: {D['layers']} layers, hidden {D['hidden']},
@@ -644,7 +851,8 @@ draft step given the target's context, FP32 compute on the saved BF16 weights:
 | draft | top-1 agreement with the target's greedy token | top-3 |
 |---|---|---|
 | EAGLE head | **{V['eagle_top1']:.2%}** | {V['eagle_top3']:.2%} |
-| draft LM | **{V['draft_top1']:.2%}** | {V['draft_top3']:.2%} |
+""" + (f"""| EAGLE-3 head | **{V['eagle3_top1']:.2%}** | {V['eagle3_top3']:.2%} |
+""" if V.get("eagle3_top1") else "") + f"""| draft LM | **{V['draft_top1']:.2%}** | {V['draft_top3']:.2%} |
 
 """ + (f"""The EAGLE head on its own predictions, as it drafts along a tree: step k's top-1 agreement where the
 k-1 tokens before it were the target's (the acceptance rate at depth k given its parent was accepted)
@@ -652,9 +860,11 @@ and the τ a greedy chain of that many steps would reach (1 + Σ_k Π_(i≤k) a_
 
 | step k | """ + " | ".join(str(k + 1) for k in range(len(V['eagle_step_top1']))) + """ |
 |---|""" + "---|" * len(V['eagle_step_top1']) + """
-| top-1 a_k | """ + " | ".join(f"{a:.2%}" for a in V['eagle_step_top1']) + f""" |
-
-Chain τ: {chain_tau(V['eagle_step_top1']):.2f}.
+| EAGLE head | """ + " | ".join(f"{a:.2%}" for a in V['eagle_step_top1']) + """ |
+""" + (f"""| EAGLE-3 head | """ + " | ".join(f"{a:.2%}" for a in V['eagle3_step_top1']) + """ |
+""" if V.get("eagle3_step_top1") else "") + f"""
+Chain τ: EAGLE head {chain_tau(V['eagle_step_top1']):.2f}""" + (
+    f"; EAGLE-3 head {chain_tau(V['eagle3_step_top1']):.2f}" if V.get("eagle3_step_top1") else "") + f""".
 
 """ if V.get('eagle_step_top1') else "") + f"""EAGLE head calibration: a candidate's probability q (its top-10 at every position) against how often it
 is the target's greedy token, i.e. accepted at temperature 0. Expected calibration error
@@ -663,7 +873,10 @@ is the target's greedy token, i.e. accepted at temperature 0. Expected calibrati
 | q bin | candidates | mean q | accepted |
 |---|---|---|---|
 {rows}
-
+""" + (f"""
+Calibration of the EAGLE-3 head (probabilities over its draft vocabulary, the same bins): expected
+calibration error **{V['eagle3_calibration']['ece']}**.
+""" if V.get("eagle3_calibration") else "") + """
 ## Wall time
 
 """ + "\n".join(f"- {k}: {fmt_secs(v)}" for k, v in secs.items()) + "\n" + (
@@ -675,8 +888,11 @@ is the target's greedy token, i.e. accepted at temperature 0. Expected calibrati
 # --------------------------------------------------------------------------- main
 
 STAGES = {"prompts": stage_prompts, "answers": stage_answers, "counts": stage_counts, "eagle": stage_eagle,
-          "draft": stage_draft,
+          "features3": stage_features3, "eagle3": stage_eagle3, "draft": stage_draft,
           "eval": stage_eval, "readme": stage_readme}
+
+# what a rerun builds by default: the shipped drafts (the EAGLE-3 head is not shipped)
+DEFAULT_STAGES = [s for s in STAGES if s not in ("features3", "eagle3")]
 
 
 def main():
@@ -684,7 +900,7 @@ def main():
     ap.add_argument("--out", default="data/smollm2")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--stages", default=",".join(STAGES))
+    ap.add_argument("--stages", default=",".join(DEFAULT_STAGES))
     ap.add_argument("--train-prompts", type=int, default=1800)
     ap.add_argument("--collect-prompts", type=int, default=300)
     ap.add_argument("--heldout-prompts", type=int, default=100)
@@ -698,6 +914,9 @@ def main():
     ap.add_argument("--eagle-unroll", type=int, default=EAGLE["unroll"],
                     help="train the head on its own predictions up to this depth (1: EAGLE-1's recipe)")
     ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])
+    ap.add_argument("--eagle3-epochs", type=int, default=E3["epochs"])
+    ap.add_argument("--eagle3-length", type=int, default=E3["length"],
+                    help="EAGLE-3 training-time test: unrolled steps (EAGLE-3: 7)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     quiet_malloc()

@@ -160,13 +160,33 @@ def unrolled_loss(head, embed, ids, feats, greedy, col, length):
         lab[:, :n] = col[greedy[:, 1 + k:]]
         out = head.midlayer(embed(tok), h, k, cache)
         logits = head.lm_head(head.norm(out))
+        ok = lab != -100
+        if not ok.any():   # no label at this depth (short answers): nothing to learn, and CE would be NaN
+            break
         losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100))
         with torch.no_grad():
-            ok = lab != -100
             accs.append(((logits.argmax(-1) == lab) & ok).sum().item() / max(1, ok.sum().item()))
         h = out
     loss = sum(0.8 ** k * l for k, l in enumerate(losses))
     return loss, [l.item() for l in losses], accs
+
+
+def save_head(out, head, c, used, V):
+    """out/model.safetensors (BF16, with EAGLE's d2t offsets and t2d mask for the
+    draft vocabulary `used`, ascending target ids) and out/config.json; returns the
+    tensors written."""
+    out.mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
+    sd["d2t"] = (used - torch.arange(used.numel())).to(torch.int64)
+    t2d = torch.zeros(V, dtype=torch.bool)
+    t2d[used] = True
+    sd["t2d"] = t2d
+    save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
+    with open(out / "config.json", "w") as f:
+        json.dump(c, f, indent=2)
+        f.write("\n")
+    return sd
 
 
 def main():
@@ -244,17 +264,7 @@ def main():
             torch.save(dict(head=head.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
                             tokens=tokens, seconds=time.time() - t0, hist=hist), str(ck) + ".tmp")
             os.replace(str(ck) + ".tmp", ck)
-    out.mkdir(parents=True, exist_ok=True)
-    from safetensors.torch import save_file
-    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
-    sd["d2t"] = (used - torch.arange(used.numel())).to(torch.int64)
-    t2d = torch.zeros(V, dtype=torch.bool)
-    t2d[used] = True
-    sd["t2d"] = t2d
-    save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
-    with open(out / "config.json", "w") as f:
-        json.dump(c, f, indent=2)
-        f.write("\n")
+    sd = save_head(out, head, c, used, V)
     last = hist[-1] if hist else []
     record = dict(steps=step, tokens=tokens, seconds=round(time.time() - t0 if not args.export_only else 0, 1),
                   batch=args.batch, seq=args.seq, length=args.length, lr=args.lr, warmup=args.warmup,
