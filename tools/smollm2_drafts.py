@@ -422,14 +422,6 @@ E3_DIR = Path("models/smollm2-eagle3")   # not shipped: see eagle3_section()
 E3_LAYERS = [2, 15, 27]   # EAGLE-3's rule (2, L/2, L-3) on SmolLM2's 30 layers
 
 
-def pad_ids(rows, sel):
-    T = max(len(rows[i]["ids"]) for i in sel)
-    ids = torch.full((len(sel), T), IM_END, dtype=torch.long)
-    for b, i in enumerate(sel):
-        ids[b, :len(rows[i]["ids"])] = rows[i]["ids"].long()
-    return ids
-
-
 @torch.no_grad()
 def stage_features3(args, out, st):
     """The inputs of the E3_LAYERS target layers at every position of the answers
@@ -456,7 +448,7 @@ def stage_features3(args, out, st):
                 cur = []
             cur.append(j)
         for batch in batches + [cur]:
-            hs = target.model(input_ids=pad_ids(rows, batch), output_hidden_states=True).hidden_states
+            hs = target.model(input_ids=pad_batch(rows, batch)[0], output_hidden_states=True).hidden_states
             f = torch.cat([hs[l] for l in E3_LAYERS], -1)
             for b, r in enumerate(batch):
                 feats[r] = f[b, :len(rows[r]["ids"])].to(torch.bfloat16).clone()

@@ -17,7 +17,8 @@
 # SKIP_EVAL=1 leaves step 3 out (its results stay), LOSSLESS_Q=0 step 4.
 # DEVICE=cpu|cuda passes --device to spec-collect and spec-eval (their default
 # is auto: the GPU when one is visible).  HEAD=eagle3 runs it all with the
-# EAGLE-3 head data/smollm2/eagle3 instead of the EAGLE head data/smollm2/eagle,
+# EAGLE-3 head models/smollm2-eagle3 (tools/smollm2_drafts.py --stages
+# features3,eagle3; not shipped) instead of the EAGLE head data/smollm2/eagle,
 # into results/smollm2-eagle3.  Without data/smollm2/draft (the GPU
 # machine's carried tree leaves it out) the chain rows are skipped.
 set -eu
@@ -26,8 +27,8 @@ T=models/smollm2-135m-instruct
 D=data/smollm2
 HEAD=${HEAD:-eagle}
 case $HEAD in
-eagle) R=results/smollm2 ;;
-eagle3) R=results/smollm2-eagle3 ;;
+eagle) H=$D/eagle R=results/smollm2 ;;
+eagle3) H=models/smollm2-eagle3 R=results/smollm2-eagle3 ;;
 *) echo "smollm2-eval: HEAD=$HEAD: eagle or eagle3" >&2; exit 1 ;;
 esac
 B=${SMOLLM2_BENCH:-../shared/benchmarks}
@@ -37,14 +38,14 @@ EVAL_Q=${EVAL_Q:-40}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 LOSSLESS_Q=${LOSSLESS_Q:-10}
 LOSSLESS_MAX_NEW=${LOSSLESS_MAX_NEW:-32}
-for f in "$T/config.json" "$D/$HEAD/config.json" "$D/prompts/collect.jsonl"; do
+for f in "$T/config.json" "$H/config.json" "$D/prompts/collect.jsonl"; do
     [ -f "$f" ] || { echo "smollm2-eval: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
 done
 mkdir -p "$R"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 dev=${DEVICE:+--device $DEVICE}
-eagle="$dev --target $T --draft $D/$HEAD --draft-kind $HEAD"
+eagle="$dev --target $T --draft $H --draft-kind $HEAD"
 lm=""; [ -f "$D/draft/config.json" ] && lm="$dev --target $T --draft $D/draft --draft-kind lm"
 [ -n "$lm" ] || echo "smollm2-eval: $D/draft is missing: the chain rows are skipped" >&2
 
