@@ -479,9 +479,7 @@ def load_rows3(split):
 def e3_vocabulary(rows, n):
     """The n most frequent answer tokens of rows (ties to the lower id), ascending:
     the head's draft vocabulary (EAGLE-3's d2t)."""
-    counts = torch.zeros(VOCAB, dtype=torch.float64)
-    for r in rows:
-        counts += torch.bincount(r["ids"][r["n_prompt"]:].long(), minlength=VOCAB).double()
+    counts = answer_counts(rows).double()
     order = torch.argsort(-counts + torch.arange(VOCAB) * 1e-9, stable=True)
     return torch.sort(order[:n]).values
 
@@ -624,15 +622,20 @@ def stage_draft(args, out, st):
     st["draft"] = rec
 
 
+def answer_counts(rows):
+    """I64 [VOCAB]: how often each target token is an answer token of rows."""
+    counts = torch.zeros(VOCAB, dtype=torch.int64)
+    for r in rows:
+        counts += torch.bincount(r["ids"][r["n_prompt"]:].long(), minlength=VOCAB)
+    return counts
+
+
 def stage_counts(args, out, st):
     """How often each target token is an answer token of the training data: the
     reduced draft vocabulary (spec-eval --draft-vocab N) keeps the N most frequent.
     Written beside both drafts as token_counts.safetensors (I64 [vocab])."""
     from safetensors.torch import save_file
-    rows = load_rows("train")
-    counts = torch.zeros(VOCAB, dtype=torch.int64)
-    for r in rows:
-        counts += torch.bincount(r["ids"][r["n_prompt"]:].long(), minlength=VOCAB)
+    counts = answer_counts(load_rows("train"))
     for sub in ("eagle", "draft"):
         (out / sub).mkdir(parents=True, exist_ok=True)
         save_file({"token_counts": counts}, str(out / sub / "token_counts.safetensors"),
