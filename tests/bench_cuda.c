@@ -3,11 +3,16 @@
  *  - single-token greedy decode of the random 1B-shape BF16 model
  *    (tests/bench_model.h) in tokens/s, against the bandwidth bound
  *    (weight bytes per token / copy bandwidth);
- *  - one forward of a random token tree of n = 64, 256, 1011 nodes (LOGITS_ALL,
- *    as verification runs it) in model TFLOP/s against the GEMM rate.
+ *  - one forward of a random token tree of n = 16, 64, 256, 1011 nodes
+ *    (LOGITS_ALL, as verification runs it) in model TFLOP/s against the
+ *    GEMM rate;
+ *  - the same at SmolLM2-135M's shape (decode; trees of 10 nodes, an EAGLE
+ *    expansion, and 60, a verified EAGLE-2 tree), the real model whose
+ *    checkpoint does not travel to the GPU machine in one call.
  * Without a GPU (or a CUDA build) it says so and measures nothing.
  * Usage: build/tests/bench_cuda [layers] (default 16; fewer for a quick look).
- * C2T_CUDA_FAST_GEMM=1 measures the rounded-activation GEMM path. */
+ * C2T_CUDA_FAST_GEMM=1 measures the rounded-activation GEMM path,
+ * C2T_CUDA_TILED_MAX=0 the split GEMM where the tiled kernel would run. */
 #include "infer/model/llama.h"
 #include "kernels/base/util.h"
 #include "tests/bench_model.h"
@@ -53,41 +58,27 @@ static void random_tree(int n, int n_past, uint8_t *mask, int *pos, unsigned *rn
     }
     free(depth);
 }
-#endif
 
-int main(int argc, char **argv) {
-#ifndef C2T_CUDA
-    (void)argc; (void)argv;
-    printf("bench_cuda: this build has no CUDA backend (nvcc was not on PATH); nothing measured\n");
-    return 0;
-#else
-    if (!cuda_available()) {
-        printf("bench_cuda: no CUDA device is visible; nothing measured\n");
-        return 0;
-    }
-    int layers = argc > 1 ? atoi(argv[1]) : 16;
-    char dev[256];
-    if (cuda_device_name(dev, sizeof dev)) die_err("bench_cuda");
-    const char *fast = getenv("C2T_CUDA_FAST_GEMM");
-    int fast_gemm = fast && *fast && *fast != '0';
-    double bw = cuda_copy_bandwidth((size_t)1 << 30);
-    double peak = cuda_gemm_bf16_flops(8192, 8192, 8192);
-    if (bw <= 0 || peak <= 0) die_err("bench_cuda");
-
+/* Decode tok/s against the bandwidth bound, where one forward's time goes
+ * (ops alone when ops is set; host enqueue vs GPU time always), and forwards
+ * of random trees of the given sizes, for one random model. */
+static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int ntrees, int ops, double bw,
+                        double peak) {
     char dir[64];
-    bench_write_1b(dir, layers);
+    bench_write_model(dir, sh, layers);
     LlamaModel *m = llama_load(dir, &cuda_backend);
     if (!m) die_err("bench_cuda");
-    bench_remove_1b(dir);
+    bench_remove_model(dir);
     const int V = m->cfg.vocab, decode_tokens = 128;
     LlamaState *st = llama_state_new(m, 2048);
     if (!st) die_err("bench_cuda");
 
     int prompt[8] = {128000, 791, 4062, 14198, 39935, 35308, 927, 279}, pos[8];
-    for (int i = 0; i < 8; i++) pos[i] = i;
+    for (int i = 0; i < 8; i++) { prompt[i] %= V; pos[i] = i; }
     if (llama_forward(st, prompt, pos, 8, NULL, LOGITS_LAST)) die_err("bench_cuda");
     llama_commit(st, NULL, 8);
     int tok = 1000;
+    printf("\n%s shape, %d layers (random BF16 weights, %.0f MB)\n", sh->name, layers, llama_weight_bytes(m) / 1e6);
     for (int i = 0; i < 4 + decode_tokens; i++) {   /* 4 warm-up tokens, then the timed ones */
         static double t0;
         if (i == 4) t0 = seconds_synced();
@@ -98,11 +89,6 @@ int main(int argc, char **argv) {
         if (i == 3 + decode_tokens) {
             double tps = decode_tokens / (seconds_synced() - t0);
             double bytes = (double)llama_weight_bytes(m), bound = bw / bytes;
-            printf("device: %s\n", dev);
-            printf("copy bandwidth %.0f GB/s (read+write); cuBLAS BF16 GEMM 8192^3 (F32 compute) %.0f TFLOP/s\n",
-                   bw / 1e9, peak / 1e12);
-            printf("gemm path: %s\n", fast_gemm ? "fast (activations rounded to BF16)"
-                                                 : "exact (activations as BF16 hi + lo, 2x tensor work)");
             printf("%-34s %10s %12s %8s\n", "workload", "measured", "bound", "of bound");
             printf("%-34s %8.1f/s %10.1f/s %7.0f%%\n", "decode 1 token (tokens/s)", tps, bound, 100 * tps / bound);
         }
@@ -112,11 +98,12 @@ int main(int argc, char **argv) {
      * (the stream stays full, so launch gaps hide behind kernel time as
      * they would in a captured graph), and the host time to enqueue one
      * whole forward without waiting for it. */
-    {
+    const ModelConfig *c = &m->cfg;
+    const int p = st->n_past;
+    if (ops) {
         const LlamaLayer *L0 = &m->layer[0];
-        const ModelConfig *c = &m->cfg;
         LayerScratch *ls = &st->ls;
-        const int reps = 200, p = st->n_past;
+        const int reps = 200;
         struct { const char *name; const Weight *w; } mm[] = {
             {"q_proj", &L0->wq}, {"k_proj", &L0->wk}, {"o_proj", &L0->wo}, {"gate_proj", &L0->gate},
             {"down_proj", &L0->down}, {"lm_head", &m->lm_head}};
@@ -140,18 +127,17 @@ int main(int argc, char **argv) {
         t0 = seconds_synced();
         for (int r = 0; r < reps; r++) cuda_backend.rmsnorm(ls->xb, st->x, &L0->attn_norm, 1, c->rms_eps);
         printf("  rmsnorm                  %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
-        t0 = seconds_synced();
-        for (int r = 0; r < 20; r++) {
-            if (llama_forward(st, &tok, &p, 1, NULL, LOGITS_LAST)) die_err("bench_cuda");
-            llama_truncate(st, p);
-        }
-        double host = (now_seconds() - t0) / 20, all = (seconds_synced() - t0) / 20;
-        printf("  one forward: host enqueues it in %.0f us, the GPU finishes in %.0f us\n", host * 1e6, all * 1e6);
     }
+    double t0 = seconds_synced();
+    for (int r = 0; r < 20; r++) {
+        if (llama_forward(st, &tok, &p, 1, NULL, LOGITS_LAST)) die_err("bench_cuda");
+        llama_truncate(st, p);
+    }
+    double host = (now_seconds() - t0) / 20, all = (seconds_synced() - t0) / 20;
+    printf("  one forward: host enqueues it in %.0f us, the GPU finishes in %.0f us\n", host * 1e6, all * 1e6);
 
-    const int tree_n[3] = {64, 256, 1011};
     unsigned rng = 12345;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < ntrees; t++) {
         int n = tree_n[t], n_past = st->n_past, nctx = n_past + n;
         uint8_t *mask = malloc((size_t)n * nctx);
         int *tp = malloc(n * sizeof *tp), *toks = malloc(n * sizeof *toks);
@@ -159,9 +145,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) toks[i] = (int)((i * 7919u + 17u) % (unsigned)V);
         double best = 1e30;
         for (int r = 0; r < 6; r++) {   /* the first is a warm-up (workspace growth) */
-            double t0 = seconds_synced();
+            double t1 = seconds_synced();
             if (llama_forward(st, toks, tp, n, mask, LOGITS_ALL)) die_err("bench_cuda");
-            double dt = seconds_synced() - t0;
+            double dt = seconds_synced() - t1;
             if (r > 0 && dt < best) best = dt;
         }
         llama_truncate(st, n_past);
@@ -171,13 +157,44 @@ int main(int argc, char **argv) {
         printf("%-34s %10.1f %12.0f %7.0f%%\n", what, tf / 1e12, peak / 1e12, 100 * tf / peak);
         free(mask); free(tp); free(toks);
     }
+    llama_state_free(st);
+    llama_free(m);
+}
+#endif
+
+int main(int argc, char **argv) {
+#ifndef C2T_CUDA
+    (void)argc; (void)argv;
+    printf("bench_cuda: this build has no CUDA backend (nvcc was not on PATH); nothing measured\n");
+    return 0;
+#else
+    if (!cuda_available()) {
+        printf("bench_cuda: no CUDA device is visible; nothing measured\n");
+        return 0;
+    }
+    int layers = argc > 1 ? atoi(argv[1]) : BENCH_1B.layers;
+    char dev[256];
+    if (cuda_device_name(dev, sizeof dev)) die_err("bench_cuda");
+    const char *fast = getenv("C2T_CUDA_FAST_GEMM"), *tiled = getenv("C2T_CUDA_TILED_MAX");
+    int fast_gemm = fast && *fast && *fast != '0';
+    double bw = cuda_copy_bandwidth((size_t)1 << 30);
+    double peak = cuda_gemm_bf16_flops(8192, 8192, 8192);
+    if (bw <= 0 || peak <= 0) die_err("bench_cuda");
+    printf("device: %s\n", dev);
+    printf("copy bandwidth %.0f GB/s (read+write); cuBLAS BF16 GEMM 8192^3 (F32 compute) %.0f TFLOP/s\n",
+           bw / 1e9, peak / 1e12);
+    printf("gemm path: %s; tiled path up to %s multiply-adds\n",
+           fast_gemm ? "fast (activations rounded to BF16)" : "exact (activations as BF16 hi + lo, 2x tensor work)",
+           tiled && *tiled ? tiled : "the default");
+
+    const int trees_1b[4] = {16, 64, 256, 1011}, trees_small[3] = {10, 60, 256};
+    bench_shape(&BENCH_1B, layers, trees_1b, 4, 1, bw, peak);
+    bench_shape(&BENCH_SMOLLM2, BENCH_SMOLLM2.layers, trees_small, 3, 0, bw, peak);
     long launched, made, direct;
     cuda_graph_counts(&launched, &made, &direct);
     printf("forward passes: %ld as recorded graphs (%ld graphs instantiated, the rest updated), %ld op by op\n",
            launched, made, direct);
     int errors = cuda_errors();
-    llama_state_free(st);
-    llama_free(m);
     if (errors) {
         fprintf(stderr, "bench_cuda: %d CUDA errors, last: %s\n", errors, cuda_last_error());
         return 1;

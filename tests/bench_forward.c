@@ -195,11 +195,11 @@ static double forward_tps(LlamaState *st, int n, int tree) {
 static void bench_model(const char *arg, double bw, double rbw, double peak) {
     char dir[512];
     int random_1b = !strcmp(arg, "1b");
-    if (random_1b) bench_write_1b(dir, 16);
+    if (random_1b) bench_write_model(dir, &BENCH_1B, BENCH_1B.layers);
     else snprintf(dir, sizeof dir, "%s", arg);
     LlamaModel *m = llama_load(dir, &cpu_backend);
     if (!m) die_err("bench_forward");
-    if (random_1b) bench_remove_1b(dir);
+    if (random_1b) bench_remove_model(dir);
     const char *name = random_1b ? "1b-random" : arg;
     LlamaState *st = llama_state_new(m, CTX + 256);
     double bytes = (double)llama_weight_bytes(m), bound = bw / bytes;

@@ -1,7 +1,10 @@
-/* A random-weight LLaMA of 1B shape in BF16 for the decode benchmarks
- * (LLaMA-3.2-1B: hidden 2048, 16 layers, 32 heads, 8 KV heads, head_dim 64,
- * FFN 8192, vocab 128256, tied embeddings, llama3 RoPE).  The same shape
- * tools/hf_decode_bench.py builds in transformers. */
+/* Random-weight LLaMA checkpoints in BF16 for the benchmarks, of two shapes:
+ *  - 1B (LLaMA-3.2-1B: hidden 2048, 16 layers, 32 heads, 8 KV heads,
+ *    head_dim 64, FFN 8192, vocab 128256, tied embeddings, llama3 RoPE), the
+ *    shape tools/hf_decode_bench.py builds in transformers;
+ *  - SmolLM2-135M (hidden 576, 30 layers, 9 heads, 3 KV heads, head_dim 64,
+ *    FFN 1536, vocab 49152, tied, RoPE theta 100000): the real model's shape,
+ *    for machines where its checkpoint cannot travel (the GPU machine). */
 #ifndef C2T_BENCH_MODEL_H
 #define C2T_BENCH_MODEL_H
 #include "infer/model/safetensors.h"
@@ -11,7 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { B1_HIDDEN = 2048, B1_FFN = 8192, B1_VOCAB = 128256, B1_HEADS = 32, B1_KV_HEADS = 8, B1_HEAD_DIM = 64 };
+typedef struct {
+    const char *name;
+    int hidden, ffn, vocab, heads, kv_heads, layers;
+    int llama3_rope;   /* LLaMA-3's scaled RoPE, theta 500000; else plain, theta 100000 */
+} BenchShape;
+
+static const BenchShape BENCH_1B = {"1B", 2048, 8192, 128256, 32, 8, 16, 1};
+static const BenchShape BENCH_SMOLLM2 = {"SmolLM2-135M", 576, 1536, 49152, 9, 3, 30, 0};
 
 static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
 static uint16_t bench_rand_bf16(float scale) {
@@ -33,21 +43,23 @@ static void bench_add_tensor(StWrite *w, char (*names)[96], int *k, const char *
 }
 
 /* Writes config.json + model.safetensors of a random `layers`-layer model of
- * 1B shape into a fresh directory under /tmp, whose path goes to dir
+ * the given shape into a fresh directory under /tmp, whose path goes to dir
  * (char[64]).  Exits with a message on failure (benchmarks only). */
-static void bench_write_1b(char *dir, int layers) {
-    strcpy(dir, "/tmp/c2t_bench1bXXXXXX");
+static void bench_write_model(char *dir, const BenchShape *sh, int layers) {
+    strcpy(dir, "/tmp/c2t_benchXXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
     char *cfgp = path_join(dir, "config.json"), *stp = path_join(dir, "model.safetensors");
     FILE *f = fopen(cfgp, "w");
     if (!f) { perror(cfgp); exit(1); }
     fprintf(f, "{\"model_type\":\"llama\",\"hidden_size\":%d,\"intermediate_size\":%d,"
                "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"num_key_value_heads\":%d,"
-               "\"vocab_size\":%d,\"rms_norm_eps\":1e-5,\"rope_theta\":500000.0,"
-               "\"tie_word_embeddings\":true,\"torch_dtype\":\"bfloat16\",\"max_position_embeddings\":131072,"
-               "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,\"low_freq_factor\":1.0,"
-               "\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192}}\n",
-            B1_HIDDEN, B1_FFN, layers, B1_HEADS, B1_KV_HEADS, B1_VOCAB);
+               "\"vocab_size\":%d,\"rms_norm_eps\":1e-5,\"tie_word_embeddings\":true,"
+               "\"torch_dtype\":\"bfloat16\",%s}\n",
+            sh->hidden, sh->ffn, layers, sh->heads, sh->kv_heads, sh->vocab,
+            sh->llama3_rope ? "\"max_position_embeddings\":131072,\"rope_theta\":500000.0,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,"
+                              "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
+                              "\"original_max_position_embeddings\":8192}"
+                            : "\"max_position_embeddings\":8192,\"rope_theta\":100000.0");
     fclose(f);
 
     double t0 = now_seconds();
@@ -55,8 +67,9 @@ static void bench_write_1b(char *dir, int layers) {
     StWrite *w = calloc(nt, sizeof *w);
     char (*names)[96] = calloc(nt, 96);
     int k = 0;
-    const int H = B1_HIDDEN, FF = B1_FFN, QD = B1_HEADS * B1_HEAD_DIM, KD = B1_KV_HEADS * B1_HEAD_DIM;
-    bench_add_tensor(w, names, &k, "model.embed_tokens.weight", B1_VOCAB, H);
+    const int hd = sh->hidden / sh->heads;
+    const int H = sh->hidden, FF = sh->ffn, QD = sh->heads * hd, KD = sh->kv_heads * hd;
+    bench_add_tensor(w, names, &k, "model.embed_tokens.weight", sh->vocab, H);
     bench_add_tensor(w, names, &k, "model.norm.weight", H, 0);
     for (int l = 0; l < layers; l++) {
         static const char *suffix[9] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
@@ -72,12 +85,13 @@ static void bench_write_1b(char *dir, int layers) {
     if (st_write(stp, w, k)) die_err("bench");
     for (int i = 0; i < k; i++) free((void *)w[i].data);
     free(w); free(names);
-    fprintf(stderr, "wrote a random %d-layer 1B-shape BF16 checkpoint in %.1fs\n", layers, now_seconds() - t0);
+    fprintf(stderr, "wrote a random %d-layer %s-shape BF16 checkpoint in %.1fs\n", layers, sh->name,
+            now_seconds() - t0);
     free(cfgp); free(stp);
 }
 
-/* Removes what bench_write_1b wrote (a loaded model keeps its mapping). */
-static void bench_remove_1b(const char *dir) {
+/* Removes what bench_write_model wrote (a loaded model keeps its mapping). */
+static void bench_remove_model(const char *dir) {
     char *cfgp = path_join(dir, "config.json"), *stp = path_join(dir, "model.safetensors");
     unlink(stp); unlink(cfgp); rmdir(dir);
     free(cfgp); free(stp);

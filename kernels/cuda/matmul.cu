@@ -1,12 +1,19 @@
 /* Weight products out[n][R] = x[n][C] · Wᵀ (W row-major [R][C] in F32, F16
  * or BF16, activations F32), embedding gather and bias.
  *
- * Two paths, both with F32 accumulation:
+ * Three paths, all with F32 accumulation:
  *  - n <= GEMV_MAX tokens (decode, chain drafts): a warp-per-row kernel that
  *    reads every weight byte once in its storage dtype and multiplies by the
  *    F32 activations — exactly the CPU backend's arithmetic (F32 products of
  *    widened weights), and memory-bandwidth bound as decode is.
- *  - more tokens (prefill, tree verification, EAGLE expansions): cuBLAS
+ *  - up to TILED_N_MAX tokens and fewer than C2T_CUDA_TILED_MAX (2^24)
+ *    multiply-adds (tree verification and EAGLE expansions of small models,
+ *    the small projections of larger ones): a tiled kernel with the same
+ *    arithmetic on the CUDA cores, one launch per weight.  Products this
+ *    small do not pay for tensor cores: the split GEMM below costs three
+ *    launches (split, GEMM, add the halves) plus cuBLAS's host overhead, and
+ *    the host enqueueing ops is the bottleneck there (docs/cuda.md).
+ *  - more work (prefill, large trees, large models): cuBLAS
  *    cublasGemmEx.  F32 weights: A, B, C in F32 with CUBLAS_COMPUTE_32F
  *    (default math mode: true FP32, no TF32).  F16/BF16 weights: cuBLAS has no
  *    F16×F32 mixed GEMM, so the activations are converted — but not just
@@ -28,6 +35,8 @@
 #define GEMV_MAX 4
 #define GEMV_THREADS 256
 #define SPLIT_STACK_MAX 64
+#define TILED_N_MAX 64
+#define TILED_MAX_DEFAULT (1LL << 24)   /* multiply-adds; from there the split GEMM was faster (docs/cuda.md) */
 
 /* ---- GEMV: one warp per output row ------------------------------------------- */
 template <typename WT> struct Ld;
@@ -41,17 +50,22 @@ template <> struct Ld<float> {
 template <> struct Ld<__half> {
     static __device__ __forceinline__ float one(const __half *p) { return __half2float(p[0]); }
     static __device__ __forceinline__ void eight(const __half *p, float *o) {
-        uint4 u = __ldg((const uint4 *)p);
-        const __half2 *h = (const __half2 *)&u;
-        for (int i = 0; i < 4; i++) { float2 f = __half22float2(h[i]); o[2 * i] = f.x; o[2 * i + 1] = f.y; }
+        const uint4 u = __ldg((const uint4 *)p);   /* halves widened from the words: no local copy */
+        const unsigned v[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            o[2 * i] = __half2float(__ushort_as_half((unsigned short)(v[i] & 0xffffu)));
+            o[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(v[i] >> 16)));
+        }
     }
 };
 template <> struct Ld<__nv_bfloat16> {
     static __device__ __forceinline__ float one(const __nv_bfloat16 *p) { return __bfloat162float(p[0]); }
     static __device__ __forceinline__ void eight(const __nv_bfloat16 *p, float *o) {
-        uint4 u = __ldg((const uint4 *)p);
-        const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-        for (int i = 0; i < 4; i++) { float2 f = __bfloat1622float2(h[i]); o[2 * i] = f.x; o[2 * i + 1] = f.y; }
+        const uint4 u = __ldg((const uint4 *)p);   /* a BF16 is the top half of its F32 */
+        const unsigned v[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) { o[2 * i] = __uint_as_float(v[i] << 16); o[2 * i + 1] = __uint_as_float(v[i] & 0xffff0000u); }
     }
 };
 
@@ -109,6 +123,106 @@ static void gemv(float *out, const float *x, const WT *w, int R, int C, int n) {
     case 3: gemv_launch<3, WT>(out, x, w, R, C); break;
     default: gemv_launch<4, WT>(out, x, w, R, C); break;
     }
+}
+
+/* ---- tiled kernel for a few tokens -------------------------------------------------
+ * Each warp owns TILE_R weight rows and TILE_TOK tokens; a block's 8 warps
+ * are row_groups x token groups, enough token groups for n (so no warp of a
+ * block idles) and the rest along rows.  Each lane walks the columns 8 at a
+ * time (as the GEMV does) and keeps TILE_R x TILE_TOK partial sums; a warp
+ * reduction ends each.  No shared memory and no barrier: every warp streams
+ * its loads independently; warps of a block that share rows read them from
+ * memory once and then from L1.  A first version staged tiles through shared
+ * memory with a barrier per 64 columns and was slower than the split GEMM
+ * on the H200 (14.2 vs 2.6 ms for a 16-node tree on the 1B shape): with few
+ * blocks, the memory latency of each step was paid in series. */
+#define TILE_R 4
+#define TILE_TOK 8
+#define TILE_WARPS 8
+
+template <typename WT, bool VEC>
+__global__ void __launch_bounds__(TILE_WARPS * 32) tiled_kernel(float *__restrict__ out, const float *__restrict__ x,
+                                                                const WT *__restrict__ w, int R, int C, int n,
+                                                                int row_groups) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int token_groups = TILE_WARPS / row_groups;
+    const int r0 = (blockIdx.x * row_groups + warp % row_groups) * TILE_R;
+    const int t0 = (blockIdx.y * token_groups + warp / row_groups) * TILE_TOK;
+    if (t0 >= n || r0 >= R) return;   /* whole warps leave together */
+    const int nt = n - t0 < TILE_TOK ? n - t0 : TILE_TOK, nr = R - r0 < TILE_R ? R - r0 : TILE_R;
+    float acc[TILE_R][TILE_TOK];
+#pragma unroll
+    for (int r = 0; r < TILE_R; r++)
+#pragma unroll
+        for (int t = 0; t < TILE_TOK; t++) acc[r][t] = 0.0f;
+    const float *xt = x + (size_t)t0 * C;
+    if (VEC) {
+        for (int c = lane * 8; c < C; c += 32 * 8) {
+            float wv[TILE_R][8];
+#pragma unroll
+            for (int r = 0; r < TILE_R; r++) {
+                if (r < nr) Ld<WT>::eight(w + (size_t)(r0 + r) * C + c, wv[r]);
+                else
+#pragma unroll
+                    for (int e = 0; e < 8; e++) wv[r][e] = 0.0f;
+            }
+#pragma unroll
+            for (int t = 0; t < TILE_TOK; t++) {
+                if (t >= nt) break;
+                const float4 *xp = (const float4 *)(xt + (size_t)t * C + c);
+                const float4 a = __ldg(xp), b = __ldg(xp + 1);
+#pragma unroll
+                for (int r = 0; r < TILE_R; r++)
+                    acc[r][t] += wv[r][0] * a.x + wv[r][1] * a.y + wv[r][2] * a.z + wv[r][3] * a.w +
+                                 wv[r][4] * b.x + wv[r][5] * b.y + wv[r][6] * b.z + wv[r][7] * b.w;
+            }
+        }
+    } else {
+        for (int c = lane; c < C; c += 32) {
+            float wv[TILE_R];
+#pragma unroll
+            for (int r = 0; r < TILE_R; r++) wv[r] = r < nr ? Ld<WT>::one(w + (size_t)(r0 + r) * C + c) : 0.0f;
+#pragma unroll
+            for (int t = 0; t < TILE_TOK; t++) {
+                if (t >= nt) break;
+                const float xv = __ldg(xt + (size_t)t * C + c);
+#pragma unroll
+                for (int r = 0; r < TILE_R; r++) acc[r][t] += wv[r] * xv;
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < TILE_R; r++)
+#pragma unroll
+        for (int t = 0; t < TILE_TOK; t++) {
+            float v = acc[r][t];
+            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (lane == 0 && r < nr && t < nt) out[(size_t)(t0 + t) * R + r0 + r] = v;
+        }
+}
+
+template <typename WT>
+static void tiled(float *out, const float *x, const WT *w, int R, int C, int n) {
+    const bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0;
+    int token_groups = 1;   /* a power of two: the block's warps split evenly */
+    while (token_groups < TILE_WARPS && token_groups * TILE_TOK < n) token_groups *= 2;
+    const int row_groups = TILE_WARPS / token_groups;
+    const dim3 grid(cu_blocks(R, TILE_R * row_groups), (unsigned)((n + token_groups * TILE_TOK - 1) / (token_groups * TILE_TOK)));
+    if (vec) tiled_kernel<WT, true><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
+    else tiled_kernel<WT, false><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
+}
+
+/* C2T_CUDA_TILED_MAX: a product of GEMV_MAX < n <= TILED_N_MAX tokens with
+ * fewer multiply-adds (rows x cols x tokens) takes the tiled path; 0 sends
+ * every such product to cuBLAS (for comparisons). */
+static long long tiled_max(void) {
+    static long long v = -1;
+    if (v < 0) {
+        const char *e = getenv("C2T_CUDA_TILED_MAX");
+        v = e && *e ? atoll(e) : TILED_MAX_DEFAULT;
+        if (v < 0) v = 0;
+    }
+    return v;
 }
 
 /* ---- activation split for the F16/BF16 GEMM ------------------------------------ */
@@ -184,6 +298,13 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
         if (w->dtype == DT_F32) gemv(out, x, (const float *)w->data, R, C, n);
         else if (w->dtype == DT_BF16) gemv(out, x, (const __nv_bfloat16 *)w->data, R, C, n);
         else gemv(out, x, (const __half *)w->data, R, C, n);
+        CU_LAUNCHED();
+        return;
+    }
+    if (n <= TILED_N_MAX && (long long)R * C * n < tiled_max()) {
+        if (w->dtype == DT_F32) tiled(out, x, (const float *)w->data, R, C, n);
+        else if (w->dtype == DT_BF16) tiled(out, x, (const __nv_bfloat16 *)w->data, R, C, n);
+        else tiled(out, x, (const __half *)w->data, R, C, n);
         CU_LAUNCHED();
         return;
     }
