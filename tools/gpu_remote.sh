@@ -31,7 +31,8 @@
 #     stage DIR  copies DIR into /tmp/c2t-stage (kept while the machine is warm)
 #     smollm2    joins and checks the GGUF, converts it (spec-convert) and runs
 #                tools/smollm2_eval.sh on the GPU (COLLECT_Q, EVAL_Q,
-#                LOSSLESS_Q as there; results under $OUT)
+#                LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1 adds
+#                ar and eagle2 with recorded graphs)
 # Logs go to $OUT when it is set (the device tool brings them back).
 set -u
 cd "$(dirname "$0")/.."
@@ -90,6 +91,7 @@ step_smollm2() {
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
         LOSSLESS_Q=${LOSSLESS_Q:-2} tools/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
     cp results/smollm2/*.json results/smollm2/*.txt results/smollm2/*.csv "$LOG/" 2>/dev/null
+    if [ -z "${BENCH_ALL:-}" ]; then rm -f "$LOG/train_report.json"; return 0; fi
     echo "-- ar and eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
     for p in ar eagle2; do
         C2T_CUDA_GRAPHS=1 bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy $p \
