@@ -154,19 +154,30 @@ static void matmul_few(float *out, const float *x, const Weight *w, int n) {
 }
 
 /* out[n][·] (ld ldo) = x[n][C] · W[0:nr]ᵀ through OpenBLAS in fixed chunks
- * of SGEMM_CHUNK weight rows shared out over the threads.  OpenBLAS itself
- * runs on one thread (cpu_threads_max): its own threading, and even how a
- * product is sliced, change the summation order for some shapes (measured:
- * M 9..33 with N 64 or 256), and results must not depend on the thread
- * count, which the decoder changes between cycles.  Fixed chunks make the
- * same calls whatever the thread count. */
-#define SGEMM_CHUNK 128
+ * of weight rows shared out over the threads.  OpenBLAS itself runs on one
+ * thread (cpu_threads_max): its own threading, and even how a product is
+ * sliced, change the summation order for some shapes (measured: M 9..33
+ * with N 64 or 256), and results must not depend on the thread count, which
+ * the decoder changes between cycles.  The chunks depend on nr alone, so the
+ * calls are the same whatever the thread count: an even number of equal
+ * chunks (both cores busy) of at most about SGEMM_CHUNK rows, a multiple of
+ * 16.  Each call packs x anew, so chunks should be large: on SmolLM2
+ * (2-vCPU Xeon, 2026-11-26) pp 64 went from 537-551 tok/s with fixed
+ * 128-row chunks to 593-616 with 288 (576-row matrices in two halves), and
+ * fixed 576-row chunks (one core for those matrices) fell to 420-441. */
+#define SGEMM_CHUNK 288
+static int64_t sgemm_chunk_rows(int64_t nr) {
+    const int64_t pairs = (nr + 2 * SGEMM_CHUNK - 1) / (2 * SGEMM_CHUNK);
+    const int64_t rows = (nr + 2 * pairs - 1) / (2 * pairs);
+    return (rows + 15) & ~15LL;
+}
+
 static void sgemm_rows(float *out, int64_t ldo, const float *x, const float *wf, int n, int64_t nr, int64_t C) {
     cpu_threads_max();   /* first call: OpenBLAS to one thread */
-    const int64_t chunks = (nr + SGEMM_CHUNK - 1) / SGEMM_CHUNK;
+    const int64_t step = sgemm_chunk_rows(nr), chunks = (nr + step - 1) / step;
 #pragma omp parallel for schedule(static) if (chunks > 1 && nr * C * n > PAR_MIN_WORK)
     for (int64_t k = 0; k < chunks; k++) {
-        const int64_t a = k * SGEMM_CHUNK, b = a + SGEMM_CHUNK < nr ? a + SGEMM_CHUNK : nr;
+        const int64_t a = k * step, b = a + step < nr ? a + step : nr;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)(b - a), (int)C, 1.0f, x, (int)C,
                     wf + a * C, (int)C, 0.0f, out + a, (int)ldo);
     }
