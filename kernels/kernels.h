@@ -49,6 +49,10 @@ typedef struct Backend {
     void (*embed)(float *out, const Weight *table, const int *tokens, int n);
     /* out[n][w.rows] = x[n][w.cols] · Wᵀ */
     void (*matmul)(float *out, const float *x, const Weight *w, int n);
+    /* outs[i][n][ws[i].rows] = x[n][cols] · ws[i]ᵀ for count weights of the
+     * same cols (q/k/v, gate/up): the sums of count matmuls, in one call so
+     * a backend can share the work out once (CPU: one parallel region). */
+    void (*matmul_many)(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
     /* x[n][b.cols] += b (a bias vector) */
     void (*add_bias)(float *x, const Weight *b, int n);
     void (*rmsnorm)(float *out, const float *x, const Weight *w, int n, float eps);
@@ -103,7 +107,7 @@ typedef struct Backend {
 
 /* Every member of Backend, for checks that an implementation is complete. */
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
-    X(weight_release) X(embed) X(matmul) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
+    X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax)
 
 extern const Backend cpu_backend;

@@ -168,10 +168,14 @@ static void nv_argmax(const float *logits, int n, int vocab, int *ids) {
     }
 }
 
+static void nv_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    for (int i = 0; i < count; i++) nv_matmul(outs[i], x, ws[i], n);
+}
+
 static const Backend naive_backend = {
     .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
-    .matmul = nv_matmul, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .rope = nv_rope, .add = nv_add,
+    .matmul = nv_matmul, .matmul_many = nv_matmul_many, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .rope = nv_rope, .add = nv_add,
     .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax,

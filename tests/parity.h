@@ -194,6 +194,42 @@ static float check_distribution(const Backend *B, const Backend *R, int n, int v
     return e;
 }
 
+/* matmul_many over three weights of the same width (rows 37, 300, 5)
+ * against the reference's matmuls one by one. */
+static float check_matmul_many(const Backend *B, const Backend *R, DType dt, int n, int cols) {
+    enum { K = 3 };
+    const int rows[K] = {37, 300, 5};
+    float *x = xmalloc(sizeof(float) * n * cols), *xb;
+    fill(x, (size_t)n * cols, 1);
+    xb = up(B, x, (size_t)n * cols);
+    Weight wb[K], wr[K];
+    const Weight *pw[K];
+    float *ob[K], *e = NULL;
+    void *wd[K];
+    float worst = 0;
+    for (int i = 0; i < K; i++) {
+        float *wf = xmalloc(sizeof(float) * rows[i] * cols);
+        fill(wf, (size_t)rows[i] * cols, 0.5f);
+        wd[i] = xmalloc(4 * (size_t)rows[i] * cols);
+        f32_to(dt, wf, wd[i], (size_t)rows[i] * cols);
+        free(wf);
+        B->weight(&wb[i], wd[i], dt, rows[i], cols); R->weight(&wr[i], wd[i], dt, rows[i], cols);
+        pw[i] = &wb[i];
+        ob[i] = B->alloc((size_t)n * rows[i]);
+    }
+    B->matmul_many(ob, xb, pw, K, n);
+    for (int i = 0; i < K; i++) {
+        float *ref = xmalloc(sizeof(float) * n * rows[i]);
+        R->matmul(ref, x, &wr[i], n);
+        e = down(B, ob[i], (size_t)n * rows[i]);
+        worst = fmaxf(worst, rel_err(e, ref, (size_t)n * rows[i]));
+        free(e); free(ref);
+        B->release(ob[i]); B->weight_release(&wb[i]); R->weight_release(&wr[i]); free(wd[i]);
+    }
+    B->release(xb); free(x);
+    return worst;
+}
+
 /* The whole harness for one pair of backends; prints the worst error of
  * each op family and returns the number of families over tolerance. */
 __attribute__((unused)) static int parity(const Backend *B, const Backend *R, int verbose) {
@@ -205,6 +241,7 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
         for (int i = 0; i < 5; i++) {
             w = fmaxf(w, check_matmul(B, R, dts[d], ns[i], 37, 67));
             w = fmaxf(w, check_matmul(B, R, dts[d], ns[i], 300, 128));
+            w = fmaxf(w, check_matmul_many(B, R, dts[d], ns[i], 67));
         }
     if (verbose) printf("# %s vs %s: matmul/embed/bias worst %.2e\n", B->name, R->name, w);
     bad += w > PARITY_TOL_MATMUL;

@@ -55,10 +55,59 @@ static void test_matmul_tokens_independent(void) {
     free(wf); free(x); free(wd); free(all); free(one);
 }
 
+/* matmul_many gives each weight's product bit for bit as matmul does, for
+ * any token count up to FEW_TOKENS (one shared parallel region) and above
+ * (sgemm), with 1 and 2 threads (its split of the joint rows moves with the
+ * thread count). */
+static void test_matmul_many_equals_matmuls(void) {
+    enum { K = 3, COLS = 83, NMAX = 40 };
+    const int rows[K] = {301, 97, 1037}, ns[] = {1, 2, 4, 5, 16, 32, 33, 40};
+    float *x = xmalloc(sizeof(float) * NMAX * COLS);
+    fill(x, (size_t)NMAX * COLS, 1);
+    int bad = 0;
+    const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
+    for (int d = 0; d < 3; d++) {
+        Weight w[K];
+        const Weight *pw[K];
+        float *many[K], *one[K];
+        void *wd[K];
+        for (int i = 0; i < K; i++) {
+            float *wf = xmalloc(sizeof(float) * rows[i] * COLS);
+            fill(wf, (size_t)rows[i] * COLS, 0.5f);
+            wd[i] = xmalloc(4 * (size_t)rows[i] * COLS);
+            f32_to(dts[d], wf, wd[i], (size_t)rows[i] * COLS);
+            free(wf);
+            cpu_backend.weight(&w[i], wd[i], dts[d], rows[i], COLS);
+            pw[i] = &w[i];
+            many[i] = xmalloc(sizeof(float) * NMAX * rows[i]);
+            one[i] = xmalloc(sizeof(float) * NMAX * rows[i]);
+        }
+        for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
+            for (int threads = 1; threads <= 2; threads++) {
+                omp_set_num_threads(threads);
+                cpu_backend.matmul_many(many, x, pw, K, ns[j]);
+                for (int i = 0; i < K; i++) {
+                    cpu_backend.matmul(one[i], x, &w[i], ns[j]);
+                    bad += memcmp(one[i], many[i], sizeof(float) * ns[j] * rows[i]) != 0;
+                }
+            }
+        for (int i = 0; i < K; i++) {
+            cpu_backend.weight_release(&w[i]);
+            free(wd[i]); free(many[i]); free(one[i]);
+        }
+    }
+    omp_set_num_threads(2);
+    CHECK(bad == 0, "%d products of matmul_many differ from matmul", bad);
+    free(x);
+}
+
 /* The harness must catch a wrong kernel: break one op at a time. */
 static void matmul_off_by_one(float *out, const float *x, const Weight *w, int n) {
     cpu_backend.matmul(out, x, w, n);
     out[(size_t)n * w->rows - 1] += 0.01f;
+}
+static void many_skips_last(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    cpu_backend.matmul_many(outs, x, ws, count - 1, n);   /* the last weight's product left undone */
 }
 static void attention_unmasked(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
                                const uint8_t *mask, int nh, int nkv, int hd) {
@@ -73,6 +122,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken.matmul = matmul_off_by_one;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "broken matmul not caught");
     broken = cpu_backend;
+    broken.matmul_many = many_skips_last;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "matmul_many leaving a product undone not caught");
+    broken = cpu_backend;
     broken.attention = attention_unmasked;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "attention ignoring the tree mask not caught");
     broken = cpu_backend;
@@ -84,6 +136,7 @@ int main(void) {
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);
+    RUN(test_matmul_many_equals_matmuls);
     RUN(test_harness_catches_wrong_kernels);
     return h_done();
 }

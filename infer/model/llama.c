@@ -152,9 +152,9 @@ void layer_scratch_free(const Backend *be, LayerScratch *s) {
 void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
                            KVCache *kv, int kv_layer, LayerScratch *s, const float *in, float *x, int n,
                            const int *pos, const uint8_t *mask, int n_past) {
-    be->matmul(s->q, in, &l->wq, n);
-    be->matmul(s->k, in, &l->wk, n);
-    be->matmul(s->v, in, &l->wv, n);
+    float *qkv[3] = {s->q, s->k, s->v};
+    const Weight *wqkv[3] = {&l->wq, &l->wk, &l->wv};
+    be->matmul_many(qkv, in, wqkv, 3, n);
     be->rope(s->q, pos, n, c->heads, c->head_dim, inv_freq);
     be->rope(s->k, pos, n, c->kv_heads, c->head_dim, inv_freq);
     be->kv_write(kv, kv_layer, n_past, s->k, s->v, n);
@@ -166,8 +166,9 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
 void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
     const size_t h = c->hidden;
     be->rmsnorm(s->xb, x, &l->ffn_norm, n, c->rms_eps);
-    be->matmul(s->gate, s->xb, &l->gate, n);
-    be->matmul(s->up, s->xb, &l->up, n);
+    float *gu[2] = {s->gate, s->up};
+    const Weight *wgu[2] = {&l->gate, &l->up};
+    be->matmul_many(gu, s->xb, wgu, 2, n);
     be->swiglu(s->gate, s->up, (size_t)n * c->intermediate);
     be->matmul(s->xb, s->gate, &l->down, n);
     be->add(x, s->xb, n * h);

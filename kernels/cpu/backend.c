@@ -82,6 +82,7 @@ const Backend cpu_backend = {
     .weight_release = cpu_weight_release,
     .embed = cpu_embed,
     .matmul = cpu_matmul,
+    .matmul_many = cpu_matmul_many,
     .add_bias = cpu_add_bias,
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,

@@ -71,6 +71,7 @@ void cpu_weight_row(const Weight *w, int64_t r, float *out);
 
 void cpu_embed(float *out, const Weight *table, const int *tokens, int n);
 void cpu_matmul(float *out, const float *x, const Weight *w, int n);
+void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
 void cpu_add_bias(float *x, const Weight *b, int n);
 void cpu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps);
 void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);

@@ -535,6 +535,7 @@ extern "C" const Backend cuda_backend = {
     .weight_release = cu_weight_release,
     .embed = cu_embed,
     .matmul = cu_matmul,
+    .matmul_many = cu_matmul_many,
     .add_bias = cu_add_bias,
     .rmsnorm = cu_rmsnorm,
     .rope = cu_rope,

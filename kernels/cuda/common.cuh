@@ -96,6 +96,7 @@ static inline unsigned cu_blocks(size_t n, unsigned threads) {
 /* ---- ops, one file per family -------------------------------------------- */
 void cu_embed(float *out, const Weight *table, const int *tokens, int n);
 void cu_matmul(float *out, const float *x, const Weight *w, int n);
+void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
 void cu_add_bias(float *x, const Weight *b, int n);
 void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps);
 void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);

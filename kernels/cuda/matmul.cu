@@ -313,6 +313,12 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
     else gemm_split<__half>(out, x, w, CUDA_R_16F, n);
 }
 
+/* One launch per weight for now; a grouped kernel (the rows of every weight
+ * in one grid) is the step that saves launches (docs/cuda.md). */
+void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    for (int i = 0; i < count; i++) cu_matmul(outs[i], x, ws[i], n);
+}
+
 /* ---- embedding gather and bias --------------------------------------------------- */
 __global__ void embed_kernel(float *__restrict__ out, const void *__restrict__ table, int dt,
                              const int *__restrict__ tokens, int cols) {
