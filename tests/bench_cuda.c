@@ -10,7 +10,8 @@
  *    expansion, and 60, a verified EAGLE-2 tree), the real model whose
  *    checkpoint does not travel to the GPU machine in one call.
  * Without a GPU (or a CUDA build) it says so and measures nothing.
- * Usage: build/tests/bench_cuda [layers] (default 16; fewer for a quick look).
+ * Usage: build/tests/bench_cuda [layers] (of the 1B shape; default 16, fewer for a
+ * quick look).
  * C2T_CUDA_FAST_GEMM=1 measures the rounded-activation GEMM path,
  * C2T_CUDA_TILED_MAX=0 the split GEMM where the tiled kernel would run. */
 #include "infer/model/llama.h"

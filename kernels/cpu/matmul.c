@@ -159,8 +159,7 @@ static void matmul_few(float *out, const float *x, const Weight *w, int n) {
  * SmolLM2 (2-vCPU Xeon, 2026-11-26): q/k/v and gate/up this way, decode
  * 74.8-75.8 -> 83.1-83.8 tok/s.  (Handing out 32-128-row chunks of one
  * weight on demand instead of halves was slower, 57-65 tok/s: the streams
- * break up.)  Each sum is the
- * one matmul_few computes. */
+ * break up.)  Each sum is the one matmul_few computes. */
 void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
     if (n > FEW_TOKENS) {
         for (int i = 0; i < count; i++) cpu_matmul(outs[i], x, ws[i], n);
