@@ -374,6 +374,10 @@ EVAL_STEPS = 4   # held-out agreement of the head's first EVAL_STEPS unrolled st
 def stage_eagle(args, out, st):
     target, _ = load_target()
     rows = load_rows("train")
+    if args.eagle_rows_frac < 1:   # a data-scaling point: a seeded share of the answers
+        keep = torch.randperm(len(rows), generator=torch.Generator().manual_seed(args.seed))
+        rows = [rows[i] for i in sorted(keep[:round(len(rows) * args.eagle_rows_frac)].tolist())]
+        log(f"eagle: {len(rows)} of the training answers (--eagle-rows-frac {args.eagle_rows_frac})")
     c = eagle_config(target.config)
     torch.manual_seed(args.seed + 1)
     head = EagleHead(c)
@@ -394,7 +398,9 @@ def stage_eagle(args, out, st):
         loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
         return loss, top1
 
-    rec = train_loop("eagle", head, rows, args, m, loss_fn, args.seed + 1)
+    # a share of the answers trains from its own checkpoint, not the full run's
+    name = "eagle" if args.eagle_rows_frac >= 1 else f"eagle_frac{args.eagle_rows_frac:g}"
+    rec = train_loop(name, head, rows, args, m, loss_fn, args.seed + 1)
     d = out / "eagle"
     d.mkdir(parents=True, exist_ok=True)
     from safetensors.torch import save_file
@@ -908,6 +914,8 @@ def main():
     ap.add_argument("--eagle-epochs", type=int, default=EAGLE["epochs"])
     ap.add_argument("--eagle-unroll", type=int, default=EAGLE["unroll"],
                     help="train the head on its own predictions up to this depth (1: EAGLE-1's recipe)")
+    ap.add_argument("--eagle-rows-frac", type=float, default=1.0,
+                    help="train the head on this share of the answers (a data-scaling point; write it to another --out)")
     ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])
     ap.add_argument("--eagle3-epochs", type=int, default=E3["epochs"])
     ap.add_argument("--eagle3-length", type=int, default=E3["length"],
