@@ -56,7 +56,8 @@ static void bench_write_model(char *dir, const BenchShape *sh, int layers) {
                "\"vocab_size\":%d,\"rms_norm_eps\":1e-5,\"tie_word_embeddings\":true,"
                "\"torch_dtype\":\"bfloat16\",%s}\n",
             sh->hidden, sh->ffn, layers, sh->heads, sh->kv_heads, sh->vocab,
-            sh->llama3_rope ? "\"max_position_embeddings\":131072,\"rope_theta\":500000.0,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,"
+            sh->llama3_rope ? "\"max_position_embeddings\":131072,\"rope_theta\":500000.0,"
+                              "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":32.0,"
                               "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
                               "\"original_max_position_embeddings\":8192}"
                             : "\"max_position_embeddings\":8192,\"rope_theta\":100000.0");

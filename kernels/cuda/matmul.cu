@@ -65,7 +65,10 @@ template <> struct Ld<__nv_bfloat16> {
         const uint4 u = __ldg((const uint4 *)p);   /* a BF16 is the top half of its F32 */
         const unsigned v[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-        for (int i = 0; i < 4; i++) { o[2 * i] = __uint_as_float(v[i] << 16); o[2 * i + 1] = __uint_as_float(v[i] & 0xffff0000u); }
+        for (int i = 0; i < 4; i++) {
+            o[2 * i] = __uint_as_float(v[i] << 16);
+            o[2 * i + 1] = __uint_as_float(v[i] & 0xffff0000u);
+        }
     }
 };
 
@@ -207,7 +210,8 @@ static void tiled(float *out, const float *x, const WT *w, int R, int C, int n) 
     int token_groups = 1;   /* a power of two: the block's warps split evenly */
     while (token_groups < TILE_WARPS && token_groups * TILE_TOK < n) token_groups *= 2;
     const int row_groups = TILE_WARPS / token_groups;
-    const dim3 grid(cu_blocks(R, TILE_R * row_groups), (unsigned)((n + token_groups * TILE_TOK - 1) / (token_groups * TILE_TOK)));
+    const int per_block = token_groups * TILE_TOK;
+    const dim3 grid(cu_blocks(R, TILE_R * row_groups), (unsigned)((n + per_block - 1) / per_block));
     if (vec) tiled_kernel<WT, true><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
     else tiled_kernel<WT, false><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
 }
