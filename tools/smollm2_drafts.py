@@ -10,14 +10,20 @@ them to data/smollm2/:
   prompts/ the instruction prompts, in question.jsonl form: train.jsonl (the
            target's answers to these are the training data), collect.jsonl (for
            spec-collect traces: the classifier's training data) and heldout.jsonl
-           (the held-out figures below); none comes from the six benchmarks,
-           see tools/smollm2_prompts.py for the sources
+           (the held-out figures below), self.jsonl (prompts the target wrote
+           itself, --self-prompts, trained on with train.jsonl's); none comes
+           from the six benchmarks, see tools/smollm2_prompts.py for the sources
 
 Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
 
   prompts  build the prompt sets (seeded; keeps existing files, which are the
            reference: the sources are this machine's apt lists and Python docs)
-  answers  the target answers every train/heldout prompt greedily with llama.cpp
+  selfask  with --self-prompts N: the target lists topics within broad subjects
+           and writes questions about them (llama.cpp, greedy); N prompts from
+           its questions and from templates about its topics -> prompts/self.jsonl
+           (kept when it exists, like the other prompt files)
+  answers  the target answers every train/heldout prompt (and the first N
+           self-written ones) greedily with llama.cpp
            (tools/llama_greedy.c, built against tools/llamacpp.sh's libllama:
            continuous batching of --gen-batch sequences on the BF16 GGUF of the
            same weights; SmolLM2's chat template with its default system prompt,
@@ -68,6 +74,7 @@ SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 IM_END = 2
 VOCAB = 49152     # SmolLM2 (config vocab_size)
 SPLITS = ("train", "heldout")
+SELF_FIRST_ID = 100000   # question ids of prompts/self.jsonl: apart from train.jsonl's
 
 
 def chatml(turns, answers):
@@ -124,6 +131,66 @@ def stage_prompts(args, out, st):
     st["prompts"] = {k: dict(n=len(v), categories=dict(Counter(q["category"] for q in v)),
                              second_turns=sum(len(q["turns"]) > 1 for q in v)) for k, v in parts.items()}
     log(f"prompts: {st['prompts']}")
+
+
+def run_greedy(name, requests, args, max_new):
+    """The target's greedy answers (text) to requests, each a first turn with the chat
+    template: llama_greedy into WORK/<name>.out under keys made from the request's
+    text, so a rerun (or a changed request list) answers only what it has not."""
+    import hashlib
+    import subprocess
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(str(TARGET))
+    exe, gguf = llama_greedy()
+    key = {r: hashlib.sha1(r.encode()).hexdigest()[:16] for r in requests}
+    inp, outp = WORK / f"{name}.in", WORK / f"{name}.out"
+    with open(inp, "w") as f:
+        for r, k in key.items():
+            ids = tok(chatml([r], []), add_special_tokens=False).input_ids
+            f.write(f"{k} {len(ids)} {' '.join(map(str, ids))}\n")
+    log(f"{name}: {len(key)} requests, llama.cpp, {args.gen_batch} sequences at a time")
+    subprocess.run([str(exe), str(gguf), str(inp), str(outp), "--parallel", str(args.gen_batch),
+                    "--max-new", str(max_new), "--threads", str(args.threads)], check=True)
+    got = {}
+    with open(outp) as f:
+        for line in f:
+            k, _fin, _nf, _off, _n, *ans = line.split()
+            got[k] = tok.decode([int(a) for a in ans]).removesuffix("<|im_end|>")
+    return {r: got.get(k, "") for r, k in key.items()}
+
+
+def stage_selfask(args, out, st):
+    """Prompts the target writes itself (tools/smollm2_prompts.py, "self-written
+    prompts"): topics within broad subjects, then questions about them, then
+    prompts/self.jsonl. Kept when it exists unless --new-prompts is given."""
+    path = out / "prompts" / "self.jsonl"
+    if not args.self_prompts:
+        return
+    if path.exists() and not args.new_prompts:
+        log(f"selfask: keeping {path} (--new-prompts writes new ones)")
+        return
+    import random
+    rng = random.Random(args.seed + 7)
+    reqs = smollm2_prompts.topic_requests()
+    lists = run_greedy("selfask_topics", reqs, args, 160)
+    topics, seen = [], set()
+    for r in reqs:
+        for t in smollm2_prompts.parse_list(lists[r]):
+            if t.lower() not in seen:
+                seen.add(t.lower())
+                topics.append(t)
+    qreq = smollm2_prompts.question_requests(topics, args.self_prompts // 2 + args.self_prompts // 4, rng)
+    asked = run_greedy("selfask_questions", [r for _, r in qreq], args, 60)
+    questions = [(c, q) for c, r in qreq if (q := smollm2_prompts.parse_question(asked[r]))]
+    prompts = smollm2_prompts.self_prompts(topics, questions, args.self_prompts, rng, SELF_FIRST_ID)
+    with open(path, "w", encoding="utf-8") as f:
+        for q in prompts:
+            f.write(json.dumps(q, ensure_ascii=False) + "\n")
+    from collections import Counter
+    st["selfask"] = dict(subjects=len(smollm2_prompts.SUBJECTS), topic_requests=len(reqs), topics=len(topics),
+                         question_requests=len(qreq), questions=len(questions), prompts=len(prompts),
+                         categories=dict(Counter(q["category"] for q in prompts)))
+    log(f"selfask: {st['selfask']}")
 
 
 def read_jsonl(p):
@@ -185,6 +252,8 @@ def stage_answers(args, out, st):
     for split in ("heldout", "train"):   # held-out first: its figures need only it
         qs = read_jsonl(out / "prompts" / f"{split}.jsonl")
         jobs += [(split, q) for q in (qs[:args.answer_prompts] if split == "train" else qs)]
+    if args.self_prompts:   # the target's own prompts train with the rest (split "train")
+        jobs += [("train", q) for q in read_jsonl(out / "prompts" / "self.jsonl")[:args.self_prompts]]
     import subprocess
     first = {}
     for turn in range(args.turns):
@@ -398,8 +467,8 @@ def stage_eagle(args, out, st):
         loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
         return loss, top1
 
-    # a share of the answers trains from its own checkpoint, not the full run's
-    name = "eagle" if args.eagle_rows_frac >= 1 else f"eagle_frac{args.eagle_rows_frac:g}"
+    # each training set (a share of the answers, the self-written prompts) has its own checkpoint
+    name = f"eagle_{len(rows)}rows"
     rec = train_loop(name, head, rows, args, m, loss_fn, args.seed + 1)
     d = out / "eagle"
     d.mkdir(parents=True, exist_ok=True)
@@ -523,7 +592,7 @@ def stage_eagle3(args, out, st):
         loss, _, accs = e3.unrolled_loss(model, embed, ids, feat, e3_labels(ids, answer), col, m["length"])
         return loss, accs + [float("nan")] * (m["length"] - len(accs))
 
-    rec = train_loop("eagle3", head, rows, args, m, loss_fn, args.seed + 3)
+    rec = train_loop(f"eagle3_{len(rows)}rows", head, rows, args, m, loss_fn, args.seed + 3)
     d = E3_DIR
     sd = e3.save_head(d, head, c, used, VOCAB)
     rec.update(parameters=sum(v.numel() for k, v in sd.items() if k not in ("d2t", "t2d")),
@@ -616,7 +685,7 @@ def stage_draft(args, out, st):
         loss = (1 - m["kd_w"]) * F.cross_entropy(z, want) + m["kd_w"] * SoftCrossEntropy.apply(z, p)
         return loss, (z.argmax(-1) == want).float().mean().item()
 
-    rec = train_loop("draft", draft, rows, args, m, loss_fn, args.seed + 2)
+    rec = train_loop(f"draft_{len(rows)}rows", draft, rows, args, m, loss_fn, args.seed + 2)
     d = out / "draft"
     draft = draft.to(torch.bfloat16)
     draft.config.torch_dtype = torch.bfloat16
@@ -748,6 +817,7 @@ def stage_readme(args, out, st):
     if "longest_answer" not in st["answers"]["train"]:
         st["answers"] = answer_stats(ANSWERS)
     P, A, E, D, V, C = st["prompts"], st["answers"], st["eagle"], st["draft"], st["eval"], st["counts"]
+    S = st.get("selfask") if args.self_prompts else None
     secs = st.get("seconds", {})
     cats = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
     rows = "\n".join(f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |"
@@ -765,7 +835,7 @@ Trained on the CPU by `tools/smollm2_drafts.py` for the target that `make smollm
 Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(v for k, v in secs.items() if k in DEFAULT_STAGES))} on 2 cores):
 
     make smollm2 && python3 tools/smollm2_drafts.py --out data/smollm2 --seed {args.seed} \\
-        --answer-prompts {args.answer_prompts} --max-new {args.max_new} --turns {args.turns} \\
+        --answer-prompts {args.answer_prompts}{f" --self-prompts {args.self_prompts}" if args.self_prompts else ""} --max-new {args.max_new} --turns {args.turns} \\
         --eagle-epochs {args.eagle_epochs} --eagle-unroll {args.eagle_unroll} --draft-epochs {args.draft_epochs}
 
 Trained {time.strftime('%Y-%m-%d')} with seed {args.seed}; torch {torch.__version__}, transformers
@@ -781,13 +851,25 @@ documentation"), Python's help topics, arithmetic word problems from templates, 
 tasks about package descriptions; a fifth get a second turn (a follow-up such as "Make your answer
 shorter"). The committed files in `prompts/` are the reference: the generator reads the machine's apt
 lists and Python documentation, so another machine builds other prompts from the same seed; the prompts
-stage keeps existing files unless `--new-prompts` is given.
+stage keeps existing files unless `--new-prompts` is given.""" + (f"""
+
+Prompts the target wrote itself (`prompts/self.jsonl`, stage `selfask`, `--self-prompts {S['prompts']}`): the
+prompts above are mostly about software, so to cover the rest of what people ask an assistant the target
+was asked for topics within {S['subjects']} broad subjects (astronomy, world history, cooking, parenting, music,
+...; three requests each, "List 12 specific topics within ...", {S['topics']:,} distinct topics parsed from its
+lists), then for a question about {S['question_requests']} of those topics ("Write one interesting question
+... Reply with the question only"; {S['questions']} usable questions came back); half the prompts are its
+questions, the rest writing, roleplay ("Pretend you are a tour guide. <one of its questions>") and
+explanation prompts from templates about its topics. Only the subject names and the templates are ours
+(`tools/smollm2_prompts.py`, "self-written prompts"); all of them are first turns. Categories:
+{cats(S['categories'])}.""" if S else "") + """
 
 | set | prompts | second turns | categories |
 |---|---|---|---|
-""" + "\n".join(f"| `prompts/{k}.jsonl` | {v['n']} | {v['second_turns']} | {cats(v['categories'])} |" for k, v in P.items()) + f"""
+""" + "\n".join(f"| `prompts/{k}.jsonl` | {v['n']} | {v['second_turns']} | {cats(v['categories'])} |" for k, v in P.items()) + (
+    f"\n| `prompts/self.jsonl` | {S['prompts']} | 0 | {cats(S['categories'])} |" if S else "") + f"""
 
-The target answered {A['train']['sequences'] - A['train']['second_turns']} train prompts and every held-out prompt greedily, first turns and then
+The target answered {A['train']['sequences'] - A['train']['second_turns']} train prompts{f" ({args.answer_prompts} from train.jsonl, {args.self_prompts} of its own)" if S else ""} and every held-out prompt greedily, first turns and then
 second turns with the first answer in the context ({sum(A[k]['second_turns'] for k in SPLITS)} second turns), with SmolLM2's chat template and its
 default system prompt, at most {args.max_new} new tokens per turn. Generation ran in llama.cpp
 (`tools/llama_greedy.c`: {args.gen_batch} sequences decoded together, on the BF16 GGUF that holds the same
@@ -888,7 +970,7 @@ calibration error **{V['eagle3_calibration']['ece']}**.
 
 # --------------------------------------------------------------------------- main
 
-STAGES = {"prompts": stage_prompts, "answers": stage_answers, "counts": stage_counts, "eagle": stage_eagle,
+STAGES = {"prompts": stage_prompts, "selfask": stage_selfask, "answers": stage_answers, "counts": stage_counts, "eagle": stage_eagle,
           "features3": stage_features3, "eagle3": stage_eagle3, "draft": stage_draft,
           "eval": stage_eval, "readme": stage_readme}
 
@@ -908,6 +990,8 @@ def main():
     ap.add_argument("--new-prompts", action="store_true",
                     help="let the prompts stage replace existing prompt files (they differ from machine to machine)")
     ap.add_argument("--answer-prompts", type=int, default=600, help="answer the first N train prompts")
+    ap.add_argument("--self-prompts", type=int, default=0,
+                    help="prompts the target writes itself (stage selfask), answered and trained on with the rest")
     ap.add_argument("--turns", type=int, default=1, help="answer up to this many turns of a prompt")
     ap.add_argument("--gen-batch", type=int, default=32, help="sequences llama.cpp decodes together")
     ap.add_argument("--max-new", type=int, default=192)

@@ -193,3 +193,122 @@ def make_prompts(n, seed):
             turns.append(rng.choice(FOLLOW_UPS))
         out.append({"question_id": len(out), "category": cat, "turns": turns})
     return out
+
+
+# --------------------------------------------------------------------------- self-written prompts
+# The package and docstring prompts above are mostly about software.  To cover
+# the rest of what people ask an assistant (science, history, everyday life,
+# the arts, roleplay, opinion), the target writes prompts itself, in two rounds
+# (tools/smollm2_drafts.py, stage "selfask"): it lists topics within broad
+# subjects, then writes a question about some of those topics; the rest become
+# writing, roleplay and explanation prompts from templates.  Only the subject
+# names and the templates below are ours.
+
+SUBJECTS = [
+    "astronomy", "biology", "chemistry", "physics", "geology", "ecology", "medicine", "nutrition",
+    "psychology", "sociology", "economics", "personal finance", "world history", "ancient civilizations",
+    "medieval Europe", "the history of science", "geography", "politics", "law", "philosophy", "ethics",
+    "religion", "mythology", "literature", "poetry", "film", "music", "painting", "architecture",
+    "photography", "cooking", "gardening", "sports", "travel", "fashion", "education", "parenting",
+    "careers", "business management", "marketing", "entrepreneurship", "engineering", "transportation",
+    "energy", "climate", "agriculture", "oceans", "animals", "mathematics", "statistics", "linguistics",
+    "languages", "the internet", "artificial intelligence", "video games", "board games", "health and fitness",
+    "mental health", "home repair", "pets", "space exploration", "inventions", "famous scientists",
+]
+TOPIC_ASKS = [
+    "List 12 specific topics within {s}. Write one topic per line, with no numbering and no explanations.",
+    "List 12 things a beginner should learn about {s}, one short phrase per line, with no numbering.",
+    "Name 12 famous people, places, events or ideas connected to {s}. One per line, no numbering, "
+    "no explanations.",
+]
+QUESTION_ASKS = [
+    ("qa", "Write one interesting question that a curious student might ask about {t}. "
+           "Reply with the question only."),
+    ("qa", "Write a question about {t} that needs a detailed answer. Reply with the question only."),
+    ("reasoning", "Write a tricky question about {t} that needs careful reasoning to answer. "
+                  "Reply with the question only."),
+    ("advice", "Write a question a person might ask an assistant for advice about {t}. "
+               "Reply with the question only."),
+]
+ROLES = ["a tour guide", "a museum curator", "a detective", "a chef", "a ship's captain", "a science teacher",
+         "a medieval knight", "a sports coach", "a doctor", "a journalist", "a librarian", "a park ranger",
+         "an astronaut", "a famous novelist", "a startup founder", "a historian", "a wise old farmer",
+         "a radio host", "a travel blogger", "a personal trainer"]
+EXPLAINS = ["Explain {t} in simple terms.", "What are the pros and cons of {t}?", "Why does {t} matter?",
+            "Describe the history of {t} in a few paragraphs.", "Give five surprising facts about {t}.",
+            "Compare {t} and {u}: how are they alike and how do they differ?",
+            "What are common misconceptions about {t}?", "Write a step-by-step guide to getting started with {t}."]
+
+
+def topic_requests():
+    """Round one: requests for topics within each subject."""
+    return [ask.format(s=s) for s in SUBJECTS for ask in TOPIC_ASKS]
+
+
+def parse_list(text):
+    """One topic per line of the target's list: bullets and numbers stripped, a
+    trailing explanation after a colon or dash dropped, 4-60 characters with a
+    letter kept."""
+    out = []
+    for line in text.splitlines():
+        t = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip()
+        t = re.split(r"\s*(?::|\s-\s|\s–\s)\s*", t)[0].strip().strip("*").strip()
+        if (4 <= len(t) <= 60 and re.search(r"[a-z]{3}", t) and not t.endswith(("?", ":", "."))
+                and not re.match(r"(?i)(here|sure|these|i |the \d)", t)):
+            out.append(t)
+    return out
+
+
+def question_requests(topics, n, rng):
+    """Round two: (category, request) asking the target for a question about n topics."""
+    return [(c, a.format(t=t)) for t in rng.sample(topics, min(n, len(topics))) for c, a in [rng.choice(QUESTION_ASKS)]]
+
+
+# the small target often wraps its question ("What a wonderful question! A student
+# might ask: \"...?\"") or answers with chat instead of a question
+NOT_A_QUESTION = re.compile(r"(?i)(you like to ask|here to help|how about|what a (?:wonderful|delightful|great)|"
+                            r"i'd be|comes to mind|\basking\b|can i help|your question)")
+
+
+def parse_question(text):
+    """The target's question: the quoted question in its first line that has one,
+    else that line's last sentence ending with a question mark; 15-300 characters,
+    None when there is none or it is chat rather than a question."""
+    for line in text.splitlines():
+        if "?" not in line:
+            continue
+        quoted = re.findall(r"[\"“]([^\"“”]{10,}?\?)", line)
+        if quoted:
+            q = quoted[-1]
+        else:
+            parts = [x for x in re.split(r"(?<=[.!?])\s+", line) if x.endswith("?")]
+            q = parts[-1] if parts else ""
+        q = re.sub(r"(?i)^\s*(?:question\s*:\s*|[-*]\s*)", "", q).strip().strip("*").strip()
+        if 15 <= len(q) <= 300 and not NOT_A_QUESTION.search(q) and q[0].isupper():
+            return q
+    return None
+
+
+def self_prompts(topics, questions, n, rng, first_id):
+    """n prompts: the target's own questions (about half), then writing, roleplay and
+    explanation prompts from the templates above, each about a topic it listed."""
+    out, seen = [], set()
+
+    def add(cat, text):
+        if text not in seen and len(out) < n:
+            seen.add(text)
+            out.append({"question_id": first_id + len(out), "category": cat, "turns": [text]})
+
+    for cat, q in questions[:n // 2]:
+        add(cat, q)
+    while len(out) < n:
+        t, u = rng.sample(topics, 2)
+        r = rng.random()
+        if r < 0.35:
+            add("writing", f"Write {rng.choice(WRITING)} about {t}.")
+        elif r < 0.6:
+            q = rng.choice(questions)[1] if questions else f"Tell me about {t}."
+            add("roleplay", f"Pretend you are {rng.choice(ROLES)}. {q}")
+        else:
+            add("explain", rng.choice(EXPLAINS).format(t=t, u=u))
+    return out
