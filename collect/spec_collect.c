@@ -7,6 +7,7 @@
  *   spec-collect merge OUT.h5 IN.h5 ... */
 #include "collect/trace.h"
 #include "infer/cli.h"
+#include "infer/model/safetensors.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
 #include <signal.h>
@@ -112,6 +113,19 @@ static int cmd_merge(int argc, char **argv) {
     return 0;
 }
 
+/* Identity of a checkpoint's weights (FNV-1a over its weight files): a head
+ * retrained in place keeps its path and config.json, and a resume must not
+ * append its trees to the old head's. */
+static int weights_hash_hex(const char *dir, char out[17]) {
+    SafeTensors *st = st_open(dir);
+    if (!st) return -1;
+    uint64_t h = FNV1A_START;
+    for (int i = 0; i < st->nfiles; i++) h = fnv1a(st->files[i].map, st->files[i].size, h);
+    st_close(st);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
 /* Settings that must agree between a file and a --resume of it. */
 typedef struct { const char *key; char value[1024]; } Setting;
 
@@ -198,6 +212,9 @@ int main(int argc, char **argv) {
     SET("draft", "%s", cfg.draft_dir);
     SET("draft_kind", "%s", draft_kind_name(s.draft));
     SET("draft_config_hash", "%s", s.draft->config_hash);
+    char draft_weights[17];
+    if (weights_hash_hex(cfg.draft_dir, draft_weights)) die_err(prog);
+    SET("draft_weights_hash", "%s", draft_weights);
     SET("draft_vocab", "%d", s.draft->Vd);
     SET("tokenizer", "%s", tokenizer_path(s.tok));
     SET("template", "%s", chat_template_name(s.tmpl));

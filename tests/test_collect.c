@@ -306,6 +306,31 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "exists");
 }
 
+/* A head retrained in place keeps its path and config.json: a resume with
+ * other weights is refused, naming draft_weights_hash, where the same
+ * weights resume (a finished file: nothing to add). */
+static void test_resume_refuses_other_weights(void) {
+    char head[256], out[256], err[4096];
+    snprintf(head, sizeof head, "%s/head", dir);
+    snprintf(out, sizeof out, "%s/weights.h5", dir);
+    int rc = run_cmd(err, sizeof err, "cp -r data/demo/eagle %s", head);
+    REQUIRE(rc == 0, "copying the demo head: %s", err);
+    const char *args = "--topk 3 --depth 3 --max-questions 1";
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft %s %s --out %s", bin_dir(), qfile, head, args, out);
+    REQUIRE(rc == 0, "collection with the copied head: %s", err);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft %s %s --out %s --resume", bin_dir(), qfile, head, args, out);
+    CHECK(rc == 0, "resume with the same weights: %s", err);
+    char w[300];
+    snprintf(w, sizeof w, "%s/model.safetensors", head);
+    FILE *f = fopen(w, "r+b");
+    REQUIRE(f && fseek(f, -1, SEEK_END) == 0, "cannot open %s", w);
+    int last = fgetc(f);
+    REQUIRE(last != EOF && fseek(f, -1, SEEK_END) == 0 && fputc(last ^ 1, f) != EOF && fclose(f) == 0,
+            "cannot change the last byte of %s", w);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft %s %s --out %s --resume", bin_dir(), qfile, head, args, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "draft_weights_hash");
+}
+
 /* ---- write faults ---- */
 
 /* The fault shim (tests/fault_write.c) beside the test binaries of this
@@ -459,6 +484,7 @@ int main(void) {
     RUN(test_demo_labels_follow_ar);
     RUN(test_eagle3_labels_follow_ar);
     RUN(test_kill_and_resume_equals_uninterrupted);
+    RUN(test_resume_refuses_other_weights);
     RUN(test_write_faults_then_resume);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_topm_entropy_bound);

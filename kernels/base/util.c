@@ -105,14 +105,19 @@ char *path_join(const char *dir, const char *name) {
     return p;
 }
 
+uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
 int file_hash_hex(const char *path, char out[17]) {
     FILE *f = fopen(path, "rb");
     if (!f) { err_set("%s: cannot open: %s", path, strerror(errno)); return -1; }
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = FNV1A_START;
     unsigned char buf[1 << 16];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < n; i++) { h ^= buf[i]; h *= 1099511628211ULL; }
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) h = fnv1a(buf, n, h);
     fclose(f);
     snprintf(out, 17, "%016llx", (unsigned long long)h);
     return 0;

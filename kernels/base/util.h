@@ -50,6 +50,9 @@ int file_exists(const char *path);
 char *path_join(const char *dir, const char *name);
 /* FNV-1a 64 of a file's bytes, as 16 hex digits (config identities). */
 int file_hash_hex(const char *path, char out[17]);
+/* FNV-1a 64 of n bytes, continuing from h (FNV1A_START for a new hash). */
+#define FNV1A_START 1469598103934665603ULL
+uint64_t fnv1a(const void *data, size_t n, uint64_t h);
 
 double now_seconds(void);
 
