@@ -541,9 +541,12 @@ def load_rows3(split):
     """load_rows, with each row's feature the E3_LAYERS inputs (stage features3)."""
     rows = []
     for p in sorted(ANSWERS.glob("t*_*.pt")):
+        shard = torch.load(p)
+        if not any(r["split"] == split for r in shard):
+            continue
         if not (FEAT3 / p.name).exists():
             raise SystemExit(f"smollm2_drafts: {FEAT3 / p.name} is missing: run --stages features3")
-        for r, f in zip(torch.load(p), torch.load(FEAT3 / p.name)):
+        for r, f in zip(shard, torch.load(FEAT3 / p.name)):
             if r["split"] == split:
                 assert f.shape[0] == len(r["ids"]), f"{FEAT3 / p.name}: {r['qid']} length differs"
                 r["feat"] = f
@@ -784,6 +787,7 @@ def eagle3_section(st):
     if not E:
         return ""
     V = st.get("eval", {})
+    same = E["train_tokens"] == st["eagle"]["train_tokens"]
     return f"""
 ## EAGLE-3 head (not shipped; `--stages features3,eagle3` writes it to `models/smollm2-eagle3/`)
 
@@ -805,7 +809,9 @@ betas (0.9, 0.95), value clipping {E['clip_value']}, lr {E['lr']} with {E['warmu
 inputs come from transformers (FP32 compute on the BF16 weights; stage `features3`), stored BF16.
 Final training top-1 (EMA) per step {"/".join(map(str, E['final_step_top1_ema']))}.
 
-It is not shipped: on this data it is no better than the EAGLE head above, at
+It is not shipped: """ + ("on this data it is no better than the EAGLE head above" if same else
+    f"trained on fewer answers than the EAGLE head above ({E['train_tokens']:,} tokens against "
+    f"{st['eagle']['train_tokens']:,}), and on the same answers no better than the EAGLE head was (see the notes)") + f""", at
 {E['bytes'] / st['eagle']['bytes']:.1f} times its size. Held-out top-1 {V.get('eagle3_top1', 0):.1%} against {V.get('eagle_top1', 0):.1%} at depth 1 (per depth
 below); τ on mt_bench in the notes at the end.
 """
