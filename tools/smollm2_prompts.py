@@ -11,6 +11,9 @@ that is on this machine and unrelated to the six benchmarks in ../shared:
   math     arithmetic word problems from templates with random names and numbers
   writing  short writing tasks (story, poem, email, ...) about subjects drawn
            from the package descriptions
+  self     prompts the target writes itself about topics it lists within broad
+           subjects (see "self-written prompts" below; stage selfask of
+           tools/smollm2_drafts.py, prompts/self.jsonl)
 
 A fifth of the prompts get a second turn (a follow-up such as "Make it shorter"),
 so that multi-turn contexts are seen in training too. Everything is drawn with
@@ -247,8 +250,8 @@ def topic_requests():
 
 def parse_list(text):
     """One topic per line of the target's list: bullets and numbers stripped, a
-    trailing explanation after a colon or dash dropped, 4-60 characters with a
-    letter kept."""
+    trailing explanation after a colon or dash dropped; 4-60 characters with a
+    word in them kept."""
     out = []
     for line in text.splitlines():
         t = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip()
