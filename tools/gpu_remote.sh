@@ -37,6 +37,19 @@
 #                tools/smollm2_eval.sh on the GPU (COLLECT_Q, EVAL_Q,
 #                LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1 adds
 #                ar and eagle2 with recorded graphs)
+# SmolLM2's EAGLE head at GPU scale (tools/smollm2_gpu.py): the GGUF again in two
+# calls, data/ left out of the tree (the prompts travel in the first part), then
+# the pipeline runs detached, so it can outlast one call while the machine is warm:
+#   here:   tools/gpu_remote.sh pack-head   -> .gpu-head-1, .gpu-head-2; data/ moved
+#           to .gpu-hidden/ (tools/gpu_remote.sh unhide puts it back)
+#   there:  tools/gpu_remote.sh stage .gpu-head-1 [smoke]          (carry it)
+#           tools/gpu_remote.sh stage .gpu-head-2 head [SECONDS]   (carry it)
+#           tools/gpu_remote.sh head-wait [SECONDS]                (no carry)
+#     smoke      tools/smollm2_gpu.py on random weights: the GPU paths and speed
+#     head       joins and checks the GGUF, installs the gguf wheel, starts the
+#                pipeline (HEAD_ARGS adds options) and follows its log for
+#                SECONDS (570); head-wait follows it on and, once it has ended,
+#                copies its files (prompts, heads, answer sample, log) to $OUT
 # Logs go to $OUT when it is set (the device tool brings them back).
 set -u
 cd "$(dirname "$0")/.."
@@ -103,6 +116,74 @@ step_smollm2() {
             --max-new-tokens 128 --no-baseline 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tail -3
     done
     rm -f "$LOG/train_report.json"
+}
+
+pack_head() {
+    set -e
+    [ -f $SMOLLM2_GGUF ] || { echo "$SMOLLM2_GGUF absent: make smollm2 first" >&2; exit 1; }
+    W=.whl/gguf-0.19.0-py3-none-any.whl
+    [ -f $W ] || python3 -m pip download -q --no-deps --only-binary=:all: -d .whl gguf==0.19.0
+    a=.gpu-head-1 b=.gpu-head-2
+    rm -rf $a $b && mkdir -p $a $b
+    # 46 + 52 MB: the tokenizer, prompts and wheel go with the first, so a first
+    # call can smoke-test the pipeline (--gguf random) while the second part waits
+    mkdir -p $a/prompts
+    head -c 46000000 $SMOLLM2_GGUF > $a/smollm2.gguf.a
+    tail -c +46000001 $SMOLLM2_GGUF > $b/smollm2.gguf.b
+    cp $W data/smollm2/draft/tokenizer.json $a/
+    cp data/smollm2/prompts/*.jsonl data/smollm2/prompts/*.jsonl.xz $a/prompts/
+    hide_data
+    du -sh $a $b
+}
+hide_data() {
+    for p in /.gpu-hidden/ '/.gpu-head-*/' /.whl/; do
+        grep -qxF "$p" .git/info/exclude 2>/dev/null || echo "$p" >> .git/info/exclude
+    done
+    mkdir -p .gpu-hidden
+    [ ! -d data ] || mv data .gpu-hidden/
+    tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+    echo "tree without data/: $((tree / 1000000)) MB (tools/gpu_remote.sh unhide puts data/ back)"
+}
+
+step_smoke() {
+    echo "== smoke: tools/smollm2_gpu.py on random weights (answers and training paths, their speed)"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $STAGE/gguf-*.whl || return 1
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    python3 -c 'import torch, tokenizers, numpy; print("torch", torch.__version__, "tokenizers", tokenizers.__version__, "numpy", numpy.__version__)'
+    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout ${SMOKE_TIMEOUT:-150} python3 tools/smollm2_gpu.py --gguf random \
+        --tokenizer $STAGE/tokenizer.json --prompts $STAGE/prompts --work /tmp/c2t-smoke --out /tmp/c2t-smoke-out \
+        --stages answers,train --limit 4000 --max-new 64 --points 300000,1000000000 --gen-seconds 45 \
+        --total-seconds 110 2>&1 | tee "$LOG/smoke.log" | grep -v '^ *$'
+    PYTHONPATH=/tmp/site python3 -c 'import gguf; print("gguf", gguf.__file__)'
+}
+
+HEAD_LOG=/tmp/c2t-head.log
+HEAD_OUT=/tmp/c2t-head-out
+step_head() {
+    echo "== head: join and check the GGUF, start tools/smollm2_gpu.py detached"
+    cat $STAGE/smollm2.gguf.a $STAGE/smollm2.gguf.b > /tmp/smollm2.gguf || return 1
+    echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $STAGE/gguf-*.whl || return 1
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    rm -rf $HEAD_OUT
+    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 setsid nohup python3 tools/smollm2_gpu.py --gguf /tmp/smollm2.gguf \
+        --tokenizer $STAGE/tokenizer.json --prompts $STAGE/prompts --out $HEAD_OUT ${HEAD_ARGS:-} \
+        > $HEAD_LOG 2>&1 < /dev/null &
+    echo $! > /tmp/c2t-head.pid
+    follow_head "${1:-570}"
+}
+follow_head() {   # seconds: the pipeline's log until it ends or the time is up
+    end=$(( $(date +%s) + $1 ))
+    pid=$(cat /tmp/c2t-head.pid)
+    while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt $end ]; do
+        sleep 15
+        tail -1 $HEAD_LOG | tr '\r' '\n' | tail -1
+    done
+    if kill -0 "$pid" 2>/dev/null; then echo "== head: still running"; return 0; fi
+    echo "== head: ended"
+    grep -v '^\[.*/[0-9]* ' $HEAD_LOG | tail -40
+    cp $HEAD_LOG "$LOG/head.log"
+    [ -d $HEAD_OUT ] && cp $HEAD_OUT/* "$LOG/" && ls -la "$LOG"
 }
 
 # There: unpack the libraries the machine lacks, point build/ and bin/ at
@@ -219,22 +300,27 @@ hide() {
          "tools/gpu_remote.sh unhide puts data/smollm2 back"
 }
 unhide() {
+    [ ! -d .gpu-hidden/data ] || [ -e data ] || mv .gpu-hidden/data data
     [ ! -d .gpu-hidden/smollm2 ] || [ -e data/smollm2 ] || mv .gpu-hidden/smollm2 data/
     for t in .gpu-hidden/tests/*; do [ ! -f "$t" ] || mv "$t" build-gpu/tests/; done
     rmdir .gpu-hidden/tests .gpu-hidden 2>/dev/null
     git status --short data | head -3
 }
 
-[ $# -ge 1 ] || { sed -n 2,26p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,39p "$0"; exit 2; }
 if [ "$1" = pack ]; then pack; exit; fi
 if [ "$1" = hide ]; then hide; exit; fi
 if [ "$1" = unhide ]; then unhide; exit; fi
 if [ "$1" = pack-smollm2 ]; then pack_smollm2; exit; fi
+if [ "$1" = pack-head ]; then pack_head; exit; fi
+if [ "$1" = head-wait ]; then follow_head "${2:-570}"; exit; fi
 if [ "$1" = stage ]; then
     [ $# -ge 2 ] && [ -d "$2" ] || { echo "stage: no folder $2"; exit 2; }
     mkdir -p $STAGE && cp -a "$2"/. $STAGE/ && echo "staged $2: $(du -sh $STAGE | cut -f1) in $STAGE"
     shift 2
     [ $# -ge 1 ] || exit 0
+    if [ "$1" = head ]; then step_head "${2:-570}"; exit; fi
+    if [ "$1" = smoke ]; then step_smoke; exit; fi
 fi
 setup
 for s in "$@"; do

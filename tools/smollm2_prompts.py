@@ -224,6 +224,8 @@ TOPIC_ASKS = [
     "Name 12 famous people, places, events or ideas connected to {s}. One per line, no numbering, "
     "no explanations.",
 ]
+# round one and a half (tools/smollm2_gpu.py): the same kind of list about each topic found
+SUBTOPIC_ASK = "List 12 specific subtopics of {t}, one per line, with no numbering and no explanations."
 QUESTION_ASKS = [
     ("qa", "Write one interesting question that a curious student might ask about {t}. "
            "Reply with the question only."),
@@ -292,19 +294,23 @@ def parse_question(text):
     return None
 
 
-def self_prompts(topics, questions, n, rng, first_id):
+def self_prompts(topics, questions, n, rng, first_id, second_turns=0.0):
     """n prompts: the target's own questions (about half), then writing, roleplay and
-    explanation prompts from the templates above, each about a topic it listed."""
+    explanation prompts from the templates above, each about a topic it listed; a
+    second_turns share of them gets a follow-up turn from FOLLOW_UPS."""
     out, seen = [], set()
 
     def add(cat, text):
         if text not in seen and len(out) < n:
             seen.add(text)
-            out.append({"question_id": first_id + len(out), "category": cat, "turns": [text]})
+            turns = [text] + ([rng.choice(FOLLOW_UPS)] if second_turns and rng.random() < second_turns else [])
+            out.append({"question_id": first_id + len(out), "category": cat, "turns": turns})
 
     for cat, q in questions[:n // 2]:
         add(cat, q)
-    while len(out) < n:
+    tries = 0
+    while len(out) < n and tries < 50 * n:   # the templates can run out of new combinations
+        tries += 1
         t, u = rng.sample(topics, 2)
         r = rng.random()
         if r < 0.35:

@@ -501,7 +501,7 @@ class RMSNorm(nn.Module):
 
 def rope(x, pos, theta):
     d = x.shape[-1]
-    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d))
     f = pos.float()[:, None] * inv[None, :]
     emb = torch.cat([f, f], dim=-1)
     cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
@@ -523,7 +523,7 @@ class EagleAttention(nn.Module):
         """Queries, keys and values [B, heads, T, hd] of slots 0..T-1 (RoPE at the slot
         index; keys and values repeated to the query heads)."""
         B, T, _ = x.shape
-        pos = torch.arange(T)
+        pos = torch.arange(T, device=x.device)
         q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
         k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
         v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
@@ -593,7 +593,7 @@ class EagleHead(nn.Module):
         layer = self.layers[0]
         att = layer.self_attn
         T = feat.shape[1]
-        t = torch.arange(T)
+        t = torch.arange(T, device=feat.device)
         keys, vals, preds = [], [], []
         inp = feat
         for k in range(1, steps + 1):
@@ -687,18 +687,18 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, la
     inp = feat[:, :-1]
     tgt_all = feat[:, 1:].reshape(-1, h)
     if gen is not None and m["noise"] > 0:   # EAGLE "data_noise": uniform, std 0.2 (width at len 512)
-        inp = inp + (torch.rand(inp.shape, generator=gen) - 0.5) * m["noise"]
+        inp = inp + (torch.rand(inp.shape, generator=gen, device=gen.device) - 0.5) * m["noise"]
     emb = embed(ids[:, 1:])
     steps = m.get("unroll", 1)
     preds = head.unroll(inp, emb, steps) if steps > 1 else [head(inp, emb)]
     if mask is None and steps > 1:
-        mask = torch.ones(inp.shape[:2], dtype=torch.bool)
+        mask = torch.ones(inp.shape[:2], dtype=torch.bool, device=inp.device)
     total, first = 0.0, None
     for k, pred in enumerate(preds):
         pred, tgt = pred.reshape(-1, h), tgt_all
         if mask is not None:
             # step k+1's slots j < k have no ancestors in the sequence
-            keep = (mask & (torch.arange(mask.shape[1]) >= k)).reshape(-1)
+            keep = (mask & (torch.arange(mask.shape[1], device=mask.device) >= k)).reshape(-1)
             pred, tgt = pred[keep], tgt[keep]
         t_logits = None
         if labels is not None and m["p_labels"] == "greedy":
