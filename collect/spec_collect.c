@@ -52,6 +52,8 @@ static void usage(FILE *f) {
 "                         refused if it was written with other settings\n"
 "  --shard I/N            this process takes questions q with q %% N == I (0 <= I < N),\n"
 "                         e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\n"
+"  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"
+"                         file, a line every 10 s)\n"
 "  -h, --help\n", CHAT_TEMPLATE_NAMES);
 }
 

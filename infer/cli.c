@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 long cli_int(const char *prog, const char *opt, const char *v, long lo, long hi) {
     char *end;
@@ -56,6 +58,7 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     case CLI_TOPK: cfg->prm.topk = (int)cli_int(prog, "--topk", arg, 1, 1000); return 1;
     case CLI_DEPTH: cfg->prm.depth = (int)cli_int(prog, "--depth", arg, 0, 250); return 1;
     case CLI_TOPM: cfg->prm.topm = (int)cli_int(prog, "--entropy-topm", arg, 0, 1 << 30); return 1;
+    case CLI_QUIET: progress_quiet(1); return 1;
     default: return 0;
     }
 }
@@ -70,4 +73,22 @@ QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i) 
     questions_keep_first(qs, q->max_questions);
     questions_keep_turns(qs, q->max_turns);
     return qs;
+}
+
+void cli_check_writable(const char *prog, const char *opt, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) die(prog, "%s %s: is a directory, not a file", opt, path);
+        if (access(path, W_OK) != 0) die(prog, "%s %s: cannot write it: %s", opt, path, strerror(errno));
+        return;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (stat(dir, &st) != 0) die(prog, "%s %s: its folder %s: %s", opt, path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) die(prog, "%s %s: %s is not a folder", opt, path, dir);
+    if (access(dir, W_OK | X_OK) != 0) die(prog, "%s %s: cannot create it in %s: %s", opt, path, dir, strerror(errno));
 }

@@ -19,7 +19,7 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
  * CLI_OWN. */
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
-    CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPK, CLI_DEPTH, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_OWN
+    CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPK, CLI_DEPTH, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET, CLI_OWN
 };
 #define CLI_SESSION_OPTIONS                                                                                  \
     {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},           \
@@ -28,7 +28,7 @@ enum {
         {"max-questions", 1, 0, CLI_MAX_QUESTIONS}, {"max-turns", 1, 0, CLI_MAX_TURNS},                     \
         {"max-new-tokens", 1, 0, CLI_MAX_NEW},                                                              \
         {"max-ctx", 1, 0, CLI_MAX_CTX}, {"topk", 1, 0, CLI_TOPK}, {"depth", 1, 0, CLI_DEPTH},                 \
-        {"entropy-topm", 1, 0, CLI_TOPM}, {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}
+        {"entropy-topm", 1, 0, CLI_TOPM}, {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}
 
 #define CLI_MAX_FILES 64
 typedef struct {
@@ -47,4 +47,9 @@ QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i);
 int cli_session_option(const char *prog, int code, const char *arg, SessionConfig *cfg, CliQuestions *q);
 /* The one line for an option getopt did not know, or one missing its value. */
 void cli_unknown_option(const char *prog, char **argv);
+/* An output file the command writes at its end (opt names it, "--json"):
+ * checked before any work, so a long run is not lost to a path it cannot
+ * write.  One line and exit 1 when path is a directory, an existing file not
+ * writable, or its folder missing or not writable.  The file is not touched. */
+void cli_check_writable(const char *prog, const char *opt, const char *path);
 #endif

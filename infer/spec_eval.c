@@ -3,6 +3,7 @@
 #include "infer/cli.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,6 @@
 #include <time.h>
 
 static const char *prog = "spec-eval";
-#define DEFAULT_CLASSIFIER "data/demo/classifier.json"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -41,8 +41,8 @@ static void usage(FILE *f) {
 "                         c2t: d_max, the maximum node depth (default 8 = EAGLE-2's depth + 2)\n"
 "  --total N|all          eagle2: nodes kept by rerank, root excluded (default 60)\n"
 "  --draft-len K          chain: draft tokens per cycle (default 5)\n"
-"  --classifier FILE      c2t, chain --early-stop c2t: weights from spec-train\n"
-"                         (default data/demo/classifier.json when it exists)\n"
+"  --classifier FILE      c2t, chain --early-stop c2t (required there): weights spec-train\n"
+"                         wrote from this target's traces\n"
 "  --beta B               c2t: confidence threshold (default 0.5)\n"
 "  --early-stop S         chain: none | c2t | dymax | dyjoint (default none)\n"
 "  --threshold X          chain early-stop threshold (default 0.5)\n"
@@ -63,7 +63,9 @@ static void usage(FILE *f) {
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --json OUT             report: settings, model identities, per-question figures\n"
 "  --csv FILE             append one row \"policy,param,value,tau,gamma,v\" (header if new)\n"
-"  --label KEY=VALUE      the param,value columns of that row (default: -,-)\n"
+"  --label KEY=VALUE      the param,value columns of that row (default: -,-; needs --csv)\n"
+"  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"
+"                         file, a line every 10 s)\n"
 "  -h, --help\n", CHAT_TEMPLATE_NAMES, policy_names());
 }
 
@@ -272,10 +274,9 @@ int main(int argc, char **argv) {
     if (!qs.n) die(prog, "at least one --questions file is required");
     if (check_lossless && cfg.sp.temperature > 0) die(prog, "--check-lossless needs --temperature 0");
     if (check_lossless && !baseline) die(prog, "--check-lossless needs the ar baseline (drop --no-baseline)");
-
-    /* the shipped classifier, unless one is given */
-    if (!cfg.prm.classifier[0] && file_exists(DEFAULT_CLASSIFIER))
-        snprintf(cfg.prm.classifier, sizeof cfg.prm.classifier, "%s", DEFAULT_CLASSIFIER);
+    if (label && !csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
+    if (json_out) cli_check_writable(prog, "--json", json_out);
+    if (csv_out) cli_check_writable(prog, "--csv", csv_out);
     /* bad input first, before the models load */
     Policy *policy = policy_new(&cfg.prm);
     if (!policy) die_err(prog);
@@ -379,21 +380,23 @@ int main(int argc, char **argv) {
     if (csv_out) {
         int fresh = !file_exists(csv_out);
         FILE *f = fopen(csv_out, "a");
-        if (!f) die(prog, "%s: cannot open for appending", csv_out);
+        if (!f) die(prog, "%s: cannot open for appending: %s", csv_out, strerror(errno));
         if (fresh) fprintf(f, "policy,param,value,tau,gamma,v\n");
         const char *eq = label ? strchr(label, '=') : NULL;
         fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
                 eq ? eq + 1 : "-", tau_of(&all), (long long)all.gamma, all.wall > 0 ? all.new_tokens / all.wall : 0);
-        if (fclose(f) != 0) die(prog, "%s: write failed", csv_out);
+        if (fclose(f) != 0) die(prog, "%s: write failed: %s", csv_out, strerror(errno));
     }
     if (json_out) {
         char *text = cJSON_Print(report);
         FILE *f = fopen(json_out, "w");
-        if (!f || fputs(text, f) < 0 || fclose(f) != 0) die(prog, "%s: cannot write the report", json_out);
+        if (!f) die(prog, "%s: cannot write the report: %s", json_out, strerror(errno));
+        if (fputs(text, f) < 0 || fclose(f) != 0) die(prog, "%s: writing the report failed: %s", json_out, strerror(errno));
         free(text);
     }
     cJSON_Delete(report);
     int failures = ctx.lossless_failures;
+    if (check_lossless && !failures) printf("lossless: %lld/%lld turns identical to ar\n", (long long)ctx.turns_done, (long long)ctx.turns_done);
     decoder_free(dec);
     decoder_free(ar);
     policy_free(policy);

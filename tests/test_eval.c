@@ -241,6 +241,43 @@ static void test_sampling_runs_and_is_seeded(void) {
     unlink(a); unlink(b);
 }
 
+/* What a user meets first: no classifier borrowed from another model, an
+ * unwritable report refused before the run, --label without --csv refused,
+ * and a passed --check-lossless saying so. */
+static void test_first_hour_messages(void) {
+    char err[4096], dir[] = "/tmp/c2t_evalwXXXXXX", path[128];
+    const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 8";
+    /* run from the repo root, where data/demo/classifier.json exists: still an error */
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy c2t --draft tests/ckpt/tiny_chat_eagle --questions %s",
+                     bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--classifier");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy chain --draft tests/ckpt/tiny_chat_eagle --early-stop c2t "
+                 "--questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--classifier");
+    REQUIRE(mkdtemp(dir), "mkdtemp");
+    snprintf(path, sizeof path, "%s/no/such/folder/r.json", dir);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --json %s", bin_dir(), base, qfile, path);
+    CHECK_ONE_LINE_ERROR(rc, err, path);
+    CHECK(strstr(err, "No such file"), "the reason is given: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --json %s", bin_dir(), base, qfile, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "is a directory");
+    snprintf(path, sizeof path, "%s/x/r.csv", dir);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --csv %s", bin_dir(), base, qfile, path);
+    CHECK_ONE_LINE_ERROR(rc, err, path);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --label total=1", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--csv");
+    rc = run_cmd(err, sizeof err, "sh -c '%s/spec-eval %s --policy chain --draft tests/ckpt/tiny_chat_draft --draft-kind lm "
+                 "--questions %s --check-lossless 2>/dev/null | grep -q \"^lossless: 3/3 turns identical to ar\"'",
+                 bin_dir(), base, qfile);
+    CHECK(rc == 0, "a passed --check-lossless prints lossless: 3/3 (exit %d)", rc);
+    /* progress into a file: whole lines, no carriage returns; --quiet: none */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --questions %s", bin_dir(), base, qfile);
+    CHECK(rc == 0 && strstr(err, "spec-eval turns 3/3") && !strchr(err, '\r'), "progress into a file: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --quiet --questions %s", bin_dir(), base, qfile);
+    CHECK(rc == 0 && !strstr(err, "spec-eval turns"), "--quiet still shows progress: %s", err);
+    rmdir(dir);
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
@@ -251,6 +288,7 @@ int main(void) {
     RUN(test_json_report);
     RUN(test_no_template_is_plain_text);
     RUN(test_bad_input);
+    RUN(test_first_hour_messages);
     RUN(test_sampling_runs_and_is_seeded);
     RUN(test_device_option);
     unlink(qfile);

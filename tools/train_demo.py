@@ -1123,7 +1123,7 @@ def write_readme(out, st):
             a("Draft LM continuation:\n")
             a("````python\n" + smp["draft"].rstrip("\n") + "\n````\n")
     a("## Default classifier (`classifier.json`, `classifier.safetensors`)\n")
-    a("What `spec-eval --policy c2t` uses when no `--classifier` is given. Not made by this script but "
+    a("The demo family's classifier: `spec-eval --policy c2t --classifier data/demo/classifier.json` (c2t needs one named; a classifier belongs to the target and head whose traces trained it). Not made by this script but "
       "by the toolkit itself from the models above (make first; about 10 minutes on 2 cores):\n")
     a("    bin/spec-collect --target data/demo/target --draft data/demo/eagle --template none \\")
     a("        --max-new-tokens 64 --topk 10 --depth 10 --out traces.h5 \\")

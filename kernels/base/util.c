@@ -129,25 +129,30 @@ double now_seconds(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int progress_off;
+void progress_quiet(int on) { progress_off = on; }
+
 void progress_start(Progress *p, const char *label, int64_t total) {
     p->label = label;
     p->total = total;
     p->t0 = p->last = now_seconds();
+    p->tty = isatty(2);
 }
 
 static void progress_print(Progress *p, int64_t done, const char *extra, int final) {
+    if (progress_off) return;
     double t = now_seconds(), el = t - p->t0;
     double rate = el > 0 ? done / el : 0;
     double eta = (rate > 0 && p->total > done) ? (p->total - done) / rate : 0;
-    fprintf(stderr, "\r%s %lld/%lld  %.1f/s  elapsed %.0fs  ETA %.0fs%s%s%s",
+    fprintf(stderr, "%s%s %lld/%lld  %.1f/s  elapsed %.0fs  ETA %.0fs%s%s%s", p->tty ? "\r" : "",
             p->label, (long long)done, (long long)p->total, rate, el, eta,
-            extra ? "  " : "", extra ? extra : "", final ? "\n" : "");
+            extra ? "  " : "", extra ? extra : "", final || !p->tty ? "\n" : "");
     fflush(stderr);
 }
 
 void progress_update(Progress *p, int64_t done, const char *extra) {
     double t = now_seconds();
-    if (t - p->last < 0.5) return;   /* at most two refreshes a second */
+    if (t - p->last < (p->tty ? 0.5 : 10)) return;
     p->last = t;
     progress_print(p, done, extra, 0);
 }

@@ -56,12 +56,18 @@ uint64_t fnv1a(const void *data, size_t n, uint64_t h);
 
 double now_seconds(void);
 
-/* A progress line on stderr: "label done/total rate/s ETA". */
+/* A progress line on stderr: "label done/total rate/s ETA".  On a terminal
+ * it is redrawn in place, at most twice a second; where stderr is a file or a
+ * pipe, a whole line is written every 10 s and at the end, so a log holds no
+ * carriage returns.  progress_quiet(1) silences every bar (the commands'
+ * --quiet). */
 typedef struct {
     const char *label;
     int64_t total;
     double t0, last;
+    int tty;
 } Progress;
+void progress_quiet(int on);
 void progress_start(Progress *p, const char *label, int64_t total);
 void progress_update(Progress *p, int64_t done, const char *extra);
 void progress_end(Progress *p, int64_t done, const char *extra);

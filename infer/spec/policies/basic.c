@@ -66,7 +66,7 @@ static int chain_init(Policy *p) {
     else if (!strcmp(es, "c2t")) s->stop = STOP_C2T;
     else { free(s); err_set("chain: unknown --early-stop '%s' (none, c2t, dymax, dyjoint)", es); return -1; }
     if (s->stop == STOP_C2T) {
-        if (!p->prm.classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier"); return -1; }
+        if (!p->prm.classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier WEIGHTS.json (spec-train writes one)"); return -1; }
         s->cls = classifier_load(p->prm.classifier);
         if (!s->cls) { free(s); return -1; }
     }

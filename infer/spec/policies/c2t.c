@@ -108,7 +108,8 @@ static int c2t_init(Policy *p) {
     if (p->prm.depth < 0) p->prm.depth = 8;   /* d_max = EAGLE-2's depth + 2 (paper §5.1) */
     if (p->prm.topk < 1 || p->prm.depth < 1) { err_set("c2t: --topk and --depth must be at least 1"); return -1; }
     if (!(p->prm.beta >= 0 && p->prm.beta <= 1)) { err_set("c2t: --beta must be in [0, 1]"); return -1; }
-    if (!p->prm.classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required"); return -1; }
+    if (!p->prm.classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required: spec-train writes one from this target's "
+                                            "traces (data/demo/classifier.json is the demo family's)"); return -1; }
     C2TState *s = xcalloc(1, sizeof *s);
     s->cls = classifier_load(p->prm.classifier);
     if (!s->cls) { free(s); return -1; }
