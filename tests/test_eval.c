@@ -275,6 +275,12 @@ static void test_first_hour_messages(void) {
     CHECK(rc == 0 && strstr(err, "spec-eval turns 3/3") && !strchr(err, '\r'), "progress into a file: %s", err);
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --quiet --questions %s", bin_dir(), base, qfile);
     CHECK(rc == 0 && !strstr(err, "spec-eval turns"), "--quiet still shows progress: %s", err);
+    /* hints where the fix is known */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s", bin_dir(), base, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "is a directory");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --policy chain --draft "
+                 "data/demo/draft --questions %s", bin_dir(), qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--draft-kind lm");
     rmdir(dir);
 }
 

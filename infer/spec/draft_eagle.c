@@ -59,8 +59,9 @@ static int eagle_load(Draft *d, const char *dir) {
         return -1;
     }
     if (c->hidden != tc->hidden || c->vocab != tc->vocab) {
-        err_set("%s: EAGLE head does not fit the target: hidden %d vs %d, vocab %d vs %d", dir, c->hidden,
-                tc->hidden, c->vocab, tc->vocab);
+        err_set("%s: EAGLE head does not fit the target: hidden %d vs %d, vocab %d vs %d%s", dir, c->hidden,
+                tc->hidden, c->vocab, tc->vocab,
+                c->layers > 1 ? " (it has several layers: a draft LM? then --draft-kind lm)" : "");
         return -1;
     }
     const int64_t h = c->hidden;

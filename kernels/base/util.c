@@ -62,9 +62,14 @@ char *read_text_file(const char *path, size_t *len) {
         n += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), why = errno;
     fclose(f);
-    if (bad) { free(buf); err_set("%s: read error", path); return NULL; }
+    if (bad) {
+        free(buf);
+        if (why == EISDIR) err_set("%s: is a directory, not a file", path);
+        else err_set("%s: read error: %s", path, strerror(why));
+        return NULL;
+    }
     buf[n] = 0;
     if (len) *len = n;
     return buf;
