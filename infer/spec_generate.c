@@ -2,6 +2,7 @@
  * thing to run on a new checkpoint, and the `ar` baseline in miniature. */
 #include "infer/cli.h"
 #include "infer/model/generate.h"
+#include "infer/text/chat.h"
 #include "infer/text/tokenizer.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
@@ -13,18 +14,22 @@ static const char *prog = "spec-generate";
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: spec-generate --model DIR (--ids 1,2,3 | --prompt TEXT) [options]\n"
+        "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT) [options]\n"
         "Greedy (temperature 0) generation with a Hugging Face LLaMA-family checkpoint.\n"
-        "  --model DIR           checkpoint dir: config.json + model.safetensors[.index.json]\n"
-        "  --ids LIST            prompt as comma-separated token ids (no bos added)\n"
-        "  --prompt TEXT         prompt text, encoded with the checkpoint's tokenizer (special\n"
-        "                        tokens as its post-processor says); the answer is streamed as text\n"
-        "  --tokenizer PATH      tokenizer.json / tokenizer.model / dir (default: --model)\n"
-        "  --max-new-tokens N    tokens to generate (default 64); stops early at eos\n"
-        "  --ctx N               KV cache slots (default: prompt + new tokens)\n"
+        "  --target DIR          checkpoint dir: config.json + model.safetensors[.index.json]\n"
+        "  --ids LIST            prompt as comma-separated token ids (no bos added, no template)\n"
+        "  --prompt TEXT         a user message in the chat template (as spec-eval applies it), or\n"
+        "                        plain text with --template none; the answer is streamed as text\n"
+        "  --template NAME       %s (default: guessed, with a\n"
+        "                        notice; plain text when the checkpoint has none we recognise)\n"
+        "  --system TEXT         system prompt (default: the template's; \"\" for none)\n"
+        "  --tokenizer PATH      tokenizer.json / tokenizer.model / dir (default: --target)\n"
+        "  --max-new-tokens N    tokens to generate (default 256); stops early at eos\n"
+        "  --max-ctx N           KV cache slots (default: prompt + new tokens)\n"
         "  --device D            cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
         "  --print-ids           print the generated ids as a JSON array (default with --ids)\n"
-        "  -h, --help            this text\n");
+        "  -h, --help            this text\n"
+        "(--model and --ctx, the old names of --target and --max-ctx, still work)\n", CHAT_TEMPLATE_NAMES);
 }
 
 static int parse_ids(const char *s, int **ids) {
@@ -45,20 +50,26 @@ static int parse_ids(const char *s, int **ids) {
 
 int main(int argc, char **argv) {
     static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'}, {"ids", required_argument, 0, 'i'},
+        {"target", required_argument, 0, 'm'}, {"model", required_argument, 0, 'M'}, {"ids", required_argument, 0, 'i'},
         {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
-        {"ctx", required_argument, 0, 'c'}, {"print-ids", no_argument, 0, 'P'},
+        {"max-ctx", required_argument, 0, 'c'}, {"ctx", required_argument, 0, 'C'}, {"print-ids", no_argument, 0, 'P'},
+        {"template", required_argument, 0, 'T'}, {"system", required_argument, 0, 'S'},
         {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *model_dir = NULL, *ids_arg = NULL, *prompt_text = NULL, *tok_path = NULL, *device = "auto";
-    int max_new = 64, ctx = 0, print_ids = 0, c;
+    const char *template_name = NULL, *system = NULL;
+    int max_new = 256, ctx = 0, print_ids = 0, c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
+        case 'M': fprintf(stderr, "%s: --model is now --target (still accepted)\n", prog); /* fall through */
         case 'm': model_dir = optarg; break;
+        case 'T': template_name = optarg; break;
+        case 'S': system = optarg; break;
         case 'i': ids_arg = optarg; break;
         case 'p': prompt_text = optarg; break;
         case 'n': max_new = (int)cli_int(prog, "--max-new-tokens", optarg, 1, 1 << 20); break;
-        case 'c': ctx = (int)cli_int(prog, "--ctx", optarg, 0, 1 << 22); break;
+        case 'C': fprintf(stderr, "%s: --ctx is now --max-ctx (still accepted)\n", prog); /* fall through */
+        case 'c': ctx = (int)cli_int(prog, "--max-ctx", optarg, 0, 1 << 22); break;
         case 'P': print_ids = 1; break;
         case 't': tok_path = optarg; break;
         case 'd': device = optarg; break;
@@ -66,17 +77,30 @@ int main(int argc, char **argv) {
         default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
     }
-    if (!model_dir) { usage(stderr); die(prog, "--model is required"); }
+    if (!model_dir) die(prog, "--target is required (see --help)");
     if (!ids_arg && !prompt_text) die(prog, "give a prompt with --ids or --prompt");
     if (max_new <= 0) die(prog, "--max-new-tokens must be positive");
     int *prompt, n_prompt;
     Tokenizer *tok = NULL;
+    ChatTemplate tmpl = CHAT_NONE;
+    if (template_name && chat_template_parse(template_name, &tmpl)) die_err(prog);
     if (prompt_text) {
         tok = tokenizer_load(tok_path ? tok_path : model_dir);
         if (!tok) die_err(prog);
+        char why[256];
+        if (!template_name && chat_template_guess(tok, model_dir, &tmpl, why, sizeof why) == 0) {
+            fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog, chat_template_name(tmpl), why);
+        } else if (!template_name) {   /* a base model: the prompt is plain text */
+            tmpl = CHAT_NONE;
+            fprintf(stderr, "%s: no chat template recognised for %s; the prompt is plain text, as --template none\n",
+                    prog, model_dir);
+        }
         int32_t *ids;
         size_t n;
-        if (tokenizer_encode(tok, prompt_text, 1, &ids, &n)) die_err(prog);
+        const char *user[1] = {prompt_text};
+        if (tmpl == CHAT_NONE ? tokenizer_encode(tok, prompt_text, 1, &ids, &n)
+                              : chat_encode(tok, tmpl, system, user, NULL, 1, &ids, &n))
+            die_err(prog);
         if (!n) die(prog, "--prompt: the prompt encodes to no tokens");
         prompt = xmalloc(sizeof(int) * n);
         for (size_t i = 0; i < n; i++) prompt[i] = ids[i];
@@ -102,7 +126,11 @@ int main(int argc, char **argv) {
     if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
     if (tok) {   /* stream the answer as text, never splitting a character */
         TokenizerStream *ts = tokenizer_stream_new(tok, 1);
-        fputs(prompt_text, stdout);
+        if (tmpl == CHAT_NONE) fputs(prompt_text, stdout);   /* a continuation: the prompt, then the rest */
+        int32_t stop[8];
+        int n_stop = chat_stop_ids(tok, tmpl, stop, 8), at_once = n == 0;
+        for (int k = 0; k < n_stop && n > 0; k++) at_once |= out[0] == stop[k];
+        if (at_once) fprintf(stderr, "%s: the model ended its answer at once (end-of-sequence first)\n", prog);
         for (int i = 0; i < n; i++) {
             const char *piece = tokenizer_stream_push(ts, out[i]);
             if (!piece) die(prog, "generated id %d is outside the tokenizer's vocabulary", out[i]);

@@ -54,7 +54,7 @@ static void expect_failure(const char *what, const char *needle) {
     if (m) { llama_free(m); return; }
     CHECK(strstr(err_get(), needle) != NULL, "%s: error does not name '%s': %s", what, needle, err_get());
     char err[2048];
-    int rc = run_cmd(err, sizeof err, "%s/spec-generate --model %s --ids 1,2 --max-new-tokens 2", bin_dir(), dir);
+    int rc = run_cmd(err, sizeof err, "%s/spec-generate --target %s --ids 1,2 --max-new-tokens 2", bin_dir(), dir);
     CHECK_ONE_LINE_ERROR(rc, err, needle);
 }
 

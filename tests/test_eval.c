@@ -186,7 +186,7 @@ static void test_device_option(void) {
     CHECK(!strcmp(dev, "cpu"), "settings.device '%s'", dev);
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --device tpu --questions %s", bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--device");
-    rc = run_cmd(err, sizeof err, "%s/spec-generate --model tests/ckpt/tiny_chat --ids 1,2 --device tpu", bin_dir());
+    rc = run_cmd(err, sizeof err, "%s/spec-generate --target tests/ckpt/tiny_chat --ids 1,2 --device tpu", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--device");
     const int gpu = gpu_visible();
     if (!gpu) {
@@ -282,6 +282,13 @@ static void test_first_hour_messages(void) {
                  "data/demo/draft --questions %s", bin_dir(), qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--draft-kind lm");
     rmdir(dir);
+    /* spec-generate speaks the other commands' names; the old ones still work, with a notice */
+    rc = run_cmd(err, sizeof err, "%s/spec-generate --model tests/ckpt/tiny_chat --ctx 32 --ids 1,2 --max-new-tokens 2 "
+                 "--device cpu", bin_dir());
+    CHECK(rc == 0 && strstr(err, "--model is now --target") && strstr(err, "--ctx is now --max-ctx"), "old names: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-generate --target tests/ckpt/tiny_chat --prompt hi --template chatml "
+                 "--max-new-tokens 2 --device cpu --template nonesuch", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "nonesuch");
 }
 
 int main(void) {

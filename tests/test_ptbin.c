@@ -136,7 +136,7 @@ static void test_hostile_files(void) {
         CHECK(strstr(e, path) && strstr(e, hostile[i].needle) && !strchr(e, '\n'), "%s: %s", path, e);
         put(path, "pytorch_model.bin");
         char err[2048];
-        int rc = run_cmd(err, sizeof err, "%s/spec-generate --model %s --ids 1,2 --max-new-tokens 2", bin_dir(), tmp);
+        int rc = run_cmd(err, sizeof err, "%s/spec-generate --target %s --ids 1,2 --max-new-tokens 2", bin_dir(), tmp);
         CHECK_ONE_LINE_ERROR(rc, err, hostile[i].needle);
     }
     drop("pytorch_model.bin");

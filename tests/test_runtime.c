@@ -141,7 +141,7 @@ static void test_generate_command(void) {
     int np, ng;
     int *prompt = ids_of(g.gen_prompt, &np), *want = ids_of(g.gen_ids, &ng);
     char cmd[1024], *c = cmd;
-    c += sprintf(c, "%s/spec-generate --model tests/ckpt/llama3_f32 --max-new-tokens %d --ids ", bin_dir(), ng);
+    c += sprintf(c, "%s/spec-generate --target tests/ckpt/llama3_f32 --max-new-tokens %d --ids ", bin_dir(), ng);
     for (int i = 0; i < np; i++) c += sprintf(c, "%s%d", i ? "," : "", prompt[i]);
     FILE *p = popen(cmd, "r");
     REQUIRE(p, "popen");
@@ -390,6 +390,19 @@ static cJSON *smollm2_greedy_golden(LlamaModel **m) {
     return *m ? read_json_file("tests/golden/smollm2_hf_greedy.json") : NULL;
 }
 
+/* --prompt is a user message in the guessed chat template, as spec-eval puts
+ * it: the instruct model answers instead of ending at once. */
+static void test_smollm2_generate_applies_chat_template(void) {
+    if (!file_exists(SMOLLM2_BF16 "/model.safetensors")) SKIP("%s absent (make smollm2)", SMOLLM2_BF16);
+    char err[4096];
+    int rc = run_cmd(err, sizeof err, "sh -c '%s/spec-generate --target %s --prompt \"What is the capital of France?\" "
+                     "--max-new-tokens 12 --device cpu 2>/dev/null | grep -q Paris'", bin_dir(), SMOLLM2_BF16);
+    CHECK(rc == 0, "no 'Paris' in the answer (exit %d)", rc);
+    rc = run_cmd(err, sizeof err, "%s/spec-generate --target %s --prompt hi --max-new-tokens 1 --device cpu", bin_dir(),
+                 SMOLLM2_BF16);
+    CHECK(rc == 0 && strstr(err, "chat template chatml"), "the template notice: %s", err);
+}
+
 static void test_smollm2_greedy_vs_transformers_local(void) {
     LlamaModel *m = NULL;
     if (!file_exists(SMOLLM2_F32 "/model.safetensors")) SKIP("%s absent (make smollm2-f32)", SMOLLM2_F32);
@@ -462,6 +475,7 @@ int main(void) {
     RUN(test_threads_do_not_change_results);
     RUN(test_smollm2_f32_logits_vs_transformers);
     RUN(test_smollm2_bf16_logits_vs_transformers);
+    RUN(test_smollm2_generate_applies_chat_template);
     RUN(test_smollm2_greedy_vs_transformers_local);
     RUN(test_smollm2_greedy_vs_transformers_bench);
     return h_done();

@@ -752,7 +752,7 @@ def stage_agree(args, target, tok, work, st):
     same, runs, cmp_tokens, margins = 0, [], 0, []
     for r in rows:
         n = len(r["answer"])
-        out = subprocess.run(["bin/spec-generate", "--model", args.target_dir, "--ids",
+        out = subprocess.run(["bin/spec-generate", "--target", args.target_dir, "--ids",
                               ",".join(map(str, r["prompt"])), "--max-new-tokens", str(n), "--device", "cpu"],
                              check=True, capture_output=True, text=True).stdout
         ours = json.loads(out[out.index("["):out.rindex("]") + 1])
