@@ -39,7 +39,10 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     switch (code) {
     case CLI_TARGET: cfg->target_dir = arg; return 1;
     case CLI_DRAFT: cfg->draft_dir = arg; return 1;
-    case CLI_DRAFT_KIND: cfg->draft_kind = arg; return 1;
+    case CLI_DRAFT_KIND:   /* before any model loads */
+        if (!draft_kind_known(arg)) die(prog, "--draft-kind: unknown kind '%s' (%s)", arg, draft_kind_names());
+        cfg->draft_kind = arg;
+        return 1;
     case CLI_DRAFT_VOCAB:
         cfg->draft_vocab = strcmp(arg, "full") ? (int)cli_int(prog, "--draft-vocab", arg, 1, INT_MAX) : 0;
         return 1;

@@ -23,7 +23,7 @@ static void usage(FILE *f) {
 "  --target DIR           target checkpoint (config.json + safetensors)\n"
 "  --draft DIR            draft: an EAGLE-1/2 head, an EAGLE-3 head or a small LM\n"
 "                         (config.json + model.safetensors or pytorch_model.bin)\n"
-"  --draft-kind K         eagle | eagle3 | lm (default: eagle3 when the draft's config.json\n"
+"  --draft-kind K         %s (default auto: eagle3 when the draft's config.json\n"
 "                         has draft_vocab_size or eagle_aux_hidden_state_layer_ids, else eagle)\n"
 "  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"
 "                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"
@@ -66,7 +66,7 @@ static void usage(FILE *f) {
 "  --label KEY=VALUE      the param,value columns of that row (default: -,-; needs --csv)\n"
 "  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"
 "                         file, a line every 10 s)\n"
-"  -h, --help\n", CHAT_TEMPLATE_NAMES, policy_names());
+"  -h, --help\n", draft_kind_names(), CHAT_TEMPLATE_NAMES, policy_names());
 }
 
 typedef struct {

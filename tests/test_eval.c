@@ -275,6 +275,10 @@ static void test_first_hour_messages(void) {
     CHECK(rc == 0 && strstr(err, "spec-eval turns 3/3") && !strchr(err, '\r'), "progress into a file: %s", err);
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --quiet --questions %s", bin_dir(), base, qfile);
     CHECK(rc == 0 && !strstr(err, "spec-eval turns"), "--quiet still shows progress: %s", err);
+    /* a bad --draft-kind is named before any model loads (this target does not exist) */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/nonexistent --draft-kind eagel --questions %s",
+                 bin_dir(), qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "eagle | eagle3 | lm | auto");
     /* hints where the fix is known */
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s", bin_dir(), base, dir);
     CHECK_ONE_LINE_ERROR(rc, err, "is a directory");

@@ -12,6 +12,22 @@ static const DraftOps *const sources[] = {&draft_eagle_ops, &draft_eagle3_ops, &
 
 const char *draft_kind_name(const Draft *d) { return d->ops->kind; }
 
+const char *draft_kind_names(void) {
+    static char names[128];
+    if (!names[0]) {
+        for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s | ", sources[i]->kind);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "auto");
+    }
+    return names;
+}
+
+int draft_kind_known(const char *kind) {
+    for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
+        if (!strcmp(kind, sources[i]->kind)) return 1;
+    return !strcmp(kind, "auto");
+}
+
 Draft *draft_new(const DraftOps *ops, void *impl) {
     Draft *d = xcalloc(1, sizeof *d);
     d->ops = ops;
@@ -36,7 +52,7 @@ Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, i
     const DraftOps *ops = NULL;
     for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
         if (!strcmp(kind, sources[i]->kind)) ops = sources[i];
-    if (!ops) { err_set("unknown draft kind '%s' (eagle, eagle3, lm, auto)", kind); return NULL; }
+    if (!ops) { err_set("unknown draft kind '%s' (%s)", kind, draft_kind_names()); return NULL; }
     Draft *d = draft_new(ops, NULL);
     d->target = target;
     d->be = target->be;

@@ -79,6 +79,10 @@ extern const DraftOps draft_eagle_ops, draft_eagle3_ops, draft_lm_ops;
  * eagle_aux_hidden_state_layer_ids), else eagle.  Checks the draft fits the
  * target (vocabulary, hidden size) and names the mismatch otherwise. */
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots);
+/* The kinds draft_load takes, "eagle | eagle3 | lm | auto", from its one list
+ * of sources (help texts and errors print it); whether kind is one of them. */
+const char *draft_kind_names(void);
+int draft_kind_known(const char *kind);
 /* Asks the target state to capture what d reads at catch-up (nothing for
  * heads that read the final hidden states), and returns those rows of the
  * last forward: draft_catch_up's hidden argument. */
