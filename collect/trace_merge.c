@@ -128,6 +128,52 @@ static int copy_attrs(TraceWriter *w, TraceReader **in, const char *const *paths
 
 #define MERGE_BATCH 65536
 
+/* Refuses inputs that hold the same question (benchmark and question_id) twice,
+ * within a file or across files: merging a shard twice would count its trees
+ * twice in every statistic and in the classifier's training set. */
+typedef struct {
+    char key[TRACE_BENCHMARK_LEN + TRACE_QUESTION_ID_LEN + 2];   /* "benchmark/question_id" */
+    int file;
+} QuestionKey;
+static int key_cmp(const void *a, const void *b) {
+    return strcmp(((const QuestionKey *)a)->key, ((const QuestionKey *)b)->key);
+}
+
+static int check_no_duplicates(TraceReader **in, const char *const *paths, int n) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += in[i]->n[G_QUESTIONS];
+    typedef QuestionKey Key;
+    Key *keys = xmalloc(sizeof *keys * (size_t)(total ? total : 1));
+    TraceQuestion *qs = xmalloc(sizeof *qs * 256);
+    int64_t k = 0;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        for (int64_t q = 0; q < in[i]->n[G_QUESTIONS] && rc == 0; q += 256) {
+            int64_t len = in[i]->n[G_QUESTIONS] - q < 256 ? in[i]->n[G_QUESTIONS] - q : 256;
+            if ((rc = trace_read_questions(in[i], q, len, qs)) != 0) break;
+            for (int64_t j = 0; j < len; j++, k++) {
+                snprintf(keys[k].key, sizeof keys[k].key, "%s/%s", qs[j].benchmark, qs[j].question_id);
+                keys[k].file = i;
+            }
+        }
+    if (rc == 0) {
+        qsort(keys, (size_t)total, sizeof *keys, key_cmp);
+        for (int64_t j = 1; j < total; j++)
+            if (!strcmp(keys[j].key, keys[j - 1].key)) {
+                int a = keys[j - 1].file < keys[j].file ? keys[j - 1].file : keys[j].file;
+                int b = keys[j - 1].file < keys[j].file ? keys[j].file : keys[j - 1].file;
+                if (a == b) err_set("merge: question %s is twice in %s", keys[j].key, paths[a]);
+                else err_set("merge: question %s is in both %s and %s (its trees would count twice)", keys[j].key,
+                             paths[a], paths[b]);
+                rc = -1;
+                break;
+            }
+    }
+    free(keys);
+    free(qs);
+    return rc;
+}
+
 /* Appends every finished question of r to w, tree by tree. */
 static int merge_one(TraceWriter *w, TraceReader *r) {
     int64_t nq = r->n[G_QUESTIONS], nt = r->n[G_TREES], nn = r->n[G_NODES];
@@ -202,6 +248,7 @@ int trace_merge(const char *out, const char *const *inputs, int n, TraceCompress
     for (int i = 0; i < n && rc == 0; i++)
         if (!(in[i] = trace_open(inputs[i]))) rc = -1;
     if (rc == 0) rc = compare_settings(in, inputs, n);
+    if (rc == 0) rc = check_no_duplicates(in, inputs, n);
     if (rc == 0) {
         /* Written under a temporary name and renamed when complete: the
          * merge writer is not durable (no per-question flushes). */

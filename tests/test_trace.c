@@ -912,6 +912,16 @@ static void test_merge(void) {
     free(tm); free(sh); free(mf); free(te); free(cp);
     trace_reader_close(r);
     CHECK(trace_merge(m, in, 2, TRACE_GZIP) != 0 && strstr(err_get(), "exists"), "merge over an existing file: %s", err_get());
+    /* the same shard twice (or overlapping shards) would count its trees twice: refused, naming a question */
+    char *md = tpath("merged_dup.h5");
+    const char *twice[] = {a, b, a};
+    CHECK(trace_merge(md, twice, 3, TRACE_GZIP) != 0 && strstr(err_get(), "is in both") && strstr(err_get(), "shard0.h5"),
+          "a shard merged twice: %s", err_get());
+    CHECK(!file_exists(md), "a refused merge left %s", md);
+    const char *overlap[] = {a, all};
+    CHECK(trace_merge(md, overlap, 2, TRACE_GZIP) != 0 && strstr(err_get(), "is in both"), "overlapping shards: %s",
+          err_get());
+    free(md);
 
     /* a differing setting is refused, naming it; nothing is left behind */
     char *c = tpath("shard_hot.h5"), *m2 = tpath("merged_bad.h5");
