@@ -43,27 +43,15 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import smollm2_prompts  # noqa: E402
+from smollm2_drafts import IM_END, chatml  # noqa: E402  (the template spec-eval applies)
 from train_demo import EagleHead, eagle_batch_loss, fmt_secs, log, lr_at  # noqa: E402
 
-SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-IM_END = 2
 SELF_GPU_FIRST_ID = 200000   # question ids of prompts_gpu.jsonl: apart from train/self's
 # the head's recipe: tools/smollm2_drafts.py EAGLE (noise, weights, greedy labels, value
 # clipping, 3 unrolled steps); batch and step count per point below
 RECIPE = dict(lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0, p_labels="greedy", clip_value=0.5, unroll=3)
 EVAL_STEPS = 4
 REPLAN = 40   # train_head measures its step time over steps REPLAN/2..REPLAN
-
-
-def chatml(turns, answers):
-    """SmolLM2's template with its default system prompt, up to the assistant header of
-    the last turn (tools/smollm2_drafts.py's, the one spec-eval applies)."""
-    s = f"<|im_start|>system\n{SYSTEM}<|im_end|>\n"
-    for i, t in enumerate(turns):
-        s += f"<|im_start|>user\n{t}<|im_end|>\n<|im_start|>assistant\n"
-        if i < len(answers):
-            s += answers[i] + "<|im_end|>\n"
-    return s
 
 
 class Progress:
@@ -591,11 +579,17 @@ def eval_head(head, target, rows):
                 eagle_top3=round(t3 / max(deep_n[0], 1), 4))
 
 
-def save_head(head, cfg, d):
+def save_head(head, cfg, d, counts):
+    """The head in the public layout, and token_counts.safetensors: how often each
+    target token is an answer token of the rows it trained on (spec-eval
+    --draft-vocab N keeps the N most frequent; tools/smollm2_drafts.py stage counts)."""
     from safetensors.torch import save_file
     d.mkdir(parents=True, exist_ok=True)
     sd = {k: v.detach().to(torch.bfloat16).cpu().contiguous() for k, v in head.state_dict().items()}
     save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
+    save_file({"token_counts": counts.cpu()}, str(d / "token_counts.safetensors"),
+              metadata={"format": "pt", "source": "SmolLM2 answer tokens of the rows this head trained on "
+                                                  "(tools/smollm2_gpu.py)"})
     with open(d / "config.json", "w") as f:
         json.dump(head_config(cfg), f, indent=2)
         f.write("\n")
@@ -644,7 +638,8 @@ def stage_train(args, target, tok, work, st):
         rec.update(answer_tokens=cum[n - 1], rows=n, sequence_tokens=tokens, epochs=round(steps * tpb / tokens, 2),
                    seconds=round(time.time() - t0, 1))
         rec.update(eval_head(head, target, h_rows))
-        save_head(head, target.cfg, work / name)
+        answers = torch.cat([t_rows.ids[t_rows.off[i] + t_rows.n_prompt[i]:t_rows.off[i + 1]] for i in range(n)])
+        save_head(head, target.cfg, work / name, torch.bincount(answers, minlength=target.cfg["vocab_size"]))
         st["points"][name] = rec
         log(f"{name}: {rec}")
         save_state(work, st)
@@ -828,7 +823,6 @@ def stage_readme(args, target, tok, work, st):
     note = plot_curve(pts, png)
     tau, cmp_ = st.get("tau", {}), st.get("compare", {})
     tot = sum(A[t][sp]["answer_tokens"] for t in ("turn1", "turn2") for sp in ("train", "heldout"))
-    shipped = str(Path(args.readme_dir) / "eagle")
     pct = lambda xs: " / ".join(f"{100 * x:.1f}" for x in xs)   # noqa: E731
     by_name = lambda m, n: next((v for k, v in m.items() if Path(k).name == n), None)   # noqa: E731
     rows = []
@@ -836,14 +830,16 @@ def stage_readme(args, target, tok, work, st):
         c, t = by_name(cmp_, name), by_name(tau, name)
         rows.append(f"| {r['answer_tokens'] / 1e6:.2f}M | {r['rows']:,} | {r['steps']} x {r['tokens_per_batch']:,} | "
                     f"{r['epochs']} | {pct(r['eagle_step_top1'])} | {pct(c['eagle_step_top1']) if c else '-'} | "
-                    f"{t['tau']:.2f} |" if t else "- |")
-    c0, t0 = cmp_.get(shipped), tau.get(shipped)
+                    + (f"{t['tau']:.2f} |" if t else "- |"))
+    c0, t0 = by_name(cmp_, args.cpu_head), by_name(tau, args.cpu_head)
     cpu = json.load(open(out / "train_log.json"))
     E = cpu["eagle"]
-    rows.append(f"| shipped `eagle/` ({cpu['answers']['train']['answer_tokens'] / 1e6:.2f}M, trained on the CPU) | "
+    rows.append(f"| CPU head ({cpu['answers']['train']['answer_tokens'] / 1e6:.2f}M, `tools/smollm2_drafts.py`) | "
                 f"{cpu['answers']['train']['sequences']:,} | {E['steps']} x {E['tokens_per_batch']:,} | {E['epochs']} | - | "
-                f"{pct(c0['eagle_step_top1']) if c0 else '-'} | {t0['tau']:.2f} |" if t0 else "- |")
+                f"{pct(c0['eagle_step_top1']) if c0 else '-'} | " + (f"{t0['tau']:.2f} |" if t0 else "- |"))
     margins = [round(m, 4) for m in G.get("f32_margins", [])]
+    big = pts[-1]
+    tau_big = by_name(tau, f"head_{big['answer_tokens']}")
     text = f"""<!-- gpu-scale: written by tools/smollm2_gpu.py --stages readme; everything above is tools/smollm2_drafts.py's -->
 ## GPU-scale data (tools/smollm2_gpu.py)
 
@@ -874,7 +870,7 @@ Heads at {len(pts)} points of the curve (the EAGLE recipe of `tools/smollm2_draf
 rows drawn in a seeded order, each point's a superset of the smaller's; equal epochs at every point, fit
 by one factor into the run's time). Held-out top-1 agreement at depths 1-4 (each depth on the head's own
 earlier predictions) on the held-out prompts' answers, once with the GPU's BF16 features and once
-(`--stages compare`) with F32 features on this CPU, where the shipped head is measured the same way; τ is
+(`--stages compare`) with F32 features on this CPU, where the CPU-trained head is measured the same way; τ is
 `spec-eval --policy eagle2` (defaults) on 20 mt_bench first turns x 128 tokens (`--stages tau`):
 
 | answer tokens | rows | steps x tokens | epochs | top-1 d1-d4 (GPU) | top-1 d1-d4 (F32, CPU) | τ mt_bench |
@@ -882,15 +878,27 @@ earlier predictions) on the held-out prompts' answers, once with the GPU's BF16 
 """ + "\n".join(rows) + f"""
 
 ![held-out top-1 against answer tokens](gpu_scaling.png){'' if not note else f" ({note})"}
+All figures of this section: `gpu_log.json`.
 
-**What this run shows, and why the aims are not met.** Generating the data is no longer the limit: 26M
-tokens took {st['seconds']['answers'] / 60:.0f} minutes. Training was: the run had {st['train_plan']['left_s']} s left for {st['train_plan']['needed_s']} s of planned
-steps, so every point got {pts[-1]['epochs']} of an epoch ({st['train_plan']['scale']} of the plan). At that budget the
-curve mixes data with steps (the largest point also took the most steps), and the largest head is still
-behind the shipped one, which saw its 0.74M tokens {E['epochs']} times. The next GPU session should generate and
-train in one run with the training given the larger share: {st['points'][max(st['points'], key=lambda k: st['points'][k]['answer_tokens'])]['seconds_per_step']:.2f} s a step of 32k tokens
-means about {round(2 * pts[-1]['sequence_tokens'] / 32768 * pts[-1]['seconds_per_step'] / 60)} minutes for two epochs of this data.
+**Which head is shipped.** `eagle/` holds the largest head, `head_{big['answer_tokens']}`:
+{f"mt_bench τ {tau_big['tau']:.2f} against the CPU head's {t0['tau']:.2f}" if tau_big and t0 else "its τ above"},
+with {f"{100 * (1 - tau_big['gamma'] / t0['gamma']):.0f}% fewer verified tokens" if tau_big and t0 and t0.get('gamma') else "fewer verified tokens"}, although its
+held-out agreement is no higher: the held-out prompts are of the CPU head's kinds (software, arithmetic),
+while most of this run's prompts are about the subjects people ask an assistant about, as mt_bench's are.
+Its `token_counts.safetensors` (what `--draft-vocab` ranks) is the CPU answer set's: this run's answers
+stayed on the GPU machine (a head trained by a later run brings its own).
+
+**What this run shows, and why the aims are not met.** Generating the data is no longer the limit:
+{tot / 1e6:.0f}M tokens took {st['seconds']['answers'] / 60:.0f} minutes. Training was: the run had {st['train_plan']['left_s']} s left
+for {st['train_plan']['needed_s']} s of planned steps, so every point got {big['epochs']} of an epoch
+({st['train_plan']['scale']} of the plan). At that budget the curve mixes data with steps (the largest
+point also took the most steps). The next GPU session should generate and train in one run with the
+training given the larger share: {big['seconds_per_step']:.2f} s a step of {big['tokens_per_batch']:,} tokens means about
+{round(2 * big['sequence_tokens'] / big['tokens_per_batch'] * big['seconds_per_step'] / 60)} minutes for two epochs of this data.
 """
+    with open(out / "gpu_log.json", "w") as f:   # the figures above, as the run and the stages here left them
+        json.dump({k: v for k, v in st.items() if k != "t_start"}, f, indent=1)
+        f.write("\n")
     readme = out / "README.md"
     old = readme.read_text()
     cut = old.find("<!-- gpu-scale")
@@ -929,6 +937,7 @@ def main():
     ap.add_argument("--min-steps", type=int, default=600)
     ap.add_argument("--max-batch-tokens", type=int, default=32768)
     ap.add_argument("--heads", nargs="*", default=[], help="compare: head directories")
+    ap.add_argument("--cpu-head", default="cpu_head", help="readme: the compare/tau name of the CPU-trained head")
     ap.add_argument("--readme-dir", default="data/smollm2", help="readme: where README.md and the PNG go")
     ap.add_argument("--bench", default="../shared/benchmarks/mt_bench/question.jsonl", help="tau: questions")
     ap.add_argument("--agree-rows", type=int, default=12, help="agree: held-out answers checked")
@@ -949,8 +958,10 @@ def main():
     sd, cfg = random_state(args.seed) if args.gguf == "random" else gguf_state(args.gguf)
     target = Target(sd, cfg, dev, torch.bfloat16 if args.dtype == "bf16" else torch.float32)
     del sd
-    st["device"] = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"
-    log(f"target loaded on {st['device']} in {time.time() - t_start:.1f} s")
+    device = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"
+    if {"selfask", "answers", "train"} & set(args.stages.split(",")):
+        st["device"] = device   # where the data and heads were made
+    log(f"target loaded on {device} in {time.time() - t_start:.1f} s")
     if dev.type == "cuda":
         # FP32 products (the logits) on TF32 tensor cores: the BF16 model's own rounding
         # is larger than TF32's
