@@ -14,10 +14,11 @@ The pipeline needs only PyTorch, numpy, the gguf package (carried as a wheel) an
 
 Stages (each one's result kept in --work, so a rerun skips what is done):
 
-  selfask  the target lists topics within smollm2_prompts.SUBJECTS, then subtopics of
-           each topic, then writes questions about them; prompts from its questions and
-           from the templates (smollm2_prompts.self_prompts), a share with a second turn
-           from FOLLOW_UPS; deduplicated, seeded -> prompts_gpu.jsonl
+  selfask  the committed reference --prompts/gpu.jsonl.xz when it is there (unless
+           --new-prompts); else the target lists topics within smollm2_prompts.SUBJECTS,
+           then subtopics of each topic, then writes questions about them; prompts from
+           its questions and from the templates (smollm2_prompts.self_prompts), a share
+           with a second turn from FOLLOW_UPS; deduplicated, seeded -> prompts_gpu.jsonl
   answers  greedy answers (ties to the lowest token id, as our runtime breaks them) up
            to --max-new tokens: held-out prompts first, then the training prompts in a
            seeded order, so a run cut short by --gen-seconds still holds a fair sample;
@@ -28,6 +29,14 @@ Stages (each one's result kept in --work, so a rerun skips what is done):
            superset of the smaller's) -> head_<tokens>/ and its held-out top-1 at
            depths 1-4
   pack     what comes back: the prompts, the heads, a sample of the answers and the log
+
+Stages for this machine, on what a GPU run brought back (--work holding its files):
+
+  agree    its greedy answers against bin/spec-generate's (our runtime, F32 arithmetic)
+  compare  held-out agreement of --heads on F32 features of the same answers
+  tau      mt_bench τ of --heads with bin/spec-eval (eagle2 defaults, 20 x 128)
+  readme   the GPU-scale section of data/smollm2/README.md, its PNG, gpu_log.json
+  profile  (either machine) torch.profiler tables of a decode and a training step
 
 Long work shows progress (done/total, rate, ETA) on stderr."""
 import argparse
@@ -943,7 +952,6 @@ def main():
     ap.add_argument("--agree-rows", type=int, default=12, help="agree: held-out answers checked")
     ap.add_argument("--target-dir", default="models/smollm2-135m-instruct", help="agree: our checkpoint")
     ap.add_argument("--profile-rows", type=int, default=1024, help="synthetic rows of the profile stage")
-    ap.add_argument("--step-seconds", type=float, default=0.06, help="a step's expected time, to fit the deadline")
     args = ap.parse_args()
     t_start = time.time()
     work = Path(args.work)
