@@ -371,7 +371,14 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     if (compress == TRACE_GZIP && (o.level < 0 || o.level > 9)) { err_set("%s: gzip level %d out of range", path, o.level); return NULL; }
     struct stat st;
     if (stat(path, &st) == 0) { err_set("%s: already exists (use --resume to continue it)", path); return NULL; }
-    TraceWriter *w = writer_new(path);
+    /* Made under a temporary name and linked to path once its root
+     * attributes and groups are on disk: a writer killed while creating the
+     * file leaves no file at path that does not open as a trace. */
+    size_t tlen = strlen(path) + 16;
+    char *tmp = xmalloc(tlen);
+    snprintf(tmp, tlen, "%s.creating", path);
+    unlink(tmp);   /* what a writer killed while creating left */
+    TraceWriter *w = writer_new(tmp);
     w->durable = o.durable;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     /* Room for the count attributes in the root object header's first chunk,
@@ -379,13 +386,14 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
     H5Pset_est_link_info(fcpl, 16, 24);
     hid_t fapl = tr_make_fapl(0);
     unsigned flags = H5F_ACC_EXCL | (o.durable ? H5F_ACC_SWMR_WRITE : 0);
-    w->file = H5Fcreate(path, flags, fcpl, fapl);
+    w->file = H5Fcreate(tmp, flags, fcpl, fapl);
     H5Pclose(fcpl);
     H5Pclose(fapl);
     if (w->file < 0) {
         tr_h5_err("%s: cannot create", path);
         writer_free(w);
-        unlink(path);   /* created by H5Fcreate (exclusive) before it failed */
+        unlink(tmp);   /* created by H5Fcreate (exclusive) before it failed */
+        free(tmp);
         return NULL;
     }
     if (take_writer_lock(w) < 0) goto fail;
@@ -415,11 +423,21 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
         tr_h5_err("%s: cannot flush", path);
         goto fail;
     }
+    /* link, not rename: a file another writer made at path meanwhile stays */
+    if (link(tmp, path) != 0) {
+        err_set("%s: cannot create: %s", path, errno == EEXIST ? "it appeared meanwhile" : strerror(errno));
+        goto fail;
+    }
+    unlink(tmp);
+    free(w->path);
+    w->path = xstrdup(path);
+    free(tmp);
     return w;
 fail:
     broke(w);
     writer_abandon(w);
-    unlink(path);
+    unlink(tmp);
+    free(tmp);
     return NULL;
 }
 

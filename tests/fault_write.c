@@ -6,6 +6,9 @@
  *                          ENOSPC (a full disk: rewrites inside the file
  *                          still succeed), the one crossing the budget is
  *                          cut short first, as a filling disk does;
+ *   C2T_FAULT_MODE=kill    the write crossing the budget kills the process
+ *                          (SIGKILL) before any of it lands: a kill -9 at an
+ *                          exact point of the file's making;
  *   C2T_FAULT_MODE=eio     the write crossing the budget and every later
  *                          write and fsync fail with EIO, none cut short (a
  *                          dying disk; a request the device half wrote
@@ -16,6 +19,7 @@
  * file it leaves resumes to the uninterrupted result). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,7 @@
 #include <unistd.h>
 
 static long long budget = -1;   /* bytes left before faults; -1: not read yet */
-static int eio_mode;
+static int eio_mode, kill_mode;
 static const char *target;
 
 static void setup(void) {
@@ -34,6 +38,7 @@ static void setup(void) {
     target = getenv("C2T_FAULT_FILE");
     budget = a ? atoll(a) : 0;
     eio_mode = m && !strcmp(m, "eio");
+    kill_mode = m && !strcmp(m, "kill");
 }
 
 static int is_target(int fd) {
@@ -52,6 +57,7 @@ static int is_target(int fd) {
 static size_t allowed(int fd, size_t len, off_t off) {
     if (!is_target(fd)) return len;
     if (budget >= (long long)len) { budget -= (long long)len; return len; }
+    if (kill_mode) raise(SIGKILL);
     if (eio_mode) {
         budget = 0;
         errno = EIO;

@@ -228,9 +228,17 @@ static void test_kill_and_resume_equals_uninterrupted(void) {
     snprintf(full, sizeof full, "%s/full.h5", dir);
     snprintf(part, sizeof part, "%s/part.h5", dir);
     const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
-    double t0 = now_seconds();
     int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, full);
     REQUIRE(rc == 0, "uninterrupted run: %s", err);
+    /* the kill window is a warm run's length: a cold first run (binary and
+     * weights not yet in the page cache) would put most kills after the end */
+    char warm[256];
+    snprintf(warm, sizeof warm, "%s/warm.h5", dir);
+    unlink(warm);
+    double t0 = now_seconds();
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, warm);
+    REQUIRE(rc == 0, "second uninterrupted run: %s", err);
+    unlink(warm);
     /* Rounds: from an empty file, kill -9 at random moments of the run until
      * an attempt finishes (each resuming the last), then compare.  Rounds
      * repeat until there were several kills and one came after a finished
@@ -416,6 +424,50 @@ static void test_write_faults_then_resume(void) {
            resumed, size);
 }
 
+/* kill -9 at exact points of the file's first bytes (the superblock, the
+ * root attributes, the groups): the path then holds no file, or one that
+ * opens and resumes to the uninterrupted run's. */
+static void test_killed_while_creating(void) {
+    char full[256], part[256], creating[300], err[4096];
+    snprintf(full, sizeof full, "%s/create_full.h5", dir);
+    snprintf(part, sizeof part, "%s/create_part.h5", dir);
+    snprintf(creating, sizeof creating, "%s.creating", part);
+    const char *args = "--draft tests/ckpt/tiny_chat_eagle --topk 3 --depth 2";
+    int rc = run_cmd(err, sizeof err, COLLECT "%s --out %s", bin_dir(), qfile, args, full);
+    REQUIRE(rc == 0, "uninterrupted run: %s", err);
+    REQUIRE(file_exists(fault_lib()), "%s is missing (make all builds it)", fault_lib());
+    const long long after[] = {0, 8, 96, 512, 2048, 4096, 6000};
+    int killed = 0;
+    for (size_t k = 0; k < sizeof after / sizeof after[0]; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "killed after %lld bytes", after[k]);
+        unlink(part);
+        unlink(creating);
+        rc = run_cmd(err, sizeof err,
+                     "C2T_FAULT_FILE=create_part.h5 C2T_FAULT_MODE=kill C2T_FAULT_AFTER=%lld LD_PRELOAD=%s "
+                     "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" " COLLECT "%s --out %s",
+                     after[k], fault_lib(), bin_dir(), qfile, args, part);
+        if (rc == 0) continue;   /* wrote less than this */
+        killed++;
+        CHECK(rc == 128 + 9, "%s: exit %d, not a SIGKILL: %s", what, rc, err);
+        {   /* resume_to_the_whole's checks, with the tiny model's COLLECT */
+            int resume = file_exists(part);
+            if (resume) {
+                TraceReader *r = trace_open(part);
+                CHECK(r != NULL, "%s: the file left does not open: %s", what, err_get());
+                trace_reader_close(r);
+            }
+            rc = run_cmd(err, sizeof err, COLLECT "%s --out %s %s", bin_dir(), qfile, args, part, resume ? "--resume" : "");
+            CHECK(rc == 0, "%s: %s: %s", what, resume ? "resume" : "new run", err);
+            char why[256] = "";
+            CHECK(rc || same_records(full, part, why, sizeof why), "%s: vs uninterrupted: %s", what, why);
+        }
+        if (h_failed) return;
+    }
+    CHECK(killed >= 5, "only %d of the runs were killed", killed);
+    unlink(creating);
+}
+
 static void test_shards_merge_to_the_whole(void) {
     char a[256], b[256], m[256], full[256], err[4096];
     snprintf(a, sizeof a, "%s/s0.h5", dir);
@@ -486,6 +538,7 @@ int main(void) {
     RUN(test_kill_and_resume_equals_uninterrupted);
     RUN(test_resume_refuses_other_weights);
     RUN(test_write_faults_then_resume);
+    RUN(test_killed_while_creating);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_topm_entropy_bound);
     RUN(test_cuda_collection_equals_cpu);
