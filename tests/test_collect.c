@@ -432,8 +432,8 @@ static void test_killed_while_creating(void) {
     snprintf(full, sizeof full, "%s/create_full.h5", dir);
     snprintf(part, sizeof part, "%s/create_part.h5", dir);
     snprintf(creating, sizeof creating, "%s.creating", part);
-    const char *args = "--draft tests/ckpt/tiny_chat_eagle --topk 3 --depth 2";
-    int rc = run_cmd(err, sizeof err, COLLECT "%s --out %s", bin_dir(), qfile, args, full);
+    const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, full);
     REQUIRE(rc == 0, "uninterrupted run: %s", err);
     REQUIRE(file_exists(fault_lib()), "%s is missing (make all builds it)", fault_lib());
     const long long after[] = {0, 8, 96, 512, 2048, 4096, 6000};
@@ -445,23 +445,12 @@ static void test_killed_while_creating(void) {
         unlink(creating);
         rc = run_cmd(err, sizeof err,
                      "C2T_FAULT_FILE=create_part.h5 C2T_FAULT_MODE=kill C2T_FAULT_AFTER=%lld LD_PRELOAD=%s "
-                     "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" " COLLECT "%s --out %s",
+                     "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" " COLLECT_DEMO "%s --out %s",
                      after[k], fault_lib(), bin_dir(), qfile, args, part);
         if (rc == 0) continue;   /* wrote less than this */
         killed++;
         CHECK(rc == 128 + 9, "%s: exit %d, not a SIGKILL: %s", what, rc, err);
-        {   /* resume_to_the_whole's checks, with the tiny model's COLLECT */
-            int resume = file_exists(part);
-            if (resume) {
-                TraceReader *r = trace_open(part);
-                CHECK(r != NULL, "%s: the file left does not open: %s", what, err_get());
-                trace_reader_close(r);
-            }
-            rc = run_cmd(err, sizeof err, COLLECT "%s --out %s %s", bin_dir(), qfile, args, part, resume ? "--resume" : "");
-            CHECK(rc == 0, "%s: %s: %s", what, resume ? "resume" : "new run", err);
-            char why[256] = "";
-            CHECK(rc || same_records(full, part, why, sizeof why), "%s: vs uninterrupted: %s", what, why);
-        }
+        resume_to_the_whole(full, part, args, what);
         if (h_failed) return;
     }
     CHECK(killed >= 5, "only %d of the runs were killed", killed);
