@@ -11,6 +11,9 @@
 #include <time.h>
 
 static const char *prog = "spec-eval";
+/* --csv rows: gamma as a count (the table prints thousands); speedup over the
+ * ar baseline of the same run, empty with --no-baseline */
+#define CSV_HEADER "policy,param,value,tau,gamma,v,speedup"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -62,7 +65,8 @@ static void usage(FILE *f) {
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --json OUT             report: settings, model identities, per-question figures\n"
-"  --csv FILE             append one row \"policy,param,value,tau,gamma,v\" (header if new)\n"
+"  --csv FILE             append one row \"policy,param,value,tau,gamma,v,speedup\" (header if\n"
+"                         new; gamma a count, speedup empty without the ar baseline)\n"
 "  --label KEY=VALUE      the param,value columns of that row (default: -,-; needs --csv)\n"
 "  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"
 "                         file, a line every 10 s)\n"
@@ -276,7 +280,14 @@ int main(int argc, char **argv) {
     if (check_lossless && !baseline) die(prog, "--check-lossless needs the ar baseline (drop --no-baseline)");
     if (label && !csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (json_out) cli_check_writable(prog, "--json", json_out);
-    if (csv_out) cli_check_writable(prog, "--csv", csv_out);
+    if (csv_out) {
+        cli_check_writable(prog, "--csv", csv_out);
+        char *old = file_exists(csv_out) ? read_text_file(csv_out, NULL) : NULL;
+        size_t hl = strlen(CSV_HEADER);
+        if (old && *old && (strncmp(old, CSV_HEADER, hl) || (old[hl] != '\n' && old[hl] != 0)))
+            die(prog, "--csv %s: its header is not \"%s\" (another version's rows); choose a new file", csv_out, CSV_HEADER);
+        free(old);
+    }
     /* bad input first, before the models load */
     Policy *policy = policy_new(&cfg.prm);
     if (!policy) die_err(prog);
@@ -381,10 +392,13 @@ int main(int argc, char **argv) {
         int fresh = !file_exists(csv_out);
         FILE *f = fopen(csv_out, "a");
         if (!f) die(prog, "%s: cannot open for appending: %s", csv_out, strerror(errno));
-        if (fresh) fprintf(f, "policy,param,value,tau,gamma,v\n");
+        if (fresh) fprintf(f, "%s\n", CSV_HEADER);
         const char *eq = label ? strchr(label, '=') : NULL;
-        fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
-                eq ? eq + 1 : "-", tau_of(&all), (long long)all.gamma, all.wall > 0 ? all.new_tokens / all.wall : 0);
+        double v = all.wall > 0 ? all.new_tokens / all.wall : 0;
+        char sp[32] = "";   /* empty without the ar baseline */
+        if (all.ar_wall > 0 && all.ar_tokens > 0) snprintf(sp, sizeof sp, "%.4f", v / (all.ar_tokens / all.ar_wall));
+        fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f,%s\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
+                eq ? eq + 1 : "-", tau_of(&all), (long long)all.gamma, v, sp);
         if (fclose(f) != 0) die(prog, "%s: write failed: %s", csv_out, strerror(errno));
     }
     if (json_out) {

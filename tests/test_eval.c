@@ -275,6 +275,29 @@ static void test_first_hour_messages(void) {
     CHECK(rc == 0 && strstr(err, "spec-eval turns 3/3") && !strchr(err, '\r'), "progress into a file: %s", err);
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --quiet --questions %s", bin_dir(), base, qfile);
     CHECK(rc == 0 && !strstr(err, "spec-eval turns"), "--quiet still shows progress: %s", err);
+    /* --csv: a speedup column (empty without the baseline); a file of another header refused */
+    char csv[160];
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --csv %s --label k=1", bin_dir(), base,
+                 qfile, csv);
+    REQUIRE(rc == 0, "--csv with the baseline: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --questions %s --csv %s", bin_dir(), base,
+                 qfile, csv);
+    REQUIRE(rc == 0, "--csv without the baseline: %s", err);
+    char *text = read_text_file(csv, NULL);
+    REQUIRE(text, "%s", err_get());
+    char h[64], r1[256], r2[256];
+    int got = sscanf(text, "%63[^\n]\n%255[^\n]\n%255[^\n]", h, r1, r2);
+    double sp = 0;
+    const char *last1 = strrchr(r1, ','), *last2 = strrchr(r2, ',');
+    CHECK(got == 3 && !strcmp(h, "policy,param,value,tau,gamma,v,speedup"), "header: %s", text);
+    CHECK(got == 3 && last1 && sscanf(last1 + 1, "%lf", &sp) == 1 && sp > 0, "speedup with the baseline: %s", r1);
+    CHECK(got == 3 && last2 && last2[1] == 0 && !strncmp(r2, "ar,-,-,", 7), "empty speedup without it: %s", r2);
+    free(text);
+    write_file(csv, "policy,param,value,tau,gamma,v\nar,-,-,1.0,0,10\n");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --csv %s", bin_dir(), base, qfile, csv);
+    CHECK_ONE_LINE_ERROR(rc, err, "header");
+    unlink(csv);
     /* a bad --draft-kind is named before any model loads (this target does not exist) */
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/nonexistent --draft-kind eagel --questions %s",
                  bin_dir(), qfile);
