@@ -55,11 +55,10 @@ static inline float load1(const void *base, DType dt, int64_t i) {
 #define PAR_MIN_WORK (1 << 18)
 
 /* Products of up to this many tokens use the fused loop of matmul.c, which
- * sums every token exactly as a one-token product does.  Measured on
- * SmolLM2 BF16, 2 threads (2-vCPU Xeon, 2026-11-25), fused vs sgemm over
- * the F32 copy: AVX-512 build 16 tokens 416-429 vs 262 tok/s, 32: 470-481
- * vs 385, 64: 499 vs 536-559; AVX2 build (-march=haswell, 2-token tiles)
- * 16: 313 vs 262, 32: sgemm's 383 ahead. */
+ * sums every token exactly as a one-token product does.  The bound is where
+ * the fused loop stops beating sgemm over the F32 copy on SmolLM2's shapes:
+ * about 32 tokens with AVX-512 (two-row tiles), 16 with AVX2 (make bench
+ * measures both paths). */
 #ifdef __AVX512VL__
 #define FEW_TOKENS 32
 #else

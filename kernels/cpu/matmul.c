@@ -13,10 +13,8 @@
 /* Software prefetch distance of the fused loop, into L2.  SmolLM2's
  * matrices are small (0.4-1.7 MB, 576 columns), so the hardware prefetcher
  * restarts at every one of the ~210 products per token and never reaches
- * full speed: measured on a 2-vCPU Xeon (2026-11-25), decode 34 tok/s
- * without, 64-69 with 16-32 KB ahead (8 KB: 54; 64 KB: 65); on the
- * 1B-shape model (8-22 MB matrices) it changes nothing (10.9 vs 11.3,
- * within noise). */
+ * full speed; 16-32 KB ahead nearly doubles decode there (8 KB and 64 KB do
+ * less), and on matrices of several MB it changes nothing. */
 #define PREFETCH_AHEAD 32768
 
 void cpu_weight_row(const Weight *w, int64_t r, float *out) {
@@ -155,11 +153,10 @@ static void matmul_few(float *out, const float *x, const Weight *w, int n) {
 
 /* Few tokens share one parallel region: the rows of all the weights, in
  * order, split in contiguous parts (one per thread, so each streams its
- * part as matmul_few does), instead of one region per weight.  Measured on
- * SmolLM2 (2-vCPU Xeon, 2026-11-26): q/k/v and gate/up this way, decode
- * 74.8-75.8 -> 83.1-83.8 tok/s.  (Handing out 32-128-row chunks of one
- * weight on demand instead of halves was slower, 57-65 tok/s: the streams
- * break up.)  Each sum is the one matmul_few computes. */
+ * part as matmul_few does), instead of one region per weight: on SmolLM2's
+ * q/k/v and gate/up this saves a region's start-up per weight, about 10% of
+ * decode.  (Handing out small chunks of one weight on demand instead was
+ * slower: the streams break up.)  Each sum is the one matmul_few computes. */
 void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
     if (n > FEW_TOKENS) {
         for (int i = 0; i < count; i++) cpu_matmul(outs[i], x, ws[i], n);
@@ -191,10 +188,10 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
  * the decoder changes between cycles.  The chunks depend on nr alone, so the
  * calls are the same whatever the thread count: an even number of equal
  * chunks (both cores busy) of at most about SGEMM_CHUNK rows, a multiple of
- * 16.  Each call packs x anew, so chunks should be large: on SmolLM2
- * (2-vCPU Xeon, 2026-11-26) pp 64 went from 537-551 tok/s with fixed
- * 128-row chunks to 593-616 with 288 (576-row matrices in two halves), and
- * fixed 576-row chunks (one core for those matrices) fell to 420-441. */
+ * 16.  Each call packs x anew, so chunks should be large, but both cores
+ * must get one: on SmolLM2's 576-row matrices two 288-row halves beat both
+ * 128-row chunks (x packed more often) and whole 576-row chunks (one core
+ * idle) at prefill. */
 #define SGEMM_CHUNK 288
 static int64_t sgemm_chunk_rows(int64_t nr) {
     const int64_t pairs = (nr + 2 * SGEMM_CHUNK - 1) / (2 * SGEMM_CHUNK);
