@@ -152,8 +152,8 @@ int main(int argc, char **argv) {
     cfg.sp.top_p = 1.0f;
     policy_params_default(&cfg.prm);
     snprintf(cfg.prm.name, sizeof cfg.prm.name, "eagle2");
-    cfg.prm.depth = 10;       /* the C2T paper's collection setting */
-    cfg.prm.total = -1;
+    policy_params_set(&cfg.prm, "depth", "10");   /* the C2T paper's collection setting */
+    policy_params_set(&cfg.prm, "total", "all");
     cfg.prm.want_entropy = 1;
     CliQuestions qs = {0};
     const char *out = NULL, *compress = "zstd";
@@ -179,8 +179,6 @@ int main(int argc, char **argv) {
         default: cli_unknown_option(prog, argv);
         }
     }
-    /* the trace format stores a node's sibling rank in 8 bits */
-    if (cfg.prm.topk > 255) die(prog, "--topk: expected an integer in [1, 255] for a trace file, got %d", cfg.prm.topk);
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!cfg.target_dir || !cfg.draft_dir) die(prog, "--target and --draft are required (see --help)");
     if (!out) die(prog, "--out FILE.h5 is required");
@@ -200,6 +198,11 @@ int main(int argc, char **argv) {
 
     Policy *policy = policy_new(&cfg.prm);
     if (!policy) die_err(prog);
+    double topk, depth;
+    policy_param_num(policy, "topk", &topk);
+    policy_param_num(policy, "depth", &depth);
+    /* the trace format stores a node's sibling rank in 8 bits */
+    if (topk > 255) die(prog, "--topk: expected an integer in [1, 255] for a trace file, got %g", topk);
     Session s;
     if (session_open(&s, &cfg, prog)) die_err(prog);
     Decoder *dec = session_decoder(&s, policy);
@@ -222,8 +225,8 @@ int main(int argc, char **argv) {
     SET("template", "%s", chat_template_name(s.tmpl));
     SET("system", "%s", cfg.system ? cfg.system : "(template default)");
     SET("policy", "eagle2 total=all");
-    SET("topk", "%d", cfg.prm.topk);
-    SET("depth", "%d", cfg.prm.depth);
+    SET("topk", "%d", (int)topk);
+    SET("depth", "%d", (int)depth);
     SET("entropy_topm", "%d", cfg.prm.topm);
     SET("max_new_tokens", "%d", cfg.max_new);
     SET("max_questions", "%d", qs.max_questions);

@@ -58,12 +58,17 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     case CLI_MAX_TURNS: q->max_turns = (int)cli_int(prog, "--max-turns", arg, 1, 1 << 30); return 1;
     case CLI_MAX_NEW: cfg->max_new = (int)cli_int(prog, "--max-new-tokens", arg, 1, 1 << 20); return 1;
     case CLI_MAX_CTX: cfg->max_ctx = (int)cli_int(prog, "--max-ctx", arg, 16, 1 << 22); return 1;
-    case CLI_TOPK: cfg->prm.topk = (int)cli_int(prog, "--topk", arg, 1, 1000); return 1;
-    case CLI_DEPTH: cfg->prm.depth = (int)cli_int(prog, "--depth", arg, 0, 250); return 1;
+    case CLI_PARAM: if (policy_params_set(&cfg->prm, arg, NULL)) die_err(prog); return 1;
     case CLI_TOPM: cfg->prm.topm = (int)cli_int(prog, "--entropy-topm", arg, 0, 1 << 30); return 1;
     case CLI_QUIET: progress_quiet(1); return 1;
-    default: return 0;
+    default: break;
     }
+    static const char *const policy_flags[] = {"--topk", "--depth", "--total", "--draft-len", "--classifier",
+                                               "--beta", "--early-stop", "--threshold", "--static-tree"};
+    int i = code - CLI_POLICY_FLAG;
+    if (i < 0 || i >= (int)(sizeof policy_flags / sizeof *policy_flags)) return 0;
+    if (policy_params_set(&cfg->prm, policy_flags[i], arg)) die_err(prog);
+    return 1;
 }
 
 void cli_unknown_option(const char *prog, char **argv) {

@@ -1,7 +1,8 @@
 /* The command-line layer every command shares (the spec_<name>.c mains):
  * one number parser, and the options of a decoding session that spec-eval
  * and spec-collect both take (models, text, questions, lengths, device,
- * tree size).  Bad values are one line naming the option, then exit 1. */
+ * the policy's settings).  Bad values are one line naming the option, then
+ * exit 1. */
 #ifndef C2T_CLI_H
 #define C2T_CLI_H
 #include "infer/spec/session.h"
@@ -19,16 +20,54 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
  * CLI_OWN. */
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
-    CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPK, CLI_DEPTH, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET, CLI_OWN
+    CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET,
+    CLI_PARAM, CLI_POLICY_FLAG, CLI_OWN = CLI_POLICY_FLAG + 16
 };
+/* A policy's settings by name (--topk 4 is --param topk=4): the policy
+ * checks them against its own table, so a flag it has no use for is an
+ * error naming the flag.  The help text is CLI_POLICY_HELP. */
+#define CLI_POLICY_OPTIONS                                                                                    \
+    {"topk", 1, 0, CLI_POLICY_FLAG}, {"depth", 1, 0, CLI_POLICY_FLAG + 1}, {"total", 1, 0, CLI_POLICY_FLAG + 2}, \
+        {"draft-len", 1, 0, CLI_POLICY_FLAG + 3}, {"classifier", 1, 0, CLI_POLICY_FLAG + 4},                      \
+        {"beta", 1, 0, CLI_POLICY_FLAG + 5}, {"early-stop", 1, 0, CLI_POLICY_FLAG + 6},                           \
+        {"threshold", 1, 0, CLI_POLICY_FLAG + 7}, {"static-tree", 1, 0, CLI_POLICY_FLAG + 8},                     \
+        {"param", 1, 0, CLI_PARAM}
 #define CLI_SESSION_OPTIONS                                                                                  \
     {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},           \
         {"tokenizer", 1, 0, CLI_TOKENIZER}, {"template", 1, 0, CLI_TEMPLATE}, {"system", 1, 0, CLI_SYSTEM},   \
         {"device", 1, 0, CLI_DEVICE}, {"questions", 1, 0, CLI_QUESTIONS},                                     \
         {"max-questions", 1, 0, CLI_MAX_QUESTIONS}, {"max-turns", 1, 0, CLI_MAX_TURNS},                     \
         {"max-new-tokens", 1, 0, CLI_MAX_NEW},                                                              \
-        {"max-ctx", 1, 0, CLI_MAX_CTX}, {"topk", 1, 0, CLI_TOPK}, {"depth", 1, 0, CLI_DEPTH},                 \
-        {"entropy-topm", 1, 0, CLI_TOPM}, {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}
+        {"max-ctx", 1, 0, CLI_MAX_CTX}, {"entropy-topm", 1, 0, CLI_TOPM},                                  \
+        {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}, CLI_POLICY_OPTIONS
+
+/* The help of the session options, one copy for every command that takes
+ * them; its two %s are draft_kind_names() and CHAT_TEMPLATE_NAMES. */
+#define CLI_MODELS_HELP                                                                                    \
+    "  --target DIR           target checkpoint (config.json + safetensors)\n"                            \
+    "  --draft DIR            draft: an EAGLE-1/2 head, an EAGLE-3 head or a small LM\n"                \
+    "                         (config.json + model.safetensors or pytorch_model.bin)\n"                  \
+    "  --draft-kind K         %s (default auto: eagle3 when the draft's config.json\n"                   \
+    "                         has draft_vocab_size or eagle_aux_hidden_state_layer_ids, else eagle)\n"   \
+    "  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"         \
+    "                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"     \
+    "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \
+    "                         lossless, verification is unchanged\n"                                     \
+    "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"              \
+    "  --template NAME        chat template: %s (default: guessed, with a notice;\n"                     \
+    "                         plain text when the checkpoint has none we recognise)\n"                   \
+    "  --system TEXT          system prompt (default: the template's; \"\" for none)\n"                  \
+    "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
+#define CLI_QUESTIONS_HELP                                                                                 \
+    "  --questions FILE       question.jsonl (EAGLE/Spec-Bench format); repeatable, one benchmark each\n" \
+    "  --max-questions N      first N questions of each file\n"                                          \
+    "  --max-turns N          first N turns of each question (1: first turns only)\n"                    \
+    "  --max-new-tokens N     per turn (default 256)\n"                                                  \
+    "  --max-ctx N            KV cache slots for prompt + answer (default 4096)\n"                       \
+    "  --entropy-topm M       entropy over the top M draft probabilities, 0 = exact (default 1000)\n"
+#define CLI_QUIET_HELP                                                                                     \
+    "  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"          \
+    "                         file, a line every 10 s)\n"
 
 #define CLI_MAX_FILES 64
 typedef struct {

@@ -3,7 +3,7 @@
 /* The compute interface the runtime stands on.
  *
  * One Backend struct of function pointers per implementation (kernels/cpu/
- * now, kernels/cuda/ later).  Rules that keep the interface device-neutral:
+ * now, kernels/cuda/).  Rules that keep the interface device-neutral:
  *  - activations ("float *" arguments called x, out, q, logits, ...) live in
  *    backend memory from be->alloc; the caller never dereferences them, it
  *    moves data with to_host / to_device;
@@ -30,6 +30,13 @@ typedef struct {
 } Weight;
 
 typedef struct KVCache KVCache;
+
+/* What a backend keeps per caller to tune itself over a repeated unit of
+ * work (a decoding cycle); zero-initialised by the caller. */
+typedef struct {
+    int unit, best, slot;
+    double secs[2], t0;
+} BackendTuner;
 
 typedef struct Backend {
     const char *name;
@@ -103,6 +110,11 @@ typedef struct Backend {
      * between may return data to the host. */
     int (*record_begin)(void);
     int (*record_end)(void);
+    /* Optional: bracket one unit of repeated work (a draft-verify cycle)
+     * that the backend may tune itself over (CPU: its thread count, see
+     * kernels/cpu/backend.c).  Call them through backend_unit_begin/end. */
+    void (*unit_begin)(BackendTuner *t);
+    void (*unit_end)(BackendTuner *t);
 } Backend;
 
 /* Every member of Backend, for checks that an implementation is complete. */
@@ -127,6 +139,10 @@ const char *backend_failure(const Backend *be);
  * as a forward pass — recorded as one unit where the backend can, else (or
  * when recording fails) directly. */
 void backend_recorded(const Backend *be, void (*ops)(void *arg), void *arg);
+/* Brackets one unit of repeated work for a backend that tunes itself over
+ * it (no-ops elsewhere); t is the caller's, zeroed before its first unit. */
+void backend_unit_begin(const Backend *be, BackendTuner *t);
+void backend_unit_end(const Backend *be, BackendTuner *t);
 /* Frees what a backend keeps between calls (CUDA: scratch, staging, library
  * handles); for the end of a program, after its models are freed. */
 void backend_shutdown(const Backend *be);

@@ -47,3 +47,11 @@ void backend_shutdown(const Backend *be) {
 #endif
     (void)be;
 }
+
+void backend_unit_begin(const Backend *be, BackendTuner *t) {
+    if (be->unit_begin) be->unit_begin(t);
+}
+
+void backend_unit_end(const Backend *be, BackendTuner *t) {
+    if (be->unit_end) be->unit_end(t);
+}

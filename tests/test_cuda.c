@@ -200,7 +200,11 @@ static int decode(const LlamaModel *target, Draft *d, const char *policy, const 
     PolicyParams prm;
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "%s", policy);
-    if (!strcmp(policy, "eagle2")) { prm.topk = 4; prm.depth = 3; prm.total = 12; }
+    if (!strcmp(policy, "eagle2")) {
+        policy_params_set(&prm, "topk", "4");
+        policy_params_set(&prm, "depth", "3");
+        policy_params_set(&prm, "total", "12");
+    }
     Policy *p = policy_new(&prm);
     if (!p) return -1;
     SampleParams sp = {0};

@@ -39,15 +39,18 @@ static int build(const char *policy, int topk, int depth, int total, const char 
     PolicyParams prm;
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "%s", policy);
-    prm.topk = topk; prm.depth = depth; prm.total = total; prm.draft_len = depth;
+    policy_params_set_int_if_owned(&prm, "topk", topk);
+    policy_params_set_int_if_owned(&prm, "depth", depth);
+    policy_params_set_int_if_owned(&prm, "total", total);
+    policy_params_set_int_if_owned(&prm, "draft_len", depth);
     prm.want_entropy = 1;
-    if (static_tree) snprintf(prm.static_tree, sizeof prm.static_tree, "%s", static_tree);
+    if (static_tree) policy_params_set(&prm, "static_tree", static_tree);
     Policy *p = policy_new(&prm);
     if (!p) return -1;
     *calls = 0;
     Draft *d = draft_scripted(script, calls);
     tree_reset(t, 0);
-    PolicyTimes tm = {0};
+    StageTimes tm = {0};
     int rc = p->build(p, d, t, &tm);
     draft_free(d);
     policy_free(p);
@@ -101,15 +104,20 @@ static int build_c2t(const char *policy, int topk, int dmax, float beta, int dra
     PolicyParams prm;
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "%s", policy);
-    snprintf(prm.classifier, sizeof prm.classifier, "tests/golden/c2t_hand.json");
-    snprintf(prm.early_stop, sizeof prm.early_stop, "c2t");
-    prm.topk = topk; prm.depth = dmax; prm.beta = beta; prm.draft_len = draft_len;
+    policy_params_set(&prm, "classifier", "tests/golden/c2t_hand.json");
+    if (policy_has_setting(policy, "early_stop")) policy_params_set(&prm, "early_stop", "c2t");
+    char beta_text[32];
+    snprintf(beta_text, sizeof beta_text, "%.9g", beta);
+    policy_params_set(&prm, "beta", beta_text);
+    policy_params_set_int_if_owned(&prm, "topk", topk);
+    policy_params_set_int_if_owned(&prm, "depth", dmax);
+    policy_params_set_int_if_owned(&prm, "draft_len", draft_len);
     Policy *p = policy_new(&prm);
     if (!p) return -1;
     *calls = 0;
     Draft *d = draft_scripted(script, calls);
     tree_reset(t, 0);
-    PolicyTimes tm = {0};
+    StageTimes tm = {0};
     int rc = p->build(p, d, t, &tm);
     draft_free(d);
     policy_free(p);
@@ -200,12 +208,16 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
             snprintf(prm.name, sizeof prm.name, "%s", cases[c].policy);
             if (!strcmp(prm.name, "chain-c2t")) {
                 snprintf(prm.name, sizeof prm.name, "chain");
-                snprintf(prm.early_stop, sizeof prm.early_stop, "c2t");
+                policy_params_set(&prm, "early_stop", "c2t");
             }
-            snprintf(prm.classifier, sizeof prm.classifier, "tests/golden/c2t_hand.json");
-            prm.beta = 0.2f;   /* lets enough nodes through to make trees */
-            prm.topk = cases[c].topk; prm.depth = cases[c].depth; prm.total = cases[c].total;
-            prm.draft_len = cases[c].draft_len;
+            if (policy_has_setting(prm.name, "classifier")) {
+                policy_params_set(&prm, "classifier", "tests/golden/c2t_hand.json");
+                policy_params_set(&prm, "beta", "0.2");   /* lets enough nodes through to make trees */
+            }
+            policy_params_set_int_if_owned(&prm, "topk", cases[c].topk);
+            policy_params_set_int_if_owned(&prm, "depth", cases[c].depth);
+            policy_params_set_int_if_owned(&prm, "total", cases[c].total);
+            policy_params_set_int_if_owned(&prm, "draft_len", cases[c].draft_len);
             int out[64];
             DecodeStats st;
             int n = decode(m, d, &prm, prompts[q], 8, max_new, out, &st);
@@ -235,7 +247,7 @@ static void test_self_draft_accepts_everything(void) {
     PolicyParams prm;
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "chain");
-    prm.draft_len = 4;
+    policy_params_set(&prm, "draft_len", "4");
     int prompt[4] = {1, 21, 208, 255}, out[64];
     DecodeStats st;
     int n = decode(m, d, &prm, prompt, 4, 41, out, &st);
@@ -292,7 +304,10 @@ static void sampling_case(const char *policy, SampleParams sp) {
     PolicyParams prm;
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "%s", policy);
-    prm.topk = 3; prm.depth = 2; prm.total = -1; prm.draft_len = 3;
+    policy_params_set_int_if_owned(&prm, "topk", 3);
+    policy_params_set_int_if_owned(&prm, "depth", 2);
+    policy_params_set_int_if_owned(&prm, "total", -1);
+    policy_params_set_int_if_owned(&prm, "draft_len", 3);
     Policy *p = policy_new(&prm);
     long count[64] = {0};
     Decoder *dec = decoder_new(m, d, p, 64, sp);
@@ -350,11 +365,22 @@ static void test_bad_policy_parameters(void) {
     snprintf(prm.name, sizeof prm.name, "beam");
     CHECK(policy_new(&prm) == NULL && strstr(err_get(), "unknown policy"), "unknown policy accepted");
     snprintf(prm.name, sizeof prm.name, "eagle2");
-    prm.topk = 0;
-    CHECK(policy_new(&prm) == NULL, "topk 0 accepted");
+    policy_params_set(&prm, "--topk", "0");
+    CHECK(policy_new(&prm) == NULL && strstr(err_get(), "--topk"), "topk 0 accepted or unnamed: %s", err_get());
+    policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "chain");
-    prm.draft_len = 0;
+    policy_params_set(&prm, "draft_len", "0");
     CHECK(policy_new(&prm) == NULL, "draft_len 0 accepted");
+    /* a setting the policy does not have is named, not ignored */
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "chain");
+    policy_params_set(&prm, "--topk", "4");
+    CHECK(policy_new(&prm) == NULL && strstr(err_get(), "--topk does not apply to policy chain"), "chain took --topk: %s",
+          err_get());
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "eagle2");
+    policy_params_set(&prm, "--total", "many");
+    CHECK(policy_new(&prm) == NULL && strstr(err_get(), "or 'all'"), "--total many: %s", err_get());
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
     CHECK(draft_load("lm", "tests/ckpt/v8_draft", m, 64) == NULL && strstr(err_get(), "vocabulary"),
@@ -529,7 +555,9 @@ static void test_reduced_draft_vocabulary(void) {
         PolicyParams prm;
         policy_params_default(&prm);
         snprintf(prm.name, sizeof prm.name, "eagle2");
-        prm.topk = 4; prm.depth = 4; prm.total = 12;
+        policy_params_set(&prm, "topk", "4");
+        policy_params_set(&prm, "depth", "4");
+        policy_params_set(&prm, "total", "12");
         DecodeStats st;
         int n = decode(m, red, &prm, prompt, 8, 32, out, &st);
         int same = n == nref;

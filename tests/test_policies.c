@@ -49,7 +49,7 @@ static Policy *make_policy(const char *name, const char *const *params) {
 static int build_tree(Policy *p, Script *s, int root, Tree *t) {
     Draft *d = draft_scripted(script, s);
     tree_reset(t, root);
-    PolicyTimes tm = {0};
+    StageTimes tm = {0};
     int rc = p->build(p, d, t, &tm);
     draft_free(d);
     return rc;
@@ -516,11 +516,8 @@ static Policy *policy_with(const char *name, const char *const *pairs) {
 }
 
 static double param_of(const Policy *p, const char *want) {
-    const char *key;
     double v;
-    for (int i = 0; policy_param_get(p, i, &key, &v) == 0; i++)
-        if (!strcmp(key, want)) return v;
-    return NAN;
+    return policy_param_num(p, want, &v) ? NAN : v;
 }
 
 /* Each policy owns its parameters: defaults from its paper, --param values
@@ -542,7 +539,7 @@ static void test_params_set_and_defaults(void) {
     int n = 0;
     const char *key;
     double v;
-    while (policy_param_get(sage, n, &key, &v) == 0) {   /* every listed key can be set back */
+    while (policy_param_get(sage, n, &key, &v, NULL) == 0) {   /* every listed key can be set back */
         char pair[64];
         snprintf(pair, sizeof pair, "%s=%g", key, v);
         const char *one[] = {pair, NULL};
@@ -554,6 +551,25 @@ static void test_params_set_and_defaults(void) {
     CHECK(n == 12, "sage lists %d keys", n);
     policy_free(sage);
     policy_free(wetap);
+
+    /* the shared policies own theirs the same way, with their own defaults */
+    Policy *e2 = policy_with("eagle2", NULL), *c2t = NULL, *chain = policy_with("chain", NULL);
+    const char *c2t_set[] = {"classifier=tests/golden/c2t_hand.json", NULL};
+    c2t = policy_with("c2t", c2t_set);
+    REQUIRE(e2 && c2t && chain, "default eagle2 / c2t / chain: %s", err_get());
+    CHECK(param_of(e2, "topk") == 10 && param_of(e2, "depth") == 6 && param_of(e2, "total") == 60 &&
+          param_of(c2t, "topk") == 10 && param_of(c2t, "depth") == 8 && fabs(param_of(c2t, "beta") - 0.5) < 1e-7 &&
+          param_of(chain, "draft_len") == 5 && isnan(param_of(chain, "topk")) && isnan(param_of(e2, "beta")),
+          "eagle2 / c2t / chain defaults");
+    const char *text = NULL;
+    for (int i = 0; policy_param_get(chain, i, &key, &v, &text) == 0; i++)
+        if (!strcmp(key, "early_stop")) break;
+    CHECK(text && !strcmp(text, "none"), "chain early_stop default '%s'", text ? text : "(none)");
+    CHECK(policy_has_setting("c2t", "--beta") && policy_has_setting("chain", "--draft-len") &&
+          !policy_has_setting("eagle2", "beta") && !policy_has_setting("nonesuch", "topk"), "policy_has_setting");
+    policy_free(e2);
+    policy_free(c2t);
+    policy_free(chain);
 
     const char *set[] = {"sage_dmin=4", "sage_upper=2.5", NULL};
     Policy *q = policy_with("sage", set);
@@ -569,7 +585,8 @@ static void test_params_set_and_defaults(void) {
         {"sage", "sage_fanout=3", "sage_fanout"}, {"sage", "sage_dmin=x", "'x'"}, {"sage", "sage_dmin=3.5", "sage_dmin"},
         {"sage", "sage_nmax=", "sage_nmax"},      {"wetap", "wetap_alpha=1.5", "wetap_alpha"},
         {"wetap", "wetap_gamma=0", "wetap_gamma"}, {"wetap", "wetap_budget=0", "wetap_budget"},
-        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "has none"},
+        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "(topk depth total)"},
+        {"ar", "topk=4", "has none"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *one[] = {bad[i].pair, NULL};
@@ -581,7 +598,7 @@ static void test_params_set_and_defaults(void) {
     PolicyParams p;
     policy_params_default(&p);
     CHECK(policy_params_set(&p, "wetap_budget", NULL) == -1 && strstr(err_get(), "KEY=VALUE"), "missing '='");
-    CHECK(policy_params_set(&p, "wetap_budget", "5") == 0 && strstr(p.own_params, "wetap_budget=5"), "KEY, VALUE form");
+    CHECK(policy_params_set(&p, "wetap_budget", "5") == 0 && strstr(p.settings, "wetap_budget=5"), "KEY, VALUE form");
 }
 
 static void test_bad_policy_parameters(void) {

@@ -188,7 +188,9 @@ static int decode(const LlamaModel *target, Draft *d, int *out, DecodeStats *st)
     PolicyParams prm;
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "eagle2");
-    prm.topk = 4; prm.depth = 4; prm.total = 16;
+    policy_params_set(&prm, "topk", "4");
+    policy_params_set(&prm, "depth", "4");
+    policy_params_set(&prm, "total", "16");
     Policy *p = policy_new(&prm);
     if (!p) return -1;
     SampleParams sp = {0};
@@ -245,10 +247,10 @@ static void test_bin_head_decodes_like_safetensors(void) {
     }
     CHECK(!memcmp(top[0], top[1], sizeof top[0]) && !memcmp(p[0], p[1], sizeof p[0]), "root top-%d differs", K);
     CHECK(n[0] == n[1] && !memcmp(out[0], out[1], sizeof(int) * n[0]), "tokens differ");
-    CHECK(st[0].cycles == st[1].cycles && st[0].gamma == st[1].gamma, "cycles %d/%d gamma %lld/%lld", st[0].cycles,
-          st[1].cycles, (long long)st[0].gamma, (long long)st[1].gamma);
-    printf("# .bin EAGLE head: %d tokens in %d cycles, gamma %lld (safetensors: %d cycles, gamma %lld)\n", n[1],
-           st[1].cycles, (long long)st[1].gamma, st[0].cycles, (long long)st[0].gamma);
+    CHECK(st[0].cycles == st[1].cycles && st[0].gamma == st[1].gamma, "cycles %lld/%lld gamma %lld/%lld", (long long)st[0].cycles,
+          (long long)st[1].cycles, (long long)st[0].gamma, (long long)st[1].gamma);
+    printf("# .bin EAGLE head: %d tokens in %lld cycles, gamma %lld (safetensors: %lld cycles, gamma %lld)\n", n[1],
+           (long long)st[1].cycles, (long long)st[1].gamma, (long long)st[0].cycles, (long long)st[0].gamma);
     llama_free(m);
 }
 

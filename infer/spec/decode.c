@@ -64,43 +64,21 @@ static int emit(const Decoder *dec, const int *tokens, int n, int *out, int *n_o
     return *n_out >= max_new;
 }
 
-/* On a CPU that other processes share, a parallel region waits for a
- * descheduled thread for a whole time slice, and a cycle runs dozens of
- * them: two threads were 40x slower than one on the demo while another job
- * held both cores (and faster when the cores were free).  So the decoder
- * measures instead of guessing: each window of TUNE_WINDOW cycles opens with
- * TUNE_PROBE cycles on one thread and TUNE_PROBE on all of them, alternating,
- * and runs the rest with whichever took less time.  Per cycle, not per
- * emitted token: how many tokens a cycle accepts does not depend on the
- * thread count, and dividing by it made the choice a coin toss (two probe
- * cycles accepting 2 tokens each against two accepting 1 picked one thread
- * at 1.5x the cost per cycle: eagle2 total 4 on SmolLM2 ran at 21 tok/s
- * where total 8 ran at 29, verify 37 against 33 ms per cycle). */
-#define TUNE_WINDOW 48
-#define TUNE_PROBE 2
-
-static int tune_active(const Decoder *dec) {
-    return dec->target->m->be == &cpu_backend && cpu_threads_max() > 1;
+void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
+    sum->new_tokens += x->new_tokens;
+    sum->cycle_tokens += x->cycle_tokens;
+    sum->cycles += x->cycles;
+    sum->gamma += x->gamma;
+    sum->t.prefill += x->t.prefill;
+    sum->t.draft += x->t.draft;
+    sum->t.dist += x->t.dist;
+    sum->t.features += x->t.features;
+    sum->t.classifier += x->t.classifier;
+    sum->t.verify += x->t.verify;
+    sum->t.total += x->t.total;
 }
 
-/* Thread-count slot for the coming cycle: 0 = one thread, 1 = all. */
-static int tune_begin_cycle(Decoder *dec) {
-    int c = dec->tune_cycle;
-    if (c == 0) memset(dec->tune_secs, 0, sizeof dec->tune_secs);
-    int slot = c < 2 * TUNE_PROBE ? c % 2 : dec->tune_best;
-    cpu_threads_set(slot ? cpu_threads_max() : 1);
-    return slot;
-}
-
-static void tune_end_cycle(Decoder *dec, int slot, double secs) {
-    int c = dec->tune_cycle++;
-    if (c < 2 * TUNE_PROBE) {
-        dec->tune_secs[slot] += secs;
-        if (c == 2 * TUNE_PROBE - 1)
-            dec->tune_best = dec->tune_secs[1] <= dec->tune_secs[0];
-    }
-    if (dec->tune_cycle == TUNE_WINDOW) dec->tune_cycle = 0;
-}
+double decode_stats_tau(const DecodeStats *st) { return st->cycles ? (double)st->cycle_tokens / st->cycles : 0; }
 
 /* The target's logits of a verified node (NodeLogits): all rows computed by
  * the forward, or the node's row computed now. */
@@ -142,23 +120,16 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     if (dec->draft && !done) {
         double t0 = now_seconds();
         if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, root)) return -1;
-        st->t_draft += now_seconds() - t0;
+        st->t.draft += now_seconds() - t0;
     }
-    st->t_prefill = now_seconds() - t_start;
+    st->t.prefill = now_seconds() - t_start;
 
-    const int tuning = tune_active(dec);
     while (!done) {
-        const double t_cycle = now_seconds();
-        const int slot = tuning ? tune_begin_cycle(dec) : 0;
+        backend_unit_begin(be, &dec->tuner);
         /* draft */
         tree_reset(&dec->tree, root);
-        PolicyTimes pt = {0};
-        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &pt)) return -1;
+        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &st->t)) return -1;
         if (dec->draft) draft_end_cycle(dec->draft);
-        st->t_draft += pt.draft;
-        st->t_dist += pt.dist;
-        st->t_features += pt.features;
-        st->t_classifier += pt.classifier;
 
         /* verify the whole tree in one target forward */
         double t0 = now_seconds();
@@ -182,7 +153,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         if (dec->draft)
             be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
         llama_commit(ts, dec->path, len);
-        st->t_verify += now_seconds() - t0;
+        st->t.verify += now_seconds() - t0;
         st->cycles++;
         st->gamma += t->n - 1;
         if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, st->cycles - 1)) return -1;
@@ -193,20 +164,20 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         for (int i = 1; i < len && !done; i++) done = emit(dec, &t->token[dec->path[i]], 1, out, &n_out, max_new);
         if (!done) done = emit(dec, &bonus, 1, out, &n_out, max_new);
         st->cycle_tokens += n_out - before;
-        if (tuning) tune_end_cycle(dec, slot, now_seconds() - t_cycle);
+        backend_unit_end(be, &dec->tuner);
         if (done) break;
         if (dec->draft) {
             int *toks = xmalloc(sizeof(int) * len);
             for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
             double t1 = now_seconds();
             rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
-            st->t_draft += now_seconds() - t1;
+            st->t.draft += now_seconds() - t1;
             free(toks);
             if (rc) return -1;
         }
         root = bonus;
     }
     st->new_tokens = n_out;
-    st->t_total = now_seconds() - t_start;
+    st->t.total = now_seconds() - t_start;
     return n_out;
 }

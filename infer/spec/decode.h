@@ -26,12 +26,17 @@
 #define LAZY_LOGITS_NODES 8
 
 typedef struct {
-    int new_tokens;       /* all emitted tokens, the prefill's included */
-    int cycle_tokens;     /* tokens emitted by draft–verify cycles */
-    int cycles;
+    int64_t new_tokens;     /* all emitted tokens, the prefill's included */
+    int64_t cycle_tokens;   /* tokens emitted by draft–verify cycles */
+    int64_t cycles;
     int64_t gamma;
-    double t_prefill, t_draft, t_dist, t_features, t_classifier, t_verify, t_total;
+    StageTimes t;
 } DecodeStats;
+
+/* sum += x, for totals over turns and benchmarks */
+void decode_stats_add(DecodeStats *sum, const DecodeStats *x);
+/* τ: cycle tokens per cycle (0 without cycles) */
+double decode_stats_tau(const DecodeStats *st);
 
 /* Called after each verification with the verified tree and the accepted
  * nodes (path[0] is the root, path[1..n_path) accepted). */
@@ -56,9 +61,7 @@ typedef struct {
     int feat_width;       /* floats per row of path_hidden (Draft.feat_width) */
     float *row;           /* host logits row */
     int cap_nodes;
-    /* CPU thread count chosen by measurement (decode.c, tune_*) */
-    int tune_cycle, tune_best;
-    double tune_secs[2];
+    BackendTuner tuner;   /* a cycle is the backend's unit of tuning */
 } Decoder;
 
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */

@@ -84,11 +84,11 @@ void draft_free(Draft *d) {
     free(d);
 }
 
-/* qsort order: count descending, then id ascending */
-static const int64_t *sort_counts;
-static int by_count(const void *a, const void *b) {
+/* qsort_r order over ids: count descending, then id ascending */
+static int by_count(const void *a, const void *b, void *counts) {
     int i = *(const int *)a, j = *(const int *)b;
-    if (sort_counts[i] != sort_counts[j]) return sort_counts[i] > sort_counts[j] ? -1 : 1;
+    const int64_t *c = counts;
+    if (c[i] != c[j]) return c[i] > c[j] ? -1 : 1;
     return i - j;
 }
 static int ascending(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -107,8 +107,7 @@ static int *top_tokens(const Draft *d, int n) {
         memcpy(c, t->data, sizeof(int64_t) * d->V);
         int *order = xmalloc(sizeof(int) * d->V);
         for (int i = 0; i < d->V; i++) order[i] = i;
-        sort_counts = c;
-        qsort(order, d->V, sizeof(int), by_count);
+        qsort_r(order, d->V, sizeof(int), by_count, c);
         ids = xmalloc(sizeof(int) * n);
         memcpy(ids, order, sizeof(int) * n);
         qsort(ids, n, sizeof(int), ascending);

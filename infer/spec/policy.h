@@ -7,53 +7,53 @@
 #include "infer/spec/tree.h"
 #include <stddef.h>
 
-/* The options several policies share (their command-line flags); a
- * policy's own parameters come as --param text and live in its own struct. */
+/* What the decoding loop needs of every policy, and the policy's own
+ * settings as KEY=VALUE text.  Each policy owns its settings in a table
+ * (PolicyParamDef, in its module): key, type, default and range; policy_new
+ * checks every pair against that table, so a setting the policy does not
+ * have is an error, not silently ignored. */
 typedef struct {
     char name[32];
-    int topk;            /* children per expanded node (eagle2, c2t) */
-    int depth;           /* eagle2: expansion steps after the root's (max node depth depth+1);
-                            c2t: d_max, the maximum node depth; chain: unused; -1 = the policy's default */
-    int total;           /* eagle2: nodes kept by rerank (root excluded); -1 = all */
-    int draft_len;       /* chain: draft tokens per cycle */
     int topm;            /* entropy over the top-M probabilities (0 = exact) */
-    int want_entropy;    /* eagle2: record each node's entropy H (spec-collect) */
-    char static_tree[4096];   /* static: paths of sibling ranks, e.g. "0;1;0,0;0,1" or a preset name */
-    /* c2t and chain early stopping */
-    char classifier[512];
-    float beta;
-    char early_stop[16];  /* chain: none | c2t | dymax | dyjoint */
-    float threshold;
-    /* --param KEY=VALUE pairs, one per line, for the policy's own
-     * parameters (PolicyParamDef); policy_new checks them against its table */
-    char own_params[2048];
+    int want_entropy;    /* record each node's entropy H (spec-collect) */
+    /* one pair per line, "KEY=VALUE" (--param) or "--flag=VALUE" (a
+     * command's named option, e.g. --topk for key topk); later pairs win */
+    char settings[8192];
 } PolicyParams;
 
 void policy_params_default(PolicyParams *p);
-/* Records one --param KEY=VALUE (value NULL: key is "KEY=VALUE") for the
- * policy to check and read; a malformed pair: -1 with a one-line error. */
+/* Records one setting: key "topk" or "--topk" (a command-line flag: its
+ * name with '-' for '_'), value NULL when key is "KEY=VALUE".  Malformed:
+ * -1 with a one-line error. */
 int policy_params_set(PolicyParams *p, const char *key, const char *value);
 
-/* One parameter a policy owns: its key (also its --param name), type ('i'
- * int, 'f' float), offset in the policy's parameter struct, default and
- * range ([lo, hi], or (lo, hi] with lo_open). */
+/* One setting a policy owns: its key (the --param name; --flag spelling
+ * with '-' for '_'), type ('i' int, 'a' int or "all" (= -1, as reported), 'f' float, 's'
+ * text), offset and size in the policy's struct, default and range ([lo,
+ * hi], or (lo, hi] with lo_open). */
 typedef struct {
     const char *key;
     char type;
-    size_t off;
+    size_t off, size;
     double def, lo, hi;
     int lo_open;
+    const char *text_def;
 } PolicyParamDef;
-#define POLICY_INT(S, f, def, lo, hi) {#f, 'i', offsetof(S, f), def, lo, hi, 0}
-#define POLICY_FLOAT(S, f, def, lo, hi, open) {#f, 'f', offsetof(S, f), def, lo, hi, open}
+#define POLICY_INT(S, f, def, lo, hi) {#f, 'i', offsetof(S, f), sizeof(int), def, lo, hi, 0, NULL}
+#define POLICY_INT_OR_ALL(S, f, def, lo, hi) {#f, 'a', offsetof(S, f), sizeof(int), def, lo, hi, 0, NULL}
+#define POLICY_FLOAT(S, f, def, lo, hi, open) {#f, 'f', offsetof(S, f), sizeof(float), def, lo, hi, open, NULL}
+#define POLICY_TEXT(S, f, def) {#f, 's', offsetof(S, f), sizeof(((S *)0)->f), 0, 0, 0, 0, def}
+#define POLICY_PARAMS(table, S) table, (int)(sizeof table / sizeof *table), sizeof(S)
 
-/* Time a policy spends, split as the reports show it (seconds): draft
- * forwards; the distribution step on the draft's logits (softmax, top-k and,
- * when asked for, top-M entropy: one fused kernel); feature assembly for a
- * classifier (joint probabilities, depths, second top-K); the classifier. */
+/* Seconds of decoding per stage, as the reports split them: the prompt's
+ * prefill; draft forwards; the distribution step on the draft's logits
+ * (softmax, top-k and, when asked for, top-M entropy: one fused kernel);
+ * feature assembly for a classifier (joint probabilities, depths, second
+ * top-K); the classifier; the target's verification; and the whole run.
+ * A policy's build adds to draft, dist, features and classifier. */
 typedef struct {
-    double draft, dist, features, classifier;
-} PolicyTimes;
+    double prefill, draft, dist, features, classifier, verify, total;
+} StageTimes;
 
 typedef struct Policy Policy;
 typedef struct PolicyClass PolicyClass;
@@ -61,20 +61,20 @@ struct Policy {
     const char *name;
     const PolicyClass *cls;
     PolicyParams prm;
-    void *own;           /* the policy's parameter struct (cls->params), or NULL */
+    void *own;           /* the policy's settings struct (cls->params), or NULL */
     void *state;
     int needs_draft;
     /* Builds the tree under t's root (set by the loop). */
-    int (*build)(Policy *p, Draft *d, Tree *t, PolicyTimes *tm);
+    int (*build)(Policy *p, Draft *d, Tree *t, StageTimes *tm);
     /* After verification: how many nodes were accepted (SAGE keeps a history). */
     void (*feedback)(Policy *p, const Tree *t, int accepted);
     void (*destroy)(Policy *p);
 };
 
 /* What a policy module exports: one of these, listed in policy.c's registry.
- * init reads p->prm (shared flags) and p->own (its parameters, defaults
- * applied, --param values checked) and sets build / feedback / destroy /
- * state; max_nodes bounds the nodes its tree can hold (KV cache sizing). */
+ * init reads p->prm (what the loop needs) and p->own (its settings, defaults
+ * applied, values checked) and sets build / feedback / destroy / state;
+ * max_nodes bounds the nodes its tree can hold (KV cache sizing). */
 struct PolicyClass {
     const char *name;
     int (*init)(Policy *p);
@@ -84,6 +84,12 @@ struct PolicyClass {
     size_t params_size;
 };
 
+/* Whether the named policy has the setting key ("topk" or "--topk"). */
+int policy_has_setting(const char *policy, const char *key);
+/* Records key=value (an int) only where the policy has that setting: for
+ * callers that describe many policies' runs by one set of numbers. */
+void policy_params_set_int_if_owned(PolicyParams *p, const char *key, int value);
+
 /* Unknown policy or an invalid parameter: NULL with a one-line error. */
 Policy *policy_new(const PolicyParams *prm);
 void policy_free(Policy *p);
@@ -91,13 +97,16 @@ void policy_free(Policy *p);
 const char *policy_names(void);
 /* Upper bound on the nodes a policy's tree can hold (KV cache sizing). */
 int policy_max_nodes(const Policy *p);
-/* The i-th parameter the policy owns: its key and value (for reports);
- * -1 past the last. */
-int policy_param_get(const Policy *p, int i, const char **key, double *value);
+/* The i-th setting the policy owns, for reports: its key and either a
+ * number (*text = NULL) or a text; -1 past the last. */
+int policy_param_get(const Policy *p, int i, const char **key, double *num, const char **text);
+/* The value of the setting `key` as a number; -1 with an error when the
+ * policy has no such numeric setting. */
+int policy_param_num(const Policy *p, const char *key, double *num);
 
 /* Shared by the policies: expand nodes through the draft, timing it. */
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
-                  float *probs, float *ent, PolicyTimes *tm);
+                  float *probs, float *ent, StageTimes *tm);
 
 /* A candidate child: joint probability P, the row of its parent in an
  * expansion and its rank among that parent's top-k. */

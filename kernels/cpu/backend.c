@@ -71,6 +71,39 @@ void cpu_threads_set(int n) {
     omp_set_num_threads(n);
 }
 
+/* On a CPU that other processes share, a parallel region waits for a
+ * descheduled thread for a whole time slice, and a decoding cycle runs
+ * dozens of them: two threads were 40x slower than one on the demo while
+ * another job held both cores (and faster when the cores were free).  So
+ * the backend measures instead of guessing: each window of TUNE_WINDOW units
+ * opens with TUNE_PROBE units on one thread and TUNE_PROBE on all of them,
+ * alternating, and runs the rest with whichever took less time.  Per unit
+ * (cycle), not per emitted token: how many tokens a cycle accepts does not
+ * depend on the thread count, and dividing by it made the choice a coin
+ * toss.  The thread count changes no result (matmul.c's splits do not
+ * depend on it). */
+#define TUNE_WINDOW 48
+#define TUNE_PROBE 2
+
+static void cpu_unit_begin(BackendTuner *t) {
+    if (cpu_threads_max() < 2) return;
+    int u = t->unit;
+    if (u == 0) t->secs[0] = t->secs[1] = 0;
+    t->slot = u < 2 * TUNE_PROBE ? u % 2 : t->best;   /* 0: one thread, 1: all */
+    cpu_threads_set(t->slot ? cpu_threads_max() : 1);
+    t->t0 = now_seconds();
+}
+
+static void cpu_unit_end(BackendTuner *t) {
+    if (cpu_threads_max() < 2) return;
+    int u = t->unit++;
+    if (u < 2 * TUNE_PROBE) {
+        t->secs[t->slot] += now_seconds() - t->t0;
+        if (u == 2 * TUNE_PROBE - 1) t->best = t->secs[1] <= t->secs[0];
+    }
+    if (t->unit == TUNE_WINDOW) t->unit = 0;
+}
+
 const Backend cpu_backend = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -98,4 +131,6 @@ const Backend cpu_backend = {
     .attention = cpu_attention,
     .softmax_topk = cpu_softmax_topk,
     .argmax = cpu_argmax,
+    .unit_begin = cpu_unit_begin,
+    .unit_end = cpu_unit_end,
 };

@@ -553,4 +553,6 @@ extern "C" const Backend cuda_backend = {
     .argmax = cu_argmax,
     .record_begin = cu_record_begin,
     .record_end = cu_record_end,
+    .unit_begin = NULL,   /* nothing to tune per cycle on the GPU */
+    .unit_end = NULL,
 };

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* ---- ar ---- */
-static int ar_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int ar_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     (void)p; (void)d; (void)t; (void)tm;
     return 0;   /* the root alone: the target decodes one token per cycle */
 }
@@ -20,6 +20,22 @@ static int ar_init(Policy *p) {
 }
 
 /* ---- chain ---- */
+/* The chain's settings (--draft-len, --early-stop, --threshold for DyMax and
+ * DyJoint, --classifier and --beta for C2T's early stop). */
+typedef struct {
+    int draft_len;         /* draft tokens per cycle */
+    char early_stop[16];   /* none | c2t | dymax | dyjoint */
+    float threshold;       /* dymax, dyjoint: stop below it */
+    char classifier[512];  /* c2t: weights spec-train wrote */
+    float beta;            /* c2t: stop when the confidence is below it */
+} ChainParams;
+
+static const PolicyParamDef chain_params[] = {
+    POLICY_INT(ChainParams, draft_len, 5, 1, 256), POLICY_TEXT(ChainParams, early_stop, "none"),
+    POLICY_FLOAT(ChainParams, threshold, 0.5, 0, 1, 0), POLICY_TEXT(ChainParams, classifier, ""),
+    POLICY_FLOAT(ChainParams, beta, 0.5, 0, 1, 0),
+};
+
 typedef enum { STOP_NONE, STOP_DYMAX, STOP_DYJOINT, STOP_C2T } ChainStop;
 
 typedef struct {
@@ -27,24 +43,25 @@ typedef struct {
     Classifier *cls;
 } ChainState;
 
-static int chain_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     const ChainState *s = p->state;
+    const ChainParams *q = p->own;
     int node = 0, id;
     float prob, ent;
-    for (int i = 0; i < p->prm.draft_len; i++) {
+    for (int i = 0; i < q->draft_len; i++) {
         if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, &ent, tm)) return -1;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
          * draft's top probability is low, DyJoint when the chain's joint
          * probability is, C2T when the classifier's confidence is < β. */
         float P = t->P[node] * prob;
-        if (s->stop == STOP_DYMAX && prob < p->prm.threshold) break;
-        if (s->stop == STOP_DYJOINT && P < p->prm.threshold) break;
+        if (s->stop == STOP_DYMAX && prob < q->threshold) break;
+        if (s->stop == STOP_DYJOINT && P < q->threshold) break;
         if (s->stop == STOP_C2T) {
             double t0 = now_seconds();
             float depth = (float)(t->depth[node] + 1), conf;
             classifier_forward(s->cls, &P, &ent, &depth, 1, &conf);
             tm->classifier += now_seconds() - t0;
-            if (conf < p->prm.beta) break;
+            if (conf < q->beta) break;
         }
         node = tree_add(t, node, id, prob, ent, 0);
     }
@@ -57,8 +74,8 @@ static void chain_destroy(Policy *p) {
     free(s);
 }
 static int chain_init(Policy *p) {
-    if (p->prm.draft_len < 1) { err_set("chain: --draft-len must be at least 1"); return -1; }
-    const char *es = p->prm.early_stop;
+    const ChainParams *q = p->own;
+    const char *es = q->early_stop;
     ChainState *s = xcalloc(1, sizeof *s);
     if (!strcmp(es, "none")) s->stop = STOP_NONE;
     else if (!strcmp(es, "dymax")) s->stop = STOP_DYMAX;
@@ -66,8 +83,8 @@ static int chain_init(Policy *p) {
     else if (!strcmp(es, "c2t")) s->stop = STOP_C2T;
     else { free(s); err_set("chain: unknown --early-stop '%s' (none, c2t, dymax, dyjoint)", es); return -1; }
     if (s->stop == STOP_C2T) {
-        if (!p->prm.classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier WEIGHTS.json (spec-train writes one)"); return -1; }
-        s->cls = classifier_load(p->prm.classifier);
+        if (!q->classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier WEIGHTS.json (spec-train writes one)"); return -1; }
+        s->cls = classifier_load(q->classifier);
         if (!s->cls) { free(s); return -1; }
     }
     p->state = s;
@@ -144,7 +161,7 @@ static int static_parse(const char *spec, StaticTree *s) {
     return rc;
 }
 
-static int static_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int static_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     const StaticTree *s = p->state;
     const int k = s->max_rank + 1;
     int *node_of = xmalloc(sizeof(int) * (s->n + 1));     /* static index -> tree node */
@@ -179,9 +196,15 @@ static void static_destroy(Policy *p) {
     free(s->parent); free(s->rank); free(s->depth); free(s);
 }
 
+/* The static tree's setting (--static-tree): its sibling-rank paths, or a
+ * preset's name. */
+typedef struct { char static_tree[4096]; } StaticParams;
+static const PolicyParamDef static_params[] = {POLICY_TEXT(StaticParams, static_tree, "eagle1")};
+
 static int static_init(Policy *p) {
     StaticTree *s = xcalloc(1, sizeof *s);
-    const char *spec = strcmp(p->prm.static_tree, "eagle1") ? p->prm.static_tree : EAGLE1_TREE;
+    const char *paths = ((const StaticParams *)p->own)->static_tree;
+    const char *spec = strcmp(paths, "eagle1") ? paths : EAGLE1_TREE;
     if (static_parse(spec, s)) { free(s->parent); free(s->rank); free(s->depth); free(s); return -1; }
     p->state = s;
     p->build = static_build;
@@ -190,13 +213,9 @@ static int static_init(Policy *p) {
 }
 
 static int ar_max_nodes(const Policy *p) { (void)p; return 1; }
-static int chain_max_nodes(const Policy *p) { return 1 + p->prm.draft_len; }
-/* bounded by a full tree of topk × depth */
-static int static_max_nodes(const Policy *p) {
-    const PolicyParams *q = &p->prm;
-    return 1 + q->topk + (q->depth + 2) * q->topk * q->topk + 64;
-}
+static int chain_max_nodes(const Policy *p) { return 1 + ((const ChainParams *)p->own)->draft_len; }
+static int static_max_nodes(const Policy *p) { return 1 + ((const StaticTree *)p->state)->n; }
 
 const PolicyClass policy_ar = {"ar", ar_init, ar_max_nodes, NULL, 0, 0};
-const PolicyClass policy_chain = {"chain", chain_init, chain_max_nodes, NULL, 0, 0};
-const PolicyClass policy_static = {"static", static_init, static_max_nodes, NULL, 0, 0};
+const PolicyClass policy_chain = {"chain", chain_init, chain_max_nodes, POLICY_PARAMS(chain_params, ChainParams)};
+const PolicyClass policy_static = {"static", static_init, static_max_nodes, POLICY_PARAMS(static_params, StaticParams)};

@@ -16,6 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* C2T's settings (--topk, --depth, --classifier, --beta); defaults: the
+ * C2T paper's §5.1, d_max = EAGLE-2's depth + 2. */
+typedef struct {
+    int topk;              /* children per expanded node */
+    int depth;             /* d_max, the maximum node depth */
+    char classifier[512];  /* weights spec-train wrote (required) */
+    float beta;            /* confidence threshold */
+} C2TParams;
+
+static const PolicyParamDef c2t_params[] = {
+    POLICY_INT(C2TParams, topk, 10, 1, 1000), POLICY_INT(C2TParams, depth, 8, 1, 250),
+    POLICY_TEXT(C2TParams, classifier, ""), POLICY_FLOAT(C2TParams, beta, 0.5, 0, 1, 0),
+};
+
 typedef struct {
     Classifier *cls;
     int cap;
@@ -38,15 +52,16 @@ static void c2t_reserve(C2TState *s, int n) {
     s->conf = xrealloc(s->conf, sizeof(float) * n);
 }
 
-static const float *sort_conf;   /* qsort context */
-static int by_conf(const void *a, const void *b) {
+/* qsort_r order over candidates: higher confidence first, then earlier */
+static int by_conf(const void *a, const void *b, void *confidence) {
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_conf[x] != sort_conf[y]) return sort_conf[x] > sort_conf[y] ? -1 : 1;
+    const float *conf = confidence;
+    if (conf[x] != conf[y]) return conf[x] > conf[y] ? -1 : 1;
     return x - y;
 }
 
 static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int dmax, float beta, int topm,
-                   PolicyTimes *tm, C2TState *s) {
+                   StageTimes *tm, C2TState *s) {
     c2t_reserve(s, K * K > K ? K * K : K);
     int nf = 1;
     s->frontier[0] = 0;
@@ -76,8 +91,7 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
             np++;
         }
         /* second pruning: the K most confident passing nodes expand next */
-        sort_conf = s->conf;
-        qsort(s->order, np, sizeof(int), by_conf);
+        qsort_r(s->order, np, sizeof(int), by_conf, s->conf);
         nf = np < K ? np : K;
         for (int i = 0; i < nf; i++) s->frontier[i] = s->ids[s->order[i]];
         /* expand in tree order so parents' rows come first */
@@ -91,9 +105,10 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
     return 0;
 }
 
-static int c2t_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     C2TState *s = p->state;
-    return c2t_build_tree(d, t, s->cls, p->prm.topk, p->prm.depth, p->prm.beta, p->prm.topm, tm, s);
+    const C2TParams *q = p->own;
+    return c2t_build_tree(d, t, s->cls, q->topk, q->depth, q->beta, p->prm.topm, tm, s);
 }
 
 static void c2t_destroy(Policy *p) {
@@ -105,13 +120,11 @@ static void c2t_destroy(Policy *p) {
 }
 
 static int c2t_init(Policy *p) {
-    if (p->prm.depth < 0) p->prm.depth = 8;   /* d_max = EAGLE-2's depth + 2 (paper §5.1) */
-    if (p->prm.topk < 1 || p->prm.depth < 1) { err_set("c2t: --topk and --depth must be at least 1"); return -1; }
-    if (!(p->prm.beta >= 0 && p->prm.beta <= 1)) { err_set("c2t: --beta must be in [0, 1]"); return -1; }
-    if (!p->prm.classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required: spec-train writes one from this target's "
+    const C2TParams *q = p->own;
+    if (!q->classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required: spec-train writes one from this target's "
                                             "traces (data/demo/classifier.json is the demo family's)"); return -1; }
     C2TState *s = xcalloc(1, sizeof *s);
-    s->cls = classifier_load(p->prm.classifier);
+    s->cls = classifier_load(q->classifier);
     if (!s->cls) { free(s); return -1; }
     p->state = s;
     p->build = c2t_build;
@@ -119,6 +132,9 @@ static int c2t_init(Policy *p) {
     return 0;
 }
 
-static int c2t_max_nodes(const Policy *p) { return 1 + p->prm.depth * p->prm.topk * p->prm.topk; }
+static int c2t_max_nodes(const Policy *p) {
+    const C2TParams *q = p->own;
+    return 1 + q->depth * q->topk * q->topk;
+}
 
-const PolicyClass policy_c2t = {"c2t", c2t_init, c2t_max_nodes, NULL, 0, 0};
+const PolicyClass policy_c2t = {"c2t", c2t_init, c2t_max_nodes, POLICY_PARAMS(c2t_params, C2TParams)};

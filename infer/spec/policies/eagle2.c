@@ -12,12 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const Tree *rank_tree;   /* qsort context */
-
-/* Higher P first; ties: shallower, then earlier. */
-static int by_joint_prob(const void *a, const void *b) {
+/* Higher P first; ties: shallower, then earlier (qsort_r over t's nodes). */
+static int by_joint_prob(const void *a, const void *b, void *tree) {
     int x = *(const int *)a, y = *(const int *)b;
-    const Tree *t = rank_tree;
+    const Tree *t = tree;
     if (t->P[x] != t->P[y]) return t->P[x] > t->P[y] ? -1 : 1;
     if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
     return x - y;
@@ -29,8 +27,7 @@ static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(co
 static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
     int *tmp = xmalloc(sizeof(int) * n);
     memcpy(tmp, nodes, sizeof(int) * n);
-    rank_tree = t;
-    qsort(tmp, n, sizeof(int), by_joint_prob);
+    qsort_r(tmp, n, sizeof(int), by_joint_prob, (void *)t);
     int m = n < k ? n : k;
     memcpy(sel, tmp, sizeof(int) * m);
     qsort(sel, m, sizeof(int), cmp_int);   /* expand in tree order */
@@ -39,7 +36,7 @@ static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
 }
 
 /* Builds the whole pool into t (no rerank). */
-int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_entropy, PolicyTimes *tm) {
+int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_entropy, StageTimes *tm) {
     int *ids = xmalloc(sizeof(int) * k * k), *sel = xmalloc(sizeof(int) * k);
     float *probs = xmalloc(sizeof(float) * k * k), *ent = xcalloc(k, sizeof(float));
     /* the entropy is a feature for traces and classifiers; plain EAGLE-2
@@ -65,8 +62,7 @@ void eagle2_rerank(Tree *t, int total, Tree *scratch) {
     if (total < 0 || total >= t->n - 1) return;
     int n = t->n - 1, *order = xmalloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) order[i] = i + 1;
-    rank_tree = t;
-    qsort(order, n, sizeof(int), by_joint_prob);
+    qsort_r(order, n, sizeof(int), by_joint_prob, t);
     int *keep = xmalloc(sizeof(int) * (total + 1));
     keep[0] = 0;
     memcpy(keep + 1, order, sizeof(int) * total);
@@ -79,12 +75,26 @@ void eagle2_rerank(Tree *t, int total, Tree *scratch) {
     free(order); free(keep);
 }
 
+/* EAGLE-2's settings (--topk, --depth, --total); defaults: the EAGLE-2
+ * paper's 7B setting. */
+typedef struct {
+    int topk;    /* children per expanded node */
+    int depth;   /* expansion steps after the root's: nodes reach depth depth+1 */
+    int total;   /* nodes kept by rerank, root excluded; -1 (all) keeps the pool */
+} Eagle2Params;
+
+static const PolicyParamDef eagle2_params[] = {
+    POLICY_INT(Eagle2Params, topk, 10, 1, 1000), POLICY_INT(Eagle2Params, depth, 6, 0, 250),
+    POLICY_INT_OR_ALL(Eagle2Params, total, 60, 1, 1000000),
+};
+
 typedef struct { Tree scratch; } Eagle2State;
 
-static int eagle2_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     Eagle2State *s = p->state;
-    if (eagle2_expand_pool(d, t, p->prm.topk, p->prm.depth, p->prm.topm, p->prm.want_entropy, tm)) return -1;
-    eagle2_rerank(t, p->prm.total, &s->scratch);
+    const Eagle2Params *q = p->own;
+    if (eagle2_expand_pool(d, t, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm)) return -1;
+    eagle2_rerank(t, q->total, &s->scratch);
     return 0;
 }
 
@@ -95,9 +105,6 @@ static void eagle2_destroy(Policy *p) {
 }
 
 static int eagle2_init(Policy *p) {
-    if (p->prm.depth < 0) p->prm.depth = 6;   /* EAGLE-2 paper, 7B */
-    if (p->prm.topk < 1 || p->prm.depth < 0) { err_set("eagle2: --topk must be >= 1 and --depth >= 0"); return -1; }
-    if (p->prm.total == 0 || p->prm.total < -1) { err_set("eagle2: --total must be positive or 'all'"); return -1; }
     Eagle2State *s = xcalloc(1, sizeof *s);
     tree_init(&s->scratch);
     p->state = s;
@@ -107,8 +114,8 @@ static int eagle2_init(Policy *p) {
 }
 
 static int eagle2_max_nodes(const Policy *p) {
-    const PolicyParams *q = &p->prm;
+    const Eagle2Params *q = p->own;
     return 1 + q->topk + q->depth * q->topk * q->topk;   /* the whole pool (spec-collect's total=all) */
 }
 
-const PolicyClass policy_eagle2 = {"eagle2", eagle2_init, eagle2_max_nodes, NULL, 0, 0};
+const PolicyClass policy_eagle2 = {"eagle2", eagle2_init, eagle2_max_nodes, POLICY_PARAMS(eagle2_params, Eagle2Params)};

@@ -133,7 +133,7 @@ static float sage_confidence(const float *probs, int k) {
     return (float)(a < 0 ? 0 : a > 1 ? 1 : a);
 }
 
-static int sage_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     SageState *s = p->state;
     const SageParams *q = p->own;
     if (d->n_past > 0) {   /* a draft without a context (a scripted test draft) cannot tell sequences apart */
@@ -259,5 +259,4 @@ static int sage_init(Policy *p) {
 
 static int sage_max_nodes(const Policy *p) { return 1 + ((const SageParams *)p->own)->sage_nmax; }
 
-const PolicyClass policy_sage = {"sage", sage_init, sage_max_nodes, sage_params,
-                                 (int)(sizeof sage_params / sizeof *sage_params), sizeof(SageParams)};
+const PolicyClass policy_sage = {"sage", sage_init, sage_max_nodes, POLICY_PARAMS(sage_params, SageParams)};

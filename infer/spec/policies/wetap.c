@@ -106,7 +106,7 @@ static double layer_entropy_norm(const Tree *t, const int *nodes, int n) {
 }
 
 /* Builds the unpruned pool of L layers into t. */
-static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, PolicyTimes *tm) {
+static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, StageTimes *tm) {
     const int L = q->wetap_depth, wmin = q->wetap_wmin, wmax = q->wetap_wmax;
     const int vcap = d->Vd > 0 ? d->Vd : INT_MAX;
     int kroot = wmin < vcap ? wmin : vcap;
@@ -149,20 +149,21 @@ static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, PolicyT
     return rc;
 }
 
-static const Tree *score_tree;   /* qsort context */
-static const double *score_of;
+/* qsort_r context: the pool and its nodes' pruning scores */
+typedef struct { const Tree *t; const double *score; } ScoredTree;
 
 /* Higher score first; ties: shallower, then earlier. */
-static int by_score(const void *a, const void *b) {
+static int by_score(const void *a, const void *b, void *ctx) {
     int x = *(const int *)a, y = *(const int *)b;
-    if (score_of[x] != score_of[y]) return score_of[x] > score_of[y] ? -1 : 1;
-    if (score_tree->depth[x] != score_tree->depth[y]) return score_tree->depth[x] - score_tree->depth[y];
+    const ScoredTree *s = ctx;
+    if (s->score[x] != s->score[y]) return s->score[x] > s->score[y] ? -1 : 1;
+    if (s->t->depth[x] != s->t->depth[y]) return s->t->depth[x] - s->t->depth[y];
     return x - y;
 }
 /* Stage 1 order: shallower first; ties: lower P, then later. */
-static int by_depth_then_P(const void *a, const void *b) {
+static int by_depth_then_P(const void *a, const void *b, void *ctx) {
     int x = *(const int *)a, y = *(const int *)b;
-    const Tree *t = score_tree;
+    const Tree *t = ((const ScoredTree *)ctx)->t;
     if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
     if (t->P[x] != t->P[y]) return t->P[x] < t->P[y] ? -1 : 1;
     return y - x;
@@ -185,9 +186,8 @@ static void wetap_prune(Tree *t, const WetapParams *q, Tree *scratch) {
         score[i] = a * (t->P[i] - pmin) / (pmax - pmin + WETAP_EPS) + (1 - a) * (double)t->depth[i] / L;
     int *order = xmalloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) order[i] = i + 1;
-    score_tree = t;
-    score_of = score;
-    qsort(order, n, sizeof(int), by_score);
+    ScoredTree st = {t, score};
+    qsort_r(order, n, sizeof(int), by_score, &st);
     /* the B best, then their omitted ancestors */
     char *in = xcalloc(t->n, 1);
     in[0] = 1;
@@ -201,7 +201,7 @@ static void wetap_prune(Tree *t, const WetapParams *q, Tree *scratch) {
     /* stage 1: the leaves above the deepest layer, shallow to deep */
     int nl = 0;
     for (int i = 1; i < t->n; i++) if (in[i] && !children[i] && t->depth[i] < maxd) order[nl++] = i;
-    qsort(order, nl, sizeof(int), by_depth_then_P);
+    qsort_r(order, nl, sizeof(int), by_depth_then_P, &st);
     for (int i = 0; i < nl && count > B; i++) {
         in[order[i]] = 0;
         children[t->parent[order[i]]]--;
@@ -229,7 +229,7 @@ static void wetap_prune(Tree *t, const WetapParams *q, Tree *scratch) {
     free(score); free(order); free(in); free(children); free(keep);
 }
 
-static int wetap_build(Policy *p, Draft *d, Tree *t, PolicyTimes *tm) {
+static int wetap_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     WetapState *s = p->state;
     if (wetap_pool(p->own, p->prm.topm, d, t, tm)) return -1;
     wetap_prune(t, p->own, &s->scratch);
@@ -266,5 +266,4 @@ static int wetap_init(Policy *p) {
 
 static int wetap_max_nodes(const Policy *p) { return 1 + ((const WetapParams *)p->own)->wetap_budget; }
 
-const PolicyClass policy_wetap = {"wetap", wetap_init, wetap_max_nodes, wetap_params,
-                                  (int)(sizeof wetap_params / sizeof *wetap_params), sizeof(WetapParams)};
+const PolicyClass policy_wetap = {"wetap", wetap_init, wetap_max_nodes, POLICY_PARAMS(wetap_params, WetapParams)};

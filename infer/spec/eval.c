@@ -1,0 +1,284 @@
+/* spec-eval's engine (infer/spec/eval.h). */
+#include "infer/spec/eval.h"
+#include "kernels/base/util.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    Session *s;
+    Decoder *ar;              /* baseline, NULL without it */
+    int check_lossless;
+    EvalTotals bench;
+    cJSON *jq;                /* the current question's turn list */
+    Progress *prog;
+    EvalResult *r;
+    const char *bench_name;
+} EvalCtx;
+
+static void stage_times_json(cJSON *o, const StageTimes *t) {
+    cJSON_AddNumberToObject(o, "wall_s", t->total);
+    cJSON_AddNumberToObject(o, "prefill_s", t->prefill);
+    cJSON_AddNumberToObject(o, "draft_s", t->draft);
+    cJSON_AddNumberToObject(o, "distribution_s", t->dist);
+    cJSON_AddNumberToObject(o, "features_s", t->features);
+    cJSON_AddNumberToObject(o, "classifier_s", t->classifier);
+    cJSON_AddNumberToObject(o, "verify_s", t->verify);
+}
+
+static cJSON *stats_json(const DecodeStats *st) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "new_tokens", (double)st->new_tokens);
+    cJSON_AddNumberToObject(o, "cycles", (double)st->cycles);
+    cJSON_AddNumberToObject(o, "gamma", (double)st->gamma);
+    cJSON_AddNumberToObject(o, "tau", decode_stats_tau(st));
+    stage_times_json(o, &st->t);
+    const StageTimes *t = &st->t;
+    cJSON_AddNumberToObject(o, "other_s", t->total - t->prefill - t->draft - t->dist - t->features - t->classifier - t->verify);
+    return o;
+}
+
+double eval_speed(const EvalTotals *t) { return t->run.t.total > 0 ? t->run.new_tokens / t->run.t.total : 0; }
+
+double eval_speedup(const EvalTotals *t) {
+    if (!(t->ar_wall > 0) || t->ar_tokens <= 0) return 0;
+    return eval_speed(t) / (t->ar_tokens / t->ar_wall);
+}
+
+static cJSON *totals_json(const EvalTotals *t) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "new_tokens", (double)t->run.new_tokens);
+    cJSON_AddNumberToObject(o, "cycles", (double)t->run.cycles);
+    cJSON_AddNumberToObject(o, "gamma", (double)t->run.gamma);
+    cJSON_AddNumberToObject(o, "tau", decode_stats_tau(&t->run));
+    cJSON_AddNumberToObject(o, "v", eval_speed(t));
+    stage_times_json(o, &t->run.t);
+    if (t->ar_wall > 0) {
+        cJSON_AddNumberToObject(o, "v_ar", t->ar_tokens / t->ar_wall);
+        cJSON_AddNumberToObject(o, "speedup", eval_speedup(t));
+    }
+    return o;
+}
+
+static void totals_add(EvalTotals *sum, const EvalTotals *x) {
+    decode_stats_add(&sum->run, &x->run);
+    sum->ar_tokens += x->ar_tokens;
+    sum->ar_wall += x->ar_wall;
+}
+
+/* Every setting that shapes the run: models, template, the policy's own
+ * settings as it resolved them, sampling. */
+static cJSON *settings_json(const Session *s, const Policy *policy) {
+    const SessionConfig *cfg = &s->cfg;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "target", cfg->target_dir);
+    cJSON_AddStringToObject(o, "target_config_hash", s->target->config_hash);
+    cJSON_AddStringToObject(o, "device", s->target->be->name);
+    if (s->draft) {
+        cJSON_AddStringToObject(o, "draft", cfg->draft_dir);
+        cJSON_AddStringToObject(o, "draft_kind", draft_kind_name(s->draft));
+        cJSON_AddNumberToObject(o, "draft_vocab", s->draft->Vd);
+        cJSON_AddStringToObject(o, "draft_config_hash", s->draft->config_hash);
+    }
+    cJSON_AddStringToObject(o, "tokenizer", tokenizer_path(s->tok));
+    cJSON_AddStringToObject(o, "template", chat_template_name(s->tmpl));
+    cJSON_AddStringToObject(o, "policy", policy->name);
+    cJSON_AddNumberToObject(o, "entropy_topm", policy->prm.topm);
+    const char *key, *text;
+    double num;
+    for (int i = 0; policy_param_get(policy, i, &key, &num, &text) == 0; i++) {
+        if (text) cJSON_AddStringToObject(o, key, text);
+        else cJSON_AddNumberToObject(o, key, num);
+    }
+    cJSON_AddNumberToObject(o, "max_new_tokens", cfg->max_new);
+    cJSON_AddNumberToObject(o, "temperature", cfg->sp.temperature);
+    cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
+    cJSON_AddNumberToObject(o, "top_p", cfg->sp.top_p);
+    cJSON_AddNumberToObject(o, "seed", (double)cfg->sp.seed);
+    return o;
+}
+
+/* The ar baseline of one turn: its time, and whether its tokens equal out. */
+static int baseline_turn(EvalCtx *c, const Question *q, int turn, const int32_t *prompt, size_t np,
+                         const int *out, int n, cJSON *jt) {
+    int *p = xmalloc(sizeof(int) * np), *ref = xmalloc(sizeof(int) * (c->s->cfg.max_new + 1));
+    for (size_t i = 0; i < np; i++) p[i] = prompt[i];
+    DecodeStats ast;
+    int nr = decoder_run(c->ar, p, (int)np, c->s->cfg.max_new, ref, &ast);
+    free(p);
+    const char *failure = backend_failure(c->s->target->be);
+    if (failure) err_set("ar baseline: %s backend failed: %s", c->s->target->be->name, failure);
+    if (nr < 0 || failure) { free(ref); return -1; }
+    c->bench.ar_tokens += ast.new_tokens;
+    c->bench.ar_wall += ast.t.total;
+    cJSON_AddNumberToObject(jt, "ar_wall_s", ast.t.total);
+    cJSON_AddNumberToObject(jt, "ar_new_tokens", (double)ast.new_tokens);
+    if (c->check_lossless) {
+        int same = nr == n;
+        for (int i = 0; same && i < n; i++) same = ref[i] == out[i];
+        cJSON_AddBoolToObject(jt, "lossless", same);
+        if (!same) {
+            c->r->lossless_failures++;
+            fprintf(stderr, "\nspec-eval: NOT LOSSLESS: %s question %s turn %d differs from ar\n", c->bench_name, q->id, turn + 1);
+        }
+    }
+    free(ref);
+    return 0;
+}
+
+static int on_turn(void *vctx, const Question *q, int turn, const int32_t *prompt, size_t np,
+                   const int *out, int n, const DecodeStats *st) {
+    EvalCtx *c = vctx;
+    decode_stats_add(&c->bench.run, st);
+    cJSON *jt = stats_json(st);
+    cJSON_AddNumberToObject(jt, "turn", turn);
+    cJSON_AddNumberToObject(jt, "prompt_tokens", (double)np);
+    cJSON_AddItemToObject(jt, "output_ids", cJSON_CreateIntArray(out, n));
+    if (c->ar && baseline_turn(c, q, turn, prompt, np, out, n, jt)) { cJSON_Delete(jt); return -1; }
+    cJSON_AddItemToArray(c->jq, jt);
+    c->r->turns++;
+    char extra[96];
+    snprintf(extra, sizeof extra, "tau %.2f gamma %.1fk", decode_stats_tau(&c->bench.run), c->bench.run.gamma / 1000.0);
+    progress_update(c->prog, c->r->turns, extra);
+    return 0;
+}
+
+/* An untimed warm-up of both decoders, so that one-time costs (CUDA module
+ * loading, cuBLAS handles, workspace growth: about 0.1 s on an H100) are not
+ * charged to the first question's policy turn.  On CUDA only (the CPU has no
+ * such cost) and greedy only: a sampled warm-up would move the decoder's
+ * random stream.  Adaptive policies (SAGE, WETAP) see its cycles as they
+ * see every earlier question's. */
+static int warm_up(const Session *s, Decoder *dec, Decoder *ar) {
+    if (s->cfg.sp.temperature > 0 || strcmp(s->target->be->name, "cuda")) return 0;
+    int prompt[8], out[64];
+    for (int i = 0; i < 8; i++) prompt[i] = 1 + i % (s->target->cfg.vocab - 1);
+    DecodeStats st;
+    if (decoder_run(dec, prompt, 8, 8, out, &st) < 0) return -1;
+    return ar && decoder_run(ar, prompt, 8, 8, out, &st) < 0 ? -1 : 0;
+}
+
+/* One benchmark file: its questions into jbench, its totals into c->bench. */
+static int eval_bench(Session *s, Decoder *dec, const QuestionSet *set, const char *file, EvalCtx *c, cJSON *jbench) {
+    cJSON *jb = cJSON_CreateObject();
+    cJSON_AddItemToArray(jbench, jb);
+    cJSON_AddStringToObject(jb, "name", c->bench_name);
+    cJSON_AddStringToObject(jb, "file", file);
+    cJSON *jqs = cJSON_AddArrayToObject(jb, "questions");
+    for (int j = 0; j < set->n; j++) {
+        const Question *q = &set->q[j];
+        cJSON *jq = cJSON_CreateObject();
+        cJSON_AddStringToObject(jq, "question_id", q->id);
+        cJSON_AddStringToObject(jq, "category", q->category);
+        c->jq = cJSON_AddArrayToObject(jq, "turns");
+        cJSON_AddItemToArray(jqs, jq);
+        if (session_question(s, dec, q, on_turn, c)) return -1;
+    }
+    cJSON_AddItemToObject(jb, "total", totals_json(&c->bench));
+    return 0;
+}
+
+int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
+             const EvalOptions *o, EvalResult *r) {
+    memset(r, 0, sizeof *r);
+    if (n > EVAL_MAX_BENCH) { err_set("at most %d question files", EVAL_MAX_BENCH); return -1; }
+    Decoder *dec = session_decoder(s, policy), *ar = NULL;
+    Policy *ar_policy = NULL;
+    int rc = -1;
+    if (!dec) return -1;
+    if (o->baseline) {
+        PolicyParams ap = policy->prm;
+        snprintf(ap.name, sizeof ap.name, "ar");
+        ap.settings[0] = 0;   /* the policy's settings are not ar's */
+        if (!(ar_policy = policy_new(&ap)) || !(ar = session_decoder(s, ar_policy))) goto done;
+    }
+    if (warm_up(s, dec, ar)) goto done;
+
+    r->report = cJSON_CreateObject();
+    cJSON_AddStringToObject(r->report, "tool", "spec-eval");
+    cJSON_AddStringToObject(r->report, "version", C2T_VERSION);
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    cJSON_AddStringToObject(r->report, "start_time", stamp);
+    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy));
+    cJSON *jbench = cJSON_AddArrayToObject(r->report, "benchmarks");
+
+    int64_t total_turns = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < sets[i]->n; j++) total_turns += sets[i]->q[j].n_turns;
+    Progress prog;
+    progress_start(&prog, "spec-eval turns", total_turns);
+    EvalCtx ctx = {.s = s, .ar = ar, .check_lossless = o->check_lossless, .prog = &prog, .r = r};
+    r->n_bench = n;
+    for (int i = 0; i < n; i++) {
+        benchmark_name(files[i], r->names[i], sizeof r->names[i]);
+        ctx.bench = (EvalTotals){0};
+        ctx.bench_name = r->names[i];
+        if (eval_bench(s, dec, sets[i], files[i], &ctx, jbench)) goto done;
+        r->per[i] = ctx.bench;
+        totals_add(&r->all, &ctx.bench);
+    }
+    progress_end(&prog, r->turns, NULL);
+    cJSON_AddItemToObject(r->report, "total", totals_json(&r->all));
+    rc = 0;
+done:
+    decoder_free(dec);
+    decoder_free(ar);
+    policy_free(ar_policy);
+    return rc;
+}
+
+void eval_result_free(EvalResult *r) {
+    cJSON_Delete(r->report);
+    r->report = NULL;
+}
+
+void eval_print_table(const EvalResult *r, const Policy *policy, const SessionConfig *cfg, FILE *f) {
+    fprintf(f, "policy %s  (target %s%s%s)\n", policy->name, cfg->target_dir, cfg->draft_dir ? ", draft " : "",
+            cfg->draft_dir ? cfg->draft_dir : "");
+    fprintf(f, "%-16s %10s %8s %10s %9s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup");
+    for (int i = 0; i <= r->n_bench; i++) {
+        if (i == r->n_bench && r->n_bench == 1) break;
+        const EvalTotals *t = i < r->n_bench ? &r->per[i] : &r->all;
+        char sp[16] = "-";
+        if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", eval_speedup(t));
+        fprintf(f, "%-16s %10.2f %8.2f %10.1f %9s\n", i < r->n_bench ? r->names[i] : "all", t->run.gamma / 1000.0,
+                decode_stats_tau(&t->run), eval_speed(t), sp);
+    }
+}
+
+int eval_csv_check(const char *path) {
+    char *old = file_exists(path) ? read_text_file(path, NULL) : NULL;
+    size_t hl = strlen(EVAL_CSV_HEADER);
+    int bad = old && *old && (strncmp(old, EVAL_CSV_HEADER, hl) || (old[hl] != '\n' && old[hl] != 0));
+    free(old);
+    if (bad) err_set("--csv %s: its header is not \"%s\" (another version's rows); choose a new file", path, EVAL_CSV_HEADER);
+    return bad ? -1 : 0;
+}
+
+int eval_csv_append(const char *path, const char *label, const Policy *policy, const EvalResult *r) {
+    int fresh = !file_exists(path);
+    FILE *f = fopen(path, "a");
+    if (!f) { err_set("%s: cannot open for appending: %s", path, strerror(errno)); return -1; }
+    if (fresh) fprintf(f, "%s\n", EVAL_CSV_HEADER);
+    const char *eq = label ? strchr(label, '=') : NULL;
+    char sp[32] = "";   /* empty without the ar baseline */
+    if (eval_speedup(&r->all) > 0) snprintf(sp, sizeof sp, "%.4f", eval_speedup(&r->all));
+    fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f,%s\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
+            eq ? eq + 1 : "-", decode_stats_tau(&r->all.run), (long long)r->all.run.gamma, eval_speed(&r->all), sp);
+    if (fclose(f) != 0) { err_set("%s: write failed: %s", path, strerror(errno)); return -1; }
+    return 0;
+}
+
+int eval_json_write(const char *path, const EvalResult *r) {
+    char *text = cJSON_Print(r->report);
+    FILE *f = fopen(path, "w");
+    int rc = 0;
+    if (!f) { err_set("%s: cannot write the report: %s", path, strerror(errno)); rc = -1; }
+    else if ((fputs(text, f) < 0) | (fclose(f) != 0)) { err_set("%s: writing the report failed: %s", path, strerror(errno)); rc = -1; }
+    free(text);
+    return rc;
+}

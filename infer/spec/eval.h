@@ -1,0 +1,57 @@
+/* Evaluating a policy on benchmark question files (spec-eval): every turn
+ * decoded with the policy and, unless turned off, with ar on the same
+ * prompt — the speedup's baseline and the lossless check; totals per
+ * benchmark and over all; the JSON report, the table and the CSV row. */
+#ifndef C2T_EVAL_H
+#define C2T_EVAL_H
+#include "infer/spec/session.h"
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#define EVAL_MAX_BENCH 64
+
+typedef struct {
+    int baseline;         /* decode every turn with ar too */
+    int check_lossless;   /* and compare their tokens (greedy only) */
+} EvalOptions;
+
+/* A policy's figures over some turns and, with the baseline, ar's. */
+typedef struct {
+    DecodeStats run;
+    int64_t ar_tokens;
+    double ar_wall;
+} EvalTotals;
+
+typedef struct {
+    int n_bench;
+    char names[EVAL_MAX_BENCH][64];
+    EvalTotals per[EVAL_MAX_BENCH], all;
+    int64_t turns;
+    int lossless_failures;   /* turns whose tokens differ from ar's */
+    cJSON *report;           /* settings, models, every question's turns, totals */
+} EvalResult;
+
+/* Decodes every turn of sets[i] (read from files[i], one benchmark each)
+ * with policy, showing progress.  -1 with err_set on a decoding or backend
+ * failure; turns that differ from ar are counted, not errors. */
+int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
+             const EvalOptions *o, EvalResult *r);
+void eval_result_free(EvalResult *r);
+
+/* tokens per second; ar's over the same turns; their ratio (0 without a baseline) */
+double eval_speed(const EvalTotals *t);
+double eval_speedup(const EvalTotals *t);
+
+/* The per-benchmark table (gamma in thousands, tau, tok/s, speedup). */
+void eval_print_table(const EvalResult *r, const Policy *policy, const SessionConfig *cfg, FILE *f);
+
+/* The --csv row's header; a file that exists must start with it. */
+#define EVAL_CSV_HEADER "policy,param,value,tau,gamma,v,speedup"
+/* -1 with err_set when path exists with another header. */
+int eval_csv_check(const char *path);
+/* Appends the row of the total (header first when the file is new); label
+ * "KEY=VALUE" or NULL fills the param,value columns.  -1 with err_set. */
+int eval_csv_append(const char *path, const char *label, const Policy *policy, const EvalResult *r);
+/* Writes r->report.  -1 with err_set. */
+int eval_json_write(const char *path, const EvalResult *r);
+#endif
