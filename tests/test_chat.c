@@ -297,19 +297,24 @@ static void test_questions_formats(void) {
     snprintf(path, sizeof path, "/tmp/c2t_q_%d_ok.jsonl", (int)getpid());
     write_file(path, "\xEF\xBB\xBF{\"question_id\": \"spec-bench-7\", \"category\": \"qa\", \"turns\": [\"t1\", \"t2 \\u4e2d\"], \"reference\": \"r\"}\r\n"
                      "\n"
-                     "{\"question_id\": 12, \"turns\": [\"only\"], \"reference\": [\"a\", \"b\"]}");
+                     "{\"question_id\": 12, \"turns\": [\"only\"], \"reference\": [\"a\", \"b\"]}\n"
+                     /* a RAG benchmark's reference: a list of lists; decoding never reads it */
+                     "{\"question_id\": 13, \"turns\": [\"q\"], \"reference\": [[\"doc 1\", \"doc 2\"], [\"doc 3\"]]}\n"
+                     "{\"question_id\": 14, \"turns\": [\"q\"]}");
     QuestionSet *qs = questions_load(path);
     REQUIRE(qs, "%s", err_get());
-    CHECK(qs->n == 2, "n=%d", qs->n);
+    CHECK(qs->n == 4, "n=%d (a question whose reference is a list of lists refused?)", qs->n);
     CHECK(!strcmp(qs->q[0].id, "spec-bench-7") && !qs->q[0].id_is_int, "string id");
     CHECK(qs->q[0].n_turns == 2 && !strcmp(qs->q[0].turns[1], "t2 \xE4\xB8\xAD"), "turns");
-    CHECK(qs->q[0].n_reference == 1 && qs->q[1].n_reference == 2, "references");
+    CHECK(!strcmp(qs->q[0].reference, "\"r\"") && !strcmp(qs->q[1].reference, "[\"a\",\"b\"]") &&
+          !strcmp(qs->q[2].reference, "[[\"doc 1\",\"doc 2\"],[\"doc 3\"]]") && !qs->q[3].reference,
+          "references kept as they are");
     CHECK(qs->q[1].id_is_int && qs->q[1].id_int == 12 && !strcmp(qs->q[1].category, "") && qs->q[1].line == 3, "int id / line");
-    CHECK(questions_total_turns(qs) == 3, "turn count");
+    CHECK(questions_total_turns(qs) == 5, "turn count");
     questions_keep_turns(qs, 1);     /* --max-turns 1: first turns only */
-    CHECK(questions_total_turns(qs) == 2 && !strcmp(qs->q[0].turns[0], "t1"), "keep_turns 1: %d turns", questions_total_turns(qs));
+    CHECK(questions_total_turns(qs) == 4 && !strcmp(qs->q[0].turns[0], "t1"), "keep_turns 1: %d turns", questions_total_turns(qs));
     questions_keep_turns(qs, 0);     /* 0 keeps what is there */
-    CHECK(questions_total_turns(qs) == 2, "keep_turns 0");
+    CHECK(questions_total_turns(qs) == 4, "keep_turns 0");
     questions_free(qs);
     unlink(path);
 }

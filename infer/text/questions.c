@@ -13,7 +13,6 @@ void question_clear(Question *q) {
     free(q->category);
     for (int i = 0; i < q->n_turns; i++) free(q->turns[i]);
     free(q->turns);
-    for (int i = 0; i < q->n_reference; i++) free(q->reference[i]);
     free(q->reference);
     memset(q, 0, sizeof *q);
 }
@@ -61,18 +60,10 @@ int question_parse(const char *text, size_t len, const char *file, int line, Que
         q->turns[q->n_turns++] = xstrdup(e->valuestring);
     }
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(j, "reference");
-    if (cJSON_IsString(ref)) {
-        q->reference = xcalloc(1, sizeof(char *));
-        q->reference[q->n_reference++] = xstrdup(ref->valuestring);
-    } else if (cJSON_IsArray(ref)) {
-        q->reference = xcalloc((size_t)cJSON_GetArraySize(ref) + 1, sizeof(char *));
-        cJSON_ArrayForEach(e, ref) {
-            if (!cJSON_IsString(e)) { cJSON_Delete(j); return fail(q, file, line, "reference must be a string or a list of strings"); }
-            q->reference[q->n_reference++] = xstrdup(e->valuestring);
-        }
-    } else if (ref && !cJSON_IsNull(ref)) {
-        cJSON_Delete(j);
-        return fail(q, file, line, "reference must be a string or a list of strings");
+    if (ref) {
+        char *text = cJSON_PrintUnformatted(ref);
+        q->reference = xstrdup(text);
+        cJSON_free(text);
     }
     cJSON_Delete(j);
     return 0;

@@ -2,7 +2,7 @@
  * One JSON object per line:
  *   {"question_id": 81 | "id-string", "category": "writing",
  *    "turns": ["first user turn", "second user turn", ...],
- *    "reference": ["...", ...]}                     (reference optional)
+ *    "reference": any JSON}                         (reference optional)
  * Blank lines are skipped.  A malformed line is an error naming file:line;
  * a file without questions is an error. */
 #ifndef C2T_QUESTIONS_H
@@ -16,8 +16,9 @@ typedef struct {
     char *category;      /* "" when absent */
     char **turns;        /* n_turns >= 1 user turns */
     int n_turns;
-    char **reference;    /* optional reference answers (a string becomes one) */
-    int n_reference;
+    char *reference;     /* the "reference" value as compact JSON text, kept as it
+                            is (benchmarks use strings, lists and lists of lists;
+                            decoding never reads it), or NULL when absent */
     int line;            /* 1-based line in the file */
 } Question;
 
