@@ -42,13 +42,12 @@ enum {
         {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}, CLI_POLICY_OPTIONS
 
 /* The help of the session options, one copy for every command that takes
- * them; its two %s are draft_kind_names() and CHAT_TEMPLATE_NAMES. */
+ * them; its two %s are draft_kind_help() and CHAT_TEMPLATE_NAMES. */
 #define CLI_MODELS_HELP                                                                                    \
     "  --target DIR           target checkpoint (config.json + safetensors)\n"                            \
     "  --draft DIR            draft: an EAGLE-1/2 head, an EAGLE-3 head or a small LM\n"                \
     "                         (config.json + model.safetensors or pytorch_model.bin)\n"                  \
-    "  --draft-kind K         %s (default auto: eagle3 when the draft's config.json\n"                   \
-    "                         has draft_vocab_size or eagle_aux_hidden_state_layer_ids, else eagle)\n"   \
+    "  --draft-kind K         %s\n"                                                                     \
     "  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"         \
     "                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"     \
     "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \

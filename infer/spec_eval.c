@@ -47,7 +47,7 @@ CLI_QUESTIONS_HELP
 "                         new; gamma a count, speedup empty without the ar baseline)\n"
 "  --label KEY=VALUE      the param,value columns of that row (default: -,-; needs --csv)\n"
 CLI_QUIET_HELP
-"  -h, --help\n", draft_kind_names(), CHAT_TEMPLATE_NAMES, policy_names());
+"  -h, --help\n", draft_kind_help(), CHAT_TEMPLATE_NAMES, policy_names());
 }
 
 /* What the command line asks for beyond the session. */

@@ -1,31 +1,51 @@
 /* What every draft source shares: loading by kind, the committed length, the
  * temporary slots and masks of a cycle's tree nodes, and the distribution op
- * on their logits.  The sources' forwards are in draft_eagle.c and
- * draft_lm.c. */
+ * on their logits.  The sources' forwards are in draft_eagle.c,
+ * draft_eagle3.c and draft_lm.c. */
 #include "infer/spec/draft.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Adding a draft source: its DraftOps and one entry here. */
 static const DraftOps *const sources[] = {&draft_eagle_ops, &draft_eagle3_ops, &draft_lm_ops};
+#define N_SOURCES (sizeof sources / sizeof *sources)
+
+static const DraftOps *source_of(const char *kind) {
+    for (size_t i = 0; i < N_SOURCES; i++)
+        if (!strcmp(kind, sources[i]->kind)) return sources[i];
+    return NULL;
+}
 
 const char *draft_kind_name(const Draft *d) { return d->ops->kind; }
 
 const char *draft_kind_names(void) {
     static char names[128];
     if (!names[0]) {
-        for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
+        for (size_t i = 0; i < N_SOURCES; i++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s | ", sources[i]->kind);
         snprintf(names + strlen(names), sizeof names - strlen(names), "auto");
     }
     return names;
 }
 
-int draft_kind_known(const char *kind) {
-    for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
-        if (!strcmp(kind, sources[i]->kind)) return 1;
-    return !strcmp(kind, "auto");
+int draft_kind_known(const char *kind) { return source_of(kind) || !strcmp(kind, "auto"); }
+
+const char *draft_kind_help(void) {
+    static char help[512];
+    if (!help[0]) {
+        snprintf(help, sizeof help, "%s (default auto:", draft_kind_names());
+        const char *fallback = "";
+        for (size_t i = 0; i < N_SOURCES; i++) {
+            if (sources[i]->detect)
+                snprintf(help + strlen(help), sizeof help - strlen(help), " %s when the draft's config.json %s,",
+                         sources[i]->kind, sources[i]->detect_rule);
+            if (sources[i]->auto_default) fallback = sources[i]->kind;
+        }
+        snprintf(help + strlen(help), sizeof help - strlen(help), " else %s)", fallback);
+    }
+    return help;
 }
 
 Draft *draft_new(const DraftOps *ops, void *impl) {
@@ -35,23 +55,25 @@ Draft *draft_new(const DraftOps *ops, void *impl) {
     return d;
 }
 
-/* An EAGLE head's kind from its config.json: every EAGLE-3 head EAGLE's own
- * loader reads has draft_vocab_size (its lm_head's rows). */
+/* The source --draft-kind auto picks for the checkpoint in dir. */
 static const char *detect_kind(const char *dir) {
     char *path = path_join(dir, "config.json");
     ModelConfig c;
     int rc = config_load(path, &c);
     free(path);
     if (rc) return NULL;
-    return c.draft_vocab || c.n_aux_layers ? "eagle3" : "eagle";
+    const char *fallback = NULL;
+    for (size_t i = 0; i < N_SOURCES; i++) {
+        if (sources[i]->detect && sources[i]->detect(&c)) return sources[i]->kind;
+        if (sources[i]->auto_default) fallback = sources[i]->kind;
+    }
+    return fallback;
 }
 
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots) {
     if (!kind || !strcmp(kind, "auto")) kind = detect_kind(dir);
     if (!kind) return NULL;
-    const DraftOps *ops = NULL;
-    for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
-        if (!strcmp(kind, sources[i]->kind)) ops = sources[i];
+    const DraftOps *ops = source_of(kind);
     if (!ops) { err_set("unknown draft kind '%s' (%s)", kind, draft_kind_names()); return NULL; }
     Draft *d = draft_new(ops, NULL);
     d->target = target;

@@ -6,7 +6,7 @@
  * (draft_lm.c).  A new source is one more DraftOps and one line in
  * draft.c's table.
  *
- * Both are causal models whose last committed entry is the tree's root:
+ * Every source is a causal model whose last committed entry is the tree's root:
  * a node at depth d sits at draft position (committed − 1 + d).  During a
  * cycle, expanded nodes get temporary KV slots after the committed ones
  * (each sees the context and its own ancestors); draft_end_cycle drops them
@@ -22,6 +22,12 @@ typedef struct Draft Draft;
 
 typedef struct {
     const char *kind;   /* --draft-kind name */
+    /* --draft-kind auto: the first source whose detect accepts the draft's
+     * config.json (detect_rule says when, for help texts), else the one
+     * marked auto_default. */
+    int (*detect)(const ModelConfig *c);
+    const char *detect_rule;
+    int auto_default;
     /* Reads the checkpoint in dir: sets d->impl, d->cfg, d->config_hash. */
     int (*load)(Draft *d, const char *dir);
     void (*free)(Draft *d);              /* d->impl and what it holds */
@@ -75,14 +81,16 @@ struct Draft {
 extern const DraftOps draft_eagle_ops, draft_eagle3_ops, draft_lm_ops;
 
 /* kind "eagle", "eagle3" or "lm"; NULL or "auto" reads dir/config.json and
- * picks eagle3 when it has an EAGLE-3 key (draft_vocab_size,
- * eagle_aux_hidden_state_layer_ids), else eagle.  Checks the draft fits the
- * target (vocabulary, hidden size) and names the mismatch otherwise. */
+ * picks by the sources' detect rules (draft_kind_help).  Checks the draft
+ * fits the target (vocabulary, hidden size) and names the mismatch
+ * otherwise. */
 Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, int slots);
 /* The kinds draft_load takes, "eagle | eagle3 | lm | auto", from its one list
- * of sources (help texts and errors print it); whether kind is one of them. */
+ * of sources (errors print it); whether kind is one of them. */
 const char *draft_kind_names(void);
 int draft_kind_known(const char *kind);
+/* For --help: the kinds and what auto picks, from the same list. */
+const char *draft_kind_help(void);
 /* Asks the target state to capture what d reads at catch-up (nothing for
  * heads that read the final hidden states), and returns those rows of the
  * last forward: draft_catch_up's hidden argument. */

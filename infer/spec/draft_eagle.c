@@ -197,6 +197,7 @@ const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, cons
 
 const DraftOps draft_eagle_ops = {
     .kind = "eagle",
+    .auto_default = 1,
     .load = eagle_load,
     .free = eagle_head_free,
     .catch_up = eagle_catch_up,

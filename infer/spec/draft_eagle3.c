@@ -127,8 +127,14 @@ static int eagle3_load(Draft *d, const char *dir) {
     return 0;
 }
 
+/* Every EAGLE-3 head EAGLE's own loader reads has draft_vocab_size (its
+ * lm_head's rows); some name their feature layers. */
+static int eagle3_detect(const ModelConfig *c) { return c->draft_vocab || c->n_aux_layers; }
+
 const DraftOps draft_eagle3_ops = {
     .kind = "eagle3",
+    .detect = eagle3_detect,
+    .detect_rule = "has draft_vocab_size or eagle_aux_hidden_state_layer_ids",
     .load = eagle3_load,
     .free = eagle_head_free,
     .catch_up = eagle_catch_up,

@@ -1,0 +1,243 @@
+/* spec-collect's engine (collect/collect.h). */
+#include "collect/collect.h"
+#include "infer/model/safetensors.h"
+#include "kernels/base/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    TraceWriter *w;
+    TraceNode *nodes;
+    int cap;
+    int turn;
+    int64_t trees, records;
+    double t_write, t_features;
+} CollectCtx;
+
+/* One verified tree -> one /trees row and its nodes (root excluded). */
+static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
+    CollectCtx *c = vctx;
+    double t0 = now_seconds();
+    int n = t->n - 1;
+    if (n > c->cap) { c->cap = n * 2; c->nodes = xrealloc(c->nodes, sizeof(TraceNode) * c->cap); }
+    for (int i = 0; i < n; i++) {
+        int v = i + 1;
+        c->nodes[i] = (TraceNode){.P = t->P[v], .H = t->H[v], .p = t->p[v], .token = t->token[v],
+                                  .parent = t->parent[v] - 1, .depth = (uint8_t)t->depth[v], .accepted = 0,
+                                  .rank = (uint8_t)t->rank[v]};
+    }
+    for (int i = 1; i < n_path; i++) c->nodes[path[i] - 1].accepted = 1;
+    double t1 = now_seconds();
+    TraceTree tr = {.turn = (int16_t)c->turn, .cycle = cycle, .n_nodes = n, .accept_len = n_path - 1};
+    int rc = trace_add_tree(c->w, &tr, c->nodes);
+    c->t_features += t1 - t0;
+    c->t_write += now_seconds() - t1;
+    c->trees++;
+    c->records += n;
+    return rc;
+}
+
+static int on_turn(void *vctx, const Question *q, int turn, const int32_t *prompt, size_t np,
+                   const int *out, int n, const DecodeStats *st) {
+    (void)q; (void)prompt; (void)np; (void)out; (void)n; (void)st;
+    ((CollectCtx *)vctx)->turn = turn + 1;   /* the hook of the next turn */
+    return 0;
+}
+
+/* Identity of a checkpoint's weights (FNV-1a over its weight files): a head
+ * retrained in place keeps its path and config.json, and a resume must not
+ * append its trees to the old head's. */
+static int weights_hash_hex(const char *dir, char out[17]) {
+    SafeTensors *st = st_open(dir);
+    if (!st) return -1;
+    uint64_t h = FNV1A_START;
+    for (int i = 0; i < st->nfiles; i++) h = fnv1a(st->files[i].map, st->files[i].size, h);
+    st_close(st);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
+/* Settings that must agree between a file and a --resume of it. */
+typedef struct { const char *key; char value[1024]; } Setting;
+
+/* Every settings attribute a new file gets was written ("device" is the
+ * last), whatever its value. */
+static int settings_complete(TraceWriter *w, const Setting *set, int ns) {
+    for (int i = 0; i <= ns; i++) {
+        char *v = trace_get_attr_str(w, i < ns ? set[i].key : "device");
+        if (!v) return 0;
+        free(v);
+    }
+    return 1;
+}
+
+#define MAX_SETTINGS 32
+
+/* The settings of this run, as the trace's root attributes record them. */
+static int run_settings(const Session *s, const Policy *policy, const char *const *files, int n,
+                        const CollectOptions *o, Setting *set) {
+    const SessionConfig *cfg = &s->cfg;
+    int ns = 0;
+#define SET(k, ...) do { set[ns].key = k; snprintf(set[ns].value, sizeof set[ns].value, __VA_ARGS__); ns++; } while (0)
+    double topk = 0, depth = 0;
+    policy_param_num(policy, "topk", &topk);
+    policy_param_num(policy, "depth", &depth);
+    char draft_weights[17];
+    if (weights_hash_hex(cfg->draft_dir, draft_weights)) return -1;
+    SET("tool", "spec-collect");
+    SET("target", "%s", cfg->target_dir);
+    SET("target_config_hash", "%s", s->target->config_hash);
+    SET("draft", "%s", cfg->draft_dir);
+    SET("draft_kind", "%s", draft_kind_name(s->draft));
+    SET("draft_config_hash", "%s", s->draft->config_hash);
+    SET("draft_weights_hash", "%s", draft_weights);
+    SET("draft_vocab", "%d", s->draft->Vd);
+    SET("tokenizer", "%s", tokenizer_path(s->tok));
+    SET("template", "%s", chat_template_name(s->tmpl));
+    SET("system", "%s", cfg->system ? cfg->system : "(template default)");
+    SET("policy", "eagle2 total=all");
+    SET("topk", "%d", (int)topk);
+    SET("depth", "%d", (int)depth);
+    SET("entropy_topm", "%d", policy->prm.topm);
+    SET("max_new_tokens", "%d", cfg->max_new);
+    SET("max_questions", "%d", o->max_questions);
+    SET("max_turns", "%d", o->max_turns);
+    SET("depth_convention", "children of the root have depth 1");
+    char qlist[1024] = "";
+    for (int i = 0; i < n; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", files[i]);
+    SET("questions", "%s", qlist);
+    SET("n_shards", "%d", o->shard_n);
+#undef SET
+    return ns;
+}
+
+/* A file resumed: its settings must be this run's. */
+static int check_resumed(TraceWriter *w, const CollectOptions *o, const Setting *set, int ns) {
+    for (int i = 0; i < ns; i++) {
+        char *have = trace_get_attr_str(w, set[i].key);
+        int same = have && !strcmp(have, set[i].value);
+        if (!same)
+            err_set("--resume: %s was written with %s = '%s', this run has '%s'", o->out, set[i].key,
+                    have ? have : "(absent)", set[i].value);
+        free(have);
+        if (!same) return -1;
+    }
+    char *sh = trace_get_attr_str(w, "shard"), want[32];
+    snprintf(want, sizeof want, "%d/%d", o->shard_i, o->shard_n);
+    int same = sh && !strcmp(sh, want);
+    if (!same) err_set("--resume: %s was written as shard %s, this run is %s", o->out, sh ? sh : "(absent)", want);
+    free(sh);
+    return same ? 0 : -1;
+}
+
+/* A new file with this run's settings; one that could not get them all is
+ * removed (it holds nothing yet, and could not be resumed), so that the
+ * same command starts again. */
+static TraceWriter *create_trace(const Session *s, const CollectOptions *o, const Setting *set, int ns) {
+    TraceWriter *w = trace_create(o->out, o->compress);
+    if (!w) return NULL;
+    int bad = 0;
+    for (int i = 0; i < ns && !bad; i++) bad = trace_set_attr_str(w, set[i].key, set[i].value);
+    char sh[32], stamp[32];
+    snprintf(sh, sizeof sh, "%d/%d", o->shard_i, o->shard_n);
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    if (bad || trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
+        trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s->target->be->name)) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", err_get());
+        trace_close(w);
+        unlink(o->out);
+        err_set("%s", why);
+        return NULL;
+    }
+    return w;
+}
+
+/* The trace file, resumed or created.  NULL with err_set. */
+static TraceWriter *open_trace(const Session *s, const CollectOptions *o, const Setting *set, int ns) {
+    if (!o->resume) return create_trace(s, o, set, ns);
+    TraceWriter *w = trace_resume(o->out);
+    if (!w) return NULL;
+    /* A file killed before its first finished question may lack some
+     * settings (they are written one by one after it is created): it holds
+     * nothing, so it is started again rather than refused. */
+    if (trace_n_questions(w) == 0 && !settings_complete(w, set, ns)) {
+        fprintf(stderr, "spec-collect: %s holds no finished question and not all its settings: starting it again\n", o->out);
+        trace_close(w);
+        if (unlink(o->out) != 0) { err_set("cannot remove %s to start it again", o->out); return NULL; }
+        return create_trace(s, o, set, ns);
+    }
+    if (check_resumed(w, o, set, ns)) { trace_close(w); return NULL; }
+    return w;
+}
+
+int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
+                const CollectOptions *o) {
+    int mine = 0, total_q = 0;   /* this shard's questions, in file order */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < sets[i]->n; j++, total_q++) mine += total_q % o->shard_n == o->shard_i;
+    Setting set[MAX_SETTINGS];
+    int ns = run_settings(s, policy, files, n, o, set);
+    if (ns < 0) return -1;
+    Decoder *dec = session_decoder(s, policy);
+    if (!dec) return -1;
+    TraceWriter *w = open_trace(s, o, set, ns);
+    if (!w) { decoder_free(dec); return -1; }
+    int rc = -1;
+    CollectCtx ctx = {.w = w};
+    int64_t skip = trace_n_questions(w);
+    if (skip > mine) {
+        err_set("--resume: %s holds %lld questions, more than this shard has (%d)", o->out, (long long)skip, mine);
+        goto done;
+    }
+    if (skip) fprintf(stderr, "spec-collect: resuming after %lld finished questions\n", (long long)skip);
+
+    dec->hook = on_cycle;
+    dec->hook_ctx = &ctx;
+    Progress bar;
+    progress_start(&bar, "spec-collect questions", mine);
+    int g = 0, done = 0;
+    double t0 = now_seconds();
+    for (int i = 0; i < n; i++) {
+        char bench[64];
+        benchmark_name(files[i], bench, sizeof bench);
+        for (int j = 0; j < sets[i]->n; j++, g++) {
+            if (g % o->shard_n != o->shard_i) continue;
+            if (done++ < skip) continue;
+            const Question *q = &sets[i]->q[j];
+            ctx.turn = 0;
+            if (session_question(s, dec, q, on_turn, &ctx)) goto done;
+            double tw = now_seconds();
+            if (trace_finish_question(w, bench, q->id)) goto done;
+            ctx.t_write += now_seconds() - tw;
+            char extra[128];
+            double el = now_seconds() - t0;
+            snprintf(extra, sizeof extra, "trees %lld  records %lld (%.0f/s)", (long long)ctx.trees,
+                     (long long)ctx.records, el > 0 ? ctx.records / el : 0);
+            progress_update(&bar, done, extra);
+        }
+    }
+    double el = now_seconds() - t0;
+    char extra[160];
+    snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time",
+             (long long)ctx.trees, (long long)ctx.records, 100 * ctx.t_features / (el > 0 ? el : 1),
+             100 * ctx.t_write / (el > 0 ? el : 1));
+    progress_end(&bar, done, extra);
+    rc = 0;
+done:
+    free(ctx.nodes);
+    if (rc == 0) {
+        if (trace_close(w)) rc = -1;
+    } else {   /* the first error is the one to report */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", err_get());
+        trace_close(w);
+        err_set("%s", why);
+    }
+    decoder_free(dec);
+    return rc;
+}

@@ -1,0 +1,22 @@
+/* spec-collect's engine: EAGLE-2's full draft trees on question files, every
+ * node of every verified tree into a trace file (collect/trace.h), with the
+ * run's settings as root attributes so that --resume continues only the
+ * same run, and --shard splits the questions over processes. */
+#ifndef C2T_COLLECT_H
+#define C2T_COLLECT_H
+#include "collect/trace.h"
+#include "infer/spec/session.h"
+
+typedef struct {
+    const char *out;          /* the trace file */
+    TraceCompress compress;
+    int resume;               /* continue out after its last finished question */
+    int shard_i, shard_n;     /* take questions q with q % shard_n == shard_i */
+    int max_questions, max_turns;   /* as the question files were cut (recorded) */
+} CollectOptions;
+
+/* Decodes this shard's questions of sets[i] (read from files[i]) with
+ * policy (eagle2, total all) and writes their trees.  -1 with err_set. */
+int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
+                const CollectOptions *o);
+#endif
