@@ -23,21 +23,21 @@ static void usage(FILE *f) {
         "Modes (one input line -> one output line):\n"
         "  (default)            encode: each line is a JSON string; prints a JSON array of ids\n"
         "  --decode             each line is a JSON array of ids; prints a JSON string\n"
-        "  --chat TEMPLATE      each line is a question.jsonl object {question_id, turns, ...};\n"
+        "  --template NAME      each line is a question.jsonl object {question_id, turns, ...};\n"
         "                       prints the ids of each turn's prompt, one line per turn.\n"
-        "                       TEMPLATE: " CHAT_TEMPLATE_NAMES ", or auto (guessed from\n"
+        "                       NAME: " CHAT_TEMPLATE_NAMES ", or auto (guessed from\n"
         "                       the checkpoint, with a notice on stderr).  Turn k>1 needs the\n"
         "                       model's answers to the earlier turns in an \"answers\" list on\n"
         "                       the line; turns without them are not printed.\n"
         "  --info               print kind, vocabulary size, bos/eos ids and exit\n"
         "\n"
         "Options:\n"
-        "  --no-bos             do not add bos/eos (add_special_tokens=False); --chat keeps\n"
+        "  --no-bos             do not add bos/eos (add_special_tokens=False); --template keeps\n"
         "                       each template's own setting unless this is given\n"
         "  --split-special      special-token text in the input is plain text\n"
         "                       (split_special_tokens=True)\n"
-        "  --system TEXT        --chat system prompt (default: the template's; \"\" for none)\n"
-        "  --text               --chat: print the rendered prompt as a JSON string, not ids\n"
+        "  --system TEXT        --template: system prompt (default: the template's; \"\" for none)\n"
+        "  --text               --template: print the rendered prompt as a JSON string, not ids\n"
         "  --skip-special       --decode: leave special tokens out (skip_special_tokens=True)\n"
         "  --stream             --decode: use the incremental (streaming) decoder\n"
         "  --help               this text\n");
@@ -142,56 +142,160 @@ static int parse_json_string_line(const char *line, size_t len, char **out, size
     return 0;
 }
 
-int main(int argc, char **argv) {
-    const char *path = NULL, *chat = NULL, *system = NULL;
-    int decode = 0, no_bos = 0, split_special = 0, skip_special = 0, stream = 0, text_out = 0, info = 0;
+typedef struct {
+    const char *path, *chat, *system;
+    int decode, no_bos, split_special, skip_special, stream, text_out, info;
+} TokArgs;
+
+static void parse_args(int argc, char **argv, TokArgs *a) {
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--tokenizer") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(a, "--chat") && i + 1 < argc) chat = argv[++i];
-        else if (!strcmp(a, "--system") && i + 1 < argc) system = argv[++i];
-        else if (!strcmp(a, "--decode")) decode = 1;
-        else if (!strcmp(a, "--no-bos") || !strcmp(a, "--no-special")) no_bos = 1;
-        else if (!strcmp(a, "--split-special")) split_special = 1;
-        else if (!strcmp(a, "--skip-special")) skip_special = 1;
-        else if (!strcmp(a, "--stream")) stream = 1;
-        else if (!strcmp(a, "--text")) text_out = 1;
-        else if (!strcmp(a, "--info")) info = 1;
-        else if (!strcmp(a, "--tokenizer") || !strcmp(a, "--chat") || !strcmp(a, "--system"))
-            die(PROG, "%s needs a value (see --help)", a);
-        else die(PROG, "unknown argument '%s' (see --help)", a);
+        const char *o = argv[i];
+        const int has_value = i + 1 < argc;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { usage(stdout); exit(0); }
+        else if (!strcmp(o, "--tokenizer") && has_value) a->path = argv[++i];
+        else if (!strcmp(o, "--template") && has_value) a->chat = argv[++i];
+        else if (!strcmp(o, "--chat") && has_value) {   /* the old spelling */
+            a->chat = argv[++i];
+            fprintf(stderr, "%s: --chat is now spelled --template (as in spec-eval and spec-generate)\n", PROG);
+        } else if (!strcmp(o, "--system") && has_value) a->system = argv[++i];
+        else if (!strcmp(o, "--decode")) a->decode = 1;
+        else if (!strcmp(o, "--no-bos") || !strcmp(o, "--no-special")) a->no_bos = 1;
+        else if (!strcmp(o, "--split-special")) a->split_special = 1;
+        else if (!strcmp(o, "--skip-special")) a->skip_special = 1;
+        else if (!strcmp(o, "--stream")) a->stream = 1;
+        else if (!strcmp(o, "--text")) a->text_out = 1;
+        else if (!strcmp(o, "--info")) a->info = 1;
+        else if (!strcmp(o, "--tokenizer") || !strcmp(o, "--template") || !strcmp(o, "--chat") || !strcmp(o, "--system"))
+            die(PROG, "%s needs a value (see --help)", o);
+        else die(PROG, "unknown argument '%s' (see --help)", o);
     }
-    if (!path) die(PROG, "--tokenizer PATH is required (see --help)");
-    if (decode && chat) die(PROG, "--decode and --chat do not go together");
-    if (text_out && !chat) die(PROG, "--text only applies to --chat");
+    if (!a->path) die(PROG, "--tokenizer PATH is required (see --help)");
+    if (a->decode && a->chat) die(PROG, "--decode and --template do not go together");
+    if (a->text_out && !a->chat) die(PROG, "--text only applies to --template");
+}
 
-    Tokenizer *tok = tokenizer_load(path);
+static void print_info(const Tokenizer *tok) {
+    cJSON *j = cJSON_CreateString(tokenizer_path(tok));
+    char *p = cJSON_PrintUnformatted(j);
+    printf("{\"path\": %s, \"kind\": \"%s\", \"vocab_size\": %d, \"bos_id\": %d, \"eos_id\": %d, \"adds_bos\": %s, "
+           "\"adds_eos\": %s}\n",
+           p, tokenizer_kind(tok) == TOK_KIND_SPM_BPE ? "sentencepiece-bpe" : "tokenizers-bpe",
+           tokenizer_vocab_size(tok), tokenizer_bos_id(tok), tokenizer_eos_id(tok),
+           tokenizer_adds_bos(tok) ? "true" : "false", tokenizer_adds_eos(tok) ? "true" : "false");
+    free(p);
+    cJSON_Delete(j);
+}
+
+/* --template: one question line -> the ids (or text) of each turn's prompt
+ * whose earlier answers the line gives. */
+static void chat_line(const TokArgs *a, const Tokenizer *tok, ChatTemplate tpl, const char *line, size_t len, int lineno) {
+    int blank = 1;
+    for (size_t k = 0; k < len; k++) if (line[k] != ' ' && line[k] != '\t') blank = 0;
+    if (blank) return;
+    Question q;
+    if (question_parse(line, len, "stdin", lineno, &q)) die_err(PROG);
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    const cJSON *ans = cJSON_GetObjectItemCaseSensitive(j, "answers"), *e;
+    int n_ans = 0;
+    const char **answers = xcalloc((size_t)q.n_turns + 1, sizeof(char *));
+    if (ans && !cJSON_IsArray(ans)) die(PROG, "stdin:%d: answers must be a list of strings", lineno);
+    cJSON_ArrayForEach(e, ans) {
+        if (!cJSON_IsString(e)) die(PROG, "stdin:%d: answers must be a list of strings", lineno);
+        if (n_ans < q.n_turns) answers[n_ans++] = e->valuestring;
+    }
+    for (int k = 1; k <= q.n_turns && k <= n_ans + 1; k++) {
+        char *prompt = chat_render(tpl, a->system, (const char *const *)q.turns, answers, k);
+        if (a->text_out) print_json_string(prompt);
+        else {
+            int32_t *ids;
+            size_t n;
+            int flags = (chat_add_special(tpl) && !a->no_bos ? TOK_ADD_SPECIAL : 0) | (a->split_special ? TOK_SPLIT_SPECIAL : 0);
+            if (tokenizer_encode_ex(tok, prompt, strlen(prompt), flags, &ids, &n)) die(PROG, "stdin:%d: %s", lineno, err_get());
+            print_ids(ids, n);
+            free(ids);
+        }
+        free(prompt);
+    }
+    free(answers);
+    cJSON_Delete(j);
+    question_clear(&q);
+}
+
+/* The text of n ids through the streaming decoder, piece by piece. */
+static char *decode_streaming(const Tokenizer *tok, const int32_t *ids, size_t n, int skip_special, size_t *len, int lineno) {
+    TokenizerStream *st = tokenizer_stream_new(tok, skip_special);
+    size_t cap = 64, sn = 0;
+    char *s = xmalloc(cap);
+    s[0] = 0;
+    for (size_t i = 0; i <= n; i++) {
+        const char *piece = i < n ? tokenizer_stream_push(st, ids[i]) : tokenizer_stream_flush(st);
+        if (!piece) die(PROG, "stdin:%d: %s", lineno, err_get());
+        size_t pl = tokenizer_stream_len(st);
+        while (sn + pl + 1 > cap) cap *= 2;
+        s = xrealloc(s, cap);
+        memcpy(s + sn, piece, pl);
+        sn += pl;
+        s[sn] = 0;
+    }
+    tokenizer_stream_free(st);
+    *len = sn;
+    return s;
+}
+
+/* --decode: one JSON array of ids -> one JSON string. */
+static void decode_line(const TokArgs *a, const Tokenizer *tok, const char *line, size_t len, int lineno) {
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    if (!cJSON_IsArray(j)) die(PROG, "stdin:%d: expected a JSON array of token ids", lineno);
+    size_t n = (size_t)cJSON_GetArraySize(j), k = 0, sn = 0;
+    int32_t *ids = xmalloc(sizeof(int32_t) * (n + 1));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, j) {
+        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble)
+            die(PROG, "stdin:%d: element %zu is not an integer token id", lineno, k);
+        ids[k++] = (int32_t)e->valuedouble;
+    }
+    char *s = a->stream ? decode_streaming(tok, ids, n, a->skip_special, &sn, lineno)
+                        : tokenizer_decode_len(tok, ids, n, a->skip_special, &sn);
+    if (!s) die(PROG, "stdin:%d: %s", lineno, err_get());
+    print_json_string_len(s, sn);
+    free(s);
+    free(ids);
+    cJSON_Delete(j);
+}
+
+/* encode: one JSON string -> one JSON array of ids. */
+static void encode_line(const TokArgs *a, const Tokenizer *tok, const char *line, size_t len, int lineno) {
+    char *text;
+    size_t tl, n;
+    const char *why;
+    if (parse_json_string_line(line, len, &text, &tl, &why)) die(PROG, "stdin:%d: %s", lineno, why);
+    int32_t *ids;
+    int flags = (a->no_bos ? 0 : TOK_ADD_SPECIAL) | (a->split_special ? TOK_SPLIT_SPECIAL : 0);
+    if (tokenizer_encode_ex(tok, text, tl, flags, &ids, &n)) die(PROG, "stdin:%d: %s", lineno, err_get());
+    print_ids(ids, n);
+    free(ids);
+    free(text);
+}
+
+int main(int argc, char **argv) {
+    TokArgs a = {0};
+    parse_args(argc, argv, &a);
+    Tokenizer *tok = tokenizer_load(a.path);
     if (!tok) die_err(PROG);
-
-    if (info) {
-        printf("{\"path\": ");
-        cJSON *j = cJSON_CreateString(tokenizer_path(tok));
-        char *p = cJSON_PrintUnformatted(j);
-        printf("%s, \"kind\": \"%s\", \"vocab_size\": %d, \"bos_id\": %d, \"eos_id\": %d, \"adds_bos\": %s, \"adds_eos\": %s}\n",
-               p, tokenizer_kind(tok) == TOK_KIND_SPM_BPE ? "sentencepiece-bpe" : "tokenizers-bpe",
-               tokenizer_vocab_size(tok), tokenizer_bos_id(tok), tokenizer_eos_id(tok),
-               tokenizer_adds_bos(tok) ? "true" : "false", tokenizer_adds_eos(tok) ? "true" : "false");
-        free(p); cJSON_Delete(j);
+    if (a.info) {
+        print_info(tok);
         tokenizer_free(tok);
         return 0;
     }
-
     ChatTemplate tpl = CHAT_NONE;
-    if (chat) {
-        if (!strcmp(chat, "auto")) {
-            char why[256];
-            if (chat_template_guess(tok, path, &tpl, why, sizeof why)) die_err(PROG);
-            fprintf(stderr, "%s: chat template %s (guessed: %s; pass --chat NAME to choose)\n",
-                    PROG, chat_template_name(tpl), why);
-        } else if (chat_template_parse(chat, &tpl)) die_err(PROG);
+    if (a.chat && !strcmp(a.chat, "auto")) {
+        char why[256];
+        if (chat_template_guess(tok, a.path, &tpl, why, sizeof why)) die_err(PROG);
+        fprintf(stderr, "%s: chat template %s (guessed: %s; pass --template NAME to choose)\n", PROG,
+                chat_template_name(tpl), why);
+    } else if (a.chat && chat_template_parse(a.chat, &tpl)) {
+        die_err(PROG);
     }
-
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -199,90 +303,9 @@ int main(int argc, char **argv) {
     while ((len = getline(&line, &cap, stdin)) >= 0) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        if (chat) {
-            int blank = 1;
-            for (ssize_t k = 0; k < len; k++) if (line[k] != ' ' && line[k] != '\t') blank = 0;
-            if (blank) continue;
-            Question q;
-            if (question_parse(line, (size_t)len, "stdin", lineno, &q)) die_err(PROG);
-            /* optional answers to earlier turns */
-            cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
-            const cJSON *ans = cJSON_GetObjectItemCaseSensitive(j, "answers");
-            int n_ans = 0;
-            const char **answers = xcalloc((size_t)q.n_turns + 1, sizeof(char *));
-            if (ans) {
-                const cJSON *e;
-                if (!cJSON_IsArray(ans)) die(PROG, "stdin:%d: answers must be a list of strings", lineno);
-                cJSON_ArrayForEach(e, ans) {
-                    if (!cJSON_IsString(e)) die(PROG, "stdin:%d: answers must be a list of strings", lineno);
-                    if (n_ans < q.n_turns) answers[n_ans++] = e->valuestring;
-                }
-            }
-            for (int k = 1; k <= q.n_turns && k <= n_ans + 1; k++) {
-                char *prompt = chat_render(tpl, system, (const char *const *)q.turns, answers, k);
-                if (text_out) print_json_string(prompt);
-                else {
-                    int32_t *ids; size_t n;
-                    int flags = (chat_add_special(tpl) && !no_bos ? TOK_ADD_SPECIAL : 0) | (split_special ? TOK_SPLIT_SPECIAL : 0);
-                    if (tokenizer_encode_ex(tok, prompt, strlen(prompt), flags, &ids, &n))
-                        die(PROG, "stdin:%d: %s", lineno, err_get());
-                    print_ids(ids, n);
-                    free(ids);
-                }
-                free(prompt);
-            }
-            free(answers);
-            cJSON_Delete(j);
-            question_clear(&q);
-        } else if (decode) {
-            cJSON *j = cJSON_ParseWithLength(line, (size_t)len);
-            if (!cJSON_IsArray(j)) die(PROG, "stdin:%d: expected a JSON array of token ids", lineno);
-            size_t n = (size_t)cJSON_GetArraySize(j), k = 0;
-            int32_t *ids = xmalloc(sizeof(int32_t) * (n + 1));
-            const cJSON *e;
-            cJSON_ArrayForEach(e, j) {
-                if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble)
-                    die(PROG, "stdin:%d: element %zu is not an integer token id", lineno, k);
-                ids[k++] = (int32_t)e->valuedouble;
-            }
-            char *s;
-            size_t sn = 0;
-            if (stream) {
-                TokenizerStream *st = tokenizer_stream_new(tok, skip_special);
-                size_t sc = 64;
-                s = xmalloc(sc);
-                s[0] = 0;
-                for (size_t i = 0; i <= n; i++) {
-                    const char *piece = i < n ? tokenizer_stream_push(st, ids[i]) : tokenizer_stream_flush(st);
-                    if (!piece) die(PROG, "stdin:%d: %s", lineno, err_get());
-                    size_t pl = tokenizer_stream_len(st);
-                    while (sn + pl + 1 > sc) sc *= 2;
-                    s = xrealloc(s, sc);
-                    memcpy(s + sn, piece, pl);
-                    sn += pl;
-                    s[sn] = 0;
-                }
-                tokenizer_stream_free(st);
-            } else {
-                s = tokenizer_decode_len(tok, ids, n, skip_special, &sn);
-                if (!s) die(PROG, "stdin:%d: %s", lineno, err_get());
-            }
-            print_json_string_len(s, sn);
-            free(s);
-            free(ids);
-            cJSON_Delete(j);
-        } else {
-            char *text; size_t tl;
-            const char *why;
-            if (parse_json_string_line(line, (size_t)len, &text, &tl, &why)) die(PROG, "stdin:%d: %s", lineno, why);
-            int32_t *ids; size_t n;
-            int flags = (no_bos ? 0 : TOK_ADD_SPECIAL) | (split_special ? TOK_SPLIT_SPECIAL : 0);
-            if (tokenizer_encode_ex(tok, text, tl, flags, &ids, &n))
-                die(PROG, "stdin:%d: %s", lineno, err_get());
-            print_ids(ids, n);
-            free(ids);
-            free(text);
-        }
+        if (a.chat) chat_line(&a, tok, tpl, line, (size_t)len, lineno);
+        else if (a.decode) decode_line(&a, tok, line, (size_t)len, lineno);
+        else encode_line(&a, tok, line, (size_t)len, lineno);
     }
     free(line);
     tokenizer_free(tok);

@@ -319,7 +319,7 @@ static void test_questions_formats(void) {
     unlink(path);
 }
 
-/* ---------------------------------------------------------------- spec-tokenize --chat */
+/* ---------------------------------------------------------------- spec-tokenize --template */
 
 static void test_cli_chat(void) {
     char bin[256], err[2048], cmd[2048];
@@ -347,25 +347,28 @@ static void test_cli_chat(void) {
     char inpath[256];
     snprintf(inpath, sizeof inpath, "/tmp/c2t_chat_%d.jsonl", (int)getpid());
     write_file(inpath, ls);
-    snprintf(cmd, sizeof cmd, "%s --tokenizer " GOLD "sp_bytefallback.json --chat vicuna --text < %s", bin, inpath);
+    snprintf(cmd, sizeof cmd, "%s --tokenizer " GOLD "sp_bytefallback.json --template vicuna --text < %s", bin, inpath);
     FILE *p = popen(cmd, "r");
     REQUIRE(p, "popen");
     char out[8192] = "", out2[8192] = "";
     CHECK(fgets(out, sizeof out, p) != NULL && fgets(out2, sizeof out2, p) != NULL, "expected two lines (two turns)");
     pclose(p);
     cJSON *got = cJSON_Parse(out2);
-    CHECK(got && cJSON_IsString(got) && !strcmp(got->valuestring, exp), "CLI --chat turn 2: %s", out2);
+    CHECK(got && cJSON_IsString(got) && !strcmp(got->valuestring, exp), "CLI --template turn 2: %s", out2);
     cJSON_Delete(got);
     /* auto: guessed with a notice */
-    int rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat auto < %s", bin, inpath);
+    int rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --template auto < %s", bin, inpath);
     CHECK(rc == 0 && strstr(err, "llama-3-instruct") && strstr(err, "guessed"), "auto: rc %d, %s", rc, err);
+    /* the old spelling still works, with a notice naming the new one */
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat llama-3-instruct < %s", bin, inpath);
+    CHECK(rc == 0 && strstr(err, "--template"), "--chat: rc %d, %s", rc, err);
     /* malformed question line: one-line error naming the line */
     write_file(inpath, "{\"question_id\": 1, \"turns\": [\"a\"]}\n{\"question_id\": 2, \"turns\": 5}\n");
-    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat llama-3-instruct < %s", bin, inpath);
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --template llama-3-instruct < %s", bin, inpath);
     CHECK_ONE_LINE_ERROR(rc, err, "stdin:2");
-    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --chat alpaca-chat < %s", bin, inpath);
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "bytelevel_llama3.json --template alpaca-chat < %s", bin, inpath);
     CHECK_ONE_LINE_ERROR(rc, err, "alpaca-chat");
-    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "sp_bytefallback.json --chat auto < %s", bin, inpath);
+    rc = run_cmd(err, sizeof err, "%s --tokenizer " GOLD "sp_bytefallback.json --template auto < %s", bin, inpath);
     CHECK_ONE_LINE_ERROR(rc, err, "chat template");
     unlink(inpath);
     free(ls);
