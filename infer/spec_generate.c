@@ -48,105 +48,123 @@ static int parse_ids(const char *s, int **ids) {
     return n;
 }
 
-int main(int argc, char **argv) {
+typedef struct {
+    const char *model_dir, *ids_arg, *prompt_text, *tok_path, *device, *template_name, *system;
+    int max_new, ctx, print_ids;
+} GenArgs;
+
+static void parse_args(int argc, char **argv, GenArgs *a) {
     static const struct option opts[] = {
         {"target", required_argument, 0, 'm'}, {"model", required_argument, 0, 'M'}, {"ids", required_argument, 0, 'i'},
         {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
         {"max-ctx", required_argument, 0, 'c'}, {"ctx", required_argument, 0, 'C'}, {"print-ids", no_argument, 0, 'P'},
         {"template", required_argument, 0, 'T'}, {"system", required_argument, 0, 'S'},
         {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *model_dir = NULL, *ids_arg = NULL, *prompt_text = NULL, *tok_path = NULL, *device = "auto";
-    const char *template_name = NULL, *system = NULL;
-    int max_new = 256, ctx = 0, print_ids = 0, c;
+    a->device = "auto";
+    a->max_new = 256;
+    int c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'M': fprintf(stderr, "%s: --model is now --target (still accepted)\n", prog); /* fall through */
-        case 'm': model_dir = optarg; break;
-        case 'T': template_name = optarg; break;
-        case 'S': system = optarg; break;
-        case 'i': ids_arg = optarg; break;
-        case 'p': prompt_text = optarg; break;
-        case 'n': max_new = (int)cli_int(prog, "--max-new-tokens", optarg, 1, 1 << 20); break;
+        case 'm': a->model_dir = optarg; break;
+        case 'T': a->template_name = optarg; break;
+        case 'S': a->system = optarg; break;
+        case 'i': a->ids_arg = optarg; break;
+        case 'p': a->prompt_text = optarg; break;
+        case 'n': a->max_new = (int)cli_int(prog, "--max-new-tokens", optarg, 1, 1 << 20); break;
         case 'C': fprintf(stderr, "%s: --ctx is now --max-ctx (still accepted)\n", prog); /* fall through */
-        case 'c': ctx = (int)cli_int(prog, "--max-ctx", optarg, 0, 1 << 22); break;
-        case 'P': print_ids = 1; break;
-        case 't': tok_path = optarg; break;
-        case 'd': device = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+        case 'c': a->ctx = (int)cli_int(prog, "--max-ctx", optarg, 0, 1 << 22); break;
+        case 'P': a->print_ids = 1; break;
+        case 't': a->tok_path = optarg; break;
+        case 'd': a->device = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        default: cli_unknown_option(prog, argv);
         }
     }
-    if (!model_dir) die(prog, "--target is required (see --help)");
-    if (!ids_arg && !prompt_text) die(prog, "give a prompt with --ids or --prompt");
-    if (max_new <= 0) die(prog, "--max-new-tokens must be positive");
+    if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!a->model_dir) die(prog, "--target is required (see --help)");
+    if (!a->ids_arg && !a->prompt_text) die(prog, "give a prompt with --ids or --prompt");
+}
+
+/* --prompt: the text in the chat template (given, or guessed with a
+ * notice; plain text for a checkpoint without one) as token ids. */
+static int prompt_from_text(const GenArgs *a, const Tokenizer *tok, ChatTemplate *tmpl, int **prompt) {
+    char why[256];
+    if (!a->template_name && chat_template_guess(tok, a->model_dir, tmpl, why, sizeof why) == 0) {
+        fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog, chat_template_name(*tmpl), why);
+    } else if (!a->template_name) {   /* a base model: the prompt is plain text */
+        *tmpl = CHAT_NONE;
+        fprintf(stderr, "%s: no chat template recognised for %s; the prompt is plain text, as --template none\n", prog,
+                a->model_dir);
+    }
+    int32_t *ids;
+    size_t n;
+    const char *user[1] = {a->prompt_text};
+    if (*tmpl == CHAT_NONE ? tokenizer_encode(tok, a->prompt_text, 1, &ids, &n)
+                           : chat_encode(tok, *tmpl, a->system, user, NULL, 1, &ids, &n))
+        die_err(prog);
+    if (!n) die(prog, "--prompt: the prompt encodes to no tokens");
+    *prompt = xmalloc(sizeof(int) * n);
+    for (size_t i = 0; i < n; i++) (*prompt)[i] = ids[i];
+    free(ids);
+    return (int)n;
+}
+
+/* The answer streamed as text, never splitting a character; a
+ * continuation (no template) is printed after its prompt. */
+static void print_answer(const GenArgs *a, const Tokenizer *tok, ChatTemplate tmpl, const int *out, int n) {
+    TokenizerStream *ts = tokenizer_stream_new(tok, 1);
+    if (tmpl == CHAT_NONE) fputs(a->prompt_text, stdout);
+    int32_t stop[8];
+    int n_stop = chat_stop_ids(tok, tmpl, stop, 8), at_once = n == 0;
+    for (int k = 0; k < n_stop && n > 0; k++) at_once |= out[0] == stop[k];
+    if (at_once) fprintf(stderr, "%s: the model ended its answer at once (end-of-sequence first)\n", prog);
+    for (int i = 0; i < n; i++) {
+        const char *piece = tokenizer_stream_push(ts, out[i]);
+        if (!piece) die(prog, "generated id %d is outside the tokenizer's vocabulary", out[i]);
+        fputs(piece, stdout);
+    }
+    fputs(tokenizer_stream_flush(ts), stdout);
+    fputs("\n", stdout);
+    tokenizer_stream_free(ts);
+}
+
+int main(int argc, char **argv) {
+    GenArgs a = {0};
+    parse_args(argc, argv, &a);
     int *prompt, n_prompt;
     Tokenizer *tok = NULL;
     ChatTemplate tmpl = CHAT_NONE;
-    if (template_name && chat_template_parse(template_name, &tmpl)) die_err(prog);
-    if (prompt_text) {
-        tok = tokenizer_load(tok_path ? tok_path : model_dir);
-        if (!tok) die_err(prog);
-        char why[256];
-        if (!template_name && chat_template_guess(tok, model_dir, &tmpl, why, sizeof why) == 0) {
-            fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog, chat_template_name(tmpl), why);
-        } else if (!template_name) {   /* a base model: the prompt is plain text */
-            tmpl = CHAT_NONE;
-            fprintf(stderr, "%s: no chat template recognised for %s; the prompt is plain text, as --template none\n",
-                    prog, model_dir);
-        }
-        int32_t *ids;
-        size_t n;
-        const char *user[1] = {prompt_text};
-        if (tmpl == CHAT_NONE ? tokenizer_encode(tok, prompt_text, 1, &ids, &n)
-                              : chat_encode(tok, tmpl, system, user, NULL, 1, &ids, &n))
-            die_err(prog);
-        if (!n) die(prog, "--prompt: the prompt encodes to no tokens");
-        prompt = xmalloc(sizeof(int) * n);
-        for (size_t i = 0; i < n; i++) prompt[i] = ids[i];
-        n_prompt = (int)n;
-        free(ids);
+    if (a.template_name && chat_template_parse(a.template_name, &tmpl)) die_err(prog);
+    if (a.prompt_text) {
+        if (!(tok = tokenizer_load(a.tok_path ? a.tok_path : a.model_dir))) die_err(prog);
+        n_prompt = prompt_from_text(&a, tok, &tmpl, &prompt);
     } else {
-        n_prompt = parse_ids(ids_arg, &prompt);
-        print_ids = 1;
+        n_prompt = parse_ids(a.ids_arg, &prompt);
+        a.print_ids = 1;
     }
-
-    const Backend *be = backend_by_name(device);
+    const Backend *be = backend_by_name(a.device);
     if (!be) die_err(prog);
-    LlamaModel *m = llama_load(model_dir, be);
+    LlamaModel *m = llama_load(a.model_dir, be);
     if (!m) die_err(prog);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] >= m->cfg.vocab) die(prog, "--ids: token %d outside the vocabulary (%d)", prompt[i], m->cfg.vocab);
-    if (!ctx) ctx = n_prompt + max_new;
-    LlamaState *s = llama_state_new(m, ctx);
+    LlamaState *s = llama_state_new(m, a.ctx ? a.ctx : n_prompt + a.max_new);
     if (!s) die_err(prog);
-    int *out = xmalloc(sizeof(int) * max_new);
-    int n = greedy_generate(s, prompt, n_prompt, max_new, out);
+    int *out = xmalloc(sizeof(int) * a.max_new);
+    int n = greedy_generate(s, prompt, n_prompt, a.max_new, out);
     if (n < 0) die_err(prog);
     if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
-    if (tok) {   /* stream the answer as text, never splitting a character */
-        TokenizerStream *ts = tokenizer_stream_new(tok, 1);
-        if (tmpl == CHAT_NONE) fputs(prompt_text, stdout);   /* a continuation: the prompt, then the rest */
-        int32_t stop[8];
-        int n_stop = chat_stop_ids(tok, tmpl, stop, 8), at_once = n == 0;
-        for (int k = 0; k < n_stop && n > 0; k++) at_once |= out[0] == stop[k];
-        if (at_once) fprintf(stderr, "%s: the model ended its answer at once (end-of-sequence first)\n", prog);
-        for (int i = 0; i < n; i++) {
-            const char *piece = tokenizer_stream_push(ts, out[i]);
-            if (!piece) die(prog, "generated id %d is outside the tokenizer's vocabulary", out[i]);
-            fputs(piece, stdout);
-        }
-        fputs(tokenizer_stream_flush(ts), stdout);
-        fputs("\n", stdout);
-        tokenizer_stream_free(ts);
-        tokenizer_free(tok);
-    }
-    if (print_ids) {
+    if (tok) print_answer(&a, tok, tmpl, out, n);
+    if (a.print_ids) {
         printf("[");
         for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", out[i]);
         printf("]\n");
     }
-    free(out); free(prompt);
+    tokenizer_free(tok);
+    free(out);
+    free(prompt);
     llama_state_free(s);
     llama_free(m);
     return 0;
