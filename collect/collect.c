@@ -110,6 +110,11 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     for (int i = 0; i < n; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", files[i]);
     SET("questions", "%s", qlist);
     SET("n_shards", "%d", o->shard_n);
+    /* the backend's settings: one changes the arithmetic (cuda_fast_gemm),
+     * and a resume must not mix trees of two */
+    const char *key;
+    char value[64];
+    for (int i = 0; backend_setting_text(&cfg->backend, i, &key, value, sizeof value) == 0; i++) SET(key, "%s", value);
 #undef SET
     return ns;
 }

@@ -24,6 +24,7 @@ static void usage(FILE *f) {
 "Runs EAGLE-2 with total=all (the whole 1 + k + depth*k^2 pool is verified) and\n"
 "writes every tree node with (P, H, depth, accepted) to an HDF5 trace file.\n"
 CLI_MODELS_HELP
+CLI_BACKEND_HELP
 CLI_QUESTIONS_HELP
 "  --topk K               children per expanded node (default 10)\n"
 "  --depth D              expansion steps; nodes reach depth D+1 (default 10: 1011 nodes/tree)\n"
@@ -68,9 +69,7 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
         CLI_SESSION_OPTIONS, {"out", 1, 0, O_OUT}, {"compress", 1, 0, O_COMPRESS}, {"resume", 0, 0, O_RESUME},
         {"shard", 1, 0, O_SHARD}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     SessionConfig *cfg = &a->cfg;
-    cfg->max_new = 256;
-    cfg->sp.top_p = 1.0f;
-    policy_params_default(&cfg->prm);
+    session_config_default(cfg);
     snprintf(cfg->prm.name, sizeof cfg->prm.name, "eagle2");
     policy_params_set(&cfg->prm, "depth", "10");   /* the C2T paper's collection setting */
     policy_params_set(&cfg->prm, "total", "all");

@@ -35,7 +35,25 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v) {
     return (uint64_t)x;
 }
 
+static int on_off(const char *prog, const char *opt, const char *arg, int verbose_ok) {
+    if (!strcmp(arg, "off")) return 0;
+    if (!strcmp(arg, "on")) return 1;
+    if (verbose_ok && !strcmp(arg, "verbose")) return 2;
+    die(prog, "%s: expected off or on%s, got '%s'", opt, verbose_ok ? " or verbose" : "", arg);
+}
+
+int cli_backend_option(const char *prog, int code, const char *arg, BackendOptions *o) {
+    switch (code) {
+    case CLI_CPU_F32_CACHE: o->cpu_f32_cache_mb = (int)cli_int(prog, "--cpu-f32-cache-mb", arg, 0, 1 << 24); return 1;
+    case CLI_CUDA_GRAPHS: o->cuda_graphs = on_off(prog, "--cuda-graphs", arg, 1); return 1;
+    case CLI_CUDA_TILED_MAX: o->cuda_tiled_max = cli_int(prog, "--cuda-tiled-max", arg, 0, LONG_MAX); return 1;
+    case CLI_CUDA_FAST_GEMM: o->cuda_fast_gemm = on_off(prog, "--cuda-fast-gemm", arg, 0); return 1;
+    default: return 0;
+    }
+}
+
 int cli_session_option(const char *prog, int code, const char *arg, SessionConfig *cfg, CliQuestions *q) {
+    if (cli_backend_option(prog, code, arg, &cfg->backend)) return 1;
     switch (code) {
     case CLI_TARGET: cfg->target_dir = arg; return 1;
     case CLI_DRAFT: cfg->draft_dir = arg; return 1;

@@ -21,8 +21,25 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
     CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET,
-    CLI_PARAM, CLI_POLICY_FLAG, CLI_OWN = CLI_POLICY_FLAG + 16
+    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_POLICY_FLAG,
+    CLI_OWN = CLI_POLICY_FLAG + 16
 };
+/* The backends' settings (BackendOptions), for every command that loads a
+ * model; the help text is CLI_BACKEND_HELP. */
+#define CLI_BACKEND_OPTIONS                                                                                   \
+    {"cpu-f32-cache-mb", 1, 0, CLI_CPU_F32_CACHE}, {"cuda-graphs", 1, 0, CLI_CUDA_GRAPHS},                        \
+        {"cuda-tiled-max", 1, 0, CLI_CUDA_TILED_MAX}, {"cuda-fast-gemm", 1, 0, CLI_CUDA_FAST_GEMM}
+#define CLI_BACKEND_HELP                                                                                      \
+    "  --cpu-f32-cache-mb N   CPU: F32 copies of 16-bit matrices for many-token products, up to\n"          \
+    "                         N MiB (default 4096; 0: none; the same results, slower)\n"                   \
+    "  --cuda-graphs M        CUDA: off | on (replay each forward as a graph) | verbose (and say\n"        \
+    "                         why one was not used) (default off)\n"                                      \
+    "  --cuda-tiled-max N     CUDA: 5..64-token products under N multiply-adds use the tiled\n"           \
+    "                         kernel, larger ones cuBLAS (default 16777216; 0: all cuBLAS)\n"              \
+    "  --cuda-fast-gemm M     CUDA: off | on: activations rounded to 16 bits in cuBLAS products\n"        \
+    "                         (faster; changes the arithmetic; recorded) (default off)\n"
+/* Applies one backend option; 1 when code was one, 0 otherwise. */
+int cli_backend_option(const char *prog, int code, const char *arg, BackendOptions *o);
 /* A policy's settings by name (--topk 4 is --param topk=4): the policy
  * checks them against its own table, so a flag it has no use for is an
  * error naming the flag.  The help text is CLI_POLICY_HELP. */
@@ -39,7 +56,7 @@ enum {
         {"max-questions", 1, 0, CLI_MAX_QUESTIONS}, {"max-turns", 1, 0, CLI_MAX_TURNS},                     \
         {"max-new-tokens", 1, 0, CLI_MAX_NEW},                                                              \
         {"max-ctx", 1, 0, CLI_MAX_CTX}, {"entropy-topm", 1, 0, CLI_TOPM},                                  \
-        {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}, CLI_POLICY_OPTIONS
+        {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}, CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS
 
 /* The help of the session options, one copy for every command that takes
  * them; its two %s are draft_kind_help() and CHAT_TEMPLATE_NAMES. */
@@ -53,8 +70,9 @@ enum {
     "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \
     "                         lossless, verification is unchanged\n"                                     \
     "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"              \
-    "  --template NAME        chat template: %s (default: guessed, with a notice;\n"                     \
-    "                         plain text when the checkpoint has none we recognise)\n"                   \
+    "  --template NAME        chat template: %s\n"                                                      \
+    "                         (default: guessed, with a notice; plain text when the checkpoint\n"        \
+    "                         has none we recognise)\n"                                                   \
     "  --system TEXT          system prompt (default: the template's; \"\" for none)\n"                  \
     "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
 #define CLI_QUESTIONS_HELP                                                                                 \

@@ -20,6 +20,7 @@ static void usage(FILE *f) {
 "\n"
 "models\n"
 CLI_MODELS_HELP
+CLI_BACKEND_HELP
 "policy (a setting the policy does not have is an error)\n"
 "  --policy NAME          %s (default eagle2)\n"
 "  --topk K               eagle2, c2t: children per expanded node (default 10)\n"
@@ -65,9 +66,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    a->cfg.max_new = 256;
-    a->cfg.sp.top_p = 1.0f;
-    policy_params_default(&a->cfg.prm);
+    session_config_default(&a->cfg);
     a->eval.baseline = 1;
     int c;
     opterr = 0;   /* one-line errors of our own */

@@ -27,6 +27,7 @@ static void usage(FILE *f) {
         "  --max-new-tokens N    tokens to generate (default 256); stops early at eos\n"
         "  --max-ctx N           KV cache slots (default: prompt + new tokens)\n"
         "  --device D            cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
+        CLI_BACKEND_HELP
         "  --print-ids           print the generated ids as a JSON array (default with --ids)\n"
         "  -h, --help            this text\n"
         "(--model and --ctx, the old names of --target and --max-ctx, still work)\n", CHAT_TEMPLATE_NAMES);
@@ -51,6 +52,7 @@ static int parse_ids(const char *s, int **ids) {
 typedef struct {
     const char *model_dir, *ids_arg, *prompt_text, *tok_path, *device, *template_name, *system;
     int max_new, ctx, print_ids;
+    BackendOptions backend;
 } GenArgs;
 
 static void parse_args(int argc, char **argv, GenArgs *a) {
@@ -59,12 +61,15 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
         {"max-ctx", required_argument, 0, 'c'}, {"ctx", required_argument, 0, 'C'}, {"print-ids", no_argument, 0, 'P'},
         {"template", required_argument, 0, 'T'}, {"system", required_argument, 0, 'S'},
-        {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+        CLI_BACKEND_OPTIONS, {0, 0, 0, 0}};
     a->device = "auto";
+    backend_options_default(&a->backend);
     a->max_new = 256;
     int c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (cli_backend_option(prog, c, optarg, &a->backend)) continue;
         switch (c) {
         case 'M': fprintf(stderr, "%s: --model is now --target (still accepted)\n", prog); /* fall through */
         case 'm': a->model_dir = optarg; break;
@@ -144,6 +149,7 @@ int main(int argc, char **argv) {
         n_prompt = parse_ids(a.ids_arg, &prompt);
         a.print_ids = 1;
     }
+    if (backend_configure(&a.backend)) die_err(prog);
     const Backend *be = backend_by_name(a.device);
     if (!be) die_err(prog);
     LlamaModel *m = llama_load(a.model_dir, be);

@@ -122,6 +122,36 @@ typedef struct Backend {
     X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax)
 
+/* The backends' settings: process-wide, given before any model loads
+ * (backend_configure), as command-line options; the commands record them in
+ * their reports (spec-eval's JSON settings, trace attributes). */
+typedef struct {
+    /* CPU: F32 copies of 16-bit matrices for products over many tokens
+     * (sgemm needs F32), up to this many MiB; past it, or at 0, each product
+     * widens the rows it needs.  Same results, only speed differs. */
+    int cpu_f32_cache_mb;
+    /* CUDA: each forward replayed as a CUDA graph (1), and the reason said
+     * on stderr whenever one could not be (2); 0 runs op by op. */
+    int cuda_graphs;
+    /* CUDA: products of 5..64 tokens with fewer multiply-adds than this take
+     * the tiled kernel, larger ones cuBLAS (0: all cuBLAS).  Speed only. */
+    long long cuda_tiled_max;
+    /* CUDA: 1 rounds activations to the weights' 16-bit type in cuBLAS
+     * products (as a native BF16 forward does): faster, and it changes the
+     * arithmetic; 0 splits them in two halves, within 1e-5 of F32. */
+    int cuda_fast_gemm;
+} BackendOptions;
+
+void backend_options_default(BackendOptions *o);
+/* Sets the backends' settings; call before loading weights.  -1 with
+ * err_set when a value is out of range. */
+int backend_configure(const BackendOptions *o);
+/* The settings in force (the defaults until backend_configure). */
+const BackendOptions *backend_settings(void);
+/* For reports and trace attributes: the i-th setting of o as a key and its
+ * value's text ("on", "4096"); -1 past the last. */
+int backend_setting_text(const BackendOptions *o, int i, const char **key, char *value, size_t size);
+
 extern const Backend cpu_backend;
 /* Threads of the CPU backend's loops and OpenBLAS: the most it may use
  * (OMP_NUM_THREADS, else the cores) and the count for what follows. */

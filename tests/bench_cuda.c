@@ -10,10 +10,12 @@
  *    expansion, and 60, a verified EAGLE-2 tree), the real model whose
  *    checkpoint does not travel to the GPU machine in one call.
  * Without a GPU (or a CUDA build) it says so and measures nothing.
- * Usage: build/tests/bench_cuda [layers] (of the 1B shape; default 16, fewer for a
- * quick look).
- * C2T_CUDA_FAST_GEMM=1 measures the rounded-activation GEMM path,
- * C2T_CUDA_TILED_MAX=0 the split GEMM where the tiled kernel would run. */
+ * Usage: build/tests/bench_cuda [layers] [backend options] (layers of the 1B
+ * shape; default 16, fewer for a quick look).  The backend options are the
+ * commands' (--cuda-fast-gemm on measures the rounded-activation GEMM path,
+ * --cuda-tiled-max 0 the split GEMM where the tiled kernel would run,
+ * --cuda-graphs on recorded forwards). */
+#include "infer/cli.h"
 #include "infer/model/llama.h"
 #include "kernels/base/util.h"
 #include "tests/bench_model.h"
@@ -173,20 +175,27 @@ int main(int argc, char **argv) {
         printf("bench_cuda: no CUDA device is visible; nothing measured\n");
         return 0;
     }
-    int layers = argc > 1 ? atoi(argv[1]) : BENCH_1B.layers;
+    int layers = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : BENCH_1B.layers;
+    BackendOptions bo;
+    backend_options_default(&bo);
+    static const struct option opts[] = {CLI_BACKEND_OPTIONS, {0, 0, 0, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+        if (!cli_backend_option("bench_cuda", c, optarg, &bo)) cli_unknown_option("bench_cuda", argv);
+    if (backend_configure(&bo)) die_err("bench_cuda");
     char dev[256];
     if (cuda_device_name(dev, sizeof dev)) die_err("bench_cuda");
-    const char *fast = getenv("C2T_CUDA_FAST_GEMM"), *tiled = getenv("C2T_CUDA_TILED_MAX");
-    int fast_gemm = fast && *fast && *fast != '0';
+    const int fast_gemm = bo.cuda_fast_gemm;
     double bw = cuda_copy_bandwidth((size_t)1 << 30);
     double peak = cuda_gemm_bf16_flops(8192, 8192, 8192);
     if (bw <= 0 || peak <= 0) die_err("bench_cuda");
     printf("device: %s\n", dev);
     printf("copy bandwidth %.0f GB/s (read+write); cuBLAS BF16 GEMM 8192^3 (F32 compute) %.0f TFLOP/s\n",
            bw / 1e9, peak / 1e12);
-    printf("gemm path: %s; tiled path up to %s multiply-adds\n",
+    printf("gemm path: %s; tiled path up to %lld multiply-adds; graphs %s\n",
            fast_gemm ? "fast (activations rounded to BF16)" : "exact (activations as BF16 hi + lo, 2x tensor work)",
-           tiled && *tiled ? tiled : "the default");
+           bo.cuda_tiled_max, bo.cuda_graphs ? "on" : "off");
 
     const int trees_1b[4] = {16, 64, 256, 1011}, trees_small[3] = {10, 60, 256};
     bench_shape(&BENCH_1B, layers, trees_1b, 4, 1, bw, peak);

@@ -247,14 +247,13 @@ static void greedy_parity_with(const char *target_dir, const char *policy, const
     draft_free(dc); draft_free(dg);
     llama_free(mc); llama_free(mg);
     NO_NEW_ERRORS(before);
-    /* with C2T_CUDA_GRAPHS=1 the forwards above ran as recorded graphs (the
+    /* with graphs on (test_cuda --cuda-graphs on) the forwards above ran as recorded graphs (the
      * parity checks covered them); a pass that needs a scratch buffer to
      * grow is not recorded and runs op by op (the first of each size) */
     cuda_graph_counts(&graphs1, NULL, &spoiled1);
     printf("# %s %s: %ld forward passes as graphs, %ld op by op\n", target_dir, policy, graphs1 - graphs0,
            spoiled1 - spoiled0);
-    const char *g = getenv("C2T_CUDA_GRAPHS");
-    if (g && !strcmp(g, "1"))
+    if (backend_settings()->cuda_graphs)
         CHECK(graphs1 - graphs0 > 4 * (spoiled1 - spoiled0), "%s %s: only %ld of %ld forward passes ran as graphs",
               target_dir, policy, graphs1 - graphs0, graphs1 - graphs0 + spoiled1 - spoiled0);
 }
@@ -336,7 +335,14 @@ static void test_cuda_greedy_eagle3(void) { NO_CUDA(); }
 static void test_cuda_sample_rows(void) { NO_CUDA(); }
 #endif
 
-int main(void) {
+/* test_cuda [--cuda-graphs on]: the backend options as the commands take
+ * them; with graphs on, the greedy runs must mostly replay graphs. */
+int main(int argc, char **argv) {
+    BackendOptions bo;
+    backend_options_default(&bo);
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--cuda-graphs")) bo.cuda_graphs = !strcmp(argv[i + 1], "on");
+    if (backend_configure(&bo)) die_err("test_cuda");
     RUN(test_cuda_backend_covers_interface);
     RUN(test_cuda_errors_are_reported);
     RUN(test_cuda_parity_ops);

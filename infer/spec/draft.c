@@ -39,7 +39,7 @@ const char *draft_kind_help(void) {
         const char *fallback = "";
         for (size_t i = 0; i < N_SOURCES; i++) {
             if (sources[i]->detect)
-                snprintf(help + strlen(help), sizeof help - strlen(help), " %s when the draft's config.json %s,",
+                snprintf(help + strlen(help), sizeof help - strlen(help), "\n%25s%s when the draft's config.json %s,", "",
                          sources[i]->kind, sources[i]->detect_rule);
             if (sources[i]->auto_default) fallback = sources[i]->kind;
         }

@@ -89,7 +89,8 @@ Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, i
  * of sources (errors print it); whether kind is one of them. */
 const char *draft_kind_names(void);
 int draft_kind_known(const char *kind);
-/* For --help: the kinds and what auto picks, from the same list. */
+/* For --help: the kinds and what auto picks, from the same list (lines
+ * after the first indented for a help column at 25). */
 const char *draft_kind_help(void);
 /* Asks the target state to capture what d reads at catch-up (nothing for
  * heads that read the final hidden states), and returns those rows of the

@@ -134,7 +134,7 @@ static int eagle3_detect(const ModelConfig *c) { return c->draft_vocab || c->n_a
 const DraftOps draft_eagle3_ops = {
     .kind = "eagle3",
     .detect = eagle3_detect,
-    .detect_rule = "has draft_vocab_size or eagle_aux_hidden_state_layer_ids",
+    .detect_rule = "has draft_vocab_size or\n                         eagle_aux_hidden_state_layer_ids",
     .load = eagle3_load,
     .free = eagle_head_free,
     .catch_up = eagle_catch_up,

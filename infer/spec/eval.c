@@ -85,8 +85,9 @@ static cJSON *settings_json(const Session *s, const Policy *policy) {
     cJSON_AddStringToObject(o, "tokenizer", tokenizer_path(s->tok));
     cJSON_AddStringToObject(o, "template", chat_template_name(s->tmpl));
     cJSON_AddStringToObject(o, "policy", policy->name);
+    const char *key;
     cJSON_AddNumberToObject(o, "entropy_topm", policy->prm.topm);
-    const char *key, *text;
+    const char *text;
     double num;
     for (int i = 0; policy_param_get(policy, i, &key, &num, &text) == 0; i++) {
         if (text) cJSON_AddStringToObject(o, key, text);
@@ -97,6 +98,9 @@ static cJSON *settings_json(const Session *s, const Policy *policy) {
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
     cJSON_AddNumberToObject(o, "top_p", cfg->sp.top_p);
     cJSON_AddNumberToObject(o, "seed", (double)cfg->sp.seed);
+    char value[64];
+    for (int i = 0; backend_setting_text(&cfg->backend, i, &key, value, sizeof value) == 0; i++)
+        cJSON_AddStringToObject(o, key, value);
     return o;
 }
 

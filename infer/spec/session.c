@@ -4,10 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+void session_config_default(SessionConfig *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->max_new = 256;
+    cfg->sp.top_p = 1.0f;
+    policy_params_default(&cfg->prm);
+    backend_options_default(&cfg->backend);
+}
+
 int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     if (!cfg->target_dir) { err_set("--target is required"); return -1; }
+    if (backend_configure(&cfg->backend)) return -1;
     const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
     if (!be) return -1;
     s->target = llama_load(cfg->target_dir, be);

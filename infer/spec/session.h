@@ -19,7 +19,11 @@ typedef struct {
     int max_ctx;           /* 0: sized from the prompts and max_new */
     SampleParams sp;
     PolicyParams prm;
+    BackendOptions backend;   /* given to backend_configure before the models load */
 } SessionConfig;
+
+/* A SessionConfig with every default (what a command starts from). */
+void session_config_default(SessionConfig *cfg);
 
 typedef struct {
     SessionConfig cfg;

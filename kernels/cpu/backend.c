@@ -13,17 +13,9 @@ static void cpu_copy(float *dst, const float *src, size_t n) { memmove(dst, src,
 /* Products over many tokens (prefill, tree verification) run through sgemm,
  * which needs F32 weights; widening a 16-bit matrix on every call costs as
  * much as the product for small trees.  So the backend keeps an F32 copy of
- * 16-bit matrices while the copies fit C2T_CPU_F32_CACHE_MB (default 4096;
- * 0 disables).  Decode keeps reading the 16-bit weights (half the bytes). */
-static size_t f32_cache_budget(void) {
-    static long mb = -1;
-    if (mb < 0) {
-        const char *e = getenv("C2T_CPU_F32_CACHE_MB");
-        mb = e && *e ? atol(e) : 4096;
-        if (mb < 0) mb = 0;
-    }
-    return (size_t)mb << 20;
-}
+ * 16-bit matrices while the copies fit BackendOptions.cpu_f32_cache_mb.
+ * Decode keeps reading the 16-bit weights (half the bytes). */
+static size_t f32_cache_budget(void) { return (size_t)backend_settings()->cpu_f32_cache_mb << 20; }
 static size_t f32_cache_used;
 
 static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {

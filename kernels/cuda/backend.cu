@@ -384,14 +384,7 @@ static void cu_record_spoil(const char *why) {
     spoiled = true;
 }
 
-static int graphs_on(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("C2T_CUDA_GRAPHS");
-        v = e && !strcmp(e, "1");
-    }
-    return v;
-}
+static int graphs_on(void) { return backend_settings()->cuda_graphs > 0; }
 
 static void forget_held(void) {
     for (int i = 0; i < CU_CTL_SLOTS; i++) held[i].len = 0;
@@ -473,7 +466,7 @@ static int cu_record_end(void) {
         (void)cudaGetLastError();
         forget_held();   /* the recorded uploads never ran */
         graphs_spoiled++;
-        if (getenv("C2T_CUDA_GRAPHS_DEBUG"))
+        if (backend_settings()->cuda_graphs == 2)
             fprintf(stderr, "c2t cuda: graph not used: %s\n", spoiled ? spoil_why : cudaGetErrorString(e));
         return -1;
     }

@@ -26,7 +26,7 @@
  *    (the parity tests' 1e-4 bound) at the cost of twice the tensor-core
  *    work.  Above SPLIT_STACK_MAX tokens the two halves are two GEMMs
  *    accumulating into out (beta = 1) instead of one stacked GEMM, so the
- *    workspace stays bounded.  Environment C2T_CUDA_FAST_GEMM=1 drops the lo
+ *    workspace stays bounded.  BackendOptions.cuda_fast_gemm drops the lo
  *    half (activations rounded to the weight dtype, as a native F16/BF16
  *    forward in torch does): faster, not bit-faithful to the CPU backend. */
 #include "kernels/cuda/common.cuh"
@@ -36,7 +36,6 @@
 #define GEMV_THREADS 256
 #define SPLIT_STACK_MAX 64
 #define TILED_N_MAX 64
-#define TILED_MAX_DEFAULT (1LL << 24)   /* multiply-adds; from there the split GEMM was faster (docs/cuda.md) */
 
 /* ---- GEMV: one warp per output row ------------------------------------------- */
 template <typename WT> struct Ld;
@@ -216,18 +215,10 @@ static void tiled(float *out, const float *x, const WT *w, int R, int C, int n) 
     else tiled_kernel<WT, false><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
 }
 
-/* C2T_CUDA_TILED_MAX: a product of GEMV_MAX < n <= TILED_N_MAX tokens with
- * fewer multiply-adds (rows x cols x tokens) takes the tiled path; 0 sends
- * every such product to cuBLAS (for comparisons). */
-static long long tiled_max(void) {
-    static long long v = -1;
-    if (v < 0) {
-        const char *e = getenv("C2T_CUDA_TILED_MAX");
-        v = e && *e ? atoll(e) : TILED_MAX_DEFAULT;
-        if (v < 0) v = 0;
-    }
-    return v;
-}
+/* BackendOptions.cuda_tiled_max: a product of GEMV_MAX < n <= TILED_N_MAX
+ * tokens with fewer multiply-adds (rows x cols x tokens) takes the tiled
+ * path; 0 sends every such product to cuBLAS. */
+static long long tiled_max(void) { return backend_settings()->cuda_tiled_max; }
 
 /* ---- activation split for the F16/BF16 GEMM ------------------------------------ */
 template <typename T> __device__ __forceinline__ T from_f(float v);
@@ -254,14 +245,7 @@ __global__ void sum_halves_kernel(float *__restrict__ out, const float *__restri
         out[i] = a[i] + a[half + i];
 }
 
-static int fast_gemm(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("C2T_CUDA_FAST_GEMM");
-        v = e && *e && *e != '0';
-    }
-    return v;
-}
+static int fast_gemm(void) { return backend_settings()->cuda_fast_gemm; }
 
 /* out_cm[R][cols] = Wᵀ-as-stored (column-major view) × B: cuBLAS sees W as
  * a C×R column-major matrix, so op(A) = T gives R×C. */
