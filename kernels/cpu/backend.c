@@ -2,8 +2,6 @@
  * checkpoint was mapped. */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/util.h"
-#include <cblas.h>
-#include <omp.h>
 #include <stdlib.h>
 
 static float *cpu_alloc(size_t n) { return xcalloc(n ? n : 1, sizeof(float)); }
@@ -43,24 +41,6 @@ static void cpu_weight_release(Weight *w) {
     }
     w->priv = NULL;
     w->data = NULL;
-}
-
-/* OpenBLAS runs on one thread; the backend splits its calls over OpenMP
- * threads itself (kernels/cpu/matmul.c), so results do not depend on the
- * thread count. */
-int cpu_threads_max(void) {
-    static int max = 0;
-    if (!max) {
-        max = omp_get_max_threads();   /* OMP_NUM_THREADS, else the cores */
-        openblas_set_num_threads(1);
-    }
-    return max;
-}
-
-void cpu_threads_set(int n) {
-    if (n < 1) n = 1;
-    if (n > cpu_threads_max()) n = cpu_threads_max();
-    omp_set_num_threads(n);
 }
 
 /* On a CPU that other processes share, a parallel region waits for a
