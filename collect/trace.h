@@ -3,7 +3,7 @@
  * HDF5 filter. */
 /* Trace files: what spec-collect writes and spec-train reads (HDF5).
  *
- * Schema version 1 (collect/ owns it; documented in README "Trace files"):
+ * Schema version 1 (collect/ owns it; documented in docs/trace_format.md):
  *   /nodes/      one row per draft-tree node, 1-D chunked extendible datasets
  *     P         float32  joint probability (product of p along the path)
  *     H         float32  entropy (nats) of the draft distribution the node was

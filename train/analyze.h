@@ -73,7 +73,7 @@ int an_p_bin(float P);
 /* Every table, for people, to f. */
 void analysis_print(const Analysis *a, FILE *f);
 /* The CSV files and, when gnuplot is there, the PNGs into dir (created if
- * missing); names in README.  0; 1 when there is no gnuplot (CSVs only);
+ * missing); names in docs/commands.md.  0; 1 when there is no gnuplot (CSVs only);
  * -1 + err_set. */
 int analysis_write(const Analysis *a, const char *dir);
 #endif
