@@ -283,7 +283,7 @@ static int run_parity_training(void) {
     char err[4096];
     int rc = run_cmd(err, sizeof err,
                      "%s/spec-train --traces %s --out %s --safetensors %s --report %s --dump-init %s --dump-epochs 10 "
-                     "--select-last --quiet --seed 3", bin_dir(), parity_trace, parity_weights, parity_st,
+                     "--select-last --quiet --seed 3 --paper-recipe", bin_dir(), parity_trace, parity_weights, parity_st,
                      parity_report, parity_dump);
     if (rc) { fprintf(stderr, "spec-train failed: %s\n", err); return -1; }
     return 0;
@@ -773,6 +773,21 @@ static void test_transforms_option(void) {
         check_roundtrip(t, out, st, NULL, "spec-train output with log P, standardised, h=12");
         classifier_free(t);
     }
+    /* the defaults are that recipe (log P, standardised); --paper-recipe is
+     * the C2T paper's raw inputs, and options after it still apply */
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 2", bin_dir(), tr, out);
+    REQUIRE(rc == 0, "%s", err);
+    c = classifier_load(out);
+    REQUIRE(c, "%s", err_get());
+    CHECK(c->feat[0].kind == CLS_LOG && c->feat[1].kind == CLS_RAW && c->feat[0].std != 1,
+          "defaults are not log P, standardised");
+    classifier_free(c);
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --paper-recipe --epochs 2", bin_dir(), tr, out);
+    REQUIRE(rc == 0, "%s", err);
+    c = classifier_load(out);
+    REQUIRE(c, "%s", err_get());
+    CHECK(c->feat[0].kind == CLS_RAW && c->feat[0].mean == 0 && c->feat[0].std == 1, "--paper-recipe is not raw inputs");
+    classifier_free(c);
     free(tr); free(out); free(st);
 }
 

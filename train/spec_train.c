@@ -22,18 +22,21 @@ static void usage(FILE *f) {
         "  --traces FILE          trace file from spec-collect (HDF5); repeat for several\n"
         "  --eval-frac F          share of trees held out for evaluation, split by tree (default 0.05)\n"
         "  --neg-ratio R          negatives drawn per positive, afresh each epoch; every positive is\n"
-        "                         kept (default 1; more than the training part has = all of them)\n"
-        "  --transform LIST       input transforms, e.g. P=log,H=raw,depth=raw (default all raw, as in\n"
-        "                         the paper); log is ln(x + eps)\n"
+        "                         kept (default 2.5; more than the training part has = all of them)\n"
+        "  --transform LIST       input transforms, e.g. P=log,H=raw,depth=raw (default P=log, the\n"
+        "                         rest raw); log is ln(x + eps)\n"
         "  --log-eps E            eps of the log transform (default 1e-6)\n"
-        "  --standardize          standardise inputs with the training part's mean and std\n"
-        "                         (stored with the weights)\n"
+        "  --standardize          standardise inputs with the training part's mean and std, stored\n"
+        "                         with the weights (the default)\n"
+        "  --no-standardize       raw (transformed) inputs\n"
+        "  --paper-recipe         the C2T paper's App. C: raw inputs, not standardised, 10 epochs,\n"
+        "                         1 negative per positive (options after it still apply)\n"
         "  --strict               a non-finite feature is an error (default: its tree is dropped,\n"
         "                         counted and reported)\n"
         "\n"
         "Training\n"
         "  --hidden N             hidden units (default 48 = 241 parameters; paper tried 2..48)\n"
-        "  --epochs N             epochs (default 10)\n"
+        "  --epochs N             epochs (default 200)\n"
         "  --batch N              batch size (default 1024)\n"
         "  --lr X                 Adam learning rate (default 1e-3)\n"
         "  --adam-betas B1,B2     Adam betas (default 0.9,0.999)\n"
@@ -99,7 +102,7 @@ static void parse_transform(const char *s, TrainOpts *o) {
 int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
-           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE };
+           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
         {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
@@ -111,7 +114,8 @@ int main(int argc, char **argv) {
         {"e2-topn", required_argument, 0, O_E2}, {"similar-recall", required_argument, 0, O_SIM},
         {"select-last", no_argument, 0, O_LAST}, {"sweep", required_argument, 0, O_SWEEP},
         {"transform", required_argument, 0, O_TRANSFORM}, {"log-eps", required_argument, 0, O_LOGEPS},
-        {"standardize", no_argument, 0, O_STD}, {"strict", no_argument, 0, O_STRICT},
+        {"standardize", no_argument, 0, O_STD}, {"no-standardize", no_argument, 0, O_NO_STD},
+        {"paper-recipe", no_argument, 0, O_PAPER}, {"strict", no_argument, 0, O_STRICT},
         {"threads", required_argument, 0, O_THREADS}, {"sample-mem", required_argument, 0, O_SMEM},
         {"dump-init", required_argument, 0, O_DUMP}, {"dump-epochs", required_argument, 0, O_DUMPE},
         {"quiet", no_argument, 0, O_QUIET}, {"verbose", no_argument, 0, O_VERBOSE}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -148,6 +152,8 @@ int main(int argc, char **argv) {
         case O_TRANSFORM: parse_transform(optarg, &o); break;
         case O_LOGEPS: o.log_eps = (float)num("--log-eps", optarg); break;
         case O_STD: o.standardize = 1; break;
+        case O_NO_STD: o.standardize = 0; break;
+        case O_PAPER: train_paper_recipe(&o); break;
         case O_STRICT: o.strict = 1; break;
         case O_THREADS: o.threads = (int)integer("--threads", optarg); break;
         case O_SMEM: {

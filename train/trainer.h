@@ -43,7 +43,12 @@ typedef struct {
     int verbose;             /* also a line per epoch and a batch progress line per epoch */
 } TrainOpts;
 
+/* The defaults: log P standardised, 200 epochs, 2.5 negatives per
+ * positive (the recipe that worked on training traces). */
 void train_defaults(TrainOpts *o);
+/* The C2T paper's App. C instead: raw inputs, 10 epochs, one negative per
+ * positive. */
+void train_paper_recipe(TrainOpts *o);
 /* Runs everything; 0, or -1 + err_set (one line). */
 int train_run(const TrainOpts *o);
 #endif
