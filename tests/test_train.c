@@ -714,7 +714,7 @@ static void test_help(void) {
     static const char *flags[] = {"--traces", "--out", "--safetensors", "--hidden", "--epochs", "--batch", "--lr",
                                   "--neg-ratio", "--seed", "--beta", "--report", "--dump-init", "--dump-epochs",
                                   "--transform", "--standardize", "--strict", "--eval-frac", "--similar-recall",
-                                  "--e2-topn", "--sweep", "--threads", "0.5 recall points"};
+                                  "--topn", "--sweep", "--threads", "0.5 recall points"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) CHECK(strstr(t, flags[i]), "--help does not mention %s", flags[i]);
     free(t); free(h);
 }
@@ -782,7 +782,9 @@ static void test_transforms_option(void) {
     CHECK(c->feat[0].kind == CLS_LOG && c->feat[1].kind == CLS_RAW && c->feat[0].std != 1,
           "defaults are not log P, standardised");
     classifier_free(c);
-    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --paper-recipe --epochs 2", bin_dir(), tr, out);
+    /* trace files positional as in spec-analyze; --e2-topn is the old --topn, with a notice */
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --paper-recipe --epochs 2 --e2-topn 30", bin_dir(), tr, out);
+    CHECK(rc == 0 && strstr(err, "--topn"), "positional trace, --e2-topn: %d %s", rc, err);
     REQUIRE(rc == 0, "%s", err);
     c = classifier_load(out);
     REQUIRE(c, "%s", err_get());

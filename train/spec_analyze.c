@@ -15,7 +15,8 @@
 
 static const char *prog = "spec-analyze";
 static const char *synopsis =
-    "usage: spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B] [--topn N] [--out DIR]\n";
+    "usage: spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B] [--topn N] [--out DIR]\n"
+    "       (--traces FILE, repeatable, names trace files too, as in spec-train)\n";
 
 static void usage(FILE *f) {
     fputs(synopsis, f);
@@ -47,17 +48,18 @@ static void usage(FILE *f) {
 "  -h, --help             this text\n");
 }
 
-/* A usage error: the problem, the synopsis, exit 2. */
+/* A usage error: the problem, the synopsis, exit 1 (as every command). */
 static void usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "%s: ", prog);
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n%s", synopsis);
-    exit(2);
+    exit(1);
 }
 
 int main(int argc, char **argv) {
-    enum { O_CLS = 256, O_BETA, O_TOPN, O_OUT, O_QUIET };
+    enum { O_CLS = 256, O_BETA, O_TOPN, O_OUT, O_QUIET, O_TRACES };
     static const struct option opts[] = {
+        {"traces", required_argument, 0, O_TRACES},
         {"classifier", required_argument, 0, O_CLS}, {"beta", required_argument, 0, O_BETA},
         {"topn", required_argument, 0, O_TOPN}, {"out", required_argument, 0, O_OUT},
         {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -65,7 +67,8 @@ int main(int argc, char **argv) {
     analyze_defaults(&o);
     o.progress = isatty(2);
     const char *cls_path = NULL, *out = NULL;
-    int c, quiet = 0;
+    const char **files = xcalloc((size_t)argc + 1, sizeof(char *));
+    int c, quiet = 0, n_files = 0;
     opterr = 0;   /* one error line, ours */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -74,17 +77,19 @@ int main(int argc, char **argv) {
         case O_TOPN: o.topn = (int)cli_int(prog, "--topn", optarg, 1, 1 << 30); break;
         case O_OUT: out = optarg; break;
         case O_QUIET: quiet = 1; break;
+        case O_TRACES: files[n_files++] = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc) usage_error("no trace file given%s", "");
+    while (optind < argc) files[n_files++] = argv[optind++];
+    if (!n_files) usage_error("no trace file given%s", "");
     if (quiet) o.progress = -1;
     Classifier *cls = NULL;
     if (cls_path && !(cls = classifier_load(cls_path))) die_err(prog);
     o.cls = cls;
     Analysis a;
-    if (analyze_files((const char *const *)argv + optind, argc - optind, &o, &a)) die_err(prog);
+    if (analyze_files(files, n_files, &o, &a)) die_err(prog);
     analysis_print(&a, stdout);
     fflush(stdout);
     int w = out ? analysis_write(&a, out) : 0;
@@ -92,5 +97,6 @@ int main(int argc, char **argv) {
     if (w > 0) fprintf(stderr, "%s: gnuplot not found: wrote the CSV files to %s, no PNGs (make deps installs gnuplot-nox)\n", prog, out);
     analysis_free(&a);
     classifier_free(cls);
+    free(files);
     return 0;
 }

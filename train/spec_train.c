@@ -15,7 +15,8 @@ static const char *prog = "spec-train";
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: spec-train --traces FILE.h5 [--traces FILE.h5 ...] --out WEIGHTS.json [options]\n"
+        "usage: spec-train TRACE.h5 [TRACE.h5 ...] --out WEIGHTS.json [options]\n"
+        "       (--traces FILE, repeatable, names trace files too)\n"
         "Trains the C2T classifier (P, H, d) -> Linear(3,h) -> ReLU -> Linear(h,1) -> sigmoid on trace files.\n"
         "\n"
         "Data\n"
@@ -48,7 +49,8 @@ static void usage(FILE *f) {
         "Evaluation and model selection (held-out trees, one tree per batch)\n"
         "  --beta B               confidence threshold beta (default 0.5)\n"
         "  --sweep LIST           thresholds of the beta sweep (default 0.05,0.10,...,0.95)\n"
-        "  --e2-topn N            EAGLE-2 baseline: top N nodes per tree by P (default 60)\n"
+        "  --topn N               EAGLE-2 baseline: top N nodes per tree by P (default 60; as in\n"
+        "                         spec-analyze; --e2-topn is the old spelling)\n"
         "  --similar-recall X     selection rule: the epoch with the highest held-out recall at beta,\n"
         "                         and among epochs whose recall is within X of it (default 0.005 =\n"
         "                         0.5 recall points) the one with the smallest positive rate theta\n"
@@ -102,7 +104,7 @@ static void parse_transform(const char *s, TrainOpts *o) {
 int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
-           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER };
+           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER, O_E2_OLD };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
         {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
@@ -111,7 +113,7 @@ int main(int argc, char **argv) {
         {"adam-betas", required_argument, 0, O_BETAS}, {"adam-eps", required_argument, 0, O_AEPS},
         {"neg-ratio", required_argument, 0, O_NEG}, {"seed", required_argument, 0, O_SEED},
         {"beta", required_argument, 0, O_BETA}, {"eval-frac", required_argument, 0, O_EVALF},
-        {"e2-topn", required_argument, 0, O_E2}, {"similar-recall", required_argument, 0, O_SIM},
+        {"topn", required_argument, 0, O_E2}, {"e2-topn", required_argument, 0, O_E2_OLD}, {"similar-recall", required_argument, 0, O_SIM},
         {"select-last", no_argument, 0, O_LAST}, {"sweep", required_argument, 0, O_SWEEP},
         {"transform", required_argument, 0, O_TRANSFORM}, {"log-eps", required_argument, 0, O_LOGEPS},
         {"standardize", no_argument, 0, O_STD}, {"no-standardize", no_argument, 0, O_NO_STD},
@@ -145,7 +147,8 @@ int main(int argc, char **argv) {
         case O_SEED: o.seed = cli_u64(prog, "--seed", optarg); break;
         case O_BETA: o.beta = num("--beta", optarg); break;
         case O_EVALF: o.eval_frac = num("--eval-frac", optarg); break;
-        case O_E2: o.e2_topn = (int)integer("--e2-topn", optarg); break;
+        case O_E2_OLD: fprintf(stderr, "%s: --e2-topn is now spelled --topn (as in spec-analyze)\n", prog); /* fall through */
+        case O_E2: o.e2_topn = (int)integer("--topn", optarg); break;
         case O_SIM: o.similar_recall = num("--similar-recall", optarg); break;
         case O_LAST: o.select_last = 1; break;
         case O_SWEEP: o.n_sweep = parse_list("--sweep", optarg, o.sweep, TRAIN_MAX_SWEEP); break;
@@ -170,8 +173,8 @@ int main(int argc, char **argv) {
         default: die(prog, "unknown option or missing value: '%s' (see --help)", argv[optind - 1]);
         }
     }
-    if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (!o.n_traces) die(prog, "--traces is required (see --help)");
+    while (optind < argc) traces[o.n_traces++] = argv[optind++];   /* trace files, as spec-analyze takes them */
+    if (!o.n_traces) die(prog, "no trace file given (see --help)");
     if (!o.out) die(prog, "--out is required (see --help)");
     if (o.threads < 0) die(prog, "--threads must be >= 0");
     if (train_run(&o)) die_err(prog);
