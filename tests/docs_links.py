@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check relative links (files and #anchors) in Markdown files, with GitHub-style heading slugs.
 
-    python3 docs/check_links.py README.md docs/*.md docs/paper/report.md
+    python3 tests/docs_links.py README.md docs/*.md docs/paper/report.md
 
 Prints each broken link and a count; exits 1 if any is broken."""
 import re, sys, os, unicodedata
