@@ -87,6 +87,19 @@ static void test_json_report(void) {
     CHECK(cJSON_GetObjectItem(tot, "speedup") && cJSON_GetObjectItem(tot, "v_ar"), "speedup against ar");
     double gamma = cJSON_GetObjectItem(tot, "gamma")->valuedouble, cycles = cJSON_GetObjectItem(tot, "cycles")->valuedouble;
     CHECK(gamma == 3 * cycles, "chain of 3: gamma %g = 3 x cycles %g", gamma, cycles);
+    /* what the report says means what it says: turns count from 1 as the
+     * messages do, only the policy's own settings (resolved, no -1 for a
+     * default), and the stage times add up to no more than the wall time */
+    CHECK(cJSON_GetObjectItem(t0, "turn")->valueint == 1 &&
+          cJSON_GetObjectItem(cJSON_GetArrayItem(turns, 1), "turn")->valueint == 2, "turns numbered from 1");
+    CHECK(cJSON_GetObjectItem(settings, "draft_len")->valueint == 3 && !cJSON_GetObjectItem(settings, "topk") &&
+          !cJSON_GetObjectItem(settings, "depth") && !cJSON_GetObjectItem(settings, "total"),
+          "settings: chain's own, not eagle2's");
+    for (int k = 0; k < 2; k++) {
+        cJSON *t = cJSON_GetArrayItem(turns, k);
+        double other = cJSON_GetObjectItem(t, "other_s")->valuedouble, wall = cJSON_GetObjectItem(t, "wall_s")->valuedouble;
+        CHECK(other >= -1e-4 && other <= wall, "turn %d: other_s %g of wall %g", k + 1, other, wall);
+    }
     cJSON_Delete(j);
     unlink(out);
 }

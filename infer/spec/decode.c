@@ -117,12 +117,12 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
         be->argmax(ts->logits, 1, V, &root);
     }
     int done = emit(dec, &root, 1, out, &n_out, max_new);
+    st->t.prefill = now_seconds() - t_start;   /* the target's; the draft's catch-up is draft time */
     if (dec->draft && !done) {
         double t0 = now_seconds();
         if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, root)) return -1;
         st->t.draft += now_seconds() - t0;
     }
-    st->t.prefill = now_seconds() - t_start;
 
     while (!done) {
         backend_unit_begin(be, &dec->tuner);

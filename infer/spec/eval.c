@@ -137,7 +137,7 @@ static int on_turn(void *vctx, const Question *q, int turn, const int32_t *promp
     EvalCtx *c = vctx;
     decode_stats_add(&c->bench.run, st);
     cJSON *jt = stats_json(st);
-    cJSON_AddNumberToObject(jt, "turn", turn);
+    cJSON_AddNumberToObject(jt, "turn", turn + 1);   /* 1-based, as every message counts turns */
     cJSON_AddNumberToObject(jt, "prompt_tokens", (double)np);
     cJSON_AddItemToObject(jt, "output_ids", cJSON_CreateIntArray(out, n));
     if (c->ar && baseline_turn(c, q, turn, prompt, np, out, n, jt)) { cJSON_Delete(jt); return -1; }
