@@ -267,6 +267,14 @@ static void test_first_hour_messages(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy chain --draft tests/ckpt/tiny_chat_eagle --early-stop c2t "
                  "--questions %s", bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--classifier");
+    /* a setting the policy does not have is named, not ignored */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy chain --draft tests/ckpt/tiny_chat_eagle --topk 4 --questions %s",
+                 bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--topk does not apply to policy chain");
+    /* the wrong EAGLE kind names the layout it found */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --draft tests/ckpt/tiny_chat_eagle --draft-kind eagle3 "
+                 "--questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--draft-kind eagle");
     REQUIRE(mkdtemp(dir), "mkdtemp");
     snprintf(path, sizeof path, "%s/no/such/folder/r.json", dir);
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --json %s", bin_dir(), base, qfile, path);

@@ -97,6 +97,11 @@ static int eagle3_load(Draft *d, const char *dir) {
     e->forward = eagle3_forward;
     const ModelConfig *c = &d->cfg, *tc = &d->target->cfg;
     const int64_t h = c->hidden, th = c->target_hidden ? c->target_hidden : c->hidden;
+    /* an EAGLE-1/2 head: its one decoder layer is layers.0, not midlayer */
+    if (!st_find(e->st, "midlayer.self_attn.q_proj.weight") && st_find(e->st, "layers.0.self_attn.q_proj.weight")) {
+        err_set("%s: this is an EAGLE-1/2 head (layers.0.*, no midlayer.*): use --draft-kind eagle", dir);
+        return -1;
+    }
     if (c->vocab != tc->vocab || th != tc->hidden) {
         err_set("%s: EAGLE-3 head does not fit the target: vocab %d vs %d, target hidden size %lld vs %d", dir,
                 c->vocab, tc->vocab, (long long)th, tc->hidden);
