@@ -95,7 +95,8 @@ int policy_max_nodes(const Policy *p);
  * -1 past the last. */
 int policy_param_get(const Policy *p, int i, const char **key, double *value);
 
-/* Shared by the policies: expand nodes through the draft, timing it. */
+/* Shared by the policies (policy_helpers.c): expand nodes through the
+ * draft, timing it. */
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                   float *probs, float *ent, PolicyTimes *tm);
 
