@@ -142,7 +142,7 @@ test: deps
 test-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan \
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" all
-	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
+	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan C2T_BUILD=build-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
 
 # tools/bench.sh runs bench_forward on SmolLM2 and the 1B-shape model next to
 # llama.cpp (built from the PyPI sdist into build/llama.cpp, once)

@@ -1,9 +1,13 @@
-/* Safetensors checkpoints: one file, or shards listed by
- * model.safetensors.index.json.  Files are mmap'ed read-only; every header
- * is checked (offsets inside the file, sizes matching shapes, no overlaps)
- * before any tensor is handed out.  PyTorch pytorch_model.bin files (and
- * pytorch_model.bin.index.json shards) are read into the same structure by
- * infer/model/ptbin.c. */
+/* Checkpoints: one file, or shards listed by model.safetensors.index.json
+ * (or pytorch_model.bin.index.json), as one set of named tensors.
+ * Safetensors files are mmap'ed read-only; every header is checked
+ * (offsets inside the file, sizes matching shapes, no overlaps) before any
+ * tensor is handed out.  PyTorch pytorch_model.bin files are read into the
+ * same structure by infer/model/ptbin.c.
+ *
+ * checkpoint.c opens (it picks each file's reader), looks up and closes;
+ * safetensors.c reads and writes the safetensors format; ptbin.c reads
+ * torch.save archives. */
 #ifndef C2T_SAFETENSORS_H
 #define C2T_SAFETENSORS_H
 #include "kernels/base/dtype.h"
@@ -36,9 +40,10 @@ typedef struct {
     int ntensors;
 } SafeTensors;
 
-/* path: a .safetensors or pytorch_model.bin file, an index .json, or a
- * directory holding model.safetensors(.index.json) or, failing those,
- * pytorch_model.bin(.index.json).  A file is told by its first bytes. */
+/* checkpoint.c.  path: a .safetensors or pytorch_model.bin file, an index
+ * .json, or a directory holding model.safetensors(.index.json) or, failing
+ * those, pytorch_model.bin(.index.json).  A file is told by its first
+ * bytes. */
 SafeTensors *st_open(const char *path);
 void st_close(SafeTensors *st);
 const StTensor *st_find(const SafeTensors *st, const char *name);
@@ -47,9 +52,14 @@ const StTensor *st_find(const SafeTensors *st, const char *name);
  * the file and the tensor. */
 const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int64_t d1);
 const char *st_file_of(const SafeTensors *st, const StTensor *t);
-/* Element size and DType of a safetensors dtype name ("F32", "I64", ...):
- * 0, or -1 with err_set when the name is unknown. */
+
+/* safetensors.c.  Element size and DType of a safetensors dtype name
+ * ("F32", "I64", ...): 0, or -1 with err_set when the name is unknown. */
 int st_dtype_lookup(const char *name, size_t *size, DType *dt);
+/* Maps the safetensors file at path and appends it and its tensors to st.
+ * 0, or -1 with err_set naming path (st then holds what was appended, for
+ * st_close). */
+int st_read_safetensors(SafeTensors *st, const char *path);
 
 /* Writes a single-file safetensors checkpoint (tests, bench models). */
 typedef struct {

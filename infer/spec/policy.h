@@ -104,7 +104,8 @@ int policy_param_get(const Policy *p, int i, const char **key, double *num, cons
  * policy has no such numeric setting. */
 int policy_param_num(const Policy *p, const char *key, double *num);
 
-/* Shared by the policies: expand nodes through the draft, timing it. */
+/* Shared by the policies (policy_helpers.c): expand nodes through the
+ * draft, timing it. */
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                   float *probs, float *ent, StageTimes *tm);
 

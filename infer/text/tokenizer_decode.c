@@ -1,15 +1,11 @@
 /* Tokenizers: decoding ids to text, whole and streaming (byte-level and
  * SentencePiece pieces, byte fallback, cleanup). */
 #include "infer/text/tokenizer_internal.h"
+#include "infer/text/bytelevel.h"
+#include "infer/text/utf8.h"
 #include "kernels/base/util.h"
-#include <cjson/cJSON.h>
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ */
 /* decoding                                                            */
@@ -45,8 +41,8 @@ static long bytelevel_unmap(const char *s, size_t n, unsigned char *out) {
         int l = utf8_valid_char((const unsigned char *)s + i, n - i);
         if (!l) return -1;
         uint32_t cp = utf8_decode((const unsigned char *)s + i, l);
-        if (cp >= 324 || tk_bl_dec[cp] < 0) return -1;
-        out[k++] = (unsigned char)tk_bl_dec[cp];
+        if (cp >= 324 || bytelevel_dec[cp] < 0) return -1;
+        out[k++] = (unsigned char)bytelevel_dec[cp];
         i += (size_t)l;
     }
     return (long)k;
@@ -58,7 +54,7 @@ static void dec_apply(const Tokenizer *t, const DecOp *op, TSVec *v, Arena *ar) 
     case DEC_REPLACE: {
         SpanVec sp = {0};
         for (size_t i = 0; i < v->n; i++) {
-            tk_find_spans(op->re, op->pat, op->plen, v->v[i].p, v->v[i].n, &sp);
+            pattern_find_spans(op->re, op->pat, op->plen, v->v[i].p, v->v[i].n, &sp);
             Buf b = {0};
             for (size_t k = 0; k < sp.n; k++) {
                 if (sp.v[k].m) buf_put(&b, op->content, op->clen);
@@ -246,7 +242,7 @@ static void stream_token_bytes(TokenizerStream *s, int32_t id, Buf *b) {
         switch (op->type) {
         case DEC_REPLACE: {
             SpanVec sp = {0};
-            tk_find_spans(op->re, op->pat, op->plen, cur.p, cur.n, &sp);
+            pattern_find_spans(op->re, op->pat, op->plen, cur.p, cur.n, &sp);
             Buf o = {0};
             for (size_t i = 0; i < sp.n; i++) {
                 if (sp.v[i].m) buf_put(&o, op->content, op->clen);
@@ -305,7 +301,7 @@ static void stream_drain(TokenizerStream *s, int final) {
         int k = utf8_valid_char(p + i, n - i);
         if (!k) {
             if (!final && utf8_incomplete_prefix(p + i, n - i)) break;
-            int skip = s->per_byte ? 1 : tk_utf8_maximal_prefix(p + i, n - i);
+            int skip = s->per_byte ? 1 : utf8_maximal_prefix(p + i, n - i);
             if (skip <= 0) skip = 1;
             buf_put(&s->out, "\xEF\xBF\xBD", 3);
             s->strip_left = 0;

@@ -1,15 +1,13 @@
-/* Tokenizers: loading tokenizer.json (and the config files beside it) into
- * the pipeline tokenizer.c runs. */
+/* Tokenizers: loading tokenizer.json, or a SentencePiece tokenizer.model
+ * (read by sentencepiece_model.c), with the tokenizer_config.json beside
+ * it, into the Tokenizer that tokenizer.c made. */
 #include "infer/text/tokenizer_internal.h"
+#include "infer/text/utf8.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
-#include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ */
 /* JSON loading                                                        */
@@ -37,7 +35,7 @@ static int load_pattern(const cJSON *pat, const char *what, char **lit, size_t *
     const char *r = jstr(pat, "Regex");
     *lit = NULL; *litlen = 0; *re = NULL;
     if (s) { *lit = xstrdup(s); *litlen = strlen(s); return 0; }
-    if (r) { *re = tk_regex_compile(r, what); return *re ? 0 : -1; }
+    if (r) { *re = pattern_compile(r, what); return *re ? 0 : -1; }
     err_set("%s: pattern is neither String nor Regex", what);
     return -1;
 }
@@ -114,14 +112,14 @@ static int load_pre(Tokenizer *t, const cJSON *n, const char *file) {
         op.invert = jbool(n, "invert", 0);
     } else if (!strcmp(type, "Digits")) {
         op.type = PRE_SPLIT;
-        op.re = tk_regex_compile(jbool(n, "individual_digits", 0) ? "\\p{N}" : "\\p{N}+", "Digits");
+        op.re = pattern_compile(jbool(n, "individual_digits", 0) ? "\\p{N}" : "\\p{N}+", "Digits");
         if (!op.re) return -1;
         op.behavior = SPLIT_ISOLATED;
     } else if (!strcmp(type, "ByteLevel")) {
         op.type = PRE_BYTELEVEL;
         op.add_prefix_space = jbool(n, "add_prefix_space", 1);
         op.use_regex = jbool(n, "use_regex", 1);
-        if (op.use_regex && !(op.re = tk_regex_compile(GPT2_PATTERN, "ByteLevel"))) return -1;
+        if (op.use_regex && !(op.re = pattern_compile(GPT2_PATTERN, "ByteLevel"))) return -1;
     } else if (!strcmp(type, "Metaspace")) {
         op.type = PRE_METASPACE;
         const char *r = jstr(n, "replacement");
@@ -184,11 +182,6 @@ static int load_decoder(Tokenizer *t, const cJSON *n, const char *file) {
     t->dec = xrealloc(t->dec, sizeof(DecOp) * (size_t)(t->n_dec + 1));
     t->dec[t->n_dec++] = op;
     return 0;
-}
-
-int32_t tk_token_id_any(const Tokenizer *t, const char *s, size_t n) {
-    int32_t id = strmap_get(&t->added_by_str, s, n);
-    return id >= 0 ? id : strmap_get(&t->vocab, s, n);
 }
 
 static int post_add(int32_t **v, int *n, const cJSON *ids, const char *file) {
@@ -420,21 +413,14 @@ static void resolve_bos_eos(Tokenizer *t) {
         t->eos_id = tk_token_id_any(t, eos_names[i], strlen(eos_names[i]));
 }
 
-static Tokenizer *tok_new(const char *path) {
-    Tokenizer *t = xcalloc(1, sizeof *t);
-    t->path = xstrdup(path);
-    t->bos_id = t->eos_id = -1;
-    t->unk_id = INT32_MIN;
-    for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
-    strmap_init(&t->added_by_str, 16);
-    tk_byte_level_init();
-    return t;
+/* On failure the error gets path in front unless it names it already. */
+static void err_name(const char *path) {
+    if (!strstr(err_get(), path)) { char e[900]; snprintf(e, sizeof e, "%s", err_get()); err_set("%s: %s", path, e); }
 }
 
-Tokenizer *tk_load_json(const char *path) {
+int tk_load_json(Tokenizer *t, const char *path) {
     cJSON *j = read_json_file(path);
-    if (!j) return NULL;
-    Tokenizer *t = tok_new(path);
+    if (!j) return -1;
     t->kind = TOK_KIND_HF_BPE;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
     const char *mtype = jstr(model, "type");
@@ -469,25 +455,23 @@ Tokenizer *tk_load_json(const char *path) {
     /* no pre-tokenizer: the whole normalized text is one BPE word */
     t->ws_split = t->n_pre == 0 && !t->ignore_merges && !t->cont_prefix && !t->eow_suffix &&
                   ws_split_safe(t, &t->vocab);
-    return t;
+    return 0;
 fail:
-    if (!strstr(err_get(), path)) { char e[900]; snprintf(e, sizeof e, "%s", err_get()); err_set("%s: %s", path, e); }
+    err_name(path);
     cJSON_Delete(cfg);
     cJSON_Delete(j);
-    tokenizer_free(t);
-    return NULL;
+    return -1;
 }
 
-Tokenizer *tk_load_model(const char *path) {
+int tk_load_model(Tokenizer *t, const char *path) {
     size_t n;
     char *data = read_text_file(path, &n);
-    if (!data) return NULL;
-    Tokenizer *t = tok_new(path);
+    if (!data) return -1;
     t->kind = TOK_KIND_SPM_BPE;
     t->spm_legacy = 1;
     t->spm_add_prefix_space = 1;
     cJSON *cfg = NULL;
-    if (spm_load_model(t, (const unsigned char *)data, n, path)) goto fail;
+    if (spm_read_model(t, (const unsigned char *)data, n, path)) goto fail;
     free(data); data = NULL;
     cfg = load_config(path);
     if (cfg == (cJSON *)-1) { cfg = NULL; goto fail; }
@@ -543,12 +527,11 @@ Tokenizer *tk_load_model(const char *path) {
     resolve_bos_eos(t);
     llama_post_from_config(t, cfg);  /* add_bos_token (default on) / add_eos_token */
     cJSON_Delete(cfg);
-    return t;
+    return 0;
 fail:
-    if (!strstr(err_get(), path)) { char e[900]; snprintf(e, sizeof e, "%s", err_get()); err_set("%s: %s", path, e); }
+    err_name(path);
     free(data);
     cJSON_Delete(cfg);
-    tokenizer_free(t);
-    return NULL;
+    return -1;
 }
 

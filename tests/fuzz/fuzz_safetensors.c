@@ -1,5 +1,5 @@
 /* A safetensors file: header JSON, dtypes, shapes, offsets
- * (infer/model/safetensors.c). */
+ * (infer/model/checkpoint.c, safetensors.c). */
 #include "tests/fuzz/fuzz.h"
 #include "infer/model/safetensors.h"
 

@@ -1,5 +1,5 @@
 /* A sharded checkpoint's model.safetensors.index.json (weight_map, shard
- * names) next to two small valid shards (infer/model/safetensors.c): the
+ * names) next to two small valid shards (infer/model/checkpoint.c): the
  * index names files, so a lying one must not reach outside what it may open. */
 #include "tests/fuzz/fuzz.h"
 #include "infer/model/safetensors.h"
