@@ -136,7 +136,7 @@ $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test: SmolLM2 is not available (no network?); its tests will SKIP"
-	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh tests/test_docs.sh
+	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh
 
 # Same tests under AddressSanitizer + UBSan in a separate build tree.
 test-asan: deps
