@@ -35,6 +35,20 @@ static int script(void *ctx, const Tree *t, int node, int k, int *ids, float *pr
     return 0;
 }
 
+/* One tree of the policy prm describes, drawn from the scripted draft. */
+static int build_with(const PolicyParams *prm, Tree *t, int *calls) {
+    Policy *p = policy_new(prm);
+    if (!p) return -1;
+    *calls = 0;
+    Draft *d = draft_scripted(script, calls);
+    tree_reset(t, 0);
+    StageTimes tm = {0};
+    int rc = p->build(p, d, t, &tm);
+    draft_free(d);
+    policy_free(p);
+    return rc;
+}
+
 static int build(const char *policy, int topk, int depth, int total, const char *static_tree, Tree *t, int *calls) {
     PolicyParams prm;
     policy_params_default(&prm);
@@ -45,16 +59,7 @@ static int build(const char *policy, int topk, int depth, int total, const char 
     policy_params_set_int_if_owned(&prm, "draft_len", depth);
     prm.want_entropy = 1;
     if (static_tree) policy_params_set(&prm, "static_tree", static_tree);
-    Policy *p = policy_new(&prm);
-    if (!p) return -1;
-    *calls = 0;
-    Draft *d = draft_scripted(script, calls);
-    tree_reset(t, 0);
-    StageTimes tm = {0};
-    int rc = p->build(p, d, t, &tm);
-    draft_free(d);
-    policy_free(p);
-    return rc;
+    return build_with(&prm, t, calls);
 }
 
 /* tokens and parent tokens, in tree order */
@@ -112,16 +117,7 @@ static int build_c2t(const char *policy, int topk, int dmax, float beta, int dra
     policy_params_set_int_if_owned(&prm, "topk", topk);
     policy_params_set_int_if_owned(&prm, "depth", dmax);
     policy_params_set_int_if_owned(&prm, "draft_len", draft_len);
-    Policy *p = policy_new(&prm);
-    if (!p) return -1;
-    *calls = 0;
-    Draft *d = draft_scripted(script, calls);
-    tree_reset(t, 0);
-    StageTimes tm = {0};
-    int rc = p->build(p, d, t, &tm);
-    draft_free(d);
-    policy_free(p);
-    return rc;
+    return build_with(&prm, t, calls);
 }
 
 static void test_c2t_tree_by_hand(void) {
