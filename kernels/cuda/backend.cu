@@ -364,14 +364,13 @@ static void cu_weight_release(Weight *w) {
  * again (costly); several are kept (decode, tree verification and draft
  * steps alternate).
  *
- * Off by default: measured on an H100 (docs/cuda.md), recording a 1B-shape
- * decode step costs the host ~0.7 ms (capture, signature, update) before
- * the GPU can start, while op by op the host enqueues as the GPU runs, so
- * decoding with a sync per token ran at 402 tok/s with graphs against 462
- * without (the GPU's own time per forward fell from 2.06 to 1.77 ms).  The
- * graphs pay once a step can be replayed without recording it again, which
- * needs the position, KV slot and context length read from device memory.
- * Environment C2T_CUDA_GRAPHS=1 turns recording on. */
+ * Off by default: recording a step costs the host its capture, signature
+ * and update before the GPU can start, while op by op the host enqueues as
+ * the GPU runs, so with a sync per token recording was slower than not
+ * (docs/results.md has the H100 figures).  The graphs pay once a step can
+ * be replayed without recording it again, which needs the position, KV slot
+ * and context length read from device memory.  BackendOptions.cuda_graphs
+ * (--cuda-graphs on) turns recording on. */
 #define GRAPH_CACHE 32
 static struct { cudaGraphExec_t exec; uint64_t sig; unsigned long long used; } execs[GRAPH_CACHE];
 static unsigned long long exec_clock;
