@@ -6,7 +6,7 @@
  *    reads every weight byte once in its storage dtype and multiplies by the
  *    F32 activations — exactly the CPU backend's arithmetic (F32 products of
  *    widened weights), and memory-bandwidth bound as decode is.
- *  - up to TILED_N_MAX tokens and fewer than C2T_CUDA_TILED_MAX (2^24)
+ *  - up to TILED_N_MAX tokens and fewer than --cuda-tiled-max (2^24)
  *    multiply-adds (tree verification and EAGLE expansions of small models,
  *    the small projections of larger ones): a tiled kernel with the same
  *    arithmetic on the CUDA cores, one launch per weight.  Products this
