@@ -695,7 +695,7 @@ static void test_bad_input(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --transform P=sqrt", bin_dir(), nan, out);
     CHECK_ONE_LINE_ERROR(rc, err, "sqrt");
     rc = run_cmd(err, sizeof err, "%s/spec-train --out %s", bin_dir(), out);
-    CHECK_ONE_LINE_ERROR(rc, err, "--traces");
+    CHECK_ONE_LINE_ERROR(rc, err, "no trace file");
     char *none = tpath("none.h5");
     rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s", bin_dir(), none, out);
     CHECK_ONE_LINE_ERROR(rc, err, none);
