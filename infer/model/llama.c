@@ -292,6 +292,140 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
     return 0;
 }
 
+LlamaBatch *llama_batch_new(const LlamaModel *m) {
+    LlamaBatch *b = xcalloc(1, sizeof *b);
+    b->m = m;
+    return b;
+}
+
+void llama_batch_free(LlamaBatch *b) {
+    if (!b) return;
+    const Backend *be = b->m->be;
+    if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->logits); }
+    layer_scratch_free(be, &b->ls);
+    free(b->rows);
+    free(b);
+}
+
+static void batch_reserve(LlamaBatch *b, int n) {
+    const Backend *be = b->m->be;
+    const ModelConfig *c = &b->m->cfg;
+    if (n <= b->cap) return;
+    if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->logits); }
+    b->cap = n;
+    b->x = be->alloc((size_t)n * c->hidden);
+    b->hidden = be->alloc((size_t)n * c->hidden);
+    b->logits = be->alloc((size_t)n * c->vocab);
+    b->rows = xrealloc(b->rows, sizeof(int) * n);
+    layer_scratch_reserve(be, c, &b->ls, n);
+}
+
+typedef struct {
+    LlamaBatch *b;
+    LlamaState *const *states;
+    int n_seq;
+    const int *tokens, *pos, *off;
+    const uint8_t *const *masks;
+    LogitsMode mode;
+} BatchArgs;
+
+/* One decoder layer over every sequence's tokens: the products over all of
+ * them, K/V into each sequence's cache, attention within each sequence. */
+static void batch_layer(const BatchArgs *a, int l) {
+    LlamaBatch *b = a->b;
+    const LlamaModel *m = b->m;
+    const Backend *be = m->be;
+    const ModelConfig *c = &m->cfg;
+    const LlamaLayer *L = &m->layer[l];
+    LayerScratch *s = &b->ls;
+    const int n = a->off[a->n_seq];
+    const size_t qd = (size_t)c->heads * c->head_dim, kvd = (size_t)c->kv_heads * c->head_dim;
+    if (L->has_attn_norm) be->rmsnorm(s->xb, b->x, &L->attn_norm, n, c->rms_eps);
+    else be->copy(s->xb, b->x, (size_t)n * c->hidden);
+    float *qkv[3] = {s->q, s->k, s->v};
+    const Weight *wqkv[3] = {&L->wq, &L->wk, &L->wv};
+    be->matmul_many(qkv, s->xb, wqkv, 3, n);
+    be->rope(s->q, a->pos, n, c->heads, c->head_dim, m->inv_freq);
+    be->rope(s->k, a->pos, n, c->kv_heads, c->head_dim, m->inv_freq);
+    for (int i = 0; i < a->n_seq; i++) {
+        LlamaState *st = a->states[i];
+        const int o = a->off[i], ni = a->off[i + 1] - o;
+        if (ni == 0) continue;
+        be->kv_write(st->kv, l, st->n_past, s->k + o * kvd, s->v + o * kvd, ni);
+        be->attention(s->att + o * qd, s->q + o * qd, st->kv, l, ni, st->n_past + ni, a->masks ? a->masks[i] : NULL,
+                      c->heads, c->kv_heads, c->head_dim);
+    }
+    be->matmul(s->xb, s->att, &L->wo, n);
+    be->add(b->x, s->xb, (size_t)n * c->hidden);
+    llama_mlp_block(be, c, L, s, b->x, n);
+}
+
+/* Each sequence's rows of the batch into its state: hidden, logits by mode,
+ * and the inputs of a captured layer l (l >= 0). */
+static void batch_capture(const BatchArgs *a, int l) {
+    const Backend *be = a->b->m->be;
+    const int h = a->b->m->cfg.hidden;
+    for (int i = 0; i < a->n_seq; i++) {
+        LlamaState *st = a->states[i];
+        const int o = a->off[i], ni = a->off[i + 1] - o;
+        for (int j = 0; j < st->n_capture; j++) {
+            if (st->capture[j] != l || ni == 0) continue;
+            for (int t = 0; t < ni; t++) a->b->rows[t] = t * st->n_capture + j;
+            be->copy_rows(st->aux, a->b->rows, a->b->x + (size_t)o * h, NULL, ni, h);
+        }
+    }
+}
+
+static void batch_ops(void *arg) {
+    const BatchArgs *a = arg;
+    LlamaBatch *b = a->b;
+    const LlamaModel *m = b->m;
+    const Backend *be = m->be;
+    const ModelConfig *c = &m->cfg;
+    const int n = a->off[a->n_seq], h = c->hidden;
+    be->embed(b->x, &m->embed, a->tokens, n);
+    for (int l = 0; l < c->layers; l++) {
+        batch_capture(a, l);
+        batch_layer(a, l);
+    }
+    be->rmsnorm(b->hidden, b->x, &m->final_norm, n, c->rms_eps);
+    if (a->mode == LOGITS_ALL) be->matmul(b->logits, b->hidden, &m->lm_head, n);
+    for (int i = 0; i < a->n_seq; i++) {
+        LlamaState *st = a->states[i];
+        const int o = a->off[i], ni = a->off[i + 1] - o;
+        if (ni == 0) continue;
+        be->copy(st->hidden, b->hidden + (size_t)o * h, (size_t)ni * h);
+        if (a->mode == LOGITS_ALL) be->copy(st->logits, b->logits + (size_t)o * c->vocab, (size_t)ni * c->vocab);
+        else if (a->mode == LOGITS_LAST) be->matmul(st->logits, b->hidden + (size_t)(o + ni - 1) * h, &m->lm_head, 1);
+    }
+}
+
+int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
+                        const int *off, const uint8_t *const *masks, LogitsMode mode) {
+    const ModelConfig *c = &b->m->cfg;
+    if (n_seq <= 0 || off[0] != 0) { err_set("a batch of %d sequences starting at token %d", n_seq, n_seq > 0 ? off[0] : 0); return -1; }
+    for (int i = 0; i < n_seq; i++) {
+        const int ni = off[i + 1] - off[i];
+        if (states[i]->m != b->m) { err_set("batch: sequence %d belongs to another model", i); return -1; }
+        if (ni < 0 || (ni == 0 && mode == LOGITS_LAST)) { err_set("batch: sequence %d has %d tokens", i, ni); return -1; }
+        if (states[i]->n_past + ni > states[i]->slots) {
+            err_set("batch: sequence %d: context of %d tokens exceeds its KV cache (%d slots)", i,
+                    states[i]->n_past + ni, states[i]->slots);
+            return -1;
+        }
+    }
+    const int n = off[n_seq];
+    if (n <= 0) { err_set("forward of %d tokens", n); return -1; }
+    for (int t = 0; t < n; t++)
+        if (tokens[t] < 0 || tokens[t] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[t], c->vocab); return -1; }
+    batch_reserve(b, n);
+    for (int i = 0; i < n_seq; i++) state_reserve(states[i], off[i + 1] - off[i] > 0 ? off[i + 1] - off[i] : 1);
+    BatchArgs ba = {b, states, n_seq, tokens, pos, off, masks, mode};
+    backend_recorded(b->m->be, batch_ops, &ba);
+    for (int i = 0; i < n_seq; i++) states[i]->n_new = off[i + 1] - off[i];
+    return 0;
+}
+
 const float *llama_row_logits(LlamaState *s, int row) {
     const LlamaModel *m = s->m;
     m->be->matmul(s->logits, s->hidden + (size_t)row * m->cfg.hidden, &m->lm_head, 1);

@@ -104,6 +104,26 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
  * After a LOGITS_NONE forward a caller that needs only some rows pays only
  * for those (tree verification: the path it walks). */
 const float *llama_row_logits(LlamaState *s, int row);
+/* Several sequences in one forward (batched decoding).  Sequence i brings
+ * tokens[off[i] .. off[i+1]) at positions pos[same], seen through masks[i]
+ * over its own cache (NULL: causal; as llama_forward's mask); the products
+ * run once over all the tokens, attention per sequence.  Afterwards each
+ * states[i] holds its rows as after its own llama_forward (hidden, logits
+ * by mode, captured inputs), ready for llama_row_logits and llama_commit.
+ * The batch's scratch lives in b (llama_batch_new), one per model. */
+typedef struct {
+    const LlamaModel *m;
+    int cap;            /* token capacity */
+    LayerScratch ls;
+    float *x, *hidden, *logits;
+    int *rows;
+} LlamaBatch;
+LlamaBatch *llama_batch_new(const LlamaModel *m);
+void llama_batch_free(LlamaBatch *b);
+/* 0, or -1 with err_set (a cache that would overflow names its sequence). */
+int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
+                        const int *off, const uint8_t *const *masks, LogitsMode mode);
+
 /* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
  * keeps the first m) as context; the rest of that forward is dropped. */
 void llama_commit(LlamaState *s, const int *keep, int m);

@@ -1,0 +1,133 @@
+/* Batched forwards (llama_forward_batch): several sequences of different
+ * lengths, each with its own cache, positions and mask, in one forward must
+ * give each sequence what its own llama_forward gives — logits, final
+ * hidden states, captured layer inputs and the cache the next forward reads
+ * — and a cache that would overflow is an error naming the sequence. */
+#include "tests/harness.h"
+#include "infer/model/llama.h"
+#include "kernels/base/util.h"
+
+static const Backend *be = &cpu_backend;
+
+#define NSEQ 3
+static const int prompt_len[NSEQ] = {5, 9, 3};
+
+static void fill_tokens(int *t, int n, int seed, int vocab) {
+    for (int i = 0; i < n; i++) t[i] = 1 + (seed * 37 + i * 11) % (vocab - 1);
+}
+
+/* a tree of 4 nodes after n_past committed tokens: 0 -> {1, 2}, 1 -> 3 */
+static void tree_mask(int n_past, uint8_t *mask) {
+    static const int parent[4] = {-1, 0, 0, 1};
+    const int ctx = n_past + 4;
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < ctx; j++) mask[i * ctx + j] = j < n_past;
+        for (int a = i; a >= 0; a = parent[a]) mask[i * ctx + n_past + a] = 1;
+    }
+}
+
+/* max |difference| of the rows a and b (n floats each, backend memory) */
+static float rows_diff(const float *a, const float *b, size_t n) {
+    float *ha = xmalloc(sizeof(float) * n), *hb = xmalloc(sizeof(float) * n);
+    be->to_host(ha, a, n);
+    be->to_host(hb, b, n);
+    float d = max_diff(ha, hb, n);
+    free(ha); free(hb);
+    return d;
+}
+
+static void batch_equals_single(const char *dir, float bound) {
+    LlamaModel *m = llama_load(dir, be);
+    REQUIRE(m, "%s", err_get());
+    const int V = m->cfg.vocab, H = m->cfg.hidden;
+    LlamaState *one[NSEQ], *many[NSEQ];
+    const int capture[2] = {0, 1};
+    for (int i = 0; i < NSEQ; i++) {
+        one[i] = llama_state_new(m, 64);
+        many[i] = llama_state_new(m, 64);
+        REQUIRE(one[i] && many[i], "%s", err_get());
+    }
+    REQUIRE(!llama_capture(one[1], capture, 2) && !llama_capture(many[1], capture, 2), "%s", err_get());
+    LlamaBatch *b = llama_batch_new(m);
+    float worst = 0;
+    /* step 1: prompts of different lengths; step 2: a token tree for
+     * sequence 0, one token for 1, a causal chain of 2 for 2 */
+    for (int step = 0; step < 2; step++) {
+        int n[NSEQ], off[NSEQ + 1] = {0}, tokens[64], pos[64];
+        uint8_t tmask[4 * 64];
+        const uint8_t *masks[NSEQ] = {NULL, NULL, NULL};
+        for (int i = 0; i < NSEQ; i++) {
+            n[i] = step == 0 ? prompt_len[i] : (int[]){4, 1, 2}[i];
+            off[i + 1] = off[i] + n[i];
+            fill_tokens(tokens + off[i], n[i], 3 * step + i, V);
+            static const int tree_depth[4] = {0, 1, 1, 2};
+            for (int t = 0; t < n[i]; t++)
+                pos[off[i] + t] = one[i]->n_past + (step == 1 && i == 0 ? tree_depth[t] : t);
+        }
+        if (step == 1) { tree_mask(one[0]->n_past, tmask); masks[0] = tmask; }
+        for (int i = 0; i < NSEQ; i++)
+            REQUIRE(!llama_forward(one[i], tokens + off[i], pos + off[i], n[i], masks[i], LOGITS_ALL), "%s", err_get());
+        REQUIRE(!llama_forward_batch(b, many, NSEQ, tokens, pos, off, masks, LOGITS_ALL), "%s", err_get());
+        for (int i = 0; i < NSEQ; i++) {
+            float dl = rows_diff(one[i]->logits, many[i]->logits, (size_t)n[i] * V);
+            float dh = rows_diff(one[i]->hidden, many[i]->hidden, (size_t)n[i] * H);
+            CHECK(dl <= bound && dh <= bound, "%s step %d sequence %d: logits differ by %g, hidden by %g", dir, step,
+                  i, dl, dh);
+            if (dl > worst) worst = dl;
+            CHECK(many[i]->n_new == n[i], "n_new %d", many[i]->n_new);
+        }
+        float da = rows_diff(one[1]->aux, many[1]->aux, (size_t)n[1] * 2 * H);
+        CHECK(da <= bound, "%s step %d: captured layer inputs differ by %g", dir, step, da);
+        /* keep the tree's path 0 -> 1 -> 3 in sequence 0, everything elsewhere */
+        const int keep[3] = {0, 1, 3};
+        llama_commit(one[0], step ? keep : NULL, step ? 3 : n[0]);
+        llama_commit(many[0], step ? keep : NULL, step ? 3 : n[0]);
+        for (int i = 1; i < NSEQ; i++) { llama_commit(one[i], NULL, n[i]); llama_commit(many[i], NULL, n[i]); }
+    }
+    /* the caches the batch wrote: one more token each, alone, reads them */
+    for (int i = 0; i < NSEQ; i++) {
+        int t = 7 + i, p = one[i]->n_past;
+        REQUIRE(!llama_forward(one[i], &t, &p, 1, NULL, LOGITS_ALL) && !llama_forward(many[i], &t, &p, 1, NULL, LOGITS_ALL),
+                "%s", err_get());
+        float d = rows_diff(one[i]->logits, many[i]->logits, V);
+        CHECK(d <= bound, "%s sequence %d: the next token after the batch differs by %g", dir, i, d);
+    }
+    printf("# %s: %d sequences, batched vs one at a time: logits within %.2g\n", dir, NSEQ, worst);
+    for (int i = 0; i < NSEQ; i++) { llama_state_free(one[i]); llama_state_free(many[i]); }
+    llama_batch_free(b);
+    llama_free(m);
+}
+
+static void test_batch_equals_single_f32(void) { batch_equals_single("tests/ckpt/llama3_f32", 1e-4f); }
+static void test_batch_equals_single_bf16(void) { batch_equals_single("tests/ckpt/llama3_bf16", 1e-3f); }
+/* the real model (make smollm2), where products of many tokens take sgemm */
+static void test_batch_equals_single_smollm2(void) {
+    if (!file_exists("models/smollm2-135m-instruct/model.safetensors")) SKIP("models/smollm2-135m-instruct absent (make smollm2)");
+    batch_equals_single("models/smollm2-135m-instruct", 1e-3f);
+}
+
+/* One sequence whose cache would overflow: an error naming it, and no
+ * sequence's context moved. */
+static void test_batch_overflow_is_an_error(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    LlamaState *s[2] = {llama_state_new(m, 64), llama_state_new(m, 4)};
+    LlamaBatch *b = llama_batch_new(m);
+    int tokens[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pos[8] = {0, 1, 2, 0, 1, 2, 3, 4}, off[3] = {0, 3, 8};
+    int rc = llama_forward_batch(b, s, 2, tokens, pos, off, NULL, LOGITS_LAST);
+    CHECK(rc == -1 && strstr(err_get(), "sequence 1") && strstr(err_get(), "4 slots"), "overflow: %s", err_get());
+    CHECK(s[0]->n_past == 0 && s[0]->n_new == 0 && s[1]->n_new == 0, "a refused batch changed a state");
+    int bad_off[3] = {0, 3, 2};
+    CHECK(llama_forward_batch(b, s, 2, tokens, pos, bad_off, NULL, LOGITS_ALL) == -1, "negative length accepted");
+    llama_state_free(s[0]); llama_state_free(s[1]);
+    llama_batch_free(b);
+    llama_free(m);
+}
+
+int main(void) {
+    RUN(test_batch_equals_single_f32);
+    RUN(test_batch_equals_single_bf16);
+    RUN(test_batch_equals_single_smollm2);
+    RUN(test_batch_overflow_is_an_error);
+    return h_done();
+}
