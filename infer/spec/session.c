@@ -122,12 +122,3 @@ void benchmark_name(const char *path, char *out, size_t len) {
     const char *dot = strrchr(base, '.');
     snprintf(out, len, "%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
 }
-
-int parse_total(const char *s, int *out) {
-    if (!strcmp(s, "all")) { *out = -1; return 0; }
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v <= 0 || v > 1000000) { err_set("--total must be a positive integer or 'all', not '%s'", s); return -1; }
-    *out = (int)v;
-    return 0;
-}

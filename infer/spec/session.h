@@ -49,6 +49,4 @@ int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, voi
 
 /* "mt_bench" for .../mt_bench/question.jsonl, else the file's stem. */
 void benchmark_name(const char *path, char *out, size_t len);
-/* Parses "all" or a positive integer for --total. */
-int parse_total(const char *s, int *out);
 #endif
