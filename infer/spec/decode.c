@@ -88,14 +88,18 @@ static const float *all_logits(void *ctx, int node) {
 }
 static const float *path_logits(void *ctx, int node) { return llama_row_logits(ctx, node); }
 
-int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
+int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     LlamaState *ts = dec->target;
-    const LlamaModel *m = ts->m;
-    const Backend *be = m->be;
-    const int V = m->cfg.vocab;
+    const Backend *be = ts->m->be;
+    const int V = ts->m->cfg.vocab;
     memset(st, 0, sizeof *st);
+    dec->st = st;
+    dec->out = out;
+    dec->n_out = 0;
+    dec->max_new = max_new;
+    dec->done = 1;
     if (n_prompt <= 0) { err_set("empty prompt"); return -1; }
-    double t_start = now_seconds();
+    dec->t_start = now_seconds();
     llama_truncate(ts, 0);
     if (dec->draft) draft_reset(dec->draft);
 
@@ -106,78 +110,103 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     free(pos);
     if (rc) return -1;
     llama_commit(ts, NULL, n_prompt);
-    int root, n_out = 0;
     if (dec->sp.temperature > 0) {
         float *p = xmalloc(sizeof(float) * V);
         be->to_host(dec->row, ts->logits, V);
         sample_probs(dec->row, V, &dec->sp, p);
-        root = sample_from(p, V, &dec->rng);
+        dec->root = sample_from(p, V, &dec->rng);
         free(p);
     } else {
-        be->argmax(ts->logits, 1, V, &root);
+        be->argmax(ts->logits, 1, V, &dec->root);
     }
-    int done = emit(dec, &root, 1, out, &n_out, max_new);
-    st->t.prefill = now_seconds() - t_start;   /* the target's; the draft's catch-up is draft time */
-    if (dec->draft && !done) {
+    dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
+    st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
+    if (dec->draft && !dec->done) {
         double t0 = now_seconds();
-        if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, root)) return -1;
+        if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, dec->root)) return -1;
         st->t.draft += now_seconds() - t0;
     }
+    return 0;
+}
 
-    while (!done) {
-        backend_unit_begin(be, &dec->tuner);
-        /* draft */
-        tree_reset(&dec->tree, root);
-        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &st->t)) return -1;
-        if (dec->draft) draft_end_cycle(dec->draft);
+int decoder_draft(Decoder *dec) {
+    LlamaState *ts = dec->target;
+    tree_reset(&dec->tree, dec->root);
+    if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->st->t)) return -1;
+    if (dec->draft) draft_end_cycle(dec->draft);
+    /* what the target's forward of the tree needs */
+    dec->t_verify = now_seconds();
+    const Tree *t = &dec->tree;
+    reserve_nodes(dec, t->n, ts->n_past);
+    tree_positions(t, ts->n_past, dec->pos);
+    tree_mask(t, ts->n_past, dec->mask);
+    /* Up to LAZY_LOGITS_NODES nodes one product scores them all, reading the
+     * LM head once; a bigger tree scores only the path verification walks
+     * (one LM-head product per accepted node, against one per node). */
+    dec->lazy = t->n > LAZY_LOGITS_NODES;
+    return 0;
+}
 
-        /* verify the whole tree in one target forward */
-        double t0 = now_seconds();
-        const Tree *t = &dec->tree;
-        reserve_nodes(dec, t->n, ts->n_past);
-        tree_positions(t, ts->n_past, dec->pos);
-        tree_mask(t, ts->n_past, dec->mask);
-        /* Up to LAZY_LOGITS_NODES nodes one product scores them all, reading the
-         * LM head once; a bigger tree scores only the path verification walks
-         * (one LM-head product per accepted node, against one per node). */
-        const int lazy = t->n > LAZY_LOGITS_NODES;
-        if (llama_forward(ts, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL, lazy ? LOGITS_NONE : LOGITS_ALL))
-            return -1;
-        NodeLogits lg = {lazy ? path_logits : all_logits, ts};
-        int bonus, len;
-        if (dec->sp.temperature > 0)
-            len = verify_sample(&dec->tree, be, V, lg, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
-        else
-            len = verify_greedy(&dec->tree, be, V, lg, dec->path, &bonus);
-        /* gather the path's features before the cache compaction */
-        if (dec->draft)
-            be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
-        llama_commit(ts, dec->path, len);
-        st->t.verify += now_seconds() - t0;
-        st->cycles++;
-        st->gamma += t->n - 1;
-        if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, st->cycles - 1)) return -1;
-        if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
+int decoder_accept(Decoder *dec) {
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    const int V = ts->m->cfg.vocab;
+    DecodeStats *st = dec->st;
+    const Tree *t = &dec->tree;
+    NodeLogits lg = {dec->lazy ? path_logits : all_logits, ts};
+    int bonus, len;
+    if (dec->sp.temperature > 0)
+        len = verify_sample(&dec->tree, be, V, lg, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
+    else
+        len = verify_greedy(&dec->tree, be, V, lg, dec->path, &bonus);
+    /* gather the path's features before the cache compaction */
+    if (dec->draft)
+        be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
+    llama_commit(ts, dec->path, len);
+    st->t.verify += now_seconds() - dec->t_verify;
+    st->cycles++;
+    st->gamma += t->n - 1;
+    if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
+    if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
 
-        /* emit accepted nodes and the bonus token */
-        int before = n_out;
-        for (int i = 1; i < len && !done; i++) done = emit(dec, &t->token[dec->path[i]], 1, out, &n_out, max_new);
-        if (!done) done = emit(dec, &bonus, 1, out, &n_out, max_new);
-        st->cycle_tokens += n_out - before;
-        backend_unit_end(be, &dec->tuner);
-        if (done) break;
-        if (dec->draft) {
-            int *toks = xmalloc(sizeof(int) * len);
-            for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
-            double t1 = now_seconds();
-            rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
-            st->t.draft += now_seconds() - t1;
-            free(toks);
-            if (rc) return -1;
-        }
-        root = bonus;
+    /* emit accepted nodes and the bonus token */
+    int before = dec->n_out;
+    for (int i = 1; i < len && !dec->done; i++)
+        dec->done = emit(dec, &t->token[dec->path[i]], 1, dec->out, &dec->n_out, dec->max_new);
+    if (!dec->done) dec->done = emit(dec, &bonus, 1, dec->out, &dec->n_out, dec->max_new);
+    st->cycle_tokens += dec->n_out - before;
+    if (dec->done) return 0;
+    if (dec->draft) {
+        int *toks = xmalloc(sizeof(int) * len);
+        for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
+        double t1 = now_seconds();
+        int rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
+        st->t.draft += now_seconds() - t1;
+        free(toks);
+        if (rc) return -1;
     }
-    st->new_tokens = n_out;
-    st->t.total = now_seconds() - t_start;
-    return n_out;
+    dec->root = bonus;
+    return 0;
+}
+
+int decoder_end(Decoder *dec) {
+    dec->st->new_tokens = dec->n_out;
+    dec->st->t.total = now_seconds() - dec->t_start;
+    return dec->n_out;
+}
+
+int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
+    if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
+    const Backend *be = dec->target->m->be;
+    while (!dec->done) {
+        backend_unit_begin(be, &dec->tuner);
+        const Tree *t = &dec->tree;
+        if (decoder_draft(dec) ||
+            llama_forward(dec->target, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
+                          dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+            decoder_accept(dec))
+            return -1;
+        backend_unit_end(be, &dec->tuner);
+    }
+    return decoder_end(dec);
 }
