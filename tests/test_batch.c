@@ -67,7 +67,7 @@ static void batch_equals_single(const char *dir, float bound) {
         if (step == 1) { tree_mask(one[0]->n_past, tmask); masks[0] = tmask; }
         for (int i = 0; i < NSEQ; i++)
             REQUIRE(!llama_forward(one[i], tokens + off[i], pos + off[i], n[i], masks[i], LOGITS_ALL), "%s", err_get());
-        REQUIRE(!llama_forward_batch(b, many, NSEQ, tokens, pos, off, masks, LOGITS_ALL), "%s", err_get());
+        REQUIRE(!llama_forward_batch(b, many, NSEQ, tokens, pos, off, masks, NULL), "%s", err_get());
         for (int i = 0; i < NSEQ; i++) {
             float dl = rows_diff(one[i]->logits, many[i]->logits, (size_t)n[i] * V);
             float dh = rows_diff(one[i]->hidden, many[i]->hidden, (size_t)n[i] * H);
@@ -114,11 +114,12 @@ static void test_batch_overflow_is_an_error(void) {
     LlamaState *s[2] = {llama_state_new(m, 64), llama_state_new(m, 4)};
     LlamaBatch *b = llama_batch_new(m);
     int tokens[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pos[8] = {0, 1, 2, 0, 1, 2, 3, 4}, off[3] = {0, 3, 8};
-    int rc = llama_forward_batch(b, s, 2, tokens, pos, off, NULL, LOGITS_LAST);
+    const LogitsMode last[2] = {LOGITS_LAST, LOGITS_LAST};
+    int rc = llama_forward_batch(b, s, 2, tokens, pos, off, NULL, last);
     CHECK(rc == -1 && strstr(err_get(), "sequence 1") && strstr(err_get(), "4 slots"), "overflow: %s", err_get());
     CHECK(s[0]->n_past == 0 && s[0]->n_new == 0 && s[1]->n_new == 0, "a refused batch changed a state");
     int bad_off[3] = {0, 3, 2};
-    CHECK(llama_forward_batch(b, s, 2, tokens, pos, bad_off, NULL, LOGITS_ALL) == -1, "negative length accepted");
+    CHECK(llama_forward_batch(b, s, 2, tokens, pos, bad_off, NULL, NULL) == -1, "negative length accepted");
     llama_state_free(s[0]); llama_state_free(s[1]);
     llama_batch_free(b);
     llama_free(m);

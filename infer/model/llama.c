@@ -301,7 +301,7 @@ LlamaBatch *llama_batch_new(const LlamaModel *m) {
 void llama_batch_free(LlamaBatch *b) {
     if (!b) return;
     const Backend *be = b->m->be;
-    if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->logits); }
+    if (b->cap) { be->release(b->x); be->release(b->hidden); }
     layer_scratch_free(be, &b->ls);
     free(b->rows);
     free(b);
@@ -311,11 +311,10 @@ static void batch_reserve(LlamaBatch *b, int n) {
     const Backend *be = b->m->be;
     const ModelConfig *c = &b->m->cfg;
     if (n <= b->cap) return;
-    if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->logits); }
+    if (b->cap) { be->release(b->x); be->release(b->hidden); }
     b->cap = n;
     b->x = be->alloc((size_t)n * c->hidden);
     b->hidden = be->alloc((size_t)n * c->hidden);
-    b->logits = be->alloc((size_t)n * c->vocab);
     b->rows = xrealloc(b->rows, sizeof(int) * n);
     layer_scratch_reserve(be, c, &b->ls, n);
 }
@@ -326,7 +325,7 @@ typedef struct {
     int n_seq;
     const int *tokens, *pos, *off;
     const uint8_t *const *masks;
-    LogitsMode mode;
+    const LogitsMode *modes;
 } BatchArgs;
 
 /* One decoder layer over every sequence's tokens: the products over all of
@@ -389,25 +388,25 @@ static void batch_ops(void *arg) {
         batch_layer(a, l);
     }
     be->rmsnorm(b->hidden, b->x, &m->final_norm, n, c->rms_eps);
-    if (a->mode == LOGITS_ALL) be->matmul(b->logits, b->hidden, &m->lm_head, n);
     for (int i = 0; i < a->n_seq; i++) {
         LlamaState *st = a->states[i];
         const int o = a->off[i], ni = a->off[i + 1] - o;
+        const LogitsMode mode = a->modes ? a->modes[i] : LOGITS_ALL;
         if (ni == 0) continue;
         be->copy(st->hidden, b->hidden + (size_t)o * h, (size_t)ni * h);
-        if (a->mode == LOGITS_ALL) be->copy(st->logits, b->logits + (size_t)o * c->vocab, (size_t)ni * c->vocab);
-        else if (a->mode == LOGITS_LAST) be->matmul(st->logits, b->hidden + (size_t)(o + ni - 1) * h, &m->lm_head, 1);
+        if (mode == LOGITS_ALL) be->matmul(st->logits, st->hidden, &m->lm_head, ni);
+        else if (mode == LOGITS_LAST) be->matmul(st->logits, st->hidden + (size_t)(ni - 1) * h, &m->lm_head, 1);
     }
 }
 
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                        const int *off, const uint8_t *const *masks, LogitsMode mode) {
+                        const int *off, const uint8_t *const *masks, const LogitsMode *modes) {
     const ModelConfig *c = &b->m->cfg;
     if (n_seq <= 0 || off[0] != 0) { err_set("a batch of %d sequences starting at token %d", n_seq, n_seq > 0 ? off[0] : 0); return -1; }
     for (int i = 0; i < n_seq; i++) {
         const int ni = off[i + 1] - off[i];
         if (states[i]->m != b->m) { err_set("batch: sequence %d belongs to another model", i); return -1; }
-        if (ni < 0 || (ni == 0 && mode == LOGITS_LAST)) { err_set("batch: sequence %d has %d tokens", i, ni); return -1; }
+        if (ni < 0 || (ni == 0 && modes && modes[i] == LOGITS_LAST)) { err_set("batch: sequence %d has %d tokens", i, ni); return -1; }
         if (states[i]->n_past + ni > states[i]->slots) {
             err_set("batch: sequence %d: context of %d tokens exceeds its KV cache (%d slots)", i,
                     states[i]->n_past + ni, states[i]->slots);
@@ -420,7 +419,7 @@ int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, con
         if (tokens[t] < 0 || tokens[t] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[t], c->vocab); return -1; }
     batch_reserve(b, n);
     for (int i = 0; i < n_seq; i++) state_reserve(states[i], off[i + 1] - off[i] > 0 ? off[i + 1] - off[i] : 1);
-    BatchArgs ba = {b, states, n_seq, tokens, pos, off, masks, mode};
+    BatchArgs ba = {b, states, n_seq, tokens, pos, off, masks, modes};
     backend_recorded(b->m->be, batch_ops, &ba);
     for (int i = 0; i < n_seq; i++) states[i]->n_new = off[i + 1] - off[i];
     return 0;

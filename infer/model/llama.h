@@ -106,7 +106,8 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
 const float *llama_row_logits(LlamaState *s, int row);
 /* Several sequences in one forward (batched decoding).  Sequence i brings
  * tokens[off[i] .. off[i+1]) at positions pos[same], seen through masks[i]
- * over its own cache (NULL: causal; as llama_forward's mask); the products
+ * over its own cache (NULL: causal; as llama_forward's mask), its logits by
+ * modes[i] (masks NULL: all causal; modes NULL: all LOGITS_ALL); the products
  * run once over all the tokens, attention per sequence.  Afterwards each
  * states[i] holds its rows as after its own llama_forward (hidden, logits
  * by mode, captured inputs), ready for llama_row_logits and llama_commit.
@@ -115,14 +116,14 @@ typedef struct {
     const LlamaModel *m;
     int cap;            /* token capacity */
     LayerScratch ls;
-    float *x, *hidden, *logits;
+    float *x, *hidden;  /* [cap][hidden]: the residual stream, the final norm's output */
     int *rows;
 } LlamaBatch;
 LlamaBatch *llama_batch_new(const LlamaModel *m);
 void llama_batch_free(LlamaBatch *b);
 /* 0, or -1 with err_set (a cache that would overflow names its sequence). */
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                        const int *off, const uint8_t *const *masks, LogitsMode mode);
+                        const int *off, const uint8_t *const *masks, const LogitsMode *modes);
 
 /* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
  * keeps the first m) as context; the rest of that forward is dropped. */
