@@ -41,6 +41,10 @@ CLI_QUESTIONS_HELP
 "  --temperature T        0 = greedy (default 0)\n"
 "  --top-k K, --top-p P   sampling processors (default off)\n"
 "  --seed S               sampling seed (default 0)\n"
+"  --batch N              decode N sequences at once (default 1): every question batched with\n"
+"                         the policy, then with ar at the same batch size; a finished\n"
+"                         sequence's slot takes the next question (continuous batching)\n"
+"  --static-batches       with --batch: a new group of N questions only when the last is done\n"
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --json OUT             report: settings, model identities, per-question figures\n"
@@ -60,14 +64,17 @@ typedef struct {
 } EvalArgs;
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
-    enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL };
+    enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
+           O_BATCH, O_STATIC };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
-        {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
+    a->eval.batch.slots = 1;
     int c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -83,6 +90,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_NO_BASELINE: a->eval.baseline = 0; break;
         case O_JSON: a->json_out = optarg; break;
         case O_CSV: a->csv_out = optarg; break;
+        case O_BATCH: a->eval.batch.slots = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
+        case O_STATIC: a->eval.batch.static_batches = 1; break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             a->label = optarg;
@@ -101,6 +110,7 @@ static void check_args(const EvalArgs *a) {
     if (a->eval.check_lossless && a->cfg.sp.temperature > 0) die(prog, "--check-lossless needs --temperature 0");
     if (a->eval.check_lossless && !a->eval.baseline) die(prog, "--check-lossless needs the ar baseline (drop --no-baseline)");
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
+    if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
     if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
     if (a->csv_out) {
         cli_check_writable(prog, "--csv", a->csv_out);

@@ -339,6 +339,79 @@ static void test_first_hour_messages(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "nonesuch");
 }
 
+/* The output ids of every turn of a report, "id/turn" -> ids text; each
+ * question must appear once with each of its turns. */
+static cJSON *ids_by_turn(const char *path, int *n_turns) {
+    cJSON *j = read_json_file(path), *map = cJSON_CreateObject();
+    *n_turns = 0;
+    if (!j) return map;
+    const cJSON *b, *q, *t;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItem(j, "benchmarks")) cJSON_ArrayForEach(q, cJSON_GetObjectItem(b, "questions")) {
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(q, "turns")) {
+            char key[64];
+            snprintf(key, sizeof key, "%s/%d", cJSON_GetObjectItem(q, "question_id")->valuestring,
+                     cJSON_GetObjectItem(t, "turn")->valueint);
+            if (cJSON_GetObjectItem(map, key)) { (*n_turns) = -1000; continue; }   /* twice: wrong */
+            char *ids = cJSON_PrintUnformatted(cJSON_GetObjectItem(t, "output_ids"));
+            cJSON_AddStringToObject(map, key, ids);
+            free(ids);
+            (*n_turns)++;
+        }
+    }
+    cJSON_Delete(j);
+    return map;
+}
+
+/* --batch N: lossless for every policy; every question decoded exactly
+ * once, each turn's tokens those of decoding it alone (continuous and
+ * static batches); a prompt that cannot fit the cache is one line. */
+static void test_batched_decoding(void) {
+    char qs[] = "/tmp/c2t_evalbXXXXXX", err[4096];
+    close(mkstemp(qs));
+    write_file(qs, "{\"question_id\": 1, \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
+                   "{\"question_id\": 2, \"turns\": [\"const char *name\"]}\n"
+                   "{\"question_id\": 3, \"turns\": [\"for (int i = 0;\"]}\n"
+                   "{\"question_id\": 4, \"turns\": [\"return\", \"while (1)\"]}\n"
+                   "{\"question_id\": 5, \"turns\": [\"#include\"]}\n"
+                   "{\"question_id\": 6, \"turns\": [\"if (x)\"]}\n"
+                   "{\"question_id\": 7, \"turns\": [\"struct\", \"typedef\"]}\n");
+    const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 24 --quiet";
+    for (int p = 0; p < N_POLICIES; p++) {
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --draft tests/ckpt/tiny_chat_eagle --questions %s --batch 3 "
+                         "--check-lossless %s", bin_dir(), base, qs, policies[p]);
+        CHECK(rc == 0, "--batch 3 %s: exit %d: %s", policies[p], rc, err);
+    }
+    const char *runs[] = {"--policy eagle2 --topk 4 --depth 3 --total 16 --draft tests/ckpt/tiny_chat_eagle",
+                          "--policy chain --draft-len 4 --draft tests/ckpt/tiny_chat_draft --draft-kind lm"};
+    const char *modes[] = {"--batch 1", "--batch 3", "--batch 3 --static-batches", "--batch 16"};
+    for (int r = 0; r < 2; r++) {
+        cJSON *ref = NULL;
+        for (int m = 0; m < 4; m++) {
+            char out[64];
+            snprintf(out, sizeof out, "%s.%d.json", qs, m);
+            int rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --questions %s --no-baseline %s --json %s", bin_dir(),
+                             base, runs[r], qs, modes[m], out);
+            REQUIRE(rc == 0, "%s %s: %s", runs[r], modes[m], err);
+            int n_turns;
+            cJSON *got = ids_by_turn(out, &n_turns);
+            CHECK(n_turns == 10, "%s %s: %d turns reported (10, each once)", runs[r], modes[m], n_turns);
+            if (!ref) ref = got;
+            else {
+                CHECK(cJSON_Compare(ref, got, 1), "%s %s: tokens differ from --batch 1", runs[r], modes[m]);
+                cJSON_Delete(got);
+            }
+            unlink(out);
+        }
+        cJSON_Delete(ref);
+    }
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --batch 3 --max-ctx 16", bin_dir(),
+                     base, qs);
+    CHECK_ONE_LINE_ERROR(rc, err, "exceeds the context");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --static-batches", bin_dir(), base, qs);
+    CHECK_ONE_LINE_ERROR(rc, err, "--batch");
+    unlink(qs);
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
@@ -347,6 +420,7 @@ int main(void) {
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
     RUN(test_json_report);
+    RUN(test_batched_decoding);
     RUN(test_no_template_is_plain_text);
     RUN(test_bad_input);
     RUN(test_first_hour_messages);

@@ -70,7 +70,7 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
 
 /* Every setting that shapes the run: models, template, the policy's own
  * settings as it resolved them, sampling. */
-static cJSON *settings_json(const Session *s, const Policy *policy) {
+static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOptions *eo) {
     const SessionConfig *cfg = &s->cfg;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "target", cfg->target_dir);
@@ -93,6 +93,8 @@ static cJSON *settings_json(const Session *s, const Policy *policy) {
         if (text) cJSON_AddStringToObject(o, key, text);
         else cJSON_AddNumberToObject(o, key, num);
     }
+    cJSON_AddNumberToObject(o, "batch", eo->batch.slots);
+    cJSON_AddBoolToObject(o, "static_batches", eo->batch.static_batches);
     cJSON_AddNumberToObject(o, "max_new_tokens", cfg->max_new);
     cJSON_AddNumberToObject(o, "temperature", cfg->sp.temperature);
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
@@ -184,21 +186,122 @@ static int eval_bench(Session *s, Decoder *dec, const QuestionSet *set, const ch
     return 0;
 }
 
+/* ---- batched runs ---- */
+
+/* What a question's turns report to in a batched run. */
+typedef struct {
+    EvalCtx *c;
+    int bench;
+    cJSON *turns;
+} QuestionCtx;
+
+static int on_batch_turn(void *vq, const Question *q, int turn, const int32_t *prompt, size_t np, const int *out,
+                         int n, const DecodeStats *st) {
+    (void)q; (void)prompt;
+    QuestionCtx *qc = vq;
+    EvalResult *r = qc->c->r;
+    DecodeStats run = *st;
+    run.t.total = 0;   /* turns overlap: the run's wall time is the one that counts */
+    decode_stats_add(&r->per[qc->bench].run, &run);
+    cJSON *jt = stats_json(st);
+    cJSON_AddNumberToObject(jt, "turn", turn + 1);
+    cJSON_AddNumberToObject(jt, "prompt_tokens", (double)np);
+    cJSON_AddItemToObject(jt, "output_ids", cJSON_CreateIntArray(out, n));
+    cJSON_AddItemToArray(qc->turns, jt);
+    r->turns++;
+    char extra[96];
+    snprintf(extra, sizeof extra, "tau %.2f", decode_stats_tau(&r->per[qc->bench].run));
+    progress_update(qc->c->prog, r->turns, extra);
+    return 0;
+}
+
+/* ar's turn of the same question: its tokens against the policy's. */
+static int on_batch_ar_turn(void *vq, const Question *q, int turn, const int32_t *prompt, size_t np, const int *out,
+                            int n, const DecodeStats *st) {
+    (void)prompt; (void)np;
+    QuestionCtx *qc = vq;
+    EvalCtx *c = qc->c;
+    c->r->per[qc->bench].ar_tokens += st->new_tokens;
+    cJSON *jt = cJSON_GetArrayItem(qc->turns, turn);
+    if (!jt) { err_set("question %s turn %d: ar decoded a turn the policy did not", q->id, turn + 1); return -1; }
+    cJSON_AddNumberToObject(jt, "ar_new_tokens", (double)st->new_tokens);
+    if (c->check_lossless) {
+        const cJSON *ids = cJSON_GetObjectItem(jt, "output_ids");
+        int same = cJSON_GetArraySize(ids) == n;
+        for (int i = 0; same && i < n; i++) same = cJSON_GetArrayItem(ids, i)->valueint == out[i];
+        cJSON_AddBoolToObject(jt, "lossless", same);
+        if (!same) {
+            c->r->lossless_failures++;
+            fprintf(stderr, "\nspec-eval: NOT LOSSLESS: %s question %s turn %d differs from ar\n", c->r->names[qc->bench],
+                    q->id, turn + 1);
+        }
+    }
+    return 0;
+}
+
+/* Every question of every file through batch_run, the policy's run first,
+ * then ar's at the same batch size. */
+static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
+                        const EvalOptions *o, EvalCtx *c, cJSON *jbench) {
+    EvalResult *r = c->r;
+    int nq = 0;
+    for (int i = 0; i < n; i++) nq += sets[i]->n;
+    const Question **qs = xcalloc(nq ? nq : 1, sizeof *qs);
+    QuestionCtx *qc = xcalloc(nq ? nq : 1, sizeof *qc);
+    void **ctxs = xcalloc(nq ? nq : 1, sizeof *ctxs);
+    for (int i = 0, k = 0; i < n; i++) {
+        cJSON *jb = cJSON_CreateObject();
+        cJSON_AddItemToArray(jbench, jb);
+        cJSON_AddStringToObject(jb, "name", r->names[i]);
+        cJSON_AddStringToObject(jb, "file", files[i]);
+        cJSON *jqs = cJSON_AddArrayToObject(jb, "questions");
+        for (int j = 0; j < sets[i]->n; j++, k++) {
+            const Question *q = &sets[i]->q[j];
+            cJSON *jq = cJSON_CreateObject();
+            cJSON_AddStringToObject(jq, "question_id", q->id);
+            cJSON_AddStringToObject(jq, "category", q->category);
+            qc[k] = (QuestionCtx){c, i, cJSON_AddArrayToObject(jq, "turns")};
+            cJSON_AddItemToArray(jqs, jq);
+            qs[k] = q;
+            ctxs[k] = &qc[k];
+        }
+    }
+    double wall = 0, ar_wall = 0;
+    int rc = batch_run(s, &policy->prm, &o->batch, qs, nq, on_batch_turn, ctxs, &wall);
+    if (!rc && o->baseline) {
+        PolicyParams ap = policy->prm;
+        snprintf(ap.name, sizeof ap.name, "ar");
+        ap.settings[0] = 0;
+        rc = batch_run(s, &ap, &o->batch, qs, nq, on_batch_ar_turn, ctxs, &ar_wall);
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        cJSON_AddItemToObject(cJSON_GetArrayItem(jbench, i), "total", totals_json(&r->per[i]));
+        totals_add(&r->all, &r->per[i]);
+    }
+    r->all.run.t.total = wall;
+    r->all.ar_wall = ar_wall;
+    free(qs); free(qc); free(ctxs);
+    return rc;
+}
+
 int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
              const EvalOptions *o, EvalResult *r) {
     memset(r, 0, sizeof *r);
     if (n > EVAL_MAX_BENCH) { err_set("at most %d question files", EVAL_MAX_BENCH); return -1; }
-    Decoder *dec = session_decoder(s, policy), *ar = NULL;
+    const int batched = o->batch.slots > 1;   /* batch_run makes its own decoders */
+    Decoder *dec = NULL, *ar = NULL;
     Policy *ar_policy = NULL;
     int rc = -1;
-    if (!dec) return -1;
-    if (o->baseline) {
-        PolicyParams ap = policy->prm;
-        snprintf(ap.name, sizeof ap.name, "ar");
-        ap.settings[0] = 0;   /* the policy's settings are not ar's */
-        if (!(ar_policy = policy_new(&ap)) || !(ar = session_decoder(s, ar_policy))) goto done;
+    if (!batched) {
+        if (!(dec = session_decoder(s, policy))) return -1;
+        if (o->baseline) {
+            PolicyParams ap = policy->prm;
+            snprintf(ap.name, sizeof ap.name, "ar");
+            ap.settings[0] = 0;   /* the policy's settings are not ar's */
+            if (!(ar_policy = policy_new(&ap)) || !(ar = session_decoder(s, ar_policy))) goto done;
+        }
+        if (warm_up(s, dec, ar)) goto done;
     }
-    if (warm_up(s, dec, ar)) goto done;
 
     r->report = cJSON_CreateObject();
     cJSON_AddStringToObject(r->report, "tool", "spec-eval");
@@ -207,7 +310,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(r->report, "start_time", stamp);
-    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy));
+    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, o));
     cJSON *jbench = cJSON_AddArrayToObject(r->report, "benchmarks");
 
     int64_t total_turns = 0;
@@ -217,8 +320,12 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     progress_start(&prog, "spec-eval turns", total_turns);
     EvalCtx ctx = {.s = s, .ar = ar, .check_lossless = o->check_lossless, .prog = &prog, .r = r};
     r->n_bench = n;
+    for (int i = 0; i < n; i++) benchmark_name(files[i], r->names[i], sizeof r->names[i]);
+    if (batched) {
+        if (eval_batched(s, policy, sets, files, n, o, &ctx, jbench)) goto done;
+        n = 0;   /* done: no single-sequence pass below */
+    }
     for (int i = 0; i < n; i++) {
-        benchmark_name(files[i], r->names[i], sizeof r->names[i]);
         ctx.bench = (EvalTotals){0};
         ctx.bench_name = r->names[i];
         if (eval_bench(s, dec, sets[i], files[i], &ctx, jbench)) goto done;
@@ -245,12 +352,13 @@ void eval_print_table(const EvalResult *r, const Policy *policy, const SessionCo
             cfg->draft_dir ? cfg->draft_dir : "");
     fprintf(f, "%-16s %10s %8s %10s %9s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup");
     for (int i = 0; i <= r->n_bench; i++) {
-        if (i == r->n_bench && r->n_bench == 1) break;
+        if (i == r->n_bench && r->n_bench == 1 && r->per[0].run.t.total > 0) break;   /* "all" would repeat it */
         const EvalTotals *t = i < r->n_bench ? &r->per[i] : &r->all;
-        char sp[16] = "-";
+        char sp[16] = "-", v[16] = "-";   /* a batched run's benchmarks have no time of their own */
         if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", eval_speedup(t));
-        fprintf(f, "%-16s %10.2f %8.2f %10.1f %9s\n", i < r->n_bench ? r->names[i] : "all", t->run.gamma / 1000.0,
-                decode_stats_tau(&t->run), eval_speed(t), sp);
+        if (t->run.t.total > 0) snprintf(v, sizeof v, "%.1f", eval_speed(t));
+        fprintf(f, "%-16s %10.2f %8.2f %10s %9s\n", i < r->n_bench ? r->names[i] : "all", t->run.gamma / 1000.0,
+                decode_stats_tau(&t->run), v, sp);
     }
 }
 

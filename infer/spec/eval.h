@@ -4,6 +4,7 @@
  * benchmark and over all; the JSON report, the table and the CSV row. */
 #ifndef C2T_EVAL_H
 #define C2T_EVAL_H
+#include "infer/spec/batch.h"
 #include "infer/spec/session.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -13,9 +14,13 @@
 typedef struct {
     int baseline;         /* decode every turn with ar too */
     int check_lossless;   /* and compare their tokens (greedy only) */
+    BatchOptions batch;   /* slots 1: one turn at a time, ar right after it; more: the policy
+                             over every question batched, then ar batched the same way */
 } EvalOptions;
 
-/* A policy's figures over some turns and, with the baseline, ar's. */
+/* A policy's figures over some turns and, with the baseline, ar's.  In a
+ * batched run the turns overlap: only the whole run has a wall time (the
+ * benchmarks' run.t.total and ar_wall are 0, their speed unknown). */
 typedef struct {
     DecodeStats run;
     int64_t ar_tokens;

@@ -58,8 +58,16 @@ void session_close(Session *s) {
     memset(s, 0, sizeof *s);
 }
 
-Decoder *session_decoder(Session *s, Policy *p) {
-    Decoder *dec = decoder_new(s->target, p->needs_draft ? s->draft : NULL, p,
+Draft *session_draft_new(Session *s) {
+    Draft *d = draft_load(s->cfg.draft_kind, s->cfg.draft_dir, s->target, s->slots + 2048);
+    if (d && draft_set_vocab(d, s->cfg.draft_vocab)) { draft_free(d); return NULL; }
+    return d;
+}
+
+Decoder *session_decoder(Session *s, Policy *p) { return session_decoder_with(s, p, s->draft); }
+
+Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
+    Decoder *dec = decoder_new(s->target, p->needs_draft ? draft : NULL, p,
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
     int32_t stop[8];
@@ -69,6 +77,29 @@ Decoder *session_decoder(Session *s, Policy *p) {
     return dec;
 }
 
+int session_prompt(const Session *s, const Question *q, const char *const *answers, int turn, int32_t **ids,
+                   size_t *n_ids) {
+    if (chat_encode(s->tok, s->tmpl, s->cfg.system, (const char *const *)q->turns, answers, turn + 1,
+                    ids, n_ids))
+        return -1;
+    if ((int)*n_ids + s->cfg.max_new + 1 > s->slots) {
+        err_set("question %s turn %d: prompt of %zu tokens + %d new exceeds the context (%d); raise --max-ctx", q->id,
+                turn + 1, *n_ids, s->cfg.max_new, s->slots);
+        free(*ids);
+        *ids = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+char *session_answer(const Session *s, const int *out, int n) {
+    int32_t *o32 = xmalloc(sizeof(int32_t) * (n ? n : 1));
+    for (int i = 0; i < n; i++) o32[i] = out[i];
+    char *text = chat_answer_text(s->tok, s->tmpl, o32, n);
+    free(o32);
+    return text ? text : xstrdup("");
+}
+
 int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, void *ctx) {
     const char **answers = xcalloc(q->n_turns, sizeof(char *));
     int *out = xmalloc(sizeof(int) * (s->cfg.max_new + 1));
@@ -76,15 +107,8 @@ int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, voi
     for (int turn = 0; turn < q->n_turns && !rc; turn++) {
         int32_t *ids = NULL;
         size_t n_ids = 0;
-        rc = chat_encode(s->tok, s->tmpl, s->cfg.system, (const char *const *)q->turns, answers, turn + 1, &ids, &n_ids);
+        rc = session_prompt(s, q, answers, turn, &ids, &n_ids);
         if (rc) break;
-        if ((int)n_ids + s->cfg.max_new + 1 > s->slots) {
-            err_set("question %s turn %d: prompt of %zu tokens + %d new exceeds the context (%d); raise --max-ctx",
-                    q->id, turn + 1, n_ids, s->cfg.max_new, s->slots);
-            free(ids);
-            rc = -1;
-            break;
-        }
         DecodeStats st;
         int *prompt = xmalloc(sizeof(int) * n_ids);
         for (size_t i = 0; i < n_ids; i++) prompt[i] = ids[i];
@@ -96,11 +120,7 @@ int session_question(Session *s, Decoder *dec, const Question *q, TurnFn fn, voi
             n = -1;
         }
         if (n < 0) { free(ids); rc = -1; break; }
-        int32_t *o32 = xmalloc(sizeof(int32_t) * (n ? n : 1));
-        for (int i = 0; i < n; i++) o32[i] = out[i];
-        answers[turn] = chat_answer_text(s->tok, s->tmpl, o32, n);
-        free(o32);
-        if (!answers[turn]) answers[turn] = xstrdup("");
+        answers[turn] = session_answer(s, out, n);
         if (fn) rc = fn(ctx, q, turn, ids, n_ids, out, n, &st);
         free(ids);
     }

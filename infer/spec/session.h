@@ -40,6 +40,17 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog);
 void session_close(Session *s);
 /* A decoder for a policy over this session's target and draft. */
 Decoder *session_decoder(Session *s, Policy *p);
+/* The same over another draft (one per sequence of a batch), and that
+ * draft: a second instance of the session's (--draft, --draft-vocab). */
+Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft);
+Draft *session_draft_new(Session *s);
+/* The token ids of turn `turn` (0-based) of q, the model's answers to the
+ * earlier turns in answers[]; -1 with err_set when it cannot be encoded or
+ * would not fit the context with max_new tokens. */
+int session_prompt(const Session *s, const Question *q, const char *const *answers, int turn, int32_t **ids,
+                   size_t *n_ids);
+/* The text of an answer as the next turn's prompt holds it (never NULL). */
+char *session_answer(const Session *s, const int *out, int n);
 
 /* Called once per decoded turn. */
 typedef int (*TurnFn)(void *ctx, const Question *q, int turn, const int32_t *prompt, size_t n_prompt,
