@@ -26,8 +26,8 @@ if ! have_all; then
         python3 -m pip download -q --no-deps --no-binary :all: -d models/download "llama-cpp-python==$VER" \
             >/dev/null 2>&1 || { echo "llamacpp: pip could not fetch llama-cpp-python==$VER (no network?)" >&2; exit 3; }
     fi
-    command -v cmake >/dev/null || { echo "llamacpp: installing cmake" >&2; apt-get install -y -qq cmake >/dev/null; }
-    command -v g++ >/dev/null || { echo "llamacpp: installing g++" >&2; apt-get install -y -qq g++ >/dev/null; }
+    # cmake and g++: the Makefile's LLAMACPP_DEB_PKGS (stdout is the bin dir's alone)
+    make --no-print-directory deps-llamacpp >&2
     if [ ! -f "$SRC/.unpacked" ]; then   # once: a fresh unpack would make cmake rebuild everything
         rm -rf "$SRC" && mkdir -p "$SRC"
         tar xzf "$SDIST" -C "$SRC" --strip-components=3 "llama_cpp_python-$VER/vendor/llama.cpp"
