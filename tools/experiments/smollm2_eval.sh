@@ -1,6 +1,6 @@
 #!/bin/sh
 # make smollm2-eval: the C2T pipeline on SmolLM2-135M-Instruct (make smollm2)
-# with the drafts trained for it (data/smollm2, tools/smollm2_drafts.py):
+# with the drafts trained for it (data/smollm2, tools/models/smollm2_drafts.py):
 #   1. spec-collect: full EAGLE-2 trees (topk 10, depth 7) on the first turns
 #      of data/smollm2/prompts/collect.jsonl (not from any benchmark)
 #      -> results/smollm2/traces.h5
@@ -17,12 +17,12 @@
 # SKIP_EVAL=1 leaves step 3 out (its results stay), LOSSLESS_Q=0 step 4.
 # DEVICE=cpu|cuda passes --device to spec-collect and spec-eval (their default
 # is auto: the GPU when one is visible).  HEAD=eagle3 runs it all with the
-# EAGLE-3 head models/smollm2-eagle3 (tools/smollm2_drafts.py --stages
+# EAGLE-3 head models/smollm2-eagle3 (tools/models/smollm2_drafts.py --stages
 # features3,eagle3; not shipped) instead of the EAGLE head data/smollm2/eagle,
 # into results/smollm2-eagle3.  Without data/smollm2/draft (the GPU
 # machine's carried tree leaves it out) the chain rows are skipped.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
 D=data/smollm2
 HEAD=${HEAD:-eagle}

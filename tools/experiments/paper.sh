@@ -18,10 +18,10 @@
 #   3. spec-analyze: the paper's trace tables on the collect traces with the
 #      classifier (analyze/, analyze.txt), the same on the demo trace
 #      (results/traces.h5 and results/classifier.json as make demo leaves
-#      them; made here by tools/demo.sh --traces-only, ~3 min, when absent;
-#      SKIP_DEMO=1 leaves the demo columns out); transfer: every classifier (each
-#      category's, all categories', the demo's) on every category's traces
-#      and the demo's -> transfer/<classifier>_on_<trace>/.
+#      them; made here by tools/experiments/demo.sh --traces-only, ~3 min,
+#      when absent; SKIP_DEMO=1 leaves the demo columns out); transfer: every
+#      classifier (each category's, all categories', the demo's) on every
+#      category's traces and the demo's -> transfer/<classifier>_on_<trace>/.
 #   4. spec-eval on the six benchmarks (EVAL_Q questions each, every turn,
 #      temperature 0): ar; EAGLE-2 at the paper defaults (topk 10, depth 6,
 #      total 60, --check-lossless) and a total sweep; C2T at topk 10, d_max 8
@@ -29,9 +29,10 @@
 #      beta values are fixed in advance (0.5 is the paper's default), nothing
 #      is chosen on benchmark questions.  Finished runs are kept and skipped
 #      when the script is run again with the same sizes.
-#   5. tools/paper_report.py -> report.md (Table 2, tau-gamma curves with the
-#      gamma reduction at equal tau, transfer, analyses, goal check) + CSVs
-#      and PNGs; tools/recall_bound.py on the traces when the goal is missed.
+#   5. tools/experiments/paper_report.py -> report.md (Table 2, tau-gamma
+#      curves with the gamma reduction at equal tau, transfer, analyses, goal
+#      check) + CSVs and PNGs; tools/experiments/recall_bound.py on the traces
+#      when the goal is missed.
 # Benchmarks: ../shared/benchmarks/<name>/question.jsonl (PAPER_BENCH to
 # override); without them step 4 is skipped with one line and the report has
 # the trace parts only.
@@ -61,7 +62,7 @@
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
 D=data/smollm2
 R=results/paper
@@ -149,8 +150,8 @@ bin/spec-analyze $traces --classifier "$R/classifier.json" --beta 0.5 --out "$R/
 echo "analyze: $R/analyze.txt, $R/analyze/"
 rm -rf "$R/analyze_demo" "$R/analyze_demo.txt"
 if [ -z "${SKIP_DEMO:-}" ] && ! { [ -f "$DEMO_TRACE" ] && [ -f "$DEMO_CLS" ]; }; then
-    echo "-- the demo trace and classifier (tools/demo.sh --traces-only)"
-    tools/demo.sh --traces-only
+    echo "-- the demo trace and classifier (tools/experiments/demo.sh --traces-only)"
+    tools/experiments/demo.sh --traces-only
 fi
 if [ -f "$DEMO_TRACE" ] && [ -f "$DEMO_CLS" ]; then
     bin/spec-analyze "$DEMO_TRACE" --classifier "$DEMO_CLS" --beta 0.5 --out "$R/analyze_demo" --quiet > "$R/analyze_demo.txt"
@@ -223,15 +224,15 @@ fi
 stamp
 
 echo "== 5/5 report"
-python3 tools/paper_report.py "$R" --bench-order "$BENCHES" --categories "$cats" --elapsed "$(( $(date +%s) - t0 ))"
+python3 tools/experiments/paper_report.py "$R" --bench-order "$BENCHES" --categories "$cats" --elapsed "$(( $(date +%s) - t0 ))"
 if [ -z "${SKIP_BOUND:-}" ] && grep -q '^goal_met=no' "$R/goal.txt" 2>/dev/null; then
-    echo "-- goal not met: tools/recall_bound.py on the collect traces (what any (P, H, d) classifier could gain)"
-    if HDF5_PLUGIN_PATH=build/plugins python3 tools/recall_bound.py $traces > "$R/recall_bound.txt" 2> "$R/recall_bound.err"; then
+    echo "-- goal not met: tools/experiments/recall_bound.py on the collect traces (what any (P, H, d) classifier could gain)"
+    if HDF5_PLUGIN_PATH=build/plugins python3 tools/experiments/recall_bound.py $traces > "$R/recall_bound.txt" 2> "$R/recall_bound.err"; then
         cat "$R/recall_bound.txt"
     else
-        echo "paper: tools/recall_bound.py failed ($(tail -1 "$R/recall_bound.err"); it needs h5py, numpy, scikit-learn: tools/requirements.txt)"
+        echo "paper: tools/experiments/recall_bound.py failed ($(tail -1 "$R/recall_bound.err"); it needs h5py, numpy, scikit-learn: tools/requirements.txt)"
         rm -f "$R/recall_bound.txt"
     fi
-    python3 tools/paper_report.py "$R" --bench-order "$BENCHES" --categories "$cats" --elapsed "$(( $(date +%s) - t0 ))" > /dev/null
+    python3 tools/experiments/paper_report.py "$R" --bench-order "$BENCHES" --categories "$cats" --elapsed "$(( $(date +%s) - t0 ))" > /dev/null
 fi
 echo "report: $R/report.md   make paper took $(( $(date +%s) - t0 )) s"

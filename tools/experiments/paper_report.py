@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""make paper's report (tools/paper.sh step 5): reads results/paper/ and writes
-report.md, table2.csv, tau_gamma.csv, equal_tau.csv, transfer.csv, goal.txt
-and tau_gamma.png (gnuplot, when installed).  Python 3 standard library only.
+"""make paper's report (tools/experiments/paper.sh step 5): reads results/paper/
+and writes report.md, table2.csv, tau_gamma.csv, equal_tau.csv, transfer.csv,
+goal.txt and tau_gamma.png (gnuplot, when installed).  Python 3 standard
+library only.
 
-Usage: python3 tools/paper_report.py RESULTS_DIR [--bench-order "mt_bench ..."]
-           [--categories "code math ..."] [--elapsed SECONDS]
+Usage: python3 tools/experiments/paper_report.py RESULTS_DIR
+           [--bench-order "mt_bench ..."] [--categories "code math ..."]
+           [--elapsed SECONDS]
 """
 import argparse
 import csv
@@ -142,7 +144,7 @@ def main():
 
     w("# C2T paper experiments on SmolLM2-135M-Instruct (`make paper`)")
     w("")
-    w("Written by `tools/paper_report.py` from `%s/` (tools/paper.sh)." % R +
+    w("Written by `tools/experiments/paper_report.py` from `%s/` (tools/experiments/paper.sh)." % R +
       (" This invocation of the script took %d min %d s (steps kept from an earlier, interrupted invocation "
        "are not in that figure; every spec-eval run's own wall time is under Sizes)." % divmod(a.elapsed, 60)
        if a.elapsed is not None else ""))
@@ -338,7 +340,7 @@ def main():
         if not met:
             w("")
             if os.path.exists(rb):
-                w("Since the goal is missed, `tools/recall_bound.py` on the collect traces estimates what any "
+                w("Since the goal is missed, `tools/experiments/recall_bound.py` on the collect traces estimates what any "
                   "classifier of (P, H, d) could gain (two models, not ours: monotone gradient boosting and a "
                   "logistic regression with pairwise products, fitted on 70% of the trees and scored on the rest, "
                   "the better of the two in each column; recall = share of accepted nodes kept at a positive rate θ):")
@@ -373,7 +375,7 @@ def main():
                   "captures what (P, H, d) can tell, and no C2T classifier can save much γ on these drafts; "
                   "the global-threshold column is what a fixed β can reach by varying the tree size.")
             else:
-                w("(`tools/recall_bound.py` has not run yet or failed: it needs h5py, numpy and scikit-learn, "
+                w("(`tools/experiments/recall_bound.py` has not run yet or failed: it needs h5py, numpy and scikit-learn, "
                   "see tools/requirements.txt; `make paper` runs it when the goal is missed.)")
         w("")
 

@@ -6,14 +6,15 @@ distributions computed by a reference assembled from transformers' modules
 (LlamaAttention, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding), never by this
 project's code.
 
-    python3 tools/eagle3_golden.py          # torch 2.x + transformers 4.46; CPU, seconds
-    python3 tools/eagle3_golden.py --demo   # tests/golden/demo_eagle3.safetensors for the
-                                            # trained demo head data/demo/eagle3 (same layout
-                                            # as below, prompt: the first 16 tokens of the
-                                            # first code_test prompt)
-    python3 tools/eagle3_golden.py --smollm2  # models/smollm2-eagle3/golden.safetensors for
-                                            # the SmolLM2 EAGLE-3 head that tools/smollm2_drafts.py
-                                            # --stages features3,eagle3 trains (not shipped)
+    python3 tools/golden/eagle3_golden.py             # torch 2.x + transformers 4.46; CPU, seconds
+    python3 tools/golden/eagle3_golden.py --demo      # tests/golden/demo_eagle3.safetensors for the
+                                                      # trained demo head data/demo/eagle3 (same layout
+                                                      # as below, prompt: the first 16 tokens of the
+                                                      # first code_test prompt)
+    python3 tools/golden/eagle3_golden.py --smollm2   # models/smollm2-eagle3/golden.safetensors for
+                                                      # the SmolLM2 EAGLE-3 head that
+                                                      # tools/models/smollm2_drafts.py --stages
+                                                      # features3,eagle3 trains (not shipped)
 
 Checkpoints (tests/ckpt/):
   tiny_chat_l8     LlamaForCausalLM, 8 layers, hidden 32, GQA 4/2, F32, with
@@ -63,7 +64,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import (LlamaAttention, LlamaMLP, LlamaRMSNorm,
                                                       LlamaRotaryEmbedding)
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CKPT = os.path.join(ROOT, "tests", "ckpt")
 GOLD = os.path.join(ROOT, "tests", "golden")
 V, H, FF, L = 384, 32, 64, 8
@@ -276,7 +277,7 @@ def write_head(name, cfg, sd, as_bin):
 
 
 def demo(head_dir, target_dir):
-    """The same references for a trained head (tools/train_eagle3_demo.py) on
+    """The same references for a trained head (tools/models/train_eagle3_demo.py) on
     the demo target: the first 16 tokens of the first code_test prompt."""
     from safetensors.torch import load_file
     from tokenizers import Tokenizer
@@ -293,7 +294,7 @@ def demo(head_dir, target_dir):
 
 
 def smollm2(head_dir, target_dir):
-    """The same references for the SmolLM2 EAGLE-3 head (tools/smollm2_drafts.py
+    """The same references for the SmolLM2 EAGLE-3 head (tools/models/smollm2_drafts.py
     --stages features3,eagle3, not shipped) on make smollm2's BF16 checkpoint (FP32
     compute, as the runtime): the first 24 tokens of SmolLM2's chat prompt for the
     first held-out prompt. Written beside the head, whose weights it depends on."""

@@ -5,7 +5,7 @@ little-endian bytes, their sum and the first values; the root attributes;
 each dataset's filter ids.  tests/test_trace.c compares it with what the C
 reader reads.  zstd chunks need our plugin:
 
-    HDF5_PLUGIN_PATH=build/plugins python3 tools/trace_roundtrip.py trace.h5
+    HDF5_PLUGIN_PATH=build/plugins python3 tools/golden/trace_roundtrip.py trace.h5
 
 A file whose writer was killed is opened with SWMR read access (--swmr).
 """

@@ -13,7 +13,7 @@
       chatml template, both checked against llama.cpp / transformers elsewhere)
 
 Prompt ids come from bin/spec-tokenize --chat chatml (SmolLM2's default system prompt).
-    make smollm2-f32 && python3 tools/smollm2_runtime_golden.py"""
+    make smollm2-f32 && python3 tools/golden/smollm2_runtime_golden.py"""
 import json
 import os
 import subprocess

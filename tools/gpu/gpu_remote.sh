@@ -4,21 +4,23 @@
 # and transformers, but none of our Debian -dev packages and no registry, so
 # we build here and carry the binaries with the shared libraries it lacks.
 #
-#   here:   tools/gpu_remote.sh pack
+#   here:   tools/gpu/gpu_remote.sh pack
 #           -> build-gpu/ (libraries, test binaries, lib/*.so.*), bin-gpu/
-#           tools/gpu_remote.sh hide   (before the calls; unhide after)
+#           tools/gpu/gpu_remote.sh hide   (before the calls; unhide after)
 #           moves data/smollm2 (32 MB) and the test binaries with no GPU
 #           path (5 MB) into .gpu-hidden/, which does not travel: with them
 #           the tree is over the 64 MiB a call carries
-#   there:  tools/gpu_remote.sh STEP [STEP ...]   (carry build-gpu and bin-gpu)
+#   there:  tools/gpu/gpu_remote.sh STEP [STEP ...]
+#           (carry build-gpu and bin-gpu)
 #     cuda      build/tests/test_cuda alone (the op parity checks; a minute)
 #     test      every test binary through tests/run.sh (what make test runs)
 #     sanitize  each test_cuda test under compute-sanitizer memcheck (leak
 #               check); racecheck and synccheck on the attention /
 #               distribution tests (MEM_TESTS, RACE_TESTS, SAN_TIMEOUT narrow it)
-#     bench     tests/bench_cuda (and with the tiled path off), tools/hf_decode_bench.py,
-#               spec-eval on the demo family (ar / eagle2 / c2t, lossless
-#               checked; eagle2 also with the tiled path off) and
+#     bench     tests/bench_cuda (and with the tiled path off),
+#               tools/experiments/hf_decode_bench.py, spec-eval on the demo
+#               family (ar / eagle2 / c2t, lossless checked; eagle2 also with
+#               the tiled path off) and
 #               spec-collect throughput on the demo family (NO_HF=1 skips the
 #               transformers anchor; BENCH_ALL=1 adds the fast-GEMM and
 #               recorded-graph variants)
@@ -27,32 +29,36 @@
 # SmolLM2 (make smollm2) as a second workload.  Its 98 MB GGUF does not fit
 # one call with the binaries, so it travels in two calls while the machine
 # is warm (30 s between them), with data/ and tests/ left out of the tree:
-#   here:   tools/gpu_remote.sh pack-smollm2   -> .gpu-smollm2-1, .gpu-smollm2-2
+#   here:   tools/gpu/gpu_remote.sh pack-smollm2
+#           -> .gpu-smollm2-1, .gpu-smollm2-2
 #           (git-excluded: the binaries and the GGUF's first part; its second
 #           part, the EAGLE head, the prompts and ../shared/benchmarks)
-#   there:  tools/gpu_remote.sh stage .gpu-smollm2-1            (carry it)
-#           tools/gpu_remote.sh stage .gpu-smollm2-2 smollm2    (carry it)
+#   there:  tools/gpu/gpu_remote.sh stage .gpu-smollm2-1            (carry it)
+#           tools/gpu/gpu_remote.sh stage .gpu-smollm2-2 smollm2    (carry it)
 #     stage DIR  copies DIR into /tmp/c2t-stage (kept while the machine is warm)
 #     smollm2    joins and checks the GGUF, converts it (spec-convert) and runs
-#                tools/smollm2_eval.sh on the GPU (COLLECT_Q, EVAL_Q,
-#                LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1 adds
-#                ar and eagle2 with recorded graphs)
-# SmolLM2's EAGLE head at GPU scale (tools/smollm2_gpu.py): the GGUF again in two
-# calls, data/ left out of the tree (the prompts travel in the first part), then
-# the pipeline runs detached, so it can outlast one call while the machine is warm:
-#   here:   tools/gpu_remote.sh pack-head   -> .gpu-head-1, .gpu-head-2; data/ moved
-#           to .gpu-hidden/ (tools/gpu_remote.sh unhide puts it back)
-#   there:  tools/gpu_remote.sh stage .gpu-head-1 [smoke]          (carry it)
-#           tools/gpu_remote.sh stage .gpu-head-2 head [SECONDS]   (carry it)
-#           tools/gpu_remote.sh head-wait [SECONDS]                (no carry)
-#     smoke      tools/smollm2_gpu.py on random weights: the GPU paths and speed
+#                tools/experiments/smollm2_eval.sh on the GPU (COLLECT_Q,
+#                EVAL_Q, LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1
+#                adds ar and eagle2 with recorded graphs)
+# SmolLM2's EAGLE head at GPU scale (tools/gpu/smollm2_gpu.py): the GGUF again
+# in two calls, data/ left out of the tree (the prompts travel in the first
+# part), then the pipeline runs detached, so it can outlast one call while the
+# machine is warm:
+#   here:   tools/gpu/gpu_remote.sh pack-head   -> .gpu-head-1, .gpu-head-2;
+#           data/ moved to .gpu-hidden/ (tools/gpu/gpu_remote.sh unhide puts
+#           it back)
+#   there:  tools/gpu/gpu_remote.sh stage .gpu-head-1 [smoke]          (carry it)
+#           tools/gpu/gpu_remote.sh stage .gpu-head-2 head [SECONDS]   (carry it)
+#           tools/gpu/gpu_remote.sh head-wait [SECONDS]                (no carry)
+#     smoke      tools/gpu/smollm2_gpu.py on random weights: the GPU paths and
+#                speed
 #     head       joins and checks the GGUF, installs the gguf wheel, starts the
 #                pipeline (HEAD_ARGS adds options) and follows its log for
 #                SECONDS (570); head-wait follows it on and, once it has ended,
 #                copies its files (prompts, heads, answer sample, log) to $OUT
 # Logs go to $OUT when it is set (the device tool brings them back).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp/c2t-gpu}
 mkdir -p "$LOG"
 
@@ -82,7 +88,7 @@ STAGE=/tmp/c2t-stage
 pack_smollm2() {
     set -e
     [ -f $SMOLLM2_GGUF ] || { echo "$SMOLLM2_GGUF absent: make smollm2 first" >&2; exit 1; }
-    [ -f build-gpu/lib.tar.xz ] || { echo "build-gpu/lib.tar.xz absent: tools/gpu_remote.sh pack first" >&2; exit 1; }
+    [ -f build-gpu/lib.tar.xz ] || { echo "build-gpu/lib.tar.xz absent: tools/gpu/gpu_remote.sh pack first" >&2; exit 1; }
     grep -qx '/.gpu-smollm2-\*/' .git/info/exclude 2>/dev/null || echo '/.gpu-smollm2-*/' >> .git/info/exclude
     a=.gpu-smollm2-1 b=.gpu-smollm2-2
     rm -rf $a $b && mkdir -p $a/build-gpu $b/data/smollm2 $b/benchmarks
@@ -97,7 +103,7 @@ pack_smollm2() {
 }
 
 step_smollm2() {
-    echo "== smollm2: join and check the GGUF, convert, tools/smollm2_eval.sh on the GPU"
+    echo "== smollm2: join and check the GGUF, convert, tools/experiments/smollm2_eval.sh on the GPU"
     cat $STAGE/smollm2.gguf.a $STAGE/smollm2.gguf.b > /tmp/smollm2.gguf || return 1
     echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
     rm -rf models/smollm2-135m-instruct && mkdir -p models data
@@ -106,7 +112,7 @@ step_smollm2() {
     [ -f data/smollm2/eagle/config.json ] || cp -r $STAGE/data/smollm2 data/
     rm -rf results/smollm2
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
-        LOSSLESS_Q=${LOSSLESS_Q:-2} tools/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
+        LOSSLESS_Q=${LOSSLESS_Q:-2} tools/experiments/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
     cp results/smollm2/*.json results/smollm2/*.txt results/smollm2/*.csv "$LOG/" 2>/dev/null
     if [ -z "${BENCH_ALL:-}" ]; then rm -f "$LOG/train_report.json"; return 0; fi
     echo "-- ar and eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
@@ -142,15 +148,15 @@ hide_data() {
     mkdir -p .gpu-hidden
     [ ! -d data ] || mv data .gpu-hidden/
     tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-    echo "tree without data/: $((tree / 1000000)) MB (tools/gpu_remote.sh unhide puts data/ back)"
+    echo "tree without data/: $((tree / 1000000)) MB (tools/gpu/gpu_remote.sh unhide puts data/ back)"
 }
 
 step_smoke() {
-    echo "== smoke: tools/smollm2_gpu.py on random weights (answers and training paths, their speed)"
+    echo "== smoke: tools/gpu/smollm2_gpu.py on random weights (answers and training paths, their speed)"
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $STAGE/gguf-*.whl || return 1
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     python3 -c 'import torch, tokenizers, numpy; print("torch", torch.__version__, "tokenizers", tokenizers.__version__, "numpy", numpy.__version__)'
-    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout ${SMOKE_TIMEOUT:-150} python3 tools/smollm2_gpu.py --gguf random \
+    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout ${SMOKE_TIMEOUT:-150} python3 tools/gpu/smollm2_gpu.py --gguf random \
         --tokenizer $STAGE/tokenizer.json --prompts $STAGE/prompts --work /tmp/c2t-smoke --out /tmp/c2t-smoke-out \
         --stages answers,train --limit 4000 --max-new 64 --points 300000,1000000000 --gen-seconds 45 \
         --total-seconds 110 2>&1 | tee "$LOG/smoke.log" | grep -v '^ *$'
@@ -160,13 +166,13 @@ step_smoke() {
 HEAD_LOG=/tmp/c2t-head.log
 HEAD_OUT=/tmp/c2t-head-out
 step_head() {
-    echo "== head: join and check the GGUF, start tools/smollm2_gpu.py detached"
+    echo "== head: join and check the GGUF, start tools/gpu/smollm2_gpu.py detached"
     cat $STAGE/smollm2.gguf.a $STAGE/smollm2.gguf.b > /tmp/smollm2.gguf || return 1
     echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $STAGE/gguf-*.whl || return 1
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     rm -rf $HEAD_OUT
-    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 setsid nohup python3 tools/smollm2_gpu.py --gguf /tmp/smollm2.gguf \
+    PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 setsid nohup python3 tools/gpu/smollm2_gpu.py --gguf /tmp/smollm2.gguf \
         --tokenizer $STAGE/tokenizer.json --prompts $STAGE/prompts --out $HEAD_OUT ${HEAD_ARGS:-} \
         > $HEAD_LOG 2>&1 < /dev/null &
     echo $! > /tmp/c2t-head.pid
@@ -257,7 +263,7 @@ step_bench() {
     fi
     echo "== bench: transformers anchor"
     [ -n "${NO_HF:-}" ] && echo "skipped (NO_HF set)" ||
-    PYTHONUNBUFFERED=1 timeout 300 python3 tools/hf_decode_bench.py 2>&1 | grep -v Warning | tee "$LOG/hf_decode.log"
+    PYTHONUNBUFFERED=1 timeout 300 python3 tools/experiments/hf_decode_bench.py 2>&1 | grep -v Warning | tee "$LOG/hf_decode.log"
     echo "== bench: spec-eval on the demo family (GPU)"
     D=data/demo
     ev="bin/spec-eval --target $D/target --template none --max-new-tokens 64 --device cuda
@@ -271,7 +277,7 @@ step_bench() {
         echo "-- eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
         C2T_CUDA_GRAPHS=1 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
     fi
-    echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu_remote.sh's CPU line in docs/cuda.md)"
+    echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu/gpu_remote.sh's CPU line in docs/cuda.md)"
     rm -f /tmp/c2t_collect.h5
     bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
@@ -297,7 +303,7 @@ hide() {
     tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
     carry=$(du -cb build-gpu/tests build-gpu/fuzz build-gpu/plugins build-gpu/lib.tar.xz bin-gpu 2>/dev/null | tail -1 | cut -f1)
     echo "tree $((tree / 1000000)) MB + build-gpu and bin-gpu $((carry / 1000000)) MB (a call carries 67 MB at most);" \
-         "tools/gpu_remote.sh unhide puts data/smollm2 back"
+         "tools/gpu/gpu_remote.sh unhide puts data/smollm2 back"
 }
 unhide() {
     [ ! -d .gpu-hidden/data ] || [ -e data ] || mv .gpu-hidden/data data
@@ -307,7 +313,7 @@ unhide() {
     git status --short data | head -3
 }
 
-[ $# -ge 1 ] || { sed -n 2,39p "$0"; exit 2; }
+[ $# -ge 1 ] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 2; }
 if [ "$1" = pack ]; then pack; exit; fi
 if [ "$1" = hide ]; then hide; exit; fi
 if [ "$1" = unhide ]; then unhide; exit; fi

@@ -1,7 +1,7 @@
 /* Greedy answers, with the target's final features, from llama.cpp decoding
  * many sequences together: the training-data generator of
- * tools/smollm2_drafts.py (answers stage).  Not part of the toolkit's build:
- * the script compiles it against the libllama that tools/llamacpp.sh builds
+ * tools/models/smollm2_drafts.py (answers stage).  Not part of the toolkit's build:
+ * the script compiles it against the libllama that tools/experiments/llamacpp.sh builds
  * from the PyPI sdist.
  *
  * Why llama.cpp: torch's batched generation ran at ~21 answer tokens/s on two

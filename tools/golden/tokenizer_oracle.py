@@ -6,12 +6,12 @@ libraries nobody here wrote: Hugging Face `tokenizers` and `transformers`,
 Google's `sentencepiece`, and fastchat's conversation templates (the ones the
 EAGLE evaluation scripts use).  Versions: tools/requirements.txt.
 
-    python3 tools/tokenizer_oracle.py train     # retrain the small test tokenizers (rarely)
-    python3 tools/tokenizer_oracle.py golden    # rewrite the expected ids / prompts
-    python3 tools/tokenizer_oracle.py speed --tokenizer PATH --text FILE
-                                                # encode throughput (used by make bench)
-    python3 tools/tokenizer_oracle.py fuzz [--n 3000] [--seed 1]
-                                                # random strings: bin/spec-tokenize vs the libraries
+    python3 tools/golden/tokenizer_oracle.py train     # retrain the small test tokenizers (rarely)
+    python3 tools/golden/tokenizer_oracle.py golden    # rewrite the expected ids / prompts
+    python3 tools/golden/tokenizer_oracle.py speed --tokenizer PATH --text FILE
+                                                       # encode throughput (used by make bench)
+    python3 tools/golden/tokenizer_oracle.py fuzz [--n 3000] [--seed 1]
+                                                       # random strings: bin/spec-tokenize vs the libraries
 
 Files under tests/golden/tokenizer/:
   hard_strings.json       project-written hard strings (code, CJK, accents,
@@ -49,7 +49,7 @@ library sources of this machine (no downloads).
 """
 import argparse, glob, json, os, subprocess, sys, time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 GOLD = os.path.join(ROOT, "tests", "golden", "tokenizer")
 SHARED = os.path.join(ROOT, "..", "shared")
 LLAMA2_MODEL = os.path.join(SHARED, "tokenizers", "llama2", "tokenizer.model")

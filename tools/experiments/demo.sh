@@ -10,13 +10,13 @@
 #      C2T beta 0.3..0.9 at equal topk and maximum depth, plus SAGE's
 #      expansion threshold and WETAP's budget -> results/tau_gamma.csv,
 #      results/tau_gamma.png; the table adds sage and wetap at their defaults
-# tools/demo.sh --traces-only runs steps 1-2 and stops (make paper uses the
-# demo trace and classifier for its transfer columns).
+# tools/experiments/demo.sh --traces-only runs steps 1-2 and stops (make paper
+# uses the demo trace and classifier for its transfer columns).
 # Sizes are chosen to finish within 15 minutes on 2 cores; override with
 # DEMO_TRAIN_Q (questions per train file), DEMO_TEST_Q, DEMO_MAX_NEW (tokens
 # per test answer), DEMO_COLLECT_MAX_NEW (per train answer).
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 D=data/demo
 R=results
 TRAIN_Q=${DEMO_TRAIN_Q:-40}

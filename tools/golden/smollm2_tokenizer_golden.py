@@ -11,7 +11,7 @@ llama.cpp is built from the llama-cpp-python==0.3.36 sdist (vendor/llama.cpp):
   pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36
   tar xzf llama_cpp_python-0.3.36.tar.gz && cd llama_cpp_python-0.3.36/vendor/llama.cpp
   cmake -B build -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF && cmake --build build --target llama-tokenize -j2
-then:  python3 tools/smollm2_tokenizer_golden.py LLAMA_TOKENIZE GGUF
+then:  python3 tools/golden/smollm2_tokenizer_golden.py LLAMA_TOKENIZE GGUF
 (each text goes through `llama-tokenize -f FILE --ids --no-escape`: special
 tokens parsed, no BOS since the GGUF says add_bos_token false)."""
 import ast, json, os, subprocess, sys, tempfile
@@ -38,13 +38,13 @@ def tokenize(exe, gguf, text):
 
 def main():
     exe, gguf = sys.argv[1], sys.argv[2]
-    gold = os.path.join(os.path.dirname(__file__), "..", "tests", "golden", "tokenizer")
+    gold = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "tokenizer")
     lib = "llama.cpp llama-tokenize (llama-cpp-python 0.3.36 sdist) on SmolLM2-135M-Instruct.Q4_1.gguf"
     edge = [{"text": t, "ids": tokenize(exe, gguf, t)} for t in EDGE]
     json.dump({"library": lib, "edge": edge}, open(os.path.join(gold, "smollm2_llamacpp_edge.json"), "w"),
               ensure_ascii=False, indent=0)
     ids = {}
-    shared = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "benchmarks")
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "benchmarks")
     for b in BENCH:
         for line in open(os.path.join(shared, b, "question.jsonl"), encoding="utf-8"):
             q = json.loads(line)

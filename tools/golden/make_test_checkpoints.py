@@ -3,7 +3,7 @@
 written by Hugging Face transformers' save_pretrained, with reference logits,
 final hidden states and a greedy generate() continuation.
 
-    python3 tools/make_test_checkpoints.py          # rewrites tests/ckpt, tests/golden
+    python3 tools/golden/make_test_checkpoints.py   # rewrites tests/ckpt, tests/golden
 
 Checkpoints (tests/ckpt/<name>/):
   llama2_f32   LLaMA-2 shape: multi-head attention, untied lm_head, F32
@@ -29,7 +29,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CKPT = os.path.join(ROOT, "tests", "ckpt")
 GOLD = os.path.join(ROOT, "tests", "golden")
 

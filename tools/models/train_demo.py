@@ -4,11 +4,11 @@
 Rerun (about 60 minutes on 2 idle cores; deterministic for a given seed, thread
 count, Python stdlib and package versions, see tools/requirements.txt):
 
-    python3 tools/train_demo.py --out data/demo --seed 0
+    python3 tools/models/train_demo.py --out data/demo --seed 0
 
 Quick smoke test (tiny step counts, throw-away output directory):
 
-    python3 tools/train_demo.py --out /tmp/demo_smoke --seed 0 --smoke
+    python3 tools/models/train_demo.py --out /tmp/demo_smoke --seed 0 --smoke
 
 Stages (each stage reads what the earlier ones wrote into --out, so a failed
 run can be resumed with e.g. --stages eagle,eval,readme):
@@ -955,12 +955,12 @@ def write_readme(out, st):
     L = []
     a = L.append
     a("# C2T demo model family\n")
-    a("Small LLaMA-architecture models trained on the CPU by `tools/train_demo.py`; they exist "
+    a("Small LLaMA-architecture models trained on the CPU by `tools/models/train_demo.py`; they exist "
       "so that the C runtime, the trace collector and the tree builder can be exercised end to "
       "end on real (if tiny) checkpoints in the exact on-disk layouts of the real ones.\n")
     a("Rerun (deterministic for a seed, given the same Python stdlib and the package versions "
       "pinned in `tools/requirements.txt`):\n")
-    a("    python3 tools/train_demo.py --out data/demo --seed 0\n    python3 tools/demo_refs.py\n")
+    a("    python3 tools/models/train_demo.py --out data/demo --seed 0\n    python3 tools/golden/demo_refs.py\n")
     a(f"Trained {st.get('started', '?')} with seed {st.get('seed')}; torch {st.get('versions', {}).get('torch')}, "
       f"transformers {st.get('versions', {}).get('transformers')}, tokenizers "
       f"{st.get('versions', {}).get('tokenizers')}, safetensors {st.get('versions', {}).get('safetensors')}; "
@@ -1008,7 +1008,7 @@ def write_readme(out, st):
           f"{sizes.get('eagle/model.safetensors', 0) / 1e6:.2f} MB BF16 |")
     a("")
     a("`eagle3/` (when present) is an EAGLE-3 head for the same target, trained separately by "
-      "`tools/train_eagle3_demo.py`: see `eagle3/README.md`.\n")
+      "`tools/models/train_eagle3_demo.py`: see `eagle3/README.md`.\n")
     a("`target/` and `draft/` are `save_pretrained(..., safe_serialization=True)` outputs in BF16 "
       "(`config.json`, `generation_config.json`, `model.safetensors`) and load with "
       "`LlamaForCausalLM.from_pretrained`. RMSNorm eps 1e-5, SiLU MLP, no biases.\n")
@@ -1146,7 +1146,7 @@ def write_readme(out, st):
     for name, n in rows:
         a(f"| `{name}` | {n:,} |")
     a(f"\nTotal (without this README): {sum(n for _, n in rows) / 1e6:.2f} MB.\n")
-    a("Golden references for the C tests (`tests/golden/demo_*`) are written by `tools/demo_refs.py`.")
+    a("Golden references for the C tests (`tests/golden/demo_*`) are written by `tools/golden/demo_refs.py`.")
     (out / "README.md").write_text("\n".join(L) + "\n")
 
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Golden references for the C runtime's tests on the demo models that
-tools/train_demo.py wrote into data/demo/. Run after training:
+tools/models/train_demo.py wrote into data/demo/. Run after training:
 
-    python3 tools/demo_refs.py                 # --demo data/demo --golden tests/golden
+    python3 tools/golden/demo_refs.py   # --demo data/demo --golden tests/golden
 
 Everything is computed by Hugging Face code in float32 on the stored BF16
 weights (from_pretrained(..., torch_dtype=torch.float32) upcasts BF16 exactly;
 eager attention), never by this project's own model code:
 
   tests/golden/demo_target.safetensors, tests/golden/demo_draft.safetensors
-      (the layout of tools/make_test_checkpoints.py's goldens)
+      (the layout of tools/golden/make_test_checkpoints.py's goldens)
       input_ids  I64 [T]         the first T (16) tokens of the first prompt of
                                  prompts/code_test.jsonl, encoded by the
                                  tokenizers library (bos first)
@@ -52,7 +52,7 @@ from tokenizers import Tokenizer
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def first_prompt(demo, name):
@@ -89,8 +89,8 @@ def eagle_root_and_chain(demo, target, ids, depth):
     transformers' LlamaDecoderLayer the way EAGLE's cnets1.Model builds it: the
     root's logits, then `depth` nodes down the head's own greedy chain (node i:
     its token, its parent's output feature as input, causal over the context and
-    its ancestors). Also checks that tools/train_demo.py's EagleHead.unroll, the
-    training's view of depth, gives the same chain."""
+    its ancestors). Also checks that EagleHead.unroll (tools/models/train_demo.py),
+    the training's view of depth, gives the same chain."""
     cfgd = json.load(open(demo / "eagle" / "config.json"))
     cfg = LlamaConfig(**{k: v for k, v in cfgd.items() if k != "bias"})
     cfg._attn_implementation = "eager"
@@ -124,7 +124,7 @@ def eagle_root_and_chain(demo, target, ids, depth):
         z = target.lm_head(out).float()
         chain_logits.append(z)
 
-    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT / "tools" / "models"))
     from train_demo import EagleHead
     head = EagleHead(cfgd)
     head.load_state_dict(w)

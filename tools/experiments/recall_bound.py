@@ -29,7 +29,7 @@ Each model column is the better of the two models on the held-out trees, so
 the figures lean optimistic: they bound what a (P, H, d) classifier can gain.
 The last line sums it up (saving_max, saving_mean over the N values).
 
-Usage: python3 tools/recall_bound.py TRACE.h5 [TRACE.h5 ...] [--heldout 0.3]
+Usage: python3 tools/experiments/recall_bound.py TRACE.h5 [TRACE.h5 ...] [--heldout 0.3]
 Needs h5py, hdf5plugin (or HDF5_PLUGIN_PATH=build/plugins) and scikit-learn.
 """
 import argparse

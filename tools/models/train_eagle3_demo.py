@@ -3,8 +3,8 @@
 the published EAGLE-3 layout (SafeAILab/EAGLE eagle/model/cnets.py), and write
 it to data/demo/eagle3/ (config.json + model.safetensors, BF16).
 
-    python3 tools/train_eagle3_demo.py                  # --steps 400, resumable
-    python3 tools/train_eagle3_demo.py --export-only    # write the head from the last checkpoint
+    python3 tools/models/train_eagle3_demo.py                # --steps 400, resumable
+    python3 tools/models/train_eagle3_demo.py --export-only  # write the head from the last checkpoint
 
 The recipe (EAGLE-3 paper; eagle/traineagle3/cnets.py + main.py):
   - features: the inputs of three target layers side by side, fc (3h -> h, no

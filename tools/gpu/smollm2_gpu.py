@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""SmolLM2's EAGLE head at GPU scale: on a lent GPU (tools/gpu_remote.sh head), the
-target writes its own prompts, answers them greedily, and EAGLE heads are trained on
+"""SmolLM2's EAGLE head at GPU scale: on a lent GPU (tools/gpu/gpu_remote.sh head),
+the target writes its own prompts, answers them greedily, and EAGLE heads are trained on
 nested shares of those answers (the data-scaling curve in data/smollm2/README.md).
 
 The pipeline needs only PyTorch, numpy, the gguf package (carried as a wheel) and
@@ -24,8 +24,8 @@ Stages (each one's result kept in --work, so a rerun skips what is done):
            seeded order, so a run cut short by --gen-seconds still holds a fair sample;
            then the second turns of the answered prompts -> answers_t{0,1}.pt
   train    the target's final features (after the last RMSNorm) of every answer, then
-           one EAGLE head (tools/smollm2_drafts.py's EAGLE recipe, unrolled) per point of
-           --points (answer tokens; rows drawn in a seeded order, each point's rows a
+           one EAGLE head (tools/models/smollm2_drafts.py's EAGLE recipe, unrolled) per
+           point of --points (answer tokens; rows drawn in a seeded order, each point's rows a
            superset of the smaller's) -> head_<tokens>/ and its held-out top-1 at
            depths 1-4
   pack     what comes back: the prompts, the heads, a sample of the answers and the log
@@ -50,13 +50,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))
 import smollm2_prompts  # noqa: E402
 from smollm2_drafts import IM_END, chatml  # noqa: E402  (the template spec-eval applies)
 from train_demo import EagleHead, eagle_batch_loss, fmt_secs, log, lr_at  # noqa: E402
 
 SELF_GPU_FIRST_ID = 200000   # question ids of prompts_gpu.jsonl: apart from train/self's
-# the head's recipe: tools/smollm2_drafts.py EAGLE (noise, weights, greedy labels, value
+# the head's recipe: tools/models/smollm2_drafts.py EAGLE (noise, weights, greedy labels, value
 # clipping, 3 unrolled steps); batch and step count per point below
 RECIPE = dict(lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0, p_labels="greedy", clip_value=0.5, unroll=3)
 EVAL_STEPS = 4
@@ -485,7 +485,7 @@ class Rows:
 
 def eagle_loss(head, frozen, batch, m, gen, deep_vocab, top1):
     ids, feat, answer = batch
-    # slot j predicts f_{j+1}, whose greedy token is x_{j+2} (tools/smollm2_drafts.py)
+    # slot j predicts f_{j+1}, whose greedy token is x_{j+2} (tools/models/smollm2_drafts.py)
     mask = torch.cat([answer[:, 2:], torch.zeros((answer.shape[0], 1), dtype=torch.bool, device=ids.device)], 1)
     labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END, device=ids.device)], 1)
     loss, *_ = eagle_batch_loss(head, *frozen, ids, feat, m, gen, mask, labels, top1, deep_vocab)
@@ -565,7 +565,7 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
 
 @torch.no_grad()
 def eval_head(head, target, rows):
-    """Held-out agreement (tools/smollm2_drafts.py stage eval): at every answer position
+    """Held-out agreement (tools/models/smollm2_drafts.py stage eval): at every answer position
     the head's step-k top-1 on its own k-1 predictions against the target's greedy
     token, k = 1..EVAL_STEPS; and step 1's top-3."""
     deep, deep_n, t3 = [0] * EVAL_STEPS, [0] * EVAL_STEPS, 0
@@ -591,14 +591,14 @@ def eval_head(head, target, rows):
 def save_head(head, cfg, d, counts):
     """The head in the public layout, and token_counts.safetensors: how often each
     target token is an answer token of the rows it trained on (spec-eval
-    --draft-vocab N keeps the N most frequent; tools/smollm2_drafts.py stage counts)."""
+    --draft-vocab N keeps the N most frequent; tools/models/smollm2_drafts.py stage counts)."""
     from safetensors.torch import save_file
     d.mkdir(parents=True, exist_ok=True)
     sd = {k: v.detach().to(torch.bfloat16).cpu().contiguous() for k, v in head.state_dict().items()}
     save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
     save_file({"token_counts": counts.cpu()}, str(d / "token_counts.safetensors"),
               metadata={"format": "pt", "source": "SmolLM2 answer tokens of the rows this head trained on "
-                                                  "(tools/smollm2_gpu.py)"})
+                                                  "(tools/gpu/smollm2_gpu.py)"})
     with open(d / "config.json", "w") as f:
         json.dump(head_config(cfg), f, indent=2)
         f.write("\n")
@@ -823,7 +823,7 @@ plot {plots}
 def stage_readme(args, target, tok, work, st):
     """The GPU-scale section of data/smollm2/README.md (from this run's log: data,
     agreement, the scaling curve and its PNG); the rest of that README is
-    tools/smollm2_drafts.py's."""
+    tools/models/smollm2_drafts.py's."""
     out = Path(args.readme_dir)
     A, S, G = st["answers"], st["selfask"], st.get("agree", {})
     a = st["args"]
@@ -843,21 +843,21 @@ def stage_readme(args, target, tok, work, st):
     c0, t0 = by_name(cmp_, args.cpu_head), by_name(tau, args.cpu_head)
     cpu = json.load(open(out / "train_log.json"))
     E = cpu["eagle"]
-    rows.append(f"| CPU head ({cpu['answers']['train']['answer_tokens'] / 1e6:.2f}M, `tools/smollm2_drafts.py`) | "
+    rows.append(f"| CPU head ({cpu['answers']['train']['answer_tokens'] / 1e6:.2f}M, `tools/models/smollm2_drafts.py`) | "
                 f"{cpu['answers']['train']['sequences']:,} | {E['steps']} x {E['tokens_per_batch']:,} | {E['epochs']} | - | "
                 f"{pct(c0['eagle_step_top1']) if c0 else '-'} | " + (f"{t0['tau']:.2f} |" if t0 else "- |"))
     margins = [round(m, 4) for m in G.get("f32_margins", [])]
     big = pts[-1]
     tau_big = by_name(tau, f"head_{big['answer_tokens']}")
-    text = f"""<!-- gpu-scale: written by tools/smollm2_gpu.py --stages readme; everything above is tools/smollm2_drafts.py's -->
-## GPU-scale data (tools/smollm2_gpu.py)
+    text = f"""<!-- gpu-scale: written by tools/gpu/smollm2_gpu.py --stages readme; everything above is tools/models/smollm2_drafts.py's -->
+## GPU-scale data (tools/gpu/smollm2_gpu.py)
 
-On a lent {st['device']} (`tools/gpu_remote.sh pack-head`, then the three calls its header lists), the
+On a lent {st['device']} (`tools/gpu/gpu_remote.sh pack-head`, then the three calls its header lists), the
 target wrote its own prompts, answered them and EAGLE heads were trained on nested shares of the answers,
 all in one detached run of {st['seconds'].get('selfask', 0) + st['seconds'].get('answers', 0) + st['seconds'].get('train', 0):.0f} s. Nothing comes from the benchmarks.
 
 - **Prompts** (`prompts/gpu.jsonl.xz`, {S['prompts']:,}, the reference; `--new-prompts` writes new ones):
-  the target listed topics within the {S['subjects']} subjects of `tools/smollm2_prompts.py`
+  the target listed topics within the {S['subjects']} subjects of `tools/models/smollm2_prompts.py`
   ({S['topics']:,} distinct), then subtopics of each ({S['topics_with_subtopics']:,} in all), then was asked
   each of the four question requests about every one of them ({S['question_requests']:,} requests,
   {S['questions']:,} distinct usable questions); the prompts are its questions and writing, roleplay and
@@ -875,7 +875,7 @@ all in one detached run of {st['seconds'].get('selfask', 0) + st['seconds'].get(
   first difference is a near-tie in F32 (the two tokens' F32 logits differ by {", ".join(map(str, margins)) or "-"})
   that BF16 arithmetic orders the other way.
 
-Heads at {len(pts)} points of the curve (the EAGLE recipe of `tools/smollm2_drafts.py`, 3 unrolled steps;
+Heads at {len(pts)} points of the curve (the EAGLE recipe of `tools/models/smollm2_drafts.py`, 3 unrolled steps;
 rows drawn in a seeded order, each point's a superset of the smaller's; equal epochs at every point, fit
 by one factor into the run's time). Held-out top-1 agreement at depths 1-4 (each depth on the head's own
 earlier predictions) on the held-out prompts' answers, once with the GPU's BF16 features and once
