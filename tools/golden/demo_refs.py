@@ -89,8 +89,9 @@ def eagle_root_and_chain(demo, target, ids, depth):
     transformers' LlamaDecoderLayer the way EAGLE's cnets1.Model builds it: the
     root's logits, then `depth` nodes down the head's own greedy chain (node i:
     its token, its parent's output feature as input, causal over the context and
-    its ancestors). Also checks that EagleHead.unroll (tools/models/train_demo.py),
-    the training's view of depth, gives the same chain."""
+    its ancestors). Also checks that EagleHead.unroll
+    (tools/models/train_demo_eagle.py), the training's view of depth, gives the
+    same chain."""
     cfgd = json.load(open(demo / "eagle" / "config.json"))
     cfg = LlamaConfig(**{k: v for k, v in cfgd.items() if k != "bias"})
     cfg._attn_implementation = "eager"
@@ -125,7 +126,7 @@ def eagle_root_and_chain(demo, target, ids, depth):
         chain_logits.append(z)
 
     sys.path.insert(0, str(ROOT / "tools" / "models"))
-    from train_demo import EagleHead
+    from train_demo_eagle import EagleHead
     head = EagleHead(cfgd)
     head.load_state_dict(w)
     T = len(ids)

@@ -44,7 +44,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_demo as td  # noqa: E402  (corpus, tokenizer, target loader, RMSNorm, rope, lr schedule)
+# train_demo's corpus, tokenizer, target loader, RMSNorm, rope, lr schedule
+from train_demo_common import fmt_secs, log, lr_at  # noqa: E402
+from train_demo_data import Corpus, list_corpus, load_tokenizer  # noqa: E402
+from train_demo_eagle import EagleMLP, RMSNorm, rope  # noqa: E402
+from train_demo_lm import load_lm  # noqa: E402
 
 LAYERS = [1, 3, 5]
 
@@ -66,8 +70,8 @@ class Attention(nn.Module):
         later ones only for their own slot."""
         B, T, _ = x.shape
         pos = torch.arange(T) + step
-        q = td.rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
-        k = td.rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
+        q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
+        k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
         v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
         rep = self.nh // self.nkv
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
@@ -84,16 +88,16 @@ class Attention(nn.Module):
         return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
 
 
-MLP = td.EagleMLP   # the same SwiGLU block as the EAGLE-1 head's
+MLP = EagleMLP   # the same SwiGLU block as the EAGLE-1 head's
 
 
 class MidLayer(nn.Module):
     def __init__(self, c):
         super().__init__()
         h, eps = c["hidden_size"], c["rms_norm_eps"]
-        self.input_layernorm = td.RMSNorm(h, eps)
-        self.hidden_norm = td.RMSNorm(h, eps)
-        self.post_attention_layernorm = td.RMSNorm(h, eps)
+        self.input_layernorm = RMSNorm(h, eps)
+        self.hidden_norm = RMSNorm(h, eps)
+        self.post_attention_layernorm = RMSNorm(h, eps)
         self.self_attn = Attention(c)
         self.mlp = MLP(c)
 
@@ -111,7 +115,7 @@ class Eagle3Head(nn.Module):
         h = c["hidden_size"]
         self.fc = nn.Linear(3 * h, h, bias=False)
         self.midlayer = MidLayer(c)
-        self.norm = td.RMSNorm(h, c["rms_norm_eps"])
+        self.norm = RMSNorm(h, c["rms_norm_eps"])
         self.lm_head = nn.Linear(h, c["draft_vocab_size"], bias=False)
 
 
@@ -209,11 +213,11 @@ def main():
     torch.set_num_threads(args.threads)
     demo, out, work = Path(args.demo), Path(args.out), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    log = json.load(open(demo / "train_log.json"))
-    tok = td.load_tokenizer(demo)
-    root, _ = td.list_corpus()
-    train = td.Corpus(tok, root, log["split"]["train_files"])
-    target = td.load_lm(demo / "target")
+    demo_log = json.load(open(demo / "train_log.json"))
+    tok = load_tokenizer(demo)
+    root, _ = list_corpus()
+    train = Corpus(tok, root, demo_log["split"]["train_files"])
+    target = load_lm(demo / "target")
     for p in target.parameters():
         p.requires_grad_(False)
     used, counts = draft_vocabulary(train, args.draft_vocab)
@@ -234,17 +238,17 @@ def main():
         s = torch.load(ck, weights_only=False)
         head.load_state_dict(s["head"]); opt.load_state_dict(s["opt"]); gen.set_state(s["gen"])
         step, tokens, seconds, hist = s["step"], s["tokens"], s["seconds"], s["hist"]
-        td.log(f"resumed at step {step}")
+        log(f"resumed at step {step}")
     covered = counts[used].sum().item() / counts.sum().item()
-    td.log(f"draft vocabulary {args.draft_vocab} of {V}: {covered:.1%} of the corpus tokens; "
-           f"{sum(p.numel() for p in head.parameters())} parameters")
+    log(f"draft vocabulary {args.draft_vocab} of {V}: {covered:.1%} of the corpus tokens; "
+        f"{sum(p.numel() for p in head.parameters())} parameters")
     pos = train.epoch_windows(args.seq, torch.Generator().manual_seed(args.seed + 2))
     t0 = time.time() - seconds
     while step < args.steps and not args.export_only:
         sel = pos[(step * args.batch) % pos.numel():][:args.batch]
         ids = torch.stack([train.window(int(p), args.seq) for p in sel])
         feats, greedy = target_pass(target, ids)
-        lr = td.lr_at(step, args.steps, args.lr, args.warmup)
+        lr = lr_at(step, args.steps, args.lr, args.warmup)
         for g in opt.param_groups:
             g["lr"] = lr
         loss, losses, accs = unrolled_loss(head, embed, ids, feats, greedy, col, args.length)
@@ -257,9 +261,9 @@ def main():
         hist.append([step, loss.item()] + accs)
         if step % 10 == 0 or step == args.steps:
             el = time.time() - t0
-            td.log(f"step {step}/{args.steps} loss {loss.item():.3f} top-1 by step "
-                   + " ".join(f"{a:.2f}" for a in accs) + f" lr {lr:.1e} {tokens / el:.0f} tok/s "
-                   f"ETA {td.fmt_secs(el / step * (args.steps - step))}")
+            log(f"step {step}/{args.steps} loss {loss.item():.3f} top-1 by step "
+                + " ".join(f"{a:.2f}" for a in accs) + f" lr {lr:.1e} {tokens / el:.0f} tok/s "
+                f"ETA {fmt_secs(el / step * (args.steps - step))}")
         if step % args.save_every == 0 or step == args.steps:
             torch.save(dict(head=head.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
                             tokens=tokens, seconds=time.time() - t0, hist=hist), str(ck) + ".tmp")
@@ -275,7 +279,7 @@ def main():
     with open(out / "train_log.json", "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
-    td.log(f"wrote {out}: {sorted(sd)}")
+    log(f"wrote {out}: {sorted(sd)}")
 
 
 if __name__ == "__main__":
