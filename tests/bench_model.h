@@ -1,7 +1,7 @@
 /* Random-weight LLaMA checkpoints in BF16 for the benchmarks, of two shapes:
  *  - 1B (LLaMA-3.2-1B: hidden 2048, 16 layers, 32 heads, 8 KV heads,
  *    head_dim 64, FFN 8192, vocab 128256, tied embeddings, llama3 RoPE), the
- *    shape tools/hf_decode_bench.py builds in transformers;
+ *    shape tools/experiments/hf_decode_bench.py builds in transformers;
  *  - SmolLM2-135M (hidden 576, 30 layers, 9 heads, 3 KV heads, head_dim 64,
  *    FFN 1536, vocab 49152, tied, RoPE theta 100000): the real model's shape,
  *    for machines where its checkpoint cannot travel (the GPU machine). */

@@ -1,8 +1,8 @@
 /* Encode throughput (MB/s of UTF-8 text) on the concatenated benchmark turns
  * of ../shared/benchmarks, ours next to the reference library's on the same
  * text in the same run: the `tokenizers` library for tokenizer.json files,
- * sentencepiece for tokenizer.model (via tools/tokenizer_oracle.py speed,
- * when python3 and the libraries are present).  Both sides encode turn by
+ * sentencepiece for tokenizer.model (via tools/golden/tokenizer_oracle.py
+ * speed, when python3 and the libraries are present).  Both sides encode turn by
  * turn on one thread, without special tokens; best of 3 runs (both keep
  * their word caches warm across runs; "cold" is our first pass after
  * loading, with an empty cache). */
@@ -36,7 +36,7 @@ static int have_python(void) {
 /* Library MB/s from the oracle, or < 0. */
 static double lib_speed(const char *tokpath, const char *textfile, char *lib, size_t liblen) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "python3 tools/tokenizer_oracle.py speed --tokenizer '%s' --text '%s' 2>/dev/null", tokpath, textfile);
+    snprintf(cmd, sizeof cmd, "python3 tools/golden/tokenizer_oracle.py speed --tokenizer '%s' --text '%s' 2>/dev/null", tokpath, textfile);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     char line[1024] = "";

@@ -4,8 +4,8 @@
  * is regenerated when missing).  In the same run:
  *   1. spec-train with the defaults (10 epochs, --neg-ratio 1): wall time,
  *      records/s, peak RSS (wait4's ru_maxrss of the child);
- *   2. the PyTorch reference (tools/train_oracle.py reference) on the same
- *      file and epochs, with 1 and with 2 torch threads: wall time, and the
+ *   2. the PyTorch reference (tools/golden/train_oracle.py reference) on the
+ *      same file and epochs, with 1 and with 2 torch threads: wall time, and the
  *      ratio to the faster of the two;
  *   3. both again with --neg-ratio 20 (training-bound: 21x the samples).
  * The PyTorch runs are skipped when python3 with torch, h5py and hdf5plugin
@@ -92,7 +92,7 @@ typedef struct { Run r; double total, import_s, read_s, train_s, eval_s, recall,
 
 static PRes run_torch(const char *trace, const char *neg, const char *threads) {
     char out[] = "build/bench/bench_train_torch.json";
-    char *argv[] = {"python3", "tools/train_oracle.py", "reference", "--traces", (char *)trace, "--epochs", "10",
+    char *argv[] = {"python3", "tools/golden/train_oracle.py", "reference", "--traces", (char *)trace, "--epochs", "10",
                     "--neg-ratio", (char *)neg, "--threads", (char *)threads, NULL};
     PRes p;
     memset(&p, 0, sizeof p);

@@ -1,7 +1,7 @@
 /* Chat templates and question files.
  *
  * Rendered prompts are compared with tests/golden/tokenizer/chat_golden.json,
- * written by tools/tokenizer_oracle.py from:
+ * written by tools/golden/tokenizer_oracle.py from:
  *   llama-2-chat  fastchat 0.2.36 get_conv_template("llama-2") with EAGLE's
  *                 system prompt, + " " (EAGLE gen_ea_answer_llama2chat.py);
  *   vicuna        fastchat 0.2.36 get_conv_template("vicuna_v1.1")
@@ -76,7 +76,7 @@ static void test_chat_golden_prompts(void) {
 }
 
 /* chatml against transformers' apply_chat_template with SmolLM2's template
- * (tools/tokenizer_oracle.py chatml): the rendered text always; the ids
+ * (tools/golden/tokenizer_oracle.py chatml): the rendered text always; the ids
  * when the converted SmolLM2 tokenizer is there (make smollm2). */
 static void test_chatml_golden(void) {
     cJSON *g = read_json_file(GOLD "chat_chatml_golden.json");

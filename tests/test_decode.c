@@ -387,7 +387,8 @@ static void test_bad_policy_parameters(void) {
 }
 
 /* The demo EAGLE head's distribution under the root after a prefill equals
- * the one built from transformers' LlamaDecoderLayer (tools/demo_refs.py). */
+ * the one built from transformers' LlamaDecoderLayer
+ * (tools/golden/demo_refs.py). */
 static void test_demo_eagle_head_matches_transformers(void) {
     SafeTensors *g = st_open("tests/golden/demo_eagle.safetensors");
     REQUIRE(g, "golden: %s", err_get());
@@ -426,7 +427,8 @@ static void test_demo_eagle_head_matches_transformers(void) {
            wp[0], worst, ent, went);
     /* Down the head's greedy chain: a node's distribution comes from its
      * parent's output feature, attending to the context and its ancestors
-     * (what tools/train_demo.py's EagleHead.unroll trains the head for). */
+     * (what EagleHead.unroll in tools/models/train_demo_eagle.py trains the
+     * head for). */
     const StTensor *ci = st_find(g, "chain_ids"), *cl = st_find(g, "chain_logits");
     REQUIRE(ci && cl && cl->shape[1] == V, "golden chain tensors missing");
     int node = 0;

@@ -1,8 +1,8 @@
 /* EAGLE-3 heads (infer/spec/draft_eagle3.c): the head's top-k, probabilities
  * and entropy after a prefill, over three tree steps and after a second
  * catch-up equal those of a reference built from transformers' modules
- * (tools/eagle3_golden.py) — for a safetensors head with a reduced draft
- * vocabulary (d2t) and for a pytorch_model.bin head with its own embeddings
+ * (tools/golden/eagle3_golden.py) — for a safetensors head with a reduced
+ * draft vocabulary (d2t) and for a pytorch_model.bin head with its own embeddings
  * and named target layers; the target captures layer inputs only when
  * asked; the kind is detected; bad heads give one clear line. */
 #include "tests/harness.h"
@@ -128,10 +128,11 @@ static void test_demo_head_matches_transformers(void) {
     parity("data/demo/target", NULL, "data/demo/eagle3", "tests/golden/demo_eagle3.safetensors", 1e-4f);
 }
 
-/* The SmolLM2 EAGLE-3 head where one was trained here (tools/smollm2_drafts.py
- * --stages features3,eagle3; not shipped): a draft vocabulary of 8192, layers
+/* The SmolLM2 EAGLE-3 head where one was trained here
+ * (tools/models/smollm2_drafts.py --stages features3,eagle3; not shipped): a
+ * draft vocabulary of 8192, layers
  * 2, 15, 27 of the 30-layer BF16 target, against the references that
- * tools/eagle3_golden.py --smollm2 wrote beside it */
+ * tools/golden/eagle3_golden.py --smollm2 wrote beside it */
 static void test_smollm2_head_matches_transformers(void) {
     if (!file_exists("models/smollm2-eagle3/golden.safetensors") ||
         !file_exists("models/smollm2-135m-instruct/model.safetensors"))

@@ -1,5 +1,5 @@
 /* The GGUF reader (infer/model/gguf.c) against files the `gguf` package
- * wrote (tools/gguf_golden.py): every metadata type, string and number
+ * wrote (tools/golden/gguf_golden.py): every metadata type, string and number
  * arrays, tensor shapes, and F32 / F16 / Q8_0 / Q4_1 values bit for bit
  * equal to gguf.quants.dequantize (llama.cpp's reference).  Then hostile
  * copies: every truncation, lying counts and lengths, bad offsets. */

@@ -1,6 +1,6 @@
 /* PyTorch pytorch_model.bin read natively (infer/model/ptbin.c,
- * torch_pickle.c): files written by torch.save (tools/ptbin_golden.py) give
- * the same bytes as their safetensors twins, a .bin EAGLE head decodes as
+ * torch_pickle.c): files written by torch.save (tools/golden/ptbin_golden.py)
+ * give the same bytes as their safetensors twins, a .bin EAGLE head decodes as
  * its safetensors original does, and every hostile file (foreign globals,
  * damaged zips, views past their storage, the legacy format) is one line
  * naming the file and the problem, never a crash. */

@@ -1,6 +1,6 @@
 /* The LLaMA runtime against Hugging Face transformers (goldens written by
- * tools/make_test_checkpoints.py) and against itself: tree attention equals
- * decoding each root-to-node path, KV keep equals recomputation. */
+ * tools/golden/make_test_checkpoints.py) and against itself: tree attention
+ * equals decoding each root-to-node path, KV keep equals recomputation. */
 #include "tests/harness.h"
 #include "infer/model/generate.h"
 #include "infer/model/llama.h"
@@ -130,7 +130,8 @@ static void test_parity_llama2_f32(void) { parity("llama2_f32"); }
 static void test_parity_llama2_f16_sharded(void) { parity("llama2_f16"); }
 static void test_parity_llama3_f32_gqa_rope_scaling_tied(void) { parity("llama3_f32"); }
 static void test_parity_llama3_bf16(void) { parity("llama3_bf16"); }
-/* the shipped demo family (data/demo, BF16), goldens from tools/demo_refs.py */
+/* the shipped demo family (data/demo, BF16), goldens from
+ * tools/golden/demo_refs.py */
 static void test_parity_demo_target(void) { parity_dir("data/demo/target", "demo_target"); }
 static void test_parity_demo_draft(void) { parity_dir("data/demo/draft", "demo_draft"); }
 
@@ -322,11 +323,11 @@ static void test_cache_overflow_is_an_error(void) {
 }
 
 /* ---- SmolLM2-135M-Instruct (make smollm2, make smollm2-f32) against
- * transformers (tools/smollm2_runtime_golden.py): the F32 conversion holds the
- * GGUF's dequantised weights exactly, so transformers on it is the reference.
- * The BF16 conversion rounds each weight to 8 bits of mantissa; its logits
- * stay within SMOLLM2_BF16_REL of max|logit| of that reference (measured
- * 4.7e-3 on the golden prompt, hidden state 4.3e-3; F32: 1.7e-6). */
+ * transformers (tools/golden/smollm2_runtime_golden.py): the F32 conversion
+ * holds the GGUF's dequantised weights exactly, so transformers on it is the
+ * reference.  The BF16 conversion rounds each weight to 8 bits of mantissa;
+ * its logits stay within SMOLLM2_BF16_REL of max|logit| of that reference
+ * (measured 4.7e-3 on the golden prompt, hidden state 4.3e-3; F32: 1.7e-6). */
 #define SMOLLM2_F32 "models/smollm2-135m-instruct-f32"
 #define SMOLLM2_BF16 "models/smollm2-135m-instruct"
 #define SMOLLM2_BF16_REL 2e-2f

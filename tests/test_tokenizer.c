@@ -1,9 +1,9 @@
 /* Tokenizer parity: our ids against what the reference libraries produce.
  *
- * Expected values come from tools/tokenizer_oracle.py (nobody here wrote the
- * references): the `tokenizers` library for the three small tokenizer.json
- * files it trained (the .json files in tests/golden/tokenizer) and for the demo model's
- * tokenizer; sentencepiece and transformers' LlamaTokenizer for the real
+ * Expected values come from tools/golden/tokenizer_oracle.py (nobody here
+ * wrote the references): the `tokenizers` library for the three small
+ * tokenizer.json files it trained (the .json files in tests/golden/tokenizer)
+ * and for the demo model's tokenizer; sentencepiece and transformers' LlamaTokenizer for the real
  * LLaMA-2 tokenizer.model in ../shared.  Benchmark turns are read from
  * ../shared/benchmarks at test time (only their ids are committed); tests that
  * need ../shared SKIP when it is absent. */
@@ -194,17 +194,17 @@ static int demo_matches(void) {
 }
 static void test_demo_hard(void) {
     if (!file_exists(DEMO_TOK)) SKIP("%s absent (demo model not built)", DEMO_TOK);
-    if (!demo_matches()) SKIP("%s changed since the goldens: rerun python3 tools/tokenizer_oracle.py golden", DEMO_TOK);
+    if (!demo_matches()) SKIP("%s changed since the goldens: rerun python3 tools/golden/tokenizer_oracle.py golden", DEMO_TOK);
     check_hard_json(DEMO_TOK, GOLD "expected_demo.json");
 }
 static void test_demo_bench(void) {
     if (!file_exists(DEMO_TOK)) SKIP("%s absent (demo model not built)", DEMO_TOK);
-    if (!demo_matches()) SKIP("%s changed since the goldens: rerun python3 tools/tokenizer_oracle.py golden", DEMO_TOK);
+    if (!demo_matches()) SKIP("%s changed since the goldens: rerun python3 tools/golden/tokenizer_oracle.py golden", DEMO_TOK);
     check_bench(DEMO_TOK, GOLD "bench_demo.json.zst", 0);
 }
 
 /* SmolLM2: our tokenizer on the spec-convert'ed tokenizer.json against
- * llama.cpp's on the original GGUF (tools/smollm2_tokenizer_golden.py):
+ * llama.cpp's on the original GGUF (tools/golden/smollm2_tokenizer_golden.py):
  * digit and whitespace runs, emoji, CJK, special-token strings; every
  * decode gives the text back. */
 static void test_smollm2_edge_vs_llamacpp(void) {

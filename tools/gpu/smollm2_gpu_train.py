@@ -1,0 +1,307 @@
+"""smollm2_gpu.py's training: the answer rows and their features on the device,
+one EAGLE head per point of the data-scaling curve with its held-out figures
+(stage train), what comes back (stage pack) and a profile of both loops
+(stage profile)."""
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from smollm2_gpu_common import (EVAL_STEPS, IM_END, RECIPE, REPLAN, Progress, load_rows, log, lr_at,
+                                save_state)
+from train_demo_eagle import EagleHead, eagle_batch_loss
+
+
+class Rows:
+    """Training rows on the device: ids of prompt + answer without the last answer id
+    (it is never fed back, so it has no feature), their features, and where each
+    answer starts."""
+
+    def __init__(self, rows, target, batch_tokens, name):
+        seqs = [r["prompt"] + r["answer"][:-1] for r in rows]
+        self.n_prompt = [len(r["prompt"]) for r in rows]
+        self.len = [len(s) for s in seqs]
+        self.off = np.concatenate([[0], np.cumsum(self.len)]).tolist()
+        self.ids = torch.tensor([i for s in seqs for i in s], dtype=torch.long, device=target.dev)
+        self.feat = torch.empty((self.off[-1], target.h), dtype=torch.bfloat16, device=target.dev)
+        order = sorted(range(len(seqs)), key=lambda i: self.len[i])
+        pr = Progress(f"features {name}", len(seqs))
+        i = done = 0
+        while i < len(order):
+            j = i
+            while j < len(order) and (j - i + 1) * self.len[order[j]] <= batch_tokens:
+                j += 1
+            j = max(j, i + 1)
+            sel = order[i:j]
+            ids, _ = self.pad(sel)
+            f = target.features(ids)
+            for b, r in enumerate(sel):
+                self.feat[self.off[r]:self.off[r + 1]] = f[b, :self.len[r]]
+            done += len(sel)
+            i = j
+            pr.show(done, force=i == len(order))
+
+    def pad(self, sel):
+        T = max(self.len[i] for i in sel)
+        ids = torch.full((len(sel), T), IM_END, dtype=torch.long, device=self.ids.device)
+        answer = torch.zeros((len(sel), T), dtype=torch.bool, device=self.ids.device)
+        for b, i in enumerate(sel):
+            ids[b, :self.len[i]] = self.ids[self.off[i]:self.off[i + 1]]
+            answer[b, self.n_prompt[i]:self.len[i]] = True
+        return ids, answer
+
+    def batch(self, sel):
+        ids, answer = self.pad(sel)
+        feat = torch.zeros((*ids.shape, self.feat.shape[1]), dtype=torch.float32, device=ids.device)
+        for b, i in enumerate(sel):
+            feat[b, :self.len[i]] = self.feat[self.off[i]:self.off[i + 1]].float()
+        return ids, feat, answer
+
+    def batches(self, sel, tokens_per_batch, gen):
+        """Batches of row indices of similar length, about tokens_per_batch (padded)
+        tokens each, in an order drawn from gen."""
+        order = sorted(sel, key=lambda i: self.len[i])
+        out, cur = [], []
+        for i in order:
+            cur.append(i)
+            if len(cur) * self.len[i] >= tokens_per_batch:
+                out.append(cur)
+                cur = []
+        if cur:
+            out.append(cur)
+        return [out[p] for p in torch.randperm(len(out), generator=gen).tolist()]
+
+
+def eagle_loss(head, frozen, batch, m, gen, deep_vocab, top1):
+    ids, feat, answer = batch
+    # slot j predicts f_{j+1}, whose greedy token is x_{j+2} (tools/models/smollm2_drafts.py)
+    mask = torch.cat([answer[:, 2:], torch.zeros((answer.shape[0], 1), dtype=torch.bool, device=ids.device)], 1)
+    labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END, device=ids.device)], 1)
+    loss, *_ = eagle_batch_loss(head, *frozen, ids, feat, m, gen, mask, labels, top1, deep_vocab)
+    return loss
+
+
+def head_config(cfg):
+    """EAGLE checkpoint config.json (train_demo_eagle.eagle_config's keys) from the target's."""
+    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+    c.update(vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
+             intermediate_size=cfg["intermediate_size"], num_attention_heads=cfg["num_attention_heads"],
+             num_key_value_heads=cfg["num_key_value_heads"], hidden_act="silu", max_position_embeddings=8192,
+             rms_norm_eps=cfg["rms_norm_eps"], rope_theta=cfg["rope_theta"], rope_scaling=None,
+             initializer_range=0.02, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True, pretraining_tp=1,
+             attention_bias=False, mlp_bias=False)
+    c.update(num_hidden_layers=1, bias=True, pad_token_id=0, torch_dtype="bfloat16", use_cache=True)
+    return c
+
+
+def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, deadline=None):
+    """One head on rows sel: RECIPE, `steps` steps of about tokens_per_batch tokens
+    (warmup + cosine).  With a deadline, the step count is measured against it after
+    REPLAN steps (the first steps load kernels and run slow) and cut to fit, the
+    schedule with it."""
+    dev = target.dev
+    torch.manual_seed(seed)
+    head = EagleHead(head_config(target.cfg)).to(dev)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    ngen = torch.Generator(device=dev).manual_seed(seed)
+    plan = []
+    while len(plan) < steps:
+        plan += rows.batches(sel, tokens_per_batch, gen)
+    plan = plan[:steps]
+    deep_vocab = torch.unique(torch.cat([rows.ids[rows.off[i] + rows.n_prompt[i]:rows.off[i + 1]] for i in sel]))
+    m = dict(RECIPE)
+    opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
+    # the target's embedding and lm_head, frozen (FP32, as the CPU recipe trains)
+    emb = torch.nn.Embedding.from_pretrained(target.emb.float())
+    lm = torch.nn.Linear(target.h, target.emb.shape[0], bias=False, device=dev)
+    lm.weight = torch.nn.Parameter(target.head.float(), requires_grad=False)
+    pr = Progress(f"train {name}", steps)
+    ema = None
+    head.train()
+    times = []
+    planned = steps
+    step = 0
+    while step < steps:
+        if deadline and step == REPLAN:
+            rate = (times[-1] - times[REPLAN // 2]) / (REPLAN - 1 - REPLAN // 2)
+            fit = REPLAN + int((deadline - time.time()) / rate)
+            if fit < steps:
+                steps = max(REPLAN + 1, fit)
+                log(f"train {name}: {steps} of {planned} steps fit the time left ({rate:.3f} s a step)")
+        lr = lr_at(step, steps, m["lr"], m["warmup"])
+        for g in opt.param_groups:
+            g["lr"] = lr
+        top1 = []
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+            loss = eagle_loss(head, (emb, lm), rows.batch(plan[step]), m, ngen, deep_vocab, top1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(head.parameters(), m["clip_value"])
+        opt.step()
+        ema = (loss.item(), top1) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(),
+                                                       [e if a != a else 0.9 * e + 0.1 * a
+                                                        for e, a in zip(ema[1], top1)])
+        pr.show(step + 1, f"loss {ema[0]:.4f} top1 {'/'.join(f'{a:.3f}' for a in ema[1])} lr {lr:.2e}",
+                force=step + 1 == steps)
+        times.append(time.time())
+        step += 1
+    head.eval()
+    late = times[len(times) // 2:]
+    per_step = (late[-1] - late[0]) / max(len(late) - 1, 1)
+    return head, dict(steps=steps, planned_steps=planned, seconds_per_step=round(per_step, 4), tokens_per_batch=tokens_per_batch, final_loss_ema=round(ema[0], 4),
+                      final_step_top1_ema=[round(a, 4) for a in ema[1]], deep_vocab=len(deep_vocab), **m)
+
+
+@torch.no_grad()
+def eval_head(head, target, rows):
+    """Held-out agreement (tools/models/smollm2_drafts.py stage eval): at every answer position
+    the head's step-k top-1 on its own k-1 predictions against the target's greedy
+    token, k = 1..EVAL_STEPS; and step 1's top-3."""
+    deep, deep_n, t3 = [0] * EVAL_STEPS, [0] * EVAL_STEPS, 0
+    for i in range(len(rows.len)):
+        ids, feat, answer = rows.batch([i])
+        emb = target.emb[ids[:, 1:]].float()
+        preds = head.unroll(feat[:, :-1], emb, EVAL_STEPS)
+        keep = answer[:, 2:]
+        want = ids[:, 2:]
+        for k, pred in enumerate(preds):
+            kk = keep.clone()
+            kk[:, :k] = False
+            z = pred[:, :-1][kk] @ target.head.float().T
+            deep[k] += (z.argmax(-1) == want[kk]).sum().item()
+            deep_n[k] += kk.sum().item()
+            if k == 0:
+                t3 += (z.topk(3, -1).indices == want[kk][:, None]).any(-1).sum().item()
+    return dict(heldout_answer_positions=deep_n[0], eagle_step_top1=[round(a / max(b, 1), 4)
+                                                                     for a, b in zip(deep, deep_n)],
+                eagle_top3=round(t3 / max(deep_n[0], 1), 4))
+
+
+def save_head(head, cfg, d, counts):
+    """The head in the public layout, and token_counts.safetensors: how often each
+    target token is an answer token of the rows it trained on (spec-eval
+    --draft-vocab N keeps the N most frequent; tools/models/smollm2_drafts.py stage counts)."""
+    from safetensors.torch import save_file
+    d.mkdir(parents=True, exist_ok=True)
+    sd = {k: v.detach().to(torch.bfloat16).cpu().contiguous() for k, v in head.state_dict().items()}
+    save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
+    save_file({"token_counts": counts.cpu()}, str(d / "token_counts.safetensors"),
+              metadata={"format": "pt", "source": "SmolLM2 answer tokens of the rows this head trained on "
+                                                  "(tools/gpu/smollm2_gpu.py)"})
+    with open(d / "config.json", "w") as f:
+        json.dump(head_config(cfg), f, indent=2)
+        f.write("\n")
+
+
+def stage_train(args, target, tok, work, st):
+    rows = [r for t in (0, 1) for r in load_rows(work / f"answers_t{t}.pt")]
+    train = [r for r in rows if r["split"] == "train" and len(r["answer"]) > 1]
+    held = [r for r in rows if r["split"] == "heldout" and len(r["answer"]) > 1]
+    random.Random(args.seed + 17).shuffle(train)
+    t_rows = Rows(train, target, args.feature_tokens, "train")
+    h_rows = Rows(held, target, args.feature_tokens, "heldout")
+    cum = np.cumsum([len(r["answer"]) for r in train]).tolist()
+    points = sorted({min(p, cum[-1]) for p in args.points}, reverse=True)
+    deadline = st["t_start"] + args.total_seconds
+    st.setdefault("points", {})
+    plan = []
+    for p in points:
+        n = next(i + 1 for i, c in enumerate(cum) if c >= p)
+        tokens = sum(t_rows.len[i] for i in range(n))
+        # the recipe's epochs, at a batch that gives at least --min-steps steps
+        tpb = int(min(max(tokens * args.epochs / args.min_steps, 4096), args.max_batch_tokens))
+        plan.append((p, n, tokens, tpb, max(1, round(tokens * args.epochs / tpb))))
+    # a step's time grows with its batch: measured on the largest, then every point's
+    # steps scaled by one factor (equal epochs for all) to end by the deadline
+    _, rec = train_head(args, target, t_rows, list(range(plan[0][1])), 24, plan[0][3], args.seed, "timing")
+    per_token = rec["seconds_per_step"] / plan[0][3]
+    need = sum(steps * tpb * per_token + 10 for _, _, _, tpb, steps in plan if f"head_{_}" not in st["points"])
+    left = deadline - time.time()
+    scale = max(0.0, min(1.0, left / need)) if need > 0 else 1.0
+    st["train_plan"] = dict(seconds_per_1k_tokens=round(per_token * 1000, 4), needed_s=round(need), left_s=round(left),
+                            scale=round(scale, 3))
+    log(f"train plan: {st['train_plan']}")
+    for p, n, tokens, tpb, steps in plan:
+        name = f"head_{p}"
+        if name in st["points"]:
+            continue
+        steps = max(50, int(steps * scale))
+        if time.time() + steps * tpb * per_token > deadline + 30:
+            log(f"{name}: skipped, {steps} steps do not fit the time left")
+            continue
+        t0 = time.time()
+        # a safety net: the steps planned above should already fit
+        head, rec = train_head(args, target, t_rows, list(range(n)), steps, tpb, args.seed + 1, name,
+                               deadline - 10 * len(plan))
+        rec.update(answer_tokens=cum[n - 1], rows=n, sequence_tokens=tokens, epochs=round(steps * tpb / tokens, 2),
+                   seconds=round(time.time() - t0, 1))
+        rec.update(eval_head(head, target, h_rows))
+        answers = torch.cat([t_rows.ids[t_rows.off[i] + t_rows.n_prompt[i]:t_rows.off[i + 1]] for i in range(n)])
+        save_head(head, target.cfg, work / name, torch.bincount(answers, minlength=target.cfg["vocab_size"]))
+        st["points"][name] = rec
+        log(f"{name}: {rec}")
+        save_state(work, st)
+
+
+def stage_pack(args, target, tok, work, st):
+    """$OUT (at most 8 files): the prompts, every head (safetensors + config in one
+    tar), a sample of the answers (ids) for the agreement check, the log."""
+    import lzma
+    import shutil
+    import tarfile
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if (work / "prompts_gpu.jsonl").exists():
+        shutil.copy(work / "prompts_gpu.jsonl", out / "prompts_gpu.jsonl")
+    for d in sorted(work.glob("head_*")):
+        with tarfile.open(out / f"{d.name}.tar", "w") as t:
+            t.add(d, arcname=d.name)
+    sample = []
+    for t in (0, 1):
+        p = work / f"answers_t{t}.pt"
+        if p.exists():
+            rows = load_rows(p)
+            sample += [r for r in rows if r["split"] == "heldout"] + rows[-200:]
+    with lzma.open(out / "answers_sample.json.xz", "wt") as f:
+        json.dump(sample, f)
+    shutil.copy(work / "log.json", out / "log.json")
+
+
+def stage_profile(args, target, tok, work, st):
+    """Where a decode step and a training step spend their time (torch.profiler, the
+    top ops by device and host time), on synthetic rows: for tuning, no results."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if target.dev.type == "cuda" else [])
+    g = torch.Generator().manual_seed(args.seed)
+    prompts = [torch.randint(3, 49152, (200,), generator=g).tolist() for _ in range(args.profile_rows)]
+    sync = torch.cuda.synchronize if target.dev.type == "cuda" else (lambda: None)
+    target.greedy(prompts[:64], 4)
+    for n_new in (2, 34):
+        sync()
+        t0 = time.time()
+        target.greedy(prompts, n_new)
+        sync()
+        log(f"profile: greedy {len(prompts)} x 200-token prompts, {n_new} new: {time.time() - t0:.3f} s")
+    with profile(activities=acts) as prof:
+        target.greedy(prompts, 8)
+        sync()
+    log("profile: greedy\n" + prof.key_averages().table(sort_by="self_device_time_total" if len(acts) > 1
+                                                         else "self_cpu_time_total", row_limit=14))
+    rows = [dict(prompt=p[:100], answer=p[100:] * 2, split="train") for p in prompts]
+    r = Rows(rows, target, args.feature_tokens, "profile")
+    sel = list(range(len(rows)))
+    train_head(args, target, r, sel, 3, args.max_batch_tokens, 0, "profile warm-up")
+    sync()
+    t0 = time.time()
+    train_head(args, target, r, sel, 5, args.max_batch_tokens, 0, "profile timed")
+    sync()
+    log(f"profile: 5 training steps of {args.max_batch_tokens} tokens (with setup): {time.time() - t0:.3f} s")
+    with profile(activities=acts) as prof:
+        train_head(args, target, r, sel, 2, args.max_batch_tokens, 0, "profile")
+        sync()
+    log("profile: training\n" + prof.key_averages().table(sort_by="self_device_time_total" if len(acts) > 1
+                                                           else "self_cpu_time_total", row_limit=18))
+    log("profile: training by host time\n" + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))

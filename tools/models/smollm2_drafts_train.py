@@ -1,0 +1,230 @@
+"""smollm2_drafts.py's training: batches of answer rows, the resumable training
+loop both drafts share, the EAGLE head (stage eagle), the draft LM (stage
+draft) and the answer-token counts (stage counts)."""
+import json
+import os
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from smollm2_drafts_common import IM_END, TARGET, WORK, Progress, answer_counts, load_rows, load_target
+from train_demo_common import log, lr_at
+from train_demo_eagle import EagleHead, eagle_batch_loss, eagle_config
+
+
+def seq_batches(rows, tokens_per_batch, gen):
+    """Batches of row indices of similar length, about tokens_per_batch tokens each
+    (padded), in a random order drawn from gen."""
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["ids"]))
+    out, cur = [], []
+    for i in order:
+        cur.append(i)
+        if len(cur) * len(rows[i]["ids"]) >= tokens_per_batch:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    perm = torch.randperm(len(out), generator=gen).tolist()
+    return [out[p] for p in perm]
+
+
+def pad_batch(rows, sel):
+    """ids [B, T] (long), feat [B, T, h] FP32, answer [B, T] bool: position t holds an
+    answer token (the prompt and the padding do not)."""
+    T = max(len(rows[i]["ids"]) for i in sel)
+    h = rows[sel[0]]["feat"].shape[-1]
+    ids = torch.full((len(sel), T), IM_END, dtype=torch.long)
+    feat = torch.zeros((len(sel), T, h))
+    answer = torch.zeros((len(sel), T), dtype=torch.bool)
+    for b, i in enumerate(sel):
+        r = rows[i]
+        n = len(r["ids"])
+        ids[b, :n] = r["ids"].long()
+        feat[b, :n] = r["feat"].float()
+        answer[b, r["n_prompt"]:n] = True
+    return ids, feat, answer
+
+
+class Checkpoint:
+    """Resumable training: model, optimizer, step and RNG state in one file, written
+    atomically every `every` steps and at the end."""
+
+    def __init__(self, path, every):
+        self.path, self.every = Path(path), every
+
+    def load(self, model, opt, gen):
+        if not self.path.exists():
+            return 0
+        c = torch.load(self.path, weights_only=False)
+        model.load_state_dict(c["model"])
+        opt.load_state_dict(c["opt"])
+        gen.set_state(c["gen"])
+        log(f"resuming {self.path} at step {c['step']}")
+        return c["step"]
+
+    def save(self, model, opt, gen, step, force=False):
+        if force or step % self.every == 0:
+            tmp = self.path.with_suffix(".tmp")
+            torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step), tmp)
+            os.replace(tmp, self.path)
+
+
+def train_loop(name, model, rows, args, m, loss_fn, seed):
+    """Shared loop of the two drafts: AdamW, warmup + cosine, epochs over length-sorted
+    batches, one progress line every 10 steps, checkpoints in WORK."""
+    gen = torch.Generator().manual_seed(seed)
+    epochs = [seq_batches(rows, m["tokens_per_batch"], gen) for _ in range(m["epochs"])]
+    plan = [b for e in epochs for b in e]
+    steps = len(plan)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=m["lr"],
+                            betas=(0.9, 0.95), weight_decay=m.get("wd", 0.0))
+    ck = Checkpoint(WORK / f"{name}_ckpt.pt", 50)
+    start = ck.load(model, opt, gen)
+    pr = Progress(name, steps)
+    ema = None
+    model.train()
+    for step in range(start, steps):
+        lr = lr_at(step, steps, m["lr"], m["warmup"])
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, acc = loss_fn(model, pad_batch(rows, plan[step]), gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if m.get("clip_value"):
+            torch.nn.utils.clip_grad_value_(model.parameters(), m["clip_value"])
+        else:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        acc = [acc] if isinstance(acc, float) else acc   # one top-1 per unrolled step
+        # a step with no label (nan: short answers) leaves its average as it was
+        ema = (loss.item(), acc) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(),
+                                                      [e if a != a else 0.9 * e + 0.1 * a
+                                                       for e, a in zip(ema[1], acc)])
+        if (step + 1) % 10 == 0 or step + 1 == steps:
+            pr.show(step + 1, f"loss {ema[0]:.4f} top1 {'/'.join(f'{a:.3f}' for a in ema[1])} lr {lr:.2e}")
+        ck.save(model, opt, gen, step + 1, force=step + 1 == steps)
+    model.eval()
+    top1 = [round(a, 4) for a in ema[1]] if ema else None
+    return dict(steps=steps, final_loss_ema=round(ema[0], 4) if ema else None,
+                final_top1_ema=top1[0] if top1 else None, final_step_top1_ema=top1, **m)
+
+
+EAGLE = dict(epochs=4, tokens_per_batch=4096, lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0,
+             p_labels="greedy", clip_value=0.5, unroll=3)
+
+
+def stage_eagle(args, out, st):
+    target, _ = load_target()
+    rows = load_rows("train")
+    if args.eagle_rows_frac < 1:   # a data-scaling point: a seeded share of the answers
+        keep = torch.randperm(len(rows), generator=torch.Generator().manual_seed(args.seed))
+        rows = [rows[i] for i in sorted(keep[:round(len(rows) * args.eagle_rows_frac)].tolist())]
+        log(f"eagle: {len(rows)} of the training answers (--eagle-rows-frac {args.eagle_rows_frac})")
+    c = eagle_config(target.config)
+    torch.manual_seed(args.seed + 1)
+    head = EagleHead(c)
+    embed, lm_head = target.model.embed_tokens, target.lm_head
+    m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll)
+    # every answer token of the training data: the deeper steps' cross-entropy runs over these
+    deep_vocab = torch.unique(torch.cat([r["ids"][r["n_prompt"]:].long() for r in rows]))
+    m["deep_vocab"] = len(deep_vocab)
+
+    def loss_fn(model, batch, gen):
+        ids, feat, answer = batch
+        # slot j predicts f_{j+1}, whose greedy token is x_{j+2}: count the slots whose
+        # x_{j+2} is an answer token (labels known from the greedy answers)
+        mask = answer[:, 2:]
+        mask = torch.cat([mask, torch.zeros((mask.shape[0], 1), dtype=torch.bool)], 1)
+        labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END)], 1)
+        top1 = []
+        loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
+        return loss, top1
+
+    # each training set (a share of the answers, the self-written prompts) has its own checkpoint
+    name = f"eagle_{len(rows)}rows"
+    rec = train_loop(name, head, rows, args, m, loss_fn, args.seed + 1)
+    d = out / "eagle"
+    d.mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
+    save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
+    with open(d / "config.json", "w") as f:
+        json.dump(c, f, indent=2)
+        f.write("\n")
+    rec.update(parameters=sum(v.numel() for v in sd.values()), bytes=(d / "model.safetensors").stat().st_size,
+               train_tokens=sum(len(r["ids"]) for r in rows))
+    st["eagle"] = rec
+
+
+def load_head(out):
+    from safetensors.torch import load_file
+    head = EagleHead(json.load(open(out / "eagle" / "config.json")))
+    head.load_state_dict({k: v.float() for k, v in load_file(str(out / "eagle" / "model.safetensors")).items()})
+    return head.eval()
+
+
+DRAFT = dict(epochs=3, tokens_per_batch=4096, lr=3e-3, warmup=50, wd=0.1, kd_w=0.5,
+             hidden=192, layers=4, heads=3, kv_heads=1, ffn=512)
+
+
+def stage_draft(args, out, st):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from train_demo_eagle import SoftCrossEntropy
+    target, tok = load_target()
+    rows = load_rows("train")
+    m = dict(DRAFT, epochs=args.draft_epochs)
+    tc = target.config
+    cfg = LlamaConfig(vocab_size=tc.vocab_size, hidden_size=m["hidden"], intermediate_size=m["ffn"],
+                      num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
+                      num_key_value_heads=m["kv_heads"], head_dim=m["hidden"] // m["heads"],
+                      max_position_embeddings=tc.max_position_embeddings, rms_norm_eps=tc.rms_norm_eps,
+                      rope_theta=tc.rope_theta, tie_word_embeddings=True, bos_token_id=tc.bos_token_id,
+                      eos_token_id=tc.eos_token_id, pad_token_id=IM_END)
+    torch.manual_seed(args.seed + 2)
+    draft = LlamaForCausalLM(cfg)
+    # embedding (tied): the target's, projected on its top principal directions and scaled
+    # to RMS 0.05, so that the draft starts with the target's notion of which tokens are alike
+    E = target.model.embed_tokens.weight
+    _, _, V = torch.pca_lowrank(E, q=m["hidden"], center=True)
+    P = E @ V
+    with torch.no_grad():
+        draft.model.embed_tokens.weight.copy_(P / P.pow(2).mean().sqrt() * 0.05)
+    W = target.lm_head.weight
+
+    def loss_fn(model, batch, gen):
+        ids, feat, answer = batch
+        keep = answer[:, 1:]
+        z = model.lm_head(model.model(input_ids=ids).last_hidden_state[:, :-1][keep])
+        want = ids[:, 1:][keep]
+        with torch.no_grad():
+            p = F.linear(feat[:, :-1][keep], W).softmax(-1)
+        loss = (1 - m["kd_w"]) * F.cross_entropy(z, want) + m["kd_w"] * SoftCrossEntropy.apply(z, p)
+        return loss, (z.argmax(-1) == want).float().mean().item()
+
+    rec = train_loop(f"draft_{len(rows)}rows", draft, rows, args, m, loss_fn, args.seed + 2)
+    d = out / "draft"
+    draft = draft.to(torch.bfloat16)
+    draft.config.torch_dtype = torch.bfloat16
+    draft.save_pretrained(str(d), safe_serialization=True)
+    for fn in ("tokenizer.json", "tokenizer_config.json"):
+        (d / fn).write_bytes((TARGET / fn).read_bytes())
+    rec.update(parameters=sum(p.numel() for p in draft.parameters()),
+               bytes=(d / "model.safetensors").stat().st_size)
+    st["draft"] = rec
+
+
+def stage_counts(args, out, st):
+    """How often each target token is an answer token of the training data: the
+    reduced draft vocabulary (spec-eval --draft-vocab N) keeps the N most frequent.
+    Written beside both drafts as token_counts.safetensors (I64 [vocab])."""
+    from safetensors.torch import save_file
+    counts = answer_counts(load_rows("train"))
+    for sub in ("eagle", "draft"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        save_file({"token_counts": counts}, str(out / sub / "token_counts.safetensors"),
+                  metadata={"format": "pt", "source": "SmolLM2 answer tokens of data/smollm2/prompts/train.jsonl"})
+    cum = counts.sort(descending=True).values.cumsum(0).double() / counts.sum()
+    st["counts"] = dict(answer_tokens=int(counts.sum()), distinct=int((counts > 0).sum()),
+                        coverage={str(n): round(float(cum[n - 1]), 4) for n in (1024, 2048, 4096, 8192, 16384)})
+    log(f"counts: {st['counts']}")

@@ -1,0 +1,337 @@
+"""train_demo.py's EAGLE head: the model (EAGLE-1 layout, unrollable as the
+decoding loop drafts), the target features it trains on, its loss (also the
+SmolLM2 drafts' and the GPU recipe's), training and export; stage eagle."""
+import json
+import time
+
+from train_demo_common import StepBudget, fmt_secs, log, lr_at
+from train_demo_data import Corpus, list_corpus, load_tokenizer
+from train_demo_lm import load_lm
+
+import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.eps = eps
+
+    def forward(self, x):
+        dt = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dt)
+
+
+def rope(x, pos, theta):
+    d = x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d))
+    f = pos.float()[:, None] * inv[None, :]
+    emb = torch.cat([f, f], dim=-1)
+    cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+    x1, x2 = x[..., :d // 2], x[..., d // 2:]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+class EagleAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, self.nh, self.nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+        self.hd, self.theta = h // self.nh, c["rope_theta"]
+        self.q_proj = nn.Linear(h, self.nh * self.hd, bias=False)
+        self.k_proj = nn.Linear(h, self.nkv * self.hd, bias=False)
+        self.v_proj = nn.Linear(h, self.nkv * self.hd, bias=False)
+        self.o_proj = nn.Linear(self.nh * self.hd, h, bias=False)
+
+    def qkv(self, x):
+        """Queries, keys and values [B, heads, T, hd] of slots 0..T-1 (RoPE at the slot
+        index; keys and values repeated to the query heads)."""
+        B, T, _ = x.shape
+        pos = torch.arange(T, device=x.device)
+        q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
+        k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
+        v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        rep = self.nh // self.nkv
+        return q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+
+    def out(self, o):
+        B, _, T, _ = o.shape
+        return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x)
+        return self.out(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+class EagleMLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, i = c["hidden_size"], c["intermediate_size"]
+        self.gate_proj = nn.Linear(h, i, bias=False)
+        self.up_proj = nn.Linear(h, i, bias=False)
+        self.down_proj = nn.Linear(i, h, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class EagleLayer(nn.Module):
+    """EAGLE-1 decoder layer with index 0: no input_layernorm before attention."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.self_attn = EagleAttention(c)
+        self.mlp = EagleMLP(c)
+        self.post_attention_layernorm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
+
+    def forward(self, x):
+        x = x + self.self_attn(x)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class EagleHead(nn.Module):
+    """out = layer0(fc([embed(token_{t+1}) ; feature_t])); tokens = target lm_head(out).
+    Parameter names are those of EAGLE's cnets1.Model without embed_tokens."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.fc = nn.Linear(2 * c["hidden_size"], c["hidden_size"], bias=True)
+        self.layers = nn.ModuleList([EagleLayer(c)])
+
+    def forward(self, feat, emb):
+        x = self.fc(torch.cat([emb, feat], dim=-1))
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def unroll(self, feat, emb, steps):
+        """The head run `steps` times on its own predictions, as the decoding loop runs it
+        down a draft tree ("training-time test" of EAGLE-3 and HASS, on the EAGLE-1
+        layout). Slot t, step 1: input (emb_t, feat_t), the target's feature. Step k > 1:
+        input (emb_t, step k-1's prediction at slot t-1), and attention over what the
+        drafting cache holds at that point: step 1's keys at slots <= t-k+1 (the context,
+        computed from target features) and step i's key at slot t-(k-i) for i = 2..k (the
+        node's ancestors in the tree, itself last). Returns the k predictions [B, T, h];
+        step k's slots t < k-1 have no ancestors in the sequence and are meaningless."""
+        assert len(self.layers) == 1, "unroll: one decoder layer (EAGLE-1 layout)"
+        layer = self.layers[0]
+        att = layer.self_attn
+        T = feat.shape[1]
+        t = torch.arange(T, device=feat.device)
+        keys, vals, preds = [], [], []
+        inp = feat
+        for k in range(1, steps + 1):
+            x = self.fc(torch.cat([emb, inp], dim=-1))
+            q, kk, vv = att.qkv(x)
+            keys.append(kk)
+            vals.append(vv)
+            # allowed[t, i*T + s]: step (i+1)'s key at slot s is visible to slot t at step k
+            allowed = [t[None, :] <= (t[:, None] - k + 1)]
+            for i in range(2, k + 1):
+                allowed.append(t[None, :] == (t[:, None] - (k - i)))
+            mask = torch.cat(allowed, 1)
+            o = F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(vals, 2), attn_mask=mask)
+            x = x + att.out(o)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            preds.append(x)
+            # the next step's input at slot t is this step's prediction at slot t-1
+            inp = torch.cat([feat[:, :1], x[:, :-1]], 1)
+        return preds
+
+
+def eagle_config(tcfg):
+    """EAGLE checkpoint config.json: the base LlamaConfig with one layer + "bias"."""
+    d = tcfg.to_dict()
+    keep = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads",
+            "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps",
+            "rope_theta", "rope_scaling", "initializer_range", "bos_token_id", "eos_token_id",
+            "tie_word_embeddings", "pretraining_tp", "attention_bias", "mlp_bias"]
+    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+    c.update({k: d[k] for k in keep if k in d})
+    c.update(num_hidden_layers=1, bias=True, pad_token_id=0, torch_dtype="bfloat16", use_cache=True,
+             transformers_version=d.get("transformers_version"))
+    return c
+
+
+@torch.no_grad()
+def target_features(target, windows, bs=8, name="features"):
+    """Final features (LlamaModel output, after the final RMSNorm), FP32 compute."""
+    feats = []
+    t0 = time.time()
+    for i in range(0, len(windows), bs):
+        x = torch.stack(windows[i:i + bs])
+        feats.append(target.model(input_ids=x).last_hidden_state)
+        if (i // bs) % 25 == 0:
+            n = i + x.shape[0]
+            el = time.time() - t0
+            log(f"{name}: {n}/{len(windows)} windows, {n * x.shape[1] / el:.0f} tok/s, "
+                f"ETA {fmt_secs(el / n * (len(windows) - n))}")
+    return torch.cat(feats)
+
+
+class SoftCrossEntropy(torch.autograd.Function):
+    """mean_n( -sum_v p_nv log_softmax(z_n)_v ) = mean_n( logsumexp(z_n) - <p_n, z_n> ),
+    with a fused backward (softmax(z) - p) / N: the [N, vocab] passes dominate the
+    head's training cost on the CPU."""
+
+    @staticmethod
+    def forward(ctx, z, p):
+        lse = torch.logsumexp(z, -1)
+        loss = (lse - torch.linalg.vecdot(p, z)).mean()
+        ctx.save_for_backward(z, p, lse)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        z, p, lse = ctx.saved_tensors
+        dz = z - lse[:, None]
+        dz.exp_().sub_(p).mul_(g / z.shape[0])
+        return dz, None
+
+
+def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, labels=None, step_top1=None,
+                     deep_vocab=None):
+    """EAGLE-1 objective, FP32. Slot j: input (embed(x_{j+1}), f_j) -> predict f_{j+1}.
+    Loss = v_w * SmoothL1(pred, f_{j+1}) + p_w * CE(labels, lm_head pred), where the labels
+    are the target's distribution softmax(lm_head f_{j+1}) (p_labels "soft", the reference)
+    or its greedy token argmax(lm_head f_{j+1}) (p_labels "greedy", see settings()).
+    gen given = training (uniform noise on the input features). mask [B, T-1] (optional)
+    picks the slots that count (EAGLE's loss_mask: the assistant's tokens); labels [B, T-1]
+    (optional) are the target's greedy tokens where already known (answers the target
+    generated greedily), which saves the target's lm_head pass.
+    m["unroll"] = K > 1 adds the head's own k-th prediction for k = 2..K (EagleHead.unroll:
+    what a draft tree's depth k sees), each with the same targets and weight 0.8^(k-1)
+    (EAGLE-3's step weights); step_top1, a list, receives each step's top-1 agreement.
+    deep_vocab (sorted token ids holding every label; greedy labels only) restricts the
+    cross-entropy of steps k > 1 to those tokens, as EAGLE-3's reduced draft vocabulary
+    does: the full-vocabulary lm_head pass dominates the cost on a CPU, and step 1
+    still pushes every other token down through the shared weights.
+    Returns the total loss and step 1's SmoothL1, CE, logits and labels."""
+    h = feat.shape[-1]
+    inp = feat[:, :-1]
+    tgt_all = feat[:, 1:].reshape(-1, h)
+    if gen is not None and m["noise"] > 0:   # EAGLE "data_noise": uniform, std 0.2 (width at len 512)
+        inp = inp + (torch.rand(inp.shape, generator=gen, device=gen.device) - 0.5) * m["noise"]
+    emb = embed(ids[:, 1:])
+    steps = m.get("unroll", 1)
+    preds = head.unroll(inp, emb, steps) if steps > 1 else [head(inp, emb)]
+    if mask is None and steps > 1:
+        mask = torch.ones(inp.shape[:2], dtype=torch.bool, device=inp.device)
+    total, first = 0.0, None
+    for k, pred in enumerate(preds):
+        pred, tgt = pred.reshape(-1, h), tgt_all
+        if mask is not None:
+            # step k+1's slots j < k have no ancestors in the sequence
+            keep = (mask & (torch.arange(mask.shape[1], device=mask.device) >= k)).reshape(-1)
+            pred, tgt = pred[keep], tgt[keep]
+        t_logits = None
+        if labels is not None and m["p_labels"] == "greedy":
+            t_greedy = labels.reshape(-1)[keep] if mask is not None else labels.reshape(-1)
+        else:
+            with torch.no_grad():
+                t_logits = F.linear(tgt, lm_head.weight)
+                t_greedy = t_logits.argmax(-1)
+        if k > 0 and deep_vocab is not None:
+            assert t_logits is None, "deep_vocab needs greedy labels"
+            logits = F.linear(pred, lm_head.weight[deep_vocab])
+            t_greedy = torch.searchsorted(deep_vocab, t_greedy)
+        else:
+            logits = F.linear(pred, lm_head.weight)
+        vloss = F.smooth_l1_loss(pred, tgt, reduction="mean")
+        if m["p_labels"] == "greedy":
+            ploss = F.cross_entropy(logits, t_greedy)
+        else:
+            ploss = SoftCrossEntropy.apply(logits, t_logits.softmax(-1))
+        loss = m["v_w"] * vloss + m["p_w"] * ploss
+        total = loss if k == 0 else total + 0.8 ** k * loss
+        if step_top1 is not None:
+            step_top1.append((logits.argmax(-1) == t_greedy).float().mean().item())
+        if k == 0:
+            first = (vloss, ploss, logits, t_greedy)
+    return (total, *first)
+
+
+def stage_eagle(args, s, out, st):
+    m = s["eagle"]
+    tok = load_tokenizer(out)
+    root, _ = list_corpus()
+    train = Corpus(tok, root, st["split"]["train_files"])
+    target = load_lm(out / "target")            # the saved BF16 weights, FP32 compute
+    for p in target.parameters():
+        p.requires_grad_(False)
+    T = s["seq_len"]
+    gen = torch.Generator().manual_seed(args.seed + 2)
+    pos = train.epoch_windows(T, gen)[:m["feature_windows"]]
+    windows = [train.window(int(p), T) for p in pos]
+    t0 = time.time()
+    feats = target_features(target, windows, name="eagle features")
+    ids = torch.stack(windows)
+    feat_secs = time.time() - t0
+    log(f"eagle: {ids.numel()} feature tokens in {fmt_secs(feat_secs)}")
+    c = eagle_config(target.config)
+    torch.manual_seed(args.seed + 3)
+    head = EagleHead(c)
+    embed, lm_head = target.model.embed_tokens, target.lm_head
+    opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
+    B = m["batch"]
+    budget = StepBudget(m["steps"], args.max_minutes.get("eagle"), "eagle")
+    n = ids.shape[0]
+    order = torch.randperm(n, generator=gen)
+    cursor, ema, tokens = 0, None, 0
+    t1 = time.time()
+    done = step = 0
+    head.train()
+    while step < budget.total:
+        steps = budget.total
+        if cursor + B > n:
+            order, cursor = torch.randperm(n, generator=gen), 0
+        sel = order[cursor:cursor + B]
+        cursor += B
+        lr = lr_at(step, steps, m["lr"], m["warmup"])
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, vloss, ploss, logits, t_greedy = eagle_batch_loss(head, embed, lm_head, ids[sel],
+                                                           feats[sel], m, gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(head.parameters(), m["grad_clip_value"])
+        opt.step()
+        tokens += sel.numel() * (T - 1)
+        step = done = step + 1
+        el = time.time() - t1
+        if done % 20 == 1 or done == steps:
+            acc = (logits.argmax(-1) == t_greedy).float().mean().item()
+            ema = (loss.item(), acc) if ema is None else (0.8 * ema[0] + 0.2 * loss.item(),
+                                                          0.8 * ema[1] + 0.2 * acc)
+            log(f"eagle step {done}/{steps} loss {loss.item():.4f} (v {vloss.item():.4f} "
+                f"p {ploss.item():.3f}) top1 {acc:.3f} (ema {ema[1]:.3f}) lr {lr:.2e} "
+                f"{tokens / el:.0f} tok/s ETA {fmt_secs(el / done * (steps - done))}")
+        budget.update(done)
+    (out / "eagle").mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
+    save_file(sd, str(out / "eagle" / "model.safetensors"), metadata={"format": "pt"})
+    with open(out / "eagle" / "config.json", "w") as f:
+        json.dump(c, f, indent=2)
+        f.write("\n")
+    log(f"eagle: saved {sorted(sd)}")
+    return dict(steps=done, tokens=tokens, feature_tokens=ids.numel(), **budget.record(),
+                feature_windows=len(windows), feature_seconds=round(feat_secs, 1),
+                seconds=round(time.time() - t1, 1),
+                final_top1_ema=round(ema[1], 4), parameters=sum(v.numel() for v in sd.values()),
+                lr=m["lr"], batch=B, seq_len=T, noise=m["noise"], v_w=m["v_w"], p_w=m["p_w"],
+                p_labels=m["p_labels"],
+                grad_clip_value=m["grad_clip_value"],
+                tensors={k: list(v.shape) for k, v in sorted(sd.items())})
+
+
+def load_eagle(out):
+    from safetensors.torch import load_file
+    c = json.load(open(out / "eagle" / "config.json"))
+    head = EagleHead(c)
+    head.load_state_dict({k: v.float() for k, v in load_file(str(out / "eagle" / "model.safetensors")).items()})
+    head.eval()
+    return head

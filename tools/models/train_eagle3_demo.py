@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Train an EAGLE-3 head for the demo target (data/demo/target) on the CPU, in
+the published EAGLE-3 layout (SafeAILab/EAGLE eagle/model/cnets.py), and write
+it to data/demo/eagle3/ (config.json + model.safetensors, BF16).
+
+    python3 tools/models/train_eagle3_demo.py                # --steps 400, resumable
+    python3 tools/models/train_eagle3_demo.py --export-only  # write the head from the last checkpoint
+
+The recipe (EAGLE-3 paper; eagle/traineagle3/cnets.py + main.py):
+  - features: the inputs of three target layers side by side, fc (3h -> h, no
+    bias) maps them to h. EAGLE's rule (2, L/2, L-3) names only two distinct
+    layers of this 6-layer target, so the head names its own in config.json:
+    eagle_aux_hidden_state_layer_ids [1, 3, 5] (low, middle, high; vLLM's key);
+  - one decoder layer whose attention reads [input_layernorm(embed(token));
+    hidden_norm(feature)] (2h) with the feature as residual, then norm and an
+    lm_head over a reduced draft vocabulary: the --draft-vocab most frequent
+    tokens of the training corpus (d2t offsets, t2d mask, as EAGLE's scandata);
+  - training-time test: the head is unrolled --length steps (EAGLE: 7); step 0
+    reads the target's features, step k reads the head's own step k-1 output
+    (before the norm) and the token k further on, at position j + k, attending
+    to step 0's keys of positions <= j and to its own earlier steps at the same
+    slot only (what a tree node sees at depth k); loss = sum_k 0.8^k CE_k, CE
+    only where the target's token is in the draft vocabulary.
+Deviations (all for a CPU budget on an 8M target, and stated in
+data/demo/README.md): labels are the target's greedy tokens (not its soft
+distribution; the demo's EAGLE-1 head made the same choice, for the reason
+given there); lm_head starts from the target's rows of the draft vocabulary;
+short training (--steps x --batch x --seq tokens, one pass over part of the
+corpus); target features are computed on the fly (FP32, from the BF16 weights).
+
+Seeded (--seed) and resumable: a checkpoint (head, optimizer, step, RNG state)
+goes to --work every --save-every steps, and a rerun continues from it.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# train_demo's corpus, tokenizer, target loader, RMSNorm, rope, lr schedule
+from train_demo_common import fmt_secs, log, lr_at  # noqa: E402
+from train_demo_data import Corpus, list_corpus, load_tokenizer  # noqa: E402
+from train_demo_eagle import EagleMLP, RMSNorm, rope  # noqa: E402
+from train_demo_lm import load_lm  # noqa: E402
+
+LAYERS = [1, 3, 5]
+
+
+class Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.nh, self.nkv, self.hd, self.theta = (c["num_attention_heads"], c["num_key_value_heads"],
+                                                  h // c["num_attention_heads"], c["rope_theta"])
+        self.q_proj = nn.Linear(2 * h, self.nh * self.hd, bias=False)
+        self.k_proj = nn.Linear(2 * h, self.nkv * self.hd, bias=False)
+        self.v_proj = nn.Linear(2 * h, self.nkv * self.hd, bias=False)
+        self.o_proj = nn.Linear(self.nh * self.hd, h, bias=False)
+
+    def forward(self, x, step, cache):
+        """x [B, T, 2h] at unrolled step `step` (positions j + step). cache
+        holds the (k, v) of earlier steps; step 0's serve as the context,
+        later ones only for their own slot."""
+        B, T, _ = x.shape
+        pos = torch.arange(T) + step
+        q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
+        k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
+        v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        rep = self.nh // self.nkv
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        cache.append((k, v))
+        k0, v0 = cache[0]
+        scale = 1.0 / math.sqrt(self.hd)
+        s0 = (q @ k0.transpose(2, 3)) * scale
+        s0 = s0.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        diag = [((q * ki).sum(-1) * scale)[..., None] for ki, _ in cache[1:]]
+        a = torch.softmax(torch.cat([s0] + diag, -1), -1)
+        o = a[..., :T] @ v0
+        for i, (_, vi) in enumerate(cache[1:]):
+            o = o + a[..., T + i, None] * vi
+        return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
+
+
+MLP = EagleMLP   # the same SwiGLU block as the EAGLE-1 head's
+
+
+class MidLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, eps = c["hidden_size"], c["rms_norm_eps"]
+        self.input_layernorm = RMSNorm(h, eps)
+        self.hidden_norm = RMSNorm(h, eps)
+        self.post_attention_layernorm = RMSNorm(h, eps)
+        self.self_attn = Attention(c)
+        self.mlp = MLP(c)
+
+    def forward(self, emb, feat, step, cache):
+        x = torch.cat([self.input_layernorm(emb), self.hidden_norm(feat)], -1)
+        h = feat + self.self_attn(x, step, cache)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Eagle3Head(nn.Module):
+    """Parameter names are those of the published EAGLE-3 checkpoints."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.fc = nn.Linear(3 * h, h, bias=False)
+        self.midlayer = MidLayer(c)
+        self.norm = RMSNorm(h, c["rms_norm_eps"])
+        self.lm_head = nn.Linear(h, c["draft_vocab_size"], bias=False)
+
+
+def head_config(tcfg, draft_vocab):
+    d = tcfg.to_dict()
+    keep = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+            "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
+            "bos_token_id", "eos_token_id", "tie_word_embeddings"]
+    c = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}
+    c.update({k: d[k] for k in keep if k in d})
+    c.update(num_hidden_layers=1, draft_vocab_size=draft_vocab, eagle_aux_hidden_state_layer_ids=LAYERS,
+             pad_token_id=0, torch_dtype="bfloat16")
+    return c
+
+
+def draft_vocabulary(corpus, n):
+    """The n most frequent corpus tokens (ties to the lower id), ascending."""
+    counts = torch.bincount(corpus.ids, minlength=corpus.ids.max().item() + 1).double()
+    order = torch.argsort(-counts + torch.arange(counts.numel()) * 1e-9, stable=True)
+    used = torch.sort(order[:n]).values
+    return used, counts
+
+
+@torch.no_grad()
+def target_pass(target, ids):
+    """inputs of LAYERS side by side [B, T, 3h], and greedy next tokens [B, T]"""
+    out = target(input_ids=ids, output_hidden_states=True)
+    feats = torch.cat([out.hidden_states[l] for l in LAYERS], -1)
+    return feats, out.logits.argmax(-1)
+
+
+def unrolled_loss(head, embed, ids, feats, greedy, col, length):
+    """Training-time test. Slot j at step k: token x_{j+1+k}, label the
+    target's greedy token after it (greedy[j+1+k]) as a draft column (-100:
+    outside the draft vocabulary, or past the window)."""
+    B, T = ids.shape
+    h = head.fc(feats)
+    cache, losses, accs = [], [], []
+    for k in range(length):
+        tok = torch.full_like(ids, 0)
+        lab = torch.full_like(ids, -100)
+        n = T - 1 - k
+        if n <= 0:
+            break
+        tok[:, :n] = ids[:, 1 + k:]
+        lab[:, :n] = col[greedy[:, 1 + k:]]
+        out = head.midlayer(embed(tok), h, k, cache)
+        logits = head.lm_head(head.norm(out))
+        ok = lab != -100
+        if not ok.any():   # no label at this depth (short answers): nothing to learn, and CE would be NaN
+            break
+        losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100))
+        with torch.no_grad():
+            accs.append(((logits.argmax(-1) == lab) & ok).sum().item() / max(1, ok.sum().item()))
+        h = out
+    loss = sum(0.8 ** k * l for k, l in enumerate(losses))
+    return loss, [l.item() for l in losses], accs
+
+
+def save_head(out, head, c, used, V):
+    """out/model.safetensors (BF16, with EAGLE's d2t offsets and t2d mask for the
+    draft vocabulary `used`, ascending target ids) and out/config.json; returns the
+    tensors written."""
+    out.mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
+    sd["d2t"] = (used - torch.arange(used.numel())).to(torch.int64)
+    t2d = torch.zeros(V, dtype=torch.bool)
+    t2d[used] = True
+    sd["t2d"] = t2d
+    save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
+    with open(out / "config.json", "w") as f:
+        json.dump(c, f, indent=2)
+        f.write("\n")
+    return sd
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--demo", default="data/demo")
+    ap.add_argument("--out", default="data/demo/eagle3")
+    ap.add_argument("--work", default="build/eagle3_train", help="checkpoints (resumed from)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--length", type=int, default=7, help="unrolled steps (EAGLE-3: 7)")
+    ap.add_argument("--draft-vocab", type=int, default=2048)
+    ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--save-every", type=int, default=20)
+    ap.add_argument("--export-only", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    demo, out, work = Path(args.demo), Path(args.out), Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    demo_log = json.load(open(demo / "train_log.json"))
+    tok = load_tokenizer(demo)
+    root, _ = list_corpus()
+    train = Corpus(tok, root, demo_log["split"]["train_files"])
+    target = load_lm(demo / "target")
+    for p in target.parameters():
+        p.requires_grad_(False)
+    used, counts = draft_vocabulary(train, args.draft_vocab)
+    V = target.config.vocab_size
+    col = torch.full((V,), -100, dtype=torch.int64)
+    col[used] = torch.arange(used.numel())
+    c = head_config(target.config, args.draft_vocab)
+    torch.manual_seed(args.seed)
+    head = Eagle3Head(c)
+    with torch.no_grad():
+        head.lm_head.weight.copy_(target.lm_head.weight[used])
+    embed = target.model.embed_tokens
+    opt = torch.optim.AdamW(head.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    step, tokens, seconds, hist = 0, 0, 0.0, []
+    ck = work / "checkpoint.pt"
+    if ck.exists():
+        s = torch.load(ck, weights_only=False)
+        head.load_state_dict(s["head"]); opt.load_state_dict(s["opt"]); gen.set_state(s["gen"])
+        step, tokens, seconds, hist = s["step"], s["tokens"], s["seconds"], s["hist"]
+        log(f"resumed at step {step}")
+    covered = counts[used].sum().item() / counts.sum().item()
+    log(f"draft vocabulary {args.draft_vocab} of {V}: {covered:.1%} of the corpus tokens; "
+        f"{sum(p.numel() for p in head.parameters())} parameters")
+    pos = train.epoch_windows(args.seq, torch.Generator().manual_seed(args.seed + 2))
+    t0 = time.time() - seconds
+    while step < args.steps and not args.export_only:
+        sel = pos[(step * args.batch) % pos.numel():][:args.batch]
+        ids = torch.stack([train.window(int(p), args.seq) for p in sel])
+        feats, greedy = target_pass(target, ids)
+        lr = lr_at(step, args.steps, args.lr, args.warmup)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, losses, accs = unrolled_loss(head, embed, ids, feats, greedy, col, args.length)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(head.parameters(), 0.5)
+        opt.step()
+        step += 1
+        tokens += ids.numel()
+        hist.append([step, loss.item()] + accs)
+        if step % 10 == 0 or step == args.steps:
+            el = time.time() - t0
+            log(f"step {step}/{args.steps} loss {loss.item():.3f} top-1 by step "
+                + " ".join(f"{a:.2f}" for a in accs) + f" lr {lr:.1e} {tokens / el:.0f} tok/s "
+                f"ETA {fmt_secs(el / step * (args.steps - step))}")
+        if step % args.save_every == 0 or step == args.steps:
+            torch.save(dict(head=head.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
+                            tokens=tokens, seconds=time.time() - t0, hist=hist), str(ck) + ".tmp")
+            os.replace(str(ck) + ".tmp", ck)
+    sd = save_head(out, head, c, used, V)
+    last = hist[-1] if hist else []
+    record = dict(steps=step, tokens=tokens, seconds=round(time.time() - t0 if not args.export_only else 0, 1),
+                  batch=args.batch, seq=args.seq, length=args.length, lr=args.lr, warmup=args.warmup,
+                  seed=args.seed, threads=args.threads, draft_vocab=args.draft_vocab,
+                  corpus_coverage=round(covered, 4), layers=LAYERS, final_loss=last[1] if last else None,
+                  final_top1_by_step=[round(a, 4) for a in last[2:]],
+                  versions=dict(torch=torch.__version__), tensors={k: list(v.shape) for k, v in sorted(sd.items())})
+    with open(out / "train_log.json", "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    log(f"wrote {out}: {sorted(sd)}")
+
+
+if __name__ == "__main__":
+    main()
