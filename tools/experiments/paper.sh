@@ -1,5 +1,5 @@
 #!/bin/sh
-# make paper: the C2T paper's experiments (issue #18) on SmolLM2-135M-Instruct
+# make paper: the C2T paper's experiments on SmolLM2-135M-Instruct
 # (make smollm2) with its EAGLE head (data/smollm2/eagle) -> results/paper/.
 #   1. spec-collect: full EAGLE-2 trees (topk 10, depth 7: 711 nodes, node
 #      depths 1..8 = C2T's d_max) on the first turns of

@@ -115,9 +115,9 @@ step_smollm2() {
         LOSSLESS_Q=${LOSSLESS_Q:-2} tools/experiments/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
     cp results/smollm2/*.json results/smollm2/*.txt results/smollm2/*.csv "$LOG/" 2>/dev/null
     if [ -z "${BENCH_ALL:-}" ]; then rm -f "$LOG/train_report.json"; return 0; fi
-    echo "-- ar and eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
+    echo "-- ar and eagle2 with recorded graphs (--cuda-graphs on)"
     for p in ar eagle2; do
-        C2T_CUDA_GRAPHS=1 bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy $p \
+        bin/spec-eval --cuda-graphs on --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy $p \
             --questions $STAGE/benchmarks/mt_bench/question.jsonl --max-questions ${EVAL_Q:-20} --max-turns 1 \
             --max-new-tokens 128 --no-baseline 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tail -3
     done
@@ -224,8 +224,8 @@ step_cuda() {
 step_test() {
     echo "== test: tests/run.sh over every test binary"
     tests/run.sh $(find build/tests/ -name 'test_*' -type f -perm -u+x | sort) build/fuzz/replay_* tests/test_layers.sh 2>&1 | tee "$LOG/test.log" | grep -Ev '^PASS '
-    echo "== test: test_cuda with recorded graphs (C2T_CUDA_GRAPHS=1)"
-    C2T_CUDA_GRAPHS=1 build/tests/test_cuda 2>&1 | tee "$LOG/test_cuda_graphs.log" | grep -E '^(FAIL|#.*graphs)|passed'
+    echo "== test: test_cuda with recorded graphs (--cuda-graphs on)"
+    build/tests/test_cuda --cuda-graphs on 2>&1 | tee "$LOG/test_cuda_graphs.log" | grep -E '^(FAIL|#.*graphs)|passed'
 }
 
 # test_cuda's tests one by one under a sanitizer tool
@@ -254,12 +254,12 @@ step_sanitize() {
 step_bench() {
     echo "== bench: tests/bench_cuda"
     build/tests/bench_cuda 2>&1 | tee "$LOG/bench_cuda.log"
-    echo "-- the same with the tiled path off (C2T_CUDA_TILED_MAX=0: split GEMM from 5 tokens)"
-    C2T_CUDA_TILED_MAX=0 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|shape|decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
+    echo "-- the same with the tiled path off (--cuda-tiled-max 0: split GEMM from 5 tokens)"
+    build/tests/bench_cuda --cuda-tiled-max 0 2>&1 | grep -E 'gemm path|shape|decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
     if [ -n "${BENCH_ALL:-}" ]; then
-        C2T_CUDA_FAST_GEMM=1 build/tests/bench_cuda 2>&1 | grep -E 'gemm path|shape|decode|tree' | tee -a "$LOG/bench_cuda.log"
-        echo "-- the same with recorded graphs (C2T_CUDA_GRAPHS=1)"
-        C2T_CUDA_GRAPHS=1 build/tests/bench_cuda 2>&1 | grep -E 'shape|decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
+        build/tests/bench_cuda --cuda-fast-gemm on 2>&1 | grep -E 'gemm path|shape|decode|tree' | tee -a "$LOG/bench_cuda.log"
+        echo "-- the same with recorded graphs (--cuda-graphs on)"
+        build/tests/bench_cuda --cuda-graphs on 2>&1 | grep -E 'shape|decode|tree|enqueues' | tee -a "$LOG/bench_cuda.log"
     fi
     echo "== bench: transformers anchor"
     [ -n "${NO_HF:-}" ] && echo "skipped (NO_HF set)" ||
@@ -271,11 +271,11 @@ step_bench() {
     $ev --policy eagle2 --draft $D/eagle --check-lossless --json "$LOG/eval_eagle2.json" 2>&1 | tee "$LOG/eval_eagle2.log"
     $ev --policy c2t --draft $D/eagle --classifier $D/classifier.json --check-lossless \
         --json "$LOG/eval_c2t.json" 2>&1 | tee "$LOG/eval_c2t.log"
-    echo "-- eagle2 with the tiled path off (C2T_CUDA_TILED_MAX=0)"
-    C2T_CUDA_TILED_MAX=0 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
+    echo "-- eagle2 with the tiled path off (--cuda-tiled-max 0)"
+    $ev --cuda-tiled-max 0 --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
     if [ -n "${BENCH_ALL:-}" ]; then
-        echo "-- eagle2 with recorded graphs (C2T_CUDA_GRAPHS=1)"
-        C2T_CUDA_GRAPHS=1 $ev --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
+        echo "-- eagle2 with recorded graphs (--cuda-graphs on)"
+        $ev --cuda-graphs on --policy eagle2 --draft $D/eagle --check-lossless 2>&1 | tail -4
     fi
     echo "== bench: spec-collect on the demo family (GPU; compare tools/gpu/gpu_remote.sh's CPU line in docs/cuda.md)"
     rm -f /tmp/c2t_collect.h5
@@ -284,15 +284,15 @@ step_bench() {
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -2 | tee "$LOG/collect.log"
     rm -f /tmp/c2t_collect.h5
     [ -n "${BENCH_ALL:-}" ] || return 0
-    echo "-- spec-collect with recorded graphs (C2T_CUDA_GRAPHS=1)"
-    C2T_CUDA_GRAPHS=1 bin/spec-collect --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
+    echo "-- spec-collect with recorded graphs (--cuda-graphs on)"
+    bin/spec-collect --cuda-graphs on --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
         --questions $D/prompts/code_train.jsonl --max-questions 10 --topk 10 --depth 10 \
         --out /tmp/c2t_collect.h5 --device cuda 2>&1 | tr '\r' '\n' | grep . | tail -1
 }
 
 # The tracked tree with data/smollm2 set aside, and what a call carries.
-# 2026-11-26 a call of 66 MB by this count was refused; with the CPU-only
-# test binaries out as well (61 MB) it went through.
+# The device tool refuses a call of about 66 MB by this count; with the
+# CPU-only test binaries out as well (61 MB) one goes through.
 CPU_ONLY_TESTS="bench_forward bench_trace bench_train bench_tokenizer test_checkpoint_errors test_ptbin test_decode test_runtime"
 hide() {
     set -e
