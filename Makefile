@@ -195,7 +195,7 @@ smollm2-speed: smollm2
 # The C2T paper's experiments on SmolLM2 + its EAGLE head
 # (tools/experiments/paper.sh): collect per prompt category, train,
 # spec-analyze and transfer, spec-eval sweeps on the six benchmarks ->
-# results/paper/report.md (~100 min)
+# results/paper/report.md (71 min from a fresh clone on 2 cores: docs/results.md)
 paper: smollm2
 	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-analyze $(BIN)/spec-eval $(PLUGIN)
 	@tools/experiments/paper.sh
