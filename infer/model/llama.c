@@ -225,12 +225,13 @@ int llama_capture(LlamaState *s, const int *layers, int n) {
     return 0;
 }
 
-/* aux row block j of each of the n tokens <- the residual stream x */
-static void capture_layer_input(LlamaState *s, int l, int n, int *rows) {
+/* When s captures layer l: aux row block j of each of its n tokens <- x,
+ * their rows of the residual stream (s->x, or a batch's) */
+static void capture_layer_input(LlamaState *s, int l, int n, int *rows, const float *x) {
     for (int j = 0; j < s->n_capture; j++) {
-        if (s->capture[j] != l) continue;
+        if (s->capture[j] != l || n == 0) continue;
         for (int t = 0; t < n; t++) rows[t] = t * s->n_capture + j;
-        s->m->be->copy_rows(s->aux, rows, s->x, NULL, n, s->m->cfg.hidden);
+        s->m->be->copy_rows(s->aux, rows, x, NULL, n, s->m->cfg.hidden);
     }
 }
 
@@ -264,7 +265,7 @@ static void forward_ops(void *arg) {
     const int n = a->n;
     be->embed(s->x, &m->embed, a->tokens, n);
     for (int l = 0; l < c->layers; l++) {
-        if (a->rows) capture_layer_input(s, l, n, a->rows);
+        if (a->rows) capture_layer_input(s, l, n, a->rows, s->x);
         llama_layer_forward(be, c, &m->layer[l], m->inv_freq, s->kv, l, &s->ls, s->x, n, a->pos, a->mask, s->n_past);
     }
     be->rmsnorm(s->hidden, s->x, &m->final_norm, n, c->rms_eps);
@@ -359,20 +360,11 @@ static void batch_layer(const BatchArgs *a, int l) {
     llama_mlp_block(be, c, L, s, b->x, n);
 }
 
-/* Each sequence's rows of the batch into its state: hidden, logits by mode,
- * and the inputs of a captured layer l (l >= 0). */
+/* Each sequence's inputs of layer l, where it captures them. */
 static void batch_capture(const BatchArgs *a, int l) {
-    const Backend *be = a->b->m->be;
     const int h = a->b->m->cfg.hidden;
-    for (int i = 0; i < a->n_seq; i++) {
-        LlamaState *st = a->states[i];
-        const int o = a->off[i], ni = a->off[i + 1] - o;
-        for (int j = 0; j < st->n_capture; j++) {
-            if (st->capture[j] != l || ni == 0) continue;
-            for (int t = 0; t < ni; t++) a->b->rows[t] = t * st->n_capture + j;
-            be->copy_rows(st->aux, a->b->rows, a->b->x + (size_t)o * h, NULL, ni, h);
-        }
-    }
+    for (int i = 0; i < a->n_seq; i++)
+        capture_layer_input(a->states[i], l, a->off[i + 1] - a->off[i], a->b->rows, a->b->x + (size_t)a->off[i] * h);
 }
 
 static void batch_ops(void *arg) {

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))
-from smollm2_drafts_common import IM_END, chatml  # noqa: E402,F401  (the template spec-eval applies)
+from smollm2_drafts_common import IM_END, chatml, read_jsonl  # noqa: E402,F401  (the template spec-eval applies)
 from train_demo_common import fmt_secs, log, lr_at  # noqa: E402,F401
 
 
@@ -34,11 +34,6 @@ class Progress:
         el = now - self.t0
         eta = el / done * (self.total - done) if done else 0
         log(f"{self.name} {done}/{self.total} {extra} elapsed {fmt_secs(el)} ETA {fmt_secs(eta)}")
-
-
-def read_jsonl(p):
-    with open(p, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def save_rows(rows, path):
