@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper
+.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper table3
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -192,6 +192,12 @@ smollm2-eval: smollm2
 # next to llama.cpp
 smollm2-speed: smollm2
 	@tools/experiments/smollm2_speed.sh
+# The C2T paper's Table 3 (batched chain decoding, EAGLE's static chain
+# against C2T's early stop, speedup over ar at each batch size) on SmolLM2
+# (tools/experiments/table3.sh) -> results/table3/
+table3: smollm2
+	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-eval $(PLUGIN)
+	@tools/experiments/table3.sh
 # The C2T paper's experiments on SmolLM2 + its EAGLE head
 # (tools/experiments/paper.sh): collect per prompt category, train,
 # spec-analyze and transfer, spec-eval sweeps on the six benchmarks ->
