@@ -288,6 +288,15 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
              const EvalOptions *o, EvalResult *r) {
     memset(r, 0, sizeof *r);
     if (n > EVAL_MAX_BENCH) { err_set("at most %d question files", EVAL_MAX_BENCH); return -1; }
+    /* every first turn must fit the cache: found now, not after the
+     * questions before it were decoded (later turns depend on answers) */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < sets[i]->n; j++) {
+            int32_t *ids;
+            size_t n_ids;
+            if (session_prompt(s, &sets[i]->q[j], NULL, 0, &ids, &n_ids)) return -1;
+            free(ids);
+        }
     const int batched = o->batch.slots > 1;   /* batch_run makes its own decoders */
     Decoder *dec = NULL, *ar = NULL;
     Policy *ar_policy = NULL;
