@@ -105,7 +105,7 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
     const int p = st->n_past;
     if (ops) {
         const LlamaLayer *L0 = &m->layer[0];
-        LayerScratch *ls = &st->ls;
+        LayerScratch *ls = &st->solo->ls;
         const int reps = 200;
         struct { const char *name; const Weight *w; } mm[] = {
             {"q_proj", &L0->wq}, {"k_proj", &L0->wk}, {"o_proj", &L0->wo}, {"gate_proj", &L0->gate},
@@ -128,7 +128,7 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
         for (int r = 0; r < reps; r++) cuda_backend.rope(ls->q, &p, 1, c->heads, c->head_dim, m->inv_freq);
         printf("  rope q                   %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
         t0 = seconds_synced();
-        for (int r = 0; r < reps; r++) cuda_backend.rmsnorm(ls->xb, st->x, &L0->attn_norm, 1, c->rms_eps);
+        for (int r = 0; r < reps; r++) cuda_backend.rmsnorm(ls->xb, st->solo->x, &L0->attn_norm, 1, c->rms_eps);
         printf("  rmsnorm                  %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
     }
     double t0 = seconds_synced();

@@ -19,14 +19,15 @@ static int script_expand(Draft *d, const Tree *t, const int *nodes, int n, int k
             return -1;
     return 0;
 }
-static int script_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
-    (void)d; (void)tokens; (void)hidden; (void)m; (void)next;
+/* catch-ups commit nothing; tree nodes never reach here (expand) */
+static int script_run(DraftStep *const *steps, int n) {
+    for (int i = 0; i < n; i++) steps[i]->added = 0;
     return 0;
 }
 static void script_free(Draft *d) { free(d->impl); }
 
 static const DraftOps script_draft_ops = {
-    .kind = "script", .free = script_free, .catch_up = script_catch_up, .expand = script_expand};
+    .kind = "script", .free = script_free, .run = script_run, .expand = script_expand};
 
 static inline Draft *draft_scripted(DraftScript fn, void *ctx) {
     ScriptDraft *s = xmalloc(sizeof *s);

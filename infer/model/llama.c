@@ -150,15 +150,21 @@ void layer_scratch_free(const Backend *be, LayerScratch *s) {
 }
 
 void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
-                           KVCache *kv, int kv_layer, LayerScratch *s, const float *in, float *x, int n,
-                           const int *pos, const uint8_t *mask, int n_past) {
+                           int kv_layer, LayerScratch *s, const float *in, float *x, int n, const int *pos,
+                           const SeqView *seqs, int n_seq) {
+    const size_t qd = (size_t)c->heads * c->head_dim, kvd = (size_t)c->kv_heads * c->head_dim;
     float *qkv[3] = {s->q, s->k, s->v};
     const Weight *wqkv[3] = {&l->wq, &l->wk, &l->wv};
     be->matmul_many(qkv, in, wqkv, 3, n);
     be->rope(s->q, pos, n, c->heads, c->head_dim, inv_freq);
     be->rope(s->k, pos, n, c->kv_heads, c->head_dim, inv_freq);
-    be->kv_write(kv, kv_layer, n_past, s->k, s->v, n);
-    be->attention(s->att, s->q, kv, kv_layer, n, n_past + n, mask, c->heads, c->kv_heads, c->head_dim);
+    for (int i = 0; i < n_seq; i++) {
+        const SeqView *q = &seqs[i];
+        if (q->n == 0) continue;
+        be->kv_write(q->kv, kv_layer, q->n_past, s->k + q->off * kvd, s->v + q->off * kvd, q->n);
+        be->attention(s->att + q->off * qd, s->q + q->off * qd, q->kv, kv_layer, q->n, q->n_past + q->n, q->mask,
+                      c->heads, c->kv_heads, c->head_dim);
+    }
     be->matmul(s->xb, s->att, &l->wo, n);
     be->add(x, s->xb, (size_t)n * c->hidden);
 }
@@ -174,12 +180,12 @@ void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *
     be->add(x, s->xb, n * h);
 }
 
-void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
-                         const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
-                         int n, const int *pos, const uint8_t *mask, int n_past) {
+void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
+                         int kv_layer, LayerScratch *s, float *x, int n, const int *pos, const SeqView *seqs,
+                         int n_seq) {
     if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
     else be->copy(s->xb, x, (size_t)n * c->hidden);
-    llama_attention_block(be, c, l, inv_freq, kv, kv_layer, s, s->xb, x, n, pos, mask, n_past);
+    llama_attention_block(be, c, l, inv_freq, kv_layer, s, s->xb, x, n, pos, seqs, n_seq);
     llama_mlp_block(be, c, l, s, x, n);
 }
 
@@ -203,13 +209,11 @@ static void state_reserve(LlamaState *s, int n) {
     const Backend *be = s->m->be;
     const ModelConfig *c = &s->m->cfg;
     if (n <= s->cap) return;
-    if (s->cap) { be->release(s->x); be->release(s->hidden); be->release(s->logits); }
+    if (s->cap) { be->release(s->hidden); be->release(s->logits); }
     s->cap = n;
-    s->x = be->alloc((size_t)n * c->hidden);
     s->hidden = be->alloc((size_t)n * c->hidden);
     s->logits = be->alloc((size_t)n * c->vocab);
     alloc_aux(s);
-    layer_scratch_reserve(be, c, &s->ls, n);
 }
 
 int llama_capture(LlamaState *s, const int *layers, int n) {
@@ -226,7 +230,7 @@ int llama_capture(LlamaState *s, const int *layers, int n) {
 }
 
 /* When s captures layer l: aux row block j of each of its n tokens <- x,
- * their rows of the residual stream (s->x, or a batch's) */
+ * their rows of the batch's residual stream */
 static void capture_layer_input(LlamaState *s, int l, int n, int *rows, const float *x) {
     for (int j = 0; j < s->n_capture; j++) {
         if (s->capture[j] != l || n == 0) continue;
@@ -238,59 +242,23 @@ static void capture_layer_input(LlamaState *s, int l, int n, int *rows, const fl
 void llama_state_free(LlamaState *s) {
     if (!s) return;
     const Backend *be = s->m->be;
-    if (s->cap) { be->release(s->x); be->release(s->hidden); be->release(s->logits); }
+    if (s->cap) { be->release(s->hidden); be->release(s->logits); }
     if (s->aux) be->release(s->aux);
-    layer_scratch_free(be, &s->ls);
+    llama_batch_free(s->solo);
     be->kv_free(s->kv);
     free(s);
 }
 
-typedef struct {
-    LlamaState *s;
-    const int *tokens, *pos;
-    int n;
-    const uint8_t *mask;
-    LogitsMode mode;
-    int *rows;   /* capture_layer_input's scratch, or NULL */
-} ForwardArgs;
-
-/* the ops of one forward pass, nothing returned to the host: a GPU runs
- * them as one recorded graph (backend_recorded) */
-static void forward_ops(void *arg) {
-    const ForwardArgs *a = arg;
-    LlamaState *s = a->s;
-    const LlamaModel *m = s->m;
-    const Backend *be = m->be;
-    const ModelConfig *c = &m->cfg;
-    const int n = a->n;
-    be->embed(s->x, &m->embed, a->tokens, n);
-    for (int l = 0; l < c->layers; l++) {
-        if (a->rows) capture_layer_input(s, l, n, a->rows, s->x);
-        llama_layer_forward(be, c, &m->layer[l], m->inv_freq, s->kv, l, &s->ls, s->x, n, a->pos, a->mask, s->n_past);
-    }
-    be->rmsnorm(s->hidden, s->x, &m->final_norm, n, c->rms_eps);
-    if (a->mode == LOGITS_ALL) be->matmul(s->logits, s->hidden, &m->lm_head, n);
-    else if (a->mode == LOGITS_LAST) be->matmul(s->logits, s->hidden + (size_t)(n - 1) * c->hidden, &m->lm_head, 1);
-}
-
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                   LogitsMode mode) {
-    const LlamaModel *m = s->m;
-    const Backend *be = m->be;
-    const ModelConfig *c = &m->cfg;
     if (n <= 0) { err_set("forward of %d tokens", n); return -1; }
     if (s->n_past + n > s->slots) {
         err_set("context of %d tokens exceeds the KV cache (%d slots)", s->n_past + n, s->slots);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[i], c->vocab); return -1; }
-    state_reserve(s, n);
-    ForwardArgs fa = {s, tokens, pos, n, mask, mode, s->n_capture ? xmalloc(sizeof(int) * n) : NULL};
-    backend_recorded(be, forward_ops, &fa);
-    free(fa.rows);
-    s->n_new = n;
-    return 0;
+    if (!s->solo) s->solo = llama_batch_new(s->m);
+    const int off[2] = {0, n};
+    return llama_forward_batch(s->solo, &s, 1, tokens, pos, off, &mask, &mode);
 }
 
 LlamaBatch *llama_batch_new(const LlamaModel *m) {
@@ -302,22 +270,36 @@ LlamaBatch *llama_batch_new(const LlamaModel *m) {
 void llama_batch_free(LlamaBatch *b) {
     if (!b) return;
     const Backend *be = b->m->be;
-    if (b->cap) { be->release(b->x); be->release(b->hidden); }
+    if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->head_in); }
+    if (b->logits_cap) be->release(b->logits);
     layer_scratch_free(be, &b->ls);
-    free(b->rows);
+    free(b->rows); free(b->seqs); free(b->logit_rows);
     free(b);
 }
 
-static void batch_reserve(LlamaBatch *b, int n) {
+static void batch_reserve(LlamaBatch *b, int n, int n_seq) {
     const Backend *be = b->m->be;
     const ModelConfig *c = &b->m->cfg;
+    if (n_seq > b->seq_cap) {
+        b->seq_cap = n_seq;
+        b->seqs = xrealloc(b->seqs, sizeof(SeqView) * n_seq);
+    }
     if (n <= b->cap) return;
-    if (b->cap) { be->release(b->x); be->release(b->hidden); }
+    if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->head_in); }
     b->cap = n;
     b->x = be->alloc((size_t)n * c->hidden);
     b->hidden = be->alloc((size_t)n * c->hidden);
+    b->head_in = be->alloc((size_t)n * c->hidden);
     b->rows = xrealloc(b->rows, sizeof(int) * n);
+    b->logit_rows = xrealloc(b->logit_rows, sizeof(int) * n);
     layer_scratch_reserve(be, c, &b->ls, n);
+}
+
+static void reserve_logits(LlamaBatch *b, int n) {
+    if (n <= b->logits_cap) return;
+    if (b->logits_cap) b->m->be->release(b->logits);
+    b->logits_cap = n;
+    b->logits = b->m->be->alloc((size_t)n * b->m->cfg.vocab);
 }
 
 typedef struct {
@@ -325,40 +307,10 @@ typedef struct {
     LlamaState *const *states;
     int n_seq;
     const int *tokens, *pos, *off;
-    const uint8_t *const *masks;
     const LogitsMode *modes;
+    int n_logit_rows;   /* rows of b->logit_rows */
+    int n_with, with;   /* sequences that want logits; the last of them */
 } BatchArgs;
-
-/* One decoder layer over every sequence's tokens: the products over all of
- * them, K/V into each sequence's cache, attention within each sequence. */
-static void batch_layer(const BatchArgs *a, int l) {
-    LlamaBatch *b = a->b;
-    const LlamaModel *m = b->m;
-    const Backend *be = m->be;
-    const ModelConfig *c = &m->cfg;
-    const LlamaLayer *L = &m->layer[l];
-    LayerScratch *s = &b->ls;
-    const int n = a->off[a->n_seq];
-    const size_t qd = (size_t)c->heads * c->head_dim, kvd = (size_t)c->kv_heads * c->head_dim;
-    if (L->has_attn_norm) be->rmsnorm(s->xb, b->x, &L->attn_norm, n, c->rms_eps);
-    else be->copy(s->xb, b->x, (size_t)n * c->hidden);
-    float *qkv[3] = {s->q, s->k, s->v};
-    const Weight *wqkv[3] = {&L->wq, &L->wk, &L->wv};
-    be->matmul_many(qkv, s->xb, wqkv, 3, n);
-    be->rope(s->q, a->pos, n, c->heads, c->head_dim, m->inv_freq);
-    be->rope(s->k, a->pos, n, c->kv_heads, c->head_dim, m->inv_freq);
-    for (int i = 0; i < a->n_seq; i++) {
-        LlamaState *st = a->states[i];
-        const int o = a->off[i], ni = a->off[i + 1] - o;
-        if (ni == 0) continue;
-        be->kv_write(st->kv, l, st->n_past, s->k + o * kvd, s->v + o * kvd, ni);
-        be->attention(s->att + o * qd, s->q + o * qd, st->kv, l, ni, st->n_past + ni, a->masks ? a->masks[i] : NULL,
-                      c->heads, c->kv_heads, c->head_dim);
-    }
-    be->matmul(s->xb, s->att, &L->wo, n);
-    be->add(b->x, s->xb, (size_t)n * c->hidden);
-    llama_mlp_block(be, c, L, s, b->x, n);
-}
 
 /* Each sequence's inputs of layer l, where it captures them. */
 static void batch_capture(const BatchArgs *a, int l) {
@@ -367,6 +319,33 @@ static void batch_capture(const BatchArgs *a, int l) {
         capture_layer_input(a->states[i], l, a->off[i + 1] - a->off[i], a->b->rows, a->b->x + (size_t)a->off[i] * h);
 }
 
+/* The LM head once over every row some sequence wants logits of (reading
+ * the head once, not once per sequence), each sequence's rows then copied
+ * to its state; one sequence's rows go straight there. */
+static void batch_logits(const BatchArgs *a) {
+    LlamaBatch *b = a->b;
+    const LlamaModel *m = b->m;
+    const Backend *be = m->be;
+    const int h = m->cfg.hidden, V = m->cfg.vocab, nl = a->n_logit_rows;
+    if (a->n_with == 0) return;
+    if (a->n_with == 1) {
+        LlamaState *st = a->states[a->with];
+        const int first = b->logit_rows[0] - a->off[a->with];
+        be->matmul(st->logits, st->hidden + (size_t)first * h, &m->lm_head, nl);
+        return;
+    }
+    be->copy_rows(b->head_in, NULL, b->hidden, b->logit_rows, nl, h);
+    be->matmul(b->logits, b->head_in, &m->lm_head, nl);
+    for (int i = 0, r = 0; i < a->n_seq; i++) {
+        const int ni = a->off[i + 1] - a->off[i];
+        const int rows = ni == 0 ? 0 : a->modes[i] == LOGITS_ALL ? ni : a->modes[i] == LOGITS_LAST ? 1 : 0;
+        if (rows) be->copy(a->states[i]->logits, b->logits + (size_t)r * V, (size_t)rows * V);
+        r += rows;
+    }
+}
+
+/* the ops of one forward, nothing returned to the host: a GPU runs them as
+ * one recorded graph (backend_recorded) */
 static void batch_ops(void *arg) {
     const BatchArgs *a = arg;
     LlamaBatch *b = a->b;
@@ -377,18 +356,14 @@ static void batch_ops(void *arg) {
     be->embed(b->x, &m->embed, a->tokens, n);
     for (int l = 0; l < c->layers; l++) {
         batch_capture(a, l);
-        batch_layer(a, l);
+        llama_layer_forward(be, c, &m->layer[l], m->inv_freq, l, &b->ls, b->x, n, a->pos, b->seqs, a->n_seq);
     }
     be->rmsnorm(b->hidden, b->x, &m->final_norm, n, c->rms_eps);
     for (int i = 0; i < a->n_seq; i++) {
-        LlamaState *st = a->states[i];
         const int o = a->off[i], ni = a->off[i + 1] - o;
-        const LogitsMode mode = a->modes ? a->modes[i] : LOGITS_ALL;
-        if (ni == 0) continue;
-        be->copy(st->hidden, b->hidden + (size_t)o * h, (size_t)ni * h);
-        if (mode == LOGITS_ALL) be->matmul(st->logits, st->hidden, &m->lm_head, ni);
-        else if (mode == LOGITS_LAST) be->matmul(st->logits, st->hidden + (size_t)(ni - 1) * h, &m->lm_head, 1);
+        if (ni) be->copy(a->states[i]->hidden, b->hidden + (size_t)o * h, (size_t)ni * h);
     }
+    batch_logits(a);
 }
 
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
@@ -409,10 +384,23 @@ int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, con
     if (n <= 0) { err_set("forward of %d tokens", n); return -1; }
     for (int t = 0; t < n; t++)
         if (tokens[t] < 0 || tokens[t] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[t], c->vocab); return -1; }
-    batch_reserve(b, n);
-    for (int i = 0; i < n_seq; i++) state_reserve(states[i], off[i + 1] - off[i] > 0 ? off[i + 1] - off[i] : 1);
-    BatchArgs ba = {b, states, n_seq, tokens, pos, off, masks, modes};
+    batch_reserve(b, n, n_seq);
+    LogitsMode *mode = xmalloc(sizeof *mode * n_seq);
+    int nl = 0, n_with = 0, with = -1;
+    for (int i = 0; i < n_seq; i++) {
+        const int ni = off[i + 1] - off[i];
+        state_reserve(states[i], ni > 0 ? ni : 1);
+        b->seqs[i] = (SeqView){states[i]->kv, states[i]->n_past, off[i], ni, masks ? masks[i] : NULL};
+        mode[i] = modes ? modes[i] : LOGITS_ALL;
+        if (ni && mode[i] == LOGITS_ALL)
+            for (int t = off[i]; t < off[i + 1]; t++) b->logit_rows[nl++] = t;
+        else if (ni && mode[i] == LOGITS_LAST) b->logit_rows[nl++] = off[i + 1] - 1;
+        if (ni && mode[i] != LOGITS_NONE) { n_with++; with = i; }
+    }
+    if (n_with > 1) reserve_logits(b, nl);
+    BatchArgs ba = {b, states, n_seq, tokens, pos, off, mode, nl, n_with, with};
     backend_recorded(b->m->be, batch_ops, &ba);
+    free(mode);
     for (int i = 0; i < n_seq; i++) states[i]->n_new = off[i + 1] - off[i];
     return 0;
 }
@@ -421,6 +409,18 @@ const float *llama_row_logits(LlamaState *s, int row) {
     const LlamaModel *m = s->m;
     m->be->matmul(s->logits, s->hidden + (size_t)row * m->cfg.hidden, &m->lm_head, 1);
     return s->logits;
+}
+
+void llama_rows_logits(LlamaBatch *b, LlamaState *const *states, const int *rows, int n) {
+    const LlamaModel *m = b->m;
+    const Backend *be = m->be;
+    const int h = m->cfg.hidden, V = m->cfg.vocab;
+    if (n == 1) { llama_row_logits(states[0], rows[0]); return; }
+    batch_reserve(b, n, 1);
+    reserve_logits(b, n);
+    for (int i = 0; i < n; i++) be->copy(b->head_in + (size_t)i * h, states[i]->hidden + (size_t)rows[i] * h, h);
+    be->matmul(b->logits, b->head_in, &m->lm_head, n);
+    for (int i = 0; i < n; i++) be->copy(states[i]->logits, b->logits + (size_t)i * V, V);
 }
 
 void llama_commit(LlamaState *s, const int *keep, int m) {

@@ -56,22 +56,35 @@ typedef struct {
 } LayerScratch;
 void layer_scratch_reserve(const Backend *be, const ModelConfig *c, LayerScratch *s, int n);
 void layer_scratch_free(const Backend *be, LayerScratch *s);
-/* x[n][hidden] += attention block; x += MLP block.  K/V go to cache layer
- * kv_layer at slots [n_past, n_past+n). */
-void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l,
-                         const float *inv_freq, KVCache *kv, int kv_layer, LayerScratch *s, float *x,
-                         int n, const int *pos, const uint8_t *mask, int n_past);
+/* One sequence's share of a forward over several (batched decoding; a
+ * single forward is the case of one): its tokens are rows [off, off+n) of
+ * the forward, their K/V go to cache kv at slots [n_past, n_past+n), and
+ * token i sees cache slot j where mask[i*(n_past+n) + j] is set (NULL:
+ * causal). */
+typedef struct {
+    KVCache *kv;
+    int n_past, off, n;
+    const uint8_t *mask;
+} SeqView;
+/* x[n][hidden] += attention block; x += MLP block, over the n tokens of
+ * sequences seqs[0..n_seq): the products over all of them, K/V into each
+ * sequence's cache layer kv_layer, attention within each sequence. */
+void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
+                         int kv_layer, LayerScratch *s, float *x, int n, const int *pos, const SeqView *seqs,
+                         int n_seq);
 /* The two halves of llama_layer_forward, for a layer whose attention input
  * is not norm(x) (EAGLE-3): x += attention over in[n][l->wq.cols], the
  * already normalised input (it may be s->xb); then x += MLP block. */
 void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
-                           KVCache *kv, int kv_layer, LayerScratch *s, const float *in, float *x, int n,
-                           const int *pos, const uint8_t *mask, int n_past);
+                           int kv_layer, LayerScratch *s, const float *in, float *x, int n, const int *pos,
+                           const SeqView *seqs, int n_seq);
 void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n);
 
 #define LLAMA_MAX_CAPTURE 4
 
 typedef enum { LOGITS_ALL, LOGITS_LAST, LOGITS_NONE } LogitsMode;
+
+typedef struct LlamaBatch LlamaBatch;
 
 typedef struct {
     const LlamaModel *m;
@@ -80,8 +93,7 @@ typedef struct {
     int n_past;         /* committed context length */
     int n_new;          /* tokens of the last forward (uncommitted) */
     int cap;            /* token capacity of the buffers below */
-    LayerScratch ls;
-    float *x;           /* [cap][hidden] residual stream */
+    LlamaBatch *solo;   /* llama_forward's scratch (made at its first call) */
     float *hidden;      /* [cap][hidden] final-norm output (what EAGLE-1 heads read) */
     float *logits;      /* [cap][vocab], or one row for LOGITS_LAST */
     int capture[LLAMA_MAX_CAPTURE];   /* layers whose inputs go to aux (llama_capture) */
@@ -104,21 +116,30 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
  * After a LOGITS_NONE forward a caller that needs only some rows pays only
  * for those (tree verification: the path it walks). */
 const float *llama_row_logits(LlamaState *s, int row);
+/* llama_row_logits of row rows[i] of each states[i] (one row each), the LM
+ * head read once for all of them; b is the scratch (llama_batch_new). */
+void llama_rows_logits(LlamaBatch *b, LlamaState *const *states, const int *rows, int n);
 /* Several sequences in one forward (batched decoding).  Sequence i brings
  * tokens[off[i] .. off[i+1]) at positions pos[same], seen through masks[i]
  * over its own cache (NULL: causal; as llama_forward's mask), its logits by
  * modes[i] (masks NULL: all causal; modes NULL: all LOGITS_ALL); the products
- * run once over all the tokens, attention per sequence.  Afterwards each
+ * run once over all the tokens (the LM head once over every row wanted),
+ * attention per sequence.  llama_forward is the case of one.  Afterwards each
  * states[i] holds its rows as after its own llama_forward (hidden, logits
  * by mode, captured inputs), ready for llama_row_logits and llama_commit.
  * The batch's scratch lives in b (llama_batch_new), one per model. */
-typedef struct {
+struct LlamaBatch {
     const LlamaModel *m;
     int cap;            /* token capacity */
     LayerScratch ls;
     float *x, *hidden;  /* [cap][hidden]: the residual stream, the final norm's output */
-    int *rows;
-} LlamaBatch;
+    float *head_in;     /* [cap][hidden]: the rows the LM head reads, gathered */
+    float *logits;      /* [logits_cap][vocab]: their logits, before each goes to its state */
+    int logits_cap;
+    int *rows, *logit_rows;
+    SeqView *seqs;
+    int seq_cap;
+};
 LlamaBatch *llama_batch_new(const LlamaModel *m);
 void llama_batch_free(LlamaBatch *b);
 /* 0, or -1 with err_set (a cache that would overflow names its sequence). */

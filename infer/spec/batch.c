@@ -1,83 +1,189 @@
-/* Batched decoding (infer/spec/batch.h). */
+/* Batched decoding (infer/spec/batch.h).  Each slot is a fiber (glibc's
+ * ucontext) running the one-sequence code, session_question over
+ * decoder_run; its decoder's and draft's gate suspends it at every model
+ * product.  The scheduler resumes the fibers until each waits, then runs
+ * the calls of one kind of every waiting slot as one batched product and
+ * resumes those slots.  Draft forwards and verification rows go first, so
+ * that the slots whose trees are ready wait for the rest and the target's
+ * forward verifies as many trees as possible; prompts are prefilled
+ * together, apart from verification (a prompt of hundreds of tokens would
+ * change how the trees' products are summed, see batch.h). */
 #include "infer/spec/batch.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
+
+/* Each fiber's stack: the decoding loop, a policy's build and the kernels'
+ * host code run on it (OpenMP's other threads have their own). */
+#define FIBER_STACK (1 << 20)
+
+typedef enum { FIBER_READY, FIBER_WAITING, FIBER_BARRIER, FIBER_DONE } FiberState;
+
+typedef struct Run Run;
 
 typedef struct {
+    Gate gate;            /* first member: a gate is its slot */
+    Run *run;
+    ucontext_t ctx;
+    void *stack;
+    FiberState state;
+    GateCall *call;       /* what it waits on (FIBER_WAITING) */
+    int rc;               /* that call's result */
     Decoder *dec;
     Policy *policy;
-    Draft *draft;         /* the slot's own (NULL for ar) */
-    int job;              /* index of its question, -1 when idle */
-    int turn;             /* 0-based turn in progress */
-    const char **answers; /* the question's answers so far */
-    int32_t *ids;         /* the turn's prompt */
-    size_t n_ids;
-    int *out;             /* the turn's tokens */
-    DecodeStats st;
+    Draft *draft;         /* its own clone of the session's (NULL for ar) */
 } Slot;
 
-typedef struct {
+struct Run {
     Session *s;
     const BatchOptions *o;
     const Question *const *qs;
     int n, next;          /* questions, and the next one not yet taken */
     TurnFn fn;
     void *const *ctxs;
-} Run;
+    ucontext_t sched;
+    Slot *slots;
+    LlamaBatch *lb;       /* the target's batched forwards */
+    int failed;
+    char err[1024];       /* the first failure */
+};
 
-static void slot_drop_job(Slot *sl, const Question *q) {
-    for (int i = 0; i < q->n_turns; i++) free((char *)sl->answers[i]);
-    free(sl->answers);
-    sl->answers = NULL;
-    sl->job = -1;
+static Slot *fiber_starting;   /* fiber_main's slot (makecontext passes ints only) */
+
+static int slot_pass(Gate *g, GateCall *call) {
+    Slot *sl = (Slot *)g;
+    sl->call = call;
+    sl->state = FIBER_WAITING;
+    swapcontext(&sl->ctx, &sl->run->sched);
+    return sl->rc;
 }
 
-/* Prefill of the slot's next turn. */
-static int slot_start_turn(Run *r, Slot *sl) {
-    const Question *q = r->qs[sl->job];
-    if (session_prompt(r->s, q, sl->answers, sl->turn, &sl->ids, &sl->n_ids)) return -1;
-    int *prompt = xmalloc(sizeof(int) * sl->n_ids);
-    for (size_t i = 0; i < sl->n_ids; i++) prompt[i] = sl->ids[i];
-    int rc = decoder_begin(sl->dec, prompt, (int)sl->n_ids, r->s->cfg.max_new, sl->out, &sl->st);
-    free(prompt);
-    return rc;
+static void fail(Run *r) {
+    if (!r->failed) snprintf(r->err, sizeof r->err, "%s", err_get());
+    r->failed = 1;
 }
 
-/* The slot's turn is done: its answer joins the question's, fn sees it;
- * the question ends with its last turn. */
-static int slot_finish_turn(Run *r, Slot *sl) {
-    const Question *q = r->qs[sl->job];
-    int n = decoder_end(sl->dec);
-    sl->answers[sl->turn] = session_answer(r->s, sl->out, n);
-    int rc = r->fn ? r->fn(r->ctxs[sl->job], q, sl->turn, sl->ids, sl->n_ids, sl->out, n, &sl->st) : 0;
-    free(sl->ids);
-    sl->ids = NULL;
-    if (++sl->turn == q->n_turns) slot_drop_job(sl, q);
-    return rc;
-}
-
-/* Gives the slot a turn in progress: the next of its question, or the first
- * of the next question when take_new; idle when there is none. */
-static int slot_advance(Run *r, Slot *sl, int take_new) {
+/* A slot's life: the next question not yet taken, all its turns, again;
+ * with static batches each group of questions starts when every slot is
+ * idle (the barrier). */
+static void fiber_main(void) {
+    Slot *sl = fiber_starting;
+    Run *r = sl->run;
     for (;;) {
-        if (sl->job < 0) {
-            if (!take_new || r->next >= r->n) return 0;
-            sl->job = r->next++;
-            sl->turn = 0;
-            sl->answers = xcalloc(r->qs[sl->job]->n_turns, sizeof(char *));
+        if (r->o->static_batches) {
+            sl->state = FIBER_BARRIER;
+            swapcontext(&sl->ctx, &r->sched);
         }
-        if (slot_start_turn(r, sl)) return -1;
-        if (!sl->dec->done) return 0;
-        if (slot_finish_turn(r, sl)) return -1;   /* ended at its first token */
+        if (r->failed || r->next >= r->n) break;
+        const int job = r->next++;
+        if (session_question(r->s, sl->dec, r->qs[job], r->fn, r->ctxs[job])) { fail(r); break; }
     }
+    sl->state = FIBER_DONE;   /* returns to the scheduler through uc_link */
 }
 
-static void slots_free(Slot *sl, int n, const Run *r) {
+/* The calls of kind k of every slot waiting on one, as one product. */
+static int run_calls(Run *r, GateKind k) {
+    const int ns = r->o->slots;
+    Slot **w = xmalloc(sizeof *w * ns);
+    int n = 0, total = 0;
+    for (int i = 0; i < ns; i++)
+        if (r->slots[i].state == FIBER_WAITING && r->slots[i].call->kind == k) {
+            w[n++] = &r->slots[i];
+            total += r->slots[i].call->n;
+        }
+    int rc = 0;
+    if (k == GATE_DRAFT) {
+        DraftStep **steps = xmalloc(sizeof *steps * n);
+        for (int i = 0; i < n; i++) steps[i] = w[i]->call->step;
+        rc = draft_run_steps(steps, n);
+        free(steps);
+    } else if (k == GATE_ROW) {
+        LlamaState **states = xmalloc(sizeof *states * n);
+        int *rows = xmalloc(sizeof(int) * n);
+        for (int i = 0; i < n; i++) { states[i] = w[i]->call->state; rows[i] = w[i]->call->row; }
+        llama_rows_logits(r->lb, states, rows, n);
+        for (int i = 0; i < n; i++) w[i]->call->logits = states[i]->logits;
+        free(states); free(rows);
+    } else {
+        LlamaState **states = xmalloc(sizeof *states * n);
+        const uint8_t **masks = xmalloc(sizeof *masks * n);
+        LogitsMode *modes = xmalloc(sizeof *modes * n);
+        int *off = xmalloc(sizeof(int) * (n + 1)), *tokens = xmalloc(sizeof(int) * total),
+            *pos = xmalloc(sizeof(int) * total);
+        off[0] = 0;
+        for (int i = 0; i < n; i++) {
+            const GateCall *c = w[i]->call;
+            memcpy(tokens + off[i], c->tokens, sizeof(int) * c->n);
+            memcpy(pos + off[i], c->pos, sizeof(int) * c->n);
+            off[i + 1] = off[i] + c->n;
+            states[i] = c->state;
+            masks[i] = c->mask;
+            modes[i] = c->mode;
+        }
+        rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, modes);
+        free(states); free(masks); free(modes); free(off); free(tokens); free(pos);
+    }
+    const char *failure = backend_failure(r->s->target->be);
+    if (!rc && failure) {
+        err_set("batched forward: %s backend failed: %s", r->s->target->be->name, failure);
+        rc = -1;
+    }
     for (int i = 0; i < n; i++) {
-        if (r && sl[i].job >= 0) slot_drop_job(&sl[i], r->qs[sl[i].job]);
-        free(sl[i].ids);
-        free(sl[i].out);
+        w[i]->rc = rc;
+        w[i]->state = FIBER_READY;
+    }
+    free(w);
+    return rc;
+}
+
+/* Until every fiber is done: resume the ready ones, then run the waiting
+ * calls of the first kind in this order that has any. */
+static void schedule(Run *r) {
+    static const GateKind order[] = {GATE_DRAFT, GATE_ROW, GATE_PREFILL, GATE_VERIFY};
+    const int ns = r->o->slots;
+    const Backend *be = r->s->target->be;
+    BackendTuner tuner = {0};
+    backend_unit_begin(be, &tuner);
+    for (;;) {
+        for (int i = 0; i < ns; i++) {
+            Slot *sl = &r->slots[i];
+            if (sl->state != FIBER_READY) continue;
+            fiber_starting = sl;
+            swapcontext(&r->sched, &sl->ctx);
+        }
+        int waiting[GATE_KINDS] = {0}, live = 0, at_barrier = 0;
+        for (int i = 0; i < ns; i++) {
+            const Slot *sl = &r->slots[i];
+            live += sl->state != FIBER_DONE;
+            at_barrier += sl->state == FIBER_BARRIER;
+            if (sl->state == FIBER_WAITING) waiting[sl->call->kind]++;
+        }
+        if (!live) break;
+        if (r->failed || at_barrier == live) {   /* unwind every fiber, or open the barrier */
+            for (int i = 0; i < ns; i++) {
+                Slot *sl = &r->slots[i];
+                if (sl->state == FIBER_BARRIER) sl->state = FIBER_READY;
+                if (sl->state == FIBER_WAITING && r->failed) { sl->rc = -1; sl->state = FIBER_READY; }
+            }
+            continue;
+        }
+        for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+            if (!waiting[order[k]]) continue;
+            if (run_calls(r, order[k])) fail(r);
+            if (order[k] == GATE_VERIFY) {   /* a round of cycles: the tuner's unit */
+                backend_unit_end(be, &tuner);
+                backend_unit_begin(be, &tuner);
+            }
+            break;
+        }
+    }
+    backend_unit_end(be, &tuner);
+}
+
+static void slots_free(Slot *sl, int n) {
+    for (int i = 0; i < n; i++) {
+        free(sl[i].stack);
         decoder_free(sl[i].dec);
         policy_free(sl[i].policy);
         draft_free(sl[i].draft);
@@ -85,105 +191,45 @@ static void slots_free(Slot *sl, int n, const Run *r) {
     free(sl);
 }
 
-static Slot *slots_new(Session *s, const PolicyParams *prm, int n) {
+static Slot *slots_new(Run *r, const PolicyParams *prm) {
+    Session *s = r->s;
+    const int n = r->o->slots;
     Slot *sl = xcalloc(n, sizeof *sl);
     for (int i = 0; i < n; i++) {
-        sl[i].job = -1;
-        sl[i].out = xmalloc(sizeof(int) * (s->cfg.max_new + 1));
+        sl[i].run = r;
+        sl[i].gate.pass = slot_pass;
         if (!(sl[i].policy = policy_new(prm)) ||
             (sl[i].policy->needs_draft && !(sl[i].draft = session_draft_new(s))) ||
             !(sl[i].dec = session_decoder_with(s, sl[i].policy, sl[i].draft))) {
-            slots_free(sl, i + 1, NULL);
+            slots_free(sl, i + 1);
             return NULL;
         }
+        sl[i].dec->gate = &sl[i].gate;
+        if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
+        sl[i].stack = xmalloc(FIBER_STACK);
+        getcontext(&sl[i].ctx);
+        sl[i].ctx.uc_stack.ss_sp = sl[i].stack;
+        sl[i].ctx.uc_stack.ss_size = FIBER_STACK;
+        sl[i].ctx.uc_link = &r->sched;
+        makecontext(&sl[i].ctx, fiber_main, 0);
+        sl[i].state = FIBER_READY;
     }
     return sl;
-}
-
-/* The buffers of one batched forward: every active slot's tree. */
-typedef struct {
-    LlamaState **states;
-    int *tokens, *pos, *off, cap;
-    const uint8_t **masks;
-    LogitsMode *modes;
-} Forward;
-
-static int forward_trees(LlamaBatch *lb, Forward *f, Slot *const *act, int na) {
-    int total = 0;
-    for (int i = 0; i < na; i++) total += act[i]->dec->tree.n;
-    if (total > f->cap) {
-        f->cap = total * 2;
-        f->tokens = xrealloc(f->tokens, sizeof(int) * f->cap);
-        f->pos = xrealloc(f->pos, sizeof(int) * f->cap);
-    }
-    f->off[0] = 0;
-    for (int i = 0; i < na; i++) {
-        const Decoder *d = act[i]->dec;
-        const int n = d->tree.n;
-        memcpy(f->tokens + f->off[i], d->tree.token, sizeof(int) * n);
-        memcpy(f->pos + f->off[i], d->pos, sizeof(int) * n);
-        f->off[i + 1] = f->off[i] + n;
-        f->states[i] = d->target;
-        f->masks[i] = n > 1 ? d->mask : NULL;
-        f->modes[i] = d->lazy ? LOGITS_NONE : LOGITS_ALL;
-    }
-    return llama_forward_batch(lb, f->states, na, f->tokens, f->pos, f->off, f->masks, f->modes);
-}
-
-/* One cycle of every slot with a turn in progress (act[0..na)). */
-static int cycle(Run *r, LlamaBatch *lb, Forward *f, Slot *const *act, int na) {
-    const Backend *be = r->s->target->be;
-    for (int i = 0; i < na; i++)
-        if (decoder_draft(act[i]->dec)) return -1;
-    if (forward_trees(lb, f, act, na)) return -1;
-    const char *failure = backend_failure(be);
-    if (failure) { err_set("batched forward: %s backend failed: %s", be->name, failure); return -1; }
-    for (int i = 0; i < na; i++) {
-        Slot *sl = act[i];
-        if (decoder_accept(sl->dec)) return -1;
-        if (!sl->dec->done) continue;
-        if (slot_finish_turn(r, sl) || slot_advance(r, sl, !r->o->static_batches)) return -1;
-    }
-    return 0;
 }
 
 int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const Question *const *qs, int n,
               TurnFn fn, void *const *ctxs, double *wall) {
     *wall = 0;
     if (o->slots < 1) { err_set("--batch must be at least 1"); return -1; }
-    Run r = {s, o, qs, n, 0, fn, ctxs};
-    Slot *sl = slots_new(s, prm, o->slots);
-    if (!sl) return -1;
-    LlamaBatch *lb = llama_batch_new(s->target);
-    Forward f = {0};
-    f.states = xcalloc(o->slots, sizeof *f.states);
-    f.off = xcalloc(o->slots + 1, sizeof *f.off);
-    f.masks = xcalloc(o->slots, sizeof *f.masks);
-    f.modes = xcalloc(o->slots, sizeof *f.modes);
-    Slot **act = xcalloc(o->slots, sizeof *act);
-    BackendTuner tuner = {0};
-    int rc = 0;
+    Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs};
+    r.slots = slots_new(&r, prm);
+    if (!r.slots) return -1;
+    r.lb = llama_batch_new(s->target);
     const double t0 = now_seconds();   /* after the slots are made: what decoding takes */
-    while (!rc) {
-        int busy = 0;
-        for (int i = 0; i < o->slots; i++) busy |= sl[i].job >= 0;
-        /* continuous: any idle slot takes the next question; static: a new
-         * group once every slot is idle */
-        for (int i = 0; i < o->slots && !rc; i++)
-            if (sl[i].job < 0 && (!o->static_batches || !busy)) rc = slot_advance(&r, &sl[i], 1);
-        int na = 0;
-        for (int i = 0; i < o->slots; i++)
-            if (sl[i].job >= 0 && !sl[i].dec->done) act[na++] = &sl[i];
-        if (rc || (na == 0 && r.next >= n)) break;
-        if (na == 0) continue;
-        backend_unit_begin(s->target->be, &tuner);
-        rc = cycle(&r, lb, &f, act, na);
-        backend_unit_end(s->target->be, &tuner);
-    }
+    schedule(&r);
     *wall = now_seconds() - t0;
-    free(act);
-    free(f.states); free(f.off); free(f.masks); free(f.modes); free(f.tokens); free(f.pos);
-    llama_batch_free(lb);
-    slots_free(sl, o->slots, &r);
-    return rc;
+    llama_batch_free(r.lb);
+    slots_free(r.slots, o->slots);
+    if (r.failed) { err_set("%s", r.err); return -1; }
+    return 0;
 }

@@ -1,12 +1,19 @@
 /* Batched decoding: N sequences decoded together, as a server decodes many
- * prompts at once.  Each slot is a Decoder with its own target cache, draft
- * and policy; every cycle the slots draft their trees one after another and
- * one target forward (llama_forward_batch) verifies all of them, each slot
- * then verifying and committing its own.  A question is decoded by one
- * slot, its turns in order; a slot whose question is done takes the next
- * (continuous batching), or, with static batches, waits until every slot
- * of the batch is done.  At temperature 0 each sequence's tokens are those
- * of decoding it alone (the forward is row for row the single one). */
+ * prompts at once.  Each slot decodes one question at a time with its own
+ * decoder, policy, target cache and draft (a clone over the session's
+ * weights), by the same code that decodes a sequence alone; every model
+ * product of the slots runs batched: the prompts' prefills, the draft's
+ * forwards (one per draft step of all the slots' trees, and the catch-ups),
+ * the target's forward over all the trees, and the verification rows.  A
+ * slot whose question is done takes the next (continuous batching), or,
+ * with static batches, waits until every slot of its group is done.
+ *
+ * At temperature 0 each sequence's tokens are ar's at the same batch size
+ * (lossless).  They are also those of decoding it alone while every
+ * product of the run has at most FEW_TOKENS rows (kernels/cpu/cpu.h: each
+ * row summed as a one-token product sums it); larger products go through
+ * sgemm, which sums in another order, so a near tie can then resolve
+ * differently. */
 #ifndef C2T_BATCH_H
 #define C2T_BATCH_H
 #include "infer/spec/session.h"

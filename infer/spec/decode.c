@@ -86,9 +86,22 @@ static const float *all_logits(void *ctx, int node) {
     const LlamaState *ts = ctx;
     return ts->logits + (size_t)node * ts->m->cfg.vocab;
 }
-static const float *path_logits(void *ctx, int node) { return llama_row_logits(ctx, node); }
+static const float *path_logits(void *ctx, int node) {
+    Decoder *dec = ctx;
+    if (!dec->gate) return llama_row_logits(dec->target, node);
+    GateCall call = {.kind = GATE_ROW, .state = dec->target, .row = node};
+    return dec->gate->pass(dec->gate, &call) ? NULL : call.logits;
+}
 
-int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
+/* The target's forward, through the decoder's gate when it has one. */
+static int target_forward(Decoder *dec, GateKind kind, const int *tokens, const int *pos, int n, const uint8_t *mask,
+                          LogitsMode mode) {
+    if (!dec->gate) return llama_forward(dec->target, tokens, pos, n, mask, mode);
+    GateCall call = {.kind = kind, .state = dec->target, .tokens = tokens, .pos = pos, .n = n, .mask = mask, .mode = mode};
+    return dec->gate->pass(dec->gate, &call);
+}
+
+static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const int V = ts->m->cfg.vocab;
@@ -106,7 +119,7 @@ int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, in
     /* prefill: the prompt, then the target's first token */
     int *pos = xmalloc(sizeof(int) * n_prompt);
     for (int i = 0; i < n_prompt; i++) pos[i] = i;
-    int rc = llama_forward(ts, prompt, pos, n_prompt, NULL, LOGITS_LAST);
+    int rc = target_forward(dec, GATE_PREFILL, prompt, pos, n_prompt, NULL, LOGITS_LAST);
     free(pos);
     if (rc) return -1;
     llama_commit(ts, NULL, n_prompt);
@@ -129,7 +142,7 @@ int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, in
     return 0;
 }
 
-int decoder_draft(Decoder *dec) {
+static int decoder_draft(Decoder *dec) {
     LlamaState *ts = dec->target;
     tree_reset(&dec->tree, dec->root);
     if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->st->t)) return -1;
@@ -147,18 +160,19 @@ int decoder_draft(Decoder *dec) {
     return 0;
 }
 
-int decoder_accept(Decoder *dec) {
+static int decoder_accept(Decoder *dec) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const int V = ts->m->cfg.vocab;
     DecodeStats *st = dec->st;
     const Tree *t = &dec->tree;
-    NodeLogits lg = {dec->lazy ? path_logits : all_logits, ts};
+    NodeLogits lg = {dec->lazy ? path_logits : all_logits, dec->lazy ? (void *)dec : (void *)ts};
     int bonus, len;
     if (dec->sp.temperature > 0)
         len = verify_sample(&dec->tree, be, V, lg, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
     else
         len = verify_greedy(&dec->tree, be, V, lg, dec->path, &bonus);
+    if (len < 0) return -1;
     /* gather the path's features before the cache compaction */
     if (dec->draft)
         be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
@@ -189,7 +203,7 @@ int decoder_accept(Decoder *dec) {
     return 0;
 }
 
-int decoder_end(Decoder *dec) {
+static int decoder_end(Decoder *dec) {
     dec->st->new_tokens = dec->n_out;
     dec->st->t.total = now_seconds() - dec->t_start;
     return dec->n_out;
@@ -199,14 +213,14 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
     const Backend *be = dec->target->m->be;
     while (!dec->done) {
-        backend_unit_begin(be, &dec->tuner);
+        if (!dec->gate) backend_unit_begin(be, &dec->tuner);   /* a gate's owner tunes its batches */
         const Tree *t = &dec->tree;
         if (decoder_draft(dec) ||
-            llama_forward(dec->target, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
-                          dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+            target_forward(dec, GATE_VERIFY, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
+                           dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
             decoder_accept(dec))
             return -1;
-        backend_unit_end(be, &dec->tuner);
+        if (!dec->gate) backend_unit_end(be, &dec->tuner);
     }
     return decoder_end(dec);
 }

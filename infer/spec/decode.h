@@ -62,6 +62,7 @@ typedef struct {
     float *row;           /* host logits row */
     int cap_nodes;
     BackendTuner tuner;   /* a cycle is the backend's unit of tuning */
+    Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
     /* the turn in progress (decoder_begin .. decoder_end) */
     int *out;             /* its tokens so far */
     int n_out, max_new, done, root, lazy;
@@ -75,19 +76,5 @@ void decoder_free(Decoder *dec);
 /* Decodes up to max_new tokens after the prompt (stops after an eos);
  * returns how many were written to out, or -1 with err_set. */
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);
-
-/* decoder_run in its steps, for a loop that runs the target's forward of
- * several decoders' trees at once (infer/spec/batch.c):
- *   decoder_begin   prefill and the first token; dec->done when it ends there
- *   decoder_draft   the cycle's tree, with dec->pos and dec->mask for its
- *                   forward (LOGITS_NONE when dec->lazy, else LOGITS_ALL)
- *   (the caller)    the target's forward of dec->tree into dec->target
- *   decoder_accept  verification, commit, emitted tokens, the draft's catch-up
- *   decoder_end     the turn's figures into its DecodeStats; its token count
- * Each returns -1 with err_set on failure. */
-int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);
-int decoder_draft(Decoder *dec);
-int decoder_accept(Decoder *dec);
-int decoder_end(Decoder *dec);
 
 #endif

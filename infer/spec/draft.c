@@ -97,6 +97,31 @@ const float *draft_features(const Draft *d, const LlamaState *s) {
     return d->n_feat_layers ? s->aux : s->hidden;
 }
 
+Draft *draft_clone(const Draft *src) {
+    Draft *d = xmalloc(sizeof *d);
+    *d = *src;
+    d->impl = NULL;
+    d->slot_of = NULL;
+    d->node_cap = 0;
+    d->n_past = d->n_temp = 0;
+    d->gate = NULL;
+    d->t_dist = 0;
+    d->d2t = NULL;
+    d->root_logits = NULL;
+    if (!src->ops->clone) {
+        free(d);
+        err_set("a %s draft cannot decode several sequences at once", src->ops->kind);
+        return NULL;
+    }
+    if (src->d2t) {
+        d->d2t = xmalloc(sizeof(int) * src->Vd);
+        memcpy(d->d2t, src->d2t, sizeof(int) * src->Vd);
+    }
+    d->root_logits = d->be->alloc(d->Vd);
+    if (src->ops->clone(d, src)) { draft_free(d); return NULL; }
+    return d;
+}
+
 void draft_free(Draft *d) {
     if (!d) return;
     if (d->ops->free) d->ops->free(d);
@@ -169,11 +194,39 @@ void draft_reset(Draft *d) {
     if (d->ops->reset) d->ops->reset(d);
 }
 
+/* A step through the draft's gate, or at once. */
+static int draft_step(Draft *d, DraftStep *step) {
+    if (d->gate) {
+        GateCall call = {.kind = GATE_DRAFT, .step = step};
+        return d->gate->pass(d->gate, &call);
+    }
+    return d->ops->run(&step, 1);
+}
+
+int draft_run_steps(DraftStep *const *steps, int n) {
+    DraftStep **group = xmalloc(sizeof *group * (n ? n : 1));
+    int rc = 0;
+    uint8_t *done = xcalloc(n ? n : 1, 1);
+    for (int i = 0; i < n && !rc; i++) {
+        if (done[i]) continue;
+        int g = 0;
+        for (int j = i; j < n; j++)
+            if (!done[j] && steps[j]->d->ops == steps[i]->d->ops && steps[j]->catch_up == steps[i]->catch_up) {
+                group[g++] = steps[j];
+                done[j] = 1;
+            }
+        rc = steps[i]->d->ops->run(group, g);
+    }
+    free(done);
+    free(group);
+    return rc;
+}
+
 int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
     d->n_temp = 0;
-    int added = d->ops->catch_up(d, tokens, hidden, m, next);
-    if (added < 0) return -1;
-    d->n_past += added;
+    DraftStep step = {.d = d, .catch_up = 1, .tokens = tokens, .hidden = hidden, .m = m, .next = next};
+    if (draft_step(d, &step)) return -1;
+    d->n_past += step.added;
     return 0;
 }
 
@@ -212,16 +265,17 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
         row[base + i] = 1;
         d->slot_of[v] = base + i;
     }
-    const float *logits = d->ops->forward_nodes(d, t, nodes, tok, pos, n, mask);
-    if (logits) {
+    DraftStep step = {.d = d, .t = t, .nodes = nodes, .tok = tok, .pos = pos, .n = n, .mask = mask};
+    int rc = draft_step(d, &step);
+    if (!rc) {
         d->n_temp += n;
         double t0 = now_seconds();
-        be->softmax_topk(logits, n, d->Vd, 1.0f, k, ids, probs, topm, entropy);
+        be->softmax_topk(step.logits, n, d->Vd, 1.0f, k, ids, probs, topm, entropy);
         d->t_dist += now_seconds() - t0;
         to_target_ids(d, ids, n * k);
     }
     free(tok); free(pos); free(mask);
-    return logits ? 0 : -1;
+    return rc;
 }
 
 void draft_end_cycle(Draft *d) {

@@ -16,9 +16,33 @@
 #ifndef C2T_DRAFT_H
 #define C2T_DRAFT_H
 #include "infer/model/llama.h"
+#include "infer/spec/gate.h"
 #include "infer/spec/tree.h"
 
 typedef struct Draft Draft;
+
+/* One forward of a draft, of one of two types: a catch-up (the target
+ * committed tokens[0..m), tokens[0] being the previous root, with features
+ * hidden[m][feat_width] (device), and emitted `next`, the new root) or a
+ * cycle's tree nodes (nodes[0..n) of t, tokens tok at positions pos, each
+ * seeing the entries mask marks among d->n_past + d->n_temp + n, written as
+ * temporary entries from slot d->n_past + d->n_temp). */
+struct DraftStep {
+    Draft *d;
+    int catch_up;
+    const int *tokens;
+    const float *hidden;
+    int m, next;
+    const Tree *t;
+    const int *nodes, *tok, *pos;
+    int n;
+    const uint8_t *mask;
+    /* results: a catch-up's committed entries (the root's logits go to
+     * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid
+     * until the next step of any draft of the run that made them) */
+    int added;
+    const float *logits;
+};
 
 typedef struct {
     const char *kind;   /* --draft-kind name */
@@ -32,16 +56,13 @@ typedef struct {
     int (*load)(Draft *d, const char *dir);
     void (*free)(Draft *d);              /* d->impl and what it holds */
     void (*reset)(Draft *d);             /* optional: a new prompt */
-    /* Runs the committed tokens (see draft_catch_up) and leaves the root's
-     * logits in d->root_logits; returns the entries it committed, or -1.
-     * hidden: the target's features, d->feat_width floats per token. */
-    int (*catch_up)(Draft *d, const int *tokens, const float *hidden, int m, int next);
-    /* Runs n tree nodes (tokens tok at positions pos, mask over the
-     * d->n_past + d->n_temp + n entries) as temporary entries from slot
-     * d->n_past + d->n_temp; returns their logits [n][V] (backend memory),
-     * or NULL. */
-    const float *(*forward_nodes)(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos, int n,
-                                  const uint8_t *mask);
+    /* Runs the steps of n different drafts of this source, all of one type,
+     * as one batched forward where the source can (n is 1 for a draft
+     * decoding alone); 0, or -1 with err_set. */
+    int (*run)(DraftStep *const *steps, int n);
+    /* Optional: dst (a copy of src's Draft) gets its own context and
+     * buffers over src's weights, which src keeps and must outlive it. */
+    int (*clone)(Draft *dst, const Draft *src);
     void (*end_cycle)(Draft *d);         /* optional: drop this cycle's temporary entries */
     /* Optional: the whole of draft_expand, for a source without a model (the
      * tests' scripted draft). */
@@ -76,6 +97,7 @@ struct Draft {
     char config_hash[17];
     float *root_logits;      /* device, V: the distribution under the root */
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
+    Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
 };
 
 extern const DraftOps draft_eagle_ops, draft_eagle3_ops, draft_lm_ops;
@@ -104,6 +126,14 @@ const float *draft_features(const Draft *d, const LlamaState *s);
  * stays lossless.  n <= 0 or n >= V keeps the full vocabulary. */
 int draft_set_vocab(Draft *d, int n);
 #define DRAFT_COUNTS_FILE "token_counts.safetensors"
+/* A second draft over d's weights for another sequence (batched decoding),
+ * with its own context; d must outlive it.  NULL with err_set where the
+ * source cannot share its weights. */
+Draft *draft_clone(const Draft *d);
+/* Runs steps of n different drafts (draft_step's gate does this for the
+ * steps of every sequence waiting on one): those of one source and type in
+ * one forward. */
+int draft_run_steps(DraftStep *const *steps, int n);
 /* A draft of another source (ops->load not called; impl is its state). */
 Draft *draft_new(const DraftOps *ops, void *impl);
 void draft_free(Draft *d);

@@ -33,17 +33,25 @@ EagleHead *eagle_head_open(Draft *d, const char *dir) {
 /* The head on n (token, feature) pairs: x = fc([embed(token); feature]),
  * then the layer; its output goes straight into the LM head. */
 static void eagle1_forward(Draft *d, EagleHead *e, const int *tokens, const float *feat, int from_target,
-                           const int *pos, int n, const uint8_t *mask) {
+                           const int *pos, int n, const SeqView *seqs, int n_seq, const int *logit_rows,
+                           int n_logit) {
     (void)from_target;   /* the target's features and the head's own have the same width */
     const Backend *be = d->be;
-    eagle_reserve(d, e, n);
     be->embed(e->emb, e->embed, tokens, n);
     be->concat(e->cat, e->emb, e->h, feat, e->h, n);
     be->matmul(e->x, e->cat, &e->fc_w, n);
     if (e->has_fc_bias) be->add_bias(e->x, &e->fc_b, n);
-    llama_layer_forward(be, &d->cfg, &e->layer, e->inv_freq, e->kv, 0, &e->ls, e->x, n, pos, mask,
-                        d->n_past + d->n_temp);
-    be->matmul(e->logits, e->x, e->lm_head, n);
+    llama_layer_forward(be, &d->cfg, &e->layer, e->inv_freq, 0, &e->ls, e->x, n, pos, seqs, n_seq);
+    eagle_logits(d, e, e->x, logit_rows, n_logit);
+}
+
+void eagle_logits(Draft *d, EagleHead *e, const float *out, const int *rows, int n) {
+    const Backend *be = d->be;
+    if (rows) {   /* e->emb is free by now */
+        be->copy_rows(e->emb, NULL, out, rows, n, e->h);
+        out = e->emb;
+    }
+    be->matmul(e->logits, out, e->lm_head, n);
 }
 
 /* EAGLE-1/2 head layout (SafeAILab/EAGLE cnets1.py): fc.weight [h, 2h]
@@ -80,7 +88,7 @@ static void release_vocab_head(const Backend *be, EagleHead *e) {
 static void release_buffers(const Backend *be, EagleHead *e) {
     if (e->cap) {
         be->release(e->emb); be->release(e->cat); be->release(e->x); be->release(e->logits); be->release(e->feat);
-        be->release(e->normed);
+        be->release(e->normed); be->release(e->tfeat);
     }
     e->cap = 0;
 }
@@ -100,19 +108,35 @@ void eagle_head_free(Draft *d) {
     const Backend *be = d->be;
     release_buffers(be, e);
     layer_scratch_free(be, &e->ls);
+    if (e->kv) be->kv_free(e->kv);
+    if (e->node_feat) be->release(e->node_feat);
+    if (e->shared) { free(e); return; }
     llama_release_layer(be, &e->layer);
     Weight *w[] = {&e->fc_w, &e->fc_b, &e->hidden_norm, &e->norm, &e->own_lm_head, &e->own_embed};
     for (size_t i = 0; i < sizeof w / sizeof *w; i++)
         if (w[i]->data) be->weight_release(w[i]);
-    if (e->kv) be->kv_free(e->kv);
-    if (e->node_feat) be->release(e->node_feat);
     release_vocab_head(be, e);
     st_close(e->st);
     free(e->inv_freq);
     free(e);
 }
 
-void eagle_reserve(Draft *d, EagleHead *e, int n) {
+int eagle_clone(Draft *dst, const Draft *src) {
+    const EagleHead *s = src->impl;
+    EagleHead *e = xmalloc(sizeof *e);
+    *e = *s;   /* the weights and the pointers to them (lm_head may point into s) */
+    dst->impl = e;
+    e->shared = 1;
+    e->cap = 0;
+    e->emb = e->cat = e->x = e->logits = e->feat = e->tfeat = e->normed = e->node_feat = NULL;
+    e->node_cap = 0;
+    memset(&e->ls, 0, sizeof e->ls);
+    e->kv = dst->be->kv_create(1, dst->slots, src->cfg.kv_heads * src->cfg.head_dim);
+    if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return -1; }
+    return 0;
+}
+
+static void eagle_reserve(Draft *d, EagleHead *e, int n) {
     if (n <= e->cap) return;
     const Backend *be = d->be;
     release_buffers(be, e);
@@ -122,6 +146,7 @@ void eagle_reserve(Draft *d, EagleHead *e, int n) {
     e->cat = be->alloc((size_t)n * 2 * e->h);
     e->x = be->alloc((size_t)n * e->h);
     e->normed = be->alloc((size_t)n * e->h);
+    e->tfeat = be->alloc((size_t)n * d->feat_width);
     e->logits = be->alloc((size_t)n * d->Vd);
     layer_scratch_reserve(be, &d->cfg, &e->ls, n);
 }
@@ -139,60 +164,102 @@ static void reserve_node_feat(Draft *d, EagleHead *e, int nodes) {
     e->node_feat = nf;
 }
 
-/* inputs: pair j = (target feature at committed position j, token j+1), the
- * last token being `next`; tokens[0] is never an input of the head */
-int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
-    EagleHead *e = d->impl;
-    const int n = m;
-    if (d->n_past + n > d->slots) {
-        err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + n, d->slots);
-        return -1;
-    }
-    int *in = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
-    for (int i = 0; i < n - 1; i++) in[i] = tokens[1 + i];
-    in[n - 1] = next;
-    for (int i = 0; i < n; i++) pos[i] = d->n_past + i;
-    e->forward(d, e, in, hidden, 1, pos, n, NULL);
-    reserve_node_feat(d, e, 1);
-    d->be->copy(e->node_feat, e->x + (size_t)(n - 1) * e->h, e->h);
-    d->be->copy(d->root_logits, e->logits + (size_t)(n - 1) * d->Vd, d->Vd);
-    free(in); free(pos);
-    return n;
-}
-
 typedef struct {
-    Draft *d;
-    EagleHead *e;
-    const int *nodes, *par, *tok, *pos;
-    int n;
-    const uint8_t *mask;
-} NodesArgs;
+    DraftStep *const *steps;
+    int n_seq, n, n_logit;
+    const int *off, *tokens, *pos, *par, *logit_rows;
+    const SeqView *seqs;
+} RunArgs;
 
-/* one draft step's ops, nothing returned to the host (one graph on a GPU) */
-static void nodes_ops(void *arg) {
-    const NodesArgs *a = arg;
-    const Backend *be = a->d->be;
-    EagleHead *e = a->e;
-    be->copy_rows(e->feat, NULL, e->node_feat, a->par, a->n, e->h);
-    e->forward(a->d, e, a->tok, e->feat, 0, a->pos, a->n, a->mask);
-    be->copy_rows(e->node_feat, a->nodes, e->x, NULL, a->n, e->h);
+/* The input features of every pair into the first head's scratch: a
+ * catch-up's are the target's (one step reads them where they are), a
+ * node's are its parent's output. */
+static const float *gather_features(const RunArgs *a, EagleHead *e0) {
+    const DraftStep *s0 = a->steps[0];
+    const Backend *be = s0->d->be;
+    const int fw = s0->d->feat_width;
+    if (s0->catch_up && a->n_seq == 1) return s0->hidden;
+    for (int i = 0; i < a->n_seq; i++) {
+        const DraftStep *s = a->steps[i];
+        const int o = a->off[i], ni = a->off[i + 1] - o;
+        if (s->catch_up) be->copy(e0->tfeat + (size_t)o * fw, s->hidden, (size_t)ni * fw);
+        else be->copy_rows(e0->feat + (size_t)o * e0->h, NULL, ((EagleHead *)s->d->impl)->node_feat, a->par + o, ni,
+                           e0->h);
+    }
+    return s0->catch_up ? e0->tfeat : e0->feat;
 }
 
-const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
-                                 int n, const uint8_t *mask) {
-    EagleHead *e = d->impl;
-    const Backend *be = d->be;
-    eagle_reserve(d, e, n);
-    reserve_node_feat(d, e, t->n);
-    /* each node's input feature is its parent's output: one gather from
-     * node_feat (row 0 = the root) and one scatter of the outputs back (a
-     * GPU pays a launch per copy, so per-node copies cost more than the head) */
-    int *par = xmalloc(sizeof(int) * n);
-    for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]];
-    NodesArgs a = {d, e, nodes, par, tok, pos, n, mask};
-    backend_recorded(be, nodes_ops, &a);
-    free(par);
-    return e->logits;
+/* one batched step's ops, nothing returned to the host (one graph on a GPU) */
+static void run_ops(void *arg) {
+    const RunArgs *a = arg;
+    Draft *d0 = a->steps[0]->d;
+    EagleHead *e0 = d0->impl;
+    const Backend *be = d0->be;
+    const int h = e0->h, catch_up = a->steps[0]->catch_up;
+    const float *feat = gather_features(a, e0);
+    e0->forward(d0, e0, a->tokens, feat, catch_up, a->pos, a->n, a->seqs, a->n_seq, a->logit_rows, a->n_logit);
+    for (int i = 0; i < a->n_seq; i++) {
+        const DraftStep *s = a->steps[i];
+        EagleHead *e = s->d->impl;
+        const int o = a->off[i], ni = a->off[i + 1] - o;
+        if (catch_up) {   /* the root's feature and logits: the last pair's */
+            be->copy(e->node_feat, e0->x + (size_t)(o + ni - 1) * h, h);
+            be->copy(s->d->root_logits, e0->logits + (size_t)i * d0->Vd, d0->Vd);
+        } else {
+            be->copy_rows(e->node_feat, s->nodes, e0->x + (size_t)o * h, NULL, ni, h);
+        }
+    }
+}
+
+/* A catch-up's pair j is (the target's feature at committed position j,
+ * token j+1), the last token being `next` (tokens[0] is never an input of
+ * the head); a tree node's pair is (its parent's output, its token). */
+int eagle_run(DraftStep *const *steps, int n_seq) {
+    const int catch_up = steps[0]->catch_up;
+    int *off = xmalloc(sizeof(int) * (n_seq + 1));
+    off[0] = 0;
+    for (int i = 0; i < n_seq; i++) {
+        const Draft *d = steps[i]->d;
+        const int ni = catch_up ? steps[i]->m : steps[i]->n;
+        if (d->n_past + d->n_temp + ni > d->slots) {
+            err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + d->n_temp + ni, d->slots);
+            free(off);
+            return -1;
+        }
+        off[i + 1] = off[i] + ni;
+    }
+    const int n = off[n_seq];
+    Draft *d0 = steps[0]->d;
+    eagle_reserve(d0, d0->impl, n);
+    int *tokens = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
+    int *rows = xmalloc(sizeof(int) * n_seq);
+    SeqView *seqs = xmalloc(sizeof *seqs * n_seq);
+    for (int i = 0; i < n_seq; i++) {
+        DraftStep *s = steps[i];
+        Draft *d = s->d;
+        const int o = off[i], ni = off[i + 1] - o;
+        if (catch_up) {
+            for (int j = 0; j < ni - 1; j++) tokens[o + j] = s->tokens[1 + j];
+            tokens[o + ni - 1] = s->next;
+            for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
+            rows[i] = o + ni - 1;
+            reserve_node_feat(d, d->impl, 1);
+        } else {
+            memcpy(tokens + o, s->tok, sizeof(int) * ni);
+            memcpy(pos + o, s->pos, sizeof(int) * ni);
+            for (int j = 0; j < ni; j++) par[o + j] = s->t->parent[s->nodes[j]];
+            reserve_node_feat(d, d->impl, s->t->n);
+        }
+        seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
+    }
+    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, tokens, pos, par, catch_up ? rows : NULL, seqs};
+    backend_recorded(d0->be, run_ops, &a);
+    for (int i = 0; i < n_seq; i++) {
+        if (catch_up) steps[i]->added = off[i + 1] - off[i];
+        else steps[i]->logits = ((EagleHead *)d0->impl)->logits + (size_t)off[i] * d0->Vd;
+    }
+    free(tokens); free(pos); free(par); free(rows); free(seqs); free(off);
+    return 0;
 }
 
 const DraftOps draft_eagle_ops = {
@@ -200,7 +267,7 @@ const DraftOps draft_eagle_ops = {
     .auto_default = 1,
     .load = eagle_load,
     .free = eagle_head_free,
-    .catch_up = eagle_catch_up,
-    .forward_nodes = eagle_forward_nodes,
+    .run = eagle_run,
+    .clone = eagle_clone,
     .set_vocab = eagle_set_vocab,
 };

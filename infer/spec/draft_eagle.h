@@ -9,13 +9,16 @@
 #include "infer/spec/draft.h"
 
 typedef struct EagleHead EagleHead;
-/* The head on n (token, feature) pairs at the given positions; writes K/V
- * at slots [base, base+n) where base = n_past + n_temp; output features in
- * e->x, logits in e->logits.  from_target: the features are the target's
- * (catch-up, Draft.feat_width floats each), else the head's own outputs
- * (tree nodes, h floats each). */
+/* The head on n (token, feature) pairs at the given positions, the pairs of
+ * the sequences seqs[0..n_seq) (each its own draft's cache and mask; one
+ * for a draft alone), over the weights and scratch of d/e: output features
+ * in e->x, the logits of rows logit_rows[0..n_logit) (NULL: all n) in
+ * e->logits.  from_target: the features are the target's (catch-up,
+ * Draft.feat_width floats each), else the head's own outputs (tree nodes,
+ * h floats each). */
 typedef void (*EagleForward)(Draft *d, EagleHead *e, const int *tokens, const float *feat, int from_target,
-                             const int *pos, int n, const uint8_t *mask);
+                             const int *pos, int n, const SeqView *seqs, int n_seq, const int *logit_rows,
+                             int n_logit);
 
 struct EagleHead {
     SafeTensors *st;
@@ -29,6 +32,8 @@ struct EagleHead {
     LayerScratch ls;
     int cap;                 /* token capacity of the buffers below */
     float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: input features) */
+    float *tfeat;            /* device scratch, cap × Draft.feat_width: several catch-ups' target features */
+    int shared;              /* a clone: the weights, norms and tensors are another head's */
     float *normed;           /* device scratch, cap × h (EAGLE-3's normed feature and output) */
     float *node_feat;        /* head output per tree node (device, node_cap × h); row 0 is the
                                 root's, written at catch-up (the root is never expanded here) */
@@ -45,9 +50,9 @@ struct EagleHead {
  * head, its KV cache and the rotary frequencies. */
 EagleHead *eagle_head_open(Draft *d, const char *dir);
 void eagle_head_free(Draft *d);
-int eagle_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next);
-const float *eagle_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos,
-                                 int n, const uint8_t *mask);
-/* Sizes e's scratch for n tokens. */
-void eagle_reserve(Draft *d, EagleHead *e, int n);
+int eagle_clone(Draft *dst, const Draft *src);
+/* DraftOps.run of both heads: the steps' pairs in one forward. */
+int eagle_run(DraftStep *const *steps, int n);
+/* e->logits <- the LM head over rows[0..n) of out (rows NULL: out's first n). */
+void eagle_logits(Draft *d, EagleHead *e, const float *out, const int *rows, int n);
 #endif

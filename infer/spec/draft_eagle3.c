@@ -18,22 +18,21 @@
 #include <string.h>
 
 static void eagle3_forward(Draft *d, EagleHead *e, const int *tokens, const float *feat, int from_target,
-                           const int *pos, int n, const uint8_t *mask) {
+                           const int *pos, int n, const SeqView *seqs, int n_seq, const int *logit_rows,
+                           int n_logit) {
     const Backend *be = d->be;
     const ModelConfig *c = &d->cfg;
     const int h = e->h;
-    eagle_reserve(d, e, n);
     if (from_target) be->matmul(e->x, feat, &e->fc_w, n);
     else be->copy(e->x, feat, (size_t)n * h);
     be->embed(e->emb, e->embed, tokens, n);
     be->rmsnorm(e->ls.xb, e->emb, &e->layer.attn_norm, n, c->rms_eps);
     be->rmsnorm(e->normed, e->x, &e->hidden_norm, n, c->rms_eps);
     be->concat(e->cat, e->ls.xb, h, e->normed, h, n);
-    llama_attention_block(be, c, &e->layer, e->inv_freq, e->kv, 0, &e->ls, e->cat, e->x, n, pos, mask,
-                          d->n_past + d->n_temp);
+    llama_attention_block(be, c, &e->layer, e->inv_freq, 0, &e->ls, e->cat, e->x, n, pos, seqs, n_seq);
     llama_mlp_block(be, c, &e->layer, &e->ls, e->x, n);
     be->rmsnorm(e->normed, e->x, &e->norm, n, c->rms_eps);
-    be->matmul(e->logits, e->normed, e->lm_head, n);
+    eagle_logits(d, e, e->normed, logit_rows, n_logit);
 }
 
 static int ascending(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -142,6 +141,6 @@ const DraftOps draft_eagle3_ops = {
     .detect_rule = "has draft_vocab_size or\n                         eagle_aux_hidden_state_layer_ids",
     .load = eagle3_load,
     .free = eagle_head_free,
-    .catch_up = eagle_catch_up,
-    .forward_nodes = eagle_forward_nodes,
+    .run = eagle_run,
+    .clone = eagle_clone,
 };

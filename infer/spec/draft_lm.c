@@ -10,6 +10,8 @@ typedef struct {
     LlamaState *lms;
     int started;   /* the first catch-up also feeds tokens[0] */
     void *vocab_host;   /* bytes of a reduced draft vocabulary's LM head (set_vocab) */
+    LlamaBatch *batch;  /* scratch of lm_run's forwards */
+    int shared;         /* a clone: lm is another draft's */
 } DraftLM;
 
 static int lm_load(Draft *d, const char *dir) {
@@ -32,8 +34,11 @@ static void lm_free(Draft *d) {
     DraftLM *l = d->impl;
     if (!l) return;
     llama_state_free(l->lms);
-    llama_free(l->lm);
-    free(l->vocab_host);
+    llama_batch_free(l->batch);
+    if (!l->shared) {
+        llama_free(l->lm);
+        free(l->vocab_host);
+    }
     free(l);
 }
 
@@ -43,36 +48,74 @@ static void lm_reset(Draft *d) {
     llama_truncate(l->lms, 0);
 }
 
-/* inputs: tokens[1..m) then next, and on the very first call also
- * tokens[0]; returns the entries committed */
-static int lm_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
-    (void)hidden;
-    DraftLM *l = d->impl;
-    const int first = l->started ? 1 : 0, n = m - first + 1;
-    if (d->n_past + n > d->slots) {
-        err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + n, d->slots);
-        return -1;
+/* A catch-up's inputs are tokens[1..m) then next, and on a draft's very
+ * first catch-up also tokens[0]; tree nodes are temporary entries that
+ * draft_end_cycle truncates away.  All steps' tokens in one forward. */
+static int lm_run(DraftStep *const *steps, int n_seq) {
+    const int catch_up = steps[0]->catch_up;
+    LlamaState **states = xmalloc(sizeof *states * n_seq);
+    const uint8_t **masks = xmalloc(sizeof *masks * n_seq);
+    LogitsMode *modes = xmalloc(sizeof *modes * n_seq);
+    int *off = xmalloc(sizeof(int) * (n_seq + 1)), total = 0;
+    for (int i = 0; i < n_seq; i++) {
+        const DraftStep *s = steps[i];
+        const DraftLM *l = s->d->impl;
+        total += catch_up ? s->m - (l->started ? 1 : 0) + 1 : s->n;
     }
-    int *in = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
-    for (int i = 0; i < n - 1; i++) in[i] = tokens[first + i];
-    in[n - 1] = next;
-    for (int i = 0; i < n; i++) pos[i] = d->n_past + i;
-    int rc = llama_forward(l->lms, in, pos, n, NULL, LOGITS_LAST);
-    free(in); free(pos);
-    if (rc) return -1;
-    llama_commit(l->lms, NULL, n);
-    d->be->copy(d->root_logits, l->lms->logits, d->Vd);
-    l->started = 1;
-    return l->lms->n_past - d->n_past;
+    int *tok = xmalloc(sizeof(int) * total), *pos = xmalloc(sizeof(int) * total), rc = 0;
+    off[0] = 0;
+    for (int i = 0; i < n_seq && !rc; i++) {
+        const DraftStep *s = steps[i];
+        const Draft *d = s->d;
+        const DraftLM *l = d->impl;
+        const int o = off[i], first = l->started ? 1 : 0;
+        const int ni = catch_up ? s->m - first + 1 : s->n;
+        if (catch_up && d->n_past + ni > d->slots) {
+            err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + ni, d->slots);
+            rc = -1;
+        }
+        if (catch_up) {
+            for (int j = 0; j < ni - 1; j++) tok[o + j] = s->tokens[first + j];
+            tok[o + ni - 1] = s->next;
+            for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
+        } else {
+            memcpy(tok + o, s->tok, sizeof(int) * ni);
+            memcpy(pos + o, s->pos, sizeof(int) * ni);
+        }
+        off[i + 1] = o + ni;
+        states[i] = l->lms;
+        masks[i] = catch_up ? NULL : s->mask;
+        modes[i] = catch_up ? LOGITS_LAST : LOGITS_ALL;
+    }
+    if (!rc) {
+        DraftLM *l0 = steps[0]->d->impl;
+        if (!l0->batch) l0->batch = llama_batch_new(l0->lm);
+        rc = llama_forward_batch(l0->batch, states, n_seq, tok, pos, off, masks, modes);
+    }
+    for (int i = 0; i < n_seq && !rc; i++) {
+        DraftStep *s = steps[i];
+        DraftLM *l = s->d->impl;
+        llama_commit(l->lms, NULL, off[i + 1] - off[i]);   /* tree nodes: dropped by draft_end_cycle */
+        if (catch_up) {
+            s->d->be->copy(s->d->root_logits, l->lms->logits, s->d->Vd);
+            l->started = 1;
+            s->added = l->lms->n_past - s->d->n_past;
+        } else {
+            s->logits = l->lms->logits;
+        }
+    }
+    free(states); free(masks); free(modes); free(off); free(tok); free(pos);
+    return rc;
 }
 
-static const float *lm_forward_nodes(Draft *d, const Tree *t, const int *nodes, const int *tok, const int *pos, int n,
-                                     const uint8_t *mask) {
-    (void)t; (void)nodes;
-    DraftLM *l = d->impl;
-    if (llama_forward(l->lms, tok, pos, n, mask, LOGITS_ALL)) return NULL;
-    llama_commit(l->lms, NULL, n);   /* temporary: dropped by draft_end_cycle */
-    return l->lms->logits;
+static int lm_clone(Draft *dst, const Draft *src) {
+    const DraftLM *s = src->impl;
+    DraftLM *l = xcalloc(1, sizeof *l);
+    dst->impl = l;
+    l->lm = s->lm;
+    l->shared = 1;
+    l->lms = llama_state_new(l->lm, dst->slots);
+    return l->lms ? 0 : -1;
 }
 
 /* The LM's own head shrinks to the chosen rows; its logits rows then have n
@@ -100,8 +143,8 @@ const DraftOps draft_lm_ops = {
     .load = lm_load,
     .free = lm_free,
     .reset = lm_reset,
-    .catch_up = lm_catch_up,
-    .forward_nodes = lm_forward_nodes,
+    .run = lm_run,
+    .clone = lm_clone,
     .end_cycle = lm_end_cycle,
     .set_vocab = lm_set_vocab,
 };

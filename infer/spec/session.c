@@ -59,9 +59,8 @@ void session_close(Session *s) {
 }
 
 Draft *session_draft_new(Session *s) {
-    Draft *d = draft_load(s->cfg.draft_kind, s->cfg.draft_dir, s->target, s->slots + 2048);
-    if (d && draft_set_vocab(d, s->cfg.draft_vocab)) { draft_free(d); return NULL; }
-    return d;
+    if (!s->draft) { err_set("no draft model (--draft)"); return NULL; }
+    return draft_clone(s->draft);
 }
 
 Decoder *session_decoder(Session *s, Policy *p) { return session_decoder_with(s, p, s->draft); }

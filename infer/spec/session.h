@@ -41,7 +41,7 @@ void session_close(Session *s);
 /* A decoder for a policy over this session's target and draft. */
 Decoder *session_decoder(Session *s, Policy *p);
 /* The same over another draft (one per sequence of a batch), and that
- * draft: a second instance of the session's (--draft, --draft-vocab). */
+ * draft: a clone of the session's, over its weights. */
 Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft);
 Draft *session_draft_new(Session *s);
 /* The token ids of turn `turn` (0-based) of q, the model's answers to the

@@ -69,7 +69,9 @@ int verify_greedy(const Tree *t, const Backend *be, int V, NodeLogits lg, int *p
     path[len++] = 0;
     for (;;) {
         int next = -1;
-        be->argmax(lg.of(lg.ctx, cur), 1, V, &want);
+        const float *logits = lg.of(lg.ctx, cur);
+        if (!logits) return -1;
+        be->argmax(logits, 1, V, &want);
         for (int c = cur + 1; c < t->n && next < 0; c++)
             if (t->parent[c] == cur && t->token[c] == want) next = c;
         if (next < 0) break;
@@ -90,7 +92,9 @@ int verify_sample(const Tree *t, const Backend *be, int V, NodeLogits lg, const 
     int len = 0, cur = 0;
     path[len++] = 0;
     for (;;) {
-        be->to_host(row, lg.of(lg.ctx, cur), V);
+        const float *logits = lg.of(lg.ctx, cur);
+        if (!logits) { free(p); return -1; }
+        be->to_host(row, logits, V);
         sample_probs(row, V, sp, p);
         int next = -1;
         for (int c = cur + 1; c < t->n && next < 0; c++) {

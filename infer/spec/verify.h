@@ -21,8 +21,10 @@ void sample_probs(const float *logits, int vocab, const SampleParams *sp, float 
 int sample_from(const float *p, int vocab, Rng *rng);
 
 /* The target's logits of a tree node: of(ctx, node) returns V floats in
- * backend memory, valid until the next call.  Both rules below read them
- * only along the path they walk, so the loop may compute them on demand. */
+ * backend memory, valid until the next call, or NULL with err_set when
+ * they could not be computed (both rules then return -1).  Both rules read
+ * them only along the path they walk, so the loop may compute them on
+ * demand. */
 typedef struct {
     const float *(*of)(void *ctx, int node);
     void *ctx;

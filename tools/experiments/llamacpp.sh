@@ -19,7 +19,7 @@ VER=0.3.36
 SDIST=models/download/llama_cpp_python-$VER.tar.gz
 SRC=build/llama.cpp-src
 OUT=build/llama.cpp
-TOOLS="llama-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-simple"
+TOOLS="llama-bench llama-batched-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-simple"
 
 have_all() { for t in $TOOLS; do [ -x "$OUT/bin/$t" ] || return 1; done; }
 

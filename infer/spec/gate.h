@@ -1,0 +1,38 @@
+/* Where a sequence's model products go.  Decoding one sequence runs each
+ * product at once; decoding several together (infer/spec/batch.c) hands
+ * each to a gate, which suspends the sequence until the products of every
+ * sequence waiting on the same kind of call have run as one batched
+ * product, and then returns as if the call had run alone.  The decoding
+ * loop, the policies and the drafts are the same code either way. */
+#ifndef C2T_GATE_H
+#define C2T_GATE_H
+#include "infer/model/llama.h"
+
+typedef struct DraftStep DraftStep;
+
+typedef enum {
+    GATE_PREFILL,   /* a prompt through the target (llama_forward) */
+    GATE_VERIFY,    /* a drafted tree through the target (llama_forward) */
+    GATE_ROW,       /* the target's logits of one row of its last forward (llama_row_logits) */
+    GATE_DRAFT,     /* a draft forward (draft_run_steps) */
+    GATE_KINDS
+} GateKind;
+
+typedef struct {
+    GateKind kind;
+    /* GATE_PREFILL, GATE_VERIFY: llama_forward's arguments; GATE_ROW: state, row */
+    LlamaState *state;
+    const int *tokens, *pos;
+    int n, row;
+    const uint8_t *mask;
+    LogitsMode mode;
+    DraftStep *step;        /* GATE_DRAFT */
+    const float *logits;    /* GATE_ROW's result */
+} GateCall;
+
+typedef struct Gate Gate;
+struct Gate {
+    /* Runs the call, alone or with others; 0, or -1 with err_set. */
+    int (*pass)(Gate *g, GateCall *call);
+};
+#endif
