@@ -31,6 +31,15 @@ typedef struct {
 
 typedef struct KVCache KVCache;
 
+/* One sequence of an attention call: its queries are rows [off, off+n) of
+ * q and out; they attend slots [0, nctx) of cache kv, query i seeing slot j
+ * where mask[i*nctx + j] != 0 (NULL: causal, slots [0, nctx-n+i]). */
+typedef struct {
+    const KVCache *kv;
+    int off, n, nctx;
+    const uint8_t *mask;
+} AttnSeq;
+
 /* What a backend keeps per caller to tune itself over a repeated unit of
  * work (a decoding cycle); zero-initialised by the caller. */
 typedef struct {
@@ -85,12 +94,13 @@ typedef struct Backend {
     /* For every layer: slot keep[i] moves to slot dst+i (keep ascending,
      * keep[i] >= dst+i), e.g. the accepted path of a verified tree. */
     void (*kv_keep)(KVCache *c, int dst, const int *keep, int m);
-    /* Attention of n queries q[n][nheads*head_dim] over slots [0, nctx) of
-     * a layer.  mask[i*nctx + j] != 0 lets query i see slot j; mask NULL
-     * means causal: query i sees slots [0, nctx-n+i].  nheads/nkv heads
-     * share a KV head (GQA).  out[n][nheads*head_dim]. */
-    void (*attention)(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                      const uint8_t *mask, int nheads, int nkv, int head_dim);
+    /* Attention of the queries of sequences seqs[0..n_seq) (rows of
+     * q[][nheads*head_dim], each sequence over its own cache, see AttnSeq)
+     * at a layer, into the same rows of out.  nheads/nkv heads share a KV
+     * head (GQA).  Each sequence's result is what a call with it alone
+     * gives. */
+    void (*attention)(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
+                      int head_dim);
 
     /* Distribution ops over logits[n][vocab]: per row, softmax at the given
      * temperature (1 = plain), the k most probable ids (descending; ties to

@@ -122,7 +122,8 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
         }
         double t0 = seconds_synced();
         for (int r = 0; r < reps; r++)
-            cuda_backend.attention(ls->att, ls->q, st->kv, 0, 1, p, NULL, c->heads, c->kv_heads, c->head_dim);
+            cuda_backend.attention(ls->att, ls->q, &(AttnSeq){st->kv, 0, 1, p, NULL}, 1, 0, c->heads, c->kv_heads,
+                                   c->head_dim);
         printf("  attention over %d slots  %8.1f us\n", p, (seconds_synced() - t0) / reps * 1e6);
         t0 = seconds_synced();
         for (int r = 0; r < reps; r++) cuda_backend.rope(ls->q, &p, 1, c->heads, c->head_dim, m->inv_freq);

@@ -103,8 +103,8 @@ static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
                 nv_at(c, c->v, l, dst + i)[j] = nv_at(c, c->v, l, keep[i])[j];
             }
 }
-static void nv_attention(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
-                         const uint8_t *mask, int nh, int nkv, int hd) {
+static void nv_attention_one(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
+                             const uint8_t *mask, int nh, int nkv, int hd) {
     double *s = malloc(sizeof(double) * nctx);
     for (int i = 0; i < n; i++)
         for (int h = 0; h < nh; h++) {
@@ -126,6 +126,11 @@ static void nv_attention(float *out, const float *q, const KVCache *c, int l, in
             }
         }
     free(s);
+}
+static void nv_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh, int nkv, int hd) {
+    for (int i = 0; i < n_seq; i++)
+        nv_attention_one(out + (size_t)seqs[i].off * nh * hd, q + (size_t)seqs[i].off * nh * hd, seqs[i].kv, l,
+                         seqs[i].n, seqs[i].nctx, seqs[i].mask, nh, nkv, hd);
 }
 static int nv_cmp_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -150,22 +150,66 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
         free(par);
     }
     float *ob = B->alloc((size_t)n * nh * hd), *orr = xmalloc(sizeof(float) * n * nh * hd);
-    B->attention(ob, qb, cb, layer, n, nctx, mask, nh, nkv, hd);
-    R->attention(orr, q, cr, layer, n, nctx, mask, nh, nkv, hd);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, nctx, mask}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, nctx, mask}, 1, layer, nh, nkv, hd);
     float *o = down(B, ob, (size_t)n * nh * hd);
     float e = rel_err(o, orr, (size_t)n * nh * hd);
     /* keep every other new slot, then attend again from one query */
     int m = (n + 1) / 2, *keep = xmalloc(sizeof(int) * m);
     for (int i = 0; i < m; i++) keep[i] = past + 2 * i;
     B->kv_keep(cb, past, keep, m); R->kv_keep(cr, past, keep, m);
-    B->attention(ob, qb, cb, layer, 1, past + m, NULL, nh, nkv, hd);
-    R->attention(orr, q, cr, layer, 1, past + m, NULL, nh, nkv, hd);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, past + m, NULL}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, 1, past + m, NULL}, 1, layer, nh, nkv, hd);
     free(o);
     o = down(B, ob, (size_t)nh * hd);
     e = fmaxf(e, rel_err(o, orr, (size_t)nh * hd));
     B->kv_free(cb); R->kv_free(cr);
     B->release(kb); B->release(vb); B->release(qb); B->release(ob);
     free(k); free(v); free(q); free(mask); free(orr); free(o); free(keep);
+    return e;
+}
+
+/* One call over three sequences, each with its own cache and context:
+ * decode (1 query, causal), a small tree under a mask, and a prefill of 12
+ * queries (the batched forward's mix), against the reference. */
+static float check_attention_seqs(const Backend *B, const Backend *R) {
+    enum { S = 3, NH = 4, NKV = 2, HD = 16, KVD = NKV * HD, L = 1 };
+    const int past[S] = {7, 20, 0}, nq[S] = {1, 5, 12};
+    KVCache *cb[S], *cr[S];
+    AttnSeq ab[S], ar[S];
+    uint8_t *mask[S] = {NULL, NULL, NULL};
+    int total = 0;
+    for (int i = 0; i < S; i++) {
+        const int nctx = past[i] + nq[i];
+        cb[i] = B->kv_create(1, nctx, KVD);
+        cr[i] = R->kv_create(1, nctx, KVD);
+        float *k = xmalloc(sizeof(float) * nctx * KVD), *v = xmalloc(sizeof(float) * nctx * KVD);
+        fill(k, (size_t)nctx * KVD, 1); fill(v, (size_t)nctx * KVD, 1);
+        float *kb = up(B, k, (size_t)nctx * KVD), *vb = up(B, v, (size_t)nctx * KVD);
+        B->kv_write(cb[i], 0, 0, kb, vb, nctx); R->kv_write(cr[i], 0, 0, k, v, nctx);
+        B->release(kb); B->release(vb); free(k); free(v);
+        if (i == 1) {   /* root, two children, a grandchild under each */
+            static const int par[5] = {-1, 0, 0, 1, 2};
+            mask[i] = xcalloc((size_t)nq[i] * nctx, 1);
+            for (int a = 0; a < nq[i]; a++) {
+                for (int j = 0; j < past[i]; j++) mask[i][(size_t)a * nctx + j] = 1;
+                for (int p = a; p >= 0; p = par[p]) mask[i][(size_t)a * nctx + past[i] + p] = 1;
+            }
+        }
+        ab[i] = (AttnSeq){cb[i], total, nq[i], nctx, mask[i]};
+        ar[i] = (AttnSeq){cr[i], total, nq[i], nctx, mask[i]};
+        total += nq[i];
+    }
+    float *q = xmalloc(sizeof(float) * total * NH * HD), *orr = xmalloc(sizeof(float) * total * NH * HD);
+    fill(q, (size_t)total * NH * HD, 2);
+    float *qb = up(B, q, (size_t)total * NH * HD), *ob = B->alloc((size_t)total * NH * HD);
+    B->attention(ob, qb, ab, S, 0, NH, NKV, HD);
+    R->attention(orr, q, ar, S, 0, NH, NKV, HD);
+    float *o = down(B, ob, (size_t)total * NH * HD);
+    float e = rel_err(o, orr, (size_t)total * NH * HD);
+    for (int i = 0; i < S; i++) { B->kv_free(cb[i]); R->kv_free(cr[i]); free(mask[i]); }
+    B->release(qb); B->release(ob);
+    free(q); free(orr); free(o);
     return e;
 }
 
@@ -252,6 +296,7 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     w = 0;
     const int cases[][3] = {{0, 1, 0}, {10, 1, 0}, {10, 3, 1}, {5, 4, 0}, {20, 9, 1}, {0, 40, 0}, {30, 60, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) w = fmaxf(w, check_attention(B, R, cases[c][0], cases[c][1], cases[c][2]));
+    w = fmaxf(w, check_attention_seqs(B, R));
     if (verbose) printf("# %s vs %s: attention/kv_keep worst %.2e\n", B->name, R->name, w);
     bad += w > PARITY_TOL_ATTENTION;
     w = 0;

@@ -109,10 +109,12 @@ static void matmul_off_by_one(float *out, const float *x, const Weight *w, int n
 static void many_skips_last(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
     cpu_backend.matmul_many(outs, x, ws, count - 1, n);   /* the last weight's product left undone */
 }
-static void attention_unmasked(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
-                               const uint8_t *mask, int nh, int nkv, int hd) {
-    (void)mask;
-    cpu_backend.attention(out, q, c, l, n, nctx, NULL, nh, nkv, hd);
+static void attention_unmasked(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh, int nkv,
+                               int hd) {
+    AttnSeq *plain = xmalloc(sizeof *plain * n_seq);
+    for (int i = 0; i < n_seq; i++) { plain[i] = seqs[i]; plain[i].mask = NULL; }
+    cpu_backend.attention(out, q, plain, n_seq, l, nh, nkv, hd);
+    free(plain);
 }
 static void topk_ties_wrong(const float *lg, int n, int vocab, float t, int k, int *ids, float *p, int topm, float *h) {
     cpu_backend.softmax_topk(lg, n, vocab, t, k, ids, p, topm + 1, h);   /* entropy over M+1 */

@@ -152,19 +152,20 @@ void layer_scratch_free(const Backend *be, LayerScratch *s) {
 void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
                            int kv_layer, LayerScratch *s, const float *in, float *x, int n, const int *pos,
                            const SeqView *seqs, int n_seq) {
-    const size_t qd = (size_t)c->heads * c->head_dim, kvd = (size_t)c->kv_heads * c->head_dim;
+    const size_t kvd = (size_t)c->kv_heads * c->head_dim;
     float *qkv[3] = {s->q, s->k, s->v};
     const Weight *wqkv[3] = {&l->wq, &l->wk, &l->wv};
     be->matmul_many(qkv, in, wqkv, 3, n);
     be->rope(s->q, pos, n, c->heads, c->head_dim, inv_freq);
     be->rope(s->k, pos, n, c->kv_heads, c->head_dim, inv_freq);
+    AttnSeq one, *as = n_seq == 1 ? &one : xmalloc(sizeof *as * n_seq);
     for (int i = 0; i < n_seq; i++) {
         const SeqView *q = &seqs[i];
-        if (q->n == 0) continue;
-        be->kv_write(q->kv, kv_layer, q->n_past, s->k + q->off * kvd, s->v + q->off * kvd, q->n);
-        be->attention(s->att + q->off * qd, s->q + q->off * qd, q->kv, kv_layer, q->n, q->n_past + q->n, q->mask,
-                      c->heads, c->kv_heads, c->head_dim);
+        if (q->n) be->kv_write(q->kv, kv_layer, q->n_past, s->k + q->off * kvd, s->v + q->off * kvd, q->n);
+        as[i] = (AttnSeq){q->kv, q->off, q->n, q->n_past + q->n, q->mask};
     }
+    be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);
+    if (as != &one) free(as);
     be->matmul(s->xb, s->att, &l->wo, n);
     be->add(x, s->xb, (size_t)n * c->hidden);
 }

@@ -96,33 +96,56 @@ static inline void axpy_hd(float *o, float w, const float *v, int hd) {
     for (; e < hd; e++) o[e] += w * v[e];
 }
 
-/* Decode and small trees: one (query, head) pair per iteration, split over
- * the threads whenever there is more than a few microseconds of work (the
- * other core would otherwise wait at the next product's barrier).  Each
- * pair's arithmetic is the same whatever the split, so results do not
- * depend on the thread count. */
-static void attention_few(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                          const uint8_t *mask, int nheads, int nkv, int hd) {
+/* One query's attention for one head: scores over the visible slots,
+ * softmax, the weighted sum of the values.  s: nctx floats of scratch. */
+static void attend_one(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
+                       const uint8_t *mask, int h, int nheads, int nkv, int hd, float *s) {
     const float scale = 1.0f / sqrtf((float)hd);
-    const int group = nheads / nkv, qdim = nheads * hd;
-#pragma omp parallel if ((int64_t)n * nheads * nctx * hd > PAR_MIN_WORK / 16)
+    const int g = h / (nheads / nkv), qdim = nheads * hd;
+    const float *qh = q + (size_t)i * qdim + h * hd;
+    for (int j = 0; j < nctx; j++)
+        s[j] = visible(mask, i, j, n, nctx) ? dot_hd(qh, kv_row(c, c->k, layer, j) + g * hd, hd) * scale : 0;
+    softmax_row(s, mask, i, n, nctx);
+    float *o = out + (size_t)i * qdim + h * hd;
+    memset(o, 0, sizeof(float) * hd);
+    for (int j = 0; j < nctx; j++)
+        if (s[j] != 0) axpy_hd(o, s[j], kv_row(c, c->v, layer, j) + g * hd, hd);
+}
+
+/* Decode and small trees: every (query, head) pair of the sequences listed
+ * in few[0..nf) (indices into seqs) in one parallel loop, split over the
+ * threads whenever there is more than a few microseconds of work (the
+ * other core would otherwise wait at the next product's barrier).  Each
+ * pair's arithmetic is the same whatever the split and whatever else is in
+ * the call, so results depend neither on the thread count nor on the
+ * batch. */
+static void attention_few(float *out, const float *q, const AttnSeq *seqs, const int *few, int nf, int layer,
+                          int nheads, int nkv, int hd) {
+    int total = 0, max_ctx = 1;
+    int64_t work = 0;
+    for (int f = 0; f < nf; f++) {
+        const AttnSeq *a = &seqs[few[f]];
+        total += a->n;
+        work += (int64_t)a->n * nheads * a->nctx * hd;
+        if (a->nctx > max_ctx) max_ctx = a->nctx;
+    }
+    int *seq_of = malloc(sizeof(int) * (total ? total : 1)), *query_of = malloc(sizeof(int) * (total ? total : 1));
+    for (int f = 0, t = 0; f < nf; f++)
+        for (int i = 0; i < seqs[few[f]].n; i++, t++) { seq_of[t] = few[f]; query_of[t] = i; }
+    const size_t qdim = (size_t)nheads * hd;
+#pragma omp parallel if (work > PAR_MIN_WORK / 16)
     {
-        float *s = malloc(sizeof(float) * nctx);
+        float *s = malloc(sizeof(float) * max_ctx);
 #pragma omp for collapse(2) schedule(static)
-        for (int i = 0; i < n; i++)
+        for (int t = 0; t < total; t++)
             for (int h = 0; h < nheads; h++) {
-                const float *qh = q + (size_t)i * qdim + h * hd;
-                const int g = h / group;
-                for (int j = 0; j < nctx; j++)
-                    s[j] = visible(mask, i, j, n, nctx) ? dot_hd(qh, kv_row(c, c->k, layer, j) + g * hd, hd) * scale : 0;
-                softmax_row(s, mask, i, n, nctx);
-                float *o = out + (size_t)i * qdim + h * hd;
-                memset(o, 0, sizeof(float) * hd);
-                for (int j = 0; j < nctx; j++)
-                    if (s[j] != 0) axpy_hd(o, s[j], kv_row(c, c->v, layer, j) + g * hd, hd);
+                const AttnSeq *a = &seqs[seq_of[t]];
+                attend_one(out + a->off * qdim, q + a->off * qdim, a->kv, layer, query_of[t], a->n, a->nctx, a->mask,
+                           h, nheads, nkv, hd, s);
             }
         free(s);
     }
+    free(seq_of); free(query_of);
 }
 
 /* Heads in parallel, each through single-threaded sgemm (see sgemm_rows in
@@ -150,8 +173,19 @@ static void attention_many(float *out, const float *q, const KVCache *c, int lay
     }
 }
 
-void cpu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                   const uint8_t *mask, int nheads, int nkv, int head_dim) {
-    if (n <= 8) attention_few(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
-    else attention_many(out, q, c, layer, n, nctx, mask, nheads, nkv, head_dim);
+/* A sequence of more than 8 queries (prefill, a large tree) through sgemm,
+ * the others together. */
+void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
+                   int head_dim) {
+    const size_t qdim = (size_t)nheads * head_dim;
+    int *few = malloc(sizeof(int) * (n_seq ? n_seq : 1)), nf = 0;
+    for (int i = 0; i < n_seq; i++) {
+        const AttnSeq *a = &seqs[i];
+        if (a->n <= 0) continue;
+        if (a->n <= 8) few[nf++] = i;
+        else attention_many(out + a->off * qdim, q + a->off * qdim, a->kv, layer, a->n, a->nctx, a->mask, nheads, nkv,
+                            head_dim);
+    }
+    if (nf) attention_few(out, q, seqs, few, nf, layer, nheads, nkv, head_dim);
+    free(few);
 }

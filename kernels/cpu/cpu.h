@@ -55,12 +55,14 @@ static inline float load1(const void *base, DType dt, int64_t i) {
 #define PAR_MIN_WORK (1 << 18)
 
 /* Products of up to this many tokens use the fused loop of matmul.c, which
- * sums every token exactly as a one-token product does.  The bound is where
- * the fused loop stops beating sgemm over the F32 copy on SmolLM2's shapes:
- * about 32 tokens with AVX-512 (two-row tiles), 16 with AVX2 (make bench
- * measures both paths). */
+ * sums every token exactly as a one-token product does (so a batch of up
+ * to this many tokens decodes each sequence exactly as alone).  The bound
+ * is where the fused loop stops beating sgemm over the F32 copy on
+ * SmolLM2's shapes: 64 tokens with AVX-512 (its 16-lane tiles from
+ * WIDE_MIN_TOKENS on; 113 against 137 ms for a 64-token forward on an
+ * EPYC), 16 with AVX2 (make bench measures both paths). */
 #ifdef __AVX512VL__
-#define FEW_TOKENS 32
+#define FEW_TOKENS 64
 #else
 #define FEW_TOKENS 16
 #endif
@@ -83,8 +85,8 @@ void cpu_kv_free(KVCache *c);
 int cpu_kv_slots(const KVCache *c);
 void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
 void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m);
-void cpu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                   const uint8_t *mask, int nheads, int nkv, int head_dim);
+void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
+                   int head_dim);
 void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
                       int *ids, float *probs, int topm, float *entropy);
 void cpu_argmax(const float *logits, int n, int vocab, int *ids);

@@ -1,6 +1,6 @@
 /* Weight products.  Many tokens: OpenBLAS sgemm (F16/BF16 weights are
  * widened to F32 a block of rows at a time).  Few tokens (decode, EAGLE
- * steps, trees of up to FEW_TOKENS nodes): a fused convert-and-dot loop
+ * steps, trees and batches of up to FEW_TOKENS tokens): a fused convert-and-dot loop
  * split over both cores, which reads every weight byte once — decode speed
  * is memory bandwidth — and sums each token exactly as decode does. */
 #include "kernels/cpu/cpu.h"
@@ -137,17 +137,117 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
     }
 }
 
+#ifdef __AVX512VL__
+/* Products of WIDE_MIN_TOKENS or more tokens are bound by arithmetic, not
+ * by reading the weights: a tile of up to 4 rows x WIDE_TOKENS tokens keeps
+ * each (row, token) sum in one 16-lane register, whose low and high halves
+ * are rows_dot_tile's two 8-lane chains (the same multiply-adds in the same
+ * order, then a0 + a1 and the same tree): the same sums, with a quarter of
+ * the weight loads and widenings per multiply-add. */
+#define WIDE_TOKENS 6
+#define WIDE_MIN_TOKENS 8
+typedef float v16f __attribute__((vector_size(64)));
+
+static inline __attribute__((always_inline)) v16f load16(const void *base, DType dt, int64_t i) {
+    v16f r;
+    if (dt == DT_F32) {
+        memcpy(&r, (const float *)base + i, 64);
+    } else if (dt == DT_BF16) {   /* one widening load (GCC splits the generic conversion in four) */
+        __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i)));
+        r = (v16f)_mm512_slli_epi32(u, 16);
+    } else {
+        r = (v16f)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i)));
+    }
+    return r;
+}
+
+static inline __attribute__((always_inline)) void rows_dot_wide(const char *row, size_t rb, const float *x, int64_t C,
+                                                                float *out, int64_t R, const int NR, const int N,
+                                                                const DType DT) {
+    const int64_t C16 = C & ~15LL;
+    v16f a[4][WIDE_TOKENS];
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) a[i][t] = (v16f){0};
+    for (int64_t j = 0; j < C16; j += 16) {
+        v16f w[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < NR; i++) w[i] = load16(row + i * rb, DT, j);
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) {
+            v16f xv;
+            memcpy(&xv, x + t * C + j, 64);
+            __asm__("" : "+v"(xv));   /* one load of x per token, not one per row */
+#pragma GCC unroll 4
+            for (int i = 0; i < NR; i++) a[i][t] += w[i] * xv;
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) {
+            v8f lo, hi;
+            memcpy(&lo, &a[i][t], 32);
+            memcpy(&hi, (const char *)&a[i][t] + 32, 32);
+            v8f s = lo + hi;
+            float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+            for (int64_t j = C16; j < C; j++) sum += load1(row + i * rb, DT, j) * x[t * C + j];
+            out[t * R + i] = sum;
+        }
+}
+
+static inline __attribute__((always_inline)) void rows_span_wide(const char *base, size_t rb, const float *x, int64_t C,
+                                                                 float *out, int64_t R, int64_t r, int64_t r1,
+                                                                 const int N, const DType DT) {
+    for (; r + 4 <= r1; r += 4) rows_dot_wide(base + r * rb, rb, x, C, out + r, R, 4, N, DT);
+    for (; r < r1; r++) rows_dot_wide(base + r * rb, rb, x, C, out + r, R, 1, N, DT);
+}
+
+static inline __attribute__((always_inline)) void rows_dot_many(const Weight *w, const float *x, float *out,
+                                                                int64_t r0, int64_t r1, int n, const DType DT) {
+    const int64_t R = w->rows, C = w->cols;
+    const size_t rb = C * dtype_size(DT);
+    const char *base = (const char *)w->data;
+    for (int64_t b0 = r0; b0 < r1; b0 += ROW_BLOCK) {
+        const int64_t b1 = b0 + ROW_BLOCK < r1 ? b0 + ROW_BLOCK : r1;
+        for (int t = 0; t < n; t += WIDE_TOKENS) {
+            const float *xt = x + t * C;
+            float *ot = out + t * R;
+            switch (n - t < WIDE_TOKENS ? n - t : WIDE_TOKENS) {
+            case 1: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 1, DT); break;
+            case 2: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 2, DT); break;
+            case 3: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 3, DT); break;
+            case 4: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 4, DT); break;
+            case 5: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 5, DT); break;
+            case 6: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 6, DT); break;
+            }
+        }
+    }
+}
+#endif
+
+/* rows_dot, or rows_dot_many where the tokens are many enough */
+static void rows_any(const Weight *w, const float *x, float *out, int64_t r0, int64_t r1, int n) {
+#ifdef __AVX512VL__
+    if (n >= WIDE_MIN_TOKENS) {
+        if (w->dtype == DT_BF16) rows_dot_many(w, x, out, r0, r1, n, DT_BF16);
+        else if (w->dtype == DT_F16) rows_dot_many(w, x, out, r0, r1, n, DT_F16);
+        else rows_dot_many(w, x, out, r0, r1, n, DT_F32);
+        return;
+    }
+#endif
+    if (w->dtype == DT_BF16) rows_dot(w, x, out, r0, r1, n, DT_BF16);
+    else if (w->dtype == DT_F16) rows_dot(w, x, out, r0, r1, n, DT_F16);
+    else rows_dot(w, x, out, r0, r1, n, DT_F32);
+}
+
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
-    const DType dt = w->dtype;
 #pragma omp parallel if (w->rows * w->cols * n > PAR_MIN_WORK)
     {
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
         int64_t per = (w->rows + nt - 1) / nt, r0 = id * per, r1 = r0 + per < w->rows ? r0 + per : w->rows;
-        if (r0 < r1) {
-            if (dt == DT_BF16) rows_dot(w, x, out, r0, r1, n, DT_BF16);
-            else if (dt == DT_F16) rows_dot(w, x, out, r0, r1, n, DT_F16);
-            else rows_dot(w, x, out, r0, r1, n, DT_F32);
-        }
+        if (r0 < r1) rows_any(w, x, out, r0, r1, n);
     }
 }
 
@@ -172,10 +272,7 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
         for (int i = 0; i < count; base += ws[i]->rows, i++) {
             const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + ws[i]->rows ? g1 : base + ws[i]->rows;
             if (lo >= hi) continue;
-            const Weight *w = ws[i];
-            if (w->dtype == DT_BF16) rows_dot(w, x, outs[i], lo - base, hi - base, n, DT_BF16);
-            else if (w->dtype == DT_F16) rows_dot(w, x, outs[i], lo - base, hi - base, n, DT_F16);
-            else rows_dot(w, x, outs[i], lo - base, hi - base, n, DT_F32);
+            rows_any(ws[i], x, outs[i], lo - base, hi - base, n);
         }
     }
 }

@@ -250,8 +250,10 @@ __global__ void attention_combine_kernel(float *__restrict__ out, const float *_
 
 static int gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }
 
-void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx, const uint8_t *mask,
-                  int nheads, int nkv, int head_dim) {
+/* One sequence's queries over its cache (cu_attention launches this per
+ * sequence: the kernel's blocks are per query block and head of one cache). */
+static void attention_one(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
+                          const uint8_t *mask, int nheads, int nkv, int head_dim) {
     if (n <= 0) return;
     if (head_dim > ATT_MAX_HD || head_dim <= 0 || nkv <= 0 || nheads % nkv || nkv * head_dim > c->kv_dim ||
         nctx > c->slots || nctx < n || layer < 0 || layer >= c->layers) {
@@ -319,4 +321,12 @@ void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n
                                                                                            splits, head_dim);
         CU_LAUNCHED();
     }
+}
+
+void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
+                  int head_dim) {
+    const size_t qdim = (size_t)nheads * head_dim;
+    for (int i = 0; i < n_seq; i++)
+        attention_one(out + seqs[i].off * qdim, q + seqs[i].off * qdim, seqs[i].kv, layer, seqs[i].n, seqs[i].nctx,
+                      seqs[i].mask, nheads, nkv, head_dim);
 }

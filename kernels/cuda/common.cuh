@@ -109,8 +109,8 @@ void cu_kv_free(KVCache *c);
 int cu_kv_slots(const KVCache *c);
 void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
 void cu_kv_keep(KVCache *c, int dst, const int *keep, int m);
-void cu_attention(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                  const uint8_t *mask, int nheads, int nkv, int head_dim);
+void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
+                  int head_dim);
 void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k, int *ids,
                      float *probs, int topm, float *entropy);
 void cu_argmax(const float *logits, int n, int vocab, int *ids);
