@@ -196,7 +196,7 @@ smollm2-speed: smollm2
 # against C2T's early stop, speedup over ar at each batch size) on SmolLM2
 # (tools/experiments/table3.sh) -> results/table3/
 table3: smollm2
-	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-eval $(PLUGIN)
+	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-eval $(PLUGIN) $(BUILD)/tests/bench_forward
 	@tools/experiments/table3.sh
 # The C2T paper's experiments on SmolLM2 + its EAGLE head
 # (tools/experiments/paper.sh): collect per prompt category, train,

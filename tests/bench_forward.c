@@ -1,7 +1,7 @@
 /* The runtime against the machine: single-token decode next to the memory
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
- *   bench_forward [--tsv FILE] [--threads T] MODEL_DIR|1b ...
+ *   bench_forward [--tsv FILE] [--threads T] [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
  * of bench_model.h, written to /tmp and removed after loading):
@@ -15,6 +15,10 @@
  *          the logits verification reads (what verifying a draft tree costs):
  *          every node's up to LAZY_LOGITS_NODES nodes, else those of a path
  *          of TREE_PATH nodes, one LM-head product each (infer/spec/decode.c).
+ * With --batched B1,B2,... (and --npp, --ntg) only batched plain decoding,
+ * what llama.cpp's llama-batched-bench times: per B, B prompts of npp
+ * tokens prefilled in one forward (S_PP, tok/s), then ntg greedy steps of
+ * one token for each of the B sequences in one forward (S_TG, tok/s).
  * The machine: copy bandwidth (STREAM convention), the read bandwidth of a
  * plain summing stream (decode is also given as % of that bound), and
  * OpenBLAS sgemm on 2048^3 squares with T threads.  Each figure is the best
@@ -193,6 +197,56 @@ static double forward_tps(LlamaState *st, int n, int tree) {
     return best;
 }
 
+/* llama-batched-bench's figures for B sequences: one forward prefills all
+ * the prompts, then each step decodes one token of every sequence. */
+static void batched_decode(const LlamaModel *m, const char *name, int B, int npp, int ntg) {
+    LlamaState **st = xmalloc(sizeof *st * B);
+    LogitsMode *last = xmalloc(sizeof *last * B);
+    int *off = xmalloc(sizeof(int) * (B + 1)), *tok = xmalloc(sizeof(int) * B * npp), *pos = xmalloc(sizeof(int) * B * npp);
+    LlamaBatch *b = llama_batch_new(m);
+    for (int i = 0; i < B; i++) {
+        if (!(st[i] = llama_state_new(m, npp + ntg + 1))) die_err("bench_forward");
+        last[i] = LOGITS_LAST;
+        off[i] = i * npp;
+        for (int j = 0; j < npp; j++) { tok[i * npp + j] = 100 + (37 * j + 11 * i) % 5000; pos[i * npp + j] = j; }
+    }
+    off[B] = B * npp;
+    double t0 = now_seconds();
+    if (llama_forward_batch(b, st, B, tok, pos, off, NULL, last)) die_err("bench_forward");
+    const double t_pp = now_seconds() - t0;
+    for (int i = 0; i < B; i++) {
+        llama_commit(st[i], NULL, npp);
+        off[i] = i;
+        cpu_backend.argmax(st[i]->logits, 1, m->cfg.vocab, &tok[i]);
+    }
+    off[B] = B;
+    t0 = now_seconds();
+    for (int step = 0; step < ntg; step++) {
+        for (int i = 0; i < B; i++) pos[i] = st[i]->n_past;
+        if (llama_forward_batch(b, st, B, tok, pos, off, NULL, last)) die_err("bench_forward");
+        for (int i = 0; i < B; i++) {
+            llama_commit(st[i], NULL, 1);
+            cpu_backend.argmax(st[i]->logits, 1, m->cfg.vocab, &tok[i]);
+        }
+    }
+    const double t_tg = now_seconds() - t0;
+    printf("  batch %-4d  S_PP %9.1f tok/s   S_TG %9.1f tok/s\n", B, B * npp / t_pp, B * ntg / t_tg);
+    row(name, "batched_pp", B, B * npp / t_pp, 0, 0);
+    row(name, "batched_tg", B, B * ntg / t_tg, 0, 0);
+    for (int i = 0; i < B; i++) llama_state_free(st[i]);
+    llama_batch_free(b);
+    free(st); free(last); free(off); free(tok); free(pos);
+}
+
+static void bench_batched(const char *dir, const int *bs, int nb, int npp, int ntg) {
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    if (!m) die_err("bench_forward");
+    printf("\n%s: %s weights, batched decoding, %d-token prompts, %d steps\n", dir, dtype_name(m->embed.dtype), npp,
+           ntg);
+    for (int i = 0; i < nb; i++) batched_decode(m, dir, bs[i], npp, ntg);
+    llama_free(m);
+}
+
 static void bench_model(const char *arg, double bw, double rbw, double peak) {
     char dir[512];
     int random_1b = !strcmp(arg, "1b");
@@ -231,18 +285,38 @@ static void bench_model(const char *arg, double bw, double rbw, double peak) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 2, first = 1;
+    int threads = 2, first = 1, bs[16], nb = 0, npp = 128, ntg = 128;
     for (; first < argc && argv[first][0] == '-'; first += 2) {
         if (first + 1 >= argc) { fprintf(stderr, "bench_forward: %s needs a value\n", argv[first]); return 2; }
         if (!strcmp(argv[first], "--tsv")) {
             tsv = fopen(argv[first + 1], "a");
             if (!tsv) { perror(argv[first + 1]); return 1; }
         } else if (!strcmp(argv[first], "--threads")) threads = atoi(argv[first + 1]);
-        else { fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] MODEL_DIR|1b ...\n"); return 2; }
+        else if (!strcmp(argv[first], "--npp")) npp = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--ntg")) ntg = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--batched")) {
+            for (char *p = argv[first + 1]; *p && nb < 16; p += strspn(p, ",")) {
+                char *end;
+                bs[nb] = (int)strtol(p, &end, 10);
+                if (end == p || bs[nb] < 1) { fprintf(stderr, "bench_forward: --batched takes sizes like 1,8,32\n"); return 2; }
+                nb++;
+                p = end;
+            }
+        } else {
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] [--batched B,... [--npp N] [--ntg N]] "
+                            "MODEL_DIR|1b ...\n");
+            return 2;
+        }
     }
+    if (npp < 1 || ntg < 1) { fprintf(stderr, "bench_forward: --npp and --ntg must be at least 1\n"); return 2; }
     if (threads < 1) threads = 1;
     cpu_threads_set(threads);
     omp_set_num_threads(threads);
+    if (nb) {
+        for (int i = first; i < argc; i++) bench_batched(argv[i], bs, nb, npp, ntg);
+        if (tsv) fclose(tsv);
+        return 0;
+    }
     double bw = copy_bandwidth(), rbw = read_bandwidth(), peak = sgemm_peak(threads);
     printf("machine: %d threads, copy bandwidth %.1f GB/s, read stream %.1f GB/s, sgemm peak %.1f GFLOP/s "
            "(OpenBLAS, 2048^3)\n", threads, bw / 1e9, rbw / 1e9, peak);

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""table3.sh's report: results/table3/eval_{static,c2t}_b{B}.json (spec-eval
-reports) -> table3.csv (one row per method and batch size, ar included),
-table3.md and, with gnuplot, table3.png (speedup over ar against batch size).
+"""table3.sh's report: from results/table3/
+  eval_{static,c2t}_b{B}.json   the chain runs (spec-eval reports, ar inside),
+  tree_{eagle2,c2t}_b{T}.json   the trees at batch T (with --trees T),
+  anchor_ours.tsv               bench_forward --batched rows,
+  anchor_llamacpp.txt           llama-batched-bench's table (optional)
+-> table3.csv (one row per method and batch size), table3.md (the tables
+and the aims) and, with gnuplot, table3.png (speedup over ar against batch
+size).
 
-    python3 tools/experiments/table3_report.py results/table3 1 8 32 64
+    python3 tools/experiments/table3_report.py results/table3 [--trees 8] 1 8 32 64
 
 Standard library only."""
 import json
@@ -12,50 +17,115 @@ import shutil
 import subprocess
 import sys
 
+CHAIN = (("static", "EAGLE static chain"), ("c2t", "C2T early stop"))
+TREES = (("eagle2", "EAGLE-2 tree"), ("c2t", "C2T tree"))
+
 
 def load(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
+def run_rows(path, name, batch, with_ar):
+    """The rows of one spec-eval report: ar from its baseline, then the policy."""
+    t = load(path)["total"]
+    rows = []
+    if with_ar:
+        rows.append(dict(method="ar", batch=batch, tau=1.0, gamma=0, new_tokens=int(t["new_tokens"]),
+                         tokens_per_s=t["v_ar"], speedup=1.0))
+    rows.append(dict(method=name, batch=batch, tau=t["tau"], gamma=int(t["gamma"]), new_tokens=int(t["new_tokens"]),
+                     tokens_per_s=t["v"], speedup=t["speedup"]))
+    return rows
+
+
+def anchor(out):
+    """{batch: (ours S_TG, llama.cpp S_TG or None)} from the anchor files."""
+    ours, theirs = {}, {}
+    path = os.path.join(out, "anchor_ours.tsv")
+    if os.path.exists(path):
+        for line in open(path, encoding="utf-8"):
+            f = line.rstrip("\n").split("\t")
+            if len(f) >= 4 and f[1] == "batched_tg":
+                ours[int(f[2])] = float(f[3])
+    path = os.path.join(out, "anchor_llamacpp.txt")
+    if os.path.exists(path):
+        head = None
+        for line in open(path, encoding="utf-8"):
+            if not line.startswith("|"):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if "S_TG t/s" in cells:
+                head = cells
+            elif head and cells and not cells[0].startswith("-"):
+                try:
+                    theirs[int(cells[head.index("B")])] = float(cells[head.index("S_TG t/s")])
+                except (ValueError, IndexError):
+                    pass
+    return {b: (ours[b], theirs.get(b)) for b in ours}
+
+
 def main():
-    out, batches = sys.argv[1], [int(b) for b in sys.argv[2:]]
+    args = sys.argv[1:]
+    out = args.pop(0)
+    trees = None
+    if args and args[0] == "--trees":
+        trees = int(args[1])
+        args = args[2:]
+    batches = [int(b) for b in args]
     rows = []
     for b in batches:
-        ar_done = False
-        for method, name in (("static", "EAGLE static chain"), ("c2t", "C2T early stop")):
-            r = load(os.path.join(out, f"eval_{method}_b{b}.json"))
-            t = r["total"]
-            if not ar_done:   # ar at this batch size, from the first run's baseline
-                v_ar = t["v_ar"]
-                rows.append(dict(method="ar", batch=b, tau=1.0, gamma=0, new_tokens=t["new_tokens"],
-                                 tokens_per_s=v_ar, speedup=1.0))
-                ar_done = True
-            rows.append(dict(method=name, batch=b, tau=t["tau"], gamma=int(t["gamma"]), new_tokens=int(t["new_tokens"]),
-                             tokens_per_s=t["v"], speedup=t["speedup"]))
+        for i, (m, name) in enumerate(CHAIN):
+            rows += run_rows(os.path.join(out, f"eval_{m}_b{b}.json"), name, b, i == 0)
+    tree_rows = []
+    if trees:
+        for m, name in TREES:
+            tree_rows += run_rows(os.path.join(out, f"tree_{m}_b{trees}.json"), name, trees, False)
+    anc = anchor(out)
+    for b, (o, t) in sorted(anc.items()):
+        base = anc[min(anc)][0]
+        rows.append(dict(method="ar decode, ours (bench_forward --batched)", batch=b, tau=1.0, gamma=0, new_tokens=0,
+                         tokens_per_s=o, speedup=o / base))
+        if t is not None:
+            rows.append(dict(method="ar decode, llama.cpp (llama-batched-bench)", batch=b, tau=1.0, gamma=0,
+                             new_tokens=0, tokens_per_s=t, speedup=t / base))
     cols = ["method", "batch", "tau", "gamma", "new_tokens", "tokens_per_s", "speedup"]
     with open(os.path.join(out, "table3.csv"), "w", encoding="utf-8") as f:
         f.write(",".join(cols) + "\n")
-        for r in rows:
+        for r in rows + tree_rows:
             f.write(",".join(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + "\n")
-    lines = ["| method | " + " | ".join(f"batch {b}" for b in batches) + " |",
-             "|---|" + "---|" * len(batches)]
-    for name in ("EAGLE static chain", "C2T early stop"):
-        cells = []
-        for b in batches:
-            r = next(x for x in rows if x["method"] == name and x["batch"] == b)
-            cells.append(f"{r['speedup']:.2f}x (τ {r['tau']:.2f}, γ {r['gamma']})")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+
+    get = lambda name, b: next(x for x in rows + tree_rows if x["method"] == name and x["batch"] == b)
+    md = ["Chain mode, at most 4 draft tokens a cycle; speedup over ar at the same batch size, measured in the "
+          "same spec-eval run (τ, γ verified tokens):", "",
+          "| method | " + " | ".join(f"batch {b}" for b in batches) + " |", "|---|" + "---|" * len(batches)]
+    md.append("| ar (tok/s) | " + " | ".join(f"{get('ar', b)['tokens_per_s']:.1f}" for b in batches) + " |")
+    for _, name in CHAIN:
+        md.append(f"| {name} | " + " | ".join(
+            f"{get(name, b)['speedup']:.2f}x (τ {get(name, b)['tau']:.2f}, γ {get(name, b)['gamma']})" for b in batches)
+            + " |")
+    md.append("| C2T / static chain | " + " | ".join(
+        f"{get(CHAIN[1][1], b)['tokens_per_s'] / get(CHAIN[0][1], b)['tokens_per_s']:.2f}x" for b in batches) + " |")
+    if trees:
+        e, c = get(TREES[0][1], trees), get(TREES[1][1], trees)
+        md += ["", f"Trees at batch {trees}:", "", "| method | tok/s | speedup over ar | τ | γ |", "|---|---|---|---|---|"]
+        for r in (e, c):
+            md.append(f"| {r['method']} | {r['tokens_per_s']:.1f} | {r['speedup']:.2f}x | {r['tau']:.2f} | {r['gamma']} |")
+        md.append(f"\nC2T / EAGLE-2: {c['tokens_per_s'] / e['tokens_per_s']:.2f}x tokens/s at τ "
+                  f"{100 * (c['tau'] / e['tau'] - 1):+.1f}% (aim: ≥ 1.1x at τ within 2%)")
+    if anc:
+        md += ["", "Batched plain decoding (prompts and steps as llama-batched-bench's; S_TG tok/s):", "",
+               "| batch | ours | × our batch 1 | llama.cpp | ours / llama.cpp |", "|---|---|---|---|---|"]
+        base = anc[min(anc)][0]
+        for b, (o, t) in sorted(anc.items()):
+            md.append(f"| {b} | {o:.1f} | {o / base:.2f}x | " + (f"{t:.1f} | {o / t:.2f}x |" if t else "- | - |"))
     with open(os.path.join(out, "table3.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
     if shutil.which("gnuplot"):
         data = os.path.join(out, "table3.dat")
         with open(data, "w", encoding="utf-8") as f:
             for b in batches:
-                s = [next(x for x in rows if x["method"] == n and x["batch"] == b)["speedup"]
-                     for n in ("EAGLE static chain", "C2T early stop")]
-                f.write(f"{b} {s[0]} {s[1]}\n")
+                f.write(f"{b} {get(CHAIN[0][1], b)['speedup']} {get(CHAIN[1][1], b)['speedup']}\n")
         script = (f"set terminal png size 800,500; set output '{out}/table3.png'; set logscale x 2;"
                   "set xlabel 'batch size'; set ylabel 'speedup over ar at the same batch size'; set key top left;"
                   f"plot '{data}' using 1:2 with linespoints title 'EAGLE static chain (4)',"
