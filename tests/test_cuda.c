@@ -12,6 +12,9 @@
  *    verification forward, KV keep of a path and a decode step after it;
  *  - greedy decoding with the ar and eagle2 policies gives identical tokens
  *    on both backends (and eagle2 = ar);
+ *  - batched forwards (three sequences, each its own cache, prompts then a
+ *    tree, a decode token and a causal pair) and batched LM-head rows equal
+ *    the CPU's; spec-eval --device cuda --batch 3 is lossless;
  *  - cuda_sample_rows: seeded, reproducible, distributed as softmax(l / T).
  * Without nvcc every test SKIPs.
  *
@@ -193,6 +196,95 @@ static void logits_parity(const char *name) {
 static void test_cuda_logits_llama2_f32(void) { NEED_GPU(); logits_parity("llama2_f32"); }
 static void test_cuda_logits_llama3_bf16(void) { NEED_GPU(); logits_parity("llama3_bf16"); }
 
+/* The batched forward on the GPU: three sequences of different lengths,
+ * each over its own cache (prompts; then a tree under a mask, one decode
+ * token, a causal pair), against the same batch on the CPU; and a batched
+ * row of LM-head logits. */
+static void test_cuda_batched_forward(void) {
+    NEED_GPU();
+    int before = cuda_errors();
+    const char *dir = "tests/ckpt/llama3_bf16";
+    LlamaModel *mc = llama_load(dir, &cpu_backend), *mg = llama_load(dir, &cuda_backend);
+    REQUIRE(mc && mg, "load %s: %s", dir, err_get());
+    enum { S = 3 };
+    const int V = mc->cfg.vocab;
+    LlamaState *sc[S], *sg[S];
+    for (int i = 0; i < S; i++) {
+        sc[i] = llama_state_new(mc, 64);
+        sg[i] = llama_state_new(mg, 64);
+        REQUIRE(sc[i] && sg[i], "state: %s", err_get());
+    }
+    LlamaBatch *bc = llama_batch_new(mc), *bg = llama_batch_new(mg);
+    float worst = 0;
+    for (int step = 0; step < 2; step++) {
+        static const int lens[2][S] = {{5, 9, 3}, {4, 1, 2}};
+        static const int par[4] = {-1, 0, 0, 1};
+        int off[S + 1] = {0}, tok[32], pos[32];
+        uint8_t tmask[4 * 64];
+        const uint8_t *masks[S] = {NULL, NULL, NULL};
+        for (int i = 0; i < S; i++) {
+            const int n = lens[step][i], past = sc[i]->n_past;
+            for (int t = 0; t < n; t++) {
+                tok[off[i] + t] = (i * 31 + t * 7 + step * 101) % V;
+                pos[off[i] + t] = past + (step && i == 0 ? (t ? 1 + (t == 3) : 0) : t);
+            }
+            if (step && i == 0) {   /* a tree: 0 -> {1, 2}, 1 -> 3 */
+                const int nctx = past + n;
+                memset(tmask, 0, sizeof tmask);
+                for (int a = 0; a < n; a++) {
+                    for (int j = 0; j < past; j++) tmask[a * nctx + j] = 1;
+                    for (int p = a; p >= 0; p = par[p]) tmask[a * nctx + past + p] = 1;
+                }
+                masks[0] = tmask;
+            }
+            off[i + 1] = off[i] + n;
+        }
+        REQUIRE(!llama_forward_batch(bc, sc, S, tok, pos, off, masks, NULL) &&
+                    !llama_forward_batch(bg, sg, S, tok, pos, off, masks, NULL), "batched forward: %s", err_get());
+        for (int i = 0; i < S; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "batched step %d, sequence %d (%d tokens)", step, i, lens[step][i]);
+            worst = fmaxf(worst, compare_forward(sg[i], sc[i], lens[step][i], what));
+        }
+        if (step == 0)
+            for (int i = 0; i < S; i++) { llama_commit(sc[i], NULL, lens[0][i]); llama_commit(sg[i], NULL, lens[0][i]); }
+    }
+    const int rows[S] = {3, 0, 1};
+    llama_rows_logits(bc, sc, rows, S);
+    llama_rows_logits(bg, sg, rows, S);
+    for (int i = 0; i < S; i++) worst = fmaxf(worst, compare_forward(sg[i], sc[i], 1, "batched LM-head row"));
+    CHECK(worst <= LOGITS_REL, "batched CUDA forward differs from the CPU's by %.2e of max (bound %.0e)", worst,
+          LOGITS_REL);
+    llama_batch_free(bc); llama_batch_free(bg);
+    for (int i = 0; i < S; i++) { llama_state_free(sc[i]); llama_state_free(sg[i]); }
+    llama_free(mc); llama_free(mg);
+    NO_NEW_ERRORS(before);
+}
+
+/* spec-eval --batch on the GPU: every policy lossless against ar at the same
+ * batch size (continuous and static batches). */
+static void test_cuda_batched_decoding(void) {
+    NEED_GPU();
+    char qs[] = "/tmp/c2t_cudabXXXXXX", err[4096];
+    close(mkstemp(qs));
+    FILE *f = fopen(qs, "w");
+    REQUIRE(f, "%s", qs);
+    fputs("{\"question_id\": 1, \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
+          "{\"question_id\": 2, \"turns\": [\"const char *name\"]}\n"
+          "{\"question_id\": 3, \"turns\": [\"for (int i = 0;\"]}\n"
+          "{\"question_id\": 4, \"turns\": [\"return\", \"while (1)\"]}\n", f);
+    fclose(f);
+    const char *runs[] = {"--policy ar", "--policy eagle2 --topk 4 --depth 3 --total 16",
+                          "--policy chain --draft-len 4", "--policy eagle2 --static-batches"};
+    for (int r = 0; r < 4; r++) {
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval --device cuda --target tests/ckpt/tiny_chat --template none "
+                         "--draft tests/ckpt/tiny_chat_eagle --max-new-tokens 24 --quiet --questions %s --batch 3 "
+                         "--check-lossless %s", bin_dir(), qs, runs[r]);
+        CHECK(rc == 0, "cuda --batch 3 %s: exit %d: %s", runs[r], rc, err);
+    }
+    unlink(qs);
+}
+
 /* ---- greedy decoding ---- */
 
 static int decode(const LlamaModel *target, Draft *d, const char *policy, const int *prompt, int np, int max_new,
@@ -352,6 +444,8 @@ int main(int argc, char **argv) {
     RUN(test_cuda_greedy_ar);
     RUN(test_cuda_greedy_eagle2);
     RUN(test_cuda_greedy_eagle3);
+    RUN(test_cuda_batched_forward);
+    RUN(test_cuda_batched_decoding);
     RUN(test_cuda_sample_rows);
 #ifdef C2T_CUDA
     backend_shutdown(&cuda_backend);   /* compute-sanitizer's leak check then sees only real leaks */

@@ -96,29 +96,41 @@ static inline void axpy_hd(float *o, float w, const float *v, int hd) {
     for (; e < hd; e++) o[e] += w * v[e];
 }
 
-/* One query's attention for one head: scores over the visible slots,
- * softmax, the weighted sum of the values.  s: nctx floats of scratch. */
-static void attend_one(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
-                       const uint8_t *mask, int h, int nheads, int nkv, int hd, float *s) {
+/* One query's attention for heads [h0, h0 + nh) that share one KV head:
+ * per head, scores over the visible slots, softmax, the weighted sum of the
+ * values.  Each K and V row is read once for all nh heads; every head's
+ * arithmetic is the same whatever nh.  s: nh * nctx floats of scratch. */
+static void attend(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
+                   const uint8_t *mask, int h0, int nh, int nheads, int nkv, int hd, float *s) {
     const float scale = 1.0f / sqrtf((float)hd);
-    const int g = h / (nheads / nkv), qdim = nheads * hd;
-    const float *qh = q + (size_t)i * qdim + h * hd;
-    for (int j = 0; j < nctx; j++)
-        s[j] = visible(mask, i, j, n, nctx) ? dot_hd(qh, kv_row(c, c->k, layer, j) + g * hd, hd) * scale : 0;
-    softmax_row(s, mask, i, n, nctx);
-    float *o = out + (size_t)i * qdim + h * hd;
-    memset(o, 0, sizeof(float) * hd);
-    for (int j = 0; j < nctx; j++)
-        if (s[j] != 0) axpy_hd(o, s[j], kv_row(c, c->v, layer, j) + g * hd, hd);
+    const int g = h0 / (nheads / nkv), qdim = nheads * hd;
+    const float *qi = q + (size_t)i * qdim;
+    for (int j = 0; j < nctx; j++) {
+        const int vis = visible(mask, i, j, n, nctx);
+        const float *k = kv_row(c, c->k, layer, j) + g * hd;
+        for (int a = 0; a < nh; a++) s[(size_t)a * nctx + j] = vis ? dot_hd(qi + (h0 + a) * hd, k, hd) * scale : 0;
+    }
+    for (int a = 0; a < nh; a++) {
+        softmax_row(s + (size_t)a * nctx, mask, i, n, nctx);
+        memset(out + (size_t)i * qdim + (h0 + a) * hd, 0, sizeof(float) * hd);
+    }
+    for (int j = 0; j < nctx; j++) {
+        const float *v = kv_row(c, c->v, layer, j) + g * hd;
+        for (int a = 0; a < nh; a++) {
+            const float w = s[(size_t)a * nctx + j];
+            if (w != 0) axpy_hd(out + (size_t)i * qdim + (h0 + a) * hd, w, v, hd);
+        }
+    }
 }
 
-/* Decode and small trees: every (query, head) pair of the sequences listed
- * in few[0..nf) (indices into seqs) in one parallel loop, split over the
- * threads whenever there is more than a few microseconds of work (the
- * other core would otherwise wait at the next product's barrier).  Each
- * pair's arithmetic is the same whatever the split and whatever else is in
- * the call, so results depend neither on the thread count nor on the
- * batch. */
+/* Decode and small trees: every query of the sequences listed in few[0..nf)
+ * (indices into seqs), split over the threads whenever there is more than a
+ * few microseconds of work (the other core would otherwise wait at the
+ * next product's barrier).  With enough queries a work item is a query and
+ * a KV head (its K/V rows read once for the heads that share it), else a
+ * query and a head (more items to split).  Each (query, head) is summed
+ * the same either way, whatever the split and whatever else is in the
+ * call, so results depend neither on the thread count nor on the batch. */
 static void attention_few(float *out, const float *q, const AttnSeq *seqs, const int *few, int nf, int layer,
                           int nheads, int nkv, int hd) {
     int total = 0, max_ctx = 1;
@@ -133,15 +145,16 @@ static void attention_few(float *out, const float *q, const AttnSeq *seqs, const
     for (int f = 0, t = 0; f < nf; f++)
         for (int i = 0; i < seqs[few[f]].n; i++, t++) { seq_of[t] = few[f]; query_of[t] = i; }
     const size_t qdim = (size_t)nheads * hd;
+    const int per = total * nkv >= 8 ? nheads / nkv : 1, items = nheads / per;
 #pragma omp parallel if (work > PAR_MIN_WORK / 16)
     {
-        float *s = malloc(sizeof(float) * max_ctx);
+        float *s = malloc(sizeof(float) * per * max_ctx);
 #pragma omp for collapse(2) schedule(static)
         for (int t = 0; t < total; t++)
-            for (int h = 0; h < nheads; h++) {
+            for (int h = 0; h < items; h++) {
                 const AttnSeq *a = &seqs[seq_of[t]];
-                attend_one(out + a->off * qdim, q + a->off * qdim, a->kv, layer, query_of[t], a->n, a->nctx, a->mask,
-                           h, nheads, nkv, hd, s);
+                attend(out + a->off * qdim, q + a->off * qdim, a->kv, layer, query_of[t], a->n, a->nctx, a->mask,
+                       h * per, per, nheads, nkv, hd, s);
             }
         free(s);
     }
