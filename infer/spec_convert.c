@@ -93,14 +93,6 @@ static void unpermute(float *w, int n_head, int head_dim, int cols) {
     free(tmp);
 }
 
-static uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFF)) return (uint16_t)((u >> 16) | 0x40);   /* NaN stays NaN */
-    u += 0x7FFF + ((u >> 16) & 1);   /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
-
 typedef struct { StWrite *w; char (*names)[96]; int n; DType dt; } Out;
 
 static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) {
@@ -110,7 +102,7 @@ static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) 
     void *data = v;
     if (o->dt == DT_BF16) {
         uint16_t *b = xmalloc(2 * n);
-        for (size_t i = 0; i < n; i++) b[i] = to_bf16(v[i]);
+        for (size_t i = 0; i < n; i++) b[i] = f32_to_bf16(v[i]);
         free(v);
         data = b;
     } else if (o->dt == DT_F16) {

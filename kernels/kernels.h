@@ -150,6 +150,10 @@ typedef struct {
      * products (as a native BF16 forward does): faster, and it changes the
      * arithmetic; 0 splits them in two halves, within 1e-5 of F32. */
     int cuda_fast_gemm;
+    /* CPU: the KV cache's element type, DT_F32 or DT_BF16 (K and V rounded
+     * to BF16 as they are written: half the bytes attention reads, and it
+     * changes the arithmetic).  CUDA keeps F32 and refuses BF16. */
+    DType kv_dtype;
 } BackendOptions;
 
 void backend_options_default(BackendOptions *o);

@@ -16,6 +16,10 @@ const Backend *backend_by_name(const char *device) {
         return NULL;
     }
 #ifdef C2T_CUDA
+    if (backend_settings()->kv_dtype != DT_F32 && (!is_auto || cuda_available())) {
+        err_set("--device %s: the CUDA backend keeps its KV cache in F32 (--kv-dtype bf16 is the CPU's)", device);
+        return NULL;
+    }
     if (cuda_available()) return &cuda_backend;
     if (is_auto) return &cpu_backend;
     err_set("--device cuda: no CUDA device is visible");

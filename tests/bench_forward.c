@@ -1,7 +1,8 @@
 /* The runtime against the machine: single-token decode next to the memory
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
- *   bench_forward [--tsv FILE] [--threads T] [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
+ *   bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--batched B,... [--npp N] [--ntg N]]
+ *                 MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
  * of bench_model.h, written to /tmp and removed after loading):
@@ -18,7 +19,8 @@
  * With --batched B1,B2,... (and --npp, --ntg) only batched plain decoding,
  * what llama.cpp's llama-batched-bench times: per B, B prompts of npp
  * tokens prefilled in one forward (S_PP, tok/s), then ntg greedy steps of
- * one token for each of the B sequences in one forward (S_TG, tok/s).
+ * one token for each of the B sequences in one forward (S_TG, tok/s); with
+ * --kv-dtype bf16 (spec-eval's option) its rows are batched_{pp,tg}_kv_bf16.
  * The machine: copy bandwidth (STREAM convention), the read bandwidth of a
  * plain summing stream (decode is also given as % of that bound), and
  * OpenBLAS sgemm on 2048^3 squares with T threads.  Each figure is the best
@@ -231,8 +233,9 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
     }
     const double t_tg = now_seconds() - t0;
     printf("  batch %-4d  S_PP %9.1f tok/s   S_TG %9.1f tok/s\n", B, B * npp / t_pp, B * ntg / t_tg);
-    row(name, "batched_pp", B, B * npp / t_pp, 0, 0);
-    row(name, "batched_tg", B, B * ntg / t_tg, 0, 0);
+    const int bf16_kv = backend_settings()->kv_dtype == DT_BF16;   /* its rows are named apart */
+    row(name, bf16_kv ? "batched_pp_kv_bf16" : "batched_pp", B, B * npp / t_pp, 0, 0);
+    row(name, bf16_kv ? "batched_tg_kv_bf16" : "batched_tg", B, B * ntg / t_tg, 0, 0);
     for (int i = 0; i < B; i++) llama_state_free(st[i]);
     llama_batch_free(b);
     free(st); free(last); free(off); free(tok); free(pos);
@@ -241,8 +244,8 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
 static void bench_batched(const char *dir, const int *bs, int nb, int npp, int ntg) {
     LlamaModel *m = llama_load(dir, &cpu_backend);
     if (!m) die_err("bench_forward");
-    printf("\n%s: %s weights, batched decoding, %d-token prompts, %d steps\n", dir, dtype_name(m->embed.dtype), npp,
-           ntg);
+    printf("\n%s: %s weights, %s KV cache, batched decoding, %d-token prompts, %d steps\n", dir,
+           dtype_name(m->embed.dtype), dtype_name(backend_settings()->kv_dtype), npp, ntg);
     for (int i = 0; i < nb; i++) batched_decode(m, dir, bs[i], npp, ntg);
     llama_free(m);
 }
@@ -294,6 +297,11 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[first], "--threads")) threads = atoi(argv[first + 1]);
         else if (!strcmp(argv[first], "--npp")) npp = atoi(argv[first + 1]);
         else if (!strcmp(argv[first], "--ntg")) ntg = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--kv-dtype") && (!strcmp(argv[first + 1], "f32") || !strcmp(argv[first + 1], "bf16"))) {
+            BackendOptions o = *backend_settings();
+            o.kv_dtype = strcmp(argv[first + 1], "bf16") ? DT_F32 : DT_BF16;
+            backend_configure(&o);
+        }
         else if (!strcmp(argv[first], "--batched")) {
             for (char *p = argv[first + 1]; *p && nb < 16; p += strspn(p, ",")) {
                 char *end;
@@ -303,7 +311,7 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] [--batched B,... [--npp N] [--ntg N]] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--batched B,... [--npp N] [--ntg N]] "
                             "MODEL_DIR|1b ...\n");
             return 2;
         }

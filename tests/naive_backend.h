@@ -88,11 +88,18 @@ static KVCache *nv_kv_create(int layers, int slots, int kv_dim) {
 static void nv_kv_free(KVCache *c) { free(c->k); free(c->v); free(c); }
 static int nv_kv_slots(const KVCache *c) { return c->slots; }
 static float *nv_at(const KVCache *c, float *b, int l, int s) { return b + ((size_t)l * c->slots + s) * c->kv_dim; }
+/* a value as the cache keeps it (BackendOptions.kv_dtype) */
+static float nv_kv_round(float x) {
+    if (backend_settings()->kv_dtype != DT_BF16) return x;
+    uint32_t u = (uint32_t)f32_to_bf16(x) << 16;
+    memcpy(&x, &u, 4);
+    return x;
+}
 static void nv_kv_write(KVCache *c, int l, int slot, const float *k, const float *v, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < c->kv_dim; j++) {
-            nv_at(c, c->k, l, slot + i)[j] = k[i * c->kv_dim + j];
-            nv_at(c, c->v, l, slot + i)[j] = v[i * c->kv_dim + j];
+            nv_at(c, c->k, l, slot + i)[j] = nv_kv_round(k[i * c->kv_dim + j]);
+            nv_at(c, c->v, l, slot + i)[j] = nv_kv_round(v[i * c->kv_dim + j]);
         }
 }
 static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {

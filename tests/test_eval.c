@@ -412,6 +412,31 @@ static void test_batched_decoding(void) {
     unlink(qs);
 }
 
+/* --kv-dtype bf16 changes the cache's arithmetic for ar and the
+ * speculative run alike, so decoding stays lossless, batched too; the
+ * setting is recorded in the report, and the CUDA backend refuses it. */
+static void test_kv_bf16_lossless(void) {
+    char out[] = "/tmp/c2t_kvbXXXXXX", err[4096];
+    close(mkstemp(out));
+    const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 24 --quiet --kv-dtype bf16";
+    const char *runs[] = {"--policy eagle2 --topk 4 --depth 3 --total 16 --draft tests/ckpt/tiny_chat_eagle",
+                          "--policy eagle2 --topk 4 --depth 3 --total 16 --draft tests/ckpt/tiny_chat_eagle --batch 2",
+                          "--policy chain --draft-len 4 --draft tests/ckpt/tiny_chat_draft --draft-kind lm --batch 2"};
+    for (int r = 0; r < 3; r++) {
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --questions %s --check-lossless --json %s", bin_dir(), base,
+                         runs[r], qfile, out);
+        CHECK(rc == 0, "%s: exit %d: %s", runs[r], rc, err);
+    }
+    cJSON *j = read_json_file(out);
+    REQUIRE(j, "%s: no JSON report", out);
+    const char *kv = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "kv_dtype"));
+    CHECK(kv && !strcmp(kv, "bf16"), "settings.kv_dtype: %s", kv ? kv : "(absent)");
+    cJSON_Delete(j);
+    unlink(out);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --device cuda --policy ar --questions %s", bin_dir(), base, qfile);
+    CHECK(rc != 0 && (strstr(err, "--kv-dtype") || strstr(err, "no CUDA backend")), "--device cuda --kv-dtype bf16: %s", err);
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
@@ -421,6 +446,7 @@ int main(void) {
     RUN(test_lossless_demo_family);
     RUN(test_json_report);
     RUN(test_batched_decoding);
+    RUN(test_kv_bf16_lossless);
     RUN(test_no_template_is_plain_text);
     RUN(test_bad_input);
     RUN(test_first_hour_messages);

@@ -134,11 +134,46 @@ static void test_harness_catches_wrong_kernels(void) {
     CHECK(parity(&broken, &naive_backend, 0) > 0, "top-M entropy over the wrong M not caught");
 }
 
+/* --kv-dtype bf16: the CPU cache rounds K and V to BF16 as written (one slot
+ * of attention returns its V as stored), and every attention case (masks,
+ * kv_keep, several sequences in a call) matches the naive reference that
+ * keeps the same rounded values. */
+static void test_kv_bf16_against_naive(void) {
+    BackendOptions o;
+    backend_options_default(&o);
+    o.kv_dtype = DT_BF16;
+    REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+    const float x = 1.0f + 1.0f / 1024;   /* between two BF16 values: rounds to 1 */
+    float k[8], v[8], q[8], out[8];
+    for (int i = 0; i < 8; i++) { k[i] = x; v[i] = x * (i + 1); q[i] = 0.5f; }
+    KVCache *c = cpu_backend.kv_create(1, 4, 8);
+    REQUIRE(c, "kv_create");
+    cpu_backend.kv_write(c, 0, 0, k, v, 1);
+    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, 1, NULL}, 1, 0, 1, 1, 8);
+    for (int i = 0; i < 8; i++) {
+        const uint32_t u = (uint32_t)f32_to_bf16(v[i]) << 16;
+        float want;
+        memcpy(&want, &u, 4);
+        CHECK(out[i] == want && want != v[i], "slot value %d: %.9g, want the BF16 value %.9g (of %.9g)", i, out[i], want,
+              v[i]);
+    }
+    cpu_backend.kv_free(c);
+    float w = 0;
+    const int cases[][3] = {{0, 1, 0}, {10, 3, 1}, {5, 4, 0}, {20, 9, 1}, {30, 60, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        w = fmaxf(w, check_attention(&cpu_backend, &naive_backend, cases[i][0], cases[i][1], cases[i][2]));
+    w = fmaxf(w, check_attention_seqs(&cpu_backend, &naive_backend));
+    CHECK(w <= PARITY_TOL_ATTENTION, "BF16 cache: CPU attention differs from the naive reference by %.2e", w);
+    backend_options_default(&o);
+    backend_configure(&o);
+}
+
 int main(void) {
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_harness_catches_wrong_kernels);
+    RUN(test_kv_bf16_against_naive);
     return h_done();
 }

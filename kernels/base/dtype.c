@@ -1,4 +1,13 @@
 #include "kernels/base/dtype.h"
+#include <string.h>
+
+uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFF)) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7FFF + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
 
 size_t dtype_size(DType t) {
     static const size_t sz[DT_COUNT] = {4, 2, 2, 4, 8, 1};

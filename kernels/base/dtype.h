@@ -3,8 +3,11 @@
 #ifndef C2T_DTYPE_H
 #define C2T_DTYPE_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { DT_F32 = 0, DT_F16, DT_BF16, DT_I32, DT_I64, DT_U8, DT_COUNT } DType;
 size_t dtype_size(DType t);
+/* F32 to BF16, rounded to nearest even (NaN stays NaN). */
+uint16_t f32_to_bf16(float f);
 const char *dtype_name(DType t);
 #endif

@@ -1,5 +1,6 @@
 /* KV cache and masked attention.  The cache keeps K and V per layer as
- * [slot][kv_dim] float rows.  Many queries (prefill, tree verification):
+ * [slot][kv_dim] rows of F32, or of BF16 (BackendOptions.kv_dtype: rounded
+ * as written, widened as read).  Many queries (prefill, tree verification):
  * per head, S = Q Kᵀ and O = P V through sgemm; few queries: loops split
  * over heads. */
 #include "kernels/cpu/cpu.h"
@@ -9,16 +10,18 @@
 
 struct KVCache {
     int layers, slots, kv_dim;
-    float *k, *v;   /* [layers][slots][kv_dim] */
+    DType dt;       /* DT_F32 or DT_BF16 */
+    void *k, *v;    /* [layers][slots][kv_dim] of dt */
 };
 
 KVCache *cpu_kv_create(int layers, int slots, int kv_dim) {
     KVCache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;
+    c->dt = backend_settings()->kv_dtype;
     size_t n = (size_t)layers * slots * kv_dim;
-    c->k = calloc(n, sizeof(float));
-    c->v = calloc(n, sizeof(float));
+    c->k = calloc(n, dtype_size(c->dt));
+    c->v = calloc(n, dtype_size(c->dt));
     if (!c->k || !c->v) { free(c->k); free(c->v); free(c); return NULL; }
     return c;
 }
@@ -30,21 +33,33 @@ void cpu_kv_free(KVCache *c) {
 
 int cpu_kv_slots(const KVCache *c) { return c->slots; }
 
-static inline float *kv_row(const KVCache *c, float *base, int layer, int slot) {
-    return base + ((size_t)layer * c->slots + slot) * c->kv_dim;
+/* Element index of a layer's slot in c->k or c->v. */
+static inline size_t kv_at(const KVCache *c, int layer, int slot) {
+    return ((size_t)layer * c->slots + slot) * c->kv_dim;
+}
+static inline char *kv_row(const KVCache *c, void *base, int layer, int slot) {
+    return (char *)base + kv_at(c, layer, slot) * dtype_size(c->dt);
+}
+
+static void kv_store(const KVCache *c, void *base, int layer, int slot, const float *x, int n) {
+    const size_t m = (size_t)n * c->kv_dim;
+    if (c->dt == DT_F32) { memcpy(kv_row(c, base, layer, slot), x, sizeof(float) * m); return; }
+    uint16_t *dst = (uint16_t *)kv_row(c, base, layer, slot);
+    for (size_t i = 0; i < m; i++) dst[i] = f32_to_bf16(x[i]);
 }
 
 void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n) {
-    memcpy(kv_row(c, c->k, layer, slot), k, sizeof(float) * n * c->kv_dim);
-    memcpy(kv_row(c, c->v, layer, slot), v, sizeof(float) * n * c->kv_dim);
+    kv_store(c, c->k, layer, slot, k, n);
+    kv_store(c, c->v, layer, slot, v, n);
 }
 
 void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
+    const size_t row = dtype_size(c->dt) * c->kv_dim;
     for (int l = 0; l < c->layers; l++)
         for (int i = 0; i < m; i++) {
             if (keep[i] == dst + i) continue;
-            memmove(kv_row(c, c->k, l, dst + i), kv_row(c, c->k, l, keep[i]), sizeof(float) * c->kv_dim);
-            memmove(kv_row(c, c->v, l, dst + i), kv_row(c, c->v, l, keep[i]), sizeof(float) * c->kv_dim);
+            memmove(kv_row(c, c->k, l, dst + i), kv_row(c, c->k, l, keep[i]), row);
+            memmove(kv_row(c, c->v, l, dst + i), kv_row(c, c->v, l, keep[i]), row);
         }
 }
 
@@ -67,60 +82,70 @@ static void softmax_row(float *s, const uint8_t *mask, int i, int n, int nctx) {
     for (int j = 0; j < nctx; j++) s[j] *= inv;
 }
 
-/* q·k over a head of hd floats, eight lanes at a time (hd % 8 == 0 in every
- * LLaMA shape; the tail loop covers the rest). */
-static inline float dot_hd(const float *a, const float *b, int hd) {
+/* q·k over a head of hd floats, k the cache's elements from index i of
+ * base, eight lanes at a time (hd % 8 == 0 in every LLaMA shape; the tail
+ * loop covers the rest).  An F32 cache holding BF16-rounded values gives
+ * the same sums as a BF16 cache. */
+static inline float dot_hd(const float *a, const void *base, DType dt, size_t i, int hd) {
     v8f acc = {0};
     int e = 0;
     for (; e + 8 <= hd; e += 8) {
-        v8f x, y;
+        v8f x;
         memcpy(&x, a + e, 32);
-        memcpy(&y, b + e, 32);
-        acc += x * y;
+        acc += x * load8(base, dt, (int64_t)(i + e));
     }
     float d = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; e < hd; e++) d += a[e] * b[e];
+    for (; e < hd; e++) d += a[e] * load1(base, dt, (int64_t)(i + e));
     return d;
 }
 
-/* o += w · v over hd floats */
-static inline void axpy_hd(float *o, float w, const float *v, int hd) {
+/* o += w · v over hd floats, v as in dot_hd */
+static inline void axpy_hd(float *o, float w, const void *base, DType dt, size_t i, int hd) {
     int e = 0;
     for (; e + 8 <= hd; e += 8) {
-        v8f x, y;
+        v8f x;
         memcpy(&x, o + e, 32);
-        memcpy(&y, v + e, 32);
-        x += w * y;
+        x += w * load8(base, dt, (int64_t)(i + e));
         memcpy(o + e, &x, 32);
     }
-    for (; e < hd; e++) o[e] += w * v[e];
+    for (; e < hd; e++) o[e] += w * load1(base, dt, (int64_t)(i + e));
 }
 
 /* One query's attention for heads [h0, h0 + nh) that share one KV head:
  * per head, scores over the visible slots, softmax, the weighted sum of the
  * values.  Each K and V row is read once for all nh heads; every head's
  * arithmetic is the same whatever nh.  s: nh * nctx floats of scratch. */
-static void attend(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
-                   const uint8_t *mask, int h0, int nh, int nheads, int nkv, int hd, float *s) {
+static inline __attribute__((always_inline)) void attend_dt(float *out, const float *q, const KVCache *c, int layer,
+                                                              int i, int n, int nctx, const uint8_t *mask, int h0,
+                                                              int nh, int nheads, int nkv, int hd, float *s,
+                                                              const DType dt) {
     const float scale = 1.0f / sqrtf((float)hd);
     const int g = h0 / (nheads / nkv), qdim = nheads * hd;
     const float *qi = q + (size_t)i * qdim;
     for (int j = 0; j < nctx; j++) {
         const int vis = visible(mask, i, j, n, nctx);
-        const float *k = kv_row(c, c->k, layer, j) + g * hd;
-        for (int a = 0; a < nh; a++) s[(size_t)a * nctx + j] = vis ? dot_hd(qi + (h0 + a) * hd, k, hd) * scale : 0;
+        const size_t k = kv_at(c, layer, j) + (size_t)g * hd;
+        for (int a = 0; a < nh; a++)
+            s[(size_t)a * nctx + j] = vis ? dot_hd(qi + (h0 + a) * hd, c->k, dt, k, hd) * scale : 0;
     }
     for (int a = 0; a < nh; a++) {
         softmax_row(s + (size_t)a * nctx, mask, i, n, nctx);
         memset(out + (size_t)i * qdim + (h0 + a) * hd, 0, sizeof(float) * hd);
     }
     for (int j = 0; j < nctx; j++) {
-        const float *v = kv_row(c, c->v, layer, j) + g * hd;
+        const size_t v = kv_at(c, layer, j) + (size_t)g * hd;
         for (int a = 0; a < nh; a++) {
             const float w = s[(size_t)a * nctx + j];
-            if (w != 0) axpy_hd(out + (size_t)i * qdim + (h0 + a) * hd, w, v, hd);
+            if (w != 0) axpy_hd(out + (size_t)i * qdim + (h0 + a) * hd, w, c->v, dt, v, hd);
         }
     }
+}
+
+/* attend_dt with the element type a constant in each copy */
+static void attend(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
+                   const uint8_t *mask, int h0, int nh, int nheads, int nkv, int hd, float *s) {
+    if (c->dt == DT_BF16) attend_dt(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, hd, s, DT_BF16);
+    else attend_dt(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, hd, s, DT_F32);
 }
 
 /* Decode and small trees: every query of the sequences listed in few[0..nf)
@@ -161,28 +186,43 @@ static void attention_few(float *out, const float *q, const AttnSeq *seqs, const
     free(seq_of); free(query_of);
 }
 
+/* A head's nctx rows of K or V as F32 at kv (row stride kvd): the cache
+ * itself, or (BF16) widened into w[nctx][hd]; the row stride in *ld. */
+static const float *head_rows(const KVCache *c, void *base, int layer, int g, int hd, int nctx, float *w, int *ld) {
+    if (c->dt == DT_F32) { *ld = c->kv_dim; return (const float *)kv_row(c, base, layer, 0) + (size_t)g * hd; }
+    for (int j = 0; j < nctx; j++) {
+        const size_t at = kv_at(c, layer, j) + (size_t)g * hd;
+        for (int e = 0; e < hd; e++) w[(size_t)j * hd + e] = load1(base, DT_BF16, (int64_t)(at + e));
+    }
+    *ld = hd;
+    return w;
+}
+
 /* Heads in parallel, each through single-threaded sgemm (see sgemm_rows in
  * matmul.c: results independent of the thread count). */
 static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
                            const uint8_t *mask, int nheads, int nkv, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
-    const int group = nheads / nkv, qdim = nheads * hd, kvd = c->kv_dim;
+    const int group = nheads / nkv, qdim = nheads * hd;
     cpu_threads_max();   /* first call: OpenBLAS to one thread */
 #pragma omp parallel if ((int64_t)n * nctx * hd * nheads > PAR_MIN_WORK)
     {
         float *s = malloc(sizeof(float) * (size_t)n * nctx);
+        float *wide = c->dt == DT_F32 ? NULL : malloc(sizeof(float) * (size_t)nctx * hd);
 #pragma omp for schedule(static)
         for (int h = 0; h < nheads; h++) {
             const int g = h / group;
-            const float *K = kv_row(c, c->k, layer, 0) + g * hd;
-            const float *V = kv_row(c, c->v, layer, 0) + g * hd;
+            int ld;
+            const float *K = head_rows(c, c->k, layer, g, hd, nctx, wide, &ld);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
-                        K, kvd, 0.0f, s, nctx);
+                        K, ld, 0.0f, s, nctx);
             for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, mask, i, n, nctx);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, kvd,
+            const float *V = head_rows(c, c->v, layer, g, hd, nctx, wide, &ld);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
                         0.0f, out + h * hd, qdim);
         }
         free(s);
+        free(wide);
     }
 }
 

@@ -35,6 +35,10 @@ KVCache *cu_kv_create(int layers, int slots, int kv_dim) {
         CU_FAIL("kv_create: %d layers x %d slots x %d", layers, slots, kv_dim);
         return NULL;
     }
+    if (backend_settings()->kv_dtype != DT_F32) {
+        CU_FAIL("kv_create: the CUDA KV cache is F32 (kv_dtype %s)", dtype_name(backend_settings()->kv_dtype));
+        return NULL;
+    }
     KVCache *c = (KVCache *)calloc(1, sizeof *c);
     if (!c) return NULL;
     c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;

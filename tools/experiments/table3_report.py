@@ -39,14 +39,15 @@ def run_rows(path, name, batch, with_ar):
 
 
 def anchor(out):
-    """{batch: (ours S_TG, llama.cpp S_TG or None)} from the anchor files."""
-    ours, theirs = {}, {}
+    """{batch: (ours S_TG, ours with a BF16 KV cache or None, llama.cpp S_TG or None)}
+    from the anchor files."""
+    ours, bf16, theirs = {}, {}, {}
     path = os.path.join(out, "anchor_ours.tsv")
     if os.path.exists(path):
         for line in open(path, encoding="utf-8"):
             f = line.rstrip("\n").split("\t")
-            if len(f) >= 4 and f[1] == "batched_tg":
-                ours[int(f[2])] = float(f[3])
+            if len(f) >= 4 and f[1] in ("batched_tg", "batched_tg_kv_bf16"):
+                (ours if f[1] == "batched_tg" else bf16)[int(f[2])] = float(f[3])
     path = os.path.join(out, "anchor_llamacpp.txt")
     if os.path.exists(path):
         head = None
@@ -61,7 +62,7 @@ def anchor(out):
                     theirs[int(cells[head.index("B")])] = float(cells[head.index("S_TG t/s")])
                 except (ValueError, IndexError):
                     pass
-    return {b: (ours[b], theirs.get(b)) for b in ours}
+    return {b: (ours[b], bf16.get(b), theirs.get(b)) for b in ours}
 
 
 def main():
@@ -81,10 +82,13 @@ def main():
         for m, name in TREES:
             tree_rows += run_rows(os.path.join(out, f"tree_{m}_b{trees}.json"), name, trees, False)
     anc = anchor(out)
-    for b, (o, t) in sorted(anc.items()):
+    for b, (o, h, t) in sorted(anc.items()):
         base = anc[min(anc)][0]
         rows.append(dict(method="ar decode, ours (bench_forward --batched)", batch=b, tau=1.0, gamma=0, new_tokens=0,
                          tokens_per_s=o, speedup=o / base))
+        if h is not None:
+            rows.append(dict(method="ar decode, ours, BF16 KV cache (--kv-dtype bf16)", batch=b, tau=1.0, gamma=0,
+                             new_tokens=0, tokens_per_s=h, speedup=h / base))
         if t is not None:
             rows.append(dict(method="ar decode, llama.cpp (llama-batched-bench)", batch=b, tau=1.0, gamma=0,
                              new_tokens=0, tokens_per_s=t, speedup=t / base))
@@ -113,11 +117,15 @@ def main():
         md.append(f"\nC2T / EAGLE-2: {c['tokens_per_s'] / e['tokens_per_s']:.2f}x tokens/s at τ "
                   f"{100 * (c['tau'] / e['tau'] - 1):+.1f}% (aim: ≥ 1.1x at τ within 2%)")
     if anc:
-        md += ["", "Batched plain decoding (prompts and steps as llama-batched-bench's; S_TG tok/s):", "",
-               "| batch | ours | × our batch 1 | llama.cpp | ours / llama.cpp |", "|---|---|---|---|---|"]
+        md += ["", "Batched plain decoding (prompts and steps as llama-batched-bench's; S_TG tok/s; llama.cpp keeps "
+               "an F16 KV cache, ours F32 unless --kv-dtype bf16):", "",
+               "| batch | ours | × our batch 1 | ours, BF16 KV | llama.cpp | ours / llama.cpp | ours BF16 KV / llama.cpp |",
+               "|---|---|---|---|---|---|---|"]
         base = anc[min(anc)][0]
-        for b, (o, t) in sorted(anc.items()):
-            md.append(f"| {b} | {o:.1f} | {o / base:.2f}x | " + (f"{t:.1f} | {o / t:.2f}x |" if t else "- | - |"))
+        ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"   # noqa: E731
+        for b, (o, h, t) in sorted(anc.items()):
+            md.append(f"| {b} | {o:.1f} | {o / base:.2f}x | " + (f"{h:.1f}" if h else "-") + " | "
+                      + (f"{t:.1f}" if t else "-") + f" | {ratio(o, t)} | {ratio(h, t)} |")
     with open(os.path.join(out, "table3.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
