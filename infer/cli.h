@@ -21,7 +21,7 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
     CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET,
-    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_POLICY_FLAG,
+    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_POLICY_FLAG,
     CLI_OWN = CLI_POLICY_FLAG + 16
 };
 /* The backends' settings (BackendOptions), for every command that loads a
@@ -29,7 +29,7 @@ enum {
 #define CLI_BACKEND_OPTIONS                                                                                   \
     {"cpu-f32-cache-mb", 1, 0, CLI_CPU_F32_CACHE}, {"cuda-graphs", 1, 0, CLI_CUDA_GRAPHS},                        \
         {"cuda-tiled-max", 1, 0, CLI_CUDA_TILED_MAX}, {"cuda-fast-gemm", 1, 0, CLI_CUDA_FAST_GEMM},     \
-        {"kv-dtype", 1, 0, CLI_KV_DTYPE}
+        {"kv-dtype", 1, 0, CLI_KV_DTYPE}, {"cpu-fast-gemm", 1, 0, CLI_CPU_FAST_GEMM}
 #define CLI_BACKEND_HELP                                                                                      \
     "  --cpu-f32-cache-mb N   CPU: F32 copies of 16-bit matrices for many-token products, up to\n"          \
     "                         N MiB (default 4096; 0: none; the same results, slower)\n"                   \
@@ -41,7 +41,9 @@ enum {
     "                         (faster; changes the arithmetic; recorded) (default off)\n"        \
     "  --kv-dtype T           CPU: the KV cache's type, f32 | bf16 (K and V rounded as written:\n"      \
     "                         half the bytes attention reads; changes the arithmetic; recorded)\n"     \
-    "                         (default f32)\n"
+    "                         (default f32)\n"                                                       \
+    "  --cpu-fast-gemm M      CPU: off | on: BF16 weights times activations rounded to BF16\n"        \
+    "                         (AVX512-BF16; faster; changes the arithmetic; recorded) (default off)\n"
 /* Applies one backend option; 1 when code was one, 0 otherwise. */
 int cli_backend_option(const char *prog, int code, const char *arg, BackendOptions *o);
 /* A policy's settings by name (--topk 4 is --param topk=4): the policy

@@ -154,6 +154,11 @@ typedef struct {
      * to BF16 as they are written: half the bytes attention reads, and it
      * changes the arithmetic).  CUDA keeps F32 and refuses BF16. */
     DType kv_dtype;
+    /* CPU: 1 multiplies BF16 weights with activations rounded to BF16 (the
+     * AVX512-BF16 pair dot product, as llama.cpp's BF16 path does), in every
+     * product of any token count: faster, and it changes the arithmetic;
+     * 0 widens the weights to F32.  Needs a build with AVX512-BF16. */
+    int cpu_fast_gemm;
 } BackendOptions;
 
 void backend_options_default(BackendOptions *o);

@@ -7,17 +7,23 @@
 
 /* cuda_tiled_max: from 2^24 multiply-adds cuBLAS was faster (docs/cuda.md) */
 #define BACKEND_DEFAULTS {.cpu_f32_cache_mb = 4096, .cuda_graphs = 0, .cuda_tiled_max = 1LL << 24, .cuda_fast_gemm = 0, \
-                          .kv_dtype = DT_F32}
+                          .kv_dtype = DT_F32, .cpu_fast_gemm = 0}
 static BackendOptions settings = BACKEND_DEFAULTS;
 
 void backend_options_default(BackendOptions *o) { *o = (BackendOptions)BACKEND_DEFAULTS; }
 
 int backend_configure(const BackendOptions *o) {
-    if (o->cpu_f32_cache_mb < 0 || o->cuda_tiled_max < 0 || o->cuda_graphs < 0 || o->cuda_graphs > 2 ||
+    if (o->cpu_f32_cache_mb < 0 || o->cuda_tiled_max < 0 || o->cuda_graphs < 0 || o->cuda_graphs > 2 || (o->cpu_fast_gemm != 0 && o->cpu_fast_gemm != 1) ||
         (o->cuda_fast_gemm != 0 && o->cuda_fast_gemm != 1) || (o->kv_dtype != DT_F32 && o->kv_dtype != DT_BF16)) {
         err_set("backend settings out of range");
         return -1;
     }
+#ifndef __AVX512BF16__
+    if (o->cpu_fast_gemm) {
+        err_set("--cpu-fast-gemm on: this build has no AVX512-BF16 (a CPU with it and make ARCH=-march=native)");
+        return -1;
+    }
+#endif
     settings = *o;
     return 0;
 }
@@ -32,6 +38,7 @@ int backend_setting_text(const BackendOptions *o, int i, const char **key, char 
     case 2: *key = "cuda_tiled_max"; snprintf(value, size, "%lld", o->cuda_tiled_max); return 0;
     case 3: *key = "cuda_fast_gemm"; snprintf(value, size, "%s", o->cuda_fast_gemm ? "on" : "off"); return 0;
     case 4: *key = "kv_dtype"; snprintf(value, size, "%s", o->kv_dtype == DT_BF16 ? "bf16" : "f32"); return 0;
+    case 5: *key = "cpu_fast_gemm"; snprintf(value, size, "%s", o->cpu_fast_gemm ? "on" : "off"); return 0;
     default: return -1;
     }
 }

@@ -1,8 +1,8 @@
 /* The runtime against the machine: single-token decode next to the memory
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
- *   bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--batched B,... [--npp N] [--ntg N]]
- *                 MODEL_DIR|1b ...
+ *   bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off]
+ *                 [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
  * of bench_model.h, written to /tmp and removed after loading):
@@ -20,7 +20,8 @@
  * what llama.cpp's llama-batched-bench times: per B, B prompts of npp
  * tokens prefilled in one forward (S_PP, tok/s), then ntg greedy steps of
  * one token for each of the B sequences in one forward (S_TG, tok/s); with
- * --kv-dtype bf16 (spec-eval's option) its rows are batched_{pp,tg}_kv_bf16.
+ * spec-eval's --cpu-fast-gemm on and --kv-dtype bf16 its rows are named
+ * batched_{pp,tg}[_fast_gemm][_kv_bf16].
  * The machine: copy bandwidth (STREAM convention), the read bandwidth of a
  * plain summing stream (decode is also given as % of that bound), and
  * OpenBLAS sgemm on 2048^3 squares with T threads.  Each figure is the best
@@ -233,9 +234,14 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
     }
     const double t_tg = now_seconds() - t0;
     printf("  batch %-4d  S_PP %9.1f tok/s   S_TG %9.1f tok/s\n", B, B * npp / t_pp, B * ntg / t_tg);
-    const int bf16_kv = backend_settings()->kv_dtype == DT_BF16;   /* its rows are named apart */
-    row(name, bf16_kv ? "batched_pp_kv_bf16" : "batched_pp", B, B * npp / t_pp, 0, 0);
-    row(name, bf16_kv ? "batched_tg_kv_bf16" : "batched_tg", B, B * ntg / t_tg, 0, 0);
+    /* rows under other arithmetic are named apart */
+    char pp[64], tg[64];
+    const char *tag = backend_settings()->cpu_fast_gemm ? "_fast_gemm" : "";
+    const char *kv = backend_settings()->kv_dtype == DT_BF16 ? "_kv_bf16" : "";
+    snprintf(pp, sizeof pp, "batched_pp%s%s", tag, kv);
+    snprintf(tg, sizeof tg, "batched_tg%s%s", tag, kv);
+    row(name, pp, B, B * npp / t_pp, 0, 0);
+    row(name, tg, B, B * ntg / t_tg, 0, 0);
     for (int i = 0; i < B; i++) llama_state_free(st[i]);
     llama_batch_free(b);
     free(st); free(last); free(off); free(tok); free(pos);
@@ -244,8 +250,9 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
 static void bench_batched(const char *dir, const int *bs, int nb, int npp, int ntg) {
     LlamaModel *m = llama_load(dir, &cpu_backend);
     if (!m) die_err("bench_forward");
-    printf("\n%s: %s weights, %s KV cache, batched decoding, %d-token prompts, %d steps\n", dir,
-           dtype_name(m->embed.dtype), dtype_name(backend_settings()->kv_dtype), npp, ntg);
+    printf("\n%s: %s weights%s, %s KV cache, batched decoding, %d-token prompts, %d steps\n", dir,
+           dtype_name(m->embed.dtype), backend_settings()->cpu_fast_gemm ? " (--cpu-fast-gemm on)" : "",
+           dtype_name(backend_settings()->kv_dtype), npp, ntg);
     for (int i = 0; i < nb; i++) batched_decode(m, dir, bs[i], npp, ntg);
     llama_free(m);
 }
@@ -301,6 +308,10 @@ int main(int argc, char **argv) {
             BackendOptions o = *backend_settings();
             o.kv_dtype = strcmp(argv[first + 1], "bf16") ? DT_F32 : DT_BF16;
             backend_configure(&o);
+        } else if (!strcmp(argv[first], "--cpu-fast-gemm") && (!strcmp(argv[first + 1], "on") || !strcmp(argv[first + 1], "off"))) {
+            BackendOptions o = *backend_settings();
+            o.cpu_fast_gemm = !strcmp(argv[first + 1], "on");
+            if (backend_configure(&o)) die_err("bench_forward");
         }
         else if (!strcmp(argv[first], "--batched")) {
             for (char *p = argv[first + 1]; *p && nb < 16; p += strspn(p, ",")) {
@@ -311,7 +322,8 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--batched B,... [--npp N] [--ntg N]] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off] "
+                            "[--batched B,... [--npp N] [--ntg N]] "
                             "MODEL_DIR|1b ...\n");
             return 2;
         }

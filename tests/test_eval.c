@@ -412,28 +412,52 @@ static void test_batched_decoding(void) {
     unlink(qs);
 }
 
-/* --kv-dtype bf16 changes the cache's arithmetic for ar and the
- * speculative run alike, so decoding stays lossless, batched too; the
- * setting is recorded in the report, and the CUDA backend refuses it. */
-static void test_kv_bf16_lossless(void) {
-    char out[] = "/tmp/c2t_kvbXXXXXX", err[4096];
+/* The settings that change the arithmetic (--kv-dtype bf16, --cpu-fast-gemm
+ * on) change it for ar and the speculative run alike, so decoding stays
+ * lossless, batched too, on the BF16 demo family; they are recorded in the
+ * report.  With --cpu-fast-gemm every product sums each token alone, so
+ * batch 1 and batch 4 (verification forwards beyond FEW_TOKENS) decode the
+ * same tokens.  The CUDA backend refuses a BF16 KV cache. */
+static void test_arithmetic_options_lossless(void) {
+    char out[] = "/tmp/c2t_arithXXXXXX", err[4096];
     close(mkstemp(out));
-    const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 24 --quiet --kv-dtype bf16";
-    const char *runs[] = {"--policy eagle2 --topk 4 --depth 3 --total 16 --draft tests/ckpt/tiny_chat_eagle",
-                          "--policy eagle2 --topk 4 --depth 3 --total 16 --draft tests/ckpt/tiny_chat_eagle --batch 2",
-                          "--policy chain --draft-len 4 --draft tests/ckpt/tiny_chat_draft --draft-kind lm --batch 2"};
-    for (int r = 0; r < 3; r++) {
-        int rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --questions %s --check-lossless --json %s", bin_dir(), base,
-                         runs[r], qfile, out);
-        CHECK(rc == 0, "%s: exit %d: %s", runs[r], rc, err);
+    const char *base = "--target data/demo/target --template none --questions data/demo/prompts/code_test.jsonl "
+                       "--max-questions 4 --max-new-tokens 24 --quiet";
+#ifdef __AVX512BF16__
+    const char *opts[] = {"--kv-dtype bf16", "--cpu-fast-gemm on", "--cpu-fast-gemm on --kv-dtype bf16"};
+    const int n_opts = 3;
+#else
+    const char *opts[] = {"--kv-dtype bf16"};
+    const int n_opts = 1;
+    int rc0 = run_cmd(err, sizeof err, "%s/spec-eval %s --cpu-fast-gemm on --policy ar", bin_dir(), base);
+    CHECK_ONE_LINE_ERROR(rc0, err, "AVX512-BF16");
+#endif
+    const char *runs[] = {"--policy eagle2 --draft data/demo/eagle --batch 1", "--policy eagle2 --draft data/demo/eagle --batch 4",
+                          "--policy chain --draft-len 4 --draft data/demo/draft --draft-kind lm --batch 3"};
+    for (int o = 0; o < n_opts; o++) {
+        cJSON *ids[2] = {NULL, NULL};
+        for (int r = 0; r < 3; r++) {
+            int rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s %s --check-lossless --json %s", bin_dir(), base,
+                             opts[o], runs[r], out);
+            CHECK(rc == 0, "%s %s: exit %d: %s", opts[o], runs[r], rc, err);
+            if (rc) continue;
+            cJSON *j = read_json_file(out);
+            REQUIRE(j, "%s: no JSON report", out);
+            cJSON *set = cJSON_GetObjectItem(j, "settings");
+            const char *kv = cJSON_GetStringValue(cJSON_GetObjectItem(set, "kv_dtype"));
+            const char *fg = cJSON_GetStringValue(cJSON_GetObjectItem(set, "cpu_fast_gemm"));
+            CHECK(kv && fg && !strcmp(kv, strstr(opts[o], "bf16") ? "bf16" : "f32") &&
+                  !strcmp(fg, strstr(opts[o], "fast-gemm on") ? "on" : "off"),
+                  "%s: settings kv_dtype %s, cpu_fast_gemm %s", opts[o], kv ? kv : "(absent)", fg ? fg : "(absent)");
+            cJSON_Delete(j);
+            if (r < 2) { int n; ids[r] = ids_by_turn(out, &n); }
+        }
+        if (strstr(opts[o], "fast-gemm on") && ids[0] && ids[1])
+            CHECK(cJSON_Compare(ids[0], ids[1], 1), "%s: --batch 4 decodes other tokens than --batch 1", opts[o]);
+        cJSON_Delete(ids[0]); cJSON_Delete(ids[1]);
     }
-    cJSON *j = read_json_file(out);
-    REQUIRE(j, "%s: no JSON report", out);
-    const char *kv = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "kv_dtype"));
-    CHECK(kv && !strcmp(kv, "bf16"), "settings.kv_dtype: %s", kv ? kv : "(absent)");
-    cJSON_Delete(j);
     unlink(out);
-    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --device cuda --policy ar --questions %s", bin_dir(), base, qfile);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --kv-dtype bf16 --device cuda --policy ar", bin_dir(), base);
     CHECK(rc != 0 && (strstr(err, "--kv-dtype") || strstr(err, "no CUDA backend")), "--device cuda --kv-dtype bf16: %s", err);
 }
 
@@ -446,7 +470,7 @@ int main(void) {
     RUN(test_lossless_demo_family);
     RUN(test_json_report);
     RUN(test_batched_decoding);
-    RUN(test_kv_bf16_lossless);
+    RUN(test_arithmetic_options_lossless);
     RUN(test_no_template_is_plain_text);
     RUN(test_bad_input);
     RUN(test_first_hour_messages);

@@ -134,6 +134,89 @@ static void test_harness_catches_wrong_kernels(void) {
     CHECK(parity(&broken, &naive_backend, 0) > 0, "top-M entropy over the wrong M not caught");
 }
 
+/* --cpu-fast-gemm on: every product of a BF16 weight is the BF16 pair dot
+ * product of the weights and the activations rounded to BF16 — close to
+ * that product summed in double, each token's row bit for bit the same
+ * whatever the product's token count (beyond FEW_TOKENS too, where the F32
+ * path switches to sgemm) and in matmul_many; it differs from the F32 path
+ * (the option does something); no F32 copy of such weights is kept.
+ * Without AVX512-BF16 the setting is refused. */
+static void test_cpu_fast_gemm(void) {
+    BackendOptions o;
+    backend_options_default(&o);
+    o.cpu_fast_gemm = 1;
+#ifndef __AVX512BF16__
+    CHECK(backend_configure(&o) == -1 && strstr(err_get(), "AVX512-BF16"), "accepted without AVX512-BF16: %s",
+          err_get());
+#else
+    enum { R = 1037, NMAX = 130 };
+    const int colss[2] = {83, 576}, ns[] = {1, 2, 6, 7, 13, 64, 65, 130};
+    float *x = xmalloc(sizeof(float) * NMAX * 576), *all = xmalloc(sizeof(float) * NMAX * R),
+          *one = xmalloc(sizeof(float) * R), *f32 = xmalloc(sizeof(float) * NMAX * R);
+    int bad_tokens = 0, bad_many = 0;
+    float worst = 0, moved = 0;
+    for (int c = 0; c < 2; c++) {
+        const int C = colss[c];
+        float *wf = xmalloc(sizeof(float) * R * C);
+        uint16_t *wb = xmalloc(sizeof(uint16_t) * R * C);
+        fill(wf, (size_t)R * C, 0.5f);
+        fill(x, (size_t)NMAX * C, 1);
+        f32_to(DT_BF16, wf, wb, (size_t)R * C);
+        Weight w, w32;
+        BackendOptions plain;
+        backend_options_default(&plain);
+        REQUIRE(backend_configure(&plain) == 0, "%s", err_get());
+        cpu_backend.weight(&w32, wb, DT_BF16, R, C);   /* the F32 path, for comparison */
+        cpu_backend.matmul(f32, x, &w32, NMAX);
+        cpu_backend.weight_release(&w32);
+        REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+        cpu_backend.weight(&w, wb, DT_BF16, R, C);
+        CHECK(w.priv == NULL, "an F32 copy of a BF16 weight kept although it is never widened");
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+            cpu_backend.matmul(all, x, &w, ns[i]);
+            for (int t = 0; t < ns[i]; t += 5) {
+                cpu_backend.matmul(one, x + (size_t)t * C, &w, 1);
+                bad_tokens += memcmp(one, all + (size_t)t * R, sizeof(float) * R) != 0;
+            }
+        }
+        /* against double sums of BF16 products, and against the F32 path */
+        cpu_backend.matmul(all, x, &w, NMAX);
+        for (int t = 0; t < NMAX; t += 7)
+            for (int r = 0; r < R; r++) {
+                double ref = 0;
+                for (int j = 0; j < C; j++) {
+                    const uint32_t a = (uint32_t)wb[(size_t)r * C + j] << 16, b = (uint32_t)f32_to_bf16(x[(size_t)t * C + j]) << 16;
+                    float fa, fb;
+                    memcpy(&fa, &a, 4); memcpy(&fb, &b, 4);
+                    ref += (double)fa * fb;
+                }
+                worst = fmaxf(worst, (float)(fabs(all[(size_t)t * R + r] - ref) / fmax(1.0, fabs(ref))));
+                moved = fmaxf(moved, fabsf(all[(size_t)t * R + r] - f32[(size_t)t * R + r]));
+            }
+        /* matmul_many: two weights of the same cols, bit for bit matmul's */
+        float *m0 = xmalloc(sizeof(float) * NMAX * R), *m1 = xmalloc(sizeof(float) * NMAX * R);
+        float *outs[2] = {m0, m1};
+        const Weight *pw[2] = {&w, &w};
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+            cpu_backend.matmul_many(outs, x, pw, 2, ns[i]);
+            cpu_backend.matmul(all, x, &w, ns[i]);
+            bad_many += memcmp(m0, all, sizeof(float) * ns[i] * R) != 0 || memcmp(m1, all, sizeof(float) * ns[i] * R) != 0;
+        }
+        free(m0); free(m1);
+        cpu_backend.weight_release(&w);
+        free(wf); free(wb);
+    }
+    printf("# fast gemm: worst %.2e relative to double sums, %.2e from the F32 path\n", worst, moved);
+    CHECK(bad_tokens == 0, "%d token rows differ from the token alone", bad_tokens);
+    CHECK(bad_many == 0, "%d matmul_many products differ from matmul", bad_many);
+    CHECK(worst <= 1e-5f, "BF16 products differ from their double sums by %.2e (relative)", worst);
+    CHECK(moved > 1e-4f, "the fast path gives the F32 path's results (largest difference %.2e)", moved);
+    free(x); free(all); free(one); free(f32);
+#endif
+    backend_options_default(&o);
+    backend_configure(&o);
+}
+
 /* --kv-dtype bf16: the CPU cache rounds K and V to BF16 as written (one slot
  * of attention returns its V as stored), and every attention case (masks,
  * kv_keep, several sequences in a call) matches the naive reference that
@@ -175,5 +258,6 @@ int main(void) {
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_harness_catches_wrong_kernels);
     RUN(test_kv_bf16_against_naive);
+    RUN(test_cpu_fast_gemm);
     return h_done();
 }

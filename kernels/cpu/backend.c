@@ -23,7 +23,8 @@ static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64
     }
     w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
     size_t bytes = (size_t)rows * cols * sizeof(float);
-    if (dt != DT_F32 && rows > 1 && f32_cache_used + bytes <= f32_cache_budget()) {
+    const int widened = !(dt == DT_BF16 && backend_settings()->cpu_fast_gemm);   /* see matmul.c */
+    if (dt != DT_F32 && widened && rows > 1 && f32_cache_used + bytes <= f32_cache_budget()) {
         float *f = malloc(bytes);
         if (f) {
 #pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN_WORK)

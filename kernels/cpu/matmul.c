@@ -112,6 +112,19 @@ static inline __attribute__((always_inline)) void rows_span(const char *base, si
  * L2 again for every pair). */
 #define ROW_BLOCK 64
 
+/* The loop every few-token product runs: blocks of ROW_BLOCK rows of
+ * [r0, r1) and, inside each, groups of at most G of the n tokens; the body
+ * sees the block [b0, b1), the group's first token t and its size k, and
+ * dispatches k to a tile specialised at compile time. */
+#define FOR_BLOCKS_AND_GROUPS(r0, r1, n, G, body)                                                          \
+    for (int64_t b0 = (r0); b0 < (r1); b0 += ROW_BLOCK) {                                                   \
+        const int64_t b1 = b0 + ROW_BLOCK < (r1) ? b0 + ROW_BLOCK : (r1);                                   \
+        for (int t = 0; t < (n); t += (G)) {                                                                 \
+            const int k = (n) - t < (G) ? (n) - t : (G);                                                     \
+            body                                                                                             \
+        }                                                                                                    \
+    }
+
 /* Rows [r0, r1) of out[t][r] = W[r]·x[t], two rows at a time from 2 tokens
  * on; every (token, row) sum is the same whatever n (tree verification and
  * decode agree bit for bit). */
@@ -120,21 +133,18 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     const char *base = (const char *)w->data;
-    for (int64_t b0 = r0; b0 < r1; b0 += ROW_BLOCK) {
-        const int64_t b1 = b0 + ROW_BLOCK < r1 ? b0 + ROW_BLOCK : r1;
-        for (int t = 0; t < n; t += TILE_TOKENS) {
-            const float *xt = x + t * C;
-            float *ot = out + t * R;
-            switch (n - t < TILE_TOKENS ? n - t : TILE_TOKENS) {
-            case 1: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 1, DT, t == 0); break;
-            case 2: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 2, DT, t == 0); break;
+    FOR_BLOCKS_AND_GROUPS(r0, r1, n, TILE_TOKENS, {
+        const float *xt = x + t * C;
+        float *ot = out + t * R;
+        switch (k) {
+        case 1: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 1, DT, t == 0); break;
+        case 2: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 2, DT, t == 0); break;
 #if TILE_TOKENS > 2
-            case 3: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 3, DT, t == 0); break;
-            case 4: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 4, DT, t == 0); break;
+        case 3: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 3, DT, t == 0); break;
+        case 4: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 4, DT, t == 0); break;
 #endif
-            }
         }
-    }
+    })
 }
 
 #ifdef __AVX512VL__
@@ -209,26 +219,140 @@ static inline __attribute__((always_inline)) void rows_dot_many(const Weight *w,
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     const char *base = (const char *)w->data;
-    for (int64_t b0 = r0; b0 < r1; b0 += ROW_BLOCK) {
-        const int64_t b1 = b0 + ROW_BLOCK < r1 ? b0 + ROW_BLOCK : r1;
-        for (int t = 0; t < n; t += WIDE_TOKENS) {
-            const float *xt = x + t * C;
-            float *ot = out + t * R;
-            switch (n - t < WIDE_TOKENS ? n - t : WIDE_TOKENS) {
-            case 1: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 1, DT); break;
-            case 2: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 2, DT); break;
-            case 3: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 3, DT); break;
-            case 4: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 4, DT); break;
-            case 5: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 5, DT); break;
-            case 6: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 6, DT); break;
-            }
+    FOR_BLOCKS_AND_GROUPS(r0, r1, n, WIDE_TOKENS, {
+        const float *xt = x + t * C;
+        float *ot = out + t * R;
+        switch (k) {
+        case 1: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 1, DT); break;
+        case 2: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 2, DT); break;
+        case 3: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 3, DT); break;
+        case 4: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 4, DT); break;
+        case 5: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 5, DT); break;
+        case 6: rows_span_wide(base, rb, xt, C, ot, R, b0, b1, 6, DT); break;
         }
-    }
+    })
 }
 #endif
 
-/* rows_dot, or rows_dot_many where the tokens are many enough */
-static void rows_any(const Weight *w, const float *x, float *out, int64_t r0, int64_t r1, int n) {
+#ifdef __AVX512BF16__
+/* --cpu-fast-gemm on (BackendOptions.cpu_fast_gemm): BF16 weights times
+ * activations rounded to BF16, with the AVX512-BF16 pair dot product (F32
+ * sums of two BF16 products per lane), as llama.cpp's BF16 path computes.
+ * Every product of such a weight takes this path, whatever its token
+ * count, so each (row, token) sum is one chain over the columns, then a
+ * fixed 16-lane reduction: results depend neither on the batch nor on the
+ * tile, also beyond FEW_TOKENS. */
+#define DOT_TOKENS 6
+typedef uint32_t v16u32 __attribute__((vector_size(64)));
+typedef uint16_t v16u16 __attribute__((vector_size(32)));
+
+static int fast_bf16(const Weight *w) { return w->dtype == DT_BF16 && backend_settings()->cpu_fast_gemm; }
+
+/* x[count] rounded to BF16 as f32_to_bf16 does (nearest even, NaN kept),
+ * into a buffer kept between calls: products run one at a time (batch.c's
+ * fibers share one thread), their parallel regions inside. */
+static const uint16_t *bf16_activations(const float *x, int64_t count) {
+    static uint16_t *buf;
+    static int64_t cap;
+    if (count > cap) {
+        free(buf);
+        cap = count;
+        buf = malloc(sizeof(uint16_t) * cap);
+        if (!buf) { cap = 0; return NULL; }
+    }
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        v16u32 u;
+        memcpy(&u, x + i, 64);
+        const v16u32 nan = ((u & 0x7F800000u) == 0x7F800000u) & ((u & 0x7FFFFFu) != 0);
+        const v16u32 r = (nan & ((u >> 16) | 0x40)) | (~nan & ((u + 0x7FFFu + ((u >> 16) & 1)) >> 16));
+        const v16u16 h = __builtin_convertvector(r, v16u16);
+        memcpy(buf + i, &h, 32);
+    }
+    for (; i < count; i++) buf[i] = f32_to_bf16(x[i]);
+    return buf;
+}
+
+/* out[t][r + i] (stride R) = row i · xb[t] for NR <= 4 rows and N <=
+ * DOT_TOKENS tokens (rows_dot_wide's tile, BF16 pairs). */
+static inline __attribute__((always_inline)) void rows_dot_bf16(const char *row, size_t rb, const uint16_t *xb,
+                                                                int64_t C, float *out, int64_t R, const int NR,
+                                                                const int N, const int PREFETCH) {
+    const int64_t C32 = C & ~31LL;
+    __m512 a[4][DOT_TOKENS];
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) a[i][t] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < C32; j += 32) {
+        __m512bh w[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < NR; i++) {
+            if (PREFETCH) __builtin_prefetch(row + i * rb + j * 2 + PREFETCH_AHEAD, 0, 2);
+            w[i] = (__m512bh)_mm512_loadu_si512(row + i * rb + j * 2);
+        }
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) {
+            __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + t * C + j);
+            __asm__("" : "+v"(xv));   /* one load of x per token, not one per row */
+#pragma GCC unroll 4
+            for (int i = 0; i < NR; i++) a[i][t] = _mm512_dpbf16_ps(a[i][t], w[i], xv);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) {
+            float sum = _mm512_reduce_add_ps(a[i][t]);
+            const uint16_t *wr = (const uint16_t *)(row + i * rb);
+            for (int64_t j = C32; j < C; j++) sum += bf16_to_f32(wr[j]) * bf16_to_f32(xb[t * C + j]);
+            out[t * R + i] = sum;
+        }
+}
+
+static inline __attribute__((always_inline)) void rows_span_bf16(const char *base, size_t rb, const uint16_t *xb,
+                                                                 int64_t C, float *out, int64_t R, int64_t r, int64_t r1,
+                                                                 const int N, const int PREFETCH) {
+    for (; r + 4 <= r1; r += 4) rows_dot_bf16(base + r * rb, rb, xb, C, out + r, R, 4, N, PREFETCH);
+    for (; r < r1; r++) rows_dot_bf16(base + r * rb, rb, xb, C, out + r, R, 1, N, PREFETCH);
+}
+
+static void rows_bf16(const Weight *w, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n) {
+    const int64_t R = w->rows, C = w->cols;
+    const size_t rb = C * sizeof(uint16_t);
+    const char *base = (const char *)w->data;
+    FOR_BLOCKS_AND_GROUPS(r0, r1, n, DOT_TOKENS, {
+        const uint16_t *xt = xb + t * C;
+        float *ot = out + t * R;
+        switch (k + (t == 0 ? 0 : 8)) {   /* prefetch on the first group */
+        case 1: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 1, 1); break;
+        case 2: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 2, 1); break;
+        case 3: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 3, 1); break;
+        case 4: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 4, 1); break;
+        case 5: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 5, 1); break;
+        case 6: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 6, 1); break;
+        case 9: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 1, 0); break;
+        case 10: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 2, 0); break;
+        case 11: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 3, 0); break;
+        case 12: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 4, 0); break;
+        case 13: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 5, 0); break;
+        case 14: rows_span_bf16(base, rb, xt, C, ot, R, b0, b1, 6, 0); break;
+        }
+    })
+}
+#else
+static int fast_bf16(const Weight *w) { (void)w; return 0; }
+static const uint16_t *bf16_activations(const float *x, int64_t count) { (void)x; (void)count; return NULL; }
+#endif
+
+/* rows_dot, or rows_dot_many where the tokens are many enough, or (xb: x
+ * rounded to BF16, and w BF16) rows_bf16 */
+static void rows_any(const Weight *w, const float *x, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n) {
+#ifdef __AVX512BF16__
+    if (xb && w->dtype == DT_BF16) { rows_bf16(w, xb, out, r0, r1, n); return; }
+#else
+    (void)xb;
+#endif
 #ifdef __AVX512VL__
     if (n >= WIDE_MIN_TOKENS) {
         if (w->dtype == DT_BF16) rows_dot_many(w, x, out, r0, r1, n, DT_BF16);
@@ -243,11 +367,12 @@ static void rows_any(const Weight *w, const float *x, float *out, int64_t r0, in
 }
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
+    const uint16_t *xb = fast_bf16(w) ? bf16_activations(x, (int64_t)n * w->cols) : NULL;
 #pragma omp parallel if (w->rows * w->cols * n > PAR_MIN_WORK)
     {
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
         int64_t per = (w->rows + nt - 1) / nt, r0 = id * per, r1 = r0 + per < w->rows ? r0 + per : w->rows;
-        if (r0 < r1) rows_any(w, x, out, r0, r1, n);
+        if (r0 < r1) rows_any(w, x, xb, out, r0, r1, n);
     }
 }
 
@@ -258,10 +383,14 @@ static void matmul_few(float *out, const float *x, const Weight *w, int n) {
  * decode.  (Handing out small chunks of one weight on demand instead was
  * slower: the streams break up.)  Each sum is the one matmul_few computes. */
 void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
-    if (n > FEW_TOKENS) {
+    int fast = 1;
+    for (int i = 0; i < count; i++) fast &= fast_bf16(ws[i]);
+    if (n > FEW_TOKENS && !fast) {
         for (int i = 0; i < count; i++) cpu_matmul(outs[i], x, ws[i], n);
         return;
     }
+    /* the weights of one call share cols, so x is rounded once for all */
+    const uint16_t *xb = fast ? bf16_activations(x, (int64_t)n * ws[0]->cols) : NULL;
     int64_t total = 0, work = 0;
     for (int i = 0; i < count; i++) { total += ws[i]->rows; work += ws[i]->rows * ws[i]->cols * n; }
 #pragma omp parallel if (work > PAR_MIN_WORK)
@@ -272,7 +401,7 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
         for (int i = 0; i < count; base += ws[i]->rows, i++) {
             const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + ws[i]->rows ? g1 : base + ws[i]->rows;
             if (lo >= hi) continue;
-            rows_any(ws[i], x, outs[i], lo - base, hi - base, n);
+            rows_any(ws[i], x, xb, outs[i], lo - base, hi - base, n);
         }
     }
 }
@@ -309,7 +438,7 @@ static void sgemm_rows(float *out, int64_t ldo, const float *x, const float *wf,
 
 void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     const int64_t R = w->rows, C = w->cols;
-    if (n <= FEW_TOKENS) { matmul_few(out, x, w, n); return; }
+    if (n <= FEW_TOKENS || fast_bf16(w)) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */
     const float *wf = w->dtype == DT_F32 ? (const float *)w->data : (const float *)w->priv;
     if (wf) {

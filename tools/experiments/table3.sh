@@ -15,7 +15,8 @@
 #      data/smollm2/prompts/heldout.jsonl, not a benchmark), then both on
 #      TREE_Q questions of each benchmark
 #   4. the anchor: batched plain decoding, ours (build/tests/bench_forward
-#      --batched, with our F32 KV cache and with --kv-dtype bf16) against
+#      --batched: F32 products and KV cache, --kv-dtype bf16, and with
+#      --cpu-fast-gemm on as well, llama.cpp's arithmetic) against
 #      llama.cpp's llama-batched-bench (F16 KV cache) on the same BF16
 #      weights, NPP-token prompts and NTG steps at each of BATCHES (skipped,
 #      with a line, where llama.cpp cannot be built)
@@ -115,6 +116,9 @@ sizes=$(echo $BATCHES | tr ' ' ',')
 rm -f "$R/anchor_ours.tsv" "$R/anchor_llamacpp.txt"
 build/tests/bench_forward --tsv "$R/anchor_ours.tsv" --batched "$sizes" --npp "$NPP" --ntg "$NTG" $T
 build/tests/bench_forward --tsv "$R/anchor_ours.tsv" --kv-dtype bf16 --batched "$sizes" --npp "$NPP" --ntg "$NTG" $T
+# llama.cpp's arithmetic: BF16 products, a 16-bit cache (needs AVX512-BF16)
+build/tests/bench_forward --tsv "$R/anchor_ours.tsv" --cpu-fast-gemm on --kv-dtype bf16 --batched "$sizes" \
+    --npp "$NPP" --ntg "$NTG" $T || echo "table3: --cpu-fast-gemm is not available on this build; its anchor rows are left out"
 if LB=$(tools/experiments/llamacpp.sh) && tools/experiments/llamacpp.sh gguf bf16 >/dev/null; then
     maxb=$(echo $BATCHES | tr ' ' '\n' | sort -n | tail -1)
     "$LB/llama-batched-bench" -m models/smollm2-135m-instruct.bf16.gguf -t 2 -c $((maxb * (NPP + NTG))) -b 2048 \

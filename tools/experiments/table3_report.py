@@ -38,16 +38,20 @@ def run_rows(path, name, batch, with_ar):
     return rows
 
 
+VARIANTS = {"": "ours", "_kv_bf16": "ours, BF16 KV", "_fast_gemm": "ours, fast GEMM",
+            "_fast_gemm_kv_bf16": "ours, fast GEMM + BF16 KV"}
+
+
 def anchor(out):
-    """{batch: (ours S_TG, ours with a BF16 KV cache or None, llama.cpp S_TG or None)}
-    from the anchor files."""
-    ours, bf16, theirs = {}, {}, {}
+    """({variant: {batch: S_TG}} of bench_forward's rows, the variant its row name's
+    suffix (VARIANTS), and {batch: S_TG} of llama.cpp) from the anchor files."""
+    ours, theirs = {}, {}
     path = os.path.join(out, "anchor_ours.tsv")
     if os.path.exists(path):
         for line in open(path, encoding="utf-8"):
             f = line.rstrip("\n").split("\t")
-            if len(f) >= 4 and f[1] in ("batched_tg", "batched_tg_kv_bf16"):
-                (ours if f[1] == "batched_tg" else bf16)[int(f[2])] = float(f[3])
+            if len(f) >= 4 and f[1].startswith("batched_tg") and f[1][len("batched_tg"):] in VARIANTS:
+                ours.setdefault(f[1][len("batched_tg"):], {})[int(f[2])] = float(f[3])
     path = os.path.join(out, "anchor_llamacpp.txt")
     if os.path.exists(path):
         head = None
@@ -62,7 +66,7 @@ def anchor(out):
                     theirs[int(cells[head.index("B")])] = float(cells[head.index("S_TG t/s")])
                 except (ValueError, IndexError):
                     pass
-    return {b: (ours[b], bf16.get(b), theirs.get(b)) for b in ours}
+    return ours, theirs
 
 
 def main():
@@ -81,17 +85,17 @@ def main():
     if trees:
         for m, name in TREES:
             tree_rows += run_rows(os.path.join(out, f"tree_{m}_b{trees}.json"), name, trees, False)
-    anc = anchor(out)
-    for b, (o, h, t) in sorted(anc.items()):
-        base = anc[min(anc)][0]
-        rows.append(dict(method="ar decode, ours (bench_forward --batched)", batch=b, tau=1.0, gamma=0, new_tokens=0,
-                         tokens_per_s=o, speedup=o / base))
-        if h is not None:
-            rows.append(dict(method="ar decode, ours, BF16 KV cache (--kv-dtype bf16)", batch=b, tau=1.0, gamma=0,
-                             new_tokens=0, tokens_per_s=h, speedup=h / base))
-        if t is not None:
+    ours, theirs = anchor(out)
+    base = ours.get("", {})
+    b1 = base[min(base)] if base else None
+    for v, name in VARIANTS.items():
+        for b, o in sorted(ours.get(v, {}).items()):
+            rows.append(dict(method=f"ar decode, {name} (bench_forward --batched)", batch=b, tau=1.0, gamma=0,
+                             new_tokens=0, tokens_per_s=o, speedup=o / b1 if b1 else 0.0))
+    for b, t in sorted(theirs.items()):
+        if b in base:
             rows.append(dict(method="ar decode, llama.cpp (llama-batched-bench)", batch=b, tau=1.0, gamma=0,
-                             new_tokens=0, tokens_per_s=t, speedup=t / base))
+                             new_tokens=0, tokens_per_s=t, speedup=t / b1))
     cols = ["method", "batch", "tau", "gamma", "new_tokens", "tokens_per_s", "speedup"]
     with open(os.path.join(out, "table3.csv"), "w", encoding="utf-8") as f:
         f.write(",".join(cols) + "\n")
@@ -116,16 +120,19 @@ def main():
             md.append(f"| {r['method']} | {r['tokens_per_s']:.1f} | {r['speedup']:.2f}x | {r['tau']:.2f} | {r['gamma']} |")
         md.append(f"\nC2T / EAGLE-2: {c['tokens_per_s'] / e['tokens_per_s']:.2f}x tokens/s at τ "
                   f"{100 * (c['tau'] / e['tau'] - 1):+.1f}% (aim: ≥ 1.1x at τ within 2%)")
-    if anc:
-        md += ["", "Batched plain decoding (prompts and steps as llama-batched-bench's; S_TG tok/s; llama.cpp keeps "
-               "an F16 KV cache, ours F32 unless --kv-dtype bf16):", "",
-               "| batch | ours | × our batch 1 | ours, BF16 KV | llama.cpp | ours / llama.cpp | ours BF16 KV / llama.cpp |",
-               "|---|---|---|---|---|---|---|"]
-        base = anc[min(anc)][0]
+    if base:
+        vs = [v for v in VARIANTS if v and v in ours]
+        md += ["", "Batched plain decoding (prompts and steps as llama-batched-bench's; S_TG tok/s). llama.cpp keeps "
+               "an F16 KV cache and multiplies BF16 weights with BF16-rounded activations; ours by default an F32 "
+               "cache and F32 products (fast GEMM: `--cpu-fast-gemm on`, BF16 KV: `--kv-dtype bf16`):", "",
+               "| batch | ours | × our batch 1 | " + "".join(f"{VARIANTS[v]} | " for v in vs) + "llama.cpp | ours / llama.cpp | "
+               + "".join(f"{VARIANTS[v]} / llama.cpp | " for v in vs), "|---|---|---|" + "---|" * (2 * len(vs) + 2)]
         ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"   # noqa: E731
-        for b, (o, h, t) in sorted(anc.items()):
-            md.append(f"| {b} | {o:.1f} | {o / base:.2f}x | " + (f"{h:.1f}" if h else "-") + " | "
-                      + (f"{t:.1f}" if t else "-") + f" | {ratio(o, t)} | {ratio(h, t)} |")
+        for b, o in sorted(base.items()):
+            t = theirs.get(b)
+            md.append(f"| {b} | {o:.1f} | {o / b1:.2f}x | " + "".join((f"{ours[v][b]:.1f}" if b in ours[v] else "-") + " | " for v in vs)
+                      + (f"{t:.1f}" if t else "-") + f" | {ratio(o, t)} | "
+                      + "".join(f"{ratio(ours[v].get(b), t)} | " for v in vs))
     with open(os.path.join(out, "table3.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
