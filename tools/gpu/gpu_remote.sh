@@ -53,7 +53,8 @@
 #     smoke      tools/gpu/smollm2_gpu.py on random weights: the GPU paths and
 #                speed
 #     head       joins and checks the GGUF, installs the gguf wheel, starts the
-#                pipeline (HEAD_ARGS adds options) and follows its log for
+#                pipeline (HEAD_ARGS adds options: "--init-head /tmp/c2t-stage/eagle
+#                --points 1000000000" trains the shipped head on, one point) and follows its log for
 #                SECONDS (570); head-wait follows it on and, once it has ended,
 #                copies its files (prompts, heads, answer sample, log) to $OUT
 # Logs go to $OUT when it is set (the device tool brings them back).
@@ -131,12 +132,15 @@ pack_head() {
     [ -f $W ] || python3 -m pip download -q --no-deps --only-binary=:all: -d .whl gguf==0.19.0
     a=.gpu-head-1 b=.gpu-head-2
     rm -rf $a $b && mkdir -p $a $b
-    # 46 + 52 MB: the tokenizer, prompts and wheel go with the first, so a first
-    # call can smoke-test the pipeline (--gguf random) while the second part waits
+    # 44 + 54 MB: the tokenizer, prompts, wheel and shipped head (8.4 MB, for
+    # HEAD_ARGS="--init-head $STAGE/eagle": continued training) go with the
+    # first, so a first call can smoke-test the pipeline (--gguf random) while
+    # the second part waits; each call stays under 64 MiB with the ~10 MB tree
     mkdir -p $a/prompts
-    head -c 46000000 $SMOLLM2_GGUF > $a/smollm2.gguf.a
-    tail -c +46000001 $SMOLLM2_GGUF > $b/smollm2.gguf.b
+    head -c 44000000 $SMOLLM2_GGUF > $a/smollm2.gguf.a
+    tail -c +44000001 $SMOLLM2_GGUF > $b/smollm2.gguf.b
     cp $W data/smollm2/draft/tokenizer.json $a/
+    mkdir -p $a/eagle && cp data/smollm2/eagle/config.json data/smollm2/eagle/model.safetensors $a/eagle/
     cp data/smollm2/prompts/*.jsonl data/smollm2/prompts/*.jsonl.xz $a/prompts/
     hide_data
     du -sh $a $b

@@ -92,6 +92,8 @@ def main():
                                                                                        10 ** 9])
     ap.add_argument("--epochs", type=float, default=3)
     ap.add_argument("--min-steps", type=int, default=600)
+    ap.add_argument("--init-head", default="", help="train: every head starts from this head's weights (a "
+                                                    "directory as data/smollm2/eagle; continued training, recorded)")
     ap.add_argument("--max-batch-tokens", type=int, default=32768)
     ap.add_argument("--heads", nargs="*", default=[], help="compare: head directories")
     ap.add_argument("--cpu-head", default="cpu_head", help="readme: the compare/tau name of the CPU-trained head")

@@ -99,12 +99,17 @@ def head_config(cfg):
 
 def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, deadline=None):
     """One head on rows sel: RECIPE, `steps` steps of about tokens_per_batch tokens
-    (warmup + cosine).  With a deadline, the step count is measured against it after
+    (warmup + cosine), from random weights or from --init-head's (continued training:
+    the schedule starts anew).  With a deadline, the step count is measured against it after
     REPLAN steps (the first steps load kernels and run slow) and cut to fit, the
     schedule with it."""
     dev = target.dev
     torch.manual_seed(seed)
     head = EagleHead(head_config(target.cfg)).to(dev)
+    if args.init_head:
+        from safetensors.torch import load_file
+        head.load_state_dict({k: v.float() for k, v in
+                              load_file(str(Path(args.init_head) / "model.safetensors")).items()})
     gen = torch.Generator(device="cpu").manual_seed(seed)
     ngen = torch.Generator(device=dev).manual_seed(seed)
     plan = []
@@ -236,8 +241,8 @@ def stage_train(args, target, tok, work, st):
         # a safety net: the steps planned above should already fit
         head, rec = train_head(args, target, t_rows, list(range(n)), steps, tpb, args.seed + 1, name,
                                deadline - 10 * len(plan))
-        rec.update(answer_tokens=cum[n - 1], rows=n, sequence_tokens=tokens, epochs=round(steps * tpb / tokens, 2),
-                   seconds=round(time.time() - t0, 1))
+        rec.update(answer_tokens=cum[n - 1], rows=n, sequence_tokens=tokens, epochs=round(rec["steps"] * tpb / tokens, 2),
+                   seconds=round(time.time() - t0, 1), init_head=args.init_head)
         rec.update(eval_head(head, target, h_rows))
         answers = torch.cat([t_rows.ids[t_rows.off[i] + t_rows.n_prompt[i]:t_rows.off[i + 1]] for i in range(n)])
         save_head(head, target.cfg, work / name, torch.bincount(answers, minlength=target.cfg["vocab_size"]))
