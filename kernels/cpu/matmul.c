@@ -133,16 +133,16 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     const char *base = (const char *)w->data;
+    /* (k's cases are written out: TILE_TOKENS is 2 without AVX-512, and a
+     * preprocessor test cannot sit inside the macro's argument) */
     FOR_BLOCKS_AND_GROUPS(r0, r1, n, TILE_TOKENS, {
         const float *xt = x + t * C;
         float *ot = out + t * R;
         switch (k) {
         case 1: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 1, DT, t == 0); break;
         case 2: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 2, DT, t == 0); break;
-#if TILE_TOKENS > 2
-        case 3: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 3, DT, t == 0); break;
-        case 4: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, 4, DT, t == 0); break;
-#endif
+        case 3: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, TILE_TOKENS > 2 ? 3 : 1, DT, t == 0); break;
+        case 4: rows_span(base, rb, xt, C, ot, R, b0, b1, n >= 2, TILE_TOKENS > 2 ? 4 : 1, DT, t == 0); break;
         }
     })
 }
