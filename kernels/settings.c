@@ -13,8 +13,9 @@ static BackendOptions settings = BACKEND_DEFAULTS;
 void backend_options_default(BackendOptions *o) { *o = (BackendOptions)BACKEND_DEFAULTS; }
 
 int backend_configure(const BackendOptions *o) {
-    if (o->cpu_f32_cache_mb < 0 || o->cuda_tiled_max < 0 || o->cuda_graphs < 0 || o->cuda_graphs > 2 || (o->cpu_fast_gemm != 0 && o->cpu_fast_gemm != 1) ||
-        (o->cuda_fast_gemm != 0 && o->cuda_fast_gemm != 1) || (o->kv_dtype != DT_F32 && o->kv_dtype != DT_BF16)) {
+    if (o->cpu_f32_cache_mb < 0 || o->cuda_tiled_max < 0 || o->cuda_graphs < 0 || o->cuda_graphs > 2 ||
+        (o->cuda_fast_gemm != 0 && o->cuda_fast_gemm != 1) || (o->cpu_fast_gemm != 0 && o->cpu_fast_gemm != 1) ||
+        (o->kv_dtype != DT_F32 && o->kv_dtype != DT_BF16)) {
         err_set("backend settings out of range");
         return -1;
     }
