@@ -245,10 +245,33 @@ static void test_kv_bf16_against_naive(void) {
     const int cases[][3] = {{0, 1, 0}, {10, 3, 1}, {5, 4, 0}, {20, 9, 1}, {30, 60, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         w = fmaxf(w, check_attention(&cpu_backend, &naive_backend, cases[i][0], cases[i][1], cases[i][2]));
+    w = fmaxf(w, check_attention_llama_shapes(&cpu_backend, &naive_backend));
     w = fmaxf(w, check_attention_seqs(&cpu_backend, &naive_backend));
     CHECK(w <= PARITY_TOL_ATTENTION, "BF16 cache: CPU attention differs from the naive reference by %.2e", w);
     backend_options_default(&o);
     backend_configure(&o);
+}
+
+/* argmax's vector scan against the scalar rule (the first index whose
+ * value no later one exceeds under >): ties across and within lanes, the
+ * largest in the tail, NaNs (never chosen; one at 0 keeps 0), -inf rows. */
+static void test_argmax_edge_cases(void) {
+    enum { V = 1000, ROWS = 8 };
+    float *l = malloc(sizeof(float) * ROWS * V);
+    int got[ROWS], want[ROWS];
+    for (int i = 0; i < ROWS * V; i++) l[i] = (float)((i * 7919) % 13);
+    l[1 * V + 999] = 20;                                  /* largest in the tail */
+    l[2 * V + 5] = NAN; l[2 * V + 17] = 12.5f;            /* a NaN early, the max after */
+    l[3 * V + 0] = NAN;                                   /* NaN at 0: 0 */
+    for (int j = 0; j < V; j++) l[4 * V + j] = -INFINITY; /* all -inf: 0 */
+    for (int j = 0; j < V; j++) l[5 * V + j] = j % 2 ? NAN : 1.0f;   /* NaNs and ties */
+    l[6 * V + 0] = 12;                                    /* the max at 0, tied later */
+    for (int j = 0; j < V; j++) l[7 * V + j] = j == 500 ? INFINITY : -INFINITY;
+    cpu_backend.argmax(l, ROWS, V, got);
+    naive_backend.argmax(l, ROWS, V, want);
+    for (int r = 0; r < ROWS; r++) CHECK(got[r] == want[r], "row %d: argmax %d, the scalar rule gives %d", r, got[r], want[r]);
+    CHECK(want[1] == 999 && want[3] == 0 && want[4] == 0 && want[6] == 0 && want[7] == 500, "the reference's rule changed");
+    free(l);
 }
 
 int main(void) {
@@ -259,5 +282,6 @@ int main(void) {
     RUN(test_harness_catches_wrong_kernels);
     RUN(test_kv_bf16_against_naive);
     RUN(test_cpu_fast_gemm);
+    RUN(test_argmax_edge_cases);
     return h_done();
 }

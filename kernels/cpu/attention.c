@@ -44,8 +44,7 @@ static inline char *kv_row(const KVCache *c, void *base, int layer, int slot) {
 static void kv_store(const KVCache *c, void *base, int layer, int slot, const float *x, int n) {
     const size_t m = (size_t)n * c->kv_dim;
     if (c->dt == DT_F32) { memcpy(kv_row(c, base, layer, slot), x, sizeof(float) * m); return; }
-    uint16_t *dst = (uint16_t *)kv_row(c, base, layer, slot);
-    for (size_t i = 0; i < m; i++) dst[i] = f32_to_bf16(x[i]);
+    f32_to_bf16_row((uint16_t *)kv_row(c, base, layer, slot), x, m);
 }
 
 void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n) {
@@ -141,9 +140,102 @@ static inline __attribute__((always_inline)) void attend_dt(float *out, const fl
     }
 }
 
-/* attend_dt with the element type a constant in each copy */
+#ifdef __AVX512F__
+/* Sixteen of the cache's elements from index i as floats. */
+static inline __m512 kv_load16(const void *base, DType dt, size_t i) {
+    if (dt == DT_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + i))), 16));
+    return _mm512_loadu_ps((const float *)base + i);
+}
+
+/* s[0..m) := exp(s[j] - max) (masked entries hold -INFINITY and become 0);
+ * returns the sum, summed in 16 lanes then a fixed tree. */
+static float exp_row16(float *s, int m) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < m; j += 16) {
+        const __mmask16 k = m - j >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j)) - 1);
+        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + j));
+    }
+    const float top = _mm512_reduce_max_ps(mx);
+    if (top == -INFINITY) { memset(s, 0, sizeof(float) * m); return 0; }
+    const __m512 tv = _mm512_set1_ps(top);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < m; j += 16) {
+        const __mmask16 k = m - j >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j)) - 1);
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + j), tv));
+        _mm512_mask_storeu_ps(s + j, k, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+/* attend_dt for head sizes a multiple of 16 (HD, DT compile-time): each
+ * score is one 16-lane chain over the head then a fixed reduction; the
+ * exponentials 16 at a time; each head's weighted sum of the values stays
+ * in HD/16 registers over all slots and is scaled by 1/sum at the end. */
+static inline __attribute__((always_inline)) void attend16(float *out, const float *q, const KVCache *c, int layer,
+                                                           int i, int n, int nctx, const uint8_t *mask, int h0, int nh,
+                                                           int nheads, int nkv, float *s, const DType DT, const int HD) {
+    enum { V = 8 };   /* HD / 16 <= V */
+    const float scale = 1.0f / sqrtf((float)HD);
+    const int g = h0 / (nheads / nkv), qdim = nheads * HD;
+    const int lim = mask ? nctx : nctx - n + i + 1;   /* slots past lim are hidden (causal) */
+    const float *qi = q + (size_t)i * qdim;
+    const void *K = c->k, *Vc = c->v;
+    for (int j = 0; j < lim; j++) {
+        const int vis = !mask || mask[(size_t)i * nctx + j];
+        const size_t at = kv_at(c, layer, j) + (size_t)g * HD;
+        __m512 k[V];
+#pragma GCC unroll 8
+        for (int v = 0; v < HD / 16; v++) k[v] = kv_load16(K, DT, at + 16 * v);
+        for (int a = 0; a < nh; a++) {
+            const float *qa = qi + (size_t)(h0 + a) * HD;
+            __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qa), k[0]);
+#pragma GCC unroll 8
+            for (int v = 1; v < HD / 16; v++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qa + 16 * v), k[v], acc);
+            s[(size_t)a * nctx + j] = vis ? _mm512_reduce_add_ps(acc) * scale : -INFINITY;
+        }
+    }
+    for (int a = 0; a < nh; a++) {
+        float *sa = s + (size_t)a * nctx;
+        const float sum = exp_row16(sa, lim);
+        const __m512 inv = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
+        __m512 o[V];
+#pragma GCC unroll 8
+        for (int v = 0; v < HD / 16; v++) o[v] = _mm512_setzero_ps();
+        for (int j = 0; j < lim; j++) {
+            if (sa[j] == 0) continue;
+            const __m512 w = _mm512_set1_ps(sa[j]);
+            const size_t at = kv_at(c, layer, j) + (size_t)g * HD;
+#pragma GCC unroll 8
+            for (int v = 0; v < HD / 16; v++) o[v] = _mm512_fmadd_ps(w, kv_load16(Vc, DT, at + 16 * v), o[v]);
+        }
+        float *oa = out + (size_t)i * qdim + (size_t)(h0 + a) * HD;
+#pragma GCC unroll 8
+        for (int v = 0; v < HD / 16; v++) _mm512_storeu_ps(oa + 16 * v, _mm512_mul_ps(o[v], inv));
+    }
+}
+
+#define ATTEND16(HD)                                                                                               \
+    do {                                                                                                           \
+        if (c->dt == DT_BF16) attend16(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, s, DT_BF16, HD);  \
+        else attend16(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, s, DT_F32, HD);                    \
+        return;                                                                                                    \
+    } while (0)
+#endif
+
+/* attend16 for the head sizes of the LLaMA family's shapes, else attend_dt;
+ * the element type a constant in each copy */
 static void attend(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
                    const uint8_t *mask, int h0, int nh, int nheads, int nkv, int hd, float *s) {
+#ifdef __AVX512F__
+    switch (hd) {
+    case 32: ATTEND16(32);
+    case 64: ATTEND16(64);
+    case 128: ATTEND16(128);
+    }
+#endif
     if (c->dt == DT_BF16) attend_dt(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, hd, s, DT_BF16);
     else attend_dt(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, hd, s, DT_F32);
 }

@@ -50,6 +50,29 @@ static inline float load1(const void *base, DType dt, int64_t i) {
     if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)base)[i]);
     return f16_to_f32(((const uint16_t *)base)[i]);
 }
+#ifdef __AVX512F__
+/* glibc's libmvec (pulled in by -lm): expf on 16 lanes, under the x86_64
+ * vector function ABI's name for the AVX-512 variant. */
+__m512 _ZGVeN16v_expf(__m512);
+#define exp16 _ZGVeN16v_expf
+#endif
+
+/* dst[i] = src[i] rounded to BF16 as f32_to_bf16 rounds (nearest even,
+ * NaN kept quiet), sixteen at a time. */
+typedef uint32_t v16u32 __attribute__((vector_size(64)));
+typedef uint16_t v16u16 __attribute__((vector_size(32)));
+static inline void f32_to_bf16_row(uint16_t *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16u32 u;
+        memcpy(&u, src + i, 64);
+        const v16u32 nan = ((u & 0x7F800000u) == 0x7F800000u) & ((u & 0x7FFFFFu) != 0);
+        const v16u32 r = (nan & ((u >> 16) | 0x40)) | (~nan & ((u + 0x7FFFu + ((u >> 16) & 1)) >> 16));
+        const v16u16 h = __builtin_convertvector(r, v16u16);
+        memcpy(dst + i, &h, 32);
+    }
+    for (; i < n; i++) dst[i] = f32_to_bf16(src[i]);
+}
 /* Below this many multiply-adds a parallel region costs more than it
  * saves (thread wake-up is microseconds). */
 #define PAR_MIN_WORK (1 << 18)

@@ -109,11 +109,34 @@ void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, 
     }
 }
 
-void cpu_argmax(const float *logits, int n, int vocab, int *ids) {
-    for (int r = 0; r < n; r++) {
-        const float *l = logits + (size_t)r * vocab;
-        int best = 0;
-        for (int j = 1; j < vocab; j++) if (l[j] > l[best]) best = j;
-        ids[r] = best;
+/* The first index of the row's largest value, comparing with > as a
+ * scalar scan from index 0 does (NaNs never win; a NaN at 0 keeps 0). */
+static int argmax_row(const float *l, int vocab) {
+    int j = 0, best = 0;
+#ifdef __AVX512F__
+    if (vocab >= 32 && !isnan(l[0])) {
+        /* per lane: the largest value so far and its first index (-1: none
+         * above -inf yet), then the lowest index among the lanes holding
+         * the overall largest */
+        __m512 top = _mm512_set1_ps(-INFINITY);
+        __m512i at = _mm512_set1_epi32(-1), idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m512i step = _mm512_set1_epi32(16);
+        for (; j + 16 <= vocab; j += 16, idx = _mm512_add_epi32(idx, step)) {
+            const __m512 x = _mm512_loadu_ps(l + j);
+            const __mmask16 gt = _mm512_cmp_ps_mask(x, top, _CMP_GT_OQ);
+            top = _mm512_mask_mov_ps(top, gt, x);
+            at = _mm512_mask_mov_epi32(at, gt, idx);
+        }
+        const float m = _mm512_reduce_max_ps(top);
+        const __mmask16 hold = _mm512_cmp_ps_mask(top, _mm512_set1_ps(m), _CMP_EQ_OQ) &
+                               _mm512_cmp_epi32_mask(at, _mm512_setzero_si512(), _MM_CMPINT_NLT);
+        if (hold) best = _mm512_mask_reduce_min_epi32(hold, at);
     }
+#endif
+    for (; j < vocab; j++) if (l[j] > l[best]) best = j;
+    return best;
+}
+
+void cpu_argmax(const float *logits, int n, int vocab, int *ids) {
+    for (int r = 0; r < n; r++) ids[r] = argmax_row(logits + (size_t)r * vocab, vocab);
 }

@@ -243,8 +243,6 @@ static inline __attribute__((always_inline)) void rows_dot_many(const Weight *w,
  * fixed 16-lane reduction: results depend neither on the batch nor on the
  * tile, also beyond FEW_TOKENS. */
 #define DOT_TOKENS 6
-typedef uint32_t v16u32 __attribute__((vector_size(64)));
-typedef uint16_t v16u16 __attribute__((vector_size(32)));
 
 static int fast_bf16(const Weight *w) { return w->dtype == DT_BF16 && backend_settings()->cpu_fast_gemm; }
 
@@ -260,16 +258,7 @@ static const uint16_t *bf16_activations(const float *x, int64_t count) {
         buf = malloc(sizeof(uint16_t) * cap);
         if (!buf) { cap = 0; return NULL; }
     }
-    int64_t i = 0;
-    for (; i + 16 <= count; i += 16) {
-        v16u32 u;
-        memcpy(&u, x + i, 64);
-        const v16u32 nan = ((u & 0x7F800000u) == 0x7F800000u) & ((u & 0x7FFFFFu) != 0);
-        const v16u32 r = (nan & ((u >> 16) | 0x40)) | (~nan & ((u + 0x7FFFu + ((u >> 16) & 1)) >> 16));
-        const v16u16 h = __builtin_convertvector(r, v16u16);
-        memcpy(buf + i, &h, 32);
-    }
-    for (; i < count; i++) buf[i] = f32_to_bf16(x[i]);
+    f32_to_bf16_row(buf, x, (size_t)count);
     return buf;
 }
 

@@ -26,7 +26,10 @@
 # Sizes: Q questions of each benchmark (default 32), MAX_NEW tokens each
 # (128), BATCHES ("1 8 32 64"), MAX_CTX KV slots per sequence (2048),
 # BETA the C2T threshold of the chain (0.5), COLLECT_Q (20), TREE_BATCH (8),
-# TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128).
+# TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128);
+# ARITH, spec-eval's arithmetic options for every decoding run: by default
+# llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU has
+# AVX512-BF16, else "" (F32 products and cache); each report records it.
 set -eu
 cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
@@ -45,6 +48,10 @@ TUNE_Q=${TUNE_Q:-16}
 BETAS=${BETAS:-"0.3 0.4 0.5 0.6"}
 NPP=${NPP:-128}
 NTG=${NTG:-128}
+if [ -z "${ARITH+set}" ]; then
+    ARITH=""
+    grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && ARITH="--cpu-fast-gemm on --kv-dtype bf16"
+fi
 for f in "$T/config.json" "$D/eagle/config.json" "$D/prompts/collect.jsonl"; do
     [ -f "$f" ] || { echo "table3: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
 done
@@ -55,6 +62,7 @@ mkdir -p "$R"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 eagle="--target $T --draft $D/eagle --draft-kind eagle"
+echo "arithmetic: ${ARITH:-the defaults (F32 products and KV cache)}"
 
 CLS=results/smollm2/classifier.json
 if [ ! -f "$CLS" ]; then
@@ -77,7 +85,7 @@ for b in $BATCHES; do
         static=""; [ "$b" -gt 1 ] && static=--static-batches
         echo "-- batch $b, $m"
         # shellcheck disable=SC2086
-        bin/spec-eval $eagle --policy chain --draft-len 4 $extra $qs --max-questions "$Q" --max-turns 1 \
+        bin/spec-eval $eagle $ARITH --policy chain --draft-len 4 $extra $qs --max-questions "$Q" --max-turns 1 \
             --max-new-tokens "$MAX_NEW" --max-ctx "$MAX_CTX" --batch "$b" $static --check-lossless --quiet \
             --json "$R/eval_${m}_b$b.json" > "$R/eval_${m}_b$b.txt" || { echo "table3: spec-eval failed (batch $b, $m)" >&2; exit 1; }
         tail -2 "$R/eval_${m}_b$b.txt"
@@ -88,11 +96,11 @@ done
 echo "== 3/5 trees at batch $TREE_BATCH: eagle2 against c2t at equal tau"
 tune="--questions $D/prompts/heldout.jsonl --max-questions $TUNE_Q --max-turns 1 --max-new-tokens $MAX_NEW --max-ctx $MAX_CTX --batch $TREE_BATCH --no-baseline --quiet"
 # shellcheck disable=SC2086
-bin/spec-eval $eagle --policy eagle2 $tune --json "$R/tune_eagle2.json" >/dev/null ||
+bin/spec-eval $eagle $ARITH --policy eagle2 $tune --json "$R/tune_eagle2.json" >/dev/null ||
     { echo "table3: spec-eval failed (tuning, eagle2)" >&2; exit 1; }
 for beta in $BETAS; do
     # shellcheck disable=SC2086
-    bin/spec-eval $eagle --policy c2t --classifier "$CLS" --beta "$beta" $tune --json "$R/tune_c2t_$beta.json" >/dev/null ||
+    bin/spec-eval $eagle $ARITH --policy c2t --classifier "$CLS" --beta "$beta" $tune --json "$R/tune_c2t_$beta.json" >/dev/null ||
         { echo "table3: spec-eval failed (tuning, c2t beta $beta)" >&2; exit 1; }
 done
 TREE_BETA=$(python3 -c '
@@ -104,7 +112,7 @@ echo "   c2t beta $TREE_BETA: tau closest to eagle2's on $TUNE_Q held-out prompt
 for m in eagle2 c2t; do
     extra=""; [ "$m" = c2t ] && extra="--classifier $CLS --beta $TREE_BETA"
     # shellcheck disable=SC2086
-    bin/spec-eval $eagle --policy $m $extra $qs --max-questions "$TREE_Q" --max-turns 1 --max-new-tokens "$MAX_NEW" \
+    bin/spec-eval $eagle $ARITH --policy $m $extra $qs --max-questions "$TREE_Q" --max-turns 1 --max-new-tokens "$MAX_NEW" \
         --max-ctx "$MAX_CTX" --batch "$TREE_BATCH" --static-batches --check-lossless --quiet \
         --json "$R/tree_${m}_b$TREE_BATCH.json" > "$R/tree_${m}_b$TREE_BATCH.txt" || { echo "table3: spec-eval failed (trees, $m)" >&2; exit 1; }
     tail -2 "$R/tree_${m}_b$TREE_BATCH.txt"

@@ -103,8 +103,10 @@ def main():
             f.write(",".join(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + "\n")
 
     get = lambda name, b: next(x for x in rows + tree_rows if x["method"] == name and x["batch"] == b)
-    md = ["Chain mode, at most 4 draft tokens a cycle; speedup over ar at the same batch size, measured in the "
-          "same spec-eval run (τ, γ verified tokens):", "",
+    st = load(os.path.join(out, f"eval_static_b{batches[0]}.json"))["settings"]
+    arith = f"--cpu-fast-gemm {st.get('cpu_fast_gemm', 'off')} --kv-dtype {st.get('kv_dtype', 'f32')}"
+    md = [f"Chain mode, at most 4 draft tokens a cycle; speedup over ar at the same batch size, measured in the "
+          f"same spec-eval run (τ, γ verified tokens); spec-eval's arithmetic: `{arith}`:", "",
           "| method | " + " | ".join(f"batch {b}" for b in batches) + " |", "|---|" + "---|" * len(batches)]
     md.append("| ar (tok/s) | " + " | ".join(f"{get('ar', b)['tokens_per_s']:.1f}" for b in batches) + " |")
     for _, name in CHAIN:
@@ -125,12 +127,16 @@ def main():
         md += ["", "Batched plain decoding (prompts and steps as llama-batched-bench's; S_TG tok/s). llama.cpp keeps "
                "an F16 KV cache and multiplies BF16 weights with BF16-rounded activations; ours by default an F32 "
                "cache and F32 products (fast GEMM: `--cpu-fast-gemm on`, BF16 KV: `--kv-dtype bf16`):", "",
-               "| batch | ours | × our batch 1 | " + "".join(f"{VARIANTS[v]} | " for v in vs) + "llama.cpp | ours / llama.cpp | "
-               + "".join(f"{VARIANTS[v]} / llama.cpp | " for v in vs), "|---|---|---|" + "---|" * (2 * len(vs) + 2)]
+               "| batch | ours | × its batch 1 | " + "".join(f"{VARIANTS[v]} | × its batch 1 | " for v in vs)
+               + "llama.cpp | ours / llama.cpp | " + "".join(f"{VARIANTS[v]} / llama.cpp | " for v in vs),
+               "|---|---|---|" + "---|" * (4 * len(vs) + 2)]
         ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"   # noqa: E731
+        first = lambda v: ours[v][min(ours[v])]   # noqa: E731
         for b, o in sorted(base.items()):
             t = theirs.get(b)
-            md.append(f"| {b} | {o:.1f} | {o / b1:.2f}x | " + "".join((f"{ours[v][b]:.1f}" if b in ours[v] else "-") + " | " for v in vs)
+            md.append(f"| {b} | {o:.1f} | {o / b1:.2f}x | "
+                      + "".join((f"{ours[v][b]:.1f} | {ratio(ours[v][b], first(v))}" if b in ours[v] else "- | -") + " | "
+                                for v in vs)
                       + (f"{t:.1f}" if t else "-") + f" | {ratio(o, t)} | "
                       + "".join(f"{ratio(ours[v].get(b), t)} | " for v in vs))
     with open(os.path.join(out, "table3.md"), "w", encoding="utf-8") as f:
