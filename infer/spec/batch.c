@@ -3,11 +3,12 @@
  * decoder_run; its decoder's and draft's gate suspends it at every model
  * product.  The scheduler resumes the fibers until each waits, then runs
  * the calls of one kind of every waiting slot as one batched product and
- * resumes those slots.  Draft forwards and verification rows go first, so
- * that the slots whose trees are ready wait for the rest and the target's
- * forward verifies as many trees as possible; prompts are prefilled
- * together, apart from verification (a prompt of hundreds of tokens would
- * change how the trees' products are summed, see batch.h). */
+ * resumes those slots.  Waiting prompts are prefilled first, together and
+ * apart from verification (a prompt of hundreds of tokens would change how
+ * the trees' products are summed, see batch.h), so that new sequences join
+ * the next round; then draft forwards and verification rows, so that the
+ * slots whose trees are ready wait for the rest and the target's forward
+ * verifies as many trees as possible. */
 #include "infer/spec/batch.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
@@ -138,13 +139,17 @@ static int run_calls(Run *r, GateKind k) {
 }
 
 /* Until every fiber is done: resume the ready ones, then run the waiting
- * calls of the first kind in this order that has any. */
+ * calls of the first kind in this order that has any.  A round of cycles
+ * (drafts to verification) is the backend tuner's unit, as one cycle is
+ * when decoding alone; prefills run first and outside the units, so that a
+ * batch of prompts never lands in a unit that times one thread against
+ * all (it made the tuner's one-thread probe take seconds). */
 static void schedule(Run *r) {
-    static const GateKind order[] = {GATE_DRAFT, GATE_ROW, GATE_PREFILL, GATE_VERIFY};
+    static const GateKind order[] = {GATE_PREFILL, GATE_DRAFT, GATE_ROW, GATE_VERIFY};
     const int ns = r->o->slots;
     const Backend *be = r->s->target->be;
     BackendTuner tuner = {0};
-    backend_unit_begin(be, &tuner);
+    int in_unit = 0;
     for (;;) {
         for (int i = 0; i < ns; i++) {
             Slot *sl = &r->slots[i];
@@ -170,15 +175,19 @@ static void schedule(Run *r) {
         }
         for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
             if (!waiting[order[k]]) continue;
-            if (run_calls(r, order[k])) fail(r);
-            if (order[k] == GATE_VERIFY) {   /* a round of cycles: the tuner's unit */
-                backend_unit_end(be, &tuner);
+            if (order[k] != GATE_PREFILL && !in_unit) {
                 backend_unit_begin(be, &tuner);
+                in_unit = 1;
+            }
+            if (run_calls(r, order[k])) fail(r);
+            if (order[k] == GATE_VERIFY) {
+                backend_unit_end(be, &tuner);
+                in_unit = 0;
             }
             break;
         }
     }
-    backend_unit_end(be, &tuner);
+    if (in_unit) backend_unit_end(be, &tuner);
 }
 
 static void slots_free(Slot *sl, int n) {
