@@ -5,6 +5,7 @@
  * — and a cache that would overflow is an error naming the sequence. */
 #include "tests/harness.h"
 #include "infer/model/llama.h"
+#include "infer/spec/draft.h"
 #include "kernels/base/util.h"
 
 static const Backend *be = &cpu_backend;
@@ -17,7 +18,7 @@ static void fill_tokens(int *t, int n, int seed, int vocab) {
 }
 
 /* a tree of 4 nodes after n_past committed tokens: 0 -> {1, 2}, 1 -> 3 */
-static void tree_mask(int n_past, uint8_t *mask) {
+static void four_node_mask(int n_past, uint8_t *mask) {
     static const int parent[4] = {-1, 0, 0, 1};
     const int ctx = n_past + 4;
     for (int i = 0; i < 4; i++) {
@@ -64,7 +65,7 @@ static void batch_equals_single(const char *dir, float bound) {
             for (int t = 0; t < n[i]; t++)
                 pos[off[i] + t] = one[i]->n_past + (step == 1 && i == 0 ? tree_depth[t] : t);
         }
-        if (step == 1) { tree_mask(one[0]->n_past, tmask); masks[0] = tmask; }
+        if (step == 1) { four_node_mask(one[0]->n_past, tmask); masks[0] = tmask; }
         for (int i = 0; i < NSEQ; i++)
             REQUIRE(!llama_forward(one[i], tokens + off[i], pos + off[i], n[i], masks[i], LOGITS_ALL), "%s", err_get());
         REQUIRE(!llama_forward_batch(b, many, NSEQ, tokens, pos, off, masks, NULL), "%s", err_get());
@@ -125,10 +126,43 @@ static void test_batch_overflow_is_an_error(void) {
     llama_free(m);
 }
 
+/* draft_dists: calls of one shape run as one softmax_topk over their
+ * gathered rows, others apart; every call's ids, probabilities and
+ * entropies are those of a softmax_topk of its own. */
+static void test_dists_batched_equal_alone(void) {
+    enum { V = 3000, K = 4, C = 5 };
+    const int rows[C] = {1, 3, 1, 2, 1}, topm[C] = {100, 100, 0, 100, 100};
+    float *logits[C];
+    int ids[C][3 * K], want_ids[C][3 * K];
+    float probs[C][3 * K], ent[C][3], want_probs[C][3 * K], want_ent[C][3];
+    DistCall calls[C], *ptr[C];
+    uint32_t seed = 7;
+    for (int c = 0; c < C; c++) {
+        logits[c] = malloc(sizeof(float) * rows[c] * V);
+        for (int i = 0; i < rows[c] * V; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            logits[c][i] = (float)(seed >> 8) / (1 << 24) * 12.0f - 6.0f;
+        }
+        /* the fourth call wants no entropy: a shape of its own */
+        calls[c] = (DistCall){logits[c], rows[c], V, K, topm[c], 1.0f, ids[c], probs[c], c == 3 ? NULL : ent[c]};
+        ptr[c] = &calls[c];
+        cpu_backend.softmax_topk(logits[c], rows[c], V, 1.0f, K, want_ids[c], want_probs[c], topm[c],
+                                 c == 3 ? NULL : want_ent[c]);
+    }
+    draft_dists(&cpu_backend, ptr, C);
+    for (int c = 0; c < C; c++) {
+        CHECK(!memcmp(ids[c], want_ids[c], sizeof(int) * rows[c] * K), "call %d: ids differ from its own call", c);
+        CHECK(!memcmp(probs[c], want_probs[c], sizeof(float) * rows[c] * K), "call %d: probabilities differ", c);
+        if (c != 3) CHECK(!memcmp(ent[c], want_ent[c], sizeof(float) * rows[c]), "call %d: entropies differ", c);
+        free(logits[c]);
+    }
+}
+
 int main(void) {
     RUN(test_batch_equals_single_f32);
     RUN(test_batch_equals_single_bf16);
     RUN(test_batch_equals_single_smollm2);
     RUN(test_batch_overflow_is_an_error);
+    RUN(test_dists_batched_equal_alone);
     return h_done();
 }

@@ -6,7 +6,8 @@
  * resumes those slots.  Waiting prompts are prefilled first, together and
  * apart from verification (a prompt of hundreds of tokens would change how
  * the trees' products are summed, see batch.h), so that new sequences join
- * the next round; then draft forwards and verification rows, so that the
+ * the next round; then the distributions of draft logits (all rows in one
+ * call), draft forwards and verification rows, so that the
  * slots whose trees are ready wait for the rest and the target's forward
  * verifies as many trees as possible. */
 #include "infer/spec/batch.h"
@@ -99,6 +100,11 @@ static int run_calls(Run *r, GateKind k) {
         for (int i = 0; i < n; i++) steps[i] = w[i]->call->step;
         rc = draft_run_steps(steps, n);
         free(steps);
+    } else if (k == GATE_DIST) {   /* before any other draft step can overwrite the logits they read */
+        DistCall **calls = xmalloc(sizeof *calls * n);
+        for (int i = 0; i < n; i++) calls[i] = w[i]->call->dist;
+        draft_dists(r->s->target->be, calls, n);
+        free(calls);
     } else if (k == GATE_ROW) {
         LlamaState **states = xmalloc(sizeof *states * n);
         int *rows = xmalloc(sizeof(int) * n);
@@ -145,7 +151,7 @@ static int run_calls(Run *r, GateKind k) {
  * batch of prompts never lands in a unit that times one thread against
  * all (it made the tuner's one-thread probe take seconds). */
 static void schedule(Run *r) {
-    static const GateKind order[] = {GATE_PREFILL, GATE_DRAFT, GATE_ROW, GATE_VERIFY};
+    static const GateKind order[] = {GATE_PREFILL, GATE_DIST, GATE_DRAFT, GATE_ROW, GATE_VERIFY};
     const int ns = r->o->slots;
     const Backend *be = r->s->target->be;
     BackendTuner tuner = {0};

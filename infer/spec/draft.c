@@ -236,15 +236,67 @@ static void reserve_nodes(Draft *d, int nodes) {
     d->slot_of = xrealloc(d->slot_of, sizeof(int) * d->node_cap);
 }
 
+static int same_dist_shape(const DistCall *a, const DistCall *b) {
+    return a->vocab == b->vocab && a->k == b->k && a->topm == b->topm && a->temperature == b->temperature &&
+           !a->ids == !b->ids && !a->probs == !b->probs && !a->entropy == !b->entropy;
+}
+
+void draft_dists(const Backend *be, DistCall *const *calls, int n) {
+    uint8_t *done = xcalloc(n ? n : 1, 1);
+    DistCall **group = xmalloc(sizeof *group * (n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        if (done[i]) continue;
+        const DistCall *c = calls[i];
+        int g = 0, rows = 0;
+        for (int j = i; j < n; j++)
+            if (!done[j] && same_dist_shape(calls[j], c)) { group[g++] = calls[j]; rows += calls[j]->n; done[j] = 1; }
+        if (g == 1) {
+            be->softmax_topk(c->logits, c->n, c->vocab, c->temperature, c->k, c->ids, c->probs, c->topm, c->entropy);
+            continue;
+        }
+        const int k = c->k > 0 ? c->k : 0;
+        float *all = be->alloc((size_t)rows * c->vocab);
+        int *ids = c->ids ? xmalloc(sizeof(int) * ((size_t)rows * k + 1)) : NULL;
+        float *probs = c->probs ? xmalloc(sizeof(float) * ((size_t)rows * k + 1)) : NULL;
+        float *ent = c->entropy ? xmalloc(sizeof(float) * rows) : NULL;
+        for (int j = 0, r = 0; j < g; r += group[j]->n, j++)
+            be->copy(all + (size_t)r * c->vocab, group[j]->logits, (size_t)group[j]->n * c->vocab);
+        be->softmax_topk(all, rows, c->vocab, c->temperature, c->k, ids, probs, c->topm, ent);
+        for (int j = 0, r = 0; j < g; r += group[j]->n, j++) {
+            const DistCall *x = group[j];
+            if (ids) memcpy(x->ids, ids + (size_t)r * k, sizeof(int) * x->n * k);
+            if (probs) memcpy(x->probs, probs + (size_t)r * k, sizeof(float) * x->n * k);
+            if (ent) memcpy(x->entropy, ent + r, sizeof(float) * x->n);
+        }
+        be->release(all);
+        free(ids); free(probs); free(ent);
+    }
+    free(group);
+    free(done);
+}
+
+/* The distribution of n rows of draft logits through the draft's gate, or
+ * at once; then draft columns -> target ids. */
+static void draft_dist(Draft *d, const float *logits, int n, int k, int topm, int *ids, float *probs,
+                       float *entropy) {
+    double t0 = now_seconds();
+    DistCall c = {logits, n, d->Vd, k, topm, 1.0f, ids, probs, entropy};
+    if (d->gate) {
+        GateCall call = {.kind = GATE_DIST, .dist = &c};
+        d->gate->pass(d->gate, &call);
+    } else {
+        DistCall *one = &c;
+        draft_dists(d->be, &one, 1);
+    }
+    d->t_dist += now_seconds() - t0;
+    to_target_ids(d, ids, n * k);
+}
+
 int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                  float *probs, float *entropy) {
     if (d->ops->expand) return d->ops->expand(d, t, nodes, n, k, topm, ids, probs, entropy);
-    const Backend *be = d->be;
     if (n == 1 && nodes[0] == 0) {
-        double t0 = now_seconds();
-        be->softmax_topk(d->root_logits, 1, d->Vd, 1.0f, k, ids, probs, topm, entropy);
-        d->t_dist += now_seconds() - t0;
-        to_target_ids(d, ids, k);
+        draft_dist(d, d->root_logits, 1, k, topm, ids, probs, entropy);
         return 0;
     }
     reserve_nodes(d, t->n);
@@ -269,10 +321,7 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     int rc = draft_step(d, &step);
     if (!rc) {
         d->n_temp += n;
-        double t0 = now_seconds();
-        be->softmax_topk(step.logits, n, d->Vd, 1.0f, k, ids, probs, topm, entropy);
-        d->t_dist += now_seconds() - t0;
-        to_target_ids(d, ids, n * k);
+        draft_dist(d, step.logits, n, k, topm, ids, probs, entropy);
     }
     free(tok); free(pos); free(mask);
     return rc;

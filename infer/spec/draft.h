@@ -130,6 +130,11 @@ int draft_set_vocab(Draft *d, int n);
  * with its own context; d must outlive it.  NULL with err_set where the
  * source cannot share its weights. */
 Draft *draft_clone(const Draft *d);
+/* Runs the n distribution calls on be, calls with the same shape and
+ * outputs as one softmax_topk over their rows gathered into one buffer:
+ * each row's results are those of a call of its own. */
+void draft_dists(const Backend *be, DistCall *const *calls, int n);
+
 /* Runs steps of n different drafts (draft_step's gate does this for the
  * steps of every sequence waiting on one): those of one source and type in
  * one forward. */

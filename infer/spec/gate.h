@@ -15,8 +15,19 @@ typedef enum {
     GATE_VERIFY,    /* a drafted tree through the target (llama_forward) */
     GATE_ROW,       /* the target's logits of one row of its last forward (llama_row_logits) */
     GATE_DRAFT,     /* a draft forward (draft_run_steps) */
+    GATE_DIST,      /* softmax, top-k and entropy of draft logits (draft_dists) */
     GATE_KINDS
 } GateKind;
+
+/* Backend.softmax_topk's arguments: rows [n][vocab] of backend memory in,
+ * host arrays out (any may be NULL). */
+typedef struct {
+    const float *logits;
+    int n, vocab, k, topm;
+    float temperature;
+    int *ids;
+    float *probs, *entropy;
+} DistCall;
 
 typedef struct {
     GateKind kind;
@@ -27,6 +38,7 @@ typedef struct {
     const uint8_t *mask;
     LogitsMode mode;
     DraftStep *step;        /* GATE_DRAFT */
+    DistCall *dist;         /* GATE_DIST */
     const float *logits;    /* GATE_ROW's result */
 } GateCall;
 

@@ -77,6 +77,38 @@ static void topk_insert(int *ids, float *ps, int *count, int k, int id, float p)
     if (c < k) *count = c + 1;
 }
 
+/* p[j] = exp((l[j] - max) * invt) over the row, *mx = its largest logit;
+ * returns the sum in double.  With AVX-512: sixteen lanes through libmvec's
+ * expf (every element computed alike whatever the vocabulary size) and
+ * eight double partial sums. */
+static double exp_shifted(const float *l, int vocab, float invt, float *p, float *mx) {
+#ifdef __AVX512F__
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < vocab; j += 16) {
+        const __mmask16 k = vocab - j >= 16 ? 0xFFFF : (__mmask16)((1u << (vocab - j)) - 1);
+        m = _mm512_max_ps(m, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, l + j));
+    }
+    *mx = _mm512_reduce_max_ps(m);
+    const __m512 top = _mm512_set1_ps(*mx), t = _mm512_set1_ps(invt);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int j = 0; j < vocab; j += 16) {
+        const __mmask16 k = vocab - j >= 16 ? 0xFFFF : (__mmask16)((1u << (vocab - j)) - 1);
+        const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, l + j), top), t)));
+        _mm512_mask_storeu_ps(p + j, k, e);
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+#else
+    float top = -INFINITY;
+    for (int j = 0; j < vocab; j++) if (l[j] > top) top = l[j];
+    *mx = top;
+    double sum = 0;
+    for (int j = 0; j < vocab; j++) { p[j] = expf((l[j] - top) * invt); sum += p[j]; }
+    return sum;
+#endif
+}
+
 void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
                       int *ids, float *probs, int topm, float *entropy) {
     const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
@@ -89,10 +121,8 @@ void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, 
 #pragma omp for schedule(static)
         for (int r = 0; r < n; r++) {
             const float *l = logits + (size_t)r * vocab;
-            float mx = -INFINITY;
-            for (int j = 0; j < vocab; j++) if (l[j] > mx) mx = l[j];
-            double sum = 0;
-            for (int j = 0; j < vocab; j++) { p[j] = expf((l[j] - mx) * invt); sum += p[j]; }
+            float mx;
+            const double sum = exp_shifted(l, vocab, invt, p, &mx);
             float inv = (float)(1.0 / sum);
             for (int j = 0; j < vocab; j++) p[j] *= inv;
             if (k > 0 && (ids || probs)) {

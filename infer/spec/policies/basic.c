@@ -47,9 +47,12 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     const ChainState *s = p->state;
     const ChainParams *q = p->own;
     int node = 0, id;
-    float prob, ent;
+    float prob, ent = 0;
+    /* the entropy only where the classifier reads it (its top-M pass costs
+     * about as much as the softmax) */
+    float *want_ent = s->stop == STOP_C2T ? &ent : NULL;
     for (int i = 0; i < q->draft_len; i++) {
-        if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, &ent, tm)) return -1;
+        if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)) return -1;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
          * draft's top probability is low, DyJoint when the chain's joint
          * probability is, C2T when the classifier's confidence is < β. */
