@@ -1,6 +1,7 @@
 /* spec-collect's engine (collect/collect.h). */
 #include "collect/collect.h"
 #include "infer/model/safetensors.h"
+#include "infer/spec/batch.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,42 +9,90 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
-    TraceWriter *w;
-    TraceNode *nodes;
-    int cap;
-    int turn;
-    int64_t trees, records;
-    double t_write, t_features;
-} CollectCtx;
+typedef struct CollectRun CollectRun;
 
-/* One verified tree -> one /trees row and its nodes (root excluded). */
+/* One question's trees, held until it and every question before it are
+ * done: the file keeps the shard's order, which --resume counts on, while
+ * batched questions finish in any order. */
+typedef struct {
+    CollectRun *run;
+    const Question *q;
+    char bench[64];
+    int turn, finished;
+    TraceTree *trees;
+    int n_trees, cap_trees;
+    TraceNode *nodes;
+    int64_t n_nodes, cap_nodes;
+} QuestionTrees;
+
+struct CollectRun {
+    TraceWriter *w;
+    QuestionTrees *qt;
+    int n, next;              /* questions of this run, the next one to write */
+    int skip;                 /* finished in the file before this run */
+    Progress bar;
+    int64_t trees, records;
+    double t0, t_write, t_features;
+};
+
+/* One verified tree -> one /trees row and its nodes (root excluded), held
+ * with its question. */
 static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
-    CollectCtx *c = vctx;
+    QuestionTrees *qt = vctx;
     double t0 = now_seconds();
-    int n = t->n - 1;
-    if (n > c->cap) { c->cap = n * 2; c->nodes = xrealloc(c->nodes, sizeof(TraceNode) * c->cap); }
+    const int n = t->n - 1;
+    if (qt->n_nodes + n > qt->cap_nodes) {
+        qt->cap_nodes = (qt->n_nodes + n) * 2;
+        qt->nodes = xrealloc(qt->nodes, sizeof(TraceNode) * qt->cap_nodes);
+    }
+    if (qt->n_trees == qt->cap_trees) {
+        qt->cap_trees = qt->cap_trees ? 2 * qt->cap_trees : 64;
+        qt->trees = xrealloc(qt->trees, sizeof(TraceTree) * qt->cap_trees);
+    }
+    TraceNode *nodes = qt->nodes + qt->n_nodes;
     for (int i = 0; i < n; i++) {
         int v = i + 1;
-        c->nodes[i] = (TraceNode){.P = t->P[v], .H = t->H[v], .p = t->p[v], .token = t->token[v],
-                                  .parent = t->parent[v] - 1, .depth = (uint8_t)t->depth[v], .accepted = 0,
-                                  .rank = (uint8_t)t->rank[v]};
+        nodes[i] = (TraceNode){.P = t->P[v], .H = t->H[v], .p = t->p[v], .token = t->token[v],
+                               .parent = t->parent[v] - 1, .depth = (uint8_t)t->depth[v], .accepted = 0,
+                               .rank = (uint8_t)t->rank[v]};
     }
-    for (int i = 1; i < n_path; i++) c->nodes[path[i] - 1].accepted = 1;
-    double t1 = now_seconds();
-    TraceTree tr = {.turn = (int16_t)c->turn, .cycle = cycle, .n_nodes = n, .accept_len = n_path - 1};
-    int rc = trace_add_tree(c->w, &tr, c->nodes);
-    c->t_features += t1 - t0;
-    c->t_write += now_seconds() - t1;
-    c->trees++;
-    c->records += n;
-    return rc;
+    for (int i = 1; i < n_path; i++) nodes[path[i] - 1].accepted = 1;
+    qt->trees[qt->n_trees++] = (TraceTree){.turn = (int16_t)qt->turn, .cycle = cycle, .n_nodes = n, .accept_len = n_path - 1};
+    qt->n_nodes += n;
+    qt->run->t_features += now_seconds() - t0;
+    return 0;
 }
 
 static int on_turn(void *vctx, const Question *q, int turn, const int32_t *prompt, size_t np,
                    const int *out, int n, const DecodeStats *st) {
     (void)q; (void)prompt; (void)np; (void)out; (void)n; (void)st;
-    ((CollectCtx *)vctx)->turn = turn + 1;   /* the hook of the next turn */
+    ((QuestionTrees *)vctx)->turn = turn + 1;   /* the hook of the next turn */
+    return 0;
+}
+
+/* A question is done: write it, and every done one after it, in order. */
+static int question_done(void *vctx) {
+    QuestionTrees *qt = vctx;
+    CollectRun *r = qt->run;
+    qt->finished = 1;
+    for (; r->next < r->n && r->qt[r->next].finished; r->next++) {
+        QuestionTrees *x = &r->qt[r->next];
+        double t0 = now_seconds();
+        const TraceNode *nodes = x->nodes;
+        for (int i = 0; i < x->n_trees; nodes += x->trees[i].n_nodes, i++)
+            if (trace_add_tree(r->w, &x->trees[i], nodes)) return -1;
+        if (trace_finish_question(r->w, x->bench, x->q->id)) return -1;
+        r->t_write += now_seconds() - t0;
+        r->trees += x->n_trees;
+        r->records += x->n_nodes;
+        free(x->trees); free(x->nodes);
+        x->trees = NULL; x->nodes = NULL;
+        char extra[128];
+        double el = now_seconds() - r->t0;
+        snprintf(extra, sizeof extra, "trees %lld  records %lld (%.0f/s)", (long long)r->trees, (long long)r->records,
+                 el > 0 ? r->records / el : 0);
+        progress_update(&r->bar, r->skip + r->next + 1, extra);
+    }
     return 0;
 }
 
@@ -110,6 +159,9 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     for (int i = 0; i < n; i++) snprintf(qlist + strlen(qlist), sizeof qlist - strlen(qlist), "%s%s", i ? ";" : "", files[i]);
     SET("questions", "%s", qlist);
     SET("n_shards", "%d", o->shard_n);
+    /* batched products of more than FEW_TOKENS rows sum in another order
+     * (infer/spec/batch.h), so a resume must not mix batch sizes */
+    SET("batch", "%d", o->batch);
     /* the backend's settings: one changes the arithmetic (cuda_fast_gemm),
      * and a resume must not mix trees of two */
     const char *key;
@@ -180,6 +232,21 @@ static TraceWriter *open_trace(const Session *s, const CollectOptions *o, const 
     return w;
 }
 
+/* This shard's questions after the skip first ones, in file order. */
+static int shard_questions(QuestionSet *const *sets, const char *const *files, int n, const CollectOptions *o, int skip,
+                           CollectRun *r) {
+    int g = 0, k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < sets[i]->n; j++, g++) {
+            if (g % o->shard_n != o->shard_i || k++ < skip) continue;
+            QuestionTrees *qt = &r->qt[r->n++];
+            qt->run = r;
+            qt->q = &sets[i]->q[j];
+            benchmark_name(files[i], qt->bench, sizeof qt->bench);
+        }
+    return r->n;
+}
+
 int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
                 const CollectOptions *o) {
     int mine = 0, total_q = 0;   /* this shard's questions, in file order */
@@ -188,53 +255,49 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     Setting set[MAX_SETTINGS];
     int ns = run_settings(s, policy, files, n, o, set);
     if (ns < 0) return -1;
-    Decoder *dec = session_decoder(s, policy);
-    if (!dec) return -1;
+    const int batched = o->batch > 1;   /* batch_run makes its own decoders */
+    Decoder *dec = batched ? NULL : session_decoder(s, policy);
+    if (!batched && !dec) return -1;
     TraceWriter *w = open_trace(s, o, set, ns);
     if (!w) { decoder_free(dec); return -1; }
     int rc = -1;
-    CollectCtx ctx = {.w = w};
+    CollectRun r = {.w = w, .qt = xcalloc(mine ? mine : 1, sizeof(QuestionTrees))};
     int64_t skip = trace_n_questions(w);
     if (skip > mine) {
         err_set("--resume: %s holds %lld questions, more than this shard has (%d)", o->out, (long long)skip, mine);
         goto done;
     }
     if (skip) fprintf(stderr, "spec-collect: resuming after %lld finished questions\n", (long long)skip);
-
-    dec->hook = on_cycle;
-    dec->hook_ctx = &ctx;
-    Progress bar;
-    progress_start(&bar, "spec-collect questions", mine);
-    int g = 0, done = 0;
-    double t0 = now_seconds();
-    for (int i = 0; i < n; i++) {
-        char bench[64];
-        benchmark_name(files[i], bench, sizeof bench);
-        for (int j = 0; j < sets[i]->n; j++, g++) {
-            if (g % o->shard_n != o->shard_i) continue;
-            if (done++ < skip) continue;
-            const Question *q = &sets[i]->q[j];
-            ctx.turn = 0;
-            if (session_question(s, dec, q, on_turn, &ctx)) goto done;
-            double tw = now_seconds();
-            if (trace_finish_question(w, bench, q->id)) goto done;
-            ctx.t_write += now_seconds() - tw;
-            char extra[128];
-            double el = now_seconds() - t0;
-            snprintf(extra, sizeof extra, "trees %lld  records %lld (%.0f/s)", (long long)ctx.trees,
-                     (long long)ctx.records, el > 0 ? ctx.records / el : 0);
-            progress_update(&bar, done, extra);
+    r.skip = (int)skip;
+    shard_questions(sets, files, n, o, r.skip, &r);
+    progress_start(&r.bar, "spec-collect questions", mine);
+    r.t0 = now_seconds();
+    if (batched) {
+        const Question **qs = xcalloc(r.n ? r.n : 1, sizeof *qs);
+        void **ctxs = xcalloc(r.n ? r.n : 1, sizeof *ctxs);
+        for (int i = 0; i < r.n; i++) { qs[i] = r.qt[i].q; ctxs[i] = &r.qt[i]; }
+        BatchOptions bo = {.slots = o->batch, .hook = on_cycle, .question_done = question_done};
+        double wall;
+        int brc = batch_run(s, &policy->prm, &bo, qs, r.n, on_turn, ctxs, &wall);
+        free(qs); free(ctxs);
+        if (brc) goto done;
+    } else {
+        dec->hook = on_cycle;
+        for (int i = 0; i < r.n; i++) {
+            dec->hook_ctx = &r.qt[i];
+            if (session_question(s, dec, r.qt[i].q, on_turn, &r.qt[i]) || question_done(&r.qt[i])) goto done;
         }
     }
-    double el = now_seconds() - t0;
+    double el = now_seconds() - r.t0;
     char extra[160];
     snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time",
-             (long long)ctx.trees, (long long)ctx.records, 100 * ctx.t_features / (el > 0 ? el : 1),
-             100 * ctx.t_write / (el > 0 ? el : 1));
-    progress_end(&bar, done, extra);
+             (long long)r.trees, (long long)r.records, 100 * r.t_features / (el > 0 ? el : 1),
+             100 * r.t_write / (el > 0 ? el : 1));
+    progress_end(&r.bar, r.skip + r.next, extra);
     rc = 0;
 done:
-    free(ctx.nodes);
+    for (int i = 0; i < r.n; i++) { free(r.qt[i].trees); free(r.qt[i].nodes); }
+    free(r.qt);
     if (rc == 0) {
         if (trace_close(w)) rc = -1;
     } else {   /* the first error is the one to report */

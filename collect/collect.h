@@ -13,6 +13,7 @@ typedef struct {
     int resume;               /* continue out after its last finished question */
     int shard_i, shard_n;     /* take questions q with q % shard_n == shard_i */
     int max_questions, max_turns;   /* as the question files were cut (recorded) */
+    int batch;                /* sequences decoded together (continuous batching, infer/spec/batch.h) */
 } CollectOptions;
 
 /* Decodes this shard's questions of sets[i] (read from files[i]) with

@@ -34,6 +34,8 @@ CLI_QUESTIONS_HELP
 "                         refused if it was written with other settings\n"
 "  --shard I/N            this process takes questions q with q %% N == I (0 <= I < N),\n"
 "                         e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\n"
+"  --batch N              decode N questions at once (default 1), a finished one's slot\n"
+"                         taking the next; questions are written in file order (recorded)\n"
 CLI_QUIET_HELP
 "  -h, --help\n", draft_kind_help(), CHAT_TEMPLATE_NAMES);
 }
@@ -64,10 +66,10 @@ typedef struct {
 } CollectArgs;
 
 static void parse_args(int argc, char **argv, CollectArgs *a) {
-    enum { O_OUT = CLI_OWN, O_COMPRESS, O_RESUME, O_SHARD };
+    enum { O_OUT = CLI_OWN, O_COMPRESS, O_RESUME, O_SHARD, O_BATCH };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"out", 1, 0, O_OUT}, {"compress", 1, 0, O_COMPRESS}, {"resume", 0, 0, O_RESUME},
-        {"shard", 1, 0, O_SHARD}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"shard", 1, 0, O_SHARD}, {"batch", 1, 0, O_BATCH}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     SessionConfig *cfg = &a->cfg;
     session_config_default(cfg);
     snprintf(cfg->prm.name, sizeof cfg->prm.name, "eagle2");
@@ -75,6 +77,7 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
     policy_params_set(&cfg->prm, "total", "all");
     cfg->prm.want_entropy = 1;
     a->run.shard_n = 1;
+    a->run.batch = 1;
     const char *compress = "zstd";
     opterr = 0;
     int c;
@@ -89,6 +92,7 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
                 a->run.shard_i < 0 || a->run.shard_i >= a->run.shard_n)
                 die(prog, "--shard %s: expected I/N with 0 <= I < N", optarg);
             break;
+        case O_BATCH: a->run.batch = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
         case 'h': usage(stdout); exit(0);
         default: cli_unknown_option(prog, argv);
         }

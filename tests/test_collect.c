@@ -177,6 +177,70 @@ static void labels_follow_ar(const char *target, const char *draft, int trained)
     questions_free(qs);
 }
 
+/* Two collections of the same questions: the same questions in the same
+ * order, the same trees (turn, cycle, size, accepted length), nodes with the
+ * same token, parent and label, and P / H within float tolerance. */
+static void same_collection(const char *a, const char *b, const char *what) {
+    TraceReader *ra = trace_open(a), *rb = trace_open(b);
+    REQUIRE(ra && rb, "%s", err_get());
+    const int64_t nq = trace_reader_questions(ra), nt = trace_reader_trees(ra), nn = trace_reader_nodes(ra);
+    REQUIRE(nq == trace_reader_questions(rb) && nt == trace_reader_trees(rb) && nn == trace_reader_nodes(rb),
+            "%s: question/tree/node counts differ: %lld/%lld/%lld vs %lld/%lld/%lld", what, (long long)nq,
+            (long long)nt, (long long)nn, (long long)trace_reader_questions(rb), (long long)trace_reader_trees(rb),
+            (long long)trace_reader_nodes(rb));
+    TraceQuestion *qa = xmalloc(sizeof(TraceQuestion) * (nq + 1)), *qb = xmalloc(sizeof(TraceQuestion) * (nq + 1));
+    TraceTree *ta = xmalloc(sizeof(TraceTree) * (nt + 1)), *tb = xmalloc(sizeof(TraceTree) * (nt + 1));
+    TraceNode *p = xmalloc(sizeof(TraceNode) * (nn + 1)), *q = xmalloc(sizeof(TraceNode) * (nn + 1));
+    REQUIRE(!trace_read_questions(ra, 0, nq, qa) && !trace_read_questions(rb, 0, nq, qb) &&
+            !trace_read_trees(ra, 0, nt, ta) && !trace_read_trees(rb, 0, nt, tb) &&
+            !trace_read_nodes(ra, 0, nn, p) && !trace_read_nodes(rb, 0, nn, q), "%s", err_get());
+    for (int64_t i = 0; i < nq; i++)
+        CHECK(!strcmp(qa[i].question_id, qb[i].question_id) && !strcmp(qa[i].benchmark, qb[i].benchmark),
+              "%s: question %lld is %s in one, %s in the other", what, (long long)i, qa[i].question_id, qb[i].question_id);
+    int64_t diff_trees = 0, diff_labels = 0;
+    for (int64_t i = 0; i < nt; i++)
+        diff_trees += ta[i].turn != tb[i].turn || ta[i].cycle != tb[i].cycle || ta[i].n_nodes != tb[i].n_nodes ||
+                      ta[i].accept_len != tb[i].accept_len;
+    float dP = 0, dH = 0;
+    for (int64_t i = 0; i < nn; i++) {
+        diff_labels += p[i].accepted != q[i].accepted || p[i].token != q[i].token || p[i].parent != q[i].parent;
+        dP = fmaxf(dP, fabsf(p[i].P - q[i].P));
+        dH = fmaxf(dH, fabsf(p[i].H - q[i].H));
+    }
+    CHECK(diff_trees == 0, "%s: %lld of %lld trees differ", what, (long long)diff_trees, (long long)nt);
+    CHECK(diff_labels == 0, "%s: %lld of %lld nodes differ in token, parent or label", what, (long long)diff_labels,
+          (long long)nn);
+    CHECK(dP <= 1e-3f && dH <= 1e-3f, "%s: max |dP| %g, |dH| %g", what, dP, dH);
+    printf("# %s collection: %lld questions, %lld trees, %lld nodes, labels identical, max |dP| %.1e |dH| %.1e\n", what,
+           (long long)nq, (long long)nt, (long long)nn, dP, dH);
+    free(qa); free(qb); free(ta); free(tb); free(p); free(q);
+    trace_reader_close(ra);
+    trace_reader_close(rb);
+}
+
+/* --batch 3 over the three questions (four turns, continuous batching):
+ * the file holds what --batch 1 writes, questions in file order, and the
+ * batch size is recorded; a --resume at another batch size is refused. */
+static void test_batched_collection_equals_single(void) {
+    char a[256], b[256], err[4096];
+    snprintf(a, sizeof a, "%s/batch1.h5", dir);
+    snprintf(b, sizeof b, "%s/batch3.h5", dir);
+    const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, a);
+    REQUIRE(rc == 0, "batch 1: %s", err);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --batch 3 --out %s", bin_dir(), qfile, args, b);
+    REQUIRE(rc == 0, "batch 3: %s", err);
+    same_collection(a, b, "batch 3 vs batch 1");
+    TraceReader *r = trace_open(b);
+    REQUIRE(r, "%s", err_get());
+    char *batch = trace_reader_attr(r, "batch");
+    CHECK(batch && !strcmp(batch, "3"), "the batch size is not recorded (batch = %s)", batch ? batch : "(absent)");
+    free(batch);
+    trace_reader_close(r);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s --resume", bin_dir(), qfile, args, b);
+    CHECK(rc != 0 && strstr(err, "batch"), "a --resume at batch 1 of a batch-3 file was not refused: %s", err);
+}
+
 /* On a GPU machine: a full-tree collection on cuda has the same trees,
  * tokens and labels as on cpu, and P / H within float tolerance. */
 static void test_cuda_collection_equals_cpu(void) {
@@ -190,27 +254,7 @@ static void test_cuda_collection_equals_cpu(void) {
     REQUIRE(rc == 0, "cpu: %s", err);
     rc = run_cmd(err, sizeof err, COLLECT "%s --device cuda --out %s", bin_dir(), qfile, args, b);
     REQUIRE(rc == 0, "cuda: %s", err);
-    TraceReader *ra = trace_open(a), *rb = trace_open(b);
-    REQUIRE(ra && rb, "%s", err_get());
-    int64_t nn = trace_reader_nodes(ra);
-    REQUIRE(nn == trace_reader_nodes(rb) && trace_reader_trees(ra) == trace_reader_trees(rb),
-            "node/tree counts differ: %lld vs %lld nodes", (long long)nn, (long long)trace_reader_nodes(rb));
-    TraceNode *p = xmalloc(sizeof(TraceNode) * nn), *q = xmalloc(sizeof(TraceNode) * nn);
-    trace_read_nodes(ra, 0, nn, p);
-    trace_read_nodes(rb, 0, nn, q);
-    int64_t diff_labels = 0;
-    float dP = 0, dH = 0;
-    for (int64_t i = 0; i < nn; i++) {
-        diff_labels += p[i].accepted != q[i].accepted || p[i].token != q[i].token || p[i].parent != q[i].parent;
-        dP = fmaxf(dP, fabsf(p[i].P - q[i].P));
-        dH = fmaxf(dH, fabsf(p[i].H - q[i].H));
-    }
-    CHECK(diff_labels == 0, "%lld of %lld nodes differ in token, parent or label", (long long)diff_labels, (long long)nn);
-    CHECK(dP <= 1e-3f && dH <= 1e-3f, "max |dP| %g, |dH| %g", dP, dH);
-    printf("# cuda vs cpu collection: %lld nodes, labels identical, max |dP| %.1e |dH| %.1e\n", (long long)nn, dP, dH);
-    free(p); free(q);
-    trace_reader_close(ra);
-    trace_reader_close(rb);
+    same_collection(a, b, "cuda vs cpu");
 }
 
 /* kill -9 at random moments while collecting on the demo family, then
@@ -531,6 +575,7 @@ int main(void) {
     RUN(test_write_faults_then_resume);
     RUN(test_killed_while_creating);
     RUN(test_shards_merge_to_the_whole);
+    RUN(test_batched_collection_equals_single);
     RUN(test_topm_entropy_bound);
     RUN(test_cuda_collection_equals_cpu);
     char cmd[256];

@@ -79,7 +79,13 @@ static void fiber_main(void) {
         }
         if (r->failed || r->next >= r->n) break;
         const int job = r->next++;
-        if (session_question(r->s, sl->dec, r->qs[job], r->fn, r->ctxs[job])) { fail(r); break; }
+        sl->dec->hook = r->o->hook;
+        sl->dec->hook_ctx = r->ctxs[job];
+        if (session_question(r->s, sl->dec, r->qs[job], r->fn, r->ctxs[job]) ||
+            (r->o->question_done && r->o->question_done(r->ctxs[job]))) {
+            fail(r);
+            break;
+        }
     }
     sl->state = FIBER_DONE;   /* returns to the scheduler through uc_link */
 }

@@ -21,6 +21,11 @@
 typedef struct {
     int slots;        /* sequences decoded together */
     int static_batches;   /* 1: a new group of questions starts only when the last group is done */
+    /* Optional: each verified tree (decode.h's hook), with the ctx of its
+     * question; and each question's end, after its last turn (0, or -1
+     * with err_set to stop the run). */
+    CycleHook hook;
+    int (*question_done)(void *ctx);
 } BatchOptions;
 
 /* Decodes every turn of questions qs[0..n) with policy settings prm; fn

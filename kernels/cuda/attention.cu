@@ -19,8 +19,16 @@
  * kernel combines (flash-decoding).  A query that sees no slot gets zeros,
  * as on the CPU.  head_dim <= 256.
  *
- * The host mask (n × nctx bytes) is the same for every layer of a forward
- * pass: it is uploaded only when it differs from the last one uploaded. */
+ * Ragged: one launch serves every sequence of a batched forward, each with
+ * its own cache, context, queries and mask.  The x blocks are the query
+ * blocks of all sequences (a block never spans two), found through a block
+ * table; the context splits are sized by the longest sequence, and a short
+ * sequence's splits past its context write empty partials.
+ *
+ * The sequences' table and masks are packed into one host buffer that is
+ * the same for every layer of a forward pass (caches by base address, the
+ * layer an argument): it is uploaded only when it differs from the last
+ * one uploaded. */
 #include "kernels/cuda/common.cuh"
 #include <stdlib.h>
 #include <string.h>
@@ -128,13 +136,29 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
 #define ATT_MAX_HD 256
 #define ATT_PER_LANE (ATT_MAX_HD / 32)
 
+/* One sequence of a ragged launch: its cache (layer 0; a layer is
+ * layer_stride floats further), its queries [q0, q0 + n) of the batch, its
+ * context, and its mask's offset in the packed buffer (-1: causal). */
+struct AttSeqDev {
+    const float *K, *V;
+    long long layer_stride, mask_off;
+    int q0, n, nctx;
+};
+
+/* x block b: queries [qstart, qstart + qb) of sequence seq */
+struct AttBlock {
+    int seq, qstart;
+};
+
 struct AttArgs {
     float *out;
-    const float *q, *K, *V;   /* K, V: the layer's [slots][kv_dim] */
-    const uint8_t *mask;      /* device, or NULL: causal */
-    int n, nctx, nheads, hd, kv_dim, group, hb, qb, tiles_per_split, splits;
+    const float *q;
+    const AttSeqDev *seqs;
+    const AttBlock *blocks;
+    const uint8_t *masks;     /* the packed buffer */
+    int layer, nheads, hd, kv_dim, group, hb, qb, tiles_per_split, splits;
     float scale;
-    float *part_o, *part_ml;  /* splits > 1: [n][nheads][splits][hd], [..][2] */
+    float *part_o, *part_ml;  /* splits > 1: [queries][nheads][splits][hd], [..][2] */
 };
 
 __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
@@ -143,20 +167,25 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
     float *Ks = sm, *Vs = Ks + ATT_TILE * pitch, *Qs = Vs + ATT_TILE * pitch;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ql = warp / a.hb, hl = warp % a.hb;
-    const int i = blockIdx.x * a.qb + ql;
+    const AttBlock blk = a.blocks[blockIdx.x];
+    const AttSeqDev sq = a.seqs[blk.seq];
+    const int n = sq.n, nctx = sq.nctx;
+    const uint8_t *mask = sq.mask_off >= 0 ? a.masks + sq.mask_off : NULL;
+    const int i = blk.qstart + ql;                 /* the query within its sequence */
+    const size_t qi = (size_t)sq.q0 + i;            /* and within the batch */
     const int h = blockIdx.y * a.hb + hl;
     const int g = (blockIdx.y * a.hb) / a.group;   /* one KV head per block */
-    const bool active = i < a.n;
+    const bool active = i < n;
     const int qdim = a.nheads * a.hd;
     float *qs = Qs + warp * a.hd;
     if (active)
-        for (int e = lane; e < a.hd; e += 32) qs[e] = a.q[(size_t)i * qdim + (size_t)h * a.hd + e];
+        for (int e = lane; e < a.hd; e += 32) qs[e] = a.q[qi * qdim + (size_t)h * a.hd + e];
 
     /* slots any query of this block may see */
-    int last = a.nctx - 1;
-    if (!a.mask) {
-        int ilast = min((int)(blockIdx.x + 1) * a.qb, a.n) - 1;
-        last = a.nctx - a.n + ilast;
+    int last = nctx - 1;
+    if (!mask) {
+        int ilast = min(blk.qstart + a.qb, n) - 1;
+        last = nctx - n + ilast;
     }
     const int ntiles = last >= 0 ? last / ATT_TILE + 1 : 0;
     const int t0 = blockIdx.z * a.tiles_per_split, t1 = min(ntiles, t0 + a.tiles_per_split);
@@ -164,21 +193,22 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
     float m = -INFINITY, l = 0.0f, o[ATT_PER_LANE];
 #pragma unroll
     for (int u = 0; u < ATT_PER_LANE; u++) o[u] = 0.0f;
-    const float *Kg = a.K + (size_t)g * a.hd, *Vg = a.V + (size_t)g * a.hd;
+    const float *Kg = sq.K + (size_t)a.layer * sq.layer_stride + (size_t)g * a.hd;
+    const float *Vg = sq.V + (size_t)a.layer * sq.layer_stride + (size_t)g * a.hd;
 
     for (int t = t0; t < t1; t++) {
         const int j0 = t * ATT_TILE;
         __syncthreads();   /* the previous tile (and qs) are ready / consumed */
         for (int idx = threadIdx.x; idx < ATT_TILE * a.hd; idx += blockDim.x) {
             const int r = idx / a.hd, e = idx - r * a.hd, j = j0 + r;
-            const bool in = j < a.nctx;
+            const bool in = j < nctx;
             Ks[r * pitch + e] = in ? Kg[(size_t)j * a.kv_dim + e] : 0.0f;
             Vs[r * pitch + e] = in ? Vg[(size_t)j * a.kv_dim + e] : 0.0f;
         }
         __syncthreads();
         if (!active) continue;
         const int j = j0 + lane;
-        const bool vis = j < a.nctx && (a.mask ? a.mask[(size_t)i * a.nctx + j] != 0 : j <= a.nctx - a.n + i);
+        const bool vis = j < nctx && (mask ? mask[(size_t)i * nctx + j] != 0 : j <= nctx - n + i);
         float s = -INFINITY;
         if (vis) {
             float d = 0.0f;
@@ -212,14 +242,14 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
     if (!active) return;
     if (a.splits == 1) {
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        float *dst = a.out + (size_t)i * qdim + (size_t)h * a.hd;
+        float *dst = a.out + qi * qdim + (size_t)h * a.hd;
 #pragma unroll
         for (int u = 0; u < ATT_PER_LANE; u++) {
             const int e = lane + 32 * u;
             if (e < a.hd) dst[e] = o[u] * inv;
         }
     } else {
-        const size_t part = ((size_t)i * a.nheads + h) * a.splits + blockIdx.z;
+        const size_t part = (qi * a.nheads + h) * a.splits + blockIdx.z;
         float *dst = a.part_o + part * a.hd;
 #pragma unroll
         for (int u = 0; u < ATT_PER_LANE; u++) {
@@ -230,11 +260,16 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
     }
 }
 
-/* one block per (query, head): merge the splits' partial softmaxes */
-__global__ void attention_combine_kernel(float *__restrict__ out, const float *__restrict__ part_o,
-                                         const float *__restrict__ part_ml, int splits, int hd) {
-    const size_t qh = blockIdx.x;   /* i * nheads + h */
-    const float *ml = part_ml + qh * splits * 2;
+/* one block per (query, head), x as the attention kernel's query blocks
+ * times qb and y the head: merge the splits' partial softmaxes */
+__global__ void attention_combine_kernel(AttArgs a) {
+    const AttBlock blk = a.blocks[blockIdx.x / a.qb];
+    const AttSeqDev sq = a.seqs[blk.seq];
+    const int i = blk.qstart + (int)(blockIdx.x % a.qb);
+    if (i >= sq.n) return;
+    const size_t qh = ((size_t)sq.q0 + i) * a.nheads + blockIdx.y;
+    const int splits = a.splits, hd = a.hd;
+    const float *ml = a.part_ml + qh * splits * 2;
     float M = -INFINITY;
     for (int s = 0; s < splits; s++) M = fmaxf(M, ml[2 * s]);
     float L = 0.0f;
@@ -246,63 +281,107 @@ __global__ void attention_combine_kernel(float *__restrict__ out, const float *_
         if (M != -INFINITY)
             for (int s = 0; s < splits; s++) {
                 const float w = expf(ml[2 * s] - M);
-                if (w != 0.0f) acc += w * part_o[(qh * splits + s) * hd + e];
+                if (w != 0.0f) acc += w * a.part_o[(qh * splits + s) * hd + e];
             }
-        out[qh * hd + e] = acc * inv;
+        a.out[qh * hd + e] = acc * inv;
     }
 }
 
 static int gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }
 
-/* One sequence's queries over its cache (cu_attention launches this per
- * sequence: the kernel's blocks are per query block and head of one cache). */
-static void attention_one(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                          const uint8_t *mask, int nheads, int nkv, int head_dim) {
-    if (n <= 0) return;
-    if (head_dim > ATT_MAX_HD || head_dim <= 0 || nkv <= 0 || nheads % nkv || nkv * head_dim > c->kv_dim ||
-        nctx > c->slots || nctx < n || layer < 0 || layer >= c->layers) {
-        CU_FAIL("attention: unsupported shape (n %d, nctx %d of %d slots, heads %d/%d, head_dim %d <= %d, layer %d)",
-                n, nctx, c->slots, nheads, nkv, head_dim, ATT_MAX_HD, layer);
+/* Every sequence's queries over its own cache in one launch (see the top of
+ * this file).  Sequences of no queries are skipped; out and q hold the
+ * batch's queries at each sequence's off. */
+void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
+                  int head_dim) {
+    if (head_dim > ATT_MAX_HD || head_dim <= 0 || nkv <= 0 || nheads % nkv) {
+        CU_FAIL("attention: unsupported heads %d/%d, head_dim %d <= %d", nheads, nkv, head_dim, ATT_MAX_HD);
         return;
     }
+    const int group = nheads / nkv, hb = gcd(group, ATT_WARPS), qb = ATT_WARPS / hb;
+    /* the packed buffer: the sequences, the block table, then the masks */
+    int live = 0, qblocks = 0, total_q = 0, max_tiles = 0, kv_dim = 0;
+    size_t mask_bytes = 0;
+    for (int i = 0; i < n_seq; i++) {
+        const AttnSeq *a = &seqs[i];
+        if (a->n <= 0) continue;
+        const KVCache *c = a->kv;
+        if (!kv_dim) kv_dim = c->kv_dim;
+        if (nkv * head_dim > c->kv_dim || c->kv_dim != kv_dim || a->nctx > c->slots || a->nctx < a->n || layer < 0 ||
+            layer >= c->layers) {
+            CU_FAIL("attention: unsupported shape (sequence %d: n %d, nctx %d of %d slots, kv_dim %d, layer %d)", i,
+                    a->n, a->nctx, c->slots, c->kv_dim, layer);
+            return;
+        }
+        live++;
+        qblocks += (a->n + qb - 1) / qb;
+        if (a->off + a->n > total_q) total_q = a->off + a->n;
+        const int tiles = (a->nctx + ATT_TILE - 1) / ATT_TILE;
+        if (tiles > max_tiles) max_tiles = tiles;
+        if (a->mask) mask_bytes += (size_t)a->n * a->nctx;
+    }
+    if (!live) return;
+    const size_t seq_bytes = sizeof(AttSeqDev) * live, blk_bytes = sizeof(AttBlock) * qblocks;
+    const size_t blk_at = (seq_bytes + 15) & ~(size_t)15, mask_at = (blk_at + blk_bytes + 15) & ~(size_t)15;
+    const size_t bytes = mask_at + mask_bytes;
+    char *host = (char *)malloc(bytes ? bytes : 1);
+    if (!host) { CU_FAIL("attention: no host memory for %zu bytes of sequence tables", bytes); return; }
+    memset(host, 0, mask_at);
+    AttSeqDev *sd = (AttSeqDev *)host;
+    AttBlock *bd = (AttBlock *)(host + blk_at);
+    size_t moff = 0;
+    for (int i = 0, s = 0, b = 0; i < n_seq; i++) {
+        const AttnSeq *a = &seqs[i];
+        if (a->n <= 0) continue;
+        const KVCache *c = a->kv;
+        sd[s].K = c->k;
+        sd[s].V = c->v;
+        sd[s].layer_stride = (long long)c->slots * c->kv_dim;
+        sd[s].q0 = a->off;
+        sd[s].n = a->n;
+        sd[s].nctx = a->nctx;
+        sd[s].mask_off = -1;
+        if (a->mask) {
+            memcpy(host + mask_at + moff, a->mask, (size_t)a->n * a->nctx);
+            sd[s].mask_off = (long long)moff;
+            moff += (size_t)a->n * a->nctx;
+        }
+        for (int q0 = 0; q0 < a->n; q0 += qb) bd[b++] = AttBlock{s, q0};
+        s++;
+    }
+    /* cu_upload skips bytes its slot already holds: layers 2..L of the same
+     * forward compare instead of copying */
+    const char *dev = (const char *)cu_upload(host, bytes, 3);
+    free(host);
+    if (!dev) return;
     AttArgs a;
     memset(&a, 0, sizeof a);
     a.out = out; a.q = q;
-    a.K = kv_row(c, c->k, layer, 0);
-    a.V = kv_row(c, c->v, layer, 0);
-    a.mask = NULL;
-    if (mask) {
-        /* cu_upload skips bytes its slot already holds: layers 2..L of the
-         * same forward compare instead of copying */
-        const uint8_t *dm = (const uint8_t *)cu_upload(mask, (size_t)n * nctx, 3);
-        if (!dm) return;
-        a.mask = dm;
-    }
-    a.n = n; a.nctx = nctx; a.nheads = nheads; a.hd = head_dim; a.kv_dim = c->kv_dim;
-    a.group = nheads / nkv;
-    a.hb = gcd(a.group, ATT_WARPS);
-    a.qb = ATT_WARPS / a.hb;
+    a.seqs = (const AttSeqDev *)dev;
+    a.blocks = (const AttBlock *)(dev + blk_at);
+    a.masks = (const uint8_t *)(dev + mask_at);
+    a.layer = layer; a.nheads = nheads; a.hd = head_dim; a.kv_dim = kv_dim;
+    a.group = group; a.hb = hb; a.qb = qb;
     a.scale = 1.0f / sqrtf((float)head_dim);
 
-    const int qblocks = (n + a.qb - 1) / a.qb, hblocks = nheads / a.hb;
-    const int tiles = (nctx + ATT_TILE - 1) / ATT_TILE;
+    const int hblocks = nheads / hb;
     /* split the context until there are about two blocks per SM, down to
-     * one tile per split: a decode step has only nkv blocks of work, and a
-     * block walks its tiles one after another (with 4 tiles per split, the
-     * H100 took 23 us over 140 slots) */
+     * one tile per split: a decode step has only nkv blocks of work per
+     * sequence, and a block walks its tiles one after another (with 4 tiles
+     * per split, the H100 took 23 us over 140 slots) */
     const long base = (long)qblocks * hblocks, want = 2L * cu_sm_count();
     int splits = 1;
     if (base < want) {
-        long s = (want + base - 1) / base, maxs = tiles;
+        long s = (want + base - 1) / base, maxs = max_tiles;
         splits = (int)(s < maxs ? s : maxs);
         if (splits < 1) splits = 1;
     }
-    a.tiles_per_split = (tiles + splits - 1) / splits;
-    splits = (tiles + a.tiles_per_split - 1) / a.tiles_per_split;
+    a.tiles_per_split = (max_tiles + splits - 1) / splits;
+    splits = (max_tiles + a.tiles_per_split - 1) / a.tiles_per_split;
     if (splits < 1) splits = 1;
     a.splits = splits;
     if (splits > 1) {
-        const size_t parts = (size_t)n * nheads * splits;
+        const size_t parts = (size_t)total_q * nheads * splits;
         float *ws = (float *)cu_workspace(WS_ATTN, parts * (head_dim + 2) * sizeof(float));
         if (!ws) return;
         a.part_o = ws;
@@ -321,16 +400,7 @@ static void attention_one(float *out, const float *q, const KVCache *c, int laye
     CU_LAUNCHED();
     if (splits > 1) {
         const unsigned threads = head_dim < 128 ? 32 : 128;
-        attention_combine_kernel<<<(unsigned)((size_t)n * nheads), threads, 0, cu_stream()>>>(out, a.part_o, a.part_ml,
-                                                                                           splits, head_dim);
+        attention_combine_kernel<<<dim3(qblocks * qb, nheads), threads, 0, cu_stream()>>>(a);
         CU_LAUNCHED();
     }
-}
-
-void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
-                  int head_dim) {
-    const size_t qdim = (size_t)nheads * head_dim;
-    for (int i = 0; i < n_seq; i++)
-        attention_one(out + seqs[i].off * qdim, q + seqs[i].off * qdim, seqs[i].kv, layer, seqs[i].n, seqs[i].nctx,
-                      seqs[i].mask, nheads, nkv, head_dim);
 }

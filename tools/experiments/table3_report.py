@@ -104,9 +104,10 @@ def main():
 
     get = lambda name, b: next(x for x in rows + tree_rows if x["method"] == name and x["batch"] == b)
     st = load(os.path.join(out, f"eval_static_b{batches[0]}.json"))["settings"]
-    arith = f"--cpu-fast-gemm {st.get('cpu_fast_gemm', 'off')} --kv-dtype {st.get('kv_dtype', 'f32')}"
+    arith = (f"--device {st.get('device', 'cpu')} --cpu-fast-gemm {st.get('cpu_fast_gemm', 'off')} "
+             f"--kv-dtype {st.get('kv_dtype', 'f32')}")
     md = [f"Chain mode, at most 4 draft tokens a cycle; speedup over ar at the same batch size, measured in the "
-          f"same spec-eval run (τ, γ verified tokens); spec-eval's arithmetic: `{arith}`:", "",
+          f"same spec-eval run (τ, γ verified tokens); spec-eval's device and arithmetic: `{arith}`:", "",
           "| method | " + " | ".join(f"batch {b}" for b in batches) + " |", "|---|" + "---|" * len(batches)]
     md.append("| ar (tok/s) | " + " | ".join(f"{get('ar', b)['tokens_per_s']:.1f}" for b in batches) + " |")
     for _, name in CHAIN:

