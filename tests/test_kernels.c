@@ -274,6 +274,55 @@ static void test_argmax_edge_cases(void) {
     free(l);
 }
 
+/* A tree's query attends to the committed slots and its ancestors' slots
+ * among the tree's; the same token decoded alone attends to the same
+ * values in contiguous slots.  Both must sum alike, bit for bit, or greedy
+ * verification could pick another token than decoding at a near tie: for
+ * the vector path (head size 64, SmolLM2's 9 heads over 3) and the generic
+ * one (head size 24), F32 and BF16 caches, past 16 slots of context so the
+ * 16-lane sums see the tree's gaps. */
+static void test_tree_query_sums_as_decode(void) {
+    enum { PAST = 37, TREE = 12, NH = 9, NKV = 3 };
+    /* a tree: parents of nodes 1..11 (node 0 is the root); node 11's path is 0, 2, 6, 11 */
+    static const int parent[TREE] = {-1, 0, 0, 1, 1, 2, 2, 3, 5, 6, 6, 6};
+    const int hds[2] = {64, 24};
+    const DType dts[2] = {DT_F32, DT_BF16};
+    for (int d = 0; d < 2; d++)
+        for (int h = 0; h < 2; h++) {
+            BackendOptions o;
+            backend_options_default(&o);
+            o.kv_dtype = dts[d];
+            REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+            const int hd = hds[h], kvd = NKV * hd, qd = NH * hd, nctx = PAST + TREE;
+            float *k = malloc(sizeof(float) * nctx * kvd), *v = malloc(sizeof(float) * nctx * kvd);
+            float *q = malloc(sizeof(float) * TREE * qd), *out = malloc(sizeof(float) * TREE * qd);
+            fill(k, (size_t)nctx * kvd, 1); fill(v, (size_t)nctx * kvd, 1); fill(q, (size_t)TREE * qd, 2);
+            uint8_t *mask = calloc((size_t)TREE * nctx, 1);
+            for (int a = 0; a < TREE; a++) {
+                for (int j = 0; j < PAST; j++) mask[(size_t)a * nctx + j] = 1;
+                for (int p = a; p >= 0; p = parent[p]) mask[(size_t)a * nctx + PAST + p] = 1;
+            }
+            KVCache *tree = cpu_backend.kv_create(1, nctx, kvd), *line = cpu_backend.kv_create(1, nctx, kvd);
+            REQUIRE(tree && line, "kv_create");
+            cpu_backend.kv_write(tree, 0, 0, k, v, nctx);
+            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, nctx, mask}, 1, 0, NH, NKV, hd);
+            /* node 11 decoded alone: the committed slots, then its path 0, 2, 6, 11 */
+            static const int path[4] = {0, 2, 6, 11};
+            cpu_backend.kv_write(line, 0, 0, k, v, PAST);
+            for (int p = 0; p < 4; p++)
+                cpu_backend.kv_write(line, 0, PAST + p, k + (size_t)(PAST + path[p]) * kvd, v + (size_t)(PAST + path[p]) * kvd, 1);
+            float *alone = malloc(sizeof(float) * qd);
+            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, PAST + 4, NULL}, 1, 0, NH, NKV, hd);
+            CHECK(!memcmp(alone, out + (size_t)11 * qd, sizeof(float) * qd),
+                  "head size %d, %s cache: a tree row differs from the token decoded alone", hd, dtype_name(dts[d]));
+            cpu_backend.kv_free(tree); cpu_backend.kv_free(line);
+            free(k); free(v); free(q); free(out); free(mask); free(alone);
+        }
+    BackendOptions o;
+    backend_options_default(&o);
+    backend_configure(&o);
+}
+
 int main(void) {
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
@@ -283,5 +332,6 @@ int main(void) {
     RUN(test_kv_bf16_against_naive);
     RUN(test_cpu_fast_gemm);
     RUN(test_argmax_edge_cases);
+    RUN(test_tree_query_sums_as_decode);
     return h_done();
 }

@@ -1,8 +1,8 @@
 /* KV cache and masked attention.  The cache keeps K and V per layer as
  * [slot][kv_dim] rows of F32, or of BF16 (BackendOptions.kv_dtype: rounded
- * as written, widened as read).  Many queries (prefill, tree verification):
- * per head, S = Q Kᵀ and O = P V through sgemm; few queries: loops split
- * over heads. */
+ * as written, widened as read).  A prompt's many queries: per head,
+ * S = Q Kᵀ and O = P V through sgemm; trees and few queries: loops split
+ * over queries and heads. */
 #include "kernels/cpu/cpu.h"
 #include <cblas.h>
 #include <math.h>
@@ -149,8 +149,8 @@ static inline __m512 kv_load16(const void *base, DType dt, size_t i) {
     return _mm512_loadu_ps((const float *)base + i);
 }
 
-/* s[0..m) := exp(s[j] - max) (masked entries hold -INFINITY and become 0);
- * returns the sum, summed in 16 lanes then a fixed tree. */
+/* s[0..m) := exp(s[j] - max); returns the sum, summed in 16 lanes then a
+ * fixed tree (all 0 when every entry is -INFINITY). */
 static float exp_row16(float *s, int m) {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int j = 0; j < m; j += 16) {
@@ -170,46 +170,59 @@ static float exp_row16(float *s, int m) {
     return _mm512_reduce_add_ps(sum);
 }
 
-/* attend_dt for head sizes a multiple of 16 (HD, DT compile-time): each
- * score is one 16-lane chain over the head then a fixed reduction; the
- * exponentials 16 at a time; each head's weighted sum of the values stays
- * in HD/16 registers over all slots and is scaled by 1/sum at the end. */
+/* attend_dt for head sizes a multiple of 16 (HD, DT compile-time).  The
+ * visible slots are listed in order first (at[0..m)), and everything runs
+ * over that list: each score is one 16-lane chain over the head then a
+ * fixed reduction; the exponentials and their sum 16 at a time by list
+ * position; each head's weighted sum of the values stays in HD/16
+ * registers over the list and is scaled by 1/sum at the end.  So a query
+ * of a tree, whose context is the committed slots and its ancestors' slots
+ * among the tree's, sums exactly as the same token decoded alone over its
+ * contiguous context: greedy verification stays lossless.  s: nh * nctx
+ * floats, then nctx ints. */
 static inline __attribute__((always_inline)) void attend16(float *out, const float *q, const KVCache *c, int layer,
                                                            int i, int n, int nctx, const uint8_t *mask, int h0, int nh,
                                                            int nheads, int nkv, float *s, const DType DT, const int HD) {
     enum { V = 8 };   /* HD / 16 <= V */
     const float scale = 1.0f / sqrtf((float)HD);
     const int g = h0 / (nheads / nkv), qdim = nheads * HD;
-    const int lim = mask ? nctx : nctx - n + i + 1;   /* slots past lim are hidden (causal) */
     const float *qi = q + (size_t)i * qdim;
     const void *K = c->k, *Vc = c->v;
-    for (int j = 0; j < lim; j++) {
-        const int vis = !mask || mask[(size_t)i * nctx + j];
-        const size_t at = kv_at(c, layer, j) + (size_t)g * HD;
+    int *at = (int *)(s + (size_t)nh * nctx), m = 0;
+    if (mask) {
+        const uint8_t *row = mask + (size_t)i * nctx;
+        for (int j = 0; j < nctx; j++)
+            if (row[j]) at[m++] = j;
+    } else {
+        m = nctx - n + i + 1;   /* causal: slots [0, nctx - n + i] */
+        for (int j = 0; j < m; j++) at[j] = j;
+    }
+    for (int x = 0; x < m; x++) {
+        const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD;
         __m512 k[V];
 #pragma GCC unroll 8
-        for (int v = 0; v < HD / 16; v++) k[v] = kv_load16(K, DT, at + 16 * v);
+        for (int v = 0; v < HD / 16; v++) k[v] = kv_load16(K, DT, base + 16 * v);
         for (int a = 0; a < nh; a++) {
             const float *qa = qi + (size_t)(h0 + a) * HD;
             __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qa), k[0]);
 #pragma GCC unroll 8
             for (int v = 1; v < HD / 16; v++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qa + 16 * v), k[v], acc);
-            s[(size_t)a * nctx + j] = vis ? _mm512_reduce_add_ps(acc) * scale : -INFINITY;
+            s[(size_t)a * nctx + x] = _mm512_reduce_add_ps(acc) * scale;
         }
     }
     for (int a = 0; a < nh; a++) {
         float *sa = s + (size_t)a * nctx;
-        const float sum = exp_row16(sa, lim);
+        const float sum = exp_row16(sa, m);
         const __m512 inv = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
         __m512 o[V];
 #pragma GCC unroll 8
         for (int v = 0; v < HD / 16; v++) o[v] = _mm512_setzero_ps();
-        for (int j = 0; j < lim; j++) {
-            if (sa[j] == 0) continue;
-            const __m512 w = _mm512_set1_ps(sa[j]);
-            const size_t at = kv_at(c, layer, j) + (size_t)g * HD;
+        for (int x = 0; x < m; x++) {
+            if (sa[x] == 0) continue;
+            const __m512 w = _mm512_set1_ps(sa[x]);
+            const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD;
 #pragma GCC unroll 8
-            for (int v = 0; v < HD / 16; v++) o[v] = _mm512_fmadd_ps(w, kv_load16(Vc, DT, at + 16 * v), o[v]);
+            for (int v = 0; v < HD / 16; v++) o[v] = _mm512_fmadd_ps(w, kv_load16(Vc, DT, base + 16 * v), o[v]);
         }
         float *oa = out + (size_t)i * qdim + (size_t)(h0 + a) * HD;
 #pragma GCC unroll 8
@@ -265,7 +278,7 @@ static void attention_few(float *out, const float *q, const AttnSeq *seqs, const
     const int per = total * nkv >= 8 ? nheads / nkv : 1, items = nheads / per;
 #pragma omp parallel if (work > PAR_MIN_WORK / 16)
     {
-        float *s = malloc(sizeof(float) * per * max_ctx);
+        float *s = malloc(sizeof(float) * (per + 1) * max_ctx);   /* scores, then attend16's slot list */
 #pragma omp for collapse(2) schedule(static)
         for (int t = 0; t < total; t++)
             for (int h = 0; h < items; h++) {
@@ -292,8 +305,8 @@ static const float *head_rows(const KVCache *c, void *base, int layer, int g, in
 
 /* Heads in parallel, each through single-threaded sgemm (see sgemm_rows in
  * matmul.c: results independent of the thread count). */
-static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx,
-                           const uint8_t *mask, int nheads, int nkv, int hd) {
+static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx, int nheads,
+                           int nkv, int hd) {
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = nheads / nkv, qdim = nheads * hd;
     cpu_threads_max();   /* first call: OpenBLAS to one thread */
@@ -308,7 +321,7 @@ static void attention_many(float *out, const float *q, const KVCache *c, int lay
             const float *K = head_rows(c, c->k, layer, g, hd, nctx, wide, &ld);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
                         K, ld, 0.0f, s, nctx);
-            for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, mask, i, n, nctx);
+            for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, NULL, i, n, nctx);
             const float *V = head_rows(c, c->v, layer, g, hd, nctx, wide, &ld);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
                         0.0f, out + h * hd, qdim);
@@ -318,8 +331,10 @@ static void attention_many(float *out, const float *q, const KVCache *c, int lay
     }
 }
 
-/* A sequence of more than 8 queries (prefill, a large tree) through sgemm,
- * the others together. */
+/* A causal sequence of more than 8 queries (a prompt) through sgemm; the
+ * others, trees (masked) of any size included, together through
+ * attention_few, so that every row of a tree sums as the same token decoded
+ * alone (attend16's slot list; attend_dt's chains skip hidden slots). */
 void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
                    int head_dim) {
     const size_t qdim = (size_t)nheads * head_dim;
@@ -327,9 +342,8 @@ void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, i
     for (int i = 0; i < n_seq; i++) {
         const AttnSeq *a = &seqs[i];
         if (a->n <= 0) continue;
-        if (a->n <= 8) few[nf++] = i;
-        else attention_many(out + a->off * qdim, q + a->off * qdim, a->kv, layer, a->n, a->nctx, a->mask, nheads, nkv,
-                            head_dim);
+        if (a->n <= 8 || a->mask) few[nf++] = i;
+        else attention_many(out + a->off * qdim, q + a->off * qdim, a->kv, layer, a->n, a->nctx, nheads, nkv, head_dim);
     }
     if (nf) attention_few(out, q, seqs, few, nf, layer, nheads, nkv, head_dim);
     free(few);

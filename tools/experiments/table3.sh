@@ -29,7 +29,9 @@
 # TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128);
 # ARITH, spec-eval's arithmetic options for every decoding run: by default
 # llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU has
-# AVX512-BF16, else "" (F32 products and cache); each report records it.
+# AVX512-BF16, else "" (F32 products and cache); each report records it;
+# DEVICE (cpu; cuda runs every spec-collect and spec-eval there and leaves
+# out step 4, the CPU anchor).
 set -eu
 cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
@@ -48,6 +50,7 @@ TUNE_Q=${TUNE_Q:-16}
 BETAS=${BETAS:-"0.3 0.4 0.5 0.6"}
 NPP=${NPP:-128}
 NTG=${NTG:-128}
+DEV=${DEVICE:-cpu}
 if [ -z "${ARITH+set}" ]; then
     ARITH=""
     grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && ARITH="--cpu-fast-gemm on --kv-dtype bf16"
@@ -61,7 +64,7 @@ done
 mkdir -p "$R"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
-eagle="--target $T --draft $D/eagle --draft-kind eagle"
+eagle="--target $T --draft $D/eagle --draft-kind eagle --device $DEV"
 echo "arithmetic: ${ARITH:-the defaults (F32 products and KV cache)}"
 
 CLS=results/smollm2/classifier.json
@@ -119,6 +122,9 @@ for m in eagle2 c2t; do
 done
 stamp
 
+if [ "$DEV" != cpu ]; then
+    echo "== 4/5 the anchor: left out (DEVICE=$DEV; bench_forward and llama.cpp's anchor are CPU figures)"
+else
 echo "== 4/5 the anchor: batched plain decoding, ours against llama.cpp ($NPP-token prompts, $NTG steps)"
 sizes=$(echo $BATCHES | tr ' ' ',')
 rm -f "$R/anchor_ours.tsv" "$R/anchor_llamacpp.txt"
@@ -134,6 +140,7 @@ if LB=$(tools/experiments/llamacpp.sh) && tools/experiments/llamacpp.sh gguf bf1
         { echo "table3: llama-batched-bench failed, see $R/anchor_llamacpp.log" >&2; rm -f "$R/anchor_llamacpp.txt"; }
 else
     echo "table3: llama.cpp is not available; the anchor has ours only"
+fi
 fi
 stamp
 

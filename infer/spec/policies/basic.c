@@ -48,9 +48,9 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     const ChainParams *q = p->own;
     int node = 0, id;
     float prob, ent = 0;
-    /* the entropy only where the classifier reads it (its top-M pass costs
-     * about as much as the softmax) */
-    float *want_ent = s->stop == STOP_C2T ? &ent : NULL;
+    /* the entropy only where the classifier reads it or the caller keeps
+     * it (its top-M pass costs about as much as the softmax) */
+    float *want_ent = s->stop == STOP_C2T || p->prm.want_entropy ? &ent : NULL;
     for (int i = 0; i < q->draft_len; i++) {
         if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)) return -1;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
