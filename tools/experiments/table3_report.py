@@ -152,7 +152,7 @@ def main():
                "cache and F32 products (fast GEMM: `--cpu-fast-gemm on`, BF16 KV: `--kv-dtype bf16`):", "",
                "| batch | ours | × its batch 1 | " + "".join(f"{VARIANTS[v]} | × its batch 1 | " for v in vs)
                + "llama.cpp | ours / llama.cpp | " + "".join(f"{VARIANTS[v]} / llama.cpp | " for v in vs),
-               "|---|---|---|" + "---|" * (4 * len(vs) + 2)]
+               "|---|---|---|" + "---|" * (3 * len(vs) + 2)]
         ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"   # noqa: E731
         first = lambda v: ours[v][min(ours[v])]   # noqa: E731
         for b, o in sorted(base.items()):
