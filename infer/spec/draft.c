@@ -276,29 +276,28 @@ void draft_dists(const Backend *be, DistCall *const *calls, int n) {
 }
 
 /* The distribution of n rows of draft logits through the draft's gate, or
- * at once; then draft columns -> target ids. */
-static void draft_dist(Draft *d, const float *logits, int n, int k, int topm, int *ids, float *probs,
-                       float *entropy) {
+ * at once; then draft columns -> target ids.  -1 when the gate's run failed
+ * (the outputs were not written). */
+static int draft_dist(Draft *d, const float *logits, int n, int k, int topm, int *ids, float *probs,
+                      float *entropy) {
     double t0 = now_seconds();
     DistCall c = {logits, n, d->Vd, k, topm, 1.0f, ids, probs, entropy};
     if (d->gate) {
         GateCall call = {.kind = GATE_DIST, .dist = &c};
-        d->gate->pass(d->gate, &call);
+        if (d->gate->pass(d->gate, &call)) return -1;
     } else {
         DistCall *one = &c;
         draft_dists(d->be, &one, 1);
     }
     d->t_dist += now_seconds() - t0;
     to_target_ids(d, ids, n * k);
+    return 0;
 }
 
 int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                  float *probs, float *entropy) {
     if (d->ops->expand) return d->ops->expand(d, t, nodes, n, k, topm, ids, probs, entropy);
-    if (n == 1 && nodes[0] == 0) {
-        draft_dist(d, d->root_logits, 1, k, topm, ids, probs, entropy);
-        return 0;
-    }
+    if (n == 1 && nodes[0] == 0) return draft_dist(d, d->root_logits, 1, k, topm, ids, probs, entropy);
     reserve_nodes(d, t->n);
     const int base = d->n_past + d->n_temp, nctx = base + n;
     if (nctx > d->slots) {
@@ -321,7 +320,7 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     int rc = draft_step(d, &step);
     if (!rc) {
         d->n_temp += n;
-        draft_dist(d, step.logits, n, k, topm, ids, probs, entropy);
+        rc = draft_dist(d, step.logits, n, k, topm, ids, probs, entropy);
     }
     free(tok); free(pos); free(mask);
     return rc;

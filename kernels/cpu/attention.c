@@ -149,32 +149,11 @@ static inline __m512 kv_load16(const void *base, DType dt, size_t i) {
     return _mm512_loadu_ps((const float *)base + i);
 }
 
-/* s[0..m) := exp(s[j] - max); returns the sum, summed in 16 lanes then a
- * fixed tree (all 0 when every entry is -INFINITY). */
-static float exp_row16(float *s, int m) {
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int j = 0; j < m; j += 16) {
-        const __mmask16 k = m - j >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j)) - 1);
-        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + j));
-    }
-    const float top = _mm512_reduce_max_ps(mx);
-    if (top == -INFINITY) { memset(s, 0, sizeof(float) * m); return 0; }
-    const __m512 tv = _mm512_set1_ps(top);
-    __m512 sum = _mm512_setzero_ps();
-    for (int j = 0; j < m; j += 16) {
-        const __mmask16 k = m - j >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j)) - 1);
-        const __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + j), tv));
-        _mm512_mask_storeu_ps(s + j, k, e);
-        sum = _mm512_add_ps(sum, e);
-    }
-    return _mm512_reduce_add_ps(sum);
-}
-
 /* attend_dt for head sizes a multiple of 16 (HD, DT compile-time).  The
  * visible slots are listed in order first (at[0..m)), and everything runs
  * over that list: each score is one 16-lane chain over the head then a
- * fixed reduction; the exponentials and their sum 16 at a time by list
- * position; each head's weighted sum of the values stays in HD/16
+ * fixed reduction; the exponentials 16 at a time and their sum
+ * (exp_shifted16) by list position; each head's weighted sum of the values stays in HD/16
  * registers over the list and is scaled by 1/sum at the end.  So a query
  * of a tree, whose context is the committed slots and its ancestors' slots
  * among the tree's, sums exactly as the same token decoded alone over its
@@ -212,8 +191,9 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
     }
     for (int a = 0; a < nh; a++) {
         float *sa = s + (size_t)a * nctx;
-        const float sum = exp_row16(sa, m);
-        const __m512 inv = _mm512_set1_ps(sum > 0 ? 1.0f / sum : 0.0f);
+        float top;
+        const double sum = exp_shifted16(sa, m, 1.0f, sa, &top);
+        const __m512 inv = _mm512_set1_ps(sum > 0 ? (float)(1.0 / sum) : 0.0f);
         __m512 o[V];
 #pragma GCC unroll 8
         for (int v = 0; v < HD / 16; v++) o[v] = _mm512_setzero_ps();

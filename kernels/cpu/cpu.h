@@ -3,6 +3,7 @@
 #ifndef C2T_CPU_H
 #define C2T_CPU_H
 #include "kernels/kernels.h"
+#include <math.h>
 #include <string.h>
 #ifdef __F16C__
 #include <immintrin.h>
@@ -55,6 +56,36 @@ static inline float load1(const void *base, DType dt, int64_t i) {
  * vector function ABI's name for the AVX-512 variant. */
 __m512 _ZGVeN16v_expf(__m512);
 #define exp16 _ZGVeN16v_expf
+
+/* The lanes of a 16-float block of which left remain. */
+static inline __mmask16 tail_mask16(int64_t left) {
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+/* out[j] = exp((x[j] - max) * scale) over x[0..m) (out may be x), *mx =
+ * the max; returns the sum, in eight double lanes then a fixed tree.  Each
+ * element is computed alike wherever it sits (the tail under a mask), and
+ * -INFINITY entries give 0; a row of nothing else gives zeros and sum 0. */
+static inline double exp_shifted16(const float *x, int64_t m, float scale, float *out, float *mx) {
+    __m512 top = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < m; j += 16)
+        top = _mm512_max_ps(top, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask16(m - j), x + j));
+    *mx = _mm512_reduce_max_ps(top);
+    if (*mx == -INFINITY) {
+        memset(out, 0, sizeof(float) * m);
+        return 0;
+    }
+    const __m512 tv = _mm512_set1_ps(*mx), sv = _mm512_set1_ps(scale);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int64_t j = 0; j < m; j += 16) {
+        const __mmask16 k = tail_mask16(m - j);
+        const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), tv), sv)));
+        _mm512_mask_storeu_ps(out + j, k, e);
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
 #endif
 
 /* dst[i] = src[i] rounded to BF16 as f32_to_bf16 rounds (nearest even,

@@ -78,27 +78,10 @@ static void topk_insert(int *ids, float *ps, int *count, int k, int id, float p)
 }
 
 /* p[j] = exp((l[j] - max) * invt) over the row, *mx = its largest logit;
- * returns the sum in double.  With AVX-512: sixteen lanes through libmvec's
- * expf (every element computed alike whatever the vocabulary size) and
- * eight double partial sums. */
+ * returns the sum in double (exp_shifted16 with AVX-512). */
 static double exp_shifted(const float *l, int vocab, float invt, float *p, float *mx) {
 #ifdef __AVX512F__
-    __m512 m = _mm512_set1_ps(-INFINITY);
-    for (int j = 0; j < vocab; j += 16) {
-        const __mmask16 k = vocab - j >= 16 ? 0xFFFF : (__mmask16)((1u << (vocab - j)) - 1);
-        m = _mm512_max_ps(m, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, l + j));
-    }
-    *mx = _mm512_reduce_max_ps(m);
-    const __m512 top = _mm512_set1_ps(*mx), t = _mm512_set1_ps(invt);
-    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-    for (int j = 0; j < vocab; j += 16) {
-        const __mmask16 k = vocab - j >= 16 ? 0xFFFF : (__mmask16)((1u << (vocab - j)) - 1);
-        const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, l + j), top), t)));
-        _mm512_mask_storeu_ps(p + j, k, e);
-        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
-    }
-    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+    return exp_shifted16(l, vocab, invt, p, mx);
 #else
     float top = -INFINITY;
     for (int j = 0; j < vocab; j++) if (l[j] > top) top = l[j];

@@ -54,7 +54,7 @@ void cpu_swiglu(float *gate, const float *up, size_t n) {
 #ifdef __AVX512F__
         const __m512 one = _mm512_set1_ps(1.0f);
         for (int64_t j = i; j < end; j += 16) {
-            const __mmask16 k = end - j >= 16 ? 0xFFFF : (__mmask16)((1u << (end - j)) - 1);
+            const __mmask16 k = tail_mask16(end - j);
             const __m512 g = _mm512_maskz_loadu_ps(k, gate + j);
             const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
             const __m512 y = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(k, up + j));
