@@ -17,6 +17,10 @@
 #      -> results/smollm2/llamacpp_*.txt and rows in speed.txt.
 # Sizes: SWEEP_Q (8), SWEEP_MAX_NEW (96), EVAL_Q (20), EVAL_MAX_NEW (128),
 # THREADS (2).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
+# ARITH: spec-eval's arithmetic options for every run of ours (ar included):
+# by default llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU
+# has AVX512-BF16, else the F32 defaults (tools/experiments/arith.sh); the
+# table's first line records it.
 # ONLY_LLAMACPP=1 reruns step 3 and the table over the step-2 results there.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -30,14 +34,16 @@ EVAL_Q=${EVAL_Q:-20}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 THREADS=${THREADS:-2}
 export OMP_NUM_THREADS=$THREADS
+. tools/experiments/arith.sh
+echo "arithmetic: $(arith_name)"
 CLS=$R/classifier.json
 for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$CLS"; do
     [ -f "$f" ] || { echo "smollm2-speed: $f is missing (make smollm2 smollm2-eval)" >&2; exit 1; }
 done
 [ -f "$B/mt_bench/question.jsonl" ] || { echo "smollm2-speed: $B/mt_bench/question.jsonl is missing" >&2; exit 1; }
 mkdir -p "$R"
-eagle="--target $T --draft $D/eagle"
-lm="--target $T --draft $D/draft --draft-kind lm"
+eagle="--target $T --draft $D/eagle $ARITH"
+lm="--target $T --draft $D/draft --draft-kind lm $ARITH"
 
 # policy, label, args: the grid of step 1
 grid() {
@@ -56,7 +62,8 @@ grid() {
 if [ -z "${ONLY_LLAMACPP:-}" ]; then
 echo "== 1/3 sweep on $SWEEP_Q held-out training prompts (first turns, $SWEEP_MAX_NEW tokens)"
 rm -f "$R/speed_sweep.csv"
-bin/spec-eval --target $T --policy ar --no-baseline --questions $D/prompts/heldout.jsonl --max-questions "$SWEEP_Q" \
+# shellcheck disable=SC2086
+bin/spec-eval --target $T $ARITH --policy ar --no-baseline --questions $D/prompts/heldout.jsonl --max-questions "$SWEEP_Q" \
     --max-turns 1 --max-new-tokens "$SWEEP_MAX_NEW" --csv "$R/speed_sweep.csv" --label setting=- >/dev/null
 grid | while IFS='|' read -r pol label args; do
     # shellcheck disable=SC2086
@@ -75,7 +82,8 @@ ev() {
     bin/spec-eval "$@" --questions "$B/mt_bench/question.jsonl" --max-questions "$EVAL_Q" --max-turns 1 \
         --max-new-tokens "$EVAL_MAX_NEW" --csv "$R/speed.csv" >/dev/null
 }
-ev --target $T --policy ar --no-baseline --label setting=-
+# shellcheck disable=SC2086
+ev --target $T $ARITH --policy ar --no-baseline --label setting=-
 for pol in chain static eagle2 c2t sage wetap; do
     l=$(best $pol)
     args=$(grid | awk -F'|' -v p=$pol -v l="$l" '$1 == p && $2 == l { print $3 }')
@@ -132,6 +140,7 @@ else
     echo "smollm2-speed: llama.cpp not available; its rows are left out"
 fi
 
+{ echo "arithmetic of ours: $(arith_name)"
 awk -F, 'FILENAME ~ /speed.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6; if ($1 == "ar") ar = $6 }
     FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; if ($1 == "plain") lp = $4 }
     END {
@@ -142,4 +151,4 @@ awk -F, 'FILENAME ~ /speed.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $
         for (i = 1; i <= m; i++)
             printf "%-16s %-16s %9s %6s %8.1f %8.2fx %9s\n", "llama.cpp/" ln[i], "-", "-", "-", lv[i], lv[i] / ar,
                    (lp > 0 ? sprintf("%.2fx", lv[i] / lp) : "-")
-    }' "$R/speed.csv" "$R/llamacpp_rows.csv" | tee "$R/speed.txt"
+    }' "$R/speed.csv" "$R/llamacpp_rows.csv"; } | tee "$R/speed.txt"

@@ -51,10 +51,7 @@ BETAS=${BETAS:-"0.3 0.4 0.5 0.6"}
 NPP=${NPP:-128}
 NTG=${NTG:-128}
 DEV=${DEVICE:-cpu}
-if [ -z "${ARITH+set}" ]; then
-    ARITH=""
-    grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && ARITH="--cpu-fast-gemm on --kv-dtype bf16"
-fi
+. tools/experiments/arith.sh
 for f in "$T/config.json" "$D/eagle/config.json" "$D/prompts/collect.jsonl"; do
     [ -f "$f" ] || { echo "table3: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
 done
@@ -65,7 +62,7 @@ mkdir -p "$R"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 eagle="--target $T --draft $D/eagle --draft-kind eagle --device $DEV"
-echo "arithmetic: ${ARITH:-the defaults (F32 products and KV cache)}"
+echo "arithmetic: $(arith_name)"
 
 CLS=results/smollm2/classifier.json
 if [ ! -f "$CLS" ]; then

@@ -56,7 +56,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from smollm2_gpu_common import fmt_secs, log, save_state  # noqa: E402
+from smollm2_gpu_common import RECIPE, fmt_secs, log, save_state  # noqa: E402
 from smollm2_gpu_data import stage_answers, stage_selfask  # noqa: E402
 from smollm2_gpu_report import stage_agree, stage_compare, stage_readme, stage_tau  # noqa: E402
 from smollm2_gpu_target import Target, gguf_state, random_state  # noqa: E402
@@ -94,6 +94,10 @@ def main():
     ap.add_argument("--min-steps", type=int, default=600)
     ap.add_argument("--init-head", default="", help="train: every head starts from this head's weights (a "
                                                     "directory as data/smollm2/eagle; continued training, recorded)")
+    ap.add_argument("--unroll", type=int, default=RECIPE["unroll"],
+                    help="train: steps on the head's own predictions (1: EAGLE-1's recipe)")
+    ap.add_argument("--labels", default=RECIPE["p_labels"], choices=["greedy", "soft"],
+                    help="train: the token loss against the target's greedy token or its whole distribution")
     ap.add_argument("--max-batch-tokens", type=int, default=32768)
     ap.add_argument("--heads", nargs="*", default=[], help="compare: head directories")
     ap.add_argument("--cpu-head", default="cpu_head", help="readme: the compare/tau name of the CPU-trained head")

@@ -116,8 +116,11 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
     while len(plan) < steps:
         plan += rows.batches(sel, tokens_per_batch, gen)
     plan = plan[:steps]
-    deep_vocab = torch.unique(torch.cat([rows.ids[rows.off[i] + rows.n_prompt[i]:rows.off[i + 1]] for i in sel]))
-    m = dict(RECIPE)
+    m = dict(RECIPE, unroll=args.unroll, p_labels=args.labels)
+    # greedy labels: the deeper steps' cross-entropy over the answer tokens; soft labels
+    # (the target's distribution) need the whole vocabulary
+    deep_vocab = (torch.unique(torch.cat([rows.ids[rows.off[i] + rows.n_prompt[i]:rows.off[i + 1]] for i in sel]))
+                  if m["p_labels"] == "greedy" else None)
     opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
     # the target's embedding and lm_head, frozen (FP32, as the CPU recipe trains)
     emb = torch.nn.Embedding.from_pretrained(target.emb.float())
@@ -157,7 +160,8 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
     late = times[len(times) // 2:]
     per_step = (late[-1] - late[0]) / max(len(late) - 1, 1)
     return head, dict(steps=steps, planned_steps=planned, seconds_per_step=round(per_step, 4), tokens_per_batch=tokens_per_batch, final_loss_ema=round(ema[0], 4),
-                      final_step_top1_ema=[round(a, 4) for a in ema[1]], deep_vocab=len(deep_vocab), **m)
+                      final_step_top1_ema=[round(a, 4) for a in ema[1]],
+                      deep_vocab=len(deep_vocab) if deep_vocab is not None else "full", **m)
 
 
 @torch.no_grad()

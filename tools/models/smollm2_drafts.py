@@ -47,6 +47,10 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            agreement at depths 1-4 on its own predictions, agreement of the
            draft LM; writes train_log.json
   readme   data/smollm2/README.md from train_log.json
+  recipes  (not in a default run) EAGLE heads trained by the --recipes on the
+           same answers and epochs, compared on the held-out answers
+           (smollm2_drafts_recipes.py) -> <out>/recipes.md; run it on a
+           CPU-sized answer set, e.g. --stages answers,recipes --answer-prompts 600
 
     python3 tools/models/smollm2_drafts.py    # every stage but features3, eagle3
     python3 tools/models/smollm2_drafts.py --stages eagle,eval,readme
@@ -57,7 +61,8 @@ This file is the command line; the stages are in sibling modules:
 smollm2_drafts_common.py (paths, chat template, answer rows),
 smollm2_drafts_data.py (prompts, selfask, answers), smollm2_drafts_train.py
 (the training loop; eagle, draft, counts), smollm2_drafts_eagle3.py (features3,
-eagle3), smollm2_drafts_eval.py (eval) and smollm2_drafts_readme.py (readme).
+eagle3), smollm2_drafts_eval.py (eval), smollm2_drafts_readme.py (readme) and
+smollm2_drafts_recipes.py (recipes).
 The EAGLE head, its loss and the LR schedule are train_demo's
 (train_demo_eagle.py, train_demo_common.py)."""
 import argparse
@@ -74,13 +79,14 @@ from smollm2_drafts_data import stage_answers, stage_prompts, stage_selfask  # n
 from smollm2_drafts_eagle3 import E3, stage_eagle3, stage_features3  # noqa: E402
 from smollm2_drafts_eval import stage_eval  # noqa: E402
 from smollm2_drafts_readme import stage_readme  # noqa: E402
+from smollm2_drafts_recipes import DEFAULT_RECIPES, RECIPES, stage_recipes  # noqa: E402
 from smollm2_drafts_train import DRAFT, EAGLE, stage_counts, stage_draft, stage_eagle  # noqa: E402
 from train_demo_common import fmt_secs, log, quiet_malloc  # noqa: E402
 
 
 STAGES = {"prompts": stage_prompts, "selfask": stage_selfask, "answers": stage_answers, "counts": stage_counts,
           "eagle": stage_eagle, "features3": stage_features3, "eagle3": stage_eagle3, "draft": stage_draft,
-          "eval": stage_eval, "readme": stage_readme}
+          "eval": stage_eval, "readme": stage_readme, "recipes": stage_recipes}
 assert list(STAGES) == STAGE_NAMES
 
 
@@ -104,6 +110,10 @@ def main():
     ap.add_argument("--eagle-epochs", type=int, default=EAGLE["epochs"])
     ap.add_argument("--eagle-unroll", type=int, default=EAGLE["unroll"],
                     help="train the head on its own predictions up to this depth (1: EAGLE-1's recipe)")
+    ap.add_argument("--eagle-labels", default=EAGLE["p_labels"], choices=["greedy", "soft"],
+                    help="the head's token loss: the target's greedy token, or its whole distribution (soft)")
+    ap.add_argument("--recipes", default=DEFAULT_RECIPES,
+                    help=f"stage recipes: the recipes compared, of {', '.join(RECIPES)}")
     ap.add_argument("--eagle-rows-frac", type=float, default=1.0,
                     help="train the head on this share of the answers (a data-scaling point; write it to another --out)")
     ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])

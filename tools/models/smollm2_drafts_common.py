@@ -21,9 +21,10 @@ SELF_FIRST_ID = 100000   # question ids of prompts/self.jsonl: apart from train.
 
 # every stage, in the order a run takes them (smollm2_drafts.py maps them to functions)
 STAGE_NAMES = ["prompts", "selfask", "answers", "counts", "eagle", "features3", "eagle3", "draft", "eval",
-               "readme"]
-# what a rerun builds by default: the shipped drafts (the EAGLE-3 head is not shipped)
-DEFAULT_STAGES = [s for s in STAGE_NAMES if s not in ("features3", "eagle3")]
+               "readme", "recipes"]
+# what a rerun builds by default: the shipped drafts (the EAGLE-3 head is not shipped, the
+# recipe comparison is an experiment)
+DEFAULT_STAGES = [s for s in STAGE_NAMES if s not in ("features3", "eagle3", "recipes")]
 EVAL_STEPS = 4   # held-out agreement of the head's first EVAL_STEPS unrolled steps
 
 

@@ -114,21 +114,30 @@ EAGLE = dict(epochs=4, tokens_per_batch=4096, lr=1e-3, warmup=50, noise=0.2, v_w
              p_labels="greedy", clip_value=0.5, unroll=3)
 
 
-def stage_eagle(args, out, st):
-    target, _ = load_target()
+def eagle_rows(args):
+    """The training answers; with --eagle-rows-frac < 1 a seeded share of them (a
+    data-scaling point)."""
     rows = load_rows("train")
-    if args.eagle_rows_frac < 1:   # a data-scaling point: a seeded share of the answers
+    if args.eagle_rows_frac < 1:
         keep = torch.randperm(len(rows), generator=torch.Generator().manual_seed(args.seed))
         rows = [rows[i] for i in sorted(keep[:round(len(rows) * args.eagle_rows_frac)].tolist())]
         log(f"eagle: {len(rows)} of the training answers (--eagle-rows-frac {args.eagle_rows_frac})")
+    return rows
+
+
+def train_eagle(args, target, rows, m, name):
+    """One EAGLE head on rows with the recipe m (EAGLE's keys); its checkpoint
+    (resumable) is WORK/<name>_ckpt.pt.  Returns the head and its training record."""
     c = eagle_config(target.config)
     torch.manual_seed(args.seed + 1)
     head = EagleHead(c)
     embed, lm_head = target.model.embed_tokens, target.lm_head
-    m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll)
-    # every answer token of the training data: the deeper steps' cross-entropy runs over these
+    # greedy labels: the deeper steps' cross-entropy runs over every answer token of the
+    # training data (soft labels need the whole vocabulary)
     deep_vocab = torch.unique(torch.cat([r["ids"][r["n_prompt"]:].long() for r in rows]))
-    m["deep_vocab"] = len(deep_vocab)
+    if m["p_labels"] != "greedy":
+        deep_vocab = None
+    m = dict(m, deep_vocab=len(deep_vocab) if deep_vocab is not None else "full")
 
     def loss_fn(model, batch, gen):
         ids, feat, answer = batch
@@ -141,19 +150,31 @@ def stage_eagle(args, out, st):
         loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
         return loss, top1
 
-    # each training set (a share of the answers, the self-written prompts) has its own checkpoint
-    name = f"eagle_{len(rows)}rows"
     rec = train_loop(name, head, rows, args, m, loss_fn, args.seed + 1)
-    d = out / "eagle"
-    d.mkdir(parents=True, exist_ok=True)
+    rec.update(config=c, train_tokens=sum(len(r["ids"]) for r in rows),
+               answer_tokens=sum(len(r["ids"]) - r["n_prompt"] for r in rows))
+    return head, rec
+
+
+def save_eagle(head, c, d):
+    """The head in the public layout (BF16 safetensors + config.json) in d; its size."""
     from safetensors.torch import save_file
+    d.mkdir(parents=True, exist_ok=True)
     sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
     save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
     with open(d / "config.json", "w") as f:
         json.dump(c, f, indent=2)
         f.write("\n")
-    rec.update(parameters=sum(v.numel() for v in sd.values()), bytes=(d / "model.safetensors").stat().st_size,
-               train_tokens=sum(len(r["ids"]) for r in rows))
+    return dict(parameters=sum(v.numel() for v in sd.values()), bytes=(d / "model.safetensors").stat().st_size)
+
+
+def stage_eagle(args, out, st):
+    target, _ = load_target()
+    rows = eagle_rows(args)
+    m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll, p_labels=args.eagle_labels)
+    # each training set (a share of the answers, the self-written prompts) has its own checkpoint
+    head, rec = train_eagle(args, target, rows, m, f"eagle_{len(rows)}rows")
+    rec.update(save_eagle(head, rec.pop("config"), out / "eagle"))
     st["eagle"] = rec
 
 
