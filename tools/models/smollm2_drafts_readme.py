@@ -136,9 +136,8 @@ target's embedding and lm_head are frozen and not shipped. {E['parameters']:,} p
 {E['bytes'] / 1e6:.1f} MB BF16.
 
 Training (the EAGLE reference recipe, `eagle/train/main.py`): SmoothL1 on the predicted feature plus
-cross-entropy of its tokens against the target's greedy token (v_w {E['v_w']}, p_w {E['p_w']}, labels
-"{E['p_labels']}": at temperature 0 a draft token is accepted iff it is the target's argmax, see the demo
-README for why greedy labels), uniform input noise of width {E['noise']}, AdamW betas (0.9, 0.95), gradient
+cross-entropy of its tokens against the target's {"greedy token" if E['p_labels'] == "greedy" else "distribution"} (v_w {E['v_w']}, p_w {E['p_w']}, labels
+"{E['p_labels']}"{": at temperature 0 a draft token is accepted iff it is the target's argmax, see the demo README for why greedy labels" if E['p_labels'] == "greedy" else ""}), uniform input noise of width {E['noise']}, AdamW betas (0.9, 0.95), gradient
 value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps and cosine decay,
 {E['epochs']} epochs over {E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens
 ({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).""" + (f"""
@@ -146,8 +145,7 @@ Unrolled {E['unroll']} steps ("training-time test", as EAGLE-3 and HASS train th
 EAGLE-1 layout; `EagleHead.unroll` in tools/models/train_demo_eagle.py): step k feeds the head its own step-(k-1)
 prediction as the feature, attending to what the decoding loop's draft cache holds at depth k (the
 context's keys from target features, then the node's ancestors), with the same targets; step k's loss
-weighs 0.8^(k-1); for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers
-(EAGLE-3's reduced vocabulary: the LM head over all 49,152 rows dominates the cost on a CPU). A head
+weighs 0.8^(k-1); {f"for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers (EAGLE-3's reduced vocabulary: the LM head over all 49,152 rows dominates the cost on a CPU)" if isinstance(E['deep_vocab'], int) else "its cross-entropy runs over the whole vocabulary"}. A head
 trained on target features only (EAGLE-1's recipe) sees at depth 2 inputs it never saw in training,
 its own predicted features, and its agreement there falls far below depth 1's (see the notes).""" if E.get('unroll', 1) > 1 else "") + f"""
 Final training top-1 (EMA){" per step" if E.get('unroll', 1) > 1 else ""} {"/".join(map(str, E.get('final_step_top1_ema') or [E['final_top1_ema']]))}.

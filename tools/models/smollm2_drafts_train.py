@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from smollm2_drafts_common import IM_END, TARGET, WORK, Progress, answer_counts, load_rows, load_target
 from train_demo_common import log, lr_at
-from train_demo_eagle import EagleHead, eagle_batch_loss, eagle_config
+from train_demo_eagle import EagleHead, eagle_batch_loss, eagle_config, target_keys
 
 
 def seq_batches(rows, tokens_per_batch, gen):
@@ -200,7 +200,7 @@ def stage_draft(args, out, st):
                       num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
                       num_key_value_heads=m["kv_heads"], head_dim=m["hidden"] // m["heads"],
                       max_position_embeddings=tc.max_position_embeddings, rms_norm_eps=tc.rms_norm_eps,
-                      rope_theta=tc.rope_theta, tie_word_embeddings=True, bos_token_id=tc.bos_token_id,
+                      rope_theta=target_keys(tc, ["rope_theta"])["rope_theta"], tie_word_embeddings=True, bos_token_id=tc.bos_token_id,
                       eos_token_id=tc.eos_token_id, pad_token_id=IM_END)
     torch.manual_seed(args.seed + 2)
     draft = LlamaForCausalLM(cfg)

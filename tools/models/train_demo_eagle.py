@@ -142,6 +142,19 @@ class EagleHead(nn.Module):
         return preds
 
 
+def target_keys(tcfg, keep):
+    """The keys keep of the target's config as a dict, rope_theta and rope_scaling
+    as config.json has them (and our runtime reads them): transformers 5 holds them
+    in rope_parameters."""
+    d = tcfg.to_dict()
+    c = {k: d[k] for k in keep if k in d}
+    rp = d.get("rope_parameters") or {}
+    if "rope_theta" in keep and "rope_theta" not in c and "rope_theta" in rp:
+        c["rope_theta"] = rp["rope_theta"]
+        c.setdefault("rope_scaling", None if rp.get("rope_type", "default") == "default" else rp)
+    return c
+
+
 def eagle_config(tcfg):
     """EAGLE checkpoint config.json: the base LlamaConfig with one layer + "bias"."""
     d = tcfg.to_dict()
@@ -150,7 +163,7 @@ def eagle_config(tcfg):
             "rope_theta", "rope_scaling", "initializer_range", "bos_token_id", "eos_token_id",
             "tie_word_embeddings", "pretraining_tp", "attention_bias", "mlp_bias"]
     c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
-    c.update({k: d[k] for k in keep if k in d})
+    c.update(target_keys(tcfg, keep))
     c.update(num_hidden_layers=1, bias=True, pad_token_id=0, torch_dtype="bfloat16", use_cache=True,
              transformers_version=d.get("transformers_version"))
     return c

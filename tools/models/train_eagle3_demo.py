@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # train_demo's corpus, tokenizer, target loader, RMSNorm, rope, lr schedule
 from train_demo_common import fmt_secs, log, lr_at  # noqa: E402
 from train_demo_data import Corpus, list_corpus, load_tokenizer  # noqa: E402
-from train_demo_eagle import EagleMLP, RMSNorm, rope  # noqa: E402
+from train_demo_eagle import EagleMLP, RMSNorm, rope, target_keys  # noqa: E402
 from train_demo_lm import load_lm  # noqa: E402
 
 LAYERS = [1, 3, 5]
@@ -120,12 +120,11 @@ class Eagle3Head(nn.Module):
 
 
 def head_config(tcfg, draft_vocab):
-    d = tcfg.to_dict()
     keep = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
             "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
             "bos_token_id", "eos_token_id", "tie_word_embeddings"]
     c = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}
-    c.update({k: d[k] for k in keep if k in d})
+    c.update(target_keys(tcfg, keep))
     c.update(num_hidden_layers=1, draft_vocab_size=draft_vocab, eagle_aux_hidden_state_layer_ids=LAYERS,
              pad_token_id=0, torch_dtype="bfloat16")
     return c
