@@ -80,7 +80,7 @@ def stage_recipes(args, out, st):
 
 
 def write_table(out, res, names, held):
-    lines = ["| recipe | what | steps | top-1 d1 / d2 / d3 / d4 | top-3 d1 | chain τ (4 steps) | train time |",
+    lines = ["| recipe | what | steps | top-1 d1 / d2 / d3 / d4 | top-3 d1 | chain τ (4 steps) | time (training, evaluation; eagle3 also its features) |",
              "|---|---|---|---|---|---|---|"]
     for n in names:
         r = res[n]
