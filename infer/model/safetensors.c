@@ -45,7 +45,7 @@ int st_read_safetensors(SafeTensors *st, const char *path) {
     if (size < 8) { close(fd); err_set("%s: truncated file (%zu bytes, no header)", path, size); return -1; }
     /* MAP_POPULATE reads the file in now: otherwise the first forward pays
      * for the page faults, and a timed run that comes first in a process
-     * would count the disk (4.4 s against 0.06 s for a SmolLM2 prefill) */
+     * would count the disk reads as its own time */
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) { err_set("%s: mmap failed: %s", path, strerror(errno)); return -1; }
