@@ -1,7 +1,7 @@
 /* spec-collect's engine (collect/collect.h). */
 #include "collect/collect.h"
 #include "infer/model/safetensors.h"
-#include "infer/spec/batch.h"
+#include "infer/speculative/batch.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,7 +160,7 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     SET("questions", "%s", qlist);
     SET("n_shards", "%d", o->shard_n);
     /* batched products of more than FEW_TOKENS rows sum in another order
-     * (infer/spec/batch.h), so a resume must not mix batch sizes */
+     * (infer/speculative/batch.h), so a resume must not mix batch sizes */
     SET("batch", "%d", o->batch);
     /* the backend's settings: one changes the arithmetic (cuda_fast_gemm),
      * and a resume must not mix trees of two */

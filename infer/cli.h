@@ -5,7 +5,7 @@
  * exit 1. */
 #ifndef C2T_CLI_H
 #define C2T_CLI_H
-#include "infer/spec/session.h"
+#include "infer/speculative/session.h"
 #include <getopt.h>
 #include <stdint.h>
 

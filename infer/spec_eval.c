@@ -1,8 +1,8 @@
 /* spec-eval: τ, γ and speed of a tree policy on benchmark question files,
  * against plain autoregressive decoding (ar) measured in the same run
- * (the work is infer/spec/eval.c's). */
+ * (the work is infer/speculative/eval.c's). */
 #include "infer/cli.h"
-#include "infer/spec/eval.h"
+#include "infer/speculative/eval.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
 #include <stdio.h>

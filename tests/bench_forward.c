@@ -15,7 +15,7 @@
  *   tree n the same n tokens as a random token tree under its mask with
  *          the logits verification reads (what verifying a draft tree costs):
  *          every node's up to LAZY_LOGITS_NODES nodes, else those of a path
- *          of TREE_PATH nodes, one LM-head product each (infer/spec/decode.c).
+ *          of TREE_PATH nodes, one LM-head product each (infer/speculative/decode.c).
  * With --batched B1,B2,... (and --npp, --ntg) only batched plain decoding,
  * what llama.cpp's llama-batched-bench times: per B, B prompts of npp
  * tokens prefilled in one forward (S_PP, tok/s), then ntg greedy steps of
@@ -28,7 +28,7 @@
  * of 5 runs after a warm-up.  --tsv appends one row per figure for
  * tools/experiments/bench.sh. */
 #include "infer/model/llama.h"
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "tests/bench_model.h"
 #include "kernels/base/util.h"
 #include <cblas.h>

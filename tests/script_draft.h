@@ -3,7 +3,7 @@
  * model.  It tracks no context (n_past stays 0). */
 #ifndef C2T_SCRIPT_DRAFT_H
 #define C2T_SCRIPT_DRAFT_H
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 

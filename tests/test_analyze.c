@@ -5,7 +5,7 @@
  * input (one line, non-zero exit). */
 #include "tests/harness.h"
 #include "collect/trace.h"
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include "kernels/base/util.h"
 #include "train/analyze.h"
 #include "train/export.h"

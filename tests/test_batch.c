@@ -2,10 +2,15 @@
  * lengths, each with its own cache, positions and mask, in one forward must
  * give each sequence what its own llama_forward gives — logits, final
  * hidden states, captured layer inputs and the cache the next forward reads
- * — and a cache that would overflow is an error naming the sequence. */
+ * — and a cache that would overflow is an error naming the sequence.  And
+ * the fibers that batched decoding runs its sequences on: they switch back
+ * and forth with their frames intact, and a stack overflow faults on the
+ * guard page instead of writing below the stack. */
 #include "tests/harness.h"
+#include "infer/speculative/fiber.h"
+#include <signal.h>
 #include "infer/model/llama.h"
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 #include "kernels/base/util.h"
 
 static const Backend *be = &cpu_backend;
@@ -158,7 +163,93 @@ static void test_dists_batched_equal_alone(void) {
     }
 }
 
+/* The thread resumes two fibers in turn; each records a shared counter
+ * and its own local (which must survive its suspensions), then yields. */
+typedef struct { Fiber *self, *thread; int id, *counter, seen[8], done; } PingPong;
+static void ping_pong(void *arg) {
+    PingPong *p = arg;
+    const int local = 1000 * p->id;
+    for (int i = 0; i < 8; i++) {
+        p->seen[i] = local + (*p->counter)++;
+        fiber_switch(p->self, p->thread);
+    }
+    p->done = 1;
+}
+
+static void test_fibers_switch_and_return(void) {
+    Fiber thread, a, b;
+    int counter = 0;
+    fiber_init_thread(&thread);
+    PingPong pa = {&a, &thread, 0, &counter, {0}, 0}, pb = {&b, &thread, 1, &counter, {0}, 0};
+    REQUIRE(!fiber_init(&a, 64 << 10, ping_pong, &pa, &thread), "fiber_init: %s", err_get());
+    REQUIRE(!fiber_init(&b, 64 << 10, ping_pong, &pb, &thread), "fiber_init: %s", err_get());
+    for (int i = 0; i < 16; i++) fiber_switch(&thread, i % 2 ? &b : &a);
+    CHECK(!pa.done && !pb.done, "a fiber ended early");
+    fiber_switch(&thread, &a);   /* a's fn returns: back here through its link */
+    fiber_switch(&thread, &b);
+    CHECK(pa.done && pb.done, "a fiber did not end");
+    for (int i = 0; i < 8; i++) {
+        CHECK(pa.seen[i] == 2 * i, "a's step %d saw %d, want %d", i, pa.seen[i], 2 * i);
+        CHECK(pb.seen[i] == 1000 + 2 * i + 1, "b's step %d saw %d, want %d", i, pb.seen[i], 1000 + 2 * i + 1);
+    }
+    size_t guard_size;
+    CHECK(fiber_guard(&a, &guard_size) && guard_size >= 4096, "no guard page below the stack");
+    fiber_free(&a);
+    fiber_free(&b);
+}
+
+/* A recursion that cannot be turned into a loop: each frame's buffer is
+ * handed to an opaque function after the call. */
+static void (*volatile touch)(volatile char *, int);
+static void touch_buf(volatile char *b, int d) { b[d & 255] = (char)d; }
+static int recurse(int depth) {
+    volatile char buf[256];
+    touch(buf, depth);
+    if (depth > (1 << 30)) return 0;   /* far beyond any stack: never reached */
+    const int r = recurse(depth + 1);
+    touch(buf, r);
+    return r + buf[0];
+}
+static void overflow(void *arg) { (void)arg; recurse(0); }
+
+static const char *guard_lo;
+static size_t guard_len;
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+    (void)sig; (void)uc;
+    const char *a = si->si_addr;
+    _exit(a >= guard_lo && a < guard_lo + guard_len ? 42 : 43);
+}
+
+/* In a child: a fiber that recurses without end must fault on its guard
+ * page (exit 42 from the SIGSEGV handler), not run on below its stack. */
+static void test_fiber_overflow_faults_on_guard_page(void) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed");
+    if (pid == 0) {
+        Fiber thread, f;
+        fiber_init_thread(&thread);
+        if (fiber_init(&f, 64 << 10, overflow, NULL, &thread)) _exit(2);
+        guard_lo = fiber_guard(&f, &guard_len);
+        stack_t alt = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16};
+        sigaltstack(&alt, NULL);
+        struct sigaction sa = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_ONSTACK};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, NULL);
+        touch = touch_buf;
+        fiber_switch(&thread, &f);
+        _exit(3);   /* the recursion returned: cannot happen */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42,
+          "child %s %d (42: SIGSEGV on the guard page; 43: SIGSEGV elsewhere)",
+          WIFEXITED(st) ? "exited with" : "died of signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 int main(void) {
+    RUN(test_fibers_switch_and_return);
+    RUN(test_fiber_overflow_faults_on_guard_page);
     RUN(test_batch_equals_single_f32);
     RUN(test_batch_equals_single_bf16);
     RUN(test_batch_equals_single_smollm2);

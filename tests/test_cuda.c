@@ -32,7 +32,7 @@
 #ifdef C2T_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #include "tests/parity.h"
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "infer/model/generate.h"
 #include "infer/model/llama.h"
 

@@ -3,7 +3,7 @@
  * the ones worked out by hand, and sampling that is lossless by a
  * chi-square test. */
 #include "tests/harness.h"
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"

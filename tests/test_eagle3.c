@@ -1,4 +1,4 @@
-/* EAGLE-3 heads (infer/spec/draft_eagle3.c): the head's top-k, probabilities
+/* EAGLE-3 heads (infer/speculative/draft_eagle3.c): the head's top-k, probabilities
  * and entropy after a prefill, over three tree steps and after a second
  * catch-up equal those of a reference built from transformers' modules
  * (tools/golden/eagle3_golden.py) — for a safetensors head with a reduced
@@ -6,7 +6,7 @@
  * and named target layers; the target captures layer inputs only when
  * asked; the kind is detected; bad heads give one clear line. */
 #include "tests/harness.h"
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 #include "kernels/base/util.h"
 #include <stdint.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The layers point one way: basics <- kernels <- model, text <- spec <-
+# The layers point one way: basics <- kernels <- model, text <- speculative <-
 # collect <- train <- commands.  Every #include "x" of a source may name a
 # file of its own layer or of a lower one, never a higher one; model/ and
 # text/ (side by side) may not include each other; and a command lives in
@@ -15,7 +15,7 @@ layer() {   # path -> "rank group"
     kernels/*) echo "1 kernels" ;;
     infer/model/*) echo "2 model" ;;
     infer/text/*) echo "2 text" ;;
-    infer/spec/*) echo "3 spec" ;;
+    infer/speculative/*) echo "3 speculative" ;;
     infer/spec_*.c|collect/spec_*.c|train/spec_*.c|infer/cli.*) echo "6 commands" ;;
     collect/*) echo "4 collect" ;;
     train/*) echo "5 train" ;;

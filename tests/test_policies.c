@@ -5,7 +5,7 @@
  * greedy decoding with them is lossless on every draft kind, and
  * --param parsing and parameter checks. */
 #include "tests/harness.h"
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"

@@ -7,7 +7,7 @@
 #include "tests/harness.h"
 #include "infer/model/safetensors.h"
 #include "infer/model/torch_pickle.h"
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "kernels/base/util.h"
 #include <sys/stat.h>
 

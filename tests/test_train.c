@@ -1,4 +1,4 @@
-/* spec-train (train/, infer/spec/classifier.c): gradient check, Adam, sampling,
+/* spec-train (train/, infer/speculative/classifier.c): gradient check, Adam, sampling,
  * metrics, parity with PyTorch (live oracle when python3 + torch are there,
  * else the committed golden files in tests/golden/train/), export round trip
  * through torch, weights-file validation and bad input.
@@ -8,7 +8,7 @@
 #include "tests/harness.h"
 #include "tests/h5_damage.h"
 #include "collect/trace.h"
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include "infer/model/safetensors.h"
 #include "kernels/base/util.h"
 #include "train/dataset.h"

@@ -12,7 +12,7 @@
 #ifndef C2T_TRAIN_ANALYZE_H
 #define C2T_TRAIN_ANALYZE_H
 #include "collect/trace.h"
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include "train/metrics.h"
 #include <stdint.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
  * independent of the number of training negatives. */
 #ifndef C2T_TRAIN_DATASET_H
 #define C2T_TRAIN_DATASET_H
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include <stddef.h>
 #include <stdint.h>
 

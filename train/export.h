@@ -4,7 +4,7 @@
  * Schemas: docs/train.md. */
 #ifndef C2T_TRAIN_EXPORT_H
 #define C2T_TRAIN_EXPORT_H
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include "train/metrics.h"
 
 struct cJSON;

@@ -4,7 +4,7 @@
  * Parameters are one flat float vector in PyTorch's state_dict order:
  *   fc1.weight [h][3] | fc1.bias [h] | fc2.weight [1][h] | fc2.bias [1]
  * (5h + 1 values; 241 for h = 48).  Feature k of sample i is x_k[i] (the
- * model input after the classifier's transforms, see infer/spec/classifier.h). */
+ * model input after the classifier's transforms, see infer/speculative/classifier.h). */
 #ifndef C2T_TRAIN_FFN_H
 #define C2T_TRAIN_FFN_H
 #include "kernels/base/rng.h"

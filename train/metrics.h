@@ -13,7 +13,7 @@
  * The entropy table buckets nodes by H: [0,1) ... [5,6), [6, inf). */
 #ifndef C2T_TRAIN_METRICS_H
 #define C2T_TRAIN_METRICS_H
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include "train/dataset.h"
 #include <stdint.h>
 

@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
         case O_OUT: out = optarg; break;
         case O_QUIET: quiet = 1; break;
         case O_TRACES: files[n_files++] = optarg; break;
-        case 'h': usage(stdout); return 0;
+        case 'h': usage(stdout); free(files); return 0;
         default: usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
         }
     }

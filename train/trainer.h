@@ -1,11 +1,11 @@
 /* train/: spec-train as a library (this file), over collect/ traces and
- * infer/spec/classifier. */
+ * infer/speculative/classifier. */
 /* spec-train's pipeline as a library call: data (train/dataset.h), FFN +
  * Adam (train/ffn.h), per-epoch evaluation and model selection
  * (train/metrics.h), export (train/export.h). */
 #ifndef C2T_TRAIN_TRAINER_H
 #define C2T_TRAIN_TRAINER_H
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include <stddef.h>
 #include <stdint.h>
 

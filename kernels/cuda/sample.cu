@@ -7,7 +7,7 @@
  * inverse-CDF selection in id order — the first j whose running sum (double)
  * exceeds u · Σe, skipping e_j = 0, falling back to the last id with e_j > 0
  * when rounding leaves the target past the end (as sample_from in
- * infer/spec/decode.c).  cuRAND's uniforms lie in (0, 1]; 1 - u in [0, 1) is used.
+ * infer/speculative/decode.c).  cuRAND's uniforms lie in (0, 1]; 1 - u in [0, 1) is used.
  * Each thread owns a contiguous chunk of ids so that a block scan of the
  * chunk sums orders them. */
 #include "kernels/cuda/common.cuh"

@@ -1,8 +1,8 @@
 /* Verification of a drafted tree against the target's logits
- * (infer/spec/verify.c); the loop (decode.c) calls one of these per cycle. */
+ * (infer/speculative/verify.c); the loop (decode.c) calls one of these per cycle. */
 #ifndef C2T_VERIFY_H
 #define C2T_VERIFY_H
-#include "infer/spec/tree.h"
+#include "infer/speculative/tree.h"
 #include "kernels/base/rng.h"
 #include "kernels/kernels.h"
 

@@ -1,4 +1,4 @@
-#include "infer/spec/session.h"
+#include "infer/speculative/session.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>

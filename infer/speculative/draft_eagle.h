@@ -6,7 +6,7 @@
  * becomes logits: EagleHead.forward. */
 #ifndef C2T_DRAFT_EAGLE_H
 #define C2T_DRAFT_EAGLE_H
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 
 typedef struct EagleHead EagleHead;
 /* The head on n (token, feature) pairs at the given positions, the pairs of

@@ -16,7 +16,7 @@
  * differently. */
 #ifndef C2T_BATCH_H
 #define C2T_BATCH_H
-#include "infer/spec/session.h"
+#include "infer/speculative/session.h"
 
 typedef struct {
     int slots;        /* sequences decoded together */

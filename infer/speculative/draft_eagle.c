@@ -4,7 +4,7 @@
  * comes from the target's hidden states at catch-up.  The bookkeeping here
  * (buffers, catch-up, tree nodes) also serves the EAGLE-3 head
  * (draft_eagle3.c, see draft_eagle.h). */
-#include "infer/spec/draft_eagle.h"
+#include "infer/speculative/draft_eagle.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * keeps the `total` nodes of highest P (ties to the shallower, then to the
  * earlier node); since P never grows along a path, that set is closed under
  * parents, i.e. a connected tree.  total = -1 keeps the whole pool. */
-#include "infer/spec/policy.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

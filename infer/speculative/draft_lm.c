@@ -1,6 +1,6 @@
 /* A small LLaMA-family LM as a draft source: its own KV cache, tree nodes as
  * temporary entries that draft_end_cycle truncates away. */
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,8 @@
  * benchmark and over all; the JSON report, the table and the CSV row. */
 #ifndef C2T_EVAL_H
 #define C2T_EVAL_H
-#include "infer/spec/batch.h"
-#include "infer/spec/session.h"
+#include "infer/speculative/batch.h"
+#include "infer/speculative/session.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 

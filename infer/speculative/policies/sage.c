@@ -75,7 +75,7 @@
  * 10. k and width: the draft is asked for max(k, Wmax) children per node; α
  *     uses the first k.  k = 1 gives α = 1 (log k = 0).
  */
-#include "infer/spec/policy.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* spec-eval's engine (infer/spec/eval.h). */
-#include "infer/spec/eval.h"
+/* spec-eval's engine (infer/speculative/eval.h). */
+#include "infer/speculative/eval.h"
 #include "kernels/base/util.h"
 #include <errno.h>
 #include <stdio.h>

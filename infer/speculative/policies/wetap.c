@@ -61,7 +61,7 @@
  *     setting are outside this policy; at temperature 0 the loop's greedy
  *     verification gives exactly the ar tokens.
  */
-#include "infer/spec/policy.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <limits.h>
 #include <math.h>

@@ -1,5 +1,5 @@
-/* Batched decoding (infer/spec/batch.h).  Each slot is a fiber (glibc's
- * ucontext) running the one-sequence code, session_question over
+/* Batched decoding (infer/speculative/batch.h).  Each slot is a fiber (fiber.h)
+ * running the one-sequence code, session_question over
  * decoder_run; its decoder's and draft's gate suspends it at every model
  * product.  The scheduler resumes the fibers until each waits, then runs
  * the calls of one kind of every waiting slot as one batched product and
@@ -10,11 +10,11 @@
  * call), draft forwards and verification rows, so that the
  * slots whose trees are ready wait for the rest and the target's forward
  * verifies as many trees as possible. */
-#include "infer/spec/batch.h"
+#include "infer/speculative/batch.h"
+#include "infer/speculative/fiber.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
 
 /* Each fiber's stack: the decoding loop, a policy's build and the kernels'
  * host code run on it (OpenMP's other threads have their own). */
@@ -27,8 +27,7 @@ typedef struct Run Run;
 typedef struct {
     Gate gate;            /* first member: a gate is its slot */
     Run *run;
-    ucontext_t ctx;
-    void *stack;
+    Fiber fiber;
     FiberState state;
     GateCall *call;       /* what it waits on (FIBER_WAITING) */
     int rc;               /* that call's result */
@@ -44,20 +43,18 @@ struct Run {
     int n, next;          /* questions, and the next one not yet taken */
     TurnFn fn;
     void *const *ctxs;
-    ucontext_t sched;
+    Fiber sched;          /* the scheduler: the calling thread's own context */
     Slot *slots;
     LlamaBatch *lb;       /* the target's batched forwards */
     int failed;
     char err[1024];       /* the first failure */
 };
 
-static Slot *fiber_starting;   /* fiber_main's slot (makecontext passes ints only) */
-
 static int slot_pass(Gate *g, GateCall *call) {
     Slot *sl = (Slot *)g;
     sl->call = call;
     sl->state = FIBER_WAITING;
-    swapcontext(&sl->ctx, &sl->run->sched);
+    fiber_switch(&sl->fiber, &sl->run->sched);
     return sl->rc;
 }
 
@@ -69,13 +66,13 @@ static void fail(Run *r) {
 /* A slot's life: the next question not yet taken, all its turns, again;
  * with static batches each group of questions starts when every slot is
  * idle (the barrier). */
-static void fiber_main(void) {
-    Slot *sl = fiber_starting;
+static void fiber_main(void *arg) {
+    Slot *sl = arg;
     Run *r = sl->run;
     for (;;) {
         if (r->o->static_batches) {
             sl->state = FIBER_BARRIER;
-            swapcontext(&sl->ctx, &r->sched);
+            fiber_switch(&sl->fiber, &r->sched);
         }
         if (r->failed || r->next >= r->n) break;
         const int job = r->next++;
@@ -87,7 +84,7 @@ static void fiber_main(void) {
             break;
         }
     }
-    sl->state = FIBER_DONE;   /* returns to the scheduler through uc_link */
+    sl->state = FIBER_DONE;   /* the fiber then switches to the scheduler */
 }
 
 /* The calls of kind k of every slot waiting on one, as one product. */
@@ -166,8 +163,7 @@ static void schedule(Run *r) {
         for (int i = 0; i < ns; i++) {
             Slot *sl = &r->slots[i];
             if (sl->state != FIBER_READY) continue;
-            fiber_starting = sl;
-            swapcontext(&r->sched, &sl->ctx);
+            fiber_switch(&r->sched, &sl->fiber);
         }
         int waiting[GATE_KINDS] = {0}, live = 0, at_barrier = 0;
         for (int i = 0; i < ns; i++) {
@@ -204,7 +200,7 @@ static void schedule(Run *r) {
 
 static void slots_free(Slot *sl, int n) {
     for (int i = 0; i < n; i++) {
-        free(sl[i].stack);
+        fiber_free(&sl[i].fiber);
         decoder_free(sl[i].dec);
         policy_free(sl[i].policy);
         draft_free(sl[i].draft);
@@ -227,12 +223,10 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
         }
         sl[i].dec->gate = &sl[i].gate;
         if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
-        sl[i].stack = xmalloc(FIBER_STACK);
-        getcontext(&sl[i].ctx);
-        sl[i].ctx.uc_stack.ss_sp = sl[i].stack;
-        sl[i].ctx.uc_stack.ss_size = FIBER_STACK;
-        sl[i].ctx.uc_link = &r->sched;
-        makecontext(&sl[i].ctx, fiber_main, 0);
+        if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {
+            slots_free(sl, i + 1);
+            return NULL;
+        }
         sl[i].state = FIBER_READY;
     }
     return sl;
@@ -243,6 +237,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     *wall = 0;
     if (o->slots < 1) { err_set("--batch must be at least 1"); return -1; }
     Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs};
+    fiber_init_thread(&r.sched);
     r.slots = slots_new(&r, prm);
     if (!r.slots) return -1;
     r.lb = llama_batch_new(s->target);

@@ -1,5 +1,5 @@
 /* Where a sequence's model products go.  Decoding one sequence runs each
- * product at once; decoding several together (infer/spec/batch.c) hands
+ * product at once; decoding several together (infer/speculative/batch.c) hands
  * each to a gate, which suspends the sequence until the products of every
  * sequence waiting on the same kind of call have run as one batched
  * product, and then returns as if the call had run alone.  The decoding

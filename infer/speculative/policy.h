@@ -1,10 +1,10 @@
 /* Tree policies: how the draft tree is built each cycle.  Each policy is a
- * small module registered in infer/spec/policy.c; the decoding loop only calls
+ * small module registered in infer/speculative/policy.c; the decoding loop only calls
  * build() and feedback(), so new methods plug in without touching it. */
 #ifndef C2T_POLICY_H
 #define C2T_POLICY_H
-#include "infer/spec/draft.h"
-#include "infer/spec/tree.h"
+#include "infer/speculative/draft.h"
+#include "infer/speculative/tree.h"
 #include <stddef.h>
 
 /* What the decoding loop needs of every policy, and the policy's own
@@ -118,7 +118,7 @@ int policy_keep_top_P(PolicyCand *c, int n, int keep);
 /* round(x) with halves up, as the SAGE / WETAP papers' widths use */
 int policy_round_half_up(double x);
 
-/* The policy modules (infer/spec/policies/). */
+/* The policy modules (infer/speculative/policies/). */
 extern const PolicyClass policy_ar, policy_chain, policy_static, policy_eagle2, policy_c2t, policy_sage,
     policy_wetap;
 #endif

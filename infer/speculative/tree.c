@@ -1,4 +1,4 @@
-#include "infer/spec/tree.h"
+#include "infer/speculative/tree.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

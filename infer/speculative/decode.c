@@ -1,4 +1,4 @@
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>

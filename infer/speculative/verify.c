@@ -1,7 +1,7 @@
 /* Verification: which path of a drafted tree the target accepts, greedily
  * (the target's argmax at every node) or by sampling (EAGLE's rule for
  * deterministic candidates), and the sampling processors both share. */
-#include "infer/spec/verify.h"
+#include "infer/speculative/verify.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>

@@ -16,8 +16,8 @@
 #ifndef C2T_DRAFT_H
 #define C2T_DRAFT_H
 #include "infer/model/llama.h"
-#include "infer/spec/gate.h"
-#include "infer/spec/tree.h"
+#include "infer/speculative/gate.h"
+#include "infer/speculative/tree.h"
 
 typedef struct Draft Draft;
 

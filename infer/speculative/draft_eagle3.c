@@ -12,7 +12,7 @@
  * tree a node's feature is its parent's layer output before the norm, fed
  * back as it is (no fc).  Embeddings are the target's unless the head ships
  * embed_tokens.weight (then its own win, as in EAGLE's loader). */
-#include "infer/spec/draft_eagle.h"
+#include "infer/speculative/draft_eagle.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

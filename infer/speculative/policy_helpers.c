@@ -1,6 +1,6 @@
 /* The helpers every policy module may call (declared in policy.h): apart
  * from the registry in policy.c, which calls the modules. */
-#include "infer/spec/policy.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
  * highest confidence form the next frontier (second pruning).  Building stops
  * at depth d_max or when no candidate passes.  Children exist only under
  * expanded nodes, so no node is ever kept without its parent. */
-#include "infer/spec/classifier.h"
-#include "infer/spec/policy.h"
+#include "infer/speculative/classifier.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* The simple policies: ar (no drafting), chain (vanilla speculative
  * decoding, optionally with C2T / DyMax / DyJoint early stopping), static (a fixed
  * tree of sibling-rank paths; EAGLE-1's default tree as preset "eagle1"). */
-#include "infer/spec/classifier.h"
-#include "infer/spec/policy.h"
+#include "infer/speculative/classifier.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>

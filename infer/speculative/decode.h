@@ -1,4 +1,4 @@
-/* infer/spec/: the speculative loop.  This file's decode.c is the
+/* infer/speculative/: the speculative loop.  This file's decode.c is the
  * draft→verify cycle read top to bottom; beside it verify.c, the tree
  * (tree.c), draft sources (draft.c, draft_eagle.c, draft_lm.c), policies
  * (policy.c and policies/), the classifier and sessions (session.c). */
@@ -11,12 +11,12 @@
  * cycles; γ = tree nodes sent to the target, root excluded. */
 #ifndef C2T_DECODE_H
 #define C2T_DECODE_H
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 #include "infer/model/llama.h"
-#include "infer/spec/policy.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/rng.h"
-#include "infer/spec/tree.h"
-#include "infer/spec/verify.h"
+#include "infer/speculative/tree.h"
+#include "infer/speculative/verify.h"
 
 /* Trees of up to this many nodes get logits for every node from the verify
  * forward; bigger ones only for the path verification walks.  On the CPU

@@ -1,4 +1,4 @@
-#include "infer/spec/classifier.h"
+#include "infer/speculative/classifier.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * temporary slots and masks of a cycle's tree nodes, and the distribution op
  * on their logits.  The sources' forwards are in draft_eagle.c,
  * draft_eagle3.c and draft_lm.c. */
-#include "infer/spec/draft.h"
+#include "infer/speculative/draft.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>

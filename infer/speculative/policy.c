@@ -1,7 +1,7 @@
 /* Policy registry and parameters.  The helpers the policies share are in
  * policy_helpers.c, so that the modules call down to them and only the
  * registry calls the modules. */
-#include "infer/spec/policy.h"
+#include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <errno.h>
 #include <stddef.h>

@@ -5,7 +5,7 @@
 #ifndef C2T_SESSION_H
 #define C2T_SESSION_H
 #include "infer/text/chat.h"
-#include "infer/spec/decode.h"
+#include "infer/speculative/decode.h"
 #include "infer/text/questions.h"
 #include "infer/text/tokenizer.h"
 
