@@ -94,7 +94,7 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
             break;
         case O_BATCH: a->run.batch = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
         case 'h': usage(stdout); exit(0);
-        default: cli_unknown_option(prog, argv);
+        default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -116,6 +116,9 @@ int main(int argc, char **argv) {
     if (!a.qs.n) die(prog, "at least one --questions file is required");
     if (!a.run.resume && file_exists(out)) die(prog, "%s exists; use --resume to continue it or choose another --out", out);
     if (a.run.resume && !file_exists(out)) die(prog, "--resume: %s does not exist", out);
+    char kept[768];
+    snprintf(kept, sizeof kept, "%s keeps every question finished so far; the same command with --resume continues it", out);
+    cli_on_interrupt(prog, out, kept, "nothing written yet; run the command again");
     QuestionSet *sets[CLI_MAX_FILES];
     for (int i = 0; i < a.qs.n; i++) sets[i] = cli_questions_load(prog, &a.qs, i);
     Policy *policy = policy_new(&a.cfg.prm);

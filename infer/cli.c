@@ -3,6 +3,7 @@
 #include "infer/text/questions.h"
 #include "kernels/base/util.h"
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -94,8 +95,41 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     return 1;
 }
 
-void cli_unknown_option(const char *prog, char **argv) {
-    die(prog, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+/* What cli_on_interrupt's handler writes: composed beforehand, since a
+ * signal handler may only call async-signal-safe functions (write,
+ * access, _exit). */
+static char interrupt_head[256], interrupt_kept[1024], interrupt_none[512];
+static const char *interrupt_file;
+
+static void put(const char *s) {
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w <= 0) return;
+        s += w; n -= (size_t)w;
+    }
+}
+
+static void on_interrupt(int sig) {
+    put(interrupt_head);
+    put(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    put(interrupt_file && access(interrupt_file, F_OK) == 0 ? interrupt_kept : interrupt_none);
+    _exit(128 + sig);
+}
+
+void cli_on_interrupt(const char *prog, const char *file, const char *kept, const char *none) {
+    snprintf(interrupt_head, sizeof interrupt_head, "%s%s: interrupted by ", isatty(2) ? "\n" : "", prog);
+    snprintf(interrupt_kept, sizeof interrupt_kept, ": %s\n", kept ? kept : "");
+    snprintf(interrupt_none, sizeof interrupt_none, ": %s\n", none);
+    interrupt_file = file;
+    struct sigaction sa = {.sa_handler = on_interrupt};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_unknown_option(const char *prog, const char *arg) {
+    die(prog, "unknown option or missing value '%s' (see %s --help)", arg, prog);
 }
 
 QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i) {

@@ -107,8 +107,15 @@ QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i);
 /* Applies one session option (getopt code and its argument); returns 1 when
  * code was one of them, 0 otherwise. */
 int cli_session_option(const char *prog, int code, const char *arg, SessionConfig *cfg, CliQuestions *q);
-/* The one line for an option getopt did not know, or one missing its value. */
-void cli_unknown_option(const char *prog, char **argv);
+/* On SIGINT or SIGTERM: one line on stderr, "PROG: interrupted by SIGINT:
+ * " and what is safe and how to go on — kept when file (may be NULL)
+ * exists at that moment, none otherwise — then exit 128 + the signal
+ * (130, 143).  The strings are copied. */
+void cli_on_interrupt(const char *prog, const char *file, const char *kept, const char *none);
+/* The one line, worded alike by every command, for an option the command
+ * does not know or one missing its value (arg: as given; after getopt,
+ * argv[optind - 1]); exit 1. */
+void cli_unknown_option(const char *prog, const char *arg);
 /* An output file the command writes at its end (opt names it, "--json"):
  * checked before any work, so a long run is not lost to a path it cannot
  * write.  One line and exit 1 when path is a directory, an existing file not

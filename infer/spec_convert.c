@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
         switch (c) {
         case O_DTYPE: dtype = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: cli_unknown_option(prog, argv);
+        default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (argc - optind != 2) { usage(stderr); die(prog, "expected IN.gguf OUTDIR"); }

@@ -97,7 +97,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
             a->label = optarg;
             break;
         case 'h': usage(stdout); exit(0);
-        default: cli_unknown_option(prog, argv);
+        default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -122,6 +122,7 @@ int main(int argc, char **argv) {
     EvalArgs a = {0};
     parse_args(argc, argv, &a);
     check_args(&a);
+    cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);
     if (policy->needs_draft && !a.cfg.draft_dir) die(prog, "policy %s needs --draft", policy->name);

@@ -84,7 +84,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         case 't': a->tok_path = optarg; break;
         case 'd': a->device = optarg; break;
         case 'h': usage(stdout); exit(0);
-        default: cli_unknown_option(prog, argv);
+        default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);

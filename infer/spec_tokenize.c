@@ -1,5 +1,6 @@
 /* spec-tokenize: encode / decode with a checkpoint's tokenizer, token for
  * token what Hugging Face produces.  Lines in, lines out (see --help). */
+#include "infer/cli.h"
 #include "infer/text/chat.h"
 #include "infer/text/questions.h"
 #include "infer/text/tokenizer.h"
@@ -165,9 +166,7 @@ static void parse_args(int argc, char **argv, TokArgs *a) {
         else if (!strcmp(o, "--stream")) a->stream = 1;
         else if (!strcmp(o, "--text")) a->text_out = 1;
         else if (!strcmp(o, "--info")) a->info = 1;
-        else if (!strcmp(o, "--tokenizer") || !strcmp(o, "--template") || !strcmp(o, "--chat") || !strcmp(o, "--system"))
-            die(PROG, "%s needs a value (see --help)", o);
-        else die(PROG, "unknown argument '%s' (see --help)", o);
+        else cli_unknown_option(PROG, o);   /* unknown, or one of the above without its value */
     }
     if (!a->path) die(PROG, "--tokenizer PATH is required (see --help)");
     if (a->decode && a->chat) die(PROG, "--decode and --template do not go together");

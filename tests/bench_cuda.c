@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        if (!cli_backend_option("bench_cuda", c, optarg, &bo)) cli_unknown_option("bench_cuda", argv);
+        if (!cli_backend_option("bench_cuda", c, optarg, &bo)) cli_unknown_option("bench_cuda", argv[optind - 1]);
     if (backend_configure(&bo)) die_err("bench_cuda");
     char dev[256];
     if (cuda_device_name(dev, sizeof dev)) die_err("bench_cuda");

@@ -461,11 +461,27 @@ static void test_arithmetic_options_lossless(void) {
     CHECK(rc != 0 && (strstr(err, "--kv-dtype") || strstr(err, "no CUDA backend")), "--device cuda --kv-dtype bf16: %s", err);
 }
 
+/* Every command words an unknown option, and one missing its value, alike:
+ * one line naming it and pointing at the command's --help. */
+static void test_usage_errors_worded_alike(void) {
+    static const char *cmds[] = {"spec-eval", "spec-collect", "spec-train", "spec-analyze", "spec-generate",
+                                 "spec-convert", "spec-tokenize"};
+    char err[1024], want[128];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        int rc = run_cmd(err, sizeof err, "%s/%s --frobnicate", bin_dir(), cmds[i]);
+        snprintf(want, sizeof want, "%s: unknown option or missing value '--frobnicate' (see %s --help)", cmds[i], cmds[i]);
+        CHECK_ONE_LINE_ERROR(rc, err, want);
+    }
+    int rc = run_cmd(err, sizeof err, "%s/spec-train x.h5 --out", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "unknown option or missing value '--out' (see spec-train --help)");
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
     write_file(qfile, "{\"question_id\": 1, \"category\": \"t\", \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
+    RUN(test_usage_errors_worded_alike);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
     RUN(test_json_report);

@@ -644,7 +644,7 @@ static void test_bad_input(void) {
     /* NaN features: trees dropped, counted and reported (default) ... */
     char *nan = tpath("nan.h5");
     REQUIRE(!make_synth(nan, 400, 40, 4, 3, 0.2, 0), "%s", err_get());
-    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --report %s --quiet --epochs 2", bin_dir(), nan,
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --report %s --quiet --epochs 2 --beta 0.05", bin_dir(), nan,
                  out, rep);
     CHECK(rc == 0, "NaN features, default: exit %d: %s", rc, err);
     CHECK(strstr(err, "skipped") && strstr(err, "non-finite"), "NaN features: the skip is not reported on stderr: %s", err);
@@ -658,6 +658,16 @@ static void test_bad_input(void) {
     Classifier *c = classifier_load(out);
     CHECK(c != NULL, "NaN features: weights do not load: %s", err_get());
     classifier_free(c);
+    /* held-out trees with under 100 positives (here 19 trees): a warning
+     * that their recall is noise */
+    CHECK(strstr(err, "warning: the held-out trees (19) hold only") && strstr(err, "fewer than 100"),
+          "few held-out positives: no warning: %s", err);
+    /* a classifier that keeps no held-out positive is refused, nothing written */
+    unlink(out);
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 1 --beta 0.999", bin_dir(), nan, out);
+    CHECK(rc == 1 && strstr(err, "(recall 0): as a c2t policy it would prune every tree; nothing written"),
+          "recall 0: exit %d: %s", rc, err);
+    CHECK(access(out, F_OK) != 0, "recall 0: a weights file was written");
     /* ... or an error with --strict */
     rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --strict", bin_dir(), nan, out);
     CHECK_ONE_LINE_ERROR(rc, err, "non-finite feature");
@@ -711,7 +721,7 @@ static void test_help(void) {
     REQUIRE(system(cmd) == 0, "--help failed");
     char *t = read_text_file(h, NULL);
     REQUIRE(t, "%s", err_get());
-    static const char *flags[] = {"--traces", "--out", "--safetensors", "--hidden", "--epochs", "--batch", "--lr",
+    static const char *flags[] = {"--traces", "--out", "--safetensors", "--hidden", "--epochs", "--batch-size", "--lr",
                                   "--neg-ratio", "--seed", "--beta", "--report", "--dump-init", "--dump-epochs",
                                   "--transform", "--standardize", "--strict", "--eval-frac", "--similar-recall",
                                   "--topn", "--sweep", "--threads", "0.5 recall points"};
@@ -729,7 +739,7 @@ static void test_deterministic(void) {
         char name[32];
         snprintf(name, sizeof name, "det_%d.json", i);
         o[i] = tpath(name);
-        int rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 3 %s", bin_dir(), tr, o[i], extra[i]);
+        int rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 3 --beta 0.05 %s", bin_dir(), tr, o[i], extra[i]);
         REQUIRE(rc == 0, "spec-train %s: %s", extra[i], err);
     }
     char *a = read_text_file(o[0], NULL), *b = read_text_file(o[1], NULL), *c = read_text_file(o[2], NULL),
@@ -775,7 +785,7 @@ static void test_transforms_option(void) {
     }
     /* the defaults are that recipe (log P, standardised); --paper-recipe is
      * the C2T paper's raw inputs, and options after it still apply */
-    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 2", bin_dir(), tr, out);
+    rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet --epochs 2 --beta 0.05", bin_dir(), tr, out);
     REQUIRE(rc == 0, "%s", err);
     c = classifier_load(out);
     REQUIRE(c, "%s", err_get());
@@ -783,7 +793,7 @@ static void test_transforms_option(void) {
           "defaults are not log P, standardised");
     classifier_free(c);
     /* trace files positional as in spec-analyze; --e2-topn is the old --topn, with a notice */
-    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --paper-recipe --epochs 2 --e2-topn 30", bin_dir(), tr, out);
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --paper-recipe --epochs 2 --beta 0.05 --e2-topn 30", bin_dir(), tr, out);
     CHECK(rc == 0 && strstr(err, "--topn"), "positional trace, --e2-topn: %d %s", rc, err);
     REQUIRE(rc == 0, "%s", err);
     c = classifier_load(out);

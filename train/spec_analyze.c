@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
         case O_QUIET: quiet = 1; break;
         case O_TRACES: files[n_files++] = optarg; break;
         case 'h': usage(stdout); free(files); return 0;
-        default: usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
+        default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     while (optind < argc) files[n_files++] = argv[optind++];

@@ -38,7 +38,7 @@ static void usage(FILE *f) {
         "Training\n"
         "  --hidden N             hidden units (default 48 = 241 parameters; paper tried 2..48)\n"
         "  --epochs N             epochs (default 200)\n"
-        "  --batch N              batch size (default 1024)\n"
+        "  --batch-size N         mini-batch size (default 1024; --batch is the old spelling)\n"
         "  --lr X                 Adam learning rate (default 1e-3)\n"
         "  --adam-betas B1,B2     Adam betas (default 0.9,0.999)\n"
         "  --adam-eps X           Adam eps (default 1e-8)\n"
@@ -104,12 +104,12 @@ static void parse_transform(const char *s, TrainOpts *o) {
 int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
-           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER, O_E2_OLD };
+           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER, O_E2_OLD, O_BATCH_OLD };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
         {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
         {"hidden", required_argument, 0, O_HIDDEN}, {"epochs", required_argument, 0, O_EPOCHS},
-        {"batch", required_argument, 0, O_BATCH}, {"lr", required_argument, 0, O_LR},
+        {"batch-size", required_argument, 0, O_BATCH}, {"batch", required_argument, 0, O_BATCH_OLD}, {"lr", required_argument, 0, O_LR},
         {"adam-betas", required_argument, 0, O_BETAS}, {"adam-eps", required_argument, 0, O_AEPS},
         {"neg-ratio", required_argument, 0, O_NEG}, {"seed", required_argument, 0, O_SEED},
         {"beta", required_argument, 0, O_BETA}, {"eval-frac", required_argument, 0, O_EVALF},
@@ -136,7 +136,8 @@ int main(int argc, char **argv) {
         case O_REPORT: o.report = optarg; break;
         case O_HIDDEN: o.hidden = (int)integer("--hidden", optarg); break;
         case O_EPOCHS: o.epochs = (int)integer("--epochs", optarg); break;
-        case O_BATCH: o.batch = (int)integer("--batch", optarg); break;
+        case O_BATCH_OLD: fprintf(stderr, "%s: --batch is now spelled --batch-size (the mini-batch; --batch of spec-eval and spec-collect counts sequences)\n", prog); /* fall through */
+        case O_BATCH: o.batch = (int)integer("--batch-size", optarg); break;
         case O_LR: o.lr = num("--lr", optarg); break;
         case O_BETAS:
             if (parse_list("--adam-betas", optarg, betas, 2) != 2) die(prog, "--adam-betas: give B1,B2");
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
         case O_QUIET: o.progress = 0; break;
         case O_VERBOSE: o.verbose = 1; break;
         case 'h': usage(stdout); free(traces); return 0;
-        default: die(prog, "unknown option or missing value: '%s' (see --help)", argv[optind - 1]);
+        default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     while (optind < argc) traces[o.n_traces++] = argv[optind++];   /* trace files, as spec-analyze takes them */

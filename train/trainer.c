@@ -259,6 +259,10 @@ static int run_prepare(Run *r) {
     if (!r->has_eval) fprintf(stderr, "spec-train: warning: no held-out trees; exporting the last epoch\n");
     else if (r->ds->eval.n_pos == 0)
         fprintf(stderr, "spec-train: warning: the held-out trees have no positives; recall is undefined, exporting the last epoch\n");
+    else if (r->ds->eval.n_pos < TRAIN_FEW_EVAL_POSITIVES)
+        fprintf(stderr, "spec-train: warning: the held-out trees (%lld) hold only %lld positives, fewer than %d: the held-out "
+                "recall and the epoch chosen by it are noise (more traces or a larger --eval-frac)\n",
+                (long long)r->ds->eval.n_trees, (long long)r->ds->eval.n_pos, TRAIN_FEW_EVAL_POSITIVES);
 
     r->k = llround(o->neg_ratio * (double)r->ds->train_pos);
     if (r->k < 1) r->k = 1;
@@ -605,6 +609,12 @@ int train_run(const TrainOpts *o) {
     if (r->has_eval)
         fprintf(stderr, "spec-train: exporting epoch %d: recall %.4f theta %.4f at beta %.2f (EAGLE-2 top-%d: recall %.4f theta %.4f)\n",
                 sel + 1, r->res[sel].cls.recall, r->res[sel].cls.theta, o->beta, o->e2_topn, r->res[sel].e2.recall, r->res[sel].e2.theta);
+    if (r->has_eval && r->ds->eval.n_pos > 0 && r->res[sel].cls.recall == 0) {
+        err_set("epoch %d keeps none of the %lld accepted held-out nodes at beta %.2f (recall 0): as a c2t policy it "
+                "would prune every tree; nothing written (more --epochs, a lower --beta, or more traces)",
+                sel + 1, (long long)r->ds->eval.n_pos, o->beta);
+        goto done;
+    }
 
     if (write_outputs(r, sel)) goto done;
     rc = 0;
