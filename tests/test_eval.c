@@ -476,12 +476,31 @@ static void test_usage_errors_worded_alike(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "unknown option or missing value '--out' (see spec-train --help)");
 }
 
+/* The guessed-template notice comes once, and only from a run that opened
+ * its models: a failed run says its one error line and nothing else. */
+static void test_template_notice_once_on_success(void) {
+    char err[4096];
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --questions %s --max-new-tokens 4 "
+                     "--policy eagle2 --draft /nonexistent --quiet", bin_dir(), qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "/nonexistent");
+    CHECK(!strstr(err, "template"), "a failed run speaks of the template: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --questions %s --max-new-tokens 4 "
+                 "--policy ar --quiet", bin_dir(), qfile);
+    REQUIRE(rc == 0, "spec-eval: %s", err);
+    const char *first = strstr(err, "chat template");
+    CHECK(first && !strstr(first + 1, "chat template"), "the notice should appear once: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --questions %s --max-new-tokens 4 "
+                 "--policy ar --quiet --template none", bin_dir(), qfile);
+    CHECK(rc == 0 && !strstr(err, "chat template"), "a chosen template is not announced: %d %s", rc, err);
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
     write_file(qfile, "{\"question_id\": 1, \"category\": \"t\", \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
     RUN(test_usage_errors_worded_alike);
+    RUN(test_template_notice_once_on_success);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
     RUN(test_json_report);

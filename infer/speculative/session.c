@@ -28,17 +28,19 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
                 tokenizer_vocab_size(s->tok), s->target->cfg.vocab);
         return -1;
     }
+    /* a guessed template is said once, and only when the session opened */
+    char guessed[1024] = "";
     if (cfg->template_name) {
         if (chat_template_parse(cfg->template_name, &s->tmpl)) return -1;
     } else {
         char why[256];
         if (chat_template_guess(s->tok, cfg->target_dir, &s->tmpl, why, sizeof why) == 0) {
-            fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog,
-                    chat_template_name(s->tmpl), why);
+            snprintf(guessed, sizeof guessed, "%s: chat template %s (%s; set --template to choose)\n", prog,
+                     chat_template_name(s->tmpl), why);
         } else {   /* a base model: its prompts are plain text */
             s->tmpl = CHAT_NONE;
-            fprintf(stderr, "%s: no chat template recognised for %s; prompts are plain text, as --template none "
-                    "(set --template to choose)\n", prog, cfg->target_dir);
+            snprintf(guessed, sizeof guessed, "%s: no chat template recognised for %s; prompts are plain text, as "
+                     "--template none (set --template to choose)\n", prog, cfg->target_dir);
         }
     }
     s->slots = cfg->max_ctx > 0 ? cfg->max_ctx : 4096;
@@ -46,6 +48,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         s->draft = draft_load(cfg->draft_kind, cfg->draft_dir, s->target, s->slots + 2048);
         if (!s->draft || draft_set_vocab(s->draft, cfg->draft_vocab)) return -1;
     }
+    fputs(guessed, stderr);
     return 0;
 }
 
