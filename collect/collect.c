@@ -96,19 +96,6 @@ static int question_done(void *vctx) {
     return 0;
 }
 
-/* Identity of a checkpoint's weights (FNV-1a over its weight files): a head
- * retrained in place keeps its path and config.json, and a resume must not
- * append its trees to the old head's. */
-static int weights_hash_hex(const char *dir, char out[17]) {
-    SafeTensors *st = st_open(dir);
-    if (!st) return -1;
-    uint64_t h = FNV1A_START;
-    for (int i = 0; i < st->nfiles; i++) h = fnv1a(st->files[i].map, st->files[i].size, h);
-    st_close(st);
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
-    return 0;
-}
-
 /* Settings that must agree between a file and a --resume of it. */
 typedef struct { const char *key; char value[1024]; } Setting;
 
@@ -135,7 +122,7 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     policy_param_num(policy, "topk", &topk);
     policy_param_num(policy, "depth", &depth);
     char draft_weights[17];
-    if (weights_hash_hex(cfg->draft_dir, draft_weights)) return -1;
+    if (st_weights_hash_hex(cfg->draft_dir, draft_weights)) return -1;
     SET("tool", "spec-collect");
     SET("target", "%s", cfg->target_dir);
     SET("target_config_hash", "%s", s->target->config_hash);

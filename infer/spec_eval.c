@@ -2,6 +2,7 @@
  * against plain autoregressive decoding (ar) measured in the same run
  * (the work is infer/speculative/eval.c's). */
 #include "infer/cli.h"
+#include "infer/speculative/classifier.h"
 #include "infer/speculative/eval.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
@@ -47,6 +48,7 @@ CLI_QUESTIONS_HELP
 "  --static-batches       with --batch: a new group of N questions only when the last is done\n"
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
+"  --force                use a --classifier trained for another target or draft (refused otherwise)\n"
 "  --json OUT             report: settings, model identities, per-question figures\n"
 "  --csv FILE             append one row \"" EVAL_CSV_HEADER "\" (header if\n"
 "                         new; gamma a count, speedup empty without the ar baseline)\n"
@@ -61,16 +63,18 @@ typedef struct {
     CliQuestions qs;
     EvalOptions eval;
     const char *json_out, *csv_out, *label;
+    int force;   /* --force: a classifier trained for another pair is used anyway */
 } EvalArgs;
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
-           O_BATCH, O_STATIC };
+           O_BATCH, O_STATIC, O_FORCE };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
+        {"force", 0, 0, O_FORCE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
@@ -92,6 +96,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_CSV: a->csv_out = optarg; break;
         case O_BATCH: a->eval.batch.slots = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
         case O_STATIC: a->eval.batch.static_batches = 1; break;
+        case O_FORCE: a->force = 1; break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             a->label = optarg;
@@ -118,6 +123,23 @@ static void check_args(const EvalArgs *a) {
     }
 }
 
+/* The policy's classifier, if it has one, must have been trained for this
+ * session's target and draft (--force: a notice instead). */
+static void check_classifier(const Policy *policy, const Session *s, const EvalArgs *a) {
+    const char *key, *path = NULL;
+    double num;
+    for (int i = 0; !path && policy_param_get(policy, i, &key, &num, &path) == 0; i++)
+        if (strcmp(key, "classifier")) path = NULL;
+    if (!path || !*path) return;
+    int unknown;
+    if (classifier_check_trained_for(path, a->cfg.target_dir, s->target->config_hash, a->cfg.draft_dir, &unknown)) {
+        if (!a->force) die_err(prog);
+        fprintf(stderr, "%s: --force: %s\n", prog, err_get());
+    } else if (unknown) {
+        fprintf(stderr, "%s: note: %s does not record the target and draft it was trained for; not checked\n", prog, path);
+    }
+}
+
 int main(int argc, char **argv) {
     EvalArgs a = {0};
     parse_args(argc, argv, &a);
@@ -133,6 +155,7 @@ int main(int argc, char **argv) {
     Session s;
     EvalResult r;
     if (session_open(&s, &a.cfg, prog)) die_err(prog);
+    check_classifier(policy, &s, &a);
     if (eval_run(&s, policy, sets, a.qs.files, a.qs.n, &a.eval, &r)) die_err(prog);
     eval_print_table(&r, policy, &a.cfg, stdout);
     if (a.csv_out && eval_csv_append(a.csv_out, a.label, policy, &r)) die_err(prog);

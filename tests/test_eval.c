@@ -2,6 +2,7 @@
  * draft kind on multi-turn questions, the JSON report, and bad input. */
 #include "tests/harness.h"
 #include "kernels/base/util.h"
+#include "infer/speculative/classifier.h"
 #include <cjson/cJSON.h>
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
@@ -494,6 +495,68 @@ static void test_template_notice_once_on_success(void) {
     CHECK(rc == 0 && !strstr(err, "chat template"), "a chosen template is not announced: %d %s", rc, err);
 }
 
+/* A classifier records the target and draft whose traces trained it
+ * (spec-train copies them from the traces); spec-eval refuses it for
+ * another pair in one line naming both, unless --force; a file that does
+ * not record them is used with a note. */
+static void test_classifier_provenance(void) {
+    char err[4096], dir[] = "/tmp/c2t_provXXXXXX", trace[160], cls[160], bad[160];
+    REQUIRE(mkdtemp(dir), "mkdtemp");
+    const char *run = "--template none --max-new-tokens 8 --policy c2t --no-baseline --quiet";
+    /* the demo's classifier on another target and draft */
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                     "--classifier data/demo/classifier.json --questions %s %s", bin_dir(), qfile, run);
+    CHECK_ONE_LINE_ERROR(rc, err, "data/demo/classifier.json was trained for target data/demo/target");
+    CHECK(strstr(err, "not for target tests/ckpt/tiny_chat") && strstr(err, "--force"), "names both pairs: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                 "--classifier data/demo/classifier.json --questions %s %s --force", bin_dir(), qfile, run);
+    CHECK(rc == 0 && strstr(err, "--force: data/demo/classifier.json was trained for"), "--force: %d %s", rc, err);
+    /* on its own pair: no word */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --draft data/demo/eagle "
+                 "--classifier data/demo/classifier.json --questions %s %s", bin_dir(), qfile, run);
+    CHECK(rc == 0 && !strstr(err, "trained for"), "its own pair: %d %s", rc, err);
+    /* a file that does not say: a note */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                 "--classifier tests/golden/c2t_hand.json --questions %s %s", bin_dir(), qfile, run);
+    CHECK(rc == 0 && strstr(err, "does not record the target and draft"), "no provenance: %d %s", rc, err);
+    /* spec-train copies the pair from real traces */
+    snprintf(trace, sizeof trace, "%s/t.h5", dir);
+    snprintf(cls, sizeof cls, "%s/c.json", dir);
+    rc = run_cmd(err, sizeof err, "%s/spec-collect --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                 "--template none --questions %s --max-new-tokens 24 --out %s --quiet", bin_dir(), qfile, trace);
+    REQUIRE(rc == 0, "spec-collect: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 20 --beta 0.05 --eval-frac 0.3", bin_dir(),
+                 trace, cls);
+    REQUIRE(rc == 0, "spec-train: %s", err);
+    Classifier *c = classifier_load(cls);
+    REQUIRE(c, "%s", err_get());
+    CHECK(!strcmp(c->trained_for.target, "tests/ckpt/tiny_chat") && !strcmp(c->trained_for.draft, "tests/ckpt/tiny_chat_eagle") &&
+          strlen(c->trained_for.target_config_hash) == 16 && strlen(c->trained_for.draft_weights_hash) == 16,
+          "trained_for not copied from the trace: '%s' '%s'", c->trained_for.target, c->trained_for.draft);
+    classifier_free(c);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                 "--classifier %s --questions %s %s", bin_dir(), cls, qfile, run);
+    CHECK(rc == 0 && !strstr(err, "trained for"), "trained on this pair: %d %s", rc, err);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --draft data/demo/eagle "
+                 "--classifier %s --questions %s %s", bin_dir(), cls, qfile, run);
+    CHECK_ONE_LINE_ERROR(rc, err, "was trained for target tests/ckpt/tiny_chat");
+    /* a lying trained_for is refused at load */
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    char *text = read_text_file(cls, NULL);
+    REQUIRE(text, "%s", err_get());
+    char *h = strstr(text, "\"target_config_hash\"");
+    REQUIRE(h && (h = strchr(h + 21, '"')), "no target_config_hash in %s", cls);
+    h[1] = 'Z';
+    write_file(bad, text);
+    free(text);
+    c = classifier_load(bad);
+    CHECK(!c && strstr(err_get(), "trained_for.target_config_hash must be 16 hex digits"), "bad hash loaded: %s", err_get());
+    classifier_free(c);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {}
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
@@ -501,6 +564,7 @@ int main(void) {
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
     RUN(test_usage_errors_worded_alike);
     RUN(test_template_notice_once_on_success);
+    RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
     RUN(test_json_report);

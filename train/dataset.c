@@ -7,6 +7,35 @@
 #include <string.h>
 
 #define TREE_BLOCK 65536
+/* The target and draft that trace file f's trees come from, as its root
+ * attributes say; every file must name the same pair (a classifier ranks
+ * one draft's nodes for one target).  A file that does not say (synthetic
+ * traces) leaves *t empty for all. */
+static int trained_for_of(TraceReader *r, const char *const *paths, int f, ClsTrainedFor *t) {
+    static const char *const keys[4] = {"target", "target_config_hash", "draft", "draft_weights_hash"};
+    char *v[4];
+    for (int k = 0; k < 4; k++) v[k] = trace_reader_attr(r, keys[k]);
+    ClsTrainedFor mine = {0};
+    int rc = 0;
+    if (v[1] && v[3] && strlen(v[1]) == 16 && strlen(v[3]) == 16) {
+        snprintf(mine.target, sizeof mine.target, "%s", v[0] ? v[0] : "");
+        snprintf(mine.target_config_hash, sizeof mine.target_config_hash, "%s", v[1]);
+        snprintf(mine.draft, sizeof mine.draft, "%s", v[2] ? v[2] : "");
+        snprintf(mine.draft_weights_hash, sizeof mine.draft_weights_hash, "%s", v[3]);
+    }
+    if (f == 0) *t = mine;
+    else if (!mine.target_config_hash[0] || !t->target_config_hash[0]) memset(t, 0, sizeof *t);
+    else if (strcmp(mine.target_config_hash, t->target_config_hash) || strcmp(mine.draft_weights_hash, t->draft_weights_hash)) {
+        err_set("%s: traces of target %s (config %s) and draft %s (weights %s), but %s's are of target %s (config %s) "
+                "and draft %s (weights %s): a classifier is trained on one pair's traces", paths[f], mine.target,
+                mine.target_config_hash, mine.draft, mine.draft_weights_hash, paths[0], t->target,
+                t->target_config_hash, t->draft, t->draft_weights_hash);
+        rc = -1;
+    }
+    for (int k = 0; k < 4; k++) free(v[k]);
+    return rc;
+}
+
 /* what training and evaluation use: token, local p and rank stay on disk */
 #define DS_FIELDS (TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT)
 
@@ -162,6 +191,7 @@ Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o) {
         }
         F->tree0 = ds->n_trees;
         ds->n_trees += F->n_trees;
+        if (trained_for_of(r, paths, f, &ds->trained_for)) goto fail;
     }
     ds->flag = xcalloc(ds->n_trees, 1);
     ds->first = xmalloc(sizeof(int64_t) * ds->n_trees);

@@ -69,6 +69,7 @@ typedef struct {
     double feat_mean[CLS_NFEAT], feat_std[CLS_NFEAT];
     double read_seconds;   /* time spent in trace_read_* */
     int64_t nodes_read;
+    ClsTrainedFor trained_for;   /* the traces' target and draft (empty when a file does not say) */
 } Dataset;
 
 Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o);

@@ -54,6 +54,14 @@ cJSON *classifier_to_json(const Classifier *c) {
     cJSON_AddStringToObject(j, "activation", "relu");
     cJSON_AddStringToObject(j, "output", "sigmoid");
     cJSON_AddNumberToObject(j, "threshold", (double)c->threshold);
+    const ClsTrainedFor *t = &c->trained_for;
+    if (t->target_config_hash[0]) {
+        cJSON *tf = cJSON_AddObjectToObject(j, "trained_for");
+        cJSON_AddStringToObject(tf, "target", t->target);
+        cJSON_AddStringToObject(tf, "target_config_hash", t->target_config_hash);
+        cJSON_AddStringToObject(tf, "draft", t->draft);
+        cJSON_AddStringToObject(tf, "draft_weights_hash", t->draft_weights_hash);
+    }
     cJSON *w = cJSON_AddObjectToObject(j, "weights");
     cJSON *w1 = cJSON_CreateArray();
     for (int i = 0; i < h; i++) cJSON_AddItemToArray(w1, float_array(c->fc1_w + 3 * i, 3));

@@ -230,6 +230,7 @@ static int run_prepare(Run *r) {
     r->ds = dataset_open(o->traces, o->n_traces, &dso);
     if (!r->ds) return -1;
     r->t_data += now_seconds() - t0;
+    r->cls->trained_for = r->ds->trained_for;
     if (r->ds->dropped_trees)
         fprintf(stderr, "spec-train: skipped %lld of %lld trees with non-finite features (%lld nodes); "
                 "see report data.skipped\n", (long long)r->ds->dropped_trees, (long long)r->ds->n_trees,
@@ -616,6 +617,9 @@ int train_run(const TrainOpts *o) {
         goto done;
     }
 
+    if (!r->cls->trained_for.target_config_hash[0])
+        fprintf(stderr, "spec-train: note: the traces do not name their target and draft; the weights file will not "
+                "either, and spec-eval cannot check that they are used with the right pair\n");
     if (write_outputs(r, sel)) goto done;
     rc = 0;
 done:

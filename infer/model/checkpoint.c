@@ -131,6 +131,16 @@ void st_close(SafeTensors *st) {
     free(st->files); free(st->tensors); free(st);
 }
 
+int st_weights_hash_hex(const char *path, char out[17]) {
+    SafeTensors *st = st_open(path);
+    if (!st) return -1;
+    uint64_t h = FNV1A_START;
+    for (int i = 0; i < st->nfiles; i++) h = fnv1a(st->files[i].map, st->files[i].size, h);
+    st_close(st);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
 const StTensor *st_find(const SafeTensors *st, const char *name) {
     for (int i = 0; i < st->ntensors; i++)
         if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];

@@ -46,6 +46,10 @@ typedef struct {
  * bytes. */
 SafeTensors *st_open(const char *path);
 void st_close(SafeTensors *st);
+/* Identity of a checkpoint's weights, FNV-1a 64 over its weight files as 16
+ * hex digits (a head retrained in place keeps its path and config.json but
+ * not this).  0, or -1 with err_set. */
+int st_weights_hash_hex(const char *path, char out[17]);
 const StTensor *st_find(const SafeTensors *st, const char *name);
 /* Finds a tensor and checks its dtype is one we compute with and its shape
  * equals the given dims (0-terminated list of up to 2 dims); errors name

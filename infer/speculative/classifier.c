@@ -1,4 +1,5 @@
 #include "infer/speculative/classifier.h"
+#include "infer/model/safetensors.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -119,6 +120,38 @@ static int get_num(const cJSON *o, const char *key, double def, double *out) {
     return 0;
 }
 
+/* One string field of "trained_for" into out (size bytes); a hash must be
+ * 16 hex digits.  Absent: empty. */
+static int trained_for_field(const char *path, const cJSON *o, const char *key, char *out, size_t size, int hash) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, key);
+    out[0] = 0;
+    if (!e) return 0;
+    if (!cJSON_IsString(e) || strlen(e->valuestring) >= size ||
+        (hash && (strlen(e->valuestring) != 16 || strspn(e->valuestring, "0123456789abcdef") != 16))) {
+        err_set("%s: trained_for.%s must be %s", path, key, hash ? "16 hex digits" : "a string");
+        return -1;
+    }
+    memcpy(out, e->valuestring, strlen(e->valuestring) + 1);
+    return 0;
+}
+
+static int read_trained_for(const char *path, const cJSON *j, ClsTrainedFor *t) {
+    memset(t, 0, sizeof *t);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "trained_for");
+    if (!o) return 0;
+    if (!cJSON_IsObject(o)) { err_set("%s: \"trained_for\" must be an object", path); return -1; }
+    if (trained_for_field(path, o, "target", t->target, sizeof t->target, 0) ||
+        trained_for_field(path, o, "target_config_hash", t->target_config_hash, sizeof t->target_config_hash, 1) ||
+        trained_for_field(path, o, "draft", t->draft, sizeof t->draft, 0) ||
+        trained_for_field(path, o, "draft_weights_hash", t->draft_weights_hash, sizeof t->draft_weights_hash, 1))
+        return -1;
+    if (!t->target_config_hash[0] || !t->draft_weights_hash[0]) {
+        err_set("%s: trained_for needs both target_config_hash and draft_weights_hash", path);
+        return -1;
+    }
+    return 0;
+}
+
 static Classifier *from_json(const char *path, const cJSON *j) {
     if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); return NULL; }
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
@@ -183,6 +216,7 @@ static Classifier *from_json(const char *path, const cJSON *j) {
     double thr;
     if (get_num(j, "threshold", 0.5, &thr)) { err_set("%s: \"threshold\" must be a number", path); goto fail; }
     c->threshold = (float)thr;
+    if (read_trained_for(path, j, &c->trained_for)) goto fail;
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
     if (!cJSON_IsObject(w)) { err_set("%s: missing \"weights\" object", path); goto fail; }
     float b2 = 0;
@@ -203,6 +237,26 @@ Classifier *classifier_load(const char *path) {
     Classifier *c = from_json(path, j);
     cJSON_Delete(j);
     return c;
+}
+
+int classifier_check_trained_for(const char *path, const char *target_dir, const char *target_config_hash,
+                                 const char *draft_dir, int *unknown) {
+    *unknown = 0;
+    Classifier *c = classifier_load(path);
+    if (!c) return -1;
+    const ClsTrainedFor t = c->trained_for;
+    classifier_free(c);
+    if (!t.target_config_hash[0]) { *unknown = 1; return 0; }
+    char draft_hash[17] = "";
+    if (draft_dir && st_weights_hash_hex(draft_dir, draft_hash)) return -1;
+    if (strcmp(t.target_config_hash, target_config_hash) || strcmp(t.draft_weights_hash, draft_hash)) {
+        err_set("%s was trained for target %s (config %s) with draft %s (weights %s), not for target %s (config %s) "
+                "with draft %s (weights %s): train one on traces of this pair, or pass --force",
+                path, t.target, t.target_config_hash, t.draft, t.draft_weights_hash, target_dir, target_config_hash,
+                draft_dir ? draft_dir : "(none)", draft_hash[0] ? draft_hash : "-");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- forward ---- */

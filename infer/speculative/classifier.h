@@ -25,8 +25,21 @@ typedef struct {
     float mean, std;   /* standardisation after the transform; std > 0 */
 } ClsFeature;
 
+/* What a classifier was trained for: the target and draft of the traces it
+ * was trained on, as spec-collect recorded them (trace_format.md); every
+ * field empty when the traces did not say (a file written before it was
+ * recorded, or synthetic traces).  A classifier ranks one draft's nodes for
+ * one target: used with others it silently prunes the wrong trees. */
+typedef struct {
+    char target[512];
+    char target_config_hash[17];   /* config.json's identity */
+    char draft[512];
+    char draft_weights_hash[17];   /* st_weights_hash_hex of the draft */
+} ClsTrainedFor;
+
 typedef struct {
     int hidden;
+    ClsTrainedFor trained_for;
     ClsFeature feat[CLS_NFEAT];
     float *fc1_w;      /* [hidden][3] */
     float *fc1_b;      /* [hidden] */
@@ -43,6 +56,12 @@ int cls_transform_parse(const char *s);
 /* Loads and validates a weights JSON file; NULL + err_set("FILE: ...") on
  * any problem. */
 Classifier *classifier_load(const char *path);
+/* Whether the classifier at path was trained for this target and draft
+ * (their config hash and weights hash): 0 when it was, or when its file
+ * does not say (then *unknown = 1); -1 with err_set naming both pairs when
+ * it was trained for others. */
+int classifier_check_trained_for(const char *path, const char *target_dir, const char *target_config_hash,
+                                 const char *draft_dir, int *unknown);
 /* A classifier of the given hidden size with zero weights and raw inputs
  * (callers fill in the weights); NULL if hidden is out of range. */
 Classifier *classifier_new(int hidden);
