@@ -89,6 +89,10 @@ hid_t tr_make_fapl(int unclosed);
 int tr_check_schema(const char *path, hid_t file, hid_t *dsets, int64_t n[NGROUPS]);
 void tr_close_dsets(hid_t *dsets);
 void tr_h5_err(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* A file HDF5 would not open: "PATH: WHAT: <HDF5's reason>", or for a
+ * truncated file, in a user's words, how much of it is there and what to
+ * do. */
+void tr_h5_open_err(const char *path, const char *what);
 
 /* ---- writer ---- */
 

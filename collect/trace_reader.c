@@ -14,7 +14,7 @@ TraceReader *trace_open(const char *path) {
     hid_t file = H5Fopen(path, mode, fapl);
     H5Pclose(fapl);
     if (file < 0) {
-        tr_h5_err("%s: cannot open as HDF5", path);
+        tr_h5_open_err(path, "cannot open as HDF5");
         return NULL;
     }
     TraceReader *r = xcalloc(1, sizeof *r);

@@ -81,6 +81,21 @@ void tr_h5_err(const char *fmt, ...) {
     else err_set("%s", msg);
 }
 
+void tr_h5_open_err(const char *path, const char *what) {
+    const char *why = tr_h5_reason();
+    long long have, want;
+    const char *t = strstr(why, "truncated file: eof = ");
+    const char *s = t ? strstr(t, "stored_eof = ") : NULL;
+    if (t && s && sscanf(t, "truncated file: eof = %lld", &have) == 1 && sscanf(s, "stored_eof = %lld", &want) == 1) {
+        err_set("%s: truncated: %lld of the %lld bytes it was written with are there (an interrupted copy or "
+                "download?); it can be neither read nor resumed: copy it again, or collect anew into a new file",
+                path, have, want);
+        return;
+    }
+    if (*why) err_set("%s: %s: %s", path, what, why);
+    else err_set("%s: %s", path, what);
+}
+
 /* HDF5's error reports go to record_reason on this thread (HDF5 keeps the
  * setting per thread; a thread that never set it prints HDF5's stack). */
 void tr_h5_errors_here(void) {

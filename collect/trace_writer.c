@@ -454,7 +454,7 @@ TraceWriter *trace_resume(const char *path) {
     w->file = H5Fopen(path, H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl);
     H5Pclose(fapl);
     if (w->file < 0) {
-        tr_h5_err("%s: cannot open for writing (SWMR, needs a file written by trace_create)", path);
+        tr_h5_open_err(path, "cannot open for writing (SWMR, needs a file written by trace_create)");
         writer_free(w);
         return NULL;
     }

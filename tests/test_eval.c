@@ -382,6 +382,23 @@ static void test_batched_decoding(void) {
                          "--check-lossless %s", bin_dir(), base, qs, policies[p]);
         CHECK(rc == 0, "--batch 3 %s: exit %d: %s", policies[p], rc, err);
     }
+    /* one benchmark, batched: one row, with its speed and speedup, no "all" */
+    char table[128];
+    snprintf(table, sizeof table, "%s.table", qs);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/spec-eval %s --policy ar --questions %s --batch 3 > %s 2>/dev/null", bin_dir(), base, qs, table);
+    const int rc0 = system(cmd);
+    char *t = read_text_file(table, NULL);
+    REQUIRE(rc0 == 0 && t, "batched table run failed");
+    const char *row = strstr(t, "\nc2t_evalb");
+    CHECK(row && !strstr(t, "\nall ") && count_lines(t) == 3, "one benchmark, batched: %s", t);
+    if (row) {
+        double g, tau, v, sp;
+        CHECK(sscanf(strchr(row + 1, ' '), "%lf %lf %lf %lfx", &g, &tau, &v, &sp) == 4 && v > 0 && sp > 0,
+              "the row lacks speed or speedup: %s", row + 1);
+    }
+    free(t);
+    unlink(table);
     const char *runs[] = {"--policy eagle2 --topk 4 --depth 3 --total 16 --draft tests/ckpt/tiny_chat_eagle",
                           "--policy chain --draft-len 4 --draft tests/ckpt/tiny_chat_draft --draft-kind lm"};
     const char *modes[] = {"--batch 1", "--batch 3", "--batch 3 --static-batches", "--batch 16"};

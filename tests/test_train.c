@@ -695,7 +695,7 @@ static void test_bad_input(void) {
     fclose(f);
     free(bytes);
     rc = run_cmd(err, sizeof err, "%s/spec-train --traces %s --out %s --quiet", bin_dir(), cut, out);
-    CHECK_ONE_LINE_ERROR(rc, err, "truncated file");
+    CHECK_ONE_LINE_ERROR(rc, err, "truncated: ");
     CHECK(strstr(err, cut) != NULL, "truncated: error does not name the file: %s", err);
     free(flip); free(cut);
     /* log transform of a negative input would be NaN: counted the same way */

@@ -356,19 +356,30 @@ void eval_result_free(EvalResult *r) {
     r->report = NULL;
 }
 
+/* One row of the table; "-" where the totals have no time of their own (a
+ * benchmark of a batched run). */
+static void table_row(FILE *f, const char *name, const EvalTotals *t) {
+    char sp[16] = "-", v[16] = "-";
+    if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", eval_speedup(t));
+    if (t->run.t.total > 0) snprintf(v, sizeof v, "%.1f", eval_speed(t));
+    fprintf(f, "%-16s %10.2f %8.2f %10s %9s\n", name, t->run.gamma / 1000.0, decode_stats_tau(&t->run), v, sp);
+}
+
 void eval_print_table(const EvalResult *r, const Policy *policy, const SessionConfig *cfg, FILE *f) {
     fprintf(f, "policy %s  (target %s%s%s)\n", policy->name, cfg->target_dir, cfg->draft_dir ? ", draft " : "",
             cfg->draft_dir ? cfg->draft_dir : "");
     fprintf(f, "%-16s %10s %8s %10s %9s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup");
-    for (int i = 0; i <= r->n_bench; i++) {
-        if (i == r->n_bench && r->n_bench == 1 && r->per[0].run.t.total > 0) break;   /* "all" would repeat it */
-        const EvalTotals *t = i < r->n_bench ? &r->per[i] : &r->all;
-        char sp[16] = "-", v[16] = "-";   /* a batched run's benchmarks have no time of their own */
-        if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", eval_speedup(t));
-        if (t->run.t.total > 0) snprintf(v, sizeof v, "%.1f", eval_speed(t));
-        fprintf(f, "%-16s %10.2f %8.2f %10s %9s\n", i < r->n_bench ? r->names[i] : "all", t->run.gamma / 1000.0,
-                decode_stats_tau(&t->run), v, sp);
+    if (r->n_bench == 1) {   /* its totals are the run's, timed even when batched */
+        table_row(f, r->names[0], &r->all);
+        return;
     }
+    int untimed = 0;
+    for (int i = 0; i < r->n_bench; i++) {
+        table_row(f, r->names[i], &r->per[i]);
+        untimed |= r->per[i].run.t.total <= 0;
+    }
+    table_row(f, "all", &r->all);
+    if (untimed) fprintf(f, "(batched: the benchmarks' turns overlap in time, so only \"all\" has a speed)\n");
 }
 
 int eval_csv_check(const char *path) {
