@@ -59,7 +59,11 @@ static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int 
     for (int i = 1; i < n_path; i++) nodes[path[i] - 1].accepted = 1;
     qt->trees[qt->n_trees++] = (TraceTree){.turn = (int16_t)qt->turn, .cycle = cycle, .n_nodes = n, .accept_len = n_path - 1};
     qt->n_nodes += n;
-    qt->run->t_features += now_seconds() - t0;
+    CollectRun *r = qt->run;
+    r->t_features += now_seconds() - t0;
+    char extra[96];   /* a line every 10 s even while one question takes longer */
+    snprintf(extra, sizeof extra, "trees %lld  records %lld written", (long long)r->trees, (long long)r->records);
+    progress_update(&r->bar, r->skip + r->next, extra);
     return 0;
 }
 

@@ -295,6 +295,8 @@ static void test_first_hour_messages(void) {
     /* progress into a file: whole lines, no carriage returns; --quiet: none */
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --questions %s", bin_dir(), base, qfile);
     CHECK(rc == 0 && strstr(err, "spec-eval turns 3/3") && !strchr(err, '\r'), "progress into a file: %s", err);
+    CHECK(strstr(err, " turns/s ") && !strstr(strstr(err, "spec-eval turns 3/3") + 1, "spec-eval turns 3/3"),
+          "the rate names its unit and the last line comes once: %s", err);
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --no-baseline --quiet --questions %s", bin_dir(), base, qfile);
     CHECK(rc == 0 && !strstr(err, "spec-eval turns"), "--quiet still shows progress: %s", err);
     /* --csv: a speedup column (empty without the baseline); a file of another header refused */
@@ -574,6 +576,35 @@ static void test_classifier_provenance(void) {
     if (system(cmd)) {}
 }
 
+/* Progress lines into a file: the unit is the label's last word, a line
+ * is written when 10 s have passed (here: made to have passed), and the
+ * end is not written again when the last line already said it. */
+static void test_progress_lines(void) {
+    char path[] = "/tmp/c2t_progressXXXXXX";
+    const int fd = mkstemp(path), saved = dup(2);
+    fflush(stderr);
+    dup2(fd, 2);
+    Progress p;
+    progress_start(&p, "reading traces (nodes)", 100);
+    p.last -= 11;
+    progress_update(&p, 100, "x");
+    progress_end(&p, 100, "x");   /* said already */
+    progress_start(&p, "spec-eval turns", 4);
+    progress_update(&p, 1, NULL);  /* within 10 s: nothing */
+    progress_end(&p, 4, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    char *t = read_text_file(path, NULL);
+    unlink(path);
+    REQUIRE(t, "no progress file");
+    CHECK(count_lines(t) == 2, "want 2 lines (one per bar), got: %s", t);
+    CHECK(strstr(t, "reading traces (nodes) 100/100  ") && strstr(t, " nodes/s "), "unit nodes/s: %s", t);
+    CHECK(strstr(t, "spec-eval turns 4/4  ") && strstr(t, " turns/s ") && !strstr(t, "turns 1/4"), "turns: %s", t);
+    free(t);
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
@@ -581,6 +612,7 @@ int main(void) {
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
     RUN(test_usage_errors_worded_alike);
     RUN(test_template_notice_once_on_success);
+    RUN(test_progress_lines);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);

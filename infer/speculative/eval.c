@@ -16,7 +16,20 @@ typedef struct {
     Progress *prog;
     EvalResult *r;
     const char *bench_name;
+    int in_ar;                /* the ar baseline is decoding (progress line) */
 } EvalCtx;
+
+/* Every cycle of a turn: the progress line (rate-limited there), so that a
+ * long turn still shows one every 10 s, saying which decoder runs. */
+static int eval_tick(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)t; (void)path; (void)n_path; (void)cycle;
+    EvalCtx *c = vctx;
+    char extra[96];
+    if (c->in_ar) snprintf(extra, sizeof extra, "ar baseline of turn %lld", (long long)c->r->turns + 1);
+    else snprintf(extra, sizeof extra, "tau %.2f gamma %.1fk", decode_stats_tau(&c->bench.run), c->bench.run.gamma / 1000.0);
+    progress_update(c->prog, c->r->turns, extra);
+    return 0;
+}
 
 static void stage_times_json(cJSON *o, const StageTimes *t) {
     cJSON_AddNumberToObject(o, "wall_s", t->total);
@@ -112,7 +125,9 @@ static int baseline_turn(EvalCtx *c, const Question *q, int turn, const int32_t 
     int *p = xmalloc(sizeof(int) * np), *ref = xmalloc(sizeof(int) * (c->s->cfg.max_new + 1));
     for (size_t i = 0; i < np; i++) p[i] = prompt[i];
     DecodeStats ast;
+    c->in_ar = 1;
     int nr = decoder_run(c->ar, p, (int)np, c->s->cfg.max_new, ref, &ast);
+    c->in_ar = 0;
     free(p);
     const char *failure = backend_failure(c->s->target->be);
     if (failure) err_set("ar baseline: %s backend failed: %s", c->s->target->be->name, failure);
@@ -328,6 +343,10 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     Progress prog;
     progress_start(&prog, "spec-eval turns", total_turns);
     EvalCtx ctx = {.s = s, .ar = ar, .check_lossless = o->check_lossless, .prog = &prog, .r = r};
+    for (Decoder *d = dec; d; d = d == dec ? ar : NULL) {   /* single-sequence runs: a line every 10 s */
+        d->hook = eval_tick;
+        d->hook_ctx = &ctx;
+    }
     r->n_bench = n;
     for (int i = 0; i < n; i++) benchmark_name(files[i], r->names[i], sizeof r->names[i]);
     if (batched) {

@@ -138,21 +138,31 @@ static int progress_off;
 void progress_quiet(int on) { progress_off = on; }
 
 void progress_start(Progress *p, const char *label, int64_t total) {
+    memset(p, 0, sizeof *p);
     p->label = label;
     p->total = total;
     p->t0 = p->last = now_seconds();
     p->tty = isatty(2);
+    const char *w = strrchr(label, ' ');
+    w = w ? w + 1 : label;
+    w += *w == '(';
+    snprintf(p->unit, sizeof p->unit, "%.*s", (int)strcspn(w, ")"), w);
 }
 
 static void progress_print(Progress *p, int64_t done, const char *extra, int final) {
     if (progress_off) return;
+    if (final && !p->tty && p->printed && p->printed_done == done && !strcmp(p->printed_extra, extra ? extra : ""))
+        return;   /* the last line said it all */
     double t = now_seconds(), el = t - p->t0;
     double rate = el > 0 ? done / el : 0;
     double eta = (rate > 0 && p->total > done) ? (p->total - done) / rate : 0;
-    fprintf(stderr, "%s%s %lld/%lld  %.1f/s  elapsed %.0fs  ETA %.0fs%s%s%s", p->tty ? "\r" : "",
-            p->label, (long long)done, (long long)p->total, rate, el, eta,
+    fprintf(stderr, "%s%s %lld/%lld  %.*f %s/s  elapsed %.0fs  ETA %.0fs%s%s%s", p->tty ? "\r" : "",
+            p->label, (long long)done, (long long)p->total, rate < 10 ? 2 : 1, rate, p->unit, el, eta,
             extra ? "  " : "", extra ? extra : "", final || !p->tty ? "\n" : "");
     fflush(stderr);
+    p->printed = 1;
+    p->printed_done = done;
+    snprintf(p->printed_extra, sizeof p->printed_extra, "%s", extra ? extra : "");
 }
 
 void progress_update(Progress *p, int64_t done, const char *extra) {

@@ -56,16 +56,24 @@ uint64_t fnv1a(const void *data, size_t n, uint64_t h);
 
 double now_seconds(void);
 
-/* A progress line on stderr: "label done/total rate/s ETA".  On a terminal
- * it is redrawn in place, at most twice a second; where stderr is a file or a
- * pipe, a whole line is written every 10 s and at the end, so a log holds no
- * carriage returns.  progress_quiet(1) silences every bar (the commands'
- * --quiet). */
+/* A progress line on stderr: "label done/total rate unit/s ETA", the unit
+ * being the label's last word ("spec-eval turns": turns/s; "reading traces
+ * (nodes)": nodes/s).  On a terminal it is redrawn in place, at most twice a
+ * second; where stderr is a file or a pipe, a whole line is written at most
+ * every 10 s and at the end (not again when the last line already said it),
+ * so a log holds no carriage returns.  progress_update may be called as
+ * often as wanted (a decoding loop calls it every cycle, so that a long
+ * item still shows a line every 10 s).  progress_quiet(1) silences every bar
+ * (the commands' --quiet). */
 typedef struct {
     const char *label;
+    char unit[32];
     int64_t total;
     double t0, last;
     int tty;
+    int printed;              /* a line was written */
+    int64_t printed_done;     /* ... at this count */
+    char printed_extra[256];  /* ... with this extra */
 } Progress;
 void progress_quiet(int on);
 void progress_start(Progress *p, const char *label, int64_t total);
