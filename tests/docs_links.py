@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Check relative links (files and #anchors) in Markdown files, with GitHub-style heading slugs.
+"""Check relative links (files and #anchors) in Markdown files, with GitHub-style heading slugs
+and explicit <a id="..."></a> anchors.  A link into docs/results.md must name an explicit anchor:
+its sections are titled by run and date, and a title that changes must not break links.
 
     python3 tests/docs_links.py README.md docs/*.md docs/paper/report.md
 
@@ -15,8 +17,10 @@ def slug(h):
         if ch in ' -': out.append('-' if ch == ' ' else ch)
         elif ch == '_' or cat[0] in 'LN': out.append(ch)
     return ''.join(out)
+def explicit_anchors(path):
+    return set(re.findall(r'<a id="([^"]+)"></a>', open(path, encoding='utf-8').read()))
 def anchors(path):
-    a, seen = set(), {}
+    a, seen = explicit_anchors(path), {}
     incode = False
     for line in open(path, encoding='utf-8'):
         if line.startswith('```'): incode = not incode; continue
@@ -42,4 +46,6 @@ for f in sys.argv[1:]:
             if not target.endswith('.md'): print(f'{f}: anchor on non-md {url}'); bad += 1; continue
             if frag not in anchors(target):
                 print(f'{f}: missing anchor {url}'); bad += 1
+            elif target == os.path.normpath('docs/results.md') and frag not in explicit_anchors(target):
+                print(f'{f}: {url} names a section title; link to an explicit <a id> anchor of results.md'); bad += 1
 print(f'{n} relative links checked, {bad} broken'); sys.exit(1 if bad else 0)
