@@ -262,6 +262,7 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     r.skip = (int)skip;
     shard_questions(sets, files, n, o, r.skip, &r);
     progress_start(&r.bar, "spec-collect questions", mine);
+    r.bar.base = r.skip;
     r.t0 = now_seconds();
     if (batched) {
         const Question **qs = xcalloc(r.n ? r.n : 1, sizeof *qs);

@@ -48,6 +48,8 @@ CLI_QUESTIONS_HELP
 "  --static-batches       with --batch: a new group of N questions only when the last is done\n"
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
+"  --repeats N            A/B pairs per question (batched: per run) for the speedup (default 1):\n"
+"                         the policy and ar decode each prompt N times each, in alternating order\n"
 "  --force                use a --classifier trained for another target or draft (refused otherwise)\n"
 "  --json OUT             report: settings, model identities, per-question figures\n"
 "  --csv FILE             append one row \"" EVAL_CSV_HEADER "\" (header if\n"
@@ -68,13 +70,13 @@ typedef struct {
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
-           O_BATCH, O_STATIC, O_FORCE };
+           O_BATCH, O_STATIC, O_FORCE, O_REPEATS };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
-        {"force", 0, 0, O_FORCE},
+        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
@@ -97,6 +99,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_BATCH: a->eval.batch.slots = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
         case O_STATIC: a->eval.batch.static_batches = 1; break;
         case O_FORCE: a->force = 1; break;
+        case O_REPEATS: a->eval.repeats = (int)cli_int(prog, "--repeats", optarg, 1, 1000); break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             a->label = optarg;
@@ -114,6 +117,9 @@ static void check_args(const EvalArgs *a) {
     if (!a->qs.n) die(prog, "at least one --questions file is required");
     if (a->eval.check_lossless && a->cfg.sp.temperature > 0) die(prog, "--check-lossless needs --temperature 0");
     if (a->eval.check_lossless && !a->eval.baseline) die(prog, "--check-lossless needs the ar baseline (drop --no-baseline)");
+    if (a->eval.repeats > 1 && a->cfg.sp.temperature > 0)
+        die(prog, "--repeats needs --temperature 0 (a repeated sampled turn would draw other tokens)");
+    if (a->eval.repeats > 1 && !a->eval.baseline) die(prog, "--repeats times A/B pairs: drop --no-baseline");
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
     if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
@@ -158,6 +164,11 @@ int main(int argc, char **argv) {
     check_classifier(policy, &s, &a);
     if (eval_run(&s, policy, sets, a.qs.files, a.qs.n, &a.eval, &r)) die_err(prog);
     eval_print_table(&r, policy, &a.cfg, stdout);
+    const Speedup *sp = &r.all.speedup;
+    if (speedup_unstable(sp))
+        fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f]: unstable (the 95%% interval reaches beyond +-%.0f%%), the machine "
+                "is busy or the run is short; rerun, or use --repeats or more questions\n", prog, sp->median, sp->lo,
+                sp->hi, 100 * SPEEDUP_UNSTABLE);
     if (a.csv_out && eval_csv_append(a.csv_out, a.label, policy, &r)) die_err(prog);
     if (a.json_out && eval_json_write(a.json_out, &r)) die_err(prog);
     if (a.eval.check_lossless && !r.lossless_failures)

@@ -3,6 +3,7 @@
 #include "tests/harness.h"
 #include "kernels/base/util.h"
 #include "infer/speculative/classifier.h"
+#include "infer/speculative/speedup.h"
 #include <cjson/cJSON.h>
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
@@ -310,13 +311,16 @@ static void test_first_hour_messages(void) {
     REQUIRE(rc == 0, "--csv without the baseline: %s", err);
     char *text = read_text_file(csv, NULL);
     REQUIRE(text, "%s", err_get());
-    char h[64], r1[256], r2[256];
-    int got = sscanf(text, "%63[^\n]\n%255[^\n]\n%255[^\n]", h, r1, r2);
-    double sp = 0;
-    const char *last1 = strrchr(r1, ','), *last2 = strrchr(r2, ',');
-    CHECK(got == 3 && !strcmp(h, "policy,param,value,tau,gamma,v,speedup"), "header: %s", text);
-    CHECK(got == 3 && last1 && sscanf(last1 + 1, "%lf", &sp) == 1 && sp > 0, "speedup with the baseline: %s", r1);
-    CHECK(got == 3 && last2 && last2[1] == 0 && !strncmp(r2, "ar,-,-,", 7), "empty speedup without it: %s", r2);
+    char h[128], r1[256], r2[256];
+    int got = sscanf(text, "%127[^\n]\n%255[^\n]\n%255[^\n]", h, r1, r2);
+    double sp = 0, lo = 0, hi = 0, tau, v;
+    long long gamma;
+    CHECK(got == 3 && !strcmp(h, "policy,param,value,tau,gamma,v,speedup,speedup_lo,speedup_hi"), "header: %s", text);
+    CHECK(got == 3 && sscanf(r1, "ar,k,1,%lf,%lld,%lf,%lf,%lf,%lf", &tau, &gamma, &v, &sp, &lo, &hi) == 6 && sp > 0 &&
+          lo <= sp && sp <= hi, "speedup and its interval with the baseline: %s", r1);
+    const size_t l2 = strlen(r2);
+    CHECK(got == 3 && l2 > 3 && !strcmp(r2 + l2 - 3, ",,,") && !strncmp(r2, "ar,-,-,", 7),
+          "empty speedup columns without it: %s", r2);
     free(text);
     write_file(csv, "policy,param,value,tau,gamma,v\nar,-,-,1.0,0,10\n");
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s --csv %s", bin_dir(), base, qfile, csv);
@@ -605,6 +609,50 @@ static void test_progress_lines(void) {
     free(t);
 }
 
+/* A synthetic timer: a machine whose speed halves over the run, the policy
+ * truly 1.3x ar.  Pairs run in the order ab_ar_first gives (ABBA): the
+ * median lands on 1.3 and its interval covers it.  The same pairs always
+ * run policy first: every pair's second side runs on a slower machine, and
+ * the interval excludes the truth — what alternating is for.  Identical
+ * pairs give a zero-width interval; no pairs, no speedup. */
+static double machine_speed(double t) { return 1.0 / (1.0 + t / 4000.0); }   /* work units per second */
+static void synthetic_pairs(AbPair *p, int n, int alternate, double truth) {
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        const double ar_work = 1.0, policy_work = 1.0 / truth;   /* per token: the policy does less */
+        const int ar_first = alternate ? ab_ar_first(i) : 0;
+        for (int side = 0; side < 2; side++) {
+            const int is_ar = (side == 0) == (ar_first != 0);
+            const double s = (is_ar ? ar_work : policy_work) * 100 / machine_speed(t);
+            t += s;
+            if (is_ar) { p[i].ar_s = s; p[i].ar_tokens = 100; }
+            else { p[i].policy_s = s; p[i].policy_tokens = 100; }
+        }
+    }
+}
+
+static void test_speedup_ab_synthetic(void) {
+    enum { N = 40 };
+    AbPair p[N];
+    synthetic_pairs(p, N, 1, 1.3);
+    Speedup s = speedup_estimate(p, N);
+    CHECK(s.n == N && fabs(s.median - 1.3) < 0.02 && s.lo <= 1.3 && s.hi >= 1.3,
+          "ABBA: %.4f [%.4f, %.4f] over %d pairs, want 1.3 inside", s.median, s.lo, s.hi, s.n);
+    synthetic_pairs(p, N, 0, 1.3);
+    Speedup b = speedup_estimate(p, N);
+    CHECK(b.hi < 1.3 || b.lo > 1.3, "policy always first: %.4f [%.4f, %.4f] should be biased off 1.3", b.median, b.lo, b.hi);
+    printf("# truth 1.3 on a machine slowing 3x over the run: ABBA %.3f [%.3f, %.3f], policy always first %.3f [%.3f, %.3f]\n",
+           s.median, s.lo, s.hi, b.median, b.lo, b.hi);
+    for (int i = 0; i < N; i++) p[i] = (AbPair){2.0, 1.0, 100, 100};
+    Speedup c = speedup_estimate(p, N);
+    CHECK(c.median == 0.5 && c.lo == 0.5 && c.hi == 0.5 && !speedup_unstable(&c), "identical pairs: %g [%g, %g]",
+          c.median, c.lo, c.hi);
+    p[0] = (AbPair){0, 1.0, 100, 100};
+    CHECK(speedup_estimate(p, 1).n == 0, "a pair without a time counts");
+    Speedup w = {10, 1.0, 0.85, 1.02};
+    CHECK(speedup_unstable(&w), "an interval reaching 15%% below is unstable");
+}
+
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
@@ -613,6 +661,7 @@ int main(void) {
     RUN(test_usage_errors_worded_alike);
     RUN(test_template_notice_once_on_success);
     RUN(test_progress_lines);
+    RUN(test_speedup_ab_synthetic);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);

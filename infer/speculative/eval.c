@@ -7,11 +7,26 @@
 #include <string.h>
 #include <time.h>
 
+/* A growing list of A/B pairs. */
+typedef struct { AbPair *p; int n, cap; } Pairs;
+
+static void pairs_add(Pairs *l, const AbPair *p, int n) {
+    if (l->n + n > l->cap) {
+        l->cap = 2 * (l->n + n);
+        l->p = xrealloc(l->p, sizeof(AbPair) * l->cap);
+    }
+    memcpy(l->p + l->n, p, sizeof(AbPair) * n);
+    l->n += n;
+}
+
 typedef struct {
     Session *s;
     Decoder *ar;              /* baseline, NULL without it */
     int check_lossless;
+    int repeats;              /* A/B pairs per question */
     EvalTotals bench;
+    Pairs bench_pairs, all_pairs;
+    int64_t pairs_done;       /* over the run: the next pair's number (its order) */
     cJSON *jq;                /* the current question's turn list */
     Progress *prog;
     EvalResult *r;
@@ -53,12 +68,9 @@ static cJSON *stats_json(const DecodeStats *st) {
     return o;
 }
 
-double eval_speed(const EvalTotals *t) { return t->run.t.total > 0 ? t->run.new_tokens / t->run.t.total : 0; }
+double eval_speed(const EvalTotals *t) { return t->decode_s > 0 ? t->run.new_tokens / t->decode_s : 0; }
 
-double eval_speedup(const EvalTotals *t) {
-    if (!(t->ar_wall > 0) || t->ar_tokens <= 0) return 0;
-    return eval_speed(t) / (t->ar_tokens / t->ar_wall);
-}
+double eval_speedup(const EvalTotals *t) { return t->speedup.n ? t->speedup.median : 0; }
 
 static cJSON *totals_json(const EvalTotals *t) {
     cJSON *o = cJSON_CreateObject();
@@ -67,18 +79,29 @@ static cJSON *totals_json(const EvalTotals *t) {
     cJSON_AddNumberToObject(o, "gamma", (double)t->run.gamma);
     cJSON_AddNumberToObject(o, "tau", decode_stats_tau(&t->run));
     cJSON_AddNumberToObject(o, "v", eval_speed(t));
+    cJSON_AddNumberToObject(o, "decode_s", t->decode_s);
     stage_times_json(o, &t->run.t);
-    if (t->ar_wall > 0) {
-        cJSON_AddNumberToObject(o, "v_ar", t->ar_tokens / t->ar_wall);
-        cJSON_AddNumberToObject(o, "speedup", eval_speedup(t));
+    if (t->ar_decode_s > 0) {
+        cJSON_AddNumberToObject(o, "v_ar", t->ar_tokens / t->ar_decode_s);
+        cJSON_AddNumberToObject(o, "ar_decode_s", t->ar_decode_s);
+        cJSON_AddNumberToObject(o, "ar_prefill_s", t->ar_prefill_s);
+    }
+    if (t->speedup.n) {
+        cJSON_AddNumberToObject(o, "speedup", t->speedup.median);
+        cJSON *ci = cJSON_AddArrayToObject(o, "speedup_ci95");
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(t->speedup.lo));
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(t->speedup.hi));
+        cJSON_AddNumberToObject(o, "speedup_pairs", t->speedup.n);
     }
     return o;
 }
 
 static void totals_add(EvalTotals *sum, const EvalTotals *x) {
     decode_stats_add(&sum->run, &x->run);
+    sum->decode_s += x->decode_s;
     sum->ar_tokens += x->ar_tokens;
-    sum->ar_wall += x->ar_wall;
+    sum->ar_decode_s += x->ar_decode_s;
+    sum->ar_prefill_s += x->ar_prefill_s;
 }
 
 /* Every setting that shapes the run: models, template, the policy's own
@@ -108,6 +131,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOp
     }
     cJSON_AddNumberToObject(o, "batch", eo->batch.slots);
     cJSON_AddBoolToObject(o, "static_batches", eo->batch.static_batches);
+    cJSON_AddNumberToObject(o, "repeats", eo->repeats > 1 ? eo->repeats : 1);
     cJSON_AddNumberToObject(o, "max_new_tokens", cfg->max_new);
     cJSON_AddNumberToObject(o, "temperature", cfg->sp.temperature);
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
@@ -119,51 +143,108 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOp
     return o;
 }
 
-/* The ar baseline of one turn: its time, and whether its tokens equal out. */
-static int baseline_turn(EvalCtx *c, const Question *q, int turn, const int32_t *prompt, size_t np,
-                         const int *out, int n, cJSON *jt) {
-    int *p = xmalloc(sizeof(int) * np), *ref = xmalloc(sizeof(int) * (c->s->cfg.max_new + 1));
+/* One decode of prompt[0..np) by dec into out; -1 with err_set naming the
+ * question and turn on a decoding or backend failure. */
+static int decode_turn(const Session *s, Decoder *dec, const Question *q, int turn, const char *who,
+                       const int32_t *prompt, size_t np, int *out, DecodeStats *st) {
+    int *p = xmalloc(sizeof(int) * (np ? np : 1));
     for (size_t i = 0; i < np; i++) p[i] = prompt[i];
-    DecodeStats ast;
-    c->in_ar = 1;
-    int nr = decoder_run(c->ar, p, (int)np, c->s->cfg.max_new, ref, &ast);
-    c->in_ar = 0;
+    int n = decoder_run(dec, p, (int)np, s->cfg.max_new, out, st);
     free(p);
-    const char *failure = backend_failure(c->s->target->be);
-    if (failure) err_set("ar baseline: %s backend failed: %s", c->s->target->be->name, failure);
-    if (nr < 0 || failure) { free(ref); return -1; }
-    c->bench.ar_tokens += ast.new_tokens;
-    c->bench.ar_wall += ast.t.total;
-    cJSON_AddNumberToObject(jt, "ar_wall_s", ast.t.total);
-    cJSON_AddNumberToObject(jt, "ar_new_tokens", (double)ast.new_tokens);
-    if (c->check_lossless) {
-        int same = nr == n;
-        for (int i = 0; same && i < n; i++) same = ref[i] == out[i];
-        cJSON_AddBoolToObject(jt, "lossless", same);
-        if (!same) {
-            c->r->lossless_failures++;
-            fprintf(stderr, "\nspec-eval: NOT LOSSLESS: %s question %s turn %d differs from ar\n", c->bench_name, q->id, turn + 1);
-        }
+    const char *failure = backend_failure(s->target->be);
+    if (failure) {
+        err_set("question %s turn %d (%s): %s backend failed: %s", q->id, turn + 1, who, s->target->be->name, failure);
+        return -1;
     }
-    free(ref);
-    return 0;
+    if (n < 0) err_set("question %s turn %d (%s): %s", q->id, turn + 1, who, err_get());
+    return n;
 }
 
-static int on_turn(void *vctx, const Question *q, int turn, const int32_t *prompt, size_t np,
-                   const int *out, int n, const DecodeStats *st) {
-    EvalCtx *c = vctx;
+static int run_ar(EvalCtx *c, const Question *q, int turn, const int32_t *prompt, size_t np, int *out, DecodeStats *st) {
+    c->in_ar = 1;
+    const int n = decode_turn(c->s, c->ar, q, turn, "ar baseline", prompt, np, out, st);
+    c->in_ar = 0;
+    return n;
+}
+
+/* A decoded turn into the report and the totals: the policy's stats and
+ * tokens, ar's time, and whether ar's tokens (ref, nr) equal the policy's. */
+static void record_turn(EvalCtx *c, const Question *q, int turn, size_t np, const int *out, int n,
+                        const DecodeStats *st, const int *ref, int nr, const DecodeStats *ast) {
     decode_stats_add(&c->bench.run, st);
+    c->bench.decode_s += st->t.total - st->t.prefill;
     cJSON *jt = stats_json(st);
     cJSON_AddNumberToObject(jt, "turn", turn + 1);   /* 1-based, as every message counts turns */
     cJSON_AddNumberToObject(jt, "prompt_tokens", (double)np);
     cJSON_AddItemToObject(jt, "output_ids", cJSON_CreateIntArray(out, n));
-    if (c->ar && baseline_turn(c, q, turn, prompt, np, out, n, jt)) { cJSON_Delete(jt); return -1; }
+    if (c->ar) {
+        c->bench.ar_tokens += ast->new_tokens;
+        c->bench.ar_decode_s += ast->t.total - ast->t.prefill;
+        c->bench.ar_prefill_s += ast->t.prefill;
+        cJSON_AddNumberToObject(jt, "ar_wall_s", ast->t.total);
+        cJSON_AddNumberToObject(jt, "ar_prefill_s", ast->t.prefill);
+        cJSON_AddNumberToObject(jt, "ar_new_tokens", (double)ast->new_tokens);
+        if (c->check_lossless) {
+            int same = nr == n;
+            for (int i = 0; same && i < n; i++) same = ref[i] == out[i];
+            cJSON_AddBoolToObject(jt, "lossless", same);
+            if (!same) {
+                c->r->lossless_failures++;
+                fprintf(stderr, "\nspec-eval: NOT LOSSLESS: %s question %s turn %d differs from ar\n", c->bench_name, q->id,
+                        turn + 1);
+            }
+        }
+    }
     cJSON_AddItemToArray(c->jq, jt);
     c->r->turns++;
     char extra[96];
     snprintf(extra, sizeof extra, "tau %.2f gamma %.1fk", decode_stats_tau(&c->bench.run), c->bench.run.gamma / 1000.0);
     progress_update(c->prog, c->r->turns, extra);
-    return 0;
+}
+
+/* Every turn of q: the policy's decode and ar's on the same prompt, as
+ * c->repeats A/B pairs in alternating order (ab_ar_first); the first pair's
+ * policy decode is the turn's output, the next turn's prompt holds it.  The
+ * question's pairs (decode times summed over its turns) go to the
+ * benchmark's list. */
+static int eval_question(EvalCtx *c, Decoder *dec, const Question *q) {
+    Session *s = c->s;
+    const int R = c->repeats;
+    const char **answers = xcalloc(q->n_turns, sizeof(char *));
+    int *out = xmalloc(sizeof(int) * (s->cfg.max_new + 1)), *ref = xmalloc(sizeof(int) * (s->cfg.max_new + 1)),
+        *scratch = xmalloc(sizeof(int) * (s->cfg.max_new + 1));
+    AbPair *qp = xcalloc(R, sizeof *qp);
+    int rc = 0;
+    for (int turn = 0; turn < q->n_turns && !rc; turn++) {
+        int32_t *ids = NULL;
+        size_t np = 0;
+        if ((rc = session_prompt(s, q, answers, turn, &ids, &np))) break;
+        DecodeStats st = {0}, ast = {0};
+        int n = 0, nr = 0;
+        for (int r = 0; r < R && !rc; r++) {
+            const int ar_first = c->ar && ab_ar_first(c->pairs_done + r);
+            DecodeStats pst, rst = {0};
+            int np_out = 0, nr_out = 0;
+            if (ar_first && (nr_out = run_ar(c, q, turn, ids, np, r ? scratch : ref, &rst)) < 0) { rc = -1; break; }
+            if ((np_out = decode_turn(s, dec, q, turn, "policy", ids, np, r ? scratch : out, &pst)) < 0) { rc = -1; break; }
+            if (c->ar && !ar_first && (nr_out = run_ar(c, q, turn, ids, np, r ? scratch : ref, &rst)) < 0) { rc = -1; break; }
+            qp[r].policy_s += pst.t.total - pst.t.prefill;
+            qp[r].policy_tokens += pst.new_tokens;
+            qp[r].ar_s += rst.t.total - rst.t.prefill;
+            qp[r].ar_tokens += rst.new_tokens;
+            if (r == 0) { st = pst; ast = rst; n = np_out; nr = nr_out; }
+        }
+        if (!rc) {
+            record_turn(c, q, turn, np, out, n, &st, ref, nr, &ast);
+            answers[turn] = session_answer(s, out, n);
+        }
+        free(ids);
+    }
+    if (!rc && c->ar) pairs_add(&c->bench_pairs, qp, R);
+    c->pairs_done += R;
+    for (int i = 0; i < q->n_turns; i++) free((char *)answers[i]);
+    free(answers); free(out); free(ref); free(scratch); free(qp);
+    return rc;
 }
 
 /* An untimed warm-up of both decoders, so that one-time costs (CUDA module
@@ -182,7 +263,7 @@ static int warm_up(const Session *s, Decoder *dec, Decoder *ar) {
 }
 
 /* One benchmark file: its questions into jbench, its totals into c->bench. */
-static int eval_bench(Session *s, Decoder *dec, const QuestionSet *set, const char *file, EvalCtx *c, cJSON *jbench) {
+static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, EvalCtx *c, cJSON *jbench) {
     cJSON *jb = cJSON_CreateObject();
     cJSON_AddItemToArray(jbench, jb);
     cJSON_AddStringToObject(jb, "name", c->bench_name);
@@ -195,8 +276,11 @@ static int eval_bench(Session *s, Decoder *dec, const QuestionSet *set, const ch
         cJSON_AddStringToObject(jq, "category", q->category);
         c->jq = cJSON_AddArrayToObject(jq, "turns");
         cJSON_AddItemToArray(jqs, jq);
-        if (session_question(s, dec, q, on_turn, c)) return -1;
+        if (eval_question(c, dec, q)) return -1;
     }
+    c->bench.speedup = speedup_estimate(c->bench_pairs.p, c->bench_pairs.n);
+    pairs_add(&c->all_pairs, c->bench_pairs.p, c->bench_pairs.n);
+    c->bench_pairs.n = 0;
     cJSON_AddItemToObject(jb, "total", totals_json(&c->bench));
     return 0;
 }
@@ -254,8 +338,16 @@ static int on_batch_ar_turn(void *vq, const Question *q, int turn, const int32_t
     return 0;
 }
 
-/* Every question of every file through batch_run, the policy's run first,
- * then ar's at the same batch size. */
+/* A repeated run's turn: its time is all that counts. */
+static int on_batch_repeat(void *vq, const Question *q, int turn, const int32_t *prompt, size_t np, const int *out,
+                           int n, const DecodeStats *st) {
+    (void)vq; (void)q; (void)turn; (void)prompt; (void)np; (void)out; (void)n; (void)st;
+    return 0;
+}
+
+/* Every question of every file through batch_run, the policy's run and
+ * ar's at the same batch size, as c->repeats A/B pairs of whole runs (wall
+ * times, prefills included: the turns overlap). */
 static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
                         const EvalOptions *o, EvalCtx *c, cJSON *jbench) {
     EvalResult *r = c->r;
@@ -281,21 +373,35 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
             ctxs[k] = &qc[k];
         }
     }
-    double wall = 0, ar_wall = 0;
-    int rc = batch_run(s, &policy->prm, &o->batch, qs, nq, on_batch_turn, ctxs, &wall);
-    if (!rc && o->baseline) {
-        PolicyParams ap = policy->prm;
-        snprintf(ap.name, sizeof ap.name, "ar");
-        ap.settings[0] = 0;
-        rc = batch_run(s, &ap, &o->batch, qs, nq, on_batch_ar_turn, ctxs, &ar_wall);
+    /* A/B pairs of whole runs in alternating order; the first pair (policy
+     * first) records the turns, the rest only time */
+    PolicyParams ap = policy->prm;
+    snprintf(ap.name, sizeof ap.name, "ar");
+    ap.settings[0] = 0;
+    const int R = c->repeats;
+    AbPair *pairs = xcalloc(R, sizeof *pairs);
+    int rc = 0;
+    for (int k = 0; k < R && !rc; k++) {
+        for (int side = 0; side < (o->baseline ? 2 : 1) && !rc; side++) {
+            const int run_ar = o->baseline && side != ab_ar_first(k);
+            TurnFn fn = k ? on_batch_repeat : run_ar ? on_batch_ar_turn : on_batch_turn;
+            double wall = 0;
+            rc = batch_run(s, run_ar ? &ap : &policy->prm, &o->batch, qs, nq, fn, ctxs, &wall);
+            *(run_ar ? &pairs[k].ar_s : &pairs[k].policy_s) = wall;
+        }
     }
     for (int i = 0; i < n && !rc; i++) {
         cJSON_AddItemToObject(cJSON_GetArrayItem(jbench, i), "total", totals_json(&r->per[i]));
         totals_add(&r->all, &r->per[i]);
     }
-    r->all.run.t.total = wall;
-    r->all.ar_wall = ar_wall;
-    free(qs); free(qc); free(ctxs);
+    r->all.decode_s = pairs[0].policy_s;
+    r->all.ar_decode_s = pairs[0].ar_s;
+    for (int k = 0; k < R; k++) {
+        pairs[k].policy_tokens = r->all.run.new_tokens;
+        pairs[k].ar_tokens = r->all.ar_tokens;
+    }
+    if (o->baseline) pairs_add(&c->all_pairs, pairs, R);
+    free(pairs); free(qs); free(qc); free(ctxs);
     return rc;
 }
 
@@ -315,6 +421,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     const int batched = o->batch.slots > 1;   /* batch_run makes its own decoders */
     Decoder *dec = NULL, *ar = NULL;
     Policy *ar_policy = NULL;
+    Progress prog;
+    EvalCtx ctx = {.s = s, .check_lossless = o->check_lossless, .repeats = o->repeats > 1 ? o->repeats : 1,
+                   .prog = &prog, .r = r};
     int rc = -1;
     if (!batched) {
         if (!(dec = session_decoder(s, policy))) return -1;
@@ -340,9 +449,8 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     int64_t total_turns = 0;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < sets[i]->n; j++) total_turns += sets[i]->q[j].n_turns;
-    Progress prog;
     progress_start(&prog, "spec-eval turns", total_turns);
-    EvalCtx ctx = {.s = s, .ar = ar, .check_lossless = o->check_lossless, .prog = &prog, .r = r};
+    ctx.ar = ar;
     for (Decoder *d = dec; d; d = d == dec ? ar : NULL) {   /* single-sequence runs: a line every 10 s */
         d->hook = eval_tick;
         d->hook_ctx = &ctx;
@@ -356,14 +464,17 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     for (int i = 0; i < n; i++) {
         ctx.bench = (EvalTotals){0};
         ctx.bench_name = r->names[i];
-        if (eval_bench(s, dec, sets[i], files[i], &ctx, jbench)) goto done;
+        if (eval_bench(dec, sets[i], files[i], &ctx, jbench)) goto done;
         r->per[i] = ctx.bench;
         totals_add(&r->all, &ctx.bench);
     }
     progress_end(&prog, r->turns, NULL);
+    r->all.speedup = speedup_estimate(ctx.all_pairs.p, ctx.all_pairs.n);
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all));
     rc = 0;
 done:
+    free(ctx.bench_pairs.p);
+    free(ctx.all_pairs.p);
     decoder_free(dec);
     decoder_free(ar);
     policy_free(ar_policy);
@@ -375,30 +486,33 @@ void eval_result_free(EvalResult *r) {
     r->report = NULL;
 }
 
-/* One row of the table; "-" where the totals have no time of their own (a
- * benchmark of a batched run). */
+/* One row of the table: the speedup with its 95% interval; "-" where the
+ * totals have no time of their own (a benchmark of a batched run) or no
+ * baseline. */
 static void table_row(FILE *f, const char *name, const EvalTotals *t) {
-    char sp[16] = "-", v[16] = "-";
-    if (t->ar_wall > 0) snprintf(sp, sizeof sp, "%.2fx", eval_speedup(t));
-    if (t->run.t.total > 0) snprintf(v, sizeof v, "%.1f", eval_speed(t));
-    fprintf(f, "%-16s %10.2f %8.2f %10s %9s\n", name, t->run.gamma / 1000.0, decode_stats_tau(&t->run), v, sp);
+    char sp[48] = "-", v[16] = "-";
+    if (t->speedup.n) snprintf(sp, sizeof sp, "%.2fx [%.2f, %.2f]", t->speedup.median, t->speedup.lo, t->speedup.hi);
+    if (t->decode_s > 0) snprintf(v, sizeof v, "%.1f", eval_speed(t));
+    fprintf(f, "%-16s %10.2f %8.2f %10s  %s\n", name, t->run.gamma / 1000.0, decode_stats_tau(&t->run), v, sp);
 }
 
 void eval_print_table(const EvalResult *r, const Policy *policy, const SessionConfig *cfg, FILE *f) {
     fprintf(f, "policy %s  (target %s%s%s)\n", policy->name, cfg->target_dir, cfg->draft_dir ? ", draft " : "",
             cfg->draft_dir ? cfg->draft_dir : "");
-    fprintf(f, "%-16s %10s %8s %10s %9s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup");
+    fprintf(f, "%-16s %10s %8s %10s  %s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup [95% interval]");
+    int untimed = 0;
     if (r->n_bench == 1) {   /* its totals are the run's, timed even when batched */
         table_row(f, r->names[0], &r->all);
-        return;
+    } else {
+        for (int i = 0; i < r->n_bench; i++) {
+            table_row(f, r->names[i], &r->per[i]);
+            untimed |= r->per[i].decode_s <= 0;
+        }
+        table_row(f, "all", &r->all);
     }
-    int untimed = 0;
-    for (int i = 0; i < r->n_bench; i++) {
-        table_row(f, r->names[i], &r->per[i]);
-        untimed |= r->per[i].run.t.total <= 0;
-    }
-    table_row(f, "all", &r->all);
     if (untimed) fprintf(f, "(batched: the benchmarks' turns overlap in time, so only \"all\" has a speed)\n");
+    if (r->all.run.t.prefill > 0 && !untimed && r->all.decode_s > 0 && r->all.run.t.total > r->all.decode_s)
+        fprintf(f, "prefill, left out of v and the speedup: %.2f s (ar %.2f s)\n", r->all.run.t.prefill, r->all.ar_prefill_s);
 }
 
 int eval_csv_check(const char *path) {
@@ -416,8 +530,9 @@ int eval_csv_append(const char *path, const char *label, const Policy *policy, c
     if (!f) { err_set("%s: cannot open for appending: %s", path, strerror(errno)); return -1; }
     if (fresh) fprintf(f, "%s\n", EVAL_CSV_HEADER);
     const char *eq = label ? strchr(label, '=') : NULL;
-    char sp[32] = "";   /* empty without the ar baseline */
-    if (eval_speedup(&r->all) > 0) snprintf(sp, sizeof sp, "%.4f", eval_speedup(&r->all));
+    char sp[96] = ",,";   /* empty without the ar baseline */
+    const Speedup *x = &r->all.speedup;
+    if (x->n) snprintf(sp, sizeof sp, "%.4f,%.4f,%.4f", x->median, x->lo, x->hi);
     fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f,%s\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
             eq ? eq + 1 : "-", decode_stats_tau(&r->all.run), (long long)r->all.run.gamma, eval_speed(&r->all), sp);
     if (fclose(f) != 0) { err_set("%s: write failed: %s", path, strerror(errno)); return -1; }

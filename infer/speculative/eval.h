@@ -1,11 +1,13 @@
 /* Evaluating a policy on benchmark question files (spec-eval): every turn
  * decoded with the policy and, unless turned off, with ar on the same
- * prompt — the speedup's baseline and the lossless check; totals per
- * benchmark and over all; the JSON report, the table and the CSV row. */
+ * prompt, in alternating order (speedup.h) — the speedup's baseline and the
+ * lossless check; totals per benchmark and over all; the JSON report, the
+ * table and the CSV row. */
 #ifndef C2T_EVAL_H
 #define C2T_EVAL_H
 #include "infer/speculative/batch.h"
 #include "infer/speculative/session.h"
+#include "infer/speculative/speedup.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
@@ -14,17 +16,22 @@
 typedef struct {
     int baseline;         /* decode every turn with ar too */
     int check_lossless;   /* and compare their tokens (greedy only) */
-    BatchOptions batch;   /* slots 1: one turn at a time, ar right after it; more: the policy
-                             over every question batched, then ar batched the same way */
+    BatchOptions batch;   /* slots 1: one turn at a time, ar beside it; more: the policy over
+                             every question batched, and ar batched the same way */
+    int repeats;          /* A/B pairs per question (batched: per run); 0 counts as 1 */
 } EvalOptions;
 
-/* A policy's figures over some turns and, with the baseline, ar's.  In a
- * batched run the turns overlap: only the whole run has a wall time (the
- * benchmarks' run.t.total and ar_wall are 0, their speed unknown). */
+/* A policy's figures over some turns and, with the baseline, ar's.  Speeds
+ * are decode speeds: prefill is left out and reported apart.  In a batched
+ * run the turns overlap: only the whole run has a time, its wall time
+ * (prefills included), and the benchmarks' decode_s is 0, their speed
+ * unknown. */
 typedef struct {
     DecodeStats run;
+    double decode_s;      /* the policy's decode seconds */
     int64_t ar_tokens;
-    double ar_wall;
+    double ar_decode_s, ar_prefill_s;
+    Speedup speedup;      /* A/B over the pairs of these turns (n 0: none) */
 } EvalTotals;
 
 typedef struct {
@@ -43,7 +50,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
              const EvalOptions *o, EvalResult *r);
 void eval_result_free(EvalResult *r);
 
-/* tokens per second; ar's over the same turns; their ratio (0 without a baseline) */
+/* decode tokens per second; the A/B speedup's median (0 without one) */
 double eval_speed(const EvalTotals *t);
 double eval_speedup(const EvalTotals *t);
 
@@ -51,7 +58,7 @@ double eval_speedup(const EvalTotals *t);
 void eval_print_table(const EvalResult *r, const Policy *policy, const SessionConfig *cfg, FILE *f);
 
 /* The --csv row's header; a file that exists must start with it. */
-#define EVAL_CSV_HEADER "policy,param,value,tau,gamma,v,speedup"
+#define EVAL_CSV_HEADER "policy,param,value,tau,gamma,v,speedup,speedup_lo,speedup_hi"
 /* -1 with err_set when path exists with another header. */
 int eval_csv_check(const char *path);
 /* Appends the row of the total (header first when the file is new); label

@@ -154,7 +154,7 @@ static void progress_print(Progress *p, int64_t done, const char *extra, int fin
     if (final && !p->tty && p->printed && p->printed_done == done && !strcmp(p->printed_extra, extra ? extra : ""))
         return;   /* the last line said it all */
     double t = now_seconds(), el = t - p->t0;
-    double rate = el > 0 ? done / el : 0;
+    double rate = el > 0 ? (done - p->base) / el : 0;
     double eta = (rate > 0 && p->total > done) ? (p->total - done) / rate : 0;
     fprintf(stderr, "%s%s %lld/%lld  %.*f %s/s  elapsed %.0fs  ETA %.0fs%s%s%s", p->tty ? "\r" : "",
             p->label, (long long)done, (long long)p->total, rate < 10 ? 2 : 1, rate, p->unit, el, eta,

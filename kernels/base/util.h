@@ -69,6 +69,7 @@ typedef struct {
     const char *label;
     char unit[32];
     int64_t total;
+    int64_t base;             /* done before this run (a resume): not in the rate */
     double t0, last;
     int tty;
     int printed;              /* a line was written */
