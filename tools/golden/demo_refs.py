@@ -126,6 +126,7 @@ def eagle_root_and_chain(demo, target, ids, depth):
         chain_logits.append(z)
 
     sys.path.insert(0, str(ROOT / "tools" / "models"))
+    sys.path.insert(0, str(ROOT / "tools"))   # the c2ttools package train_demo_eagle imports
     from train_demo_eagle import EagleHead
     head = EagleHead(cfgd)
     head.load_state_dict(w)

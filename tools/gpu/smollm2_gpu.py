@@ -41,22 +41,27 @@ Stages for this machine, on what a GPU run brought back (--work holding its file
 Long work shows progress (done/total, rate, ETA) on stderr.
 
 This file is the command line; the stages are in sibling modules:
-smollm2_gpu_common.py (constants, answer rows as files, the log),
+smollm2_gpu_common.py (constants, the answer rows' figures, the log),
 smollm2_gpu_target.py (the target's weights, forward and greedy generation),
 smollm2_gpu_data.py (selfask, answers), smollm2_gpu_train.py (train, pack,
 profile) and smollm2_gpu_report.py (agree, compare, tau, readme).  The chat
-template, the EAGLE head and its loss come from tools/models (smollm2_drafts_common.py,
-train_demo_eagle.py), which smollm2_gpu_common.py puts on the path."""
+template, answer-row files, the head's recipe and files come from tools/c2ttools;
+the EAGLE head, its loss and the prompt templates from tools/models
+(train_demo_eagle.py, smollm2_prompts.py); this file puts both on the path."""
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from smollm2_gpu_common import RECIPE, fmt_secs, log, save_state  # noqa: E402
+TOOLS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TOOLS / "models"))   # tools/models: the EAGLE head, the prompt templates
+sys.path.insert(0, str(TOOLS))   # tools/: the shared c2ttools package
+from c2ttools.files import read_log  # noqa: E402
+from c2ttools.heads import SMOLLM2_HEAD_RECIPE  # noqa: E402
+from c2ttools.progress import fmt_secs, log  # noqa: E402
+from smollm2_gpu_common import save_state  # noqa: E402
 from smollm2_gpu_data import stage_answers, stage_selfask  # noqa: E402
 from smollm2_gpu_report import stage_agree, stage_compare, stage_readme, stage_tau  # noqa: E402
 from smollm2_gpu_target import Target, gguf_state, random_state  # noqa: E402
@@ -94,9 +99,9 @@ def main():
     ap.add_argument("--min-steps", type=int, default=600)
     ap.add_argument("--init-head", default="", help="train: every head starts from this head's weights (a "
                                                     "directory as data/smollm2/eagle; continued training, recorded)")
-    ap.add_argument("--unroll", type=int, default=RECIPE["unroll"],
+    ap.add_argument("--unroll", type=int, default=SMOLLM2_HEAD_RECIPE["unroll"],
                     help="train: steps on the head's own predictions (1: EAGLE-1's recipe)")
-    ap.add_argument("--labels", default=RECIPE["p_labels"], choices=["greedy", "soft"],
+    ap.add_argument("--labels", default=SMOLLM2_HEAD_RECIPE["p_labels"], choices=["greedy", "soft"],
                     help="train: the token loss against the target's greedy token or its whole distribution")
     ap.add_argument("--max-batch-tokens", type=int, default=32768)
     ap.add_argument("--heads", nargs="*", default=[], help="compare: head directories")
@@ -110,7 +115,7 @@ def main():
     t_start = time.time()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    st = json.load(open(work / "log.json")) if (work / "log.json").exists() else {}
+    st = read_log(work / "log.json")
     st["t_start"] = t_start
     if "args" not in st or {"selfask", "answers", "train"} & set(args.stages.split(",")):
         st["args"] = {k: v for k, v in vars(args).items()}   # the run that made the data and heads

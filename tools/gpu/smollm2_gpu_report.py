@@ -7,23 +7,22 @@ from pathlib import Path
 
 import torch
 
-from smollm2_gpu_common import EVAL_STEPS, log, sample_rows
+from c2ttools.heads import EVAL_STEPS
+from c2ttools.progress import log
+from smollm2_gpu_common import sample_rows
 from smollm2_gpu_train import Rows, eval_head
-from train_demo_eagle import EagleHead
+from train_demo_eagle import load_eagle
 
 
 def stage_compare(args, target, tok, work, st):
     """Heads (--heads) on the same held-out answers and features: the GPU run's heads
     against the shipped one, on one footing (eval_head, FP32 features here)."""
-    from safetensors.torch import load_file
     held = [r for r in sample_rows(work) if len(r["answer"]) > 1]
     rows = Rows(held, target, args.feature_tokens, "heldout")
     st["compare"] = {}
     for d in args.heads:
         d = Path(d)
-        head = EagleHead(json.load(open(d / "config.json")))
-        head.load_state_dict({k: v.float() for k, v in load_file(str(d / "model.safetensors")).items()})
-        head = head.to(target.dev).eval()
+        head = load_eagle(d).to(target.dev)
         st["compare"][str(d)] = eval_head(head, target, rows)
         log(f"compare {d}: {st['compare'][str(d)]}")
 

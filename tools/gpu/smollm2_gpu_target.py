@@ -7,7 +7,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from smollm2_gpu_common import IM_END, Progress, log
+from c2ttools.progress import Progress, log
+from c2ttools.prompts import IM_END
+from c2ttools.rows import length_batches
+from smollm2_gpu_common import PROGRESS_EVERY
 
 
 def gguf_state(path):
@@ -199,16 +202,8 @@ def run_greedy(target, tok, texts, max_new, batch_tokens, name, deadline=None):
     batch holds about batch_tokens of KV slots.  Returns {index: answer ids} for the
     prompts done before the deadline."""
     enc = [tok.encode(t, add_special_tokens=False).ids for t in texts]
-    order = sorted(range(len(enc)), key=lambda i: len(enc[i]))
-    batches, cur = [], []
-    for i in order:
-        cur.append(i)
-        if len(cur) * (len(enc[i]) + max_new) >= batch_tokens:
-            batches.append(cur)
-            cur = []
-    if cur:
-        batches.append(cur)
-    pr = Progress(name, len(enc))
+    batches = length_batches(range(len(enc)), [len(e) + max_new for e in enc], batch_tokens)
+    pr = Progress(name, len(enc), PROGRESS_EVERY)
     got, ntok = {}, 0
     for bi, b in enumerate(batches):
         if deadline and time.time() > deadline:

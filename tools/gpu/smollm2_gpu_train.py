@@ -10,8 +10,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from smollm2_gpu_common import (EVAL_STEPS, IM_END, RECIPE, REPLAN, Progress, load_rows, log, lr_at,
-                                save_state)
+from c2ttools.heads import (EAGLE1_KEYS, EVAL_STEPS, SMOLLM2_HEAD_RECIPE, eagle1_config, read_head, save_head,
+                            save_token_counts)
+from c2ttools.progress import Progress, log, smooth, train_status
+from c2ttools.prompts import IM_END
+from c2ttools.rows import length_batches, load_flat_rows
+from smollm2_gpu_common import PROGRESS_EVERY, REPLAN, save_state
+from train_demo_common import lr_at
 from train_demo_eagle import EagleHead, eagle_batch_loss
 
 
@@ -28,7 +33,7 @@ class Rows:
         self.ids = torch.tensor([i for s in seqs for i in s], dtype=torch.long, device=target.dev)
         self.feat = torch.empty((self.off[-1], target.h), dtype=torch.bfloat16, device=target.dev)
         order = sorted(range(len(seqs)), key=lambda i: self.len[i])
-        pr = Progress(f"features {name}", len(seqs))
+        pr = Progress(f"features {name}", len(seqs), PROGRESS_EVERY)
         i = done = 0
         while i < len(order):
             j = i
@@ -60,20 +65,6 @@ class Rows:
             feat[b, :self.len[i]] = self.feat[self.off[i]:self.off[i + 1]].float()
         return ids, feat, answer
 
-    def batches(self, sel, tokens_per_batch, gen):
-        """Batches of row indices of similar length, about tokens_per_batch (padded)
-        tokens each, in an order drawn from gen."""
-        order = sorted(sel, key=lambda i: self.len[i])
-        out, cur = [], []
-        for i in order:
-            cur.append(i)
-            if len(cur) * self.len[i] >= tokens_per_batch:
-                out.append(cur)
-                cur = []
-        if cur:
-            out.append(cur)
-        return [out[p] for p in torch.randperm(len(out), generator=gen).tolist()]
-
 
 def eagle_loss(head, frozen, batch, m, gen, deep_vocab, top1):
     ids, feat, answer = batch
@@ -84,17 +75,16 @@ def eagle_loss(head, frozen, batch, m, gen, deep_vocab, top1):
     return loss
 
 
+# SmolLM2-135M-Instruct's config.json values of the keys its GGUF (cfg) does not hold
+SMOLLM2_CONFIG = dict(hidden_act="silu", max_position_embeddings=8192, rope_scaling=None, initializer_range=0.02,
+                      bos_token_id=1, eos_token_id=2, tie_word_embeddings=True, pretraining_tp=1,
+                      attention_bias=False, mlp_bias=False)
+
+
 def head_config(cfg):
-    """EAGLE checkpoint config.json (train_demo_eagle.eagle_config's keys) from the target's."""
-    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
-    c.update(vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
-             intermediate_size=cfg["intermediate_size"], num_attention_heads=cfg["num_attention_heads"],
-             num_key_value_heads=cfg["num_key_value_heads"], hidden_act="silu", max_position_embeddings=8192,
-             rms_norm_eps=cfg["rms_norm_eps"], rope_theta=cfg["rope_theta"], rope_scaling=None,
-             initializer_range=0.02, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True, pretraining_tp=1,
-             attention_bias=False, mlp_bias=False)
-    c.update(num_hidden_layers=1, bias=True, pad_token_id=0, torch_dtype="bfloat16", use_cache=True)
-    return c
+    """EAGLE checkpoint config.json (c2ttools.heads.eagle1_config) from the target's
+    GGUF config cfg and SMOLLM2_CONFIG."""
+    return eagle1_config({k: cfg[k] if k in cfg else SMOLLM2_CONFIG[k] for k in EAGLE1_KEYS})
 
 
 def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, deadline=None):
@@ -107,16 +97,14 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
     torch.manual_seed(seed)
     head = EagleHead(head_config(target.cfg)).to(dev)
     if args.init_head:
-        from safetensors.torch import load_file
-        head.load_state_dict({k: v.float() for k, v in
-                              load_file(str(Path(args.init_head) / "model.safetensors")).items()})
+        head.load_state_dict(read_head(Path(args.init_head))[1])
     gen = torch.Generator(device="cpu").manual_seed(seed)
     ngen = torch.Generator(device=dev).manual_seed(seed)
     plan = []
     while len(plan) < steps:
-        plan += rows.batches(sel, tokens_per_batch, gen)
+        plan += length_batches(sel, rows.len, tokens_per_batch, gen)
     plan = plan[:steps]
-    m = dict(RECIPE, unroll=args.unroll, p_labels=args.labels)
+    m = dict(SMOLLM2_HEAD_RECIPE, unroll=args.unroll, p_labels=args.labels)
     # greedy labels: the deeper steps' cross-entropy over the answer tokens; soft labels
     # (the target's distribution) need the whole vocabulary
     deep_vocab = (torch.unique(torch.cat([rows.ids[rows.off[i] + rows.n_prompt[i]:rows.off[i + 1]] for i in sel]))
@@ -126,7 +114,7 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
     emb = torch.nn.Embedding.from_pretrained(target.emb.float())
     lm = torch.nn.Linear(target.h, target.emb.shape[0], bias=False, device=dev)
     lm.weight = torch.nn.Parameter(target.head.float(), requires_grad=False)
-    pr = Progress(f"train {name}", steps)
+    pr = Progress(f"train {name}", steps, PROGRESS_EVERY)
     ema = None
     head.train()
     times = []
@@ -149,11 +137,8 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
         loss.backward()
         torch.nn.utils.clip_grad_value_(head.parameters(), m["clip_value"])
         opt.step()
-        ema = (loss.item(), top1) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(),
-                                                       [e if a != a else 0.9 * e + 0.1 * a
-                                                        for e, a in zip(ema[1], top1)])
-        pr.show(step + 1, f"loss {ema[0]:.4f} top1 {'/'.join(f'{a:.3f}' for a in ema[1])} lr {lr:.2e}",
-                force=step + 1 == steps)
+        ema = smooth(ema, loss.item(), top1)
+        pr.show(step + 1, train_status(ema, lr), force=step + 1 == steps)
         times.append(time.time())
         step += 1
     head.eval()
@@ -189,24 +174,8 @@ def eval_head(head, target, rows):
                 eagle_top3=round(t3 / max(deep_n[0], 1), 4))
 
 
-def save_head(head, cfg, d, counts):
-    """The head in the public layout, and token_counts.safetensors: how often each
-    target token is an answer token of the rows it trained on (spec-eval
-    --draft-vocab N keeps the N most frequent; tools/models/smollm2_drafts.py stage counts)."""
-    from safetensors.torch import save_file
-    d.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.detach().to(torch.bfloat16).cpu().contiguous() for k, v in head.state_dict().items()}
-    save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
-    save_file({"token_counts": counts.cpu()}, str(d / "token_counts.safetensors"),
-              metadata={"format": "pt", "source": "SmolLM2 answer tokens of the rows this head trained on "
-                                                  "(tools/gpu/smollm2_gpu.py)"})
-    with open(d / "config.json", "w") as f:
-        json.dump(head_config(cfg), f, indent=2)
-        f.write("\n")
-
-
 def stage_train(args, target, tok, work, st):
-    rows = [r for t in (0, 1) for r in load_rows(work / f"answers_t{t}.pt")]
+    rows = [r for t in (0, 1) for r in load_flat_rows(work / f"answers_t{t}.pt")]
     train = [r for r in rows if r["split"] == "train" and len(r["answer"]) > 1]
     held = [r for r in rows if r["split"] == "heldout" and len(r["answer"]) > 1]
     random.Random(args.seed + 17).shuffle(train)
@@ -249,7 +218,11 @@ def stage_train(args, target, tok, work, st):
                    seconds=round(time.time() - t0, 1), init_head=args.init_head)
         rec.update(eval_head(head, target, h_rows))
         answers = torch.cat([t_rows.ids[t_rows.off[i] + t_rows.n_prompt[i]:t_rows.off[i + 1]] for i in range(n)])
-        save_head(head, target.cfg, work / name, torch.bincount(answers, minlength=target.cfg["vocab_size"]))
+        # the head in the public layout, and how often each target token is an answer token of its
+        # rows (spec-eval --draft-vocab N keeps the N most frequent)
+        save_head(work / name, head, head_config(target.cfg))
+        save_token_counts(work / name, torch.bincount(answers, minlength=target.cfg["vocab_size"]),
+                          "SmolLM2 answer tokens of the rows this head trained on (tools/gpu/smollm2_gpu.py)")
         st["points"][name] = rec
         log(f"{name}: {rec}")
         save_state(work, st)
@@ -272,7 +245,7 @@ def stage_pack(args, target, tok, work, st):
     for t in (0, 1):
         p = work / f"answers_t{t}.pt"
         if p.exists():
-            rows = load_rows(p)
+            rows = load_flat_rows(p)
             sample += [r for r in rows if r["split"] == "heldout"] + rows[-200:]
     with lzma.open(out / "answers_sample.json.xz", "wt") as f:
         json.dump(sample, f)

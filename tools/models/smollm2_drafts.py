@@ -58,22 +58,24 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
 Progress (done/total, rate, ETA) goes to stderr.
 
 This file is the command line; the stages are in sibling modules:
-smollm2_drafts_common.py (paths, chat template, answer rows),
+smollm2_drafts_common.py (paths, target loader, answer statistics),
 smollm2_drafts_data.py (prompts, selfask, answers), smollm2_drafts_train.py
 (the training loop; eagle, draft, counts), smollm2_drafts_eagle3.py (features3,
 eagle3), smollm2_drafts_eval.py (eval), smollm2_drafts_readme.py (readme) and
 smollm2_drafts_recipes.py (recipes).
 The EAGLE head, its loss and the LR schedule are train_demo's
-(train_demo_eagle.py, train_demo_common.py)."""
+(train_demo_eagle.py, train_demo_common.py); the chat template, answer rows,
+head files, progress lines and JSON files are tools/c2ttools'."""
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools package
+from c2ttools.files import read_log, write_json  # noqa: E402
+from c2ttools.progress import fmt_secs, log  # noqa: E402
 from smollm2_drafts_common import DEFAULT_STAGES, STAGE_NAMES  # noqa: E402
 from smollm2_drafts_data import stage_answers, stage_prompts, stage_selfask  # noqa: E402
 from smollm2_drafts_eagle3 import E3, stage_eagle3, stage_features3  # noqa: E402
@@ -81,7 +83,7 @@ from smollm2_drafts_eval import stage_eval  # noqa: E402
 from smollm2_drafts_readme import stage_readme  # noqa: E402
 from smollm2_drafts_recipes import DEFAULT_RECIPES, RECIPES, stage_recipes  # noqa: E402
 from smollm2_drafts_train import DRAFT, EAGLE, stage_counts, stage_draft, stage_eagle  # noqa: E402
-from train_demo_common import fmt_secs, log, quiet_malloc  # noqa: E402
+from train_demo_common import quiet_malloc  # noqa: E402
 
 
 STAGES = {"prompts": stage_prompts, "selfask": stage_selfask, "answers": stage_answers, "counts": stage_counts,
@@ -126,14 +128,12 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     logp = out / "train_log.json"
-    st = json.load(open(logp)) if logp.exists() else {}
+    st = read_log(logp)
     for name in args.stages.split(","):
         t0 = time.time()
         STAGES[name](args, out, st)
         st.setdefault("seconds", {})[name] = round(time.time() - t0, 1)
-        with open(logp, "w") as f:
-            json.dump(st, f, indent=1)
-            f.write("\n")
+        write_json(logp, st)
         log(f"stage {name} done in {fmt_secs(time.time() - t0)}")
 
 

@@ -1,14 +1,17 @@
 """smollm2_drafts.py's data: the prompt sets (stages prompts, selfask) and the
 target's greedy answers with their features from llama.cpp (stage answers)."""
 import json
+import subprocess
 from pathlib import Path
 
 import torch
 
 import smollm2_prompts
-from smollm2_drafts_common import (SELF_FIRST_ID, TARGET, WORK, answer_stats, chatml, load_rows, load_target,
-                                   q_key, read_jsonl)
-from train_demo_common import log
+from c2ttools.files import read_jsonl, write_jsonl
+from c2ttools.progress import log
+from c2ttools.prompts import category_counts, chatml, q_key, reply_text, second_turns, turn_prompts, unique
+from c2ttools.rows import load_shards
+from smollm2_drafts_common import ANSWERS, SELF_FIRST_ID, TARGET, WORK, load_target, shard_stats
 
 
 def stage_prompts(args, out, st):
@@ -27,12 +30,9 @@ def stage_prompts(args, out, st):
              "heldout": qs[args.train_prompts + args.collect_prompts:]}
     (out / "prompts").mkdir(parents=True, exist_ok=True)
     for k, v in parts.items():
-        with open(out / "prompts" / f"{k}.jsonl", "w", encoding="utf-8") as f:
-            for q in v:
-                f.write(json.dumps(q, ensure_ascii=False) + "\n")
-    from collections import Counter
-    st["prompts"] = {k: dict(n=len(v), categories=dict(Counter(q["category"] for q in v)),
-                             second_turns=sum(len(q["turns"]) > 1 for q in v)) for k, v in parts.items()}
+        write_jsonl(out / "prompts" / f"{k}.jsonl", v)
+    st["prompts"] = {k: dict(n=len(v), categories=category_counts(v), second_turns=second_turns(v))
+                     for k, v in parts.items()}
     log(f"prompts: {st['prompts']}")
 
 
@@ -41,24 +41,17 @@ def run_greedy(name, requests, args, max_new):
     template: llama_greedy into WORK/<name>.out under keys made from the request's
     text, so a rerun (or a changed request list) answers only what it has not."""
     import hashlib
-    import subprocess
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(str(TARGET))
-    exe, gguf = llama_greedy()
     key = {r: hashlib.sha1(r.encode()).hexdigest()[:16] for r in requests}
-    inp, outp = WORK / f"{name}.in", WORK / f"{name}.out"
-    with open(inp, "w") as f:
-        for r, k in key.items():
-            ids = tok(chatml([r], []), add_special_tokens=False).input_ids
-            f.write(f"{k} {len(ids)} {' '.join(map(str, ids))}\n")
+    prompts = {k: tok(chatml([r], []), add_special_tokens=False).input_ids for r, k in key.items()}
     log(f"{name}: {len(key)} requests, llama.cpp, {args.gen_batch} sequences at a time")
-    subprocess.run([str(exe), str(gguf), str(inp), str(outp), "--parallel", str(args.gen_batch),
-                    "--max-new", str(max_new), "--threads", str(args.threads)], check=True)
+    outp = greedy_answers(name, prompts, args, max_new)
     got = {}
     with open(outp) as f:
         for line in f:
             k, _fin, _nf, _off, _n, *ans = line.split()
-            got[k] = tok.decode([int(a) for a in ans]).removesuffix("<|im_end|>")
+            got[k] = reply_text(tok.decode([int(a) for a in ans]))
     return {r: got.get(k, "") for r, k in key.items()}
 
 
@@ -76,23 +69,15 @@ def stage_selfask(args, out, st):
     rng = random.Random(args.seed + 7)
     reqs = smollm2_prompts.topic_requests()
     lists = run_greedy("selfask_topics", reqs, args, 160)
-    topics, seen = [], set()
-    for r in reqs:
-        for t in smollm2_prompts.parse_list(lists[r]):
-            if t.lower() not in seen:
-                seen.add(t.lower())
-                topics.append(t)
+    topics = unique(t for r in reqs for t in smollm2_prompts.parse_list(lists[r]))
     qreq = smollm2_prompts.question_requests(topics, args.self_prompts // 2 + args.self_prompts // 4, rng)
     asked = run_greedy("selfask_questions", [r for _, r in qreq], args, 60)
     questions = [(c, q) for c, r in qreq if (q := smollm2_prompts.parse_question(asked[r]))]
     prompts = smollm2_prompts.self_prompts(topics, questions, args.self_prompts, rng, SELF_FIRST_ID)
-    with open(path, "w", encoding="utf-8") as f:
-        for q in prompts:
-            f.write(json.dumps(q, ensure_ascii=False) + "\n")
-    from collections import Counter
+    write_jsonl(path, prompts)
     st["selfask"] = dict(subjects=len(smollm2_prompts.SUBJECTS), topic_requests=len(reqs), topics=len(topics),
                          question_requests=len(qreq), questions=len(questions), prompts=len(prompts),
-                         categories=dict(Counter(q["category"] for q in prompts)))
+                         categories=category_counts(prompts))
     log(f"selfask: {st['selfask']}")
 
 
@@ -104,7 +89,6 @@ SHARD_ROWS = 64
 def llama_greedy():
     """llama.cpp (tools/experiments/llamacpp.sh: built from the PyPI sdist) and the BF16 GGUF of the
     same weights as our checkpoint; tools/models/llama_greedy.c compiled against its libllama."""
-    import subprocess
     lib = subprocess.run(["sh", "tools/experiments/llamacpp.sh", "gguf", "bf16"], check=True, capture_output=True,
                          text=True).stdout.strip().splitlines()[-1]
     src = Path("build/llama.cpp-src")
@@ -113,6 +97,20 @@ def llama_greedy():
                         f"-I{src}/ggml/include", f"-L{lib}", "-lllama", f"-Wl,-rpath,{Path(lib).resolve()}"],
                        check=True)
     return GREEDY_BIN, Path("models/smollm2-135m-instruct.bf16.gguf")
+
+
+def greedy_answers(name, prompts, args, max_new):
+    """llama_greedy on prompts ({key: token ids}, written to WORK/<name>.in): --gen-batch
+    sequences at a time, up to max_new tokens each, answers and features into
+    WORK/<name>.out (returned), which a rerun extends with the keys it lacks."""
+    exe, gguf = llama_greedy()
+    inp, outp = WORK / f"{name}.in", WORK / f"{name}.out"
+    with open(inp, "w") as f:
+        for k, ids in prompts.items():
+            f.write(f"{k} {len(ids)} {' '.join(map(str, ids))}\n")
+    subprocess.run([str(exe), str(gguf), str(inp), str(outp), "--parallel", str(args.gen_batch),
+                    "--max-new", str(max_new), "--threads", str(args.threads)], check=True)
+    return outp
 
 
 def read_greedy(prompts, out_path, hidden):
@@ -141,8 +139,7 @@ def stage_answers(args, out, st):
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(str(TARGET))
     hidden = json.loads((TARGET / "config.json").read_text())["hidden_size"]
-    exe, gguf = llama_greedy()
-    wdir = WORK / "answers"
+    wdir = ANSWERS
     wdir.mkdir(parents=True, exist_ok=True)
     jobs = []
     for split in ("heldout", "train"):   # held-out first: its figures need only it
@@ -150,25 +147,18 @@ def stage_answers(args, out, st):
         jobs += [(split, q) for q in (qs[:args.answer_prompts] if split == "train" else qs)]
     if args.self_prompts:   # the target's own prompts train with the rest (split "train")
         jobs += [("train", q) for q in read_jsonl(out / "prompts" / "self.jsonl")[:args.self_prompts]]
-    import subprocess
     first = {}
     for turn in range(args.turns):
-        todo = [(s, q) for s, q in jobs if len(q["turns"]) > turn]
-        prompts = {}
-        for s, q in todo:
-            text = chatml(q["turns"][:turn + 1], [first[q_key(s, q)]] if turn else [])
-            prompts[q_key(s, q)] = tok(text, add_special_tokens=False).input_ids
-        inp, outp = WORK / f"greedy_t{turn}.in", WORK / f"greedy_t{turn}.out"
-        with open(inp, "w") as f:
-            for k, ids in prompts.items():
-                f.write(f"{k} {len(ids)} {' '.join(map(str, ids))}\n")
+        # every first turn is answered (no deadline here), so every later turn has its first reply
+        todo, texts = turn_prompts(jobs, turn, first)
+        prompts = {q_key(s, q["question_id"]): tok(text, add_special_tokens=False).input_ids
+                   for (s, q), text in zip(todo, texts)}
         log(f"answers turn {turn + 1}: {len(prompts)} prompts, llama.cpp, {args.gen_batch} sequences at a time")
-        subprocess.run([str(exe), str(gguf), str(inp), str(outp), "--parallel", str(args.gen_batch),
-                        "--max-new", str(args.max_new), "--threads", str(args.threads)], check=True)
+        outp = greedy_answers(f"greedy_t{turn}", prompts, args, args.max_new)
         rows = read_greedy(prompts, outp, hidden)
         for p in wdir.glob(f"t{turn}_*.pt"):
             p.unlink()
-        keyed = [(s, q, rows[q_key(s, q)]) for s, q in todo]
+        keyed = [(s, q, rows[q_key(s, q["question_id"])]) for s, q in todo]
         for i in range(0, len(keyed), SHARD_ROWS):
             shard = []
             for s, q, r in keyed[i:i + SHARD_ROWS]:
@@ -177,8 +167,8 @@ def stage_answers(args, out, st):
             torch.save(shard, wdir / f"t{turn}_{i // SHARD_ROWS:04d}.pt")
         if turn == 0:   # first answers as text, for the second turns
             for s, q, r in keyed:
-                first[q_key(s, q)] = tok.decode(r["answer"]).removesuffix("<|im_end|>")
-    st["answers"] = answer_stats(wdir)
+                first[q_key(s, q["question_id"])] = reply_text(tok.decode(r["answer"]))
+    st["answers"] = shard_stats()
     st["answers"]["check"] = check_answers(args.seed)
     if "draft" in st:   # the draft LM shipped was trained on other answers until the draft stage reruns
         st["draft"]["data_note"] = st["draft"].get("data_note") or "It was trained on an earlier answer set, not the one above."
@@ -191,7 +181,7 @@ def check_answers(seed, n=8):
     same BF16 weights) on n held-out answers drawn with the seed: the share of answer
     tokens that are transformers' argmax too, and the features' relative L2 error."""
     model, _ = load_target()
-    rows = load_rows("heldout")
+    rows = load_shards(ANSWERS, "heldout")
     pick = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed))[:n].tolist()
     same = total = 0
     errs = []

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import torch
 
-from smollm2_drafts_common import ANSWERS, EVAL_STEPS, VOCAB, WORK, Progress, answer_counts, load_target
+from c2ttools.heads import (EAGLE3_KEYS, EVAL_STEPS, draft_vocab_maps, eagle3_config, save_head, saved_size,
+                            target_keys)
+from c2ttools.progress import Progress
+from smollm2_drafts_common import ANSWERS, VOCAB, WORK, answer_counts, load_target
 from smollm2_drafts_train import pad_batch, train_loop
 from train_demo_eval import Calibration
 
@@ -59,7 +62,7 @@ E3 = dict(epochs=3, tokens_per_batch=4096, lr=1e-3, warmup=50, clip_value=0.5, l
 
 
 def load_rows3(split):
-    """load_rows, with each row's feature the E3_LAYERS inputs (stage features3)."""
+    """c2ttools.rows.load_shards, with each row's feature the E3_LAYERS inputs (stage features3)."""
     rows = []
     for p in sorted(ANSWERS.glob("t*_*.pt")):
         shard = torch.load(p)
@@ -103,8 +106,8 @@ def stage_eagle3(args, out, st):
     used = e3_vocabulary(rows, m["draft_vocab"])
     col = torch.full((VOCAB + 1,), -100, dtype=torch.long)   # target id -> draft column; VOCAB: no label
     col[used] = torch.arange(len(used))
-    c = e3.head_config(target.config, m["draft_vocab"])
-    c.update(eagle_aux_hidden_state_layer_ids=E3_LAYERS, tie_word_embeddings=False)
+    c = eagle3_config(target_keys(target.config, EAGLE3_KEYS), m["draft_vocab"], E3_LAYERS)
+    c["tie_word_embeddings"] = False
     torch.manual_seed(args.seed + 3)
     head = e3.Eagle3Head(c)
     with torch.no_grad():
@@ -118,10 +121,10 @@ def stage_eagle3(args, out, st):
 
     rec = train_loop(f"eagle3_{len(rows)}rows", head, rows, args, m, loss_fn, args.seed + 3)
     d = E3_DIR
-    sd = e3.save_head(d, head, c, used, VOCAB)
-    rec.update(parameters=sum(v.numel() for k, v in sd.items() if k not in ("d2t", "t2d")),
-               bytes=(d / "model.safetensors").stat().st_size, train_tokens=sum(len(r["ids"]) for r in rows),
-               layers=E3_LAYERS)
+    maps = draft_vocab_maps(used, VOCAB)
+    sd = save_head(d, head, c, maps)
+    rec.update(saved_size(d, {k: v for k, v in sd.items() if k not in maps}))
+    rec.update(train_tokens=sum(len(r["ids"]) for r in rows), layers=E3_LAYERS)
     st["eagle3"] = rec
 
 

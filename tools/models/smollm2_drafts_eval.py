@@ -4,10 +4,13 @@ trained (stage eval)."""
 import torch
 import torch.nn.functional as F
 
-from smollm2_drafts_common import EVAL_STEPS, load_rows, load_target
+from c2ttools.heads import EVAL_STEPS
+from c2ttools.progress import log
+from c2ttools.rows import load_shards
+from smollm2_drafts_common import ANSWERS, load_target
 from smollm2_drafts_eagle3 import E3_DIR, eval_eagle3, load_rows3
-from smollm2_drafts_train import load_head, pad_batch
-from train_demo_common import log
+from smollm2_drafts_train import pad_batch
+from train_demo_eagle import load_eagle
 from train_demo_eval import Calibration
 
 
@@ -45,9 +48,9 @@ def eval_eagle(head, target, rows, cal=None):
 def stage_eval(args, out, st):
     from transformers import LlamaForCausalLM
     target, _ = load_target()
-    rows = load_rows("heldout")
+    rows = load_shards(ANSWERS, "heldout")
     cal = Calibration(10)
-    ev = eval_eagle(load_head(out), target, rows, cal)
+    ev = eval_eagle(load_eagle(out / "eagle"), target, rows, cal)
     # draft LM: next-token agreement at the same positions
     draft = LlamaForCausalLM.from_pretrained(str(out / "draft"), torch_dtype=torch.float32).eval()
     d1 = d3 = n = 0

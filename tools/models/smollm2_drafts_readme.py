@@ -4,18 +4,10 @@ import time
 
 import torch
 
-from smollm2_drafts_common import ANSWERS, DEFAULT_STAGES, SPLITS, VOCAB, answer_stats
-from train_demo_common import fmt_secs, log
-
-
-def chain_tau(step_top1):
-    """Expected accepted length of a greedy chain whose step k is accepted with
-    probability step_top1[k-1] given its parent was: 1 + sum_k prod_(i<=k) a_i."""
-    tau, run = 1.0, 1.0
-    for a in step_top1:
-        run *= a
-        tau += run
-    return tau
+from c2ttools.heads import chain_tau
+from c2ttools.progress import fmt_secs, log
+from c2ttools.rows import SPLITS
+from smollm2_drafts_common import DEFAULT_STAGES, VOCAB, shard_stats
 
 
 def eagle3_section(st):
@@ -58,7 +50,7 @@ def stage_readme(args, out, st):
     import platform
     import transformers
     if "longest_answer" not in st["answers"]["train"]:
-        st["answers"] = answer_stats(ANSWERS)
+        st["answers"] = shard_stats()
     P, A, E, D, V, C = st["prompts"], st["answers"], st["eagle"], st["draft"], st["eval"], st["counts"]
     S = st.get("selfask") if args.self_prompts else None
     secs = st.get("seconds", {})

@@ -9,11 +9,13 @@ the table to <out>/recipes.md and train_log.json."""
 import argparse
 import time
 
-from smollm2_drafts_common import WORK, load_rows, load_target
+from c2ttools.heads import chain_tau
+from c2ttools.progress import fmt_secs, log
+from c2ttools.rows import load_shards
+from smollm2_drafts_common import ANSWERS, WORK, load_target
 from smollm2_drafts_eagle3 import eval_eagle3, load_rows3, stage_eagle3, stage_features3
 from smollm2_drafts_eval import eval_eagle
 from smollm2_drafts_train import EAGLE, eagle_rows, save_eagle, train_eagle
-from train_demo_common import fmt_secs, log
 
 # name: (what it is, the EAGLE keys it changes); eagle3 is the EAGLE-3 stages'
 RECIPES = {
@@ -29,15 +31,6 @@ RECIPES = {
 DEFAULT_RECIPES = "eagle1,eagle1-soft,unroll3,unroll5,eagle3"
 
 
-def chain_tau(step_top1):
-    """1 + sum_k prod_{i<=k} a_i: a greedy chain's τ with acceptance a_k at depth k."""
-    tau, p = 1.0, 1.0
-    for a in step_top1:
-        p *= a
-        tau += p
-    return round(tau, 3)
-
-
 def stage_recipes(args, out, st):
     names = [n for n in args.recipes.split(",") if n]
     for n in names:
@@ -47,7 +40,7 @@ def stage_recipes(args, out, st):
         raise SystemExit("smollm2_drafts: --recipes eagle3 trains on every answer: not with --eagle-rows-frac")
     target, _ = load_target()
     rows = eagle_rows(args)
-    held = load_rows("heldout")
+    held = load_shards(ANSWERS, "heldout")
     res = st.setdefault("recipes", {})
     for n in names:
         if n in res and res[n].get("rows") == len(rows) and res[n].get("epochs") == args.eagle_epochs:
@@ -72,7 +65,7 @@ def stage_recipes(args, out, st):
                        top3=ev["eagle_top3"])
         rec.update(recipe=RECIPES[n][0], rows=len(rows), epochs=args.eagle_epochs,
                    answer_tokens=sum(len(r["ids"]) - r["n_prompt"] for r in rows),
-                   chain_tau=chain_tau(rec["step_top1"]), seconds=round(time.time() - t0, 1))
+                   chain_tau=round(chain_tau(rec["step_top1"]), 3), seconds=round(time.time() - t0, 1))
         res[n] = rec
         log(f"recipes: {n}: top-1 by depth {rec['step_top1']}, chain τ {rec['chain_tau']}, "
             f"{fmt_secs(rec['seconds'])}")

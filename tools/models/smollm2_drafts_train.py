@@ -1,32 +1,19 @@
 """smollm2_drafts.py's training: batches of answer rows, the resumable training
 loop both drafts share, the EAGLE head (stage eagle), the draft LM (stage
 draft) and the answer-token counts (stage counts)."""
-import json
 import os
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from smollm2_drafts_common import IM_END, TARGET, WORK, Progress, answer_counts, load_rows, load_target
-from train_demo_common import log, lr_at
-from train_demo_eagle import EagleHead, eagle_batch_loss, eagle_config, target_keys
-
-
-def seq_batches(rows, tokens_per_batch, gen):
-    """Batches of row indices of similar length, about tokens_per_batch tokens each
-    (padded), in a random order drawn from gen."""
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["ids"]))
-    out, cur = [], []
-    for i in order:
-        cur.append(i)
-        if len(cur) * len(rows[i]["ids"]) >= tokens_per_batch:
-            out.append(cur)
-            cur = []
-    if cur:
-        out.append(cur)
-    perm = torch.randperm(len(out), generator=gen).tolist()
-    return [out[p] for p in perm]
+from c2ttools.heads import SMOLLM2_HEAD_RECIPE, save_head, save_token_counts, saved_size, target_keys
+from c2ttools.progress import Progress, log, smooth, train_status
+from c2ttools.prompts import IM_END
+from c2ttools.rows import length_batches, load_shards
+from smollm2_drafts_common import ANSWERS, TARGET, WORK, answer_counts, load_target
+from train_demo_common import lr_at
+from train_demo_eagle import EagleHead, eagle_batch_loss, eagle_config
 
 
 def pad_batch(rows, sel):
@@ -74,7 +61,8 @@ def train_loop(name, model, rows, args, m, loss_fn, seed):
     """Shared loop of the two drafts: AdamW, warmup + cosine, epochs over length-sorted
     batches, one progress line every 10 steps, checkpoints in WORK."""
     gen = torch.Generator().manual_seed(seed)
-    epochs = [seq_batches(rows, m["tokens_per_batch"], gen) for _ in range(m["epochs"])]
+    lengths = [len(r["ids"]) for r in rows]
+    epochs = [length_batches(range(len(rows)), lengths, m["tokens_per_batch"], gen) for _ in range(m["epochs"])]
     plan = [b for e in epochs for b in e]
     steps = len(plan)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=m["lr"],
@@ -97,12 +85,9 @@ def train_loop(name, model, rows, args, m, loss_fn, seed):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         acc = [acc] if isinstance(acc, float) else acc   # one top-1 per unrolled step
-        # a step with no label (nan: short answers) leaves its average as it was
-        ema = (loss.item(), acc) if ema is None else (0.9 * ema[0] + 0.1 * loss.item(),
-                                                      [e if a != a else 0.9 * e + 0.1 * a
-                                                       for e, a in zip(ema[1], acc)])
+        ema = smooth(ema, loss.item(), acc)
         if (step + 1) % 10 == 0 or step + 1 == steps:
-            pr.show(step + 1, f"loss {ema[0]:.4f} top1 {'/'.join(f'{a:.3f}' for a in ema[1])} lr {lr:.2e}")
+            pr.show(step + 1, train_status(ema, lr))
         ck.save(model, opt, gen, step + 1, force=step + 1 == steps)
     model.eval()
     top1 = [round(a, 4) for a in ema[1]] if ema else None
@@ -110,14 +95,13 @@ def train_loop(name, model, rows, args, m, loss_fn, seed):
                 final_top1_ema=top1[0] if top1 else None, final_step_top1_ema=top1, **m)
 
 
-EAGLE = dict(epochs=4, tokens_per_batch=4096, lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0,
-             p_labels="greedy", clip_value=0.5, unroll=3)
+EAGLE = dict(epochs=4, tokens_per_batch=4096, **SMOLLM2_HEAD_RECIPE)
 
 
 def eagle_rows(args):
     """The training answers; with --eagle-rows-frac < 1 a seeded share of them (a
     data-scaling point)."""
-    rows = load_rows("train")
+    rows = load_shards(ANSWERS, "train")
     if args.eagle_rows_frac < 1:
         keep = torch.randperm(len(rows), generator=torch.Generator().manual_seed(args.seed))
         rows = [rows[i] for i in sorted(keep[:round(len(rows) * args.eagle_rows_frac)].tolist())]
@@ -158,14 +142,7 @@ def train_eagle(args, target, rows, m, name):
 
 def save_eagle(head, c, d):
     """The head in the public layout (BF16 safetensors + config.json) in d; its size."""
-    from safetensors.torch import save_file
-    d.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
-    save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
-    with open(d / "config.json", "w") as f:
-        json.dump(c, f, indent=2)
-        f.write("\n")
-    return dict(parameters=sum(v.numel() for v in sd.values()), bytes=(d / "model.safetensors").stat().st_size)
+    return saved_size(d, save_head(d, head, c))
 
 
 def stage_eagle(args, out, st):
@@ -178,13 +155,6 @@ def stage_eagle(args, out, st):
     st["eagle"] = rec
 
 
-def load_head(out):
-    from safetensors.torch import load_file
-    head = EagleHead(json.load(open(out / "eagle" / "config.json")))
-    head.load_state_dict({k: v.float() for k, v in load_file(str(out / "eagle" / "model.safetensors")).items()})
-    return head.eval()
-
-
 DRAFT = dict(epochs=3, tokens_per_batch=4096, lr=3e-3, warmup=50, wd=0.1, kd_w=0.5,
              hidden=192, layers=4, heads=3, kv_heads=1, ffn=512)
 
@@ -193,7 +163,7 @@ def stage_draft(args, out, st):
     from transformers import LlamaConfig, LlamaForCausalLM
     from train_demo_eagle import SoftCrossEntropy
     target, tok = load_target()
-    rows = load_rows("train")
+    rows = load_shards(ANSWERS, "train")
     m = dict(DRAFT, epochs=args.draft_epochs)
     tc = target.config
     cfg = LlamaConfig(vocab_size=tc.vocab_size, hidden_size=m["hidden"], intermediate_size=m["ffn"],
@@ -239,12 +209,10 @@ def stage_counts(args, out, st):
     """How often each target token is an answer token of the training data: the
     reduced draft vocabulary (spec-eval --draft-vocab N) keeps the N most frequent.
     Written beside both drafts as token_counts.safetensors (I64 [vocab])."""
-    from safetensors.torch import save_file
-    counts = answer_counts(load_rows("train"))
+    counts = answer_counts(load_shards(ANSWERS, "train"))
     for sub in ("eagle", "draft"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-        save_file({"token_counts": counts}, str(out / sub / "token_counts.safetensors"),
-                  metadata={"format": "pt", "source": "SmolLM2 answer tokens of data/smollm2/prompts/train.jsonl"})
+        save_token_counts(out / sub, counts, "SmolLM2 answer tokens of data/smollm2/prompts/train.jsonl")
     cum = counts.sort(descending=True).values.cumsum(0).double() / counts.sum()
     st["counts"] = dict(answer_tokens=int(counts.sum()), distinct=int((counts > 0).sum()),
                         coverage={str(n): round(float(cum[n - 1]), 4) for n in (1024, 2048, 4096, 8192, 16384)})

@@ -36,19 +36,22 @@ LR schedule are cut to fit, which is logged and recorded in the README.
 Progress (step/total, loss, tokens/s, ETA) goes to stderr.
 
 This file is the command line; the stages are in sibling modules:
-train_demo_common.py (settings, LR schedule, time cap, progress lines),
+train_demo_common.py (settings, LR schedule, time cap),
 train_demo_data.py (corpus, tokenizer, prompts: tok), train_demo_lm.py (target,
 draft), train_demo_eagle.py (the EAGLE head and its loss: eagle),
-train_demo_eval.py (eval) and train_demo_readme.py (readme).
+train_demo_eval.py (eval) and train_demo_readme.py (readme); progress lines,
+the log file and the EAGLE head's files are tools/c2ttools'.
 """
 import argparse
-import json
 import random
 import sys
 import time
 from pathlib import Path
 
-from train_demo_common import T0, fmt_secs, log, quiet_malloc, settings
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools package
+from train_demo_common import quiet_malloc, settings  # noqa: E402  (first: it sets OMP_WAIT_POLICY)
+from c2ttools.files import read_log, write_json  # noqa: E402
+from c2ttools.progress import T0, fmt_secs, log  # noqa: E402
 
 import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
 from train_demo_data import stage_tok  # noqa: E402
@@ -77,7 +80,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     s = settings(args)
     log_path = out / "train_log.json"
-    st = json.load(open(log_path)) if log_path.exists() else {}
+    st = read_log(log_path)
     import safetensors
     import tokenizers
     import transformers
@@ -105,8 +108,7 @@ def main():
         else:
             raise SystemExit(f"unknown stage {stage}")
         st["total_seconds"] = round(st.get("total_seconds", 0) + time.time() - t0, 1)
-        with open(log_path, "w") as f:
-            json.dump(st, f, indent=1)
+        write_json(log_path, st, end="")   # this log has always ended without a newline
         log(f"=== stage {stage} done in {fmt_secs(time.time() - t0)}")
     log(f"all done in {fmt_secs(time.time() - T0)}")
 

@@ -1,30 +1,18 @@
-"""train_demo.py's shared pieces: progress lines, the settings (every size and
-step count), the learning-rate schedule, the per-stage time cap and malloc
-tuning.  No torch here: importing this module first sets OMP_WAIT_POLICY
-before any torch (libgomp) loads."""
+"""train_demo.py's shared pieces: the settings (every size and step count), the
+learning-rate schedule, the per-stage time cap and malloc tuning.  No torch here:
+train_demo.py imports this module first, so that it sets OMP_WAIT_POLICY before
+any torch (libgomp) loads.  Progress lines are c2ttools.progress'."""
 import math
 import os
-import sys
 import time
+
+from c2ttools.progress import log
 
 # The C build/tests share these 2 cores: with the default (spinning) OpenMP wait
 # policy a 2-thread torch process slows down ~6x as soon as another process is
 # runnable; sleeping waiters cost little when the machine is idle. Must be set
 # before torch (libgomp) loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
-T0 = time.time()
-
-
-def log(msg):
-    el = time.time() - T0
-    print(f"[{int(el // 60):3d}:{int(el % 60):02d}] {msg}", file=sys.stderr, flush=True)
-
-
-def fmt_secs(s):
-    s = max(0, int(s))
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
 def settings(args):

@@ -11,9 +11,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from train_demo_common import log
+import torch
 
-import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
+from c2ttools.files import write_json, write_jsonl
+from c2ttools.progress import log
 
 
 BOS = "<|begin_of_text|>"
@@ -224,15 +225,11 @@ def make_prompts(tok, root, held_files, seed, out_dir, max_tokens=300):
         rng.shuffle(code)
         code = code[:120]
         for cat, items in (("code", code), ("continue", cont)):
-            path = out_dir / f"{cat}_{split}.jsonl"
-            with open(path, "w") as f:
-                for item in items:
-                    rel, text = item[-2], item[-1]
-                    f.write(json.dumps({"question_id": qid, "category": cat, "turns": [text]}) + "\n")
-                    qid += 1
+            questions = [{"question_id": qid + i, "category": cat, "turns": [item[-1]]} for i, item in enumerate(items)]
+            qid += len(items)
+            write_jsonl(out_dir / f"{cat}_{split}.jsonl", questions, ensure_ascii=True)
             stats[f"{cat}_{split}"] = dict(prompts=len(items), files=len({i[-2] for i in items}))
-    with open(out_dir / "sources.json", "w") as f:
-        json.dump({"seed": seed, "files": groups}, f, indent=1)
+    write_json(out_dir / "sources.json", {"seed": seed, "files": groups}, end="")
     return stats
 
 

@@ -1,10 +1,12 @@
 """train_demo.py's EAGLE head: the model (EAGLE-1 layout, unrollable as the
 decoding loop drafts), the target features it trains on, its loss (also the
-SmolLM2 drafts' and the GPU recipe's), training and export; stage eagle."""
-import json
+SmolLM2 drafts' and the GPU recipe's), training and export; stage eagle.  Its
+config.json and files are written by c2ttools.heads."""
 import time
 
-from train_demo_common import StepBudget, fmt_secs, log, lr_at
+from c2ttools.heads import EAGLE1_KEYS, eagle1_config, read_head, save_head, target_keys
+from c2ttools.progress import fmt_secs, log
+from train_demo_common import StepBudget, lr_at
 from train_demo_data import Corpus, list_corpus, load_tokenizer
 from train_demo_lm import load_lm
 
@@ -142,31 +144,11 @@ class EagleHead(nn.Module):
         return preds
 
 
-def target_keys(tcfg, keep):
-    """The keys keep of the target's config as a dict, rope_theta and rope_scaling
-    as config.json has them (and our runtime reads them): transformers 5 holds them
-    in rope_parameters."""
-    d = tcfg.to_dict()
-    c = {k: d[k] for k in keep if k in d}
-    rp = d.get("rope_parameters") or {}
-    if "rope_theta" in keep and "rope_theta" not in c and "rope_theta" in rp:
-        c["rope_theta"] = rp["rope_theta"]
-        c.setdefault("rope_scaling", None if rp.get("rope_type", "default") == "default" else rp)
-    return c
-
-
 def eagle_config(tcfg):
-    """EAGLE checkpoint config.json: the base LlamaConfig with one layer + "bias"."""
-    d = tcfg.to_dict()
-    keep = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads",
-            "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps",
-            "rope_theta", "rope_scaling", "initializer_range", "bos_token_id", "eos_token_id",
-            "tie_word_embeddings", "pretraining_tp", "attention_bias", "mlp_bias"]
-    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
-    c.update(target_keys(tcfg, keep))
-    c.update(num_hidden_layers=1, bias=True, pad_token_id=0, torch_dtype="bfloat16", use_cache=True,
-             transformers_version=d.get("transformers_version"))
-    return c
+    """EAGLE checkpoint config.json of a transformers target config tcfg: the base
+    LlamaConfig with one layer + "bias", and the transformers version."""
+    version = tcfg.to_dict().get("transformers_version")
+    return eagle1_config(target_keys(tcfg, EAGLE1_KEYS), transformers_version=version)
 
 
 @torch.no_grad()
@@ -323,13 +305,7 @@ def stage_eagle(args, s, out, st):
                 f"p {ploss.item():.3f}) top1 {acc:.3f} (ema {ema[1]:.3f}) lr {lr:.2e} "
                 f"{tokens / el:.0f} tok/s ETA {fmt_secs(el / done * (steps - done))}")
         budget.update(done)
-    (out / "eagle").mkdir(parents=True, exist_ok=True)
-    from safetensors.torch import save_file
-    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
-    save_file(sd, str(out / "eagle" / "model.safetensors"), metadata={"format": "pt"})
-    with open(out / "eagle" / "config.json", "w") as f:
-        json.dump(c, f, indent=2)
-        f.write("\n")
+    sd = save_head(out / "eagle", head, c)
     log(f"eagle: saved {sorted(sd)}")
     return dict(steps=done, tokens=tokens, feature_tokens=ids.numel(), **budget.record(),
                 feature_windows=len(windows), feature_seconds=round(feat_secs, 1),
@@ -341,10 +317,9 @@ def stage_eagle(args, s, out, st):
                 tensors={k: list(v.shape) for k, v in sorted(sd.items())})
 
 
-def load_eagle(out):
-    from safetensors.torch import load_file
-    c = json.load(open(out / "eagle" / "config.json"))
+def load_eagle(d):
+    """The EAGLE head saved in the directory d (FP32, eval mode)."""
+    c, weights = read_head(d)
     head = EagleHead(c)
-    head.load_state_dict({k: v.float() for k, v in load_file(str(out / "eagle" / "model.safetensors")).items()})
-    head.eval()
-    return head
+    head.load_state_dict(weights)
+    return head.eval()

@@ -4,13 +4,13 @@ import json
 import math
 import time
 
-from train_demo_common import log
+import torch
+import torch.nn.functional as F
+
+from c2ttools.progress import log
 from train_demo_data import EOS, Corpus, list_corpus, load_tokenizer
 from train_demo_eagle import load_eagle
 from train_demo_lm import load_lm
-
-import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
-import torch.nn.functional as F  # noqa: E402
 
 
 @torch.no_grad()
@@ -117,7 +117,7 @@ def stage_eval(args, s, out, st):
         log("WARNING: the target's held-out perplexity is not clearly below the draft LM's")
     log(f"eval: train-sample perplexity target {res['target_train_ppl']} draft {res['draft_train_ppl']}")
     if (out / "eagle" / "model.safetensors").exists():
-        head = load_eagle(out)
+        head = load_eagle(out / "eagle")
         ew = held.eval_windows(T, s["eagle_eval_windows"])
         a1, a3, n = eagle_agreement(head, target, ew)
         res.update(eagle_heldout_top1=round(a1, 4), eagle_heldout_top3=round(a3, 4), eagle_eval_tokens=n)

@@ -3,7 +3,8 @@ config, the pretraining loop, saving and loading); stages target and draft."""
 import shutil
 import time
 
-from train_demo_common import StepBudget, fmt_secs, log, lr_at
+from c2ttools.progress import fmt_secs, log
+from train_demo_common import StepBudget, lr_at
 from train_demo_data import BOS, EOS, Corpus, list_corpus, load_tokenizer
 
 import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)

@@ -2,7 +2,7 @@
 figures (train_log.json) and the files written; stage readme."""
 import json
 
-from train_demo_common import fmt_secs
+from c2ttools.progress import fmt_secs
 
 
 def dir_sizes(out):

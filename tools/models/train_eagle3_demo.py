@@ -43,11 +43,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools package
+from c2ttools.files import write_json  # noqa: E402
+from c2ttools.heads import EAGLE3_KEYS, draft_vocab_maps, eagle3_config, save_head, target_keys  # noqa: E402
+from c2ttools.progress import fmt_secs, log  # noqa: E402
 # train_demo's corpus, tokenizer, target loader, RMSNorm, rope, lr schedule
-from train_demo_common import fmt_secs, log, lr_at  # noqa: E402
+from train_demo_common import lr_at  # noqa: E402
 from train_demo_data import Corpus, list_corpus, load_tokenizer  # noqa: E402
-from train_demo_eagle import EagleMLP, RMSNorm, rope, target_keys  # noqa: E402
+from train_demo_eagle import EagleMLP, RMSNorm, rope  # noqa: E402
 from train_demo_lm import load_lm  # noqa: E402
 
 LAYERS = [1, 3, 5]
@@ -119,17 +122,6 @@ class Eagle3Head(nn.Module):
         self.lm_head = nn.Linear(h, c["draft_vocab_size"], bias=False)
 
 
-def head_config(tcfg, draft_vocab):
-    keep = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-            "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
-            "bos_token_id", "eos_token_id", "tie_word_embeddings"]
-    c = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}
-    c.update(target_keys(tcfg, keep))
-    c.update(num_hidden_layers=1, draft_vocab_size=draft_vocab, eagle_aux_hidden_state_layer_ids=LAYERS,
-             pad_token_id=0, torch_dtype="bfloat16")
-    return c
-
-
 def draft_vocabulary(corpus, n):
     """The n most frequent corpus tokens (ties to the lower id), ascending."""
     counts = torch.bincount(corpus.ids, minlength=corpus.ids.max().item() + 1).double()
@@ -174,24 +166,6 @@ def unrolled_loss(head, embed, ids, feats, greedy, col, length):
     return loss, [l.item() for l in losses], accs
 
 
-def save_head(out, head, c, used, V):
-    """out/model.safetensors (BF16, with EAGLE's d2t offsets and t2d mask for the
-    draft vocabulary `used`, ascending target ids) and out/config.json; returns the
-    tensors written."""
-    out.mkdir(parents=True, exist_ok=True)
-    from safetensors.torch import save_file
-    sd = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()}
-    sd["d2t"] = (used - torch.arange(used.numel())).to(torch.int64)
-    t2d = torch.zeros(V, dtype=torch.bool)
-    t2d[used] = True
-    sd["t2d"] = t2d
-    save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
-    with open(out / "config.json", "w") as f:
-        json.dump(c, f, indent=2)
-        f.write("\n")
-    return sd
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--demo", default="data/demo")
@@ -223,7 +197,7 @@ def main():
     V = target.config.vocab_size
     col = torch.full((V,), -100, dtype=torch.int64)
     col[used] = torch.arange(used.numel())
-    c = head_config(target.config, args.draft_vocab)
+    c = eagle3_config(target_keys(target.config, EAGLE3_KEYS), args.draft_vocab, LAYERS)
     torch.manual_seed(args.seed)
     head = Eagle3Head(c)
     with torch.no_grad():
@@ -267,7 +241,7 @@ def main():
             torch.save(dict(head=head.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
                             tokens=tokens, seconds=time.time() - t0, hist=hist), str(ck) + ".tmp")
             os.replace(str(ck) + ".tmp", ck)
-    sd = save_head(out, head, c, used, V)
+    sd = save_head(out, head, c, draft_vocab_maps(used, V))   # BF16 weights, then d2t and t2d
     last = hist[-1] if hist else []
     record = dict(steps=step, tokens=tokens, seconds=round(time.time() - t0 if not args.export_only else 0, 1),
                   batch=args.batch, seq=args.seq, length=args.length, lr=args.lr, warmup=args.warmup,
@@ -275,9 +249,7 @@ def main():
                   corpus_coverage=round(covered, 4), layers=LAYERS, final_loss=last[1] if last else None,
                   final_top1_by_step=[round(a, 4) for a in last[2:]],
                   versions=dict(torch=torch.__version__), tensors={k: list(v.shape) for k, v in sorted(sd.items())})
-    with open(out / "train_log.json", "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    write_json(out / "train_log.json", record)
     log(f"wrote {out}: {sorted(sd)}")
 
 
