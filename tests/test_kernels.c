@@ -9,6 +9,7 @@
 #include "tests/parity.h"
 #include "kernels/cpu/cpu.h"
 #include <omp.h>
+#include <stdatomic.h>
 
 static void test_cpu_backend_is_complete(void) {
 #define HAS_OP(op) CHECK(cpu_backend.op != NULL, "cpu backend lacks " #op);
@@ -323,7 +324,53 @@ static void test_tree_query_sums_as_decode(void) {
     backend_configure(&o);
 }
 
+/* The backend's thread pool: every piece of a region runs exactly once,
+ * with the region's piece count, whoever claims it; a region inside a
+ * piece runs alone on its caller; many short regions in a row (the decode
+ * pattern) lose and repeat nothing. */
+typedef struct { _Atomic int runs[64]; _Atomic int parts_seen; _Atomic int nested_ok; int nest; } PoolProbe;
+static void probe_inner(void *v, int part, int parts) {
+    PoolProbe *p = v;
+    if (part == 0 && parts == 1) atomic_fetch_add(&p->nested_ok, 1);
+}
+static void probe_piece(void *v, int part, int parts) {
+    PoolProbe *p = v;
+    atomic_fetch_add(&p->runs[part], 1);
+    atomic_store(&p->parts_seen, parts);
+    if (p->nest) cpu_parallel(probe_inner, p, 1);
+}
+static void count_piece(void *v, int part, int parts) {
+    (void)parts;
+    atomic_fetch_add((_Atomic long *)v, part + 1);
+}
+
+static void test_thread_pool(void) {
+    if (cpu_threads_max() < 2) SKIP("one CPU thread only");
+    const int nt = cpu_threads_max() < 64 ? cpu_threads_max() : 64;
+    cpu_threads_set(nt);
+    static PoolProbe p;
+    p.nest = 1;
+    cpu_parallel(probe_piece, &p, 1);
+    CHECK(atomic_load(&p.parts_seen) == nt, "pieces %d, want the thread count %d", atomic_load(&p.parts_seen), nt);
+    for (int i = 0; i < nt; i++) CHECK(atomic_load(&p.runs[i]) == 1, "piece %d ran %d times", i, atomic_load(&p.runs[i]));
+    CHECK(atomic_load(&p.nested_ok) == nt, "a region inside a piece should run alone: %d of %d", atomic_load(&p.nested_ok), nt);
+    static _Atomic long sum;
+    const int regions = 20000;
+    for (int r = 0; r < regions; r++) cpu_parallel(count_piece, (void *)&sum, 1);
+    CHECK(atomic_load(&sum) == (long)regions * nt * (nt + 1) / 2, "%d regions: sum %ld, want %ld", regions,
+          atomic_load(&sum), (long)regions * nt * (nt + 1) / 2);
+    atomic_store(&sum, 0);
+    cpu_parallel(count_piece, (void *)&sum, 0);   /* too little work: the caller alone, one piece */
+    CHECK(atomic_load(&sum) == 1, "parallel 0: sum %ld, want 1", atomic_load(&sum));
+    cpu_threads_set(1);
+    atomic_store(&sum, 0);
+    cpu_parallel(count_piece, (void *)&sum, 1);
+    CHECK(atomic_load(&sum) == 1, "one thread: sum %ld, want 1", atomic_load(&sum));
+    cpu_threads_set(cpu_threads_max());
+}
+
 int main(void) {
+    RUN(test_thread_pool);
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);

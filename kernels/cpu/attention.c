@@ -241,6 +241,31 @@ static void attend(float *out, const float *q, const KVCache *c, int layer, int 
  * query and a head (more items to split).  Each (query, head) is summed
  * the same either way, whatever the split and whatever else is in the
  * call, so results depend neither on the thread count nor on the batch. */
+typedef struct {
+    float *out;
+    const float *q;
+    const AttnSeq *seqs;
+    const int *seq_of, *query_of;   /* per query of the call: its sequence and its index there */
+    int layer, nheads, nkv, hd, per, items, total, max_ctx;   /* items: head groups of per heads */
+} FewAttnJob;
+
+/* A contiguous share of the (query, head group) items. */
+static void few_attn_part(void *v, int part, int parts) {
+    const FewAttnJob *j = v;
+    const size_t qdim = (size_t)j->nheads * j->hd;
+    int64_t lo, hi;
+    part_range((int64_t)j->total * j->items, part, parts, &lo, &hi);
+    if (lo >= hi) return;
+    float *s = malloc(sizeof(float) * (j->per + 1) * j->max_ctx);   /* scores, then attend16's slot list */
+    for (int64_t it = lo; it < hi; it++) {
+        const int t = (int)(it / j->items), h = (int)(it % j->items);
+        const AttnSeq *a = &j->seqs[j->seq_of[t]];
+        attend(j->out + a->off * qdim, j->q + a->off * qdim, a->kv, j->layer, j->query_of[t], a->n, a->nctx, a->mask,
+               h * j->per, j->per, j->nheads, j->nkv, j->hd, s);
+    }
+    free(s);
+}
+
 static void attention_few(float *out, const float *q, const AttnSeq *seqs, const int *few, int nf, int layer,
                           int nheads, int nkv, int hd) {
     int total = 0, max_ctx = 1;
@@ -254,20 +279,9 @@ static void attention_few(float *out, const float *q, const AttnSeq *seqs, const
     int *seq_of = malloc(sizeof(int) * (total ? total : 1)), *query_of = malloc(sizeof(int) * (total ? total : 1));
     for (int f = 0, t = 0; f < nf; f++)
         for (int i = 0; i < seqs[few[f]].n; i++, t++) { seq_of[t] = few[f]; query_of[t] = i; }
-    const size_t qdim = (size_t)nheads * hd;
-    const int per = total * nkv >= 8 ? nheads / nkv : 1, items = nheads / per;
-#pragma omp parallel if (work > PAR_MIN_WORK / 16)
-    {
-        float *s = malloc(sizeof(float) * (per + 1) * max_ctx);   /* scores, then attend16's slot list */
-#pragma omp for collapse(2) schedule(static)
-        for (int t = 0; t < total; t++)
-            for (int h = 0; h < items; h++) {
-                const AttnSeq *a = &seqs[seq_of[t]];
-                attend(out + a->off * qdim, q + a->off * qdim, a->kv, layer, query_of[t], a->n, a->nctx, a->mask,
-                       h * per, per, nheads, nkv, hd, s);
-            }
-        free(s);
-    }
+    const int per = total * nkv >= 8 ? nheads / nkv : 1;
+    FewAttnJob j = {out, q, seqs, seq_of, query_of, layer, nheads, nkv, hd, per, nheads / per, total, max_ctx};
+    cpu_parallel(few_attn_part, &j, work > PAR_MIN_WORK / 16);
     free(seq_of); free(query_of);
 }
 
@@ -285,30 +299,43 @@ static const float *head_rows(const KVCache *c, void *base, int layer, int g, in
 
 /* Heads in parallel, each through single-threaded sgemm (see sgemm_rows in
  * matmul.c: results independent of the thread count). */
+typedef struct {
+    float *out;
+    const float *q;
+    const KVCache *c;
+    int layer, n, nctx, nheads, nkv, hd;
+} ManyAttnJob;
+
+/* A contiguous share of the heads. */
+static void many_attn_part(void *v, int part, int parts) {
+    const ManyAttnJob *j = v;
+    const float scale = 1.0f / sqrtf((float)j->hd);
+    const int group = j->nheads / j->nkv, qdim = j->nheads * j->hd, n = j->n, nctx = j->nctx, hd = j->hd;
+    int64_t lo, hi;
+    part_range(j->nheads, part, parts, &lo, &hi);
+    if (lo >= hi) return;
+    float *s = malloc(sizeof(float) * (size_t)n * nctx);
+    float *wide = j->c->dt == DT_F32 ? NULL : malloc(sizeof(float) * (size_t)nctx * hd);
+    for (int h = (int)lo; h < (int)hi; h++) {
+        const int g = h / group;
+        int ld;
+        const float *K = head_rows(j->c, j->c->k, j->layer, g, hd, nctx, wide, &ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, j->q + h * hd, qdim,
+                    K, ld, 0.0f, s, nctx);
+        for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, NULL, i, n, nctx);
+        const float *V = head_rows(j->c, j->c->v, j->layer, g, hd, nctx, wide, &ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
+                    0.0f, j->out + h * hd, qdim);
+    }
+    free(s);
+    free(wide);
+}
+
 static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx, int nheads,
                            int nkv, int hd) {
-    const float scale = 1.0f / sqrtf((float)hd);
-    const int group = nheads / nkv, qdim = nheads * hd;
     cpu_threads_max();   /* first call: OpenBLAS to one thread */
-#pragma omp parallel if ((int64_t)n * nctx * hd * nheads > PAR_MIN_WORK)
-    {
-        float *s = malloc(sizeof(float) * (size_t)n * nctx);
-        float *wide = c->dt == DT_F32 ? NULL : malloc(sizeof(float) * (size_t)nctx * hd);
-#pragma omp for schedule(static)
-        for (int h = 0; h < nheads; h++) {
-            const int g = h / group;
-            int ld;
-            const float *K = head_rows(c, c->k, layer, g, hd, nctx, wide, &ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, q + h * hd, qdim,
-                        K, ld, 0.0f, s, nctx);
-            for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, NULL, i, n, nctx);
-            const float *V = head_rows(c, c->v, layer, g, hd, nctx, wide, &ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
-                        0.0f, out + h * hd, qdim);
-        }
-        free(s);
-        free(wide);
-    }
+    ManyAttnJob j = {out, q, c, layer, n, nctx, nheads, nkv, hd};
+    cpu_parallel(many_attn_part, &j, (int64_t)n * nctx * hd * nheads > PAR_MIN_WORK);
 }
 
 /* A causal sequence of more than 8 queries (a prompt) through sgemm; the

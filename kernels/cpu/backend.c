@@ -27,8 +27,7 @@ static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64
     if (dt != DT_F32 && widened && rows > 1 && f32_cache_used + bytes <= f32_cache_budget()) {
         float *f = malloc(bytes);
         if (f) {
-#pragma omp parallel for schedule(static) if (rows * cols > PAR_MIN_WORK)
-            for (int64_t r = 0; r < rows; r++) cpu_weight_row(w, r, f + r * cols);
+            cpu_weight_rows(w, 0, rows, f);
             w->priv = f;
             f32_cache_used += bytes;
         }
@@ -44,11 +43,11 @@ static void cpu_weight_release(Weight *w) {
     w->data = NULL;
 }
 
-/* On a CPU that other processes share, a parallel region waits for a
- * descheduled thread for a whole time slice, and a decoding cycle runs
- * dozens of them: two threads were 40x slower than one on the demo while
- * another job held both cores (and faster when the cores were free).  So
- * the backend measures instead of guessing: each window of TUNE_WINDOW units
+/* On a CPU that other processes share, a region still waits for a piece
+ * that a descheduled worker has started (threads.c), and a decoding cycle
+ * runs dozens of regions: two threads can then be slower than one (and are
+ * faster when the cores are free).  So the backend measures instead of
+ * guessing: each window of TUNE_WINDOW units
  * opens with TUNE_PROBE units on one thread and TUNE_PROBE on all of them,
  * alternating, and runs the rest with whichever took less time.  Per unit
  * (cycle), not per emitted token: how many tokens a cycle accepts does not

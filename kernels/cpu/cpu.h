@@ -1,5 +1,5 @@
-/* CPU backend internals: OpenBLAS for products over many tokens, OpenMP
- * loops over both cores for single-token work. */
+/* CPU backend internals: OpenBLAS for products over many tokens, the
+ * backend's own thread pool (threads.c) spreading the work over the cores. */
 #ifndef C2T_CPU_H
 #define C2T_CPU_H
 #include "kernels/kernels.h"
@@ -108,6 +108,21 @@ static inline void f32_to_bf16_row(uint16_t *dst, const float *src, size_t n) {
  * saves (thread wake-up is microseconds). */
 #define PAR_MIN_WORK (1 << 18)
 
+/* A parallel region (threads.c): fn(ctx, part, parts) for every part in
+ * [0, parts), parts being the backend's thread count, each run by whichever
+ * thread claims it first; all of them before cpu_parallel returns.  With
+ * parallel 0 (too little work), inside another region, or on one thread:
+ * fn(ctx, 0, 1) on the caller. */
+typedef void (*PoolTask)(void *ctx, int part, int parts);
+void cpu_parallel(PoolTask fn, void *ctx, int parallel);
+
+/* Part `part` of `parts` of the range [0, n): contiguous, in order. */
+static inline void part_range(int64_t n, int part, int parts, int64_t *lo, int64_t *hi) {
+    const int64_t per = (n + parts - 1) / parts;
+    *lo = per * part < n ? per * part : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
 /* Products of up to this many tokens use the fused loop of matmul.c, which
  * sums every token exactly as a one-token product does (so a batch of up
  * to this many tokens decodes each sequence exactly as alone).  The bound
@@ -123,6 +138,8 @@ static inline void f32_to_bf16_row(uint16_t *dst, const float *src, size_t n) {
 
 /* Row r of a weight converted to floats. */
 void cpu_weight_row(const Weight *w, int64_t r, float *out);
+/* Rows [r0, r0 + n) as F32 into out[n][cols], in parallel. */
+void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
 
 void cpu_embed(float *out, const Weight *table, const int *tokens, int n);
 void cpu_matmul(float *out, const float *x, const Weight *w, int n);

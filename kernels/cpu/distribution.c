@@ -92,34 +92,48 @@ static double exp_shifted(const float *l, int vocab, float invt, float *p, float
 #endif
 }
 
+typedef struct {
+    const float *logits;
+    int n, vocab, k, topm;
+    float invt;
+    int *ids;
+    float *probs, *entropy;
+} DistJob;
+
+/* A contiguous share of the rows. */
+static void dist_part(void *v, int part, int parts) {
+    const DistJob *d = v;
+    const int vocab = d->vocab, k = d->k;
+    int64_t lo, hi;
+    part_range(d->n, part, parts, &lo, &hi);
+    if (lo >= hi) return;
+    float *p = malloc(sizeof(float) * vocab);
+    float *scratch = d->entropy ? malloc(sizeof(float) * 3 * (size_t)vocab) : NULL;
+    int *tid = malloc(sizeof(int) * (k > 0 ? k : 1));
+    float *tp = malloc(sizeof(float) * (k > 0 ? k : 1));
+    for (int r = (int)lo; r < (int)hi; r++) {
+        const float *l = d->logits + (size_t)r * vocab;
+        float mx;
+        const double sum = exp_shifted(l, vocab, d->invt, p, &mx);
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < vocab; j++) p[j] *= inv;
+        if (k > 0 && (d->ids || d->probs)) {
+            int cnt = 0;
+            for (int j = 0; j < vocab; j++) topk_insert(tid, tp, &cnt, k, j, p[j]);
+            for (int i = 0; i < k; i++) {
+                if (d->ids) d->ids[(size_t)r * k + i] = i < cnt ? tid[i] : -1;
+                if (d->probs) d->probs[(size_t)r * k + i] = i < cnt ? tp[i] : 0.0f;
+            }
+        }
+        if (d->entropy) d->entropy[r] = entropy_topm(p, l, mx, d->invt, log(sum), vocab, d->topm, scratch);
+    }
+    free(p); free(scratch); free(tid); free(tp);
+}
+
 void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
                       int *ids, float *probs, int topm, float *entropy) {
-    const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
-#pragma omp parallel if (n > 1 && (int64_t)n * vocab > PAR_MIN_WORK)
-    {
-        float *p = malloc(sizeof(float) * vocab);
-        float *scratch = entropy ? malloc(sizeof(float) * 3 * (size_t)vocab) : NULL;
-        int *tid = malloc(sizeof(int) * (k > 0 ? k : 1));
-        float *tp = malloc(sizeof(float) * (k > 0 ? k : 1));
-#pragma omp for schedule(static)
-        for (int r = 0; r < n; r++) {
-            const float *l = logits + (size_t)r * vocab;
-            float mx;
-            const double sum = exp_shifted(l, vocab, invt, p, &mx);
-            float inv = (float)(1.0 / sum);
-            for (int j = 0; j < vocab; j++) p[j] *= inv;
-            if (k > 0 && (ids || probs)) {
-                int cnt = 0;
-                for (int j = 0; j < vocab; j++) topk_insert(tid, tp, &cnt, k, j, p[j]);
-                for (int i = 0; i < k; i++) {
-                    if (ids) ids[(size_t)r * k + i] = i < cnt ? tid[i] : -1;
-                    if (probs) probs[(size_t)r * k + i] = i < cnt ? tp[i] : 0.0f;
-                }
-            }
-            if (entropy) entropy[r] = entropy_topm(p, l, mx, invt, log(sum), vocab, topm, scratch);
-        }
-        free(p); free(scratch); free(tid); free(tp);
-    }
+    DistJob d = {logits, n, vocab, k, topm, temperature > 0 ? 1.0f / temperature : 1.0f, ids, probs, entropy};
+    cpu_parallel(dist_part, &d, n > 1 && (int64_t)n * vocab > PAR_MIN_WORK);
 }
 
 /* The first index of the row's largest value, comparing with > as a

@@ -7,36 +7,54 @@
  * at batch 16 or more (one token's rows stay on one core). */
 #define PAR_MIN_ELEMENTS (1 << 13)
 
-void cpu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
-    const int64_t d = w->cols;
-#pragma omp parallel for schedule(static) if (n * d > PAR_MIN_ELEMENTS)
-    for (int t = 0; t < n; t++) {
-        const float *xr = x + t * d;
-        float *o = out + t * d;
+typedef struct { float *out; const float *x; const Weight *w; int n; float eps; } NormJob;
+
+static void rmsnorm_part(void *v, int part, int parts) {
+    const NormJob *j = v;
+    const int64_t d = j->w->cols;
+    int64_t lo, hi;
+    part_range(j->n, part, parts, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const float *xr = j->x + t * d;
+        float *o = j->out + t * d;
         double ss = 0;
-        for (int64_t j = 0; j < d; j++) ss += (double)xr[j] * xr[j];
-        float inv = 1.0f / sqrtf((float)(ss / d) + eps);
-        for (int64_t j = 0; j < d; j++) o[j] = load1(w->data, w->dtype, j) * (xr[j] * inv);
+        for (int64_t e = 0; e < d; e++) ss += (double)xr[e] * xr[e];
+        float inv = 1.0f / sqrtf((float)(ss / d) + j->eps);
+        for (int64_t e = 0; e < d; e++) o[e] = load1(j->w->data, j->w->dtype, e) * (xr[e] * inv);
     }
 }
 
-void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq) {
-    const int half = head_dim / 2;
-#pragma omp parallel for schedule(static) if ((int64_t)n * nheads * head_dim > PAR_MIN_WORK)
-    for (int t = 0; t < n; t++) {
+void cpu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
+    NormJob j = {out, x, w, n, eps};
+    cpu_parallel(rmsnorm_part, &j, n * w->cols > PAR_MIN_ELEMENTS);
+}
+
+typedef struct { float *x; const int *pos; int n, nheads, head_dim; const float *inv_freq; } RopeJob;
+
+static void rope_part(void *v, int part, int parts) {
+    const RopeJob *j = v;
+    const int half = j->head_dim / 2;
+    int64_t lo, hi;
+    part_range(j->n, part, parts, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
         for (int i = 0; i < half; i++) {
             /* the angle in float32, as HF computes it, so long positions
              * round the same way */
-            float ang = (float)pos[t] * inv_freq[i];
+            float ang = (float)j->pos[t] * j->inv_freq[i];
             float c = cosf(ang), s = sinf(ang);
-            for (int h = 0; h < nheads; h++) {
-                float *v = x + ((int64_t)t * nheads + h) * head_dim;
+            for (int h = 0; h < j->nheads; h++) {
+                float *v = j->x + (t * j->nheads + h) * j->head_dim;
                 float a = v[i], b = v[i + half];
                 v[i] = a * c - b * s;
                 v[i + half] = b * c + a * s;
             }
         }
     }
+}
+
+void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq) {
+    RopeJob j = {x, pos, n, nheads, head_dim, inv_freq};
+    cpu_parallel(rope_part, &j, (int64_t)n * nheads * head_dim > PAR_MIN_WORK);
 }
 
 void cpu_add(float *x, const float *y, size_t n) {
@@ -46,10 +64,17 @@ void cpu_add(float *x, const float *y, size_t n) {
 /* gate = silu(gate) * up; sixteen lanes at a time through libmvec's expf
  * where there is AVX-512 (the tail under a lane mask, so every element is
  * computed the same wherever it sits: batch invariance). */
-void cpu_swiglu(float *gate, const float *up, size_t n) {
-    const int64_t m = (int64_t)n;
-#pragma omp parallel for schedule(static) if (m > PAR_MIN_ELEMENTS)
-    for (int64_t i = 0; i < m; i += 256) {
+typedef struct { float *gate; const float *up; int64_t m; } SwigluJob;
+
+/* A contiguous share of the blocks of 256 elements. */
+static void swiglu_part(void *v, int part, int parts) {
+    const SwigluJob *job = v;
+    float *gate = job->gate;
+    const float *up = job->up;
+    const int64_t m = job->m;
+    int64_t b0, b1;
+    part_range((m + 255) / 256, part, parts, &b0, &b1);
+    for (int64_t i = b0 * 256; i < b1 * 256 && i < m; i += 256) {
         const int64_t end = i + 256 < m ? i + 256 : m;
 #ifdef __AVX512F__
         const __m512 one = _mm512_set1_ps(1.0f);
@@ -64,6 +89,11 @@ void cpu_swiglu(float *gate, const float *up, size_t n) {
         for (int64_t j = i; j < end; j++) gate[j] = gate[j] / (1.0f + expf(-gate[j])) * up[j];
 #endif
     }
+}
+
+void cpu_swiglu(float *gate, const float *up, size_t n) {
+    SwigluJob j = {gate, up, (int64_t)n};
+    cpu_parallel(swiglu_part, &j, (int64_t)n > PAR_MIN_ELEMENTS);
 }
 
 void cpu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width) {

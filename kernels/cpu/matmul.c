@@ -5,7 +5,6 @@
  * is memory bandwidth — and sums each token exactly as decode does. */
 #include "kernels/cpu/cpu.h"
 #include <cblas.h>
-#include <omp.h>
 #include <stdlib.h>
 
 #define BLOCK_ROWS 256      /* rows widened per sgemm call */
@@ -355,14 +354,31 @@ static void rows_any(const Weight *w, const float *x, const uint16_t *xb, float 
     else rows_dot(w, x, out, r0, r1, n, DT_F32);
 }
 
+/* The rows of one or more weights (of equal cols), in order, as one range
+ * split in contiguous parts: each part streams its rows. */
+typedef struct {
+    float *const *outs;
+    const float *x;
+    const uint16_t *xb;
+    const Weight *const *ws;
+    int count, n;
+    int64_t total;   /* rows of all the weights */
+} RowsJob;
+
+static void rows_part(void *v, int part, int parts) {
+    const RowsJob *j = v;
+    int64_t g0, g1, base = 0;
+    part_range(j->total, part, parts, &g0, &g1);
+    for (int i = 0; i < j->count; base += j->ws[i]->rows, i++) {
+        const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + j->ws[i]->rows ? g1 : base + j->ws[i]->rows;
+        if (lo < hi) rows_any(j->ws[i], j->x, j->xb, j->outs[i], lo - base, hi - base, j->n);
+    }
+}
+
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     const uint16_t *xb = fast_bf16(w) ? bf16_activations(x, (int64_t)n * w->cols) : NULL;
-#pragma omp parallel if (w->rows * w->cols * n > PAR_MIN_WORK)
-    {
-        int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        int64_t per = (w->rows + nt - 1) / nt, r0 = id * per, r1 = r0 + per < w->rows ? r0 + per : w->rows;
-        if (r0 < r1) rows_any(w, x, xb, out, r0, r1, n);
-    }
+    RowsJob j = {&out, x, xb, &w, 1, n, w->rows};
+    cpu_parallel(rows_part, &j, w->rows * w->cols * n > PAR_MIN_WORK);
 }
 
 /* Few tokens share one parallel region: the rows of all the weights, in
@@ -382,17 +398,8 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
     const uint16_t *xb = fast ? bf16_activations(x, (int64_t)n * ws[0]->cols) : NULL;
     int64_t total = 0, work = 0;
     for (int i = 0; i < count; i++) { total += ws[i]->rows; work += ws[i]->rows * ws[i]->cols * n; }
-#pragma omp parallel if (work > PAR_MIN_WORK)
-    {
-        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        const int64_t per = (total + nt - 1) / nt, g0 = id * per, g1 = g0 + per < total ? g0 + per : total;
-        int64_t base = 0;
-        for (int i = 0; i < count; base += ws[i]->rows, i++) {
-            const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + ws[i]->rows ? g1 : base + ws[i]->rows;
-            if (lo >= hi) continue;
-            rows_any(ws[i], x, xb, outs[i], lo - base, hi - base, n);
-        }
-    }
+    RowsJob j = {outs, x, xb, ws, count, n, total};
+    cpu_parallel(rows_part, &j, work > PAR_MIN_WORK);
 }
 
 /* out[n][·] (ld ldo) = x[n][C] · W[0:nr]ᵀ through OpenBLAS in fixed chunks
@@ -414,15 +421,44 @@ static int64_t sgemm_chunk_rows(int64_t nr) {
     return (rows + 15) & ~15LL;
 }
 
+typedef struct {
+    float *out;
+    int64_t ldo, nr, C, step, chunks;
+    const float *x, *wf;
+    int n;
+} SgemmJob;
+
+static void sgemm_part(void *v, int part, int parts) {
+    const SgemmJob *j = v;
+    int64_t k0, k1;
+    part_range(j->chunks, part, parts, &k0, &k1);
+    for (int64_t k = k0; k < k1; k++) {
+        const int64_t a = k * j->step, b = a + j->step < j->nr ? a + j->step : j->nr;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, (int)(b - a), (int)j->C, 1.0f, j->x, (int)j->C,
+                    j->wf + a * j->C, (int)j->C, 0.0f, j->out + a, (int)j->ldo);
+    }
+}
+
 static void sgemm_rows(float *out, int64_t ldo, const float *x, const float *wf, int n, int64_t nr, int64_t C) {
     cpu_threads_max();   /* first call: OpenBLAS to one thread */
-    const int64_t step = sgemm_chunk_rows(nr), chunks = (nr + step - 1) / step;
-#pragma omp parallel for schedule(static) if (chunks > 1 && nr * C * n > PAR_MIN_WORK)
-    for (int64_t k = 0; k < chunks; k++) {
-        const int64_t a = k * step, b = a + step < nr ? a + step : nr;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, (int)(b - a), (int)C, 1.0f, x, (int)C,
-                    wf + a * C, (int)C, 0.0f, out + a, (int)ldo);
-    }
+    const int64_t step = sgemm_chunk_rows(nr);
+    SgemmJob j = {out, ldo, nr, C, step, (nr + step - 1) / step, x, wf, n};
+    cpu_parallel(sgemm_part, &j, j.chunks > 1 && nr * C * n > PAR_MIN_WORK);
+}
+
+/* Rows [r0, r0 + n) of w as F32 into out[n][cols]. */
+typedef struct { const Weight *w; int64_t r0, n; float *out; } WidenJob;
+
+static void widen_part(void *v, int part, int parts) {
+    const WidenJob *j = v;
+    int64_t lo, hi;
+    part_range(j->n, part, parts, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) cpu_weight_row(j->w, j->r0 + r, j->out + r * j->w->cols);
+}
+
+void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out) {
+    WidenJob j = {w, r0, n, out};
+    cpu_parallel(widen_part, &j, n * w->cols > PAR_MIN_WORK);
 }
 
 void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
@@ -437,8 +473,7 @@ void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     float *tmp = malloc(sizeof(float) * BLOCK_ROWS * C);
     for (int64_t r0 = 0; r0 < R; r0 += BLOCK_ROWS) {
         int64_t nr = R - r0 < BLOCK_ROWS ? R - r0 : BLOCK_ROWS;
-#pragma omp parallel for schedule(static) if (nr * C > PAR_MIN_WORK)
-        for (int64_t r = 0; r < nr; r++) cpu_weight_row(w, r0 + r, tmp + r * C);
+        cpu_weight_rows(w, r0, nr, tmp);
         sgemm_rows(out + r0, R, x, tmp, n, nr, C);
     }
     free(tmp);

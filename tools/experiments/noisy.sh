@@ -1,0 +1,56 @@
+#!/bin/sh
+# Decode speed on a shared CPU (not part of make test): SmolLM2 BF16 tg128
+# (build/tests/bench_forward, llama.cpp's arithmetic: --cpu-fast-gemm on) at
+# 1 and 2 threads, on an idle machine, beside one busy loop (one core held)
+# and beside two (a competing 2-thread job); llama.cpp's llama-bench tg128 at
+# -t 1 and -t 2 on the same weights in the same conditions when it is built
+# (tools/experiments/llamacpp.sh; make bench builds it).  Each figure is the
+# median of REPS runs, the runs of the two thread counts alternating.
+#   REPS=3 (default)
+set -eu
+cd "$(dirname "$0")/../.."
+REPS=${REPS:-3}
+M=models/smollm2-135m-instruct
+[ -f $M/model.safetensors ] || { echo "noisy: $M is missing (make smollm2)" >&2; exit 1; }
+[ -x build/tests/bench_forward ] || { echo "noisy: build/tests/bench_forward is missing (make)" >&2; exit 1; }
+LB=build/llama.cpp/bin
+GGUF=models/smollm2-135m-instruct.bf16.gguf
+have_llama=0
+[ -x $LB/llama-bench ] && [ -f $GGUF ] && have_llama=1
+[ $have_llama = 1 ] || echo "noisy: llama.cpp or $GGUF absent (make bench builds both): its rows are skipped" >&2
+
+ours() { build/tests/bench_forward --threads "$1" --cpu-fast-gemm on $M 2>/dev/null | awk '/tg128/ { print $2; exit }'; }
+theirs() {
+    $LB/llama-bench -m $GGUF -t "$1" -p 0 -n 128 -r 1 -o csv 2>/dev/null |
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) c = i; next } { gsub(/"/, "", $c); print $c }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+hogs=""
+load() {   # load N: N busy loops until the next call
+    for p in $hogs; do kill "$p" 2>/dev/null || true; done
+    hogs=""
+    i=0
+    while [ $i -lt "$1" ]; do
+        sh -c 'while :; do :; done' & hogs="$hogs $!"
+        i=$((i + 1))
+    done
+}
+trap 'load 0' EXIT INT TERM
+
+printf '%-28s %10s %10s %10s %10s\n' "condition" "ours -t 1" "ours -t 2" "llama -t 1" "llama -t 2"
+for busy in 0 1 2; do
+    load $busy
+    sleep 1
+    : > /tmp/noisy_$$
+    r=0
+    while [ $r -lt "$REPS" ]; do
+        for t in 1 2; do echo "ours$t $(ours $t)" >> /tmp/noisy_$$; done
+        if [ $have_llama = 1 ]; then for t in 1 2; do echo "llama$t $(theirs $t)" >> /tmp/noisy_$$; done; fi
+        r=$((r + 1))
+    done
+    row() { v=$(awk -v k="$1" '$1 == k { print $2 }' /tmp/noisy_$$ | median); echo "${v:--}"; }
+    case $busy in 0) c="idle" ;; 1) c="one core held (1 busy loop)" ;; 2) c="both held (2 busy loops)" ;; esac
+    printf '%-28s %10s %10s %10s %10s\n' "$c" "$(row ours1)" "$(row ours2)" "$(row llama1)" "$(row llama2)"
+done
+rm -f /tmp/noisy_$$
