@@ -65,8 +65,8 @@ ev --policy eagle2 $eagle --topk $TOPK --depth $E2_DEPTH --total 60 --check-loss
 ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --topk $TOPK --check-lossless \
     --csv "$R/policies.csv" --label settings=beta0.5 --json "$R/eval_c2t.json"
 ev --policy ar --no-baseline --csv "$R/policies.csv" --label settings=-
-ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --no-baseline --csv "$R/policies.csv" --label settings=lm/len4
-ev --policy static $eagle --no-baseline --csv "$R/policies.csv" --label settings=eagle1-tree
+ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --csv "$R/policies.csv" --label settings=lm/len4
+ev --policy static $eagle --csv "$R/policies.csv" --label settings=eagle1-tree
 stamp
 
 echo "== 4/4 sweep: EAGLE-2 total, C2T beta (topk $TOPK, max depth $DMAX); SAGE theta, WETAP budget"
@@ -79,23 +79,28 @@ for beta in 0.3 0.4 0.5 0.6 0.7 0.8 0.9; do
         --no-baseline --csv "$R/tau_gamma.csv" --label beta=$beta
 done
 for th in 0.003 0.03 0.1; do   # SAGE's expansion threshold theta_l = theta * l / D (paper: 0.1)
-    ev --policy sage $eagle --param sage_theta=$th --no-baseline --csv "$R/tau_gamma.csv" --label theta=$th
+    # the default's run (the table's row) with its own ar A/B, the others without
+    base=--no-baseline; [ "$th" = 0.1 ] && base=""
+    ev --policy sage $eagle --param sage_theta=$th $base --csv "$R/tau_gamma.csv" --label theta=$th
 done
 for b in 16 32 64; do
-    ev --policy wetap $eagle $WETAP --param wetap_budget=$b --no-baseline --csv "$R/tau_gamma.csv" --label budget=$b
+    base=--no-baseline; [ "$b" = 64 ] && base=""
+    ev --policy wetap $eagle $WETAP --param wetap_budget=$b $base --csv "$R/tau_gamma.csv" --label budget=$b
 done
 # the table's sage and wetap rows: their default settings from the sweep
 grep -E '^sage,theta,0.1,|^wetap,budget,64,' "$R/tau_gamma.csv" >> "$R/policies.csv"
 stamp
 
 echo
-echo "== results on the test prompts (gamma: verified candidate tokens, thousands; v: tokens/s on this CPU)"
-awk -F, 'NR > 1 { p[NR] = $1; s[NR] = ($2 == "settings" ? $3 : $2 "=" $3); t[NR] = $4; g[NR] = $5; v[NR] = $6; if ($1 == "ar") var = $6 }
+echo "== results on the test prompts (gamma: verified candidate tokens, thousands; v: decode tokens/s on this CPU;"
+echo "   speedup: A/B against ar in the same spec-eval run, with its 95% interval)"
+awk -F, 'NR > 1 { p[NR] = $1; s[NR] = ($2 == "settings" ? $3 : $2 "=" $3); t[NR] = $4; g[NR] = $5; v[NR] = $6
+                  sp[NR] = ($7 == "" ? "-" : sprintf("%.2f [%.2f, %.2f]", $7, $8, $9)) }
     END {
-        printf "%-8s %-14s %9s %7s %9s %8s\n", "policy", "settings", "gamma(k)", "tau", "v", "speedup"
+        printf "%-8s %-14s %9s %7s %9s  %s\n", "policy", "settings", "gamma(k)", "tau", "v", "speedup"
         order = "ar chain static eagle2 c2t sage wetap"; n = split(order, o, " ")
         for (k = 1; k <= n; k++) for (i = 2; i <= NR; i++) if (p[i] == o[k])
-            printf "%-8s %-14s %9.2f %7.2f %9.1f %8.2f\n", p[i], s[i], g[i] / 1000, t[i], v[i], (var > 0 ? v[i] / var : 0)
+            printf "%-8s %-14s %9.2f %7.2f %9.1f  %s\n", p[i], s[i], g[i] / 1000, t[i], v[i], (p[i] == "ar" ? "(the baseline)" : sp[i])
         for (i = 2; i <= NR; i++) { if (p[i] == "eagle2") e = i; if (p[i] == "c2t") c = i }
         printf "c2t vs eagle2 (beta 0.5 vs defaults): gamma %+.1f%%, tau %+.1f%%, v %+.1f%%\n",
             100 * (g[c] - g[e]) / g[e], 100 * (t[c] - t[e]) / t[e], 100 * (v[c] - v[e]) / v[e]

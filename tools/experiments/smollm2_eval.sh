@@ -77,11 +77,12 @@ ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --check-loss
 [ -z "$lm" ] || ev --policy chain $lm --draft-len 4 --check-lossless --label settings=lm/len4
 stamp
 fi
-awk -F, 'NR > 1 { p[NR] = $1; s[NR] = $3; t[NR] = $4; g[NR] = $5; v[NR] = $6; if ($1 == "ar") var = $6 }
+awk -F, 'NR > 1 { p[NR] = $1; s[NR] = $3; t[NR] = $4; g[NR] = $5; v[NR] = $6
+                  sp[NR] = ($7 == "" ? "-" : sprintf("%.2f [%.2f, %.2f]", $7, $8, $9)) }
     END {
-        printf "%-8s %-10s %9s %7s %9s %8s\n", "policy", "settings", "gamma(k)", "tau", "v", "speedup"
+        printf "%-8s %-10s %9s %7s %9s  %s\n", "policy", "settings", "gamma(k)", "tau", "v", "speedup A/B [95%]"
         for (i = 2; i <= NR; i++)
-            printf "%-8s %-10s %9.2f %7.2f %9.1f %8.2f\n", p[i], s[i], g[i] / 1000, t[i], v[i], (var > 0 ? v[i] / var : 0)
+            printf "%-8s %-10s %9.2f %7.2f %9.1f  %s\n", p[i], s[i], g[i] / 1000, t[i], v[i], (p[i] == "ar" ? "(the baseline)" : sp[i])
     }' "$R/policies.csv" | tee "$R/table.txt"
 
 if [ "$LOSSLESS_Q" -eq 0 ]; then

@@ -141,14 +141,18 @@ else
 fi
 
 { echo "arithmetic of ours: $(arith_name)"
-awk -F, 'FILENAME ~ /speed.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6; if ($1 == "ar") ar = $6 }
+# "vs our ar": the A/B speedup of each run against ar in the same process,
+# with its 95% interval; llama.cpp's rows and "vs llama.cpp" divide tok/s
+# measured in different processes (no interval)
+awk -F, 'FILENAME ~ /speed.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6
+                                             sp[n] = ($7 == "" ? "-" : sprintf("%.2fx [%.2f, %.2f]", $7, $8, $9)) }
     FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; if ($1 == "plain") lp = $4 }
     END {
-        printf "%-16s %-16s %9s %6s %8s %9s %10s\n", "runtime/policy", "setting", "gamma(k)", "tau", "tok/s", "vs our ar", "vs llama.cpp"
+        printf "%-16s %-16s %9s %6s %8s %-20s %10s\n", "runtime/policy", "setting", "gamma(k)", "tau", "tok/s", "vs our ar (A/B)", "vs llama.cpp"
         for (i = 1; i <= n; i++)
-            printf "%-16s %-16s %9.2f %6.2f %8.1f %8.2fx %9s\n", "ours/" p[i], s[i], g[i] / 1000, t[i], v[i], v[i] / ar,
-                   (lp > 0 ? sprintf("%.2fx", v[i] / lp) : "-")
+            printf "%-16s %-16s %9.2f %6.2f %8.1f %-20s %9s\n", "ours/" p[i], s[i], g[i] / 1000, t[i], v[i],
+                   (p[i] == "ar" ? "(the baseline)" : sp[i]), (lp > 0 ? sprintf("%.2fx", v[i] / lp) : "-")
         for (i = 1; i <= m; i++)
-            printf "%-16s %-16s %9s %6s %8.1f %8.2fx %9s\n", "llama.cpp/" ln[i], "-", "-", "-", lv[i], lv[i] / ar,
+            printf "%-16s %-16s %9s %6s %8.1f %-20s %9s\n", "llama.cpp/" ln[i], "-", "-", "-", lv[i], "-",
                    (lp > 0 ? sprintf("%.2fx", lv[i] / lp) : "-")
     }' "$R/speed.csv" "$R/llamacpp_rows.csv"; } | tee "$R/speed.txt"
