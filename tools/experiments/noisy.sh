@@ -7,6 +7,8 @@
 # (tools/experiments/llamacpp.sh; make bench builds it).  Each figure is the
 # median of REPS runs, the runs of the two thread counts alternating.
 #   REPS=3 (default)
+#   OTHER=path/to/bench_forward  also another build's, in the same rounds
+#                                (e.g. a worktree of an earlier commit)
 set -eu
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-3}
@@ -19,12 +21,13 @@ have_llama=0
 [ -x $LB/llama-bench ] && [ -f $GGUF ] && have_llama=1
 [ $have_llama = 1 ] || echo "noisy: llama.cpp or $GGUF absent (make bench builds both): its rows are skipped" >&2
 
-ours() { build/tests/bench_forward --threads "$1" --cpu-fast-gemm on $M 2>/dev/null | awk '/tg128/ { print $2; exit }'; }
+OTHER=${OTHER:-}
+ours() { ${2:-build/tests/bench_forward} --threads "$1" --cpu-fast-gemm on $M 2>/dev/null | awk '/tg128/ { print $2; exit }'; }
 theirs() {
     $LB/llama-bench -m $GGUF -t "$1" -p 0 -n 128 -r 1 -o csv 2>/dev/null |
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /avg_ts/) c = i; next } { gsub(/"/, "", $c); print $c }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 hogs=""
 load() {   # load N: N busy loops until the next call
@@ -38,7 +41,8 @@ load() {   # load N: N busy loops until the next call
 }
 trap 'load 0' EXIT INT TERM
 
-printf '%-28s %10s %10s %10s %10s\n' "condition" "ours -t 1" "ours -t 2" "llama -t 1" "llama -t 2"
+printf '%-28s %10s %10s %10s %10s %10s %10s\n' "condition" "ours -t 1" "ours -t 2" "llama -t 1" "llama -t 2" \
+    "other -t 1" "other -t 2"
 for busy in 0 1 2; do
     load $busy
     sleep 1
@@ -47,10 +51,12 @@ for busy in 0 1 2; do
     while [ $r -lt "$REPS" ]; do
         for t in 1 2; do echo "ours$t $(ours $t)" >> /tmp/noisy_$$; done
         if [ $have_llama = 1 ]; then for t in 1 2; do echo "llama$t $(theirs $t)" >> /tmp/noisy_$$; done; fi
+        if [ -n "$OTHER" ]; then for t in 1 2; do echo "other$t $(ours $t "$OTHER")" >> /tmp/noisy_$$; done; fi
         r=$((r + 1))
     done
-    row() { v=$(awk -v k="$1" '$1 == k { print $2 }' /tmp/noisy_$$ | median); echo "${v:--}"; }
+    row() { v=$(awk -v k="$1" '$1 == k && $2 != "" { print $2 }' /tmp/noisy_$$ | median); [ -n "$v" ] && printf '%.1f' "$v" || echo -; }
     case $busy in 0) c="idle" ;; 1) c="one core held (1 busy loop)" ;; 2) c="both held (2 busy loops)" ;; esac
-    printf '%-28s %10s %10s %10s %10s\n' "$c" "$(row ours1)" "$(row ours2)" "$(row llama1)" "$(row llama2)"
+    printf '%-28s %10s %10s %10s %10s %10s %10s\n' "$c" "$(row ours1)" "$(row ours2)" "$(row llama1)" "$(row llama2)" \
+        "$(row other1)" "$(row other2)"
 done
 rm -f /tmp/noisy_$$
