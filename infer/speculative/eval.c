@@ -11,6 +11,7 @@
 typedef struct { AbPair *p; int n, cap; } Pairs;
 
 static void pairs_add(Pairs *l, const AbPair *p, int n) {
+    if (n <= 0) return;   /* p may then be NULL (a list never grown) */
     if (l->n + n > l->cap) {
         l->cap = 2 * (l->n + n);
         l->p = xrealloc(l->p, sizeof(AbPair) * l->cap);

@@ -6,7 +6,8 @@
 # and pp n; llama.cpp built by tools/experiments/llamacpp.sh from the PyPI
 # sdist).
 # Rows are written to results/bench/forward.tsv and results/bench/llamacpp_T.csv;
-# the table printed last has ours / llama.cpp per row.
+# the table printed last has ours / llama.cpp per row; then the threads row
+# (ours and llama.cpp at 1 and 2 threads in the same rounds, tools/experiments/noisy.sh).
 #   THREADS=2 (default) sets both runtimes' threads.
 # Where pip cannot fetch the model or llama.cpp, that part says so and is
 # skipped.
@@ -69,3 +70,9 @@ $1 ~ /smollm2/ && ($2 == "tg" || $2 == "pp") {
     r = (k in lc) && lc[k] > 0 ? sprintf("%.2fx", $4 / lc[k]) : "-";
     printf "%-6s %-5s %5d %10.1f %10.1f %8s %11.0f%%\n", prec, $2, $3, $4, lc[k], r, $6;
 }' $TSV
+
+# decode at 1 and 2 threads, ours and llama.cpp's, in the same rounds (the
+# idle condition of tools/experiments/noisy.sh; run it alone for the loaded ones)
+echo
+echo "threads: SmolLM2 BF16 tg128, ours (--cpu-fast-gemm on) and llama.cpp at 1 and 2 threads, idle"
+LOADS=0 REPS=3 tools/experiments/noisy.sh

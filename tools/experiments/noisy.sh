@@ -7,6 +7,7 @@
 # (tools/experiments/llamacpp.sh; make bench builds it).  Each figure is the
 # median of REPS runs, the runs of the two thread counts alternating.
 #   REPS=3 (default)
+#   LOADS="0 1 2" (default): the conditions, by busy loops (make bench: 0)
 #   OTHER=path/to/bench_forward  also another build's, in the same rounds
 #                                (e.g. a worktree of an earlier commit)
 set -eu
@@ -43,7 +44,7 @@ trap 'load 0' EXIT INT TERM
 
 printf '%-28s %10s %10s %10s %10s %10s %10s\n' "condition" "ours -t 1" "ours -t 2" "llama -t 1" "llama -t 2" \
     "other -t 1" "other -t 2"
-for busy in 0 1 2; do
+for busy in ${LOADS:-0 1 2}; do
     load $busy
     sleep 1
     : > /tmp/noisy_$$
