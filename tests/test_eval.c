@@ -500,6 +500,41 @@ static void test_usage_errors_worded_alike(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "unknown option or missing value '--out' (see spec-train --help)");
 }
 
+/* --repeats N: N A/B pairs per question (the report counts them), the
+ * same tokens as one pair, the setting recorded; refused with sampling. */
+static void test_repeats(void) {
+    char err[4096], out[2][64];
+    cJSON *ids[2] = {NULL, NULL};
+    const int reps[2] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        snprintf(out[i], sizeof out[i], "%s.rep%d.json", qfile, reps[i]);
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                         "--template none --questions %s --max-new-tokens 16 --policy eagle2 --topk 4 --depth 3 "
+                         "--check-lossless --quiet --repeats %d --json %s", bin_dir(), qfile, reps[i], out[i]);
+        REQUIRE(rc == 0, "--repeats %d: exit %d: %s", reps[i], rc, err);
+        int n_turns;
+        ids[i] = ids_by_turn(out[i], &n_turns);
+        cJSON *j = read_json_file(out[i]);
+        REQUIRE(j, "%s", err_get());
+        const cJSON *t = cJSON_GetObjectItem(j, "total"), *ci = cJSON_GetObjectItem(t, "speedup_ci95");
+        const double sp = cJSON_GetNumberValue(cJSON_GetObjectItem(t, "speedup"));
+        CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(t, "speedup_pairs")) == 2 * reps[i],
+              "--repeats %d: %g pairs over 2 questions", reps[i], cJSON_GetNumberValue(cJSON_GetObjectItem(t, "speedup_pairs")));
+        CHECK(cJSON_GetArraySize(ci) == 2 && cJSON_GetArrayItem(ci, 0)->valuedouble <= sp &&
+              sp <= cJSON_GetArrayItem(ci, 1)->valuedouble, "--repeats %d: speedup %g outside its interval", reps[i], sp);
+        CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "repeats")) == reps[i],
+              "--repeats %d not recorded", reps[i]);
+        cJSON_Delete(j);
+        unlink(out[i]);
+    }
+    CHECK(ids[0] && ids[1] && cJSON_Compare(ids[0], ids[1], 1), "--repeats 3 changed the tokens");
+    cJSON_Delete(ids[0]);
+    cJSON_Delete(ids[1]);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --template none --questions %s "
+                     "--policy ar --repeats 2 --temperature 0.7", bin_dir(), qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--repeats needs --temperature 0");
+}
+
 /* The guessed-template notice comes once, and only from a run that opened
  * its models: a failed run says its one error line and nothing else. */
 static void test_template_notice_once_on_success(void) {
@@ -662,6 +697,7 @@ int main(void) {
     RUN(test_template_notice_once_on_success);
     RUN(test_progress_lines);
     RUN(test_speedup_ab_synthetic);
+    RUN(test_repeats);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
