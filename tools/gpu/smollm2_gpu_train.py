@@ -87,12 +87,13 @@ def head_config(cfg):
     return eagle1_config({k: cfg[k] if k in cfg else SMOLLM2_CONFIG[k] for k in EAGLE1_KEYS})
 
 
-def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, deadline=None):
+def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, deadline=None, max_steps=None):
     """One head on rows sel: RECIPE, `steps` steps of about tokens_per_batch tokens
     (warmup + cosine), from random weights or from --init-head's (continued training:
     the schedule starts anew).  With a deadline, the step count is measured against it after
-    REPLAN steps (the first steps load kernels and run slow) and cut to fit, the
-    schedule with it."""
+    REPLAN steps (the first steps load kernels and run slow) and fit to it, the
+    schedule with it: cut, or extended up to max_steps (the plan's rate comes from
+    a short timing run, which once ran 2.7x slow and left 60% of the time unused)."""
     dev = target.dev
     torch.manual_seed(seed)
     head = EagleHead(head_config(target.cfg)).to(dev)
@@ -100,10 +101,10 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
         head.load_state_dict(read_head(Path(args.init_head))[1])
     gen = torch.Generator(device="cpu").manual_seed(seed)
     ngen = torch.Generator(device=dev).manual_seed(seed)
+    # batches for as many steps as the replan below may extend to
     plan = []
-    while len(plan) < steps:
+    while len(plan) < max(steps, max_steps or 0):
         plan += length_batches(sel, rows.len, tokens_per_batch, gen)
-    plan = plan[:steps]
     m = dict(SMOLLM2_HEAD_RECIPE, unroll=args.unroll, p_labels=args.labels)
     # greedy labels: the deeper steps' cross-entropy over the answer tokens; soft labels
     # (the target's distribution) need the whole vocabulary
@@ -124,9 +125,12 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
         if deadline and step == REPLAN:
             rate = (times[-1] - times[REPLAN // 2]) / (REPLAN - 1 - REPLAN // 2)
             fit = REPLAN + int((deadline - time.time()) / rate)
-            if fit < steps:
-                steps = max(REPLAN + 1, fit)
-                log(f"train {name}: {steps} of {planned} steps fit the time left ({rate:.3f} s a step)")
+            # the plan's rate came from a short timing run and can be far off either way:
+            # fit the steps to the time left, up to max_steps (the recipe's epochs)
+            fit = max(REPLAN + 1, min(fit, max(steps, max_steps or 0)))
+            if fit != steps:
+                steps = pr.total = fit
+                log(f"train {name}: {steps} steps (planned {planned}) fit the time left ({rate:.3f} s a step)")
         lr = lr_at(step, steps, m["lr"], m["warmup"])
         for g in opt.param_groups:
             g["lr"] = lr
@@ -206,6 +210,7 @@ def stage_train(args, target, tok, work, st):
         name = f"head_{p}"
         if name in st["points"]:
             continue
+        full_steps = steps
         steps = max(50, int(steps * scale))
         if time.time() + steps * tpb * per_token > deadline + 30:
             log(f"{name}: skipped, {steps} steps do not fit the time left")
@@ -213,7 +218,7 @@ def stage_train(args, target, tok, work, st):
         t0 = time.time()
         # a safety net: the steps planned above should already fit
         head, rec = train_head(args, target, t_rows, list(range(n)), steps, tpb, args.seed + 1, name,
-                               deadline - 10 * len(plan))
+                               deadline - 10 * len(plan), full_steps)
         rec.update(answer_tokens=cum[n - 1], rows=n, sequence_tokens=tokens, epochs=round(rec["steps"] * tpb / tokens, 2),
                    seconds=round(time.time() - t0, 1), init_head=args.init_head)
         rec.update(eval_head(head, target, h_rows))
