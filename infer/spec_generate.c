@@ -16,20 +16,20 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT) [options]\n"
         "Greedy (temperature 0) generation with a Hugging Face LLaMA-family checkpoint.\n"
-        "  --target DIR          checkpoint dir: config.json + model.safetensors[.index.json]\n"
-        "  --ids LIST            prompt as comma-separated token ids (no bos added, no template)\n"
-        "  --prompt TEXT         a user message in the chat template (as spec-eval applies it), or\n"
-        "                        plain text with --template none; the answer is streamed as text\n"
-        "  --template NAME       %s (default: guessed, with a\n"
-        "                        notice; plain text when the checkpoint has none we recognise)\n"
-        "  --system TEXT         system prompt (default: the template's; \"\" for none)\n"
-        "  --tokenizer PATH      tokenizer.json / tokenizer.model / dir (default: --target)\n"
-        "  --max-new-tokens N    tokens to generate (default 256); stops early at eos\n"
-        "  --max-ctx N           KV cache slots (default: prompt + new tokens)\n"
-        "  --device D            cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
+        "  --target DIR           checkpoint dir: config.json + model.safetensors[.index.json]\n"
+        "  --ids LIST             prompt as comma-separated token ids (no bos added, no template)\n"
+        "  --prompt TEXT          a user message in the chat template (as spec-eval applies it), or\n"
+        "                         plain text with --template none; the answer is streamed as text\n"
+        "  --template NAME        %s (default: guessed, with a\n"
+        "                         notice; plain text when the checkpoint has none we recognise)\n"
+        "  --system TEXT          system prompt (default: the template's; \"\" for none)\n"
+        "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"
+        "  --max-new-tokens N     tokens to generate (default 256); stops early at eos\n"
+        "  --max-ctx N            KV cache slots (default: prompt + new tokens)\n"
+        "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
         CLI_BACKEND_HELP
-        "  --print-ids           print the generated ids as a JSON array (default with --ids)\n"
-        "  -h, --help            this text\n"
+        "  --print-ids            print the generated ids as a JSON array (default with --ids)\n"
+        "  -h, --help             this text\n"
         "(--model and --ctx, the old names of --target and --max-ctx, still work)\n", CHAT_TEMPLATE_NAMES);
 }
 

@@ -535,6 +535,43 @@ static void test_repeats(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "--repeats needs --temperature 0");
 }
 
+/* eagle2 --total auto: lossless against ar, the report holds the calibrated
+ * cost curve (ascending token counts, positive times), the cycles it saw and
+ * the sizes it chose (within the pool), the setting is recorded as "auto";
+ * with --batch > 1 it is refused in one line. */
+static void test_total_auto(void) {
+    char err[4096], out[64];
+    snprintf(out, sizeof out, "%s.auto.json", qfile);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                     "--template none --questions %s --max-new-tokens 16 --policy eagle2 --topk 4 --depth 3 --total auto "
+                     "--check-lossless --quiet --json %s", bin_dir(), qfile, out);
+    REQUIRE(rc == 0, "--total auto: exit %d: %s", rc, err);
+    CHECK(strstr(err, "sized its trees from measured costs"), "no summary line: %s", err);
+    cJSON *j = read_json_file(out);
+    REQUIRE(j, "%s", err_get());
+    const cJSON *cm = cJSON_GetObjectItem(j, "cost_model"), *vn = cJSON_GetObjectItem(cm, "verify_n"),
+                *vs = cJSON_GetObjectItem(cm, "verify_s");
+    const int pool = 1 + 4 + 3 * 16, np = cJSON_GetArraySize(vn);
+    int ok = np >= 8 && np == cJSON_GetArraySize(vs);
+    for (int i = 0; ok && i < np; i++)
+        ok = cJSON_GetArrayItem(vs, i)->valuedouble > 0 && cJSON_GetArrayItem(vn, i)->valueint <= pool &&
+             (i == 0 || cJSON_GetArrayItem(vn, i)->valueint > cJSON_GetArrayItem(vn, i - 1)->valueint);
+    CHECK(ok, "the cost curve: %d points", np);
+    const double mean = cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "chosen_mean"));
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "cycles")) > 0 && mean >= 0 && mean < pool &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "chosen_p90")) < pool &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "verify_scale")) > 0,
+          "cycles / chosen sizes / scale out of range (mean %g)", mean);
+    const cJSON *total = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "total");
+    CHECK(cJSON_IsString(total) && !strcmp(total->valuestring, "auto"), "settings.total is not \"auto\"");
+    cJSON_Delete(j);
+    unlink(out);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                 "--template none --questions %s --max-new-tokens 8 --policy eagle2 --total auto --batch 2 --quiet",
+                 bin_dir(), qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--batch > 1");
+}
+
 /* The guessed-template notice comes once, and only from a run that opened
  * its models: a failed run says its one error line and nothing else. */
 static void test_template_notice_once_on_success(void) {
@@ -698,6 +735,7 @@ int main(void) {
     RUN(test_progress_lines);
     RUN(test_speedup_ab_synthetic);
     RUN(test_repeats);
+    RUN(test_total_auto);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);

@@ -436,9 +436,11 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
     static const char *wetap_small[] = {"wetap_depth=4", "wetap_wmin=2", "wetap_wmax=6", "wetap_budget=6",
                                         "wetap_gamma=0.5", "wetap_alpha=0.3", NULL};
     static const char *wetap_whole[] = {"wetap_depth=3", "wetap_wmin=2", "wetap_wmax=4", "wetap_budget=1000", NULL};
+    static const char *eagle2_auto[] = {"topk=4", "depth=3", "total=auto", NULL};
     struct { const char *policy; const char *const *params; const char *label; } cases[] = {
         {"sage", NULL, "defaults"}, {"sage", sage_small, "small"}, {"sage", sage_wide, "theta 1e-4"},
         {"wetap", NULL, "defaults"}, {"wetap", wetap_small, "small budget"}, {"wetap", wetap_whole, "unpruned"},
+        {"eagle2", eagle2_auto, "total auto"},
     };
     for (int q = 0; q < 3; q++) {
         LlamaState *s = llama_state_new(m, 64);
@@ -460,7 +462,8 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
                   cases[c].policy, cases[c].label);
             /* not vacuous: these settings draft trees (SAGE's defaults may not,
              * on a flat tiny model) */
-            if (cases[c].params) CHECK(h.gamma > h.cycles, "%s (%s): only %ld nodes in %d cycles", cases[c].policy,
+            /* (an auto size may rightly keep no node on a flat model) */
+            if (cases[c].params && strcmp(cases[c].label, "total auto")) CHECK(h.gamma > h.cycles, "%s (%s): only %ld nodes in %d cycles", cases[c].policy,
                                        cases[c].label, h.gamma, h.cycles);
             policy_free(p);
         }
@@ -601,6 +604,64 @@ static void test_params_set_and_defaults(void) {
     CHECK(policy_params_set(&p, "wetap_budget", "5") == 0 && strstr(p.settings, "wetap_budget=5"), "KEY, VALUE form");
 }
 
+/* The prefix an "auto" size keeps (cost.h) on synthetic costs: free
+ * verification keeps every node worth anything; a curve that jumps after two
+ * tokens keeps the root's best child only; worthless nodes are never kept;
+ * the curve is interpolated, extended past its last point and scaled by the
+ * measured ratio, which follows the cycles. */
+static void test_cost_prefix_synthetic(void) {
+    const float est[] = {0.9f, 0.6f, 0.3f, 0.1f, 0.01f, 0.0f};
+    const int n = 6;
+    CostModel m;
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.01);
+    cost_add_point(&m, 64, 0.01);
+    m.draft_s = 0.005;
+    CHECK(cost_best_prefix(&m, est, n) == 5, "constant cost: kept %d of the 5 nodes worth something",
+          cost_best_prefix(&m, est, n));
+
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.010);
+    cost_add_point(&m, 2, 0.0105);
+    cost_add_point(&m, 3, 0.050);
+    int k = cost_best_prefix(&m, est, n);
+    CHECK(k == 1, "steep after two tokens: kept %d, want the best child only", k);
+    CHECK(fabs(cost_verify_s(&m, 4) - 0.0895) < 1e-9, "extension past the last point: %g", cost_verify_s(&m, 4));
+
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.01);
+    cost_add_point(&m, 9, 0.09);
+    CHECK(fabs(cost_verify_s(&m, 5) - 0.05) < 1e-12, "interpolation: %g", cost_verify_s(&m, 5));
+    const float none[] = {0, 0, 0};
+    CHECK(cost_best_prefix(&m, none, 3) == 0, "worthless nodes kept");
+    for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.10, 0.02);   /* twice the curve, 20 ms drafts */
+    CHECK(fabs(m.scale - 2) < 1e-9 && fabs(m.draft_s - 0.02) < 1e-9 && m.cycles == 200,
+          "observed: scale %g draft %g", m.scale, m.draft_s);
+    CHECK(fabs(cost_verify_s(&m, 5) - 0.10) < 1e-12, "scaled curve %g", cost_verify_s(&m, 5));
+    for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.05, 0.02);   /* the load goes: back to the curve */
+    CHECK(fabs(m.scale - 1) < 1e-3, "the ratio does not follow a change: %g", m.scale);
+    CHECK(cost_add_point(&m, 9, 1) == -1 && cost_add_point(&m, 3, 1) == -1, "points out of order accepted");
+    /* the chosen sizes so far: 0 (worthless) only */
+    CHECK(cost_chosen_quantile(&m, 0.5) == 0 && m.chosen == 1, "histogram");
+
+    /* "auto" is a size of eagle2's: stored, reported as text, max nodes the pool's */
+    const char *set[] = {"total=auto", NULL};
+    Policy *p = policy_with("eagle2", set);
+    REQUIRE(p, "total=auto: %s", err_get());
+    const char *key, *text = NULL;
+    double v;
+    for (int i = 0; policy_param_get(p, i, &key, &v, &text) == 0; i++)
+        if (!strcmp(key, "total")) break;
+    CHECK(p->wants_cost && text && !strcmp(text, "auto") && policy_max_nodes(p) == 1 + 10 + 6 * 100,
+          "total=auto: wants_cost %d, reported '%s', max nodes %d", p->wants_cost, text ? text : "(a number)",
+          policy_max_nodes(p));
+    policy_free(p);
+    const char *bad[] = {"total=automatic", NULL};
+    p = policy_with("eagle2", bad);
+    CHECK(!p && strstr(err_get(), "'auto'"), "total=automatic: %s", p ? "accepted" : err_get());
+    policy_free(p);
+}
+
 static void test_bad_policy_parameters(void) {
     struct { const char *policy; const char *param; const char *needle; } bad[] = {
         {"sage", "sage_dmin=9", "sage_dmin"},       /* above dmax 8 */
@@ -635,5 +696,6 @@ int main(void) {
     RUN(test_sage_state_resets_per_prompt);
     RUN(test_params_set_and_defaults);
     RUN(test_bad_policy_parameters);
+    RUN(test_cost_prefix_synthetic);
     return h_done();
 }

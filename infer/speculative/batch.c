@@ -221,6 +221,13 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
             slots_free(sl, i + 1);
             return NULL;
         }
+        if (sl[i].policy->wants_cost) {
+            /* a batch's cost is that of b trees in one forward: not modelled yet */
+            err_set("policy %s: an 'auto' tree size is not available with --batch > 1 (give a size)",
+                    sl[i].policy->name);
+            slots_free(sl, i + 1);
+            return NULL;
+        }
         sl[i].dec->gate = &sl[i].gate;
         if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
         if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {

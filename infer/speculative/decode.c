@@ -17,6 +17,8 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     /* a scripted draft (tests) reads nothing: any width will do */
     dec->feat_width = draft && draft->feat_width ? draft->feat_width : target->cfg.hidden;
     dec->policy = policy;
+    cost_init(&dec->cost);
+    if (policy->wants_cost) policy->cost = &dec->cost;
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
     tree_init(&dec->tree);
@@ -101,6 +103,10 @@ static int target_forward(Decoder *dec, GateKind kind, const int *tokens, const 
     return dec->gate->pass(dec->gate, &call);
 }
 
+/* A cycle's drafting: the draft's forwards and catch-up, the distribution
+ * step, a classifier's features and forward. */
+static double drafting_s(const DecodeStats *st) { return st->t.draft + st->t.dist + st->t.features + st->t.classifier; }
+
 static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
@@ -134,12 +140,51 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     }
     dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
     st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
+    if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0 && decoder_calibrate(dec)) return -1;
     if (dec->draft && !dec->done) {
         double t0 = now_seconds();
         if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, dec->root)) return -1;
         st->t.draft += now_seconds() - t0;
     }
+    dec->draft_mark = drafting_s(st);
     return 0;
+}
+
+/* The token counts calibration times: dense where trees usually are, then
+ * sparser; the curve interpolates between them. */
+static const int calib_n[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+
+int decoder_calibrate(Decoder *dec) {
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    const int max_n = policy_max_nodes(dec->policy), n_past = ts->n_past;
+    const double t0 = now_seconds();
+    Tree chain;   /* a chain of the root's token: the cost does not depend on the tokens */
+    tree_init(&chain);
+    tree_reset(&chain, dec->root);
+    cost_init(&dec->cost);
+    int rc = 0;
+    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n) && calib_n[i] <= max_n && !rc; i++) {
+        const int n = calib_n[i];
+        while (chain.n < n) tree_add(&chain, chain.n - 1, dec->root, 1, 0, 0);
+        reserve_nodes(dec, n, n_past);
+        tree_positions(&chain, n_past, dec->pos);
+        tree_mask(&chain, n_past, dec->mask);
+        double best = 0;
+        for (int rep = 0; rep < 3 && !rc; rep++) {   /* the first warms; the best of the other two */
+            double t1 = now_seconds();
+            rc = target_forward(dec, GATE_VERIFY, chain.token, dec->pos, n, n > 1 ? dec->mask : NULL,
+                                n > LAZY_LOGITS_NODES ? LOGITS_NONE : LOGITS_ALL);
+            if (!rc) be->to_host(dec->row, ts->logits, 1);   /* waits for the forward */
+            double dt = now_seconds() - t1;
+            if (rep && (rep == 1 || dt < best)) best = dt;
+        }
+        if (!rc) cost_add_point(&dec->cost, n, best);
+    }
+    llama_truncate(ts, n_past);
+    tree_free(&chain);
+    dec->cost.calibration_s = now_seconds() - t0;
+    return rc;
 }
 
 static int decoder_draft(Decoder *dec) {
@@ -177,7 +222,8 @@ static int decoder_accept(Decoder *dec) {
     if (dec->draft)
         be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
     llama_commit(ts, dec->path, len);
-    st->t.verify += now_seconds() - dec->t_verify;
+    const double verify_s = now_seconds() - dec->t_verify;
+    st->t.verify += verify_s;
     st->cycles++;
     st->gamma += t->n - 1;
     if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
@@ -199,6 +245,8 @@ static int decoder_accept(Decoder *dec) {
         free(toks);
         if (rc) return -1;
     }
+    if (dec->policy->cost) cost_observe(&dec->cost, t->n, verify_s, drafting_s(st) - dec->draft_mark);
+    dec->draft_mark = drafting_s(st);
     dec->root = bonus;
     return 0;
 }

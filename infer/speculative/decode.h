@@ -63,6 +63,8 @@ typedef struct {
     int cap_nodes;
     BackendTuner tuner;   /* a cycle is the backend's unit of tuning */
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
+    CostModel cost;       /* lent to a policy that sizes its trees from costs (policy.wants_cost) */
+    double draft_mark;    /* the stats' drafting seconds at the last cycle's end */
     /* the turn in progress (decoder_begin .. decoder_end) */
     int *out;             /* its tokens so far */
     int n_out, max_new, done, root, lazy;
@@ -73,6 +75,11 @@ typedef struct {
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
+/* Times the target's forward over n = 1, 2, 3, 4, 6, 8, 12, ... tokens (up
+ * to the policy's largest tree, at most 256) after the current context, as
+ * verification runs them, into dec->cost; the cache is left as it was.
+ * decoder_run calls it on the first turn of a policy that wants costs. */
+int decoder_calibrate(Decoder *dec);
 /* Decodes up to max_new tokens after the prompt (stops after an eos);
  * returns how many were written to out, or -1 with err_set. */
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);

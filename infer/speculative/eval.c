@@ -107,6 +107,26 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
 
 /* Every setting that shapes the run: models, template, the policy's own
  * settings as it resolved them, sampling. */
+/* The cost model of an "auto" tree size (cost.h): the calibrated curve, what
+ * the cycles made of it and the sizes chosen. */
+static cJSON *cost_json(const CostModel *m) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *n = cJSON_AddArrayToObject(o, "verify_n"), *v = cJSON_AddArrayToObject(o, "verify_s");
+    for (int i = 0; i < m->n_pts; i++) {
+        cJSON_AddItemToArray(n, cJSON_CreateNumber(m->n[i]));
+        cJSON_AddItemToArray(v, cJSON_CreateNumber(m->verify_s[i]));
+    }
+    cJSON_AddNumberToObject(o, "calibration_s", m->calibration_s);
+    cJSON_AddNumberToObject(o, "verify_scale", m->scale);
+    cJSON_AddNumberToObject(o, "draft_s", m->draft_s);
+    cJSON_AddNumberToObject(o, "cycles", (double)m->cycles);
+    cJSON_AddNumberToObject(o, "chosen_mean", m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0);
+    cJSON_AddNumberToObject(o, "chosen_p10", cost_chosen_quantile(m, 0.1));
+    cJSON_AddNumberToObject(o, "chosen_p50", cost_chosen_quantile(m, 0.5));
+    cJSON_AddNumberToObject(o, "chosen_p90", cost_chosen_quantile(m, 0.9));
+    return o;
+}
+
 static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOptions *eo) {
     const SessionConfig *cfg = &s->cfg;
     cJSON *o = cJSON_CreateObject();
@@ -472,6 +492,14 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     progress_end(&prog, r->turns, NULL);
     r->all.speedup = speedup_estimate(ctx.all_pairs.p, ctx.all_pairs.n);
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all));
+    if (dec && dec->policy->cost) {
+        const CostModel *m = &dec->cost;
+        cJSON_AddItemToObject(r->report, "cost_model", cost_json(m));
+        fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
+                "(p10 %d, p90 %d); calibration %.2f s, verification %.2fx the calibrated curve\n",
+                dec->policy->name, m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
+                cost_chosen_quantile(m, 0.1), cost_chosen_quantile(m, 0.9), m->calibration_s, m->scale);
+    }
     rc = 0;
 done:
     free(ctx.bench_pairs.p);

@@ -3,6 +3,7 @@
  * build() and feedback(), so new methods plug in without touching it. */
 #ifndef C2T_POLICY_H
 #define C2T_POLICY_H
+#include "infer/speculative/cost.h"
 #include "infer/speculative/draft.h"
 #include "infer/speculative/tree.h"
 #include <stddef.h>
@@ -30,7 +31,10 @@ int policy_params_set(PolicyParams *p, const char *key, const char *value);
 /* One setting a policy owns: its key (the --param name; --flag spelling
  * with '-' for '_'), type ('i' int, 'a' int or "all" (= -1, as reported), 'f' float, 's'
  * text), offset and size in the policy's struct, default and range ([lo,
- * hi], or (lo, hi] with lo_open). */
+ * hi], or (lo, hi] with lo_open).  Type 'a' also takes "auto" (stored as
+ * POLICY_SIZE_AUTO, reported as the text "auto"): the size chosen each cycle
+ * from measured costs (cost.h). */
+#define POLICY_SIZE_AUTO (-2)
 typedef struct {
     const char *key;
     char type;
@@ -64,6 +68,10 @@ struct Policy {
     void *own;           /* the policy's settings struct (cls->params), or NULL */
     void *state;
     int needs_draft;
+    /* Set by init when a size is "auto"; the decoder then lends its cost
+     * model (calibrated, refined each cycle) in `cost` before the first build. */
+    int wants_cost;
+    CostModel *cost;
     /* Builds the tree under t's root (set by the loop). */
     int (*build)(Policy *p, Draft *d, Tree *t, StageTimes *tm);
     /* After verification: how many nodes were accepted (SAGE keeps a history). */

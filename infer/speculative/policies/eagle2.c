@@ -6,7 +6,10 @@
  * 1 + k + depth·k² nodes and its deepest nodes have depth depth+1.  Rerank
  * keeps the `total` nodes of highest P (ties to the shallower, then to the
  * earlier node); since P never grows along a path, that set is closed under
- * parents, i.e. a connected tree.  total = -1 keeps the whole pool. */
+ * parents, i.e. a connected tree.  total = -1 keeps the whole pool; total =
+ * auto keeps, each cycle, the prefix of that order that maximises expected
+ * tokens per second under the decoder's measured costs (cost.h), each node's
+ * acceptance estimated by its P. */
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
@@ -57,12 +60,20 @@ int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_e
     return rc;
 }
 
-/* Keeps the root and the `total` nodes of highest P. */
-void eagle2_rerank(Tree *t, int total, Tree *scratch) {
-    if (total < 0 || total >= t->n - 1) return;
-    int n = t->n - 1, *order = xmalloc(sizeof(int) * n);
+/* Keeps the root and the `total` nodes of highest P; with total auto (and a
+ * cost model), the prefix of that order cost_best_prefix picks. */
+void eagle2_rerank(Tree *t, int total, Tree *scratch, CostModel *cost) {
+    if (total == -1 || (total >= t->n - 1 && total != POLICY_SIZE_AUTO)) return;
+    int n = t->n - 1, *order = xmalloc(sizeof(int) * (n ? n : 1));
     for (int i = 0; i < n; i++) order[i] = i + 1;
     qsort_r(order, n, sizeof(int), by_joint_prob, t);
+    if (total == POLICY_SIZE_AUTO) {
+        float *est = xmalloc(sizeof(float) * (n ? n : 1));
+        for (int i = 0; i < n; i++) est[i] = t->P[order[i]];
+        total = cost_best_prefix(cost, est, n);
+        free(est);
+        if (total == n) { free(order); return; }
+    }
     int *keep = xmalloc(sizeof(int) * (total + 1));
     keep[0] = 0;
     memcpy(keep + 1, order, sizeof(int) * total);
@@ -94,7 +105,7 @@ static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     Eagle2State *s = p->state;
     const Eagle2Params *q = p->own;
     if (eagle2_expand_pool(d, t, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm)) return -1;
-    eagle2_rerank(t, q->total, &s->scratch);
+    eagle2_rerank(t, q->total, &s->scratch, p->cost);
     return 0;
 }
 
@@ -108,6 +119,7 @@ static int eagle2_init(Policy *p) {
     Eagle2State *s = xcalloc(1, sizeof *s);
     tree_init(&s->scratch);
     p->state = s;
+    p->wants_cost = ((const Eagle2Params *)p->own)->total == POLICY_SIZE_AUTO;
     p->build = eagle2_build;
     p->destroy = eagle2_destroy;
     return 0;

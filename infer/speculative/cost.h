@@ -1,0 +1,52 @@
+/* Tree sizes from measured costs (--total auto).
+ *
+ * A cycle that verifies n tree tokens costs the draft's time D plus the
+ * target's forward over n tokens V(n), and yields 1 + (expected accepted
+ * nodes) tokens.  With nodes ranked as the policy ranks them and an
+ * acceptance estimate e_i for each (the joint probability P for a
+ * calibrated head), the policy keeps the prefix of k nodes that maximises
+ *     (1 + e_0 + ... + e_{k-1}) / (D + V(k + 1)),
+ * expected tokens per second (the root is verified too, hence k + 1).
+ *
+ * V comes from a calibration pass (the target's forward timed at a few
+ * token counts on the turn's own context, interpolated between them) times
+ * a running ratio of measured to predicted verification times, so the
+ * curve follows what the cycles really cost (lazy logits, cache effects,
+ * load); D is the running mean of the cycles' draft times. */
+#ifndef C2T_COST_H
+#define C2T_COST_H
+#include <stdint.h>
+
+#define COST_MAX_POINTS 16
+#define COST_HIST 257   /* chosen sizes 0..255, and 256 for larger ones */
+
+typedef struct {
+    int n_pts;                          /* 0 until calibrated */
+    int n[COST_MAX_POINTS];             /* token counts timed, ascending */
+    double verify_s[COST_MAX_POINTS];   /* seconds of the target's forward over them */
+    double calibration_s;               /* what the calibration pass took */
+    double scale;                       /* measured / predicted verification time, running mean */
+    double draft_s;                     /* a cycle's draft time, running mean */
+    int64_t cycles;                     /* cycles observed */
+    int64_t chosen, chosen_sum;         /* prefixes chosen and their total size */
+    int64_t hist[COST_HIST];            /* how often each size was chosen */
+} CostModel;
+
+/* An empty model (scale 1, no points). */
+void cost_init(CostModel *m);
+/* Adds a calibration point (n ascending); -1 when the model is full. */
+int cost_add_point(CostModel *m, int n, double seconds);
+/* Predicted seconds of a forward over n tokens: the curve interpolated
+ * linearly (extended by its last segment beyond the largest point), times
+ * the running ratio. */
+double cost_verify_s(const CostModel *m, int n);
+/* The size k in [0, n] maximising (1 + est[0] + ... + est[k-1]) /
+ * (draft_s + cost_verify_s(k + 1)); est in the policy's rank order
+ * (non-negative).  Records the choice in the model's histogram. */
+int cost_best_prefix(CostModel *m, const float *est, int n);
+/* One cycle seen: n tokens verified in verify_s seconds after draft_s
+ * seconds of drafting; updates the running ratio and draft time. */
+void cost_observe(CostModel *m, int n, double verify_s, double draft_s);
+/* The chosen sizes' p-quantile (0..1) from the histogram; -1 with none. */
+int cost_chosen_quantile(const CostModel *m, double q);
+#endif
