@@ -15,7 +15,7 @@
 
 static const char *prog = "spec-analyze";
 static const char *synopsis =
-    "usage: spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B] [--topn N] [--out DIR]\n"
+    "usage: spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B] [--topn N] [--out DIR] [--quiet]\n"
     "       (--traces FILE, repeatable, names trace files too, as in spec-train)\n";
 
 static void usage(FILE *f) {

@@ -62,8 +62,8 @@ static void usage(FILE *f) {
         "  --report FILE          JSON report: per-epoch metrics, selected metrics, beta sweep,\n"
         "                         entropy-bucket table (paper App. D), timing\n"
         "  --dump-init DIR        for the PyTorch oracle: init weights, every batch of the first\n"
-        "                         --dump-epochs epochs (default 1), the held-out set, C weights per epoch\n"
-        "  --dump-epochs N        epochs to dump with --dump-init\n"
+        "                         --dump-epochs epochs, the held-out set, C weights per epoch\n"
+        "  --dump-epochs N        epochs to dump with --dump-init (default 1)\n"
         "  --quiet                no progress lines\n"
         "  --verbose              a line per epoch (loss, held-out metrics, time) instead of one progress line\n"
         "  -h, --help             this text\n");
