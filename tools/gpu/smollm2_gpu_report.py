@@ -100,11 +100,62 @@ plot {plots}
     return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[-200:]
 
 
+def continued_record(st):
+    """What gpu_log.json keeps of a continued-training run (its heads start from
+    --init-head): the run's settings, answers, timings, heads and the figures the
+    stages here added (each head's compare/tau and those of the head it started from)."""
+    a = st["args"]
+    return dict(device=st["device"], seed=a["seed"], gen_seconds=a["gen_seconds"], total_seconds=a["total_seconds"],
+                init_head=a["init_head"], answers=st["answers"], seconds=st["seconds"],
+                train_plan=st["train_plan"], points=st["points"], compare=st.get("compare", {}),
+                tau=st.get("tau", {}))
+
+
+def continued_section(runs, by_name, pct, first_answered):
+    """README text of the continued-training runs: one row per head, with the head it
+    started from measured on the same held-out answers."""
+    rows = []
+    for i, c in enumerate(runs):
+        for name, r in c["points"].items():
+            cm, t = by_name(c["compare"], name), by_name(c["tau"], name)
+            start = next((k for k in c["compare"] if Path(k).name != name), None)
+            cs, ts = (c["compare"].get(start), c["tau"].get(start)) if start else (None, None)
+            rows.append(f"| {i + 1} | {name} | {r['answer_tokens'] / 1e6:.2f}M | {r['steps']} x {r['tokens_per_batch']:,} | "
+                        f"{r['epochs']} | {r['seconds']:.0f} s | {pct(r['eagle_step_top1'])} | "
+                        f"{pct(cm['eagle_step_top1']) if cm else '-'} | {pct(cs['eagle_step_top1']) if cs else '-'} | "
+                        + (f"{t['tau']:.2f} | {ts['tau']:.2f} |" if t and ts else "- | - |"))
+    last = runs[-1]
+    lp = list(last["points"].values())[-1]
+    real = 1000 * lp["seconds_per_step"] / lp["tokens_per_batch"]
+    return f"""
+**Continued training** (`--init-head`: every head starts from the shipped one's weights, the schedule
+anew). The answers are regenerated in another seeded order (seed {last['seed']}), so they include
+prompts the first run did not reach (it answered {first_answered:,}). Top-1 d1-d4 on this run's
+held-out answers, for the head and for the one it started from on the same answers (F32 features on
+this CPU); τ as above:
+
+| run | head | answer tokens | steps x tokens | epochs | training | top-1 (GPU) | top-1 (F32, CPU) | from: top-1 (F32, CPU) | τ mt_bench | from: τ |
+|---|---|---|---|---|---|---|---|---|---|---|
+""" + "\n".join(rows) + f"""
+
+The last run answered for {last['seconds']['answers']:.0f} s and trained for {last['seconds']['train']:.0f} s (features
+included). Its plan, timed on {last['train_plan']['seconds_per_1k_tokens']} s per 1k tokens where the steps then took
+{real:.4f} s, had {last['train_plan']['left_s']} s for {last['train_plan']['needed_s']} s of the recipe's 3 epochs
+(scale {last['train_plan']['scale']}), so the head got {lp['epochs']} of an epoch and {lp['seconds']:.0f} s of training.
+"""
+
+
 def stage_readme(args, target, tok, work, st):
     """The GPU-scale section of data/smollm2/README.md (from this run's log: data,
     agreement, the scaling curve and its PNG); the rest of that README is
-    tools/models/smollm2_drafts.py's."""
+    tools/models/smollm2_drafts.py's.  A continued-training run (its heads start from
+    --init-head) is added to the committed gpu_log.json's "continued" runs, and the
+    section is written from that log."""
     out = Path(args.readme_dir)
+    if st["args"].get("init_head"):
+        rec = continued_record(st)
+        st = json.load(open(out / "gpu_log.json"))
+        st["continued"] = [c for c in st.get("continued", []) if c["points"].keys() != rec["points"].keys()] + [rec]
     A, G = st["answers"], st.get("agree", {})
     # a run on the reference prompts keeps the figures of the run that wrote them
     if "selfask" not in st and (out / "gpu_log.json").exists():
@@ -134,6 +185,11 @@ def stage_readme(args, target, tok, work, st):
     big = pts[-1]
     tau_big = by_name(tau, f"head_{big['answer_tokens']}")
     c_big = by_name(cmp_, f"head_{big['answer_tokens']}")
+    runs = st.get("continued", [])
+    shipped = f"head_{big['answer_tokens']}"
+    if runs:   # the shipped head is the last continued one
+        shipped, r_last = list(runs[-1]["points"].items())[-1]
+        tau_big, c_big = by_name(runs[-1]["tau"], shipped), None
     ep = sorted({r["epochs"] for r in pts})
     epochs_text = f"{ep[0]}" if len(ep) == 1 else f"{ep[0]} to {ep[-1]}"
     if c_big and c0:
@@ -184,13 +240,14 @@ earlier predictions) on the held-out prompts' answers, once with the GPU's BF16 
 ![held-out top-1 against answer tokens](gpu_scaling.png){'' if not note else f" ({note})"}
 All figures of this section: `gpu_log.json`.
 
-**Which head is shipped.** `eagle/` holds the largest head, `head_{big['answer_tokens']}`:
+{continued_section(runs, by_name, pct, A['turn1']['train']['sequences']) if runs else ""}
+**Which head is shipped.** `eagle/` holds {"the last continued head" if runs else "the largest head"}, `{shipped}`:
 {f"mt_bench τ {tau_big['tau']:.2f} against the CPU head's {t0['tau']:.2f}" if tau_big and t0 else "its τ above"},
 {f"with {100 * (1 - tau_big['gamma'] / t0['gamma']):.0f}% fewer verified tokens" if tau_big and t0 and t0.get('gamma') else ""};
 {agree_vs_cpu}. Its `token_counts.safetensors` (what `--draft-vocab` ranks) counts the answer tokens
 it trained on (the "Token counts" section above describes the CPU answer set's, which `draft/` keeps).
 
-**What bounds this run.** {tot / 1e6:.0f}M answer tokens took {st['seconds']['answers'] / 60:.1f} minutes
+**What bounds {"the curve's run" if runs else "this run"}.** {tot / 1e6:.0f}M answer tokens took {st['seconds']['answers'] / 60:.1f} minutes
 ({'the deadline stopped generation before the second turns' if not A['turn2']['train']['sequences'] else 'second turns included'}).
 Training had {st['train_plan']['left_s']} s left for {st['train_plan']['needed_s']} s of planned steps
 ({st['train_plan']['scale']} of the plan), so the points got {epochs_text} of an epoch: the curve is
