@@ -203,14 +203,15 @@ def main():
         w("")
 
         def speed(per, b):
-            if per is None or b not in per:
+            """(speedup, lo, hi): the A/B figure of the run's own ar, with its 95% interval."""
+            if per is None or b not in per or per[b].get("speedup") is None:
                 return None
             t = per[b]
-            if t.get("speedup") is not None:
-                return t["speedup"]
-            if ar and b in ar and ar[b].get("v"):
-                return t["v"] / ar[b]["v"]
-            return None
+            lo, hi = t.get("speedup_ci95") or (t["speedup"], t["speedup"])
+            return (t["speedup"], lo, hi)
+
+        def fmt_speed(x):
+            return "–" if x is None else "%.2f [%.2f, %.2f]" % x
 
         w("| benchmark | ar tok/s | EAGLE-2 τ | EAGLE-2 γ (k) | EAGLE-2 speedup | C2T τ | C2T γ (k) | C2T speedup | γ C2T/EAGLE-2 |")
         w("|---|---|---|---|---|---|---|---|---|")
@@ -225,17 +226,20 @@ def main():
             rows.append(row)
             name = "**overall**" if b == "all" else b
             w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                name, fmt(var, "%.1f"), fmt(row[2]), fmt(row[3], "%.2f"), fmt(row[4]), fmt(row[5]),
-                fmt(row[6], "%.2f"), fmt(row[7]), fmt(ratio)))
+                name, fmt(var, "%.1f"), fmt(row[2]), fmt(row[3], "%.2f"), fmt_speed(row[4]), fmt(row[5]),
+                fmt(row[6], "%.2f"), fmt_speed(row[7]), fmt(ratio)))
         with open(os.path.join(R, "table2.csv"), "w", newline="") as f:
             cw = csv.writer(f)
-            cw.writerow(["benchmark", "ar_v", "eagle2_tau", "eagle2_gamma_k", "eagle2_speedup", "c2t_tau",
-                         "c2t_gamma_k", "c2t_speedup", "gamma_ratio"])
+            cw.writerow(["benchmark", "ar_v", "eagle2_tau", "eagle2_gamma_k", "eagle2_speedup", "eagle2_speedup_lo",
+                         "eagle2_speedup_hi", "c2t_tau", "c2t_gamma_k", "c2t_speedup", "c2t_speedup_lo",
+                         "c2t_speedup_hi", "gamma_ratio"])
             for r in rows:
-                cw.writerow(["" if x is None else (round(x, 6) if isinstance(x, float) else x) for x in r])
+                flat = r[:4] + list(r[4] or (None,) * 3) + r[5:7] + list(r[7] or (None,) * 3) + r[8:]
+                cw.writerow(["" if x is None else (round(x, 6) if isinstance(x, float) else x) for x in flat])
         w("")
         w("Speedups of the two headline runs are against `ar` decoding the same questions inside the same run "
-          "(`--check-lossless`); ar tok/s is that in-run figure. On this 2-core CPU, tree verification costs "
+          "(`--check-lossless`), alternated question by question (ABBA): the median of the per-question ratios "
+          "and its 95% bootstrap interval; ar tok/s is that in-run figure. On this 2-core CPU, tree verification costs "
           "far more than it does on a GPU, so speedups below 1 are expected; τ and γ are the figures that carry over.")
         ll = os.path.join(R, "eval", "lossless.txt")
         if os.path.exists(ll):

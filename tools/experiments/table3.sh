@@ -26,7 +26,7 @@
 # Sizes: Q questions of each benchmark (default 32), MAX_NEW tokens each
 # (128), BATCHES ("1 8 32 64"), MAX_CTX KV slots per sequence (2048),
 # BETA the C2T threshold of the chain (0.5), COLLECT_Q (20), TREE_BATCH (8),
-# TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128);
+# TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128), REPEATS (3);
 # ARITH, spec-eval's arithmetic options for every decoding run: by default
 # llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU has
 # AVX512-BF16, else "" (F32 products and cache); each report records it;
@@ -47,6 +47,7 @@ COLLECT_Q=${COLLECT_Q:-20}
 TREE_BATCH=${TREE_BATCH:-8}
 TREE_Q=${TREE_Q:-8}
 TUNE_Q=${TUNE_Q:-16}
+REPEATS=${REPEATS:-3}   # A/B pairs of whole runs per speedup (spec-eval --repeats): the interval
 BETAS=${BETAS:-"0.3 0.4 0.5 0.6"}
 NPP=${NPP:-128}
 NTG=${NTG:-128}
@@ -86,7 +87,7 @@ for b in $BATCHES; do
         echo "-- batch $b, $m"
         # shellcheck disable=SC2086
         bin/spec-eval $eagle $ARITH --policy chain --draft-len 4 $extra $qs --max-questions "$Q" --max-turns 1 \
-            --max-new-tokens "$MAX_NEW" --max-ctx "$MAX_CTX" --batch "$b" $static --check-lossless --quiet \
+            --max-new-tokens "$MAX_NEW" --max-ctx "$MAX_CTX" --batch "$b" $static --check-lossless --repeats "$REPEATS" --quiet \
             --json "$R/eval_${m}_b$b.json" > "$R/eval_${m}_b$b.txt" || { echo "table3: spec-eval failed (batch $b, $m)" >&2; exit 1; }
         tail -2 "$R/eval_${m}_b$b.txt"
     done
@@ -113,7 +114,7 @@ for m in eagle2 c2t; do
     extra=""; [ "$m" = c2t ] && extra="--classifier $CLS --beta $TREE_BETA"
     # shellcheck disable=SC2086
     bin/spec-eval $eagle $ARITH --policy $m $extra $qs --max-questions "$TREE_Q" --max-turns 1 --max-new-tokens "$MAX_NEW" \
-        --max-ctx "$MAX_CTX" --batch "$TREE_BATCH" --static-batches --check-lossless --quiet \
+        --max-ctx "$MAX_CTX" --batch "$TREE_BATCH" --static-batches --check-lossless --repeats "$REPEATS" --quiet \
         --json "$R/tree_${m}_b$TREE_BATCH.json" > "$R/tree_${m}_b$TREE_BATCH.txt" || { echo "table3: spec-eval failed (trees, $m)" >&2; exit 1; }
     tail -2 "$R/tree_${m}_b$TREE_BATCH.txt"
 done

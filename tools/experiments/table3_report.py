@@ -33,9 +33,23 @@ def run_rows(path, name, batch, with_ar):
     if with_ar:
         rows.append(dict(method="ar", batch=batch, tau=1.0, gamma=0, new_tokens=int(t["new_tokens"]),
                          tokens_per_s=t["v_ar"], speedup=1.0))
+    ci = t.get("speedup_ci95") or [t["speedup"], t["speedup"]]
     rows.append(dict(method=name, batch=batch, tau=t["tau"], gamma=int(t["gamma"]), new_tokens=int(t["new_tokens"]),
-                     tokens_per_s=t["v"], speedup=t["speedup"]))
+                     tokens_per_s=t["v"], speedup=t["speedup"], speedup_lo=ci[0], speedup_hi=ci[1],
+                     pairs=int(t.get("speedup_pairs", 1))))
     return rows
+
+
+def with_ci(r):
+    """A speedup with its 95% interval over the A/B pairs (spec-eval --repeats)."""
+    return f"{r['speedup']:.2f}x [{r['speedup_lo']:.2f}, {r['speedup_hi']:.2f}]"
+
+
+def ratio_ci(a, b):
+    """a's speedup over b's, with the interval their intervals allow at most
+    (the two come from separate A/B runs)."""
+    return (f"{a['speedup'] / b['speedup']:.2f}x [{a['speedup_lo'] / b['speedup_hi']:.2f}, "
+            f"{a['speedup_hi'] / b['speedup_lo']:.2f}]")
 
 
 VARIANTS = {"": "ours", "_kv_bf16": "ours, BF16 KV", "_fast_gemm": "ours, fast GEMM",
@@ -112,28 +126,31 @@ def main():
         if b in base:
             rows.append(dict(method="ar decode, llama.cpp (llama-batched-bench)", batch=b, tau=1.0, gamma=0,
                              new_tokens=0, tokens_per_s=t, speedup=t / b1))
-    cols = ["method", "batch", "tau", "gamma", "new_tokens", "tokens_per_s", "speedup"]
+    cols = ["method", "batch", "tau", "gamma", "new_tokens", "tokens_per_s", "speedup", "speedup_lo", "speedup_hi"]
     with open(os.path.join(out, "table3.csv"), "w", encoding="utf-8") as f:
         f.write(",".join(cols) + "\n")
         for r in rows + tree_rows:
-            f.write(",".join(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + "\n")
+            f.write(",".join("" if c not in r else f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c])
+                             for c in cols) + "\n")
 
     get = lambda name, b: next(x for x in rows + tree_rows if x["method"] == name and x["batch"] == b)
     st = load(os.path.join(out, f"eval_static_b{batches[0]}.json"))["settings"]
     arith = (f"--device {st.get('device', 'cpu')} --cpu-fast-gemm {st.get('cpu_fast_gemm', 'off')} "
              f"--kv-dtype {st.get('kv_dtype', 'f32')}")
+    pairs = get(CHAIN[0][1], batches[0])["pairs"]
     md = [f"Chain mode, at most 4 draft tokens a cycle; speedup over ar at the same batch size, measured in the "
-          f"same spec-eval run (τ, γ verified tokens); spec-eval's device and arithmetic: `{arith}`:", "",
+          f"same spec-eval run as {pairs} A/B pairs of whole runs (the median ratio and its 95% bootstrap "
+          f"interval; τ, γ verified tokens); spec-eval's device and arithmetic: `{arith}`:", "",
           "| method | " + " | ".join(f"batch {b}" for b in batches) + " |", "|---|" + "---|" * len(batches)]
     md.append("| ar (tok/s) | " + " | ".join(f"{get('ar', b)['tokens_per_s']:.1f}" for b in batches) + " |")
     for _, name in CHAIN:
         md.append(f"| {name} | " + " | ".join(
-            f"{get(name, b)['speedup']:.2f}x (τ {get(name, b)['tau']:.2f}, γ {get(name, b)['gamma']})" for b in batches)
+            f"{with_ci(get(name, b))} (τ {get(name, b)['tau']:.2f}, γ {get(name, b)['gamma']})" for b in batches)
             + " |")
     # each method's speedup is against the ar run of its own spec-eval call, so their ratio leaves
-    # out how fast the machine was between the two calls
+    # out how fast the machine was between the two calls; its interval is the widest the two allow
     md.append("| C2T / static chain (speedups' ratio) | " + " | ".join(
-        f"{get(CHAIN[1][1], b)['speedup'] / get(CHAIN[0][1], b)['speedup']:.2f}x" for b in batches) + " |")
+        ratio_ci(get(CHAIN[1][1], b), get(CHAIN[0][1], b)) for b in batches) + " |")
     if len(batches) > 1:
         inv = invariance(out, batches)
         md += ["", "Batch invariance: sequences whose tokens at every batch size equal batch "
@@ -142,8 +159,8 @@ def main():
         e, c = get(TREES[0][1], trees), get(TREES[1][1], trees)
         md += ["", f"Trees at batch {trees}:", "", "| method | tok/s | speedup over ar | τ | γ |", "|---|---|---|---|---|"]
         for r in (e, c):
-            md.append(f"| {r['method']} | {r['tokens_per_s']:.1f} | {r['speedup']:.2f}x | {r['tau']:.2f} | {r['gamma']} |")
-        md.append(f"\nC2T / EAGLE-2: {c['speedup'] / e['speedup']:.2f}x (speedups' ratio) at τ "
+            md.append(f"| {r['method']} | {r['tokens_per_s']:.1f} | {with_ci(r)} | {r['tau']:.2f} | {r['gamma']} |")
+        md.append(f"\nC2T / EAGLE-2: {ratio_ci(c, e)} (speedups' ratio) at τ "
                   f"{100 * (c['tau'] / e['tau'] - 1):+.1f}% (aim: ≥ 1.1x at τ within 2%)")
     if base:
         vs = [v for v in VARIANTS if v and v in ours]
