@@ -616,15 +616,14 @@ static void test_cost_prefix_synthetic(void) {
     cost_init(&m);
     cost_add_point(&m, 1, 0.01);
     cost_add_point(&m, 64, 0.01);
-    m.draft_s = 0.005;
-    CHECK(cost_best_prefix(&m, est, n) == 5, "constant cost: kept %d of the 5 nodes worth something",
-          cost_best_prefix(&m, est, n));
+    CHECK(cost_best_prefix(&m, est, n, 0.005) == 5, "constant cost: kept %d of the 5 nodes worth something",
+          cost_best_prefix(&m, est, n, 0.005));
 
     cost_init(&m);
     cost_add_point(&m, 1, 0.010);
     cost_add_point(&m, 2, 0.0105);
     cost_add_point(&m, 3, 0.050);
-    int k = cost_best_prefix(&m, est, n);
+    int k = cost_best_prefix(&m, est, n, 0);
     CHECK(k == 1, "steep after two tokens: kept %d, want the best child only", k);
     CHECK(fabs(cost_verify_s(&m, 4) - 0.0895) < 1e-9, "extension past the last point: %g", cost_verify_s(&m, 4));
 
@@ -633,7 +632,7 @@ static void test_cost_prefix_synthetic(void) {
     cost_add_point(&m, 9, 0.09);
     CHECK(fabs(cost_verify_s(&m, 5) - 0.05) < 1e-12, "interpolation: %g", cost_verify_s(&m, 5));
     const float none[] = {0, 0, 0};
-    CHECK(cost_best_prefix(&m, none, 3) == 0, "worthless nodes kept");
+    CHECK(cost_best_prefix(&m, none, 3, 0) == 0, "worthless nodes kept");
     for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.10, 0.02);   /* twice the curve, 20 ms drafts */
     CHECK(fabs(m.scale - 2) < 1e-9 && fabs(m.draft_s - 0.02) < 1e-9 && m.cycles == 200,
           "observed: scale %g draft %g", m.scale, m.draft_s);
@@ -643,6 +642,20 @@ static void test_cost_prefix_synthetic(void) {
     CHECK(cost_add_point(&m, 9, 1) == -1 && cost_add_point(&m, 3, 1) == -1, "points out of order accepted");
     /* the chosen sizes so far: 0 (worthless) only */
     CHECK(cost_chosen_quantile(&m, 0.5) == 0 && m.chosen == 1, "histogram");
+
+    /* another layer: 10 ms a step, 30 ms of drafting a cycle in 2 steps
+     * (10 ms besides them), verification 10 ms + 1 ms a token */
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.010);
+    cost_add_point(&m, 64, 0.073);
+    cost_observe(&m, 1, 0.010, 0.030);
+    cost_observe_expand(&m, 2, 0.020);
+    CHECK(fabs(cost_draft_s(&m, 2) - 0.030) < 1e-12 && fabs(cost_draft_s(&m, 5) - 0.060) < 1e-12,
+          "draft time by steps: %g %g", cost_draft_s(&m, 2), cost_draft_s(&m, 5));
+    const float pool[] = {0.9f, 0.8f, 0.05f};
+    /* now: (1 + 1.7) / (30 + 12 ms) = 64.3/s; a layer worth 0.75 more: 3.45 / (40 + 13 ms) = 65.1/s */
+    CHECK(cost_layer_pays(&m, pool, 3, 2, 0.75), "a layer worth 0.75 of acceptance for 11 ms does not pay");
+    CHECK(!cost_layer_pays(&m, pool, 3, 2, 0.05), "a layer worth at most 0.05 for 11 ms pays");
 
     /* "auto" is a size of eagle2's: stored, reported as text, max nodes the pool's */
     const char *set[] = {"total=auto", NULL};

@@ -30,14 +30,21 @@ static double curve_at(const CostModel *m, int n) {
 
 double cost_verify_s(const CostModel *m, int n) { return m->scale * curve_at(m, n); }
 
-int cost_best_prefix(CostModel *m, const float *est, int n) {
-    double gain = 1, best = gain / (m->draft_s + cost_verify_s(m, 1));
-    int k_best = 0;
+double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
+                      int *k_best) {
+    double gain = 1 + extra_gain, best = gain / (draft_s + cost_verify_s(m, 1 + extra_tokens));
+    *k_best = 0;
     for (int k = 1; k <= n; k++) {
         gain += est[k - 1] > 0 ? est[k - 1] : 0;
-        double rate = gain / (m->draft_s + cost_verify_s(m, k + 1));
-        if (rate > best) { best = rate; k_best = k; }
+        double rate = gain / (draft_s + cost_verify_s(m, k + 1 + extra_tokens));
+        if (rate > best) { best = rate; *k_best = k; }
     }
+    return best;
+}
+
+int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s) {
+    int k_best;
+    cost_best_rate(m, est, n, draft_s, 0, 0, &k_best);
     m->chosen++;
     m->chosen_sum += k_best;
     m->hist[k_best < COST_HIST - 1 ? k_best : COST_HIST - 1]++;
@@ -61,4 +68,25 @@ int cost_chosen_quantile(const CostModel *m, double q) {
         if (seen > want) return k;
     }
     return COST_HIST - 1;
+}
+
+double cost_draft_s(const CostModel *m, int expands) {
+    double rest = m->draft_s - m->expands * m->expand_s;
+    return (rest > 0 ? rest : 0) + expands * m->expand_s;
+}
+
+int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, double gain_bound) {
+    int k;
+    const double now = cost_best_rate(m, est, n, cost_draft_s(m, expands), 0, 0, &k);
+    /* at best the whole gain in one more verified node, ranked first */
+    return cost_best_rate(m, est, n, cost_draft_s(m, expands + 1), gain_bound, 1, &k) > now;
+}
+
+void cost_observe_expand(CostModel *m, int expands, double seconds) {
+    if (expands <= 0) return;
+    m->expand_cycles++;
+    double w = 1.0 / (double)m->expand_cycles;
+    if (w < COST_EMA) w = COST_EMA;
+    m->expand_s += w * (seconds / expands - m->expand_s);
+    m->expands += w * (expands - m->expands);
 }

@@ -27,6 +27,9 @@ typedef struct {
     double calibration_s;               /* what the calibration pass took */
     double scale;                       /* measured / predicted verification time, running mean */
     double draft_s;                     /* a cycle's draft time, running mean */
+    double expand_s;                    /* one expansion step (a draft forward), running mean */
+    double expands;                     /* expansion steps a cycle, running mean */
+    int64_t expand_cycles;              /* cycles whose expansions were observed */
     int64_t cycles;                     /* cycles observed */
     int64_t chosen, chosen_sum;         /* prefixes chosen and their total size */
     int64_t hist[COST_HIST];            /* how often each size was chosen */
@@ -40,10 +43,26 @@ int cost_add_point(CostModel *m, int n, double seconds);
  * linearly (extended by its last segment beyond the largest point), times
  * the running ratio. */
 double cost_verify_s(const CostModel *m, int n);
-/* The size k in [0, n] maximising (1 + est[0] + ... + est[k-1]) /
- * (draft_s + cost_verify_s(k + 1)); est in the policy's rank order
- * (non-negative).  Records the choice in the model's histogram. */
-int cost_best_prefix(CostModel *m, const float *est, int n);
+/* The largest (1 + extra_gain + est[0] + ... + est[k-1]) /
+ * (draft_s + cost_verify_s(k + 1 + extra_tokens)) over k in [0, n], and that
+ * k in *k_best; est in the policy's rank order (negative values count 0). */
+double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
+                      int *k_best);
+/* cost_best_rate's k with no extra: the prefix to keep; records the choice
+ * in the model's histogram. */
+int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s);
+/* A cycle's drafting time with `expands` expansion steps: the measured
+ * per-step time times expands, plus the rest of a cycle's drafting (catch-up,
+ * the root's step's overhead) as the running means give it. */
+double cost_draft_s(const CostModel *m, int expands);
+/* Whether one more expansion layer can pay: nodes ranked est[0..n) after
+ * `expands` steps, the new layer's children carrying at most `gain_bound`
+ * of acceptance in all (their parents' estimates: a node's children's
+ * probabilities sum to at most 1).  An upper bound: 0 means no tree the next
+ * layer allows beats the best one now, counting the step's time. */
+int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, double gain_bound);
+/* One cycle's expansions: `expands` steps that took `seconds` in all. */
+void cost_observe_expand(CostModel *m, int expands, double seconds);
 /* One cycle seen: n tokens verified in verify_s seconds after draft_s
  * seconds of drafting; updates the running ratio and draft time. */
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s);

@@ -119,6 +119,8 @@ static cJSON *cost_json(const CostModel *m) {
     cJSON_AddNumberToObject(o, "calibration_s", m->calibration_s);
     cJSON_AddNumberToObject(o, "verify_scale", m->scale);
     cJSON_AddNumberToObject(o, "draft_s", m->draft_s);
+    cJSON_AddNumberToObject(o, "expand_s", m->expand_s);
+    cJSON_AddNumberToObject(o, "expands_mean", m->expands);
     cJSON_AddNumberToObject(o, "cycles", (double)m->cycles);
     cJSON_AddNumberToObject(o, "chosen_mean", m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0);
     cJSON_AddNumberToObject(o, "chosen_p10", cost_chosen_quantile(m, 0.1));
@@ -496,9 +498,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         const CostModel *m = &dec->cost;
         cJSON_AddItemToObject(r->report, "cost_model", cost_json(m));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
-                "(p10 %d, p90 %d); calibration %.2f s, verification %.2fx the calibrated curve\n",
-                dec->policy->name, m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
-                cost_chosen_quantile(m, 0.1), cost_chosen_quantile(m, 0.9), m->calibration_s, m->scale);
+                "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s, verification %.2fx the calibrated "
+                "curve\n", dec->policy->name, m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
+                cost_chosen_quantile(m, 0.1), cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->scale);
     }
     rc = 0;
 done:

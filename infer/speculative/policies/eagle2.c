@@ -9,7 +9,8 @@
  * parents, i.e. a connected tree.  total = -1 keeps the whole pool; total =
  * auto keeps, each cycle, the prefix of that order that maximises expected
  * tokens per second under the decoder's measured costs (cost.h), each node's
- * acceptance estimated by its P. */
+ * acceptance estimated by its P, and stops expanding (before `depth`) once no
+ * further layer can pay for its draft step. */
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
@@ -38,41 +39,73 @@ static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
     return m;
 }
 
-/* Builds the whole pool into t (no rerank). */
-int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_entropy, StageTimes *tm) {
+/* P of every node but the root, highest first (by_joint_prob), into est;
+ * returns how many. */
+static int pool_estimates(const Tree *t, int *order, float *est) {
+    const int n = t->n - 1;
+    for (int i = 0; i < n; i++) order[i] = i + 1;
+    qsort_r(order, n, sizeof(int), by_joint_prob, (void *)t);
+    for (int i = 0; i < n; i++) est[i] = t->P[order[i]];
+    return n;
+}
+
+/* Whether the next layer, grown from the m nodes sel, can pay under cost
+ * (cost_layer_pays; their children's P sum to at most their own). */
+static int next_layer_pays(const Tree *t, const int *sel, int m, const CostModel *cost, int expands) {
+    int *order = xmalloc(sizeof(int) * t->n);
+    float *est = xmalloc(sizeof(float) * t->n);
+    const int n = pool_estimates(t, order, est);
+    double bound = 0;
+    for (int i = 0; i < m; i++) bound += t->P[sel[i]];
+    const int pays = cost_layer_pays(cost, est, n, expands, bound);
+    free(order); free(est);
+    return pays;
+}
+
+/* Builds the pool into t (no rerank): all `depth` steps, or with a cost
+ * model (total auto) until a further layer cannot pay.  Returns -1 on a
+ * draft failure, else the expansion steps run (the root's included). */
+int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_entropy, StageTimes *tm,
+                       CostModel *cost) {
     int *ids = xmalloc(sizeof(int) * k * k), *sel = xmalloc(sizeof(int) * k);
     float *probs = xmalloc(sizeof(float) * k * k), *ent = xcalloc(k, sizeof(float));
     /* the entropy is a feature for traces and classifiers; plain EAGLE-2
      * does not need it (want_entropy 0 leaves H at 0) */
     float *want = want_entropy ? ent : NULL;
-    int *newest = xmalloc(sizeof(int) * k * k), n_newest = 0, root = 0, rc;
+    int *newest = xmalloc(sizeof(int) * k * k), n_newest = 0, root = 0, rc, expands = 1;
+    const double t0 = now_seconds();
     rc = policy_expand(d, t, &root, 1, k, topm, ids, probs, want, tm);
     for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
     for (int step = 0; step < depth && !rc; step++) {
         int m = top_by_P(t, newest, n_newest, k, sel);
+        if (cost && !next_layer_pays(t, sel, m, cost, expands)) break;
         rc = policy_expand(d, t, sel, m, k, topm, ids, probs, want, tm);
+        expands++;
         n_newest = 0;
         for (int i = 0; i < m && !rc; i++)
             for (int j = 0; j < k; j++)
                 newest[n_newest++] = tree_add(t, sel[i], ids[i * k + j], probs[i * k + j], ent[i], j);
     }
+    if (cost && !rc) cost_observe_expand(cost, expands, now_seconds() - t0);
     free(ids); free(sel); free(probs); free(ent); free(newest);
-    return rc;
+    return rc ? -1 : expands;
 }
 
-/* Keeps the root and the `total` nodes of highest P; with total auto (and a
- * cost model), the prefix of that order cost_best_prefix picks. */
-void eagle2_rerank(Tree *t, int total, Tree *scratch, CostModel *cost) {
+/* Keeps the root and the `total` nodes of highest P; with total auto, the
+ * prefix of that order cost_best_prefix picks for a cycle whose drafting
+ * took draft_s. */
+void eagle2_rerank(Tree *t, int total, Tree *scratch, CostModel *cost, double draft_s) {
     if (total == -1 || (total >= t->n - 1 && total != POLICY_SIZE_AUTO)) return;
-    int n = t->n - 1, *order = xmalloc(sizeof(int) * (n ? n : 1));
-    for (int i = 0; i < n; i++) order[i] = i + 1;
-    qsort_r(order, n, sizeof(int), by_joint_prob, t);
+    int *order = xmalloc(sizeof(int) * t->n), n = t->n - 1;
     if (total == POLICY_SIZE_AUTO) {
-        float *est = xmalloc(sizeof(float) * (n ? n : 1));
-        for (int i = 0; i < n; i++) est[i] = t->P[order[i]];
-        total = cost_best_prefix(cost, est, n);
+        float *est = xmalloc(sizeof(float) * t->n);
+        pool_estimates(t, order, est);
+        total = cost_best_prefix(cost, est, n, draft_s);
         free(est);
         if (total == n) { free(order); return; }
+    } else {
+        for (int i = 0; i < n; i++) order[i] = i + 1;
+        qsort_r(order, n, sizeof(int), by_joint_prob, t);
     }
     int *keep = xmalloc(sizeof(int) * (total + 1));
     keep[0] = 0;
@@ -104,8 +137,10 @@ typedef struct { Tree scratch; } Eagle2State;
 static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     Eagle2State *s = p->state;
     const Eagle2Params *q = p->own;
-    if (eagle2_expand_pool(d, t, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm)) return -1;
-    eagle2_rerank(t, q->total, &s->scratch, p->cost);
+    CostModel *cost = q->total == POLICY_SIZE_AUTO ? p->cost : NULL;
+    int expands = eagle2_expand_pool(d, t, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm, cost);
+    if (expands < 0) return -1;
+    eagle2_rerank(t, q->total, &s->scratch, cost, cost ? cost_draft_s(cost, expands) : 0);
     return 0;
 }
 
