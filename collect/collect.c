@@ -181,27 +181,22 @@ static int check_resumed(TraceWriter *w, const CollectOptions *o, const Setting 
     return same ? 0 : -1;
 }
 
-/* A new file with this run's settings; one that could not get them all is
- * removed (it holds nothing yet, and could not be resumed), so that the
- * same command starts again. */
+/* A new file with this run's settings, all of them written before the file
+ * appears at its path (trace_create_ex's attrs): an interrupt can leave no
+ * file there, or a whole one. */
 static TraceWriter *create_trace(const Session *s, const CollectOptions *o, const Setting *set, int ns) {
-    TraceWriter *w = trace_create(o->out, o->compress);
-    if (!w) return NULL;
-    int bad = 0;
-    for (int i = 0; i < ns && !bad; i++) bad = trace_set_attr_str(w, set[i].key, set[i].value);
     char sh[32], stamp[32];
     snprintf(sh, sizeof sh, "%d/%d", o->shard_i, o->shard_n);
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    if (bad || trace_set_attr_str(w, "shard", sh) || trace_set_attr_str(w, "start_time", stamp) ||
-        trace_set_attr_str(w, "version", C2T_VERSION) || trace_set_attr_str(w, "device", s->target->be->name)) {
-        char why[1024];
-        snprintf(why, sizeof why, "%s", err_get());
-        trace_close(w);
-        unlink(o->out);
-        err_set("%s", why);
-        return NULL;
-    }
+    const char **attrs = xmalloc(sizeof(char *) * (2 * ns + 9)), **a = attrs;
+    for (int i = 0; i < ns; i++) { *a++ = set[i].key; *a++ = set[i].value; }
+    const char *run[] = {"shard", sh, "start_time", stamp, "version", C2T_VERSION, "device", s->target->be->name};
+    for (size_t i = 0; i < sizeof run / sizeof *run; i++) *a++ = run[i];
+    *a = NULL;
+    TraceCreateOpts opts = {1, 0, attrs};
+    TraceWriter *w = trace_create_ex(o->out, o->compress, &opts);
+    free(attrs);
     return w;
 }
 

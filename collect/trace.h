@@ -120,6 +120,11 @@ typedef struct {
      * temporary name and rename (trace_merge does). */
     int durable;
     int level;   /* compression level; 0 = default (zstd 3, gzip 4) */
+    /* key, value, key, value, ..., NULL: string attributes written before
+     * the file appears at path, so that no file there lacks them (a run
+     * interrupted while setting them one by one could leave the root's
+     * attributes unreadable); NULL for none */
+    const char *const *attrs;
 } TraceCreateOpts;
 TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const TraceCreateOpts *opts);
 /* Rows [start, start + count) of /questions. */

@@ -256,7 +256,7 @@ int trace_merge(const char *out, const char *const *inputs, int n, TraceCompress
         tmp = xmalloc(len);
         snprintf(tmp, len, "%s.partial", out);
         unlink(tmp);
-        TraceCreateOpts o = {0, 0};
+        TraceCreateOpts o = {0, 0, NULL};
         if (!(w = trace_create_ex(tmp, compress, &o))) rc = -1;
     }
     if (rc == 0) rc = copy_attrs(w, in, inputs, n);

@@ -359,14 +359,14 @@ static hid_t make_dcpl(int c, TraceCompress compress, int level) {
 }
 
 TraceWriter *trace_create(const char *path, TraceCompress compress) {
-    TraceCreateOpts o = {1, 0};
+    TraceCreateOpts o = {1, 0, NULL};
     return trace_create_ex(path, compress, &o);
 }
 
 TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const TraceCreateOpts *opts) {
     if (tr_init() < 0) return NULL;
     if ((unsigned)compress > TRACE_NONE) { err_set("%s: unknown compression %d", path, (int)compress); return NULL; }
-    TraceCreateOpts o = opts ? *opts : (TraceCreateOpts){1, 0};
+    TraceCreateOpts o = opts ? *opts : (TraceCreateOpts){1, 0, NULL};
     if (compress == TRACE_ZSTD && (o.level < -7 || o.level > 22)) { err_set("%s: zstd level %d out of range", path, o.level); return NULL; }
     if (compress == TRACE_GZIP && (o.level < 0 || o.level > 9)) { err_set("%s: gzip level %d out of range", path, o.level); return NULL; }
     struct stat st;
@@ -417,6 +417,13 @@ TraceWriter *trace_create_ex(const char *path, TraceCompress compress, const Tra
         H5Sclose(space);
         H5Pclose(dcpl);
         if (col->dset < 0) { tr_h5_err("%s: cannot create dataset %s", path, COLS[c].path); goto fail; }
+    }
+    for (const char *const *a = o.attrs; a && a[0]; a += 2) {
+        if (!a[1] || tr_in_list(RESERVED_ATTRS, a[0])) {
+            err_set("%s: attribute %s: %s", path, a[0], a[1] ? "set by the trace library" : "no value");
+            goto fail;
+        }
+        if (tr_put_str_attr(w->file, a[0], a[1]) < 0) { tr_h5_err("%s: cannot write attribute %s", path, a[0]); goto fail; }
     }
     if (open_scratch(w) < 0) goto fail;
     if (w->durable && (H5Fflush(w->file, H5F_SCOPE_LOCAL) < 0 || fsync_file(w) < 0)) {

@@ -87,7 +87,7 @@ static int run(const char *path, TraceCompress c, int durable, int level, int nq
                int npool, Result *res) {
     unlink(path);
     memset(res, 0, sizeof *res);
-    TraceCreateOpts o = {durable, level};
+    TraceCreateOpts o = {durable, level, NULL};
     double t0 = now_seconds();
     TraceWriter *w = trace_create_ex(path, c, &o);
     if (!w) return -1;

@@ -376,7 +376,7 @@ static void test_bad_policy_parameters(void) {
     policy_params_default(&prm);
     snprintf(prm.name, sizeof prm.name, "eagle2");
     policy_params_set(&prm, "--total", "many");
-    CHECK(policy_new(&prm) == NULL && strstr(err_get(), "or 'all'"), "--total many: %s", err_get());
+    CHECK(policy_new(&prm) == NULL && strstr(err_get(), "'all' or 'auto'"), "--total many: %s", err_get());
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
     CHECK(draft_load("lm", "tests/ckpt/v8_draft", m, 64) == NULL && strstr(err_get(), "vocabulary"),

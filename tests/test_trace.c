@@ -886,6 +886,47 @@ static void test_resume_after_close(void) {
     free(ref);
 }
 
+/* Attributes given to trace_create_ex are in the file when it appears at
+ * its path; a reserved or valueless one fails the creation and leaves no
+ * file there (nor a temporary one beside it). */
+static void test_create_with_attributes(void) {
+    char *p = tpath("attrs.h5"), tmp[512];
+    const char *attrs[] = {"target_model", "llama-68m", "draft_model", "eagle-tiny", NULL};
+    TraceCreateOpts o = {1, 0, attrs};
+    TraceWriter *w = trace_create_ex(p, TRACE_ZSTD, &o);
+    REQUIRE(w, "%s", err_get());
+    REQUIRE(trace_close(w) == 0, "%s", err_get());
+    TraceReader *r = trace_open(p);
+    REQUIRE(r, "%s", err_get());
+    char *tm = trace_reader_attr(r, "target_model"), *dm = trace_reader_attr(r, "draft_model");
+    CHECK(tm && dm && !strcmp(tm, "llama-68m") && !strcmp(dm, "eagle-tiny"), "attributes: %s / %s", tm ? tm : "(none)",
+          dm ? dm : "(none)");
+    free(tm);
+    free(dm);
+    trace_reader_close(r);
+    unlink(p);
+    const char *reserved[] = {"schema_version", "7", NULL}, *novalue[] = {"target_model", NULL};
+    const char *const *bad[] = {novalue, reserved};
+    for (int i = 0; i < 2; i++) {
+        /* in a child each: a failed creation leaves its HDF5 handles to the
+         * process's exit (writer_abandon), which a second creation here trips on */
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, "fork");
+        if (pid == 0) {
+            TraceCreateOpts ob = {1, 0, bad[i]};
+            w = trace_create_ex(p, TRACE_ZSTD, &ob);
+            _exit(w ? 2 : strstr(err_get(), bad[i][0]) ? 0 : 3);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        snprintf(tmp, sizeof tmp, "%s.creating", p);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(p, F_OK) != 0 && access(tmp, F_OK) != 0,
+              "bad attribute %s: child status %d (2: created, 3: error unnamed), file %s", bad[i][0],
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, access(p, F_OK) ? "absent" : "left");
+    }
+    free(p);
+}
+
 /* ---- merge ---- */
 
 static void test_merge(void) {
@@ -1074,6 +1115,7 @@ int main(void) {
     RUN(test_h5py_reads_zstd_through_plugin);
     RUN(test_h5dump_reads_zstd_through_plugin);
     RUN(test_resume_after_close);
+    RUN(test_create_with_attributes);
     RUN(test_crash_at_every_step);
     RUN(test_torn_inplace_rewrite);
     RUN(test_kill9_then_resume);
