@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-speed paper table3
+.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper table3
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -197,6 +197,9 @@ smollm2-f16:
 # (tools/experiments/smollm2_eval.sh)
 smollm2-eval: smollm2
 	@tools/experiments/smollm2_eval.sh
+# data/smollm2/classifier.json from collection prompts (tools/experiments/smollm2_classifier.sh)
+smollm2-classifier: smollm2
+	@tools/experiments/smollm2_classifier.sh
 # Speed end to end on SmolLM2 (tools/experiments/smollm2_speed.sh): each
 # policy's fastest size chosen on held-out training prompts, then mt_bench,
 # next to llama.cpp

@@ -76,7 +76,7 @@ typedef struct {
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
 /* Times the target's forward over n = 1, 2, 3, 4, 6, 8, 12, ... tokens (up
- * to the policy's largest tree, at most 256) after the current context, as
+ * to the policy's largest tree, at most 128) after the current context, as
  * verification runs them, into dec->cost; the cache is left as it was.
  * decoder_run calls it on the first turn of a policy that wants costs. */
 int decoder_calibrate(Decoder *dec);

@@ -66,6 +66,12 @@ Trained on the CPU by `tools/models/smollm2_drafts.py` for the target that `make
     bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy eagle2 \\
         --questions ../shared/benchmarks/mt_bench/question.jsonl
     bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/draft --draft-kind lm --policy chain ...
+    bin/spec-eval --target models/smollm2-135m-instruct --draft data/smollm2/eagle --policy c2t \\
+        --classifier data/smollm2/classifier.json ...
+
+`classifier.json` is C2T's classifier for `eagle/` (the GPU-trained head below), trained on full
+EAGLE-2 trees of collection prompts (`prompts/collect.jsonl`), never on a benchmark: `make
+smollm2-classifier` (tools/experiments/smollm2_classifier.sh) remakes it.
 
 Rerun (resumable; intermediates in `models/smollm2-work/`, about {fmt_secs(sum(v for k, v in secs.items() if k in DEFAULT_STAGES))} on 2 cores):
 
