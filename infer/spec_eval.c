@@ -48,6 +48,10 @@ CLI_QUESTIONS_HELP
 "                         the policy, then with ar at the same batch size; a finished\n"
 "                         sequence's slot takes the next question (continuous batching)\n"
 "  --static-batches       with --batch: a new group of N questions only when the last is done\n"
+"  --cycle host|device    where a cycle's tree is built and walked (default: device where the\n"
+"                         policy has a device program - ar, chain without early stop, static,\n"
+"                         eagle2 with a fixed --total - at temperature 0 and --batch 1, else\n"
+"                         host); the same tokens, trees, tau and gamma (docs/cuda.md)\n"
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --repeats N            A/B pairs per question (batched: per run) for the speedup (default 1):\n"
@@ -72,13 +76,13 @@ typedef struct {
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
-           O_BATCH, O_STATIC, O_FORCE, O_REPEATS };
+           O_BATCH, O_STATIC, O_FORCE, O_REPEATS, O_CYCLE };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
-        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS},
+        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS}, {"cycle", 1, 0, O_CYCLE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
@@ -102,6 +106,10 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_STATIC: a->eval.batch.static_batches = 1; break;
         case O_FORCE: a->force = 1; break;
         case O_REPEATS: a->eval.repeats = (int)cli_int(prog, "--repeats", optarg, 1, 1000); break;
+        case O_CYCLE:
+            if (strcmp(optarg, "host") && strcmp(optarg, "device")) die(prog, "--cycle: expected host or device, got '%s'", optarg);
+            a->eval.cycle = strcmp(optarg, "host") ? EVAL_CYCLE_DEVICE : EVAL_CYCLE_HOST;
+            break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             a->label = optarg;
@@ -124,6 +132,8 @@ static void check_args(const EvalArgs *a) {
     if (a->eval.repeats > 1 && !a->eval.baseline) die(prog, "--repeats times A/B pairs: drop --no-baseline");
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
+    if (a->eval.cycle == EVAL_CYCLE_DEVICE && a->eval.batch.slots > 1)
+        die(prog, "--cycle device: batched decoding (--batch > 1) runs the host cycle");
     if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
     if (a->csv_out) {
         cli_check_writable(prog, "--csv", a->csv_out);

@@ -31,6 +31,20 @@ typedef struct {
 
 typedef struct KVCache KVCache;
 
+/* A token tree in backend memory, what the tree ops below build and read
+ * (the device cycle, infer/speculative/cycle.h): per node, cap of them, its
+ * token, parent (-1 for the root; parents precede their children), depth
+ * (root 0), rank among its siblings in the draft's top-k, KV slot of its
+ * latest forward (-1: none), and the draft's local probability p, joint
+ * probability P (product of p from the root) and entropy H: the host Tree's
+ * fields (infer/speculative/tree.h).  The node count is the caller's: a
+ * device program's shapes are fixed.  backend_tree_alloc makes one. */
+typedef struct {
+    int cap;
+    int *token, *parent, *depth, *rank, *slot;
+    float *p, *P, *H;
+} DevTree;
+
 /* One sequence of an attention call: its queries are rows [off, off+n) of
  * q and out; they attend slots [0, nctx) of cache kv, query i seeing slot j
  * where mask[i*nctx + j] != 0 (NULL: causal, slots [0, nctx-n+i]). */
@@ -109,8 +123,49 @@ typedef struct Backend {
      * the C2T paper's eq. 7.  Any output pointer may be NULL. */
     void (*softmax_topk)(const float *logits, int n, int vocab, float temperature, int k,
                          int *ids, float *probs, int topm, float *entropy);
-    /* Per row argmax (ties to the lower id). */
+    /* Per-row argmax (ties to the lower id). */
     void (*argmax)(const float *logits, int n, int vocab, int *ids);
+
+    /* ---- The device cycle's ops: as softmax_topk / argmax, and the tree
+     * ops, with every array (ids, probs, entropy, index lists, masks) in
+     * backend memory; the host reads only what it asks for.  Each gives what
+     * the host code of infer/speculative/ (tree.c, the policies, verify.c)
+     * computes for the same tree, bit for bit. */
+    void (*softmax_topk_dev)(const float *logits, int n, int vocab, float temperature, int k, int *ids,
+                             float *probs, int topm, float *entropy);
+    void (*argmax_dev)(const float *logits, int n, int vocab, int *ids);
+    /* Node 0 of t becomes the root: token *root, parent -1, depth 0, rank 0,
+     * slot -1, p = P = 1, H = 0. */
+    void (*tree_root)(const DevTree *t, const int *root);
+    /* Appends count nodes from index n0.  Node n0+c is child (row r, rank j)
+     * = (picks[2c], picks[2c+1]), or (c / k, c % k) when picks is NULL, of
+     * the distribution rows ids/probs[][k] and ent[] (NULL: H = 0) of the
+     * expanded nodes rows[]: parent rows[r], token ids[r*k+j] (map[] of it
+     * where map is not NULL: a reduced draft vocabulary's columns), p =
+     * probs[r*k+j], P = P[parent]·p, H = ent[r], rank j, slot -1. */
+    void (*tree_grow)(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs,
+                      const float *ent, int k, const int *picks, int count, const int *map);
+    /* The min(m, n) nodes of highest P among nodes [from, from+n), ties to
+     * the shallower, then the lower index (EAGLE-2's order), into sel in
+     * ascending index order. */
+    void (*tree_top)(const DevTree *t, int from, int n, int m, int *sel);
+    /* dst's nodes 0..m) := src's nodes keep[0..m) (ascending, closed under
+     * parent, keep[0] = 0), parents re-indexed (tree_subset). */
+    void (*tree_compact)(const DevTree *dst, const DevTree *src, const int *keep, int m);
+    /* The inputs of a forward over nodes rows[0..m) (NULL: 0..m) of t: row
+     * i's node takes KV slot base+i (recorded in t->slot); out[0..m) its
+     * token, out[m..2m) its position pos0 + depth, out[2m..3m) its parent,
+     * out[3m..4m) the node; mask[m][nctx] row i marks slots [0, ones) and
+     * the slots of the node and of its ancestors that have one. */
+    void (*tree_inputs)(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
+                        uint8_t *mask);
+    /* Greedy acceptance over a tree of n nodes whose target argmax at node v
+     * is want[v]: walk = {done, len, bonus, path[n], tokens[n]}; from_start
+     * starts it at the root (len 1), then up to `steps` steps each follow the
+     * first child of the path's last node whose token is want[last], or end
+     * the walk (done 1, bonus want[last]); only want[] of the path's nodes
+     * is read. */
+    void (*tree_accept)(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
 
     /* Optional (NULL where a backend has nothing to gain; call them through
      * backend_recorded).  record_begin returns 1 when the ops that follow
@@ -130,7 +185,8 @@ typedef struct Backend {
 /* Every member of Backend, for checks that an implementation is complete. */
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
     X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
-    X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax)
+    X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
+    X(softmax_topk_dev) X(argmax_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_compact) X(tree_inputs) X(tree_accept)
 
 /* The backends' settings: process-wide, given before any model loads
  * (backend_configure), as command-line options; the commands record them in
@@ -192,6 +248,16 @@ void backend_recorded(const Backend *be, void (*ops)(void *arg), void *arg);
  * it (no-ops elsewhere); t is the caller's, zeroed before its first unit. */
 void backend_unit_begin(const Backend *be, BackendTuner *t);
 void backend_unit_end(const Backend *be, BackendTuner *t);
+/* Index arrays in backend memory: a buffer of n floats from alloc holds n
+ * int32 as well (to_host / to_device / copy move 4-byte elements, whatever
+ * they hold). */
+int *backend_alloc_ints(const Backend *be, size_t n);
+void backend_ints_to_host(const Backend *be, int *host, const int *dev, size_t n);
+void backend_ints_to_device(const Backend *be, int *dev, const int *host, size_t n);
+/* A DevTree of cap nodes in one allocation of be's; backend_tree_release
+ * frees it. */
+DevTree backend_tree_alloc(const Backend *be, int cap);
+void backend_tree_release(const Backend *be, DevTree *t);
 /* Frees what a backend keeps between calls (CUDA: scratch, staging, library
  * handles); for the end of a program, after its models are freed. */
 void backend_shutdown(const Backend *be);

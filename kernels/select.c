@@ -60,3 +60,29 @@ void backend_unit_begin(const Backend *be, BackendTuner *t) {
 void backend_unit_end(const Backend *be, BackendTuner *t) {
     if (be->unit_end) be->unit_end(t);
 }
+
+_Static_assert(sizeof(int) == sizeof(float), "index arrays share the float buffers of alloc");
+
+int *backend_alloc_ints(const Backend *be, size_t n) { return (int *)(void *)be->alloc(n); }
+
+void backend_ints_to_host(const Backend *be, int *host, const int *dev, size_t n) {
+    be->to_host((float *)(void *)host, (const float *)(const void *)dev, n);
+}
+
+void backend_ints_to_device(const Backend *be, int *dev, const int *host, size_t n) {
+    be->to_device((float *)(void *)dev, (const float *)(const void *)host, n);
+}
+
+DevTree backend_tree_alloc(const Backend *be, int cap) {
+    DevTree t = {.cap = cap};
+    float *all = be->alloc((size_t)8 * cap);
+    int *ints = (int *)(void *)all;
+    t.token = ints; t.parent = ints + cap; t.depth = ints + 2 * cap; t.rank = ints + 3 * cap; t.slot = ints + 4 * cap;
+    t.p = all + 5 * (size_t)cap; t.P = all + 6 * (size_t)cap; t.H = all + 7 * (size_t)cap;
+    return t;
+}
+
+void backend_tree_release(const Backend *be, DevTree *t) {
+    if (t->token) be->release(t->token);
+    memset(t, 0, sizeof *t);
+}

@@ -184,12 +184,82 @@ static void nv_matmul_many(float *const *outs, const float *x, const Weight *con
     for (int i = 0; i < count; i++) nv_matmul(outs[i], x, ws[i], n);
 }
 
+/* Tree ops, the plainest way: selection by repeated best-of-the-rest,
+ * parents found by search. */
+static void nv_tree_root(const DevTree *t, const int *root) {
+    t->token[0] = *root; t->parent[0] = -1; t->depth[0] = 0; t->rank[0] = 0; t->slot[0] = -1;
+    t->p[0] = 1; t->P[0] = 1; t->H[0] = 0;
+}
+static void nv_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
+                         int k, const int *picks, int count, const int *map) {
+    for (int c = 0; c < count; c++) {
+        int r = c / k, j = c % k;
+        if (picks) { r = picks[2 * c]; j = picks[2 * c + 1]; }
+        int v = n0 + c, par = rows[r];
+        t->token[v] = map ? map[ids[r * k + j]] : ids[r * k + j];
+        t->parent[v] = par; t->depth[v] = t->depth[par] + 1; t->rank[v] = j; t->slot[v] = -1;
+        t->p[v] = probs[r * k + j];
+        float P = t->P[par] * t->p[v];
+        t->P[v] = P;
+        t->H[v] = ent ? ent[r] : 0;
+    }
+}
+/* whether node a comes before node b: higher P, shallower, lower index */
+static int nv_before(const DevTree *t, int a, int b) {
+    if (t->P[a] != t->P[b]) return t->P[a] > t->P[b];
+    if (t->depth[a] != t->depth[b]) return t->depth[a] < t->depth[b];
+    return a < b;
+}
+static void nv_tree_top(const DevTree *t, int from, int n, int m, int *sel) {
+    char *taken = calloc(n ? n : 1, 1);
+    for (int s = 0; s < m && s < n; s++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) if (!taken[i] && (best < 0 || nv_before(t, from + i, from + best))) best = i;
+        taken[best] = 1;
+    }
+    for (int i = 0, o = 0; i < n; i++) if (taken[i]) sel[o++] = from + i;
+    free(taken);
+}
+static void nv_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
+    for (int j = 0; j < m; j++) {
+        int i = keep[j], par = -1;
+        for (int q = 0; q < j; q++) if (keep[q] == src->parent[i]) par = q;
+        dst->token[j] = src->token[i]; dst->parent[j] = par; dst->depth[j] = src->depth[i];
+        dst->rank[j] = src->rank[i]; dst->slot[j] = src->slot[i];
+        dst->p[j] = src->p[i]; dst->P[j] = src->P[i]; dst->H[j] = src->H[i];
+    }
+}
+static void nv_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
+                           uint8_t *mask) {
+    for (int i = 0; i < m; i++) t->slot[rows ? rows[i] : i] = base + i;
+    for (int i = 0; i < m; i++) {
+        int v = rows ? rows[i] : i;
+        out[i] = t->token[v]; out[m + i] = pos0 + t->depth[v]; out[2 * m + i] = t->parent[v]; out[3 * m + i] = v;
+        for (int j = 0; j < nctx; j++) {
+            int on = j < ones;
+            for (int a = v; a >= 0 && !on; a = t->parent[a]) on = t->slot[a] == j;
+            mask[(size_t)i * nctx + j] = (uint8_t)on;
+        }
+    }
+}
+static void nv_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
+    if (from_start) { walk[0] = 0; walk[1] = 1; walk[2] = 0; walk[3] = 0; walk[3 + n] = t->token[0]; }
+    while (steps-- > 0 && !walk[0]) {
+        int cur = walk[3 + walk[1] - 1], next = -1;
+        for (int c = n - 1; c > cur; c--) if (t->parent[c] == cur && t->token[c] == want[cur]) next = c;
+        if (next < 0) { walk[0] = 1; walk[2] = want[cur]; continue; }
+        walk[3 + walk[1]] = next; walk[3 + n + walk[1]] = t->token[next]; walk[1]++;
+    }
+}
+
 static const Backend naive_backend = {
     .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
     .matmul = nv_matmul, .matmul_many = nv_matmul_many, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .rope = nv_rope, .add = nv_add,
     .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .kv_keep = nv_kv_keep, .attention = nv_attention,
-    .softmax_topk = nv_softmax_topk, .argmax = nv_argmax,
+    .softmax_topk = nv_softmax_topk, .argmax = nv_argmax, .softmax_topk_dev = nv_softmax_topk, .argmax_dev = nv_argmax,
+    .tree_root = nv_tree_root, .tree_grow = nv_tree_grow, .tree_top = nv_tree_top, .tree_compact = nv_tree_compact,
+    .tree_inputs = nv_tree_inputs, .tree_accept = nv_tree_accept,
 };
 #endif

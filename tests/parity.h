@@ -281,6 +281,167 @@ static float check_matmul_many(const Backend *B, const Backend *R, DType dt, int
     return worst;
 }
 
+/* ---- tree ops: one random device program run on both backends ---------------- */
+
+/* one backend's buffers of the program */
+typedef struct {
+    const Backend *be;
+    DevTree pool, tree;
+    int *root, *rows, *ids, *picks, *map, *sel, *keep, *out, *want, *walk;
+    float *probs, *ent;
+    uint8_t *mask;
+} TreeRun;
+
+enum { TR_CAP = 700, TR_V = 50, TR_CTX = 800 };
+
+static void tree_run_init(TreeRun *r, const Backend *be) {
+    r->be = be;
+    r->pool = backend_tree_alloc(be, TR_CAP);
+    r->tree = backend_tree_alloc(be, TR_CAP);
+    r->root = backend_alloc_ints(be, 1);
+    r->rows = backend_alloc_ints(be, TR_CAP);
+    r->ids = backend_alloc_ints(be, TR_CAP);
+    r->picks = backend_alloc_ints(be, 2 * TR_CAP);
+    r->map = backend_alloc_ints(be, TR_V);
+    r->sel = backend_alloc_ints(be, TR_CAP);
+    r->keep = backend_alloc_ints(be, TR_CAP);
+    r->out = backend_alloc_ints(be, 4 * TR_CAP);
+    r->want = backend_alloc_ints(be, TR_CAP);
+    r->walk = backend_alloc_ints(be, 3 + 2 * TR_CAP);
+    r->probs = be->alloc(TR_CAP);
+    r->ent = be->alloc(TR_CAP);
+    r->mask = (uint8_t *)(void *)be->alloc((size_t)TR_CAP * TR_CTX / 4);
+}
+
+static void tree_run_free(TreeRun *r) {
+    const Backend *be = r->be;
+    backend_tree_release(be, &r->pool); backend_tree_release(be, &r->tree);
+    void *bufs[] = {r->root, r->rows, r->ids, r->picks, r->map, r->sel, r->keep, r->out, r->want, r->walk,
+                    r->probs, r->ent, r->mask};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->release(bufs[i]);
+}
+
+/* n ints (or floats) of a's device array and b's: 0 when equal bit for bit */
+static int same_ints(const TreeRun *a, const int *da, const TreeRun *b, const int *db, int n) {
+    int *ha = xmalloc(sizeof(int) * (n ? n : 1)), *hb = xmalloc(sizeof(int) * (n ? n : 1));
+    backend_ints_to_host(a->be, ha, da, n);
+    backend_ints_to_host(b->be, hb, db, n);
+    int diff = memcmp(ha, hb, sizeof(int) * n) != 0;
+    free(ha); free(hb);
+    return diff;
+}
+#define SAME_F(a, fa, b, fb, n) same_ints(a, (const int *)(const void *)(fa), b, (const int *)(const void *)(fb), n)
+
+static int same_tree(const TreeRun *a, const DevTree *ta, const TreeRun *b, const DevTree *tb, int n) {
+    return same_ints(a, ta->token, b, tb->token, n) | same_ints(a, ta->parent, b, tb->parent, n) |
+           same_ints(a, ta->depth, b, tb->depth, n) | same_ints(a, ta->rank, b, tb->rank, n) |
+           same_ints(a, ta->slot, b, tb->slot, n) | SAME_F(a, ta->p, b, tb->p, n) | SAME_F(a, ta->P, b, tb->P, n) |
+           SAME_F(a, ta->H, b, tb->H, n);
+}
+
+static void up_ints(const TreeRun *r, int *d, const int *h, int n) { backend_ints_to_device(r->be, d, h, n); }
+
+/* The same inputs to both runs. */
+static void both_ints(TreeRun *r, int *const *d, const int *h, int n) {
+    for (int i = 0; i < 2; i++) up_ints(&r[i], d[i], h, n);
+}
+
+/* An EAGLE-2-like program (root, expansion steps of the k best of the
+ * newest layer, some through picks and a vocabulary map, a rerank to
+ * `total`), then forward inputs and greedy walks; probabilities from a few
+ * values when quantize (joint probabilities tie, so the order's tie rules
+ * decide).  Returns the number of outputs that differ. */
+static int check_tree_program(const Backend *B, const Backend *R, int k, int depth, int total, int quantize,
+                              int use_map) {
+    TreeRun r[2];
+    tree_run_init(&r[0], B);
+    tree_run_init(&r[1], R);
+    int bad = 0, n = 1, newest = 1, n_newest = k, n_temp = 0;
+    const int n_past = 9;
+    int *h = xmalloc(sizeof(int) * 3 * TR_CAP), *hp = xmalloc(sizeof(int) * 2 * TR_CAP);
+    float *f = xmalloc(sizeof(float) * TR_CAP);
+    h[0] = 7;
+    both_ints(r, (int *const[]){r[0].root, r[1].root}, h, 1);
+    for (int i = 0; i < TR_V; i++) h[i] = (i * 37 + 11) % 1000;
+    both_ints(r, (int *const[]){r[0].map, r[1].map}, h, TR_V);
+    for (int i = 0; i < 2; i++) r[i].be->tree_root(&r[i].pool, r[i].root);
+    for (int step = 0; step <= depth && n + k * k <= TR_CAP; step++) {
+        int m = 1;
+        if (step == 0) {
+            h[0] = 0;
+            both_ints(r, (int *const[]){r[0].sel, r[1].sel}, h, 1);
+        } else {   /* the frontier: the k best of the newest layer, with the draft's forward inputs */
+            m = n_newest < k ? n_newest : k;
+            for (int i = 0; i < 2; i++) {
+                r[i].be->tree_top(&r[i].pool, newest, n_newest, k, r[i].sel);
+                r[i].be->tree_inputs(&r[i].pool, r[i].sel, m, n_past + n_temp, n_past, n_past - 1, n_past + n_temp + m,
+                                     r[i].out, r[i].mask);
+            }
+            bad += same_ints(&r[0], r[0].sel, &r[1], r[1].sel, m);
+            bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * m);
+            bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (m * (n_past + n_temp + m) + 3) / 4);
+            n_temp += m;
+        }
+        for (int i = 0; i < m * k; i++) {
+            h[i] = (int)(frand() * 1e6f + 2e6f) % TR_V;
+            f[i] = quantize ? (float)(1 + (int)(frand() * 2 + 2)) / 8 : 0.5f + frand() * 0.49f;
+        }
+        both_ints(r, (int *const[]){r[0].ids, r[1].ids}, h, m * k);
+        for (int i = 0; i < 2; i++) r[i].be->to_device(r[i].probs, f, m * k);
+        for (int i = 0; i < m; i++) f[i] = frand() + 2;
+        for (int i = 0; i < 2; i++) r[i].be->to_device(r[i].ent, f, m);
+        int count = m * k, with_picks = step % 2 == 1;
+        if (with_picks) {   /* every other (row, rank): a static tree's pattern */
+            count = 0;
+            for (int c = 0; c < m * k; c += 2) { hp[2 * count] = c / k; hp[2 * count + 1] = c % k; count++; }
+            both_ints(r, (int *const[]){r[0].picks, r[1].picks}, hp, 2 * count);
+        }
+        for (int i = 0; i < 2; i++)
+            r[i].be->tree_grow(&r[i].pool, n, r[i].sel, r[i].ids, r[i].probs, step % 3 ? r[i].ent : NULL, k,
+                               with_picks ? r[i].picks : NULL, count, use_map ? r[i].map : NULL);
+        newest = n;
+        n_newest = count;
+        n += count;
+        bad += same_tree(&r[0], &r[0].pool, &r[1], &r[1].pool, n);
+    }
+    /* rerank into the verified tree, its inputs, and the greedy walks */
+    const int kept = 1 + (total < n - 1 ? total : n - 1);
+    h[0] = 0;
+    both_ints(r, (int *const[]){r[0].keep, r[1].keep}, h, 1);
+    for (int i = 0; i < 2; i++) {
+        r[i].be->tree_top(&r[i].pool, 1, n - 1, total, r[i].keep + 1);
+        r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
+        r[i].be->tree_inputs(&r[i].tree, NULL, kept, n_past, n_past, n_past, n_past + kept, r[i].out, r[i].mask);
+    }
+    bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
+    bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
+    bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * kept);
+    bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (kept * (n_past + kept) + 3) / 4);
+    /* want: mostly the token of a child (the walk goes deep), else any */
+    int *tok = xmalloc(sizeof(int) * kept), *par = xmalloc(sizeof(int) * kept);
+    backend_ints_to_host(R, tok, r[1].tree.token, kept);
+    backend_ints_to_host(R, par, r[1].tree.parent, kept);
+    for (int v = 0; v < kept; v++) {
+        h[v] = (int)(frand() * 1e6f + 2e6f) % 1000;
+        for (int c = kept - 1; c > v; c--) if (par[c] == v && frand() > -0.6f) h[v] = tok[c];
+    }
+    both_ints(r, (int *const[]){r[0].want, r[1].want}, h, kept);
+    for (int i = 0; i < 2; i++) r[i].be->tree_accept(&r[i].tree, kept, r[i].want, 1, kept, r[i].walk);
+    bad += same_ints(&r[0], r[0].walk, &r[1], r[1].walk, 3 + 2 * kept);
+    int *full = xmalloc(sizeof(int) * (3 + 2 * kept)), *one = xmalloc(sizeof(int) * (3 + 2 * kept));
+    backend_ints_to_host(B, full, r[0].walk, 3 + 2 * kept);
+    B->tree_accept(&r[0].tree, kept, r[0].want, 1, 0, r[0].walk);   /* step by step: the lazy walk */
+    for (int s = 0; s <= kept; s++) B->tree_accept(&r[0].tree, kept, r[0].want, 0, 1, r[0].walk);
+    backend_ints_to_host(B, one, r[0].walk, 3 + 2 * kept);
+    bad += memcmp(full, one, sizeof(int) * (3 + full[1])) || memcmp(full + 3 + kept, one + 3 + kept, sizeof(int) * full[1]) ||
+           !full[0];
+    free(full); free(one); free(tok); free(par);
+    free(h); free(hp); free(f);
+    tree_run_free(&r[0]);
+    tree_run_free(&r[1]);
+    return bad;
+}
+
 /* The whole harness for one pair of backends; prints the worst error of
  * each op family and returns the number of families over tolerance. */
 __attribute__((unused)) static int parity(const Backend *B, const Backend *R, int verbose) {
@@ -314,6 +475,13 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     w = fmaxf(w, check_distribution(B, R, 2, 3000, 1, 1000, 1.0f, 1));
     if (verbose) printf("# %s vs %s: softmax/top-k/entropy/argmax worst %.2e\n", B->name, R->name, w);
     bad += w > PARITY_TOL_DISTRIBUTION;
+    /* the tree ops: EAGLE-2's default shape, a wide one, ties, a map */
+    const int programs[][5] = {{10, 6, 60, 0, 0}, {10, 6, 60, 1, 1}, {4, 5, 8, 1, 0}, {1, 5, 5, 0, 1}, {20, 1, 500, 1, 0}};
+    int tree_bad = 0;
+    for (size_t c = 0; c < sizeof programs / sizeof *programs; c++)
+        tree_bad += check_tree_program(B, R, programs[c][0], programs[c][1], programs[c][2], programs[c][3], programs[c][4]);
+    if (verbose) printf("# %s vs %s: tree ops: %d outputs differ\n", B->name, R->name, tree_bad);
+    bad += tree_bad > 0;
     return bad;
 }
 

@@ -120,6 +120,16 @@ static void attention_unmasked(float *out, const float *q, const AttnSeq *seqs, 
 static void topk_ties_wrong(const float *lg, int n, int vocab, float t, int k, int *ids, float *p, int topm, float *h) {
     cpu_backend.softmax_topk(lg, n, vocab, t, k, ids, p, topm + 1, h);   /* entropy over M+1 */
 }
+/* the walk takes the last matching child instead of the first */
+static void accept_last_child(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
+    cpu_tree_accept(t, n, want, from_start, steps, walk);
+    if (walk[1] > 1) walk[3 + walk[1] - 1]++;   /* a neighbouring node */
+}
+/* the last kept node's rank lost */
+static void compact_drops_rank(const DevTree *dst, const DevTree *src, const int *keep, int m) {
+    cpu_tree_compact(dst, src, keep, m);
+    dst->rank[m - 1] = 0;
+}
 static void test_harness_catches_wrong_kernels(void) {
     Backend broken = cpu_backend;
     broken.matmul = matmul_off_by_one;
@@ -133,6 +143,12 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.softmax_topk = topk_ties_wrong;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "top-M entropy over the wrong M not caught");
+    broken = cpu_backend;
+    broken.tree_compact = compact_drops_rank;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_compact losing a rank not caught");
+    broken = cpu_backend;
+    broken.tree_accept = accept_last_child;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "a wrong accepted path not caught");
 }
 
 /* --cpu-fast-gemm on: every product of a BF16 weight is the BF16 pair dot

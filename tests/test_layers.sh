@@ -57,15 +57,8 @@ rm -f "$out"
 #
 # Pairs that call both ways until their owners split them (paths in the
 # build folder, either order).  A listed pair that was built and no longer
-# calls both ways is noted, so that its line can go.
-#   kernels/cuda: backend.cu defines the runtime the op files call
-#   (cu_stream, cu_fail, cu_report, cu_workspace, ...), and calls their ops.
+# calls both ways is noted, so that its line can go.  None is known.
 KNOWN_PAIRS="
-kernels/cuda/attention.o kernels/cuda/backend.o
-kernels/cuda/backend.o kernels/cuda/distribution.o
-kernels/cuda/backend.o kernels/cuda/elementwise.o
-kernels/cuda/backend.o kernels/cuda/matmul.o
-kernels/cuda/backend.o kernels/cuda/sample.o
 "
 build=${C2T_BUILD:-build}
 objs=$(find "$build" -name '*.o' ! -path "$build/tests/*" 2>/dev/null | sort | while read -r o; do

@@ -1,4 +1,5 @@
 #include "infer/speculative/decode.h"
+#include "infer/speculative/cycle.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ void decoder_free(Decoder *dec) {
     const Backend *be = dec->target->m->be;
     if (dec->path_hidden) be->release(dec->path_hidden);
     llama_state_free(dec->target);
+    cycle_free(dec->dc);
     tree_free(&dec->tree);
     free(dec->pos); free(dec->path); free(dec->mask); free(dec->row);
     free(dec);
@@ -139,6 +141,10 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
         be->argmax(ts->logits, 1, V, &dec->root);
     }
     dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
+    if (dec->dc) {   /* the first tree's root comes from the host */
+        backend_ints_to_device(be, dec->dc->root, &dec->root, 1);
+        dec->dc->root_src = dec->dc->root;
+    }
     st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
     if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0 && decoder_calibrate(dec)) return -1;
     if (dec->draft && !dec->done) {
@@ -207,11 +213,47 @@ static int decoder_draft(Decoder *dec) {
     return 0;
 }
 
+/* The rest of a cycle once the target accepted path[0..len) (dec->path;
+ * their tokens toks) of a tree of n nodes (host tree t, or NULL on the
+ * device cycle) and chose bonus: both caches keep the path, the tokens are
+ * emitted, the next root is bonus. */
+static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, int len, int bonus) {
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    DecodeStats *st = dec->st;
+    /* gather the path's features before the cache compaction */
+    if (dec->draft)
+        be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
+    llama_commit(ts, dec->path, len);
+    const double verify_s = now_seconds() - dec->t_verify;
+    st->t.verify += verify_s;
+    st->cycles++;
+    st->gamma += n - 1;
+    if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
+    if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
+
+    /* emit accepted nodes and the bonus token */
+    int before = dec->n_out;
+    for (int i = 1; i < len && !dec->done; i++) dec->done = emit(dec, &toks[i], 1, dec->out, &dec->n_out, dec->max_new);
+    if (!dec->done) dec->done = emit(dec, &bonus, 1, dec->out, &dec->n_out, dec->max_new);
+    st->cycle_tokens += dec->n_out - before;
+    if (dec->done) return 0;
+    if (dec->draft) {
+        double t1 = now_seconds();
+        int rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
+        st->t.draft += now_seconds() - t1;
+        if (rc) return -1;
+    }
+    if (dec->policy->cost) cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
+    dec->draft_mark = drafting_s(st);
+    dec->root = bonus;
+    return 0;
+}
+
 static int decoder_accept(Decoder *dec) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const int V = ts->m->cfg.vocab;
-    DecodeStats *st = dec->st;
     const Tree *t = &dec->tree;
     NodeLogits lg = {dec->lazy ? path_logits : all_logits, dec->lazy ? (void *)dec : (void *)ts};
     int bonus, len;
@@ -220,37 +262,63 @@ static int decoder_accept(Decoder *dec) {
     else
         len = verify_greedy(&dec->tree, be, V, lg, dec->path, &bonus);
     if (len < 0) return -1;
-    /* gather the path's features before the cache compaction */
-    if (dec->draft)
-        be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
-    llama_commit(ts, dec->path, len);
-    const double verify_s = now_seconds() - dec->t_verify;
-    st->t.verify += verify_s;
-    st->cycles++;
-    st->gamma += t->n - 1;
-    if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
-    if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
+    int *toks = xmalloc(sizeof(int) * len);
+    for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
+    int rc = decoder_advance(dec, t, t->n, toks, len, bonus);
+    free(toks);
+    return rc;
+}
 
-    /* emit accepted nodes and the bonus token */
-    int before = dec->n_out;
-    for (int i = 1; i < len && !dec->done; i++)
-        dec->done = emit(dec, &t->token[dec->path[i]], 1, dec->out, &dec->n_out, dec->max_new);
-    if (!dec->done) dec->done = emit(dec, &bonus, 1, dec->out, &dec->n_out, dec->max_new);
-    st->cycle_tokens += dec->n_out - before;
-    if (dec->done) return 0;
-    if (dec->draft) {
-        int *toks = xmalloc(sizeof(int) * len);
-        for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
-        double t1 = now_seconds();
-        int rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
-        st->t.draft += now_seconds() - t1;
-        free(toks);
-        if (rc) return -1;
+/* The greedy walk on the device: over all rows' argmax at once, or (lazy
+ * logits) one path node at a time; then one read of the walk. */
+static int device_walk(Decoder *dec, int n) {
+    DevCycle *c = dec->dc;
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    const int V = ts->m->cfg.vocab;
+    if (!dec->lazy) {
+        be->argmax_dev(ts->logits, n, V, c->want);
+        be->tree_accept(c->verified, n, c->want, 1, n, c->walk);
+    } else {
+        be->tree_accept(c->verified, n, c->want, 1, 0, c->walk);
+        for (int cur = 0;;) {
+            const float *logits = path_logits(dec, cur);
+            if (!logits) return -1;
+            be->argmax_dev(logits, 1, V, c->want + cur);
+            be->tree_accept(c->verified, n, c->want, 0, 1, c->walk);
+            backend_ints_to_host(be, c->h_walk, c->walk, 2);
+            c->walk_reads++;
+            if (c->h_walk[0]) break;
+            backend_ints_to_host(be, &cur, c->walk + 3 + c->h_walk[1] - 1, 1);
+            c->walk_reads++;
+        }
     }
-    if (dec->policy->cost) cost_observe(&dec->cost, t->n, verify_s, drafting_s(st) - dec->draft_mark);
-    dec->draft_mark = drafting_s(st);
-    dec->root = bonus;
+    backend_ints_to_host(be, c->h_walk, c->walk, 3 + 2 * (size_t)n);
+    c->walk_reads++;
+    c->root_src = c->walk + 2;   /* the next tree's root, without the host */
     return 0;
+}
+
+/* One cycle of the device program: build, verify, walk. */
+static int decoder_cycle_dev(Decoder *dec) {
+    DevCycle *c = dec->dc;
+    LlamaState *ts = dec->target;
+    cycle_begin(c);
+    if (dec->policy->build_dev(dec->policy, dec->draft, c, &dec->st->t)) return -1;
+    if (dec->draft) draft_end_cycle(dec->draft);
+    dec->t_verify = now_seconds();
+    const int n = c->n_verified, n_past = ts->n_past;
+    reserve_nodes(dec, n, n_past);
+    tree_inputs_read(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
+    dec->lazy = n > LAZY_LOGITS_NODES;
+    const int *in = c->inputs.host;
+    if (target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.h_mask : NULL,
+                       dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+        device_walk(dec, n))
+        return -1;
+    const int len = c->h_walk[1];
+    memcpy(dec->path, c->h_walk + 3, sizeof(int) * len);
+    return decoder_advance(dec, NULL, n, c->h_walk + 3 + n, len, c->h_walk[2]);
 }
 
 static int decoder_end(Decoder *dec) {
@@ -265,12 +333,34 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     while (!dec->done) {
         if (!dec->gate) backend_unit_begin(be, &dec->tuner);   /* a gate's owner tunes its batches */
         const Tree *t = &dec->tree;
-        if (decoder_draft(dec) ||
-            target_forward(dec, GATE_VERIFY, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
-                           dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
-            decoder_accept(dec))
+        if (dec->dc ? decoder_cycle_dev(dec)
+                    : decoder_draft(dec) ||
+                          target_forward(dec, GATE_VERIFY, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
+                                         dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+                          decoder_accept(dec))
             return -1;
         if (!dec->gate) backend_unit_end(be, &dec->tuner);
     }
     return decoder_end(dec);
+}
+
+const char *decoder_device_cycle_blocker(const Decoder *dec) {
+    const Policy *p = dec->policy;
+    if (!p->build_dev)
+        return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
+                             : "this policy (with these settings) has no device program";
+    if (dec->sp.temperature > 0) return "sampling (temperature > 0) verifies on the host";
+    if (dec->gate) return "batched decoding (--batch > 1) runs the host cycle";
+    if (p->feedback) return "the policy learns from each cycle on the host";
+    if (dec->draft && (dec->draft->ops->expand || dec->draft->gate)) return "this draft has no device program";
+    return NULL;
+}
+
+int decoder_use_device_cycle(Decoder *dec) {
+    const char *why = decoder_device_cycle_blocker(dec);
+    if (why) { err_set("--cycle device: %s", why); return -1; }
+    const int cap = policy_max_nodes(dec->policy);
+    dec->dc = cycle_new(dec->target->m->be, cap);
+    reserve_nodes(dec, cap, 0);
+    return 0;
 }

@@ -39,7 +39,8 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x);
 double decode_stats_tau(const DecodeStats *st);
 
 /* Called after each verification with the verified tree and the accepted
- * nodes (path[0] is the root, path[1..n_path) accepted). */
+ * nodes (path[0] is the root, path[1..n_path) accepted).  t is NULL on the
+ * device cycle (the tree is in backend memory). */
 typedef int (*CycleHook)(void *ctx, const Tree *t, const int *path, int n_path, int cycle);
 
 
@@ -63,6 +64,7 @@ typedef struct {
     int cap_nodes;
     BackendTuner tuner;   /* a cycle is the backend's unit of tuning */
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
+    DevCycle *dc;         /* the device cycle (cycle.h), or NULL: the host's */
     CostModel cost;       /* lent to a policy that sizes its trees from costs (policy.wants_cost) */
     double draft_mark;    /* the stats' drafting seconds at the last cycle's end */
     /* the turn in progress (decoder_begin .. decoder_end) */
@@ -80,6 +82,13 @@ void decoder_free(Decoder *dec);
  * verification runs them, into dec->cost; the cache is left as it was.
  * decoder_run calls it on the first turn of a policy that wants costs. */
 int decoder_calibrate(Decoder *dec);
+/* Why this decoder cannot run the device cycle (policy, sampling,
+ * batching, draft), or NULL when it can. */
+const char *decoder_device_cycle_blocker(const Decoder *dec);
+/* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
+ * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set
+ * naming the blocker.  Call before decoder_run, after setting gate. */
+int decoder_use_device_cycle(Decoder *dec);
 /* Decodes up to max_new tokens after the prompt (stops after an eos);
  * returns how many were written to out, or -1 with err_set. */
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);

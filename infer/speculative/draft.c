@@ -48,6 +48,15 @@ const char *draft_kind_help(void) {
     return help;
 }
 
+/* d2t into backend memory (d2t_dev), for the device cycle's tree_grow */
+static void upload_map(Draft *d) {
+    if (d->d2t_dev) d->be->release(d->d2t_dev);
+    d->d2t_dev = NULL;
+    if (!d->d2t) return;
+    d->d2t_dev = backend_alloc_ints(d->be, d->Vd);
+    backend_ints_to_device(d->be, d->d2t_dev, d->d2t, d->Vd);
+}
+
 Draft *draft_new(const DraftOps *ops, void *impl) {
     Draft *d = xcalloc(1, sizeof *d);
     d->ops = ops;
@@ -85,6 +94,7 @@ Draft *draft_load(const char *kind, const char *dir, const LlamaModel *target, i
     d->feat_width = d->H;
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     if (ops->load(d, dir)) { draft_free(d); return NULL; }
+    upload_map(d);
     d->root_logits = d->be->alloc(d->Vd);
     return d;
 }
@@ -107,6 +117,8 @@ Draft *draft_clone(const Draft *src) {
     d->gate = NULL;
     d->t_dist = 0;
     d->d2t = NULL;
+    d->d2t_dev = NULL;
+    memset(&d->dev_inputs, 0, sizeof d->dev_inputs);
     d->root_logits = NULL;
     if (!src->ops->clone) {
         free(d);
@@ -116,6 +128,7 @@ Draft *draft_clone(const Draft *src) {
     if (src->d2t) {
         d->d2t = xmalloc(sizeof(int) * src->Vd);
         memcpy(d->d2t, src->d2t, sizeof(int) * src->Vd);
+        upload_map(d);
     }
     d->root_logits = d->be->alloc(d->Vd);
     if (src->ops->clone(d, src)) { draft_free(d); return NULL; }
@@ -126,6 +139,8 @@ void draft_free(Draft *d) {
     if (!d) return;
     if (d->ops->free) d->ops->free(d);
     if (d->root_logits) d->be->release(d->root_logits);
+    if (d->d2t_dev) d->be->release(d->d2t_dev);
+    tree_inputs_free(&d->dev_inputs);
     free(d->slot_of);
     free(d->d2t);
     free(d);
@@ -177,6 +192,7 @@ int draft_set_vocab(Draft *d, int n) {
     free(d->d2t);
     d->d2t = ids;
     d->Vd = n;
+    upload_map(d);
     d->be->release(d->root_logits);
     d->root_logits = d->be->alloc(n);
     return 0;
@@ -304,11 +320,12 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
         err_set("draft tree of %d entries exceeds the draft KV cache (%d slots)", nctx, d->slots);
         return -1;
     }
-    int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
+    int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
     uint8_t *mask = xcalloc((size_t)n * nctx, 1);
     for (int i = 0; i < n; i++) {
         int v = nodes[i];
         tok[i] = t->token[v];
+        par[i] = t->parent[v];
         pos[i] = d->n_past - 1 + t->depth[v];
         uint8_t *row = mask + (size_t)i * nctx;
         memset(row, 1, d->n_past);
@@ -316,14 +333,39 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
         row[base + i] = 1;
         d->slot_of[v] = base + i;
     }
-    DraftStep step = {.d = d, .t = t, .nodes = nodes, .tok = tok, .pos = pos, .n = n, .mask = mask};
+    DraftStep step = {.d = d, .nodes = nodes, .par = par, .tok = tok, .pos = pos, .n = n, .tree_n = t->n, .mask = mask};
     int rc = draft_step(d, &step);
     if (!rc) {
         d->n_temp += n;
         rc = draft_dist(d, step.logits, n, k, topm, ids, probs, entropy);
     }
-    free(tok); free(pos); free(mask);
+    free(tok); free(pos); free(par); free(mask);
     return rc;
+}
+
+int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *rows, int m, int k, int topm, int *ids,
+                     float *probs, float *entropy) {
+    const float *logits = d->root_logits;
+    if (!root) {
+        const int base = d->n_past + d->n_temp, nctx = base + m;
+        if (nctx > d->slots) {
+            err_set("draft tree of %d entries exceeds the draft KV cache (%d slots)", nctx, d->slots);
+            return -1;
+        }
+        tree_inputs_read(&d->dev_inputs, d->be, t, rows, m, base, d->n_past, d->n_past - 1, nctx);
+        const int *in = d->dev_inputs.host;
+        DraftStep step = {.d = d, .nodes = in + 3 * m, .par = in + 2 * m, .tok = in, .pos = in + m, .n = m,
+                          .tree_n = n, .mask = d->dev_inputs.h_mask};
+        if (draft_step(d, &step)) return -1;
+        d->n_temp += m;
+        logits = step.logits;
+    } else {
+        m = 1;
+    }
+    double t0 = now_seconds();
+    d->be->softmax_topk_dev(logits, m, d->Vd, 1.0f, k, ids, probs, topm, entropy);
+    d->t_dist += now_seconds() - t0;
+    return 0;
 }
 
 void draft_end_cycle(Draft *d) {

@@ -24,18 +24,18 @@ typedef struct Draft Draft;
 /* One forward of a draft, of one of two types: a catch-up (the target
  * committed tokens[0..m), tokens[0] being the previous root, with features
  * hidden[m][feat_width] (device), and emitted `next`, the new root) or a
- * cycle's tree nodes (nodes[0..n) of t, tokens tok at positions pos, each
- * seeing the entries mask marks among d->n_past + d->n_temp + n, written as
- * temporary entries from slot d->n_past + d->n_temp). */
+ * cycle's tree nodes (nodes[0..n) of a tree of tree_n nodes, with parents
+ * par, tokens tok at positions pos, each seeing the entries mask marks among
+ * d->n_past + d->n_temp + n, written as temporary entries from slot
+ * d->n_past + d->n_temp). */
 struct DraftStep {
     Draft *d;
     int catch_up;
     const int *tokens;
     const float *hidden;
     int m, next;
-    const Tree *t;
-    const int *nodes, *tok, *pos;
-    int n;
+    const int *nodes, *par, *tok, *pos;
+    int n, tree_n;
     const uint8_t *mask;
     /* results: a catch-up's committed entries (the root's logits go to
      * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid
@@ -86,6 +86,7 @@ struct Draft {
     int V, H;
     int Vd;                  /* columns of the draft's logits: V, or a reduced draft vocabulary */
     int *d2t;                /* host [Vd]: column -> target token id; NULL when Vd == V */
+    int *d2t_dev;            /* the same in backend memory (the device cycle's) */
     /* What catch-up reads from the target's forward: its final hidden states
      * (n_feat_layers 0), or the inputs of decoder layers feat_layers[]
      * side by side (EAGLE-3; LlamaState.aux); feat_width floats a token. */
@@ -97,6 +98,7 @@ struct Draft {
     char config_hash[17];
     float *root_logits;      /* device, V: the distribution under the root */
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
+    TreeInputs dev_inputs;   /* the device cycle's forward inputs, read to the host */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
 };
 
@@ -156,4 +158,11 @@ int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int 
 int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                  float *probs, float *entropy);
 void draft_end_cycle(Draft *d);
+/* draft_expand for the device cycle (cycle.h): the distributions under
+ * nodes rows[0..m) (backend memory) of t, a tree of n nodes in backend
+ * memory, or under the root (root 1, rows unused), into ids/probs[m][k]
+ * and entropy[m] (backend memory; NULL skips it), in the draft's columns
+ * (tree_grow maps them with d2t_dev). */
+int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *rows, int m, int k, int topm, int *ids,
+                     float *probs, float *entropy);
 #endif

@@ -247,8 +247,8 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
         } else {
             memcpy(tokens + o, s->tok, sizeof(int) * ni);
             memcpy(pos + o, s->pos, sizeof(int) * ni);
-            for (int j = 0; j < ni; j++) par[o + j] = s->t->parent[s->nodes[j]];
-            reserve_node_feat(d, d->impl, s->t->n);
+            memcpy(par + o, s->par, sizeof(int) * ni);
+            reserve_node_feat(d, d->impl, s->tree_n);
         }
         seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
     }

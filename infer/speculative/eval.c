@@ -129,7 +129,13 @@ static cJSON *cost_json(const CostModel *m) {
     return o;
 }
 
-static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOptions *eo) {
+/* The device cycle where asked for, or by default where it can run. */
+static int choose_cycle(Decoder *dec, int cycle) {
+    if (cycle == EVAL_CYCLE_HOST || (cycle == EVAL_CYCLE_DEFAULT && decoder_device_cycle_blocker(dec))) return 0;
+    return decoder_use_device_cycle(dec);
+}
+
+static cJSON *settings_json(const Session *s, const Policy *policy, const Decoder *dec, const EvalOptions *eo) {
     const SessionConfig *cfg = &s->cfg;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "target", cfg->target_dir);
@@ -152,6 +158,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOp
         if (text) cJSON_AddStringToObject(o, key, text);
         else cJSON_AddNumberToObject(o, key, num);
     }
+    cJSON_AddStringToObject(o, "cycle", dec && dec->dc ? "device" : "host");
     cJSON_AddNumberToObject(o, "batch", eo->batch.slots);
     cJSON_AddBoolToObject(o, "static_batches", eo->batch.static_batches);
     cJSON_AddNumberToObject(o, "repeats", eo->repeats > 1 ? eo->repeats : 1);
@@ -456,6 +463,8 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
             ap.settings[0] = 0;   /* the policy's settings are not ar's */
             if (!(ar_policy = policy_new(&ap)) || !(ar = session_decoder(s, ar_policy))) goto done;
         }
+        for (Decoder *d = dec; d; d = d == dec ? ar : NULL)
+            if (choose_cycle(d, o->cycle)) goto done;
         if (warm_up(s, dec, ar)) goto done;
     }
 
@@ -466,7 +475,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(r->report, "start_time", stamp);
-    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, o));
+    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, dec, o));
     cJSON *jbench = cJSON_AddArrayToObject(r->report, "benchmarks");
 
     int64_t total_turns = 0;

@@ -60,6 +60,7 @@ typedef struct {
 } StageTimes;
 
 typedef struct Policy Policy;
+typedef struct DevCycle DevCycle;   /* cycle.h */
 typedef struct PolicyClass PolicyClass;
 struct Policy {
     const char *name;
@@ -74,6 +75,12 @@ struct Policy {
     CostModel *cost;
     /* Builds the tree under t's root (set by the loop). */
     int (*build)(Policy *p, Draft *d, Tree *t, StageTimes *tm);
+    /* Optional, set by init where the policy's settings have one: the same
+     * tree as build's, built in backend memory by the device cycle's ops
+     * into c (cycle.h: from cycle_begin's root; sets c->verified and
+     * c->n_verified).  Its host-side work may not depend on the tree's
+     * values (a device program: fixed shapes). */
+    int (*build_dev)(Policy *p, Draft *d, DevCycle *c, StageTimes *tm);
     /* After verification: how many nodes were accepted (SAGE keeps a history). */
     void (*feedback)(Policy *p, const Tree *t, int accepted);
     void (*destroy)(Policy *p);

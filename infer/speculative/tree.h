@@ -3,6 +3,7 @@
  * not yet in the target's KV cache.  Parents precede their children. */
 #ifndef C2T_TREE_H
 #define C2T_TREE_H
+#include "kernels/kernels.h"
 #include <stdint.h>
 
 typedef struct {
@@ -33,4 +34,21 @@ void tree_subset(const Tree *t, const int *keep, int m, Tree *out);
 /* Root-to-node path (root first); returns its length. */
 int tree_path(const Tree *t, int node, int *path);
 int tree_max_depth(const Tree *t);
+
+/* The inputs of a forward over rows of a tree in backend memory (the tree
+ * op tree_inputs, kernels.h), read to the host, since the forwards take
+ * host control arrays: host[0..m) tokens, [m..2m) positions, [2m..3m)
+ * parents, [3m..4m) nodes; h_mask the mask [m][nctx].  Zero-initialise;
+ * buffers grow to the largest call; reads counts host reads. */
+typedef struct {
+    const Backend *be;
+    int *dev, *host;
+    uint8_t *mask, *h_mask;
+    int rows_cap;
+    size_t mask_bytes;
+    long reads;
+} TreeInputs;
+void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
+                      int pos0, int nctx);
+void tree_inputs_free(TreeInputs *in);
 #endif

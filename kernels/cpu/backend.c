@@ -103,6 +103,14 @@ const Backend cpu_backend = {
     .attention = cpu_attention,
     .softmax_topk = cpu_softmax_topk,
     .argmax = cpu_argmax,
+    .softmax_topk_dev = cpu_softmax_topk,   /* backend memory is host memory */
+    .argmax_dev = cpu_argmax,
+    .tree_root = cpu_tree_root,
+    .tree_grow = cpu_tree_grow,
+    .tree_top = cpu_tree_top,
+    .tree_compact = cpu_tree_compact,
+    .tree_inputs = cpu_tree_inputs,
+    .tree_accept = cpu_tree_accept,
     .unit_begin = cpu_unit_begin,
     .unit_end = cpu_unit_end,
 };

@@ -161,4 +161,13 @@ void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, i
 void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
                       int *ids, float *probs, int topm, float *entropy);
 void cpu_argmax(const float *logits, int n, int vocab, int *ids);
+/* tree.c: the device cycle's tree ops (kernels.h) */
+void cpu_tree_root(const DevTree *t, const int *root);
+void cpu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
+                   int k, const int *picks, int count, const int *map);
+void cpu_tree_top(const DevTree *t, int from, int n, int m, int *sel);
+void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m);
+void cpu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
+                     uint8_t *mask);
+void cpu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
 #endif

@@ -1,5 +1,7 @@
-/* Internals shared by the kernels/cuda/ sources: status checks, the device
- * scratch buffers, dtype loads.  C++ (nvcc) only. */
+/* Internals shared by the kernels/cuda/ sources: the runtime's interface
+ * (status checks, stream, scratch, uploads; runtime.cu), what graph.cu and
+ * cuda_shutdown ask of it, dtype loads, and the ops that backend.cu's table
+ * names.  C++ (nvcc) only. */
 #ifndef C2T_CUDA_COMMON_CUH
 #define C2T_CUDA_COMMON_CUH
 #include <cublas_v2.h>
@@ -52,7 +54,7 @@ void cu_fail(const char *file, int line, const char *fmt, ...) PRINTF_LIKE(3, 4)
 /* ---- shared state -------------------------------------------------------- */
 /* The stream every op is issued on (created on first use; 0, the legacy
  * stream, if that fails).  A created stream, because a graph can be
- * recorded from it (backend.cu, record_begin) and not from the legacy
+ * recorded from it (graph.cu, record_begin) and not from the legacy
  * stream.  It is a blocking stream: work issued on the legacy stream (plain
  * cudaMemcpy in to_host, weight uploads) still waits for it and it for that. */
 cudaStream_t cu_stream(void);
@@ -78,8 +80,33 @@ const void *cu_fetch(const void *dev, size_t bytes);
 enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_COUNT };
 void *cu_workspace(int slot, size_t bytes);
 
+/* ---- recording (graph.cu drives it; the state lives in runtime.cu) ------- */
+/* True between cu_record_started and cu_record_stopped. */
+bool cu_recording(void);
+/* Forgets what every control slot holds, so that its next upload is issued
+ * (recorded) whatever it held before. */
+void cu_forget_held(void);
+/* The runtime's part of record_begin, before the capture starts: the dummy
+ * buffer a spoiled recording hands out, the staging ring with at least half
+ * of it free (no wrap inside a recording), every slot's held bytes
+ * forgotten.  0 when that fails (then nothing is recorded). */
+int cu_record_prepare(void);
+/* Recording is on (a capture has begun) and not spoiled. */
+void cu_record_started(void);
+/* Recording is off; returns why it was spoiled, or NULL when it was not. */
+const char *cu_record_stopped(void);
+
+/* ---- teardown, in cuda_shutdown's order (shutdown.cu) --------------------- */
+/* Destroys the executable graphs (graph.cu). */
+void cu_graphs_free(void);
+/* Frees the control and scratch buffers, the staging ring, the fetch buffer
+ * and the cuBLAS handle (runtime.cu). */
+void cu_runtime_free(void);
 /* Frees the cuRAND generator (cuda_shutdown). */
 void cuda_sample_shutdown(void);
+/* Frees the recording's dummy buffer and destroys the stream, last: cuBLAS
+ * and cuRAND are bound to it (runtime.cu). */
+void cu_stream_free(void);
 
 /* ---- dtype loads (DType values of kernels.h) ----------------------------- */
 __device__ __forceinline__ float ld_weight(const void *base, int dt, int64_t i) {
@@ -114,4 +141,18 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
 void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k, int *ids,
                      float *probs, int topm, float *entropy);
 void cu_argmax(const float *logits, int n, int vocab, int *ids);
+void cu_softmax_topk_dev(const float *logits, int n, int vocab, float temperature, int k, int *ids,
+                         float *probs, int topm, float *entropy);
+void cu_argmax_dev(const float *logits, int n, int vocab, int *ids);
+void cu_tree_root(const DevTree *t, const int *root);
+void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
+                  int k, const int *picks, int count, const int *map);
+void cu_tree_top(const DevTree *t, int from, int n, int m, int *sel);
+void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m);
+void cu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
+                    uint8_t *mask);
+void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
+/* record_begin / record_end (graph.cu) */
+int cu_record_begin(void);
+int cu_record_end(void);
 #endif

@@ -11,7 +11,10 @@
  * order like their bits): four passes of an 8-bit histogram with
  * warp-aggregated shared atomics.  The top-k set is then every p above the
  * k-th value plus the lowest ids equal to it (an ordered block scan), sorted
- * by (p desc, id asc).  vocab up to INT_MAX, k <= 1024. */
+ * by (p desc, id asc).  vocab up to INT_MAX, k <= 1024.
+ *
+ * The kernels write device arrays: the _dev ops (the device cycle) hand them
+ * the caller's, the host-output ops a workspace they fetch in one copy. */
 #include "kernels/cuda/common.cuh"
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -81,9 +84,8 @@ __device__ __forceinline__ double plogp(double p) { return p > 0 ? p * log(p) : 
 __device__ __forceinline__ bool before(float pa, int ia, float pb, int ib) { return pa > pb || (pa == pb && ia < ib); }
 
 __global__ void __launch_bounds__(DIST_THREADS)
-softmax_topk_kernel(const float *__restrict__ logits, int vocab, float invt, int k, int topm, int want_topk,
-                    int want_entropy, int *__restrict__ ids_out, float *__restrict__ probs_out,
-                    float *__restrict__ ent_out) {
+softmax_topk_kernel(const float *__restrict__ logits, int vocab, float invt, int k, int topm,
+                    int *__restrict__ ids_out, float *__restrict__ probs_out, float *__restrict__ ent_out) {
     typedef cub::BlockReduce<float, DIST_THREADS> ReduceF;
     typedef cub::BlockReduce<double, DIST_THREADS> ReduceD;
     typedef cub::BlockReduce<int, DIST_THREADS> ReduceI;
@@ -121,7 +123,7 @@ softmax_topk_kernel(const float *__restrict__ logits, int vocab, float invt, int
     __syncthreads();
     P.inv = (float)(1.0 / s_d);
 
-    if (want_topk && k > 0) {
+    if (k > 0 && (ids_out || probs_out)) {
         const int kk = k < vocab ? k : vocab;
         const float thr = __uint_as_float(radix_select(P, vocab, (unsigned)(kk - 1), sel));
         /* everything strictly above the k-th value (fewer than kk ids) */
@@ -158,17 +160,17 @@ softmax_topk_kernel(const float *__restrict__ logits, int vocab, float invt, int
             const int id = cand_i[c];
             int r = 0;
             for (int o = 0; o < kk; o++) r += before(cand_p[o], cand_i[o], p, id);
-            ids_out[(size_t)row * k + r] = id;
-            probs_out[(size_t)row * k + r] = p;
+            if (ids_out) ids_out[(size_t)row * k + r] = id;
+            if (probs_out) probs_out[(size_t)row * k + r] = p;
         }
         for (int c = kk + tid; c < k; c += blockDim.x) {
-            ids_out[(size_t)row * k + c] = -1;
-            probs_out[(size_t)row * k + c] = 0.0f;
+            if (ids_out) ids_out[(size_t)row * k + c] = -1;
+            if (probs_out) probs_out[(size_t)row * k + c] = 0.0f;
         }
         __syncthreads();
     }
 
-    if (want_entropy) {
+    if (ent_out) {
         double h = 0;
         if (topm <= 0 || topm >= vocab) {
             for (int j = tid; j < vocab; j += blockDim.x) h -= plogp((double)P(j));
@@ -189,32 +191,50 @@ softmax_topk_kernel(const float *__restrict__ logits, int vocab, float invt, int
     }
 }
 
+/* Launches the kernel on device outputs ids/probs[n][k], entropy[n] (any
+ * may be NULL); false when there is nothing to compute or it failed. */
+static bool softmax_topk_launch(const float *logits, int n, int vocab, float temperature, int k, int *ids,
+                                float *probs, int topm, float *entropy) {
+    if (n <= 0 || vocab <= 0) return false;
+    if (k <= 0 || (!ids && !probs)) {   /* no top-k asked for */
+        k = 0;
+        ids = NULL;
+        probs = NULL;
+    }
+    if (!k && !entropy) return false;
+    if (k > TOPK_MAX) {
+        CU_FAIL("softmax_topk: k = %d above the CUDA backend's %d", k, TOPK_MAX);
+        return false;
+    }
+    const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
+    softmax_topk_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, invt, k, topm, ids, probs, entropy);
+    CU_LAUNCHED_R(false);
+    return true;
+}
+
+void cu_softmax_topk_dev(const float *logits, int n, int vocab, float temperature, int k, int *ids, float *probs,
+                         int topm, float *entropy) {
+    softmax_topk_launch(logits, n, vocab, temperature, k, ids, probs, topm, entropy);
+}
+
 void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k, int *ids, float *probs,
                      int topm, float *entropy) {
     if (n <= 0 || vocab <= 0) return;
-    const int want_topk = k > 0 && (ids || probs);
-    if (want_topk && k > TOPK_MAX) {
-        CU_FAIL("softmax_topk: k = %d above the CUDA backend's %d", k, TOPK_MAX);
-        return;
-    }
-    if (!want_topk && !entropy) return;
-    const int kk = want_topk ? k : 0;
+    const int kk = k > 0 && (ids || probs) ? k : 0;
+    if (!kk && !entropy) return;
     /* outputs: ids[n][k], probs[n][k], entropy[n] in one device buffer */
-    const size_t bytes = (size_t)n * kk * (sizeof(int) + sizeof(float)) + (size_t)n * sizeof(float);
+    const size_t ids_bytes = (size_t)n * kk * sizeof(int), probs_bytes = (size_t)n * kk * sizeof(float);
+    const size_t bytes = ids_bytes + probs_bytes + (size_t)n * sizeof(float);
     char *ws = (char *)cu_workspace(WS_DIST, bytes);
     if (!ws) return;
-    int *d_ids = (int *)ws;
-    float *d_probs = (float *)(ws + (size_t)n * kk * sizeof(int));
-    float *d_ent = d_probs + (size_t)n * kk;
-    const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
-    softmax_topk_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, invt, kk, topm, want_topk, entropy != NULL, d_ids, d_probs,
-                                             d_ent);
-    CU_LAUNCHED();
+    int *d_ids = ids ? (int *)ws : NULL;
+    float *d_probs = probs ? (float *)(ws + ids_bytes) : NULL;
+    float *d_ent = entropy ? (float *)(ws + ids_bytes + probs_bytes) : NULL;
+    if (!softmax_topk_launch(logits, n, vocab, temperature, kk, d_ids, d_probs, topm, d_ent)) return;
     const char *h = (const char *)cu_fetch(ws, bytes);   /* one round trip for all three */
     if (!h) return;
-    const size_t ids_bytes = (size_t)n * kk * sizeof(int), probs_bytes = (size_t)n * kk * sizeof(float);
-    if (want_topk && ids) memcpy(ids, h, ids_bytes);
-    if (want_topk && probs) memcpy(probs, h + ids_bytes, probs_bytes);
+    if (ids) memcpy(ids, h, ids_bytes);
+    if (probs) memcpy(probs, h + ids_bytes, probs_bytes);
     if (entropy) memcpy(entropy, h + ids_bytes + probs_bytes, (size_t)n * sizeof(float));
 }
 
@@ -246,12 +266,21 @@ __global__ void __launch_bounds__(DIST_THREADS) argmax_kernel(const float *__res
     }
 }
 
+/* Launches the kernel on device output ids[n]; false when there is nothing
+ * to compute or it failed. */
+static bool argmax_launch(const float *logits, int n, int vocab, int *ids) {
+    if (n <= 0 || vocab <= 0 || !ids) return false;
+    argmax_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, ids);
+    CU_LAUNCHED_R(false);
+    return true;
+}
+
+void cu_argmax_dev(const float *logits, int n, int vocab, int *ids) { argmax_launch(logits, n, vocab, ids); }
+
 void cu_argmax(const float *logits, int n, int vocab, int *ids) {
     if (n <= 0 || vocab <= 0) return;
     int *d = (int *)cu_workspace(WS_DIST, (size_t)n * sizeof(int));
-    if (!d) return;
-    argmax_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, d);
-    CU_LAUNCHED();
+    if (!d || !argmax_launch(logits, n, vocab, d)) return;
     const void *h = cu_fetch(d, (size_t)n * sizeof(int));
     if (h) memcpy(ids, h, (size_t)n * sizeof(int));
 }

@@ -109,7 +109,7 @@ extern "C" int cuda_sample_rows(const float *logits_dev, int n, int vocab, float
     }
     if (!(temperature > 0)) {   /* greedy */
         const int before = cuda_errors();
-        cuda_backend.argmax(logits_dev, n, vocab, ids_host);
+        cu_argmax(logits_dev, n, vocab, ids_host);
         return cuda_errors() == before ? 0 : -1;
     }
     curandGenerator_t g = generator();

@@ -2,6 +2,7 @@
  * decoding, optionally with C2T / DyMax / DyJoint early stopping), static (a fixed
  * tree of sibling-rank paths; EAGLE-1's default tree as preset "eagle1"). */
 #include "infer/speculative/classifier.h"
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
@@ -13,8 +14,13 @@ static int ar_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     (void)p; (void)d; (void)t; (void)tm;
     return 0;   /* the root alone: the target decodes one token per cycle */
 }
+static int ar_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    (void)p; (void)d; (void)c; (void)tm;
+    return 0;
+}
 static int ar_init(Policy *p) {
     p->build = ar_build;
+    p->build_dev = ar_build_dev;
     p->needs_draft = 0;
     return 0;
 }
@@ -71,6 +77,18 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return 0;
 }
 
+/* Without early stopping the chain's shape is fixed: node i+1 is the top
+ * child of node i. */
+static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    const ChainParams *q = p->own;
+    const int want = p->prm.want_entropy;
+    for (int i = 0; i < q->draft_len; i++) {
+        if (cycle_expand(c, d, i == 0, c->iota + i, 1, 1, p->prm.topm, want, tm)) return -1;
+        cycle_grow(c, d, c->iota + i, 1, NULL, 1, want);
+    }
+    return 0;
+}
+
 static void chain_destroy(Policy *p) {
     ChainState *s = p->state;
     classifier_free(s->cls);
@@ -92,6 +110,7 @@ static int chain_init(Policy *p) {
     }
     p->state = s;
     p->build = chain_build;
+    if (s->stop == STOP_NONE) p->build_dev = chain_build_dev;
     p->destroy = chain_destroy;
     return 0;
 }
@@ -108,6 +127,12 @@ typedef struct {
     int *rank;
     int *depth;
     int max_depth, max_rank;
+    /* the device program (static_program): per depth d >= 1, the tree
+     * nodes expanded (rows) and the (row, rank) of each new node (picks),
+     * from offsets row_off[d] and pick_off[d] (pairs) in backend memory */
+    const Backend *be;
+    int *rows, *picks;
+    int *row_off, *pick_off;
 } StaticTree;
 
 /* Parses "0;1;0,0" into a tree; paths may come in any order but every
@@ -194,8 +219,70 @@ static int static_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return rc;
 }
 
+/* static_build's node numbering and expansions, which depend only on the
+ * paths, as index lists in be's memory. */
+static void static_program(StaticTree *s, const Backend *be) {
+    int *node_of = xmalloc(sizeof(int) * (s->n + 1)), *row_of = xmalloc(sizeof(int) * (s->n + 1));
+    int *rows = xmalloc(sizeof(int) * (s->n + 1)), *picks = xmalloc(sizeof(int) * 2 * (s->n + 1));
+    s->row_off = xmalloc(sizeof(int) * (s->max_depth + 2));
+    s->pick_off = xmalloc(sizeof(int) * (s->max_depth + 2));
+    int nr = 0, np = 0, next = 1;
+    node_of[0] = 0;
+    for (int depth = 1; depth <= s->max_depth; depth++) {
+        s->row_off[depth] = nr;
+        s->pick_off[depth] = np;
+        const int r0 = nr;
+        for (int j = 0; j < s->n; j++) {
+            if (s->depth[j] != depth) continue;
+            int par = s->parent[j], seen = 0;
+            for (int q = r0; q < nr; q++) if (rows[q] == node_of[par]) seen = 1;
+            if (!seen) { row_of[par] = nr - r0; rows[nr++] = node_of[par]; }
+        }
+        for (int j = 0; j < s->n; j++) {
+            if (s->depth[j] != depth) continue;
+            picks[2 * np] = row_of[s->parent[j]];
+            picks[2 * np + 1] = s->rank[j];
+            np++;
+            node_of[j + 1] = next++;
+        }
+    }
+    s->row_off[s->max_depth + 1] = nr;
+    s->pick_off[s->max_depth + 1] = np;
+    s->be = be;
+    s->rows = backend_alloc_ints(be, nr);
+    s->picks = backend_alloc_ints(be, 2 * (size_t)np);
+    backend_ints_to_device(be, s->rows, rows, nr);
+    backend_ints_to_device(be, s->picks, picks, 2 * (size_t)np);
+    free(node_of); free(row_of); free(rows); free(picks);
+}
+
+static void static_program_free(StaticTree *s) {
+    if (!s->be) return;
+    s->be->release(s->rows);
+    s->be->release(s->picks);
+    free(s->row_off); free(s->pick_off);
+    s->be = NULL;
+}
+
+static int static_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    StaticTree *s = p->state;
+    if (s->be != c->be) {
+        static_program_free(s);
+        static_program(s, c->be);
+    }
+    const int k = s->max_rank + 1;
+    for (int depth = 1; depth <= s->max_depth; depth++) {
+        const int r = s->row_off[depth], m = s->row_off[depth + 1] - r;
+        const int pk = s->pick_off[depth], count = s->pick_off[depth + 1] - pk;
+        if (cycle_expand(c, d, depth == 1, s->rows + r, m, k, p->prm.topm, 1, tm)) return -1;
+        cycle_grow(c, d, s->rows + r, k, s->picks + 2 * pk, count, 1);
+    }
+    return 0;
+}
+
 static void static_destroy(Policy *p) {
     StaticTree *s = p->state;
+    static_program_free(s);
     free(s->parent); free(s->rank); free(s->depth); free(s);
 }
 
@@ -211,6 +298,7 @@ static int static_init(Policy *p) {
     if (static_parse(spec, s)) { free(s->parent); free(s->rank); free(s->depth); free(s); return -1; }
     p->state = s;
     p->build = static_build;
+    p->build_dev = static_build_dev;
     p->destroy = static_destroy;
     return 0;
 }

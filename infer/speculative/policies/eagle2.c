@@ -11,6 +11,7 @@
  * tokens per second under the decoder's measured costs (cost.h), each node's
  * acceptance estimated by its P, and stops expanding (before `depth`) once no
  * further layer can pay for its draft step. */
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
@@ -144,6 +145,32 @@ static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return 0;
 }
 
+/* The device program of the same tree: the pool grown by tree_grow, each
+ * step's frontier chosen by tree_top (the k best of the newest layer), the
+ * rerank by tree_top and tree_compact.  Every shape follows from topk,
+ * depth and total. */
+static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    const Eagle2Params *q = p->own;
+    const int k = q->topk, want = p->prm.want_entropy, topm = p->prm.topm;
+    if (cycle_expand(c, d, 1, NULL, 1, k, topm, want, tm)) return -1;
+    cycle_grow(c, d, c->iota, k, NULL, k, want);
+    int newest = 1, n_newest = k;
+    for (int step = 0; step < q->depth; step++) {
+        const int m = n_newest < k ? n_newest : k;
+        c->be->tree_top(&c->pool, newest, n_newest, k, c->rows);
+        if (cycle_expand(c, d, 0, c->rows, m, k, topm, want, tm)) return -1;
+        newest = c->n;
+        n_newest = m * k;
+        cycle_grow(c, d, c->rows, k, NULL, n_newest, want);
+    }
+    if (q->total == -1 || q->total >= c->n - 1) return 0;
+    c->be->tree_top(&c->pool, 1, c->n - 1, q->total, c->keep + 1);
+    c->be->tree_compact(&c->tree, &c->pool, c->keep, q->total + 1);
+    c->verified = &c->tree;
+    c->n_verified = q->total + 1;
+    return 0;
+}
+
 static void eagle2_destroy(Policy *p) {
     Eagle2State *s = p->state;
     tree_free(&s->scratch);
@@ -156,6 +183,7 @@ static int eagle2_init(Policy *p) {
     p->state = s;
     p->wants_cost = ((const Eagle2Params *)p->own)->total == POLICY_SIZE_AUTO;
     p->build = eagle2_build;
+    if (!p->wants_cost) p->build_dev = eagle2_build_dev;
     p->destroy = eagle2_destroy;
     return 0;
 }

@@ -1,0 +1,72 @@
+#include "infer/speculative/cycle.h"
+#include "kernels/base/util.h"
+#include <stdlib.h>
+#include <string.h>
+
+DevCycle *cycle_new(const Backend *be, int cap) {
+    DevCycle *c = xcalloc(1, sizeof *c);
+    c->be = be;
+    c->cap = cap;
+    c->pool = backend_tree_alloc(be, cap);
+    c->tree = backend_tree_alloc(be, cap);
+    int *iota = xmalloc(sizeof(int) * cap);
+    for (int i = 0; i < cap; i++) iota[i] = i;
+    c->iota = backend_alloc_ints(be, cap);
+    backend_ints_to_device(be, c->iota, iota, cap);
+    free(iota);
+    c->root = backend_alloc_ints(be, 1);
+    c->root_src = c->root;
+    c->rows = backend_alloc_ints(be, cap);
+    c->keep = backend_alloc_ints(be, cap);   /* keep[0] = 0: the root, never rewritten */
+    c->want = backend_alloc_ints(be, cap);
+    c->walk = backend_alloc_ints(be, 3 + 2 * (size_t)cap);
+    c->h_walk = xmalloc(sizeof(int) * (3 + 2 * cap));
+    return c;
+}
+
+void cycle_free(DevCycle *c) {
+    if (!c) return;
+    const Backend *be = c->be;
+    backend_tree_release(be, &c->pool);
+    backend_tree_release(be, &c->tree);
+    void *bufs[] = {c->iota, c->root, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) if (bufs[i]) be->release(bufs[i]);
+    tree_inputs_free(&c->inputs);
+    free(c->h_walk);
+    free(c);
+}
+
+void cycle_begin(DevCycle *c) {
+    c->be->tree_root(&c->pool, c->root_src);
+    c->n = c->n_verified = 1;
+    c->verified = &c->pool;
+}
+
+int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent,
+                 StageTimes *tm) {
+    if ((size_t)m * k > c->dist_cap) {   /* the distribution rows, grown to the largest expansion */
+        const Backend *be = c->be;
+        if (c->ids) { be->release(c->ids); be->release(c->probs); be->release(c->ent); }
+        c->dist_cap = (size_t)m * k;
+        c->ids = backend_alloc_ints(be, c->dist_cap);
+        c->probs = be->alloc(c->dist_cap);
+        c->ent = be->alloc(c->dist_cap);
+    }
+    double t0 = now_seconds(), dist0 = d->t_dist;
+    int rc = draft_expand_dev(d, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs, want_ent ? c->ent : NULL);
+    double dist = d->t_dist - dist0;
+    tm->dist += dist;
+    tm->draft += now_seconds() - t0 - dist;
+    return rc;
+}
+
+void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent) {
+    c->be->tree_grow(&c->pool, c->n, rows, c->ids, c->probs, want_ent ? c->ent : NULL, k, picks, count,
+                     d ? d->d2t_dev : NULL);
+    c->n += count;
+    if (c->verified == &c->pool) c->n_verified = c->n;
+}
+
+long cycle_host_reads(const DevCycle *c, const Draft *d) {
+    return c->inputs.reads + c->walk_reads + (d ? d->dev_inputs.reads : 0);
+}

@@ -1,0 +1,52 @@
+/* The device cycle: a policy's tree built by the tree ops in backend memory
+ * (kernels.h), verified by one target forward and walked there, so that a
+ * GPU keeps the cycle's state on the device.  Policies that have such a
+ * program (Policy.build_dev) build exactly the tree their host build makes
+ * (the tests compare them node by node); decode.c runs it when
+ * decoder_use_device_cycle says it may.
+ *
+ * What the host still reads: the inputs of each forward (tokens, positions,
+ * parents, mask: the forwards take host control arrays) and, once a cycle,
+ * the walk (accepted path, its tokens, the bonus); cycle_host_reads counts
+ * them. */
+#ifndef C2T_CYCLE_H
+#define C2T_CYCLE_H
+#include "kernels/kernels.h"
+#include "infer/speculative/policy.h"
+
+struct DevCycle {
+    const Backend *be;
+    int cap;                /* nodes of a tree */
+    DevTree pool;           /* the tree as grown */
+    DevTree tree;           /* a reranked copy (tree_compact's destination) */
+    const DevTree *verified;/* pool or tree: what the target verifies */
+    int n;                  /* nodes in pool */
+    int n_verified;         /* nodes in *verified */
+    /* backend memory */
+    int *iota;              /* 0, 1, ..., cap-1: fixed node lists */
+    int *root;              /* the first root's token */
+    const int *root_src;    /* where this cycle's root token is: root, or the last walk's bonus */
+    int *rows, *keep, *ids, *want, *walk;
+    float *probs, *ent;     /* with ids: the last expansion's rows, dist_cap entries */
+    size_t dist_cap;
+    TreeInputs inputs;      /* the verify forward's, read to the host */
+    int *h_walk;            /* the walk, read to the host */
+    long walk_reads;
+};
+
+/* A cycle for trees of up to cap nodes, in be's memory. */
+DevCycle *cycle_new(const Backend *be, int cap);
+void cycle_free(DevCycle *c);
+/* A new tree: the root alone (its token from root_src). */
+void cycle_begin(DevCycle *c);
+/* The draft's distributions under pool nodes rows[0..m) (root: the root
+ * row alone) into c->ids, c->probs and, with want_ent, c->ent; timed into
+ * tm as policy_expand times the host's. */
+int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent,
+                 StageTimes *tm);
+/* Appends count children of the last expansion to pool (tree_grow: picks
+ * NULL takes every (row, rank) in order). */
+void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);
+/* Host reads so far: forward inputs (the verify's and the draft's) and walks. */
+long cycle_host_reads(const DevCycle *c, const Draft *d);
+#endif

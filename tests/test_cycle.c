@@ -1,0 +1,247 @@
+/* The device cycle (infer/speculative/cycle.h) against the host's: for
+ * every policy with a device program, each cycle's verified tree node by
+ * node (token, parent, depth, rank, p, P, H bit for bit), the tokens, τ and
+ * γ; on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
+ * vocabulary), the demo family and SmolLM2 where it was made; and
+ * --cycle device refused, in one line, where it cannot run. */
+#include "tests/harness.h"
+#include "infer/speculative/cycle.h"
+#include "infer/speculative/decode.h"
+#include "kernels/base/util.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const Backend *be = &cpu_backend;
+
+/* The trees of one run, a copy per cycle (host), or the comparison of a
+ * device run's trees with them. */
+typedef struct {
+    Tree *trees;
+    int n, cap;
+    Decoder *dec;    /* device run: whose cycle to read */
+    int mismatches, compared;
+} TreeLog;
+
+static void tree_copy(const Tree *t, Tree *out) {
+    int *all = xmalloc(sizeof(int) * t->n);
+    for (int i = 0; i < t->n; i++) all[i] = i;
+    tree_init(out);
+    tree_subset(t, all, t->n, out);
+    free(all);
+}
+
+static int log_tree(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path; (void)cycle;
+    TreeLog *log = ctx;
+    if (log->n == log->cap) {
+        log->cap = log->cap ? 2 * log->cap : 64;
+        log->trees = xrealloc(log->trees, sizeof(Tree) * log->cap);
+    }
+    tree_copy(t, &log->trees[log->n++]);
+    return 0;
+}
+
+/* The device's verified tree of this cycle, as a host Tree. */
+static void fetch_tree(const DevCycle *c, Tree *out) {
+    const int n = c->n_verified;
+    tree_init(out);
+    tree_reset(out, 0);
+    while (out->n < n) tree_add(out, 0, 0, 1, 0, 0);
+    const DevTree *t = c->verified;
+    backend_ints_to_host(c->be, out->token, t->token, n);
+    backend_ints_to_host(c->be, out->parent, t->parent, n);
+    backend_ints_to_host(c->be, out->depth, t->depth, n);
+    backend_ints_to_host(c->be, out->rank, t->rank, n);
+    c->be->to_host(out->p, t->p, n);
+    c->be->to_host(out->P, t->P, n);
+    c->be->to_host(out->H, t->H, n);
+}
+
+static int same_tree(const Tree *a, const Tree *b) {
+    const size_t ni = sizeof(int) * a->n, nf = sizeof(float) * a->n;
+    return a->n == b->n && !memcmp(a->token, b->token, ni) && !memcmp(a->parent, b->parent, ni) &&
+           !memcmp(a->depth, b->depth, ni) && !memcmp(a->rank, b->rank, ni) && !memcmp(a->p, b->p, nf) &&
+           !memcmp(a->P, b->P, nf) && !memcmp(a->H, b->H, nf);
+}
+
+static int check_tree(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path;
+    TreeLog *log = ctx;
+    if (t) { log->mismatches++; return 0; }   /* a device run hands no host tree */
+    Tree got;
+    fetch_tree(log->dec->dc, &got);
+    log->mismatches += cycle >= log->n || !same_tree(&got, &log->trees[cycle]);
+    log->compared++;
+    tree_free(&got);
+    return 0;
+}
+
+static void log_free(TreeLog *log) {
+    for (int i = 0; i < log->n; i++) tree_free(&log->trees[i]);
+    free(log->trees);
+}
+
+typedef struct {
+    const char *policy, *settings;   /* settings: KEY=VALUE lines */
+} Case;
+
+/* A decoder for the case, on the device cycle or not; NULL with err_set. */
+static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int want_entropy, int device, int slots,
+                            Policy **p) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "%s", c->policy);
+    prm.want_entropy = want_entropy;
+    prm.topm = want_entropy ? 16 : 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", c->settings);
+    for (char *save, *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save))
+        if (policy_params_set(&prm, kv, NULL)) return NULL;
+    if (!(*p = policy_new(&prm))) return NULL;
+    Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), (SampleParams){0});
+    if (dec && device && decoder_use_device_cycle(dec)) { decoder_free(dec); dec = NULL; }
+    return dec;
+}
+
+/* Host and device runs of each case over each prompt: the same trees,
+ * tokens and statistics. */
+static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
+                        const int *lens, int n_prompts, int max_new, const char *what) {
+    for (int c = 0; c < n_cases; c++)
+        for (int q = 0; q < n_prompts; q++)
+            for (int ent = 0; ent < 2; ent++) {
+                Policy *ph = NULL, *pd = NULL;
+                Decoder *host = decoder_for(m, d, &cases[c], ent, 0, lens[q] + max_new + 8, &ph);
+                Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, 1, lens[q] + max_new + 8, &pd) : NULL;
+                REQUIRE(host && dev, "%s %s %s: %s", what, cases[c].policy, cases[c].settings, err_get());
+                TreeLog log = {0};
+                host->hook = log_tree;
+                host->hook_ctx = &log;
+                int *out_h = xmalloc(sizeof(int) * max_new), *out_d = xmalloc(sizeof(int) * max_new);
+                DecodeStats sh, sd;
+                int nh = decoder_run(host, prompts[q], lens[q], max_new, out_h, &sh);
+                log.dec = dev;
+                dev->hook = check_tree;
+                dev->hook_ctx = &log;
+                int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+                REQUIRE(nh > 0 && nd > 0, "%s %s: %s", what, cases[c].policy, err_get());
+                CHECK(nh == nd && !memcmp(out_h, out_d, sizeof(int) * nh), "%s %s %s prompt %d: tokens differ", what,
+                      cases[c].policy, cases[c].settings, q);
+                CHECK(sh.cycles == sd.cycles && sh.gamma == sd.gamma && sh.cycle_tokens == sd.cycle_tokens,
+                      "%s %s %s prompt %d: cycles %lld/%lld gamma %lld/%lld", what, cases[c].policy, cases[c].settings,
+                      q, (long long)sh.cycles, (long long)sd.cycles, (long long)sh.gamma, (long long)sd.gamma);
+                CHECK(log.mismatches == 0 && log.compared == log.n,
+                      "%s %s %s prompt %d entropy %d: %d of %d trees differ (%d compared)", what, cases[c].policy,
+                      cases[c].settings, q, ent, log.mismatches, log.n, log.compared);
+                CHECK(cycle_host_reads(dev->dc, dev->draft) > 0, "the device cycle counts no host reads");
+                log_free(&log);
+                free(out_h); free(out_d);
+                decoder_free(host); decoder_free(dev);
+                policy_free(ph); policy_free(pd);
+            }
+}
+
+static const Case TREE_CASES[] = {
+    {"ar", ""}, {"static", ""}, {"static", "static_tree=0;1;2;0,0;0,1;1,0;0,0,0;0,0,1"},
+    {"eagle2", ""}, {"eagle2", "topk=4 depth=3 total=12"}, {"eagle2", "topk=5 depth=4 total=all"},
+    {"eagle2", "topk=3 depth=5 total=6"},
+};
+#define N_TREE_CASES (int)(sizeof TREE_CASES / sizeof *TREE_CASES)
+static const Case CHAIN_CASE[] = {{"chain", "draft_len=5"}, {"ar", ""}};
+
+/* The test checkpoints: each draft kind, a reduced draft vocabulary. */
+static void test_device_cycle_equals_host_every_draft(void) {
+    const int p0[] = {1, 21, 208, 255, 244, 151, 37, 9}, p1[] = {1, 99, 98, 97, 96, 95, 94, 93};
+    const int *prompts[] = {p0, p1}, lens[] = {8, 8};
+    for (int i = 0; i < N_LOSSLESS_DRAFTS; i++) {
+        LlamaModel *m = llama_load(LOSSLESS_DRAFTS[i][0], be);
+        REQUIRE(m, "%s", err_get());
+        Draft *d = draft_load(LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2], m, 4096);
+        REQUIRE(d, "%s", err_get());
+        const int lm = !strcmp(LOSSLESS_DRAFTS[i][1], "lm");
+        same_cycles(m, d, lm ? CHAIN_CASE : TREE_CASES, lm ? 2 : N_TREE_CASES, prompts, lens, 2, 40,
+                    LOSSLESS_DRAFTS[i][2]);
+        if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, LOSSLESS_DRAFTS[i][2]);
+        draft_free(d);
+        llama_free(m);
+    }
+}
+
+/* The demo family: its EAGLE head and its draft LM. */
+static void test_device_cycle_equals_host_demo(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7};
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    same_cycles(m, d, TREE_CASES, N_TREE_CASES, prompts, lens, 2, 48, "demo eagle");
+    draft_free(d);
+    d = draft_load("lm", "data/demo/draft", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, 2, 48, "demo draft LM");
+    draft_free(d);
+    llama_free(m);
+}
+
+/* SmolLM2 with the shipped head: EAGLE-2's defaults and a small tree over
+ * a reduced draft vocabulary. */
+static void test_device_cycle_equals_host_smollm2(void) {
+    if (!file_exists("models/smollm2-135m-instruct/model.safetensors")) SKIP("models/smollm2-135m-instruct absent (make smollm2)");
+    const int p0[] = {1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3717, 314, 216, 30, 2, 198, 1, 4093, 198,
+                      19161, 549, 253, 2203, 1730, 30, 2, 198, 1, 520, 9531, 198};
+    const int *prompts[] = {p0}, lens[] = {(int)(sizeof p0 / sizeof *p0)};
+    LlamaModel *m = llama_load("models/smollm2-135m-instruct", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/smollm2/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const Case full[] = {{"eagle2", ""}, {"static", ""}}, small[] = {{"eagle2", "topk=4 depth=5 total=8"}};
+    same_cycles(m, d, full, 2, prompts, lens, 1, 48, "smollm2");
+    REQUIRE(draft_set_vocab(d, 4096) == 0, "%s", err_get());
+    same_cycles(m, d, small, 1, prompts, lens, 1, 48, "smollm2 draft vocabulary 4096");
+    draft_free(d);
+    llama_free(m);
+}
+
+/* Where the device cycle cannot run, asking for it is an error that says
+ * why; by default spec-eval then runs the host cycle and records it. */
+static void test_device_cycle_refused(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 512);
+    REQUIRE(d, "%s", err_get());
+    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto"}, {"chain", "early_stop=dymax"}};
+    for (int i = 0; i < 3; i++) {
+        Policy *p = NULL;
+        Decoder *dec = decoder_for(m, d, &cases[i], 0, 1, 64, &p);
+        CHECK(!dec && strstr(err_get(), "--cycle device"), "%s %s: device cycle not refused (%s)", cases[i].policy,
+              cases[i].settings, err_get());
+        decoder_free(dec);
+        policy_free(p);
+    }
+    Policy *p = NULL;
+    const Case e2 = {"eagle2", ""};
+    Decoder *dec = decoder_for(m, d, &e2, 0, 0, 64, &p);
+    REQUIRE(dec, "%s", err_get());
+    dec->sp.temperature = 0.7f;
+    CHECK(decoder_use_device_cycle(dec) != 0 && strstr(err_get(), "sampling"), "sampling on the device cycle: %s",
+          err_get());
+    decoder_free(dec);
+    policy_free(p);
+    draft_free(d);
+    llama_free(m);
+    char err[512];
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --draft tests/ckpt/eagle_tiny "
+                     "--questions x.jsonl --cycle device --batch 2", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --cycle gpu", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--cycle");
+}
+
+int main(void) {
+    RUN(test_device_cycle_equals_host_every_draft);
+    RUN(test_device_cycle_equals_host_demo);
+    RUN(test_device_cycle_equals_host_smollm2);
+    RUN(test_device_cycle_refused);
+    return h_done();
+}
