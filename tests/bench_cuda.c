@@ -10,8 +10,10 @@
  *    expansion, and 60, a verified EAGLE-2 tree), the real model whose
  *    checkpoint does not travel to the GPU machine in one call.
  * Without a GPU (or a CUDA build) it says so and measures nothing.
- * Usage: build/tests/bench_cuda [layers] [backend options] (layers of the 1B
- * shape; default 16, fewer for a quick look).  The backend options are the
+ *  - with --7b, decode at LLaMA-2-7B's shape (its 13 GB of random weights
+ *    written to /tmp and loaded: about a minute more).
+ * Usage: build/tests/bench_cuda [layers] [--7b] [backend options] (layers of
+ * the 1B shape; default 16, fewer for a quick look).  The backend options are the
  * commands' (--cuda-fast-gemm on measures the rounded-activation GEMM path,
  * --cuda-tiled-max 0 the split GEMM where the tiled kernel would run,
  * --cuda-graphs on recorded forwards). */
@@ -179,11 +181,13 @@ int main(int argc, char **argv) {
     int layers = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : BENCH_1B.layers;
     BackendOptions bo;
     backend_options_default(&bo);
-    static const struct option opts[] = {CLI_BACKEND_OPTIONS, {0, 0, 0, 0}};
-    int c;
+    enum { O_7B = CLI_OWN };
+    static const struct option opts[] = {CLI_BACKEND_OPTIONS, {"7b", 0, 0, O_7B}, {0, 0, 0, 0}};
+    int c, shape_7b = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
-        if (!cli_backend_option("bench_cuda", c, optarg, &bo)) cli_unknown_option("bench_cuda", argv[optind - 1]);
+        if (c == O_7B) shape_7b = 1;
+        else if (!cli_backend_option("bench_cuda", c, optarg, &bo)) cli_unknown_option("bench_cuda", argv[optind - 1]);
     if (backend_configure(&bo)) die_err("bench_cuda");
     char dev[256];
     if (cuda_device_name(dev, sizeof dev)) die_err("bench_cuda");
@@ -201,6 +205,7 @@ int main(int argc, char **argv) {
     const int trees_1b[4] = {16, 64, 256, 1011}, trees_small[3] = {10, 60, 256};
     bench_shape(&BENCH_1B, layers, trees_1b, 4, 1, bw, peak);
     bench_shape(&BENCH_SMOLLM2, BENCH_SMOLLM2.layers, trees_small, 3, 0, bw, peak);
+    if (shape_7b) bench_shape(&BENCH_7B, BENCH_7B.layers, NULL, 0, 0, bw, peak);
     long launched, made, direct;
     cuda_graph_counts(&launched, &made, &direct);
     printf("forward passes: %ld as recorded graphs (%ld graphs instantiated, the rest updated), %ld op by op\n",

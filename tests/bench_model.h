@@ -4,7 +4,8 @@
  *    shape tools/experiments/hf_decode_bench.py builds in transformers;
  *  - SmolLM2-135M (hidden 576, 30 layers, 9 heads, 3 KV heads, head_dim 64,
  *    FFN 1536, vocab 49152, tied, RoPE theta 100000): the real model's shape,
- *    for machines where its checkpoint cannot travel (the GPU machine). */
+ *    for machines where its checkpoint cannot travel (the GPU machine);
+ *  - LLaMA-2-7B's, for the GPU alone. */
 #ifndef C2T_BENCH_MODEL_H
 #define C2T_BENCH_MODEL_H
 #include "infer/model/safetensors.h"
@@ -22,6 +23,10 @@ typedef struct {
 
 static const BenchShape BENCH_1B = {"1B", 2048, 8192, 128256, 32, 8, 16, 1};
 static const BenchShape BENCH_SMOLLM2 = {"SmolLM2-135M", 576, 1536, 49152, 9, 3, 30, 0};
+/* LLaMA-2-7B (hidden 4096, 32 layers, 32 heads, no GQA, FFN 11008, vocab
+ * 32000; written with tied embeddings, so 6.5B parameters, 13 GB in BF16):
+ * bench_cuda --7b. */
+static const BenchShape BENCH_7B = {"LLaMA-2-7B", 4096, 11008, 32000, 32, 32, 32, 0};
 
 static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
 static uint16_t bench_rand_bf16(float scale) {

@@ -308,7 +308,7 @@ static int decoder_cycle_dev(Decoder *dec) {
     if (dec->draft) draft_end_cycle(dec->draft);
     dec->t_verify = now_seconds();
     const int n = c->n_verified, n_past = ts->n_past;
-    reserve_nodes(dec, n, n_past);
+    reserve_nodes(dec, n, 0);   /* the path and its features; the mask is the cycle's */
     tree_inputs_read(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
     dec->lazy = n > LAZY_LOGITS_NODES;
     const int *in = c->inputs.host;

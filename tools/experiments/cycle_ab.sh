@@ -26,7 +26,7 @@ echo "setting,round,host_tok_s,device_tok_s,tau_host,tau_device,gamma_host,gamma
 run() {   # cycle, args... -> "tok/s tau gamma"
     c=$1; shift
     bin/spec-eval --target $T --draft $D/eagle $ARITH --questions $D/prompts/heldout.jsonl --max-questions $Q \
-        --max-new-tokens $MAX_NEW --no-baseline --quiet --cycle "$c" --json $OUT/cycle_ab.json "$@" 2>/dev/null
+        --max-new-tokens $MAX_NEW --no-baseline --quiet --cycle "$c" --json $OUT/cycle_ab.json "$@" >/dev/null 2>&1
     python3 -c "import json; t=json.load(open('$OUT/cycle_ab.json'))['total']; print(t['v'], t['tau'], t['gamma'])"
 }
 echo "device / host cycle, SmolLM2 BF16 head, $Q held-out prompts x $MAX_NEW tokens, $REPS rounds, arithmetic: $(arith_name)"

@@ -44,6 +44,22 @@
 #                (T3_BATCHES, T3_Q, T3_TREE_BATCH, T3_TREE_Q); its reports
 #                and table3.md to $OUT (after smollm2 in the same call, or
 #                alone: "stage .gpu-smollm2-2 table3")
+# The device cycle's calls (docs/cuda.md, "The device cycle"): three, back
+# to back while the machine is warm, since SmolLM2's GGUF travels in two:
+#   1. (pack; hide; carry build-gpu and bin-gpu)   cycle
+#   2. stage .gpu-smollm2-1                            (carry it)
+#   3. stage .gpu-smollm2-2 cycle-smollm2              (carry it)
+#   here: tools/gpu/cycle_report.py OUT_OF_1 OUT_OF_3 > docs/cuda/latest.json
+#     cycle          test_cuda (every parity test: the tree ops, the ragged
+#                    attention of batched decoding), compute-sanitizer memcheck
+#                    and racecheck on the op parity test, bench_cuda --7b,
+#                    spec-collect on the demo family
+#     cycle-smollm2  SmolLM2 mt_bench (CYCLE_Q 20 x CYCLE_MAX_NEW 128, first
+#                    turns): eagle2 and c2t with the ar baseline, lossless
+#                    checked; eagle2 on the host cycle (same tau and gamma)
+#   CYCLE_DEVICE=cpu tools/gpu/gpu_remote.sh cycle runs both here, on the CPU
+#   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32), and the report:
+#   the script is proven before GPU minutes are spent on it.
 # SmolLM2's EAGLE head at GPU scale (tools/gpu/smollm2_gpu.py): the GGUF again
 # in two calls, data/ left out of the tree (the prompts travel in the first
 # part), then the pipeline runs detached, so it can outlast one call while the
@@ -101,7 +117,7 @@ pack_smollm2() {
     # 46 MB + 52 MB: each call stays under 64 MiB with the ~2 MB of sources
     head -c 46000000 $SMOLLM2_GGUF > $a/smollm2.gguf.a
     tail -c +46000001 $SMOLLM2_GGUF > $b/smollm2.gguf.b
-    cp -r data/smollm2/eagle data/smollm2/prompts $b/data/smollm2/
+    cp -r data/smollm2/eagle data/smollm2/prompts data/smollm2/classifier.json $b/data/smollm2/
     cp -r ../shared/benchmarks/. $b/benchmarks/
     du -sh $a $b
     echo "now leave data/ and tests/ out of the working tree for the two calls (git checkout restores them)"
@@ -149,6 +165,51 @@ step_table3() {
         TREE_BATCH=${T3_TREE_BATCH:-64} TREE_Q=${T3_TREE_Q:-32} tools/experiments/table3.sh 2>&1 |
         tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/table3.log"
     cp results/table3/*.json results/table3/table3.* "$LOG/" 2>/dev/null
+}
+
+# The device cycle's GPU checks and the figures that need no SmolLM2.
+step_cycle() {
+    dev=${CYCLE_DEVICE:-cuda}
+    echo "== cycle: the device cycle's checks on $dev"
+    if [ "$dev" = cuda ]; then
+        nvidia-smi --query-gpu=name --format=csv,noheader | head -1 > "$LOG/device.txt"
+        build/tests/test_cuda 2>&1 | tee "$LOG/test_cuda.log" | grep -Ev '^PASS '
+        SAN_TIMEOUT=${SAN_TIMEOUT:-120} sanitize_one memcheck test_cuda_parity_ops --leak-check full
+        SAN_TIMEOUT=${SAN_TIMEOUT:-120} sanitize_one racecheck test_cuda_parity_ops
+        echo "== cycle: bench_cuda --7b"
+        build/tests/bench_cuda --7b 2>&1 | tee "$LOG/bench_cuda.log" | grep -E 'device|shape|decode 1 token|enqueues'
+    else
+        echo cpu > "$LOG/device.txt"
+    fi
+    echo "== cycle: spec-collect on the demo family"
+    D=data/demo
+    rm -f /tmp/c2t_collect.h5
+    bin/spec-collect --device $dev --target $D/target --template none --max-new-tokens 64 --draft $D/eagle \
+        --questions $D/prompts/code_train.jsonl --max-questions $([ "$dev" = cuda ] && echo 10 || echo 2) \
+        --topk 10 --depth 10 --out /tmp/c2t_collect.h5 2>&1 | tr '\r' '\n' | grep -v '^ *$' | tail -1 | tee "$LOG/collect.log"
+    rm -f /tmp/c2t_collect.h5
+}
+
+# The device cycle's SmolLM2 figures: ar, eagle2 and c2t lossless-checked
+# (device cycle where it applies), eagle2 on the host cycle.
+step_cycle_smollm2() {
+    dev=${CYCLE_DEVICE:-cuda}
+    echo "== cycle-smollm2: SmolLM2 mt_bench on $dev"
+    smollm2_model || return 1
+    bench=${SMOLLM2_BENCH:-$STAGE/benchmarks}
+    q=${CYCLE_Q:-20} n=${CYCLE_MAX_NEW:-128}
+    [ "$dev" = cuda ] || { q=${CYCLE_Q:-2}; n=${CYCLE_MAX_NEW:-32}; }
+    ev="bin/spec-eval --device $dev --target models/smollm2-135m-instruct --draft data/smollm2/eagle --quiet
+        --questions $bench/mt_bench/question.jsonl --max-questions $q --max-turns 1 --max-new-tokens $n"
+    : > "$LOG/cycle_rc.txt"
+    for run in "eagle2|--policy eagle2 --check-lossless" \
+               "c2t|--policy c2t --classifier data/smollm2/classifier.json --check-lossless" \
+               "eagle2_host|--policy eagle2 --cycle host --no-baseline"; do
+        name=${run%%|*}
+        $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
+        echo "$name $?" >> "$LOG/cycle_rc.txt"
+        tr '\r' '\n' < "$LOG/cycle_$name.log" | grep -v '^ *$' | tail -2
+    done
 }
 
 pack_head() {
@@ -344,6 +405,10 @@ unhide() {
 }
 
 [ $# -ge 1 ] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 2; }
+if [ "$1" = cycle ] && [ "${CYCLE_DEVICE:-cuda}" = cpu ]; then   # the dry run here
+    step_cycle && step_cycle_smollm2 && python3 tools/gpu/cycle_report.py "$LOG"
+    exit
+fi
 if [ "$1" = pack ]; then pack; exit; fi
 if [ "$1" = hide ]; then hide; exit; fi
 if [ "$1" = unhide ]; then unhide; exit; fi
@@ -363,7 +428,8 @@ for s in "$@"; do
     shift
     case $s in
     exec) exec "$@" ;;
-    cuda|test|sanitize|bench|smollm2|table3) step_$s ;;
+    cuda|test|sanitize|bench|smollm2|table3|cycle) step_$s ;;
+    cycle-smollm2) step_cycle_smollm2 ;;
     *) echo "unknown step $s"; exit 2 ;;
     esac
 done

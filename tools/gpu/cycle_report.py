@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The figures of tools/gpu/gpu_remote.sh's cycle and cycle-smollm2 steps, as
+docs/cuda/latest.json.
+
+Reads, from the steps' log folders (each file from the first folder that has
+it): device.txt (the GPU's name), cycle_eagle2.json, cycle_c2t.json (spec-eval
+with the ar baseline, --check-lossless), cycle_eagle2_host.json (the same
+eagle2 run on the host cycle), cycle_rc.txt (each run's exit status),
+bench_cuda.log (tests/bench_cuda --7b) and collect.log (spec-collect's last
+progress line: questions done at a rate, records).  Writes the JSON to stdout; a figure whose input is missing is
+null, never guessed.
+usage: cycle_report.py LOG_DIR [LOG_DIR ...]
+"""
+import json
+import os
+import re
+import sys
+import time
+
+
+def find(folders, name):
+    for folder in folders:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def load(folders, name):
+    path = find(folders, name)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (TypeError, OSError, ValueError):
+        return None
+
+
+def text(folders, name):
+    path = find(folders, name)
+    try:
+        with open(path) as f:
+            return f.read()
+    except (TypeError, OSError):
+        return ""
+
+
+def fraction_of_bound(log, shape):
+    """The 'decode 1 token' row's percentage after the shape's heading."""
+    m = re.search(re.escape(shape) + r" shape.*?decode 1 token \(tokens/s\)\s+\S+\s+\S+\s+(\d+)%", log, re.S)
+    return int(m.group(1)) / 100 if m else None
+
+
+def phases(rep):
+    """Seconds per cycle of each phase of a spec-eval total."""
+    t = rep["total"]
+    c = t.get("cycles") or 0
+    if not c:
+        return None
+    return {k: t[k] / c for k in ("draft_s", "distribution_s", "classifier_s", "verify_s") if k in t}
+
+
+def main():
+    folder = sys.argv[1:]
+    device = text(folder, "device.txt").strip() or None
+    e2, c2t, host = (load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json"))
+    rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
+    bench = text(folder, "bench_cuda.log")
+    m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
+    collect_s = int(m.group(3)) * float(m.group(2)) / int(m.group(1)) if m and float(m.group(2)) > 0 else None
+    out = {
+        "device": device,
+        "date": time.strftime("%Y-%m-%d"),
+        "smollm2_ar_tok_s": e2["total"].get("v_ar") if e2 else None,
+        "smollm2_eagle2_speedup": e2["total"].get("speedup") if e2 else None,
+        "smollm2_eagle2_speedup_ci95": e2["total"].get("speedup_ci95") if e2 else None,
+        "smollm2_c2t_speedup": c2t["total"].get("speedup") if c2t else None,
+        "smollm2_c2t_speedup_ci95": c2t["total"].get("speedup_ci95") if c2t else None,
+        "smollm2_lossless": (rcs.get("eagle2") == "0" and rcs.get("c2t") == "0") if e2 and c2t else None,
+        "smollm2_cycles": {"eagle2": e2["settings"].get("cycle") if e2 else None,
+                           "c2t": c2t["settings"].get("cycle") if c2t else None},
+        "smollm2_device_cycle_equals_host": (e2["total"]["tau"] == host["total"]["tau"] and
+                                             e2["total"]["gamma"] == host["total"]["gamma"]) if e2 and host else None,
+        "smollm2_eagle2_tok_s": {"device_cycle": e2["total"].get("v") if e2 else None,
+                                 "host_cycle": host["total"].get("v") if host else None},
+        "smollm2_eagle2_phase_s_per_cycle": phases(e2) if e2 else None,
+        "decode_1b_fraction_of_bound": fraction_of_bound(bench, "1B"),
+        "decode_7b_fraction_of_bound": fraction_of_bound(bench, "LLaMA-2-7B"),
+        "collect_records_s": collect_s,
+    }
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
