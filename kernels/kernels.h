@@ -150,7 +150,8 @@ typedef struct Backend {
      * ascending index order. */
     void (*tree_top)(const DevTree *t, int from, int n, int m, int *sel);
     /* dst's nodes 0..m) := src's nodes keep[0..m) (ascending, closed under
-     * parent, keep[0] = 0), parents re-indexed (tree_subset). */
+     * parent, keep[0] = 0), parents re-indexed (tree_subset); dst and src
+     * are different trees. */
     void (*tree_compact)(const DevTree *dst, const DevTree *src, const int *keep, int m);
     /* The inputs of a forward over nodes rows[0..m) (NULL: 0..m) of t: row
      * i's node takes KV slot base+i (recorded in t->slot); out[0..m) its

@@ -104,12 +104,13 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
 }
 
 /* Host and device runs of each case over each prompt: the same trees,
- * tokens and statistics. */
+ * tokens and statistics; with entropies recorded (topm 16) too when
+ * entropy_too. */
 static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
-                        const int *lens, int n_prompts, int max_new, const char *what) {
+                        const int *lens, int n_prompts, int max_new, int entropy_too, const char *what) {
     for (int c = 0; c < n_cases; c++)
         for (int q = 0; q < n_prompts; q++)
-            for (int ent = 0; ent < 2; ent++) {
+            for (int ent = 0; ent < 1 + entropy_too; ent++) {
                 Policy *ph = NULL, *pd = NULL;
                 Decoder *host = decoder_for(m, d, &cases[c], ent, 0, lens[q] + max_new + 8, &ph);
                 Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, 1, lens[q] + max_new + 8, &pd) : NULL;
@@ -159,9 +160,9 @@ static void test_device_cycle_equals_host_every_draft(void) {
         Draft *d = draft_load(LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2], m, 4096);
         REQUIRE(d, "%s", err_get());
         const int lm = !strcmp(LOSSLESS_DRAFTS[i][1], "lm");
-        same_cycles(m, d, lm ? CHAIN_CASE : TREE_CASES, lm ? 2 : N_TREE_CASES, prompts, lens, 2, 40,
+        same_cycles(m, d, lm ? CHAIN_CASE : TREE_CASES, lm ? 2 : N_TREE_CASES, prompts, lens, 2, 40, 1,
                     LOSSLESS_DRAFTS[i][2]);
-        if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, LOSSLESS_DRAFTS[i][2]);
+        if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
@@ -175,11 +176,11 @@ static void test_device_cycle_equals_host_demo(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
-    same_cycles(m, d, TREE_CASES, N_TREE_CASES, prompts, lens, 2, 48, "demo eagle");
+    same_cycles(m, d, TREE_CASES, N_TREE_CASES, prompts, lens, 2, 48, 1, "demo eagle");
     draft_free(d);
     d = draft_load("lm", "data/demo/draft", m, 4096);
     REQUIRE(d, "%s", err_get());
-    same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, 2, 48, "demo draft LM");
+    same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, 2, 48, 1, "demo draft LM");
     draft_free(d);
     llama_free(m);
 }
@@ -196,9 +197,9 @@ static void test_device_cycle_equals_host_smollm2(void) {
     Draft *d = draft_load("eagle", "data/smollm2/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
     const Case full[] = {{"eagle2", ""}, {"static", ""}}, small[] = {{"eagle2", "topk=4 depth=5 total=8"}};
-    same_cycles(m, d, full, 2, prompts, lens, 1, 48, "smollm2");
+    same_cycles(m, d, full, 2, prompts, lens, 1, 32, 0, "smollm2");
     REQUIRE(draft_set_vocab(d, 4096) == 0, "%s", err_get());
-    same_cycles(m, d, small, 1, prompts, lens, 1, 48, "smollm2 draft vocabulary 4096");
+    same_cycles(m, d, small, 1, prompts, lens, 1, 32, 0, "smollm2 draft vocabulary 4096");
     draft_free(d);
     llama_free(m);
 }
