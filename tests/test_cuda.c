@@ -118,6 +118,58 @@ static void test_cuda_parity_model_shapes(void) {
     NO_NEW_ERRORS(before);
 }
 
+/* matmul_many's grouped GEMV launch (decode, up to 4 tokens) gives each
+ * weight's product bit for bit as a launch of it alone, at q/k/v's and
+ * gate/up's shapes (unaligned widths take the scalar path), every dtype;
+ * beyond 4 tokens it is one product per weight anyway. */
+static void test_cuda_matmul_many_grouped(void) {
+    NEED_GPU();
+    const int before = cuda_errors();
+    const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
+    const int cols[2] = {576, 83}, rows[3] = {576, 192, 192}, ns[5] = {1, 2, 3, 4, 5};
+    int bad = 0;
+    for (int d = 0; d < 3; d++)
+        for (int c = 0; c < 2; c++) {
+            const int C = cols[c];
+            Weight w[3];
+            const Weight *pw[3];
+            void *wd[3];
+            float *outs[3], *ones[3];
+            for (int i = 0; i < 3; i++) {
+                float *wf = xmalloc(sizeof(float) * rows[i] * C);
+                fill(wf, (size_t)rows[i] * C, 0.5f);
+                wd[i] = xmalloc(4 * (size_t)rows[i] * C);
+                f32_to(dts[d], wf, wd[i], (size_t)rows[i] * C);
+                free(wf);
+                REQUIRE(cuda_backend.weight(&w[i], wd[i], dts[d], rows[i], C) == 0, "%s", err_get());
+                pw[i] = &w[i];
+                outs[i] = cuda_backend.alloc((size_t)5 * rows[i]);
+                ones[i] = cuda_backend.alloc((size_t)5 * rows[i]);
+            }
+            float *x = xmalloc(sizeof(float) * 5 * C);
+            fill(x, (size_t)5 * C, 1);
+            float *xd = up(&cuda_backend, x, (size_t)5 * C);
+            for (int k = 0; k < 5; k++) {
+                cuda_backend.matmul_many(outs, xd, pw, 3, ns[k]);
+                for (int i = 0; i < 3; i++) {
+                    cuda_backend.matmul(ones[i], xd, &w[i], ns[k]);
+                    float *a = down(&cuda_backend, outs[i], (size_t)ns[k] * rows[i]);
+                    float *b = down(&cuda_backend, ones[i], (size_t)ns[k] * rows[i]);
+                    bad += memcmp(a, b, sizeof(float) * ns[k] * rows[i]) != 0;
+                    free(a); free(b);
+                }
+            }
+            for (int i = 0; i < 3; i++) {
+                cuda_backend.release(outs[i]); cuda_backend.release(ones[i]);
+                cuda_backend.weight_release(&w[i]); free(wd[i]);
+            }
+            cuda_backend.release(xd);
+            free(x);
+        }
+    CHECK(bad == 0, "%d products of matmul_many differ from matmul's bit for bit", bad);
+    NO_NEW_ERRORS(before);
+}
+
 /* ---- whole models ---- */
 
 
@@ -419,6 +471,7 @@ static void test_cuda_backend_covers_interface(void) { NO_CUDA(); }
 static void test_cuda_errors_are_reported(void) { NO_CUDA(); }
 static void test_cuda_parity_ops(void) { NO_CUDA(); }
 static void test_cuda_parity_model_shapes(void) { NO_CUDA(); }
+static void test_cuda_matmul_many_grouped(void) { NO_CUDA(); }
 static void test_cuda_logits_llama2_f32(void) { NO_CUDA(); }
 static void test_cuda_logits_llama3_bf16(void) { NO_CUDA(); }
 static void test_cuda_greedy_ar(void) { NO_CUDA(); }
@@ -439,6 +492,7 @@ int main(int argc, char **argv) {
     RUN(test_cuda_errors_are_reported);
     RUN(test_cuda_parity_ops);
     RUN(test_cuda_parity_model_shapes);
+    RUN(test_cuda_matmul_many_grouped);
     RUN(test_cuda_logits_llama2_f32);
     RUN(test_cuda_logits_llama3_bf16);
     RUN(test_cuda_greedy_ar);

@@ -5,7 +5,8 @@
  *  - n <= GEMV_MAX tokens (decode, chain drafts): a warp-per-row kernel that
  *    reads every weight byte once in its storage dtype and multiplies by the
  *    F32 activations — exactly the CPU backend's arithmetic (F32 products of
- *    widened weights), and memory-bandwidth bound as decode is.
+ *    widened weights), and memory-bandwidth bound as decode is; matmul_many's
+ *    weights (q/k/v, gate/up) in one launch.
  *  - up to TILED_N_MAX tokens and fewer than --cuda-tiled-max (2^24)
  *    multiply-adds (tree verification and EAGLE expansions of small models,
  *    the small projections of larger ones): a tiled kernel with the same
@@ -71,14 +72,29 @@ template <> struct Ld<__nv_bfloat16> {
     }
 };
 
-/* VEC: C % 8 == 0 and x 16-byte aligned, so a lane reads 8 weights and 8
- * activations per step with vector loads. */
+/* The weights of one GEMV launch: matmul's one, or matmul_many's (q/k/v,
+ * gate/up) of the same dtype and width, their rows one grid after another
+ * (weight i's rows end at global row end[i]).  A warp computes a row exactly
+ * as it would in a launch of that weight alone. */
+#define GEMV_GROUP_MAX 4
+struct GemvGroup {
+    float *out[GEMV_GROUP_MAX];
+    const void *w[GEMV_GROUP_MAX];
+    int end[GEMV_GROUP_MAX];
+    int count;
+};
+
+/* VEC: C % 8 == 0 and x and every weight 16-byte aligned, so a lane reads 8
+ * weights and 8 activations per step with vector loads. */
 template <int N, typename WT, bool VEC>
-__global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(float *__restrict__ out, const float *__restrict__ x,
-                                                            const WT *__restrict__ w, int R, int C) {
-    const int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
-    if (row >= R) return;   /* whole warps leave together */
-    const WT *wr = w + (size_t)row * C;
+__global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(GemvGroup g, const float *__restrict__ x, int C) {
+    const int grow = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (grow >= g.end[g.count - 1]) return;   /* whole warps leave together */
+    int i = 0;
+    while (grow >= g.end[i]) i++;
+    const int row = grow - (i ? g.end[i - 1] : 0), R = g.end[i] - (i ? g.end[i - 1] : 0);
+    float *__restrict__ out = g.out[i];
+    const WT *wr = (const WT *)g.w[i] + (size_t)row * C;
     float acc[N];
 #pragma unroll
     for (int t = 0; t < N; t++) acc[t] = 0.0f;
@@ -110,21 +126,39 @@ __global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(float *__restrict__ 
 }
 
 template <int N, typename WT>
-static void gemv_launch(float *out, const float *x, const WT *w, int R, int C) {
-    const unsigned blocks = cu_blocks((size_t)R * 32, GEMV_THREADS);
-    const bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0;
-    if (vec) gemv_kernel<N, WT, true><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(out, x, w, R, C);
-    else gemv_kernel<N, WT, false><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(out, x, w, R, C);
+static void gemv_launch(const GemvGroup &g, const float *x, int C) {
+    const unsigned blocks = cu_blocks((size_t)g.end[g.count - 1] * 32, GEMV_THREADS);
+    bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0;
+    for (int i = 0; i < g.count; i++) vec = vec && ((uintptr_t)g.w[i] & 15) == 0;
+    if (vec) gemv_kernel<N, WT, true><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(g, x, C);
+    else gemv_kernel<N, WT, false><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(g, x, C);
 }
 
 template <typename WT>
-static void gemv(float *out, const float *x, const WT *w, int R, int C, int n) {
+static void gemv_typed(const GemvGroup &g, const float *x, int C, int n) {
     switch (n) {
-    case 1: gemv_launch<1, WT>(out, x, w, R, C); break;
-    case 2: gemv_launch<2, WT>(out, x, w, R, C); break;
-    case 3: gemv_launch<3, WT>(out, x, w, R, C); break;
-    default: gemv_launch<4, WT>(out, x, w, R, C); break;
+    case 1: gemv_launch<1, WT>(g, x, C); break;
+    case 2: gemv_launch<2, WT>(g, x, C); break;
+    case 3: gemv_launch<3, WT>(g, x, C); break;
+    default: gemv_launch<4, WT>(g, x, C); break;
     }
+}
+
+/* outs[i] = x · ws[i]ᵀ for n <= GEMV_MAX tokens in one launch; the weights
+ * share dtype and cols (count <= GEMV_GROUP_MAX). */
+static void gemv(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    GemvGroup g = {};
+    g.count = count;
+    for (int i = 0, end = 0; i < count; i++) {
+        g.out[i] = outs[i];
+        g.w[i] = ws[i]->data;
+        g.end[i] = end += (int)ws[i]->rows;
+    }
+    const int C = (int)ws[0]->cols;
+    if (ws[0]->dtype == DT_F32) gemv_typed<float>(g, x, C, n);
+    else if (ws[0]->dtype == DT_BF16) gemv_typed<__nv_bfloat16>(g, x, C, n);
+    else gemv_typed<__half>(g, x, C, n);
+    CU_LAUNCHED();
 }
 
 /* ---- tiled kernel for a few tokens -------------------------------------------------
@@ -283,10 +317,7 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
     if (n <= 0) return;
     const int R = (int)w->rows, C = (int)w->cols;
     if (n <= GEMV_MAX) {
-        if (w->dtype == DT_F32) gemv(out, x, (const float *)w->data, R, C, n);
-        else if (w->dtype == DT_BF16) gemv(out, x, (const __nv_bfloat16 *)w->data, R, C, n);
-        else gemv(out, x, (const __half *)w->data, R, C, n);
-        CU_LAUNCHED();
+        gemv(&out, x, &w, 1, n);
         return;
     }
     if (n <= TILED_N_MAX && (long long)R * C * n < tiled_max()) {
@@ -301,9 +332,17 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
     else gemm_split<__half>(out, x, w, CUDA_R_16F, n);
 }
 
-/* One launch per weight for now; a grouped kernel (the rows of every weight
- * in one grid) is the step that saves launches (docs/cuda.md). */
+/* Decode and chain drafts (n <= GEMV_MAX): one grouped GEMV launch for
+ * weights of one dtype and width (q/k/v, gate/up), each output exactly what
+ * its own launch gives; else, and for more tokens, one product per weight. */
 void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    int grouped = n > 0 && n <= GEMV_MAX && count >= 1 && count <= GEMV_GROUP_MAX;
+    for (int i = 1; i < count && grouped; i++)
+        grouped = ws[i]->dtype == ws[0]->dtype && ws[i]->cols == ws[0]->cols;
+    if (grouped) {
+        gemv(outs, x, ws, count, n);
+        return;
+    }
     for (int i = 0; i < count; i++) cu_matmul(outs[i], x, ws[i], n);
 }
 
