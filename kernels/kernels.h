@@ -86,6 +86,10 @@ typedef struct Backend {
     /* x[n][b.cols] += b (a bias vector) */
     void (*add_bias)(float *x, const Weight *b, int n);
     void (*rmsnorm)(float *out, const float *x, const Weight *w, int n, float eps);
+    /* x[n][w.cols] += y, then out = rmsnorm(x): a residual add and the next
+     * norm in one pass (one launch), each result what add then rmsnorm
+     * give; out may be y. */
+    void (*add_rmsnorm)(float *out, float *x, const float *y, const Weight *w, int n, float eps);
     /* Rotary embedding, rotate-half layout (HF LLaMA), in place on
      * x[n][nheads*head_dim]; pos[n] positions, inv_freq[head_dim/2]. */
     void (*rope)(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
@@ -185,7 +189,7 @@ typedef struct Backend {
 
 /* Every member of Backend, for checks that an implementation is complete. */
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
-    X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
+    X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(add_rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
     X(softmax_topk_dev) X(argmax_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_compact) X(tree_inputs) X(tree_accept)
 

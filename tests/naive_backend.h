@@ -50,6 +50,11 @@ static void nv_rmsnorm(float *out, const float *x, const Weight *w, int n, float
         for (int64_t j = 0; j < w->cols; j++) out[t * w->cols + j] = (float)(nv_w(w, 0, j) * x[t * w->cols + j] * inv);
     }
 }
+static void nv_add(float *x, const float *y, size_t n);
+static void nv_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps) {
+    nv_add(x, y, (size_t)n * w->cols);
+    nv_rmsnorm(out, x, w, n, eps);
+}
 static void nv_rope(float *x, const int *pos, int n, int nh, int hd, const float *inv_freq) {
     for (int t = 0; t < n; t++)
         for (int h = 0; h < nh; h++)
@@ -255,7 +260,7 @@ static void nv_tree_accept(const DevTree *t, int n, const int *want, int from_st
 static const Backend naive_backend = {
     .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
-    .matmul = nv_matmul, .matmul_many = nv_matmul_many, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .rope = nv_rope, .add = nv_add,
+    .matmul = nv_matmul, .matmul_many = nv_matmul_many, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .add_rmsnorm = nv_add_rmsnorm, .rope = nv_rope, .add = nv_add,
     .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax, .softmax_topk_dev = nv_softmax_topk, .argmax_dev = nv_argmax,

@@ -99,6 +99,18 @@ static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int
     float worst = 0, *h;
     B->rmsnorm(ob, xb, &wb, n, 1e-5f); R->rmsnorm(orr, x, &wr, n, 1e-5f);
     h = down(B, ob, N); worst = fmaxf(worst, rel_err(h, orr, N)); free(h);
+    /* add_rmsnorm against add then rmsnorm, its output over y (as the
+     * layers use it); x and g restored after */
+    {
+        float *x2 = xmalloc(sizeof(float) * N), *g2 = xmalloc(sizeof(float) * N), *o2 = xmalloc(sizeof(float) * N);
+        memcpy(x2, x, sizeof(float) * N); memcpy(g2, g, sizeof(float) * N);
+        R->add(x2, g2, N); R->rmsnorm(o2, x2, &wr, n, 1e-5f);
+        B->add_rmsnorm(gb, xb, gb, &wb, n, 1e-5f);
+        h = down(B, xb, N); worst = fmaxf(worst, rel_err(h, x2, N)); free(h);
+        h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, o2, N)); free(h);
+        B->to_device(xb, x, N); B->to_device(gb, g, N);
+        free(x2); free(g2); free(o2);
+    }
     B->add(gb, xb, N); R->add(g, x, N);
     h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
     B->swiglu(gb, xb, N); R->swiglu(g, x, N);

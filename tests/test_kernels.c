@@ -120,6 +120,11 @@ static void attention_unmasked(float *out, const float *q, const AttnSeq *seqs, 
 static void topk_ties_wrong(const float *lg, int n, int vocab, float t, int k, int *ids, float *p, int topm, float *h) {
     cpu_backend.softmax_topk(lg, n, vocab, t, k, ids, p, topm + 1, h);   /* entropy over M+1 */
 }
+/* the norm of x before the add */
+static void add_rmsnorm_norm_first(float *out, float *x, const float *y, const Weight *w, int n, float eps) {
+    cpu_rmsnorm(out, x, w, n, eps);
+    cpu_add(x, y, (size_t)n * w->cols);
+}
 /* the walk takes the last matching child instead of the first */
 static void accept_last_child(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
     cpu_tree_accept(t, n, want, from_start, steps, walk);
@@ -143,6 +148,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.softmax_topk = topk_ties_wrong;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "top-M entropy over the wrong M not caught");
+    broken = cpu_backend;
+    broken.add_rmsnorm = add_rmsnorm_norm_first;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "add_rmsnorm normalising before the add not caught");
     broken = cpu_backend;
     broken.tree_compact = compact_drops_rank;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_compact losing a rank not caught");

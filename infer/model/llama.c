@@ -150,7 +150,7 @@ void layer_scratch_free(const Backend *be, LayerScratch *s) {
 }
 
 void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
-                           int kv_layer, LayerScratch *s, const float *in, float *x, int n, const int *pos,
+                           int kv_layer, LayerScratch *s, const float *in, int n, const int *pos,
                            const SeqView *seqs, int n_seq) {
     const size_t kvd = (size_t)c->kv_heads * c->head_dim;
     float *qkv[3] = {s->q, s->k, s->v};
@@ -166,13 +166,12 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
     }
     be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);
     if (as != &one) free(as);
-    be->matmul(s->xb, s->att, &l->wo, n);
-    be->add(x, s->xb, (size_t)n * c->hidden);
+    be->matmul(s->xb, s->att, &l->wo, n);   /* the residual add is the MLP block's, fused with its norm */
 }
 
 void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
     const size_t h = c->hidden;
-    be->rmsnorm(s->xb, x, &l->ffn_norm, n, c->rms_eps);
+    be->add_rmsnorm(s->xb, x, s->xb, &l->ffn_norm, n, c->rms_eps);
     float *gu[2] = {s->gate, s->up};
     const Weight *wgu[2] = {&l->gate, &l->up};
     be->matmul_many(gu, s->xb, wgu, 2, n);
@@ -186,7 +185,7 @@ void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLay
                          int n_seq) {
     if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
     else be->copy(s->xb, x, (size_t)n * c->hidden);
-    llama_attention_block(be, c, l, inv_freq, kv_layer, s, s->xb, x, n, pos, seqs, n_seq);
+    llama_attention_block(be, c, l, inv_freq, kv_layer, s, s->xb, n, pos, seqs, n_seq);
     llama_mlp_block(be, c, l, s, x, n);
 }
 

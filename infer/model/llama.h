@@ -73,10 +73,11 @@ void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLay
                          int kv_layer, LayerScratch *s, float *x, int n, const int *pos, const SeqView *seqs,
                          int n_seq);
 /* The two halves of llama_layer_forward, for a layer whose attention input
- * is not norm(x) (EAGLE-3): x += attention over in[n][l->wq.cols], the
- * already normalised input (it may be s->xb); then x += MLP block. */
+ * is not norm(x) (EAGLE-3): the attention over in[n][l->wq.cols], the
+ * already normalised input (it may be s->xb), left in s->xb; then x += that
+ * and x += MLP block (the residual add fused with the MLP's norm). */
 void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
-                           int kv_layer, LayerScratch *s, const float *in, float *x, int n, const int *pos,
+                           int kv_layer, LayerScratch *s, const float *in, int n, const int *pos,
                            const SeqView *seqs, int n_seq);
 void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n);
 

@@ -29,7 +29,7 @@ static void eagle3_forward(Draft *d, EagleHead *e, const int *tokens, const floa
     be->rmsnorm(e->ls.xb, e->emb, &e->layer.attn_norm, n, c->rms_eps);
     be->rmsnorm(e->normed, e->x, &e->hidden_norm, n, c->rms_eps);
     be->concat(e->cat, e->ls.xb, h, e->normed, h, n);
-    llama_attention_block(be, c, &e->layer, e->inv_freq, 0, &e->ls, e->cat, e->x, n, pos, seqs, n_seq);
+    llama_attention_block(be, c, &e->layer, e->inv_freq, 0, &e->ls, e->cat, n, pos, seqs, n_seq);
     llama_mlp_block(be, c, &e->layer, &e->ls, e->x, n);
     be->rmsnorm(e->normed, e->x, &e->norm, n, c->rms_eps);
     eagle_logits(d, e, e->normed, logit_rows, n_logit);

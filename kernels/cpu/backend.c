@@ -90,6 +90,7 @@ const Backend cpu_backend = {
     .matmul_many = cpu_matmul_many,
     .add_bias = cpu_add_bias,
     .rmsnorm = cpu_rmsnorm,
+    .add_rmsnorm = cpu_add_rmsnorm,
     .rope = cpu_rope,
     .add = cpu_add,
     .swiglu = cpu_swiglu,

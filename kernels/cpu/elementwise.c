@@ -61,6 +61,12 @@ void cpu_add(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+/* one op for the GPU's sake: on the CPU the two passes cost what one does */
+void cpu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps) {
+    cpu_add(x, y, (size_t)n * w->cols);
+    cpu_rmsnorm(out, x, w, n, eps);
+}
+
 /* gate = silu(gate) * up; sixteen lanes at a time through libmvec's expf
  * where there is AVX-512 (the tail under a lane mask, so every element is
  * computed the same wherever it sits: batch invariance). */

@@ -81,6 +81,7 @@ extern "C" const Backend cuda_backend = {
     .matmul_many = cu_matmul_many,
     .add_bias = cu_add_bias,
     .rmsnorm = cu_rmsnorm,
+    .add_rmsnorm = cu_add_rmsnorm,
     .rope = cu_rope,
     .add = cu_add,
     .swiglu = cu_swiglu,

@@ -126,6 +126,7 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n);
 void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
 void cu_add_bias(float *x, const Weight *b, int n);
 void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps);
+void cu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps);
 void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
 void cu_add(float *x, const float *y, size_t n);
 void cu_swiglu(float *gate, const float *up, size_t n);

@@ -8,14 +8,26 @@
 
 #define RMS_THREADS 256
 
-__global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(float *__restrict__ out, const float *__restrict__ x,
-                                                              const void *__restrict__ w, int dt, int d, float eps) {
+/* With y (add_rmsnorm), x += y first: each thread adds the elements it then
+ * squares and later scales, so the sum and the output are rmsnorm's of the
+ * updated x; every read of y precedes the barrier, so out may be y. */
+__global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(float *out, float *x, const float *y, const void *__restrict__ w,
+                                                              int dt, int d, float eps) {
     __shared__ double part[RMS_THREADS / 32];
     __shared__ float inv_s;
-    const float *xr = x + (size_t)blockIdx.x * d;
+    float *xr = x + (size_t)blockIdx.x * d;
     float *o = out + (size_t)blockIdx.x * d;
     double ss = 0;
-    for (int j = threadIdx.x; j < d; j += blockDim.x) ss += (double)xr[j] * xr[j];
+    if (y) {
+        const float *yr = y + (size_t)blockIdx.x * d;
+        for (int j = threadIdx.x; j < d; j += blockDim.x) {
+            const float v = __fadd_rn(xr[j], yr[j]);
+            xr[j] = v;
+            ss += (double)v * v;
+        }
+    } else {
+        for (int j = threadIdx.x; j < d; j += blockDim.x) ss += (double)xr[j] * xr[j];
+    }
     for (int k = 16; k > 0; k >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, k);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
     __syncthreads();
@@ -31,7 +43,14 @@ __global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(float *__restrict_
 
 void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
     if (n <= 0) return;
-    rmsnorm_kernel<<<n, RMS_THREADS, 0, cu_stream()>>>(out, x, w->data, w->dtype, (int)w->cols, eps);
+    /* x is only read without y */
+    rmsnorm_kernel<<<n, RMS_THREADS, 0, cu_stream()>>>(out, (float *)x, NULL, w->data, w->dtype, (int)w->cols, eps);
+    CU_LAUNCHED();
+}
+
+void cu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps) {
+    if (n <= 0) return;
+    rmsnorm_kernel<<<n, RMS_THREADS, 0, cu_stream()>>>(out, x, y, w->data, w->dtype, (int)w->cols, eps);
     CU_LAUNCHED();
 }
 
