@@ -169,22 +169,40 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
     be->matmul(s->xb, s->att, &l->wo, n);   /* the residual add is the MLP block's, fused with its norm */
 }
 
-void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
-    const size_t h = c->hidden;
+/* x += the attention output in s->xb, then the MLP over norm(x), its output
+ * left in s->xb: the caller adds it (batch_ops fused with the next norm). */
+static void mlp_open(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
     be->add_rmsnorm(s->xb, x, s->xb, &l->ffn_norm, n, c->rms_eps);
     float *gu[2] = {s->gate, s->up};
     const Weight *wgu[2] = {&l->gate, &l->up};
     be->matmul_many(gu, s->xb, wgu, 2, n);
     be->swiglu(s->gate, s->up, (size_t)n * c->intermediate);
     be->matmul(s->xb, s->gate, &l->down, n);
-    be->add(x, s->xb, n * h);
+}
+
+void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
+    mlp_open(be, c, l, s, x, n);
+    be->add(x, s->xb, (size_t)n * c->hidden);
+}
+
+/* A layer's input, norm(x) or x itself where the layer has no norm, into
+ * s->xb; with add (the last layer's MLP output, in s->xb) x += add first,
+ * fused with the norm. */
+static void layer_input(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x,
+                        const float *add, int n) {
+    const size_t size = (size_t)n * c->hidden;
+    if (l->has_attn_norm && add) be->add_rmsnorm(s->xb, x, add, &l->attn_norm, n, c->rms_eps);
+    else if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
+    else {
+        if (add) be->add(x, add, size);
+        be->copy(s->xb, x, size);
+    }
 }
 
 void llama_layer_forward(const Backend *be, const ModelConfig *c, const LlamaLayer *l, const float *inv_freq,
                          int kv_layer, LayerScratch *s, float *x, int n, const int *pos, const SeqView *seqs,
                          int n_seq) {
-    if (l->has_attn_norm) be->rmsnorm(s->xb, x, &l->attn_norm, n, c->rms_eps);
-    else be->copy(s->xb, x, (size_t)n * c->hidden);
+    layer_input(be, c, l, s, x, NULL, n);
     llama_attention_block(be, c, l, inv_freq, kv_layer, s, s->xb, n, pos, seqs, n_seq);
     llama_mlp_block(be, c, l, s, x, n);
 }
@@ -354,11 +372,15 @@ static void batch_ops(void *arg) {
     const ModelConfig *c = &m->cfg;
     const int n = a->off[a->n_seq], h = c->hidden;
     be->embed(b->x, &m->embed, a->tokens, n);
+    /* each layer's last residual add goes into the next layer's input norm
+     * (the final norm after the last): one launch instead of two */
     for (int l = 0; l < c->layers; l++) {
-        batch_capture(a, l);
-        llama_layer_forward(be, c, &m->layer[l], m->inv_freq, l, &b->ls, b->x, n, a->pos, b->seqs, a->n_seq);
+        layer_input(be, c, &m->layer[l], &b->ls, b->x, l ? b->ls.xb : NULL, n);
+        batch_capture(a, l);   /* x is the layer's input now */
+        llama_attention_block(be, c, &m->layer[l], m->inv_freq, l, &b->ls, b->ls.xb, n, a->pos, b->seqs, a->n_seq);
+        mlp_open(be, c, &m->layer[l], &b->ls, b->x, n);
     }
-    be->rmsnorm(b->hidden, b->x, &m->final_norm, n, c->rms_eps);
+    be->add_rmsnorm(b->hidden, b->x, b->ls.xb, &m->final_norm, n, c->rms_eps);
     for (int i = 0; i < a->n_seq; i++) {
         const int o = a->off[i], ni = a->off[i + 1] - o;
         if (ni) be->copy(a->states[i]->hidden, b->hidden + (size_t)o * h, (size_t)ni * h);
