@@ -134,7 +134,11 @@ static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_
                 CHECK(log.mismatches == 0 && log.compared == log.n,
                       "%s %s %s prompt %d entropy %d: %d of %d trees differ (%d compared)", what, cases[c].policy,
                       cases[c].settings, q, ent, log.mismatches, log.n, log.compared);
-                CHECK(cycle_host_reads(dev->dc, dev->draft) > 0, "the device cycle counts no host reads");
+                const long reads = cycle_host_reads(dev->dc);
+                CHECK(reads > 0, "the device cycle counts no host reads");
+                if (q == 0 && ent == 0)
+                    printf("# %s %s %s: %.1f host reads a cycle (tau %.2f)\n", what, cases[c].policy, cases[c].settings,
+                           (double)reads / sd.cycles, decode_stats_tau(&sd));
                 log_free(&log);
                 free(out_h); free(out_d);
                 decoder_free(host); decoder_free(dev);

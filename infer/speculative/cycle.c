@@ -53,7 +53,9 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
         c->ent = be->alloc(c->dist_cap);
     }
     double t0 = now_seconds(), dist0 = d->t_dist;
+    const long reads0 = d->dev_inputs.reads;
     int rc = draft_expand_dev(d, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs, want_ent ? c->ent : NULL);
+    c->draft_reads += d->dev_inputs.reads - reads0;
     double dist = d->t_dist - dist0;
     tm->dist += dist;
     tm->draft += now_seconds() - t0 - dist;
@@ -67,6 +69,4 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
     if (c->verified == &c->pool) c->n_verified = c->n;
 }
 
-long cycle_host_reads(const DevCycle *c, const Draft *d) {
-    return c->inputs.reads + c->walk_reads + (d ? d->dev_inputs.reads : 0);
-}
+long cycle_host_reads(const DevCycle *c) { return c->inputs.reads + c->draft_reads + c->walk_reads; }

@@ -31,7 +31,7 @@ struct DevCycle {
     size_t dist_cap;
     TreeInputs inputs;      /* the verify forward's, read to the host */
     int *h_walk;            /* the walk, read to the host */
-    long walk_reads;
+    long walk_reads, draft_reads;   /* host reads of walks and of the draft's forward inputs */
 };
 
 /* A cycle for trees of up to cap nodes, in be's memory. */
@@ -48,5 +48,5 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
  * NULL takes every (row, rank) in order). */
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);
 /* Host reads so far: forward inputs (the verify's and the draft's) and walks. */
-long cycle_host_reads(const DevCycle *c, const Draft *d);
+long cycle_host_reads(const DevCycle *c);
 #endif

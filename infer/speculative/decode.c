@@ -269,16 +269,20 @@ static int decoder_accept(Decoder *dec) {
     return rc;
 }
 
-/* The greedy walk on the device: over all rows' argmax at once, or (lazy
- * logits) one path node at a time; then one read of the walk. */
+/* The greedy walk on the device: over all rows' argmax at once, then one
+ * read of the walk; or (lazy logits) one path node at a time, a read of the
+ * walk after each. */
 static int device_walk(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const int V = ts->m->cfg.vocab;
+    const size_t words = 3 + 2 * (size_t)n;
     if (!dec->lazy) {
         be->argmax_dev(ts->logits, n, V, c->want);
         be->tree_accept(c->verified, n, c->want, 1, n, c->walk);
+        backend_ints_to_host(be, c->h_walk, c->walk, words);
+        c->walk_reads++;
     } else {
         be->tree_accept(c->verified, n, c->want, 1, 0, c->walk);
         for (int cur = 0;;) {
@@ -286,15 +290,12 @@ static int device_walk(Decoder *dec, int n) {
             if (!logits) return -1;
             be->argmax_dev(logits, 1, V, c->want + cur);
             be->tree_accept(c->verified, n, c->want, 0, 1, c->walk);
-            backend_ints_to_host(be, c->h_walk, c->walk, 2);
+            backend_ints_to_host(be, c->h_walk, c->walk, words);
             c->walk_reads++;
             if (c->h_walk[0]) break;
-            backend_ints_to_host(be, &cur, c->walk + 3 + c->h_walk[1] - 1, 1);
-            c->walk_reads++;
+            cur = c->h_walk[3 + c->h_walk[1] - 1];
         }
     }
-    backend_ints_to_host(be, c->h_walk, c->walk, 3 + 2 * (size_t)n);
-    c->walk_reads++;
     c->root_src = c->walk + 2;   /* the next tree's root, without the host */
     return 0;
 }

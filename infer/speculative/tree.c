@@ -94,30 +94,22 @@ int tree_max_depth(const Tree *t) {
 
 void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
                       int pos0, int nctx) {
-    const size_t words = ((size_t)m * nctx + 3) / 4;
+    const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * nctx + 3) / 4;
     if (in->be != be) { tree_inputs_free(in); in->be = be; }
-    if (m > in->rows_cap) {
+    if (words > in->cap) {
         if (in->dev) be->release(in->dev);
-        in->rows_cap = 2 * m;
-        in->dev = backend_alloc_ints(be, 4 * (size_t)in->rows_cap);
-        in->host = xrealloc(in->host, sizeof(int) * 4 * in->rows_cap);
+        in->cap = 2 * words;
+        in->dev = backend_alloc_ints(be, in->cap);
+        in->host = xrealloc(in->host, sizeof(int) * in->cap);
     }
-    if (words * 4 > in->mask_bytes) {
-        if (in->mask) be->release(in->mask);
-        in->mask_bytes = words * 8;
-        in->mask = (uint8_t *)(void *)be->alloc(in->mask_bytes / 4);
-        in->h_mask = xrealloc(in->h_mask, in->mask_bytes);
-    }
-    be->tree_inputs(t, rows, m, base, ones, pos0, nctx, in->dev, in->mask);
-    backend_ints_to_host(be, in->host, in->dev, 4 * (size_t)m);
-    be->to_host((float *)(void *)in->h_mask, (const float *)(const void *)in->mask, words);
-    in->reads += 2;
+    be->tree_inputs(t, rows, m, base, ones, pos0, nctx, in->dev, (uint8_t *)(void *)(in->dev + ints));
+    backend_ints_to_host(be, in->host, in->dev, words);   /* the ints and the mask: one wait on a GPU */
+    in->h_mask = (const uint8_t *)(const void *)(in->host + ints);
+    in->reads++;
 }
 
 void tree_inputs_free(TreeInputs *in) {
     if (in->dev) in->be->release(in->dev);
-    if (in->mask) in->be->release(in->mask);
     free(in->host);
-    free(in->h_mask);
     memset(in, 0, sizeof *in);
 }

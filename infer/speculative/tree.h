@@ -36,16 +36,16 @@ int tree_path(const Tree *t, int node, int *path);
 int tree_max_depth(const Tree *t);
 
 /* The inputs of a forward over rows of a tree in backend memory (the tree
- * op tree_inputs, kernels.h), read to the host, since the forwards take
- * host control arrays: host[0..m) tokens, [m..2m) positions, [2m..3m)
- * parents, [3m..4m) nodes; h_mask the mask [m][nctx].  Zero-initialise;
- * buffers grow to the largest call; reads counts host reads. */
+ * op tree_inputs, kernels.h), read to the host in one copy, since the
+ * forwards take host control arrays: host[0..m) tokens, [m..2m) positions,
+ * [2m..3m) parents, [3m..4m) nodes, then h_mask, the mask [m][nctx].
+ * Zero-initialise; the buffers grow to the largest call; reads counts host
+ * reads. */
 typedef struct {
     const Backend *be;
-    int *dev, *host;
-    uint8_t *mask, *h_mask;
-    int rows_cap;
-    size_t mask_bytes;
+    int *dev, *host;          /* cap words each: the ints, then the mask's bytes */
+    const uint8_t *h_mask;    /* into host */
+    size_t cap;
     long reads;
 } TreeInputs;
 void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
