@@ -153,6 +153,8 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     /* batched products of more than FEW_TOKENS rows sum in another order
      * (infer/speculative/batch.h), so a resume must not mix batch sizes */
     SET("batch", "%d", o->batch);
+    /* a walk's draft features come from one-token forwards (decode.h) */
+    SET("verify", "%s", cfg->verify_walk ? "walk" : "tree");
     /* the backend's settings: one changes the arithmetic (cuda_fast_gemm),
      * and a resume must not mix trees of two */
     const char *key;

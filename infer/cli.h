@@ -21,7 +21,7 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
     CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET,
-    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_POLICY_FLAG,
+    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_VERIFY, CLI_POLICY_FLAG,
     CLI_OWN = CLI_POLICY_FLAG + 16
 };
 /* The backends' settings (BackendOptions), for every command that loads a
@@ -62,7 +62,8 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
         {"max-questions", 1, 0, CLI_MAX_QUESTIONS}, {"max-turns", 1, 0, CLI_MAX_TURNS},                     \
         {"max-new-tokens", 1, 0, CLI_MAX_NEW},                                                              \
         {"max-ctx", 1, 0, CLI_MAX_CTX}, {"entropy-topm", 1, 0, CLI_TOPM},                                  \
-        {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"quiet", 0, 0, CLI_QUIET}, CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS
+        {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"verify", 1, 0, CLI_VERIFY}, {"quiet", 0, 0, CLI_QUIET},          \
+        CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS
 
 /* The help of the session options, one copy for every command that takes
  * them; its two %s are draft_kind_help() and CHAT_TEMPLATE_NAMES. */
@@ -87,7 +88,11 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     "  --max-turns N          first N turns of each question (1: first turns only)\n"                    \
     "  --max-new-tokens N     per turn (default 256)\n"                                                  \
     "  --max-ctx N            KV cache slots for prompt + answer (default 4096)\n"                       \
-    "  --entropy-topm M       entropy over the top M draft probabilities, 0 = exact (default 1000)\n"
+    "  --entropy-topm M       entropy over the top M draft probabilities, 0 = exact (default 1000)\n"     \
+    "  --verify tree|walk     tree: the target verifies each tree in one forward (default);\n"          \
+    "                         walk: it forwards only the accepted path, a token at a time: the\n"       \
+    "                         same tokens, tau and gamma for less work, but no speed figures\n"        \
+    "                         (acceptance studies; greedy only; docs/commands.md)\n"
 #define CLI_QUIET_HELP                                                                                     \
     "  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"          \
     "                         file, a line every 10 s)\n"

@@ -1,4 +1,5 @@
-/* The device cycle (infer/speculative/cycle.h) against the host's: for
+/* The device cycle (infer/speculative/cycle.h) and verification by walking
+ * (--verify walk, decode.h) against the host cycle's tree forward: for
  * every policy with a device program, each cycle's verified tree node by
  * node (token, parent, depth, rank, p, P, H bit for bit), the tokens, τ and
  * γ; on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
@@ -8,6 +9,7 @@
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
 #include "kernels/base/util.h"
+#include "kernels/cpu/cpu.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,11 @@ static int same_tree(const Tree *a, const Tree *b) {
 static int check_tree(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
     (void)path; (void)n_path;
     TreeLog *log = ctx;
+    if (!log->dec->dc) {   /* a walk: the host tree */
+        log->mismatches += !t || cycle >= log->n || !same_tree(t, &log->trees[cycle]);
+        log->compared++;
+        return 0;
+    }
     if (t) { log->mismatches++; return 0; }   /* a device run hands no host tree */
     Tree got;
     fetch_tree(log->dec->dc, &got);
@@ -85,8 +92,11 @@ typedef struct {
     const char *policy, *settings;   /* settings: KEY=VALUE lines */
 } Case;
 
-/* A decoder for the case, on the device cycle or not; NULL with err_set. */
-static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int want_entropy, int device, int slots,
+/* How the second decoder of a comparison runs. */
+enum { MODE_HOST, MODE_DEVICE, MODE_WALK };
+
+/* A decoder for the case, in that mode; NULL with err_set. */
+static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int want_entropy, int mode, int slots,
                             Policy **p) {
     PolicyParams prm;
     policy_params_default(&prm);
@@ -99,21 +109,23 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
         if (policy_params_set(&prm, kv, NULL)) return NULL;
     if (!(*p = policy_new(&prm))) return NULL;
     Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), (SampleParams){0});
-    if (dec && device && decoder_use_device_cycle(dec)) { decoder_free(dec); dec = NULL; }
+    if (dec) dec->walk = mode == MODE_WALK;
+    if (dec && mode == MODE_DEVICE && decoder_use_device_cycle(dec)) { decoder_free(dec); dec = NULL; }
     return dec;
 }
 
-/* Host and device runs of each case over each prompt: the same trees,
- * tokens and statistics; with entropies recorded (topm 16) too when
- * entropy_too. */
-static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
-                        const int *lens, int n_prompts, int max_new, int entropy_too, const char *what) {
+/* Host-cycle runs of each case over each prompt against runs in mode
+ * (the device cycle, or walking): the same trees, tokens and statistics;
+ * with entropies recorded (topm 16) too when entropy_too. */
+static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *cases, int n_cases,
+                           const int *const *prompts, const int *lens, int n_prompts, int max_new, int entropy_too,
+                           const char *what) {
     for (int c = 0; c < n_cases; c++)
         for (int q = 0; q < n_prompts; q++)
             for (int ent = 0; ent < 1 + entropy_too; ent++) {
                 Policy *ph = NULL, *pd = NULL;
-                Decoder *host = decoder_for(m, d, &cases[c], ent, 0, lens[q] + max_new + 8, &ph);
-                Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, 1, lens[q] + max_new + 8, &pd) : NULL;
+                Decoder *host = decoder_for(m, d, &cases[c], ent, MODE_HOST, lens[q] + max_new + 8, &ph);
+                Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, mode, lens[q] + max_new + 8, &pd) : NULL;
                 REQUIRE(host && dev, "%s %s %s: %s", what, cases[c].policy, cases[c].settings, err_get());
                 TreeLog log = {0};
                 host->hook = log_tree;
@@ -128,22 +140,41 @@ static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_
                 REQUIRE(nh > 0 && nd > 0, "%s %s: %s", what, cases[c].policy, err_get());
                 CHECK(nh == nd && !memcmp(out_h, out_d, sizeof(int) * nh), "%s %s %s prompt %d: tokens differ", what,
                       cases[c].policy, cases[c].settings, q);
+                /* A walk's draft features come from one-token products: the
+                 * tree forward's bit for bit up to FEW_TOKENS nodes (cpu.h),
+                 * in the last bits beyond (its tokens are still ar's). */
+                if (mode == MODE_WALK && policy_max_nodes(ph) > FEW_TOKENS) {
+                    printf("# %s %s %s prompt %d: %d of %d trees bit for bit (tau %.2f against %.2f)\n", what,
+                           cases[c].policy, cases[c].settings, q, log.n - log.mismatches, log.n,
+                           decode_stats_tau(&sd), decode_stats_tau(&sh));
+                    goto next;
+                }
                 CHECK(sh.cycles == sd.cycles && sh.gamma == sd.gamma && sh.cycle_tokens == sd.cycle_tokens,
                       "%s %s %s prompt %d: cycles %lld/%lld gamma %lld/%lld", what, cases[c].policy, cases[c].settings,
                       q, (long long)sh.cycles, (long long)sd.cycles, (long long)sh.gamma, (long long)sd.gamma);
                 CHECK(log.mismatches == 0 && log.compared == log.n,
                       "%s %s %s prompt %d entropy %d: %d of %d trees differ (%d compared)", what, cases[c].policy,
                       cases[c].settings, q, ent, log.mismatches, log.n, log.compared);
-                const long reads = cycle_host_reads(dev->dc);
+                const long reads = mode == MODE_DEVICE ? cycle_host_reads(dev->dc) : 1;
                 CHECK(reads > 0, "the device cycle counts no host reads");
-                if (q == 0 && ent == 0)
+                if (mode == MODE_DEVICE && q == 0 && ent == 0)
                     printf("# %s %s %s: %.1f host reads a cycle (tau %.2f)\n", what, cases[c].policy, cases[c].settings,
                            (double)reads / sd.cycles, decode_stats_tau(&sd));
+            next:
                 log_free(&log);
                 free(out_h); free(out_d);
                 decoder_free(host); decoder_free(dev);
                 policy_free(ph); policy_free(pd);
             }
+}
+
+/* Both comparisons: the device cycle and walking. */
+static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
+                        const int *lens, int n_prompts, int max_new, int entropy_too, const char *what) {
+    same_cycles_as(MODE_DEVICE, m, d, cases, n_cases, prompts, lens, n_prompts, max_new, entropy_too, what);
+    char walk[128];
+    snprintf(walk, sizeof walk, "%s, walking", what);
+    same_cycles_as(MODE_WALK, m, d, cases, n_cases, prompts, lens, n_prompts, max_new, entropy_too, walk);
 }
 
 static const Case TREE_CASES[] = {
@@ -241,6 +272,12 @@ static void test_device_cycle_refused(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --cycle gpu", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --verify all", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--verify");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --draft tests/ckpt/eagle_tiny "
+                 "--questions data/demo/prompts/code_test.jsonl "
+                 "--verify walk --temperature 0.7", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--verify walk");
 }
 
 int main(void) {

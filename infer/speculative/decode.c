@@ -203,6 +203,10 @@ static int decoder_draft(Decoder *dec) {
     /* what the target's forward of the tree needs */
     dec->t_verify = now_seconds();
     const Tree *t = &dec->tree;
+    if (dec->walk) {   /* the path and its features only */
+        reserve_nodes(dec, t->n, 0);
+        return 0;
+    }
     reserve_nodes(dec, t->n, ts->n_past);
     tree_positions(t, ts->n_past, dec->pos);
     tree_mask(t, ts->n_past, dec->mask);
@@ -221,10 +225,12 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     DecodeStats *st = dec->st;
-    /* gather the path's features before the cache compaction */
-    if (dec->draft)
-        be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
-    llama_commit(ts, dec->path, len);
+    if (!dec->walk) {   /* a walk kept each node and its features as it went */
+        /* gather the path's features before the cache compaction */
+        if (dec->draft)
+            be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
+        llama_commit(ts, dec->path, len);
+    }
     const double verify_s = now_seconds() - dec->t_verify;
     st->t.verify += verify_s;
     st->cycles++;
@@ -265,6 +271,36 @@ static int decoder_accept(Decoder *dec) {
     int *toks = xmalloc(sizeof(int) * len);
     for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
     int rc = decoder_advance(dec, t, t->n, toks, len, bonus);
+    free(toks);
+    return rc;
+}
+
+/* Verification by walking (Decoder.walk): the root, then the child holding
+ * the target's choice, one forward each, every node kept in the cache with
+ * its features as it is forwarded; the first choice no child holds is the
+ * bonus. */
+static int decoder_walk(Decoder *dec) {
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    const Tree *t = &dec->tree;
+    const int zero = 0;
+    int len = 0, node = 0, want = 0;
+    for (;;) {
+        const int pos = ts->n_past;
+        if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL)) return -1;
+        if (dec->draft) be->copy_rows(dec->path_hidden, &len, draft_features(dec->draft, ts), &zero, 1, dec->feat_width);
+        llama_commit(ts, NULL, 1);
+        dec->path[len++] = node;
+        be->argmax(ts->logits, 1, ts->m->cfg.vocab, &want);
+        int next = 0;
+        for (int c = node + 1; c < t->n && !next; c++)
+            if (t->parent[c] == node && t->token[c] == want) next = c;
+        if (!next) break;
+        node = next;
+    }
+    int *toks = xmalloc(sizeof(int) * len);
+    for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
+    int rc = decoder_advance(dec, t, t->n, toks, len, want);
     free(toks);
     return rc;
 }
@@ -334,8 +370,9 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
     while (!dec->done) {
         if (!dec->gate) backend_unit_begin(be, &dec->tuner);   /* a gate's owner tunes its batches */
         const Tree *t = &dec->tree;
-        if (dec->dc ? decoder_cycle_dev(dec)
-                    : decoder_draft(dec) ||
+        if (dec->dc     ? decoder_cycle_dev(dec)
+            : dec->walk ? decoder_draft(dec) || decoder_walk(dec)
+                        : decoder_draft(dec) ||
                           target_forward(dec, GATE_VERIFY, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
                                          dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
                           decoder_accept(dec))
@@ -351,6 +388,7 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
         return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
                              : "this policy (with these settings) has no device program";
     if (dec->sp.temperature > 0) return "sampling (temperature > 0) verifies on the host";
+    if (dec->walk) return "--verify walk walks on the host";
     if (dec->gate) return "batched decoding (--batch > 1) runs the host cycle";
     if (p->feedback) return "the policy learns from each cycle on the host";
     if (dec->draft && (dec->draft->ops->expand || dec->draft->gate)) return "this draft has no device program";

@@ -70,6 +70,16 @@ typedef struct {
     /* the turn in progress (decoder_begin .. decoder_end) */
     int *out;             /* its tokens so far */
     int n_out, max_new, done, root, lazy;
+    /* Verification by walking (--verify walk, greedy only): the target
+     * forwards the root, then each child holding its greedy choice, a token
+     * at a time, instead of the whole tree in one forward.  What greedy
+     * verification accepts is fixed by the target's choices along the path,
+     * so the tokens, τ and γ are those of the tree forward (the draft's
+     * features come from one-token forwards, equal to the tree forward's
+     * where products sum each row alone: --cpu-fast-gemm on), for τ
+     * one-token forwards a cycle instead of one of every node: for studies
+     * of acceptance (spec-collect, sweeps of tree sizes), never for speed. */
+    int walk;
     DecodeStats *st;
     double t_start, t_verify;
 } Decoder;

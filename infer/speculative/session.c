@@ -16,6 +16,10 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     if (!cfg->target_dir) { err_set("--target is required"); return -1; }
+    if (cfg->verify_walk && cfg->sp.temperature > 0) {
+        err_set("--verify walk: greedy decoding only (temperature 0); sampling verifies the whole tree");
+        return -1;
+    }
     if (backend_configure(&cfg->backend)) return -1;
     const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
     if (!be) return -1;
@@ -72,6 +76,7 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
     Decoder *dec = decoder_new(s->target, p->needs_draft ? draft : NULL, p,
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
+    dec->walk = s->cfg.verify_walk;
     int32_t stop[8];
     int n = chat_stop_ids(s->tok, s->tmpl, stop, 8);
     for (int i = 0; i < n; i++) dec->stop_ids[i] = stop[i];

@@ -17,6 +17,7 @@ typedef struct {
     int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */
+    int verify_walk;       /* --verify walk: the target forwards only the accepted path (decode.h) */
     SampleParams sp;
     PolicyParams prm;
     BackendOptions backend;   /* given to backend_configure before the models load */

@@ -37,28 +37,31 @@
 # override); without them step 4 is skipped with one line and the report has
 # the trace parts only.
 #
-# Sizes (env vars), measured on a 2-core AMD EPYC (AVX-512) on 2026-11-25
-# (docs/paper/report.md has each spec-eval run's own timers):
-#   COLLECT_Q=4 prompts per category (6 categories: 24 prompts),
-#   COLLECT_MAX_NEW=32 tokens: 376 full trees of 710 nodes, ~2 min per
-#   category (12 min).  Training, 7 classifiers x EPOCHS=200 on a few
-#   hundred trees: seconds; spec-analyze and the transfer matrix: ~20 s; the
-#   demo trace when absent: ~3 min.
-#   EVAL_Q=20 questions per benchmark, every turn (mt_bench has two: 140
-#   turns), EVAL_MAX_NEW=32 tokens per turn: ~4,400 tokens per run.  A run
-#   costs prefill (sum and qa prompts are long) plus, per cycle, the draft and
-#   the verification of the tree, which on this CPU dominates: ar 1.7 min,
-#   EAGLE-2 total 20/40/60 9.1/10.3/12.1 min (60 with its lossless check),
-#   C2T beta 0.5/0.6/0.7 7.8/5.9/4.2 min (0.5 with its check); beta 0.3
-#   admits trees of hundreds of tokens (~90 min on a slower machine: left
-#   out).  The defaults, three sweep points per policy: 71 min from a fresh
-#   clone, build and conversion included (under the 90-minute aim); each
-#   further point costs about one such run.
-# Other knobs: E2_TOTALS ("20 40 60"; 60 is the headline run; the paper's
-# curve has more: "10 20 30 45 60 80"), C2T_BETAS ("0.5 0.6 0.7"; 0.5 is the
-# headline run; 0.6 and 0.7 make smaller trees, inside EAGLE-2's tau range),
-# COLLECT_DEPTH (7), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py),
-# SKIP_DEMO=1 (no demo trace made when make demo has not left one).
+# Target work: spec-collect and the sweeps run with --verify walk (VERIFY):
+# the target forwards only each cycle's accepted path, one token at a time,
+# so a tree costs its drafting, not its verification (711-node trees cost
+# ~1 s each to verify on a 2-core CPU); tokens, labels, tau and gamma are
+# those of verifying the whole tree (docs/commands.md, --verify; tested in
+# test_cycle).  Only the speed runs (step 4b) verify trees, as users decode.
+# ARITH (tools/experiments/arith.sh): llama.cpp's arithmetic where the CPU
+# has AVX512-BF16, under which a walk's trees equal the tree forward's bit
+# for bit at every size; recorded in every JSON and trace.
+#
+# Sizes (env vars; docs/results.md has the wall time they take):
+#   COLLECT_Q=30 prompts per category of data/smollm2/prompts/collect.jsonl
+#   (~155 prompts: some categories have fewer), COLLECT_MAX_NEW=128 tokens,
+#   COLLECT_DEPTH=7 (711-node trees), BATCH=8 sequences at once: ~6,000
+#   trees and over 10,000 accepted nodes for the classifier.
+#   EVAL_Q=40 questions per benchmark, EVAL_TURNS=1 (first turns; 0: every
+#   turn), EVAL_MAX_NEW=128 tokens; E2_TOTALS and C2T_BETAS below, one walk
+#   run each (~6 min at these sizes on 2 cores).
+#   SPEED_Q=10 questions per benchmark for the speed runs: ar against
+#   EAGLE-2's defaults and C2T beta 0.5, tree verification, A/B (0: none).
+# Other knobs: E2_TOTALS ("10 15 20 30 45 60 90 120"; 60 is the headline
+# run), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
+# run, the paper's default; fixed in advance, nothing chosen on benchmark
+# questions), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
+# (no demo trace made when make demo has not left one), VERIFY (walk).
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
 set -eu
@@ -67,14 +70,19 @@ T=models/smollm2-135m-instruct
 D=data/smollm2
 R=results/paper
 B=${PAPER_BENCH:-../shared/benchmarks}
-COLLECT_Q=${COLLECT_Q:-4}
-COLLECT_MAX_NEW=${COLLECT_MAX_NEW:-32}
+COLLECT_Q=${COLLECT_Q:-30}
+COLLECT_MAX_NEW=${COLLECT_MAX_NEW:-128}
 COLLECT_DEPTH=${COLLECT_DEPTH:-7}
+BATCH=${BATCH:-8}
+VERIFY=${VERIFY:-walk}
 EPOCHS=${EPOCHS:-200}
-EVAL_Q=${EVAL_Q:-20}
-EVAL_MAX_NEW=${EVAL_MAX_NEW:-32}
-E2_TOTALS=${E2_TOTALS:-20 40 60}
-C2T_BETAS=${C2T_BETAS:-0.5 0.6 0.7}
+EVAL_Q=${EVAL_Q:-40}
+EVAL_TURNS=${EVAL_TURNS:-1}
+EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
+E2_TOTALS=${E2_TOTALS:-10 15 20 30 45 60 90 120}
+C2T_BETAS=${C2T_BETAS:-0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7}
+SPEED_Q=${SPEED_Q:-10}
+. tools/experiments/arith.sh
 BENCHES="mt_bench humaneval gsm8k alpaca sum qa"
 DEMO_TRACE=results/traces.h5
 DEMO_CLS=results/classifier.json
@@ -91,6 +99,7 @@ mkdir -p "$R/prompts" "$R/transfer" "$R/eval"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 eagle="--target $T --draft $D/eagle --draft-kind eagle"
+run="$ARITH --batch $BATCH --max-ctx 2048"   # every decoding run's arithmetic and batch
 # record the sizes for the report
 cat > "$R/sizes.env" <<EOF
 COLLECT_Q=$COLLECT_Q
@@ -98,9 +107,14 @@ COLLECT_MAX_NEW=$COLLECT_MAX_NEW
 COLLECT_DEPTH=$COLLECT_DEPTH
 EPOCHS=$EPOCHS
 EVAL_Q=$EVAL_Q
+EVAL_TURNS=$EVAL_TURNS
 EVAL_MAX_NEW=$EVAL_MAX_NEW
 E2_TOTALS="$E2_TOTALS"
 C2T_BETAS="$C2T_BETAS"
+SPEED_Q=$SPEED_Q
+BATCH=$BATCH
+VERIFY=$VERIFY
+ARITH="$(arith_name)"
 BENCH=$B
 EOF
 
@@ -121,13 +135,14 @@ EOF
 traces=""
 for c in $cats; do traces="$traces $R/traces_$c.h5"; done
 
-echo "== 1/5 spec-collect: full EAGLE-2 trees (topk 10, depth $COLLECT_DEPTH) on $COLLECT_Q collect prompts per category ($cats), first turns, $COLLECT_MAX_NEW tokens"
+echo "== 1/5 spec-collect: full EAGLE-2 trees (topk 10, depth $COLLECT_DEPTH) on $COLLECT_Q collect prompts per category ($cats), first turns, $COLLECT_MAX_NEW tokens, --verify $VERIFY, batch $BATCH"
 for c in $cats; do
     # an existing trace file is continued (--resume refuses one written with other settings)
     resume=""; [ -f "$R/traces_$c.h5" ] && resume=--resume
     echo "-- $c"
     bin/spec-collect $resume $eagle --questions "$R/prompts/$c.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
-        --max-new-tokens "$COLLECT_MAX_NEW" --topk 10 --depth "$COLLECT_DEPTH" --out "$R/traces_$c.h5" ||
+        --max-new-tokens "$COLLECT_MAX_NEW" --topk 10 --depth "$COLLECT_DEPTH" $run --verify "$VERIFY" \
+        --out "$R/traces_$c.h5" ||
         { echo "paper: spec-collect failed on $c (after changing sizes: rm $R/traces_*.h5)" >&2; exit 1; }
 done
 stamp
@@ -178,7 +193,8 @@ done
 echo "transfer: $R/transfer/"
 stamp
 
-echo "== 4/5 spec-eval on $EVAL_Q questions of each benchmark, every turn, $EVAL_MAX_NEW tokens"
+turns=""; [ "$EVAL_TURNS" = 0 ] || turns="--max-turns $EVAL_TURNS"
+echo "== 4/5 spec-eval on $EVAL_Q questions of each benchmark, ${turns:-every turn}, $EVAL_MAX_NEW tokens"
 if [ ! -f "$B/mt_bench/question.jsonl" ]; then
     echo "paper: $B/mt_bench/question.jsonl absent: spec-eval steps skipped (PAPER_BENCH=DIR to point at the benchmarks)"
 else
@@ -187,39 +203,52 @@ else
         [ -f "$B/$b/question.jsonl" ] || { echo "paper: $B/$b/question.jsonl is missing" >&2; exit 1; }
         qs="$qs --questions $B/$b/question.jsonl"
     done
-    # runs done with the same sizes are kept (a longer run can be continued);
-    # other sizes start afresh
-    want="q=$EVAL_Q new=$EVAL_MAX_NEW bench=$B classifier=$(cksum < "$R/classifier.json")"
+    # runs done with the same sizes are kept (a killed run continues with
+    # the next unfinished one); other sizes start afresh
+    want="q=$EVAL_Q turns=$EVAL_TURNS new=$EVAL_MAX_NEW speed_q=$SPEED_Q run=$run verify=$VERIFY bench=$B classifier=$(cksum < "$R/classifier.json")"
     if [ "$(cat "$R/eval/sizes" 2>/dev/null)" != "$want" ]; then
-        rm -f "$R"/eval/*.json "$R/eval/lossless.txt"
+        rm -rf "$R"/eval/*.json "$R/eval/lossless.txt" "$R/speed"
         echo "$want" > "$R/eval/sizes"
     fi
-    ev() {   # name lossless(0/1) spec-eval args...
-        name=$1; ll=$2; shift 2
-        out="$R/eval/$name.json"
-        if [ -f "$out" ]; then echo "-- $name: kept from an earlier run"; return 0; fi
+    mkdir -p "$R/speed"
+    ev() {   # dir name lossless(0/1) spec-eval args...
+        dir=$1; name=$2; ll=$3; shift 3
+        out="$R/$dir/$name.json"
+        if [ -f "$out" ]; then echo "-- $dir/$name: kept from an earlier run"; return 0; fi
         if [ "$ll" = 1 ]; then chk=--check-lossless; else chk=--no-baseline; fi
-        echo "-- $name"
-            if bin/spec-eval "$@" $qs --max-questions "$EVAL_Q" --max-new-tokens "$EVAL_MAX_NEW" --temperature 0 \
-            $chk --json "$out.tmp" > "$R/eval/$name.txt"; then
+        echo "-- $dir/$name"
+        if bin/spec-eval "$@" $chk --temperature 0 --json "$out.tmp" > "$R/$dir/$name.txt"; then
             mv "$out.tmp" "$out"
-            [ "$ll" = 1 ] && echo "$name: lossless (every token equal to ar)" >> "$R/eval/lossless.txt"
-            tail -1 "$R/eval/$name.txt"
+            [ "$ll" = 1 ] && echo "$dir/$name: lossless (every token equal to ar)" >> "$R/eval/lossless.txt"
+            tail -1 "$R/$dir/$name.txt"
         else
             rm -f "$out.tmp"
-            echo "$name: FAILED (NOT LOSSLESS or error; $R/eval/$name.txt)" >> "$R/eval/lossless.txt"
-            echo "paper: $name failed: $R/eval/$name.txt" >&2
+            echo "$dir/$name: FAILED (NOT LOSSLESS or error; $R/$dir/$name.txt)" >> "$R/eval/lossless.txt"
+            echo "paper: $dir/$name failed: $R/$dir/$name.txt" >&2
         fi
+        stamp
     }
-    ev ar 0 --target $T --policy ar
-    ev eagle2_total60 1 $eagle --policy eagle2 --topk 10 --depth 6 --total 60
-    ev c2t_beta0.5 1 $eagle --policy c2t --classifier "$R/classifier.json" --beta 0.5 --topk 10 --depth 8
-    for t in $E2_TOTALS; do
-        [ "$t" = 60 ] || ev "eagle2_total$t" 0 $eagle --policy eagle2 --topk 10 --depth 6 --total "$t"
-    done
+    sweep="$qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW $run --verify $VERIFY"
+    e2() { ev eval "eagle2_total$1" "$2" $eagle --policy eagle2 --topk 10 --depth 6 --total "$1" $sweep; }
+    c2t() { ev eval "c2t_beta$1" "$2" $eagle --policy c2t --classifier "$R/classifier.json" --beta "$1" --topk 10 \
+        --depth 8 $sweep; }
+    # the headline pair first, then the sweeps interleaved, so that a run cut
+    # short leaves both curves covered
+    e2 60 1
+    c2t 0.5 1
+    set -- $E2_TOTALS
     for b in $C2T_BETAS; do
-        [ "$b" = 0.5 ] || ev "c2t_beta$b" 0 $eagle --policy c2t --classifier "$R/classifier.json" --beta "$b" --topk 10 --depth 8
+        while [ $# -gt 0 ] && [ "$1" = 60 ]; do shift; done
+        if [ $# -gt 0 ]; then e2 "$1" 0; shift; fi
+        [ "$b" = 0.5 ] || c2t "$b" 0
     done
+    for t in "$@"; do [ "$t" = 60 ] || e2 "$t" 0; done
+    if [ "$SPEED_Q" -gt 0 ]; then
+        # speed as users decode: one sequence, tree verification, A/B against ar
+        speed="$qs --max-questions $SPEED_Q $turns --max-new-tokens $EVAL_MAX_NEW $ARITH"
+        ev speed eagle2_total60 1 $eagle --policy eagle2 --topk 10 --depth 6 --total 60 $speed
+        ev speed c2t_beta0.5 1 $eagle --policy c2t --classifier "$R/classifier.json" --beta 0.5 --topk 10 --depth 8 $speed
+    fi
 fi
 stamp
 

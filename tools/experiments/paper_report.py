@@ -33,10 +33,10 @@ def read_env(path):
     return out
 
 
-def load_runs(rdir):
-    """eval/<policy>_<param><value>.json -> {(policy, param, value): {bench: totals, 'all': totals}}"""
+def load_runs(rdir, sub="eval"):
+    """<sub>/<policy>_<param><value>.json -> {(policy, param, value): {bench: totals, 'all': totals}}"""
     runs = {}
-    for path in sorted(glob.glob(os.path.join(rdir, "eval", "*.json"))):
+    for path in sorted(glob.glob(os.path.join(rdir, sub, "*.json"))):
         name = os.path.basename(path)[:-5]
         with open(path) as f:
             d = json.load(f)
@@ -140,6 +140,7 @@ def main():
     R = a.rdir
     sizes = read_env(os.path.join(R, "sizes.env"))
     runs = load_runs(R)
+    speed_runs = load_runs(R, "speed")   # tree verification, A/B against ar (the sweeps walk)
     have_eval = bool(runs)
     benches = [b for b in a.bench_order.split() if any(b in per for per in runs.values())] if have_eval else []
     groups = benches + ["all"]
@@ -157,13 +158,17 @@ def main():
       "Collect traces: full EAGLE-2 trees (topk 10, depth %s) on the first turns of %s prompts per category of "
       "`data/smollm2/prompts/collect.jsonl` (training prompts, not from any benchmark), %s new tokens each. "
       "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5`. "
-      "Benchmarks: %s questions of each of %s, every turn, %s new tokens per turn, temperature 0. "
+      "Benchmarks: %s questions of each of %s, %s, %s new tokens per turn, temperature 0. "
       "Sweeps: EAGLE-2 `--topk 10 --depth 6 --total` %s; C2T `--topk 10 --depth 8 --beta` %s. "
+      "Collection and sweeps: `--verify %s --batch %s` (with `walk` the target forwards only each cycle's accepted "
+      "path: the same tokens, τ and γ as verifying the whole tree; docs/commands.md), arithmetic: %s. "
       "Nothing was chosen on benchmark questions: the β values are fixed in advance (0.5 is the paper's default) and "
       "the training flags come from the demo's training traces."
       % (sizes.get("COLLECT_DEPTH", "?"), sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"),
          sizes.get("EPOCHS", "?"), sizes.get("EVAL_Q", "?"), ", ".join(benches) or "(no benchmarks)",
-         sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_BETAS", "?")))
+         "every turn" if sizes.get("EVAL_TURNS", "0") == "0" else "first %s turn(s)" % sizes.get("EVAL_TURNS"),
+         sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_BETAS", "?"),
+         sizes.get("VERIFY", "tree"), sizes.get("BATCH", "1"), sizes.get("ARITH", "?")))
     w("")
     # where the time went: spec-eval's own timers per run (wall, prefill,
     # draft, verification), measured, not estimated
@@ -178,14 +183,13 @@ def main():
                            100 * t.get("verify_s", 0) / max(t["wall_s"], 1e-9)))
     w("**Sizes.** COLLECT_Q=%s prompts per category × %s tokens, EVAL_Q=%s questions per benchmark × %s tokens per "
       "turn, EPOCHS=%s%s. The spec-eval runs, as spec-eval timed them (wall time, and the shares of prefill, "
-      "drafting and target forwards, which for `ar` are its decode steps): %s. Long prompts (sum, qa) make prefill a large share, "
-      "and on this CPU verifying a tree of n tokens cost about n/6 decode steps in these runs, so "
-      "verification dominates every tree policy. Each further sweep point costs about one such run; "
+      "drafting and target forwards; batched runs' shares overlap, summed over sequences): %s. "
+      "Each further sweep point costs about one such run; "
       "E2_TOTALS and C2T_BETAS add points, EVAL_Q and EVAL_MAX_NEW scale every run."
       % (sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"), sizes.get("EVAL_Q", "?"),
          sizes.get("EVAL_MAX_NEW", "?"), sizes.get("EPOCHS", "?"),
-         "" if sizes.get("EVAL_Q") == "20" and sizes.get("COLLECT_Q") == "4" and sizes.get("EVAL_MAX_NEW") == "32"
-         and sizes.get("COLLECT_MAX_NEW") == "32" and sizes.get("EPOCHS") == "200"
+         "" if sizes.get("EVAL_Q") == "40" and sizes.get("COLLECT_Q") == "30" and sizes.get("EVAL_MAX_NEW") == "128"
+         and sizes.get("COLLECT_MAX_NEW") == "128" and sizes.get("EPOCHS") == "200"
          else " — **not the defaults** (a reduced run: figures are for checking the pipeline, not results)",
          "; ".join(rows) or "none yet"))
     w("")
@@ -225,8 +229,10 @@ def main():
             c = c5.get(b) if c5 else None
             var = (e or {}).get("v_ar") or (c or {}).get("v_ar") or (ar.get(b, {}).get("v") if ar else None)
             ratio = c["gamma"] / e["gamma"] if e and c and e["gamma"] else None
-            row = [b, var, e and e["tau"], e and e["gamma"] / 1000, speed(e2d, b), c and c["tau"],
-                   c and c["gamma"] / 1000, speed(c5, b), ratio]
+            se, sc = speed_runs.get(("eagle2", "total", "60")), speed_runs.get(("c2t", "beta", "0.5"))
+            var = ((se or {}).get(b) or {}).get("v_ar") or ((sc or {}).get(b) or {}).get("v_ar") or var
+            row = [b, var, e and e["tau"], e and e["gamma"] / 1000, speed(se or e2d, b), c and c["tau"],
+                   c and c["gamma"] / 1000, speed(sc or c5, b), ratio]
             rows.append(row)
             name = "**overall**" if b == "all" else b
             w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
@@ -241,8 +247,10 @@ def main():
                 flat = r[:4] + list(r[4] or (None,) * 3) + r[5:7] + list(r[7] or (None,) * 3) + r[8:]
                 cw.writerow(["" if x is None else (round(x, 6) if isinstance(x, float) else x) for x in flat])
         w("")
-        w("Speedups of the two headline runs are against `ar` decoding the same questions inside the same run "
-          "(`--check-lossless`), alternated question by question (ABBA): the median of the per-question ratios "
+        w("Speedups of the two headline settings come from their speed runs (`speed/`: SPEED_Q=%s questions per "
+          "benchmark, one sequence at a time, the whole tree verified in one forward as users decode; τ and γ "
+          "in the table are the sweep runs') against `ar` decoding the same questions inside the same run "
+          "(`--check-lossless`), alternated question by question (ABBA): the median of the per-question ratios " % sizes.get("SPEED_Q", "?") +
           "and its 95% bootstrap interval; ar tok/s is that in-run figure. On this 2-core CPU, tree verification costs "
           "far more than it does on a GPU, so speedups below 1 are expected; τ and γ are the figures that carry over.")
         ll = os.path.join(R, "eval", "lossless.txt")
