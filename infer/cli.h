@@ -89,10 +89,9 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     "  --max-new-tokens N     per turn (default 256)\n"                                                  \
     "  --max-ctx N            KV cache slots for prompt + answer (default 4096)\n"                       \
     "  --entropy-topm M       entropy over the top M draft probabilities, 0 = exact (default 1000)\n"     \
-    "  --verify tree|walk     tree: the target verifies each tree in one forward (default);\n"          \
-    "                         walk: it forwards only the accepted path, a token at a time: the\n"       \
-    "                         same tokens, tau and gamma for less work, but no speed figures\n"        \
-    "                         (acceptance studies; greedy only; docs/commands.md)\n"
+    "  --verify tree|walk     tree: each tree in one target forward; walk: only the accepted path,\n"   \
+    "                         a token at a time: the same tokens, tau and gamma for less work, no\n"   \
+    "                         speed figures (acceptance studies; greedy only) (default tree)\n"
 #define CLI_QUIET_HELP                                                                                     \
     "  --quiet                no progress line (on a terminal it is redrawn in place; into a\n"          \
     "                         file, a line every 10 s)\n"
