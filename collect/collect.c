@@ -135,6 +135,7 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     SET("draft_config_hash", "%s", s->draft->config_hash);
     SET("draft_weights_hash", "%s", draft_weights);
     SET("draft_vocab", "%d", s->draft->Vd);
+    SET("draft_temperature", "%g", s->draft->temperature);
     SET("tokenizer", "%s", tokenizer_path(s->tok));
     SET("template", "%s", chat_template_name(s->tmpl));
     SET("system", "%s", cfg->system ? cfg->system : "(template default)");

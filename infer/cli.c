@@ -85,6 +85,9 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     case CLI_PARAM: if (policy_params_set(&cfg->prm, arg, NULL)) die_err(prog); return 1;
     case CLI_TOPM: cfg->prm.topm = (int)cli_int(prog, "--entropy-topm", arg, 0, 1 << 30); return 1;
     case CLI_QUIET: progress_quiet(1); return 1;
+    case CLI_DRAFT_TEMP:
+        cfg->draft_temperature = (float)cli_num(prog, "--draft-temperature", arg, 1e-3, 1e3);
+        return 1;
     case CLI_VERIFY:
         if (strcmp(arg, "tree") && strcmp(arg, "walk")) die(prog, "--verify: expected tree or walk, got '%s'", arg);
         cfg->verify_walk = !strcmp(arg, "walk");

@@ -21,7 +21,7 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
     CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET,
-    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_VERIFY, CLI_POLICY_FLAG,
+    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_VERIFY, CLI_DRAFT_TEMP, CLI_POLICY_FLAG,
     CLI_OWN = CLI_POLICY_FLAG + 16
 };
 /* The backends' settings (BackendOptions), for every command that loads a
@@ -63,6 +63,7 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
         {"max-new-tokens", 1, 0, CLI_MAX_NEW},                                                              \
         {"max-ctx", 1, 0, CLI_MAX_CTX}, {"entropy-topm", 1, 0, CLI_TOPM},                                  \
         {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"verify", 1, 0, CLI_VERIFY}, {"quiet", 0, 0, CLI_QUIET},          \
+        {"draft-temperature", 1, 0, CLI_DRAFT_TEMP},                                                         \
         CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS
 
 /* The help of the session options, one copy for every command that takes
@@ -76,6 +77,8 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     "                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"     \
     "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \
     "                         lossless, verification is unchanged\n"                                     \
+    "  --draft-temperature T  the draft's logits divided by T before p, P and H (calibration\n"        \
+    "                         experiments; lossless; recorded) (default 1)\n"                          \
     "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"              \
     "  --template NAME        chat template: %s\n"                                                      \
     "                         (default: guessed, with a notice; plain text when the checkpoint\n"        \

@@ -485,6 +485,34 @@ static void test_arithmetic_options_lossless(void) {
     CHECK(rc != 0 && (strstr(err, "--kv-dtype") || strstr(err, "no CUDA backend")), "--device cuda --kv-dtype bf16: %s", err);
 }
 
+/* --draft-temperature T divides the draft's logits before p, P and H: the
+ * trees change (τ here), verification does not (lossless), and the report
+ * records T. */
+static void test_draft_temperature(void) {
+    char out[] = "/tmp/c2t_dtempXXXXXX", err[4096];
+    close(mkstemp(out));
+    double tau[2] = {0, 0};
+    const char *temps[] = {"1", "2"};
+    for (int i = 0; i < 2; i++) {
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --draft data/demo/eagle --template none "
+                         "--questions data/demo/prompts/code_test.jsonl --max-questions 3 --max-new-tokens 32 --quiet "
+                         "--check-lossless --draft-temperature %s --json %s", bin_dir(), temps[i], out);
+        REQUIRE(rc == 0, "--draft-temperature %s: exit %d: %s", temps[i], rc, err);
+        cJSON *j = read_json_file(out);
+        REQUIRE(j, "%s: no JSON report", out);
+        cJSON *t = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "draft_temperature");
+        CHECK(cJSON_IsNumber(t) && t->valuedouble == atof(temps[i]), "settings.draft_temperature is not %s", temps[i]);
+        tau[i] = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "total"), "tau"));
+        cJSON_Delete(j);
+    }
+    CHECK(tau[0] > 1 && tau[1] > 1 && tau[0] != tau[1], "tau %.3f at T 1 and %.3f at T 2: the trees did not change",
+          tau[0], tau[1]);
+    unlink(out);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --questions x.jsonl --draft-temperature 0",
+                     bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--draft-temperature");
+}
+
 /* Every command words an unknown option, and one missing its value, alike:
  * one line naming it and pointing at the command's --help. */
 static void test_usage_errors_worded_alike(void) {
@@ -747,6 +775,7 @@ int main(void) {
     RUN(test_first_hour_messages);
     RUN(test_sampling_runs_and_is_seeded);
     RUN(test_device_option);
+    RUN(test_draft_temperature);
     unlink(qfile);
     return h_done();
 }

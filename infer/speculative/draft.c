@@ -61,6 +61,7 @@ Draft *draft_new(const DraftOps *ops, void *impl) {
     Draft *d = xcalloc(1, sizeof *d);
     d->ops = ops;
     d->impl = impl;
+    d->temperature = 1.0f;
     return d;
 }
 
@@ -297,7 +298,7 @@ void draft_dists(const Backend *be, DistCall *const *calls, int n) {
 static int draft_dist(Draft *d, const float *logits, int n, int k, int topm, int *ids, float *probs,
                       float *entropy) {
     double t0 = now_seconds();
-    DistCall c = {logits, n, d->Vd, k, topm, 1.0f, ids, probs, entropy};
+    DistCall c = {logits, n, d->Vd, k, topm, d->temperature, ids, probs, entropy};
     if (d->gate) {
         GateCall call = {.kind = GATE_DIST, .dist = &c};
         if (d->gate->pass(d->gate, &call)) return -1;
@@ -363,7 +364,7 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
         m = 1;
     }
     double t0 = now_seconds();
-    d->be->softmax_topk_dev(logits, m, d->Vd, 1.0f, k, ids, probs, topm, entropy);
+    d->be->softmax_topk_dev(logits, m, d->Vd, d->temperature, k, ids, probs, topm, entropy);
     d->t_dist += now_seconds() - t0;
     return 0;
 }

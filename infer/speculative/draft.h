@@ -100,6 +100,11 @@ struct Draft {
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
     TreeInputs dev_inputs;   /* the device cycle's forward inputs, read to the host */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
+    /* --draft-temperature: the draft's logits are divided by it before the
+     * softmax that gives p, P and H (1: the head as trained).  Verification
+     * is unchanged, so decoding stays lossless; trees, τ and γ change.  For
+     * experiments on calibration (a head whose P ranks nodes worse). */
+    float temperature;
 };
 
 extern const DraftOps draft_eagle_ops, draft_eagle3_ops, draft_lm_ops;

@@ -145,6 +145,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
         cJSON_AddStringToObject(o, "draft", cfg->draft_dir);
         cJSON_AddStringToObject(o, "draft_kind", draft_kind_name(s->draft));
         cJSON_AddNumberToObject(o, "draft_vocab", s->draft->Vd);
+        cJSON_AddNumberToObject(o, "draft_temperature", s->draft->temperature);
         cJSON_AddStringToObject(o, "draft_config_hash", s->draft->config_hash);
     }
     cJSON_AddStringToObject(o, "tokenizer", tokenizer_path(s->tok));

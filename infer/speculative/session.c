@@ -7,6 +7,7 @@
 void session_config_default(SessionConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->max_new = 256;
+    cfg->draft_temperature = 1.0f;
     cfg->sp.top_p = 1.0f;
     policy_params_default(&cfg->prm);
     backend_options_default(&cfg->backend);
@@ -51,6 +52,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     if (cfg->draft_dir) {
         s->draft = draft_load(cfg->draft_kind, cfg->draft_dir, s->target, s->slots + 2048);
         if (!s->draft || draft_set_vocab(s->draft, cfg->draft_vocab)) return -1;
+        s->draft->temperature = cfg->draft_temperature;
     }
     fputs(guessed, stderr);
     return 0;

@@ -15,6 +15,7 @@ typedef struct {
     const char *target_dir, *draft_dir, *draft_kind, *tokenizer_path, *template_name, *system;
     const char *device;    /* cpu | cuda | auto (NULL = auto); the draft runs where the target does */
     int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary */
+    float draft_temperature;   /* --draft-temperature (Draft.temperature); 1 = as trained */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */
     int verify_walk;       /* --verify walk: the target forwards only the accepted path (decode.h) */

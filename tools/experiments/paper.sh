@@ -61,14 +61,19 @@
 # run), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
 # run, the paper's default; fixed in advance, nothing chosen on benchmark
 # questions), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
-# (no demo trace made when make demo has not left one), VERIFY (walk).
+# (no demo trace made when make demo has not left one), VERIFY (walk);
+# PAPER_OUT (results/paper), HEAD (the EAGLE head, data/smollm2/eagle) and
+# DRAFT_ARGS (e.g. "--draft-temperature 2") run the same experiments on
+# another head (make paper-calibration).
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
 set -eu
 cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
 D=data/smollm2
-R=results/paper
+R=${PAPER_OUT:-results/paper}
+HEAD=${HEAD:-$D/eagle}
+DRAFT_ARGS=${DRAFT_ARGS:-}
 B=${PAPER_BENCH:-../shared/benchmarks}
 COLLECT_Q=${COLLECT_Q:-30}
 COLLECT_MAX_NEW=${COLLECT_MAX_NEW:-128}
@@ -92,13 +97,13 @@ DEMO_CLS=results/classifier.json
 for b in spec-collect spec-train spec-analyze spec-eval; do
     [ -x bin/$b ] || make --no-print-directory bin/$b
 done
-for f in "$T/config.json" "$D/eagle/config.json" "$D/prompts/collect.jsonl"; do
+for f in "$T/config.json" "$HEAD/config.json" "$D/prompts/collect.jsonl"; do
     [ -f "$f" ] || { echo "paper: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
 done
 mkdir -p "$R/prompts" "$R/transfer" "$R/eval"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
-eagle="--target $T --draft $D/eagle --draft-kind eagle"
+eagle="--target $T --draft $HEAD --draft-kind eagle $DRAFT_ARGS"
 run="$ARITH --batch $BATCH --max-ctx 2048"   # every decoding run's arithmetic and batch
 # record the sizes for the report
 cat > "$R/sizes.env" <<EOF
@@ -115,6 +120,8 @@ SPEED_Q=$SPEED_Q
 BATCH=$BATCH
 VERIFY=$VERIFY
 ARITH="$(arith_name)"
+HEAD=$HEAD
+DRAFT_ARGS="$DRAFT_ARGS"
 BENCH=$B
 EOF
 

@@ -154,7 +154,8 @@ def main():
        "are not in that figure; every spec-eval run's own wall time is under Sizes)." % divmod(a.elapsed, 60)
        if a.elapsed is not None else ""))
     w("")
-    w("**Setup.** Target `models/smollm2-135m-instruct` (BF16), draft `data/smollm2/eagle` (EAGLE-1 layout head). "
+    w("**Setup.** Target `models/smollm2-135m-instruct` (BF16), draft `%s`%s (EAGLE-1 layout head). "
+      % (sizes.get("HEAD", "data/smollm2/eagle"), " `%s`" % sizes["DRAFT_ARGS"] if sizes.get("DRAFT_ARGS") else "") +
       "Collect traces: full EAGLE-2 trees (topk 10, depth %s) on the first turns of %s prompts per category of "
       "`data/smollm2/prompts/collect.jsonl` (training prompts, not from any benchmark), %s new tokens each. "
       "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5`. "
@@ -363,6 +364,8 @@ def main():
         w("- **Goal %s.**" % ("met" if met else "not met"))
         with open(os.path.join(R, "goal.txt"), "w") as f:
             f.write("goal_met=%s\nmean_reduction=%s\ntau_ok=%s\n" % ("yes" if met else "no", avg, tau_ok))
+            if goal.get("interval"):
+                f.write("pooled_reduction=%s\npooled_lo=%s\npooled_hi=%s\n" % goal["interval"])
         rb = os.path.join(R, "recall_bound.txt")
         if not met:
             w("")
