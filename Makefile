@@ -154,7 +154,7 @@ test: deps
 	@echo "make test: building (V=1 shows the commands)"
 	@$(MAKE) --no-print-directory $(QUIET_BUILD) all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test: SmolLM2 is not available (no network?); its tests will SKIP"
-	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py
+	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py
 
 # The same tests under AddressSanitizer + UBSan + LeakSanitizer (no
 # recovery) in a separate build tree: every test binary, the fuzz replays,
@@ -166,7 +166,7 @@ test-asan: deps
 	@$(MAKE) --no-print-directory $(QUIET_BUILD) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="$(SAN_FLAGS)" all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test-asan: SmolLM2 is not available (no network?); its tests will SKIP"
 	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan C2T_BUILD=build-asan \
-	  tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py
+	  tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py
 
 # tools/experiments/bench.sh runs bench_forward on SmolLM2 and the 1B-shape
 # model next to llama.cpp (built from the PyPI sdist into build/llama.cpp, once)

@@ -29,7 +29,12 @@ Each model column is the better of the two models on the held-out trees, so
 the figures lean optimistic: they bound what a (P, H, d) classifier can gain.
 The last line sums it up (saving_max, saving_mean over the N values).
 
+With --features P,H,depth,p,rank,parent_H the models also see the node's own
+probability, its rank among its siblings and its parent's entropy: whether
+features beyond the paper's three could rank nodes better.
+
 Usage: python3 tools/experiments/recall_bound.py TRACE.h5 [TRACE.h5 ...] [--heldout 0.3]
+       [--features P,H,depth[,p,rank,parent_H]]
 Needs h5py, hdf5plugin (or HDF5_PLUGIN_PATH=build/plugins) and scikit-learn.
 """
 import argparse
@@ -37,23 +42,41 @@ import argparse
 import numpy as np
 
 
-def load(paths):
+# Features beyond (P, H, depth) that a trace holds or implies, by name:
+# the node's own (local) probability p, its rank among its siblings, and
+# the entropy of the distribution its parent was drawn from (a depth-1
+# node's parent is the root: its own H).
+EXTRA = ("p", "rank", "parent_H")
+
+
+def load(paths, extra=False):
+    """(P, H, depth, accepted, tree, number of trees), and with extra a dict
+    of the EXTRA features per node."""
     import h5py
     try:
         import hdf5plugin  # noqa: F401  (zstd filter 32015)
     except ImportError:
         pass
-    P, H, D, A, tree = [], [], [], [], []
+    P, H, D, A, tree, X = [], [], [], [], [], {k: [] for k in EXTRA}
     base = 0
     for p in paths:
         with h5py.File(p, "r") as f:
             n = f["/trees/n_nodes"][:]
-            P.append(f["/nodes/P"][:]); H.append(f["/nodes/H"][:])
+            h = f["/nodes/H"][:]
+            P.append(f["/nodes/P"][:]); H.append(h)
             D.append(f["/nodes/depth"][:]); A.append(f["/nodes/accepted"][:])
             tree.append(np.repeat(np.arange(len(n)) + base, n))
+            if extra:
+                X["p"].append(f["/nodes/p"][:]); X["rank"].append(f["/nodes/rank"][:])
+                first = np.repeat(f["/trees/first_node"][:] - f["/trees/first_node"][0], n)
+                par = f["/nodes/parent"][:].astype(np.int64)
+                X["parent_H"].append(np.where(par >= 0, h[first + np.maximum(par, 0)], h))
             base += len(n)
-    return (np.concatenate(P).astype(np.float64), np.concatenate(H).astype(np.float64),
-            np.concatenate(D).astype(np.int64), np.concatenate(A).astype(np.int64), np.concatenate(tree), base)
+    out = (np.concatenate(P).astype(np.float64), np.concatenate(H).astype(np.float64),
+           np.concatenate(D).astype(np.int64), np.concatenate(A).astype(np.int64), np.concatenate(tree), base)
+    if extra:
+        return out + ({k: np.concatenate(v).astype(np.float64) for k, v in X.items()},)
+    return out
 
 
 def per_tree_top(score, tree, k):
@@ -72,13 +95,21 @@ def main():
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--heldout", type=float, default=0.3)
+    ap.add_argument("--features", default="P,H,depth",
+                    help="P,H,depth plus any of %s (comma-separated; default P,H,depth)" % ",".join(EXTRA))
     a = ap.parse_args()
-    P, H, D, A, tree, ntrees = load(a.traces)
+    feats = a.features.split(",")
+    bad = [f for f in feats if f not in ("P", "H", "depth") + EXTRA]
+    if bad or feats[:3] != ["P", "H", "depth"]:
+        ap.error("--features: P,H,depth first, then any of %s (got %s)" % (", ".join(EXTRA), a.features))
+    P, H, D, A, tree, ntrees, X = load(a.traces, extra=True)
+    X = {k: X[k] for k in feats[3:]}
     rng = np.random.default_rng(a.seed)
     test_trees = rng.random(ntrees) < a.heldout
     te = test_trees[tree]
     Pt, At, tt = P[te], A[te], tree[te]
-    scores = [s + 1e-12 * Pt for s in fit_models(P, H, D, A, te, a.seed)]   # ties by P
+    scores = [s + 1e-12 * Pt for s in fit_models(P, H, D, A, te, a.seed, X)]   # ties by P
+    print("features: " + ", ".join(feats))
     npos = At.sum()
     sizes = np.bincount(tt)
     mean_nodes = sizes[sizes > 0].mean()
@@ -111,16 +142,19 @@ def main():
               "(fewer nodes than EAGLE-2's top-N at its recall, best of the models on held-out trees)")
 
 
-def fit_models(P, H, D, A, te, seed):
-    """acceptance probabilities of the held-out nodes from each model"""
+def fit_models(P, H, D, A, te, seed, extra=None):
+    """acceptance probabilities of the held-out nodes from each model; extra:
+    further feature columns by name (p enters as log p)"""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     lp = np.log(np.maximum(P, 1e-30))
-    X = np.stack([lp, H, D], 1)
+    more = [np.log(np.maximum(v, 1e-30)) if k == "p" else v for k, v in (extra or {}).items()]
+    X = np.stack([lp, H, D] + more, 1)
     gbm = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, max_depth=3, min_samples_leaf=200,
-                                         l2_regularization=1.0, monotonic_cst=[1, 0, 0], random_state=seed)
+                                         l2_regularization=1.0, monotonic_cst=[1, 0, 0] + [0] * len(more),
+                                         random_state=seed)
     gbm.fit(X[~te], A[~te])
-    Xl = np.stack([lp, H, D, lp * D, H * D, lp * H, lp * lp], 1)
+    Xl = np.stack([lp, H, D, lp * D, H * D, lp * H, lp * lp] + more + [m * D for m in more], 1)
     mu, sd = Xl[~te].mean(0), Xl[~te].std(0) + 1e-12
     logit = LogisticRegression(C=1.0, max_iter=2000)
     logit.fit((Xl[~te] - mu) / sd, A[~te])
