@@ -590,6 +590,9 @@ static void test_total_auto(void) {
           cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "chosen_p90")) < pool &&
           cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "verify_scale")) > 0,
           "cycles / chosen sizes / scale out of range (mean %g)", mean);
+    /* the estimates' promise: 1 + the kept estimates a cycle, at least 1 and at most 1 + the mean size */
+    const double ptau = cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "predicted_tau"));
+    CHECK(ptau >= 1 && ptau <= 1 + mean + 1e-9, "predicted_tau %g outside [1, 1 + %g]", ptau, mean);
     const cJSON *total = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "total");
     CHECK(cJSON_IsString(total) && !strcmp(total->valuestring, "auto"), "settings.total is not \"auto\"");
     cJSON_Delete(j);

@@ -673,6 +673,14 @@ static void test_cost_prefix_synthetic(void) {
     p = policy_with("eagle2", bad);
     CHECK(!p && strstr(err_get(), "'auto'"), "total=automatic: %s", p ? "accepted" : err_get());
     policy_free(p);
+    /* predicted tokens: 1 + the kept estimates, per choice (0.9 + 0.6 + 0.3 + 0.1 + 0.01 kept above, then 1 + 0) */
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.01);
+    cost_add_point(&m, 64, 0.01);
+    cost_best_prefix(&m, est, n, 0.005);
+    cost_best_prefix(&m, none, 3, 0.005);
+    CHECK(m.chosen == 2 && fabs(m.predicted_tokens - (1 + 1.91 + 1)) < 1e-5, "predicted tokens %g over %lld choices",
+          m.predicted_tokens, (long long)m.chosen);
 }
 
 static void test_bad_policy_parameters(void) {

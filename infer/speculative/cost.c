@@ -48,6 +48,9 @@ int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s) {
     m->chosen++;
     m->chosen_sum += k_best;
     m->hist[k_best < COST_HIST - 1 ? k_best : COST_HIST - 1]++;
+    double tokens = 1;
+    for (int i = 0; i < k_best; i++) tokens += est[i] > 0 ? est[i] : 0;
+    m->predicted_tokens += tokens;
     return k_best;
 }
 

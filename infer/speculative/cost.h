@@ -32,6 +32,8 @@ typedef struct {
     int64_t expand_cycles;              /* cycles whose expansions were observed */
     int64_t cycles;                     /* cycles observed */
     int64_t chosen, chosen_sum;         /* prefixes chosen and their total size */
+    double predicted_tokens;            /* over the chosen prefixes, 1 + their estimates: the tokens the
+                                         * estimates promised (÷ chosen = the predicted τ) */
     int64_t hist[COST_HIST];            /* how often each size was chosen */
 } CostModel;
 
@@ -49,7 +51,7 @@ double cost_verify_s(const CostModel *m, int n);
 double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
                       int *k_best);
 /* cost_best_rate's k with no extra: the prefix to keep; records the choice
- * in the model's histogram. */
+ * in the model's histogram and its expected tokens in predicted_tokens. */
 int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s);
 /* A cycle's drafting time with `expands` expansion steps: the measured
  * per-step time times expands, plus the rest of a cycle's drafting (catch-up,

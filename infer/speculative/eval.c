@@ -126,6 +126,7 @@ static cJSON *cost_json(const CostModel *m) {
     cJSON_AddNumberToObject(o, "chosen_p10", cost_chosen_quantile(m, 0.1));
     cJSON_AddNumberToObject(o, "chosen_p50", cost_chosen_quantile(m, 0.5));
     cJSON_AddNumberToObject(o, "chosen_p90", cost_chosen_quantile(m, 0.9));
+    cJSON_AddNumberToObject(o, "predicted_tau", m->chosen ? m->predicted_tokens / (double)m->chosen : 0);
     return o;
 }
 
@@ -510,8 +511,10 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddItemToObject(r->report, "cost_model", cost_json(m));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
                 "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s, verification %.2fx the calibrated "
-                "curve\n", dec->policy->name, m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
-                cost_chosen_quantile(m, 0.1), cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->scale);
+                "curve; tau %.2f predicted by its estimates, %.2f measured\n", dec->policy->name,
+                m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0, cost_chosen_quantile(m, 0.1),
+                cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->scale,
+                m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0, decode_stats_tau(&r->all.run));
     }
     rc = 0;
 done:
