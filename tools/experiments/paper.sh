@@ -239,17 +239,32 @@ else
     e2() { ev eval "eagle2_total$1" "$2" $eagle --policy eagle2 --topk 10 --depth 6 --total "$1" $sweep; }
     c2t() { ev eval "c2t_beta$1" "$2" $eagle --policy c2t --classifier "$R/classifier.json" --beta "$1" --topk 10 \
         --depth 8 $sweep; }
-    # the headline pair first, then the sweeps interleaved, so that a run cut
-    # short leaves both curves covered
+    # the headline pair first, then each sweep in an order that spreads its
+    # points (the value farthest, in the sorted list, from those already
+    # run), the two sweeps interleaved: a run cut short leaves both curves
+    # covered end to end, to be filled in when it is continued
+    spread() {   # first value list...
+        python3 - "$@" <<'PY'
+import sys
+first, vals = sys.argv[1], sorted(set(sys.argv[2:]), key=float)
+done = [vals.index(first)] if first in vals else []
+out = []
+while len(done) < len(vals):
+    far = max((i for i in range(len(vals)) if i not in done),
+              key=lambda i: (min((abs(i - j) for j in done), default=len(vals)), float(vals[i])))
+    done.append(far)
+    out.append(vals[far])
+print(" ".join(out))
+PY
+    }
     e2 60 1
     c2t 0.5 1
-    set -- $E2_TOTALS
-    for b in $C2T_BETAS; do
-        while [ $# -gt 0 ] && [ "$1" = 60 ]; do shift; done
+    set -- $(spread 60 $E2_TOTALS)
+    for b in $(spread 0.5 $C2T_BETAS); do
         if [ $# -gt 0 ]; then e2 "$1" 0; shift; fi
-        [ "$b" = 0.5 ] || c2t "$b" 0
+        c2t "$b" 0
     done
-    for t in "$@"; do [ "$t" = 60 ] || e2 "$t" 0; done
+    for t in "$@"; do e2 "$t" 0; done
     if [ "$SPEED_Q" -gt 0 ]; then
         # speed as users decode: one sequence, tree verification, A/B against ar
         speed="$qs --max-questions $SPEED_Q $turns --max-new-tokens $EVAL_MAX_NEW $ARITH"
