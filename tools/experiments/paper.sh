@@ -143,14 +143,21 @@ traces=""
 for c in $cats; do traces="$traces $R/traces_$c.h5"; done
 
 echo "== 1/5 spec-collect: full EAGLE-2 trees (topk 10, depth $COLLECT_DEPTH) on $COLLECT_Q collect prompts per category ($cats), first turns, $COLLECT_MAX_NEW tokens, --verify $VERIFY, batch $BATCH"
+collect_args="$eagle --max-questions $COLLECT_Q --max-turns 1 --max-new-tokens $COLLECT_MAX_NEW --topk 10 --depth $COLLECT_DEPTH $run --verify $VERIFY"
 for c in $cats; do
-    # an existing trace file is continued (--resume refuses one written with other settings)
+    # a finished file made with these settings is kept (traces_C.h5.done holds
+    # them); an unfinished one is continued (--resume refuses one written
+    # with other settings)
+    if [ -f "$R/traces_$c.h5" ] && [ "$(cat "$R/traces_$c.h5.done" 2>/dev/null)" = "$collect_args" ]; then
+        echo "-- $c: kept from an earlier run"
+        continue
+    fi
+    rm -f "$R/traces_$c.h5.done"
     resume=""; [ -f "$R/traces_$c.h5" ] && resume=--resume
     echo "-- $c"
-    bin/spec-collect $resume $eagle --questions "$R/prompts/$c.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
-        --max-new-tokens "$COLLECT_MAX_NEW" --topk 10 --depth "$COLLECT_DEPTH" $run --verify "$VERIFY" \
-        --out "$R/traces_$c.h5" ||
+    bin/spec-collect $resume $collect_args --questions "$R/prompts/$c.jsonl" --out "$R/traces_$c.h5" ||
         { echo "paper: spec-collect failed on $c (after changing sizes: rm $R/traces_*.h5)" >&2; exit 1; }
+    echo "$collect_args" > "$R/traces_$c.h5.done"
 done
 stamp
 
