@@ -219,10 +219,16 @@ else
     done
     # runs done with the same sizes are kept (a killed run continues with
     # the next unfinished one); other sizes start afresh
-    want="q=$EVAL_Q turns=$EVAL_TURNS new=$EVAL_MAX_NEW speed_q=$SPEED_Q run=$run verify=$VERIFY bench=$B classifier=$(cksum < "$R/classifier.json")"
+    want="q=$EVAL_Q turns=$EVAL_TURNS new=$EVAL_MAX_NEW speed_q=$SPEED_Q run=$run verify=$VERIFY bench=$B"
     if [ "$(cat "$R/eval/sizes" 2>/dev/null)" != "$want" ]; then
         rm -rf "$R"/eval/*.json "$R/eval/lossless.txt" "$R/speed"
         echo "$want" > "$R/eval/sizes"
+    fi
+    # C2T's runs also depend on the classifier: another one starts them afresh
+    cls=$(cksum < "$R/classifier.json")
+    if [ "$(cat "$R/eval/classifier.cksum" 2>/dev/null)" != "$cls" ]; then
+        rm -f "$R"/eval/c2t_*.json "$R"/speed/c2t_*.json
+        echo "$cls" > "$R/eval/classifier.cksum"
     fi
     mkdir -p "$R/speed"
     ev() {   # dir name lossless(0/1) spec-eval args...
