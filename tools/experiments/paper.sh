@@ -224,8 +224,11 @@ else
         rm -rf "$R"/eval/*.json "$R/eval/lossless.txt" "$R/speed"
         echo "$want" > "$R/eval/sizes"
     fi
-    # C2T's runs also depend on the classifier: another one starts them afresh
-    cls=$(cksum < "$R/classifier.json")
+    # C2T's runs also depend on the classifier: other weights start them
+    # afresh (the file's training record, e.g. its thread count, does not)
+    cls=$(python3 -c 'import hashlib, json, sys; d = json.load(open(sys.argv[1]))
+print(hashlib.sha256(json.dumps([d[k] for k in ("features", "hidden", "weights")], sort_keys=True).encode()).hexdigest())' \
+        "$R/classifier.json")
     if [ "$(cat "$R/eval/classifier.cksum" 2>/dev/null)" != "$cls" ]; then
         rm -f "$R"/eval/c2t_*.json "$R"/speed/c2t_*.json
         echo "$cls" > "$R/eval/classifier.cksum"
