@@ -69,26 +69,36 @@ static double jnum(const cJSON *j, const char *path) {
 
 /* ---------------------------------------------------------------- FFN */
 
+/* The float kernel against the double reference (itself against central
+ * differences), for the paper's 3 inputs and for all 6 known features. */
 static void test_gradient_check(void) {
     const int hs[] = {48, 5, 12};
     const int ns[] = {1, 7, 300, 1024};
+    const int nfs[] = {3, 6};
     Rng r;
     rng_seed_stream(&r, 42, 9, 0);
+    for (int fi = 0; fi < 2; fi++)
     for (int hi = 0; hi < 3; hi++)
         for (int ni = 0; ni < 4; ni++) {
-            int h = hs[hi], n = ns[ni], np = ffn_nparams(h);
+            int nf = nfs[fi], h = hs[hi], n = ns[ni], np = ffn_nparams(nf, h);
             float *th = xmalloc(sizeof(float) * np), *gf = xmalloc(sizeof(float) * np);
             double *td = xmalloc(sizeof(double) * np), *gd = xmalloc(sizeof(double) * np), *tmp = xmalloc(sizeof(double) * np);
-            float *x0 = xmalloc(4 * n), *x1 = xmalloc(4 * n), *x2 = xmalloc(4 * n), *y = xmalloc(4 * n);
-            double *xd = xmalloc(sizeof(double) * 3 * n), *yd = xmalloc(sizeof(double) * n);
-            ffn_init(th, h, &r);
+            float *x[FFN_MAX_FEAT], *y = xmalloc(4 * n);
+            for (int k = 0; k < nf; k++) x[k] = xmalloc(4 * n);
+            double *xd = xmalloc(sizeof(double) * nf * n), *yd = xmalloc(sizeof(double) * n);
+            ffn_init(th, nf, h, &r);
             for (int i = 0; i < np; i++) { th[i] *= 3; td[i] = th[i]; }   /* wider: some big logits */
             for (int i = 0; i < n; i++) {
-                x0[i] = (float)rng_uniform(&r); x1[i] = (float)(7 * rng_uniform(&r)); x2[i] = (float)(1 + rng_below(&r, 10));
+                /* P-, H- and depth-like columns; for 6, also p-, rank- and H-like */
+                for (int k = 0; k < nf; k++) {
+                    x[k][i] = k % 3 == 0 ? (float)rng_uniform(&r) : k % 3 == 1 ? (float)(7 * rng_uniform(&r))
+                                                                               : (float)(1 + rng_below(&r, 10));
+                    xd[nf * i + k] = x[k][i];
+                }
                 y[i] = rng_uniform(&r) < 0.3;
-                xd[3 * i] = x0[i]; xd[3 * i + 1] = x1[i]; xd[3 * i + 2] = x2[i]; yd[i] = y[i];
+                yd[i] = y[i];
             }
-            double Ld = ffn_loss_grad_ref(td, h, xd, yd, n, gd);
+            double Ld = ffn_loss_grad_ref(td, nf, h, xd, yd, n, gd);
             /* double analytic gradient vs central differences */
             double worst = 0, gmax = 0;
             for (int i = 0; i < np; i++) if (fabs(gd[i]) > gmax) gmax = fabs(gd[i]);
@@ -97,32 +107,33 @@ static void test_gradient_check(void) {
                 double e = 1e-6 * (fabs(td[i]) > 1 ? fabs(td[i]) : 1);
                 memcpy(tmp, td, sizeof(double) * np);
                 tmp[i] = td[i] + e;
-                double lp = ffn_loss_grad_ref(tmp, h, xd, yd, n, scratch);
+                double lp = ffn_loss_grad_ref(tmp, nf, h, xd, yd, n, scratch);
                 tmp[i] = td[i] - e;
-                double lm = ffn_loss_grad_ref(tmp, h, xd, yd, n, scratch);
+                double lm = ffn_loss_grad_ref(tmp, nf, h, xd, yd, n, scratch);
                 double fd = (lp - lm) / (2 * e), err = fabs(fd - gd[i]) / (gmax > 1e-12 ? gmax : 1);
                 if (err > worst) worst = err;
             }
-            CHECK(worst < 1e-6, "h=%d n=%d: double gradient vs central differences: relative error %.3g", h, n, worst);
+            CHECK(worst < 1e-6, "nf=%d h=%d n=%d: double gradient vs central differences: relative error %.3g", nf, h, n, worst);
             /* the float kernel vs the double gradient */
-            FfnWork *w = ffn_work_new(h, n);
+            FfnWork *w = ffn_work_new(nf, h, n);
             ffn_work_set_threads(w, 2);
-            double Lf = ffn_loss_grad(w, th, x0, x1, x2, y, n, gf);
+            double Lf = ffn_loss_grad(w, th, (const float *const *)x, y, n, gf);
             double werr = 0;
             for (int i = 0; i < np; i++) {
                 double err = fabs(gf[i] - gd[i]) / (gmax > 1e-12 ? gmax : 1);
                 if (err > werr) werr = err;
             }
-            CHECK(werr < 2e-5, "h=%d n=%d: float kernel gradient vs double: relative error %.3g", h, n, werr);
-            CHECK(fabs(Lf - Ld) < 1e-5 * (fabs(Ld) > 1 ? fabs(Ld) : 1), "h=%d n=%d: loss %.9g vs %.9g", h, n, Lf, Ld);
+            CHECK(werr < 2e-5, "nf=%d h=%d n=%d: float kernel gradient vs double: relative error %.3g", nf, h, n, werr);
+            CHECK(fabs(Lf - Ld) < 1e-5 * (fabs(Ld) > 1 ? fabs(Ld) : 1), "nf=%d h=%d n=%d: loss %.9g vs %.9g", nf, h, n, Lf, Ld);
             /* same result with one thread (fixed chunk order) */
             float *g1 = xmalloc(sizeof(float) * np);
             ffn_work_set_threads(w, 1);
-            double L1 = ffn_loss_grad(w, th, x0, x1, x2, y, n, g1);
-            CHECK(L1 == Lf && !memcmp(g1, gf, sizeof(float) * np), "h=%d n=%d: result depends on the thread count", h, n);
+            double L1 = ffn_loss_grad(w, th, (const float *const *)x, y, n, g1);
+            CHECK(L1 == Lf && !memcmp(g1, gf, sizeof(float) * np), "nf=%d h=%d n=%d: result depends on the thread count", nf, h, n);
             ffn_work_free(w);
             free(g1); free(scratch);
-            free(th); free(gf); free(td); free(gd); free(tmp); free(x0); free(x1); free(x2); free(y); free(xd); free(yd);
+            for (int k = 0; k < nf; k++) free(x[k]);
+            free(th); free(gf); free(td); free(gd); free(tmp); free(y); free(xd); free(yd);
         }
 }
 
@@ -152,13 +163,14 @@ static void test_adam_update(void) {
 }
 
 static void test_init(void) {
-    int h = 48, np = ffn_nparams(h);
+    int h = 48, np = ffn_nparams(3, h);
     CHECK(np == 241, "48 hidden units give %d parameters, expected 241", np);
+    CHECK(ffn_nparams(6, h) == 8 * 48 + 1, "6 inputs, 48 hidden units: %d parameters", ffn_nparams(6, h));
     float a[241], b[241], c[241];
     Rng r;
-    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(a, h, &r);
-    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(b, h, &r);
-    rng_seed_stream(&r, 6, RNG_STREAM_INIT, 0); ffn_init(c, h, &r);
+    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(a, 3, h, &r);
+    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(b, 3, h, &r);
+    rng_seed_stream(&r, 6, RNG_STREAM_INIT, 0); ffn_init(c, 3, h, &r);
     CHECK(!memcmp(a, b, sizeof a), "same seed, different weights");
     CHECK(memcmp(a, c, sizeof a), "different seeds, same weights");
     double b1 = 1 / sqrt(3.0), b2 = 1 / sqrt(48.0), mx1 = 0, mx2 = 0;
@@ -227,7 +239,7 @@ static void test_split_and_sampling(void) {
     char *a = tpath("ds_a.h5"), *b = tpath("ds_b.h5");
     REQUIRE(!make_synth(a, 300, 40, 4, 11, 0, 0), "synth: %s", err_get());
     REQUIRE(!make_synth(b, 100, 40, 4, 12, 0, 0), "synth: %s", err_get());
-    Classifier *c = classifier_new(4);
+    Classifier *c = classifier_new(4, CLS_DEFAULT_NFEAT, cls_default_features);
     DsOpts o = {0.05, 3, 0, c, 0};
     const char *paths[2] = {a, b};
     Dataset *ds = dataset_open(paths, 2, &o);
@@ -248,17 +260,17 @@ static void test_split_and_sampling(void) {
     CHECK(memcmp(ds->flag, ds3->flag, (size_t)ds->n_trees), "split ignores the seed");
     /* negatives: exact count, only negatives, fresh per epoch, deterministic */
     int64_t k = ds->train_pos * 2;
-    Feat *n1[3], *n2[3], *all[1];
+    ClsNode *n1[3], *n2[3], *all[1];
     CHECK(dataset_sample_negatives(ds, 9, 0, 3, k, n1, 0) == k, "draw count");
     CHECK(dataset_sample_negatives(ds, 9, 1, 2, k, n2, 0) == k, "draw count (epochs 1-2)");
-    CHECK(!memcmp(n1[1], n2[0], sizeof(Feat) * k) && !memcmp(n1[2], n2[1], sizeof(Feat) * k),
+    CHECK(!memcmp(n1[1], n2[0], sizeof(ClsNode) * k) && !memcmp(n1[2], n2[1], sizeof(ClsNode) * k),
           "epoch draws depend on how epochs are grouped");
-    CHECK(memcmp(n1[0], n1[1], sizeof(Feat) * k), "epochs 0 and 1 drew the same negatives");
+    CHECK(memcmp(n1[0], n1[1], sizeof(ClsNode) * k), "epochs 0 and 1 drew the same negatives");
     CHECK(dataset_sample_negatives(ds, 9, 0, 1, ds->train_neg * 10, all, 0) == ds->train_neg, "k > negatives must take all");
     /* every drawn negative is one of the training negatives: compare multisets of P via sums */
     double sum_all = 0, sum_pos = 0;
-    for (int64_t i = 0; i < ds->train_neg; i++) sum_all += all[0][i].P;
-    for (int64_t i = 0; i < ds->train_pos; i++) sum_pos += ds->pos[i].P;
+    for (int64_t i = 0; i < ds->train_neg; i++) sum_all += all[0][i].v[CLS_F_P];
+    for (int64_t i = 0; i < ds->train_pos; i++) sum_pos += ds->pos[i].v[CLS_F_P];
     CHECK(sum_all > 0 && sum_pos > 0, "empty features");
     for (int e = 0; e < 3; e++) free(n1[e]);
     for (int e = 0; e < 2; e++) free(n2[e]);
@@ -421,15 +433,15 @@ static void test_parity_pytorch(void) {
 /* A classifier with seeded weights and non-default transforms: bit-identical
  * on every machine, so its golden torch outputs stay valid. */
 static Classifier *fixed_classifier(void) {
-    Classifier *c = classifier_new(48);
+    Classifier *c = classifier_new(48, CLS_DEFAULT_NFEAT, cls_default_features);
     Rng r;
     rng_seed_stream(&r, 2024, RNG_STREAM_MISC, 1);
     float th[241];
-    ffn_init(th, 48, &r);
+    ffn_init(th, 3, 48, &r);
     classifier_set_params(c, th);
-    c->feat[0] = (ClsFeature){CLS_LOG, 1e-6f, -4.0f, 2.5f};
-    c->feat[1] = (ClsFeature){CLS_RAW, 1e-6f, 2.0f, 1.5f};
-    c->feat[2] = (ClsFeature){CLS_RAW, 1e-6f, 0.0f, 1.0f};
+    c->feat[0] = (ClsFeature){CLS_F_P, CLS_LOG, 1e-6f, -4.0f, 2.5f};
+    c->feat[1] = (ClsFeature){CLS_F_H, CLS_RAW, 1e-6f, 2.0f, 1.5f};
+    c->feat[2] = (ClsFeature){CLS_F_DEPTH, CLS_RAW, 1e-6f, 0.0f, 1.0f};
     return c;
 }
 
@@ -475,7 +487,8 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
     enum { N = 1000 };
     Classifier *c = classifier_load(json);
     REQUIRE(c, "%s: %s", what, err_get());
-    CHECK(c->hidden == orig->hidden && !memcmp(c->fc1_w, orig->fc1_w, sizeof(float) * 3 * c->hidden) &&
+    CHECK(c->hidden == orig->hidden && c->n_feat == orig->n_feat &&
+          !memcmp(c->fc1_w, orig->fc1_w, sizeof(float) * c->n_feat * c->hidden) &&
           !memcmp(c->fc1_b, orig->fc1_b, sizeof(float) * c->hidden) &&
           !memcmp(c->fc2_w, orig->fc2_w, sizeof(float) * c->hidden) && c->fc2_b == orig->fc2_b,
           "%s: JSON weights do not round-trip bit for bit", what);
@@ -483,7 +496,7 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
     /* safetensors names and shapes */
     SafeTensors *st = st_open(st_path);
     REQUIRE(st, "%s: %s", what, err_get());
-    const StTensor *w1 = st_get(st, "fc1.weight", c->hidden, 3), *b1 = st_get(st, "fc1.bias", c->hidden, 0),
+    const StTensor *w1 = st_get(st, "fc1.weight", c->hidden, c->n_feat), *b1 = st_get(st, "fc1.bias", c->hidden, 0),
                    *w2 = st_get(st, "fc2.weight", 1, c->hidden), *b2 = st_get(st, "fc2.bias", 1, 0);
     CHECK(w1 && b1 && w2 && b2 && st->ntensors == 4, "%s: safetensors names/shapes: %s", what, err_get());
     if (w1 && b1 && w2 && b2)
@@ -492,8 +505,10 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
               "%s: safetensors data differ from the JSON weights", what);
     st_close(st);
     float P[N], H[N], d[N], conf[N];
+    ClsNode x[N];
     random_inputs(N, P, H, d);
-    classifier_forward(c, P, H, d, N, conf);
+    for (int i = 0; i < N; i++) x[i] = cls_node(P[i], H[i], (int)d[i], 0, 0, 0);
+    classifier_forward(c, x, N, conf);
     char *in = tpath("roundtrip_inputs.safetensors");
     StWrite w[3] = {{"P", DT_F32, 1, {N}, P}, {"H", DT_F32, 1, {N}, H}, {"depth", DT_F32, 1, {N}, d}};
     REQUIRE(!st_write(in, w, 3), "%s", err_get());
@@ -513,7 +528,7 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
     /* a second consumer: the decoding loop's batched call equals one-by-one calls */
     for (int i = 0; i < N; i += 97) {
         float one;
-        classifier_forward(c, P + i, H + i, d + i, 1, &one);
+        classifier_forward(c, x + i, 1, &one);
         CHECK(one == conf[i], "%s: batched and single forward differ at %d", what, i);
     }
     free(tc); free(in);
@@ -774,8 +789,9 @@ static void test_transforms_option(void) {
     CHECK(c->feat[0].kind == CLS_LOG && c->feat[1].kind == CLS_RAW, "transforms not stored");
     CHECK(c->feat[0].std > 0 && c->feat[0].std != 1 && c->feat[1].mean != 0, "standardisation not stored");
     /* the model input of P=1 is (ln(1 + eps) - mean) / std */
-    float x[3];
-    classifier_input(c, 1.0f, 0.0f, 1.0f, x);
+    float x[CLS_MAX_FEAT];
+    ClsNode one = cls_node(1.0f, 0.0f, 1, 0, 0, 0);
+    classifier_input(c, &one, x);
     CHECK(fabsf(x[0] - (logf(1.0f + c->feat[0].eps) - c->feat[0].mean) / c->feat[0].std) < 1e-6f, "input transform");
     classifier_free(c);
     if (have_torch()) {
