@@ -554,6 +554,206 @@ static void test_export_roundtrip(void) {
     }
 }
 
+
+/* ---------------------------------------------------------------- features */
+
+/* Confidences of data/demo/classifier.json and data/smollm2/classifier.json
+ * (P, H, depth, the format every file had before features were named
+ * freely) on 20 fixed inputs, computed by the 3-feature code before the
+ * feature registry (same compiler flags): files in that format must load
+ * unchanged and give bit-identical confidences, batched and one by one. */
+static const float demo_conf_before[20] = {
+    0x1.93a078p-13, 0x1.fbc8cap-1, 0x1.e0b6d8p-1, 0x1.f9c01ap-1, 0x1.fd534p-1, 0x1.e65d6ep-1, 0x1.f4a926p-1,
+    0x1.f79b6ap-1, 0x1.a66b66p-1, 0x1.7d6ab6p-2, 0x1.96d656p-1, 0x1.a9646ep-1, 0x1.2064acp-10, 0x1.e96a46p-1,
+    0x1.fb500ep-1, 0x1.5d20b8p-1, 0x1.f118d6p-1, 0x1.f978aep-1, 0x1.e0c6f2p-1, 0x1.fa8088p-1};
+static const float smollm2_conf_before[20] = {
+    0x1.36f642p-8, 0x1.b9b502p-1, 0x1.e5e83ap-1, 0x1.f8344p-1, 0x1.f3bcbp-1, 0x1.bb5ccap-1, 0x1.f77de6p-2,
+    0x1.ec659ep-1, 0x1.dd741ep-2, 0x1.4a073p-2, 0x1.861532p-1, 0x1.27765ep-1, 0x1.37fbdp-10, 0x1.7f481cp-2,
+    0x1.64bf28p-1, 0x1.46f75p-3, 0x1.31aea4p-1, 0x1.e96698p-1, 0x1.b8db64p-1, 0x1.9fe156p-1};
+
+static uint32_t lcg(uint32_t *s) { *s = *s * 1664525u + 1013904223u; return *s >> 8; }
+
+static void test_default_files_unchanged(void) {
+    const char *files[2] = {"data/demo/classifier.json", "data/smollm2/classifier.json"};
+    const float *want[2] = {demo_conf_before, smollm2_conf_before};
+    for (int f = 0; f < 2; f++) {
+        Classifier *c = classifier_load(files[f]);
+        REQUIRE(c, "%s", err_get());
+        CHECK(c->n_feat == 3 && c->feat[0].id == CLS_F_P && c->feat[1].id == CLS_F_H && c->feat[2].id == CLS_F_DEPTH,
+              "%s: features are not P, H, depth", files[f]);
+        CHECK(classifier_nparams(c) == 241, "%s: %d parameters, expected 241", files[f], classifier_nparams(c));
+        ClsNode x[20];
+        uint32_t s = 12345;
+        for (int i = 0; i < 20; i++) {
+            float u = (float)lcg(&s) / 16777216.0f;
+            float P = u * u * u + 1e-7f, H = 6.0f * (float)lcg(&s) / 16777216.0f;
+            int d = (int)(1 + lcg(&s) % 10);
+            /* p, rank, parent_H set: a P, H, depth classifier must not read them */
+            x[i] = cls_node(P, H, d, 0.5f + (float)i, i, 100.0f - (float)i);
+        }
+        float conf[20], one;
+        classifier_forward(c, x, 20, conf);
+        int differ = 0;
+        for (int i = 0; i < 20; i++) {
+            classifier_forward(c, x + i, 1, &one);
+            differ += memcmp(&conf[i], &want[f][i], 4) != 0 || memcmp(&one, &want[f][i], 4) != 0;
+        }
+        CHECK(differ == 0, "%s: %d of 20 confidences differ from the 3-feature code's", files[f], differ);
+        /* written back, the file is in the same format: the same features, version 1 */
+        cJSON *j = classifier_to_json(c);
+        char *back = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "features"));
+        CHECK(strstr(back, "\"name\":\"P\"") < strstr(back, "\"name\":\"H\"") &&
+              strstr(back, "\"name\":\"H\"") < strstr(back, "\"name\":\"depth\"") && !strstr(back, "rank") &&
+              jnum(j, "version") == 1, "%s: written back in another format: %s", files[f], back);
+        free(back);
+        cJSON_Delete(j);
+        classifier_free(c);
+    }
+}
+
+/* A 6-feature classifier in an order other than the registry's: JSON and
+ * safetensors round trip, fc1 [h][6], each input from its own feature. */
+static void test_feature_roundtrip(void) {
+    ClsFeatureId ids[CLS_MAX_FEAT];
+    int nf = cls_features_parse("rank,P,parent_H,depth,p,H", ids);
+    REQUIRE(nf == 6, "parse: %s", err_get());
+    CHECK(cls_features_parse("P,H,P", ids) < 0 && strstr(err_get(), "named twice"), "duplicate: %s", err_get());
+    CHECK(cls_features_parse("P,logit", ids) < 0 && strstr(err_get(), "unknown feature 'logit'"), "unknown: %s", err_get());
+    CHECK(cls_features_parse("P,,H", ids) < 0, "an empty name parses");
+    nf = cls_features_parse("rank,P,parent_H,depth,p,H", ids);
+    Classifier *c = classifier_new(5, nf, ids);
+    REQUIRE(c, "%s", err_get());
+    Rng r;
+    rng_seed_stream(&r, 7, RNG_STREAM_MISC, 4);
+    float th[8 * 5 + 1];
+    ffn_init(th, nf, 5, &r);
+    classifier_set_params(c, th);
+    c->feat[1].kind = CLS_LOG;
+    c->feat[5].mean = 1.5f;
+    char *json = tpath("six.json"), *st = tpath("six.safetensors");
+    cJSON *j = classifier_to_json(c);
+    REQUIRE(!write_json(json, j) && !classifier_write_safetensors(st, c), "%s", err_get());
+    cJSON_Delete(j);
+    Classifier *b = classifier_load(json);
+    REQUIRE(b, "%s", err_get());
+    CHECK(b->n_feat == 6 && !memcmp(b->feat, c->feat, sizeof(ClsFeature) * 6) &&
+          !memcmp(b->fc1_w, c->fc1_w, sizeof(float) * 30) && classifier_nparams(b) == 41,
+          "6 features do not round-trip through JSON");
+    SafeTensors *s = st_open(st);
+    REQUIRE(s, "%s", err_get());
+    const StTensor *w1 = st_get(s, "fc1.weight", 5, 6);
+    CHECK(w1 && !memcmp(w1->data, c->fc1_w, sizeof(float) * 30), "safetensors fc1.weight [5, 6]: %s", err_get());
+    st_close(s);
+    size_t nb = 0;
+    char *bytes = read_text_file(st, &nb);
+    const char *want = "\"feature_order\":\"rank,P,parent_H,depth,p,H\"";
+    CHECK(bytes && memmem(bytes, nb, want, strlen(want)), "safetensors metadata lacks %s", want);
+    free(bytes);
+    /* input k is feature ids[k] */
+    ClsNode x = cls_node(0.25f, 2.0f, 3, 0.5f, 4, 1.0f);
+    float in[CLS_MAX_FEAT];
+    classifier_input(b, &x, in);
+    CHECK(in[0] == 4.0f && in[1] == logf(0.25f + b->feat[1].eps) && in[2] == 1.0f && in[3] == 3.0f && in[4] == 0.5f &&
+          in[5] == 2.0f - 1.5f, "inputs %g %g %g %g %g %g", (double)in[0], (double)in[1], (double)in[2], (double)in[3],
+          (double)in[4], (double)in[5]);
+    /* PyTorch's forward of the safetensors file (live, or its golden output) */
+    enum { N = 300 };
+    static float cols[CLS_N_KNOWN][N];
+    ClsNode xs[N];
+    float conf[N];
+    Rng q;
+    rng_seed_stream(&q, 8, RNG_STREAM_MISC, 5);
+    for (int i = 0; i < N; i++) {
+        double u = rng_uniform(&q);
+        float p = (float)(u * u + 1e-6), P = p * (float)rng_uniform(&q), H = (float)(6 * rng_uniform(&q));
+        xs[i] = cls_node(P, H, (int)(1 + rng_below(&q, 10)), p, (int)rng_below(&q, 10), (float)(6 * rng_uniform(&q)));
+        for (int k = 0; k < CLS_N_KNOWN; k++) cols[k][i] = xs[i].v[k];
+    }
+    classifier_forward(b, xs, N, conf);
+    char *inputs = tpath("six_inputs.safetensors");
+    StWrite w[CLS_N_KNOWN];
+    for (int k = 0; k < CLS_N_KNOWN; k++) w[k] = (StWrite){cls_feature_names[k], DT_F32, 1, {N}, cols[k]};
+    REQUIRE(!st_write(inputs, w, CLS_N_KNOWN), "%s", err_get());
+    int live;
+    float *tc = torch_conf(st, inputs, "roundtrip_six_conf.safetensors", N, &live);
+    REQUIRE(tc, "six features: no torch confidences");
+    double worst = 0;
+    for (int i = 0; i < N; i++) if (fabs((double)tc[i] - conf[i]) > worst) worst = fabs((double)tc[i] - conf[i]);
+    printf("  info: six features: torch (%s) vs C forward on %d inputs: max |diff| %.3g\n", live ? "live" : "golden", N, worst);
+    CHECK(worst <= 1e-6, "six features: torch vs C confidences differ by %.3g", worst);
+    free(tc); free(inputs);
+    classifier_free(b);
+    classifier_free(c);
+    free(json); free(st);
+}
+
+/* spec-train --features: six features train, the files and the report name
+ * them, the held-out recall is reported, spec-analyze reads the file; a
+ * --transform of a feature not chosen, an unknown or a repeated feature is
+ * refused in one line. */
+static void test_features_option(void) {
+    char *tr = tpath("feat6.h5"), *out = tpath("feat6.json"), *rep = tpath("feat6_report.json"), *st = tpath("feat6.safetensors");
+    REQUIRE(!make_synth(tr, 600, 40, 4, 41, 0, 0), "%s", err_get());
+    char err[4096];
+    int rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --report %s --safetensors %s --quiet --epochs 4 --hidden 8 "
+                     "--features P,H,depth,p,rank,parent_H --transform p=log,parent_H=raw --beta 0.2 --eval-frac 0.2",
+                     bin_dir(), tr, out, rep, st);
+    REQUIRE(rc == 0, "spec-train --features: %s", err);
+    CHECK(strstr(err, "exporting epoch") && strstr(err, "recall"), "no held-out recall on stderr: %s", err);
+    Classifier *c = classifier_load(out);
+    REQUIRE(c, "%s", err_get());
+    char buf[128];
+    CHECK(c->n_feat == 6 && !strcmp(cls_features_str(c, buf, sizeof buf), "P,H,depth,p,rank,parent_H"),
+          "weights file features: %s", cls_features_str(c, buf, sizeof buf));
+    CHECK(c->feat[0].kind == CLS_LOG && c->feat[3].kind == CLS_LOG && c->feat[5].kind == CLS_RAW && c->feat[4].std != 1,
+          "transforms and standardisation of the chosen features not stored");
+    classifier_free(c);
+    cJSON *r = read_json_file(rep);
+    REQUIRE(r, "%s", err_get());
+    const cJSON *fs = jget(r, "settings.features");
+    CHECK(cJSON_GetArraySize(fs) == 6 && !strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(fs, 5)), "parent_H"),
+          "report settings.features");
+    double rec = jnum(r, "metrics.classifier.recall");
+    CHECK(rec > 0 && rec <= 1, "held-out recall %g", rec);
+    printf("  info: 6 features, 4 epochs: held-out recall %.4f, AUC %.4f\n", rec, jnum(r, "metrics.auc"));
+    CHECK(jnum(r, "metrics.auc") > 0.5, "6 features: AUC %g", jnum(r, "metrics.auc"));
+    cJSON_Delete(r);
+    SafeTensors *s = st_open(st);
+    CHECK(s && st_get(s, "fc1.weight", 8, 6), "safetensors fc1.weight [8, 6]: %s", err_get());
+    if (s) st_close(s);
+    char *an = tpath("feat6_analyze.txt");
+    rc = run_cmd(err, sizeof err, "%s/spec-analyze %s --classifier %s --quiet > %s", bin_dir(), tr, out, an);
+    CHECK(rc == 0, "spec-analyze with a 6-feature classifier: %s", err);
+    /* bad --features / --transform */
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --features P,H --transform depth=log", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "--transform depth: not among the classifier's features");
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --features P,logit", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "unknown feature 'logit'");
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --features P,H,P", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "named twice");
+    /* with PyTorch here: the 6-input training replayed by the oracle
+     * (same init and batches) gives the same weights */
+    if (have_torch()) {
+        char *dump = tpath("feat6_dump"), *odir = tpath("feat6_oracle"), *out2 = tpath("feat6_paper.json");
+        rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 3 --hidden 8 --paper-recipe --beta 0.05 "
+                     "--features parent_H,P,rank,H,p,depth --dump-init %s --dump-epochs 3 --select-last",
+                     bin_dir(), tr, out2, dump);
+        REQUIRE(rc == 0, "spec-train --dump-init, 6 features: %s", err);
+        rc = run_cmd(err, sizeof err, "python3 tools/golden/train_oracle.py train %s %s", dump, odir);
+        REQUIRE(rc == 0, "oracle: %s", err);
+        char *cw = path_join(dump, "c_weights_epoch_003.safetensors"), *tw = path_join(odir, "torch_weights_epoch_003.safetensors");
+        char wn[64] = "";
+        double dw = max_abs_diff(cw, tw, wn);
+        printf("  info: 6 features: max |C - PyTorch| weight difference after 3 epochs: %.3g\n", dw);
+        CHECK(dw <= 1e-4, "6 features: C vs PyTorch weights differ by %.3g (%s) after 3 epochs", dw, wn);
+        free(cw); free(tw); free(dump); free(odir); free(out2);
+    }
+    /* one feature alone trains too */
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 2 --hidden 4 --features rank --beta 0.2", bin_dir(), tr, out);
+    CHECK(rc == 0, "--features rank: %s", err);
+    free(tr); free(out); free(rep); free(st); free(an);
+}
+
 /* ---------------------------------------------------------------- weights file errors */
 
 static void write_text(const char *path, const char *text) {
@@ -611,7 +811,11 @@ static void test_weights_file_errors(void) {
     expect_load_error("wrong hidden", "\"hidden\":\t2", "\"hidden\":\t3", "fc1.weight");
     expect_load_error("ragged fc1", "\"fc1.weight\":\t[[", "\"fc1.weight\":\t[[0.5, ", "fc1.weight");
     expect_load_error("version", "\"version\":\t1", "\"version\":\t7", "version 7");
-    expect_load_error("feature order", "\"name\":\t\"H\"", "\"name\":\t\"entropy\"", "features[1]");
+    expect_load_error("unknown feature", "\"name\":\t\"H\"", "\"name\":\t\"entropy\"",
+                      "features[1]: unknown feature name \"entropy\"");
+    expect_load_error("duplicate feature", "\"name\":\t\"H\"", "\"name\":\t\"P\"", "features[1]: feature \"P\" named twice");
+    expect_load_error("fc1 narrower than the features", "\"name\":\t\"depth\"", "\"name\":\t\"depth\"}, {\"name\":\t\"rank\"",
+                      "fc1.weight: shape [2, 3], expected [2, 4]");
     expect_load_error("bad std", "\"std\":\t2.5", "\"std\":\t0", "std");
     expect_load_error("string weight", "\"fc1.bias\":\t[", "\"fc1.bias\":\t[\"x\", ", "fc1.bias");
     expect_load_error("not ours", "\"c2t-classifier\"", "\"something\"", "format");
@@ -739,7 +943,7 @@ static void test_help(void) {
     static const char *flags[] = {"--traces", "--out", "--safetensors", "--hidden", "--epochs", "--batch-size", "--lr",
                                   "--neg-ratio", "--seed", "--beta", "--report", "--dump-init", "--dump-epochs",
                                   "--transform", "--standardize", "--strict", "--eval-frac", "--similar-recall",
-                                  "--topn", "--sweep", "--threads", "0.5 recall points"};
+                                  "--topn", "--sweep", "--threads", "--features", "parent_H", "0.5 recall points"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) CHECK(strstr(t, flags[i]), "--help does not mention %s", flags[i]);
     free(t); free(h);
 }
@@ -833,6 +1037,9 @@ int main(void) {
     RUN(test_parity_pytorch);
     RUN(test_export_roundtrip);
     RUN(test_transforms_option);
+    RUN(test_default_files_unchanged);
+    RUN(test_feature_roundtrip);
+    RUN(test_features_option);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}
