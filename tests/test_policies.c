@@ -795,14 +795,39 @@ static int cmp_float(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* How a c2t tree disagrees with the confidences conf[i - 1] of its nodes
+ * i: *below = kept nodes below beta; the return value = nodes whose having
+ * children contradicts their place among their depth's nodes sorted by
+ * confidence (ties: tree order).  With exact (beta 0: every candidate
+ * joins) the K first at each depth but the deepest are exactly the nodes
+ * with children; otherwise (a candidate below beta leaves no trace) only
+ * nodes among the K first may have children. */
+static int c2t_disagreements(const Tree *t, const float *conf, int K, float beta, int exact, int *below, int *depths) {
+    int bad = 0;
+    *below = 0;
+    *depths = 0;
+    for (int i = 1; i < t->n; i++) *below += conf[i - 1] < beta;
+    int *has_child = xcalloc((size_t)t->n, sizeof(int)), *at = xmalloc(sizeof(int) * (size_t)t->n);
+    for (int i = 1; i < t->n; i++) has_child[t->parent[i]] = 1;
+    for (int dep = 1; dep < tree_max_depth(t); dep++) {   /* the last layer expands nothing */
+        int m = 0;
+        for (int i = 1; i < t->n; i++) if (t->depth[i] == dep) at[m++] = i;
+        for (int a = 1; a < m; a++)   /* stable: tree order on ties */
+            for (int q = a; q > 0 && conf[at[q] - 1] > conf[at[q - 1] - 1]; q--) { int x = at[q]; at[q] = at[q - 1]; at[q - 1] = x; }
+        (*depths)++;
+        for (int q = 0; q < m; q++) bad += exact ? has_child[at[q]] != (q < K) : has_child[at[q]] && q >= K;
+    }
+    free(has_child); free(at);
+    return bad;
+}
+
 /* c2t builds its tree from the confidences of its candidates; with beta 0
- * every candidate joins and the tree is fixed by their order alone: at each
- * depth the K most confident nodes (ties: the earlier) are the ones with
- * children.  That holds with the confidences computed from the tree's
- * trace rows only if the decoding loop's features equal spec-train's.
- * Then at a beta that keeps about half of them: every kept node reaches
- * beta by its row's confidence, and only nodes among their depth's K most
- * confident have children. */
+ * every candidate joins and the tree is fixed by their order alone.  That
+ * holds with the confidences computed from the tree's trace rows only if
+ * the decoding loop's features equal spec-train's.  Then at a beta that
+ * keeps about half of the first layer: every kept node reaches beta by its
+ * row's confidence, and only nodes among their depth's K most confident
+ * have children. */
 static void check_c2t_tree(const char *weights, int K) {
     char cls_kv[600], topk[32], beta_kv[64];
     snprintf(cls_kv, sizeof cls_kv, "classifier=%s", weights);
@@ -817,35 +842,84 @@ static void check_c2t_tree(const char *weights, int K) {
         const char *params[] = {cls_kv, topk, "depth=5", beta_kv, NULL};
         float *conf = build_varied("c2t", params, 4242, &t, c);
         REQUIRE(conf, "build: %s", err_get());
-        int bad_beta = 0, bad_order = 0, depths = 0;
-        for (int i = 1; i < t.n; i++) bad_beta += conf[i - 1] < beta;
-        int *has_child = xcalloc((size_t)t.n, sizeof(int)), *at = xmalloc(sizeof(int) * (size_t)t.n);
-        for (int i = 1; i < t.n; i++) has_child[t.parent[i]] = 1;
-        for (int dep = 1; dep < tree_max_depth(&t); dep++) {   /* the last layer expands nothing */
-            int m = 0;
-            for (int i = 1; i < t.n; i++) if (t.depth[i] == dep) at[m++] = i;
-            /* stable sort by confidence: tree order on ties */
-            for (int a = 1; a < m; a++)
-                for (int q = a; q > 0 && conf[at[q] - 1] > conf[at[q - 1] - 1]; q--) { int x = at[q]; at[q] = at[q - 1]; at[q - 1] = x; }
-            depths++;
-            for (int q = 0; q < m; q++) bad_order += pass == 0 ? has_child[at[q]] != (q < K) : has_child[at[q]] && q >= K;
-        }
-        CHECK(bad_beta == 0, "%s beta %g: %d kept nodes below beta by their trace rows' confidence", weights, (double)beta, bad_beta);
-        CHECK(bad_order == 0, "%s beta %g: %d nodes expanded (or not) against the trace rows' confidence order",
-              weights, (double)beta, bad_order);
+        int below, depths, bad = c2t_disagreements(&t, conf, K, beta, pass == 0, &below, &depths);
+        CHECK(below == 0, "%s beta %g: %d kept nodes below beta by their trace rows' confidence", weights, (double)beta, below);
+        CHECK(bad == 0, "%s beta %g: %d nodes expanded (or not) against the trace rows' confidence order",
+              weights, (double)beta, bad);
         CHECK(pass || (depths >= 2 && t.n > 2 * K), "%s: a tree too small to tell (%d nodes, %d depths)", weights, t.n, depths);
         CHECK(!pass || t.n >= 2, "%s beta %g: nothing kept", weights, (double)beta);
         /* next: the median confidence of the full tree's depth-1 nodes */
+        float *v = xmalloc(sizeof(float) * (size_t)t.n);
         int m = 0;
-        for (int i = 1; i < t.n; i++) if (t.depth[i] == 1) at[m++] = i;
-        float *v = xmalloc(sizeof(float) * (size_t)(m + 1));
-        for (int q = 0; q < m; q++) v[q] = conf[at[q] - 1];
+        for (int i = 1; i < t.n; i++) if (t.depth[i] == 1) v[m++] = conf[i - 1];
         qsort(v, (size_t)m, sizeof(float), cmp_float);
         beta = m ? v[m / 2] : 0.5f;
-        free(v); free(has_child); free(at); free(conf);
+        free(v); free(conf);
     }
     tree_free(&t);
     classifier_free(c);
+}
+
+/* The same with a real draft model while decoding: every verified c2t
+ * tree (what spec-collect would write) agrees with its rows' confidences. */
+typedef struct { const Classifier *c; int K, exact, trees, nodes, below, bad; float beta; float *confs; int n_confs, cap; } RowCheck;
+
+static int check_rows_hook(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path; (void)cycle;
+    RowCheck *h = vctx;
+    TraceNode *rows = xmalloc(sizeof(TraceNode) * (size_t)t->n);
+    float *conf = row_confidences(t, h->c, rows);
+    int below, depths;
+    h->bad += c2t_disagreements(t, conf, h->K, h->beta, h->exact, &below, &depths);
+    h->below += below;
+    h->trees++;
+    h->nodes += t->n - 1;
+    for (int i = 0; i < t->n - 1; i++) {
+        if (h->n_confs == h->cap) { h->cap = h->cap ? 2 * h->cap : 256; h->confs = xrealloc(h->confs, sizeof(float) * (size_t)h->cap); }
+        h->confs[h->n_confs++] = conf[i];
+    }
+    free(conf); free(rows);
+    return 0;
+}
+
+static void check_c2t_decoding(const char *weights, const char *target_dir, const char *draft_kind, const char *draft_dir) {
+    LlamaModel *m = llama_load(target_dir, be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load(draft_kind, draft_dir, m, 4096);
+    REQUIRE(d, "%s", err_get());
+    Classifier *c = classifier_load(weights);
+    REQUIRE(c, "%s", err_get());
+    char cls_kv[600], beta_kv[64];
+    snprintf(cls_kv, sizeof cls_kv, "classifier=%s", weights);
+    const int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9};
+    float beta = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(beta_kv, sizeof beta_kv, "beta=%.9g", (double)beta);
+        const char *params[] = {cls_kv, "topk=3", "depth=4", beta_kv, NULL};
+        Policy *p = make_policy("c2t", params);
+        REQUIRE(p, "%s", err_get());
+        RowCheck h = {c, 3, pass == 0, 0, 0, 0, 0, beta, NULL, 0, 0};
+        SampleParams sp = {0};
+        Decoder *dec = decoder_new(m, d, p, 8 + 24 + policy_max_nodes(p) + 8, sp);
+        REQUIRE(dec, "%s", err_get());
+        dec->hook = check_rows_hook;
+        dec->hook_ctx = &h;
+        int out[32];
+        DecodeStats st;
+        REQUIRE(decoder_run(dec, prompt, 8, 24, out, &st) >= 0, "decode: %s", err_get());
+        decoder_free(dec);
+        policy_free(p);
+        CHECK(h.below == 0 && h.bad == 0, "%s on %s (%s): beta %g: %d kept nodes below beta, %d expansions against the "
+              "rows' confidence order, in %d trees", weights, draft_dir, draft_kind, (double)beta, h.below, h.bad, h.trees);
+        CHECK(h.trees > 0 && h.nodes > 2 * h.trees, "%s on %s: beta %g: %d nodes in %d trees, too few to tell", weights,
+              draft_dir, (double)beta, h.nodes, h.trees);
+        qsort(h.confs, (size_t)h.n_confs, sizeof(float), cmp_float);
+        beta = h.n_confs ? h.confs[h.n_confs / 2] : 0.5f;
+        free(h.confs);
+    }
+    classifier_free(c);
+    draft_free(d);
+    llama_free(m);
 }
 
 /* chain's early stop: the chain built at beta 0 (no stop; the entropy is
@@ -921,6 +995,10 @@ static void test_policy_features_match_traces(void) {
         REQUIRE(w, "%s", err_get());
         check_c2t_tree(w, 4);
         check_chain_stop(w);
+        if (seed == 1) {
+            check_c2t_decoding(w, LOSSLESS_DRAFTS[2][0], LOSSLESS_DRAFTS[2][1], LOSSLESS_DRAFTS[2][2]);
+            check_c2t_decoding(w, LOSSLESS_DRAFTS[3][0], LOSSLESS_DRAFTS[3][1], LOSSLESS_DRAFTS[3][2]);
+        }
         free(w);
     }
     char cmd[64];
