@@ -337,8 +337,10 @@ static int run_prepare(Run *r) {
         if (de > 0) { r->dx = xmalloc(sizeof(float) * r->cls->n_feat * r->n_s); r->dy = xmalloc(sizeof(float) * r->n_s); }
     }
 
-    fprintf(stderr, "spec-train: %lld trees (%lld train, %lld held out), %lld training nodes: %lld positives, "
+    char feats[128];
+    fprintf(stderr, "spec-train: features %s; %lld trees (%lld train, %lld held out), %lld training nodes: %lld positives, "
             "%lld negatives; %lld + %lld samples per epoch (%lld batches of %d); %d threads\n",
+            cls_features_str(r->cls, feats, sizeof feats),
             (long long)r->ds->n_trees, (long long)r->ds->train_trees, (long long)r->ds->eval_trees, (long long)r->ds->train_nodes,
             (long long)r->ds->train_pos, (long long)r->ds->train_neg, (long long)r->ds->train_pos, (long long)r->k,
             (long long)((r->n_s + o->batch - 1) / o->batch), o->batch, r->threads);

@@ -262,8 +262,8 @@ static Classifier *from_json(const char *path, const cJSON *j) {
             }
         ids[k] = (ClsFeatureId)id;
     }
-    Classifier *c = classifier_new(h, nf, ids);
-    if (!c) { err_set("%s: %s", path, err_get()); return NULL; }
+    Classifier *c = classifier_new(h, nf, ids);   /* cannot fail: hidden and ids are checked */
+    if (!c) return NULL;
     k = 0;
     for (const cJSON *f = feats->child; f; f = f->next, k++) {
         const char *want = cls_feature_names[ids[k]];
