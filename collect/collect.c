@@ -37,6 +37,15 @@ struct CollectRun {
 
 /* One verified tree -> one /trees row and its nodes (root excluded), held
  * with its question. */
+void collect_tree_rows(const Tree *t, TraceNode *rows) {
+    for (int i = 0; i < t->n - 1; i++) {
+        int v = i + 1;
+        rows[i] = (TraceNode){.P = t->P[v], .H = t->H[v], .p = t->p[v], .token = t->token[v],
+                              .parent = t->parent[v] - 1, .depth = (uint8_t)t->depth[v], .accepted = 0,
+                              .rank = (uint8_t)t->rank[v]};
+    }
+}
+
 static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
     QuestionTrees *qt = vctx;
     double t0 = now_seconds();
@@ -50,12 +59,7 @@ static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int 
         qt->trees = xrealloc(qt->trees, sizeof(TraceTree) * qt->cap_trees);
     }
     TraceNode *nodes = qt->nodes + qt->n_nodes;
-    for (int i = 0; i < n; i++) {
-        int v = i + 1;
-        nodes[i] = (TraceNode){.P = t->P[v], .H = t->H[v], .p = t->p[v], .token = t->token[v],
-                               .parent = t->parent[v] - 1, .depth = (uint8_t)t->depth[v], .accepted = 0,
-                               .rank = (uint8_t)t->rank[v]};
-    }
+    collect_tree_rows(t, nodes);
     for (int i = 1; i < n_path; i++) nodes[path[i] - 1].accepted = 1;
     qt->trees[qt->n_trees++] = (TraceTree){.turn = (int16_t)qt->turn, .cycle = cycle, .n_nodes = n, .accept_len = n_path - 1};
     qt->n_nodes += n;

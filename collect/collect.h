@@ -16,6 +16,13 @@ typedef struct {
     int batch;                /* sequences decoded together (continuous batching, infer/speculative/batch.h) */
 } CollectOptions;
 
+/* The trace rows of a verified tree's nodes 1..t->n-1 (the root has no
+ * row): P, H, p, token, depth, rank as the tree holds them, parent as an
+ * index among the rows (-1 under the root), accepted 0 (the caller marks
+ * the accepted path).  spec-train computes a classifier's features from
+ * these rows (dataset_tree_nodes). */
+void collect_tree_rows(const Tree *t, TraceNode *rows);
+
 /* Decodes this shard's questions of sets[i] (read from files[i]) with
  * policy (eagle2, total all) and writes their trees.  -1 with err_set. */
 int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,

@@ -51,7 +51,7 @@ static int write_hand_trace(const char *path) {
 }
 
 static int write_hand_classifier(const char *path) {
-    Classifier *c = classifier_new(1);
+    Classifier *c = classifier_new(1, CLS_DEFAULT_NFEAT, cls_default_features);
     if (!c) return -1;
     c->fc1_w[0] = 10; c->fc1_w[1] = 0; c->fc1_w[2] = 0;   /* ReLU(10 P) */
     c->fc1_b[0] = 0;

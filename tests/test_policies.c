@@ -9,6 +9,12 @@
 #include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
+#include "collect/collect.h"
+#include "infer/speculative/classifier.h"
+#include "train/dataset.h"
+#include "train/export.h"
+#include <cjson/cJSON.h>
+#include <unistd.h>
 
 static const Backend *be = &cpu_backend;
 
@@ -707,6 +713,299 @@ static void test_bad_policy_parameters(void) {
     policy_free(w);
 }
 
+
+/* ======================= classifier features ======================= */
+
+/* A scripted draft whose children differ in p, and whose distributions
+ * differ in entropy, from node to node (hashes of the token), so that every
+ * known feature varies within a tree. */
+static uint32_t mix(uint32_t x) {
+    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+    return x;
+}
+static int varied_script(void *ctx, const Tree *t, int node, int k, int *ids, float *probs, float *ent) {
+    (void)ctx;
+    uint32_t h = mix((uint32_t)t->token[node]);
+    float decay = 0.3f + (float)(h % 1000) / 600.0f, w = 1.0f, sum = 0;
+    for (int j = 0; j < k; j++) { probs[j] = w; sum += w; w *= expf(-decay); }
+    for (int j = 0; j < k; j++) probs[j] /= sum * (1.0f + (float)(h % 7) / 10.0f);
+    for (int j = 0; j < k; j++) ids[j] = (int)(mix(h + (uint32_t)j + 1) % 1000000);
+    if (ent) *ent = 0.2f + (float)(mix(h) % 4000) / 1000.0f;
+    return 0;
+}
+
+static char *feat_dir;
+
+/* A classifier over the given features, hidden 4, seeded weights and
+ * standardisation, written as spec-train writes one; its path. */
+static char *write_feature_classifier(const char *name, const ClsFeatureId *ids, int nf, uint64_t seed) {
+    Classifier *c = classifier_new(4, nf, ids);
+    Rng r;
+    rng_seed_stream(&r, seed, RNG_STREAM_MISC, 3);
+    for (int i = 0; i < 4 * nf; i++) c->fc1_w[i] = (float)(4 * rng_uniform(&r) - 2);
+    for (int i = 0; i < 4; i++) { c->fc1_b[i] = (float)(rng_uniform(&r) - 0.5); c->fc2_w[i] = (float)(4 * rng_uniform(&r) - 2); }
+    c->fc2_b = (float)(rng_uniform(&r) - 0.5);
+    for (int k = 0; k < nf; k++) {
+        c->feat[k].kind = ids[k] == CLS_F_P || ids[k] == CLS_F_LOCAL_P ? CLS_LOG : CLS_RAW;
+        c->feat[k].mean = (float)rng_uniform(&r);
+        c->feat[k].std = (float)(0.5 + rng_uniform(&r));
+    }
+    char *path = path_join(feat_dir, name);
+    cJSON *j = classifier_to_json(c);
+    int bad = write_json(path, j);
+    cJSON_Delete(j);
+    classifier_free(c);
+    return bad ? NULL : path;
+}
+
+/* The confidences spec-train and spec-analyze give a built tree's nodes:
+ * from its trace rows (collect_tree_rows, as spec-collect writes them) by
+ * dataset_tree_nodes.  conf[i] belongs to tree node i + 1. */
+static float *row_confidences(const Tree *t, const Classifier *c, TraceNode *rows) {
+    int n = t->n - 1;
+    collect_tree_rows(t, rows);
+    ClsNode *x = xmalloc(sizeof(ClsNode) * (size_t)(n + 1));
+    dataset_tree_nodes(rows, n, x);
+    float *conf = xmalloc(sizeof(float) * (size_t)(n + 1));
+    classifier_forward(c, x, n, conf);
+    free(x);
+    return conf;
+}
+
+/* A tree built by policy name with the varied script from root token
+ * root, and the confidences of its nodes from its trace rows. */
+static float *build_varied(const char *name, const char *const *params, int root, Tree *t, const Classifier *c) {
+    Policy *p = make_policy(name, params);
+    if (!p) return NULL;
+    Draft *d = draft_scripted(varied_script, NULL);
+    tree_reset(t, root);
+    StageTimes tm = {0};
+    int rc = p->build(p, d, t, &tm);
+    draft_free(d);
+    policy_free(p);
+    if (rc) return NULL;
+    TraceNode *rows = xmalloc(sizeof(TraceNode) * (size_t)t->n);
+    float *conf = row_confidences(t, c, rows);
+    free(rows);
+    return conf;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* How a c2t tree disagrees with the confidences conf[i - 1] of its nodes
+ * i: *below = kept nodes below beta; the return value = nodes whose having
+ * children contradicts their place among their depth's nodes sorted by
+ * confidence (ties: tree order).  With exact (beta 0: every candidate
+ * joins) the K first at each depth but the deepest are exactly the nodes
+ * with children; otherwise (a candidate below beta leaves no trace) only
+ * nodes among the K first may have children. */
+static int c2t_disagreements(const Tree *t, const float *conf, int K, float beta, int exact, int *below, int *depths) {
+    int bad = 0;
+    *below = 0;
+    *depths = 0;
+    for (int i = 1; i < t->n; i++) *below += conf[i - 1] < beta;
+    int *has_child = xcalloc((size_t)t->n, sizeof(int)), *at = xmalloc(sizeof(int) * (size_t)t->n);
+    for (int i = 1; i < t->n; i++) has_child[t->parent[i]] = 1;
+    for (int dep = 1; dep < tree_max_depth(t); dep++) {   /* the last layer expands nothing */
+        int m = 0;
+        for (int i = 1; i < t->n; i++) if (t->depth[i] == dep) at[m++] = i;
+        for (int a = 1; a < m; a++)   /* stable: tree order on ties */
+            for (int q = a; q > 0 && conf[at[q] - 1] > conf[at[q - 1] - 1]; q--) { int x = at[q]; at[q] = at[q - 1]; at[q - 1] = x; }
+        (*depths)++;
+        for (int q = 0; q < m; q++) bad += exact ? has_child[at[q]] != (q < K) : has_child[at[q]] && q >= K;
+    }
+    free(has_child); free(at);
+    return bad;
+}
+
+/* c2t builds its tree from the confidences of its candidates; with beta 0
+ * every candidate joins and the tree is fixed by their order alone.  That
+ * holds with the confidences computed from the tree's trace rows only if
+ * the decoding loop's features equal spec-train's.  Then at a beta that
+ * keeps about half of the first layer: every kept node reaches beta by its
+ * row's confidence, and only nodes among their depth's K most confident
+ * have children. */
+static void check_c2t_tree(const char *weights, int K) {
+    char cls_kv[600], topk[32], beta_kv[64];
+    snprintf(cls_kv, sizeof cls_kv, "classifier=%s", weights);
+    snprintf(topk, sizeof topk, "topk=%d", K);
+    Classifier *c = classifier_load(weights);
+    REQUIRE(c, "%s", err_get());
+    Tree t;
+    tree_init(&t);
+    float beta = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(beta_kv, sizeof beta_kv, "beta=%.9g", (double)beta);
+        const char *params[] = {cls_kv, topk, "depth=5", beta_kv, NULL};
+        float *conf = build_varied("c2t", params, 4242, &t, c);
+        REQUIRE(conf, "build: %s", err_get());
+        int below, depths, bad = c2t_disagreements(&t, conf, K, beta, pass == 0, &below, &depths);
+        CHECK(below == 0, "%s beta %g: %d kept nodes below beta by their trace rows' confidence", weights, (double)beta, below);
+        CHECK(bad == 0, "%s beta %g: %d nodes expanded (or not) against the trace rows' confidence order",
+              weights, (double)beta, bad);
+        CHECK(pass || (depths >= 2 && t.n > 2 * K), "%s: a tree too small to tell (%d nodes, %d depths)", weights, t.n, depths);
+        CHECK(!pass || t.n >= 2, "%s beta %g: nothing kept", weights, (double)beta);
+        /* next: the median confidence of the full tree's depth-1 nodes */
+        float *v = xmalloc(sizeof(float) * (size_t)t.n);
+        int m = 0;
+        for (int i = 1; i < t.n; i++) if (t.depth[i] == 1) v[m++] = conf[i - 1];
+        qsort(v, (size_t)m, sizeof(float), cmp_float);
+        beta = m ? v[m / 2] : 0.5f;
+        free(v); free(conf);
+    }
+    tree_free(&t);
+    classifier_free(c);
+}
+
+/* The same with a real draft model while decoding: every verified c2t
+ * tree (what spec-collect would write) agrees with its rows' confidences. */
+typedef struct { const Classifier *c; int K, exact, trees, nodes, below, bad; float beta; float *confs; int n_confs, cap; } RowCheck;
+
+static int check_rows_hook(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path; (void)cycle;
+    RowCheck *h = vctx;
+    TraceNode *rows = xmalloc(sizeof(TraceNode) * (size_t)t->n);
+    float *conf = row_confidences(t, h->c, rows);
+    int below, depths;
+    h->bad += c2t_disagreements(t, conf, h->K, h->beta, h->exact, &below, &depths);
+    h->below += below;
+    h->trees++;
+    h->nodes += t->n - 1;
+    for (int i = 0; i < t->n - 1; i++) {
+        if (h->n_confs == h->cap) { h->cap = h->cap ? 2 * h->cap : 256; h->confs = xrealloc(h->confs, sizeof(float) * (size_t)h->cap); }
+        h->confs[h->n_confs++] = conf[i];
+    }
+    free(conf); free(rows);
+    return 0;
+}
+
+static void check_c2t_decoding(const char *weights, const char *target_dir, const char *draft_kind, const char *draft_dir) {
+    LlamaModel *m = llama_load(target_dir, be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load(draft_kind, draft_dir, m, 4096);
+    REQUIRE(d, "%s", err_get());
+    Classifier *c = classifier_load(weights);
+    REQUIRE(c, "%s", err_get());
+    char cls_kv[600], beta_kv[64];
+    snprintf(cls_kv, sizeof cls_kv, "classifier=%s", weights);
+    const int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9};
+    float beta = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(beta_kv, sizeof beta_kv, "beta=%.9g", (double)beta);
+        const char *params[] = {cls_kv, "topk=3", "depth=4", beta_kv, NULL};
+        Policy *p = make_policy("c2t", params);
+        REQUIRE(p, "%s", err_get());
+        RowCheck h = {c, 3, pass == 0, 0, 0, 0, 0, beta, NULL, 0, 0};
+        SampleParams sp = {0};
+        Decoder *dec = decoder_new(m, d, p, 8 + 24 + policy_max_nodes(p) + 8, sp);
+        REQUIRE(dec, "%s", err_get());
+        dec->hook = check_rows_hook;
+        dec->hook_ctx = &h;
+        int out[32];
+        DecodeStats st;
+        REQUIRE(decoder_run(dec, prompt, 8, 24, out, &st) >= 0, "decode: %s", err_get());
+        decoder_free(dec);
+        policy_free(p);
+        CHECK(h.below == 0 && h.bad == 0, "%s on %s (%s): beta %g: %d kept nodes below beta, %d expansions against the "
+              "rows' confidence order, in %d trees", weights, draft_dir, draft_kind, (double)beta, h.below, h.bad, h.trees);
+        CHECK(h.trees > 0 && h.nodes > 2 * h.trees, "%s on %s: beta %g: %d nodes in %d trees, too few to tell", weights,
+              draft_dir, (double)beta, h.nodes, h.trees);
+        qsort(h.confs, (size_t)h.n_confs, sizeof(float), cmp_float);
+        beta = h.n_confs ? h.confs[h.n_confs / 2] : 0.5f;
+        free(h.confs);
+    }
+    classifier_free(c);
+    draft_free(d);
+    llama_free(m);
+}
+
+/* chain's early stop: the chain built at beta 0 (no stop; the entropy is
+ * computed, which a chain without early stop skips), and the confidences
+ * of its nodes from their rows; at a beta just above one of them the chain
+ * ends exactly before the first node below beta. */
+static void check_chain_stop(const char *weights) {
+    char cls_kv[600], beta_kv[64];
+    snprintf(cls_kv, sizeof cls_kv, "classifier=%s", weights);
+    Classifier *c = classifier_load(weights);
+    REQUIRE(c, "%s", err_get());
+    Tree full, t;
+    tree_init(&full);
+    tree_init(&t);
+    const char *plain[] = {"early_stop=c2t", "draft_len=12", cls_kv, "beta=0", NULL};
+    float *conf = build_varied("chain", plain, 777, &full, c);
+    REQUIRE(conf && full.n == 13, "chain: %s", err_get());
+    for (int k = 0; k < 12; k += 3) {
+        float beta = nextafterf(conf[k], 2.0f);
+        int want = 0;
+        while (want < 12 && conf[want] >= beta) want++;
+        snprintf(beta_kv, sizeof beta_kv, "beta=%.9g", (double)beta);
+        const char *params[] = {"early_stop=c2t", "draft_len=12", cls_kv, beta_kv, NULL};
+        float *cs = build_varied("chain", params, 777, &t, c);
+        REQUIRE(cs, "chain with early stop: %s", err_get());
+        CHECK(t.n - 1 == want, "chain %s beta %.9g: %d nodes, the rows' confidences say %d", weights, (double)beta,
+              t.n - 1, want);
+        free(cs);
+    }
+    free(conf);
+    tree_free(&full); tree_free(&t);
+    classifier_free(c);
+}
+
+static void test_policy_features_match_traces(void) {
+    char tmpl[] = "/tmp/c2t_featXXXXXX";
+    REQUIRE(mkdtemp(tmpl), "mkdtemp");
+    feat_dir = tmpl;
+    /* the rows: parent_H is the parent's H, a depth-1 node's own H */
+    {
+        Tree t;
+        tree_init(&t);
+        tree_reset(&t, 1);
+        int a = tree_add(&t, 0, 10, 0.5f, 1.5f, 0), b = tree_add(&t, a, 11, 0.25f, 2.5f, 3);
+        tree_add(&t, b, 12, 0.125f, 0.75f, 1);
+        TraceNode rows[3];
+        ClsNode x[3];
+        collect_tree_rows(&t, rows);
+        dataset_tree_nodes(rows, 3, x);
+        CHECK(x[0].v[CLS_F_PARENT_H] == 1.5f && x[1].v[CLS_F_PARENT_H] == 1.5f && x[2].v[CLS_F_PARENT_H] == 2.5f,
+              "parent_H from rows: %g %g %g", (double)x[0].v[CLS_F_PARENT_H], (double)x[1].v[CLS_F_PARENT_H],
+              (double)x[2].v[CLS_F_PARENT_H]);
+        CHECK(x[2].v[CLS_F_P] == 0.5f * 0.25f * 0.125f && x[2].v[CLS_F_LOCAL_P] == 0.125f && x[1].v[CLS_F_RANK] == 3 &&
+              x[2].v[CLS_F_DEPTH] == 3 && x[2].v[CLS_F_H] == 0.75f, "P, p, rank, depth, H from rows");
+        tree_free(&t);
+    }
+    static const ClsFeatureId all[CLS_N_KNOWN] = {CLS_F_P, CLS_F_H, CLS_F_DEPTH, CLS_F_LOCAL_P, CLS_F_RANK, CLS_F_PARENT_H};
+    for (int f = 0; f < CLS_N_KNOWN; f++) {
+        char name[64];
+        snprintf(name, sizeof name, "only_%s.json", cls_feature_names[f]);
+        char *w = write_feature_classifier(name, &all[f], 1, 10 + f);
+        REQUIRE(w, "%s", err_get());
+        check_c2t_tree(w, 3);
+        check_chain_stop(w);
+        free(w);
+    }
+    /* all six, in an order other than the registry's */
+    static const ClsFeatureId six[CLS_N_KNOWN] = {CLS_F_PARENT_H, CLS_F_P, CLS_F_RANK, CLS_F_H, CLS_F_LOCAL_P, CLS_F_DEPTH};
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        char name[64];
+        snprintf(name, sizeof name, "six_%d.json", (int)seed);
+        char *w = write_feature_classifier(name, six, CLS_N_KNOWN, seed);
+        REQUIRE(w, "%s", err_get());
+        check_c2t_tree(w, 4);
+        check_chain_stop(w);
+        if (seed == 1) {
+            check_c2t_decoding(w, LOSSLESS_DRAFTS[2][0], LOSSLESS_DRAFTS[2][1], LOSSLESS_DRAFTS[2][2]);
+            check_c2t_decoding(w, LOSSLESS_DRAFTS[3][0], LOSSLESS_DRAFTS[3][1], LOSSLESS_DRAFTS[3][2]);
+        }
+        free(w);
+    }
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    if (system(cmd)) {}
+}
+
 int main(void) {
     RUN(test_sage_tree_by_hand);
     RUN(test_sage_alpha_from_previous_cycle);
@@ -718,5 +1017,6 @@ int main(void) {
     RUN(test_params_set_and_defaults);
     RUN(test_bad_policy_parameters);
     RUN(test_cost_prefix_synthetic);
+    RUN(test_policy_features_match_traces);
     return h_done();
 }

@@ -69,26 +69,36 @@ static double jnum(const cJSON *j, const char *path) {
 
 /* ---------------------------------------------------------------- FFN */
 
+/* The float kernel against the double reference (itself against central
+ * differences), for the paper's 3 inputs and for all 6 known features. */
 static void test_gradient_check(void) {
     const int hs[] = {48, 5, 12};
     const int ns[] = {1, 7, 300, 1024};
+    const int nfs[] = {3, 6};
     Rng r;
     rng_seed_stream(&r, 42, 9, 0);
+    for (int fi = 0; fi < 2; fi++)
     for (int hi = 0; hi < 3; hi++)
         for (int ni = 0; ni < 4; ni++) {
-            int h = hs[hi], n = ns[ni], np = ffn_nparams(h);
+            int nf = nfs[fi], h = hs[hi], n = ns[ni], np = ffn_nparams(nf, h);
             float *th = xmalloc(sizeof(float) * np), *gf = xmalloc(sizeof(float) * np);
             double *td = xmalloc(sizeof(double) * np), *gd = xmalloc(sizeof(double) * np), *tmp = xmalloc(sizeof(double) * np);
-            float *x0 = xmalloc(4 * n), *x1 = xmalloc(4 * n), *x2 = xmalloc(4 * n), *y = xmalloc(4 * n);
-            double *xd = xmalloc(sizeof(double) * 3 * n), *yd = xmalloc(sizeof(double) * n);
-            ffn_init(th, h, &r);
+            float *x[FFN_MAX_FEAT], *y = xmalloc(4 * n);
+            for (int k = 0; k < nf; k++) x[k] = xmalloc(4 * n);
+            double *xd = xmalloc(sizeof(double) * nf * n), *yd = xmalloc(sizeof(double) * n);
+            ffn_init(th, nf, h, &r);
             for (int i = 0; i < np; i++) { th[i] *= 3; td[i] = th[i]; }   /* wider: some big logits */
             for (int i = 0; i < n; i++) {
-                x0[i] = (float)rng_uniform(&r); x1[i] = (float)(7 * rng_uniform(&r)); x2[i] = (float)(1 + rng_below(&r, 10));
+                /* P-, H- and depth-like columns; for 6, also p-, rank- and H-like */
+                for (int k = 0; k < nf; k++) {
+                    x[k][i] = k % 3 == 0 ? (float)rng_uniform(&r) : k % 3 == 1 ? (float)(7 * rng_uniform(&r))
+                                                                               : (float)(1 + rng_below(&r, 10));
+                    xd[nf * i + k] = x[k][i];
+                }
                 y[i] = rng_uniform(&r) < 0.3;
-                xd[3 * i] = x0[i]; xd[3 * i + 1] = x1[i]; xd[3 * i + 2] = x2[i]; yd[i] = y[i];
+                yd[i] = y[i];
             }
-            double Ld = ffn_loss_grad_ref(td, h, xd, yd, n, gd);
+            double Ld = ffn_loss_grad_ref(td, nf, h, xd, yd, n, gd);
             /* double analytic gradient vs central differences */
             double worst = 0, gmax = 0;
             for (int i = 0; i < np; i++) if (fabs(gd[i]) > gmax) gmax = fabs(gd[i]);
@@ -97,32 +107,33 @@ static void test_gradient_check(void) {
                 double e = 1e-6 * (fabs(td[i]) > 1 ? fabs(td[i]) : 1);
                 memcpy(tmp, td, sizeof(double) * np);
                 tmp[i] = td[i] + e;
-                double lp = ffn_loss_grad_ref(tmp, h, xd, yd, n, scratch);
+                double lp = ffn_loss_grad_ref(tmp, nf, h, xd, yd, n, scratch);
                 tmp[i] = td[i] - e;
-                double lm = ffn_loss_grad_ref(tmp, h, xd, yd, n, scratch);
+                double lm = ffn_loss_grad_ref(tmp, nf, h, xd, yd, n, scratch);
                 double fd = (lp - lm) / (2 * e), err = fabs(fd - gd[i]) / (gmax > 1e-12 ? gmax : 1);
                 if (err > worst) worst = err;
             }
-            CHECK(worst < 1e-6, "h=%d n=%d: double gradient vs central differences: relative error %.3g", h, n, worst);
+            CHECK(worst < 1e-6, "nf=%d h=%d n=%d: double gradient vs central differences: relative error %.3g", nf, h, n, worst);
             /* the float kernel vs the double gradient */
-            FfnWork *w = ffn_work_new(h, n);
+            FfnWork *w = ffn_work_new(nf, h, n);
             ffn_work_set_threads(w, 2);
-            double Lf = ffn_loss_grad(w, th, x0, x1, x2, y, n, gf);
+            double Lf = ffn_loss_grad(w, th, (const float *const *)x, y, n, gf);
             double werr = 0;
             for (int i = 0; i < np; i++) {
                 double err = fabs(gf[i] - gd[i]) / (gmax > 1e-12 ? gmax : 1);
                 if (err > werr) werr = err;
             }
-            CHECK(werr < 2e-5, "h=%d n=%d: float kernel gradient vs double: relative error %.3g", h, n, werr);
-            CHECK(fabs(Lf - Ld) < 1e-5 * (fabs(Ld) > 1 ? fabs(Ld) : 1), "h=%d n=%d: loss %.9g vs %.9g", h, n, Lf, Ld);
+            CHECK(werr < 2e-5, "nf=%d h=%d n=%d: float kernel gradient vs double: relative error %.3g", nf, h, n, werr);
+            CHECK(fabs(Lf - Ld) < 1e-5 * (fabs(Ld) > 1 ? fabs(Ld) : 1), "nf=%d h=%d n=%d: loss %.9g vs %.9g", nf, h, n, Lf, Ld);
             /* same result with one thread (fixed chunk order) */
             float *g1 = xmalloc(sizeof(float) * np);
             ffn_work_set_threads(w, 1);
-            double L1 = ffn_loss_grad(w, th, x0, x1, x2, y, n, g1);
-            CHECK(L1 == Lf && !memcmp(g1, gf, sizeof(float) * np), "h=%d n=%d: result depends on the thread count", h, n);
+            double L1 = ffn_loss_grad(w, th, (const float *const *)x, y, n, g1);
+            CHECK(L1 == Lf && !memcmp(g1, gf, sizeof(float) * np), "nf=%d h=%d n=%d: result depends on the thread count", nf, h, n);
             ffn_work_free(w);
             free(g1); free(scratch);
-            free(th); free(gf); free(td); free(gd); free(tmp); free(x0); free(x1); free(x2); free(y); free(xd); free(yd);
+            for (int k = 0; k < nf; k++) free(x[k]);
+            free(th); free(gf); free(td); free(gd); free(tmp); free(y); free(xd); free(yd);
         }
 }
 
@@ -152,13 +163,14 @@ static void test_adam_update(void) {
 }
 
 static void test_init(void) {
-    int h = 48, np = ffn_nparams(h);
+    int h = 48, np = ffn_nparams(3, h);
     CHECK(np == 241, "48 hidden units give %d parameters, expected 241", np);
+    CHECK(ffn_nparams(6, h) == 8 * 48 + 1, "6 inputs, 48 hidden units: %d parameters", ffn_nparams(6, h));
     float a[241], b[241], c[241];
     Rng r;
-    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(a, h, &r);
-    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(b, h, &r);
-    rng_seed_stream(&r, 6, RNG_STREAM_INIT, 0); ffn_init(c, h, &r);
+    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(a, 3, h, &r);
+    rng_seed_stream(&r, 5, RNG_STREAM_INIT, 0); ffn_init(b, 3, h, &r);
+    rng_seed_stream(&r, 6, RNG_STREAM_INIT, 0); ffn_init(c, 3, h, &r);
     CHECK(!memcmp(a, b, sizeof a), "same seed, different weights");
     CHECK(memcmp(a, c, sizeof a), "different seeds, same weights");
     double b1 = 1 / sqrt(3.0), b2 = 1 / sqrt(48.0), mx1 = 0, mx2 = 0;
@@ -227,7 +239,7 @@ static void test_split_and_sampling(void) {
     char *a = tpath("ds_a.h5"), *b = tpath("ds_b.h5");
     REQUIRE(!make_synth(a, 300, 40, 4, 11, 0, 0), "synth: %s", err_get());
     REQUIRE(!make_synth(b, 100, 40, 4, 12, 0, 0), "synth: %s", err_get());
-    Classifier *c = classifier_new(4);
+    Classifier *c = classifier_new(4, CLS_DEFAULT_NFEAT, cls_default_features);
     DsOpts o = {0.05, 3, 0, c, 0};
     const char *paths[2] = {a, b};
     Dataset *ds = dataset_open(paths, 2, &o);
@@ -248,17 +260,17 @@ static void test_split_and_sampling(void) {
     CHECK(memcmp(ds->flag, ds3->flag, (size_t)ds->n_trees), "split ignores the seed");
     /* negatives: exact count, only negatives, fresh per epoch, deterministic */
     int64_t k = ds->train_pos * 2;
-    Feat *n1[3], *n2[3], *all[1];
+    ClsNode *n1[3], *n2[3], *all[1];
     CHECK(dataset_sample_negatives(ds, 9, 0, 3, k, n1, 0) == k, "draw count");
     CHECK(dataset_sample_negatives(ds, 9, 1, 2, k, n2, 0) == k, "draw count (epochs 1-2)");
-    CHECK(!memcmp(n1[1], n2[0], sizeof(Feat) * k) && !memcmp(n1[2], n2[1], sizeof(Feat) * k),
+    CHECK(!memcmp(n1[1], n2[0], sizeof(ClsNode) * k) && !memcmp(n1[2], n2[1], sizeof(ClsNode) * k),
           "epoch draws depend on how epochs are grouped");
-    CHECK(memcmp(n1[0], n1[1], sizeof(Feat) * k), "epochs 0 and 1 drew the same negatives");
+    CHECK(memcmp(n1[0], n1[1], sizeof(ClsNode) * k), "epochs 0 and 1 drew the same negatives");
     CHECK(dataset_sample_negatives(ds, 9, 0, 1, ds->train_neg * 10, all, 0) == ds->train_neg, "k > negatives must take all");
     /* every drawn negative is one of the training negatives: compare multisets of P via sums */
     double sum_all = 0, sum_pos = 0;
-    for (int64_t i = 0; i < ds->train_neg; i++) sum_all += all[0][i].P;
-    for (int64_t i = 0; i < ds->train_pos; i++) sum_pos += ds->pos[i].P;
+    for (int64_t i = 0; i < ds->train_neg; i++) sum_all += all[0][i].v[CLS_F_P];
+    for (int64_t i = 0; i < ds->train_pos; i++) sum_pos += ds->pos[i].v[CLS_F_P];
     CHECK(sum_all > 0 && sum_pos > 0, "empty features");
     for (int e = 0; e < 3; e++) free(n1[e]);
     for (int e = 0; e < 2; e++) free(n2[e]);
@@ -421,15 +433,15 @@ static void test_parity_pytorch(void) {
 /* A classifier with seeded weights and non-default transforms: bit-identical
  * on every machine, so its golden torch outputs stay valid. */
 static Classifier *fixed_classifier(void) {
-    Classifier *c = classifier_new(48);
+    Classifier *c = classifier_new(48, CLS_DEFAULT_NFEAT, cls_default_features);
     Rng r;
     rng_seed_stream(&r, 2024, RNG_STREAM_MISC, 1);
     float th[241];
-    ffn_init(th, 48, &r);
+    ffn_init(th, 3, 48, &r);
     classifier_set_params(c, th);
-    c->feat[0] = (ClsFeature){CLS_LOG, 1e-6f, -4.0f, 2.5f};
-    c->feat[1] = (ClsFeature){CLS_RAW, 1e-6f, 2.0f, 1.5f};
-    c->feat[2] = (ClsFeature){CLS_RAW, 1e-6f, 0.0f, 1.0f};
+    c->feat[0] = (ClsFeature){CLS_F_P, CLS_LOG, 1e-6f, -4.0f, 2.5f};
+    c->feat[1] = (ClsFeature){CLS_F_H, CLS_RAW, 1e-6f, 2.0f, 1.5f};
+    c->feat[2] = (ClsFeature){CLS_F_DEPTH, CLS_RAW, 1e-6f, 0.0f, 1.0f};
     return c;
 }
 
@@ -475,7 +487,8 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
     enum { N = 1000 };
     Classifier *c = classifier_load(json);
     REQUIRE(c, "%s: %s", what, err_get());
-    CHECK(c->hidden == orig->hidden && !memcmp(c->fc1_w, orig->fc1_w, sizeof(float) * 3 * c->hidden) &&
+    CHECK(c->hidden == orig->hidden && c->n_feat == orig->n_feat &&
+          !memcmp(c->fc1_w, orig->fc1_w, sizeof(float) * c->n_feat * c->hidden) &&
           !memcmp(c->fc1_b, orig->fc1_b, sizeof(float) * c->hidden) &&
           !memcmp(c->fc2_w, orig->fc2_w, sizeof(float) * c->hidden) && c->fc2_b == orig->fc2_b,
           "%s: JSON weights do not round-trip bit for bit", what);
@@ -483,7 +496,7 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
     /* safetensors names and shapes */
     SafeTensors *st = st_open(st_path);
     REQUIRE(st, "%s: %s", what, err_get());
-    const StTensor *w1 = st_get(st, "fc1.weight", c->hidden, 3), *b1 = st_get(st, "fc1.bias", c->hidden, 0),
+    const StTensor *w1 = st_get(st, "fc1.weight", c->hidden, c->n_feat), *b1 = st_get(st, "fc1.bias", c->hidden, 0),
                    *w2 = st_get(st, "fc2.weight", 1, c->hidden), *b2 = st_get(st, "fc2.bias", 1, 0);
     CHECK(w1 && b1 && w2 && b2 && st->ntensors == 4, "%s: safetensors names/shapes: %s", what, err_get());
     if (w1 && b1 && w2 && b2)
@@ -492,8 +505,10 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
               "%s: safetensors data differ from the JSON weights", what);
     st_close(st);
     float P[N], H[N], d[N], conf[N];
+    ClsNode x[N];
     random_inputs(N, P, H, d);
-    classifier_forward(c, P, H, d, N, conf);
+    for (int i = 0; i < N; i++) x[i] = cls_node(P[i], H[i], (int)d[i], 0, 0, 0);
+    classifier_forward(c, x, N, conf);
     char *in = tpath("roundtrip_inputs.safetensors");
     StWrite w[3] = {{"P", DT_F32, 1, {N}, P}, {"H", DT_F32, 1, {N}, H}, {"depth", DT_F32, 1, {N}, d}};
     REQUIRE(!st_write(in, w, 3), "%s", err_get());
@@ -513,7 +528,7 @@ static void check_roundtrip(const Classifier *orig, const char *json, const char
     /* a second consumer: the decoding loop's batched call equals one-by-one calls */
     for (int i = 0; i < N; i += 97) {
         float one;
-        classifier_forward(c, P + i, H + i, d + i, 1, &one);
+        classifier_forward(c, x + i, 1, &one);
         CHECK(one == conf[i], "%s: batched and single forward differ at %d", what, i);
     }
     free(tc); free(in);
@@ -537,6 +552,206 @@ static void test_export_roundtrip(void) {
         check_roundtrip(t, parity_weights, parity_st, NULL, "spec-train output");
         classifier_free(t);
     }
+}
+
+
+/* ---------------------------------------------------------------- features */
+
+/* Confidences of data/demo/classifier.json and data/smollm2/classifier.json
+ * (P, H, depth, the format every file had before features were named
+ * freely) on 20 fixed inputs, computed by the 3-feature code before the
+ * feature registry (same compiler flags): files in that format must load
+ * unchanged and give bit-identical confidences, batched and one by one. */
+static const float demo_conf_before[20] = {
+    0x1.93a078p-13, 0x1.fbc8cap-1, 0x1.e0b6d8p-1, 0x1.f9c01ap-1, 0x1.fd534p-1, 0x1.e65d6ep-1, 0x1.f4a926p-1,
+    0x1.f79b6ap-1, 0x1.a66b66p-1, 0x1.7d6ab6p-2, 0x1.96d656p-1, 0x1.a9646ep-1, 0x1.2064acp-10, 0x1.e96a46p-1,
+    0x1.fb500ep-1, 0x1.5d20b8p-1, 0x1.f118d6p-1, 0x1.f978aep-1, 0x1.e0c6f2p-1, 0x1.fa8088p-1};
+static const float smollm2_conf_before[20] = {
+    0x1.36f642p-8, 0x1.b9b502p-1, 0x1.e5e83ap-1, 0x1.f8344p-1, 0x1.f3bcbp-1, 0x1.bb5ccap-1, 0x1.f77de6p-2,
+    0x1.ec659ep-1, 0x1.dd741ep-2, 0x1.4a073p-2, 0x1.861532p-1, 0x1.27765ep-1, 0x1.37fbdp-10, 0x1.7f481cp-2,
+    0x1.64bf28p-1, 0x1.46f75p-3, 0x1.31aea4p-1, 0x1.e96698p-1, 0x1.b8db64p-1, 0x1.9fe156p-1};
+
+static uint32_t lcg(uint32_t *s) { *s = *s * 1664525u + 1013904223u; return *s >> 8; }
+
+static void test_default_files_unchanged(void) {
+    const char *files[2] = {"data/demo/classifier.json", "data/smollm2/classifier.json"};
+    const float *want[2] = {demo_conf_before, smollm2_conf_before};
+    for (int f = 0; f < 2; f++) {
+        Classifier *c = classifier_load(files[f]);
+        REQUIRE(c, "%s", err_get());
+        CHECK(c->n_feat == 3 && c->feat[0].id == CLS_F_P && c->feat[1].id == CLS_F_H && c->feat[2].id == CLS_F_DEPTH,
+              "%s: features are not P, H, depth", files[f]);
+        CHECK(classifier_nparams(c) == 241, "%s: %d parameters, expected 241", files[f], classifier_nparams(c));
+        ClsNode x[20];
+        uint32_t s = 12345;
+        for (int i = 0; i < 20; i++) {
+            float u = (float)lcg(&s) / 16777216.0f;
+            float P = u * u * u + 1e-7f, H = 6.0f * (float)lcg(&s) / 16777216.0f;
+            int d = (int)(1 + lcg(&s) % 10);
+            /* p, rank, parent_H set: a P, H, depth classifier must not read them */
+            x[i] = cls_node(P, H, d, 0.5f + (float)i, i, 100.0f - (float)i);
+        }
+        float conf[20], one;
+        classifier_forward(c, x, 20, conf);
+        int differ = 0;
+        for (int i = 0; i < 20; i++) {
+            classifier_forward(c, x + i, 1, &one);
+            differ += memcmp(&conf[i], &want[f][i], 4) != 0 || memcmp(&one, &want[f][i], 4) != 0;
+        }
+        CHECK(differ == 0, "%s: %d of 20 confidences differ from the 3-feature code's", files[f], differ);
+        /* written back, the file is in the same format: the same features, version 1 */
+        cJSON *j = classifier_to_json(c);
+        char *back = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "features"));
+        CHECK(strstr(back, "\"name\":\"P\"") < strstr(back, "\"name\":\"H\"") &&
+              strstr(back, "\"name\":\"H\"") < strstr(back, "\"name\":\"depth\"") && !strstr(back, "rank") &&
+              jnum(j, "version") == 1, "%s: written back in another format: %s", files[f], back);
+        free(back);
+        cJSON_Delete(j);
+        classifier_free(c);
+    }
+}
+
+/* A 6-feature classifier in an order other than the registry's: JSON and
+ * safetensors round trip, fc1 [h][6], each input from its own feature. */
+static void test_feature_roundtrip(void) {
+    ClsFeatureId ids[CLS_MAX_FEAT];
+    int nf = cls_features_parse("rank,P,parent_H,depth,p,H", ids);
+    REQUIRE(nf == 6, "parse: %s", err_get());
+    CHECK(cls_features_parse("P,H,P", ids) < 0 && strstr(err_get(), "named twice"), "duplicate: %s", err_get());
+    CHECK(cls_features_parse("P,logit", ids) < 0 && strstr(err_get(), "unknown feature 'logit'"), "unknown: %s", err_get());
+    CHECK(cls_features_parse("P,,H", ids) < 0, "an empty name parses");
+    nf = cls_features_parse("rank,P,parent_H,depth,p,H", ids);
+    Classifier *c = classifier_new(5, nf, ids);
+    REQUIRE(c, "%s", err_get());
+    Rng r;
+    rng_seed_stream(&r, 7, RNG_STREAM_MISC, 4);
+    float th[8 * 5 + 1];
+    ffn_init(th, nf, 5, &r);
+    classifier_set_params(c, th);
+    c->feat[1].kind = CLS_LOG;
+    c->feat[5].mean = 1.5f;
+    char *json = tpath("six.json"), *st = tpath("six.safetensors");
+    cJSON *j = classifier_to_json(c);
+    REQUIRE(!write_json(json, j) && !classifier_write_safetensors(st, c), "%s", err_get());
+    cJSON_Delete(j);
+    Classifier *b = classifier_load(json);
+    REQUIRE(b, "%s", err_get());
+    CHECK(b->n_feat == 6 && !memcmp(b->feat, c->feat, sizeof(ClsFeature) * 6) &&
+          !memcmp(b->fc1_w, c->fc1_w, sizeof(float) * 30) && classifier_nparams(b) == 41,
+          "6 features do not round-trip through JSON");
+    SafeTensors *s = st_open(st);
+    REQUIRE(s, "%s", err_get());
+    const StTensor *w1 = st_get(s, "fc1.weight", 5, 6);
+    CHECK(w1 && !memcmp(w1->data, c->fc1_w, sizeof(float) * 30), "safetensors fc1.weight [5, 6]: %s", err_get());
+    st_close(s);
+    size_t nb = 0;
+    char *bytes = read_text_file(st, &nb);
+    const char *want = "\"feature_order\":\"rank,P,parent_H,depth,p,H\"";
+    CHECK(bytes && memmem(bytes, nb, want, strlen(want)), "safetensors metadata lacks %s", want);
+    free(bytes);
+    /* input k is feature ids[k] */
+    ClsNode x = cls_node(0.25f, 2.0f, 3, 0.5f, 4, 1.0f);
+    float in[CLS_MAX_FEAT];
+    classifier_input(b, &x, in);
+    CHECK(in[0] == 4.0f && in[1] == logf(0.25f + b->feat[1].eps) && in[2] == 1.0f && in[3] == 3.0f && in[4] == 0.5f &&
+          in[5] == 2.0f - 1.5f, "inputs %g %g %g %g %g %g", (double)in[0], (double)in[1], (double)in[2], (double)in[3],
+          (double)in[4], (double)in[5]);
+    /* PyTorch's forward of the safetensors file (live, or its golden output) */
+    enum { N = 300 };
+    static float cols[CLS_N_KNOWN][N];
+    ClsNode xs[N];
+    float conf[N];
+    Rng q;
+    rng_seed_stream(&q, 8, RNG_STREAM_MISC, 5);
+    for (int i = 0; i < N; i++) {
+        double u = rng_uniform(&q);
+        float p = (float)(u * u + 1e-6), P = p * (float)rng_uniform(&q), H = (float)(6 * rng_uniform(&q));
+        xs[i] = cls_node(P, H, (int)(1 + rng_below(&q, 10)), p, (int)rng_below(&q, 10), (float)(6 * rng_uniform(&q)));
+        for (int k = 0; k < CLS_N_KNOWN; k++) cols[k][i] = xs[i].v[k];
+    }
+    classifier_forward(b, xs, N, conf);
+    char *inputs = tpath("six_inputs.safetensors");
+    StWrite w[CLS_N_KNOWN];
+    for (int k = 0; k < CLS_N_KNOWN; k++) w[k] = (StWrite){cls_feature_names[k], DT_F32, 1, {N}, cols[k]};
+    REQUIRE(!st_write(inputs, w, CLS_N_KNOWN), "%s", err_get());
+    int live;
+    float *tc = torch_conf(st, inputs, "roundtrip_six_conf.safetensors", N, &live);
+    REQUIRE(tc, "six features: no torch confidences");
+    double worst = 0;
+    for (int i = 0; i < N; i++) if (fabs((double)tc[i] - conf[i]) > worst) worst = fabs((double)tc[i] - conf[i]);
+    printf("  info: six features: torch (%s) vs C forward on %d inputs: max |diff| %.3g\n", live ? "live" : "golden", N, worst);
+    CHECK(worst <= 1e-6, "six features: torch vs C confidences differ by %.3g", worst);
+    free(tc); free(inputs);
+    classifier_free(b);
+    classifier_free(c);
+    free(json); free(st);
+}
+
+/* spec-train --features: six features train, the files and the report name
+ * them, the held-out recall is reported, spec-analyze reads the file; a
+ * --transform of a feature not chosen, an unknown or a repeated feature is
+ * refused in one line. */
+static void test_features_option(void) {
+    char *tr = tpath("feat6.h5"), *out = tpath("feat6.json"), *rep = tpath("feat6_report.json"), *st = tpath("feat6.safetensors");
+    REQUIRE(!make_synth(tr, 600, 40, 4, 41, 0, 0), "%s", err_get());
+    char err[4096];
+    int rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --report %s --safetensors %s --quiet --epochs 4 --hidden 8 "
+                     "--features P,H,depth,p,rank,parent_H --transform p=log,parent_H=raw --beta 0.2 --eval-frac 0.2",
+                     bin_dir(), tr, out, rep, st);
+    REQUIRE(rc == 0, "spec-train --features: %s", err);
+    CHECK(strstr(err, "exporting epoch") && strstr(err, "recall"), "no held-out recall on stderr: %s", err);
+    Classifier *c = classifier_load(out);
+    REQUIRE(c, "%s", err_get());
+    char buf[128];
+    CHECK(c->n_feat == 6 && !strcmp(cls_features_str(c, buf, sizeof buf), "P,H,depth,p,rank,parent_H"),
+          "weights file features: %s", cls_features_str(c, buf, sizeof buf));
+    CHECK(c->feat[0].kind == CLS_LOG && c->feat[3].kind == CLS_LOG && c->feat[5].kind == CLS_RAW && c->feat[4].std != 1,
+          "transforms and standardisation of the chosen features not stored");
+    classifier_free(c);
+    cJSON *r = read_json_file(rep);
+    REQUIRE(r, "%s", err_get());
+    const cJSON *fs = jget(r, "settings.features");
+    CHECK(cJSON_GetArraySize(fs) == 6 && !strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(fs, 5)), "parent_H"),
+          "report settings.features");
+    double rec = jnum(r, "metrics.classifier.recall");
+    CHECK(rec > 0 && rec <= 1, "held-out recall %g", rec);
+    printf("  info: 6 features, 4 epochs: held-out recall %.4f, AUC %.4f\n", rec, jnum(r, "metrics.auc"));
+    CHECK(jnum(r, "metrics.auc") > 0.5, "6 features: AUC %g", jnum(r, "metrics.auc"));
+    cJSON_Delete(r);
+    SafeTensors *s = st_open(st);
+    CHECK(s && st_get(s, "fc1.weight", 8, 6), "safetensors fc1.weight [8, 6]: %s", err_get());
+    if (s) st_close(s);
+    char *an = tpath("feat6_analyze.txt");
+    rc = run_cmd(err, sizeof err, "%s/spec-analyze %s --classifier %s --quiet > %s", bin_dir(), tr, out, an);
+    CHECK(rc == 0, "spec-analyze with a 6-feature classifier: %s", err);
+    /* bad --features / --transform */
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --features P,H --transform depth=log", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "--transform depth: not among the classifier's features");
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --features P,logit", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "unknown feature 'logit'");
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --features P,H,P", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "named twice");
+    /* with PyTorch here: the 6-input training replayed by the oracle
+     * (same init and batches) gives the same weights */
+    if (have_torch()) {
+        char *dump = tpath("feat6_dump"), *odir = tpath("feat6_oracle"), *out2 = tpath("feat6_paper.json");
+        rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 3 --hidden 8 --paper-recipe --beta 0.05 "
+                     "--features parent_H,P,rank,H,p,depth --dump-init %s --dump-epochs 3 --select-last",
+                     bin_dir(), tr, out2, dump);
+        REQUIRE(rc == 0, "spec-train --dump-init, 6 features: %s", err);
+        rc = run_cmd(err, sizeof err, "python3 tools/golden/train_oracle.py train %s %s", dump, odir);
+        REQUIRE(rc == 0, "oracle: %s", err);
+        char *cw = path_join(dump, "c_weights_epoch_003.safetensors"), *tw = path_join(odir, "torch_weights_epoch_003.safetensors");
+        char wn[64] = "";
+        double dw = max_abs_diff(cw, tw, wn);
+        printf("  info: 6 features: max |C - PyTorch| weight difference after 3 epochs: %.3g\n", dw);
+        CHECK(dw <= 1e-4, "6 features: C vs PyTorch weights differ by %.3g (%s) after 3 epochs", dw, wn);
+        free(cw); free(tw); free(dump); free(odir); free(out2);
+    }
+    /* one feature alone trains too */
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 2 --hidden 4 --features rank --beta 0.2", bin_dir(), tr, out);
+    CHECK(rc == 0, "--features rank: %s", err);
+    free(tr); free(out); free(rep); free(st); free(an);
 }
 
 /* ---------------------------------------------------------------- weights file errors */
@@ -596,7 +811,11 @@ static void test_weights_file_errors(void) {
     expect_load_error("wrong hidden", "\"hidden\":\t2", "\"hidden\":\t3", "fc1.weight");
     expect_load_error("ragged fc1", "\"fc1.weight\":\t[[", "\"fc1.weight\":\t[[0.5, ", "fc1.weight");
     expect_load_error("version", "\"version\":\t1", "\"version\":\t7", "version 7");
-    expect_load_error("feature order", "\"name\":\t\"H\"", "\"name\":\t\"entropy\"", "features[1]");
+    expect_load_error("unknown feature", "\"name\":\t\"H\"", "\"name\":\t\"entropy\"",
+                      "features[1]: unknown feature name \"entropy\"");
+    expect_load_error("duplicate feature", "\"name\":\t\"H\"", "\"name\":\t\"P\"", "features[1]: feature \"P\" named twice");
+    expect_load_error("fc1 narrower than the features", "\"name\":\t\"depth\"", "\"name\":\t\"depth\"}, {\"name\":\t\"rank\"",
+                      "fc1.weight: shape [2, 3], expected [2, 4]");
     expect_load_error("bad std", "\"std\":\t2.5", "\"std\":\t0", "std");
     expect_load_error("string weight", "\"fc1.bias\":\t[", "\"fc1.bias\":\t[\"x\", ", "fc1.bias");
     expect_load_error("not ours", "\"c2t-classifier\"", "\"something\"", "format");
@@ -724,7 +943,7 @@ static void test_help(void) {
     static const char *flags[] = {"--traces", "--out", "--safetensors", "--hidden", "--epochs", "--batch-size", "--lr",
                                   "--neg-ratio", "--seed", "--beta", "--report", "--dump-init", "--dump-epochs",
                                   "--transform", "--standardize", "--strict", "--eval-frac", "--similar-recall",
-                                  "--topn", "--sweep", "--threads", "0.5 recall points"};
+                                  "--topn", "--sweep", "--threads", "--features", "parent_H", "0.5 recall points"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) CHECK(strstr(t, flags[i]), "--help does not mention %s", flags[i]);
     free(t); free(h);
 }
@@ -774,8 +993,9 @@ static void test_transforms_option(void) {
     CHECK(c->feat[0].kind == CLS_LOG && c->feat[1].kind == CLS_RAW, "transforms not stored");
     CHECK(c->feat[0].std > 0 && c->feat[0].std != 1 && c->feat[1].mean != 0, "standardisation not stored");
     /* the model input of P=1 is (ln(1 + eps) - mean) / std */
-    float x[3];
-    classifier_input(c, 1.0f, 0.0f, 1.0f, x);
+    float x[CLS_MAX_FEAT];
+    ClsNode one = cls_node(1.0f, 0.0f, 1, 0, 0, 0);
+    classifier_input(c, &one, x);
     CHECK(fabsf(x[0] - (logf(1.0f + c->feat[0].eps) - c->feat[0].mean) / c->feat[0].std) < 1e-6f, "input transform");
     classifier_free(c);
     if (have_torch()) {
@@ -817,6 +1037,9 @@ int main(void) {
     RUN(test_parity_pytorch);
     RUN(test_export_roundtrip);
     RUN(test_transforms_option);
+    RUN(test_default_files_unchanged);
+    RUN(test_feature_roundtrip);
+    RUN(test_features_option);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}

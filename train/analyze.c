@@ -9,8 +9,11 @@ const double an_p_edges[AN_P_BINS + 1] = {0, 1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3, 0
 
 #define TREE_CHUNK 4096   /* /trees rows per read */
 #define QUESTION_CHUNK 1024
-/* the columns the tables use: token, local p and rank stay on disk */
-#define AN_FIELDS (TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT)
+/* the columns the tables use, and those the classifier's features read
+ * (dataset_fields); the token stays on disk */
+static unsigned an_fields(const Classifier *c) {
+    return c ? dataset_fields(c) : TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT;
+}
 
 void analyze_defaults(AnOpts *o) {
     static const int sweep[] = {1, 2, 5, 10, 20, 30, 40, 60, 80, 100, 150, 200, 300, 500, 0};
@@ -44,7 +47,8 @@ static int beta_index(float pm) {
 /* One tree's columns and what is derived from them, per node. */
 typedef struct {
     int cap;
-    float *P, *H, *d, *conf, *pm;
+    float *P, *H, *conf, *pm;
+    ClsNode *x;
     int32_t *parent;
     int *rank;
     uint8_t *scratch;
@@ -54,7 +58,8 @@ static void treebuf_reserve(TreeBuf *b, int n) {
     if (n <= b->cap) return;
     b->cap = n;
     size_t f = sizeof(float) * (size_t)n;
-    b->P = xrealloc(b->P, f); b->H = xrealloc(b->H, f); b->d = xrealloc(b->d, f);
+    b->P = xrealloc(b->P, f); b->H = xrealloc(b->H, f);
+    b->x = xrealloc(b->x, sizeof(ClsNode) * (size_t)n);
     b->conf = xrealloc(b->conf, f); b->pm = xrealloc(b->pm, f);
     b->parent = xrealloc(b->parent, sizeof(int32_t) * (size_t)n);
     b->rank = xrealloc(b->rank, sizeof(int) * (size_t)n);
@@ -62,7 +67,7 @@ static void treebuf_reserve(TreeBuf *b, int n) {
 }
 
 static void treebuf_free(TreeBuf *b) {
-    free(b->P); free(b->H); free(b->d); free(b->conf); free(b->pm);
+    free(b->P); free(b->H); free(b->x); free(b->conf); free(b->pm);
     free(b->parent); free(b->rank); free(b->scratch);
 }
 
@@ -71,12 +76,13 @@ static int treebuf_fill(TreeBuf *b, const TraceNode *nd, int n, const Classifier
     treebuf_reserve(b, n);
     for (int i = 0; i < n; i++) {
         if (!isfinite(nd[i].P) || !isfinite(nd[i].H)) return -1;
-        b->P[i] = nd[i].P; b->H[i] = nd[i].H; b->d[i] = nd[i].depth; b->parent[i] = nd[i].parent;
+        b->P[i] = nd[i].P; b->H[i] = nd[i].H; b->parent[i] = nd[i].parent;
     }
     e2_rank(b->P, n, b->rank);
     if (cls) {
         /* C2T keeps a node at beta iff its path minimum reaches beta */
-        classifier_forward(cls, b->P, b->H, b->d, n, b->conf);
+        dataset_tree_nodes(nd, n, b->x);
+        classifier_forward(cls, b->x, n, b->conf);
         c2t_path_min(b->conf, b->parent, n, b->pm);
     }
     return 0;
@@ -164,7 +170,7 @@ static int analyze_file(Analysis *a, const char *path, TraceReader *r, TreeBuf *
     if (!qb) return -1;
     TraceTree *trees = xmalloc(sizeof(TraceTree) * TREE_CHUNK);
     TraceCursor cur;
-    trace_cursor_init(&cur, r, AN_FIELDS);
+    trace_cursor_init(&cur, r, an_fields(a->o.cls));
     int64_t nt = trace_reader_trees(r);
     int rc = -1;
     for (int64_t t0 = 0; t0 < nt; t0 += TREE_CHUNK) {

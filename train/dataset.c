@@ -36,8 +36,24 @@ static int trained_for_of(TraceReader *r, const char *const *paths, int f, ClsTr
     return rc;
 }
 
-/* what training and evaluation use: token, local p and rank stay on disk */
-#define DS_FIELDS (TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT)
+void dataset_tree_nodes(const TraceNode *nd, int n, ClsNode *out) {
+    for (int i = 0; i < n; i++) {
+        const TraceNode *x = &nd[i];
+        float parent_H = x->parent >= 0 ? nd[x->parent].H : x->H;   /* the root has no row: own H */
+        out[i] = cls_node(x->P, x->H, x->depth, x->p, x->rank, parent_H);
+    }
+}
+
+unsigned dataset_fields(const Classifier *c) {
+    /* labels, tree structure and the entropy buckets' H always; token stays
+     * on disk, p and rank unless a feature reads them */
+    unsigned f = TRACE_F_P | TRACE_F_H | TRACE_F_DEPTH | TRACE_F_ACCEPTED | TRACE_F_PARENT;
+    for (int k = 0; k < c->n_feat; k++) {
+        if (c->feat[k].id == CLS_F_LOCAL_P) f |= TRACE_F_LOCALP;
+        if (c->feat[k].id == CLS_F_RANK) f |= TRACE_F_RANK;
+    }
+    return f;
+}
 
 /* Ends a file's pass: its read time and rows go to the dataset's totals. */
 static void cursor_done(TraceCursor *c, Dataset *ds) {
@@ -47,7 +63,23 @@ static void cursor_done(TraceCursor *c, Dataset *ds) {
 }
 
 /* Readers live in a side array so dataset.h need not include trace.h. */
-typedef struct { Dataset pub; TraceReader **readers; } DatasetImpl;
+typedef struct { Dataset pub; TraceReader **readers; unsigned fields; ClsNode *tree_buf; int tree_cap; } DatasetImpl;
+
+/* The features of one tree's nodes, in a buffer the dataset owns; those
+ * whose columns stay on disk (no chosen feature reads them) are 0, so that
+ * stored nodes are fully defined. */
+static const ClsNode *tree_nodes(DatasetImpl *im, const TraceNode *nd, int n) {
+    if (n > im->tree_cap) {
+        im->tree_cap = n;
+        im->tree_buf = xrealloc(im->tree_buf, sizeof(ClsNode) * (size_t)n);
+    }
+    dataset_tree_nodes(nd, n, im->tree_buf);
+    for (int i = 0; i < n; i++) {
+        if (!(im->fields & TRACE_F_LOCALP)) im->tree_buf[i].v[CLS_F_LOCAL_P] = 0;
+        if (!(im->fields & TRACE_F_RANK)) im->tree_buf[i].v[CLS_F_RANK] = 0;
+    }
+    return im->tree_buf;
+}
 
 void dataset_free(Dataset *ds) {
     if (!ds) return;
@@ -57,30 +89,45 @@ void dataset_free(Dataset *ds) {
         free(ds->files[f].path);
     }
     free(im->readers);
+    free(im->tree_buf);
     free(ds->files); free(ds->flag); free(ds->first); free(ds->count); free(ds->file_of);
     free(ds->pos);
     EvalSet *e = &ds->eval;
-    free(e->start); free(e->P); free(e->H); free(e->d); free(e->y); free(e->parent);
+    free(e->start); free(e->x); free(e->P); free(e->H); free(e->y); free(e->parent);
     free(im);
+}
+
+/* Whether node x's P and H (the metrics read them), its chosen features
+ * and its model inputs v[0..nf) are all finite; if not, a description of
+ * the first bad one in why. */
+static int node_finite(const Classifier *c, const ClsNode *x, const float *v, char *why, size_t size) {
+    for (int id = CLS_F_P; id <= CLS_F_H; id++)
+        if (!isfinite(x->v[id])) { snprintf(why, size, "%s = %g", cls_feature_names[id], (double)x->v[id]); return 0; }
+    for (int k = 0; k < c->n_feat; k++) {
+        float raw = x->v[c->feat[k].id];
+        if (isfinite(raw) && isfinite(v[k])) continue;
+        snprintf(why, size, "%s = %g%s", cls_feature_names[c->feat[k].id], (double)raw,
+                 isfinite(raw) ? " after the input transform" : "");
+        return 0;
+    }
+    return 1;
 }
 
 /* Pass A over every node (see dataset.h).  Returns 0 or -1 + err_set. */
 static int scan_nodes(Dataset *ds, const DsOpts *o) {
     DatasetImpl *im = (DatasetImpl *)ds;
     EvalSet *E = &ds->eval;
+    const Classifier *cls = o->cls;
+    const int nf = cls->n_feat;
     int64_t max_tree = 0;
     for (int64_t t = 0; t < ds->n_trees; t++) if (ds->count[t] > max_tree) max_tree = ds->count[t];
     uint8_t *scratch = xmalloc(max_tree + 1);
-    float *in = xmalloc(sizeof(float) * 3 * (max_tree + 1));
+    float *in = xmalloc(sizeof(float) * nf * (max_tree + 1));
     TraceCursor cur = {0};
     int rc = -1;
-    /* inputs are the raw features unless a transform is set */
-    int raw = 1;
-    for (int k = 0; k < CLS_NFEAT; k++)
-        if (o->cls->feat[k].kind != CLS_RAW || o->cls->feat[k].mean != 0 || o->cls->feat[k].std != 1) raw = 0;
     int64_t pos_cap = 1024;
-    ds->pos = xmalloc(sizeof(Feat) * pos_cap);
-    double shift[CLS_NFEAT] = {0}, s1[CLS_NFEAT] = {0}, s2[CLS_NFEAT] = {0};
+    ds->pos = xmalloc(sizeof(ClsNode) * pos_cap);
+    double shift[CLS_MAX_FEAT] = {0}, s1[CLS_MAX_FEAT] = {0}, s2[CLS_MAX_FEAT] = {0};
     int have_shift = 0;
     int64_t total_nodes = 0, done_nodes = 0;
     for (int f = 0; f < ds->nfiles; f++) total_nodes += ds->files[f].n_nodes;
@@ -88,24 +135,22 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
     if (o->progress) progress_start(&pr, "reading traces (nodes)", total_nodes);
     for (int f = 0; f < ds->nfiles; f++) {
         DsFile *F = &ds->files[f];
-        trace_cursor_init(&cur, im->readers[f], DS_FIELDS);
+        trace_cursor_init(&cur, im->readers[f], im->fields);
         for (int64_t ti = 0; ti < F->n_trees; ti++) {
             int64_t g = F->tree0 + ti;
             int cnt = ds->count[g];
             const TraceNode *nd = trace_cursor_get(&cur, ti, ds->first[g], cnt);
             if (!nd || trace_check_tree(F->path, ti, ds->first[g], nd, cnt, scratch)) goto out;
+            const ClsNode *xs = tree_nodes(im, nd, cnt);
             int bad = 0;
             for (int i = 0; i < cnt; i++) {
-                const TraceNode *x = &nd[i];
-                int64_t row = ds->first[g] + i;
-                float *v = in + 3 * i;
-                if (raw) { v[0] = x->P; v[1] = x->H; v[2] = (float)x->depth; }
-                else classifier_input(o->cls, x->P, x->H, (float)x->depth, v);
-                if (!isfinite(x->P) || !isfinite(x->H) || !isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2])) {
+                float *v = in + nf * i;
+                classifier_input(cls, &xs[i], v);
+                char why[128];
+                if (!node_finite(cls, &xs[i], v, why, sizeof why)) {
                     if (o->strict) {
-                        err_set("%s: node row %lld (tree row %lld): non-finite feature (P = %g, H = %g)%s", F->path,
-                                (long long)row, (long long)ti, (double)x->P, (double)x->H,
-                                isfinite(x->P) && isfinite(x->H) ? " after the input transform" : "");
+                        err_set("%s: node row %lld (tree row %lld): non-finite feature (%s)", F->path,
+                                (long long)(ds->first[g] + i), (long long)ti, why);
                         goto out;
                     }
                     bad++;
@@ -123,7 +168,8 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
             if (ds->flag[g] & DS_EVAL) {
                 int64_t s = E->start[E->n_trees];
                 for (int i = 0; i < cnt; i++) {
-                    E->P[s + i] = nd[i].P; E->H[s + i] = nd[i].H; E->d[s + i] = (float)nd[i].depth;
+                    E->x[s + i] = xs[i];
+                    E->P[s + i] = nd[i].P; E->H[s + i] = nd[i].H;
                     E->y[s + i] = nd[i].accepted; E->parent[s + i] = nd[i].parent;
                     E->n_pos += nd[i].accepted;
                 }
@@ -134,16 +180,15 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
                 continue;
             }
             ds->train_trees++;
-            if (!have_shift && cnt) { for (int k = 0; k < CLS_NFEAT; k++) shift[k] = in[k]; have_shift = 1; }
+            if (!have_shift && cnt) { for (int k = 0; k < nf; k++) shift[k] = in[k]; have_shift = 1; }
             for (int i = 0; i < cnt; i++) {
-                const TraceNode *x = &nd[i];
-                for (int k = 0; k < CLS_NFEAT; k++) {
-                    double dv = (double)in[3 * i + k] - shift[k];
+                for (int k = 0; k < nf; k++) {
+                    double dv = (double)in[nf * i + k] - shift[k];
                     s1[k] += dv; s2[k] += dv * dv;
                 }
-                if (x->accepted) {
-                    if (ds->train_pos == pos_cap) { pos_cap *= 2; ds->pos = xrealloc(ds->pos, sizeof(Feat) * pos_cap); }
-                    ds->pos[ds->train_pos++] = (Feat){x->P, x->H, (float)x->depth};
+                if (nd[i].accepted) {
+                    if (ds->train_pos == pos_cap) { pos_cap *= 2; ds->pos = xrealloc(ds->pos, sizeof(ClsNode) * pos_cap); }
+                    ds->pos[ds->train_pos++] = xs[i];
                 }
             }
             ds->train_nodes += cnt;
@@ -152,7 +197,7 @@ static int scan_nodes(Dataset *ds, const DsOpts *o) {
     }
     ds->train_neg = ds->train_nodes - ds->train_pos;
     if (o->progress) progress_end(&pr, done_nodes, NULL);
-    for (int k = 0; k < CLS_NFEAT; k++) {
+    for (int k = 0; k < nf; k++) {
         double N = (double)ds->train_nodes, m = N > 0 ? s1[k] / N : 0;
         double var = N > 1 ? (s2[k] - N * m * m) / (N - 1) : 0;
         ds->feat_mean[k] = shift[k] + m;
@@ -171,6 +216,7 @@ Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o) {
     ds->nfiles = n;
     ds->files = xcalloc(n, sizeof(DsFile));
     im->readers = xcalloc(n, sizeof(TraceReader *));
+    im->fields = dataset_fields(o->cls);
     TraceTree *tb = NULL;
 
     /* files and their tree tables */
@@ -240,9 +286,9 @@ Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o) {
     for (int64_t t = 0; t < T; t++) if (ds->flag[t] & DS_EVAL) eval_cap += ds->count[t];
     EvalSet *E = &ds->eval;
     E->start = xmalloc(sizeof(int64_t) * (n_eval + 1));
+    E->x = xmalloc(sizeof(ClsNode) * (eval_cap + 1));
     E->P = xmalloc(sizeof(float) * (eval_cap + 1));
     E->H = xmalloc(sizeof(float) * (eval_cap + 1));
-    E->d = xmalloc(sizeof(float) * (eval_cap + 1));
     E->y = xmalloc(eval_cap + 1);
     E->parent = xmalloc(sizeof(int32_t) * (eval_cap + 1));
     E->start[0] = 0;
@@ -308,7 +354,7 @@ static int64_t *draw_sorted(Rng *r, int64_t N, int64_t k) {
 }
 
 int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, int n_epochs, int64_t k,
-                                 Feat **out, int progress) {
+                                 ClsNode **out, int progress) {
     DatasetImpl *im = (DatasetImpl *)ds;
     int64_t N = ds->train_neg;
     if (k > N) k = N;
@@ -317,7 +363,7 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
     int64_t **idx = xcalloc(n_epochs, sizeof(int64_t *));
     int64_t *ptr = xcalloc(n_epochs, sizeof(int64_t));
     for (int e = 0; e < n_epochs; e++) {
-        out[e] = xmalloc(sizeof(Feat) * (k + 1));
+        out[e] = xmalloc(sizeof(ClsNode) * (k + 1));
         if (!all) {
             Rng r;
             rng_seed_stream(&r, seed, RNG_STREAM_NEG, (uint64_t)(first_epoch + e));
@@ -335,7 +381,7 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
     }
     for (int f = 0; f < ds->nfiles && ok; f++) {
         const DsFile *F = &ds->files[f];
-        trace_cursor_init(&cur, im->readers[f], DS_FIELDS);
+        trace_cursor_init(&cur, im->readers[f], im->fields);
         for (int64_t ti = 0; ti < F->n_trees; ti++) {
             int64_t g = F->tree0 + ti;
             if (ds->flag[g]) continue;
@@ -343,10 +389,11 @@ int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, in
             int cnt = ds->count[g];
             const TraceNode *nd = trace_cursor_get(&cur, ti, ds->first[g], cnt);
             if (!nd) { ok = 0; break; }
+            const ClsNode *xs = tree_nodes(im, nd, cnt);
             for (int i = 0; i < cnt; i++) {
                 if (nd[i].accepted) continue;
                 if (all || c == next) {
-                    Feat ft = {nd[i].P, nd[i].H, (float)nd[i].depth};
+                    ClsNode ft = xs[i];
                     if (all) {
                         for (int e = 0; e < n_epochs; e++) out[e][c] = ft;
                     } else {

@@ -5,8 +5,11 @@
  * splits the trees into a training and a held-out part (exact count,
  * seedable, never splitting a tree), then makes one streaming pass over the
  * nodes (trace_read_nodes in blocks) that
+ *   - computes the classifier's features of every node (ClsNode; parent_H
+ *     from the parent's row in the same tree, dataset_tree_nodes);
  *   - validates: accepted must be 0/1, parent an index inside the tree with
- *     no cycle, P and H (and the model inputs after the transforms) finite;
+ *     no cycle, the chosen features (and the model inputs after the
+ *     transforms) finite;
  *     a tree with a non-finite feature is dropped whole and counted (or,
  *     with strict, is an error naming the file and row);
  *   - counts positives / negatives of the training part, keeps the training
@@ -18,11 +21,10 @@
  * independent of the number of training negatives. */
 #ifndef C2T_TRAIN_DATASET_H
 #define C2T_TRAIN_DATASET_H
+#include "collect/trace.h"
 #include "infer/speculative/classifier.h"
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct { float P, H, d; } Feat;   /* raw features of one node */
 
 typedef struct {
     char *path;
@@ -35,7 +37,8 @@ typedef struct {
 typedef struct {
     int64_t n_trees, n_nodes;
     int64_t *start;        /* [n_trees + 1]: nodes of tree t are [start[t], start[t+1]) */
-    float *P, *H, *d;
+    ClsNode *x;            /* raw features */
+    float *P, *H;          /* the same P and H, as columns (EAGLE-2's ranking, entropy buckets) */
     uint8_t *y;
     int32_t *parent;       /* index within the tree, -1 = child of the root */
     int64_t n_pos;
@@ -45,7 +48,7 @@ typedef struct {
     double eval_frac;      /* share of trees held out (0.05) */
     uint64_t seed;
     int strict;            /* non-finite features: error instead of dropping the tree */
-    const Classifier *cls; /* its transforms (kind, eps) are applied to the inputs */
+    const Classifier *cls; /* its features are read; its transforms (kind, eps) are applied to the inputs */
     int progress;          /* progress lines on stderr */
 } DsOpts;
 
@@ -62,15 +65,24 @@ typedef struct {
 
     int64_t train_trees, eval_trees, dropped_trees, nonfinite_nodes;
     int64_t train_nodes, train_pos, train_neg;
-    Feat *pos;             /* training positives, raw, in file order */
+    ClsNode *pos;          /* training positives, raw, in file order */
     EvalSet eval;
     /* mean and std of the transformed (pre-standardisation) inputs over
-     * all training nodes */
-    double feat_mean[CLS_NFEAT], feat_std[CLS_NFEAT];
+     * all training nodes, in the classifier's feature order */
+    double feat_mean[CLS_MAX_FEAT], feat_std[CLS_MAX_FEAT];
     double read_seconds;   /* time spent in trace_read_* */
     int64_t nodes_read;
     ClsTrainedFor trained_for;   /* the traces' target and draft (empty when a file does not say) */
 } Dataset;
+
+/* The known features of the n nodes of one tree from its trace rows (rows
+ * in tree order, parent = index within the tree or -1 for the root's
+ * children, already validated): the definitions of classifier.h, as the
+ * decoding loop computes them. */
+void dataset_tree_nodes(const TraceNode *nd, int n, ClsNode *out);
+/* The trace columns (TRACE_F_* bits) that a classifier's features and the
+ * labels need. */
+unsigned dataset_fields(const Classifier *c);
 
 Dataset *dataset_open(const char *const *paths, int n, const DsOpts *o);
 void dataset_free(Dataset *ds);
@@ -81,5 +93,5 @@ void dataset_free(Dataset *ds);
  * out[e] receives k features (caller frees), in file order.  Returns the
  * number drawn per epoch, or -1. */
 int64_t dataset_sample_negatives(Dataset *ds, uint64_t seed, int first_epoch, int n_epochs, int64_t k,
-                                 Feat **out, int progress);
+                                 ClsNode **out, int progress);
 #endif

@@ -8,19 +8,19 @@
 #include <string.h>
 
 void classifier_set_params(Classifier *c, const float *theta) {
-    int h = c->hidden;
-    memcpy(c->fc1_w, theta, sizeof(float) * 3 * h);
-    memcpy(c->fc1_b, theta + 3 * h, sizeof(float) * h);
-    memcpy(c->fc2_w, theta + 4 * h, sizeof(float) * h);
-    c->fc2_b = theta[5 * h];
+    int h = c->hidden, nf = c->n_feat;
+    memcpy(c->fc1_w, theta, sizeof(float) * nf * h);
+    memcpy(c->fc1_b, theta + nf * h, sizeof(float) * h);
+    memcpy(c->fc2_w, theta + (nf + 1) * h, sizeof(float) * h);
+    c->fc2_b = theta[(nf + 2) * h];
 }
 
 void classifier_get_params(const Classifier *c, float *theta) {
-    int h = c->hidden;
-    memcpy(theta, c->fc1_w, sizeof(float) * 3 * h);
-    memcpy(theta + 3 * h, c->fc1_b, sizeof(float) * h);
-    memcpy(theta + 4 * h, c->fc2_w, sizeof(float) * h);
-    theta[5 * h] = c->fc2_b;
+    int h = c->hidden, nf = c->n_feat;
+    memcpy(theta, c->fc1_w, sizeof(float) * nf * h);
+    memcpy(theta + nf * h, c->fc1_b, sizeof(float) * h);
+    memcpy(theta + (nf + 1) * h, c->fc2_w, sizeof(float) * h);
+    theta[(nf + 2) * h] = c->fc2_b;
 }
 
 static cJSON *float_array(const float *v, int n) {
@@ -31,10 +31,10 @@ static cJSON *float_array(const float *v, int n) {
 
 static cJSON *features_json(const Classifier *c) {
     cJSON *fs = cJSON_CreateArray();
-    for (int k = 0; k < CLS_NFEAT; k++) {
+    for (int k = 0; k < c->n_feat; k++) {
         const ClsFeature *f = &c->feat[k];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", cls_feature_names[k]);
+        cJSON_AddStringToObject(o, "name", cls_feature_names[f->id]);
         cJSON_AddStringToObject(o, "transform", cls_transform_name(f->kind));
         if (f->kind == CLS_LOG) cJSON_AddNumberToObject(o, "eps", (double)f->eps);
         cJSON_AddNumberToObject(o, "mean", (double)f->mean);
@@ -64,7 +64,7 @@ cJSON *classifier_to_json(const Classifier *c) {
     }
     cJSON *w = cJSON_AddObjectToObject(j, "weights");
     cJSON *w1 = cJSON_CreateArray();
-    for (int i = 0; i < h; i++) cJSON_AddItemToArray(w1, float_array(c->fc1_w + 3 * i, 3));
+    for (int i = 0; i < h; i++) cJSON_AddItemToArray(w1, float_array(c->fc1_w + (size_t)c->n_feat * i, c->n_feat));
     cJSON_AddItemToObject(w, "fc1.weight", w1);
     cJSON_AddItemToObject(w, "fc1.bias", float_array(c->fc1_b, h));
     cJSON *w2 = cJSON_CreateArray();
@@ -77,7 +77,7 @@ cJSON *classifier_to_json(const Classifier *c) {
 int classifier_write_safetensors(const char *path, const Classifier *c) {
     int h = c->hidden;
     StWrite w[4] = {
-        {"fc1.weight", DT_F32, 2, {h, 3}, c->fc1_w}, {"fc1.bias", DT_F32, 1, {h}, c->fc1_b},
+        {"fc1.weight", DT_F32, 2, {h, c->n_feat}, c->fc1_w}, {"fc1.bias", DT_F32, 1, {h}, c->fc1_b},
         {"fc2.weight", DT_F32, 2, {1, h}, c->fc2_w}, {"fc2.bias", DT_F32, 1, {1}, &c->fc2_b}};
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "format", CLS_FORMAT);
@@ -88,7 +88,8 @@ int classifier_write_safetensors(const char *path, const Classifier *c) {
     cJSON_AddStringToObject(meta, "hidden", num);
     snprintf(num, sizeof num, "%.9g", (double)c->threshold);
     cJSON_AddStringToObject(meta, "threshold", num);
-    cJSON_AddStringToObject(meta, "feature_order", "P,H,depth");
+    char order[128];
+    cJSON_AddStringToObject(meta, "feature_order", cls_features_str(c, order, sizeof order));
     cJSON *fs = features_json(c);
     char *fjs = cJSON_PrintUnformatted(fs);
     cJSON_AddStringToObject(meta, "features", fjs);

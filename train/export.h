@@ -16,9 +16,10 @@ void classifier_get_params(const Classifier *c, float *theta);
 /* The model part of the weights file: format, version, features with their
  * transforms, hidden, activation, output, threshold, weights. */
 struct cJSON *classifier_to_json(const Classifier *c);
-/* Safetensors file with fc1.weight [h,3], fc1.bias [h], fc2.weight [1,h],
+/* Safetensors file with fc1.weight [h,n_feat], fc1.bias [h], fc2.weight [1,h],
  * fc2.bias [1] (F32) and string metadata: format, version, features,
- * transforms (JSON of the feature list), hidden, threshold. */
+ * transforms (JSON of the feature list), feature_order ("P,H,depth"),
+ * hidden, threshold. */
 int classifier_write_safetensors(const char *path, const Classifier *c);
 
 struct cJSON *rates_json(const Rates *r);

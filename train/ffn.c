@@ -28,20 +28,20 @@ static inline float vhsum(v8 a) {
 }
 
 struct FfnWork {
-    int h, hp, nb, max_chunks, threads;
-    v8 *pw;          /* packed: W0[nb] W1[nb] W2[nb] B1[nb] V[nb] (fc1 columns, fc1.bias, fc2.weight) */
+    int nf, h, hp, nb, max_chunks, threads;
+    v8 *pw;          /* packed: W0[nb] .. W{nf-1}[nb] B1[nb] V[nb] (fc1 columns, fc1.bias, fc2.weight) */
     float c;         /* fc2.bias */
-    v8 *part;        /* per chunk: gW0 gW1 gW2 gB1 gV, 5*nb vectors */
+    v8 *part;        /* per chunk: gW0 .. gW{nf-1} gB1 gV, (nf+2)*nb vectors */
     double *part_c;  /* per chunk: d/d fc2.bias */
     double *part_loss;
 };
 
-void ffn_init(float *theta, int h, Rng *rng) {
-    double b1 = 1.0 / sqrt(3.0), b2 = 1.0 / sqrt((double)h);
-    for (int i = 0; i < 3 * h; i++) theta[i] = (float)((2 * rng_uniform(rng) - 1) * b1);
-    for (int i = 0; i < h; i++) theta[3 * h + i] = (float)((2 * rng_uniform(rng) - 1) * b1);
-    for (int i = 0; i < h; i++) theta[4 * h + i] = (float)((2 * rng_uniform(rng) - 1) * b2);
-    theta[5 * h] = (float)((2 * rng_uniform(rng) - 1) * b2);
+void ffn_init(float *theta, int nf, int h, Rng *rng) {
+    double b1 = 1.0 / sqrt((double)nf), b2 = 1.0 / sqrt((double)h);
+    for (int i = 0; i < nf * h; i++) theta[i] = (float)((2 * rng_uniform(rng) - 1) * b1);
+    for (int i = 0; i < h; i++) theta[nf * h + i] = (float)((2 * rng_uniform(rng) - 1) * b1);
+    for (int i = 0; i < h; i++) theta[(nf + 1) * h + i] = (float)((2 * rng_uniform(rng) - 1) * b2);
+    theta[(nf + 2) * h] = (float)((2 * rng_uniform(rng) - 1) * b2);
 }
 
 static void *aligned(size_t n) {
@@ -51,16 +51,17 @@ static void *aligned(size_t n) {
     return p;
 }
 
-FfnWork *ffn_work_new(int h, int max_batch) {
+FfnWork *ffn_work_new(int nf, int h, int max_batch) {
     FfnWork *w = xcalloc(1, sizeof *w);
+    w->nf = nf;
     w->h = h;
     w->hp = (h + 7) / 8 * 8;
     w->nb = w->hp / 8;
     w->threads = 1;
     w->max_chunks = (max_batch + FFN_CHUNK - 1) / FFN_CHUNK;
     if (w->max_chunks < 1) w->max_chunks = 1;
-    w->pw = aligned(sizeof(v8) * 5 * w->nb);
-    w->part = aligned(sizeof(v8) * 5 * w->nb * w->max_chunks);
+    w->pw = aligned(sizeof(v8) * (nf + 2) * w->nb);
+    w->part = aligned(sizeof(v8) * (nf + 2) * w->nb * w->max_chunks);
     w->part_c = xcalloc(w->max_chunks, sizeof(double));
     w->part_loss = xcalloc(w->max_chunks, sizeof(double));
     return w;
@@ -75,15 +76,15 @@ void ffn_work_free(FfnWork *w) {
 }
 
 static void pack(FfnWork *w, const float *theta) {
-    int h = w->h, nb = w->nb;
-    float *W0 = (float *)w->pw, *W1 = W0 + 8 * nb, *W2 = W1 + 8 * nb, *B1 = W2 + 8 * nb, *V = B1 + 8 * nb;
-    memset(w->pw, 0, sizeof(v8) * 5 * nb);
+    int h = w->h, nb = w->nb, nf = w->nf;
+    float *W = (float *)w->pw, *B1 = W + 8 * nb * nf, *V = B1 + 8 * nb;
+    memset(w->pw, 0, sizeof(v8) * (nf + 2) * nb);
     for (int j = 0; j < h; j++) {
-        W0[j] = theta[3 * j]; W1[j] = theta[3 * j + 1]; W2[j] = theta[3 * j + 2];
-        B1[j] = theta[3 * h + j];
-        V[j] = theta[4 * h + j];
+        for (int k = 0; k < nf; k++) W[k * 8 * nb + j] = theta[nf * j + k];
+        B1[j] = theta[nf * h + j];
+        V[j] = theta[(nf + 1) * h + j];
     }
-    w->c = theta[5 * h];
+    w->c = theta[(nf + 2) * h];
 }
 
 /* exp(x) for x <= 0 (Cephes expf polynomial, about 1 ulp). */
@@ -130,32 +131,44 @@ static inline v8 vlog_1_2(v8 u) {
     return m + r + fe * vset1(0.693359375f);
 }
 
+/* Pre-activation of a unit block: b1 + w0 x0 + w1 x1 + ..., as FMAs in
+ * input order. */
+#define PREACT(Z, WS, B, XS, NF) do { \
+        Z = (B); \
+        for (int k_ = 0; k_ < (NF); k_++) Z = vfma((WS)[k_], (XS)[k_], Z); \
+    } while (0)
+
 static inline __attribute__((always_inline)) void
-chunk_grad_nb(const FfnWork *w, const float *x0, const float *x1, const float *x2, const float *y, int n,
-              float inv_n, v8 *out, double *gc, double *loss, const int nb) {
-    const v8 *W0 = w->pw, *W1 = W0 + nb, *W2 = W1 + nb, *B1 = W2 + nb, *V = B1 + nb;
-    const float *w0s = (const float *)W0, *w1s = (const float *)W1, *w2s = (const float *)W2,
-                *b1s = (const float *)B1, *vs = (const float *)V;
+chunk_grad_nb(const FfnWork *w, const float *const *x, const float *y, int n, float inv_n, v8 *out, double *gc,
+              double *loss, const int nb, const int nf) {
+    const v8 *W = w->pw, *B1 = W + nf * nb, *V = B1 + nb;
+    const float *b1s = (const float *)B1, *vs = (const float *)V;
     const int h = 8 * nb;   /* padded units have zero weights: they add exactly 0 */
     const v8 zero = vset1(0.0f);
     /* phase 1+2 with 8 samples per vector (the chunk's inputs, zero-padded) */
-    float px0[FFN_CHUNK] __attribute__((aligned(32))), px1[FFN_CHUNK] __attribute__((aligned(32))),
-          px2[FFN_CHUNK] __attribute__((aligned(32))), py[FFN_CHUNK] __attribute__((aligned(32))),
+    float px[FFN_MAX_FEAT][FFN_CHUNK] __attribute__((aligned(32))), py[FFN_CHUNK] __attribute__((aligned(32))),
           g[FFN_CHUNK] __attribute__((aligned(32)));
     int n8 = (n + 7) / 8 * 8;
-    memcpy(px0, x0, sizeof(float) * n); memcpy(px1, x1, sizeof(float) * n);
-    memcpy(px2, x2, sizeof(float) * n); memcpy(py, y, sizeof(float) * n);
-    for (int s = n; s < n8; s++) px0[s] = px1[s] = px2[s] = py[s] = 0;
+    for (int k = 0; k < nf; k++) {
+        memcpy(px[k], x[k], sizeof(float) * n);
+        for (int s = n; s < n8; s++) px[k][s] = 0;
+    }
+    memcpy(py, y, sizeof(float) * n);
+    for (int s = n; s < n8; s++) py[s] = 0;
     v8 Lv = zero, Gv = zero;
     const v8 c = vset1(w->c), one = vset1(1.0f), ninv = vset1(inv_n);
     for (int s = 0; s < n8; s += 8) {
-        v8 X0 = *(const v8 *)(px0 + s), X1 = *(const v8 *)(px1 + s), X2 = *(const v8 *)(px2 + s);
+        v8 X[FFN_MAX_FEAT];
+        for (int k = 0; k < nf; k++) X[k] = *(const v8 *)(px[k] + s);
         v8 acc0 = zero, acc1 = zero;   /* two chains: even / odd units */
         for (int j = 0; j < h; j += 2) {
-            v8 z = vfma(vset1(w2s[j]), X2, vfma(vset1(w1s[j]), X1, vfma(vset1(w0s[j]), X0, vset1(b1s[j]))));
+            v8 ws[FFN_MAX_FEAT], z;
+            for (int k = 0; k < nf; k++) ws[k] = vset1(((const float *)(W + k * nb))[j]);
+            PREACT(z, ws, vset1(b1s[j]), X, nf);
             v8 a = (v8)((v8i)z & (z > zero));
             acc0 = vfma(vset1(vs[j]), a, acc0);
-            z = vfma(vset1(w2s[j + 1]), X2, vfma(vset1(w1s[j + 1]), X1, vfma(vset1(w0s[j + 1]), X0, vset1(b1s[j + 1]))));
+            for (int k = 0; k < nf; k++) ws[k] = vset1(((const float *)(W + k * nb))[j + 1]);
+            PREACT(z, ws, vset1(b1s[j + 1]), X, nf);
             a = (v8)((v8i)z & (z > zero));
             acc1 = vfma(vset1(vs[j + 1]), a, acc1);
         }
@@ -183,104 +196,106 @@ chunk_grad_nb(const FfnWork *w, const float *x0, const float *x1, const float *x
     *gc = G;
     /* phase 3; two accumulator sets (even / odd samples) hide the FMA latency */
 #define STEP(S, A) do { \
-        v8 X0 = vset1(x0[S]), X1 = vset1(x1[S]), X2 = vset1(x2[S]), Gs = vset1(g[S]); \
-        v8 z = vfma(w2, X2, vfma(w1, X1, vfma(w0, X0, b1))); \
+        v8 Xs[FFN_MAX_FEAT], Gs = vset1(g[S]), z; \
+        for (int k = 0; k < nf; k++) Xs[k] = vset1(x[k][S]); \
+        PREACT(z, wv, b1, Xs, nf); \
         v8i m = z > zero; \
         v8 a = (v8)((v8i)z & m); \
         gv##A = vfma(Gs, a, gv##A); \
         v8 da = (v8)((v8i)(Gs * vv) & m); \
-        g0##A = vfma(da, X0, g0##A); \
-        g1##A = vfma(da, X1, g1##A); \
-        g2##A = vfma(da, X2, g2##A); \
+        for (int k = 0; k < nf; k++) gw##A[k] = vfma(da, Xs[k], gw##A[k]); \
         gb##A = gb##A + da; \
     } while (0)
     for (int b = 0; b < nb; b++) {
-        v8 w0 = W0[b], w1 = W1[b], w2 = W2[b], b1 = B1[b], vv = V[b];
-        v8 g0a = zero, g1a = zero, g2a = zero, gba = zero, gva = zero;
-        v8 g0b = zero, g1b = zero, g2b = zero, gbb = zero, gvb = zero;
+        v8 wv[FFN_MAX_FEAT], b1 = B1[b], vv = V[b];
+        v8 gwa[FFN_MAX_FEAT], gba = zero, gva = zero;
+        v8 gwb[FFN_MAX_FEAT], gbb = zero, gvb = zero;
+        for (int k = 0; k < nf; k++) { wv[k] = W[k * nb + b]; gwa[k] = zero; gwb[k] = zero; }
         int s = 0;
         for (; s + 1 < n; s += 2) { STEP(s, a); STEP(s + 1, b); }
         if (s < n) STEP(s, a);
-        out[b] = g0a + g0b; out[nb + b] = g1a + g1b; out[2 * nb + b] = g2a + g2b;
-        out[3 * nb + b] = gba + gbb; out[4 * nb + b] = gva + gvb;
+        for (int k = 0; k < nf; k++) out[k * nb + b] = gwa[k] + gwb[k];
+        out[nf * nb + b] = gba + gbb; out[(nf + 1) * nb + b] = gva + gvb;
     }
 #undef STEP
 }
+#undef PREACT
 
-/* Instances with the block count known at compile time (hidden sizes up
- * to 64, which covers the paper's 2..48), so the loops unroll. */
+/* Instances with the block count and the paper's three inputs known at
+ * compile time (hidden sizes up to 64, which covers the paper's 2..48), so
+ * the loops unroll; other input counts take the general instance. */
 #define CHUNK_NB(N) \
-    static void chunk_grad_##N(const FfnWork *w, const float *x0, const float *x1, const float *x2, \
-                               const float *y, int n, float inv_n, v8 *out, double *gc, double *loss) { \
-        chunk_grad_nb(w, x0, x1, x2, y, n, inv_n, out, gc, loss, N); \
+    static void chunk_grad_##N(const FfnWork *w, const float *const *x, const float *y, int n, float inv_n, \
+                               v8 *out, double *gc, double *loss) { \
+        chunk_grad_nb(w, x, y, n, inv_n, out, gc, loss, N, 3); \
     }
 CHUNK_NB(1) CHUNK_NB(2) CHUNK_NB(3) CHUNK_NB(4) CHUNK_NB(5) CHUNK_NB(6) CHUNK_NB(7) CHUNK_NB(8)
-static void chunk_grad_any(const FfnWork *w, const float *x0, const float *x1, const float *x2,
-                           const float *y, int n, float inv_n, v8 *out, double *gc, double *loss) {
-    chunk_grad_nb(w, x0, x1, x2, y, n, inv_n, out, gc, loss, w->nb);
+static void chunk_grad_any(const FfnWork *w, const float *const *x, const float *y, int n, float inv_n, v8 *out,
+                           double *gc, double *loss) {
+    chunk_grad_nb(w, x, y, n, inv_n, out, gc, loss, w->nb, w->nf);
 }
-typedef void (*ChunkFn)(const FfnWork *, const float *, const float *, const float *, const float *, int, float,
-                        v8 *, double *, double *);
-static ChunkFn chunk_fn(int nb) {
+typedef void (*ChunkFn)(const FfnWork *, const float *const *, const float *, int, float, v8 *, double *, double *);
+static ChunkFn chunk_fn(int nb, int nf) {
     static const ChunkFn fns[9] = {0, chunk_grad_1, chunk_grad_2, chunk_grad_3, chunk_grad_4,
                                    chunk_grad_5, chunk_grad_6, chunk_grad_7, chunk_grad_8};
-    return nb >= 1 && nb <= 8 ? fns[nb] : chunk_grad_any;
+    return nf == 3 && nb >= 1 && nb <= 8 ? fns[nb] : chunk_grad_any;
 }
 
-double ffn_loss_grad(FfnWork *w, const float *theta, const float *x0, const float *x1,
-                     const float *x2, const float *y, int n, float *grad) {
-    int h = w->h, nb = w->nb, hp = w->hp;
+double ffn_loss_grad(FfnWork *w, const float *theta, const float *const *x, const float *y, int n, float *grad) {
+    int h = w->h, nb = w->nb, hp = w->hp, nf = w->nf;
     int nch = (n + FFN_CHUNK - 1) / FFN_CHUNK;
     if (nch > w->max_chunks) { fprintf(stderr, "ffn_loss_grad: batch larger than the work area\n"); abort(); }
     pack(w, theta);
     float inv_n = 1.0f / (float)n;
-    ChunkFn chunk_grad = chunk_fn(nb);
+    ChunkFn chunk_grad = chunk_fn(nb, nf);
     int nt = w->threads < nch ? w->threads : nch;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int c = 0; c < nch; c++) {
         int s0 = c * FFN_CHUNK, m = n - s0 < FFN_CHUNK ? n - s0 : FFN_CHUNK;
-        chunk_grad(w, x0 + s0, x1 + s0, x2 + s0, y + s0, m, inv_n, w->part + (size_t)c * 5 * nb,
-                   &w->part_c[c], &w->part_loss[c]);
+        const float *xc[FFN_MAX_FEAT];
+        for (int k = 0; k < nf; k++) xc[k] = x[k] + s0;
+        chunk_grad(w, xc, y + s0, m, inv_n, w->part + (size_t)c * (nf + 2) * nb, &w->part_c[c], &w->part_loss[c]);
     }
     /* sum the chunks in a fixed order, in double */
     double loss = 0, gc = 0;
     for (int c = 0; c < nch; c++) { loss += w->part_loss[c]; gc += w->part_c[c]; }
     const float *P = (const float *)w->part;
-    size_t stride = (size_t)5 * hp;
+    size_t stride = (size_t)(nf + 2) * hp;
     for (int j = 0; j < h; j++) {
-        double s[5] = {0, 0, 0, 0, 0};
+        double s[FFN_MAX_FEAT + 2] = {0};
         for (int c = 0; c < nch; c++)
-            for (int k = 0; k < 5; k++) s[k] += P[c * stride + (size_t)k * hp + j];
-        grad[3 * j] = (float)s[0]; grad[3 * j + 1] = (float)s[1]; grad[3 * j + 2] = (float)s[2];
-        grad[3 * h + j] = (float)s[3];
-        grad[4 * h + j] = (float)s[4];
+            for (int k = 0; k < nf + 2; k++) s[k] += P[c * stride + (size_t)k * hp + j];
+        for (int k = 0; k < nf; k++) grad[nf * j + k] = (float)s[k];
+        grad[nf * h + j] = (float)s[nf];
+        grad[(nf + 1) * h + j] = (float)s[nf + 1];
     }
-    grad[5 * h] = (float)gc;
+    grad[(nf + 2) * h] = (float)gc;
     return loss / n;
 }
 
-double ffn_loss_grad_ref(const double *theta, int h, const double *x, const double *y, int n,
+double ffn_loss_grad_ref(const double *theta, int nf, int h, const double *x, const double *y, int n,
                          double *grad) {
-    const double *W1 = theta, *B1 = theta + 3 * h, *W2 = theta + 4 * h, c = theta[5 * h];
-    memset(grad, 0, sizeof(double) * ffn_nparams(h));
+    const double *W1 = theta, *B1 = theta + nf * h, *W2 = theta + (nf + 1) * h, c = theta[(nf + 2) * h];
+    memset(grad, 0, sizeof(double) * ffn_nparams(nf, h));
     double *a = xmalloc(sizeof(double) * h), loss = 0;
     for (int i = 0; i < n; i++) {
-        const double *xi = x + 3 * i;
+        const double *xi = x + (size_t)nf * i;
         double z2 = c;
         for (int j = 0; j < h; j++) {
-            double z = B1[j] + W1[3 * j] * xi[0] + W1[3 * j + 1] * xi[1] + W1[3 * j + 2] * xi[2];
+            double z = B1[j];
+            for (int k = 0; k < nf; k++) z += W1[nf * j + k] * xi[k];
             a[j] = z > 0 ? z : 0;
             z2 += W2[j] * a[j];
         }
         loss += (z2 > 0 ? z2 : 0) - z2 * y[i] + log1p(exp(-fabs(z2)));
         double sig = 1 / (1 + exp(-z2)), g = (sig - y[i]) / n;
-        grad[5 * h] += g;
+        grad[(nf + 2) * h] += g;
         for (int j = 0; j < h; j++) {
-            grad[4 * h + j] += g * a[j];
+            grad[(nf + 1) * h + j] += g * a[j];
             if (a[j] > 0) {
                 double d = g * W2[j];
-                grad[3 * h + j] += d;
-                for (int k = 0; k < 3; k++) grad[3 * j + k] += d * xi[k];
+                grad[nf * h + j] += d;
+                for (int k = 0; k < nf; k++) grad[nf * j + k] += d * xi[k];
             }
         }
     }

@@ -1,32 +1,35 @@
 /* The C2T classifier's two-layer FFN for training: forward, BCE-with-logits
  * loss, backward and torch.optim.Adam, in float32 like the PyTorch module.
  *
- * Parameters are one flat float vector in PyTorch's state_dict order:
- *   fc1.weight [h][3] | fc1.bias [h] | fc2.weight [1][h] | fc2.bias [1]
- * (5h + 1 values; 241 for h = 48).  Feature k of sample i is x_k[i] (the
- * model input after the classifier's transforms, see infer/speculative/classifier.h). */
+ * The network has nf inputs (1..FFN_MAX_FEAT).  Parameters are one flat
+ * float vector in PyTorch's state_dict order:
+ *   fc1.weight [h][nf] | fc1.bias [h] | fc2.weight [1][h] | fc2.bias [1]
+ * ((nf + 2) h + 1 values; 241 for nf = 3, h = 48).  Feature k of sample i
+ * is x[k][i] (the model input after the classifier's transforms, see
+ * infer/speculative/classifier.h). */
 #ifndef C2T_TRAIN_FFN_H
 #define C2T_TRAIN_FFN_H
 #include "kernels/base/rng.h"
 #include <stdint.h>
 
 #define FFN_MAX_HIDDEN 4096
+#define FFN_MAX_FEAT 6
 /* Samples per work unit of the batched gradient; fixed so the summation
  * order (and the result) does not depend on the number of threads. */
 #define FFN_CHUNK 256
 
-static inline int ffn_nparams(int h) { return 5 * h + 1; }
-static inline int ffn_off_b1(int h) { return 3 * h; }
-static inline int ffn_off_w2(int h) { return 4 * h; }
-static inline int ffn_off_b2(int h) { return 5 * h; }
+static inline int ffn_nparams(int nf, int h) { return (nf + 2) * h + 1; }
+static inline int ffn_off_b1(int nf, int h) { return nf * h; }
+static inline int ffn_off_w2(int nf, int h) { return (nf + 1) * h; }
+static inline int ffn_off_b2(int nf, int h) { return (nf + 2) * h; }
 
 /* PyTorch nn.Linear default initialisation (kaiming_uniform_(a=sqrt(5)) for
  * the weight, i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), same bound for the
  * bias), from the RNG, in state_dict order. */
-void ffn_init(float *theta, int h, Rng *rng);
+void ffn_init(float *theta, int nf, int h, Rng *rng);
 
 typedef struct FfnWork FfnWork;
-FfnWork *ffn_work_new(int h, int max_batch);
+FfnWork *ffn_work_new(int nf, int h, int max_batch);
 void ffn_work_free(FfnWork *w);
 /* Threads for ffn_loss_grad (default 1); the result does not depend on it. */
 void ffn_work_set_threads(FfnWork *w, int threads);
@@ -36,12 +39,12 @@ void ffn_work_set_threads(FfnWork *w, int threads);
  * FFN_CHUNK-sample chunks (ffn_work_set_threads); the chunk partial sums
  * are added in a fixed order, so the result is the same for any thread
  * count. */
-double ffn_loss_grad(FfnWork *w, const float *theta, const float *x0, const float *x1,
-                     const float *x2, const float *y, int n, float *grad);
+double ffn_loss_grad(FfnWork *w, const float *theta, const float *const *x, const float *y, int n,
+                     float *grad);
 
 /* Double-precision reference of the same function (gradient check):
- * x is [n][3] row-major. */
-double ffn_loss_grad_ref(const double *theta, int h, const double *x, const double *y, int n,
+ * x is [n][nf] row-major. */
+double ffn_loss_grad_ref(const double *theta, int nf, int h, const double *x, const double *y, int n,
                          double *grad);
 
 /* torch.optim.Adam (amsgrad off, weight_decay 0, maximize off), the

@@ -175,7 +175,7 @@ void evaluate(const Classifier *c, const EvalSet *es, const EvalOpts *o, EvalRes
     for (int64_t t = 0; t < T; t++) {
         int64_t s = es->start[t];
         int n = (int)(es->start[t + 1] - s);
-        classifier_logits(c, es->P + s, es->H + s, es->d + s, n, conf + s);
+        classifier_logits(c, es->x + s, n, conf + s);
         double L = 0;
         for (int i = 0; i < n; i++) {
             float z = conf[s + i], e = expf(-fabsf(z));

@@ -17,15 +17,20 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: spec-train TRACE.h5 [TRACE.h5 ...] --out WEIGHTS.json [options]\n"
         "       (--traces FILE, repeatable, names trace files too)\n"
-        "Trains the C2T classifier (P, H, d) -> Linear(3,h) -> ReLU -> Linear(h,1) -> sigmoid on trace files.\n"
+        "Trains the C2T classifier (features) -> Linear(n,h) -> ReLU -> Linear(h,1) -> sigmoid on trace files.\n"
         "\n"
         "Data\n"
         "  --traces FILE          trace file from spec-collect (HDF5); repeat for several\n"
         "  --eval-frac F          share of trees held out for evaluation, split by tree (default 0.05)\n"
         "  --neg-ratio R          negatives drawn per positive, afresh each epoch; every positive is\n"
         "                         kept (default 2.5; more than the training part has = all of them)\n"
-        "  --transform LIST       input transforms, e.g. P=log,H=raw,depth=raw (default P=log, the\n"
-        "                         rest raw); log is ln(x + eps)\n"
+        "  --features LIST        the classifier's inputs, in order (default P,H,depth, the paper's);\n"
+        "                         any of P (joint probability), H (entropy of the distribution the\n"
+        "                         node was drawn from), depth, p (the node's own probability), rank\n"
+        "                         (among its siblings, 0 = most probable), parent_H (the parent's H;\n"
+        "                         a depth-1 node's own H), e.g. P,H,depth,p,rank,parent_H\n"
+        "  --transform LIST       input transforms of chosen features, e.g. P=log,H=raw,depth=raw\n"
+        "                         (default P=log, the rest raw); log is ln(x + eps)\n"
         "  --log-eps E            eps of the log transform (default 1e-6)\n"
         "  --standardize          standardise inputs with the training part's mean and std, stored\n"
         "                         with the weights (the default)\n"
@@ -58,7 +63,7 @@ static void usage(FILE *f) {
         "\n"
         "Output\n"
         "  --out FILE             weights JSON (read by the decoding loop; schema in docs/train.md)\n"
-        "  --safetensors FILE     also write fc1.weight [h,3], fc1.bias [h], fc2.weight [1,h], fc2.bias [1]\n"
+        "  --safetensors FILE     also write fc1.weight [h,n], fc1.bias [h], fc2.weight [1,h], fc2.bias [1]\n"
         "  --report FILE          JSON report: per-epoch metrics, selected metrics, beta sweep,\n"
         "                         entropy-bucket table (paper App. D), timing\n"
         "  --dump-init DIR        for the PyTorch oracle: init weights, every batch of the first\n"
@@ -90,13 +95,12 @@ static void parse_transform(const char *s, TrainOpts *o) {
         char *eq = strchr(t, '=');
         if (!eq) die(prog, "--transform: expected FEATURE=TRANSFORM, got '%s'", t);
         *eq = 0;
-        int k = -1;
-        for (int i = 0; i < CLS_NFEAT; i++) if (!strcmp(t, cls_feature_names[i])) k = i;
-        if (!strcmp(t, "d")) k = 2;
-        if (k < 0) die(prog, "--transform: unknown feature '%s' (P, H, depth)", t);
+        int k = strcmp(t, "d") ? cls_feature_parse(t) : CLS_F_DEPTH;
+        if (k < 0) die(prog, "--transform: unknown feature '%s' (P, H, depth, p, rank, parent_H)", t);
         int kind = cls_transform_parse(eq + 1);
         if (kind < 0) die(prog, "--transform: unknown transform '%s' for %s (raw, log)", eq + 1, t);
         o->transform[k] = (ClsTransform)kind;
+        o->transform_named |= 1u << k;   /* checked against --features once all options are read */
     }
     free(dup);
 }
@@ -104,7 +108,8 @@ static void parse_transform(const char *s, TrainOpts *o) {
 int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
-           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER, O_E2_OLD, O_BATCH_OLD };
+           O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER, O_E2_OLD, O_BATCH_OLD,
+           O_FEATURES };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
         {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
@@ -115,7 +120,7 @@ int main(int argc, char **argv) {
         {"beta", required_argument, 0, O_BETA}, {"eval-frac", required_argument, 0, O_EVALF},
         {"topn", required_argument, 0, O_E2}, {"e2-topn", required_argument, 0, O_E2_OLD}, {"similar-recall", required_argument, 0, O_SIM},
         {"select-last", no_argument, 0, O_LAST}, {"sweep", required_argument, 0, O_SWEEP},
-        {"transform", required_argument, 0, O_TRANSFORM}, {"log-eps", required_argument, 0, O_LOGEPS},
+        {"features", required_argument, 0, O_FEATURES}, {"transform", required_argument, 0, O_TRANSFORM}, {"log-eps", required_argument, 0, O_LOGEPS},
         {"standardize", no_argument, 0, O_STD}, {"no-standardize", no_argument, 0, O_NO_STD},
         {"paper-recipe", no_argument, 0, O_PAPER}, {"strict", no_argument, 0, O_STRICT},
         {"threads", required_argument, 0, O_THREADS}, {"sample-mem", required_argument, 0, O_SMEM},
@@ -153,6 +158,10 @@ int main(int argc, char **argv) {
         case O_SIM: o.similar_recall = num("--similar-recall", optarg); break;
         case O_LAST: o.select_last = 1; break;
         case O_SWEEP: o.n_sweep = parse_list("--sweep", optarg, o.sweep, TRAIN_MAX_SWEEP); break;
+        case O_FEATURES:
+            o.n_feat = cls_features_parse(optarg, o.features);
+            if (o.n_feat < 0) die(prog, "--features: %s", err_get());
+            break;
         case O_TRANSFORM: parse_transform(optarg, &o); break;
         case O_LOGEPS: o.log_eps = (float)num("--log-eps", optarg); break;
         case O_STD: o.standardize = 1; break;

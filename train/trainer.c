@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 void train_paper_recipe(TrainOpts *o) {
-    for (int j = 0; j < CLS_NFEAT; j++) o->transform[j] = CLS_RAW;
+    for (int j = 0; j < CLS_N_KNOWN; j++) o->transform[j] = CLS_RAW;
     o->standardize = 0;
     o->epochs = 10;
     o->neg_ratio = 1.0;
@@ -31,7 +31,9 @@ void train_defaults(TrainOpts *o) {
      * positive gave classifiers that rank a layer's candidates better than
      * P alone and put beta 0.5 near EAGLE-2's default recall, on the demo's
      * and SmolLM2's training traces (docs/train.md) */
-    o->transform[0] = CLS_LOG;
+    o->n_feat = CLS_DEFAULT_NFEAT;
+    memcpy(o->features, cls_default_features, sizeof cls_default_features);
+    o->transform[CLS_F_P] = CLS_LOG;
     o->standardize = 1;
     o->epochs = 200;
     o->batch = 1024;
@@ -74,6 +76,16 @@ static int check_opts(const TrainOpts *o) {
         if (!(o->sweep[i] >= 0 && o->sweep[i] <= 1)) { err_set("--sweep: thresholds must be in [0, 1]"); return -1; }
     if (!(o->log_eps > 0) || !isfinite(o->log_eps)) { err_set("--log-eps must be a positive number"); return -1; }
     if (o->dump_epochs < 0) { err_set("--dump-epochs must be >= 0"); return -1; }
+    if (o->n_feat < 1 || o->n_feat > CLS_MAX_FEAT) { err_set("--features: 1 to %d features", CLS_MAX_FEAT); return -1; }
+    for (int id = 0; id < CLS_N_KNOWN; id++) {
+        if (!(o->transform_named >> id & 1)) continue;
+        int chosen = 0;
+        for (int k = 0; k < o->n_feat; k++) chosen |= o->features[k] == (ClsFeatureId)id;
+        if (!chosen) {
+            err_set("--transform %s: not among the classifier's features (--features)", cls_feature_names[id]);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -113,10 +125,11 @@ static char *dump_path(const char *dir, const char *fmt, int e) {
 /* held-out set as model inputs + what the oracle needs for its metrics */
 static int dump_eval(const char *dir, const Classifier *c, const EvalSet *es) {
     int64_t M = es->n_nodes, T = es->n_trees;
-    float *x = xmalloc(sizeof(float) * 3 * (M + 1));
-    for (int64_t i = 0; i < M; i++) classifier_input(c, es->P[i], es->H[i], es->d[i], x + 3 * i);
+    const int nf = c->n_feat;
+    float *x = xmalloc(sizeof(float) * nf * (M + 1));
+    for (int64_t i = 0; i < M; i++) classifier_input(c, &es->x[i], x + nf * i);
     StWrite w[6] = {
-        {"x", DT_F32, 2, {M, 3}, x}, {"P", DT_F32, 1, {M}, es->P}, {"H", DT_F32, 1, {M}, es->H},
+        {"x", DT_F32, 2, {M, nf}, x}, {"P", DT_F32, 1, {M}, es->P}, {"H", DT_F32, 1, {M}, es->H},
         {"y", DT_U8, 1, {M}, es->y}, {"parent", DT_I32, 1, {M}, es->parent},
         {"tree_start", DT_I64, 1, {T + 1}, es->start}};
     char *p = path_join(dir, "eval.safetensors");
@@ -128,6 +141,8 @@ static int dump_eval(const char *dir, const Classifier *c, const EvalSet *es) {
 static cJSON *settings_json(const TrainOpts *o, int64_t k, const Dataset *ds, int threads) {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "tool", "spec-train");
+    cJSON *fs = cJSON_AddArrayToObject(s, "features");
+    for (int k = 0; k < o->n_feat; k++) cJSON_AddItemToArray(fs, cJSON_CreateString(cls_feature_names[o->features[k]]));
     cJSON_AddNumberToObject(s, "hidden", o->hidden);
     cJSON_AddNumberToObject(s, "epochs", o->epochs);
     cJSON_AddNumberToObject(s, "batch", o->batch);
@@ -205,7 +220,8 @@ typedef struct {
     Dataset *ds;
     FfnWork *fw;
     Adam adam;
-    float *theta, *grad, *hist, *bx0, *bx1, *bx2, *by;   /* weights, gradient, per-epoch weights, one batch */
+    float *theta, *grad, *hist, *by;   /* weights, gradient, per-epoch weights, one batch's labels */
+    float *bx[CLS_MAX_FEAT];           /* one batch's inputs, a column per feature */
     float *dx, *dy;                                       /* --dump-dir: an epoch's inputs and labels */
     uint32_t *perm;
     uint8_t *e2sel;
@@ -213,7 +229,7 @@ typedef struct {
     EvalOpts eo;
     double *train_loss, *epoch_secs;
     int *epoch_threads;
-    Feat **neg;                  /* per epoch: its sampled negatives (a group of epochs at a time) */
+    ClsNode **neg;               /* per epoch: its sampled negatives (a group of epochs at a time) */
     int64_t k, n_s;              /* negatives and samples per epoch */
     int group, has_eval, probe_off, step_threads;
     Progress epoch_bar;          /* the one progress line over the epochs */
@@ -222,7 +238,10 @@ typedef struct {
 /* Reads the traces, sizes the epochs and allocates the model and buffers. */
 static int run_prepare(Run *r) {
     const TrainOpts *o = r->o;
-    for (int j = 0; j < CLS_NFEAT; j++) { r->cls->feat[j].kind = o->transform[j]; r->cls->feat[j].eps = o->log_eps; }
+    for (int j = 0; j < r->cls->n_feat; j++) {
+        r->cls->feat[j].kind = o->transform[r->cls->feat[j].id];
+        r->cls->feat[j].eps = o->log_eps;
+    }
     r->cls->threshold = (float)o->beta;
 
     DsOpts dso = {o->eval_frac, o->seed, o->strict, r->cls, o->progress};
@@ -252,7 +271,7 @@ static int run_prepare(Run *r) {
     }
     if (r->ds->train_pos + r->ds->train_neg > (int64_t)UINT32_MAX) { err_set("training part too large (over 2^32 nodes)"); return -1; }
     if (o->standardize)
-        for (int j = 0; j < CLS_NFEAT; j++) {
+        for (int j = 0; j < r->cls->n_feat; j++) {
             r->cls->feat[j].mean = (float)r->ds->feat_mean[j];
             r->cls->feat[j].std = r->ds->feat_std[j] > 0 ? (float)r->ds->feat_std[j] : 1.0f;
         }
@@ -275,7 +294,7 @@ static int run_prepare(Run *r) {
     }
     r->n_s = r->ds->train_pos + r->k;
     {
-        double per_epoch = (double)r->k * (sizeof(Feat) + sizeof(int64_t) * 2);
+        double per_epoch = (double)r->k * (sizeof(ClsNode) + sizeof(int64_t) * 2);
         double g = (double)o->sample_mem / (per_epoch > 1 ? per_epoch : 1);
         r->group = g >= o->epochs ? o->epochs : (g < 1 ? 1 : (int)g);
     }
@@ -287,19 +306,19 @@ static int run_prepare(Run *r) {
     {
         Rng rng;
         rng_seed_stream(&rng, o->seed, RNG_STREAM_INIT, 0);
-        ffn_init(r->theta, r->h, &rng);
+        ffn_init(r->theta, r->cls->n_feat, r->h, &rng);
     }
     adam_init(&r->adam, r->np, o->lr, o->beta1, o->beta2, o->adam_eps);
     int bmax = o->batch < r->n_s ? o->batch : (int)r->n_s;
-    r->fw = ffn_work_new(r->h, bmax);
-    r->bx0 = xmalloc(sizeof(float) * bmax); r->bx1 = xmalloc(sizeof(float) * bmax);
-    r->bx2 = xmalloc(sizeof(float) * bmax); r->by = xmalloc(sizeof(float) * bmax);
+    r->fw = ffn_work_new(r->cls->n_feat, r->h, bmax);
+    for (int j = 0; j < r->cls->n_feat; j++) r->bx[j] = xmalloc(sizeof(float) * bmax);
+    r->by = xmalloc(sizeof(float) * bmax);
     r->perm = xmalloc(sizeof(uint32_t) * r->n_s);
     r->res = xcalloc(o->epochs, sizeof(EvalResult));
     r->train_loss = xcalloc(o->epochs, sizeof(double));
     r->epoch_secs = xcalloc(o->epochs, sizeof(double));
     r->epoch_threads = xcalloc(o->epochs, sizeof(int));
-    r->neg = xcalloc(o->epochs, sizeof(Feat *));
+    r->neg = xcalloc(o->epochs, sizeof(ClsNode *));
     memset(&r->eo, 0, sizeof r->eo);
     r->eo.n_sweep = o->n_sweep;
     memcpy(r->eo.sweep, o->sweep, sizeof(double) * o->n_sweep);
@@ -315,11 +334,13 @@ static int run_prepare(Run *r) {
         free(p);
         if (bad || dump_eval(o->dump_dir, r->cls, &r->ds->eval)) return -1;
         int de = o->dump_epochs < o->epochs ? o->dump_epochs : o->epochs;
-        if (de > 0) { r->dx = xmalloc(sizeof(float) * 3 * r->n_s); r->dy = xmalloc(sizeof(float) * r->n_s); }
+        if (de > 0) { r->dx = xmalloc(sizeof(float) * r->cls->n_feat * r->n_s); r->dy = xmalloc(sizeof(float) * r->n_s); }
     }
 
-    fprintf(stderr, "spec-train: %lld trees (%lld train, %lld held out), %lld training nodes: %lld positives, "
+    char feats[128];
+    fprintf(stderr, "spec-train: features %s; %lld trees (%lld train, %lld held out), %lld training nodes: %lld positives, "
             "%lld negatives; %lld + %lld samples per epoch (%lld batches of %d); %d threads\n",
+            cls_features_str(r->cls, feats, sizeof feats),
             (long long)r->ds->n_trees, (long long)r->ds->train_trees, (long long)r->ds->eval_trees, (long long)r->ds->train_nodes,
             (long long)r->ds->train_pos, (long long)r->ds->train_neg, (long long)r->ds->train_pos, (long long)r->k,
             (long long)((r->n_s + o->batch - 1) / o->batch), o->batch, r->threads);
@@ -339,9 +360,7 @@ static int run_epoch(Run *r, int e) {
     float *theta = r->theta;
     float *grad = r->grad;
     float *hist = r->hist;
-    float *bx0 = r->bx0;
-    float *bx1 = r->bx1;
-    float *bx2 = r->bx2;
+    const int nf = cls->n_feat;
     float *by = r->by;
     float *dx = r->dx;
     float *dy = r->dy;
@@ -351,7 +370,7 @@ static int run_epoch(Run *r, int e) {
     double *train_loss = r->train_loss;
     double *epoch_secs = r->epoch_secs;
     int *epoch_threads = r->epoch_threads;
-    Feat **neg = r->neg;
+    ClsNode **neg = r->neg;
     const int64_t k = r->k;
     const int64_t n_s = r->n_s;
     const int group = r->group;
@@ -365,7 +384,7 @@ static int run_epoch(Run *r, int e) {
         if (dataset_sample_negatives(ds, o->seed, e, ng, k, neg + e, o->progress) < 0) return -1;
         r->t_data += now_seconds() - t0;
     }
-    const Feat *ne = neg[e];
+    const ClsNode *ne = neg[e];
     /* batch order: Fisher-Yates over positives then this epoch's negatives */
     for (int64_t i = 0; i < n_s; i++) perm[i] = (uint32_t)i;
     Rng rs;
@@ -394,18 +413,18 @@ static int run_epoch(Run *r, int e) {
         int m = (int)(n_s - s0 < o->batch ? n_s - s0 : o->batch);
         for (int i = 0; i < m; i++) {
             uint32_t id = perm[s0 + i];
-            const Feat *f = id < ds->train_pos ? &ds->pos[id] : &ne[id - ds->train_pos];
-            float x[CLS_NFEAT];
-            classifier_input(cls, f->P, f->H, f->d, x);
-            bx0[i] = x[0]; bx1[i] = x[1]; bx2[i] = x[2];
+            const ClsNode *f = id < ds->train_pos ? &ds->pos[id] : &ne[id - ds->train_pos];
+            float x[CLS_MAX_FEAT];
+            classifier_input(cls, f, x);
+            for (int j = 0; j < nf; j++) r->bx[j][i] = x[j];
             by[i] = id < ds->train_pos ? 1.0f : 0.0f;
-            if (dumping) { memcpy(dx + 3 * (s0 + i), x, sizeof x); dy[s0 + i] = by[i]; }
+            if (dumping) { memcpy(dx + (size_t)nf * (s0 + i), x, sizeof(float) * nf); dy[s0 + i] = by[i]; }
         }
         int probing = b < 2 * probe && nb > 4 * probe;
         if (probing) ffn_work_set_threads(fw, b < probe ? threads : 1);
         else ffn_work_set_threads(fw, r->step_threads);
         double tb = now_seconds();
-        double l = ffn_loss_grad(fw, theta, bx0, bx1, bx2, by, m, grad);
+        double l = ffn_loss_grad(fw, theta, (const float *const *)r->bx, by, m, grad);
         if (probing) {
             probe_t[b < probe ? 0 : 1] += now_seconds() - tb;
             if (b == 2 * probe - 1) {
@@ -431,7 +450,7 @@ static int run_epoch(Run *r, int e) {
     classifier_set_params(cls, theta);
     if (dumping) {
         char *p = dump_path(o->dump_dir, "epoch_%03d.safetensors", e + 1);
-        StWrite w[2] = {{"x", DT_F32, 2, {n_s, 3}, dx}, {"y", DT_F32, 1, {n_s}, dy}};
+        StWrite w[2] = {{"x", DT_F32, 2, {n_s, nf}, dx}, {"y", DT_F32, 1, {n_s}, dy}};
         int bad = st_write(p, w, 2);
         free(p);
         p = dump_path(o->dump_dir, "c_weights_epoch_%03d.safetensors", e + 1);
@@ -589,8 +608,9 @@ int train_run(const TrainOpts *o) {
     r->threads = omp_get_max_threads();
     r->t_start = now_seconds();
     r->h = o->hidden;
-    r->np = ffn_nparams(o->hidden);
-    r->cls = classifier_new(o->hidden);
+    r->cls = classifier_new(o->hidden, o->n_feat, o->features);
+    if (!r->cls) return -1;
+    r->np = classifier_nparams(r->cls);
     r->group = 1;
     r->step_threads = 1;
     int rc = -1;
@@ -625,7 +645,8 @@ int train_run(const TrainOpts *o) {
 done:
     if (r->neg) for (int j = 0; j < o->epochs; j++) free(r->neg[j]);
     free(r->neg);
-    free(r->theta); free(r->grad); free(r->hist); free(r->bx0); free(r->bx1); free(r->bx2); free(r->by);
+    free(r->theta); free(r->grad); free(r->hist); free(r->by);
+    for (int j = 0; j < CLS_MAX_FEAT; j++) free(r->bx[j]);
     free(r->dx); free(r->dy); free(r->perm); free(r->e2sel); free(r->res); free(r->train_loss);
     free(r->epoch_secs); free(r->epoch_threads);
     adam_free(&r->adam);

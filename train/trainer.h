@@ -36,7 +36,10 @@ typedef struct {
     double sweep[TRAIN_MAX_SWEEP];
     int n_sweep;
 
-    ClsTransform transform[CLS_NFEAT];
+    int n_feat;                 /* the classifier's inputs, in order (default P, H, depth) */
+    ClsFeatureId features[CLS_MAX_FEAT];
+    ClsTransform transform[CLS_N_KNOWN];   /* by feature id; only the chosen features' are used */
+    unsigned transform_named;   /* bit per feature id set by --transform: each must be chosen */
     float log_eps;
     int standardize;
 

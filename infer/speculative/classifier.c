@@ -6,7 +6,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cls_feature_names[CLS_NFEAT] = {"P", "H", "depth"};
+const char *const cls_feature_names[CLS_N_KNOWN] = {"P", "H", "depth", "p", "rank", "parent_H"};
+
+const ClsFeatureId cls_default_features[CLS_DEFAULT_NFEAT] = {CLS_F_P, CLS_F_H, CLS_F_DEPTH};
+
+int cls_feature_parse(const char *name) {
+    for (int k = 0; k < CLS_N_KNOWN; k++)
+        if (!strcmp(name, cls_feature_names[k])) return k;
+    return -1;
+}
+
+/* "P, H, depth, p, rank, parent_H" for error messages */
+static const char *known_list(void) { return "P, H, depth, p, rank, parent_H"; }
+
+int cls_features_parse(const char *list, ClsFeatureId ids[CLS_MAX_FEAT]) {
+    int n = 0;
+    const char *s = list;
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        char name[32];
+        if (len == 0 || len >= sizeof name) { err_set("empty or overlong feature name in '%s' (known: %s)", list, known_list()); return -1; }
+        memcpy(name, s, len);
+        name[len] = 0;
+        int id = cls_feature_parse(name);
+        if (id < 0) { err_set("unknown feature '%s' (known: %s)", name, known_list()); return -1; }
+        for (int k = 0; k < n; k++)
+            if (ids[k] == (ClsFeatureId)id) { err_set("feature '%s' named twice", name); return -1; }
+        if (n == CLS_MAX_FEAT) { err_set("more than %d features in '%s'", CLS_MAX_FEAT, list); return -1; }
+        ids[n++] = (ClsFeatureId)id;
+        if (!s[len]) break;
+        s += len + 1;
+    }
+    return n;
+}
+
+const char *cls_features_str(const Classifier *c, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int k = 0; k < c->n_feat && at < size; k++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%s", k ? "," : "", cls_feature_names[c->feat[k].id]);
+    return buf;
+}
+
+int classifier_nparams(const Classifier *c) { return (c->n_feat + 2) * c->hidden + 1; }
 
 const char *cls_transform_name(ClsTransform t) { return t == CLS_LOG ? "log" : "raw"; }
 
@@ -16,15 +58,25 @@ int cls_transform_parse(const char *s) {
     return -1;
 }
 
-Classifier *classifier_new(int hidden) {
+Classifier *classifier_new(int hidden, int n_feat, const ClsFeatureId *ids) {
     if (hidden < 1 || hidden > CLS_MAX_HIDDEN) {
         err_set("classifier: hidden size %d outside [1, %d]", hidden, CLS_MAX_HIDDEN);
         return NULL;
     }
+    if (n_feat < 1 || n_feat > CLS_MAX_FEAT) {
+        err_set("classifier: %d features, outside [1, %d]", n_feat, CLS_MAX_FEAT);
+        return NULL;
+    }
+    for (int k = 0; k < n_feat; k++) {
+        int bad = ids[k] < 0 || ids[k] >= CLS_N_KNOWN;
+        for (int j = 0; j < k && !bad; j++) bad = ids[j] == ids[k];
+        if (bad) { err_set("classifier: feature %d is unknown or named twice", k); return NULL; }
+    }
     Classifier *c = xcalloc(1, sizeof *c);
     c->hidden = hidden;
-    for (int k = 0; k < CLS_NFEAT; k++) c->feat[k] = (ClsFeature){CLS_RAW, 1e-6f, 0.0f, 1.0f};
-    c->fc1_w = xcalloc((size_t)hidden * 3, sizeof(float));
+    c->n_feat = n_feat;
+    for (int k = 0; k < n_feat; k++) c->feat[k] = (ClsFeature){ids[k], CLS_RAW, 1e-6f, 0.0f, 1.0f};
+    c->fc1_w = xcalloc((size_t)hidden * n_feat, sizeof(float));
     c->fc1_b = xcalloc(hidden, sizeof(float));
     c->fc2_w = xcalloc(hidden, sizeof(float));
     c->threshold = 0.5f;
@@ -42,9 +94,14 @@ int classifier_check(const Classifier *c, const char *where) {
         err_set("%s: hidden size %d outside [1, %d]", where, c->hidden, CLS_MAX_HIDDEN);
         return -1;
     }
-    for (int k = 0; k < CLS_NFEAT; k++) {
+    if (c->n_feat < 1 || c->n_feat > CLS_MAX_FEAT) {
+        err_set("%s: %d features, outside [1, %d]", where, c->n_feat, CLS_MAX_FEAT);
+        return -1;
+    }
+    for (int k = 0; k < c->n_feat; k++) {
         const ClsFeature *f = &c->feat[k];
-        const char *nm = cls_feature_names[k];
+        if (f->id < 0 || f->id >= CLS_N_KNOWN) { err_set("%s: features[%d]: unknown feature", where, k); return -1; }
+        const char *nm = cls_feature_names[f->id];
         if (f->kind != CLS_RAW && f->kind != CLS_LOG) { err_set("%s: feature %s: unknown transform", where, nm); return -1; }
         if (f->kind == CLS_LOG && !(isfinite(f->eps) && f->eps > 0)) {
             err_set("%s: feature %s: log eps must be a finite number > 0", where, nm);
@@ -54,7 +111,7 @@ int classifier_check(const Classifier *c, const char *where) {
         if (!(isfinite(f->std) && f->std > 0)) { err_set("%s: feature %s: std must be a finite number > 0", where, nm); return -1; }
     }
     const struct { const char *name; const float *v; int n; } t[] = {
-        {"fc1.weight", c->fc1_w, 3 * c->hidden}, {"fc1.bias", c->fc1_b, c->hidden},
+        {"fc1.weight", c->fc1_w, c->n_feat * c->hidden}, {"fc1.bias", c->fc1_b, c->hidden},
         {"fc2.weight", c->fc2_w, c->hidden}, {"fc2.bias", &c->fc2_b, 1}};
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < t[i].n; j++)
@@ -182,20 +239,34 @@ static Classifier *from_json(const char *path, const cJSON *j) {
         err_set("%s: unsupported output (only \"sigmoid\")", path);
         return NULL;
     }
-    Classifier *c = classifier_new(h);
     const cJSON *feats = cJSON_GetObjectItemCaseSensitive(j, "features");
-    if (!cJSON_IsArray(feats) || cJSON_GetArraySize(feats) != CLS_NFEAT) {
-        err_set("%s: \"features\" must list 3 features in the order P, H, depth", path);
-        goto fail;
+    int nf = cJSON_IsArray(feats) ? cJSON_GetArraySize(feats) : 0;
+    if (nf < 1 || nf > CLS_MAX_FEAT) {
+        err_set("%s: \"features\" must list 1 to %d features (known: %s)", path, CLS_MAX_FEAT, known_list());
+        return NULL;
     }
+    ClsFeatureId ids[CLS_MAX_FEAT];
     int k = 0;
     for (const cJSON *f = feats->child; f; f = f->next, k++) {
-        const char *want = cls_feature_names[k];
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(f, "name");
-        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, want)) {
-            err_set("%s: features[%d]: name must be \"%s\" (feature order P, H, depth)", path, k, want);
-            goto fail;
+        int id = cJSON_IsString(nm) ? cls_feature_parse(nm->valuestring) : -1;
+        if (id < 0) {
+            err_set("%s: features[%d]: unknown feature name %s%s%s (known: %s)", path, k, cJSON_IsString(nm) ? "\"" : "",
+                    cJSON_IsString(nm) ? nm->valuestring : "(not a string)", cJSON_IsString(nm) ? "\"" : "", known_list());
+            return NULL;
         }
+        for (int q = 0; q < k; q++)
+            if (ids[q] == (ClsFeatureId)id) {
+                err_set("%s: features[%d]: feature \"%s\" named twice", path, k, nm->valuestring);
+                return NULL;
+            }
+        ids[k] = (ClsFeatureId)id;
+    }
+    Classifier *c = classifier_new(h, nf, ids);   /* cannot fail: hidden and ids are checked */
+    if (!c) return NULL;
+    k = 0;
+    for (const cJSON *f = feats->child; f; f = f->next, k++) {
+        const char *want = cls_feature_names[ids[k]];
         const cJSON *tr = cJSON_GetObjectItemCaseSensitive(f, "transform");
         int kind = CLS_RAW;
         if (tr) {
@@ -211,7 +282,7 @@ static Classifier *from_json(const char *path, const cJSON *j) {
             err_set("%s: feature %s: eps, mean and std must be numbers", path, want);
             goto fail;
         }
-        c->feat[k] = (ClsFeature){(ClsTransform)kind, (float)eps, (float)mean, (float)sd};
+        c->feat[k] = (ClsFeature){ids[k], (ClsTransform)kind, (float)eps, (float)mean, (float)sd};
     }
     double thr;
     if (get_num(j, "threshold", 0.5, &thr)) { err_set("%s: \"threshold\" must be a number", path); goto fail; }
@@ -220,7 +291,7 @@ static Classifier *from_json(const char *path, const cJSON *j) {
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
     if (!cJSON_IsObject(w)) { err_set("%s: missing \"weights\" object", path); goto fail; }
     float b2 = 0;
-    if (read_array(path, w, "fc1.weight", h, 3, c->fc1_w) || read_array(path, w, "fc1.bias", h, 0, c->fc1_b) ||
+    if (read_array(path, w, "fc1.weight", h, nf, c->fc1_w) || read_array(path, w, "fc1.bias", h, 0, c->fc1_b) ||
         read_array(path, w, "fc2.weight", 1, h, c->fc2_w) || read_array(path, w, "fc2.bias", 1, 0, &b2))
         goto fail;
     c->fc2_b = b2;
@@ -261,45 +332,53 @@ int classifier_check_trained_for(const char *path, const char *target_dir, const
 
 /* ---- forward ---- */
 
-void classifier_input(const Classifier *c, float P, float H, float d, float x[CLS_NFEAT]) {
-    float raw[CLS_NFEAT] = {P, H, d};
-    for (int k = 0; k < CLS_NFEAT; k++) {
+void classifier_input(const Classifier *c, const ClsNode *node, float *x) {
+    for (int k = 0; k < c->n_feat; k++) {
         const ClsFeature *f = &c->feat[k];
-        float t = f->kind == CLS_LOG ? logf(raw[k] + f->eps) : raw[k];
+        float raw = node->v[f->id];
+        float t = f->kind == CLS_LOG ? logf(raw + f->eps) : raw;
         x[k] = (t - f->mean) / f->std;
     }
 }
 
 /* 8 candidates per vector: for each hidden unit, broadcast its weights and
- * update all 8 pre-activations at once (two accumulators, even/odd units). */
+ * update all 8 pre-activations at once (two accumulators, even/odd units).
+ * A unit's pre-activation is bias + w0 x0 + w1 x1 + ..., summed in input
+ * order. */
 typedef float cls_v8 __attribute__((vector_size(32)));
 typedef int cls_v8i __attribute__((vector_size(32)));
 static inline cls_v8 cls_set1(float x) { return (cls_v8){x, x, x, x, x, x, x, x}; }
 
-void classifier_logits(const Classifier *c, const float *P, const float *H, const float *d, int n,
-                       float *logit) {
-    int h = c->hidden;
+static inline cls_v8 cls_unit(const float *w, float b, const cls_v8 *X, int nf) {
+    cls_v8 z = cls_set1(b);
+    for (int k = 0; k < nf; k++) z = z + cls_set1(w[k]) * X[k];
+    return z;
+}
+
+void classifier_logits(const Classifier *c, const ClsNode *nodes, int n, float *logit) {
+    const int h = c->hidden, nf = c->n_feat;
     const float *W = c->fc1_w, *B = c->fc1_b, *V = c->fc2_w;
     const cls_v8 zero = cls_set1(0.0f);
     for (int i0 = 0; i0 < n; i0 += 8) {
         int m = n - i0 < 8 ? n - i0 : 8;
-        float x0[8] = {0}, x1[8] = {0}, x2[8] = {0}, out[8];
+        float xs[CLS_MAX_FEAT][8], out[8];
+        memset(xs, 0, sizeof xs);
         for (int i = 0; i < m; i++) {
-            float x[CLS_NFEAT];
-            classifier_input(c, P[i0 + i], H[i0 + i], d[i0 + i], x);
-            x0[i] = x[0]; x1[i] = x[1]; x2[i] = x[2];
+            float x[CLS_MAX_FEAT];
+            classifier_input(c, &nodes[i0 + i], x);
+            for (int k = 0; k < nf; k++) xs[k][i] = x[k];
         }
-        cls_v8 X0, X1, X2, acc0 = zero, acc1 = zero;
-        memcpy(&X0, x0, sizeof X0); memcpy(&X1, x1, sizeof X1); memcpy(&X2, x2, sizeof X2);
+        cls_v8 X[CLS_MAX_FEAT], acc0 = zero, acc1 = zero;
+        for (int k = 0; k < nf; k++) memcpy(&X[k], xs[k], sizeof X[k]);
         int j = 0;
         for (; j + 1 < h; j += 2) {
-            cls_v8 z = cls_set1(B[j]) + cls_set1(W[3 * j]) * X0 + cls_set1(W[3 * j + 1]) * X1 + cls_set1(W[3 * j + 2]) * X2;
+            cls_v8 z = cls_unit(W + (size_t)nf * j, B[j], X, nf);
             acc0 += cls_set1(V[j]) * (cls_v8)((cls_v8i)z & (z > zero));
-            z = cls_set1(B[j + 1]) + cls_set1(W[3 * j + 3]) * X0 + cls_set1(W[3 * j + 4]) * X1 + cls_set1(W[3 * j + 5]) * X2;
+            z = cls_unit(W + (size_t)nf * (j + 1), B[j + 1], X, nf);
             acc1 += cls_set1(V[j + 1]) * (cls_v8)((cls_v8i)z & (z > zero));
         }
         if (j < h) {
-            cls_v8 z = cls_set1(B[j]) + cls_set1(W[3 * j]) * X0 + cls_set1(W[3 * j + 1]) * X1 + cls_set1(W[3 * j + 2]) * X2;
+            cls_v8 z = cls_unit(W + (size_t)nf * j, B[j], X, nf);
             acc0 += cls_set1(V[j]) * (cls_v8)((cls_v8i)z & (z > zero));
         }
         cls_v8 r = (acc0 + acc1) + cls_set1(c->fc2_b);
@@ -314,8 +393,7 @@ float classifier_sigmoid(float z) {
     return e / (1.0f + e);
 }
 
-void classifier_forward(const Classifier *c, const float *P, const float *H, const float *d, int n,
-                        float *conf) {
-    classifier_logits(c, P, H, d, n, conf);
+void classifier_forward(const Classifier *c, const ClsNode *nodes, int n, float *conf) {
+    classifier_logits(c, nodes, n, conf);
     for (int i = 0; i < n; i++) conf[i] = classifier_sigmoid(conf[i]);
 }

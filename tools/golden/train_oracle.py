@@ -7,7 +7,7 @@ Subcommands
       Replays spec-train's training in PyTorch from the files
       `spec-train --dump-init DUMP_DIR --dump-epochs N` wrote: the same
       initial weights (init.safetensors) and the same batches
-      (epoch_NNN.safetensors: x [N,3] model inputs, y [N] labels, consumed
+      (epoch_NNN.safetensors: x [N,n] model inputs of the n features, y [N] labels, consumed
       in order in slices of `batch`), with nn.Linear/ReLU/nn.Linear,
       nn.BCEWithLogitsLoss (mean) and torch.optim.Adam.  After every epoch it
       saves the weights (OUT_DIR/torch_weights_epoch_NNN.safetensors) and
@@ -19,8 +19,9 @@ Subcommands
   forward WEIGHTS.safetensors INPUTS.safetensors OUT.safetensors
       Loads spec-train's safetensors export into an equivalent torch module
       (load_state_dict strict; input transforms from the file's metadata)
-      and writes conf = sigmoid(module(transform(P, H, depth))) for the
-      inputs' P, H, depth vectors.
+      and writes conf = sigmoid(module(transform(features))) for the
+      inputs' vectors named as the file's features (P, H, depth by default;
+      also p, rank, parent_H).
 
   reference --traces FILE [--traces FILE ...] [options]
       The whole pipeline in plain PyTorch, as a researcher would write it
@@ -45,11 +46,11 @@ def load_torch():
     return torch
 
 
-def make_module(torch, hidden):
+def make_module(torch, hidden, n_in=3):
     class C2TClassifier(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.fc1 = torch.nn.Linear(3, hidden)
+            self.fc1 = torch.nn.Linear(n_in, hidden)
             self.fc2 = torch.nn.Linear(hidden, 1)
 
         def forward(self, x):
@@ -181,8 +182,9 @@ def cmd_train(args):
     d = args.dump
     meta = json.load(open(os.path.join(d, "dump.json")))
     hidden, batch = meta["hidden"], meta["batch"]
-    model = make_module(torch, hidden)
-    model.load_state_dict(load_file(os.path.join(d, "init.safetensors")), strict=True)
+    init = load_file(os.path.join(d, "init.safetensors"))
+    model = make_module(torch, hidden, init["fc1.weight"].shape[1])
+    model.load_state_dict(init, strict=True)
     opt = torch.optim.Adam(model.parameters(), lr=meta["lr"], betas=(meta["beta1"], meta["beta2"]),
                            eps=meta["adam_eps"])
     lossf = torch.nn.BCEWithLogitsLoss()
@@ -232,12 +234,12 @@ def cmd_forward(args):
     with safe_open(args.weights, "pt") as f:
         md = f.metadata() or {}
     sd = load_file(args.weights)
-    hidden = sd["fc1.weight"].shape[0]
-    model = make_module(torch, hidden)
+    hidden, n_in = sd["fc1.weight"].shape
+    model = make_module(torch, hidden, n_in)
     model.load_state_dict(sd, strict=True)
     feats = json.loads(md.get("features", "[]")) or [{"name": n} for n in ("P", "H", "depth")]
     inp = load_file(args.inputs)
-    cols = [transform(torch, inp[k].float(), f) for k, f in zip(("P", "H", "depth"), feats)]
+    cols = [transform(torch, inp[f["name"]].float(), f) for f in feats]
     x = torch.stack(cols, dim=1).float()
     with torch.no_grad():
         conf = torch.sigmoid(model(x))

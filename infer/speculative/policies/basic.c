@@ -67,8 +67,12 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
         if (s->stop == STOP_DYJOINT && P < q->threshold) break;
         if (s->stop == STOP_C2T) {
             double t0 = now_seconds();
-            float depth = (float)(t->depth[node] + 1), conf;
-            classifier_forward(s->cls, &P, &ent, &depth, 1, &conf);
+            /* the features of classifier.h: rank 0 (the top child);
+             * parent_H is the chain node's H, or the candidate's own
+             * entropy under the root */
+            ClsNode x = cls_node(P, ent, t->depth[node] + 1, prob, 0, node == 0 ? ent : t->H[node]);
+            float conf;
+            classifier_forward(s->cls, &x, 1, &conf);
             tm->classifier += now_seconds() - t0;
             if (conf < q->beta) break;
         }

@@ -1,10 +1,14 @@
 /* C2T (the C2T paper, §4.2 and Algorithm 1): the tree is built layer by layer and
- * pruned while it grows by a classifier over (P, H, d).
+ * pruned while it grows by a classifier over node features (the paper's
+ * P, H, d by default; the weights file names them).
  *
  * Each layer: the draft expands the frontier; every expanded node's top-K
- * children become candidates with features P (joint probability), H (the
- * top-M entropy of the parent's distribution, eq. 7) and d (their depth,
- * root's children 1); the classifier scores all candidates of the layer in
+ * children become candidates with the known features of classifier.h: P
+ * (joint probability), H (the top-M entropy of the distribution they were
+ * drawn from, eq. 7), depth (root's children 1), p (their own
+ * probability), rank (j among the K), parent_H (the expanded node's H; for
+ * the root, which has none, the candidate's own H, as spec-train reads
+ * traces); the classifier scores all candidates of the layer in
  * one call; candidates with confidence C < β are dropped (first pruning);
  * every candidate that passed joins the tree; the K passing candidates of
  * highest confidence form the next frontier (second pruning).  Building stops
@@ -34,7 +38,8 @@ typedef struct {
     Classifier *cls;
     int cap;
     int *ids, *cand_parent, *order, *frontier;
-    float *probs, *ent, *P, *H, *D, *conf;
+    float *probs, *ent, *conf;
+    ClsNode *node;         /* per candidate: its features */
 } C2TState;
 
 static void c2t_reserve(C2TState *s, int n) {
@@ -46,9 +51,7 @@ static void c2t_reserve(C2TState *s, int n) {
     s->frontier = xrealloc(s->frontier, sizeof(int) * n);
     s->probs = xrealloc(s->probs, sizeof(float) * n);
     s->ent = xrealloc(s->ent, sizeof(float) * n);
-    s->P = xrealloc(s->P, sizeof(float) * n);
-    s->H = xrealloc(s->H, sizeof(float) * n);
-    s->D = xrealloc(s->D, sizeof(float) * n);
+    s->node = xrealloc(s->node, sizeof(ClsNode) * n);
     s->conf = xrealloc(s->conf, sizeof(float) * n);
 }
 
@@ -70,22 +73,23 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
         c2t_reserve(s, nc);
         if (policy_expand(d, t, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)) return -1;
         double t0 = now_seconds();
-        for (int i = 0; i < nf; i++)
+        for (int i = 0; i < nf; i++) {
+            const int par = s->frontier[i];
+            const float parent_H = par == 0 ? s->ent[i] : t->H[par];
             for (int j = 0; j < K; j++) {
                 int c = i * K + j;
-                s->cand_parent[c] = s->frontier[i];
-                s->P[c] = t->P[s->frontier[i]] * s->probs[c];
-                s->H[c] = s->ent[i];
-                s->D[c] = (float)depth;
+                s->cand_parent[c] = par;
+                s->node[c] = cls_node(t->P[par] * s->probs[c], s->ent[i], depth, s->probs[c], j, parent_H);
             }
+        }
         double t1 = now_seconds();
-        classifier_forward(cls, s->P, s->H, s->D, nc, s->conf);
+        classifier_forward(cls, s->node, nc, s->conf);
         double t2 = now_seconds();
         /* first pruning: the threshold; passing nodes join the tree */
         int np = 0;
         for (int c = 0; c < nc; c++) {
             if (s->conf[c] < beta || s->ids[c] < 0) continue;
-            int node = tree_add(t, s->cand_parent[c], s->ids[c], s->probs[c], s->H[c], c % K);
+            int node = tree_add(t, s->cand_parent[c], s->ids[c], s->probs[c], s->ent[c / K], c % K);
             s->order[np] = c;
             s->ids[c] = node;    /* reuse: candidate -> tree node */
             np++;
@@ -115,7 +119,7 @@ static void c2t_destroy(Policy *p) {
     C2TState *s = p->state;
     classifier_free(s->cls);
     free(s->ids); free(s->cand_parent); free(s->order); free(s->frontier);
-    free(s->probs); free(s->ent); free(s->P); free(s->H); free(s->D); free(s->conf);
+    free(s->probs); free(s->ent); free(s->node); free(s->conf);
     free(s);
 }
 
