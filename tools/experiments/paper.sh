@@ -60,7 +60,8 @@
 # Other knobs: E2_TOTALS ("10 15 20 30 45 60 90 120"; 60 is the headline
 # run), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
 # run, the paper's default; fixed in advance, nothing chosen on benchmark
-# questions), EPOCHS (200), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
+# questions), EPOCHS (200), FEATURES (the classifier's, spec-train
+# --features: P,H,depth, the paper's), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
 # (no demo trace made when make demo has not left one), VERIFY (walk);
 # PAPER_OUT (results/paper), HEAD (the EAGLE head, data/smollm2/eagle) and
 # DRAFT_ARGS (e.g. "--draft-temperature 2") run the same experiments on
@@ -81,6 +82,7 @@ COLLECT_DEPTH=${COLLECT_DEPTH:-7}
 BATCH=${BATCH:-8}
 VERIFY=${VERIFY:-walk}
 EPOCHS=${EPOCHS:-200}
+FEATURES=${FEATURES:-P,H,depth}
 EVAL_Q=${EVAL_Q:-40}
 EVAL_TURNS=${EVAL_TURNS:-1}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
@@ -111,6 +113,7 @@ COLLECT_Q=$COLLECT_Q
 COLLECT_MAX_NEW=$COLLECT_MAX_NEW
 COLLECT_DEPTH=$COLLECT_DEPTH
 EPOCHS=$EPOCHS
+FEATURES=$FEATURES
 EVAL_Q=$EVAL_Q
 EVAL_TURNS=$EVAL_TURNS
 EVAL_MAX_NEW=$EVAL_MAX_NEW
@@ -166,7 +169,7 @@ train() {   # out report trace...
     o=$1; rep=$2; shift 2
     args=""; for t in "$@"; do args="$args --traces $t"; done
     bin/spec-train $args --out "$o" --report "$rep" --quiet \
-        --transform P=log --standardize --epochs "$EPOCHS" --neg-ratio 2.5
+        --transform P=log --standardize --epochs "$EPOCHS" --neg-ratio 2.5 --features "$FEATURES"
 }
 train "$R/classifier.json" "$R/train_report.json" $traces
 for c in $cats; do

@@ -158,7 +158,7 @@ def main():
       % (sizes.get("HEAD", "data/smollm2/eagle"), " `%s`" % sizes["DRAFT_ARGS"] if sizes.get("DRAFT_ARGS") else "") +
       "Collect traces: full EAGLE-2 trees (topk 10, depth %s) on the first turns of %s prompts per category of "
       "`data/smollm2/prompts/collect.jsonl` (training prompts, not from any benchmark), %s new tokens each. "
-      "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5`. "
+      "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5 --features %s`. "
       "Benchmarks: %s questions of each of %s, %s, %s new tokens per turn, temperature 0. "
       "Sweeps: EAGLE-2 `--topk 10 --depth 6 --total` %s; C2T `--topk 10 --depth 8 --beta` %s. "
       "Collection and sweeps: `--verify %s --batch %s` (with `walk` the target forwards only each cycle's accepted "
@@ -166,7 +166,8 @@ def main():
       "Nothing was chosen on benchmark questions: the β values are fixed in advance (0.5 is the paper's default) and "
       "the training flags come from the demo's training traces."
       % (sizes.get("COLLECT_DEPTH", "?"), sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"),
-         sizes.get("EPOCHS", "?"), sizes.get("EVAL_Q", "?"), ", ".join(benches) or "(no benchmarks)",
+         sizes.get("EPOCHS", "?"), sizes.get("FEATURES", "P,H,depth"), sizes.get("EVAL_Q", "?"),
+         ", ".join(benches) or "(no benchmarks)",
          "every turn" if sizes.get("EVAL_TURNS", "0") == "0" else "first %s turn(s)" % sizes.get("EVAL_TURNS"),
          sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_BETAS", "?"),
          sizes.get("VERIFY", "tree"), sizes.get("BATCH", "1"), sizes.get("ARITH", "?")))
