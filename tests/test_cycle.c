@@ -278,6 +278,9 @@ static void test_device_cycle_refused(void) {
                  "--questions data/demo/prompts/code_test.jsonl "
                  "--verify walk --temperature 0.7", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--verify walk");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --draft data/demo/eagle --template none "
+                 "--questions data/demo/prompts/code_test.jsonl --max-new-tokens 8 --verify walk --total auto", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--total auto");
 }
 
 int main(void) {

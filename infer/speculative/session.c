@@ -79,6 +79,11 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
     dec->walk = s->cfg.verify_walk;
+    if (dec->walk && p->wants_cost) {   /* its curve would time tree forwards a walk never runs */
+        decoder_free(dec);
+        err_set("--verify walk: tree sizes from measured costs (--total auto) need the tree forward they time");
+        return NULL;
+    }
     int32_t stop[8];
     int n = chat_stop_ids(s->tok, s->tmpl, stop, 8);
     for (int i = 0; i < n; i++) dec->stop_ids[i] = stop[i];
