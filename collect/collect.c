@@ -19,6 +19,8 @@ typedef struct {
     const Question *q;
     char bench[64];
     int turn, finished;
+    int turn_tree;            /* the current turn's first tree */
+    int64_t turn_node;        /* and its first node */
     TraceTree *trees;
     int n_trees, cap_trees;
     TraceNode *nodes;
@@ -30,6 +32,7 @@ struct CollectRun {
     QuestionTrees *qt;
     int n, next;              /* questions of this run, the next one to write */
     int skip;                 /* finished in the file before this run */
+    int every_position;       /* root verification: labels from each turn's output */
     Progress bar;
     int64_t trees, records;
     double t0, t_write, t_features;
@@ -71,10 +74,38 @@ static int on_cycle(void *vctx, const Tree *t, const int *path, int n_path, int 
     return 0;
 }
 
+/* Root verification (--every-position) accepts no node: the trees of a
+ * finished turn take their labels from its output.  Tree c is rooted at
+ * out[c], so the nodes whose path spells out[c+1], out[c+2], ... are those
+ * that greedy verification of the whole tree accepts, up to the turn's end
+ * (a whole-tree walk may go on past a stop token; its tokens are never
+ * emitted). */
+static void label_from_output(QuestionTrees *qt, const int *out, int n_out) {
+    TraceNode *nodes = qt->nodes + qt->turn_node;
+    for (int k = qt->turn_tree; k < qt->n_trees; nodes += qt->trees[k].n_nodes, k++) {
+        TraceTree *tr = &qt->trees[k];
+        int cur = -1, len = 0;
+        for (int d = tr->cycle + 1; d < n_out; d++) {
+            int next = -1;
+            for (int i = cur + 1; i < tr->n_nodes && next < 0; i++)
+                if (nodes[i].parent == cur && nodes[i].token == out[d]) next = i;
+            if (next < 0) break;
+            nodes[next].accepted = 1;
+            cur = next;
+            len++;
+        }
+        tr->accept_len = len;
+    }
+}
+
 static int on_turn(void *vctx, const Question *q, int turn, const int32_t *prompt, size_t np,
                    const int *out, int n, const DecodeStats *st) {
-    (void)q; (void)prompt; (void)np; (void)out; (void)n; (void)st;
-    ((QuestionTrees *)vctx)->turn = turn + 1;   /* the hook of the next turn */
+    (void)q; (void)prompt; (void)np; (void)st;
+    QuestionTrees *qt = vctx;
+    if (qt->run->every_position) label_from_output(qt, out, n);
+    qt->turn = turn + 1;   /* the hook of the next turn */
+    qt->turn_tree = qt->n_trees;
+    qt->turn_node = qt->n_nodes;
     return 0;
 }
 
@@ -159,7 +190,7 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
      * (infer/speculative/batch.h), so a resume must not mix batch sizes */
     SET("batch", "%d", o->batch);
     /* a walk's draft features come from one-token forwards (decode.h) */
-    SET("verify", "%s", cfg->verify_walk ? "walk" : "tree");
+    SET("verify", "%s", verify_mode_name(cfg->verify));
     /* the backend's settings: one changes the arithmetic (cuda_fast_gemm),
      * and a resume must not mix trees of two */
     const char *key;
@@ -254,7 +285,8 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     TraceWriter *w = open_trace(s, o, set, ns);
     if (!w) { decoder_free(dec); return -1; }
     int rc = -1;
-    CollectRun r = {.w = w, .qt = xcalloc(mine ? mine : 1, sizeof(QuestionTrees))};
+    CollectRun r = {.w = w, .qt = xcalloc(mine ? mine : 1, sizeof(QuestionTrees)),
+                    .every_position = s->cfg.verify == VERIFY_ROOT};
     int64_t skip = trace_n_questions(w);
     if (skip > mine) {
         err_set("--resume: %s holds %lld questions, more than this shard has (%d)", o->out, (long long)skip, mine);

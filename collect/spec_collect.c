@@ -36,6 +36,12 @@ CLI_QUESTIONS_HELP
 "                         e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\n"
 "  --batch N              decode N questions at once (default 1), a finished one's slot\n"
 "                         taking the next; questions are written in file order (recorded)\n"
+"  --every-position       a tree at every position of the greedy answer, not only where a\n"
+"                         cycle starts: each cycle commits the target's next token alone\n"
+"                         (--verify root, recorded as verify; greedy only), and each tree's\n"
+"                         labels are what verifying all of it would accept, read from the\n"
+"                         answer.  EAGLE-2's tau and gamma at any total and depth up to\n"
+"                         this run's follow from such a trace (tools/experiments/replay.py)\n"
 CLI_QUIET_HELP
 "  -h, --help\n", draft_kind_help(), CHAT_TEMPLATE_NAMES);
 }
@@ -66,10 +72,10 @@ typedef struct {
 } CollectArgs;
 
 static void parse_args(int argc, char **argv, CollectArgs *a) {
-    enum { O_OUT = CLI_OWN, O_COMPRESS, O_RESUME, O_SHARD, O_BATCH };
+    enum { O_OUT = CLI_OWN, O_COMPRESS, O_RESUME, O_SHARD, O_BATCH, O_EVERY };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"out", 1, 0, O_OUT}, {"compress", 1, 0, O_COMPRESS}, {"resume", 0, 0, O_RESUME},
-        {"shard", 1, 0, O_SHARD}, {"batch", 1, 0, O_BATCH}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"shard", 1, 0, O_SHARD}, {"batch", 1, 0, O_BATCH}, {"every-position", 0, 0, O_EVERY}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     SessionConfig *cfg = &a->cfg;
     session_config_default(cfg);
     snprintf(cfg->prm.name, sizeof cfg->prm.name, "eagle2");
@@ -80,8 +86,9 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
     a->run.batch = 1;
     const char *compress = "zstd";
     opterr = 0;
-    int c;
+    int c, every_position = 0, verify_given = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        verify_given |= c == CLI_VERIFY;
         if (cli_session_option(prog, c, optarg, cfg, &a->qs)) continue;
         switch (c) {
         case O_OUT: a->run.out = optarg; break;
@@ -93,11 +100,17 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
                 die(prog, "--shard %s: expected I/N with 0 <= I < N", optarg);
             break;
         case O_BATCH: a->run.batch = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
+        case O_EVERY: every_position = 1; break;
         case 'h': usage(stdout); exit(0);
         default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (every_position) {
+        if (verify_given)
+            die(prog, "--every-position verifies the root alone (--verify root); leave --verify out");
+        cfg->verify = VERIFY_ROOT;
+    }
     if (trace_compress_parse(compress, &a->run.compress)) die_err(prog);
     a->run.max_questions = a->qs.max_questions;
     a->run.max_turns = a->qs.max_turns;

@@ -90,7 +90,7 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
         return 1;
     case CLI_VERIFY:
         if (strcmp(arg, "tree") && strcmp(arg, "walk")) die(prog, "--verify: expected tree or walk, got '%s'", arg);
-        cfg->verify_walk = !strcmp(arg, "walk");
+        cfg->verify = !strcmp(arg, "walk") ? VERIFY_WALK : VERIFY_TREE;
         return 1;
     default: break;
     }

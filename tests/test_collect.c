@@ -656,6 +656,102 @@ static void test_interrupt_says_what_is_safe(void) {
     CHECK(rc == 0, "--resume after SIGINT: %s", err);
 }
 
+static cJSON *load_json(const char *path) {
+    char *text = read_text_file(path, NULL);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(x) ? x->valuedouble : -1;
+}
+
+/* Two spec-eval-shaped reports hold the same questions with, turn by turn,
+ * the same cycles, γ and emitted tokens (τ × cycles); 0, or 1 with why. */
+static int same_counts(const cJSON *a, const cJSON *b, char *why, size_t n) {
+    const cJSON *ba = cJSON_GetObjectItem(a, "benchmarks"), *bb = cJSON_GetObjectItem(b, "benchmarks");
+    if (cJSON_GetArraySize(ba) != cJSON_GetArraySize(bb) || cJSON_GetArraySize(ba) == 0) {
+        snprintf(why, n, "%d against %d benchmarks", cJSON_GetArraySize(ba), cJSON_GetArraySize(bb));
+        return 1;
+    }
+    int turns = 0;
+    for (int i = 0; i < cJSON_GetArraySize(ba); i++) {
+        const cJSON *qa = cJSON_GetObjectItem(cJSON_GetArrayItem(ba, i), "questions"),
+                    *qb = cJSON_GetObjectItem(cJSON_GetArrayItem(bb, i), "questions");
+        if (cJSON_GetArraySize(qa) != cJSON_GetArraySize(qb)) { snprintf(why, n, "question counts differ"); return 1; }
+        for (int q = 0; q < cJSON_GetArraySize(qa); q++) {
+            const cJSON *ta = cJSON_GetObjectItem(cJSON_GetArrayItem(qa, q), "turns"),
+                        *tb = cJSON_GetObjectItem(cJSON_GetArrayItem(qb, q), "turns");
+            for (int t = 0, u = 0; t < cJSON_GetArraySize(tb); t++) {
+                const cJSON *y = cJSON_GetArrayItem(tb, t);
+                if (num(y, "cycles") == 0) continue;   /* a turn the prefill ended has no trees */
+                const cJSON *x = cJSON_GetArrayItem(ta, u++);
+                turns++;
+                double ea = num(x, "tau") * num(x, "cycles"), eb = num(y, "tau") * num(y, "cycles");
+                if (!x || num(x, "cycles") != num(y, "cycles") || num(x, "gamma") != num(y, "gamma") ||
+                    fabs(ea - eb) > 1e-6 * eb) {
+                    snprintf(why, n, "benchmark %d question %d turn %d: cycles %g/%g, gamma %g/%g, tokens %g/%g", i, q,
+                             t + 1, num(x, "cycles"), num(y, "cycles"), num(x, "gamma"), num(y, "gamma"), ea, eb);
+                    return 1;
+                }
+            }
+        }
+    }
+    snprintf(why, n, "%d turns", turns);
+    return 0;
+}
+
+/* A trace of every position replays EAGLE-2: spec-analyze replay gives,
+ * turn by turn, the cycles, γ and emitted tokens of decoding the same
+ * questions with eagle2 at the same depth and total (spec-eval; walk and
+ * tree verification), at several depths and totals (the whole pool
+ * included), from a batched collection. */
+static void test_every_position_replays_eagle2(void) {
+    char trace[256], rj[256], ej[256], err[8192], why[256];
+    snprintf(trace, sizeof trace, "%s/every.h5", dir);
+    snprintf(rj, sizeof rj, "%s/replay.json", dir);
+    snprintf(ej, sizeof ej, "%s/eval.json", dir);
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --topk 4 --depth 4 --every-position --batch 2 --out %s",
+                     bin_dir(), qfile, trace);
+    REQUIRE(rc == 0, "spec-collect --every-position: %s", err);
+    static const struct { int depth, total; const char *verify; } runs[] = {
+        {4, 3, "tree"}, {4, 12, "tree"}, {2, 8, "walk"}, {3, 30, "walk"}, {4, -1, "walk"}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char total[16] = "all";
+        if (runs[i].total > 0) snprintf(total, sizeof total, "%d", runs[i].total);
+        rc = run_cmd(err, sizeof err, "%s/spec-analyze replay %s --depth %d --total %s --json %s", bin_dir(), trace,
+                     runs[i].depth, total, rj);
+        REQUIRE(rc == 0, "spec-analyze replay: %s", err);
+        rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --questions %s "
+                     "--max-new-tokens 24 --draft data/demo/eagle --policy eagle2 --topk 4 --depth %d --total %s "
+                     "--verify %s --no-baseline --temperature 0 --quiet --json %s", bin_dir(), qfile, runs[i].depth,
+                     total, runs[i].verify, ej);
+        REQUIRE(rc == 0, "spec-eval: %s", err);
+        cJSON *a = load_json(rj), *b = load_json(ej);
+        REQUIRE(a && b, "unreadable %s or %s", rj, ej);
+        CHECK(!same_counts(a, b, why, sizeof why), "depth %d total %s: replay and decoding differ: %s", runs[i].depth,
+              total, why);
+        printf("# depth %d total %s (%s): replay = decoding over %s, tau %.3f gamma %g\n", runs[i].depth, total,
+               runs[i].verify, why, num(cJSON_GetObjectItem(a, "total"), "tau"), num(cJSON_GetObjectItem(a, "total"), "gamma"));
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    /* deeper than the trace, and a trace of cycles, are refused in a line */
+    rc = run_cmd(err, sizeof err, "%s/spec-analyze replay %s --depth 5 --total 8 --json %s", bin_dir(), trace, rj);
+    CHECK(rc != 0 && strstr(err, "grown 4 steps deep"), "depth 5 on a depth-4 trace: exit %d: %s", rc, err);
+    char cycles[256];
+    snprintf(cycles, sizeof cycles, "%s/cycles.h5", dir);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --topk 4 --depth 2 --out %s", bin_dir(), qfile, cycles);
+    REQUIRE(rc == 0, "spec-collect: %s", err);
+    rc = run_cmd(err, sizeof err, "%s/spec-analyze replay %s --depth 2 --total 8 --json %s", bin_dir(), cycles, rj);
+    CHECK(rc != 0 && strstr(err, "not a trace of every position"), "a trace of cycles: exit %d: %s", rc, err);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --every-position --verify tree --out %s/x.h5",
+                 bin_dir(), qfile, dir);
+    CHECK(rc != 0 && strstr(err, "leave --verify out"), "--every-position --verify tree: exit %d: %s", rc, err);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     close(mkstemp(qfile));
@@ -673,6 +769,7 @@ int main(void) {
     RUN(test_shards_merge_to_the_whole);
     RUN(test_batched_collection_equals_single);
     RUN(test_topm_entropy_bound);
+    RUN(test_every_position_replays_eagle2);
     RUN(test_cuda_collection_equals_cpu);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

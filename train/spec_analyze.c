@@ -3,10 +3,13 @@
  * files spec-collect wrote; tables on stdout, CSV + PNG with --out.
  *
  *   spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B]
- *                [--topn N] [--out DIR] */
+ *                [--topn N] [--out DIR]
+ *   spec-analyze replay TRACE.h5 --depth D --total N --json OUT.json */
 #include "infer/cli.h"
 #include "kernels/base/util.h"
 #include "train/analyze.h"
+#include "train/replay.h"
+#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +19,8 @@
 static const char *prog = "spec-analyze";
 static const char *synopsis =
     "usage: spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B] [--topn N] [--out DIR] [--quiet]\n"
-    "       (--traces FILE, repeatable, names trace files too, as in spec-train)\n";
+    "       (--traces FILE, repeatable, names trace files too, as in spec-train)\n"
+    "       spec-analyze replay TRACE.h5 --depth D --total N|all --json OUT.json\n";
 
 static void usage(FILE *f) {
     fputs(synopsis, f);
@@ -45,7 +49,13 @@ static void usage(FILE *f) {
 "                         0.01 ... 0.99) and a PNG of each table (gnuplot)\n"
 "  --quiet                no progress line (otherwise shown on a terminal, or\n"
 "                         once the reading has taken 10 s)\n"
-"  -h, --help             this text\n");
+"  -h, --help             this text\n"
+"replay: EAGLE-2 at depth D and total N on a trace of every position\n"
+"(spec-collect --every-position, same topk), without decoding: its tau and gamma\n"
+"per turn, question and benchmark, into OUT.json in spec-eval's shape (no times),\n"
+"and one summary line on stdout.  Exact where the draft's products sum each row\n"
+"alone (--cpu-fast-gemm on): the trees a decoding run would build at each cycle\n"
+"are the trace's (docs/commands.md)\n");
 }
 
 /* A usage error: the problem, the synopsis, exit 1 (as every command). */
@@ -56,7 +66,108 @@ static void usage_error(const char *fmt, const char *arg) {
     exit(1);
 }
 
+/* Adds one turn's counts to a JSON totals object. */
+static void add_counts(cJSON *o, const ReplayTurn *t) {
+    static const char *keys[] = {"new_tokens", "cycles", "gamma", "cycle_tokens"};
+    const int64_t v[] = {t->new_tokens, t->cycles, t->gamma, t->cycle_tokens};
+    for (int i = 0; i < 4; i++) {
+        cJSON *x = cJSON_GetObjectItem(o, keys[i]);
+        if (x) cJSON_SetNumberValue(x, x->valuedouble + (double)v[i]);
+        else cJSON_AddNumberToObject(o, keys[i], (double)v[i]);
+    }
+}
+
+static void set_tau(cJSON *o) {
+    double cy = cJSON_GetObjectItem(o, "cycles")->valuedouble;
+    cJSON_AddNumberToObject(o, "tau", cy > 0 ? cJSON_GetObjectItem(o, "cycle_tokens")->valuedouble / cy : 0);
+}
+
+/* The replay as spec-eval's JSON report: settings (the policy's and the
+ * trace's), benchmarks with their questions and turns, totals. */
+static cJSON *replay_json(const Replay *rp, const char *trace) {
+    cJSON *root = cJSON_CreateObject(), *set = cJSON_AddObjectToObject(root, "settings");
+    cJSON_AddStringToObject(root, "tool", "spec-analyze replay");
+    cJSON_AddStringToObject(set, "policy", "eagle2");
+    cJSON_AddNumberToObject(set, "topk", rp->topk);
+    cJSON_AddNumberToObject(set, "depth", rp->depth);
+    if (rp->total < 0) cJSON_AddStringToObject(set, "total", "all");
+    else cJSON_AddNumberToObject(set, "total", rp->total);
+    cJSON_AddStringToObject(set, "replay_of", trace);
+    cJSON *benches = cJSON_AddArrayToObject(root, "benchmarks"), *all = cJSON_AddObjectToObject(root, "total");
+    ReplayTurn zero = {0};
+    add_counts(all, &zero);
+    int64_t t = 0;
+    for (int64_t q = 0; q < rp->n_questions; q++) {
+        const TraceQuestion *tq = &rp->questions[q];
+        cJSON *b = NULL, *it;
+        cJSON_ArrayForEach(it, benches)
+            if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, tq->benchmark)) b = it;
+        if (!b) {
+            b = cJSON_CreateObject();
+            cJSON_AddStringToObject(b, "name", tq->benchmark);
+            cJSON_AddArrayToObject(b, "questions");
+            add_counts(cJSON_AddObjectToObject(b, "total"), &zero);
+            cJSON_AddItemToArray(benches, b);
+        }
+        cJSON *qo = cJSON_CreateObject(), *turns = cJSON_AddArrayToObject(qo, "turns");
+        cJSON_AddStringToObject(qo, "question_id", tq->question_id);
+        cJSON_AddItemToArray(cJSON_GetObjectItem(b, "questions"), qo);
+        for (; t < rp->n_turns && rp->turns[t].question == q; t++) {
+            cJSON *to = cJSON_CreateObject();
+            cJSON_AddNumberToObject(to, "turn", rp->turns[t].turn + 1);
+            add_counts(to, &rp->turns[t]);
+            set_tau(to);
+            cJSON_AddItemToArray(turns, to);
+            add_counts(cJSON_GetObjectItem(b, "total"), &rp->turns[t]);
+            add_counts(all, &rp->turns[t]);
+        }
+    }
+    cJSON *b;
+    cJSON_ArrayForEach(b, benches) set_tau(cJSON_GetObjectItem(b, "total"));
+    set_tau(all);
+    return root;
+}
+
+static int cmd_replay(int argc, char **argv) {
+    enum { O_DEPTH = 256, O_TOTAL, O_JSON };
+    static const struct option opts[] = {{"depth", required_argument, 0, O_DEPTH},
+                                         {"total", required_argument, 0, O_TOTAL},
+                                         {"json", required_argument, 0, O_JSON},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c, depth = -1, total = 0;
+    const char *json = NULL;
+    opterr = 0;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DEPTH: depth = (int)cli_int(prog, "--depth", optarg, 0, 250); break;
+        case O_TOTAL: total = !strcmp(optarg, "all") ? -1 : (int)cli_int(prog, "--total", optarg, 1, 1000000); break;
+        case O_JSON: json = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: cli_unknown_option(prog, argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1) usage_error("replay: one trace file expected%s", "");
+    if (depth < 0 || !total || !json) usage_error("replay: --depth, --total and --json are required%s", "");
+    const char *trace = argv[optind];
+    Replay rp;
+    if (replay_eagle2(trace, depth, total, &rp)) die_err(prog);
+    cJSON *j = replay_json(&rp, trace);
+    if (write_json(json, j)) die_err(prog);
+    const cJSON *all = cJSON_GetObjectItem(j, "total");
+    char tot[32] = "all";
+    if (total > 0) snprintf(tot, sizeof tot, "%d", total);
+    printf("eagle2 topk %d depth %d total %s: tau %.4f  gamma %.0f  cycles %.0f  (%lld questions, %lld turns)\n", rp.topk,
+           depth, tot, cJSON_GetObjectItem(all, "tau")->valuedouble,
+           cJSON_GetObjectItem(all, "gamma")->valuedouble, cJSON_GetObjectItem(all, "cycles")->valuedouble,
+           (long long)rp.n_questions, (long long)rp.n_turns);
+    cJSON_Delete(j);
+    replay_free(&rp);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "replay")) return cmd_replay(argc, argv);
     enum { O_CLS = 256, O_BETA, O_TOPN, O_OUT, O_QUIET, O_TRACES };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES},

@@ -68,6 +68,10 @@ static int emit(const Decoder *dec, const int *tokens, int n, int *out, int *n_o
     return *n_out >= max_new;
 }
 
+const char *verify_mode_name(VerifyMode m) {
+    return m == VERIFY_ROOT ? "root" : m == VERIFY_WALK ? "walk" : "tree";
+}
+
 void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
     sum->new_tokens += x->new_tokens;
     sum->cycle_tokens += x->cycle_tokens;
@@ -295,7 +299,7 @@ static int decoder_walk(Decoder *dec) {
         int next = 0;
         for (int c = node + 1; c < t->n && !next; c++)
             if (t->parent[c] == node && t->token[c] == want) next = c;
-        if (!next) break;
+        if (!next || dec->walk_root_only) break;
         node = next;
     }
     int *toks = xmalloc(sizeof(int) * len);

@@ -25,6 +25,14 @@
  * once per accepted node. */
 #define LAZY_LOGITS_NODES 8
 
+/* How the target verifies a tree: all of it in one forward (tree); the
+ * root and then each child holding its greedy choice, a token at a time
+ * (walk: Decoder.walk); or the root alone, so that a cycle commits one token
+ * whatever the tree holds (root: Decoder.walk_root_only). */
+typedef enum { VERIFY_TREE, VERIFY_WALK, VERIFY_ROOT } VerifyMode;
+/* "tree", "walk" or "root" */
+const char *verify_mode_name(VerifyMode m);
+
 typedef struct {
     int64_t new_tokens;     /* all emitted tokens, the prefill's included */
     int64_t cycle_tokens;   /* tokens emitted by draft–verify cycles */
@@ -80,6 +88,10 @@ typedef struct {
      * one-token forwards a cycle instead of one of every node: for studies
      * of acceptance (spec-collect, sweeps of tree sizes), never for speed. */
     int walk;
+    /* With walk: the root only, so every cycle commits the target's next
+     * token and no node (VERIFY_ROOT): a tree at every position of the
+     * greedy output, for spec-collect --every-position. */
+    int walk_root_only;
     DecodeStats *st;
     double t_start, t_verify;
 } Decoder;

@@ -161,7 +161,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
         else cJSON_AddNumberToObject(o, key, num);
     }
     cJSON_AddStringToObject(o, "cycle", dec && dec->dc ? "device" : "host");
-    cJSON_AddStringToObject(o, "verify", cfg->verify_walk ? "walk" : "tree");
+    cJSON_AddStringToObject(o, "verify", verify_mode_name(cfg->verify));
     cJSON_AddNumberToObject(o, "batch", eo->batch.slots);
     cJSON_AddBoolToObject(o, "static_batches", eo->batch.static_batches);
     cJSON_AddNumberToObject(o, "repeats", eo->repeats > 1 ? eo->repeats : 1);
@@ -273,7 +273,7 @@ static int eval_question(EvalCtx *c, Decoder *dec, const Question *q) {
         }
         free(ids);
     }
-    if (!rc && c->ar && !c->s->cfg.verify_walk) pairs_add(&c->bench_pairs, qp, R);
+    if (!rc && c->ar && c->s->cfg.verify == VERIFY_TREE) pairs_add(&c->bench_pairs, qp, R);
     c->pairs_done += R;
     for (int i = 0; i < q->n_turns; i++) free((char *)answers[i]);
     free(answers); free(out); free(ref); free(scratch); free(qp);
@@ -433,7 +433,7 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
         pairs[k].policy_tokens = r->all.run.new_tokens;
         pairs[k].ar_tokens = r->all.ar_tokens;
     }
-    if (o->baseline && !s->cfg.verify_walk) pairs_add(&c->all_pairs, pairs, R);
+    if (o->baseline && s->cfg.verify == VERIFY_TREE) pairs_add(&c->all_pairs, pairs, R);
     free(pairs); free(qs); free(qc); free(ctxs);
     return rc;
 }
@@ -556,7 +556,8 @@ void eval_print_table(const EvalResult *r, const Policy *policy, const SessionCo
         table_row(f, "all", &r->all);
     }
     if (untimed) fprintf(f, "(batched: the benchmarks' turns overlap in time, so only \"all\" has a speed)\n");
-    if (cfg->verify_walk) fprintf(f, "(--verify walk: the target forwarded only the accepted paths: no speedup)\n");
+    if (cfg->verify != VERIFY_TREE)
+        fprintf(f, "(--verify %s: the target forwarded only the accepted paths: no speedup)\n", verify_mode_name(cfg->verify));
     if (r->all.run.t.prefill > 0 && !untimed && r->all.decode_s > 0 && r->all.run.t.total > r->all.decode_s)
         fprintf(f, "prefill, left out of v and the speedup: %.2f s (ar %.2f s)\n", r->all.run.t.prefill, r->all.ar_prefill_s);
 }

@@ -17,8 +17,8 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     if (!cfg->target_dir) { err_set("--target is required"); return -1; }
-    if (cfg->verify_walk && cfg->sp.temperature > 0) {
-        err_set("--verify walk: greedy decoding only (temperature 0); sampling verifies the whole tree");
+    if (cfg->verify != VERIFY_TREE && cfg->sp.temperature > 0) {
+        err_set("--verify %s: greedy decoding only (temperature 0); sampling verifies the whole tree", verify_mode_name(cfg->verify));
         return -1;
     }
     if (backend_configure(&cfg->backend)) return -1;
@@ -78,10 +78,12 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
     Decoder *dec = decoder_new(s->target, p->needs_draft ? draft : NULL, p,
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
-    dec->walk = s->cfg.verify_walk;
+    dec->walk = s->cfg.verify != VERIFY_TREE;
+    dec->walk_root_only = s->cfg.verify == VERIFY_ROOT;
     if (dec->walk && p->wants_cost) {   /* its curve would time tree forwards a walk never runs */
         decoder_free(dec);
-        err_set("--verify walk: tree sizes from measured costs (--total auto) need the tree forward they time");
+        err_set("--verify %s: tree sizes from measured costs (--total auto) need the tree forward they time",
+                verify_mode_name(s->cfg.verify));
         return NULL;
     }
     int32_t stop[8];

@@ -18,7 +18,7 @@ typedef struct {
     float draft_temperature;   /* --draft-temperature (Draft.temperature); 1 = as trained */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */
-    int verify_walk;       /* --verify walk: the target forwards only the accepted path (decode.h) */
+    VerifyMode verify;     /* --verify (decode.h): the whole tree, its accepted path, or the root */
     SampleParams sp;
     PolicyParams prm;
     BackendOptions backend;   /* given to backend_configure before the models load */

@@ -29,6 +29,15 @@
 #      beta values are fixed in advance (0.5 is the paper's default), nothing
 #      is chosen on benchmark questions.  Finished runs are kept and skipped
 #      when the script is run again with the same sizes.
+#      EAGLE-2's sweep is replayed (E2_REPLAY=1): one spec-collect
+#      --every-position run on the benchmark questions (eval/positions.h5,
+#      a full depth-6 tree at every position of the greedy answers) gives
+#      every total by spec-analyze replay (eval/replay/), exactly the
+#      decoding run's τ and γ (train/replay.h; tested against spec-eval in
+#      test_collect), for about 2.5 decoding runs' time however many
+#      totals.  Totals that were decoded (60, the headline, always) keep
+#      their decoded JSON; the report compares it with the replay of the
+#      same total question by question.  E2_REPLAY=0 decodes every total.
 #   5. tools/experiments/paper_report.py -> report.md (Table 2, tau-gamma
 #      curves with the gamma reduction at equal tau, transfer, analyses, goal
 #      check) + CSVs and PNGs; tools/experiments/recall_bound.py on the traces
@@ -53,12 +62,14 @@
 #   COLLECT_DEPTH=7 (711-node trees), BATCH=8 sequences at once: ~6,000
 #   trees and over 10,000 accepted nodes for the classifier.
 #   EVAL_Q=40 questions per benchmark, EVAL_TURNS=1 (first turns; 0: every
-#   turn), EVAL_MAX_NEW=128 tokens; E2_TOTALS and C2T_BETAS below, one walk
-#   run each (~6 min at these sizes on 2 cores).
+#   turn), EVAL_MAX_NEW=128 tokens; C2T_BETAS below, one walk run each (~6
+#   min at these sizes on 2 cores); E2_TOTALS below, replayed (seconds each)
+#   after one collection of every position, or with E2_REPLAY=0 one walk run
+#   each.
 #   SPEED_Q=10 questions per benchmark for the speed runs: ar against
 #   EAGLE-2's defaults and C2T beta 0.5, tree verification, A/B (0: none).
-# Other knobs: E2_TOTALS ("10 15 20 30 45 60 90 120"; 60 is the headline
-# run), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
+# Other knobs: E2_TOTALS ("5 10 15 20 25 30 40 45 50 60 75 90 120 150"; 60
+# is the headline run, decoded), E2_REPLAY (1), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
 # run, the paper's default; fixed in advance, nothing chosen on benchmark
 # questions), EPOCHS (200), FEATURES (the classifier's, spec-train
 # --features: P,H,depth, the paper's), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
@@ -86,7 +97,8 @@ FEATURES=${FEATURES:-P,H,depth}
 EVAL_Q=${EVAL_Q:-40}
 EVAL_TURNS=${EVAL_TURNS:-1}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
-E2_TOTALS=${E2_TOTALS:-10 15 20 30 45 60 90 120}
+E2_TOTALS=${E2_TOTALS:-5 10 15 20 25 30 40 45 50 60 75 90 120 150}
+E2_REPLAY=${E2_REPLAY:-1}
 C2T_BETAS=${C2T_BETAS:-0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7}
 SPEED_Q=${SPEED_Q:-10}
 . tools/experiments/arith.sh
@@ -118,6 +130,7 @@ EVAL_Q=$EVAL_Q
 EVAL_TURNS=$EVAL_TURNS
 EVAL_MAX_NEW=$EVAL_MAX_NEW
 E2_TOTALS="$E2_TOTALS"
+E2_REPLAY=$E2_REPLAY
 C2T_BETAS="$C2T_BETAS"
 SPEED_Q=$SPEED_Q
 BATCH=$BATCH
@@ -224,7 +237,7 @@ else
     # the next unfinished one); other sizes start afresh
     want="q=$EVAL_Q turns=$EVAL_TURNS new=$EVAL_MAX_NEW speed_q=$SPEED_Q run=$run verify=$VERIFY bench=$B"
     if [ "$(cat "$R/eval/sizes" 2>/dev/null)" != "$want" ]; then
-        rm -rf "$R"/eval/*.json "$R/eval/lossless.txt" "$R/speed"
+        rm -rf "$R"/eval/*.json "$R/eval/lossless.txt" "$R/speed" "$R/eval/replay" "$R"/eval/positions.h5*
         echo "$want" > "$R/eval/sizes"
     fi
     # C2T's runs also depend on the classifier: other weights start them
@@ -278,12 +291,38 @@ PY
     }
     e2 60 1
     c2t 0.5 1
-    set -- $(spread 60 $E2_TOTALS)
-    for b in $(spread 0.5 $C2T_BETAS); do
-        if [ $# -gt 0 ]; then e2 "$1" 0; shift; fi
-        c2t "$b" 0
-    done
-    for t in "$@"; do e2 "$t" 0; done
+    if [ "$E2_REPLAY" = 1 ]; then
+        # EAGLE-2's totals from one trace of every position (step 4's note)
+        pos="$R/eval/positions.h5"
+        pos_args="$eagle $qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW --topk 10 --depth 6 $run --every-position"
+        if ! { [ -f "$pos" ] && [ "$(cat "$pos.done" 2>/dev/null)" = "$pos_args" ]; }; then
+            rm -f "$pos.done"
+            resume=""; [ -f "$pos" ] && resume=--resume
+            echo "-- eval/positions.h5: a full EAGLE-2 tree (topk 10, depth 6) at every position of the answers"
+            bin/spec-collect $resume $pos_args --out "$pos" ||
+                { echo "paper: spec-collect --every-position failed (after changing sizes: rm $pos)" >&2; exit 1; }
+            echo "$pos_args" > "$pos.done"
+            stamp
+        fi
+        mkdir -p "$R/eval/replay"
+        for t in $E2_TOTALS; do
+            bin/spec-analyze replay "$pos" --depth 6 --total "$t" --json "$R/eval/replay/eagle2_total$t.json" |
+                sed 's/^/   replay: /'
+            # a total decoded by spec-eval keeps its own report
+            dec="$R/eval/eagle2_total$t.json"
+            if [ ! -f "$dec" ] || grep -q '"tool":[[:space:]]*"spec-analyze replay"' "$dec"; then
+                cp "$R/eval/replay/eagle2_total$t.json" "$dec"
+            fi
+        done
+        for b in $(spread 0.5 $C2T_BETAS); do c2t "$b" 0; done
+    else
+        set -- $(spread 60 $E2_TOTALS)
+        for b in $(spread 0.5 $C2T_BETAS); do
+            if [ $# -gt 0 ]; then e2 "$1" 0; shift; fi
+            c2t "$b" 0
+        done
+        for t in "$@"; do e2 "$t" 0; done
+    fi
     if [ "$SPEED_Q" -gt 0 ]; then
         # speed as users decode: one sequence, tree verification, A/B against ar
         speed="$qs --max-questions $SPEED_Q $turns --max-new-tokens $EVAL_MAX_NEW $ARITH"

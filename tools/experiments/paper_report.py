@@ -13,6 +13,7 @@ import csv
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,31 @@ def load_runs(rdir, sub="eval"):
             continue
         runs[key] = per
     return runs
+
+
+def replay_check(rdir):
+    """The EAGLE-2 totals both decoded (spec-eval) and replayed (spec-analyze
+    replay on eval/positions.h5): how many questions agree in cycles,
+    emitted tokens and γ.  None when nothing was replayed."""
+    lines, all_same = [], True
+    for rp in sorted(glob.glob(os.path.join(rdir, "eval", "replay", "eagle2_total*.json")),
+                     key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0)):
+        dec = os.path.join(rdir, "eval", os.path.basename(rp))
+        if not os.path.exists(dec) or json.load(open(dec)).get("tool") != "spec-eval":
+            continue
+        a, b = question_stats(rp), question_stats(dec)
+        same = sum(1 for k in b if k in a and all(abs(x - y) <= 1e-6 * max(1, y) for x, y in zip(a[k], b[k])))
+        all_same &= same == len(b) and len(a) == len(b)
+        lines.append("total %s: %d of %d questions" % (os.path.basename(rp)[len("eagle2_total"):-5], same, len(b)))
+    n_replayed = len(glob.glob(os.path.join(rdir, "eval", "replay", "eagle2_total*.json")))
+    if not n_replayed:
+        return None
+    return ("**Replay check.** EAGLE-2's %d totals were replayed from one trace of every position (`spec-collect "
+            "--every-position`, `spec-analyze replay`: exact where the draft's products sum each row alone). "
+            "Totals also decoded by spec-eval, replay against decoding, questions with the same cycles, "
+            "emitted tokens and γ: %s%s." % (n_replayed, "; ".join(lines) or "none decoded",
+                                              "" if all_same else " — **they differ: the replayed points are not "
+                                              "trustworthy here**"))
 
 
 def interp(points, x):
@@ -195,6 +221,10 @@ def main():
          else " — **not the defaults** (a reduced run: figures are for checking the pipeline, not results)",
          "; ".join(rows) or "none yet"))
     w("")
+    check = replay_check(R)
+    if check:
+        w(check)
+        w("")
     w("γ = candidate tokens sent to the target for verification (root excluded), in thousands over the run; "
       "τ = tokens per draft–verify cycle (bonus token included); speedup = tokens/s over `ar`'s. Every policy "
       "decodes the same tokens (lossless, temperature 0), so γ totals are comparable within a benchmark.")
