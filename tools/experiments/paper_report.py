@@ -203,17 +203,20 @@ def main():
     rows = []
     for key, per in sorted(runs.items()):
         t = per["all"]
-        if "wall_s" in t:
-            name = key[0] if key[0] == "ar" else "%s %s %s" % key
+        name = key[0] if key[0] == "ar" else "%s %s %s" % key
+        if t.get("wall_s", 0) > 0:
             rows.append("%s %.1f min (prefill %.0f%%, draft %.0f%%, verify %.0f%%)"
-                        % (name, t["wall_s"] / 60, 100 * t.get("prefill_s", 0) / max(t["wall_s"], 1e-9),
-                           100 * t.get("draft_s", 0) / max(t["wall_s"], 1e-9),
-                           100 * t.get("verify_s", 0) / max(t["wall_s"], 1e-9)))
+                        % (name, t["wall_s"] / 60, 100 * t.get("prefill_s", 0) / t["wall_s"],
+                           100 * t.get("draft_s", 0) / t["wall_s"], 100 * t.get("verify_s", 0) / t["wall_s"]))
+        elif t.get("decode_s", 0) > 0:   # batched: one wall time; the stage times overlap across sequences
+            rows.append("%s %.1f min%s" % (name, t["decode_s"] / 60, " (+ %.1f min of `ar` for the lossless check)"
+                                           % (t["ar_decode_s"] / 60) if t.get("ar_decode_s") else ""))
     w("**Sizes.** COLLECT_Q=%s prompts per category × %s tokens, EVAL_Q=%s questions per benchmark × %s tokens per "
-      "turn, EPOCHS=%s%s. The spec-eval runs, as spec-eval timed them (wall time, and the shares of prefill, "
-      "drafting and target forwards; batched runs' shares overlap, summed over sequences): %s. "
-      "Each further sweep point costs about one such run; "
-      "E2_TOTALS and C2T_BETAS add points, EVAL_Q and EVAL_MAX_NEW scale every run."
+      "turn, EPOCHS=%s%s. The decoded spec-eval runs, as spec-eval timed them (wall time; at batch 1 also the "
+      "shares of prefill, drafting and target forwards; replayed runs take seconds): %s. "
+      "Each further C2T point (C2T_BETAS) costs about one such run; EAGLE-2's points (E2_TOTALS) are replayed "
+      "from one collection of every position at no further decoding (E2_REPLAY=0: one run each); EVAL_Q and "
+      "EVAL_MAX_NEW scale every run."
       % (sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"), sizes.get("EVAL_Q", "?"),
          sizes.get("EVAL_MAX_NEW", "?"), sizes.get("EPOCHS", "?"),
          "" if sizes.get("EVAL_Q") == "40" and sizes.get("COLLECT_Q") == "30" and sizes.get("EVAL_MAX_NEW") == "128"
