@@ -705,9 +705,9 @@ static int same_counts(const cJSON *a, const cJSON *b, char *why, size_t n) {
 
 /* A trace of every position replays EAGLE-2: spec-analyze replay gives,
  * turn by turn, the cycles, γ and emitted tokens of decoding the same
- * questions with eagle2 at the same depth and total (spec-eval; walk and
- * tree verification), at several depths and totals (the whole pool
- * included), from a batched collection. */
+ * questions with eagle2 at the same depth, total and min_p (spec-eval; walk
+ * and tree verification), at several of each (the whole pool included),
+ * from a batched collection. */
 static void test_every_position_replays_eagle2(void) {
     char trace[256], rj[256], ej[256], err[8192], why[256];
     snprintf(trace, sizeof trace, "%s/every.h5", dir);
@@ -716,18 +716,20 @@ static void test_every_position_replays_eagle2(void) {
     int rc = run_cmd(err, sizeof err, COLLECT_DEMO "--draft data/demo/eagle --topk 4 --depth 4 --every-position --batch 2 --out %s",
                      bin_dir(), qfile, trace);
     REQUIRE(rc == 0, "spec-collect --every-position: %s", err);
-    static const struct { int depth, total; const char *verify; } runs[] = {
-        {4, 3, "tree"}, {4, 12, "tree"}, {2, 8, "walk"}, {3, 30, "walk"}, {4, -1, "walk"}};
+    static const struct { int depth, total; const char *verify; double min_p; } runs[] = {
+        {4, 3, "tree", 0}, {4, 12, "tree", 0}, {2, 8, "walk", 0}, {3, 30, "walk", 0}, {4, -1, "walk", 0},
+        {4, -1, "walk", 0.05}, {3, 12, "tree", 0.1}, {4, 20, "walk", 0.3}};
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
-        char total[16] = "all";
+        char total[48] = "all";
         if (runs[i].total > 0) snprintf(total, sizeof total, "%d", runs[i].total);
-        rc = run_cmd(err, sizeof err, "%s/spec-analyze replay %s --depth %d --total %s --json %s", bin_dir(), trace,
-                     runs[i].depth, total, rj);
+        rc = run_cmd(err, sizeof err, "%s/spec-analyze replay %s --depth %d --total %s --min-p %g --json %s", bin_dir(),
+                     trace, runs[i].depth, total, runs[i].min_p, rj);
         REQUIRE(rc == 0, "spec-analyze replay: %s", err);
         rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --questions %s "
                      "--max-new-tokens 24 --draft data/demo/eagle --policy eagle2 --topk 4 --depth %d --total %s "
-                     "--verify %s --no-baseline --temperature 0 --quiet --json %s", bin_dir(), qfile, runs[i].depth,
-                     total, runs[i].verify, ej);
+                     "--param min_p=%g --verify %s --no-baseline --temperature 0 --quiet --json %s", bin_dir(), qfile,
+                     runs[i].depth, total, runs[i].min_p, runs[i].verify, ej);
+        snprintf(total + strlen(total), sizeof total - strlen(total), " min_p %g", runs[i].min_p);
         REQUIRE(rc == 0, "spec-eval: %s", err);
         cJSON *a = load_json(rj), *b = load_json(ej);
         REQUIRE(a && b, "unreadable %s or %s", rj, ej);

@@ -443,10 +443,11 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
                                         "wetap_gamma=0.5", "wetap_alpha=0.3", NULL};
     static const char *wetap_whole[] = {"wetap_depth=3", "wetap_wmin=2", "wetap_wmax=4", "wetap_budget=1000", NULL};
     static const char *eagle2_auto[] = {"topk=4", "depth=3", "total=auto", NULL};
+    static const char *eagle2_min_p[] = {"topk=4", "depth=3", "total=all", "min_p=0.002", NULL};
     struct { const char *policy; const char *const *params; const char *label; } cases[] = {
         {"sage", NULL, "defaults"}, {"sage", sage_small, "small"}, {"sage", sage_wide, "theta 1e-4"},
         {"wetap", NULL, "defaults"}, {"wetap", wetap_small, "small budget"}, {"wetap", wetap_whole, "unpruned"},
-        {"eagle2", eagle2_auto, "total auto"},
+        {"eagle2", eagle2_auto, "total auto"}, {"eagle2", eagle2_min_p, "min_p 0.002"},
     };
     for (int q = 0; q < 3; q++) {
         LlamaState *s = llama_state_new(m, 64);
@@ -594,7 +595,7 @@ static void test_params_set_and_defaults(void) {
         {"sage", "sage_fanout=3", "sage_fanout"}, {"sage", "sage_dmin=x", "'x'"}, {"sage", "sage_dmin=3.5", "sage_dmin"},
         {"sage", "sage_nmax=", "sage_nmax"},      {"wetap", "wetap_alpha=1.5", "wetap_alpha"},
         {"wetap", "wetap_gamma=0", "wetap_gamma"}, {"wetap", "wetap_budget=0", "wetap_budget"},
-        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "(topk depth total)"},
+        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "(topk depth total min_p)"},
         {"ar", "topk=4", "has none"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -24,21 +24,21 @@ static int by_joint_prob(const void *a, const void *b, void *nodes) {
     return x - y;
 }
 
-/* One tree under eagle2 at depth and total: the nodes kept (γ of its
- * cycle) into *kept, and how many of its labelled path they hold. */
-static int tree_accepted(const TraceNode *nd, int n, int depth, int total, int *order, uint8_t *keep, int *kept) {
+/* One tree under eagle2 at depth, total and min_p (eagle2_rerank): the
+ * nodes kept (γ of its cycle) into *kept, and how many of its labelled
+ * path they hold. */
+static int tree_accepted(const TraceNode *nd, int n, int depth, int total, float min_p, int *order, uint8_t *keep,
+                         int *kept) {
     int pool = 0;
     for (int i = 0; i < n; i++)
         if (nd[i].depth <= depth + 1) order[pool++] = i;
     for (int i = 0; i < n; i++) keep[i] = 0;
-    if (total < 0 || total >= pool) {
-        for (int i = 0; i < pool; i++) keep[order[i]] = 1;
-        *kept = pool;
-    } else {
-        qsort_r(order, pool, sizeof(int), by_joint_prob, (void *)nd);
-        for (int i = 0; i < total; i++) keep[order[i]] = 1;
-        *kept = total;
-    }
+    int m = total < 0 || total > pool ? pool : total;
+    if (m < pool || min_p > 0) qsort_r(order, pool, sizeof(int), by_joint_prob, (void *)nd);
+    for (int i = 0; i < m; i++)
+        if (nd[order[i]].P < min_p) { m = i; break; }
+    for (int i = 0; i < m; i++) keep[order[i]] = 1;
+    *kept = m;
     /* the labelled path, from depth 1 down, while the rerank kept it */
     int len = 0, cur = -1;
     for (int found = 1; found;) {
@@ -49,10 +49,11 @@ static int tree_accepted(const TraceNode *nd, int n, int depth, int total, int *
     return len;
 }
 
-int replay_eagle2(const char *path, int depth, int total, Replay *out) {
+int replay_eagle2(const char *path, int depth, int total, float min_p, Replay *out) {
     memset(out, 0, sizeof *out);
     out->depth = depth;
     out->total = total;
+    out->min_p = min_p;
     TraceReader *rd = trace_open(path);
     if (!rd) return -1;
     int rc = -1, trace_depth;
@@ -112,7 +113,7 @@ int replay_eagle2(const char *path, int depth, int total, Replay *out) {
             }
             const TraceNode *nd = trace_cursor_get(&cur, i + r, tr->first_node, tr->n_nodes);
             if (!nd || trace_check_tree(path, i + r, tr->first_node, nd, tr->n_nodes, scratch)) goto done;
-            int kept, acc = tree_accepted(nd, tr->n_nodes, depth, total, order, keep, &kept);
+            int kept, acc = tree_accepted(nd, tr->n_nodes, depth, total, min_p, order, keep, &kept);
             const int64_t emit = acc + 1 < last - r ? acc + 1 : last - r;
             t->cycles++;
             t->gamma += kept;

@@ -8,7 +8,8 @@
  * target's features of accepted tokens, not the earlier trees), so it is the
  * trace's tree r cut to node depth <= depth+1 (the first `depth` expansion
  * steps of the pool) and reranked to its `total` nodes of highest P (ties:
- * shallower, then earlier: the policy's order); and greedy verification
+ * shallower, then earlier: the policy's order), of them those with P >=
+ * min_p; and greedy verification
  * accepts the part of the trace's labelled path that the rerank kept.  A
  * turn of L tokens then runs: r = 0; while r < L-1: a cycle at r emits
  * min(accepted+1, L-1-r) tokens, γ += the nodes kept, r += what it emitted.
@@ -29,16 +30,17 @@ typedef struct {
 
 typedef struct {
     int topk, depth, total;  /* total -1: the whole pool */
+    float min_p;             /* eagle2's min_p (0: none) */
     TraceQuestion *questions;
     int64_t n_questions;
     ReplayTurn *turns;       /* in trace order; turns that ended at the prefill have no trees and no row */
     int64_t n_turns;
 } Replay;
 
-/* Replays eagle2 at depth and total (-1 = all) on the trace at path.  -1
+/* Replays eagle2 at depth, total (-1 = all) and min_p on the trace at path.  -1
  * with err_set naming the file and the problem: not a trace of every
  * position (its verify attribute is not "root"), depth beyond the trace's,
  * trees out of position order, a damaged file. */
-int replay_eagle2(const char *path, int depth, int total, Replay *out);
+int replay_eagle2(const char *path, int depth, int total, float min_p, Replay *out);
 void replay_free(Replay *r);
 #endif

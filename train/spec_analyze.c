@@ -4,7 +4,7 @@
  *
  *   spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B]
  *                [--topn N] [--out DIR]
- *   spec-analyze replay TRACE.h5 --depth D --total N --json OUT.json */
+ *   spec-analyze replay TRACE.h5 --depth D --total N [--min-p X] --json OUT.json */
 #include "infer/cli.h"
 #include "kernels/base/util.h"
 #include "train/analyze.h"
@@ -20,7 +20,7 @@ static const char *prog = "spec-analyze";
 static const char *synopsis =
     "usage: spec-analyze TRACE.h5 [TRACE.h5 ...] [--classifier W.json --beta B] [--topn N] [--out DIR] [--quiet]\n"
     "       (--traces FILE, repeatable, names trace files too, as in spec-train)\n"
-    "       spec-analyze replay TRACE.h5 --depth D --total N|all --json OUT.json\n";
+    "       spec-analyze replay TRACE.h5 --depth D --total N|all [--min-p X] --json OUT.json\n";
 
 static void usage(FILE *f) {
     fputs(synopsis, f);
@@ -50,7 +50,8 @@ static void usage(FILE *f) {
 "  --quiet                no progress line (otherwise shown on a terminal, or\n"
 "                         once the reading has taken 10 s)\n"
 "  -h, --help             this text\n"
-"replay: EAGLE-2 at depth D and total N on a trace of every position\n"
+"replay: EAGLE-2 at depth D and total N (of them the nodes with P >= X: eagle2's\n"
+"--param min_p) on a trace of every position\n"
 "(spec-collect --every-position, same topk), without decoding: its tau and gamma\n"
 "per turn, question and benchmark, into OUT.json in spec-eval's shape (no times),\n"
 "and one summary line on stdout.  Exact where the draft's products sum each row\n"
@@ -92,6 +93,7 @@ static cJSON *replay_json(const Replay *rp, const char *trace) {
     cJSON_AddNumberToObject(set, "depth", rp->depth);
     if (rp->total < 0) cJSON_AddStringToObject(set, "total", "all");
     else cJSON_AddNumberToObject(set, "total", rp->total);
+    cJSON_AddNumberToObject(set, "min_p", rp->min_p);
     cJSON_AddStringToObject(set, "replay_of", trace);
     cJSON *benches = cJSON_AddArrayToObject(root, "benchmarks"), *all = cJSON_AddObjectToObject(root, "total");
     ReplayTurn zero = {0};
@@ -129,12 +131,14 @@ static cJSON *replay_json(const Replay *rp, const char *trace) {
 }
 
 static int cmd_replay(int argc, char **argv) {
-    enum { O_DEPTH = 256, O_TOTAL, O_JSON };
+    enum { O_DEPTH = 256, O_TOTAL, O_MINP, O_JSON };
     static const struct option opts[] = {{"depth", required_argument, 0, O_DEPTH},
                                          {"total", required_argument, 0, O_TOTAL},
+                                         {"min-p", required_argument, 0, O_MINP},
                                          {"json", required_argument, 0, O_JSON},
                                          {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c, depth = -1, total = 0;
+    float min_p = 0;
     const char *json = NULL;
     opterr = 0;
     optind = 2;
@@ -142,6 +146,7 @@ static int cmd_replay(int argc, char **argv) {
         switch (c) {
         case O_DEPTH: depth = (int)cli_int(prog, "--depth", optarg, 0, 250); break;
         case O_TOTAL: total = !strcmp(optarg, "all") ? -1 : (int)cli_int(prog, "--total", optarg, 1, 1000000); break;
+        case O_MINP: min_p = (float)cli_num(prog, "--min-p", optarg, 0, 1); break;
         case O_JSON: json = optarg; break;
         case 'h': usage(stdout); return 0;
         default: cli_unknown_option(prog, argv[optind - 1]);
@@ -151,12 +156,13 @@ static int cmd_replay(int argc, char **argv) {
     if (depth < 0 || !total || !json) usage_error("replay: --depth, --total and --json are required%s", "");
     const char *trace = argv[optind];
     Replay rp;
-    if (replay_eagle2(trace, depth, total, &rp)) die_err(prog);
+    if (replay_eagle2(trace, depth, total, min_p, &rp)) die_err(prog);
     cJSON *j = replay_json(&rp, trace);
     if (write_json(json, j)) die_err(prog);
     const cJSON *all = cJSON_GetObjectItem(j, "total");
     char tot[32] = "all";
     if (total > 0) snprintf(tot, sizeof tot, "%d", total);
+    if (min_p > 0) snprintf(tot + strlen(tot), sizeof tot - strlen(tot), " min_p %g", min_p);
     printf("eagle2 topk %d depth %d total %s: tau %.4f  gamma %.0f  cycles %.0f  (%lld questions, %lld turns)\n", rp.topk,
            depth, tot, cJSON_GetObjectItem(all, "tau")->valuedouble,
            cJSON_GetObjectItem(all, "gamma")->valuedouble, cJSON_GetObjectItem(all, "cycles")->valuedouble,

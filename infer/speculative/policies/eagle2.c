@@ -6,7 +6,10 @@
  * 1 + k + depth·k² nodes and its deepest nodes have depth depth+1.  Rerank
  * keeps the `total` nodes of highest P (ties to the shallower, then to the
  * earlier node); since P never grows along a path, that set is closed under
- * parents, i.e. a connected tree.  total = -1 keeps the whole pool; total =
+ * parents, i.e. a connected tree.  min_p > 0 keeps, of those, only the
+ * nodes with P >= min_p (one threshold for every tree: many nodes where
+ * the draft is sure, few where it is not; still closed under parents).
+ * total = -1 keeps the whole pool; total =
  * auto keeps, each cycle, the prefix of that order that maximises expected
  * tokens per second under the decoder's measured costs (cost.h), each node's
  * acceptance estimated by its P, and stops expanding (before `depth`) once no
@@ -92,22 +95,26 @@ int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_e
     return rc ? -1 : expands;
 }
 
-/* Keeps the root and the `total` nodes of highest P; with total auto, the
- * prefix of that order cost_best_prefix picks for a cycle whose drafting
- * took draft_s. */
-void eagle2_rerank(Tree *t, int total, Tree *scratch, CostModel *cost, double draft_s) {
-    if (total == -1 || (total >= t->n - 1 && total != POLICY_SIZE_AUTO)) return;
-    int *order = xmalloc(sizeof(int) * t->n), n = t->n - 1;
+/* Keeps the root and the `total` nodes of highest P (-1: all), of them
+ * those with P >= min_p; with total auto, the prefix of that order
+ * cost_best_prefix picks for a cycle whose drafting took draft_s. */
+void eagle2_rerank(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s) {
+    const int n = t->n - 1;
+    if (min_p <= 0 && (total == -1 || (total >= n && total != POLICY_SIZE_AUTO))) return;
+    int *order = xmalloc(sizeof(int) * t->n);
     if (total == POLICY_SIZE_AUTO) {
         float *est = xmalloc(sizeof(float) * t->n);
         pool_estimates(t, order, est);
         total = cost_best_prefix(cost, est, n, draft_s);
         free(est);
-        if (total == n) { free(order); return; }
     } else {
         for (int i = 0; i < n; i++) order[i] = i + 1;
         qsort_r(order, n, sizeof(int), by_joint_prob, t);
     }
+    if (total == -1 || total > n) total = n;
+    for (int i = 0; i < total; i++)
+        if (t->P[order[i]] < min_p) { total = i; break; }
+    if (total == n) { free(order); return; }
     int *keep = xmalloc(sizeof(int) * (total + 1));
     keep[0] = 0;
     memcpy(keep + 1, order, sizeof(int) * total);
@@ -126,11 +133,12 @@ typedef struct {
     int topk;    /* children per expanded node */
     int depth;   /* expansion steps after the root's: nodes reach depth depth+1 */
     int total;   /* nodes kept by rerank, root excluded; -1 (all) keeps the pool */
+    float min_p; /* of them, only those of joint probability >= min_p (0: no threshold) */
 } Eagle2Params;
 
 static const PolicyParamDef eagle2_params[] = {
     POLICY_INT(Eagle2Params, topk, 10, 1, 1000), POLICY_INT(Eagle2Params, depth, 6, 0, 250),
-    POLICY_INT_OR_ALL(Eagle2Params, total, 60, 1, 1000000),
+    POLICY_INT_OR_ALL(Eagle2Params, total, 60, 1, 1000000), POLICY_FLOAT(Eagle2Params, min_p, 0, 0, 1, 0),
 };
 
 typedef struct { Tree scratch; } Eagle2State;
@@ -141,7 +149,7 @@ static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     CostModel *cost = q->total == POLICY_SIZE_AUTO ? p->cost : NULL;
     int expands = eagle2_expand_pool(d, t, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm, cost);
     if (expands < 0) return -1;
-    eagle2_rerank(t, q->total, &s->scratch, cost, cost ? cost_draft_s(cost, expands) : 0);
+    eagle2_rerank(t, q->total, q->min_p, &s->scratch, cost, cost ? cost_draft_s(cost, expands) : 0);
     return 0;
 }
 
@@ -183,7 +191,9 @@ static int eagle2_init(Policy *p) {
     p->state = s;
     p->wants_cost = ((const Eagle2Params *)p->own)->total == POLICY_SIZE_AUTO;
     p->build = eagle2_build;
-    if (!p->wants_cost) p->build_dev = eagle2_build_dev;
+    /* the device program's shapes follow from the sizes alone: no cost
+     * model, no threshold */
+    if (!p->wants_cost && ((const Eagle2Params *)p->own)->min_p <= 0) p->build_dev = eagle2_build_dev;
     p->destroy = eagle2_destroy;
     return 0;
 }
