@@ -31,13 +31,18 @@
 #      when the script is run again with the same sizes.
 #      EAGLE-2's sweep is replayed (E2_REPLAY=1): one spec-collect
 #      --every-position run on the benchmark questions (eval/positions.h5,
-#      a full depth-6 tree at every position of the greedy answers) gives
+#      a full tree at every position of the greedy answers, grown
+#      POS_DEPTH=8 steps deep, C2T's d_max, so that depths 6 and 8 replay) gives
 #      every total by spec-analyze replay (eval/replay/), exactly the
 #      decoding run's τ and γ (train/replay.h; tested against spec-eval in
 #      test_collect), for about 2.5 decoding runs' time however many
 #      totals.  Totals that were decoded (60, the headline, always) keep
 #      their decoded JSON; the report compares it with the replay of the
 #      same total question by question.  E2_REPLAY=0 decodes every total.
+#      The same trace also gives EAGLE-2 with one threshold on P instead of
+#      a fixed total (--param min_p, E2_MIN_PS, total all) at depth 6
+#      (EAGLE-2's pool) and 8 (C2T's d_max): what sizing each tree by the
+#      draft's own confidence saves without a classifier.
 #   5. tools/experiments/paper_report.py -> report.md (Table 2, tau-gamma
 #      curves with the gamma reduction at equal tau, transfer, analyses, goal
 #      check) + CSVs and PNGs; tools/experiments/recall_bound.py on the traces
@@ -69,7 +74,9 @@
 #   SPEED_Q=10 questions per benchmark for the speed runs: ar against
 #   EAGLE-2's defaults and C2T beta 0.5, tree verification, A/B (0: none).
 # Other knobs: E2_TOTALS ("5 10 15 20 25 30 40 45 50 60 75 90 120 150"; 60
-# is the headline run, decoded), E2_REPLAY (1), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
+# is the headline run, decoded), E2_REPLAY (1), E2_MIN_PS (replayed
+# thresholds on P, total all: "0.3 0.2 0.15 0.1 0.07 0.05 0.03 0.02 0.015
+# 0.01 0.007 0.005 0.003 0.002 0.001"; "" for none), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
 # run, the paper's default; fixed in advance, nothing chosen on benchmark
 # questions), EPOCHS (200), FEATURES (the classifier's, spec-train
 # --features: P,H,depth, the paper's), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
@@ -99,6 +106,8 @@ EVAL_TURNS=${EVAL_TURNS:-1}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 E2_TOTALS=${E2_TOTALS:-5 10 15 20 25 30 40 45 50 60 75 90 120 150}
 E2_REPLAY=${E2_REPLAY:-1}
+POS_DEPTH=${POS_DEPTH:-8}
+E2_MIN_PS=${E2_MIN_PS-0.3 0.2 0.15 0.1 0.07 0.05 0.03 0.02 0.015 0.01 0.007 0.005 0.003 0.002 0.001}
 C2T_BETAS=${C2T_BETAS:-0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7}
 SPEED_Q=${SPEED_Q:-10}
 . tools/experiments/arith.sh
@@ -131,6 +140,7 @@ EVAL_TURNS=$EVAL_TURNS
 EVAL_MAX_NEW=$EVAL_MAX_NEW
 E2_TOTALS="$E2_TOTALS"
 E2_REPLAY=$E2_REPLAY
+E2_MIN_PS="$E2_MIN_PS"
 C2T_BETAS="$C2T_BETAS"
 SPEED_Q=$SPEED_Q
 BATCH=$BATCH
@@ -294,11 +304,11 @@ PY
     if [ "$E2_REPLAY" = 1 ]; then
         # EAGLE-2's totals from one trace of every position (step 4's note)
         pos="$R/eval/positions.h5"
-        pos_args="$eagle $qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW --topk 10 --depth 6 $run --every-position"
+        pos_args="$eagle $qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW --topk 10 --depth $POS_DEPTH $run --every-position"
         if ! { [ -f "$pos" ] && [ "$(cat "$pos.done" 2>/dev/null)" = "$pos_args" ]; }; then
             rm -f "$pos.done"
             resume=""; [ -f "$pos" ] && resume=--resume
-            echo "-- eval/positions.h5: a full EAGLE-2 tree (topk 10, depth 6) at every position of the answers"
+            echo "-- eval/positions.h5: a full EAGLE-2 tree (topk 10, depth $POS_DEPTH) at every position of the answers"
             bin/spec-collect $resume $pos_args --out "$pos" ||
                 { echo "paper: spec-collect --every-position failed (after changing sizes: rm $pos)" >&2; exit 1; }
             echo "$pos_args" > "$pos.done"
@@ -313,6 +323,16 @@ PY
             if [ ! -f "$dec" ] || grep -q '"tool":[[:space:]]*"spec-analyze replay"' "$dec"; then
                 cp "$R/eval/replay/eagle2_total$t.json" "$dec"
             fi
+        done
+        rm -f "$R"/eval/eagle2_d*_minp*.json "$R"/eval/replay/eagle2_d*_minp*.json
+        for d in 6 8; do
+            [ "$d" -le "$POS_DEPTH" ] || continue
+            for x in $E2_MIN_PS; do
+                f="eagle2_d${d}_minp$x.json"
+                bin/spec-analyze replay "$pos" --depth "$d" --total all --min-p "$x" --json "$R/eval/replay/$f" |
+                    sed 's/^/   replay: /'
+                cp "$R/eval/replay/$f" "$R/eval/$f"
+            done
         done
         for b in $(spread 0.5 $C2T_BETAS); do c2t "$b" 0; done
     else

@@ -47,6 +47,9 @@ def load_runs(rdir, sub="eval"):
             key = ("ar", "-", "-")
         elif name.startswith("eagle2_total"):
             key = ("eagle2", "total", name[len("eagle2_total"):])
+        elif name.startswith("eagle2_d") and "_minp" in name:   # eagle2_d<depth>_minp<x>
+            d, x = name[len("eagle2_d"):].split("_minp")
+            key = ("eagle2_minp_d" + d, "min_p", x)
         elif name.startswith("c2t_beta"):
             key = ("c2t", "beta", name[len("c2t_beta"):])
         else:
@@ -140,14 +143,16 @@ def gnuplot_curves(rdir, benches, curves):
     for b in panels:
         s.append("set title '%s'" % b)
         plots = []
-        for pol, title, pt in (("eagle2", "EAGLE-2 total", 7), ("c2t", "C2T beta", 5)):
+        for pol, title, pt in (("eagle2", "EAGLE-2 total", 7), ("eagle2_minp_d6", "EAGLE-2 min_p, depth 6", 9),
+                               ("eagle2_minp_d8", "EAGLE-2 min_p, depth 8", 11), ("c2t", "C2T beta", 5)):
             pts = sorted(curves[b].get(pol, []))
             if not pts:
                 continue
             data = "\n".join("%.6g %.6g %s" % (t, g, lab) for t, g, lab in pts)
             s.append("$%s_%s << EOD\n%s\nEOD" % (pol, b, data))
             plots.append("$%s_%s using 1:2 with linespoints pt %d title '%s'" % (pol, b, pt, title))
-            plots.append("$%s_%s using 1:2:3 with labels offset 0,%d font ',7' notitle" % (pol, b, 1 if pol == "eagle2" else -1))
+            if not pol.startswith("eagle2_minp"):   # their labels would crowd the others'
+                plots.append("$%s_%s using 1:2:3 with labels offset 0,%d font ',7' notitle" % (pol, b, 1 if pol == "eagle2" else -1))
         s.append("plot " + ", ".join(plots))
     s.append("unset multiplot")
     r = subprocess.run(["gnuplot"], input="\n".join(s) + "\n", text=True, capture_output=True)
@@ -307,8 +312,8 @@ def main():
                     if not t:
                         continue
                     gpc = t["gamma"] / t["cycles"] if t["cycles"] else 0
-                    cw.writerow([b, pol, param, val, "%.4f" % t["tau"], t["gamma"], t["cycles"], "%.3f" % gpc, "%.3f" % t["v"]])
-                    if pol in ("eagle2", "c2t"):
+                    cw.writerow([b, pol, param, val, "%.4f" % t["tau"], t["gamma"], t["cycles"], "%.3f" % gpc, "%.3f" % t["v"] if "v" in t else ""])
+                    if pol in ("eagle2", "eagle2_minp_d6", "eagle2_minp_d8", "c2t"):
                         curves[b].setdefault(pol, []).append((t["tau"], gpc, val))
         w("γ per cycle against τ, one curve per policy (`tau_gamma.csv`, ![τ–γ](tau_gamma.png)). "
           "At equal τ the comparison uses γ per cycle: at equal τ the same tokens take the same number of cycles, "
@@ -370,6 +375,25 @@ def main():
                       pct(est), pct(lo), pct(hi), nd, "inside" if lo <= 0.25 <= hi else "outside"))
                 w("")
                 goal["interval"] = (est, lo, hi)
+        # where a saving comes from: one threshold on P (EAGLE-2's pool, --param
+        # min_p) sizes each tree by the draft's confidence without a classifier
+        parts = []
+        for d in (6, 8):
+            minp = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "eagle2_d%d_minp*.json" % d)))]
+            if not (minp and all(sweeps.values())):
+                continue
+            e_t, lo_t, hi_t, _ = bootstrap(sweeps["eagle2"], minp)
+            e_c, lo_c, hi_c, nd_c = bootstrap(minp, sweeps["c2t"])
+            parts.append("at depth %d (%d thresholds) it verifies %s [%s, %s] fewer tokens than EAGLE-2's fixed "
+                         "totals (depth 6) at equal τ, and C2T verifies %s [%s, %s] fewer than it" % (
+                             d, len(minp), pct(e_t), pct(lo_t), pct(hi_t), pct(e_c), pct(lo_c), pct(hi_c)))
+            goal["min_p_d%d" % d] = (e_t, lo_t, hi_t, e_c, lo_c, hi_c)
+        if parts:
+            w("**Where the saving comes from.** EAGLE-2's pool cut by one threshold on P instead of a fixed total "
+              "(`--param min_p`, total all, replayed) sizes each tree by the draft's own confidence without a "
+              "classifier: %s (95%% bootstrap over questions). What C2T saves beyond the threshold at its own "
+              "depth (8) is what its classifier's features add." % "; ".join(parts))
+            w("")
         msg = gnuplot_curves(R, benches, curves)
         if msg:
             w("(%s)" % msg)
@@ -400,6 +424,11 @@ def main():
             f.write("goal_met=%s\nmean_reduction=%s\ntau_ok=%s\n" % ("yes" if met else "no", avg, tau_ok))
             if goal.get("interval"):
                 f.write("pooled_reduction=%s\npooled_lo=%s\npooled_hi=%s\n" % goal["interval"])
+            for d in (6, 8):
+                if "min_p_d%d" % d in goal:
+                    f.write(("min_p_d{0}_vs_total=%s\nmin_p_d{0}_vs_total_lo=%s\nmin_p_d{0}_vs_total_hi=%s\n"
+                             "c2t_vs_min_p_d{0}=%s\nc2t_vs_min_p_d{0}_lo=%s\nc2t_vs_min_p_d{0}_hi=%s\n").format(d)
+                            % goal["min_p_d%d" % d])
         rb = os.path.join(R, "recall_bound.txt")
         if not met:
             w("")
