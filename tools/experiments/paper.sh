@@ -73,8 +73,10 @@
 #   each.
 #   SPEED_Q=10 questions per benchmark for the speed runs: ar against
 #   EAGLE-2's defaults and C2T beta 0.5, tree verification, A/B (0: none).
-# Other knobs: E2_TOTALS ("5 10 15 20 25 30 40 45 50 60 75 90 120 150"; 60
-# is the headline run, decoded), E2_REPLAY (1), E2_MIN_PS (replayed
+# Other knobs: E2_TOTALS (5, 10, ..., 150: dense, because EAGLE-2's curve
+# is convex and is interpolated linearly between its points at C2T's τ,
+# which overstates its γ between sparse points; 60 is the headline run,
+# decoded), E2_REPLAY (1), E2_MIN_PS (replayed
 # thresholds on P, total all: "0.3 0.2 0.15 0.1 0.07 0.05 0.03 0.02 0.015
 # 0.01 0.007 0.005 0.003 0.002 0.001"; "" for none), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
 # run, the paper's default; fixed in advance, nothing chosen on benchmark
@@ -104,7 +106,7 @@ FEATURES=${FEATURES:-P,H,depth}
 EVAL_Q=${EVAL_Q:-40}
 EVAL_TURNS=${EVAL_TURNS:-1}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
-E2_TOTALS=${E2_TOTALS:-5 10 15 20 25 30 40 45 50 60 75 90 120 150}
+E2_TOTALS=${E2_TOTALS:-5 10 15 20 25 30 35 40 45 50 55 60 65 70 75 80 85 90 95 100 105 110 115 120 125 130 135 140 145 150}
 E2_REPLAY=${E2_REPLAY:-1}
 POS_DEPTH=${POS_DEPTH:-8}
 E2_MIN_PS=${E2_MIN_PS-0.3 0.2 0.15 0.1 0.07 0.05 0.03 0.02 0.015 0.01 0.007 0.005 0.003 0.002 0.001}
