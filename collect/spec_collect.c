@@ -41,7 +41,7 @@ CLI_QUESTIONS_HELP
 "                         (--verify root, recorded as verify; greedy only), and each tree's\n"
 "                         labels are what verifying all of it would accept, read from the\n"
 "                         answer.  EAGLE-2's tau and gamma at any total and depth up to\n"
-"                         this run's follow from such a trace (tools/experiments/replay.py)\n"
+"                         this run's follow from such a trace (spec-analyze replay)\n"
 CLI_QUIET_HELP
 "  -h, --help\n", draft_kind_help(), CHAT_TEMPLATE_NAMES);
 }
