@@ -231,6 +231,19 @@ static void test_metrics_units(void) {
                    {.recall = 0.931, .theta = 0.07}};
     CHECK(select_epoch(ep, 4, 0.005) == 2, "selection picked epoch %d, expected 2", select_epoch(ep, 4, 0.005));
     CHECK(select_epoch(ep, 4, 0.0) == 3, "selection with similar 0 picked %d, expected 3", select_epoch(ep, 4, 0.0));
+    /* recall of the top k: 4 positives; the tie group at 0.5 (2 positives
+     * in 3 places) counts in proportion to the places it gets */
+    float sc[5] = {0.5f, 0.9f, 0.5f, 0.1f, 0.5f};
+    uint8_t lb[5] = {1, 1, 0, 1, 1};
+    double want[6] = {0, 0.25, (1 + 2.0 / 3) / 4, (1 + 4.0 / 3) / 4, 0.75, 1};
+    for (int k = 0; k <= 5; k++)
+        CHECK(fabs(recall_of_top(sc, lb, 5, k) - want[k]) < 1e-12, "recall of the top %d: %.6f, expected %.6f", k,
+              recall_of_top(sc, lb, 5, k), want[k]);
+    uint8_t none[5] = {0};
+    CHECK(recall_of_top(sc, none, 5, 3) == 0, "recall without positives must be 0");
+    EvalResult er[3] = {{.tree_recall_at_e2_theta = 0.80}, {.tree_recall_at_e2_theta = 0.85}, {.tree_recall_at_e2_theta = 0.85}};
+    er[0].cls.recall = 0.99;   /* an over-inclusive epoch: best recall at beta, worst ranking */
+    CHECK(select_epoch_ranking(er, 3) == 1, "ranking selection picked epoch %d, expected 1", select_epoch_ranking(er, 3));
 }
 
 /* ---------------------------------------------------------------- data */
@@ -295,7 +308,7 @@ static int run_parity_training(void) {
     char err[4096];
     int rc = run_cmd(err, sizeof err,
                      "%s/spec-train --traces %s --out %s --safetensors %s --report %s --dump-init %s --dump-epochs 10 "
-                     "--select-last --quiet --seed 3 --paper-recipe", bin_dir(), parity_trace, parity_weights, parity_st,
+                     "--select last --topn 10 --quiet --seed 3 --paper-recipe", bin_dir(), parity_trace, parity_weights, parity_st,
                      parity_report, parity_dump);
     if (rc) { fprintf(stderr, "spec-train failed: %s\n", err); return -1; }
     return 0;
@@ -387,10 +400,13 @@ static void test_parity_pytorch(void) {
         compare_rates(jget(cev, "classifier"), jget(oev, "classifier"), "classifier", tol);
         compare_rates(jget(cev, "c2t_tree"), jget(oev, "c2t_tree"), "C2T tree", tol);
         compare_rates(jget(cev, "eagle2"), jget(oev, "eagle2"), "EAGLE-2", 1e-12);
+        CHECK(fabs(jnum(cev, "c2t_tree_recall_at_eagle2_theta") - jnum(oev, "c2t_tree_recall_at_eagle2_theta")) <= tol,
+              "recall at EAGLE-2's theta: C %.5f vs PyTorch %.5f", jnum(cev, "c2t_tree_recall_at_eagle2_theta"),
+              jnum(oev, "c2t_tree_recall_at_eagle2_theta"));
         printf("  info: epoch 10 held-out recall C %.4f / PyTorch %.4f, theta %.4f / %.4f, AUC %.4f / %.4f\n",
                jnum(cev, "classifier.recall"), jnum(oev, "classifier.recall"), jnum(cev, "classifier.theta"),
                jnum(oev, "classifier.theta"), jnum(cev, "auc"), jnum(oev, "auc"));
-        /* sweep and entropy buckets (report tables are epoch 10's: --select-last) */
+        /* sweep and entropy buckets (report tables are epoch 10's: --select last) */
         const cJSON *cs = jget(rep, "beta_sweep"), *os = jget(oev, "beta_sweep");
         CHECK(cJSON_GetArraySize(cs) == cJSON_GetArraySize(os) && cJSON_GetArraySize(cs) == 19, "sweep sizes");
         for (int k = 0; k < cJSON_GetArraySize(cs) && k < cJSON_GetArraySize(os); k++) {
@@ -736,7 +752,7 @@ static void test_features_option(void) {
     if (have_torch()) {
         char *dump = tpath("feat6_dump"), *odir = tpath("feat6_oracle"), *out2 = tpath("feat6_paper.json");
         rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 3 --hidden 8 --paper-recipe --beta 0.05 "
-                     "--features parent_H,P,rank,H,p,depth --dump-init %s --dump-epochs 3 --select-last",
+                     "--features parent_H,P,rank,H,p,depth --dump-init %s --dump-epochs 3 --select last",
                      bin_dir(), tr, out2, dump);
         REQUIRE(rc == 0, "spec-train --dump-init, 6 features: %s", err);
         rc = run_cmd(err, sizeof err, "python3 tools/golden/train_oracle.py train %s %s", dump, odir);
@@ -752,6 +768,50 @@ static void test_features_option(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --epochs 2 --hidden 4 --features rank --beta 0.2", bin_dir(), tr, out);
     CHECK(rc == 0, "--features rank: %s", err);
     free(tr); free(out); free(rep); free(st); free(an);
+}
+
+/* --select ranking exports the epoch whose C2T tree selection, cut to
+ * EAGLE-2's share of nodes, keeps the most accepted nodes; that recall lies
+ * between the recalls of the beta sweep's points on either side of EAGLE-2's
+ * theta (a sweep point's theta is its tree selection's share of nodes). */
+static void test_select_rule(void) {
+    char *tr = tpath("select.h5"), *out = tpath("select.json"), *rep = tpath("select_report.json");
+    REQUIRE(!make_synth(tr, 600, 40, 4, 43, 0, 0), "%s", err_get());
+    char err[4096];
+    int rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --report %s --quiet --epochs 12 --hidden 8 --beta 0.3 "
+                     "--eval-frac 0.2 --topn 4 --select ranking --sweep 0.01,0.1,0.2,0.30,0.31,0.32,0.33,0.34,0.35,0.36,0.37,0.38,0.39,0.40,0.41,0.42,0.43,0.44,0.45,0.46,0.47,0.48,0.49,0.50,0.51,0.52,0.53,0.54,0.55,0.56,0.57,0.58,0.59,0.60,0.61,0.62,0.63,0.64,0.65,0.66,0.67,0.68,0.69,0.70,0.8,0.9",
+                     bin_dir(), tr, out, rep);
+    REQUIRE(rc == 0, "spec-train --select ranking: %s", err);
+    CHECK(strstr(err, "(--select ranking)"), "stderr does not name the rule: %s", err);
+    cJSON *r = read_json_file(rep);
+    REQUIRE(r, "%s", err_get());
+    CHECK(!strcmp(cJSON_GetStringValue(jget(r, "settings.selection.rule")), "ranking"), "report: selection rule");
+    int sel = (int)jnum(r, "selected_epoch"), best = 0;
+    double best_rec = -1;
+    for (int e = 0; e < 12; e++) {
+        char k[32];
+        snprintf(k, sizeof k, "epochs.%d.eval", e);
+        double v = jnum(jget(r, k), "c2t_tree_recall_at_eagle2_theta");
+        if (v > best_rec) { best_rec = v; best = e + 1; }
+    }
+    CHECK(sel == best, "--select ranking exported epoch %d, the best ranking is epoch %d", sel, best);
+    double at = jnum(r, "metrics.c2t_tree_recall_at_eagle2_theta"), th = jnum(r, "metrics.eagle2.theta");
+    double lo = 0, hi = 1;   /* recalls of the sweep points with theta below / above EAGLE-2's */
+    int below = 0, above = 0;
+    const cJSON *sw = jget(r, "beta_sweep");
+    for (int k = 0; k < cJSON_GetArraySize(sw); k++) {
+        const cJSON *t = jget(cJSON_GetArrayItem(sw, k), "c2t_tree");
+        double st = jnum(t, "theta"), sr = jnum(t, "recall");
+        if (st <= th) { below = 1; if (sr > lo) lo = sr; }
+        if (st >= th) { above = 1; if (sr < hi) hi = sr; }
+    }
+    printf("  info: recall at EAGLE-2's theta %.4f: %.4f, between the sweep's %.4f and %.4f\n", th, at, lo, hi);
+    CHECK(at >= lo - 1e-12 && at <= hi + 1e-12, "recall at EAGLE-2's theta %.4f outside the sweep's [%.4f, %.4f]", at, lo, hi);
+    CHECK(below && above && hi - lo < 0.1, "the sweep does not bracket EAGLE-2's theta %.4f closely", th);
+    cJSON_Delete(r);
+    rc = run_cmd(err, sizeof err, "%s/spec-train %s --out %s --quiet --select best", bin_dir(), tr, out);
+    CHECK_ONE_LINE_ERROR(rc, err, "--select: unknown rule 'best'");
+    free(tr); free(out); free(rep);
 }
 
 /* ---------------------------------------------------------------- weights file errors */
@@ -1040,6 +1100,7 @@ int main(void) {
     RUN(test_default_files_unchanged);
     RUN(test_feature_roundtrip);
     RUN(test_features_option);
+    RUN(test_select_rule);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {}

@@ -133,6 +133,7 @@ cJSON *eval_json(const EvalResult *r, const EvalOpts *o, int with_tables) {
     cJSON_AddNumberToObject(j, "loss", r->loss);
     cJSON_AddItemToObject(j, "classifier", rates_json(&r->cls));
     cJSON_AddItemToObject(j, "c2t_tree", rates_json(&r->tree));
+    cJSON_AddNumberToObject(j, "c2t_tree_recall_at_eagle2_theta", r->tree_recall_at_e2_theta);
     cJSON *e2 = rates_json(&r->e2);
     cJSON_AddNumberToObject(e2, "topn", o->e2_topn);
     cJSON_AddItemToObject(j, "eagle2", e2);

@@ -224,6 +224,7 @@ void evaluate(const Classifier *c, const EvalSet *es, const EvalOpts *o, EvalRes
     }
     r->cls = rates_of(cls);
     r->tree = rates_of(tree);
+    r->tree_recall_at_e2_theta = recall_of_top(pmin, es->y, M, e2c.tp + e2c.fp);
     r->e2 = rates_of(e2c);
     r->loss = loss / (double)M;
     r->auc = auc_exact(conf, es->y, M);
@@ -240,5 +241,35 @@ int select_epoch(const Rates *r, int n, double similar) {
         if (sel < 0 || r[e].theta < r[sel].theta || (r[e].theta == r[sel].theta && r[e].recall > r[sel].recall))
             sel = e;
     }
+    return sel;
+}
+
+typedef struct { float score; uint8_t label; } Scored;
+
+static int by_score_desc(const void *a, const void *b) {
+    float x = ((const Scored *)a)->score, y = ((const Scored *)b)->score;
+    return (x < y) - (x > y);
+}
+
+double recall_of_top(const float *score, const uint8_t *label, int64_t n, int64_t k) {
+    Scored *s = xmalloc(sizeof(Scored) * (size_t)(n > 0 ? n : 1));
+    int64_t pos = 0;
+    for (int64_t i = 0; i < n; i++) { s[i].score = score[i]; s[i].label = label[i]; pos += label[i] != 0; }
+    qsort(s, (size_t)n, sizeof *s, by_score_desc);
+    double kept = 0;
+    for (int64_t i = 0; i < n && i < k;) {
+        int64_t j = i, p = 0;
+        while (j < n && s[j].score == s[i].score) p += s[j++].label != 0;
+        kept += j <= k ? (double)p : (double)p * (double)(k - i) / (double)(j - i);
+        i = j;
+    }
+    free(s);
+    return pos ? kept / (double)pos : 0;
+}
+
+int select_epoch_ranking(const EvalResult *r, int n) {
+    int sel = 0;
+    for (int e = 1; e < n; e++)
+        if (r[e].tree_recall_at_e2_theta > r[sel].tree_recall_at_e2_theta) sel = e;
     return sel;
 }

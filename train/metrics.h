@@ -40,6 +40,10 @@ typedef struct {
 typedef struct {
     double auc, loss;          /* loss: mean BCE over all held-out nodes */
     Rates cls, tree, e2;
+    /* recall of C2T's tree selection with its threshold set to keep as
+     * many nodes as EAGLE-2's top-N (tree.theta = e2.theta): how well the
+     * classifier ranks, whatever beta it is used at */
+    double tree_recall_at_e2_theta;
     Rates sweep_cls[64], sweep_tree[64];
     BucketTable buckets;
     int64_t n_trees, n_nodes, n_pos;
@@ -72,6 +76,13 @@ void e2_select(const float *P, int n, int topn, uint8_t *sel);
  * candidates whose recall is within `similar` of it (0.005 = 0.5 recall
  * points) the smallest theta; ties: the higher recall, then the earlier. */
 int select_epoch(const Rates *cls, int n, double similar);
+/* Recall of the k highest scores: the share of positives (label 1) among
+ * them; a group of equal scores straddling the cut counts in proportion
+ * (the expectation over tie orders).  0 when there are no positives. */
+double recall_of_top(const float *score, const uint8_t *label, int64_t n, int64_t k);
+/* The epoch whose C2T tree selection, cut to EAGLE-2's share of nodes, keeps
+ * the most accepted nodes (tree_recall_at_e2_theta); ties: the earlier. */
+int select_epoch_ranking(const EvalResult *r, int n);
 /* e2_select over every tree of the set (caller frees). */
 uint8_t *e2_select_all(const EvalSet *es, int topn);
 /* Evaluates the classifier on the held-out set (OpenMP over trees). */

@@ -56,10 +56,13 @@ static void usage(FILE *f) {
         "  --sweep LIST           thresholds of the beta sweep (default 0.05,0.10,...,0.95)\n"
         "  --topn N               EAGLE-2 baseline: top N nodes per tree by P (default 60; as in\n"
         "                         spec-analyze; --e2-topn is the old spelling)\n"
-        "  --similar-recall X     selection rule: the epoch with the highest held-out recall at beta,\n"
-        "                         and among epochs whose recall is within X of it (default 0.005 =\n"
-        "                         0.5 recall points) the one with the smallest positive rate theta\n"
-        "  --select-last          export the last epoch instead\n"
+        "  --select RULE          which epoch is exported (default beta):\n"
+        "                         beta: the paper's rule, the highest held-out recall at beta and among\n"
+        "                           epochs within --similar-recall of it the smallest positive rate theta;\n"
+        "                         ranking: the most accepted held-out nodes kept by C2T's tree selection\n"
+        "                           cut to EAGLE-2's theta (not fooled by an over-inclusive epoch);\n"
+        "                         last: the last epoch\n"
+        "  --similar-recall X     recall margin of --select beta (default 0.005 = 0.5 recall points)\n"
         "\n"
         "Output\n"
         "  --out FILE             weights JSON (read by the decoding loop; schema in docs/train.md)\n"
@@ -109,7 +112,7 @@ int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
            O_THREADS, O_SMEM, O_DUMP, O_DUMPE, O_QUIET, O_VERBOSE, O_NO_STD, O_PAPER, O_E2_OLD, O_BATCH_OLD,
-           O_FEATURES };
+           O_FEATURES, O_SELECT };
     static const struct option opts[] = {
         {"traces", required_argument, 0, O_TRACES}, {"out", required_argument, 0, O_OUT},
         {"safetensors", required_argument, 0, O_ST}, {"report", required_argument, 0, O_REPORT},
@@ -119,7 +122,7 @@ int main(int argc, char **argv) {
         {"neg-ratio", required_argument, 0, O_NEG}, {"seed", required_argument, 0, O_SEED},
         {"beta", required_argument, 0, O_BETA}, {"eval-frac", required_argument, 0, O_EVALF},
         {"topn", required_argument, 0, O_E2}, {"e2-topn", required_argument, 0, O_E2_OLD}, {"similar-recall", required_argument, 0, O_SIM},
-        {"select-last", no_argument, 0, O_LAST}, {"sweep", required_argument, 0, O_SWEEP},
+        {"select", required_argument, 0, O_SELECT}, {"select-last", no_argument, 0, O_LAST}, {"sweep", required_argument, 0, O_SWEEP},
         {"features", required_argument, 0, O_FEATURES}, {"transform", required_argument, 0, O_TRANSFORM}, {"log-eps", required_argument, 0, O_LOGEPS},
         {"standardize", no_argument, 0, O_STD}, {"no-standardize", no_argument, 0, O_NO_STD},
         {"paper-recipe", no_argument, 0, O_PAPER}, {"strict", no_argument, 0, O_STRICT},
@@ -156,7 +159,16 @@ int main(int argc, char **argv) {
         case O_E2_OLD: fprintf(stderr, "%s: --e2-topn is now spelled --topn (as in spec-analyze)\n", prog); /* fall through */
         case O_E2: o.e2_topn = (int)integer("--topn", optarg); break;
         case O_SIM: o.similar_recall = num("--similar-recall", optarg); break;
-        case O_LAST: o.select_last = 1; break;
+        case O_LAST:
+            fprintf(stderr, "%s: --select-last is now spelled --select last\n", prog);
+            o.select = SELECT_LAST;
+            break;
+        case O_SELECT: {
+            int rule = select_rule_parse(optarg);
+            if (rule < 0) die(prog, "--select: unknown rule '%s' (beta, ranking, last)", optarg);
+            o.select = (SelectRule)rule;
+            break;
+        }
         case O_SWEEP: o.n_sweep = parse_list("--sweep", optarg, o.sweep, TRAIN_MAX_SWEEP); break;
         case O_FEATURES:
             o.n_feat = cls_features_parse(optarg, o.features);

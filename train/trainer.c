@@ -55,6 +55,16 @@ void train_defaults(TrainOpts *o) {
     o->progress = 1;
 }
 
+static const char *const select_rules[] = {"beta", "ranking", "last"};
+
+int select_rule_parse(const char *name) {
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, select_rules[i])) return i;
+    return -1;
+}
+
+const char *select_rule_name(SelectRule r) { return select_rules[r]; }
+
 static int check_opts(const TrainOpts *o) {
     if (o->n_traces < 1) { err_set("no trace files (--traces)"); return -1; }
     if (!o->out) { err_set("no output file (--out)"); return -1; }
@@ -163,9 +173,14 @@ static cJSON *settings_json(const TrainOpts *o, int64_t k, const Dataset *ds, in
     cJSON_AddNumberToObject(s, "beta", o->beta);
     cJSON_AddNumberToObject(s, "e2_topn", o->e2_topn);
     cJSON *sel = cJSON_AddObjectToObject(s, "selection");
-    cJSON_AddStringToObject(sel, "rule", o->select_last ? "last epoch" :
-                            "highest held-out recall at beta; among epochs within similar_recall of it, the smallest theta");
-    cJSON_AddNumberToObject(sel, "similar_recall", o->similar_recall);
+    cJSON_AddStringToObject(sel, "rule", select_rule_name(o->select));
+    cJSON_AddStringToObject(sel, "means",
+                            o->select == SELECT_LAST    ? "the last epoch" :
+                            o->select == SELECT_RANKING ? "the most accepted held-out nodes kept by the C2T tree selection "
+                                                          "cut to EAGLE-2's share of nodes" :
+                                                          "the highest held-out recall at beta; among epochs within "
+                                                          "similar_recall of it, the smallest theta");
+    if (o->select == SELECT_BETA) cJSON_AddNumberToObject(sel, "similar_recall", o->similar_recall);
     cJSON_AddBoolToObject(s, "standardize", o->standardize);
     cJSON_AddBoolToObject(s, "strict", o->strict);
     cJSON_AddNumberToObject(s, "threads", threads);
@@ -620,7 +635,9 @@ int train_run(const TrainOpts *o) {
         if (run_epoch(r, e)) goto done;
     if (o->dump_dir && write_dump_manifest(r)) goto done;
     int sel = o->epochs - 1;
-    if (r->has_eval && r->ds->eval.n_pos > 0 && !o->select_last) {
+    if (r->has_eval && r->ds->eval.n_pos > 0 && o->select == SELECT_RANKING)
+        sel = select_epoch_ranking(r->res, o->epochs);
+    if (r->has_eval && r->ds->eval.n_pos > 0 && o->select == SELECT_BETA) {
         Rates *rt = xmalloc(sizeof(Rates) * o->epochs);
         for (int e = 0; e < o->epochs; e++) rt[e] = r->res[e].cls;
         sel = select_epoch(rt, o->epochs, o->similar_recall);
@@ -628,8 +645,15 @@ int train_run(const TrainOpts *o) {
     }
     classifier_set_params(r->cls, r->hist + (size_t)sel * r->np);
     if (r->has_eval)
-        fprintf(stderr, "spec-train: exporting epoch %d: recall %.4f theta %.4f at beta %.2f (EAGLE-2 top-%d: recall %.4f theta %.4f)\n",
-                sel + 1, r->res[sel].cls.recall, r->res[sel].cls.theta, o->beta, o->e2_topn, r->res[sel].e2.recall, r->res[sel].e2.theta);
+        fprintf(stderr, "spec-train: exporting epoch %d (--select %s): recall %.4f theta %.4f at beta %.2f; at EAGLE-2's theta "
+                "%.4f recall %.4f (EAGLE-2 top-%d: %.4f)\n",
+                sel + 1, select_rule_name(o->select), r->res[sel].cls.recall, r->res[sel].cls.theta, o->beta,
+                r->res[sel].e2.theta, r->res[sel].tree_recall_at_e2_theta, o->e2_topn, r->res[sel].e2.recall);
+    if (r->has_eval && r->ds->eval.n_pos > 0 && r->res[sel].tree_recall_at_e2_theta < r->res[sel].e2.recall)
+        fprintf(stderr, "spec-train: warning: epoch %d ranks the held-out nodes worse than P alone (recall %.4f at EAGLE-2's "
+                "theta against %.4f): as a c2t policy it will verify more than EAGLE-2 at equal tau%s\n", sel + 1,
+                r->res[sel].tree_recall_at_e2_theta, r->res[sel].e2.recall,
+                o->select == SELECT_RANKING ? "" : "; --select ranking picks the epoch that ranks best");
     if (r->has_eval && r->ds->eval.n_pos > 0 && r->res[sel].cls.recall == 0) {
         err_set("epoch %d keeps none of the %lld accepted held-out nodes at beta %.2f (recall 0): as a c2t policy it "
                 "would prune every tree; nothing written (more --epochs, a lower --beta, or more traces)",

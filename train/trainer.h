@@ -15,6 +15,19 @@
  * +-0.1, as wide as the differences between epochs it selects on. */
 #define TRAIN_FEW_EVAL_POSITIVES 100
 
+/* Which epoch spec-train exports (held-out trees):
+ *   SELECT_BETA     the C2T paper's rule (App. C): the highest recall at
+ *                   beta, and among epochs within similar_recall of it the
+ *                   smallest theta;
+ *   SELECT_RANKING  the most accepted nodes kept by C2T's tree selection cut
+ *                   to EAGLE-2's share of nodes: how well the epoch ranks,
+ *                   so an over-inclusive epoch does not win by keeping more;
+ *   SELECT_LAST     the last epoch. */
+typedef enum { SELECT_BETA, SELECT_RANKING, SELECT_LAST } SelectRule;
+/* "beta", "ranking", "last"; -1 for another name. */
+int select_rule_parse(const char *name);
+const char *select_rule_name(SelectRule r);
+
 typedef struct {
     const char **traces;
     int n_traces;
@@ -32,7 +45,7 @@ typedef struct {
     double beta;                /* 0.5 */
     int e2_topn;                /* 60 */
     double similar_recall;      /* 0.005 = 0.5 recall points */
-    int select_last;            /* export the last epoch instead of the selection rule */
+    SelectRule select;          /* which epoch is exported */
     double sweep[TRAIN_MAX_SWEEP];
     int n_sweep;
 

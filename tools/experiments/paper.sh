@@ -81,7 +81,9 @@
 # for none), C2T_BETAS ("0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7"; 0.5 is the headline
 # run, the paper's default; fixed in advance, nothing chosen on benchmark
 # questions), EPOCHS (200), FEATURES (the classifier's, spec-train
-# --features: P,H,depth, the paper's), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
+# --features: P,H,depth, the paper's), SELECT (spec-train --select: beta, the
+# paper's rule; ranking where it exports an over-inclusive epoch, as it does
+# for six features), SKIP_BOUND=1 (no recall_bound.py), SKIP_DEMO=1
 # (no demo trace made when make demo has not left one), VERIFY (walk);
 # PAPER_OUT (results/paper), HEAD (the EAGLE head, data/smollm2/eagle) and
 # DRAFT_ARGS (e.g. "--draft-temperature 2") run the same experiments on
@@ -103,6 +105,7 @@ BATCH=${BATCH:-8}
 VERIFY=${VERIFY:-walk}
 EPOCHS=${EPOCHS:-200}
 FEATURES=${FEATURES:-P,H,depth}
+SELECT=${SELECT:-beta}
 EVAL_Q=${EVAL_Q:-40}
 EVAL_TURNS=${EVAL_TURNS:-1}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
@@ -137,6 +140,7 @@ COLLECT_MAX_NEW=$COLLECT_MAX_NEW
 COLLECT_DEPTH=$COLLECT_DEPTH
 EPOCHS=$EPOCHS
 FEATURES=$FEATURES
+SELECT=$SELECT
 EVAL_Q=$EVAL_Q
 EVAL_TURNS=$EVAL_TURNS
 EVAL_MAX_NEW=$EVAL_MAX_NEW
@@ -194,7 +198,7 @@ train() {   # out report trace...
     o=$1; rep=$2; shift 2
     args=""; for t in "$@"; do args="$args --traces $t"; done
     bin/spec-train $args --out "$o" --report "$rep" --quiet \
-        --transform P=log --standardize --epochs "$EPOCHS" --neg-ratio 2.5 --features "$FEATURES"
+        --transform P=log --standardize --epochs "$EPOCHS" --neg-ratio 2.5 --features "$FEATURES" --select "$SELECT"
 }
 train "$R/classifier.json" "$R/train_report.json" $traces
 for c in $cats; do

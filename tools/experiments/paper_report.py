@@ -207,7 +207,7 @@ def main():
       % (sizes.get("HEAD", "data/smollm2/eagle"), " `%s`" % sizes["DRAFT_ARGS"] if sizes.get("DRAFT_ARGS") else "") +
       "Collect traces: full EAGLE-2 trees (topk 10, depth %s) on the first turns of %s prompts per category of "
       "`data/smollm2/prompts/collect.jsonl` (training prompts, not from any benchmark), %s new tokens each. "
-      "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5 --features %s`. "
+      "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5 --features %s --select %s`. "
       "Benchmarks: %s questions of each of %s, %s, %s new tokens per turn, temperature 0. "
       "Sweeps: EAGLE-2 `--topk 10 --depth 6 --total` %s; C2T `--topk 10 --depth 8 --beta` %s. "
       "Collection and sweeps: `--verify %s --batch %s` (with `walk` the target forwards only each cycle's accepted "
@@ -215,7 +215,7 @@ def main():
       "Nothing was chosen on benchmark questions: the β values are fixed in advance (0.5 is the paper's default) and "
       "the training flags come from the demo's training traces."
       % (sizes.get("COLLECT_DEPTH", "?"), sizes.get("COLLECT_Q", "?"), sizes.get("COLLECT_MAX_NEW", "?"),
-         sizes.get("EPOCHS", "?"), sizes.get("FEATURES", "P,H,depth"), sizes.get("EVAL_Q", "?"),
+         sizes.get("EPOCHS", "?"), sizes.get("FEATURES", "P,H,depth"), sizes.get("SELECT", "beta"), sizes.get("EVAL_Q", "?"),
          ", ".join(benches) or "(no benchmarks)",
          "every turn" if sizes.get("EVAL_TURNS", "0") == "0" else "first %s turn(s)" % sizes.get("EVAL_TURNS"),
          sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_BETAS", "?"),
@@ -585,6 +585,13 @@ def main():
               dd.get("trees"), dd.get("train_positives"), d.get("selected_epoch"), dd.get("eval_trees"),
               dd.get("eval_positives"), m.get("beta"), fmt(ct.get("recall"), "%.3f"), fmt(ct.get("theta"), "%.4f"),
               e2.get("topn", 60), fmt(e2.get("recall"), "%.3f"), fmt(e2.get("theta"), "%.4f"), fmt(m.get("auc"), "%.3f")))
+        if m.get("c2t_tree_recall_at_eagle2_theta") is not None:
+            at = m["c2t_tree_recall_at_eagle2_theta"]
+            w("Cut to EAGLE-2's θ, C2T's tree keeps %s of the accepted held-out nodes against EAGLE-2's %s: the "
+              "classifier ranks %s than P alone (epoch chosen by `--select %s`)." % (
+                  fmt(at, "%.3f"), fmt(e2.get("recall"), "%.3f"),
+                  "better" if at > e2.get("recall", 0) else "no better",
+                  d.get("settings", {}).get("selection", {}).get("rule", "beta")))
         w("")
 
     with open(os.path.join(R, "report.md"), "w") as f:

@@ -118,6 +118,38 @@ def e2_select(P, topn):
     return sel
 
 
+def path_min(conf, parent):
+    """Per node, the smallest confidence on its path from the root."""
+    import numpy as np
+    out = np.empty(len(conf))
+    for i in range(len(conf)):
+        m, j = np.inf, i
+        while j >= 0:
+            m = min(m, float(conf[j]))
+            j = parent[j]
+        out[i] = m
+    return out
+
+
+def recall_of_top(score, y, k):
+    """Share of the positives among the k highest scores; the group of equal
+    scores at the cut counts in proportion to the places it gets."""
+    import numpy as np
+    if not y.any():
+        return 0.0
+    vals, inv = np.unique(-np.asarray(score, dtype=np.float64), return_inverse=True)   # groups, highest first
+    kept, taken = 0.0, 0
+    for g in range(len(vals)):
+        m = inv == g
+        size, pos = int(m.sum()), int(y[m].sum())
+        if taken + size <= k:
+            kept += pos
+        elif taken < k:
+            kept += pos * (k - taken) / size
+        taken += size
+    return kept / int(y.sum())
+
+
 def bucket_of(H):
     import numpy as np
     b = np.floor(H).astype(np.int64)
@@ -133,18 +165,21 @@ def evaluate(conf, logits, ev, beta, sweep, topn, tables):
     T = len(starts) - 1
     tree_sel = np.zeros(len(y), dtype=bool)
     e2 = np.zeros(len(y), dtype=bool)
+    pmin = np.zeros(len(y))
     sweep_tree = {b: np.zeros(len(y), dtype=bool) for b in sweep} if tables else {}
     for t in range(T):
         s, e = int(starts[t]), int(starts[t + 1])
         c = conf[s:e]; par = parent[s:e]
         tree_sel[s:e] = tree_select(c, par, beta)
         e2[s:e] = e2_select(P[s:e], topn)
+        pmin[s:e] = path_min(c.astype(np.float64), par)
         for b in sweep_tree:
             sweep_tree[b][s:e] = tree_select(c, par, b)
     z = logits.astype(np.float64)
     loss = float(np.mean(np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))))
     out = {"auc": auc(conf, y), "loss": loss, "classifier": rates(conf >= beta, y),
-           "c2t_tree": rates(tree_sel, y), "eagle2": rates(e2, y)}
+           "c2t_tree": rates(tree_sel, y), "eagle2": rates(e2, y),
+           "c2t_tree_recall_at_eagle2_theta": recall_of_top(pmin, y, int(e2.sum()))}
     if tables:
         out["beta_sweep"] = [{"beta": b, "classifier": rates(conf >= b, y), "c2t_tree": rates(sweep_tree[b], y)}
                              for b in sweep]

@@ -196,10 +196,10 @@ def write_readme(out, st):
     a("        --questions data/demo/prompts/code_train.jsonl --questions data/demo/prompts/continue_train.jsonl")
     a("    bin/spec-train --traces traces.h5 --out data/demo/classifier.json \\")
     a("        --safetensors data/demo/classifier.safetensors --transform P=log --standardize \\")
-    a("        --epochs 150 --neg-ratio 2.5 --select-last\n")
+    a("        --epochs 150 --neg-ratio 2.5 --select last\n")
     a("All 163 train prompts give 1,670 full trees (1,011 nodes each, 8,714 accepted nodes in the "
       "training part). log P standardised and 150 epochs (~4,500 Adam steps) because the classifier, "
-      "left under-trained, ranks a layer's candidates worse than P alone; `--select-last` because the "
+      "left under-trained, ranks a layer's candidates worse than P alone; `--select last` because the "
       "paper's selection rule (highest recall at beta) picks the early, over-inclusive epochs; 2.5 "
       "negatives per positive put beta 0.5 at EAGLE-2's default recall on held-out trees (recall 0.830 "
       "at 5.7% of the nodes vs EAGLE-2's top 60: 0.830 at 5.9%; 2.0 negatives: 0.839 at 6.1%). "
