@@ -15,6 +15,9 @@ static const char *const policies[] = {"--policy ar", "--policy chain --draft-le
                               "--policy chain --draft-len 6 --early-stop dyjoint --threshold 0.2",
                               "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2 --topk 4 --depth 5",
                               "--policy chain --draft-len 6 --early-stop c2t --classifier tests/golden/c2t_hand.json",
+                              "--policy chain --draft-len auto",
+                              "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2 --topk 4 --depth 5 --param total=auto",
+                              "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.1 --topk 4 --depth 5 --param total=6",
                               "--policy sage --param sage_theta=0.02",
                               "--policy wetap --param wetap_wmin=4 --param wetap_wmax=16 --param wetap_budget=24"};
 #define N_POLICIES (int)(sizeof policies / sizeof *policies)
@@ -384,6 +387,7 @@ static void test_batched_decoding(void) {
                    "{\"question_id\": 7, \"turns\": [\"struct\", \"typedef\"]}\n");
     const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 24 --quiet";
     for (int p = 0; p < N_POLICIES; p++) {
+        if (strstr(policies[p], "auto")) continue;   /* refused with --batch > 1: test_total_auto */
         int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --draft tests/ckpt/tiny_chat_eagle --questions %s --batch 3 "
                          "--check-lossless %s", bin_dir(), base, qs, policies[p]);
         CHECK(rc == 0, "--batch 3 %s: exit %d: %s", policies[p], rc, err);
@@ -601,6 +605,26 @@ static void test_total_auto(void) {
                  "--template none --questions %s --max-new-tokens 8 --policy eagle2 --total auto --batch 2 --quiet",
                  bin_dir(), qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--batch > 1");
+    /* chain's draft length and c2t's cap: the same model, reported the same way */
+    const char *others[][2] = {{"--policy chain --draft-len auto", "draft_len"},
+                               {"--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.1 --topk 4 --param total=auto",
+                                "total"}};
+    for (int k = 0; k < 2; k++) {
+        rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
+                     "--template none --questions %s --max-new-tokens 16 %s --check-lossless --quiet --json %s",
+                     bin_dir(), qfile, others[k][0], out);
+        REQUIRE(rc == 0, "%s: exit %d: %s", others[k][0], rc, err);
+        j = read_json_file(out);
+        REQUIRE(j, "%s", err_get());
+        cm = cJSON_GetObjectItem(j, "cost_model");
+        const cJSON *size = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), others[k][1]);
+        CHECK(cm && cJSON_GetArraySize(cJSON_GetObjectItem(cm, "verify_n")) >= 4 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "cycles")) > 0 && cJSON_IsString(size) &&
+              !strcmp(size->valuestring, "auto"), "%s: no cost model or settings.%s is not \"auto\"", others[k][0],
+              others[k][1]);
+        cJSON_Delete(j);
+        unlink(out);
+    }
 }
 
 /* The guessed-template notice comes once, and only from a run that opened

@@ -444,10 +444,12 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
     static const char *wetap_whole[] = {"wetap_depth=3", "wetap_wmin=2", "wetap_wmax=4", "wetap_budget=1000", NULL};
     static const char *eagle2_auto[] = {"topk=4", "depth=3", "total=auto", NULL};
     static const char *eagle2_min_p[] = {"topk=4", "depth=3", "total=all", "min_p=0.002", NULL};
+    static const char *chain_auto[] = {"draft_len=auto", NULL};
     struct { const char *policy; const char *const *params; const char *label; } cases[] = {
         {"sage", NULL, "defaults"}, {"sage", sage_small, "small"}, {"sage", sage_wide, "theta 1e-4"},
         {"wetap", NULL, "defaults"}, {"wetap", wetap_small, "small budget"}, {"wetap", wetap_whole, "unpruned"},
         {"eagle2", eagle2_auto, "total auto"}, {"eagle2", eagle2_min_p, "min_p 0.002"},
+        {"chain", chain_auto, "draft_len auto"},
     };
     for (int q = 0; q < 3; q++) {
         LlamaState *s = llama_state_new(m, 64);
@@ -470,7 +472,7 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
             /* not vacuous: these settings draft trees (SAGE's defaults may not,
              * on a flat tiny model) */
             /* (an auto size may rightly keep no node on a flat model) */
-            if (cases[c].params && strcmp(cases[c].label, "total auto")) CHECK(h.gamma > h.cycles, "%s (%s): only %ld nodes in %d cycles", cases[c].policy,
+            if (cases[c].params && !strstr(cases[c].label, "auto")) CHECK(h.gamma > h.cycles, "%s (%s): only %ld nodes in %d cycles", cases[c].policy,
                                        cases[c].label, h.gamma, h.cycles);
             policy_free(p);
         }
@@ -791,6 +793,8 @@ static float *build_varied(const char *name, const char *const *params, int root
     return conf;
 }
 
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
@@ -858,6 +862,51 @@ static void check_c2t_tree(const char *weights, int K) {
         free(v); free(conf);
     }
     tree_free(&t);
+    classifier_free(c);
+}
+
+/* c2t's cap (`total`): the capped tree is the full tree's root and its
+ * `total` nodes of highest path confidence (the smallest confidence of a
+ * node's trace row and its ancestors'; ties: the earlier node), every node's
+ * confidence computed from its trace row. */
+static void check_c2t_cap(const char *weights, int K) {
+    char cls_kv[600], topk[32], total_kv[32];
+    snprintf(cls_kv, sizeof cls_kv, "classifier=%s", weights);
+    snprintf(topk, sizeof topk, "topk=%d", K);
+    Classifier *c = classifier_load(weights);
+    REQUIRE(c, "%s", err_get());
+    Tree full, capped, want;
+    tree_init(&full); tree_init(&capped); tree_init(&want);
+    const char *all[] = {cls_kv, topk, "depth=4", "beta=0", NULL};
+    float *conf = build_varied("c2t", all, 4242, &full, c);
+    REQUIRE(conf, "build: %s", err_get());
+    const int n = full.n - 1;
+    float *pm = xmalloc(sizeof(float) * (size_t)full.n);
+    int *order = xmalloc(sizeof(int) * (size_t)full.n), *keep = xmalloc(sizeof(int) * (size_t)full.n);
+    pm[0] = 2;
+    for (int i = 1; i < full.n; i++) pm[i] = conf[i - 1] < pm[full.parent[i]] ? conf[i - 1] : pm[full.parent[i]];
+    for (int i = 0; i < n; i++) order[i] = i + 1;
+    for (int a = 1; a < n; a++)   /* stable: the earlier node on ties */
+        for (int q = a; q > 0 && pm[order[q]] > pm[order[q - 1]]; q--) { int x = order[q]; order[q] = order[q - 1]; order[q - 1] = x; }
+    const int caps[] = {1, 3, n / 2, n - 1};
+    for (int k = 0; k < 4; k++) {
+        const int N = caps[k];
+        snprintf(total_kv, sizeof total_kv, "total=%d", N);
+        const char *cap[] = {cls_kv, topk, "depth=4", "beta=0", total_kv, NULL};
+        float *cc = build_varied("c2t", cap, 4242, &capped, c);
+        REQUIRE(cc, "build: %s", err_get());
+        keep[0] = 0;
+        memcpy(keep + 1, order, sizeof(int) * (size_t)N);
+        qsort(keep, (size_t)N + 1, sizeof(int), cmp_int);
+        tree_subset(&full, keep, N + 1, &want);
+        int same = capped.n == want.n;
+        for (int i = 0; same && i < want.n; i++) same = capped.token[i] == want.token[i] && capped.parent[i] == want.parent[i];
+        CHECK(same, "%s: c2t total %d kept %d nodes, not the %d of highest path confidence", weights, N, capped.n - 1, N);
+        free(cc);
+    }
+    CHECK(n > 8, "%s: a tree too small to tell (%d nodes)", weights, n);
+    free(pm); free(order); free(keep); free(conf);
+    tree_free(&full); tree_free(&capped); tree_free(&want);
     classifier_free(c);
 }
 
@@ -995,6 +1044,7 @@ static void test_policy_features_match_traces(void) {
         char *w = write_feature_classifier(name, six, CLS_N_KNOWN, seed);
         REQUIRE(w, "%s", err_get());
         check_c2t_tree(w, 4);
+        check_c2t_cap(w, 4);
         check_chain_stop(w);
         if (seed == 1) {
             check_c2t_decoding(w, LOSSLESS_DRAFTS[2][0], LOSSLESS_DRAFTS[2][1], LOSSLESS_DRAFTS[2][2]);

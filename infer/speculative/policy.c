@@ -58,14 +58,14 @@ static int param_store(const PolicyParamDef *d, void *own, const char *given, co
         snprintf(field, d->size, "%s", value);
         return 0;
     }
-    if (d->type == 'i' || d->type == 'a') {
+    if (d->type == 'i' || d->type == 'a' || d->type == 'u') {
         /* "all" is stored, and reported, as -1 */
         if (d->type == 'a' && (!strcmp(value, "all") || !strcmp(value, "-1"))) { *(int *)field = -1; return 0; }
-        if (d->type == 'a' && !strcmp(value, "auto")) { *(int *)field = POLICY_SIZE_AUTO; return 0; }
+        if (d->type != 'i' && !strcmp(value, "auto")) { *(int *)field = POLICY_SIZE_AUTO; return 0; }
         long v = strtol(value, &end, 10);
         if (!*value || *end || errno || v < d->lo || v > d->hi) {
             err_set("%s%s: expected an integer in [%g, %g]%s, got '%s'", name, given, d->lo, d->hi,
-                    d->type == 'a' ? ", 'all' or 'auto'" : "", value);
+                    d->type == 'a' ? ", 'all' or 'auto'" : d->type == 'u' ? " or 'auto'" : "", value);
             return -1;
         }
         *(int *)field = (int)v;
@@ -138,7 +138,7 @@ int policy_param_get(const Policy *p, int i, const char **key, double *num, cons
     const PolicyParamDef *d = &p->cls->params[i];
     const char *field = (const char *)p->own + d->off;
     if (key) *key = d->key;
-    int is_auto = d->type == 'a' && *(const int *)field == POLICY_SIZE_AUTO;
+    int is_auto = (d->type == 'a' || d->type == 'u') && *(const int *)field == POLICY_SIZE_AUTO;
     if (text) *text = d->type == 's' ? field : is_auto ? "auto" : NULL;
     if (num) *num = d->type == 'f' ? *(const float *)field : d->type == 's' || is_auto ? 0 : *(const int *)field;
     return 0;

@@ -29,9 +29,9 @@ void policy_params_default(PolicyParams *p);
 int policy_params_set(PolicyParams *p, const char *key, const char *value);
 
 /* One setting a policy owns: its key (the --param name; --flag spelling
- * with '-' for '_'), type ('i' int, 'a' int or "all" (= -1, as reported), 'f' float, 's'
- * text), offset and size in the policy's struct, default and range ([lo,
- * hi], or (lo, hi] with lo_open).  Type 'a' also takes "auto" (stored as
+ * with '-' for '_'), type ('i' int, 'a' int or "all" (= -1, as reported), 'u' int, 'f'
+ * float, 's' text), offset and size in the policy's struct, default and range ([lo,
+ * hi], or (lo, hi] with lo_open).  Types 'a' and 'u' also take "auto" (stored as
  * POLICY_SIZE_AUTO, reported as the text "auto"): the size chosen each cycle
  * from measured costs (cost.h). */
 #define POLICY_SIZE_AUTO (-2)
@@ -45,6 +45,7 @@ typedef struct {
 } PolicyParamDef;
 #define POLICY_INT(S, f, def, lo, hi) {#f, 'i', offsetof(S, f), sizeof(int), def, lo, hi, 0, NULL}
 #define POLICY_INT_OR_ALL(S, f, def, lo, hi) {#f, 'a', offsetof(S, f), sizeof(int), def, lo, hi, 0, NULL}
+#define POLICY_INT_OR_AUTO(S, f, def, lo, hi) {#f, 'u', offsetof(S, f), sizeof(int), def, lo, hi, 0, NULL}
 #define POLICY_FLOAT(S, f, def, lo, hi, open) {#f, 'f', offsetof(S, f), sizeof(float), def, lo, hi, open, NULL}
 #define POLICY_TEXT(S, f, def) {#f, 's', offsetof(S, f), sizeof(((S *)0)->f), 0, 0, 0, 0, def}
 #define POLICY_PARAMS(table, S) table, (int)(sizeof table / sizeof *table), sizeof(S)

@@ -27,9 +27,14 @@ static int ar_init(Policy *p) {
 
 /* ---- chain ---- */
 /* The chain's settings (--draft-len, --early-stop, --threshold for DyMax and
- * DyJoint, --classifier and --beta for C2T's early stop). */
+ * DyJoint, --classifier and --beta for C2T's early stop).  draft_len auto:
+ * each cycle drafts while one more token can pay for its draft step under
+ * the decoder's measured costs (cost.h; a token's acceptance estimated by
+ * its joint probability P), at most CHAIN_AUTO_MAX, and verifies the prefix
+ * that maximises expected tokens per second. */
+#define CHAIN_AUTO_MAX 32
 typedef struct {
-    int draft_len;         /* draft tokens per cycle */
+    int draft_len;         /* draft tokens per cycle, or POLICY_SIZE_AUTO */
     char early_stop[16];   /* none | c2t | dymax | dyjoint */
     float threshold;       /* dymax, dyjoint: stop below it */
     char classifier[512];  /* c2t: weights spec-train wrote */
@@ -37,7 +42,7 @@ typedef struct {
 } ChainParams;
 
 static const PolicyParamDef chain_params[] = {
-    POLICY_INT(ChainParams, draft_len, 5, 1, 256), POLICY_TEXT(ChainParams, early_stop, "none"),
+    POLICY_INT_OR_AUTO(ChainParams, draft_len, 5, 1, 256), POLICY_TEXT(ChainParams, early_stop, "none"),
     POLICY_FLOAT(ChainParams, threshold, 0.5, 0, 1, 0), POLICY_TEXT(ChainParams, classifier, ""),
     POLICY_FLOAT(ChainParams, beta, 0.5, 0, 1, 0),
 };
@@ -57,8 +62,16 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     /* the entropy only where the classifier reads it or the caller keeps
      * it (its top-M pass costs about as much as the softmax) */
     float *want_ent = s->stop == STOP_C2T || p->prm.want_entropy ? &ent : NULL;
-    for (int i = 0; i < q->draft_len; i++) {
+    CostModel *cost = q->draft_len == POLICY_SIZE_AUTO ? p->cost : NULL;
+    const int len = cost ? CHAIN_AUTO_MAX : q->draft_len;
+    float est[CHAIN_AUTO_MAX];   /* with cost: P of the chain's tokens so far */
+    const double t_start = now_seconds();
+    int expands = 0;
+    for (int i = 0; i < len; i++) {
+        /* the next token's P is at most its parent's */
+        if (cost && i > 0 && !cost_layer_pays(cost, est, i, expands, t->P[node])) break;
         if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)) return -1;
+        expands++;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
          * draft's top probability is low, DyJoint when the chain's joint
          * probability is, C2T when the classifier's confidence is < β. */
@@ -77,6 +90,11 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
             if (conf < q->beta) break;
         }
         node = tree_add(t, node, id, prob, ent, 0);
+        if (cost) est[i] = t->P[node];
+    }
+    if (cost) {   /* a chain's prefix is its first nodes */
+        cost_observe_expand(cost, expands, now_seconds() - t_start);
+        t->n = 1 + cost_best_prefix(cost, est, t->n - 1, cost_draft_s(cost, expands));
     }
     return 0;
 }
@@ -114,7 +132,8 @@ static int chain_init(Policy *p) {
     }
     p->state = s;
     p->build = chain_build;
-    if (s->stop == STOP_NONE) p->build_dev = chain_build_dev;
+    p->wants_cost = q->draft_len == POLICY_SIZE_AUTO;
+    if (s->stop == STOP_NONE && !p->wants_cost) p->build_dev = chain_build_dev;
     p->destroy = chain_destroy;
     return 0;
 }
@@ -308,7 +327,10 @@ static int static_init(Policy *p) {
 }
 
 static int ar_max_nodes(const Policy *p) { (void)p; return 1; }
-static int chain_max_nodes(const Policy *p) { return 1 + ((const ChainParams *)p->own)->draft_len; }
+static int chain_max_nodes(const Policy *p) {
+    const int len = ((const ChainParams *)p->own)->draft_len;
+    return 1 + (len == POLICY_SIZE_AUTO ? CHAIN_AUTO_MAX : len);
+}
 static int static_max_nodes(const Policy *p) { return 1 + ((const StaticTree *)p->state)->n; }
 
 const PolicyClass policy_ar = {"ar", ar_init, ar_max_nodes, NULL, 0, 0};

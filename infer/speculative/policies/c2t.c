@@ -13,7 +13,16 @@
  * every candidate that passed joins the tree; the K passing candidates of
  * highest confidence form the next frontier (second pruning).  Building stops
  * at depth d_max or when no candidate passes.  Children exist only under
- * expanded nodes, so no node is ever kept without its parent. */
+ * expanded nodes, so no node is ever kept without its parent.
+ *
+ * A cap on the tree (`total`, not in the paper; default all): the nodes are
+ * ranked by the smallest confidence on their path from the root (ties: the
+ * earlier node), an order closed under parents, and the first `total` are
+ * verified.  total auto keeps, each cycle, the prefix of that order that
+ * maximises expected tokens per second under the decoder's measured costs
+ * (cost.h), each node's acceptance estimated by its joint probability P (the
+ * confidence is trained on sampled negatives, so it overstates acceptance),
+ * and stops growing layers once no further layer can pay for its draft step. */
 #include "infer/speculative/classifier.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
@@ -27,11 +36,13 @@ typedef struct {
     int depth;             /* d_max, the maximum node depth */
     char classifier[512];  /* weights spec-train wrote (required) */
     float beta;            /* confidence threshold */
+    int total;             /* nodes kept, root excluded: -1 all, or POLICY_SIZE_AUTO */
 } C2TParams;
 
 static const PolicyParamDef c2t_params[] = {
     POLICY_INT(C2TParams, topk, 10, 1, 1000), POLICY_INT(C2TParams, depth, 8, 1, 250),
     POLICY_TEXT(C2TParams, classifier, ""), POLICY_FLOAT(C2TParams, beta, 0.5, 0, 1, 0),
+    POLICY_INT_OR_ALL(C2TParams, total, -1, 1, 1000000),
 };
 
 typedef struct {
@@ -40,7 +51,20 @@ typedef struct {
     int *ids, *cand_parent, *order, *frontier;
     float *probs, *ent, *conf;
     ClsNode *node;         /* per candidate: its features */
+    int node_cap;
+    float *path_conf;      /* per tree node: the smallest confidence from the root to it */
+    float *est;            /* per kept candidate of the cap: its P, in rank order */
+    int *rank;             /* tree nodes in the cap's order */
+    Tree scratch;
 } C2TState;
+
+static void c2t_reserve_nodes(C2TState *s, int n) {
+    if (n <= s->node_cap) return;
+    s->node_cap = n;
+    s->path_conf = xrealloc(s->path_conf, sizeof(float) * n);
+    s->est = xrealloc(s->est, sizeof(float) * n);
+    s->rank = xrealloc(s->rank, sizeof(int) * n);
+}
 
 static void c2t_reserve(C2TState *s, int n) {
     if (n <= s->cap) return;
@@ -55,6 +79,8 @@ static void c2t_reserve(C2TState *s, int n) {
     s->conf = xrealloc(s->conf, sizeof(float) * n);
 }
 
+static int cmp_node(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
 /* qsort_r order over candidates: higher confidence first, then earlier */
 static int by_conf(const void *a, const void *b, void *confidence) {
     int x = *(const int *)a, y = *(const int *)b;
@@ -63,12 +89,63 @@ static int by_conf(const void *a, const void *b, void *confidence) {
     return x - y;
 }
 
+/* qsort_r order over tree nodes: higher path confidence first, then earlier
+ * (a parent's is at least its child's and the parent is earlier, so every
+ * prefix is closed under parents) */
+static int by_path_conf(const void *a, const void *b, void *path_conf) {
+    int x = *(const int *)a, y = *(const int *)b;
+    const float *c = path_conf;
+    if (c[x] != c[y]) return c[x] > c[y] ? -1 : 1;
+    return x - y;
+}
+
+/* The tree's nodes but the root in the cap's order into s->rank, their P into
+ * s->est; returns how many. */
+static int c2t_rank_nodes(const Tree *t, C2TState *s) {
+    const int n = t->n - 1;
+    for (int i = 0; i < n; i++) s->rank[i] = i + 1;
+    qsort_r(s->rank, n, sizeof(int), by_path_conf, s->path_conf);
+    for (int i = 0; i < n; i++) s->est[i] = t->P[s->rank[i]];
+    return n;
+}
+
+/* Whether growing the frontier's children can pay under cost (their P sum
+ * to at most the frontier's). */
+static int c2t_layer_pays(const Tree *t, C2TState *s, int nf, const CostModel *cost, int expands) {
+    const int n = c2t_rank_nodes(t, s);
+    double bound = 0;
+    for (int i = 0; i < nf; i++) bound += t->P[s->frontier[i]];
+    return cost_layer_pays(cost, s->est, n, expands, bound);
+}
+
+/* Keeps the root and the first `total` nodes of the cap's order (auto: the
+ * prefix cost_best_prefix picks for drafting that took draft_s). */
+static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double draft_s) {
+    const int n = c2t_rank_nodes(t, s);
+    if (total == POLICY_SIZE_AUTO) total = cost_best_prefix(cost, s->est, n, draft_s);
+    if (total < 0 || total >= n) return;
+    int *kept = xmalloc(sizeof(int) * (total + 1));   /* the root, then the kept nodes */
+    kept[0] = 0;
+    memcpy(kept + 1, s->rank, sizeof(int) * total);
+    qsort(kept, total + 1, sizeof(int), cmp_node);
+    tree_subset(t, kept, total + 1, &s->scratch);
+    Tree tmp = *t;
+    *t = s->scratch;
+    s->scratch = tmp;
+    free(kept);
+}
+
 static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int dmax, float beta, int topm,
-                   StageTimes *tm, C2TState *s) {
+                   StageTimes *tm, C2TState *s, CostModel *cost) {
     c2t_reserve(s, K * K > K ? K * K : K);
-    int nf = 1;
+    c2t_reserve_nodes(s, 1);
+    s->path_conf[0] = 2;   /* above every confidence */
+    int nf = 1, expands = 0;
     s->frontier[0] = 0;
+    const double t_start = now_seconds();
     for (int depth = 1; depth <= dmax && nf > 0; depth++) {
+        if (cost && depth > 1 && !c2t_layer_pays(t, s, nf, cost, expands)) break;
+        expands++;
         int nc = nf * K;
         c2t_reserve(s, nc);
         if (policy_expand(d, t, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)) return -1;
@@ -87,9 +164,12 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
         double t2 = now_seconds();
         /* first pruning: the threshold; passing nodes join the tree */
         int np = 0;
+        c2t_reserve_nodes(s, t->n + nc);
         for (int c = 0; c < nc; c++) {
             if (s->conf[c] < beta || s->ids[c] < 0) continue;
             int node = tree_add(t, s->cand_parent[c], s->ids[c], s->probs[c], s->ent[c / K], c % K);
+            const float up = s->path_conf[s->cand_parent[c]];
+            s->path_conf[node] = s->conf[c] < up ? s->conf[c] : up;
             s->order[np] = c;
             s->ids[c] = node;    /* reuse: candidate -> tree node */
             np++;
@@ -106,13 +186,18 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
         tm->features += t1 - t0 + (now_seconds() - t2);
         tm->classifier += t2 - t1;
     }
-    return 0;
+    if (cost) cost_observe_expand(cost, expands, now_seconds() - t_start);
+    return expands;
 }
 
 static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     C2TState *s = p->state;
     const C2TParams *q = p->own;
-    return c2t_build_tree(d, t, s->cls, q->topk, q->depth, q->beta, p->prm.topm, tm, s);
+    CostModel *cost = q->total == POLICY_SIZE_AUTO ? p->cost : NULL;
+    const int expands = c2t_build_tree(d, t, s->cls, q->topk, q->depth, q->beta, p->prm.topm, tm, s, cost);
+    if (expands < 0) return -1;
+    if (q->total != -1) c2t_cap(t, s, q->total, cost, cost ? cost_draft_s(cost, expands) : 0);
+    return 0;
 }
 
 static void c2t_destroy(Policy *p) {
@@ -120,6 +205,8 @@ static void c2t_destroy(Policy *p) {
     classifier_free(s->cls);
     free(s->ids); free(s->cand_parent); free(s->order); free(s->frontier);
     free(s->probs); free(s->ent); free(s->node); free(s->conf);
+    free(s->path_conf); free(s->est); free(s->rank);
+    tree_free(&s->scratch);
     free(s);
 }
 
@@ -130,8 +217,10 @@ static int c2t_init(Policy *p) {
     C2TState *s = xcalloc(1, sizeof *s);
     s->cls = classifier_load(q->classifier);
     if (!s->cls) { free(s); return -1; }
+    tree_init(&s->scratch);
     p->state = s;
     p->build = c2t_build;
+    p->wants_cost = q->total == POLICY_SIZE_AUTO;
     p->destroy = c2t_destroy;
     return 0;
 }
