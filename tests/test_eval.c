@@ -16,6 +16,7 @@ static const char *const policies[] = {"--policy ar", "--policy chain --draft-le
                               "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2 --topk 4 --depth 5",
                               "--policy chain --draft-len 6 --early-stop c2t --classifier tests/golden/c2t_hand.json",
                               "--policy chain --draft-len auto",
+                              "--policy sage --param sage_theta=0.02 --param sage_nmax=auto",
                               "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.2 --topk 4 --depth 5 --param total=auto",
                               "--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.1 --topk 4 --depth 5 --param total=6",
                               "--policy sage --param sage_theta=0.02",

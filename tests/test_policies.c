@@ -445,11 +445,12 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
     static const char *eagle2_auto[] = {"topk=4", "depth=3", "total=auto", NULL};
     static const char *eagle2_min_p[] = {"topk=4", "depth=3", "total=all", "min_p=0.002", NULL};
     static const char *chain_auto[] = {"draft_len=auto", NULL};
+    static const char *sage_auto[] = {"sage_theta=0.01", "sage_nmax=auto", NULL};
     struct { const char *policy; const char *const *params; const char *label; } cases[] = {
         {"sage", NULL, "defaults"}, {"sage", sage_small, "small"}, {"sage", sage_wide, "theta 1e-4"},
         {"wetap", NULL, "defaults"}, {"wetap", wetap_small, "small budget"}, {"wetap", wetap_whole, "unpruned"},
         {"eagle2", eagle2_auto, "total auto"}, {"eagle2", eagle2_min_p, "min_p 0.002"},
-        {"chain", chain_auto, "draft_len auto"},
+        {"chain", chain_auto, "draft_len auto"}, {"sage", sage_auto, "sage_nmax auto"},
     };
     for (int q = 0; q < 3; q++) {
         LlamaState *s = llama_state_new(m, 64);

@@ -15,7 +15,8 @@ static int attr_int(TraceReader *rd, const char *path, const char *key, int *v) 
     return 0;
 }
 
-/* The rerank's order (eagle2.c): higher P, then shallower, then earlier. */
+/* The rerank's order over trace nodes (policy_by_joint_prob over a Tree): higher P, then
+ * shallower, then earlier. */
 static int by_joint_prob(const void *a, const void *b, void *nodes) {
     int x = *(const int *)a, y = *(const int *)b;
     const TraceNode *nd = nodes;
@@ -24,7 +25,7 @@ static int by_joint_prob(const void *a, const void *b, void *nodes) {
     return x - y;
 }
 
-/* One tree under eagle2 at depth, total and min_p (eagle2_rerank): the
+/* One tree under eagle2 at depth, total and min_p (policy_rerank_by_P): the
  * nodes kept (γ of its cycle) into *kept, and how many of its labelled
  * path they hold. */
 static int tree_accepted(const TraceNode *nd, int n, int depth, int total, float min_p, int *order, uint8_t *keep,

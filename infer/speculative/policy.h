@@ -134,6 +134,21 @@ int policy_keep_top_P(PolicyCand *c, int n, int keep);
 /* round(x) with halves up, as the SAGE / WETAP papers' widths use */
 int policy_round_half_up(double x);
 
+/* EAGLE-2's rerank order over a tree's nodes (qsort_r, the tree as
+ * context): higher joint probability P first, then the shallower, then the
+ * earlier node.  P never grows along a path, so every prefix of this order
+ * is closed under parents. */
+int policy_by_joint_prob(const void *a, const void *b, void *tree);
+/* Keeps the root and the `total` nodes first in that order (-1: all), of
+ * them those with P >= min_p; with total POLICY_SIZE_AUTO the prefix
+ * cost_best_prefix picks (each node's acceptance estimated by its P) for a
+ * cycle whose drafting took draft_s.  scratch: a tree to build into. */
+void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s);
+/* Whether expanding the nf nodes front can pay under cost after `expands`
+ * steps (cost_layer_pays over the tree ranked by P; the children's P sum
+ * to at most their parents'). */
+int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *cost, int expands);
+
 /* The policy modules (infer/speculative/policies/). */
 extern const PolicyClass policy_ar, policy_chain, policy_static, policy_eagle2, policy_c2t, policy_sage,
     policy_wetap;

@@ -4,6 +4,7 @@
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                   float *probs, float *ent, StageTimes *tm) {
@@ -35,3 +36,63 @@ int policy_keep_top_P(PolicyCand *c, int n, int keep) {
 }
 
 int policy_round_half_up(double x) { return (int)floor(x + 0.5); }
+
+int policy_by_joint_prob(const void *a, const void *b, void *tree) {
+    int x = *(const int *)a, y = *(const int *)b;
+    const Tree *t = tree;
+    if (t->P[x] != t->P[y]) return t->P[x] > t->P[y] ? -1 : 1;
+    if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
+    return x - y;
+}
+
+static int cmp_node(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Every node but the root in policy_by_joint_prob's order into order, their
+ * P into est; returns how many. */
+static int pool_estimates(const Tree *t, int *order, float *est) {
+    const int n = t->n - 1;
+    for (int i = 0; i < n; i++) order[i] = i + 1;
+    qsort_r(order, n, sizeof(int), policy_by_joint_prob, (void *)t);
+    for (int i = 0; i < n; i++) est[i] = t->P[order[i]];
+    return n;
+}
+
+int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *cost, int expands) {
+    int *order = xmalloc(sizeof(int) * t->n);
+    float *est = xmalloc(sizeof(float) * t->n);
+    const int n = pool_estimates(t, order, est);
+    double bound = 0;
+    for (int i = 0; i < nf; i++) bound += t->P[front[i]];
+    const int pays = cost_layer_pays(cost, est, n, expands, bound);
+    free(order); free(est);
+    return pays;
+}
+
+void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s) {
+    const int n = t->n - 1;
+    if (min_p <= 0 && (total == -1 || (total >= n && total != POLICY_SIZE_AUTO))) return;
+    int *order = xmalloc(sizeof(int) * t->n);
+    if (total == POLICY_SIZE_AUTO) {
+        float *est = xmalloc(sizeof(float) * t->n);
+        pool_estimates(t, order, est);
+        total = cost_best_prefix(cost, est, n, draft_s);
+        free(est);
+    } else {
+        for (int i = 0; i < n; i++) order[i] = i + 1;
+        qsort_r(order, n, sizeof(int), policy_by_joint_prob, t);
+    }
+    if (total == -1 || total > n) total = n;
+    for (int i = 0; i < total; i++)
+        if (t->P[order[i]] < min_p) { total = i; break; }
+    if (total == n) { free(order); return; }
+    int *keep = xmalloc(sizeof(int) * (total + 1));
+    keep[0] = 0;
+    memcpy(keep + 1, order, sizeof(int) * total);
+    qsort(keep, total + 1, sizeof(int), cmp_node);
+    tree_subset(t, keep, total + 1, scratch);
+    /* swap the reranked tree into t */
+    Tree tmp = *t;
+    *t = *scratch;
+    *scratch = tmp;
+    free(order); free(keep);
+}

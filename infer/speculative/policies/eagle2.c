@@ -20,50 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Higher P first; ties: shallower, then earlier (qsort_r over t's nodes). */
-static int by_joint_prob(const void *a, const void *b, void *tree) {
-    int x = *(const int *)a, y = *(const int *)b;
-    const Tree *t = tree;
-    if (t->P[x] != t->P[y]) return t->P[x] > t->P[y] ? -1 : 1;
-    if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
-    return x - y;
-}
-
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 /* The k nodes of highest P among nodes[0..n), in that order, into sel. */
 static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
     int *tmp = xmalloc(sizeof(int) * n);
     memcpy(tmp, nodes, sizeof(int) * n);
-    qsort_r(tmp, n, sizeof(int), by_joint_prob, (void *)t);
+    qsort_r(tmp, n, sizeof(int), policy_by_joint_prob, (void *)t);
     int m = n < k ? n : k;
     memcpy(sel, tmp, sizeof(int) * m);
     qsort(sel, m, sizeof(int), cmp_int);   /* expand in tree order */
     free(tmp);
     return m;
-}
-
-/* P of every node but the root, highest first (by_joint_prob), into est;
- * returns how many. */
-static int pool_estimates(const Tree *t, int *order, float *est) {
-    const int n = t->n - 1;
-    for (int i = 0; i < n; i++) order[i] = i + 1;
-    qsort_r(order, n, sizeof(int), by_joint_prob, (void *)t);
-    for (int i = 0; i < n; i++) est[i] = t->P[order[i]];
-    return n;
-}
-
-/* Whether the next layer, grown from the m nodes sel, can pay under cost
- * (cost_layer_pays; their children's P sum to at most their own). */
-static int next_layer_pays(const Tree *t, const int *sel, int m, const CostModel *cost, int expands) {
-    int *order = xmalloc(sizeof(int) * t->n);
-    float *est = xmalloc(sizeof(float) * t->n);
-    const int n = pool_estimates(t, order, est);
-    double bound = 0;
-    for (int i = 0; i < m; i++) bound += t->P[sel[i]];
-    const int pays = cost_layer_pays(cost, est, n, expands, bound);
-    free(order); free(est);
-    return pays;
 }
 
 /* Builds the pool into t (no rerank): all `depth` steps, or with a cost
@@ -82,7 +50,7 @@ int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_e
     for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
     for (int step = 0; step < depth && !rc; step++) {
         int m = top_by_P(t, newest, n_newest, k, sel);
-        if (cost && !next_layer_pays(t, sel, m, cost, expands)) break;
+        if (cost && !policy_layer_pays(t, sel, m, cost, expands)) break;
         rc = policy_expand(d, t, sel, m, k, topm, ids, probs, want, tm);
         expands++;
         n_newest = 0;
@@ -93,38 +61,6 @@ int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_e
     if (cost && !rc) cost_observe_expand(cost, expands, now_seconds() - t0);
     free(ids); free(sel); free(probs); free(ent); free(newest);
     return rc ? -1 : expands;
-}
-
-/* Keeps the root and the `total` nodes of highest P (-1: all), of them
- * those with P >= min_p; with total auto, the prefix of that order
- * cost_best_prefix picks for a cycle whose drafting took draft_s. */
-void eagle2_rerank(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s) {
-    const int n = t->n - 1;
-    if (min_p <= 0 && (total == -1 || (total >= n && total != POLICY_SIZE_AUTO))) return;
-    int *order = xmalloc(sizeof(int) * t->n);
-    if (total == POLICY_SIZE_AUTO) {
-        float *est = xmalloc(sizeof(float) * t->n);
-        pool_estimates(t, order, est);
-        total = cost_best_prefix(cost, est, n, draft_s);
-        free(est);
-    } else {
-        for (int i = 0; i < n; i++) order[i] = i + 1;
-        qsort_r(order, n, sizeof(int), by_joint_prob, t);
-    }
-    if (total == -1 || total > n) total = n;
-    for (int i = 0; i < total; i++)
-        if (t->P[order[i]] < min_p) { total = i; break; }
-    if (total == n) { free(order); return; }
-    int *keep = xmalloc(sizeof(int) * (total + 1));
-    keep[0] = 0;
-    memcpy(keep + 1, order, sizeof(int) * total);
-    qsort(keep, total + 1, sizeof(int), cmp_int);
-    tree_subset(t, keep, total + 1, scratch);
-    /* swap the reranked tree into t */
-    Tree tmp = *t;
-    *t = *scratch;
-    *scratch = tmp;
-    free(order); free(keep);
 }
 
 /* EAGLE-2's settings (--topk, --depth, --total); defaults: the EAGLE-2
@@ -149,7 +85,7 @@ static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     CostModel *cost = q->total == POLICY_SIZE_AUTO ? p->cost : NULL;
     int expands = eagle2_expand_pool(d, t, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm, cost);
     if (expands < 0) return -1;
-    eagle2_rerank(t, q->total, q->min_p, &s->scratch, cost, cost ? cost_draft_s(cost, expands) : 0);
+    policy_rerank_by_P(t, q->total, q->min_p, &s->scratch, cost, cost ? cost_draft_s(cost, expands) : 0);
     return 0;
 }
 

@@ -89,7 +89,7 @@ typedef struct {
     int sage_dmin, sage_dmax;     /* depth range of D(α) = dmin + α(dmax − dmin) */
     int sage_wmin, sage_wmax;     /* width range of W(α) = wmin + (1 − α)(wmax − wmin) */
     int sage_k;                   /* top-k of the confidence α = 1 − H(top-k renormalised)/log k */
-    int sage_nmax;                /* node cap N_max, root excluded */
+    int sage_nmax;                /* node cap N_max, root excluded, or POLICY_SIZE_AUTO */
     int sage_window;              /* acceptance history: sliding window of cycles */
     float sage_lower, sage_upper; /* mean accepted count below lower: max depth − 1; above upper: + 1 */
     int sage_dceil;               /* highest max depth the history may raise to (our choice: the paper gives none) */
@@ -100,13 +100,20 @@ typedef struct {
 static const PolicyParamDef sage_params[] = {
     POLICY_INT(SageParams, sage_dmin, 3, 1, 64), POLICY_INT(SageParams, sage_dmax, 8, 1, 64),
     POLICY_INT(SageParams, sage_wmin, 2, 1, 1000), POLICY_INT(SageParams, sage_wmax, 10, 1, 1000),
-    POLICY_INT(SageParams, sage_k, 10, 1, 1000), POLICY_INT(SageParams, sage_nmax, 64, 1, 100000),
+    POLICY_INT(SageParams, sage_k, 10, 1, 1000), POLICY_INT_OR_AUTO(SageParams, sage_nmax, 64, 1, 100000),
     POLICY_INT(SageParams, sage_window, 10, 1, 100000), POLICY_FLOAT(SageParams, sage_lower, 2, 0, 1000, 0),
     POLICY_FLOAT(SageParams, sage_upper, 3, 0, 1000, 0), POLICY_INT(SageParams, sage_dceil, 12, 1, 64),
     POLICY_FLOAT(SageParams, sage_alpha0, 0.5, 0, 1, 0), POLICY_FLOAT(SageParams, sage_theta, 0.1, 0, 1, 0),
 };
 
+/* sage_nmax auto (not in the paper): SAGE's tree under a cap of
+ * SAGE_AUTO_MAX nodes, grown while a further level can pay for its draft
+ * step under the decoder's measured costs (cost.h), then the prefix by
+ * joint probability P that maximises expected tokens per second. */
+#define SAGE_AUTO_MAX 128
+
 typedef struct {
+    Tree scratch;       /* for sage_nmax auto's rerank */
     float alpha;        /* confidence for the next build */
     int dmax;           /* history-adjusted maximum depth Dmax' */
     int *hist, n_hist, next;   /* ring of the last `window` accepted counts */
@@ -147,7 +154,10 @@ static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     int dcap = policy_round_half_up(D);
     if (dcap < 1) dcap = 1;
     const int K = q->sage_k > q->sage_wmax ? q->sage_k : q->sage_wmax;
-    const int cap = q->sage_nmax;
+    CostModel *cost = q->sage_nmax == POLICY_SIZE_AUTO ? p->cost : NULL;
+    const int cap = cost ? SAGE_AUTO_MAX : q->sage_nmax;
+    const double t_start = now_seconds();
+    int expands = 0;
 
     int fcap = 16, nf = 1, added = 0, rc = 0;
     int *front = xmalloc(sizeof(int) * fcap);
@@ -162,8 +172,11 @@ static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
         for (int i = 0; i < nf; i++) if ((double)t->P[front[i]] > theta) front[m++] = front[i];
         nf = m;
         if (!nf) break;
+        /* auto: the first level always (α for the next cycle comes from it) */
+        if (cost && l > 1 && !policy_layer_pays(t, front, nf, cost, expands)) break;
         rc = policy_expand(d, t, front, nf, K, p->prm.topm, ids, probs, ent, tm);
         if (rc) break;
+        expands++;
         if (l == 1) s->alpha = sage_confidence(probs, q->sage_k < K ? q->sage_k : K);   /* for the next cycle */
         int nc = 0;
         for (int i = 0; i < nf; i++) {
@@ -199,6 +212,10 @@ static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
         nf = nc;
     }
     free(front); free(ids); free(probs); free(ent); free(cand);
+    if (cost && !rc) {
+        cost_observe_expand(cost, expands, now_seconds() - t_start);
+        policy_rerank_by_P(t, POLICY_SIZE_AUTO, 0, &s->scratch, cost, cost_draft_s(cost, expands));
+    }
     return rc;
 }
 
@@ -221,6 +238,7 @@ static void sage_feedback(Policy *p, const Tree *t, int accepted) {
 static void sage_destroy(Policy *p) {
     SageState *s = p->state;
     free(s->hist);
+    tree_free(&s->scratch);
     free(s);
 }
 
@@ -235,7 +253,7 @@ static int sage_init(Policy *p) {
         err_set("sage: need 1 <= sage_wmin <= sage_wmax (got %d, %d)", q->sage_wmin, q->sage_wmax);
         return -1;
     }
-    if (q->sage_k < 1 || q->sage_nmax < 1 || q->sage_window < 1) {
+    if (q->sage_k < 1 || (q->sage_nmax < 1 && q->sage_nmax != POLICY_SIZE_AUTO) || q->sage_window < 1) {
         err_set("sage: sage_k, sage_nmax and sage_window must be at least 1");
         return -1;
     }
@@ -249,14 +267,19 @@ static int sage_init(Policy *p) {
     }
     SageState *s = xcalloc(1, sizeof *s);
     s->hist = xcalloc(q->sage_window, sizeof(int));
+    tree_init(&s->scratch);
     sage_reset(s, q);
     p->state = s;
+    p->wants_cost = q->sage_nmax == POLICY_SIZE_AUTO;
     p->build = sage_build;
     p->feedback = sage_feedback;
     p->destroy = sage_destroy;
     return 0;
 }
 
-static int sage_max_nodes(const Policy *p) { return 1 + ((const SageParams *)p->own)->sage_nmax; }
+static int sage_max_nodes(const Policy *p) {
+    const int nmax = ((const SageParams *)p->own)->sage_nmax;
+    return 1 + (nmax == POLICY_SIZE_AUTO ? SAGE_AUTO_MAX : nmax);
+}
 
 const PolicyClass policy_sage = {"sage", sage_init, sage_max_nodes, POLICY_PARAMS(sage_params, SageParams)};
