@@ -32,6 +32,10 @@ CLI_BACKEND_HELP
 "                         cycle the prefix that maximises expected tokens per second under\n"
 "                         measured costs (docs/policies.md; not with --batch > 1)\n"
 "  --draft-len K|auto     chain: draft tokens per cycle (default 5; auto: from measured costs)\n"
+"  --cost-cache FILE|none where auto sizes keep their calibrated cost curves, keyed by build,\n"
+"                         model, device, threads and arithmetic (default\n"
+"                         $XDG_CACHE_HOME/c2t/cost.json or ~/.cache/c2t/cost.json; none: calibrate\n"
+"                         every run)\n"
 "  --classifier FILE      c2t, chain --early-stop c2t (required there): weights spec-train\n"
 "                         wrote from this target's traces\n"
 "  --beta B               c2t, chain --early-stop c2t: confidence threshold (default 0.5)\n"
@@ -77,14 +81,14 @@ typedef struct {
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
-           O_BATCH, O_STATIC, O_FORCE, O_REPEATS, O_CYCLE };
+           O_BATCH, O_STATIC, O_FORCE, O_REPEATS, O_CYCLE, O_COST_CACHE };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
         {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS}, {"cycle", 1, 0, O_CYCLE},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"cost-cache", 1, 0, O_COST_CACHE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
     a->eval.batch.slots = 1;
@@ -111,6 +115,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
             if (strcmp(optarg, "host") && strcmp(optarg, "device")) die(prog, "--cycle: expected host or device, got '%s'", optarg);
             a->eval.cycle = strcmp(optarg, "host") ? EVAL_CYCLE_DEVICE : EVAL_CYCLE_HOST;
             break;
+        case O_COST_CACHE: a->cfg.cost_cache = strcmp(optarg, "none") ? optarg : NULL; break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             a->label = optarg;

@@ -242,6 +242,9 @@ void cpu_threads_set(int n);
  * visible, else cpu); NULL means cpu.  NULL with err_set when the name is
  * unknown or cuda is asked for but unavailable. */
 const Backend *backend_by_name(const char *device);
+/* What the backend runs on, for reports and caches: the CPU's model name
+ * (/proc/cpuinfo) or the GPU's. */
+const char *backend_device_name(const Backend *be);
 /* The message of a failure inside a void op (CUDA errors are recorded, not
  * returned), or NULL when there was none.  Check after each forward batch. */
 const char *backend_failure(const Backend *be);

@@ -6,6 +6,7 @@
 #include <string.h>
 #ifdef C2T_CUDA
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_measure.h"
 #endif
 
 const Backend *backend_by_name(const char *device) {
@@ -28,6 +29,37 @@ const Backend *backend_by_name(const char *device) {
     err_set("--device cuda: this build has no CUDA backend (nvcc was not on PATH when it was built)");
 #endif
     return NULL;
+}
+
+/* The first "model name" of /proc/cpuinfo, else "CPU". */
+static const char *cpu_model_name(void) {
+    static char name[256];
+    if (name[0]) return name;
+    snprintf(name, sizeof name, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !colon) continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t') colon++;
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(colon, "\n"), colon);
+        break;
+    }
+    if (f) fclose(f);
+    return name;
+}
+
+const char *backend_device_name(const Backend *be) {
+#ifdef C2T_CUDA
+    static char gpu[256];
+    if (be == &cuda_backend) {
+        if (!gpu[0] && cuda_device_name(gpu, sizeof gpu)) snprintf(gpu, sizeof gpu, "CUDA device");
+        return gpu;
+    }
+#endif
+    (void)be;
+    return cpu_model_name();
 }
 
 const char *backend_failure(const Backend *be) {

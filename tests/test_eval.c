@@ -628,6 +628,80 @@ static void test_total_auto(void) {
     }
 }
 
+/* The calibration cache of auto sizes: the first run measures its curve and
+ * files it under its key (in $XDG_CACHE_HOME/c2t/cost.json by default), the
+ * next reads it, a run in other arithmetic measures and files its own; a
+ * file that is not a cost cache, or a malformed curve, is one line and left
+ * as it was; --cost-cache none leaves no file. */
+static char cache_home[] = "/tmp/c2t_cacheXXXXXX";
+
+static cJSON *auto_run(const char *cache_opt, const char *extra, char *err, size_t n, int *rc) {
+    char out[96];
+    snprintf(out, sizeof out, "%s/run.json", cache_home);
+    *rc = run_cmd(err, n, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle --template none "
+                  "--questions %s --max-new-tokens 8 --policy eagle2 --topk 4 --depth 3 --total auto --quiet %s %s "
+                  "--json %s", bin_dir(), qfile, cache_opt, extra, out);
+    cJSON *j = *rc ? NULL : read_json_file(out);
+    unlink(out);
+    return j;
+}
+
+static void test_cost_cache(void) {
+    char err[4096], path[96], other[96];
+    snprintf(path, sizeof path, "%s/c2t/cost.json", cache_home);
+    snprintf(other, sizeof other, "%s/other.json", cache_home);
+    unlink(path);
+    const char *how[3] = {"measured", "cache", "measured"}, *extra[3] = {"", "", "--kv-dtype bf16"};
+    char first_key[1024] = "";
+    for (int k = 0; k < 3; k++) {
+        int rc;
+        cJSON *j = auto_run("", extra[k], err, sizeof err, &rc);
+        REQUIRE(j, "run %d: exit %d: %s", k, rc, err);
+        const cJSON *cm = cJSON_GetObjectItem(j, "cost_model");
+        const char *cal = cJSON_GetStringValue(cJSON_GetObjectItem(cm, "calibration")),
+                   *file = cJSON_GetStringValue(cJSON_GetObjectItem(cm, "cache")),
+                   *key = cJSON_GetStringValue(cJSON_GetObjectItem(cm, "cache_key"));
+        CHECK(cal && !strcmp(cal, how[k]), "run %d: calibration %s, expected %s", k, cal ? cal : "(none)", how[k]);
+        CHECK(file && !strcmp(file, path), "run %d: cache %s, expected the default %s", k, file ? file : "(none)", path);
+        cJSON *c = read_json_file(path);
+        REQUIRE(c, "the cache: %s", err_get());
+        const cJSON *curves = cJSON_GetObjectItem(c, "curves"), *e;
+        int has = 0;
+        cJSON_ArrayForEach(e, curves) has += key && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "key")), key);
+        CHECK(has == 1 && cJSON_GetArraySize(curves) == (k < 2 ? 1 : 2), "run %d: %d curves, %d under the run's key", k,
+              cJSON_GetArraySize(curves), has);
+        CHECK(!key || strstr(key, extra[k][0] ? "kv_dtype bf16" : "kv_dtype f32"), "run %d: the key lacks the arithmetic: %s",
+              k, key ? key : "(none)");
+        if (k == 0 && key) snprintf(first_key, sizeof first_key, "%s", key);
+        cJSON_Delete(c);
+        cJSON_Delete(j);
+    }
+    /* not a cost cache, a malformed curve: one line, the file untouched */
+    char bad[2][1400];
+    snprintf(bad[0], sizeof bad[0], "{\"colour\": \"blue\"}\n");
+    snprintf(bad[1], sizeof bad[1], "{\"format\": \"c2t-cost-cache\", \"version\": 1, \"curves\": [{\"key\": \"%s\", "
+             "\"verify_n\": [4, 2], \"verify_s\": [0.1, 0.2]}]}\n", first_key);
+    const char *says[2] = {"not a cost cache", "must ascend"};
+    for (int k = 0; k < 2; k++) {
+        write_file(other, bad[k]);
+        char opt[128];
+        snprintf(opt, sizeof opt, "--cost-cache %s", other);
+        int rc;
+        cJSON *j = auto_run(opt, "", err, sizeof err, &rc);
+        cJSON_Delete(j);
+        CHECK_ONE_LINE_ERROR(rc, err, says[k]);
+        CHECK(strstr(err, other) != NULL, "%s: the error does not name the file: %s", says[k], err);
+        char *text = read_text_file(other, NULL);
+        CHECK(text && !strcmp(text, bad[k]), "%s: the file was changed", says[k]);
+        free(text);
+    }
+    int rc;
+    cJSON *j = auto_run("--cost-cache none", "", err, sizeof err, &rc);
+    REQUIRE(j, "--cost-cache none: exit %d: %s", rc, err);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "cost_model"), "cache")), "--cost-cache none: a cache is reported");
+    cJSON_Delete(j);
+}
+
 /* The guessed-template notice comes once, and only from a run that opened
  * its models: a failed run says its one error line and nothing else. */
 static void test_template_notice_once_on_success(void) {
@@ -784,6 +858,9 @@ static void test_speedup_ab_synthetic(void) {
 int main(void) {
     int fd = mkstemp(qfile);
     close(fd);
+    /* auto sizes' calibration cache goes to a directory of this run's, not the user's */
+    if (!mkdtemp(cache_home)) { perror("mkdtemp"); return 1; }
+    setenv("XDG_CACHE_HOME", cache_home, 1);
     write_file(qfile, "{\"question_id\": 1, \"category\": \"t\", \"turns\": [\"static int x = 1;\", \"int main(void) {\"]}\n"
                       "{\"question_id\": \"b2\", \"category\": \"t\", \"turns\": [\"const char *name\"]}\n");
     RUN(test_usage_errors_worded_alike);
@@ -792,6 +869,7 @@ int main(void) {
     RUN(test_speedup_ab_synthetic);
     RUN(test_repeats);
     RUN(test_total_auto);
+    RUN(test_cost_cache);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);
@@ -805,5 +883,8 @@ int main(void) {
     RUN(test_device_option);
     RUN(test_draft_temperature);
     unlink(qfile);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf %s", cache_home);
+    if (system(rm)) {}
     return h_done();
 }

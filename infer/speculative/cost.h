@@ -15,6 +15,7 @@
  * load); D is the running mean of the cycles' draft times. */
 #ifndef C2T_COST_H
 #define C2T_COST_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define COST_MAX_POINTS 16
@@ -35,6 +36,7 @@ typedef struct {
     double predicted_tokens;            /* over the chosen prefixes, 1 + their estimates: the tokens the
                                          * estimates promised (÷ chosen = the predicted τ) */
     int64_t hist[COST_HIST];            /* how often each size was chosen */
+    int from_cache;                     /* the curve came from the calibration cache */
 } CostModel;
 
 /* An empty model (scale 1, no points). */
@@ -70,4 +72,18 @@ void cost_observe_expand(CostModel *m, int expands, double seconds);
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s);
 /* The chosen sizes' p-quantile (0..1) from the histogram; -1 with none. */
 int cost_chosen_quantile(const CostModel *m, double q);
+
+/* The calibration cache (cost_cache.c; spec-eval --cost-cache): a JSON file
+ * of curves, each under a key naming everything the curve depends on
+ * (decoder_cost_key).  cost_cache_get: 1 with key's curve in m (a fresh
+ * model: the points only), 0 when the file does not exist or lacks the key,
+ * -1 + err_set when the file is not a cost cache or a curve is malformed.
+ * cost_cache_put adds or replaces key's curve (m's points), creating the
+ * file and its directory; -1 + err_set.  A file that is not a cost cache is
+ * never overwritten. */
+int cost_cache_get(const char *path, const char *key, CostModel *m);
+int cost_cache_put(const char *path, const char *key, const CostModel *m);
+/* $XDG_CACHE_HOME/c2t/cost.json, else $HOME/.cache/c2t/cost.json, into buf;
+ * NULL when neither variable is set. */
+const char *cost_cache_default_path(char *buf, size_t size);
 #endif

@@ -2,6 +2,7 @@
 #include "infer/speculative/cycle.h"
 #include "kernels/base/util.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,11 +167,41 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
  * the pass several seconds on a CPU). */
 static const int calib_n[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
 
+void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
+    static char exe[17];   /* this program's build: its kernels set the curve */
+    if (!exe[0] && file_hash_hex("/proc/self/exe", exe)) snprintf(exe, sizeof exe, "unknown");
+    const LlamaModel *m = dec->target->m;
+    const int max_n = policy_max_nodes(dec->policy);
+    int largest = 0;
+    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n); i++)
+        if (calib_n[i] <= max_n) largest = calib_n[i];
+    size_t len = (size_t)snprintf(key, size, "exe %s; target %s, %zu weight bytes; %s on %s, %d threads; largest %d",
+                                  exe, m->config_hash, llama_weight_bytes(m), m->be->name, backend_device_name(m->be),
+                                  cpu_threads_max(), largest);
+    const char *k;
+    char v[64];
+    for (int i = 0; len < size && backend_setting_text(backend_settings(), i, &k, v, sizeof v) == 0; i++)
+        len += (size_t)snprintf(key + len, size - len, "; %s %s", k, v);
+}
+
 int decoder_calibrate(Decoder *dec) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const int max_n = policy_max_nodes(dec->policy), n_past = ts->n_past;
     const double t0 = now_seconds();
+    char key[1024];
+    if (dec->cost_cache) {
+        decoder_cost_key(dec, key, sizeof key);
+        CostModel cached;
+        int got = cost_cache_get(dec->cost_cache, key, &cached);
+        if (got < 0) return -1;
+        if (got) {
+            dec->cost = cached;
+            dec->cost.from_cache = 1;
+            dec->cost.calibration_s = now_seconds() - t0;
+            return 0;
+        }
+    }
     Tree chain;   /* a chain of the root's token: the cost does not depend on the tokens */
     tree_init(&chain);
     tree_reset(&chain, dec->root);
@@ -196,6 +227,8 @@ int decoder_calibrate(Decoder *dec) {
     llama_truncate(ts, n_past);
     tree_free(&chain);
     dec->cost.calibration_s = now_seconds() - t0;
+    if (!rc && dec->cost_cache && cost_cache_put(dec->cost_cache, key, &dec->cost))
+        fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
     return rc;
 }
 

@@ -74,6 +74,7 @@ typedef struct {
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
     DevCycle *dc;         /* the device cycle (cycle.h), or NULL: the host's */
     CostModel cost;       /* lent to a policy that sizes its trees from costs (policy.wants_cost) */
+    const char *cost_cache;   /* its calibration cache file (cost.h), or NULL: calibrate every run */
     double draft_mark;    /* the stats' drafting seconds at the last cycle's end */
     /* the turn in progress (decoder_begin .. decoder_end) */
     int *out;             /* its tokens so far */
@@ -101,9 +102,18 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
 void decoder_free(Decoder *dec);
 /* Times the target's forward over n = 1, 2, 3, 4, 6, 8, 12, ... tokens (up
  * to the policy's largest tree, at most 128) after the current context, as
- * verification runs them, into dec->cost; the cache is left as it was.
- * decoder_run calls it on the first turn of a policy that wants costs. */
+ * verification runs them, into dec->cost; the KV cache is left as it was.
+ * With dec->cost_cache the curve is read from that file when it holds this
+ * decoder's key (decoder_cost_key), else measured and added to it (a file
+ * that cannot be written is a warning on stderr; one that is not a cost
+ * cache is an error).  decoder_run calls it on the first turn of a policy
+ * that wants costs. */
 int decoder_calibrate(Decoder *dec);
+/* The calibration cache's key for this decoder's curve (cost.h): this
+ * program's build, the target (config and weight bytes), the backend and
+ * its device, the threads, the largest token count timed and every backend
+ * setting (arithmetic). */
+void decoder_cost_key(const Decoder *dec, char *key, size_t size);
 /* Why this decoder cannot run the device cycle (policy, sampling,
  * batching, draft), or NULL when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);

@@ -107,9 +107,11 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
 
 /* Every setting that shapes the run: models, template, the policy's own
  * settings as it resolved them, sampling. */
-/* The cost model of an "auto" tree size (cost.h): the calibrated curve, what
- * the cycles made of it and the sizes chosen. */
-static cJSON *cost_json(const CostModel *m) {
+/* The cost model of an "auto" tree size (cost.h): the calibrated curve
+ * (measured, or read from the cache under its key), what the cycles made of
+ * it and the sizes chosen. */
+static cJSON *cost_json(const Decoder *dec) {
+    const CostModel *m = &dec->cost;
     cJSON *o = cJSON_CreateObject();
     cJSON *n = cJSON_AddArrayToObject(o, "verify_n"), *v = cJSON_AddArrayToObject(o, "verify_s");
     for (int i = 0; i < m->n_pts; i++) {
@@ -117,6 +119,15 @@ static cJSON *cost_json(const CostModel *m) {
         cJSON_AddItemToArray(v, cJSON_CreateNumber(m->verify_s[i]));
     }
     cJSON_AddNumberToObject(o, "calibration_s", m->calibration_s);
+    cJSON_AddStringToObject(o, "calibration", m->from_cache ? "cache" : "measured");
+    if (dec->cost_cache) {
+        char key[1024];
+        decoder_cost_key(dec, key, sizeof key);
+        cJSON_AddStringToObject(o, "cache", dec->cost_cache);
+        cJSON_AddStringToObject(o, "cache_key", key);
+    } else {
+        cJSON_AddNullToObject(o, "cache");
+    }
     cJSON_AddNumberToObject(o, "verify_scale", m->scale);
     cJSON_AddNumberToObject(o, "draft_s", m->draft_s);
     cJSON_AddNumberToObject(o, "expand_s", m->expand_s);
@@ -508,12 +519,13 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all));
     if (dec && dec->policy->cost) {
         const CostModel *m = &dec->cost;
-        cJSON_AddItemToObject(r->report, "cost_model", cost_json(m));
+        cJSON_AddItemToObject(r->report, "cost_model", cost_json(dec));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
-                "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s, verification %.2fx the calibrated "
+                "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s%s, verification %.2fx the calibrated "
                 "curve; tau %.2f predicted by its estimates, %.2f measured\n", dec->policy->name,
                 m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0, cost_chosen_quantile(m, 0.1),
-                cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->scale,
+                cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->from_cache ? " (cached curve)" : "",
+                m->scale,
                 m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0, decode_stats_tau(&r->all.run));
     }
     rc = 0;

@@ -11,6 +11,8 @@ void session_config_default(SessionConfig *cfg) {
     cfg->sp.top_p = 1.0f;
     policy_params_default(&cfg->prm);
     backend_options_default(&cfg->backend);
+    static char cache[1024];
+    cfg->cost_cache = cost_cache_default_path(cache, sizeof cache);
 }
 
 int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
@@ -79,6 +81,7 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
     dec->walk = s->cfg.verify != VERIFY_TREE;
+    dec->cost_cache = s->cfg.cost_cache;
     dec->walk_root_only = s->cfg.verify == VERIFY_ROOT;
     if (dec->walk && p->wants_cost) {   /* its curve would time tree forwards a walk never runs */
         decoder_free(dec);

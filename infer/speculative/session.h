@@ -22,6 +22,7 @@ typedef struct {
     SampleParams sp;
     PolicyParams prm;
     BackendOptions backend;   /* given to backend_configure before the models load */
+    const char *cost_cache;   /* calibration cache of auto tree sizes (cost.h); NULL: none */
 } SessionConfig;
 
 /* A SessionConfig with every default (what a command starts from). */
