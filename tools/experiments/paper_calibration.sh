@@ -23,7 +23,7 @@
 #      sets each head's reduction [95% interval] beside its calibration and
 #      beside make paper's (the shipped head, results/paper) when present.
 # Knobs: HEADS, SWEEP_HEADS, CAL_Q (40), CAL_MAX_NEW (128); for the sweeps
-# SWEEP_COLLECT_Q (10 prompts per category), SWEEP_EVAL_Q (10 questions per
+# SWEEP_COLLECT_Q (30 prompts per category), SWEEP_EVAL_Q (40 questions per
 # benchmark), SWEEP_E2_TOTALS, SWEEP_C2T_BETAS.  Finished parts are kept
 # (a killed run continues); ARITH as tools/experiments/arith.sh.
 # $run and $args are word lists, split on purpose:
@@ -94,7 +94,7 @@ for name in $SWEEP_HEADS; do
     [ -n "$dir" ] || { echo "-- $name: no head (git history absent): left out"; continue; }
     echo "-- $name"
     PAPER_OUT="$R/sweep_$name" HEAD="$dir" DRAFT_ARGS="--draft-temperature $temp" \
-        COLLECT_Q="${SWEEP_COLLECT_Q:-10}" EVAL_Q="${SWEEP_EVAL_Q:-10}" SPEED_Q=0 SKIP_DEMO=1 SKIP_BOUND=1 \
+        COLLECT_Q="${SWEEP_COLLECT_Q:-30}" EVAL_Q="${SWEEP_EVAL_Q:-40}" SPEED_Q=0 SKIP_DEMO=1 SKIP_BOUND=1 \
         E2_TOTALS="${SWEEP_E2_TOTALS:-5 10 15 20 25 30 35 40 45 50 55 60 65 70 75 80 85 90 95 100 105 110 115 120 125 130 135 140 145 150}" C2T_BETAS="${SWEEP_C2T_BETAS:-0.3 0.4 0.5 0.6 0.7}" \
         tools/experiments/paper.sh > "$R/sweep_$name.log" 2>&1 ||
         { echo "paper-calibration: the sweep of $name failed: $R/sweep_$name.log" >&2; exit 1; }
