@@ -106,6 +106,9 @@ static void test_hand_tables(void) {
     int64_t sum = 0;
     for (int d = 0; d < AN_DEPTHS; d++) for (int k = 0; k < AN_P_BINS; k++) sum += s->depth_p[d][k].n;
     CHECK(sum == 9, "Table 1 holds %lld nodes", (long long)sum);
+    /* P's prediction by depth: depth 1 sums .6 .3 .9 .05 .6 (3 accepted), depth 2 .2 .05 .005 .00005 (2) */
+    CHECK(fabs(s->depth_sum_p[1] - 2.45) < 1e-6 && fabs(s->depth_sum_p[2] - 0.25505) < 1e-6,
+          "sum of P by depth: %.7f %.7f", s->depth_sum_p[1], s->depth_sum_p[2]);
     /* Figure 1 */
     CHECK(cell_is(s->h_p[0][7], 2, 1) && cell_is(s->h_p[0][6], 1, 0) && cell_is(s->h_p[0][0], 1, 1), "H [0,1) cells");
     CHECK(cell_is(s->h_p[1][7], 1, 1) && cell_is(s->h_p[1][5], 1, 1) && cell_is(s->h_p[2][4], 1, 0) &&
@@ -236,8 +239,8 @@ static void test_cli_out(void) {
     REQUIRE(rc == 0, "exit %d: %s", rc, err);
     char *so = slurp(stdout_path);
     REQUIRE(so, "no stdout");
-    CHECK(strstr(so, "Table 1") && strstr(so, "Figure 1") && strstr(so, "Table 5") && strstr(so, "Recall against theta"),
-          "stdout lacks a table");
+    CHECK(strstr(so, "Table 1") && strstr(so, "Figure 1") && strstr(so, "Table 5") && strstr(so, "Recall against theta") &&
+          strstr(so, "P as a prediction of acceptance"), "stdout lacks a table");
     CHECK(strstr(so, "alpha") && strstr(so, "beta "), "per-benchmark rows missing");
     free(so);
     static const struct { const char *file; int rows; const char *line; } want[] = {
@@ -252,6 +255,8 @@ static void test_cli_out(void) {
         {"recall_theta.csv", 0, "\nall,e2_topn,all,9,9,5,5,1.000000,1.000000\n"},
         {"benchmarks.csv", 3, "\nalpha,1,2,7,3,0.428571,2.500000,2,0.666667,0.571429,0.5,0.333333,0.285714\n"},
         {"benchmarks.csv", 0, "\nall,2,3,9,5,0.555556,2.666667,2,0.800000,0.666667,0.5,0.400000,0.333333\n"},
+        {"calibration_depth.csv", 3 * 2, "\nall,1,5,2.450000,3\n"},
+        {"calibration_depth.csv", 0, "\nalpha,2,3,0.255000,1\n"},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         char *p = path_join(out, want[i].file), *text = slurp(p);
@@ -265,8 +270,8 @@ static void test_cli_out(void) {
     }
     if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
         static const char *png[] = {"table1_depth_p.png", "fig1_entropy_p.png", "table5_entropy_buckets.png",
-                                    "recall_theta.png"};
-        for (int i = 0; i < 4; i++) {
+                                    "recall_theta.png", "calibration_depth.png"};
+        for (int i = 0; i < 5; i++) {
             char *p = path_join(out, png[i]);
             struct stat st;
             CHECK(stat(p, &st) == 0 && st.st_size > 1000, "%s missing or empty", png[i]);

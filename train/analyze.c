@@ -98,6 +98,7 @@ static void add_tree(AnStats *s, const TreeBuf *b, const TraceNode *nd, int n, i
         s->nodes++;
         s->accepted += y;
         cell_add(&s->depth_p[nd[i].depth][pb], y);
+        s->depth_sum_p[nd[i].depth] += b->P[i];
         cell_add(&s->h_p[entropy_bucket(b->H[i])][pb], y);
         bucket_count(&s->buckets, b->H[i], y, o->cls && b->pm[i] >= o->beta, b->rank[i] < o->topn);
         for (int k = 0; k < o->n_sweep; k++)

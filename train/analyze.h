@@ -2,7 +2,11 @@
  * Table 1 (acceptance by depth x joint probability P), Figure 1 (acceptance
  * against P within entropy buckets), Table 5 / App. D (nodes selected and
  * accepted per entropy bucket by EAGLE-2's top-N and by C2T at beta) and
- * recall against theta (share of nodes kept) for both selections.
+ * recall against theta (share of nodes kept) for both selections; and,
+ * ours, P as a prediction of acceptance by depth: in a full tree a node is
+ * accepted with probability P when the head is calibrated, so the
+ * accepted nodes of a depth should number the sum of their P (what sizes
+ * trees from measured costs, --total auto, relies on).
  *
  * analyze_files() streams the files a tree at a time (TraceCursor: one
  * block of nodes in memory, whatever the file size) and adds every tree to
@@ -32,6 +36,7 @@ typedef struct {
     char name[TRACE_BENCHMARK_LEN + 1];
     int64_t questions, trees, nodes, accepted, accept_len;   /* accept_len: sum over trees */
     AnCell depth_p[AN_DEPTHS][AN_P_BINS];   /* Table 1 */
+    double depth_sum_p[AN_DEPTHS];          /* by depth: the sum of P, the acceptances P predicts */
     AnCell h_p[N_BUCKETS][AN_P_BINS];       /* Figure 1 */
     BucketTable buckets;                    /* Table 5: e2 at topn, tree = C2T at beta */
     Confusion e2_sweep[AN_MAX_SWEEP];       /* top-N for each AnOpts.sweep */

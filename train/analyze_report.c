@@ -76,6 +76,35 @@ static void print_table1(const Analysis *a, FILE *f) {
     }
 }
 
+/* Accepted nodes of a depth: measured, and predicted by the sum of P. */
+static int64_t depth_accepted(const AnStats *s, int d) {
+    int64_t acc = 0;
+    for (int k = 0; k < AN_P_BINS; k++) acc += s->depth_p[d][k].acc;
+    return acc;
+}
+
+static int64_t depth_nodes(const AnStats *s, int d) {
+    int64_t n = 0;
+    for (int k = 0; k < AN_P_BINS; k++) n += s->depth_p[d][k].n;
+    return n;
+}
+
+static void print_calibration(const Analysis *a, FILE *f) {
+    int lo, hi;
+    depth_range(a, &lo, &hi);
+    fprintf(f, "\nP as a prediction of acceptance, by depth (a calibrated head: accepted = sum of P)\n");
+    fprintf(f, "%-8s %12s %14s %12s %16s\n", "depth", "nodes", "predicted", "accepted", "accepted/pred.");
+    double sp = 0;
+    int64_t sn = 0, sa = 0;
+    for (int d = lo; d <= hi; d++) {
+        const double p = a->all.depth_sum_p[d];
+        const int64_t n = depth_nodes(&a->all, d), acc = depth_accepted(&a->all, d);
+        sp += p; sn += n; sa += acc;
+        fprintf(f, "%-8d %12lld %14.1f %12lld %16.3f\n", d, (long long)n, p, (long long)acc, p > 0 ? acc / p : 0.0);
+    }
+    fprintf(f, "%-8s %12lld %14.1f %12lld %16.3f\n", "all", (long long)sn, sp, (long long)sa, sp > 0 ? sa / sp : 0.0);
+}
+
 static void print_fig1(const Analysis *a, FILE *f) {
     fprintf(f, "\nFigure 1: acceptance rate and nodes by entropy H (rows, nats) x P (columns)\n");
     print_p_header(f, "H");
@@ -155,6 +184,7 @@ void analysis_print(const Analysis *a, FILE *f) {
                 (long long)a->skipped_nodes);
     print_benchmarks(a, f);
     print_table1(a, f);
+    print_calibration(a, f);
     print_fig1(a, f);
     print_table5(a, f);
     print_recall(a, f);
@@ -175,6 +205,18 @@ static void csv_table1(const Analysis *a, FILE *f) {
                 fprintf(f, "%s,%d,%g,%g,%lld,%lld,%.6f\n", group(a, g)->name, d, an_p_edges[k], an_p_edges[k + 1],
                         (long long)c.n, (long long)c.acc, ratio(c.acc, c.n));
             }
+}
+
+static void csv_calibration(const Analysis *a, FILE *f) {
+    int lo, hi;
+    depth_range(a, &lo, &hi);
+    fprintf(f, "benchmark,depth,nodes,predicted_accepted,accepted\n");
+    for (int g = 0; g < n_groups(a); g++)
+        for (int d = lo; d <= hi; d++) {
+            const AnStats *s = group(a, g);
+            fprintf(f, "%s,%d,%lld,%.6f,%lld\n", s->name, d, (long long)depth_nodes(s, d), s->depth_sum_p[d],
+                    (long long)depth_accepted(s, d));
+        }
 }
 
 static void csv_fig1(const Analysis *a, FILE *f) {
@@ -341,6 +383,23 @@ static int png_table1(const Analysis *a, const char *dir) {
     return plot_png(dir, &ps, s, AN_P_BINS);
 }
 
+/* Accepted nodes per depth, measured and predicted by the sum of P. */
+static int png_calibration(const Analysis *a, const char *dir) {
+    Series s[2];
+    memset(s, 0, sizeof s);
+    snprintf(s[0].title, sizeof s[0].title, "predicted: sum of P");
+    snprintf(s[1].title, sizeof s[1].title, "measured: accepted nodes");
+    int lo, hi;
+    depth_range(a, &lo, &hi);
+    for (int d = lo; d <= hi; d++) {
+        series_add(&s[0], d, a->all.depth_sum_p[d]);
+        series_add(&s[1], d, (double)depth_accepted(&a->all, d));
+    }
+    PlotSpec ps = {"calibration_depth.png", "Accepted nodes by depth: predicted by P and measured", "depth",
+                   "nodes", NULL, 0};
+    return plot_png(dir, &ps, s, 2);
+}
+
 /* Figure 1: acceptance against P, a line per entropy bucket. */
 static int png_fig1(const Analysis *a, const char *dir) {
     Series s[N_BUCKETS];
@@ -407,11 +466,13 @@ int analysis_write(const Analysis *a, const char *dir) {
     if (mkdir(dir, 0777) && errno != EEXIST) { err_set("%s: cannot create: %s", dir, strerror(errno)); return -1; }
     static const struct { const char *name; CsvRows rows; } csv[] = {
         {"benchmarks.csv", csv_benchmarks}, {"table1_depth_p.csv", csv_table1}, {"fig1_entropy_p.csv", csv_fig1},
-        {"table5_entropy_buckets.csv", csv_table5}, {"recall_theta.csv", csv_recall}};
+        {"table5_entropy_buckets.csv", csv_table5}, {"recall_theta.csv", csv_recall},
+        {"calibration_depth.csv", csv_calibration}};
     for (size_t i = 0; i < sizeof csv / sizeof *csv; i++)
         if (write_csv(dir, csv[i].name, csv[i].rows, a)) return -1;
     if (!have_gnuplot()) return 1;
-    int (*const png[])(const Analysis *, const char *) = {png_table1, png_fig1, png_table5, png_recall};
+    int (*const png[])(const Analysis *, const char *) = {png_table1, png_fig1, png_table5, png_recall,
+                                                          png_calibration};
     for (size_t i = 0; i < sizeof png / sizeof *png; i++)
         if (png[i](a, dir)) return -1;
     return 0;
