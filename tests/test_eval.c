@@ -573,11 +573,14 @@ static void test_repeats(void) {
  * the sizes it chose (within the pool), the setting is recorded as "auto";
  * with --batch > 1 it is refused in one line. */
 static void test_total_auto(void) {
-    char err[4096], out[64];
+    char err[4096], out[64], second[64];
     snprintf(out, sizeof out, "%s.auto.json", qfile);
+    snprintf(second, sizeof second, "%s.second.jsonl", qfile);   /* a second benchmark */
+    write_file(second, "{\"question_id\": 1, \"turns\": [\"for (int i = 0;\"]}\n");
     int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
-                     "--template none --questions %s --max-new-tokens 16 --policy eagle2 --topk 4 --depth 3 --total auto "
-                     "--check-lossless --quiet --json %s", bin_dir(), qfile, out);
+                     "--template none --questions %s --questions %s --max-new-tokens 16 --policy eagle2 --topk 4 --depth 3 "
+                     "--total auto --check-lossless --quiet --json %s", bin_dir(), qfile, second, out);
+    unlink(second);
     REQUIRE(rc == 0, "--total auto: exit %d: %s", rc, err);
     CHECK(strstr(err, "sized its trees from measured costs"), "no summary line: %s", err);
     cJSON *j = read_json_file(out);
@@ -600,6 +603,21 @@ static void test_total_auto(void) {
     CHECK(ptau >= 1 && ptau <= 1 + mean + 1e-9, "predicted_tau %g outside [1, 1 + %g]", ptau, mean);
     const cJSON *total = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "total");
     CHECK(cJSON_IsString(total) && !strcmp(total->valuestring, "auto"), "settings.total is not \"auto\"");
+    /* per benchmark: its own choices, adding up to the run's, and its predicted τ */
+    const cJSON *b, *benches = cJSON_GetObjectItem(j, "benchmarks");
+    double choices = 0;
+    int nb = 0;
+    cJSON_ArrayForEach(b, benches) {
+        const cJSON *bc = cJSON_GetObjectItem(b, "cost_model");
+        const double bt = cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "predicted_tau")),
+                     bm = cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "chosen_mean"));
+        CHECK(bc && bt >= 1 && bt <= 1 + bm + 1e-9, "benchmark %d: predicted_tau %g, chosen mean %g", nb, bt, bm);
+        choices += cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "choices"));
+        nb++;
+    }
+    CHECK(nb >= 2 && choices == cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "choices")) && choices > 0,
+          "%d benchmarks' choices add up to %g, the run's are %g", nb, choices,
+          cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "choices")));
     cJSON_Delete(j);
     unlink(out);
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "

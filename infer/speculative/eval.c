@@ -107,6 +107,24 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
 
 /* Every setting that shapes the run: models, template, the policy's own
  * settings as it resolved them, sampling. */
+/* The sizes an "auto" tree size chose since `before` (NULL: since the
+ * start) and the τ their estimates predicted, into o. */
+static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *before) {
+    CostModel d = *m;
+    if (before) {
+        d.chosen -= before->chosen;
+        d.chosen_sum -= before->chosen_sum;
+        d.predicted_tokens -= before->predicted_tokens;
+        for (int k = 0; k < COST_HIST; k++) d.hist[k] -= before->hist[k];
+    }
+    cJSON_AddNumberToObject(o, "choices", (double)d.chosen);
+    cJSON_AddNumberToObject(o, "chosen_mean", d.chosen ? (double)d.chosen_sum / (double)d.chosen : 0);
+    cJSON_AddNumberToObject(o, "chosen_p10", cost_chosen_quantile(&d, 0.1));
+    cJSON_AddNumberToObject(o, "chosen_p50", cost_chosen_quantile(&d, 0.5));
+    cJSON_AddNumberToObject(o, "chosen_p90", cost_chosen_quantile(&d, 0.9));
+    cJSON_AddNumberToObject(o, "predicted_tau", d.chosen ? d.predicted_tokens / (double)d.chosen : 0);
+}
+
 /* The cost model of an "auto" tree size (cost.h): the calibrated curve
  * (measured, or read from the cache under its key), what the cycles made of
  * it and the sizes chosen. */
@@ -133,11 +151,7 @@ static cJSON *cost_json(const Decoder *dec) {
     cJSON_AddNumberToObject(o, "expand_s", m->expand_s);
     cJSON_AddNumberToObject(o, "expands_mean", m->expands);
     cJSON_AddNumberToObject(o, "cycles", (double)m->cycles);
-    cJSON_AddNumberToObject(o, "chosen_mean", m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0);
-    cJSON_AddNumberToObject(o, "chosen_p10", cost_chosen_quantile(m, 0.1));
-    cJSON_AddNumberToObject(o, "chosen_p50", cost_chosen_quantile(m, 0.5));
-    cJSON_AddNumberToObject(o, "chosen_p90", cost_chosen_quantile(m, 0.9));
-    cJSON_AddNumberToObject(o, "predicted_tau", m->chosen ? m->predicted_tokens / (double)m->chosen : 0);
+    cost_choices_add(o, m, NULL);
     return o;
 }
 
@@ -313,6 +327,7 @@ static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, Ev
     cJSON_AddStringToObject(jb, "name", c->bench_name);
     cJSON_AddStringToObject(jb, "file", file);
     cJSON *jqs = cJSON_AddArrayToObject(jb, "questions");
+    const CostModel before = dec->cost;
     for (int j = 0; j < set->n; j++) {
         const Question *q = &set->q[j];
         cJSON *jq = cJSON_CreateObject();
@@ -326,6 +341,7 @@ static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, Ev
     pairs_add(&c->all_pairs, c->bench_pairs.p, c->bench_pairs.n);
     c->bench_pairs.n = 0;
     cJSON_AddItemToObject(jb, "total", totals_json(&c->bench));
+    if (dec->policy->cost) cost_choices_add(cJSON_AddObjectToObject(jb, "cost_model"), &dec->cost, &before);
     return 0;
 }
 
