@@ -109,6 +109,12 @@ typedef struct Backend {
     int (*kv_slots)(const KVCache *c);
     /* Writes n rows of k and v into slots [slot, slot+n) of a layer. */
     void (*kv_write)(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
+    /* rope of q[n][heads*head_dim] and of k[n][kv_heads*head_dim] in place,
+     * then kv_write of the rotated k and of v into slots [slot, slot+n):
+     * one launch for what a layer's attention does to its new tokens before
+     * attending, each result what rope, rope and kv_write give. */
+    void (*rope_kv)(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
+                    const float *inv_freq, KVCache *c, int layer, int slot);
     /* For every layer: slot keep[i] moves to slot dst+i (keep ascending,
      * keep[i] >= dst+i), e.g. the accepted path of a verified tree. */
     void (*kv_keep)(KVCache *c, int dst, const int *keep, int m);
@@ -190,7 +196,7 @@ typedef struct Backend {
 /* Every member of Backend, for checks that an implementation is complete. */
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
     X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(add_rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
-    X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
+    X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(rope_kv) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
     X(softmax_topk_dev) X(argmax_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_compact) X(tree_inputs) X(tree_accept)
 
 /* The backends' settings: process-wide, given before any model loads

@@ -107,6 +107,12 @@ static void nv_kv_write(KVCache *c, int l, int slot, const float *k, const float
             nv_at(c, c->v, l, slot + i)[j] = nv_kv_round(v[i * c->kv_dim + j]);
         }
 }
+static void nv_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int hd,
+                       const float *inv_freq, KVCache *c, int l, int slot) {
+    nv_rope(q, pos, n, heads, hd, inv_freq);
+    nv_rope(k, pos, n, kv_heads, hd, inv_freq);
+    nv_kv_write(c, l, slot, k, v, n);
+}
 static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     for (int l = 0; l < c->layers; l++)
         for (int i = 0; i < m; i++)
@@ -262,7 +268,7 @@ static const Backend naive_backend = {
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
     .matmul = nv_matmul, .matmul_many = nv_matmul_many, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .add_rmsnorm = nv_add_rmsnorm, .rope = nv_rope, .add = nv_add,
     .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
-    .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .kv_keep = nv_kv_keep, .attention = nv_attention,
+    .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .rope_kv = nv_rope_kv, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax, .softmax_topk_dev = nv_softmax_topk, .argmax_dev = nv_argmax,
     .tree_root = nv_tree_root, .tree_grow = nv_tree_grow, .tree_top = nv_tree_top, .tree_compact = nv_tree_compact,
     .tree_inputs = nv_tree_inputs, .tree_accept = nv_tree_accept,

@@ -181,6 +181,43 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     return e;
 }
 
+/* rope_kv of n new tokens after `past` cached ones against rope, rope and
+ * kv_write: the rotated q and k, and attention from those queries over the
+ * cache, which reads the rows written. */
+static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, int nh, int nkv, int hd) {
+    const int kvd = nkv * hd, qd = nh * hd, layer = 1;
+    KVCache *cb = B->kv_create(2, past + n + 2, kvd), *cr = R->kv_create(2, past + n + 2, kvd);
+    float *k = xmalloc(sizeof(float) * (past + n) * kvd), *v = xmalloc(sizeof(float) * (past + n) * kvd);
+    float *q = xmalloc(sizeof(float) * n * qd), inv[64];
+    fill(k, (size_t)(past + n) * kvd, 1); fill(v, (size_t)(past + n) * kvd, 1); fill(q, (size_t)n * qd, 2);
+    int *pos = xmalloc(sizeof(int) * n);
+    const int start = past + (int)(fabsf(frand()) * 3000);
+    for (int i = 0; i < n; i++) pos[i] = start + i;
+    for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * i / hd);
+    float *kb = up(B, k, (size_t)(past + n) * kvd), *vb = up(B, v, (size_t)(past + n) * kvd), *qb = up(B, q, (size_t)n * qd);
+    if (past) { B->kv_write(cb, layer, 0, kb, vb, past); R->kv_write(cr, layer, 0, k, v, past); }
+    float *kn = k + (size_t)past * kvd, *vn = v + (size_t)past * kvd;
+    B->rope_kv(qb, kb + (size_t)past * kvd, vb + (size_t)past * kvd, pos, n, nh, nkv, hd, inv, cb, layer, past);
+    R->rope(q, pos, n, nh, hd, inv);
+    R->rope(kn, pos, n, nkv, hd, inv);
+    R->kv_write(cr, layer, past, kn, vn, n);
+    float *h = down(B, qb, (size_t)n * qd), e = rel_err(h, q, (size_t)n * qd);
+    free(h);
+    h = down(B, kb + (size_t)past * kvd, (size_t)n * kvd);
+    e = fmaxf(e, rel_err(h, kn, (size_t)n * kvd));
+    free(h);
+    float *ob = B->alloc((size_t)n * qd), *orr = xmalloc(sizeof(float) * n * qd);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, past + n, NULL}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, past + n, NULL}, 1, layer, nh, nkv, hd);
+    h = down(B, ob, (size_t)n * qd);
+    e = fmaxf(e, rel_err(h, orr, (size_t)n * qd));
+    free(h);
+    B->kv_free(cb); R->kv_free(cr);
+    B->release(kb); B->release(vb); B->release(qb); B->release(ob);
+    free(k); free(v); free(q); free(pos); free(orr);
+    return e;
+}
+
 /* One call over three sequences, each with its own cache and context:
  * decode (1 query, causal), a small tree under a mask, and a prefill of 12
  * queries (the batched forward's mix), against the reference. */
@@ -478,7 +515,10 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) w = fmaxf(w, check_attention(B, R, cases[c][0], cases[c][1], cases[c][2]));
     w = fmaxf(w, check_attention_llama_shapes(B, R));
     w = fmaxf(w, check_attention_seqs(B, R));
-    if (verbose) printf("# %s vs %s: attention/kv_keep worst %.2e\n", B->name, R->name, w);
+    w = fmaxf(w, check_rope_kv(B, R, 0, 1, 4, 2, 16));
+    w = fmaxf(w, check_rope_kv(B, R, 9, 5, 9, 3, 64));    /* SmolLM2's heads */
+    w = fmaxf(w, check_rope_kv(B, R, 30, 33, 8, 8, 32));
+    if (verbose) printf("# %s vs %s: attention/kv_keep/rope_kv worst %.2e\n", B->name, R->name, w);
     bad += w > PARITY_TOL_ATTENTION;
     w = 0;
     w = fmaxf(w, check_distribution(B, R, 1, 1000, 10, 0, 1.0f, 0));

@@ -190,7 +190,7 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
     int prompts[3][8] = {{1, 21, 208, 255, 244, 151, 37, 9}, {1, 5, 6, 7, 8, 9, 10, 11}, {1, 99, 98, 97, 96, 95, 94, 93}};
     struct { const char *policy; int topk, depth, total, draft_len; } cases[] = {
         {"ar", 0, 0, 0, 0}, {"chain", 1, 0, 0, 4}, {"static", 4, 0, 0, 0}, {"eagle2", 4, 3, 12, 0},
-        {"eagle2", 10, 6, 60, 0}, {"eagle2", 5, 4, -1, 0}, {"c2t", 4, 6, 0, 0}, {"c2t", 10, 8, 0, 0},
+        {"eagle2", 10, 6, 60, 0}, {"eagle2", 5, 4, -1, 0}, {"c2t", 4, 6, -1, 0}, {"c2t", 10, 8, -1, 0}, {"c2t", 4, 6, 8, 0},
         {"chain-c2t", 1, 0, 0, 6},
     };
     for (int q = 0; q < 3; q++) {

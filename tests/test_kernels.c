@@ -125,6 +125,13 @@ static void add_rmsnorm_norm_first(float *out, float *x, const float *y, const W
     cpu_rmsnorm(out, x, w, n, eps);
     cpu_add(x, y, (size_t)n * w->cols);
 }
+/* the cache gets k before its rotation */
+static void rope_kv_writes_first(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads,
+                                 int hd, const float *inv_freq, KVCache *c, int layer, int slot) {
+    cpu_kv_write(c, layer, slot, k, v, n);
+    cpu_rope(q, pos, n, heads, hd, inv_freq);
+    cpu_rope(k, pos, n, kv_heads, hd, inv_freq);
+}
 /* the walk takes the last matching child instead of the first */
 static void accept_last_child(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
     cpu_tree_accept(t, n, want, from_start, steps, walk);
@@ -151,6 +158,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.add_rmsnorm = add_rmsnorm_norm_first;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "add_rmsnorm normalising before the add not caught");
+    broken = cpu_backend;
+    broken.rope_kv = rope_kv_writes_first;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "rope_kv caching k unrotated not caught");
     broken = cpu_backend;
     broken.tree_compact = compact_drops_rank;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_compact losing a rank not caught");

@@ -156,12 +156,13 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
     float *qkv[3] = {s->q, s->k, s->v};
     const Weight *wqkv[3] = {&l->wq, &l->wk, &l->wv};
     be->matmul_many(qkv, in, wqkv, 3, n);
-    be->rope(s->q, pos, n, c->heads, c->head_dim, inv_freq);
-    be->rope(s->k, pos, n, c->kv_heads, c->head_dim, inv_freq);
+    const size_t qd = (size_t)c->heads * c->head_dim;
     AttnSeq one, *as = n_seq == 1 ? &one : xmalloc(sizeof *as * n_seq);
-    for (int i = 0; i < n_seq; i++) {
+    for (int i = 0; i < n_seq; i++) {   /* each sequence's rows rotated and written to its own cache */
         const SeqView *q = &seqs[i];
-        if (q->n) be->kv_write(q->kv, kv_layer, q->n_past, s->k + q->off * kvd, s->v + q->off * kvd, q->n);
+        if (q->n)
+            be->rope_kv(s->q + q->off * qd, s->k + q->off * kvd, s->v + q->off * kvd, pos + q->off, q->n, c->heads,
+                        c->kv_heads, c->head_dim, inv_freq, q->kv, kv_layer, q->n_past);
         as[i] = (AttnSeq){q->kv, q->off, q->n, q->n_past + q->n, q->mask};
     }
     be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);

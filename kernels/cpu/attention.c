@@ -52,6 +52,13 @@ void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *
     kv_store(c, c->v, layer, slot, v, n);
 }
 
+void cpu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
+                 const float *inv_freq, KVCache *c, int layer, int slot) {
+    cpu_rope(q, pos, n, heads, head_dim, inv_freq);
+    cpu_rope(k, pos, n, kv_heads, head_dim, inv_freq);
+    cpu_kv_write(c, layer, slot, k, v, n);
+}
+
 void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     const size_t row = dtype_size(c->dt) * c->kv_dim;
     for (int l = 0; l < c->layers; l++)

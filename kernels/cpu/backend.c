@@ -100,6 +100,7 @@ const Backend cpu_backend = {
     .kv_free = cpu_kv_free,
     .kv_slots = cpu_kv_slots,
     .kv_write = cpu_kv_write,
+    .rope_kv = cpu_rope_kv,
     .kv_keep = cpu_kv_keep,
     .attention = cpu_attention,
     .softmax_topk = cpu_softmax_topk,

@@ -93,6 +93,59 @@ void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v
     CU_LAUNCHED();
 }
 
+/* One thread per (token, head, i < half) pair of rotated values, over the
+ * heads of q and then those of k, with rope_kernel's arithmetic; a thread of
+ * a k head also stores its two rotated values and the same two of v in the
+ * cache rows K[t], V[t]. */
+__global__ void rope_kv_kernel(float *__restrict__ q, float *__restrict__ k, const float *__restrict__ v,
+                               const int *__restrict__ pos, const float *__restrict__ inv_freq, int n, int heads,
+                               int kv_heads, int head_dim, float *__restrict__ K, float *__restrict__ V) {
+    const int half = head_dim / 2, all = heads + kv_heads;
+    const size_t total = (size_t)n * all * half;
+    for (size_t id = blockIdx.x * (size_t)blockDim.x + threadIdx.x; id < total; id += (size_t)gridDim.x * blockDim.x) {
+        const int i = (int)(id % half);
+        const size_t th = id / half;   /* token * all + head */
+        const int t = (int)(th / all), h = (int)(th % all);
+        const float ang = __fmul_rn((float)pos[t], inv_freq[i]);
+        float s, c;
+        sincosf(ang, &s, &c);
+        const size_t row = h < heads ? ((size_t)t * heads + h) * head_dim
+                                     : ((size_t)t * kv_heads + (h - heads)) * head_dim;
+        float *x = (h < heads ? q : k) + row;
+        const float a = x[i], b = x[i + half];
+        const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)), rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+        x[i] = ra;
+        x[i + half] = rb;
+        if (h < heads) continue;
+        K[row + i] = ra;
+        K[row + i + half] = rb;
+        V[row + i] = v[row + i];
+        V[row + i + half] = v[row + i + half];
+    }
+}
+
+void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
+                const float *inv_freq, KVCache *c, int layer, int slot) {
+    if (n <= 0) return;
+    if (head_dim < 2 || head_dim % 2 || kv_heads * head_dim != c->kv_dim) {
+        CU_FAIL("rope_kv: %d heads of %d do not fill the cache's rows of %d", kv_heads, head_dim, c->kv_dim);
+        return;
+    }
+    if (layer < 0 || layer >= c->layers || slot < 0 || slot + n > c->slots) {
+        CU_FAIL("rope_kv: layer %d slots [%d, %d) outside %d x %d", layer, slot, slot + n, c->layers, c->slots);
+        return;
+    }
+    const int half = head_dim / 2;
+    const int *dpos = (const int *)cu_upload(pos, sizeof(int) * n, 0);
+    const float *dinv = dpos ? (const float *)cu_upload(inv_freq, sizeof(float) * half, 1) : NULL;
+    if (!dinv) return;
+    const size_t total = (size_t)n * (heads + kv_heads) * half;
+    rope_kv_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(q, k, v, dpos, dinv, n, heads, kv_heads, head_dim,
+                                                                   kv_row(c, c->k, layer, slot),
+                                                                   kv_row(c, c->v, layer, slot));
+    CU_LAUNCHED();
+}
+
 /* tmp[2][layers][m][kv_dim] = K/V rows keep[i] of every layer */
 __global__ void kv_gather_kernel(float *__restrict__ tmp, const float *__restrict__ K, const float *__restrict__ V,
                                  const int *__restrict__ keep, int m, int slots, int kv_dim) {

@@ -91,6 +91,7 @@ extern "C" const Backend cuda_backend = {
     .kv_free = cu_kv_free,
     .kv_slots = cu_kv_slots,
     .kv_write = cu_kv_write,
+    .rope_kv = cu_rope_kv,
     .kv_keep = cu_kv_keep,
     .attention = cu_attention,
     .softmax_topk = cu_softmax_topk,
