@@ -116,7 +116,7 @@ md = ["# The calibration hypothesis (`make paper-calibration`)", "",
       "Written by tools/experiments/paper_calibration.sh. Part 1: how well each head's joint probability P predicts "
       "acceptance (held-out prompts, full trees). Part 2: C2T's γ reduction against EAGLE-2 at equal τ, pooled over "
       "questions with its 95% bootstrap interval, for the shipped head (make paper, results/paper) and the heads "
-      "swept here (reduced sizes: each sweep's report.md says them).", "",
+      "swept here (each sweep's report.md gives its sizes).", "",
       "The last two columns split the saving: EAGLE-2's pool cut by one threshold on P at C2T's depth 8 "
       "(`--param min_p`, replayed) against EAGLE-2's fixed totals, and C2T against that threshold: what the "
       "classifier's features add beyond sizing each tree by P.", "",
