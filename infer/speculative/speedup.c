@@ -2,6 +2,7 @@
 #include "infer/speculative/speedup.h"
 #include "kernels/base/rng.h"
 #include "kernels/base/util.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,18 +20,29 @@ static double median(double *x, int n) {
 Speedup speedup_estimate(const AbPair *p, int n) {
     Speedup s = {0};
     double *ratio = xmalloc(sizeof(double) * (n > 0 ? n : 1));
-    for (int i = 0; i < n; i++)
-        if (p[i].policy_s > 0 && p[i].ar_s > 0 && p[i].policy_tokens > 0 && p[i].ar_tokens > 0)
-            ratio[s.n++] = (p[i].policy_tokens / p[i].policy_s) / (p[i].ar_tokens / p[i].ar_s);
+    /* ABBA blocks: pairs 2k and 2k+1 ran in opposite orders (a block with
+     * one pair untimed is the other alone) */
+    int nb = 0;
+    for (int i = 0; i < n; i += 2) {
+        double prod = 1;
+        int m = 0;
+        for (int j = i; j < n && j < i + 2; j++)
+            if (p[j].policy_s > 0 && p[j].ar_s > 0 && p[j].policy_tokens > 0 && p[j].ar_tokens > 0) {
+                prod *= (p[j].policy_tokens / p[j].policy_s) / (p[j].ar_tokens / p[j].ar_s);
+                m++;
+            }
+        if (m) ratio[nb++] = m == 2 ? sqrt(prod) : prod;
+        s.n += m;
+    }
     if (!s.n) { free(ratio); return s; }
-    double *sample = xmalloc(sizeof(double) * s.n), *medians = xmalloc(sizeof(double) * SPEEDUP_BOOTSTRAP);
+    double *sample = xmalloc(sizeof(double) * nb), *medians = xmalloc(sizeof(double) * SPEEDUP_BOOTSTRAP);
     Rng rng;
     rng_seed(&rng, SPEEDUP_SEED);
     for (int b = 0; b < SPEEDUP_BOOTSTRAP; b++) {
-        for (int i = 0; i < s.n; i++) sample[i] = ratio[rng_next(&rng) % (uint64_t)s.n];
-        medians[b] = median(sample, s.n);
+        for (int i = 0; i < nb; i++) sample[i] = ratio[rng_next(&rng) % (uint64_t)nb];
+        medians[b] = median(sample, nb);
     }
-    s.median = median(ratio, s.n);
+    s.median = median(ratio, nb);
     qsort(medians, SPEEDUP_BOOTSTRAP, sizeof *medians, by_value);
     s.lo = medians[(int)(0.025 * SPEEDUP_BOOTSTRAP)];
     s.hi = medians[(int)(0.975 * SPEEDUP_BOOTSTRAP) - 1];

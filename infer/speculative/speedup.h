@@ -3,10 +3,13 @@
  * run ar first), so that a machine that slows down or speeds up during the
  * run (another job, a frequency change, a descheduled vCPU) weighs on both
  * sides alike instead of on whichever ran later.  Each pair gives one ratio
- * of speeds; the speedup is their median, with a 95% percentile-bootstrap
- * interval over the pairs.  A pair is a question's turns (or, batched, a
- * whole run) with each side's decode time: prefill is left out, and
- * reported apart. */
+ * of speeds, and each two consecutive pairs (one of each order: an ABBA
+ * block) the geometric mean of their ratios, in which a drift of the
+ * machine's speed and any advantage of running second cancel to first
+ * order; the speedup is the median over blocks, with a 95%
+ * percentile-bootstrap interval over the blocks (an odd last pair is a
+ * block alone).  A pair is a question's turns (or, batched, a whole run)
+ * with each side's decode time: prefill is left out, and reported apart. */
 #ifndef C2T_SPEEDUP_H
 #define C2T_SPEEDUP_H
 #include <stdint.h>
@@ -18,8 +21,8 @@ typedef struct {
 
 typedef struct {
     int n;                /* pairs with both sides timed; 0: no speedup */
-    double median;        /* median over pairs of policy speed / ar speed */
-    double lo, hi;        /* 95% interval (percentile bootstrap over pairs) */
+    double median;        /* median over ABBA blocks of policy speed / ar speed */
+    double lo, hi;        /* 95% interval (percentile bootstrap over blocks) */
 } Speedup;
 
 /* The bootstrap's resamples and seed (fixed: the same pairs give the same
