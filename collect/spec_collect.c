@@ -126,6 +126,8 @@ int main(int argc, char **argv) {
     const char *out = a.run.out;
     if (!a.cfg.target_dir || !a.cfg.draft_dir) die(prog, "--target and --draft are required (see --help)");
     if (!out) die(prog, "--out FILE.h5 is required");
+    if (a.cfg.draft_vocab == DRAFT_VOCAB_AUTO)   /* a trace's features must not depend on the machine */
+        die(prog, "--draft-vocab auto: a collection drafts from one vocabulary (give full or a size)");
     if (!a.qs.n) die(prog, "at least one --questions file is required");
     if (!a.run.resume && file_exists(out)) die(prog, "%s exists; use --resume to continue it or choose another --out", out);
     if (a.run.resume && !file_exists(out)) die(prog, "--resume: %s does not exist", out);

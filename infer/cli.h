@@ -73,10 +73,13 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     "  --draft DIR            draft: an EAGLE-1/2 head, an EAGLE-3 head or a small LM\n"                \
     "                         (config.json + model.safetensors or pytorch_model.bin)\n"                  \
     "  --draft-kind K         %s\n"                                                                     \
-    "  --draft-vocab N|full   the draft scores only the N most frequent target tokens of its\n"         \
+    "  --draft-vocab N|full|auto\n"                                                                    \
+    "                         the draft scores only the N most frequent target tokens of its\n"         \
     "                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"     \
     "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \
-    "                         lossless, verification is unchanged\n"                                     \
+    "                         lossless, verification is unchanged; auto (spec-eval, one sequence):\n"    \
+    "                         the size of most expected tokens per second from step times and the\n"    \
+    "                         first cycles' acceptance (docs/policies.md) (default full)\n"              \
     "  --draft-temperature T  the draft's logits divided by T before p, P and H (calibration\n"        \
     "                         experiments; lossless; recorded) (default 1)\n"                          \
     "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"              \

@@ -573,6 +573,101 @@ static void test_reduced_draft_vocabulary(void) {
     llama_free(m);
 }
 
+/* --draft-vocab auto's choice on synthetic measurements: the predicted
+ * tokens per second of each candidate, by the formula of vocab_auto.h. */
+static void test_draft_vocab_choice_by_hand(void) {
+    VocabAuto va = {.n_cand = 2, .cand = {64, 128}, .coverage = {0.5, 1}, .chosen = -1, .calibrated = 1};
+    /* 10 cycles: all accepted at least one node, half two; 0.1 s verifying, 0.05 s drafting and 8 rows a cycle;
+     * a calibration step (8 rows) 0.008 s at 128 columns, 0 at 64 */
+    va.cycles = 10;
+    va.verify_s = 1;
+    va.draft_s = 0.5;
+    va.rows = 80;
+    va.reach[0] = 10; va.reach[1] = 10; va.reach[2] = 5;
+    va.step_s[1] = 0.008;
+    int c = vocab_auto_choose(&va);
+    const double want1 = (1 + 1 + 0.5) / 0.15, want0 = (1 + 0.5 + 0.5 * 0.25) / (0.15 - 8 * 0.008 / 8);
+    CHECK(fabs(va.rate[1] - want1) < 1e-9 && fabs(va.rate[0] - want0) < 1e-9, "rates %g %g, want %g %g", va.rate[0],
+          va.rate[1], want0, want1);
+    CHECK(c == 1, "chose %d: the full coverage pays here", c);
+    /* nothing accepted: only cost counts, the cheaper vocabulary wins */
+    va.reach[1] = va.reach[2] = 0;
+    c = vocab_auto_choose(&va);
+    CHECK(c == 0, "nothing accepted: chose %d, want the cheapest", c);
+    /* equal step times: the larger vocabulary (ties go to it) */
+    va.reach[1] = 10;
+    va.step_s[1] = 0;
+    c = vocab_auto_choose(&va);
+    CHECK(c == 1, "equal costs: chose %d, want the larger vocabulary", c);
+    /* a drafting-bound cycle where the small vocabulary loses little */
+    va.coverage[0] = 0.99;
+    va.step_s[1] = 0.1;
+    va.draft_s = 10;   /* 1 s a cycle, 0.1 s of it saved at 64 */
+    c = vocab_auto_choose(&va);
+    CHECK(c == 0, "drafting-bound: chose %d (rates %g %g)", c, va.rate[0], va.rate[1]);
+}
+
+/* --draft-vocab auto in a decoder: candidates from the counts, a timed
+ * step at each, exploration from the ids seen, then the choice; the
+ * tokens stay those of greedy decoding. */
+static void test_draft_vocab_auto_is_lossless(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    const int V = m->cfg.vocab;
+    char dir[32];
+    draft_with_counts("tests/ckpt/eagle_tiny", dir, V);
+    Draft *d = draft_load("eagle", dir, m, 4096);
+    REQUIRE(d, "%s", err_get());
+    VocabAuto va;
+    REQUIRE(vocab_auto_init(&va, d) == 0, "%s", err_get());
+    /* counts (i*37)%11: the ids with a multiple of 11 are never seen */
+    const int seen = V - (V + 10) / 11;
+    CHECK(va.n_cand == 3 && va.cand[0] == 64 && va.cand[1] == 128 && va.cand[2] == seen && d->Vd == seen,
+          "candidates %d: %d %d %d (Vd %d), want 64 128 %d", va.n_cand, va.cand[0], va.cand[1], va.cand[2], d->Vd, seen);
+    CHECK(va.coverage[2] == 1 && va.coverage[0] < va.coverage[1] && va.coverage[1] < 1, "coverage %g %g %g",
+          va.coverage[0], va.coverage[1], va.coverage[2]);
+    int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9}, ref[160], out[160];
+    const int max_new = 150;
+    LlamaState *g = llama_state_new(m, 8 + max_new + 8);
+    const int nref = greedy_generate(g, prompt, 8, max_new, ref);
+    llama_state_free(g);
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "eagle2");
+    policy_params_set(&prm, "topk", "4");
+    policy_params_set(&prm, "depth", "3");
+    policy_params_set(&prm, "total", "8");
+    Policy *p = policy_new(&prm);
+    REQUIRE(p, "%s", err_get());
+    SampleParams sp = {0};
+    Decoder *dec = decoder_new(m, d, p, 8 + max_new + policy_max_nodes(p) + 8, sp);
+    REQUIRE(dec, "%s", err_get());
+    dec->vocab = &va;
+    CHECK(decoder_device_cycle_blocker(dec) != NULL, "the device cycle must refuse a host-chosen vocabulary");
+    DecodeStats st;
+    const int n = decoder_run(dec, prompt, 8, max_new, out, &st);
+    int same = n == nref;
+    for (int i = 0; same && i < n; i++) same = out[i] == ref[i];
+    CHECK(same, "--draft-vocab auto: tokens differ from ar (%d against %d)", n, nref);
+    CHECK(st.cycles > VOCAB_AUTO_EXPLORE, "only %lld cycles", (long long)st.cycles);
+    CHECK(va.calibrated && va.step_s[0] > 0 && va.step_s[2] > 0, "calibration: %g %g", va.step_s[0], va.step_s[2]);
+    CHECK(va.cycles == VOCAB_AUTO_EXPLORE && va.chosen >= 0 && d->Vd == va.cand[va.chosen],
+          "explored %lld cycles, chose %d, Vd %d", va.cycles, va.chosen, d->Vd);
+    CHECK(va.rows >= va.cycles, "%lld rows scored in %lld cycles", va.rows, va.cycles);
+    printf("# candidates 64/128/%d: steps %.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen,
+           va.step_s[0], va.step_s[1], va.step_s[2], va.cand[va.chosen], va.cycles, decode_stats_tau(&st));
+    decoder_free(dec);
+    policy_free(p);
+    draft_free(d);
+    remove_draft_dir(dir);
+    /* a draft without counts: one line naming the file */
+    Draft *e = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 64);
+    REQUIRE(e, "%s", err_get());
+    CHECK(vocab_auto_init(&va, e) == -1 && strstr(err_get(), DRAFT_COUNTS_FILE), "no counts: '%s'", err_get());
+    draft_free(e);
+    llama_free(m);
+}
+
 int main(void) {
     RUN(test_eagle2_tree_by_hand);
     RUN(test_chain_and_static_trees_by_hand);
@@ -584,5 +679,7 @@ int main(void) {
     RUN(test_sampling_is_lossless_chain_with_processors);
     RUN(test_bad_policy_parameters);
     RUN(test_reduced_draft_vocabulary);
+    RUN(test_draft_vocab_choice_by_hand);
+    RUN(test_draft_vocab_auto_is_lossless);
     return h_done();
 }

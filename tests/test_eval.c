@@ -5,6 +5,7 @@
 #include "infer/speculative/classifier.h"
 #include "infer/speculative/speedup.h"
 #include "kernels/base/rng.h"
+#include "infer/model/safetensors.h"
 #include <cjson/cJSON.h>
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
@@ -647,6 +648,70 @@ static void test_total_auto(void) {
     }
 }
 
+/* --draft-vocab auto from the command line: lossless, its candidates,
+ * timings and choice in the report; refused with --batch > 1 and by
+ * spec-collect, one line each. */
+static void test_draft_vocab_auto(void) {
+    char dir[] = "/tmp/c2t_vocabXXXXXX", err[4096], out[96];
+    REQUIRE(mkdtemp(dir), "mkdtemp");
+    const char *files[] = {"config.json", "model.safetensors"};
+    char *src = realpath("tests/ckpt/tiny_chat_eagle", NULL), *p;
+    for (int i = 0; i < 2; i++) {
+        char *a = path_join(src, files[i]), *b = path_join(dir, files[i]);
+        REQUIRE(symlink(a, b) == 0, "symlink %s", b);
+        free(a); free(b);
+    }
+    free(src);
+    enum { V = 384 };
+    int64_t counts[V];
+    for (int i = 0; i < V; i++) counts[i] = i < 300 ? V - i : 0;   /* 300 ids seen */
+    StWrite w = {"token_counts", DT_I64, 1, {V}, counts};
+    p = path_join(dir, "token_counts.safetensors");
+    REQUIRE(st_write(p, &w, 1) == 0, "%s", err_get());
+    free(p);
+    snprintf(out, sizeof out, "%s/run.json", dir);
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --template none "
+                     "--questions %s --max-new-tokens 120 --policy eagle2 --topk 4 --depth 3 --total 8 "
+                     "--draft-vocab auto --check-lossless --quiet --json %s", bin_dir(), dir, qfile, out);
+    REQUIRE(rc == 0, "--draft-vocab auto: exit %d: %s", rc, err);
+    CHECK(strstr(err, "chosen from costs"), "no summary line: %s", err);
+    cJSON *j = read_json_file(out);
+    REQUIRE(j, "%s", err_get());
+    const cJSON *va = cJSON_GetObjectItem(j, "draft_vocab_auto"), *c = cJSON_GetObjectItem(va, "candidates");
+    const int nc = cJSON_GetArraySize(c);
+    int ok = nc == 4;   /* 64, 128, 256 below the 300 seen, then 300 */
+    const int want[] = {64, 128, 256, 300};
+    for (int i = 0; ok && i < nc; i++) {
+        const cJSON *x = cJSON_GetArrayItem(c, i);
+        ok = cJSON_GetNumberValue(cJSON_GetObjectItem(x, "vocab")) == want[i] &&
+             cJSON_GetNumberValue(cJSON_GetObjectItem(x, "step_s")) > 0 &&
+             cJSON_GetNumberValue(cJSON_GetObjectItem(x, "predicted_tokens_per_s")) > 0;
+    }
+    CHECK(ok, "candidates: %d, want 64 128 256 300 with times and rates", nc);
+    const double chosen = cJSON_GetNumberValue(cJSON_GetObjectItem(va, "chosen"));
+    CHECK((chosen == 64 || chosen == 128 || chosen == 256 || chosen == 300) &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(va, "explored_cycles")) == 64, "chosen %g after %g cycles", chosen,
+          cJSON_GetNumberValue(cJSON_GetObjectItem(va, "explored_cycles")));
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "draft_vocab_auto")),
+          "settings.draft_vocab_auto is not true");
+    cJSON_Delete(j);
+    unlink(out);
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --template none "
+                 "--questions %s --max-new-tokens 8 --policy eagle2 --draft-vocab auto --batch 2 --quiet",
+                 bin_dir(), dir, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "--draft-vocab auto is not available with --batch > 1");
+    rc = run_cmd(err, sizeof err, "%s/spec-collect --target tests/ckpt/tiny_chat --draft %s --template none "
+                 "--questions %s --max-new-tokens 8 --draft-vocab auto --out %s/t.h5", bin_dir(), dir, qfile, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "--draft-vocab auto: a collection drafts from one vocabulary");
+    const char *made[] = {"config.json", "model.safetensors", "token_counts.safetensors", "t.h5"};
+    for (int i = 0; i < 4; i++) {
+        p = path_join(dir, made[i]);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
 /* The calibration cache of auto sizes: the first run measures its curve and
  * files it under its key (in $XDG_CACHE_HOME/c2t/cost.json by default), the
  * next reads it, a run in other arithmetic measures and files its own; a
@@ -909,6 +974,7 @@ int main(void) {
     RUN(test_repeats);
     RUN(test_total_auto);
     RUN(test_cost_cache);
+    RUN(test_draft_vocab_auto);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);

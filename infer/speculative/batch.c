@@ -221,6 +221,11 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
             slots_free(sl, i + 1);
             return NULL;
         }
+        if (s->cfg.draft_vocab == DRAFT_VOCAB_AUTO) {
+            err_set("--draft-vocab auto is not available with --batch > 1 (give a size)");
+            slots_free(sl, i + 1);
+            return NULL;
+        }
         if (sl[i].policy->wants_cost) {
             /* a batch's cost is that of b trees in one forward: not modelled yet */
             err_set("policy %s: an 'auto' tree size is not available with --batch > 1 (give a size)",

@@ -283,11 +283,15 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     if (dec->done) return 0;
     if (dec->draft) {
         double t1 = now_seconds();
-        int rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
+        /* a vocabulary switch comes before the catch-up, which scores the next root in it */
+        int rc = dec->vocab ? vocab_auto_step(dec->vocab, dec->draft, bonus) : 0;
+        if (!rc) rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
         st->t.draft += now_seconds() - t1;
         if (rc) return -1;
     }
     if (dec->policy->cost) cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
+    if (dec->vocab)
+        vocab_auto_observe(dec->vocab, len - 1, verify_s, drafting_s(st) - dec->draft_mark, dec->draft->rows_scored);
     dec->draft_mark = drafting_s(st);
     dec->root = bonus;
     return 0;
@@ -425,6 +429,7 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
         return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
                              : "this policy (with these settings) has no device program";
     if (dec->sp.temperature > 0) return "sampling (temperature > 0) verifies on the host";
+    if (dec->vocab) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
     if (dec->walk) return "--verify walk walks on the host";
     if (dec->gate) return "batched decoding (--batch > 1) runs the host cycle";
     if (p->feedback) return "the policy learns from each cycle on the host";

@@ -17,6 +17,7 @@
 #include "kernels/base/rng.h"
 #include "infer/speculative/tree.h"
 #include "infer/speculative/verify.h"
+#include "infer/speculative/vocab_auto.h"
 
 /* Trees of up to this many nodes get logits for every node from the verify
  * forward; bigger ones only for the path verification walks.  On the CPU
@@ -74,6 +75,7 @@ typedef struct {
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
     DevCycle *dc;         /* the device cycle (cycle.h), or NULL: the host's */
     CostModel cost;       /* lent to a policy that sizes its trees from costs (policy.wants_cost) */
+    VocabAuto *vocab;     /* the draft's vocabulary chosen from costs (--draft-vocab auto), or NULL */
     const char *cost_cache;   /* its calibration cache file (cost.h), or NULL: calibrate every run */
     double draft_mark;    /* the stats' drafting seconds at the last cycle's end */
     /* the turn in progress (decoder_begin .. decoder_end) */

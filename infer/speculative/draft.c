@@ -156,29 +156,70 @@ static int by_count(const void *a, const void *b, void *counts) {
 }
 static int ascending(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-/* The n most frequent ids of the draft's token counts, ascending. */
-static int *top_tokens(const Draft *d, int n) {
+/* The draft's token counts in an order of every id, most frequent first
+ * (ties to the lower id), into *order, their counts into *counts; -1 +
+ * err_set when the file is absent or malformed. */
+static int counts_by_frequency(const Draft *d, int **order, int64_t **counts) {
     char *path = path_join(d->dir, DRAFT_COUNTS_FILE);
     SafeTensors *st = st_open(path);
-    int *ids = NULL;
     const StTensor *t = st ? st_find(st, "token_counts") : NULL;
+    int rc = -1;
     if (!st) err_set("--draft-vocab needs the draft's token counts: %s", err_get());
     else if (!t || t->dtype != DT_I64 || t->ndim != 1 || t->shape[0] != d->V)
         err_set("%s: expected a tensor token_counts of I64 [%d]", path, d->V);
     else {
         int64_t *c = xmalloc(sizeof(int64_t) * d->V);
         memcpy(c, t->data, sizeof(int64_t) * d->V);
-        int *order = xmalloc(sizeof(int) * d->V);
-        for (int i = 0; i < d->V; i++) order[i] = i;
-        qsort_r(order, d->V, sizeof(int), by_count, c);
-        ids = xmalloc(sizeof(int) * n);
-        memcpy(ids, order, sizeof(int) * n);
-        qsort(ids, n, sizeof(int), ascending);
-        free(order); free(c);
+        rc = 0;
+        for (int i = 0; i < d->V && !rc; i++)
+            if (c[i] < 0) { err_set("%s: token_counts[%d] is negative (%lld)", path, i, (long long)c[i]); rc = -1; }
+        if (!rc) {
+            *order = xmalloc(sizeof(int) * d->V);
+            for (int i = 0; i < d->V; i++) (*order)[i] = i;
+            qsort_r(*order, d->V, sizeof(int), by_count, c);
+            *counts = c;
+        } else {
+            free(c);
+        }
     }
     st_close(st);
     free(path);
+    return rc;
+}
+
+/* The n most frequent ids of the draft's token counts, ascending. */
+static int *top_tokens(const Draft *d, int n) {
+    int *order;
+    int64_t *c;
+    if (counts_by_frequency(d, &order, &c)) return NULL;
+    int *ids = xmalloc(sizeof(int) * n);
+    memcpy(ids, order, sizeof(int) * n);
+    qsort(ids, n, sizeof(int), ascending);
+    free(order); free(c);
     return ids;
+}
+
+double *draft_vocab_coverage(const Draft *d, int *seen) {
+    int *order;
+    int64_t *c;
+    if (counts_by_frequency(d, &order, &c)) return NULL;
+    double total = 0;
+    for (int i = 0; i < d->V; i++) total += (double)c[i];
+    if (total <= 0) {
+        err_set("%s/%s: every token count is 0", d->dir, DRAFT_COUNTS_FILE);
+        free(order); free(c);
+        return NULL;
+    }
+    double *cov = xmalloc(sizeof(double) * (d->V + 1)), run = 0;
+    cov[0] = 0;
+    *seen = 0;
+    for (int i = 0; i < d->V; i++) {
+        run += (double)c[order[i]];
+        cov[i + 1] = run / total;
+        if (c[order[i]] > 0) *seen = i + 1;
+    }
+    free(order); free(c);
+    return cov;
 }
 
 int draft_set_vocab(Draft *d, int n) {
@@ -243,6 +284,7 @@ int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int 
     d->n_temp = 0;
     DraftStep step = {.d = d, .catch_up = 1, .tokens = tokens, .hidden = hidden, .m = m, .next = next};
     if (draft_step(d, &step)) return -1;
+    d->rows_scored++;   /* the new root's */
     d->n_past += step.added;
     return 0;
 }
@@ -313,8 +355,10 @@ static int draft_dist(Draft *d, const float *logits, int n, int k, int topm, int
 
 int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                  float *probs, float *entropy) {
+    if (n == 1 && nodes[0] == 0 && !d->ops->expand)   /* the catch-up scored the root */
+        return draft_dist(d, d->root_logits, 1, k, topm, ids, probs, entropy);
+    d->rows_scored += n;
     if (d->ops->expand) return d->ops->expand(d, t, nodes, n, k, topm, ids, probs, entropy);
-    if (n == 1 && nodes[0] == 0) return draft_dist(d, d->root_logits, 1, k, topm, ids, probs, entropy);
     reserve_nodes(d, t->n);
     const int base = d->n_past + d->n_temp, nctx = base + n;
     if (nctx > d->slots) {
@@ -359,6 +403,7 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
                           .tree_n = n, .mask = d->dev_inputs.h_mask};
         if (draft_step(d, &step)) return -1;
         d->n_temp += m;
+        d->rows_scored += m;
         logits = step.logits;
     } else {
         m = 1;

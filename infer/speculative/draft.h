@@ -98,6 +98,7 @@ struct Draft {
     char config_hash[17];
     float *root_logits;      /* device, V: the distribution under the root */
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
+    long long rows_scored;   /* logit rows computed (tree nodes expanded, catch-ups' roots), cumulative */
     TreeInputs dev_inputs;   /* the device cycle's forward inputs, read to the host */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
     /* --draft-temperature: the draft's logits are divided by it before the
@@ -132,6 +133,10 @@ const float *draft_features(const Draft *d, const LlamaState *s);
  * head shrinks from V to n rows; verification is unchanged, so decoding
  * stays lossless.  n <= 0 or n >= V keeps the full vocabulary. */
 int draft_set_vocab(Draft *d, int n);
+/* The share of the draft's token counts held by its n most frequent ids,
+ * for every n: cov[0..V] (cov[V] = 1), and in *seen the ids counted at
+ * least once; NULL + err_set as draft_set_vocab. */
+double *draft_vocab_coverage(const Draft *d, int *seen);
 #define DRAFT_COUNTS_FILE "token_counts.safetensors"
 /* A second draft over d's weights for another sequence (batched decoding),
  * with its own context; d must outlive it.  NULL with err_set where the

@@ -161,6 +161,25 @@ static int choose_cycle(Decoder *dec, int cycle) {
     return decoder_use_device_cycle(dec);
 }
 
+/* --draft-vocab auto's candidates, measurements and choice */
+static cJSON *vocab_auto_json(const VocabAuto *va) {
+    cJSON *o = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(o, "candidates");
+    for (int i = 0; i < va->n_cand; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "vocab", va->cand[i]);
+        cJSON_AddNumberToObject(x, "coverage", va->coverage[i]);
+        cJSON_AddNumberToObject(x, "step_s", va->step_s[i]);
+        cJSON_AddNumberToObject(x, "predicted_tokens_per_s", va->rate[i]);
+        cJSON_AddItemToArray(c, x);
+    }
+    cJSON_AddNumberToObject(o, "explored", va->cand[va->n_cand - 1]);
+    cJSON_AddNumberToObject(o, "explored_cycles", (double)va->cycles);
+    if (va->chosen >= 0) cJSON_AddNumberToObject(o, "chosen", va->cand[va->chosen]);
+    else cJSON_AddNullToObject(o, "chosen");   /* the run ended while exploring */
+    cJSON_AddNumberToObject(o, "calibration_s", va->calibration_s);
+    return o;
+}
+
 static cJSON *settings_json(const Session *s, const Policy *policy, const Decoder *dec, const EvalOptions *eo) {
     const SessionConfig *cfg = &s->cfg;
     cJSON *o = cJSON_CreateObject();
@@ -170,7 +189,8 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
     if (s->draft) {
         cJSON_AddStringToObject(o, "draft", cfg->draft_dir);
         cJSON_AddStringToObject(o, "draft_kind", draft_kind_name(s->draft));
-        cJSON_AddNumberToObject(o, "draft_vocab", s->draft->Vd);
+        cJSON_AddNumberToObject(o, "draft_vocab", s->draft->Vd);   /* with auto: the explored one */
+        cJSON_AddBoolToObject(o, "draft_vocab_auto", s->cfg.draft_vocab == DRAFT_VOCAB_AUTO);
         cJSON_AddNumberToObject(o, "draft_temperature", s->draft->temperature);
         cJSON_AddStringToObject(o, "draft_config_hash", s->draft->config_hash);
     }
@@ -543,6 +563,19 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
                 cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->from_cache ? " (cached curve)" : "",
                 m->scale,
                 m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0, decode_stats_tau(&r->all.run));
+    }
+    if (dec && dec->vocab) {
+        const VocabAuto *va = dec->vocab;
+        cJSON_AddItemToObject(r->report, "draft_vocab_auto", vocab_auto_json(va));
+        if (va->chosen >= 0)
+            fprintf(stderr, "spec-eval: draft vocabulary %d chosen from costs (of %d candidates, %d to %d; coverage "
+                    "%.3f; %.2fx the explored %d's predicted tokens per second) after %lld cycles; calibration %.2f s\n",
+                    va->cand[va->chosen], va->n_cand, va->cand[0], va->cand[va->n_cand - 1],
+                    va->coverage[va->chosen], va->rate[va->chosen] / va->rate[va->n_cand - 1],
+                    va->cand[va->n_cand - 1], va->cycles, va->calibration_s);
+        else
+            fprintf(stderr, "spec-eval: --draft-vocab auto: the run ended after %lld of the %d cycles explored before "
+                    "a choice; every cycle drafted from %d\n", va->cycles, VOCAB_AUTO_EXPLORE, va->cand[va->n_cand - 1]);
     }
     rc = 0;
 done:

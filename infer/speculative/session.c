@@ -53,7 +53,10 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     s->slots = cfg->max_ctx > 0 ? cfg->max_ctx : 4096;
     if (cfg->draft_dir) {
         s->draft = draft_load(cfg->draft_kind, cfg->draft_dir, s->target, s->slots + 2048);
-        if (!s->draft || draft_set_vocab(s->draft, cfg->draft_vocab)) return -1;
+        if (!s->draft) return -1;
+        if (cfg->draft_vocab == DRAFT_VOCAB_AUTO ? vocab_auto_init(&s->vocab_auto, s->draft)
+                                                 : draft_set_vocab(s->draft, cfg->draft_vocab))
+            return -1;
         s->draft->temperature = cfg->draft_temperature;
     }
     fputs(guessed, stderr);
@@ -81,6 +84,7 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
     dec->walk = s->cfg.verify != VERIFY_TREE;
+    if (s->cfg.draft_vocab == DRAFT_VOCAB_AUTO && dec->draft == s->draft) dec->vocab = &s->vocab_auto;
     dec->cost_cache = s->cfg.cost_cache;
     dec->walk_root_only = s->cfg.verify == VERIFY_ROOT;
     if (dec->walk && p->wants_cost) {   /* its curve would time tree forwards a walk never runs */

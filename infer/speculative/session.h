@@ -8,13 +8,15 @@
 #include "infer/speculative/decode.h"
 #include "infer/text/questions.h"
 #include "infer/text/tokenizer.h"
+#include "infer/speculative/vocab_auto.h"
 
 #define C2T_VERSION "0.1.0"
+#define DRAFT_VOCAB_AUTO (-1)   /* --draft-vocab auto (vocab_auto.h) */
 
 typedef struct {
     const char *target_dir, *draft_dir, *draft_kind, *tokenizer_path, *template_name, *system;
     const char *device;    /* cpu | cuda | auto (NULL = auto); the draft runs where the target does */
-    int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary */
+    int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary, DRAFT_VOCAB_AUTO: from costs */
     float draft_temperature;   /* --draft-temperature (Draft.temperature); 1 = as trained */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */
@@ -35,6 +37,7 @@ typedef struct {
     ChatTemplate tmpl;
     Draft *draft;
     int slots;
+    VocabAuto vocab_auto;   /* with --draft-vocab auto: the draft's vocabulary choice, lent to its decoders */
 } Session;
 
 /* Loads everything; prints a notice on stderr when the chat template is
