@@ -667,6 +667,43 @@ static void test_cost_prefix_synthetic(void) {
     CHECK(cost_layer_pays(&m, pool, 3, 2, 0.75), "a layer worth 0.75 of acceptance for 11 ms does not pay");
     CHECK(!cost_layer_pays(&m, pool, 3, 2, 0.05), "a layer worth at most 0.05 for 11 ms pays");
 
+    /* a node's price: the best rate times the cheapest average cost of j more tokens */
+    {
+        CostModel f;
+        cost_init(&f);
+        cost_add_point(&f, 1, 0.01);
+        cost_add_point(&f, 64, 0.01);
+        CHECK(cost_node_price(&f, pool, 3, 0.03, 8) == 0, "free verification: price %g", cost_node_price(&f, pool, 3, 0.03, 8));
+        /* linear, 1 ms a token past 10 ms: two kept, rate 2.7 / (30 + 12 ms), price rate * 1 ms
+         * (the estimates are floats: relative tolerances) */
+        const double rate = 2.7 / 0.042, price = cost_node_price(&m, pool, 3, 0.03, 8);
+        CHECK(fabs(price / (rate * 0.001) - 1) < 1e-6, "linear curve: price %g, want %g", price, rate * 0.001);
+        /* a step: 20 ms from 5 tokens on, flat after; 4 more tokens after the 4 verified cost 10 ms in all */
+        cost_init(&f);
+        cost_add_point(&f, 1, 0.010);
+        cost_add_point(&f, 4, 0.010);
+        cost_add_point(&f, 5, 0.020);
+        cost_add_point(&f, 64, 0.020);
+        const double r2 = 2.75 / 0.04, p1 = cost_node_price(&f, pool, 3, 0.03, 1), p4 = cost_node_price(&f, pool, 3, 0.03, 4);
+        CHECK(fabs(p1 / (r2 * 0.010) - 1) < 1e-6 && fabs(p4 / (r2 * 0.010 / 4) - 1) < 1e-6,
+              "step curve: price %g with one more token (want %g), %g with up to four (want %g)", p1, r2 * 0.01, p4,
+              r2 * 0.0025);
+        /* the frontier: nodes below the price are dropped, in order */
+        Tree t;
+        tree_init(&t);
+        tree_reset(&t, 1);
+        const float P[] = {0.9f, 0.5f, 0.004f, 0.3f};
+        int front[4];
+        for (int i = 0; i < 4; i++) front[i] = tree_add(&t, 0, 10 + i, P[i], 0, i);
+        cost_init(&f);
+        cost_add_point(&f, 1, 0.010);
+        cost_add_point(&f, 64, 0.073);
+        const int kept = policy_front_worth(&t, front, 4, 4, &f, 1);
+        CHECK(kept == 3 && front[0] == 1 && front[1] == 2 && front[2] == 4, "frontier kept %d: %d %d %d", kept, front[0],
+              front[1], front[2]);
+        tree_free(&t);
+    }
+
     /* "auto" is a size of eagle2's: stored, reported as text, max nodes the pool's */
     const char *set[] = {"total=auto", NULL};
     Policy *p = policy_with("eagle2", set);

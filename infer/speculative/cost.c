@@ -85,6 +85,17 @@ int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, do
     return cost_best_rate(m, est, n, cost_draft_s(m, expands + 1), gain_bound, 1, &k) > now;
 }
 
+double cost_node_price(const CostModel *m, const float *est, int n, double draft_s, int max_new) {
+    int k;
+    const double rate = cost_best_rate(m, est, n, draft_s, 0, 0, &k), base = cost_verify_s(m, k + 1);
+    double cheapest = -1;
+    for (int j = 1; j <= max_new; j++) {
+        const double per = (cost_verify_s(m, k + 1 + j) - base) / j;
+        if (cheapest < 0 || per < cheapest) cheapest = per;
+    }
+    return cheapest > 0 ? rate * cheapest : 0;
+}
+
 void cost_observe_expand(CostModel *m, int expands, double seconds) {
     if (expands <= 0) return;
     m->expand_cycles++;

@@ -65,6 +65,14 @@ double cost_draft_s(const CostModel *m, int expands);
  * probabilities sum to at most 1).  An upper bound: 0 means no tree the next
  * layer allows beats the best one now, counting the step's time. */
 int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, double gain_bound);
+/* The least estimate a node must carry to be worth verifying beside the
+ * best prefix of est[0..n) (cycle drafting draft_s): j more nodes can raise
+ * the best rate r only if their estimates sum to more than
+ * r * (V(k + 1 + j) - V(k + 1)), so no node below r times the cheapest
+ * average cost of j more tokens, over j in [1, max_new], can help.  A node
+ * whose estimate is below this price has no children worth drafting (their
+ * P is at most its own). */
+double cost_node_price(const CostModel *m, const float *est, int n, double draft_s, int max_new);
 /* One cycle's expansions: `expands` steps that took `seconds` in all. */
 void cost_observe_expand(CostModel *m, int expands, double seconds);
 /* One cycle seen: n tokens verified in verify_s seconds after draft_s

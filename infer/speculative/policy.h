@@ -148,6 +148,11 @@ void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostMode
  * steps (cost_layer_pays over the tree ranked by P; the children's P sum
  * to at most their parents'). */
 int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *cost, int expands);
+/* Keeps, in order, the nodes of front[0..nf) whose P reaches
+ * cost_node_price over the tree ranked by P (drafting as after one more
+ * step, up to k children each): the others' children cannot pay for their
+ * verification.  Returns how many are kept. */
+int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands);
 
 /* The policy modules (infer/speculative/policies/). */
 extern const PolicyClass policy_ar, policy_chain, policy_static, policy_eagle2, policy_c2t, policy_sage,

@@ -68,6 +68,18 @@ int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *
     return pays;
 }
 
+int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands) {
+    int *order = xmalloc(sizeof(int) * t->n);
+    float *est = xmalloc(sizeof(float) * t->n);
+    const int n = pool_estimates(t, order, est);
+    const double price = cost_node_price(cost, est, n, cost_draft_s(cost, expands + 1), nf * k);
+    int kept = 0;
+    for (int i = 0; i < nf; i++)
+        if (t->P[front[i]] >= price) front[kept++] = front[i];
+    free(order); free(est);
+    return kept;
+}
+
 void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s) {
     const int n = t->n - 1;
     if (min_p <= 0 && (total == -1 || (total >= n && total != POLICY_SIZE_AUTO))) return;

@@ -12,8 +12,10 @@
  * total = -1 keeps the whole pool; total =
  * auto keeps, each cycle, the prefix of that order that maximises expected
  * tokens per second under the decoder's measured costs (cost.h), each node's
- * acceptance estimated by its P, and stops expanding (before `depth`) once no
- * further layer can pay for its draft step. */
+ * acceptance estimated by its P, expands only the frontier nodes whose P
+ * reaches the price of a verified token (cost_node_price: cheaper children
+ * could never be kept) and stops expanding (before `depth`) once no further
+ * layer can pay for its draft step. */
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
@@ -50,6 +52,7 @@ int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_e
     for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
     for (int step = 0; step < depth && !rc; step++) {
         int m = top_by_P(t, newest, n_newest, k, sel);
+        if (cost && (m = policy_front_worth(t, sel, m, k, cost, expands)) == 0) break;
         if (cost && !policy_layer_pays(t, sel, m, cost, expands)) break;
         rc = policy_expand(d, t, sel, m, k, topm, ids, probs, want, tm);
         expands++;
