@@ -68,6 +68,7 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
         cfg->draft_kind = arg;
         return 1;
     case CLI_DRAFT_VOCAB:
+        cfg->draft_vocab_given = 1;
         cfg->draft_vocab = !strcmp(arg, "full")   ? 0
                            : !strcmp(arg, "auto") ? DRAFT_VOCAB_AUTO
                                                   : (int)cli_int(prog, "--draft-vocab", arg, 1, INT_MAX);

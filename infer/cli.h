@@ -79,7 +79,8 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \
     "                         lossless, verification is unchanged; auto (spec-eval, one sequence):\n"    \
     "                         the size of most expected tokens per second from step times and the\n"    \
-    "                         first cycles' acceptance (docs/policies.md) (default full)\n"              \
+    "                         first cycles' acceptance (docs/policies.md) (default full; spec-eval:\n"    \
+    "                         auto for a plain run, see its --help)\n"                                   \
     "  --draft-temperature T  the draft's logits divided by T before p, P and H (calibration\n"        \
     "                         experiments; lossless; recorded) (default 1)\n"                          \
     "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"              \

@@ -27,11 +27,11 @@ CLI_BACKEND_HELP
 "  --topk K               eagle2, c2t: children per expanded node (default 10)\n"
 "  --depth D              eagle2: expansion steps after the root's, tree depth D+1 (default 6);\n"
 "                         c2t: d_max, the maximum node depth (default 8 = EAGLE-2's depth + 2)\n"
-"  --total N|all|auto     eagle2: nodes kept by rerank, root excluded (default 60); c2t: a cap,\n"
-"                         the nodes of highest path confidence (none unless given); auto: each\n"
-"                         cycle the prefix that maximises expected tokens per second under\n"
-"                         measured costs (docs/policies.md; not with --batch > 1)\n"
-"  --draft-len K|auto     chain: draft tokens per cycle (default 5; auto: from measured costs)\n"
+"  --total N|all|auto     eagle2: nodes kept by rerank, root excluded; c2t: a cap, the nodes of\n"
+"                         highest path confidence; auto: each cycle the prefix that maximises\n"
+"                         expected tokens per second under measured costs (docs/policies.md)\n"
+"                         (default: auto for a plain run, below; else eagle2 60, c2t all)\n"
+"  --draft-len K|auto     chain: draft tokens per cycle (default: auto for a plain run; else 5)\n"
 "  --cost-cache FILE|none where auto sizes keep their calibrated cost curves, keyed by build,\n"
 "                         model, device, threads and arithmetic (default\n"
 "                         $XDG_CACHE_HOME/c2t/cost.json or ~/.cache/c2t/cost.json; none: calibrate\n"
@@ -44,6 +44,10 @@ CLI_BACKEND_HELP
 "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
 "  --param KEY=VALUE      any setting a policy owns (repeatable), e.g. sage_dmax=8,\n"
 "                         wetap_budget=64, topk=4; see docs for each policy's keys\n"
+"  a plain run            on the CPU with --batch 1, --temperature 0, --verify tree and no\n"
+"                         --cycle device: a size not given (--total, --draft-len without\n"
+"                         --early-stop, sage_nmax) is auto, and --draft-vocab auto where the\n"
+"                         draft has token counts; the report's settings say which\n"
 "decoding\n"
 CLI_QUESTIONS_HELP
 "  --temperature T        0 = greedy (default 0)\n"
@@ -164,10 +168,39 @@ static void check_classifier(const Policy *policy, const Session *s, const EvalA
     }
 }
 
+/* Where every size chosen from costs is available (one sequence, greedy,
+ * the tree forward, not --cycle device): the draft vocabulary unless given
+ * is auto where it can be (session_open: the CPU, a draft with token
+ * counts). */
+static int sizes_can_be_auto(const EvalArgs *a) {
+    return a->eval.batch.slots == 1 && a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE &&
+           a->eval.cycle != EVAL_CYCLE_DEVICE;
+}
+
+/* On the CPU backend, a policy's size the command did not give is auto
+ * (docs/policies.md "Defaults"): eagle2's and c2t's --total, chain's
+ * --draft-len (without --early-stop), sage's sage_nmax.  The fixed defaults
+ * stay on a GPU, where those sizes run as device programs and auto would
+ * keep the host cycle.  Returns the policy to use (policy, or a new one). */
+static Policy *default_sizes(Policy *policy, EvalArgs *a, const Session *s) {
+    if (!sizes_can_be_auto(a) || strcmp(s->target->be->name, "cpu")) return policy;
+    const char *name = a->cfg.prm.name, *key = NULL;
+    if (!strcmp(name, "eagle2") || !strcmp(name, "c2t")) key = "total";
+    else if (!strcmp(name, "sage")) key = "sage_nmax";
+    else if (!strcmp(name, "chain") && !policy_params_given(&a->cfg.prm, "early_stop")) key = "draft_len";
+    if (!key || policy_params_given(&a->cfg.prm, key)) return policy;
+    if (policy_params_set(&a->cfg.prm, key, "auto")) die_err(prog);
+    Policy *p = policy_new(&a->cfg.prm);
+    if (!p) die_err(prog);
+    policy_free(policy);
+    return p;
+}
+
 int main(int argc, char **argv) {
     EvalArgs a = {0};
     parse_args(argc, argv, &a);
     check_args(&a);
+    if (sizes_can_be_auto(&a) && !a.cfg.draft_vocab_given) a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
     cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);
@@ -179,6 +212,7 @@ int main(int argc, char **argv) {
     Session s;
     EvalResult r;
     if (session_open(&s, &a.cfg, prog)) die_err(prog);
+    policy = default_sizes(policy, &a, &s);
     check_classifier(policy, &s, &a);
     if (eval_run(&s, policy, sets, a.qs.files, a.qs.n, &a.eval, &r)) die_err(prog);
     eval_print_table(&r, policy, &a.cfg, stdout);

@@ -696,6 +696,26 @@ static void test_draft_vocab_auto(void) {
           "settings.draft_vocab_auto is not true");
     cJSON_Delete(j);
     unlink(out);
+    /* a plain run sizes itself: every size not given and the vocabulary auto; not with --batch > 1 or sampling */
+    const char *runs[][2] = {{"", "auto"}, {"--batch 2", "60"}, {"--temperature 0.7 --no-baseline", "60"},
+                             {"--total 12", "12"}};
+    for (int k = 0; k < 4; k++) {
+        rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --template none "
+                     "--questions %s --max-new-tokens 8 --policy eagle2 --topk 4 --depth 3 %s --quiet --json %s",
+                     bin_dir(), dir, qfile, runs[k][0], out);
+        REQUIRE(rc == 0, "plain run '%s': exit %d: %s", runs[k][0], rc, err);
+        j = read_json_file(out);
+        REQUIRE(j, "%s", err_get());
+        const cJSON *set = cJSON_GetObjectItem(j, "settings"), *total = cJSON_GetObjectItem(set, "total");
+        char got[32];
+        if (cJSON_IsString(total)) snprintf(got, sizeof got, "%s", total->valuestring);
+        else snprintf(got, sizeof got, "%g", cJSON_GetNumberValue(total));
+        const int vocab_auto = cJSON_IsTrue(cJSON_GetObjectItem(set, "draft_vocab_auto"));
+        CHECK(!strcmp(got, runs[k][1]) && vocab_auto == (k == 0 || k == 3),
+              "plain run '%s': total %s (want %s), draft_vocab_auto %d", runs[k][0], got, runs[k][1], vocab_auto);
+        cJSON_Delete(j);
+        unlink(out);
+    }
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --template none "
                  "--questions %s --max-new-tokens 8 --policy eagle2 --draft-vocab auto --batch 2 --quiet",
                  bin_dir(), dir, qfile);

@@ -33,6 +33,22 @@ int policy_params_set(PolicyParams *p, const char *key, const char *value) {
     return 0;
 }
 
+int policy_params_given(const PolicyParams *p, const char *key) {
+    const size_t n = strlen(key);
+    for (const char *line = p->settings; *line;) {
+        const char *name = line, *end = strchr(line, '\n');
+        if (!end) end = line + strlen(line);
+        const int flag = !strncmp(name, "--", 2);
+        if (flag) name += 2;
+        int same = (size_t)(end - name) > n && name[n] == '=';
+        for (size_t i = 0; same && i < n; i++)
+            same = name[i] == key[i] || (flag && name[i] == '-' && key[i] == '_');
+        if (same) return 1;
+        line = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 /* The table row of a setting given as "topk" or "--topk" / "--draft-len". */
 static const PolicyParamDef *param_def(const PolicyClass *c, const char *given) {
     char key[64];

@@ -27,6 +27,9 @@ void policy_params_default(PolicyParams *p);
  * name with '-' for '_'), value NULL when key is "KEY=VALUE".  Malformed:
  * -1 with a one-line error. */
 int policy_params_set(PolicyParams *p, const char *key, const char *value);
+/* Whether a setting of key (a table key, e.g. "draft_len") was recorded,
+ * as KEY=VALUE or as its command-line flag (--draft-len). */
+int policy_params_given(const PolicyParams *p, const char *key);
 
 /* One setting a policy owns: its key (the --param name; --flag spelling
  * with '-' for '_'), type ('i' int, 'a' int or "all" (= -1, as reported), 'u' int, 'f'

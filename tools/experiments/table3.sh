@@ -62,7 +62,7 @@ done
 mkdir -p "$R"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
-eagle="--target $T --draft $D/eagle --draft-kind eagle --device $DEV"
+eagle="--target $T --draft $D/eagle --draft-kind eagle --device $DEV --draft-vocab full"
 echo "arithmetic: $(arith_name)"
 
 CLS=results/smollm2/classifier.json
@@ -101,7 +101,7 @@ bin/spec-eval $eagle $ARITH --policy eagle2 $tune --json "$R/tune_eagle2.json" >
     { echo "table3: spec-eval failed (tuning, eagle2)" >&2; exit 1; }
 for beta in $BETAS; do
     # shellcheck disable=SC2086
-    bin/spec-eval $eagle $ARITH --policy c2t --classifier "$CLS" --beta "$beta" $tune --json "$R/tune_c2t_$beta.json" >/dev/null ||
+    bin/spec-eval $eagle $ARITH --policy c2t --classifier "$CLS" --beta "$beta" --total all $tune --json "$R/tune_c2t_$beta.json" >/dev/null ||
         { echo "table3: spec-eval failed (tuning, c2t beta $beta)" >&2; exit 1; }
 done
 TREE_BETA=$(python3 -c '
