@@ -59,6 +59,7 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
 }
 
 int cli_session_option(const char *prog, int code, const char *arg, SessionConfig *cfg, CliQuestions *q) {
+    if (code == CLI_CPU_FAST_GEMM || code == CLI_KV_DTYPE) cfg->arith_given = 1;
     if (cli_backend_option(prog, code, arg, &cfg->backend)) return 1;
     switch (code) {
     case CLI_TARGET: cfg->target_dir = arg; return 1;

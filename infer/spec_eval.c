@@ -46,8 +46,10 @@ CLI_BACKEND_HELP
 "                         wetap_budget=64, topk=4; see docs for each policy's keys\n"
 "  a plain run            on the CPU with --batch 1, --temperature 0, --verify tree and no\n"
 "                         --cycle device: a size not given (--total, --draft-len without\n"
-"                         --early-stop, sage_nmax) is auto, and --draft-vocab auto where the\n"
-"                         draft has token counts; the report's settings say which\n"
+"                         --early-stop, sage_nmax) is auto, --draft-vocab auto where the draft\n"
+"                         has token counts, and a BF16 target gets llama.cpp's arithmetic\n"
+"                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16\n"
+"                         unless either option is given; the report's settings say which\n"
 "decoding\n"
 CLI_QUESTIONS_HELP
 "  --temperature T        0 = greedy (default 0)\n"
@@ -201,6 +203,7 @@ int main(int argc, char **argv) {
     parse_args(argc, argv, &a);
     check_args(&a);
     if (sizes_can_be_auto(&a) && !a.cfg.draft_vocab_given) a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
+    a.cfg.arith_auto = sizes_can_be_auto(&a) && !a.cfg.arith_given;
     cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);

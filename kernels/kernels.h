@@ -232,6 +232,8 @@ void backend_options_default(BackendOptions *o);
 /* Sets the backends' settings; call before loading weights.  -1 with
  * err_set when a value is out of range. */
 int backend_configure(const BackendOptions *o);
+/* Whether this build can run cpu_fast_gemm (compiled with AVX512-BF16). */
+int backend_cpu_fast_gemm_available(void);
 /* The settings in force (the defaults until backend_configure). */
 const BackendOptions *backend_settings(void);
 /* For reports and trace attributes: the i-th setting of o as a key and its

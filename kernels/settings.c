@@ -31,6 +31,14 @@ int backend_configure(const BackendOptions *o) {
 
 const BackendOptions *backend_settings(void) { return &settings; }
 
+int backend_cpu_fast_gemm_available(void) {
+#ifdef __AVX512BF16__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 int backend_setting_text(const BackendOptions *o, int i, const char **key, char *value, size_t size) {
     static const char *const graphs[] = {"off", "on", "verbose"};
     switch (i) {

@@ -739,7 +739,9 @@ static void test_every_position_replays_eagle2(void) {
         REQUIRE(rc == 0, "spec-analyze replay: %s", err);
         rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --questions %s "
                      "--max-new-tokens 24 --draft data/demo/eagle --policy eagle2 --topk 4 --depth %d --total %s "
-                     "--param min_p=%g --verify %s --no-baseline --temperature 0 --quiet --json %s", bin_dir(), qfile,
+                     "--param min_p=%g --verify %s --no-baseline --temperature 0 --quiet --json %s "
+                     "--cpu-fast-gemm off --kv-dtype f32",   /* the collection's arithmetic, not a plain run's */
+                     bin_dir(), qfile,
                      runs[i].depth, total, runs[i].min_p, runs[i].verify, ej);
         snprintf(total + strlen(total), sizeof total - strlen(total), " min_p %g", runs[i].min_p);
         REQUIRE(rc == 0, "spec-eval: %s", err);

@@ -732,6 +732,38 @@ static void test_draft_vocab_auto(void) {
     rmdir(dir);
 }
 
+/* A plain run's arithmetic: llama.cpp's for a BF16 target where the build
+ * has AVX512-BF16, F32 for an F32 target, and never when an arithmetic
+ * option is given; the report records it. */
+static void test_plain_arithmetic(void) {
+    const int fast = backend_cpu_fast_gemm_available();
+    const struct { const char *target, *extra; int auto_rule; const char *gemm, *kv; } runs[] = {
+        {"data/demo/target", "", 1, fast ? "on" : "off", fast ? "bf16" : "f32"},
+        {"data/demo/target", "--kv-dtype f32", 0, "off", "f32"},
+        {"data/demo/target", "--batch 2", 0, "off", "f32"},
+        {"tests/ckpt/tiny_chat", "", 1, "off", "f32"}};
+    char err[4096], out[96];
+    snprintf(out, sizeof out, "%s.arith.json", qfile);
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const char *draft = strstr(runs[i].target, "demo") ? "data/demo/eagle" : "tests/ckpt/tiny_chat_eagle";
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval --target %s --draft %s --template none --questions %s "
+                         "--max-new-tokens 8 --policy eagle2 --topk 4 --depth 3 --check-lossless %s --quiet --json %s",
+                         bin_dir(), runs[i].target, draft, qfile, runs[i].extra, out);
+        REQUIRE(rc == 0, "%s %s: exit %d: %s", runs[i].target, runs[i].extra, rc, err);
+        cJSON *j = read_json_file(out);
+        REQUIRE(j, "%s", err_get());
+        const cJSON *s = cJSON_GetObjectItem(j, "settings");
+        const char *gemm = cJSON_GetStringValue(cJSON_GetObjectItem(s, "cpu_fast_gemm")),
+                   *kv = cJSON_GetStringValue(cJSON_GetObjectItem(s, "kv_dtype"));
+        const int rule = cJSON_IsTrue(cJSON_GetObjectItem(s, "arithmetic_auto"));
+        CHECK(rule == runs[i].auto_rule && gemm && kv && !strcmp(gemm, runs[i].gemm) && !strcmp(kv, runs[i].kv),
+              "%s %s: arithmetic_auto %d, cpu_fast_gemm %s, kv_dtype %s; want %d %s %s", runs[i].target,
+              runs[i].extra, rule, gemm ? gemm : "?", kv ? kv : "?", runs[i].auto_rule, runs[i].gemm, runs[i].kv);
+        cJSON_Delete(j);
+    }
+    unlink(out);
+}
+
 /* The calibration cache of auto sizes: the first run measures its curve and
  * files it under its key (in $XDG_CACHE_HOME/c2t/cost.json by default), the
  * next reads it, a run in other arithmetic measures and files its own; a
@@ -995,6 +1027,7 @@ int main(void) {
     RUN(test_total_auto);
     RUN(test_cost_cache);
     RUN(test_draft_vocab_auto);
+    RUN(test_plain_arithmetic);
     RUN(test_classifier_provenance);
     RUN(test_lossless_every_policy);
     RUN(test_lossless_demo_family);

@@ -215,6 +215,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
     cJSON_AddNumberToObject(o, "top_k", cfg->sp.top_k);
     cJSON_AddNumberToObject(o, "top_p", cfg->sp.top_p);
     cJSON_AddNumberToObject(o, "seed", (double)cfg->sp.seed);
+    cJSON_AddBoolToObject(o, "arithmetic_auto", cfg->arith_auto);   /* the plain run's rule decided cpu_fast_gemm, kv_dtype */
     char value[64];
     for (int i = 0; backend_setting_text(&cfg->backend, i, &key, value, sizeof value) == 0; i++)
         cJSON_AddStringToObject(o, key, value);

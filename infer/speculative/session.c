@@ -23,11 +23,22 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         err_set("--verify %s: greedy decoding only (temperature 0); sampling verifies the whole tree", verify_mode_name(cfg->verify));
         return -1;
     }
-    if (backend_configure(&cfg->backend)) return -1;
+    /* fast products are set before the weights load (they keep BF16
+     * weights as they are); kept for a BF16 target on the CPU, with the
+     * KV cache in BF16 too, else undone before anything computes */
+    const int fast = cfg->arith_auto && backend_cpu_fast_gemm_available();
+    if (fast) s->cfg.backend.cpu_fast_gemm = 1;
+    if (backend_configure(&s->cfg.backend)) return -1;
     const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
     if (!be) return -1;
     s->target = llama_load(cfg->target_dir, be);
     if (!s->target) return -1;
+    if (fast) {
+        const int bf16 = !strcmp(be->name, "cpu") && s->target->cfg.layers > 0 && s->target->layer[0].wq.dtype == DT_BF16;
+        s->cfg.backend.cpu_fast_gemm = bf16 || cfg->backend.cpu_fast_gemm;
+        if (bf16) s->cfg.backend.kv_dtype = DT_BF16;
+        if (backend_configure(&s->cfg.backend)) return -1;
+    }
     s->tok = tokenizer_load(cfg->tokenizer_path ? cfg->tokenizer_path : cfg->target_dir);
     if (!s->tok) return -1;
     if (tokenizer_vocab_size(s->tok) > s->target->cfg.vocab) {

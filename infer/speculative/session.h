@@ -21,6 +21,11 @@ typedef struct {
                             * DRAFT_VOCAB_AUTO_IF_ABLE: auto on the CPU for a draft with token counts, else
                             * full (session_open resolves it to one of the two) */
     int draft_vocab_given; /* --draft-vocab was on the command line */
+    int arith_given;       /* --cpu-fast-gemm or --kv-dtype was on the command line */
+    /* the arithmetic default of a plain run (docs/policies.md "Defaults"):
+     * llama.cpp's (cpu_fast_gemm on, kv_dtype bf16) for a BF16 target on the
+     * CPU of a build with AVX512-BF16; session_open decides, backend records it */
+    int arith_auto;
     float draft_temperature;   /* --draft-temperature (Draft.temperature); 1 = as trained */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */
