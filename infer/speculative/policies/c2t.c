@@ -22,7 +22,9 @@
  * maximises expected tokens per second under the decoder's measured costs
  * (cost.h), each node's acceptance estimated by its joint probability P (the
  * confidence is trained on sampled negatives, so it overstates acceptance),
- * and stops growing layers once no further layer can pay for its draft step. */
+ * expands only the frontier nodes whose P reaches the price of a verified
+ * token, and stops growing layers once no further layer can pay for its
+ * draft step. */
 #include "infer/speculative/classifier.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
@@ -144,6 +146,8 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
     s->frontier[0] = 0;
     const double t_start = now_seconds();
     for (int depth = 1; depth <= dmax && nf > 0; depth++) {
+        /* auto: only frontier nodes whose P reaches a verified token's price (policy_front_worth) */
+        if (cost && depth > 1 && (nf = policy_front_worth(t, s->frontier, nf, K, cost, expands)) == 0) break;
         if (cost && depth > 1 && !c2t_layer_pays(t, s, nf, cost, expands)) break;
         expands++;
         int nc = nf * K;
