@@ -22,7 +22,7 @@
 # THREADS (2).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
 # ARITH: spec-eval's arithmetic options for every run of ours (ar included):
 # by default llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU
-# has AVX512-BF16, else the F32 defaults (tools/experiments/arith.sh); the
+# has AVX512-BF16, else F32 products and KV cache (tools/experiments/arith.sh); the
 # table's first line records it.
 # ONLY_LLAMACPP=1 reruns step 3 and the table over the step-2 results there.
 set -eu
