@@ -698,9 +698,13 @@ static void test_cost_prefix_synthetic(void) {
         cost_init(&f);
         cost_add_point(&f, 1, 0.010);
         cost_add_point(&f, 64, 0.073);
-        const int kept = policy_front_worth(&t, front, 4, 4, &f, 1);
+        int pays = -1;
+        const int kept = policy_front_worth(&t, front, 4, 4, &f, 1, &pays);
         CHECK(kept == 3 && front[0] == 1 && front[1] == 2 && front[2] == 4, "frontier kept %d: %d %d %d", kept, front[0],
               front[1], front[2]);
+        /* the kept frontier's layer, as policy_layer_pays judges it from the same ranking */
+        CHECK(pays == policy_layer_pays(&t, front, 3, &f, 1), "pays %d, policy_layer_pays %d", pays,
+              policy_layer_pays(&t, front, 3, &f, 1));
         tree_free(&t);
     }
 

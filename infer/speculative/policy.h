@@ -154,8 +154,10 @@ int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *
 /* Keeps, in order, the nodes of front[0..nf) whose P reaches
  * cost_node_price over the tree ranked by P (drafting as after one more
  * step, up to k children each): the others' children cannot pay for their
- * verification.  Returns how many are kept. */
-int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands);
+ * verification.  Returns how many are kept; with pays, also whether
+ * expanding the kept ones can pay (policy_layer_pays, from the same
+ * ranking). */
+int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands, int *pays);
 
 /* The policy modules (infer/speculative/policies/). */
 extern const PolicyClass policy_ar, policy_chain, policy_static, policy_eagle2, policy_c2t, policy_sage,

@@ -68,14 +68,19 @@ int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *
     return pays;
 }
 
-int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands) {
+int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands, int *pays) {
     int *order = xmalloc(sizeof(int) * t->n);
     float *est = xmalloc(sizeof(float) * t->n);
     const int n = pool_estimates(t, order, est);
     const double price = cost_node_price(cost, est, n, cost_draft_s(cost, expands + 1), nf * k);
     int kept = 0;
+    double bound = 0;
     for (int i = 0; i < nf; i++)
-        if (t->P[front[i]] >= price) front[kept++] = front[i];
+        if (t->P[front[i]] >= price) {
+            bound += t->P[front[i]];
+            front[kept++] = front[i];
+        }
+    if (pays) *pays = kept > 0 && cost_layer_pays(cost, est, n, expands, bound);
     free(order); free(est);
     return kept;
 }

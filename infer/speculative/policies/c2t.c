@@ -147,7 +147,7 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
     const double t_start = now_seconds();
     for (int depth = 1; depth <= dmax && nf > 0; depth++) {
         /* auto: only frontier nodes whose P reaches a verified token's price (policy_front_worth) */
-        if (cost && depth > 1 && (nf = policy_front_worth(t, s->frontier, nf, K, cost, expands)) == 0) break;
+        if (cost && depth > 1 && (nf = policy_front_worth(t, s->frontier, nf, K, cost, expands, NULL)) == 0) break;
         if (cost && depth > 1 && !c2t_layer_pays(t, s, nf, cost, expands)) break;
         expands++;
         int nc = nf * K;

@@ -51,9 +51,9 @@ int eagle2_expand_pool(Draft *d, Tree *t, int k, int depth, int topm, int want_e
     rc = policy_expand(d, t, &root, 1, k, topm, ids, probs, want, tm);
     for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
     for (int step = 0; step < depth && !rc; step++) {
-        int m = top_by_P(t, newest, n_newest, k, sel);
-        if (cost && (m = policy_front_worth(t, sel, m, k, cost, expands)) == 0) break;
-        if (cost && !policy_layer_pays(t, sel, m, cost, expands)) break;
+        int m = top_by_P(t, newest, n_newest, k, sel), pays = 1;
+        if (cost) m = policy_front_worth(t, sel, m, k, cost, expands, &pays);
+        if (!pays) break;
         rc = policy_expand(d, t, sel, m, k, topm, ids, probs, want, tm);
         expands++;
         n_newest = 0;
