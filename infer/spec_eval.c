@@ -44,10 +44,11 @@ CLI_BACKEND_HELP
 "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
 "  --param KEY=VALUE      any setting a policy owns (repeatable), e.g. sage_dmax=8,\n"
 "                         wetap_budget=64, topk=4; see docs for each policy's keys\n"
-"  a plain run            on the CPU with --batch 1, --temperature 0, --verify tree and no\n"
-"                         --cycle device: a size not given (--total, --draft-len without\n"
-"                         --early-stop, sage_nmax) is auto, --draft-vocab auto where the draft\n"
-"                         has token counts, and a BF16 target gets llama.cpp's arithmetic\n"
+"  a plain run            on the CPU with --temperature 0, --verify tree and no --cycle device:\n"
+"                         a size not given (--total, --draft-len without --early-stop,\n"
+"                         sage_nmax) is auto (batched: the round's trees sized together),\n"
+"                         --draft-vocab auto with --batch 1 where the draft has token counts,\n"
+"                         and a BF16 target gets llama.cpp's arithmetic\n"
 "                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16\n"
 "                         unless either option is given; the report's settings say which\n"
 "decoding\n"
@@ -170,13 +171,13 @@ static void check_classifier(const Policy *policy, const Session *s, const EvalA
     }
 }
 
-/* Where every size chosen from costs is available (one sequence, greedy,
- * the tree forward, not --cycle device): the draft vocabulary unless given
- * is auto where it can be (session_open: the CPU, a draft with token
+/* Where tree sizes chosen from costs are the default (greedy, the tree
+ * forward, not --cycle device; any batch size: batched, the round's cost
+ * is modelled); the draft vocabulary, unless given, is auto for one
+ * sequence where it can be (session_open: the CPU, a draft with token
  * counts). */
 static int sizes_can_be_auto(const EvalArgs *a) {
-    return a->eval.batch.slots == 1 && a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE &&
-           a->eval.cycle != EVAL_CYCLE_DEVICE;
+    return a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE && a->eval.cycle != EVAL_CYCLE_DEVICE;
 }
 
 /* On the CPU backend, a policy's size the command did not give is auto
@@ -202,7 +203,8 @@ int main(int argc, char **argv) {
     EvalArgs a = {0};
     parse_args(argc, argv, &a);
     check_args(&a);
-    if (sizes_can_be_auto(&a) && !a.cfg.draft_vocab_given) a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
+    if (sizes_can_be_auto(&a) && a.eval.batch.slots == 1 && !a.cfg.draft_vocab_given)
+        a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
     a.cfg.arith_auto = sizes_can_be_auto(&a) && !a.cfg.arith_given;
     cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);

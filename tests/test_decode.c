@@ -254,6 +254,103 @@ static void test_self_draft_accepts_everything(void) {
     llama_free(m);
 }
 
+/* ---- cycles that draft nothing (auto sizes' DraftSwitch) ---- */
+
+/* What each cycle drafted, keyed by the tokens emitted before it; the hook
+ * also sets the next cycle's mode: stretches of three cycles without a
+ * draft among drafting ones. */
+typedef struct {
+    Decoder *dec;
+    DraftSwitch sw;
+    int switching, n;
+    int at[64], nodes[64], len[64], tokens[64][8];
+    float P[64][8];
+} SwitchRun;
+
+static int switch_hook(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path;
+    SwitchRun *r = ctx;
+    if (r->n < 64) {
+        r->at[r->n] = r->dec->n_out;
+        r->nodes[r->n] = t->n;
+        r->len[r->n] = n_path;
+        for (int i = 1; i < t->n && i < 8; i++) { r->tokens[r->n][i] = t->token[i]; r->P[r->n][i] = t->P[i]; }
+        r->n++;
+    }
+    if (r->switching) {
+        r->sw.off = cycle % 7 >= 2 && cycle % 7 <= 4;
+        r->sw.chosen_off = r->sw.off;
+        r->sw.left = 1 << 30;   /* the pattern's, not the switch's choice */
+    }
+    return 0;
+}
+
+static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, int max_new, int switching,
+                      SwitchRun *r, int *out) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "chain");
+    policy_params_set(&prm, "draft_len", "4");
+    Policy *p = policy_new(&prm);
+    SampleParams sp = {0};
+    memset(r, 0, sizeof *r);
+    r->dec = decoder_new(m, d, p, np + max_new + 16, sp);
+    if (!r->dec) { policy_free(p); return -1; }
+    draft_switch_init(&r->sw);
+    r->switching = switching;
+    r->dec->sw = &r->sw;
+    r->dec->hook = switch_hook;
+    r->dec->hook_ctx = r;
+    DecodeStats st;
+    const int n = decoder_run(r->dec, prompt, np, max_new, out, &st);
+    decoder_free(r->dec);
+    policy_free(p);
+    return n;
+}
+
+/* Cycles without a draft leave the draft behind; it catches up on every
+ * token they committed (and on the prompt's features, when a turn starts
+ * without drafting) before it drafts again.  So: the tokens are greedy's;
+ * a self-draft still accepts every node it drafts; and an EAGLE head drafts
+ * at each position the tree it drafts there when it never pauses. */
+static void test_cycles_without_draft_catch_up(void) {
+    const char *cases[][3] = {{"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32"},
+                              {"tests/ckpt/tiny_chat", "eagle", "tests/ckpt/tiny_chat_eagle"}};
+    const int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9}, max_new = 40;
+    for (int c = 0; c < 2; c++) {
+        LlamaModel *m = llama_load(cases[c][0], be);
+        REQUIRE(m, "%s", err_get());
+        Draft *d = draft_load(cases[c][1], cases[c][2], m, 4096);
+        REQUIRE(d, "%s", err_get());
+        LlamaState *s = llama_state_new(m, 64);
+        int ref[64], out[2][64];
+        const int nref = greedy_generate(s, prompt, 8, max_new, ref);
+        llama_state_free(s);
+        static SwitchRun run[2];
+        int n[2], off = 0, compared = 0, same_tree = 1, all_accepted = 1;
+        for (int k = 0; k < 2; k++) n[k] = switch_run(m, d, prompt, 8, max_new, k, &run[k], out[k]);
+        CHECK(n[1] == nref && !memcmp(out[1], ref, sizeof(int) * nref) && n[0] == nref,
+              "%s: tokens differ from greedy with pauses in drafting", cases[c][2]);
+        for (int i = 0; i < run[1].n; i++) {
+            off += run[1].nodes[i] == 1;
+            if (run[1].nodes[i] > 1 && run[1].len[i] != run[1].nodes[i]) all_accepted = 0;
+            for (int j = 0; j < run[0].n; j++) {
+                if (run[0].at[j] != run[1].at[i] || run[1].nodes[i] == 1 || run[0].nodes[j] != run[1].nodes[i]) continue;
+                compared++;
+                for (int x = 1; x < run[1].nodes[i] && x < 8; x++)
+                    same_tree &= run[0].tokens[j][x] == run[1].tokens[i][x] &&
+                                 fabsf(run[0].P[j][x] - run[1].P[i][x]) < 1e-4f * run[0].P[j][x] + 1e-6f;
+            }
+        }
+        CHECK(off >= 3, "%s: %d cycles without a draft", cases[c][2], off);
+        if (c == 0) CHECK(all_accepted, "the self-draft lost nodes after a pause: its catch-up is wrong");
+        else CHECK(compared >= 3 && same_tree, "%s: %d trees at shared positions, the same: %d", cases[c][2], compared,
+                   same_tree);
+        draft_free(d);
+        llama_free(m);
+    }
+}
+
 /* ---- lossless sampling ---- */
 
 /* Upper alpha=0.001 quantile of chi-square with k dof (Wilson-Hilferty). */
@@ -675,6 +772,7 @@ int main(void) {
     RUN(test_lossless_greedy_every_draft);
     RUN(test_demo_eagle_head_matches_transformers);
     RUN(test_self_draft_accepts_everything);
+    RUN(test_cycles_without_draft_catch_up);
     RUN(test_sampling_is_lossless_eagle2);
     RUN(test_sampling_is_lossless_chain_with_processors);
     RUN(test_bad_policy_parameters);

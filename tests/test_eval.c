@@ -389,8 +389,7 @@ static void test_batched_decoding(void) {
                    "{\"question_id\": 6, \"turns\": [\"if (x)\"]}\n"
                    "{\"question_id\": 7, \"turns\": [\"struct\", \"typedef\"]}\n");
     const char *base = "--target tests/ckpt/tiny_chat --template none --max-new-tokens 24 --quiet";
-    for (int p = 0; p < N_POLICIES; p++) {
-        if (strstr(policies[p], "auto")) continue;   /* refused with --batch > 1: test_total_auto */
+    for (int p = 0; p < N_POLICIES; p++) {   /* auto sizes too: the round's cost model (batch.c) */
         int rc = run_cmd(err, sizeof err, "%s/spec-eval %s --draft tests/ckpt/tiny_chat_eagle --questions %s --batch 3 "
                          "--check-lossless %s", bin_dir(), base, qs, policies[p]);
         CHECK(rc == 0, "--batch 3 %s: exit %d: %s", policies[p], rc, err);
@@ -573,7 +572,8 @@ static void test_repeats(void) {
 /* eagle2 --total auto: lossless against ar, the report holds the calibrated
  * cost curve (ascending token counts, positive times), the cycles it saw and
  * the sizes it chose (within the pool), the setting is recorded as "auto";
- * with --batch > 1 it is refused in one line. */
+ * with --batch > 1 the curve is the round's (token counts of all the
+ * sequences' chains together, so multiples of the sequences timed). */
 static void test_total_auto(void) {
     char err[4096], out[64], second[64];
     snprintf(out, sizeof out, "%s.auto.json", qfile);
@@ -623,9 +623,21 @@ static void test_total_auto(void) {
     cJSON_Delete(j);
     unlink(out);
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat_eagle "
-                 "--template none --questions %s --max-new-tokens 8 --policy eagle2 --total auto --batch 2 --quiet",
-                 bin_dir(), qfile);
-    CHECK_ONE_LINE_ERROR(rc, err, "--batch > 1");
+                 "--template none --questions %s --max-new-tokens 16 --policy eagle2 --topk 4 --depth 3 --total auto "
+                 "--batch 2 --check-lossless --quiet --json %s", bin_dir(), qfile, out);
+    REQUIRE(rc == 0, "--total auto --batch 2: exit %d: %s", rc, err);
+    j = read_json_file(out);
+    REQUIRE(j, "%s", err_get());
+    cm = cJSON_GetObjectItem(j, "cost_model");
+    vn = cJSON_GetObjectItem(cm, "verify_n");
+    ok = cJSON_GetArraySize(vn) >= 2;
+    for (int i = 0; ok && i < cJSON_GetArraySize(vn); i++) ok = cJSON_GetArrayItem(vn, i)->valueint % 2 == 0;
+    CHECK(ok && cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "cycles")) > 0 &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "choices")) > 0 &&
+          cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "calibration_s")) > 0,
+          "batched: the round's curve (%d points, each of 2 chains), rounds and choices", cJSON_GetArraySize(vn));
+    cJSON_Delete(j);
+    unlink(out);
     /* chain's draft length and c2t's cap: the same model, reported the same way */
     const char *others[][2] = {{"--policy chain --draft-len auto", "draft_len"},
                                {"--policy c2t --classifier tests/golden/c2t_hand.json --beta 0.1 --topk 4 --param total=auto",
@@ -696,8 +708,8 @@ static void test_draft_vocab_auto(void) {
           "settings.draft_vocab_auto is not true");
     cJSON_Delete(j);
     unlink(out);
-    /* a plain run sizes itself: every size not given and the vocabulary auto; not with --batch > 1 or sampling */
-    const char *runs[][2] = {{"", "auto"}, {"--batch 2", "60"}, {"--temperature 0.7 --no-baseline", "60"},
+    /* a plain run sizes itself: every size not given, and the vocabulary auto for one sequence; not with sampling */
+    const char *runs[][2] = {{"", "auto"}, {"--batch 2", "auto"}, {"--temperature 0.7 --no-baseline", "60"},
                              {"--total 12", "12"}};
     for (int k = 0; k < 4; k++) {
         rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --template none "
@@ -733,14 +745,16 @@ static void test_draft_vocab_auto(void) {
 }
 
 /* A plain run's arithmetic: llama.cpp's for a BF16 target where the build
- * has AVX512-BF16, F32 for an F32 target, and never when an arithmetic
- * option is given; the report records it. */
+ * has AVX512-BF16 (batched too), F32 for an F32 target, and never when an
+ * arithmetic option is given or the run is not a plain one (here: walk
+ * verification); the report records it. */
 static void test_plain_arithmetic(void) {
     const int fast = backend_cpu_fast_gemm_available();
     const struct { const char *target, *extra; int auto_rule; const char *gemm, *kv; } runs[] = {
         {"data/demo/target", "", 1, fast ? "on" : "off", fast ? "bf16" : "f32"},
         {"data/demo/target", "--kv-dtype f32", 0, "off", "f32"},
-        {"data/demo/target", "--batch 2", 0, "off", "f32"},
+        {"data/demo/target", "--batch 2", 1, fast ? "on" : "off", fast ? "bf16" : "f32"},
+        {"data/demo/target", "--verify walk", 0, "off", "f32"},
         {"tests/ckpt/tiny_chat", "", 1, "off", "f32"}};
     char err[4096], out[96];
     snprintf(out, sizeof out, "%s.arith.json", qfile);

@@ -619,6 +619,86 @@ static void test_params_set_and_defaults(void) {
  * tokens keeps the root's best child only; worthless nodes are never kept;
  * the curve is interpolated, extended past its last point and scaled by the
  * measured ratio, which follows the cycles. */
+/* The switch between drafting and not, on a synthetic clock: where plain
+ * cycles give more tokens per second it stops drafting after its first
+ * probe and drafts in under 5% of a long run; where drafting pays it
+ * drafts in over 95% and never changes; when the costs change it follows
+ * within its longest period; a cycle of the other mode than the stretch's
+ * (a batch's round built before a change) moves nothing. */
+static double switch_fraction_off(DraftSwitch *s, int cycles, double on_tokens, double on_s, double off_s) {
+    int64_t off0 = s->cycles[1], all0 = s->cycles[0] + s->cycles[1];
+    for (int i = 0; i < cycles; i++) {
+        const int off = s->off;
+        draft_switch_observe(s, off, off ? 1 : on_tokens, off ? off_s : on_s);
+    }
+    return (double)(s->cycles[1] - off0) / (double)(s->cycles[0] + s->cycles[1] - all0);
+}
+
+static void test_draft_switch_synthetic(void) {
+    DraftSwitch s;
+    draft_switch_init(&s);
+    CHECK(!s.off, "starts drafting");
+    double f = switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 2, 0.010, 0.004);   /* 200 against 250 tokens/s */
+    CHECK(s.off && s.chosen_off && s.changes == 1, "drafting at 200 tokens/s kept against 250 without: off %d", s.off);
+    f = switch_fraction_off(&s, 4000, 2, 0.010, 0.004);
+    CHECK(f > 0.95 && s.changes == 1, "not drafting in %.3f of the cycles, %lld changes", f, (long long)s.changes);
+
+    draft_switch_init(&s);
+    f = switch_fraction_off(&s, 4000, 3, 0.010, 0.004);   /* 300 against 250 */
+    CHECK(f < 0.05 && s.changes == 0 && !s.chosen_off, "paying drafts: off in %.3f, %lld changes", f,
+          (long long)s.changes);
+    /* the load changes: drafting now costs twice as much */
+    f = switch_fraction_off(&s, SWITCH_PERIOD_MAX + 3 * SWITCH_PROBE, 3, 0.020, 0.004);
+    CHECK(s.chosen_off && s.changes == 1, "the change of costs not followed within %d cycles",
+          SWITCH_PERIOD_MAX + 3 * SWITCH_PROBE);
+    /* a straggler of the other mode only counts */
+    DraftSwitch before = s;
+    draft_switch_observe(&s, !s.off, 100, 0.001);
+    CHECK(s.left == before.left && s.off == before.off && s.ref_tokens == before.ref_tokens &&
+          s.probe_tokens == before.probe_tokens, "a cycle of the other mode moved the stretch");
+}
+
+/* Batched: two sequences verified in one forward, each choosing its prefix
+ * with the other's latest choice as its load (CostModel.load_*), settle on
+ * the pair that maximises the round's tokens per second (found here by
+ * trying every pair); alone, each would take the tokens the flat part of
+ * the curve gives one sequence. */
+static void test_cost_batch_load(void) {
+    const float a[] = {0.9f, 0.8f, 0.7f, 0.05f}, b[] = {0.85f, 0.75f, 0.6f, 0.05f};
+    CostModel ma, mb;
+    cost_init(&ma);
+    cost_add_point(&ma, 1, 0.010);
+    cost_add_point(&ma, 4, 0.010);   /* flat to 4 tokens, then 2 ms a token */
+    cost_add_point(&ma, 64, 0.130);
+    mb = ma;
+    CHECK(cost_best_prefix(&ma, a, 4, 0) == 3, "alone: the 3 nodes the flat curve verifies for free");
+    int ka = 3, kb = -1;
+    for (int round = 0; round < 4; round++) {
+        mb.load_tokens = ma.last_tokens;
+        mb.load_gain = ma.last_gain;
+        kb = cost_best_prefix(&mb, b, 4, 0);
+        ma.load_tokens = mb.last_tokens;
+        ma.load_gain = mb.last_gain;
+        ka = cost_best_prefix(&ma, a, 4, 0);
+    }
+    double best = 0, got = 0;
+    for (int i = 0; i <= 4; i++)
+        for (int j = 0; j <= 4; j++) {
+            double gain = 2;
+            for (int x = 0; x < i; x++) gain += a[x];
+            for (int x = 0; x < j; x++) gain += b[x];
+            const double rate = gain / cost_verify_s(&ma, i + j + 2);
+            if (rate > best) best = rate;
+            if (i == ka && j == kb) got = rate;
+        }
+    CHECK(fabs(got - best) < 1e-9 && ka + kb < 6, "batched choice (%d, %d): %g tokens/s, the best pair %g", ka, kb,
+          got, best);
+    /* the load's tokens count in the price too: beyond the flat part, a node must pay 2 ms */
+    const double rate = cost_best_rate(&ma, a, 4, 0, 0, 0, &ka);
+    CHECK(fabs(cost_node_price(&ma, a, 4, 0, 4) - rate * 0.002) < 1e-9, "price under load %g, want %g",
+          cost_node_price(&ma, a, 4, 0, 4), rate * 0.002);
+}
+
 static void test_cost_prefix_synthetic(void) {
     const float est[] = {0.9f, 0.6f, 0.3f, 0.1f, 0.01f, 0.0f};
     const int n = 6;
@@ -1110,6 +1190,8 @@ int main(void) {
     RUN(test_params_set_and_defaults);
     RUN(test_bad_policy_parameters);
     RUN(test_cost_prefix_synthetic);
+    RUN(test_cost_batch_load);
+    RUN(test_draft_switch_synthetic);
     RUN(test_policy_features_match_traces);
     return h_done();
 }

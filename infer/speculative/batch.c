@@ -46,6 +46,19 @@ struct Run {
     Fiber sched;          /* the scheduler: the calling thread's own context */
     Slot *slots;
     LlamaBatch *lb;       /* the target's batched forwards */
+    /* Auto tree sizes (cost.h): the round's curve, calibrated once for all
+     * the slots (GATE_CALIBRATE); when the last round's verification ended
+     * (0 before the first), and the seconds of prefills and calibration
+     * since, which are no round's */
+    CostModel curve;
+    double round_end, round_aside;
+    /* whether the rounds draft at all (cost.h), every slot alike; the last
+     * round's seconds and mode, waiting for its tokens (they are counted as
+     * its trees are accepted, after the next round's verification began) */
+    DraftSwitch sw;
+    double last_round_s;
+    int last_off;
+    double calibration_s;   /* what calibrating took: not decoding time */
     int failed;
     char err[1024];       /* the first failure */
 };
@@ -87,6 +100,129 @@ static void fiber_main(void *arg) {
     sl->state = FIBER_DONE;   /* the fiber then switches to the scheduler */
 }
 
+/* The target's forwards of n calls (GATE_PREFILL or GATE_VERIFY: one
+ * sequence's tokens each) as one batched forward. */
+static int forward_calls(Run *r, const GateCall *const *calls, int n) {
+    int total = 0;
+    for (int i = 0; i < n; i++) total += calls[i]->n;
+    LlamaState **states = xmalloc(sizeof *states * n);
+    const uint8_t **masks = xmalloc(sizeof *masks * n);
+    LogitsMode *modes = xmalloc(sizeof *modes * n);
+    int *off = xmalloc(sizeof(int) * (n + 1)), *tokens = xmalloc(sizeof(int) * (total ? total : 1)),
+        *pos = xmalloc(sizeof(int) * (total ? total : 1));
+    off[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const GateCall *c = calls[i];
+        memcpy(tokens + off[i], c->tokens, sizeof(int) * c->n);
+        memcpy(pos + off[i], c->pos, sizeof(int) * c->n);
+        off[i + 1] = off[i] + c->n;
+        states[i] = c->state;
+        masks[i] = c->mask;
+        modes[i] = c->mode;
+    }
+    int rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, modes);
+    free(states); free(masks); free(modes); free(off); free(tokens); free(pos);
+    return rc;
+}
+
+/* The round's curve for auto tree sizes: the time of one batched forward
+ * of a chain of m tokens in each of the n sequences waiting on it, at each
+ * of decoder_calibrate's token counts m, as a point at n * m tokens (a
+ * round's trees share the forward: its cost follows their total), until
+ * the pass has taken CALIB_BUDGET_S (the curve's last segment extends
+ * beyond).  Once a session (Session.batch_curve: the A/B repeats reuse
+ * it); from and to the cost cache under the decoder's key and the batch
+ * size.  Each waiting slot's decoder gets the curve. */
+#define CALIB_BUDGET_S 2.0
+static int calibrate(Run *r, Slot **w, int n) {
+    const Backend *be = r->s->target->be;
+    const double t0 = now_seconds();
+    Decoder *d0 = w[0]->dec;
+    char key[sizeof r->curve.cache_key];
+    int rc = 0;
+    if (!r->curve.n_pts && r->s->batch_curve.n_pts) r->curve = r->s->batch_curve;
+    if (!r->curve.n_pts) {
+        decoder_cost_key(d0, key, sizeof key - 32);
+        snprintf(key + strlen(key), 32, "; batch %d", n);
+        int got = d0->cost_cache ? cost_cache_get(d0->cost_cache, key, &r->curve) : 0;
+        if (got < 0) return -1;
+        r->curve.from_cache = got;
+        if (!got) {
+            cost_init(&r->curve);
+            Tree *chains = xcalloc(n, sizeof *chains);
+            GateCall *calls = xcalloc(n, sizeof *calls);
+            const GateCall **cp = xcalloc(n, sizeof *cp);
+            int *n_past = xcalloc(n, sizeof(int)), counts[DECODER_CALIB_MAX];
+            const int n_counts = decoder_calib_counts(d0, counts);
+            for (int i = 0; i < n; i++) { tree_init(&chains[i]); n_past[i] = w[i]->dec->target->n_past; cp[i] = &calls[i]; }
+            for (int c = 0; c < n_counts && !rc && now_seconds() - t0 < CALIB_BUDGET_S; c++) {
+                for (int i = 0; i < n; i++) decoder_chain_call(w[i]->dec, &chains[i], counts[c], &calls[i]);
+                double best = 0;
+                for (int rep = 0; rep < 2 + (c == 0) && !rc; rep++) {   /* the first point warms once; best of two */
+                    const double t1 = now_seconds();
+                    rc = forward_calls(r, cp, n);
+                    if (!rc) be->to_host(d0->row, d0->target->logits, 1);   /* waits for the forward */
+                    const double dt = now_seconds() - t1;
+                    if (rep >= (c == 0) && (best == 0 || dt < best)) best = dt;
+                }
+                if (!rc) cost_add_point(&r->curve, n * counts[c], best);
+            }
+            for (int i = 0; i < n; i++) { llama_truncate(w[i]->dec->target, n_past[i]); tree_free(&chains[i]); }
+            free(chains); free(calls); free(cp); free(n_past);
+            if (!rc && d0->cost_cache && cost_cache_put(d0->cost_cache, key, &r->curve))
+                fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
+        }
+        r->curve.calibration_s = now_seconds() - t0;
+        if (d0->cost_cache) snprintf(r->curve.cache_key, sizeof r->curve.cache_key, "%s", key);
+        if (!rc) r->s->batch_curve = r->curve;
+    }
+    for (int i = 0; i < n && !rc; i++) w[i]->dec->cost = r->curve;
+    return rc;
+}
+
+/* Auto sizes: each slot's choice counts the other live slots' latest ones
+ * as its load (CostModel.load_tokens, load_gain), so that the slots, each
+ * in turn, choose the trees that maximise the round's tokens per second. */
+static void set_loads(Run *r) {
+    const int ns = r->o->slots;
+    int tokens = 0;
+    double gain = 0;
+    for (int i = 0; i < ns; i++) {
+        const Slot *sl = &r->slots[i];
+        if (sl->state == FIBER_DONE || !sl->policy->cost) continue;
+        tokens += sl->dec->cost.last_tokens;
+        gain += sl->dec->cost.last_gain;
+    }
+    for (int i = 0; i < ns; i++) {
+        CostModel *m = &r->slots[i].dec->cost;
+        if (r->slots[i].state == FIBER_DONE || !r->slots[i].policy->cost) continue;
+        m->load_tokens = tokens - m->last_tokens;
+        m->load_gain = gain - m->last_gain;
+    }
+}
+
+/* A round's verification: `tokens` in all took verify_s; the rest of the
+ * round since the last one's (drafting, the acceptance, a tree's rows), but
+ * for the prefills and calibration between them, is its drafting time.
+ * Every live slot's model learns both when the round drafted; the switch
+ * learns the last round's tokens per second. */
+static void observe_round(Run *r, int tokens, double verify_s) {
+    const double now = now_seconds();
+    if (r->round_end > 0) {
+        const double round_s = now - r->round_end - r->round_aside, draft_s = round_s - verify_s;
+        const int off = r->sw.off;   /* what this round's trees were built under */
+        for (int i = 0; i < r->o->slots && !off; i++)
+            if (r->slots[i].state != FIBER_DONE && r->slots[i].policy->cost && r->slots[i].dec->cost.n_pts)
+                cost_observe(&r->slots[i].dec->cost, tokens, verify_s, draft_s > 0 ? draft_s : 0);
+        if (r->last_round_s > 0) draft_switch_observe(&r->sw, r->last_off, r->sw.round_tokens, r->last_round_s);
+        r->sw.round_tokens = 0;
+        r->last_round_s = round_s;
+        r->last_off = off;
+    }
+    r->round_end = now;
+    r->round_aside = 0;
+}
+
 /* The calls of kind k of every slot waiting on one, as one product. */
 static int run_calls(Run *r, GateKind k) {
     const int ns = r->o->slots;
@@ -115,24 +251,19 @@ static int run_calls(Run *r, GateKind k) {
         llama_rows_logits(r->lb, states, rows, n);
         for (int i = 0; i < n; i++) w[i]->call->logits = states[i]->logits;
         free(states); free(rows);
+    } else if (k == GATE_CALIBRATE) {
+        const double t0 = now_seconds();
+        rc = calibrate(r, w, n);
+        r->round_aside += now_seconds() - t0;
+        r->calibration_s += now_seconds() - t0;
     } else {
-        LlamaState **states = xmalloc(sizeof *states * n);
-        const uint8_t **masks = xmalloc(sizeof *masks * n);
-        LogitsMode *modes = xmalloc(sizeof *modes * n);
-        int *off = xmalloc(sizeof(int) * (n + 1)), *tokens = xmalloc(sizeof(int) * total),
-            *pos = xmalloc(sizeof(int) * total);
-        off[0] = 0;
-        for (int i = 0; i < n; i++) {
-            const GateCall *c = w[i]->call;
-            memcpy(tokens + off[i], c->tokens, sizeof(int) * c->n);
-            memcpy(pos + off[i], c->pos, sizeof(int) * c->n);
-            off[i + 1] = off[i] + c->n;
-            states[i] = c->state;
-            masks[i] = c->mask;
-            modes[i] = c->mode;
-        }
-        rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, modes);
-        free(states); free(masks); free(modes); free(off); free(tokens); free(pos);
+        const GateCall **calls = xmalloc(sizeof *calls * n);
+        for (int i = 0; i < n; i++) calls[i] = w[i]->call;
+        const double t0 = now_seconds();
+        rc = forward_calls(r, calls, n);
+        if (!rc && k == GATE_VERIFY) observe_round(r, total, now_seconds() - t0);
+        if (k == GATE_PREFILL) r->round_aside += now_seconds() - t0;
+        free(calls);
     }
     const char *failure = backend_failure(r->s->target->be);
     if (!rc && failure) {
@@ -154,12 +285,13 @@ static int run_calls(Run *r, GateKind k) {
  * batch of prompts never lands in a unit that times one thread against
  * all (it made the tuner's one-thread probe take seconds). */
 static void schedule(Run *r) {
-    static const GateKind order[] = {GATE_PREFILL, GATE_DIST, GATE_DRAFT, GATE_ROW, GATE_VERIFY};
+    static const GateKind order[] = {GATE_PREFILL, GATE_CALIBRATE, GATE_DIST, GATE_DRAFT, GATE_ROW, GATE_VERIFY};
     const int ns = r->o->slots;
     const Backend *be = r->s->target->be;
     BackendTuner tuner = {0};
     int in_unit = 0;
     for (;;) {
+        set_loads(r);
         for (int i = 0; i < ns; i++) {
             Slot *sl = &r->slots[i];
             if (sl->state != FIBER_READY) continue;
@@ -183,7 +315,7 @@ static void schedule(Run *r) {
         }
         for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
             if (!waiting[order[k]]) continue;
-            if (order[k] != GATE_PREFILL && !in_unit) {
+            if (order[k] != GATE_PREFILL && order[k] != GATE_CALIBRATE && !in_unit) {
                 backend_unit_begin(be, &tuner);
                 in_unit = 1;
             }
@@ -226,13 +358,7 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
             slots_free(sl, i + 1);
             return NULL;
         }
-        if (sl[i].policy->wants_cost) {
-            /* a batch's cost is that of b trees in one forward: not modelled yet */
-            err_set("policy %s: an 'auto' tree size is not available with --batch > 1 (give a size)",
-                    sl[i].policy->name);
-            slots_free(sl, i + 1);
-            return NULL;
-        }
+        if (sl[i].dec->sw) sl[i].dec->sw = &r->sw;   /* the rounds draft or not as one */
         sl[i].dec->gate = &sl[i].gate;
         if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
         if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {
@@ -249,13 +375,22 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     *wall = 0;
     if (o->slots < 1) { err_set("--batch must be at least 1"); return -1; }
     Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs};
+    draft_switch_init(&r.sw);
     fiber_init_thread(&r.sched);
     r.slots = slots_new(&r, prm);
     if (!r.slots) return -1;
     r.lb = llama_batch_new(s->target);
     const double t0 = now_seconds();   /* after the slots are made: what decoding takes */
     schedule(&r);
-    *wall = now_seconds() - t0;
+    *wall = now_seconds() - t0 - r.calibration_s;
+    if (o->cost && r.slots[0].policy->cost) {   /* the slots' models as one: slot 0's figures, all choices */
+        *o->cost = r.slots[0].dec->cost;
+        o->cost->chosen = o->cost->chosen_sum = 0;
+        o->cost->predicted_tokens = 0;
+        memset(o->cost->hist, 0, sizeof o->cost->hist);
+        for (int i = 0; i < o->slots; i++) cost_add_choices(o->cost, &r.slots[i].dec->cost);
+        o->cost->sw = r.sw;
+    }
     llama_batch_free(r.lb);
     slots_free(r.slots, o->slots);
     if (r.failed) { err_set("%s", r.err); return -1; }

@@ -26,12 +26,17 @@ typedef struct {
      * with err_set to stop the run). */
     CycleHook hook;
     int (*question_done)(void *ctx);
+    /* Optional, for a policy with auto sizes: its slots' cost models as one
+     * at the end (the round's curve and running figures, every choice). */
+    CostModel *cost;
 } BatchOptions;
 
 /* Decodes every turn of questions qs[0..n) with policy settings prm; fn
  * gets each finished turn with ctxs[i] of its question (turns of different
  * questions arrive interleaved, each question's in order).  wall: seconds
- * of the whole run, the slots' decoders and caches made before it starts.
+ * of the whole run, the slots' decoders and caches made before it starts,
+ * and an auto size's calibration (a one-time cost, as a single sequence's
+ * is made in spec-eval's warm-up) left out.
  * -1 with err_set. */
 int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const Question *const *qs, int n,
               TurnFn fn, void *const *ctxs, double *wall);

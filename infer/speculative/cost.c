@@ -9,6 +9,43 @@
 void cost_init(CostModel *m) {
     memset(m, 0, sizeof *m);
     m->scale = 1;
+    draft_switch_init(&m->sw);
+}
+
+void draft_switch_init(DraftSwitch *s) {
+    memset(s, 0, sizeof *s);
+    s->period = SWITCH_PERIOD;
+    s->left = SWITCH_REF;   /* the first probe early: where drafting cannot pay, it is seen soon */
+}
+
+void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds) {
+    off = off != 0;
+    s->cycles[off]++;
+    if (off != s->off) return;
+    if (off == s->chosen_off) {   /* the chosen mode's stretch: its last cycles are the probe's reference */
+        if (s->left <= SWITCH_REF) { s->ref_tokens += tokens; s->ref_seconds += seconds; }
+        if (--s->left > 0) return;
+        s->rate[off] = s->ref_seconds > 0 ? s->ref_tokens / s->ref_seconds : 0;
+        s->off = !off;
+        s->left = SWITCH_PROBE;
+        s->probe_tokens = s->probe_seconds = 0;
+        return;
+    }
+    s->probe_tokens += tokens;
+    s->probe_seconds += seconds;
+    if (--s->left > 0) return;
+    s->rate[off] = s->probe_seconds > 0 ? s->probe_tokens / s->probe_seconds : 0;
+    const double chosen = s->rate[s->chosen_off], probe = s->rate[off];
+    if (probe > chosen) {
+        s->chosen_off = off;
+        s->changes++;
+        s->period = SWITCH_PERIOD;
+    } else if (chosen > SWITCH_MARGIN * probe && s->period < SWITCH_PERIOD_MAX) {
+        s->period *= 2;
+    }
+    s->off = s->chosen_off;
+    s->left = s->period;
+    s->ref_tokens = s->ref_seconds = 0;
 }
 
 int cost_add_point(CostModel *m, int n, double seconds) {
@@ -32,6 +69,8 @@ double cost_verify_s(const CostModel *m, int n) { return m->scale * curve_at(m, 
 
 double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
                       int *k_best) {
+    extra_gain += m->load_gain;
+    extra_tokens += m->load_tokens;
     double gain = 1 + extra_gain, best = gain / (draft_s + cost_verify_s(m, 1 + extra_tokens));
     *k_best = 0;
     for (int k = 1; k <= n; k++) {
@@ -51,7 +90,16 @@ int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s) {
     double tokens = 1;
     for (int i = 0; i < k_best; i++) tokens += est[i] > 0 ? est[i] : 0;
     m->predicted_tokens += tokens;
+    m->last_tokens = k_best + 1;
+    m->last_gain = tokens;
     return k_best;
+}
+
+void cost_add_choices(CostModel *sum, const CostModel *x) {
+    sum->chosen += x->chosen;
+    sum->chosen_sum += x->chosen_sum;
+    sum->predicted_tokens += x->predicted_tokens;
+    for (int k = 0; k < COST_HIST; k++) sum->hist[k] += x->hist[k];
 }
 
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s) {
@@ -87,10 +135,12 @@ int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, do
 
 double cost_node_price(const CostModel *m, const float *est, int n, double draft_s, int max_new) {
     int k;
-    const double rate = cost_best_rate(m, est, n, draft_s, 0, 0, &k), base = cost_verify_s(m, k + 1);
+    const double rate = cost_best_rate(m, est, n, draft_s, 0, 0, &k);
+    const int verified = k + 1 + m->load_tokens;
+    const double base = cost_verify_s(m, verified);
     double cheapest = -1;
     for (int j = 1; j <= max_new; j++) {
-        const double per = (cost_verify_s(m, k + 1 + j) - base) / j;
+        const double per = (cost_verify_s(m, verified + j) - base) / j;
         if (cheapest < 0 || per < cheapest) cheapest = per;
     }
     return cheapest > 0 ? rate * cheapest : 0;

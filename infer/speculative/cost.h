@@ -21,6 +21,44 @@
 #define COST_MAX_POINTS 16
 #define COST_HIST 257   /* chosen sizes 0..255, and 256 for larger ones */
 
+/* Whether drafting pays at all.  A cycle that drafts nothing verifies its
+ * root alone, as plain decoding does, and spares every draft forward (the
+ * draft catches up on those tokens when drafting resumes).  Measured, not
+ * modelled: cycles run in the mode chosen (drafting at first), and after
+ * SWITCH_REF cycles, then every `period` cycles, a probe of
+ * SWITCH_PROBE cycles runs in the other; the probe's tokens per
+ * second against those of the SWITCH_REF cycles just before it (the
+ * neighbouring cycles: the same text, load and, batched, the same
+ * sequences; twice the probe's, as a drafting cycle's tokens vary) decide
+ * the next choice.  The period doubles, up to
+ * SWITCH_PERIOD_MAX, while a probe confirms the choice by more than
+ * SWITCH_MARGIN, and returns to SWITCH_PERIOD when the choice changes.
+ * Batched, a cycle is a round of every sequence. */
+#define SWITCH_PERIOD 32
+#define SWITCH_PERIOD_MAX 512
+#define SWITCH_PROBE 8
+#define SWITCH_REF 16
+#define SWITCH_MARGIN 1.1
+typedef struct {
+    int off;                        /* the next cycle drafts nothing */
+    int chosen_off;                 /* the mode chosen (off differs from it during a probe) */
+    int left;                       /* cycles of this stretch still to observe */
+    int period;
+    double ref_tokens, ref_seconds;     /* the chosen mode's last SWITCH_REF cycles before a probe */
+    double probe_tokens, probe_seconds; /* the probe's */
+    double rate[2];                 /* tokens per second at each mode's last window: [0] drafting, [1] not */
+    int64_t cycles[2];              /* cycles seen per mode */
+    int64_t changes;                /* times the choice changed */
+    double round_tokens;            /* batched: the tokens of the round being accepted */
+} DraftSwitch;
+
+void draft_switch_init(DraftSwitch *s);
+/* One cycle seen: whether it drafted nothing, its tokens and seconds;
+ * sets s->off for the next.  A cycle of the other mode than the stretch's
+ * (batched, the round built before a change is observed after it) only
+ * counts. */
+void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds);
+
 typedef struct {
     int n_pts;                          /* 0 until calibrated */
     int n[COST_MAX_POINTS];             /* token counts timed, ascending */
@@ -37,6 +75,17 @@ typedef struct {
                                          * estimates promised (÷ chosen = the predicted τ) */
     int64_t hist[COST_HIST];            /* how often each size was chosen */
     int from_cache;                     /* the curve came from the calibration cache */
+    char cache_key[1024];               /* its key there (decoder_cost_key), "" without a cache */
+    /* Batched decoding (batch.c): the round's other trees share the
+     * target's forward, so the curve's token count is the whole round's;
+     * the others' verified tokens (roots included) and expected tokens
+     * count beside this tree's in every rate (cost_best_rate).  0 alone. */
+    int load_tokens;
+    double load_gain;
+    /* The latest choice: tokens verified (k + 1) and expected (1 + estimates). */
+    int last_tokens;
+    double last_gain;
+    DraftSwitch sw;                     /* whether drafting pays (a batch's: the slots' shared one) */
 } CostModel;
 
 /* An empty model (scale 1, no points). */
@@ -49,11 +98,13 @@ int cost_add_point(CostModel *m, int n, double seconds);
 double cost_verify_s(const CostModel *m, int n);
 /* The largest (1 + extra_gain + est[0] + ... + est[k-1]) /
  * (draft_s + cost_verify_s(k + 1 + extra_tokens)) over k in [0, n], and that
- * k in *k_best; est in the policy's rank order (negative values count 0). */
+ * k in *k_best; est in the policy's rank order (negative values count 0).
+ * The batch's load adds to extra_gain and extra_tokens. */
 double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
                       int *k_best);
 /* cost_best_rate's k with no extra: the prefix to keep; records the choice
- * in the model's histogram and its expected tokens in predicted_tokens. */
+ * in the model's histogram, its expected tokens in predicted_tokens and
+ * both in last_tokens / last_gain. */
 int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s);
 /* A cycle's drafting time with `expands` expansion steps: the measured
  * per-step time times expands, plus the rest of a cycle's drafting (catch-up,
@@ -71,13 +122,17 @@ int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, do
  * r * (V(k + 1 + j) - V(k + 1)), so no node below r times the cheapest
  * average cost of j more tokens, over j in [1, max_new], can help.  A node
  * whose estimate is below this price has no children worth drafting (their
- * P is at most its own). */
+ * P is at most its own).  Batched, V's arguments start after the load's
+ * tokens. */
 double cost_node_price(const CostModel *m, const float *est, int n, double draft_s, int max_new);
 /* One cycle's expansions: `expands` steps that took `seconds` in all. */
 void cost_observe_expand(CostModel *m, int expands, double seconds);
 /* One cycle seen: n tokens verified in verify_s seconds after draft_s
  * seconds of drafting; updates the running ratio and draft time. */
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s);
+/* Adds x's choices (counts, histogram, predicted tokens) to sum's: the
+ * slots of a batch reported as one. */
+void cost_add_choices(CostModel *sum, const CostModel *x);
 /* The chosen sizes' p-quantile (0..1) from the histogram; -1 with none. */
 int cost_chosen_quantile(const CostModel *m, double q);
 

@@ -21,6 +21,7 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     dec->policy = policy;
     cost_init(&dec->cost);
     if (policy->wants_cost) policy->cost = &dec->cost;
+    if (policy->wants_cost && draft) dec->sw = &dec->cost.sw;
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
     tree_init(&dec->tree);
@@ -35,21 +36,33 @@ void decoder_free(Decoder *dec) {
     llama_state_free(dec->target);
     cycle_free(dec->dc);
     tree_free(&dec->tree);
-    free(dec->pos); free(dec->path); free(dec->mask); free(dec->row);
+    free(dec->pos); free(dec->path); free(dec->mask); free(dec->row); free(dec->pending);
     free(dec);
+}
+
+/* path_hidden for `rows` rows, its pending rows kept. */
+static void reserve_hidden(Decoder *dec, int rows) {
+    if (rows <= dec->hidden_cap) return;
+    const Backend *be = dec->target->m->be;
+    const int cap = rows * 2;
+    float *h = be->alloc((size_t)cap * dec->feat_width);
+    if (dec->path_hidden) {
+        if (dec->n_pending) be->copy(h, dec->path_hidden, (size_t)dec->n_pending * dec->feat_width);
+        be->release(dec->path_hidden);
+    }
+    dec->path_hidden = h;
+    dec->hidden_cap = cap;
 }
 
 static void reserve_nodes(Decoder *dec, int n, int n_past) {
     size_t need = (size_t)n * (n_past + n);
     if (need > dec->mask_cap) { dec->mask_cap = need * 2; dec->mask = xrealloc(dec->mask, dec->mask_cap); }
     if (n > dec->cap_nodes) {
-        const Backend *be = dec->target->m->be;
         dec->cap_nodes = n * 2;
         dec->pos = xrealloc(dec->pos, sizeof(int) * dec->cap_nodes);
         dec->path = xrealloc(dec->path, sizeof(int) * dec->cap_nodes);
-        if (dec->path_hidden) be->release(dec->path_hidden);
-        dec->path_hidden = be->alloc((size_t)dec->cap_nodes * dec->feat_width);
     }
+    reserve_hidden(dec, dec->n_pending + n);
 }
 
 /* Appends tokens to out; returns 1 when generation must stop (eos or
@@ -151,13 +164,27 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
         dec->dc->root_src = dec->dc->root;
     }
     st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
-    if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0 && decoder_calibrate(dec)) return -1;
-    if (dec->draft && !dec->done) {
+    dec->n_pending = 0;
+    dec->cycle_off = 0;
+    /* the draft reads the prompt's features before any other forward (the
+     * calibration's) replaces them; while drafting does not pay, they wait */
+    if (dec->draft && !dec->done && dec->sw && dec->sw->off) {
+        reserve_hidden(dec, n_prompt);
+        be->copy(dec->path_hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->feat_width);
+        if (n_prompt > dec->pending_cap) {
+            dec->pending_cap = 2 * n_prompt;
+            dec->pending = xrealloc(dec->pending, sizeof(int) * dec->pending_cap);
+        }
+        memcpy(dec->pending, prompt, sizeof(int) * n_prompt);
+        dec->n_pending = n_prompt;
+    } else if (dec->draft && !dec->done) {
         double t0 = now_seconds();
         if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, dec->root)) return -1;
         st->t.draft += now_seconds() - t0;
     }
+    if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0 && decoder_calibrate(dec)) return -1;
     dec->draft_mark = drafting_s(st);
+    dec->cycle_mark = now_seconds();
     return 0;
 }
 
@@ -167,27 +194,47 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
  * the pass several seconds on a CPU). */
 static const int calib_n[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
 
+int decoder_calib_counts(const Decoder *dec, int *counts) {
+    const int max_n = policy_max_nodes(dec->policy);
+    int n = 0;
+    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n) && calib_n[i] <= max_n; i++) counts[n++] = calib_n[i];
+    return n;
+}
+
 void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
     static char exe[17];   /* this program's build: its kernels set the curve */
     if (!exe[0] && file_hash_hex("/proc/self/exe", exe)) snprintf(exe, sizeof exe, "unknown");
     const LlamaModel *m = dec->target->m;
-    const int max_n = policy_max_nodes(dec->policy);
-    int largest = 0;
-    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n); i++)
-        if (calib_n[i] <= max_n) largest = calib_n[i];
+    int counts[DECODER_CALIB_MAX];
+    const int n = decoder_calib_counts(dec, counts);
     size_t len = (size_t)snprintf(key, size, "exe %s; target %s, %zu weight bytes; %s on %s, %d threads; largest %d",
                                   exe, m->config_hash, llama_weight_bytes(m), m->be->name, backend_device_name(m->be),
-                                  cpu_threads_max(), largest);
+                                  cpu_threads_max(), n ? counts[n - 1] : 0);
     const char *k;
     char v[64];
     for (int i = 0; len < size && backend_setting_text(backend_settings(), i, &k, v, sizeof v) == 0; i++)
         len += (size_t)snprintf(key + len, size - len, "; %s %s", k, v);
 }
 
+void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
+    LlamaState *ts = dec->target;
+    if (chain->n == 0) tree_reset(chain, dec->root);
+    while (chain->n < n) tree_add(chain, chain->n - 1, dec->root, 1, 0, 0);
+    reserve_nodes(dec, n, ts->n_past);
+    tree_positions(chain, ts->n_past, dec->pos);
+    tree_mask(chain, ts->n_past, dec->mask);
+    *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->pos, .n = n,
+                       .mask = n > 1 ? dec->mask : NULL, .mode = n > LAZY_LOGITS_NODES ? LOGITS_NONE : LOGITS_ALL};
+}
+
 int decoder_calibrate(Decoder *dec) {
+    if (dec->gate) {   /* batched: the batch times all its sequences' forwards together */
+        GateCall call = {.kind = GATE_CALIBRATE, .state = dec->target};
+        return dec->gate->pass(dec->gate, &call);
+    }
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
-    const int max_n = policy_max_nodes(dec->policy), n_past = ts->n_past;
+    const int n_past = ts->n_past;
     const double t0 = now_seconds();
     char key[1024];
     if (dec->cost_cache) {
@@ -199,34 +246,32 @@ int decoder_calibrate(Decoder *dec) {
             dec->cost = cached;
             dec->cost.from_cache = 1;
             dec->cost.calibration_s = now_seconds() - t0;
+            snprintf(dec->cost.cache_key, sizeof dec->cost.cache_key, "%s", key);
             return 0;
         }
     }
     Tree chain;   /* a chain of the root's token: the cost does not depend on the tokens */
     tree_init(&chain);
-    tree_reset(&chain, dec->root);
     cost_init(&dec->cost);
-    int rc = 0;
-    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n) && calib_n[i] <= max_n && !rc; i++) {
-        const int n = calib_n[i];
-        while (chain.n < n) tree_add(&chain, chain.n - 1, dec->root, 1, 0, 0);
-        reserve_nodes(dec, n, n_past);
-        tree_positions(&chain, n_past, dec->pos);
-        tree_mask(&chain, n_past, dec->mask);
+    int counts[DECODER_CALIB_MAX], rc = 0;
+    const int n_counts = decoder_calib_counts(dec, counts);
+    for (int i = 0; i < n_counts && !rc; i++) {
+        GateCall c;
+        decoder_chain_call(dec, &chain, counts[i], &c);
         double best = 0;
         for (int rep = 0; rep < 2 + (i == 0) && !rc; rep++) {   /* the first point warms once; best of two */
             double t1 = now_seconds();
-            rc = target_forward(dec, GATE_VERIFY, chain.token, dec->pos, n, n > 1 ? dec->mask : NULL,
-                                n > LAZY_LOGITS_NODES ? LOGITS_NONE : LOGITS_ALL);
+            rc = llama_forward(ts, c.tokens, c.pos, c.n, c.mask, c.mode);
             if (!rc) be->to_host(dec->row, ts->logits, 1);   /* waits for the forward */
             double dt = now_seconds() - t1;
             if (rep >= (i == 0) && (best == 0 || dt < best)) best = dt;
         }
-        if (!rc) cost_add_point(&dec->cost, n, best);
+        if (!rc) cost_add_point(&dec->cost, counts[i], best);
     }
     llama_truncate(ts, n_past);
     tree_free(&chain);
     dec->cost.calibration_s = now_seconds() - t0;
+    if (dec->cost_cache) snprintf(dec->cost.cache_key, sizeof dec->cost.cache_key, "%s", key);
     if (!rc && dec->cost_cache && cost_cache_put(dec->cost_cache, key, &dec->cost))
         fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
     return rc;
@@ -235,8 +280,11 @@ int decoder_calibrate(Decoder *dec) {
 static int decoder_draft(Decoder *dec) {
     LlamaState *ts = dec->target;
     tree_reset(&dec->tree, dec->root);
-    if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->st->t)) return -1;
-    if (dec->draft) draft_end_cycle(dec->draft);
+    dec->cycle_off = dec->sw && dec->sw->off;
+    if (!dec->cycle_off) {
+        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->st->t)) return -1;
+        if (dec->draft) draft_end_cycle(dec->draft);
+    }
     /* what the target's forward of the tree needs */
     dec->t_verify = now_seconds();
     const Tree *t = &dec->tree;
@@ -257,15 +305,19 @@ static int decoder_draft(Decoder *dec) {
 /* The rest of a cycle once the target accepted path[0..len) (dec->path;
  * their tokens toks) of a tree of n nodes (host tree t, or NULL on the
  * device cycle) and chose bonus: both caches keep the path, the tokens are
- * emitted, the next root is bonus. */
+ * emitted, the next root is bonus.  The draft catches up on the committed
+ * tokens when the next cycle drafts; until then they wait in pending. */
 static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, int len, int bonus) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     DecodeStats *st = dec->st;
     if (!dec->walk) {   /* a walk kept each node and its features as it went */
-        /* gather the path's features before the cache compaction */
-        if (dec->draft)
-            be->copy_rows(dec->path_hidden, NULL, draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
+        /* gather the path's features before the cache compaction, after the pending ones */
+        if (dec->draft) {
+            reserve_hidden(dec, dec->n_pending + len);
+            be->copy_rows(dec->path_hidden + (size_t)dec->n_pending * dec->feat_width, NULL,
+                          draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
+        }
         llama_commit(ts, dec->path, len);
     }
     const double verify_s = now_seconds() - dec->t_verify;
@@ -273,24 +325,44 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     st->cycles++;
     st->gamma += n - 1;
     if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
-    if (dec->policy->feedback) dec->policy->feedback(dec->policy, t, len - 1);
+    if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, t, len - 1);
 
     /* emit accepted nodes and the bonus token */
     int before = dec->n_out;
     for (int i = 1; i < len && !dec->done; i++) dec->done = emit(dec, &toks[i], 1, dec->out, &dec->n_out, dec->max_new);
     if (!dec->done) dec->done = emit(dec, &bonus, 1, dec->out, &dec->n_out, dec->max_new);
     st->cycle_tokens += dec->n_out - before;
+    if (dec->sw && dec->gate) {   /* batched: the batch times the round (batch.c) */
+        dec->sw->round_tokens += dec->n_out - before;
+    } else if (dec->sw) {
+        const double now = now_seconds();
+        draft_switch_observe(dec->sw, dec->cycle_off, dec->n_out - before, now - dec->cycle_mark);
+        dec->cycle_mark = now;
+    }
     if (dec->done) return 0;
     if (dec->draft) {
+        if (dec->n_pending + len > dec->pending_cap) {
+            dec->pending_cap = 2 * (dec->n_pending + len);
+            dec->pending = xrealloc(dec->pending, sizeof(int) * dec->pending_cap);
+        }
+        memcpy(dec->pending + dec->n_pending, toks, sizeof(int) * len);
+        dec->n_pending += len;
+    }
+    if (dec->draft && !(dec->sw && dec->sw->off)) {
         double t1 = now_seconds();
         /* a vocabulary switch comes before the catch-up, which scores the next root in it */
         int rc = dec->vocab ? vocab_auto_step(dec->vocab, dec->draft, bonus) : 0;
-        if (!rc) rc = draft_catch_up(dec->draft, toks, dec->path_hidden, len, bonus);
+        if (!rc) rc = draft_catch_up(dec->draft, dec->pending, dec->path_hidden, dec->n_pending, bonus);
+        dec->n_pending = 0;
         st->t.draft += now_seconds() - t1;
         if (rc) return -1;
     }
-    if (dec->policy->cost) cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
-    if (dec->vocab)
+    /* batched, the round is observed by the batch (batch.c): this cycle's
+     * verify_s includes waiting for the other trees; a cycle that drafted
+     * nothing says nothing of drafting */
+    if (dec->policy->cost && !dec->gate && !dec->cycle_off)
+        cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
+    if (dec->vocab && !dec->cycle_off)
         vocab_auto_observe(dec->vocab, len - 1, verify_s, drafting_s(st) - dec->draft_mark, dec->draft->rows_scored);
     dec->draft_mark = drafting_s(st);
     dec->root = bonus;

@@ -67,7 +67,18 @@ typedef struct {
     int *pos, *path;
     uint8_t *mask;
     size_t mask_cap;
-    float *path_hidden;   /* device rows of the accepted path: the draft's features of the target */
+    /* device rows of the committed tokens the draft has not caught up on
+     * (the pending ones, then the accepted path): its features of the target */
+    float *path_hidden;
+    int hidden_cap;       /* rows path_hidden holds */
+    /* Auto sizes: whether this cycle drafts at all (cost.h): the switch is
+     * dec->cost's, or a batch's (all its sequences draft or none).  The
+     * tokens committed since the draft last caught up: pending[0..n_pending),
+     * their features path_hidden's first rows. */
+    DraftSwitch *sw;
+    int cycle_off;        /* this cycle drafted nothing */
+    int *pending, n_pending, pending_cap;
+    double cycle_mark;    /* when the last cycle ended (a single sequence's switch times cycles) */
     int feat_width;       /* floats per row of path_hidden (Draft.feat_width) */
     float *row;           /* host logits row */
     int cap_nodes;
@@ -109,8 +120,17 @@ void decoder_free(Decoder *dec);
  * decoder's key (decoder_cost_key), else measured and added to it (a file
  * that cannot be written is a warning on stderr; one that is not a cost
  * cache is an error).  decoder_run calls it on the first turn of a policy
- * that wants costs. */
+ * that wants costs.  With a gate it passes a GATE_CALIBRATE call instead:
+ * the batch calibrates its sequences together (batch.c). */
 int decoder_calibrate(Decoder *dec);
+/* Its token counts, ascending, into counts[DECODER_CALIB_MAX]: how many. */
+#define DECODER_CALIB_MAX 16
+int decoder_calib_counts(const Decoder *dec, int *counts);
+/* A calibration point's forward: chain (empty at first, or a chain of the
+ * root's token from an earlier call) grown to n nodes, and the call that
+ * verifies it after the current context, as a tree of n nodes is verified
+ * (dec's positions and mask).  The forward itself is the caller's. */
+void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
 /* The calibration cache's key for this decoder's curve (cost.h): this
  * program's build, the target (config and weight bytes), the backend and
  * its device, the threads, the largest token count timed and every backend

@@ -105,8 +105,6 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
     sum->ar_prefill_s += x->ar_prefill_s;
 }
 
-/* Every setting that shapes the run: models, template, the policy's own
- * settings as it resolved them, sampling. */
 /* The sizes an "auto" tree size chose since `before` (NULL: since the
  * start) and the τ their estimates predicted, into o. */
 static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *before) {
@@ -127,9 +125,9 @@ static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *befo
 
 /* The cost model of an "auto" tree size (cost.h): the calibrated curve
  * (measured, or read from the cache under its key), what the cycles made of
- * it and the sizes chosen. */
-static cJSON *cost_json(const Decoder *dec) {
-    const CostModel *m = &dec->cost;
+ * it and the sizes chosen.  Batched, the curve's token counts are a
+ * round's, all its trees together. */
+static cJSON *cost_json(const CostModel *m, const char *cache) {
     cJSON *o = cJSON_CreateObject();
     cJSON *n = cJSON_AddArrayToObject(o, "verify_n"), *v = cJSON_AddArrayToObject(o, "verify_s");
     for (int i = 0; i < m->n_pts; i++) {
@@ -138,11 +136,9 @@ static cJSON *cost_json(const Decoder *dec) {
     }
     cJSON_AddNumberToObject(o, "calibration_s", m->calibration_s);
     cJSON_AddStringToObject(o, "calibration", m->from_cache ? "cache" : "measured");
-    if (dec->cost_cache) {
-        char key[1024];
-        decoder_cost_key(dec, key, sizeof key);
-        cJSON_AddStringToObject(o, "cache", dec->cost_cache);
-        cJSON_AddStringToObject(o, "cache_key", key);
+    if (cache) {
+        cJSON_AddStringToObject(o, "cache", cache);
+        cJSON_AddStringToObject(o, "cache_key", m->cache_key);
     } else {
         cJSON_AddNullToObject(o, "cache");
     }
@@ -152,6 +148,17 @@ static cJSON *cost_json(const Decoder *dec) {
     cJSON_AddNumberToObject(o, "expands_mean", m->expands);
     cJSON_AddNumberToObject(o, "cycles", (double)m->cycles);
     cost_choices_add(o, m, NULL);
+    /* whether drafting paid: the cycles (batched: rounds) of each mode, the
+     * tokens per second of each's last window, the choice's changes and the
+     * last choice */
+    const DraftSwitch *sw = &m->sw;
+    cJSON *d = cJSON_AddObjectToObject(o, "draft_switch");
+    cJSON_AddNumberToObject(d, "cycles_drafting", (double)sw->cycles[0]);
+    cJSON_AddNumberToObject(d, "cycles_not_drafting", (double)sw->cycles[1]);
+    cJSON_AddNumberToObject(d, "tokens_per_s_drafting", sw->rate[0]);
+    cJSON_AddNumberToObject(d, "tokens_per_s_not_drafting", sw->rate[1]);
+    cJSON_AddNumberToObject(d, "changes", (double)sw->changes);
+    cJSON_AddBoolToObject(d, "drafting_at_end", !sw->chosen_off);
     return o;
 }
 
@@ -180,6 +187,8 @@ static cJSON *vocab_auto_json(const VocabAuto *va) {
     return o;
 }
 
+/* Every setting that shapes the run: models, template, the policy's own
+ * settings as it resolved them, sampling. */
 static cJSON *settings_json(const Session *s, const Policy *policy, const Decoder *dec, const EvalOptions *eo) {
     const SessionConfig *cfg = &s->cfg;
     cJSON *o = cJSON_CreateObject();
@@ -430,7 +439,7 @@ static int on_batch_repeat(void *vq, const Question *q, int turn, const int32_t 
  * ar's at the same batch size, as c->repeats A/B pairs of whole runs (wall
  * times, prefills included: the turns overlap). */
 static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
-                        const EvalOptions *o, EvalCtx *c, cJSON *jbench) {
+                        const EvalOptions *o, EvalCtx *c, cJSON *jbench, CostModel *cost) {
     EvalResult *r = c->r;
     int nq = 0;
     for (int i = 0; i < n; i++) nq += sets[i]->n;
@@ -467,7 +476,9 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
             const int run_ar = o->baseline && side != ab_ar_first(k);
             TurnFn fn = k ? on_batch_repeat : run_ar ? on_batch_ar_turn : on_batch_turn;
             double wall = 0;
-            rc = batch_run(s, run_ar ? &ap : &policy->prm, &o->batch, qs, nq, fn, ctxs, &wall);
+            BatchOptions bo = o->batch;
+            bo.cost = k == 0 && !run_ar && policy->wants_cost ? cost : NULL;   /* the recorded run's */
+            rc = batch_run(s, run_ar ? &ap : &policy->prm, &bo, qs, nq, fn, ctxs, &wall);
             *(run_ar ? &pairs[k].ar_s : &pairs[k].policy_s) = wall;
         }
     }
@@ -502,6 +513,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     const int batched = o->batch.slots > 1;   /* batch_run makes its own decoders */
     Decoder *dec = NULL, *ar = NULL;
     Policy *ar_policy = NULL;
+    CostModel *batch_cost = NULL;   /* batched auto sizes: the slots' models as one */
     Progress prog;
     EvalCtx ctx = {.s = s, .check_lossless = o->check_lossless, .repeats = o->repeats > 1 ? o->repeats : 1,
                    .prog = &prog, .r = r};
@@ -540,8 +552,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     }
     r->n_bench = n;
     for (int i = 0; i < n; i++) benchmark_name(files[i], r->names[i], sizeof r->names[i]);
+    if (batched && policy->wants_cost) batch_cost = xcalloc(1, sizeof *batch_cost);
     if (batched) {
-        if (eval_batched(s, policy, sets, files, n, o, &ctx, jbench)) goto done;
+        if (eval_batched(s, policy, sets, files, n, o, &ctx, jbench, batch_cost)) goto done;
         n = 0;   /* done: no single-sequence pass below */
     }
     for (int i = 0; i < n; i++) {
@@ -554,16 +567,19 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     progress_end(&prog, r->turns, NULL);
     r->all.speedup = speedup_estimate(ctx.all_pairs.p, ctx.all_pairs.n);
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all));
-    if (dec && dec->policy->cost) {
-        const CostModel *m = &dec->cost;
-        cJSON_AddItemToObject(r->report, "cost_model", cost_json(dec));
+    const CostModel *m = dec && dec->policy->cost ? &dec->cost : batch_cost;
+    if (m) {
+        const int64_t cycles = m->sw.cycles[0] + m->sw.cycles[1];
+        cJSON_AddItemToObject(r->report, "cost_model", cost_json(m, s->cfg.cost_cache));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
                 "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s%s, verification %.2fx the calibrated "
-                "curve; tau %.2f predicted by its estimates, %.2f measured\n", dec->policy->name,
+                "curve; tau %.2f predicted by its estimates, %.2f measured; no draft in %.0f%% of the cycles "
+                "(%.0f vs %.0f tokens/s drafting)\n", policy->name,
                 m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0, cost_chosen_quantile(m, 0.1),
                 cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->from_cache ? " (cached curve)" : "",
                 m->scale,
-                m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0, decode_stats_tau(&r->all.run));
+                m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0, decode_stats_tau(&r->all.run),
+                100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0]);
     }
     if (dec && dec->vocab) {
         const VocabAuto *va = dec->vocab;
@@ -580,6 +596,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     }
     rc = 0;
 done:
+    free(batch_cost);
     free(ctx.bench_pairs.p);
     free(ctx.all_pairs.p);
     decoder_free(dec);

@@ -16,6 +16,7 @@ typedef enum {
     GATE_ROW,       /* the target's logits of one row of its last forward (llama_row_logits) */
     GATE_DRAFT,     /* a draft forward (draft_run_steps) */
     GATE_DIST,      /* softmax, top-k and entropy of draft logits (draft_dists) */
+    GATE_CALIBRATE, /* the decoder's cost curve (decoder_calibrate): state only */
     GATE_KINDS
 } GateKind;
 

@@ -47,6 +47,7 @@ typedef struct {
     Draft *draft;
     int slots;
     VocabAuto vocab_auto;   /* with --draft-vocab auto: the draft's vocabulary choice, lent to its decoders */
+    CostModel batch_curve;  /* batched auto sizes: the round's cost curve, measured by the first batched run */
 } Session;
 
 /* Loads everything; prints a notice on stderr when the chat template is
