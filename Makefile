@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3
+.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -211,6 +211,11 @@ smollm2-speed: smollm2
 table3: smollm2
 	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-eval $(PLUGIN) $(BUILD)/tests/bench_forward
 	@tools/experiments/table3.sh
+# Auto tree sizes against fixed ones at batch 8 and 32 on SmolLM2
+# (tools/experiments/batch_auto.sh) -> results/batch_auto/
+batch-auto: smollm2
+	@$(MAKE) --no-print-directory $(BIN)/spec-eval
+	@tools/experiments/batch_auto.sh
 # The C2T paper's experiments on SmolLM2 + its EAGLE head
 # (tools/experiments/paper.sh): collect per prompt category, train,
 # spec-analyze and transfer, spec-eval sweeps on the six benchmarks ->

@@ -296,7 +296,7 @@ static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, 
     memset(r, 0, sizeof *r);
     r->dec = decoder_new(m, d, p, np + max_new + 16, sp);
     if (!r->dec) { policy_free(p); return -1; }
-    draft_switch_init(&r->sw);
+    draft_switch_init(&r->sw, 1);
     r->switching = switching;
     r->dec->sw = &r->sw;
     r->dec->hook = switch_hook;

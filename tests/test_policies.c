@@ -636,14 +636,14 @@ static double switch_fraction_off(DraftSwitch *s, int cycles, double on_tokens, 
 
 static void test_draft_switch_synthetic(void) {
     DraftSwitch s;
-    draft_switch_init(&s);
+    draft_switch_init(&s, 1);
     CHECK(!s.off, "starts drafting");
     double f = switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 2, 0.010, 0.004);   /* 200 against 250 tokens/s */
     CHECK(s.off && s.chosen_off && s.changes == 1, "drafting at 200 tokens/s kept against 250 without: off %d", s.off);
     f = switch_fraction_off(&s, 4000, 2, 0.010, 0.004);
     CHECK(f > 0.95 && s.changes == 1, "not drafting in %.3f of the cycles, %lld changes", f, (long long)s.changes);
 
-    draft_switch_init(&s);
+    draft_switch_init(&s, 1);
     f = switch_fraction_off(&s, 4000, 3, 0.010, 0.004);   /* 300 against 250 */
     CHECK(f < 0.05 && s.changes == 0 && !s.chosen_off, "paying drafts: off in %.3f, %lld changes", f,
           (long long)s.changes);
@@ -656,6 +656,13 @@ static void test_draft_switch_synthetic(void) {
     draft_switch_observe(&s, !s.off, 100, 0.001);
     CHECK(s.left == before.left && s.off == before.off && s.ref_tokens == before.ref_tokens &&
           s.probe_tokens == before.probe_tokens, "a cycle of the other mode moved the stretch");
+    /* batched: windows of rounds, the sequence-cycles over the batch, at least SWITCH_MIN_ROUNDS */
+    draft_switch_init(&s, 8);
+    CHECK(s.ref_cycles == SWITCH_MIN_ROUNDS && s.probe_cycles == SWITCH_MIN_ROUNDS && s.left == s.ref_cycles,
+          "batch 8: windows of %d and %d rounds", s.ref_cycles, s.probe_cycles);
+    draft_switch_init(&s, 2);
+    CHECK(s.ref_cycles == SWITCH_REF / 2 && s.probe_cycles == SWITCH_PROBE / 2, "batch 2: windows of %d and %d rounds",
+          s.ref_cycles, s.probe_cycles);
 }
 
 /* Batched: two sequences verified in one forward, each choosing its prefix

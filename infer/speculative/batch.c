@@ -128,12 +128,13 @@ static int forward_calls(Run *r, const GateCall *const *calls, int n) {
 /* The round's curve for auto tree sizes: the time of one batched forward
  * of a chain of m tokens in each of the n sequences waiting on it, at each
  * of decoder_calibrate's token counts m, as a point at n * m tokens (a
- * round's trees share the forward: its cost follows their total), until
- * the pass has taken CALIB_BUDGET_S (the curve's last segment extends
+ * round's trees share the forward: its cost follows their total), while
+ * the next point's two forwards (the last one's time scaled by its tokens)
+ * keep the pass within CALIB_BUDGET_S (the curve's last segment extends
  * beyond).  Once a session (Session.batch_curve: the A/B repeats reuse
  * it); from and to the cost cache under the decoder's key and the batch
  * size.  Each waiting slot's decoder gets the curve. */
-#define CALIB_BUDGET_S 2.0
+#define CALIB_BUDGET_S 2.5
 static int calibrate(Run *r, Slot **w, int n) {
     const Backend *be = r->s->target->be;
     const double t0 = now_seconds();
@@ -155,7 +156,9 @@ static int calibrate(Run *r, Slot **w, int n) {
             int *n_past = xcalloc(n, sizeof(int)), counts[DECODER_CALIB_MAX];
             const int n_counts = decoder_calib_counts(d0, counts);
             for (int i = 0; i < n; i++) { tree_init(&chains[i]); n_past[i] = w[i]->dec->target->n_past; cp[i] = &calls[i]; }
-            for (int c = 0; c < n_counts && !rc && now_seconds() - t0 < CALIB_BUDGET_S; c++) {
+            double last = 0;   /* the last point's time: the next one's, scaled by its tokens, predicted */
+            for (int c = 0; c < n_counts && !rc; c++) {
+                if (c > 0 && now_seconds() - t0 + 2 * last * counts[c] / counts[c - 1] > CALIB_BUDGET_S) break;
                 for (int i = 0; i < n; i++) decoder_chain_call(w[i]->dec, &chains[i], counts[c], &calls[i]);
                 double best = 0;
                 for (int rep = 0; rep < 2 + (c == 0) && !rc; rep++) {   /* the first point warms once; best of two */
@@ -166,6 +169,7 @@ static int calibrate(Run *r, Slot **w, int n) {
                     if (rep >= (c == 0) && (best == 0 || dt < best)) best = dt;
                 }
                 if (!rc) cost_add_point(&r->curve, n * counts[c], best);
+                last = best;
             }
             for (int i = 0; i < n; i++) { llama_truncate(w[i]->dec->target, n_past[i]); tree_free(&chains[i]); }
             free(chains); free(calls); free(cp); free(n_past);
@@ -214,7 +218,8 @@ static void observe_round(Run *r, int tokens, double verify_s) {
         for (int i = 0; i < r->o->slots && !off; i++)
             if (r->slots[i].state != FIBER_DONE && r->slots[i].policy->cost && r->slots[i].dec->cost.n_pts)
                 cost_observe(&r->slots[i].dec->cost, tokens, verify_s, draft_s > 0 ? draft_s : 0);
-        if (r->last_round_s > 0) draft_switch_observe(&r->sw, r->last_off, r->sw.round_tokens, r->last_round_s);
+        if (r->last_round_s > 0 && r->slots[0].dec->sw)   /* auto sizes only */
+            draft_switch_observe(&r->sw, r->last_off, r->sw.round_tokens, r->last_round_s);
         r->sw.round_tokens = 0;
         r->last_round_s = round_s;
         r->last_off = off;
@@ -375,7 +380,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     *wall = 0;
     if (o->slots < 1) { err_set("--batch must be at least 1"); return -1; }
     Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs};
-    draft_switch_init(&r.sw);
+    draft_switch_init(&r.sw, o->slots);
     fiber_init_thread(&r.sched);
     r.slots = slots_new(&r, prm);
     if (!r.slots) return -1;

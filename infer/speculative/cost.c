@@ -9,13 +9,22 @@
 void cost_init(CostModel *m) {
     memset(m, 0, sizeof *m);
     m->scale = 1;
-    draft_switch_init(&m->sw);
+    draft_switch_init(&m->sw, 1);
 }
 
-void draft_switch_init(DraftSwitch *s) {
+/* A window of n sequence-cycles in rounds of `sequences`. */
+static int switch_window(int n, int sequences) {
+    if (sequences <= 1) return n;
+    const int rounds = (n + sequences - 1) / sequences;
+    return rounds > SWITCH_MIN_ROUNDS ? rounds : SWITCH_MIN_ROUNDS;
+}
+
+void draft_switch_init(DraftSwitch *s, int sequences) {
     memset(s, 0, sizeof *s);
     s->period = SWITCH_PERIOD;
-    s->left = SWITCH_REF;   /* the first probe early: where drafting cannot pay, it is seen soon */
+    s->ref_cycles = switch_window(SWITCH_REF, sequences);
+    s->probe_cycles = switch_window(SWITCH_PROBE, sequences);
+    s->left = s->ref_cycles;   /* the first probe early: where drafting cannot pay, it is seen soon */
 }
 
 void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds) {
@@ -23,11 +32,11 @@ void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds
     s->cycles[off]++;
     if (off != s->off) return;
     if (off == s->chosen_off) {   /* the chosen mode's stretch: its last cycles are the probe's reference */
-        if (s->left <= SWITCH_REF) { s->ref_tokens += tokens; s->ref_seconds += seconds; }
+        if (s->left <= s->ref_cycles) { s->ref_tokens += tokens; s->ref_seconds += seconds; }
         if (--s->left > 0) return;
         s->rate[off] = s->ref_seconds > 0 ? s->ref_tokens / s->ref_seconds : 0;
         s->off = !off;
-        s->left = SWITCH_PROBE;
+        s->left = s->probe_cycles;
         s->probe_tokens = s->probe_seconds = 0;
         return;
     }

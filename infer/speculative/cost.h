@@ -24,27 +24,30 @@
 /* Whether drafting pays at all.  A cycle that drafts nothing verifies its
  * root alone, as plain decoding does, and spares every draft forward (the
  * draft catches up on those tokens when drafting resumes).  Measured, not
- * modelled: cycles run in the mode chosen (drafting at first), and after
- * SWITCH_REF cycles, then every `period` cycles, a probe of
- * SWITCH_PROBE cycles runs in the other; the probe's tokens per
- * second against those of the SWITCH_REF cycles just before it (the
- * neighbouring cycles: the same text, load and, batched, the same
- * sequences; twice the probe's, as a drafting cycle's tokens vary) decide
- * the next choice.  The period doubles, up to
- * SWITCH_PERIOD_MAX, while a probe confirms the choice by more than
- * SWITCH_MARGIN, and returns to SWITCH_PERIOD when the choice changes.
- * Batched, a cycle is a round of every sequence. */
+ * modelled: cycles run in the mode chosen (drafting at first); after a
+ * reference window, then every `period` cycles, a probe runs in the other
+ * mode, and its tokens per second against those of the reference window
+ * just before it (the neighbouring cycles: the same text, load and,
+ * batched, the same sequences) decide the next choice.  The windows hold
+ * SWITCH_REF and SWITCH_PROBE sequence-cycles (a drafting cycle's tokens
+ * vary, so the reference is the longer): batched, where a cycle is a round
+ * of every sequence, that many over its sequences, at least
+ * SWITCH_MIN_ROUNDS rounds.  The period doubles, up to SWITCH_PERIOD_MAX,
+ * while a probe confirms the choice by more than SWITCH_MARGIN, and returns
+ * to SWITCH_PERIOD when the choice changes. */
 #define SWITCH_PERIOD 32
 #define SWITCH_PERIOD_MAX 512
 #define SWITCH_PROBE 8
 #define SWITCH_REF 16
+#define SWITCH_MIN_ROUNDS 3
 #define SWITCH_MARGIN 1.1
 typedef struct {
     int off;                        /* the next cycle drafts nothing */
     int chosen_off;                 /* the mode chosen (off differs from it during a probe) */
     int left;                       /* cycles of this stretch still to observe */
     int period;
-    double ref_tokens, ref_seconds;     /* the chosen mode's last SWITCH_REF cycles before a probe */
+    int ref_cycles, probe_cycles;   /* the windows, in cycles */
+    double ref_tokens, ref_seconds;     /* the chosen mode's last ref_cycles before a probe */
     double probe_tokens, probe_seconds; /* the probe's */
     double rate[2];                 /* tokens per second at each mode's last window: [0] drafting, [1] not */
     int64_t cycles[2];              /* cycles seen per mode */
@@ -52,7 +55,8 @@ typedef struct {
     double round_tokens;            /* batched: the tokens of the round being accepted */
 } DraftSwitch;
 
-void draft_switch_init(DraftSwitch *s);
+/* sequences: 1, or a batch's (its cycles are rounds). */
+void draft_switch_init(DraftSwitch *s, int sequences);
 /* One cycle seen: whether it drafted nothing, its tokens and seconds;
  * sets s->off for the next.  A cycle of the other mode than the stretch's
  * (batched, the round built before a change is observed after it) only

@@ -13,7 +13,10 @@
 #      (defaults) against c2t, c2t's beta the one of BETAS whose tau comes
 #      closest to eagle2's on held-out training prompts (TUNE_Q of
 #      data/smollm2/prompts/heldout.jsonl, not a benchmark), then both on
-#      TREE_Q questions of each benchmark
+#      TREE_Q questions of each benchmark (every size given: a batched run
+#      without one sizes its trees from costs)
+#   3b. auto sizes against fixed ones at AUTO_BATCHES (tools/experiments/
+#      batch_auto.sh, its 11 questions each) -> results/table3/auto/
 #   4. the anchor: batched plain decoding, ours (build/tests/bench_forward
 #      --batched: F32 products and KV cache, --kv-dtype bf16, and with
 #      --cpu-fast-gemm on as well, llama.cpp's arithmetic) against
@@ -26,7 +29,8 @@
 # Sizes: Q questions of each benchmark (default 32), MAX_NEW tokens each
 # (128), BATCHES ("1 8 32 64"), MAX_CTX KV slots per sequence (2048),
 # BETA the C2T threshold of the chain (0.5), COLLECT_Q (20), TREE_BATCH (8),
-# TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128), REPEATS (3);
+# TREE_Q (8), TUNE_Q (16), BETAS ("0.3 0.4 0.5 0.6"), NPP and NTG (128), REPEATS (3),
+# AUTO_BATCHES ("8 32");
 # ARITH, spec-eval's arithmetic options for every decoding run: by default
 # llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU has
 # AVX512-BF16, else "" (F32 products and cache); each report records it;
@@ -46,6 +50,7 @@ BETA=${BETA:-0.5}
 COLLECT_Q=${COLLECT_Q:-20}
 TREE_BATCH=${TREE_BATCH:-8}
 TREE_Q=${TREE_Q:-8}
+AUTO_BATCHES=${AUTO_BATCHES:-"8 32"}
 TUNE_Q=${TUNE_Q:-16}
 REPEATS=${REPEATS:-3}   # A/B pairs of whole runs per speedup (spec-eval --repeats): the interval
 BETAS=${BETAS:-"0.3 0.4 0.5 0.6"}
@@ -97,7 +102,7 @@ done
 echo "== 3/5 trees at batch $TREE_BATCH: eagle2 against c2t at equal tau"
 tune="--questions $D/prompts/heldout.jsonl --max-questions $TUNE_Q --max-turns 1 --max-new-tokens $MAX_NEW --max-ctx $MAX_CTX --batch $TREE_BATCH --no-baseline --quiet"
 # shellcheck disable=SC2086
-bin/spec-eval $eagle $ARITH --policy eagle2 $tune --json "$R/tune_eagle2.json" >/dev/null ||
+bin/spec-eval $eagle $ARITH --policy eagle2 --total 60 $tune --json "$R/tune_eagle2.json" >/dev/null ||
     { echo "table3: spec-eval failed (tuning, eagle2)" >&2; exit 1; }
 for beta in $BETAS; do
     # shellcheck disable=SC2086
@@ -111,7 +116,7 @@ ref = tau(sys.argv[1] + "/tune_eagle2.json")
 print(min(sys.argv[2:], key=lambda b: abs(tau(sys.argv[1] + "/tune_c2t_" + b + ".json") - ref)))' "$R" $BETAS)
 echo "   c2t beta $TREE_BETA: tau closest to eagle2's on $TUNE_Q held-out prompts"
 for m in eagle2 c2t; do
-    extra=""; [ "$m" = c2t ] && extra="--classifier $CLS --beta $TREE_BETA"
+    extra="--total 60"; [ "$m" = c2t ] && extra="--classifier $CLS --beta $TREE_BETA --total all"
     # shellcheck disable=SC2086
     bin/spec-eval $eagle $ARITH --policy $m $extra $qs --max-questions "$TREE_Q" --max-turns 1 --max-new-tokens "$MAX_NEW" \
         --max-ctx "$MAX_CTX" --batch "$TREE_BATCH" --static-batches --check-lossless --repeats "$REPEATS" --quiet \
@@ -119,6 +124,14 @@ for m in eagle2 c2t; do
     tail -2 "$R/tree_${m}_b$TREE_BATCH.txt"
 done
 stamp
+
+if [ "$DEV" != cpu ]; then
+    echo "== 3b/5 auto sizes against fixed ones: left out (DEVICE=$DEV: auto sizes are the CPU's default)"
+else
+    echo "== 3b/5 auto sizes against fixed ones at batch $AUTO_BATCHES (tools/experiments/batch_auto.sh)"
+    ARITH="$ARITH" CLS=$CLS OUT=$R/auto BATCHES=$AUTO_BATCHES MAX_NEW=$MAX_NEW REPEATS=$REPEATS MAX_CTX=$MAX_CTX tools/experiments/batch_auto.sh
+    stamp
+fi
 
 if [ "$DEV" != cpu ]; then
     echo "== 4/5 the anchor: left out (DEVICE=$DEV; bench_forward and llama.cpp's anchor are CPU figures)"
