@@ -54,6 +54,17 @@ static void reserve_hidden(Decoder *dec, int rows) {
     dec->hidden_cap = cap;
 }
 
+/* Appends n committed tokens to those the draft has not caught up on
+ * (their features are the caller's to place in path_hidden). */
+static void pending_add(Decoder *dec, const int *tokens, int n) {
+    if (dec->n_pending + n > dec->pending_cap) {
+        dec->pending_cap = 2 * (dec->n_pending + n);
+        dec->pending = xrealloc(dec->pending, sizeof(int) * dec->pending_cap);
+    }
+    memcpy(dec->pending + dec->n_pending, tokens, sizeof(int) * n);
+    dec->n_pending += n;
+}
+
 static void reserve_nodes(Decoder *dec, int n, int n_past) {
     size_t need = (size_t)n * (n_past + n);
     if (need > dec->mask_cap) { dec->mask_cap = need * 2; dec->mask = xrealloc(dec->mask, dec->mask_cap); }
@@ -171,12 +182,7 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     if (dec->draft && !dec->done && dec->sw && dec->sw->off) {
         reserve_hidden(dec, n_prompt);
         be->copy(dec->path_hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->feat_width);
-        if (n_prompt > dec->pending_cap) {
-            dec->pending_cap = 2 * n_prompt;
-            dec->pending = xrealloc(dec->pending, sizeof(int) * dec->pending_cap);
-        }
-        memcpy(dec->pending, prompt, sizeof(int) * n_prompt);
-        dec->n_pending = n_prompt;
+        pending_add(dec, prompt, n_prompt);
     } else if (dec->draft && !dec->done) {
         double t0 = now_seconds();
         if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, dec->root)) return -1;
@@ -340,14 +346,7 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
         dec->cycle_mark = now;
     }
     if (dec->done) return 0;
-    if (dec->draft) {
-        if (dec->n_pending + len > dec->pending_cap) {
-            dec->pending_cap = 2 * (dec->n_pending + len);
-            dec->pending = xrealloc(dec->pending, sizeof(int) * dec->pending_cap);
-        }
-        memcpy(dec->pending + dec->n_pending, toks, sizeof(int) * len);
-        dec->n_pending += len;
-    }
+    if (dec->draft) pending_add(dec, toks, len);
     if (dec->draft && !(dec->sw && dec->sw->off)) {
         double t1 = now_seconds();
         /* a vocabulary switch comes before the catch-up, which scores the next root in it */
