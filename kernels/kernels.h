@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kernels/base/dtype.h"
+#include "kernels/base/node_net.h"
 
 
 /* A weight matrix [rows][cols] (a vector is rows = 1), row-major, as stored
@@ -152,13 +153,26 @@ typedef struct Backend {
      * the distribution rows ids/probs[][k] and ent[] (NULL: H = 0) of the
      * expanded nodes rows[]: parent rows[r], token ids[r*k+j] (map[] of it
      * where map is not NULL: a reduced draft vocabulary's columns), p =
-     * probs[r*k+j], P = P[parent]·p, H = ent[r], rank j, slot -1. */
+     * probs[r*k+j], P = P[parent]·p, H = ent[r], rank j, slot -1; a
+     * negative id (a row with fewer than k tokens) gives token -1. */
     void (*tree_grow)(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs,
                       const float *ent, int k, const int *picks, int count, const int *map);
-    /* The min(m, n) nodes of highest P among nodes [from, from+n), ties to
-     * the shallower, then the lower index (EAGLE-2's order), into sel in
-     * ascending index order. */
-    void (*tree_top)(const DevTree *t, int from, int n, int m, int *sel);
+    /* The min(m, n) nodes of highest score among nodes [from, from+n), ties
+     * to the shallower, then the lower index, into sel in ascending index
+     * order; score[v] per node, NULL: its P (EAGLE-2's order). */
+    void (*tree_top)(const DevTree *t, const float *score, int from, int n, int m, int *sel);
+    /* conf[v] for nodes v in [from, from+n): the confidence of the node
+     * classifier net (weights in backend memory) from the node's raw
+     * features (node_net.h: P, H, depth, p, rank, and the parent's H, or
+     * the node's own where the parent is the root), node_net.h's arithmetic
+     * bit for bit. */
+    void (*tree_classify)(const DevTree *t, int from, int n, const NodeNet *net, float *conf);
+    /* C2T's threshold over the newest layer [from, from+n) (whose parents
+     * lie below from): the nodes with a token (>= 0) and !(conf < beta)
+     * move down, in order, to [from, from+*count), their conf with them,
+     * and each gets path_conf[v] = min(conf[v], path_conf[parent]) (the
+     * parent's when equal).  *count is backend memory. */
+    void (*tree_pass)(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count);
     /* dst's nodes 0..m) := src's nodes keep[0..m) (ascending, closed under
      * parent, keep[0] = 0), parents re-indexed (tree_subset); dst and src
      * are different trees. */
@@ -197,7 +211,7 @@ typedef struct Backend {
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
     X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(add_rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(rope_kv) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
-    X(softmax_topk_dev) X(argmax_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_compact) X(tree_inputs) X(tree_accept)
+    X(softmax_topk_dev) X(argmax_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_classify) X(tree_pass) X(tree_compact) X(tree_inputs) X(tree_accept)
 
 /* The backends' settings: process-wide, given before any model loads
  * (backend_configure), as command-line options; the commands record them in

@@ -207,7 +207,7 @@ static void nv_tree_grow(const DevTree *t, int n0, const int *rows, const int *i
         int r = c / k, j = c % k;
         if (picks) { r = picks[2 * c]; j = picks[2 * c + 1]; }
         int v = n0 + c, par = rows[r];
-        t->token[v] = map ? map[ids[r * k + j]] : ids[r * k + j];
+        t->token[v] = ids[r * k + j] < 0 ? -1 : map ? map[ids[r * k + j]] : ids[r * k + j];
         t->parent[v] = par; t->depth[v] = t->depth[par] + 1; t->rank[v] = j; t->slot[v] = -1;
         t->p[v] = probs[r * k + j];
         float P = t->P[par] * t->p[v];
@@ -215,21 +215,60 @@ static void nv_tree_grow(const DevTree *t, int n0, const int *rows, const int *i
         t->H[v] = ent ? ent[r] : 0;
     }
 }
-/* whether node a comes before node b: higher P, shallower, lower index */
-static int nv_before(const DevTree *t, int a, int b) {
-    if (t->P[a] != t->P[b]) return t->P[a] > t->P[b];
+/* whether node a comes before node b: higher score, shallower, lower index */
+static int nv_before(const DevTree *t, const float *score, int a, int b) {
+    if (score[a] != score[b]) return score[a] > score[b];
     if (t->depth[a] != t->depth[b]) return t->depth[a] < t->depth[b];
     return a < b;
 }
-static void nv_tree_top(const DevTree *t, int from, int n, int m, int *sel) {
+static void nv_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
     char *taken = calloc(n ? n : 1, 1);
+    if (!score) score = t->P;
     for (int s = 0; s < m && s < n; s++) {
         int best = -1;
-        for (int i = 0; i < n; i++) if (!taken[i] && (best < 0 || nv_before(t, from + i, from + best))) best = i;
+        for (int i = 0; i < n; i++) if (!taken[i] && (best < 0 || nv_before(t, score, from + i, from + best))) best = i;
         taken[best] = 1;
     }
     for (int i = 0, o = 0; i < n; i++) if (taken[i]) sel[o++] = from + i;
     free(taken);
+}
+/* node_net.h's order, one node and one unit at a time */
+static void nv_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    for (int v = from; v < from + n; v++) {
+        const int par = t->parent[v];
+        const float raw[NODE_N_FEAT] = {t->P[v], t->H[v], (float)t->depth[v], t->p[v], (float)t->rank[v],
+                                        par > 0 ? t->H[par] : t->H[v]};
+        float x[NODE_N_FEAT], acc[2] = {0, 0};
+        for (int k = 0; k < net->n_feat; k++) {
+            const NodeNetInput *f = &net->in[k];
+            float u = raw[f->id];
+            if (f->kind == NODE_T_LOG) u = (float)log((double)(u + f->eps));
+            x[k] = (u - f->mean) / f->std;
+        }
+        for (int j = 0; j < net->hidden; j++) {
+            float z = net->fc1_b[j];
+            for (int k = 0; k < net->n_feat; k++) {
+                const float wx = net->fc1_w[j * net->n_feat + k] * x[k];
+                z = z + wx;
+            }
+            const float vr = net->fc2_w[j] * (z > 0 ? z : 0.0f);
+            acc[j % 2] = acc[j % 2] + vr;
+        }
+        const float logit = (acc[0] + acc[1]) + net->fc2_b;
+        conf[v] = (float)(1.0 / (1.0 + exp(-(double)logit)));
+    }
+}
+static void nv_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    int kept = 0;
+    for (int v = from; v < from + n; v++) {
+        if (t->token[v] < 0 || !(conf[v] >= beta || conf[v] != conf[v])) continue;
+        const int w = from + kept++, par = t->parent[v];
+        t->token[w] = t->token[v]; t->parent[w] = par; t->depth[w] = t->depth[v]; t->rank[w] = t->rank[v];
+        t->slot[w] = t->slot[v]; t->p[w] = t->p[v]; t->P[w] = t->P[v]; t->H[w] = t->H[v];
+        conf[w] = conf[v];
+        path_conf[w] = conf[w] < path_conf[par] ? conf[w] : path_conf[par];
+    }
+    *count = kept;
 }
 static void nv_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
     for (int j = 0; j < m; j++) {
@@ -270,7 +309,8 @@ static const Backend naive_backend = {
     .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .rope_kv = nv_rope_kv, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax, .softmax_topk_dev = nv_softmax_topk, .argmax_dev = nv_argmax,
-    .tree_root = nv_tree_root, .tree_grow = nv_tree_grow, .tree_top = nv_tree_top, .tree_compact = nv_tree_compact,
+    .tree_root = nv_tree_root, .tree_grow = nv_tree_grow, .tree_top = nv_tree_top, .tree_classify = nv_tree_classify,
+    .tree_pass = nv_tree_pass, .tree_compact = nv_tree_compact,
     .tree_inputs = nv_tree_inputs, .tree_accept = nv_tree_accept,
 };
 #endif

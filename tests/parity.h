@@ -422,7 +422,7 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
         } else {   /* the frontier: the k best of the newest layer, with the draft's forward inputs */
             m = n_newest < k ? n_newest : k;
             for (int i = 0; i < 2; i++) {
-                r[i].be->tree_top(&r[i].pool, newest, n_newest, k, r[i].sel);
+                r[i].be->tree_top(&r[i].pool, NULL, newest, n_newest, k, r[i].sel);
                 r[i].be->tree_inputs(&r[i].pool, r[i].sel, m, n_past + n_temp, n_past, n_past - 1, n_past + n_temp + m,
                                      r[i].out, r[i].mask);
             }
@@ -458,7 +458,7 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
     h[0] = 0;
     both_ints(r, (int *const[]){r[0].keep, r[1].keep}, h, 1);
     for (int i = 0; i < 2; i++) {
-        r[i].be->tree_top(&r[i].pool, 1, n - 1, total, r[i].keep + 1);
+        r[i].be->tree_top(&r[i].pool, NULL, 1, n - 1, total, r[i].keep + 1);
         r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
         r[i].be->tree_inputs(&r[i].tree, NULL, kept, n_past, n_past, n_past, n_past + kept, r[i].out, r[i].mask);
     }
@@ -486,6 +486,113 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
            !full[0];
     free(full); free(one); free(tok); free(par);
     free(h); free(hp); free(f);
+    tree_run_free(&r[0]);
+    tree_run_free(&r[1]);
+    return bad;
+}
+
+/* A node classifier of `hidden` units over the features ids[0..n_feat)
+ * (P and p through log), random weights in both backends' memory. */
+typedef struct { NodeNet net[2]; float *w[2]; } NetPair;
+static void net_pair_init(NetPair *np, TreeRun *r, int hidden, const int *ids, int n_feat, float bias) {
+    const size_t nw = (size_t)hidden * (n_feat + 2);
+    float *w = xmalloc(sizeof(float) * nw);
+    fill(w, nw, 1);
+    for (int i = 0; i < 2; i++) {
+        NodeNet *net = &np->net[i];
+        memset(net, 0, sizeof *net);
+        net->hidden = hidden;
+        net->n_feat = n_feat;
+        for (int k = 0; k < n_feat; k++) {
+            const int log_it = ids[k] == NODE_F_P || ids[k] == NODE_F_LOCAL_P;
+            net->in[k] = (NodeNetInput){ids[k], log_it ? NODE_T_LOG : NODE_T_RAW, 1e-6f, log_it ? -2.0f : 1.0f, 1.5f};
+        }
+        np->w[i] = up(r[i].be, w, nw);
+        net->fc1_w = np->w[i];
+        net->fc1_b = np->w[i] + (size_t)hidden * n_feat;
+        net->fc2_w = np->w[i] + (size_t)hidden * (n_feat + 1);
+        net->fc2_b = bias;
+    }
+    free(w);
+}
+
+/* A C2T-like program: each layer the children of the frontier grown,
+ * scored by tree_classify, thresholded by tree_pass (the count read back),
+ * the next frontier by tree_top over the confidences; at the end the cap
+ * by path confidence and tree_compact.  Probabilities from a few values
+ * when quantize, and with ties_net a classifier of depth and rank alone
+ * (confidences tie): the tie rules decide.  Returns the number of outputs
+ * that differ. */
+static int check_c2t_program(const Backend *B, const Backend *R, int k, int dmax, float beta, int total, int quantize,
+                             int ties_net, int hidden) {
+    TreeRun r[2];
+    tree_run_init(&r[0], B);
+    tree_run_init(&r[1], R);
+    const int all[6] = {NODE_F_P, NODE_F_H, NODE_F_DEPTH, NODE_F_LOCAL_P, NODE_F_RANK, NODE_F_PARENT_H};
+    const int ties[2] = {NODE_F_DEPTH, NODE_F_RANK};
+    NetPair np;
+    net_pair_init(&np, r, hidden, ties_net ? ties : all, ties_net ? 2 : 6, 0.3f);
+    float *conf[2], *path[2];
+    int *count[2];
+    const float above = 2;
+    for (int i = 0; i < 2; i++) {
+        conf[i] = r[i].be->alloc(TR_CAP);
+        path[i] = r[i].be->alloc(TR_CAP);
+        r[i].be->to_device(path[i], &above, 1);
+        count[i] = backend_alloc_ints(r[i].be, 1);
+    }
+    int bad = 0, n = 1, nf = 1, h[TR_CAP];
+    float f[TR_CAP];
+    h[0] = 7;
+    both_ints(r, (int *const[]){r[0].root, r[1].root}, h, 1);
+    h[0] = 0;
+    both_ints(r, (int *const[]){r[0].sel, r[1].sel}, h, 1);
+    for (int i = 0; i < 2; i++) r[i].be->tree_root(&r[i].pool, r[i].root);
+    for (int depth = 1; depth <= dmax && nf > 0 && n + nf * k <= TR_CAP; depth++) {
+        const int nc = nf * k;
+        for (int i = 0; i < nc; i++) {
+            h[i] = i % 17 == 5 ? -1 : (int)(frand() * 1e6f + 2e6f) % TR_V;   /* some rows short of k tokens */
+            f[i] = quantize ? (float)(1 + (int)(frand() * 2 + 2)) / 8 : 0.5f + frand() * 0.49f;
+        }
+        both_ints(r, (int *const[]){r[0].ids, r[1].ids}, h, nc);
+        for (int i = 0; i < 2; i++) r[i].be->to_device(r[i].probs, f, nc);
+        for (int i = 0; i < nf; i++) f[i] = frand() + 2;
+        for (int i = 0; i < 2; i++) r[i].be->to_device(r[i].ent, f, nf);
+        int got[2];
+        for (int i = 0; i < 2; i++) {
+            const Backend *be = r[i].be;
+            be->tree_grow(&r[i].pool, n, r[i].sel, r[i].ids, r[i].probs, r[i].ent, k, NULL, nc, depth % 2 ? r[i].map : NULL);
+            be->tree_classify(&r[i].pool, n, nc, &np.net[i], conf[i]);
+        }
+        bad += SAME_F(&r[0], conf[0] + n, &r[1], conf[1] + n, nc);
+        for (int i = 0; i < 2; i++) {
+            r[i].be->tree_pass(&r[i].pool, n, nc, conf[i], beta, path[i], count[i]);
+            backend_ints_to_host(r[i].be, &got[i], count[i], 1);
+        }
+        bad += got[0] != got[1];
+        bad += same_tree(&r[0], &r[0].pool, &r[1], &r[1].pool, n + got[1]);
+        bad += SAME_F(&r[0], conf[0] + n, &r[1], conf[1] + n, got[1]);
+        bad += SAME_F(&r[0], path[0], &r[1], path[1], n + got[1]);
+        nf = got[1] < k ? got[1] : k;
+        if (nf > 0) {
+            for (int i = 0; i < 2; i++) r[i].be->tree_top(&r[i].pool, conf[i], n, got[1], k, r[i].sel);
+            bad += same_ints(&r[0], r[0].sel, &r[1], r[1].sel, nf);
+        }
+        n += got[1];
+    }
+    if (n < 8) bad += 1000;   /* the program must have grown a tree worth ranking */
+    const int kept = 1 + (total < n - 1 ? total : n - 1);
+    h[0] = 0;
+    both_ints(r, (int *const[]){r[0].keep, r[1].keep}, h, 1);
+    for (int i = 0; i < 2; i++) {
+        r[i].be->tree_top(&r[i].pool, path[i], 1, n - 1, total, r[i].keep + 1);
+        r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
+    }
+    bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
+    bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
+    for (int i = 0; i < 2; i++) {
+        r[i].be->release(conf[i]); r[i].be->release(path[i]); r[i].be->release(count[i]); r[i].be->release(np.w[i]);
+    }
     tree_run_free(&r[0]);
     tree_run_free(&r[1]);
     return bad;
@@ -532,6 +639,13 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     int tree_bad = 0;
     for (size_t c = 0; c < sizeof programs / sizeof *programs; c++)
         tree_bad += check_tree_program(B, R, programs[c][0], programs[c][1], programs[c][2], programs[c][3], programs[c][4]);
+    /* C2T's: a wide layer, a cap, ties of probability and of confidence, an odd hidden size */
+    const int c2t_programs[][7] = {{10, 6, 40, 60, 0, 0, 16}, {6, 8, 30, 25, 1, 0, 7}, {4, 6, 20, 12, 1, 1, 8},
+                                   {3, 8, 10, 1000, 0, 1, 5}};
+    for (size_t c = 0; c < sizeof c2t_programs / sizeof *c2t_programs; c++) {
+        const int *q = c2t_programs[c];
+        tree_bad += check_c2t_program(B, R, q[0], q[1], (float)q[2] / 100, q[3], q[4], q[5], q[6]);
+    }
     if (verbose) printf("# %s vs %s: tree ops: %d outputs differ\n", B->name, R->name, tree_bad);
     bad += tree_bad > 0;
     return bad;

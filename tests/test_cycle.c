@@ -2,7 +2,8 @@
  * (--verify walk, decode.h) against the host cycle's tree forward: for
  * every policy with a device program, each cycle's verified tree node by
  * node (token, parent, depth, rank, p, P, H bit for bit), the tokens, τ and
- * γ; on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
+ * γ (c2t on the shipped classifiers and on made-up ones of every
+ * feature); on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
  * vocabulary), the demo family and SmolLM2 where it was made; and
  * --cycle device refused, in one line, where it cannot run. */
 #include "tests/harness.h"
@@ -10,6 +11,8 @@
 #include "infer/speculative/decode.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
+#include "train/export.h"
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +188,61 @@ static const Case TREE_CASES[] = {
 #define N_TREE_CASES (int)(sizeof TREE_CASES / sizeof *TREE_CASES)
 static const Case CHAIN_CASE[] = {{"chain", "draft_len=5"}, {"ar", ""}};
 
+/* Two made-up classifiers for c2t (written once, to /tmp): one of every
+ * known feature, P and p through log; one of depth and rank alone, whose
+ * confidences tie within a layer and along paths, so that the frontier's
+ * and the cap's tie rules decide. */
+static char cls_all[64], cls_ties[64];
+
+static void write_classifier(char *path, const ClsFeatureId *ids, int n_feat, uint64_t seed, float bias) {
+    Classifier *c = classifier_new(16, n_feat, ids);
+    REQUIRE(c, "%s", err_get());
+    for (int k = 0; k < n_feat; k++) {
+        const int log_it = ids[k] == CLS_F_P || ids[k] == CLS_F_LOCAL_P;
+        const int entropy = ids[k] == CLS_F_H || ids[k] == CLS_F_PARENT_H;   /* the test models' H are large */
+        c->feat[k] = (ClsFeature){ids[k], log_it ? CLS_LOG : CLS_RAW, 1e-6f, log_it ? -3.0f : entropy ? 3.0f : 1.0f, 2.0f};
+    }
+    const int n = classifier_nparams(c);
+    float *theta = xmalloc(sizeof(float) * n);
+    for (int i = 0; i < n; i++) {
+        seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+        theta[i] = (float)((seed >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
+    }
+    classifier_set_params(c, theta);
+    c->fc2_b = bias;   /* the share of nodes that pass */
+    cJSON *j = classifier_to_json(c);
+    char *text = cJSON_Print(j);
+    snprintf(path, 64, "/tmp/c2t_cycle_cls_%d_XXXXXX", n_feat);
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0, "mkstemp");
+    close(fd);
+    write_file(path, text);
+    free(text); cJSON_Delete(j); free(theta); classifier_free(c);
+}
+
+static void make_classifiers(void) {
+    if (cls_all[0]) return;
+    const ClsFeatureId all[] = {CLS_F_P, CLS_F_H, CLS_F_DEPTH, CLS_F_LOCAL_P, CLS_F_RANK, CLS_F_PARENT_H};
+    const ClsFeatureId ties[] = {CLS_F_DEPTH, CLS_F_RANK};
+    write_classifier(cls_all, all, 6, 0x243F6A8885A308D3ULL, 1.5f);
+    write_classifier(cls_ties, ties, 2, 0x13198A2E03707344ULL, 0.0f);
+}
+
+static void remove_classifiers(void) {
+    if (cls_all[0]) { unlink(cls_all); unlink(cls_ties); }
+}
+
+/* c2t on the made-up classifiers: the whole tree, a cap, ties */
+static char c2t_settings[3][256];
+static Case C2T_CASES[3];
+static void c2t_cases(void) {
+    make_classifiers();
+    snprintf(c2t_settings[0], 256, "classifier=%s topk=6 beta=0.45", cls_all);
+    snprintf(c2t_settings[1], 256, "classifier=%s topk=4 depth=5 beta=0.3 total=7", cls_all);
+    snprintf(c2t_settings[2], 256, "classifier=%s topk=3 depth=6 beta=0.2 total=10", cls_ties);
+    for (int i = 0; i < 3; i++) C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
+}
+
 /* The test checkpoints: each draft kind, a reduced draft vocabulary. */
 static void test_device_cycle_equals_host_every_draft(void) {
     const int p0[] = {1, 21, 208, 255, 244, 151, 37, 9}, p1[] = {1, 99, 98, 97, 96, 95, 94, 93};
@@ -198,6 +256,8 @@ static void test_device_cycle_equals_host_every_draft(void) {
         same_cycles(m, d, lm ? CHAIN_CASE : TREE_CASES, lm ? 2 : N_TREE_CASES, prompts, lens, 2, 40, 1,
                     LOSSLESS_DRAFTS[i][2]);
         if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
+        c2t_cases();
+        same_cycles(m, d, C2T_CASES, 3, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
@@ -212,6 +272,10 @@ static void test_device_cycle_equals_host_demo(void) {
     Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
     same_cycles(m, d, TREE_CASES, N_TREE_CASES, prompts, lens, 2, 48, 1, "demo eagle");
+    const Case shipped[] = {{"c2t", "classifier=data/demo/classifier.json"}};
+    c2t_cases();
+    same_cycles(m, d, shipped, 1, prompts, lens, 2, 48, 1, "demo eagle, its classifier");
+    same_cycles(m, d, C2T_CASES, 3, prompts, lens, 2, 48, 1, "demo eagle");
     draft_free(d);
     d = draft_load("lm", "data/demo/draft", m, 4096);
     REQUIRE(d, "%s", err_get());
@@ -231,10 +295,12 @@ static void test_device_cycle_equals_host_smollm2(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "data/smollm2/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
-    const Case full[] = {{"eagle2", ""}, {"static", ""}}, small[] = {{"eagle2", "topk=4 depth=5 total=8"}};
-    same_cycles(m, d, full, 2, prompts, lens, 1, 32, 0, "smollm2");
+    const Case full[] = {{"eagle2", ""}, {"static", ""}, {"c2t", "classifier=data/smollm2/classifier.json"}},
+               small[] = {{"eagle2", "topk=4 depth=5 total=8"},
+                          {"c2t", "classifier=data/smollm2/classifier.json topk=4 depth=5 total=8"}};
+    same_cycles(m, d, full, 3, prompts, lens, 1, 32, 0, "smollm2");
     REQUIRE(draft_set_vocab(d, 4096) == 0, "%s", err_get());
-    same_cycles(m, d, small, 1, prompts, lens, 1, 32, 0, "smollm2 draft vocabulary 4096");
+    same_cycles(m, d, small, 2, prompts, lens, 1, 32, 0, "smollm2 draft vocabulary 4096");
     draft_free(d);
     llama_free(m);
 }
@@ -246,8 +312,9 @@ static void test_device_cycle_refused(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 512);
     REQUIRE(d, "%s", err_get());
-    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto"}, {"chain", "early_stop=dymax"}};
-    for (int i = 0; i < 3; i++) {
+    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto"}, {"chain", "early_stop=dymax"},
+                          {"c2t", "classifier=data/demo/classifier.json total=auto"}};
+    for (int i = 0; i < 4; i++) {
         Policy *p = NULL;
         Decoder *dec = decoder_for(m, d, &cases[i], 0, 1, 64, &p);
         CHECK(!dec && strstr(err_get(), "--cycle device"), "%s %s: device cycle not refused (%s)", cases[i].policy,
@@ -288,5 +355,6 @@ int main(void) {
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_cycle_refused);
+    remove_classifiers();
     return h_done();
 }

@@ -142,6 +142,21 @@ static void compact_drops_rank(const DevTree *dst, const DevTree *src, const int
     cpu_tree_compact(dst, src, keep, m);
     dst->rank[m - 1] = 0;
 }
+/* one node's confidence an ulp off */
+static void classify_ulp_off(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    cpu_tree_classify(t, from, n, net, conf);
+    if (n > 0) conf[from + n / 2] = nextafterf(conf[from + n / 2], 2.0f);
+}
+/* the path confidence forgets the parent's */
+static void pass_without_path(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    cpu_tree_pass(t, from, n, conf, beta, path_conf, count);
+    for (int i = 0; i < *count; i++) path_conf[from + i] = conf[from + i];
+}
+/* the ranking by P whatever the score */
+static void top_ignores_score(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
+    (void)score;
+    cpu_tree_top(t, NULL, from, n, m, sel);
+}
 static void test_harness_catches_wrong_kernels(void) {
     Backend broken = cpu_backend;
     broken.matmul = matmul_off_by_one;
@@ -167,6 +182,15 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.tree_accept = accept_last_child;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "a wrong accepted path not caught");
+    broken = cpu_backend;
+    broken.tree_classify = classify_ulp_off;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "a confidence an ulp off not caught");
+    broken = cpu_backend;
+    broken.tree_pass = pass_without_path;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "path confidences without the parent's not caught");
+    broken = cpu_backend;
+    broken.tree_top = top_ignores_score;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_top ignoring its score not caught");
 }
 
 /* --cpu-fast-gemm on: every product of a BF16 weight is the BF16 pair dot

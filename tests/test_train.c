@@ -577,7 +577,10 @@ static void test_export_roundtrip(void) {
  * (P, H, depth, the format every file had before features were named
  * freely) on 20 fixed inputs, computed by the 3-feature code before the
  * feature registry (same compiler flags): files in that format must load
- * unchanged and give bit-identical confidences, batched and one by one. */
+ * unchanged and give the same confidences, batched and one by one (bit for
+ * bit), up to the last bits that the arithmetic of kernels/base/node_net.h
+ * (log and sigmoid in double, rounded to float once, so that a GPU gives
+ * the same bits) moved from float logf and expf. */
 static const float demo_conf_before[20] = {
     0x1.93a078p-13, 0x1.fbc8cap-1, 0x1.e0b6d8p-1, 0x1.f9c01ap-1, 0x1.fd534p-1, 0x1.e65d6ep-1, 0x1.f4a926p-1,
     0x1.f79b6ap-1, 0x1.a66b66p-1, 0x1.7d6ab6p-2, 0x1.96d656p-1, 0x1.a9646ep-1, 0x1.2064acp-10, 0x1.e96a46p-1,
@@ -609,12 +612,20 @@ static void test_default_files_unchanged(void) {
         }
         float conf[20], one;
         classifier_forward(c, x, 20, conf);
-        int differ = 0;
+        int differ = 0, moved = 0, worst = 0;
         for (int i = 0; i < 20; i++) {
             classifier_forward(c, x + i, 1, &one);
-            differ += memcmp(&conf[i], &want[f][i], 4) != 0 || memcmp(&one, &want[f][i], 4) != 0;
+            int32_t a, b;
+            memcpy(&a, &conf[i], 4);
+            memcpy(&b, &want[f][i], 4);
+            const int ulps = abs(a - b);   /* positive floats: their bit patterns order as they do */
+            differ += memcmp(&conf[i], &one, 4) != 0 || ulps > 2;
+            moved += ulps > 0;
+            worst = ulps > worst ? ulps : worst;
         }
-        CHECK(differ == 0, "%s: %d of 20 confidences differ from the 3-feature code's", files[f], differ);
+        printf("# %s: %d of 20 confidences moved by the double log and sigmoid, at most %d ulp\n", files[f], moved, worst);
+        CHECK(differ == 0, "%s: %d of 20 confidences differ from the 3-feature code's by more than 2 ulp, or batched "
+              "from one by one", files[f], differ);
         /* written back, the file is in the same format: the same features, version 1 */
         cJSON *j = classifier_to_json(c);
         char *back = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "features"));

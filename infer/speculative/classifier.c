@@ -330,68 +330,31 @@ int classifier_check_trained_for(const char *path, const char *target_dir, const
     return 0;
 }
 
-/* ---- forward ---- */
+/* ---- forward: the arithmetic of kernels/base/node_net.h ---- */
 
-void classifier_input(const Classifier *c, const ClsNode *node, float *x) {
+_Static_assert(sizeof(ClsNode) == sizeof(float) * NODE_N_FEAT, "a ClsNode is a row of node_net's raw features");
+
+NodeNet classifier_net(const Classifier *c) {
+    NodeNet net = {.hidden = c->hidden, .n_feat = c->n_feat, .fc1_w = c->fc1_w, .fc1_b = c->fc1_b, .fc2_w = c->fc2_w,
+                   .fc2_b = c->fc2_b};
     for (int k = 0; k < c->n_feat; k++) {
         const ClsFeature *f = &c->feat[k];
-        float raw = node->v[f->id];
-        float t = f->kind == CLS_LOG ? logf(raw + f->eps) : raw;
-        x[k] = (t - f->mean) / f->std;
+        net.in[k] = (NodeNetInput){(int)f->id, f->kind == CLS_LOG ? NODE_T_LOG : NODE_T_RAW, f->eps, f->mean, f->std};
     }
+    return net;
 }
 
-/* 8 candidates per vector: for each hidden unit, broadcast its weights and
- * update all 8 pre-activations at once (two accumulators, even/odd units).
- * A unit's pre-activation is bias + w0 x0 + w1 x1 + ..., summed in input
- * order. */
-typedef float cls_v8 __attribute__((vector_size(32)));
-typedef int cls_v8i __attribute__((vector_size(32)));
-static inline cls_v8 cls_set1(float x) { return (cls_v8){x, x, x, x, x, x, x, x}; }
-
-static inline cls_v8 cls_unit(const float *w, float b, const cls_v8 *X, int nf) {
-    cls_v8 z = cls_set1(b);
-    for (int k = 0; k < nf; k++) z = z + cls_set1(w[k]) * X[k];
-    return z;
+void classifier_input(const Classifier *c, const ClsNode *node, float *x) {
+    const NodeNet net = classifier_net(c);
+    for (int k = 0; k < c->n_feat; k++) x[k] = node_net_input(&net, k, node->v);
 }
 
 void classifier_logits(const Classifier *c, const ClsNode *nodes, int n, float *logit) {
-    const int h = c->hidden, nf = c->n_feat;
-    const float *W = c->fc1_w, *B = c->fc1_b, *V = c->fc2_w;
-    const cls_v8 zero = cls_set1(0.0f);
-    for (int i0 = 0; i0 < n; i0 += 8) {
-        int m = n - i0 < 8 ? n - i0 : 8;
-        float xs[CLS_MAX_FEAT][8], out[8];
-        memset(xs, 0, sizeof xs);
-        for (int i = 0; i < m; i++) {
-            float x[CLS_MAX_FEAT];
-            classifier_input(c, &nodes[i0 + i], x);
-            for (int k = 0; k < nf; k++) xs[k][i] = x[k];
-        }
-        cls_v8 X[CLS_MAX_FEAT], acc0 = zero, acc1 = zero;
-        for (int k = 0; k < nf; k++) memcpy(&X[k], xs[k], sizeof X[k]);
-        int j = 0;
-        for (; j + 1 < h; j += 2) {
-            cls_v8 z = cls_unit(W + (size_t)nf * j, B[j], X, nf);
-            acc0 += cls_set1(V[j]) * (cls_v8)((cls_v8i)z & (z > zero));
-            z = cls_unit(W + (size_t)nf * (j + 1), B[j + 1], X, nf);
-            acc1 += cls_set1(V[j + 1]) * (cls_v8)((cls_v8i)z & (z > zero));
-        }
-        if (j < h) {
-            cls_v8 z = cls_unit(W + (size_t)nf * j, B[j], X, nf);
-            acc0 += cls_set1(V[j]) * (cls_v8)((cls_v8i)z & (z > zero));
-        }
-        cls_v8 r = (acc0 + acc1) + cls_set1(c->fc2_b);
-        memcpy(out, &r, sizeof out);
-        memcpy(logit + i0, out, sizeof(float) * m);
-    }
+    const NodeNet net = classifier_net(c);
+    node_net_logits(&net, nodes->v, CLS_N_KNOWN, n, logit);
 }
 
-float classifier_sigmoid(float z) {
-    if (z >= 0) return 1.0f / (1.0f + expf(-z));
-    float e = expf(z);
-    return e / (1.0f + e);
-}
+float classifier_sigmoid(float z) { return node_net_sigmoid(z); }
 
 void classifier_forward(const Classifier *c, const ClsNode *nodes, int n, float *conf) {
     classifier_logits(c, nodes, n, conf);

@@ -10,6 +10,7 @@
  * fc2.weight [1][h], fc2.bias [1]; (n_feat + 2) h + 1 parameters. */
 #ifndef C2T_CLASSIFIER_H
 #define C2T_CLASSIFIER_H
+#include "kernels/base/node_net.h"
 #include <stddef.h>
 
 /* The node features a classifier can read, as the decoding loop computes
@@ -25,7 +26,10 @@
  *   parent_H  H of the parent node, i.e. of the distribution the parent was
  *             drawn from; a depth-1 node (parent = the root, which has no
  *             row and no H) uses its own H */
-typedef enum { CLS_F_P, CLS_F_H, CLS_F_DEPTH, CLS_F_LOCAL_P, CLS_F_RANK, CLS_F_PARENT_H, CLS_N_KNOWN } ClsFeatureId;
+typedef enum {
+    CLS_F_P = NODE_F_P, CLS_F_H = NODE_F_H, CLS_F_DEPTH = NODE_F_DEPTH, CLS_F_LOCAL_P = NODE_F_LOCAL_P,
+    CLS_F_RANK = NODE_F_RANK, CLS_F_PARENT_H = NODE_F_PARENT_H, CLS_N_KNOWN = NODE_N_FEAT
+} ClsFeatureId;
 #define CLS_MAX_FEAT CLS_N_KNOWN
 /* The paper's three, P, H, depth in this order: what a classifier reads by
  * default. */
@@ -117,11 +121,14 @@ int classifier_check(const Classifier *c, const char *where);
 /* The model input of one node (the classifier's features in its order,
  * transforms applied): x[0..n_feat). */
 void classifier_input(const Classifier *c, const ClsNode *node, float *x);
+/* The classifier's arithmetic as node_net.h defines it, over c's weights
+ * (host memory): what the functions below compute with. */
+NodeNet classifier_net(const Classifier *c);
 /* Pre-sigmoid outputs for n candidates: nodes[i] -> logit[i]. */
 void classifier_logits(const Classifier *c, const ClsNode *nodes, int n, float *logit);
 /* Confidences (sigmoid of the logits) for n candidates at once; this is
  * what the decoding loop's c2t policy compares with beta. */
 void classifier_forward(const Classifier *c, const ClsNode *nodes, int n, float *conf);
-/* Numerically stable logistic function used by classifier_forward. */
+/* The logistic function classifier_forward applies (node_net_sigmoid). */
 float classifier_sigmoid(float z);
 #endif

@@ -1,6 +1,6 @@
 /* The tree ops of the device cycle on the CPU (kernels.h): the same
  * arithmetic and orders as the host tree code (infer/speculative/tree.c,
- * the EAGLE-2 policy, greedy verification), over DevTree arrays. */
+ * the EAGLE-2 and C2T policies, greedy verification), over DevTree arrays. */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
@@ -20,7 +20,7 @@ void cpu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, co
     for (int c = 0; c < count; c++) {
         const int r = picks ? picks[2 * c] : c / k, j = picks ? picks[2 * c + 1] : c % k;
         const int v = n0 + c, par = rows[r], id = ids[r * k + j];
-        t->token[v] = map ? map[id] : id;
+        t->token[v] = id < 0 ? -1 : map ? map[id] : id;
         t->parent[v] = par;
         t->depth[v] = t->depth[par] + 1;
         t->rank[v] = j;
@@ -31,27 +31,69 @@ void cpu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, co
     }
 }
 
-/* EAGLE-2's order: higher P first, then shallower, then lower index */
-static int by_P(const void *a, const void *b, void *tree) {
+/* higher score first, then shallower, then lower index */
+typedef struct { const DevTree *t; const float *score; } TopOrder;
+static int by_score(const void *a, const void *b, void *order) {
     const int x = *(const int *)a, y = *(const int *)b;
-    const DevTree *t = tree;
-    if (t->P[x] != t->P[y]) return t->P[x] > t->P[y] ? -1 : 1;
-    if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
+    const TopOrder *o = order;
+    if (o->score[x] != o->score[y]) return o->score[x] > o->score[y] ? -1 : 1;
+    if (o->t->depth[x] != o->t->depth[y]) return o->t->depth[x] - o->t->depth[y];
     return x - y;
 }
 static int ascending(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-void cpu_tree_top(const DevTree *t, int from, int n, int m, int *sel) {
+void cpu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
     if (m >= n) {
         for (int i = 0; i < n; i++) sel[i] = from + i;
         return;
     }
     int *order = xmalloc(sizeof(int) * (n ? n : 1));
     for (int i = 0; i < n; i++) order[i] = from + i;
-    qsort_r(order, n, sizeof(int), by_P, (void *)t);
+    qsort_r(order, n, sizeof(int), by_score, &(TopOrder){t, score ? score : t->P});
     memcpy(sel, order, sizeof(int) * m);
     qsort(sel, m, sizeof(int), ascending);
     free(order);
+}
+
+/* a node's raw classifier features (node_net.h's order) */
+static void node_features(const DevTree *t, int v, float *raw) {
+    const int par = t->parent[v];
+    raw[NODE_F_P] = t->P[v];
+    raw[NODE_F_H] = t->H[v];
+    raw[NODE_F_DEPTH] = (float)t->depth[v];
+    raw[NODE_F_LOCAL_P] = t->p[v];
+    raw[NODE_F_RANK] = (float)t->rank[v];
+    raw[NODE_F_PARENT_H] = par <= 0 ? t->H[v] : t->H[par];
+}
+
+void cpu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    if (n <= 0) return;
+    float *raw = xmalloc(sizeof(float) * NODE_N_FEAT * n);
+    for (int i = 0; i < n; i++) node_features(t, from + i, raw + (size_t)NODE_N_FEAT * i);
+    node_net_logits(net, raw, NODE_N_FEAT, n, conf + from);
+    for (int i = 0; i < n; i++) conf[from + i] = node_net_sigmoid(conf[from + i]);
+    free(raw);
+}
+
+void cpu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        const int v = from + i, w = from + kept;
+        if (t->token[v] < 0 || conf[v] < beta) continue;
+        const float up = path_conf[t->parent[v]], c = conf[v];
+        t->token[w] = t->token[v];
+        t->parent[w] = t->parent[v];
+        t->depth[w] = t->depth[v];
+        t->rank[w] = t->rank[v];
+        t->slot[w] = t->slot[v];
+        t->p[w] = t->p[v];
+        t->P[w] = t->P[v];
+        t->H[w] = t->H[v];
+        conf[w] = c;
+        path_conf[w] = c < up ? c : up;
+        kept++;
+    }
+    *count = kept;
 }
 
 /* the position of node v in keep[0..m) (ascending), which holds it */

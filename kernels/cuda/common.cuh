@@ -150,7 +150,9 @@ void cu_argmax_dev(const float *logits, int n, int vocab, int *ids);
 void cu_tree_root(const DevTree *t, const int *root);
 void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
                   int k, const int *picks, int count, const int *map);
-void cu_tree_top(const DevTree *t, int from, int n, int m, int *sel);
+void cu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel);
+void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf);
+void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count);
 void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m);
 void cu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
                     uint8_t *mask);

@@ -12,6 +12,9 @@
  *    order), counted against tiles staged in shared memory; i is selected
  *    iff rank < m, and a block scan per chunk of nodes writes the selected
  *    in ascending index order.  O(n²) compares, for pools of a few thousand.
+ *  - classify: a thread per node (node_net.h's arithmetic).
+ *  - pass: one block, a scan per chunk of nodes compacts the passing ones
+ *    in order.
  *  - compact: a thread per kept node, its parent found by binary search in
  *    keep.  dst and src must not overlap (no compaction in place).
  *  - inputs: a kernel records every row's slot, then a block per row writes
@@ -47,7 +50,7 @@ tree_grow_kernel(DevTree t, int n0, const int *rows, const int *ids,
     const int r = picks ? picks[2 * c] : c / k, j = picks ? picks[2 * c + 1] : c % k;
     const int v = n0 + c, par = rows[r], id = ids[r * k + j];
     const float p = probs[r * k + j];
-    t.token[v] = map ? map[id] : id;
+    t.token[v] = id < 0 ? -1 : map ? map[id] : id;
     t.parent[v] = par;
     t.depth[v] = t.depth[par] + 1;
     t.rank[v] = j;
@@ -65,8 +68,8 @@ void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, con
     CU_LAUNCHED();
 }
 
-/* EAGLE-2's order, as by_P in kernels/cpu/tree.c: a before b when its P is
- * higher, then when it is shallower, then when its index is lower */
+/* the order of by_score in kernels/cpu/tree.c: a before b when its score
+ * is higher, then when it is shallower, then when its index is lower */
 __device__ __forceinline__ bool top_before(float pa, int da, int a, float pb, int db, int b) {
     if (pa != pb) return pa > pb;
     if (da != db) return da < db;
@@ -109,9 +112,91 @@ tree_top_kernel(const float *P, const int *depth, int from, int n, int m,
     }
 }
 
-void cu_tree_top(const DevTree *t, int from, int n, int m, int *sel) {
+void cu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
     if (n <= 0 || m <= 0) return;
-    tree_top_kernel<<<1, TOP_THREADS, 0, cu_stream()>>>(t->P, t->depth, from, n, m, sel);
+    tree_top_kernel<<<1, TOP_THREADS, 0, cu_stream()>>>(score ? score : t->P, t->depth, from, n, m, sel);
+    CU_LAUNCHED();
+}
+
+/* node_net.h's arithmetic for one node, step by step as node_net.c's
+ * vector lanes compute it: _rn intrinsics (nvcc would otherwise fuse a
+ * product and a sum), log and exp in double. */
+/* unit j after its ReLU (+0 unless z > 0) */
+__device__ __forceinline__ float node_unit(const NodeNet *net, int j, const float *x) {
+    float z = net->fc1_b[j];
+    for (int k = 0; k < net->n_feat; k++) z = __fadd_rn(z, __fmul_rn(net->fc1_w[j * net->n_feat + k], x[k]));
+    return z > 0.0f ? z : 0.0f;
+}
+
+__global__ void __launch_bounds__(TREE_THREADS)
+tree_classify_kernel(DevTree t, int from, int n, NodeNet net, float *conf) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int v = from + i, par = t.parent[v];
+    float raw[NODE_N_FEAT], x[NODE_N_FEAT];
+    raw[NODE_F_P] = t.P[v];
+    raw[NODE_F_H] = t.H[v];
+    raw[NODE_F_DEPTH] = (float)t.depth[v];
+    raw[NODE_F_LOCAL_P] = t.p[v];
+    raw[NODE_F_RANK] = (float)t.rank[v];
+    raw[NODE_F_PARENT_H] = par <= 0 ? t.H[v] : t.H[par];
+    for (int k = 0; k < net.n_feat; k++) {
+        const NodeNetInput f = net.in[k];
+        const float u = f.kind == NODE_T_LOG ? (float)log((double)__fadd_rn(raw[f.id], f.eps)) : raw[f.id];
+        x[k] = __fdiv_rn(__fsub_rn(u, f.mean), f.std);
+    }
+    float acc0 = 0.0f, acc1 = 0.0f;   /* the even units' and the odd units' */
+    int j = 0;
+    for (; j + 1 < net.hidden; j += 2) {
+        acc0 = __fadd_rn(acc0, __fmul_rn(net.fc2_w[j], node_unit(&net, j, x)));
+        acc1 = __fadd_rn(acc1, __fmul_rn(net.fc2_w[j + 1], node_unit(&net, j + 1, x)));
+    }
+    if (j < net.hidden) acc0 = __fadd_rn(acc0, __fmul_rn(net.fc2_w[j], node_unit(&net, j, x)));
+    const float logit = __fadd_rn(__fadd_rn(acc0, acc1), net.fc2_b);
+    conf[v] = (float)(1.0 / (1.0 + exp(-(double)logit)));
+}
+
+void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    if (n <= 0) return;
+    tree_classify_kernel<<<cu_blocks((size_t)n, TREE_THREADS), TREE_THREADS, 0, cu_stream()>>>(*t, from, n, *net, conf);
+    CU_LAUNCHED();
+}
+
+/* One block: per chunk of nodes, every thread reads its node, a block scan
+ * of the passing ones gives their places, then they are written (after the
+ * reads: a node moves down to a place at or below its own). */
+__global__ void __launch_bounds__(TOP_THREADS)
+tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    typedef cub::BlockScan<int, TOP_THREADS> Scan;
+    __shared__ typename Scan::TempStorage scan;
+    int written = 0;
+    for (int base = 0; base < n; base += TOP_THREADS) {
+        const int i = base + threadIdx.x, v = from + i;
+        int token = -1, parent = 0, depth = 0, rank = 0, slot = -1;
+        float p = 0, P = 0, H = 0, c = 0, up = 0;
+        if (i < n) {
+            token = t.token[v]; parent = t.parent[v]; depth = t.depth[v]; rank = t.rank[v]; slot = t.slot[v];
+            p = t.p[v]; P = t.P[v]; H = t.H[v]; c = conf[v]; up = path_conf[parent];
+        }
+        const int take = i < n && token >= 0 && !(c < beta);
+        int at, total;
+        Scan(scan).ExclusiveSum(take, at, total);
+        __syncthreads();   /* every read of the chunk before any write */
+        if (take) {
+            const int w = from + written + at;
+            t.token[w] = token; t.parent[w] = parent; t.depth[w] = depth; t.rank[w] = rank; t.slot[w] = slot;
+            t.p[w] = p; t.P[w] = P; t.H[w] = H;
+            conf[w] = c;
+            path_conf[w] = c < up ? c : up;
+        }
+        written += total;
+        __syncthreads();   /* scan storage is reused next chunk */
+    }
+    if (threadIdx.x == 0) *count = written;
+}
+
+void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    tree_pass_kernel<<<1, TOP_THREADS, 0, cu_stream()>>>(*t, from, n, conf, beta, path_conf, count);
     CU_LAUNCHED();
 }
 

@@ -104,14 +104,14 @@ static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     int newest = 1, n_newest = k;
     for (int step = 0; step < q->depth; step++) {
         const int m = n_newest < k ? n_newest : k;
-        c->be->tree_top(&c->pool, newest, n_newest, k, c->rows);
+        c->be->tree_top(&c->pool, NULL, newest, n_newest, k, c->rows);
         if (cycle_expand(c, d, 0, c->rows, m, k, topm, want, tm)) return -1;
         newest = c->n;
         n_newest = m * k;
         cycle_grow(c, d, c->rows, k, NULL, n_newest, want);
     }
     if (q->total == -1 || q->total >= c->n - 1) return 0;
-    c->be->tree_top(&c->pool, 1, c->n - 1, q->total, c->keep + 1);
+    c->be->tree_top(&c->pool, NULL, 1, c->n - 1, q->total, c->keep + 1);
     c->be->tree_compact(&c->tree, &c->pool, c->keep, q->total + 1);
     c->verified = &c->tree;
     c->n_verified = q->total + 1;
