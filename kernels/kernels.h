@@ -59,6 +59,7 @@ typedef struct {
  * work (a decoding cycle); zero-initialised by the caller. */
 typedef struct {
     int unit, best, slot;
+    int window;   /* units in the current window (0 before the first) */
     double secs[2], t0;
 } BackendTuner;
 

@@ -10,6 +10,7 @@
 #include "kernels/cpu/cpu.h"
 #include <omp.h>
 #include <stdatomic.h>
+#include <time.h>
 
 static void test_cpu_backend_is_complete(void) {
 #define HAS_OP(op) CHECK(cpu_backend.op != NULL, "cpu backend lacks " #op);
@@ -402,6 +403,40 @@ static void count_piece(void *v, int part, int parts) {
     atomic_fetch_add((_Atomic long *)v, part + 1);
 }
 
+/* n units of the thread tuner whose cycles take us_one microseconds on one
+ * thread and us_all on all; how many ran on all threads, and of the last
+ * `tail` units how many. */
+static int tuner_units(BackendTuner *t, int n, int us_one, int us_all, int tail, int *all_in_tail) {
+    int all = 0;
+    *all_in_tail = 0;
+    for (int i = 0; i < n; i++) {
+        cpu_backend.unit_begin(t);
+        const int us = t->slot ? us_all : us_one;
+        nanosleep(&(struct timespec){0, us * 1000L}, NULL);
+        all += t->slot;
+        if (i >= n - tail) *all_in_tail += t->slot;
+        cpu_backend.unit_end(t);
+    }
+    return all;
+}
+
+/* The backend's thread tuner: where one thread is three times faster it
+ * settles on one thread, its windows growing so that probes on all threads
+ * become rare (under 2% of 3,000 cycles); when the costs turn, it follows
+ * within the longest window (768 cycles) and stays. */
+static void test_tuner_backs_off(void) {
+    if (cpu_threads_max() < 2) SKIP("one CPU thread only");
+    BackendTuner t = {0};
+    int tail;
+    const int all = tuner_units(&t, 3000, 300, 900, 500, &tail);
+    CHECK(all < 60 && tail <= 4, "one thread is faster: %d of 3000 cycles on all threads, %d of the last 500", all,
+          tail);
+    CHECK(t.window == 768, "windows confirmed again and again did not grow to 768 cycles (%d)", t.window);
+    tuner_units(&t, 1600, 900, 300, 500, &tail);
+    CHECK(tail >= 490, "all threads became faster: only %d of the last 500 cycles on them", tail);
+    cpu_threads_set(cpu_threads_max());
+}
+
 static void test_thread_pool(void) {
     if (cpu_threads_max() < 2) SKIP("one CPU thread only");
     const int nt = cpu_threads_max() < 64 ? cpu_threads_max() : 64;
@@ -429,6 +464,7 @@ static void test_thread_pool(void) {
 
 int main(void) {
     RUN(test_thread_pool);
+    RUN(test_tuner_backs_off);
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);

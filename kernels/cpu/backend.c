@@ -49,12 +49,17 @@ static void cpu_weight_release(Weight *w) {
  * faster when the cores are free).  So the backend measures instead of
  * guessing: each window of TUNE_WINDOW units
  * opens with TUNE_PROBE units on one thread and TUNE_PROBE on all of them,
- * alternating, and runs the rest with whichever took less time.  Per unit
+ * alternating, and runs the rest with whichever took less time.  A window
+ * whose probes confirm the last choice is followed by one twice as long,
+ * up to TUNE_WINDOW_MAX units, so that where the answer holds (a busy
+ * machine: one thread) the probes of the losing setting cost ever less; a
+ * changed choice starts again at TUNE_WINDOW.  Per unit
  * (cycle), not per emitted token: how many tokens a cycle accepts does not
  * depend on the thread count, and dividing by it made the choice a coin
  * toss.  The thread count changes no result (matmul.c's splits do not
  * depend on it). */
 #define TUNE_WINDOW 48
+#define TUNE_WINDOW_MAX 768
 #define TUNE_PROBE 2
 
 static void cpu_unit_begin(BackendTuner *t) {
@@ -71,9 +76,14 @@ static void cpu_unit_end(BackendTuner *t) {
     int u = t->unit++;
     if (u < 2 * TUNE_PROBE) {
         t->secs[t->slot] += now_seconds() - t->t0;
-        if (u == 2 * TUNE_PROBE - 1) t->best = t->secs[1] <= t->secs[0];
+        if (u == 2 * TUNE_PROBE - 1) {
+            const int best = t->secs[1] <= t->secs[0];
+            const int longer = t->window * 2 < TUNE_WINDOW_MAX ? t->window * 2 : TUNE_WINDOW_MAX;
+            t->window = t->window && best == t->best ? longer : TUNE_WINDOW;
+            t->best = best;
+        }
     }
-    if (t->unit == TUNE_WINDOW) t->unit = 0;
+    if (t->unit >= (t->window ? t->window : TUNE_WINDOW)) t->unit = 0;
 }
 
 const Backend cpu_backend = {
