@@ -282,6 +282,7 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     const int batched = o->batch > 1;   /* batch_run makes its own decoders */
     Decoder *dec = batched ? NULL : session_decoder(s, policy);
     if (!batched && !dec) return -1;
+    if (dec && decoder_choose_cycle(dec, o->cycle)) { decoder_free(dec); return -1; }
     TraceWriter *w = open_trace(s, o, set, ns);
     if (!w) { decoder_free(dec); return -1; }
     int rc = -1;
@@ -309,6 +310,7 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
         if (brc) goto done;
     } else {
         dec->hook = on_cycle;
+        dec->hook_reads_tree = 1;   /* the device cycle's trees, read to the host once a cycle */
         for (int i = 0; i < r.n; i++) {
             dec->hook_ctx = &r.qt[i];
             if (session_question(s, dec, r.qt[i].q, on_turn, &r.qt[i]) || question_done(&r.qt[i])) goto done;
@@ -316,9 +318,9 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     }
     double el = now_seconds() - r.t0;
     char extra[160];
-    snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time",
+    snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time  %s cycle",
              (long long)r.trees, (long long)r.records, 100 * r.t_features / (el > 0 ? el : 1),
-             100 * r.t_write / (el > 0 ? el : 1));
+             100 * r.t_write / (el > 0 ? el : 1), dec && dec->dc ? "device" : "host");
     progress_end(&r.bar, r.skip + r.next, extra);
     rc = 0;
 done:

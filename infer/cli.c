@@ -1,5 +1,6 @@
 /* The shared command-line layer (infer/cli.h). */
 #include "infer/cli.h"
+#include "infer/speculative/decode.h"
 #include "infer/text/questions.h"
 #include "kernels/base/util.h"
 #include <errno.h>
@@ -17,6 +18,11 @@ long cli_int(const char *prog, const char *opt, const char *v, long lo, long hi)
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi) die(prog, "%s: expected an integer in [%ld, %ld], got '%s'", opt, lo, hi, v);
     return x;
+}
+
+int cli_cycle(const char *prog, const char *v) {
+    if (strcmp(v, "host") && strcmp(v, "device")) die(prog, "--cycle: expected host or device, got '%s'", v);
+    return strcmp(v, "host") ? CYCLE_DEVICE : CYCLE_HOST;
 }
 
 double cli_num(const char *prog, const char *opt, const char *v, double lo, double hi) {

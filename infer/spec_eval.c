@@ -121,8 +121,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_FORCE: a->force = 1; break;
         case O_REPEATS: a->eval.repeats = (int)cli_int(prog, "--repeats", optarg, 1, 1000); break;
         case O_CYCLE:
-            if (strcmp(optarg, "host") && strcmp(optarg, "device")) die(prog, "--cycle: expected host or device, got '%s'", optarg);
-            a->eval.cycle = strcmp(optarg, "host") ? EVAL_CYCLE_DEVICE : EVAL_CYCLE_HOST;
+            a->eval.cycle = cli_cycle(prog, optarg);
             break;
         case O_COST_CACHE: a->cfg.cost_cache = strcmp(optarg, "none") ? optarg : NULL; break;
         case O_LABEL:
@@ -147,7 +146,7 @@ static void check_args(const EvalArgs *a) {
     if (a->eval.repeats > 1 && !a->eval.baseline) die(prog, "--repeats times A/B pairs: drop --no-baseline");
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
-    if (a->eval.cycle == EVAL_CYCLE_DEVICE && a->eval.batch.slots > 1)
+    if (a->eval.cycle == CYCLE_DEVICE && a->eval.batch.slots > 1)
         die(prog, "--cycle device: batched decoding (--batch > 1) runs the host cycle");
     if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
     if (a->csv_out) {
@@ -179,7 +178,7 @@ static void check_classifier(const Policy *policy, const Session *s, const EvalA
  * sequence where it can be (session_open: the CPU, a draft with token
  * counts). */
 static int sizes_can_be_auto(const EvalArgs *a) {
-    return a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE && a->eval.cycle != EVAL_CYCLE_DEVICE;
+    return a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE && a->eval.cycle != CYCLE_DEVICE;
 }
 
 /* On the CPU backend, a policy's size the command did not give is auto

@@ -183,7 +183,9 @@ static void labels_follow_ar(const char *target, const char *draft, int trained)
 /* Two collections of the same questions: the same questions in the same
  * order, the same trees (turn, cycle, size, accepted length), nodes with the
  * same token, parent and label, and P / H within float tolerance. */
-static void same_collection(const char *a, const char *b, const char *what) {
+/* The records of two traces: trees and labels identical, P and H within
+ * tol (0: bit for bit). */
+static void same_collection_within(const char *a, const char *b, const char *what, float tol) {
     TraceReader *ra = trace_open(a), *rb = trace_open(b);
     REQUIRE(ra && rb, "%s", err_get());
     const int64_t nq = trace_reader_questions(ra), nt = trace_reader_trees(ra), nn = trace_reader_nodes(ra);
@@ -213,12 +215,41 @@ static void same_collection(const char *a, const char *b, const char *what) {
     CHECK(diff_trees == 0, "%s: %lld of %lld trees differ", what, (long long)diff_trees, (long long)nt);
     CHECK(diff_labels == 0, "%s: %lld of %lld nodes differ in token, parent or label", what, (long long)diff_labels,
           (long long)nn);
-    CHECK(dP <= 1e-3f && dH <= 1e-3f, "%s: max |dP| %g, |dH| %g", what, dP, dH);
+    CHECK(dP <= tol && dH <= tol, "%s: max |dP| %g, |dH| %g", what, dP, dH);
     printf("# %s collection: %lld questions, %lld trees, %lld nodes, labels identical, max |dP| %.1e |dH| %.1e\n", what,
            (long long)nq, (long long)nt, (long long)nn, dP, dH);
     free(qa); free(qb); free(ta); free(tb); free(p); free(q);
     trace_reader_close(ra);
     trace_reader_close(rb);
+}
+
+static void same_collection(const char *a, const char *b, const char *what) { same_collection_within(a, b, what, 1e-3f); }
+
+/* --cycle device (the default at --batch 1) writes what the host cycle
+ * writes, P and H bit for bit; it is refused with --batch 3 and with
+ * --every-position, in one line each. */
+static void test_device_cycle_collection_equals_host(void) {
+    char a[256], b[256], c[256], err[4096];
+    snprintf(a, sizeof a, "%s/cycle_host.h5", dir);
+    snprintf(b, sizeof b, "%s/cycle_device.h5", dir);
+    snprintf(c, sizeof c, "%s/cycle_default.h5", dir);
+    const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host --out %s", bin_dir(), qfile, args, a);
+    REQUIRE(rc == 0, "host cycle: %s", err);
+    CHECK(strstr(err, "host cycle"), "--cycle host: the summary does not say which cycle ran: %s", err);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle device --out %s", bin_dir(), qfile, args, b);
+    REQUIRE(rc == 0, "device cycle: %s", err);
+    CHECK(strstr(err, "device cycle"), "--cycle device: the summary does not say which cycle ran: %s", err);
+    same_collection_within(a, b, "device cycle vs host cycle", 0);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, c);
+    REQUIRE(rc == 0, "default cycle: %s", err);
+    CHECK(strstr(err, "device cycle"), "the default at --batch 1 is not the device cycle: %s", err);
+    same_collection_within(a, c, "default cycle vs host cycle", 0);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle device --batch 3 --out %s/x.h5", bin_dir(), qfile, args, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle device --every-position --out %s/y.h5", bin_dir(), qfile,
+                 args, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
 }
 
 /* --batch 3 over the three questions (four turns, continuous batching):
@@ -784,6 +815,7 @@ int main(void) {
     RUN(test_interrupt_says_what_is_safe);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_batched_collection_equals_single);
+    RUN(test_device_cycle_collection_equals_host);
     RUN(test_topm_entropy_bound);
     RUN(test_every_position_replays_eagle2);
     RUN(test_cuda_collection_equals_cpu);

@@ -69,4 +69,18 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
     if (c->verified == &c->pool) c->n_verified = c->n;
 }
 
-long cycle_host_reads(const DevCycle *c) { return c->inputs.reads + c->draft_reads + c->walk_reads; }
+void cycle_read_tree(DevCycle *c, Tree *out) {
+    const int n = c->n_verified;
+    const DevTree *t = c->verified;
+    tree_set_size(out, n);
+    backend_ints_to_host(c->be, out->token, t->token, n);
+    backend_ints_to_host(c->be, out->parent, t->parent, n);
+    backend_ints_to_host(c->be, out->depth, t->depth, n);
+    backend_ints_to_host(c->be, out->rank, t->rank, n);
+    c->be->to_host(out->p, t->p, n);
+    c->be->to_host(out->P, t->P, n);
+    c->be->to_host(out->H, t->H, n);
+    c->tree_reads++;
+}
+
+long cycle_host_reads(const DevCycle *c) { return c->inputs.reads + c->draft_reads + c->walk_reads + c->tree_reads; }

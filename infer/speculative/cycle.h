@@ -31,7 +31,8 @@ struct DevCycle {
     size_t dist_cap;
     TreeInputs inputs;      /* the verify forward's, read to the host */
     int *h_walk;            /* the walk, read to the host */
-    long walk_reads, draft_reads;   /* host reads of walks and of the draft's forward inputs */
+    long walk_reads, draft_reads;   /* host reads of walks and of the draft's forward inputs (and counts) */
+    long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
 };
 
 /* A cycle for trees of up to cap nodes, in be's memory. */
@@ -47,6 +48,10 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
 /* Appends count children of the last expansion to pool (tree_grow: picks
  * NULL takes every (row, rank) in order). */
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);
-/* Host reads so far: forward inputs (the verify's and the draft's) and walks. */
+/* The verified tree of this cycle as a host Tree (out is reset; one read
+ * of its arrays, counted). */
+void cycle_read_tree(DevCycle *c, Tree *out);
+/* Host reads so far: forward inputs (the verify's and the draft's), walks
+ * and trees read. */
 long cycle_host_reads(const DevCycle *c);
 #endif

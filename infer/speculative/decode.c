@@ -25,6 +25,7 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
     tree_init(&dec->tree);
+    tree_init(&dec->hook_tree);
     dec->row = xmalloc(sizeof(float) * target->cfg.vocab);
     return dec;
 }
@@ -36,6 +37,7 @@ void decoder_free(Decoder *dec) {
     llama_state_free(dec->target);
     cycle_free(dec->dc);
     tree_free(&dec->tree);
+    tree_free(&dec->hook_tree);
     free(dec->pos); free(dec->path); free(dec->mask); free(dec->row); free(dec->pending);
     free(dec);
 }
@@ -330,7 +332,13 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     st->t.verify += verify_s;
     st->cycles++;
     st->gamma += n - 1;
-    if (dec->hook && dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
+    if (dec->hook) {
+        if (!t && dec->dc && dec->hook_reads_tree) {
+            cycle_read_tree(dec->dc, &dec->hook_tree);
+            t = &dec->hook_tree;
+        }
+        if (dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
+    }
     if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, t, len - 1);
 
     /* emit accepted nodes and the bonus token */
@@ -501,11 +509,17 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
                              : "this policy (with these settings) has no device program";
     if (dec->sp.temperature > 0) return "sampling (temperature > 0) verifies on the host";
     if (dec->vocab) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
-    if (dec->walk) return "--verify walk walks on the host";
+    if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
+                                              : "--verify walk walks on the host";
     if (dec->gate) return "batched decoding (--batch > 1) runs the host cycle";
     if (p->feedback) return "the policy learns from each cycle on the host";
     if (dec->draft && (dec->draft->ops->expand || dec->draft->gate)) return "this draft has no device program";
     return NULL;
+}
+
+int decoder_choose_cycle(Decoder *dec, int choice) {
+    if (choice == CYCLE_HOST || (choice == CYCLE_DEFAULT && decoder_device_cycle_blocker(dec))) return 0;
+    return decoder_use_device_cycle(dec);
 }
 
 int decoder_use_device_cycle(Decoder *dec) {

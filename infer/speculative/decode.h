@@ -48,8 +48,9 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x);
 double decode_stats_tau(const DecodeStats *st);
 
 /* Called after each verification with the verified tree and the accepted
- * nodes (path[0] is the root, path[1..n_path) accepted).  t is NULL on the
- * device cycle (the tree is in backend memory). */
+ * nodes (path[0] is the root, path[1..n_path) accepted).  On the device
+ * cycle the tree is in backend memory: t is NULL, unless the decoder's
+ * hook_reads_tree asks for a host copy (one read of it per cycle). */
 typedef int (*CycleHook)(void *ctx, const Tree *t, const int *path, int n_path, int cycle);
 
 
@@ -61,6 +62,8 @@ typedef struct {
     Rng rng;
     CycleHook hook;
     void *hook_ctx;
+    int hook_reads_tree;  /* the device cycle hands the hook a host copy of its tree */
+    Tree hook_tree;       /* that copy */
     int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
     int n_stop;
     Tree tree;
@@ -143,6 +146,12 @@ const char *decoder_device_cycle_blocker(const Decoder *dec);
  * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set
  * naming the blocker.  Call before decoder_run, after setting gate. */
 int decoder_use_device_cycle(Decoder *dec);
+/* --cycle: CYCLE_DEFAULT runs the device cycle where the decoder can and
+ * the host's elsewhere; CYCLE_HOST and CYCLE_DEVICE insist (DEVICE is an
+ * error where it cannot run). */
+enum { CYCLE_DEFAULT, CYCLE_HOST, CYCLE_DEVICE };
+/* Applies a CYCLE_* choice; 0, or -1 with err_set. */
+int decoder_choose_cycle(Decoder *dec, int choice);
 /* Decodes up to max_new tokens after the prompt (stops after an eos);
  * returns how many were written to out, or -1 with err_set. */
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);

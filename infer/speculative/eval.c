@@ -162,12 +162,6 @@ static cJSON *cost_json(const CostModel *m, const char *cache) {
     return o;
 }
 
-/* The device cycle where asked for, or by default where it can run. */
-static int choose_cycle(Decoder *dec, int cycle) {
-    if (cycle == EVAL_CYCLE_HOST || (cycle == EVAL_CYCLE_DEFAULT && decoder_device_cycle_blocker(dec))) return 0;
-    return decoder_use_device_cycle(dec);
-}
-
 /* --draft-vocab auto's candidates, measurements and choice */
 static cJSON *vocab_auto_json(const VocabAuto *va) {
     cJSON *o = cJSON_CreateObject(), *c = cJSON_AddArrayToObject(o, "candidates");
@@ -527,7 +521,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
             if (!(ar_policy = policy_new(&ap)) || !(ar = session_decoder(s, ar_policy))) goto done;
         }
         for (Decoder *d = dec; d; d = d == dec ? ar : NULL)
-            if (choose_cycle(d, o->cycle)) goto done;
+            if (decoder_choose_cycle(d, o->cycle)) goto done;
         if (warm_up(s, dec, ar)) goto done;
     }
 

@@ -19,12 +19,8 @@ typedef struct {
     BatchOptions batch;   /* slots 1: one turn at a time, ar beside it; more: the policy over
                              every question batched, and ar batched the same way */
     int repeats;          /* A/B pairs per question (batched: per run); 0 counts as 1 */
-    /* --cycle: EVAL_CYCLE_DEFAULT runs the device cycle (cycle.h) where the
-     * decoder can and the host's elsewhere; HOST and DEVICE insist (DEVICE
-     * is an error where it cannot run).  ar, the baseline, runs the same. */
-    int cycle;
+    int cycle;            /* --cycle: CYCLE_* (decode.h); ar, the baseline, runs the same */
 } EvalOptions;
-enum { EVAL_CYCLE_DEFAULT, EVAL_CYCLE_HOST, EVAL_CYCLE_DEVICE };
 
 /* A policy's figures over some turns and, with the baseline, ar's.  Speeds
  * are decode speeds: prefill is left out and reported apart.  In a batched

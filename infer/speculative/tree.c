@@ -23,6 +23,11 @@ static void tree_grow(Tree *t, int cap) {
     t->H = xrealloc(t->H, sizeof(float) * cap);
 }
 
+void tree_set_size(Tree *t, int n) {
+    tree_grow(t, n);
+    t->n = n;
+}
+
 void tree_reset(Tree *t, int root_token) {
     tree_grow(t, 64);
     t->n = 1;

@@ -21,6 +21,8 @@ void tree_init(Tree *t);
 void tree_free(Tree *t);
 /* Empties the tree and sets the root. */
 void tree_reset(Tree *t, int root_token);
+/* t holds n nodes whose fields the caller writes (a copy from elsewhere). */
+void tree_set_size(Tree *t, int n);
 /* Adds a child; returns its index. */
 int tree_add(Tree *t, int parent, int token, float p, float H, int rank);
 /* The verification inputs for a target whose committed context has n_past
