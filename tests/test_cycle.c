@@ -211,15 +211,22 @@ static void remove_classifiers(void) {
     if (cls_all[0]) { unlink(cls_all); unlink(cls_ties); }
 }
 
-/* c2t on the made-up classifiers: the whole tree, a cap, ties */
-static char c2t_settings[3][256];
-static Case C2T_CASES[3];
+/* c2t on the made-up classifiers: the whole tree, a cap, ties; and the
+ * chain's early stops (DyMax, DyJoint, C2T's confidence) */
+static char c2t_settings[6][256];
+static Case C2T_CASES[3], STOP_CASES[3];
 static void c2t_cases(void) {
     make_classifiers();
     snprintf(c2t_settings[0], 256, "classifier=%s topk=6 beta=0.45", cls_all);
     snprintf(c2t_settings[1], 256, "classifier=%s topk=4 depth=5 beta=0.3 total=7", cls_all);
     snprintf(c2t_settings[2], 256, "classifier=%s topk=3 depth=6 beta=0.2 total=10", cls_ties);
-    for (int i = 0; i < 3; i++) C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
+    snprintf(c2t_settings[3], 256, "draft_len=6 early_stop=dymax threshold=0.05");
+    snprintf(c2t_settings[4], 256, "draft_len=6 early_stop=dyjoint threshold=0.002");
+    snprintf(c2t_settings[5], 256, "draft_len=6 early_stop=c2t classifier=%s beta=0.5", cls_all);
+    for (int i = 0; i < 3; i++) {
+        C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
+        STOP_CASES[i] = (Case){"chain", c2t_settings[3 + i]};
+    }
 }
 
 /* The test checkpoints: each draft kind, a reduced draft vocabulary. */
@@ -237,6 +244,7 @@ static void test_device_cycle_equals_host_every_draft(void) {
         if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         c2t_cases();
         same_cycles(m, d, C2T_CASES, 3, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles(m, d, STOP_CASES, 3, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
@@ -259,6 +267,9 @@ static void test_device_cycle_equals_host_demo(void) {
     d = draft_load("lm", "data/demo/draft", m, 4096);
     REQUIRE(d, "%s", err_get());
     same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, 2, 48, 1, "demo draft LM");
+    const Case demo_stop[] = {{"chain", "early_stop=c2t classifier=data/demo/classifier.json"}};
+    same_cycles(m, d, demo_stop, 1, prompts, lens, 2, 48, 1, "demo draft LM, its classifier");
+    same_cycles(m, d, STOP_CASES, 2, prompts, lens, 2, 48, 1, "demo draft LM");
     draft_free(d);
     llama_free(m);
 }
@@ -291,7 +302,7 @@ static void test_device_cycle_refused(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 512);
     REQUIRE(d, "%s", err_get());
-    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto"}, {"chain", "early_stop=dymax"},
+    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto"}, {"chain", "draft_len=auto"},
                           {"c2t", "classifier=data/demo/classifier.json total=auto"}};
     for (int i = 0; i < 4; i++) {
         Policy *p = NULL;

@@ -83,4 +83,43 @@ void cycle_read_tree(DevCycle *c, Tree *out) {
     c->tree_reads++;
 }
 
+void dev_scores_release(DevScores *s) {
+    if (!s->be) return;
+    void *bufs[] = {s->weights, s->conf, s->path_conf, s->count};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) if (bufs[i]) s->be->release(bufs[i]);
+    memset(s, 0, sizeof *s);
+}
+
+void dev_scores_reserve(DevScores *s, const DevCycle *c, const Classifier *cls) {
+    if (s->be == c->be && s->cap >= c->cap) return;
+    dev_scores_release(s);
+    const Backend *be = c->be;
+    s->be = be;
+    s->cap = c->cap;
+    if (cls) {
+        const size_t h = cls->hidden, nf = cls->n_feat;
+        s->weights = be->alloc(h * (nf + 2));
+        be->to_device(s->weights, cls->fc1_w, h * nf);
+        be->to_device(s->weights + h * nf, cls->fc1_b, h);
+        be->to_device(s->weights + h * (nf + 1), cls->fc2_w, h);
+        s->net = classifier_net(cls);
+        s->net.fc1_w = s->weights;
+        s->net.fc1_b = s->weights + h * nf;
+        s->net.fc2_w = s->weights + h * (nf + 1);
+    }
+    s->conf = be->alloc(c->cap);
+    s->path_conf = be->alloc(c->cap);
+    const float above = 2;
+    be->to_device(s->path_conf, &above, 1);
+    s->count = backend_alloc_ints(be, 1);
+}
+
+int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, float beta) {
+    int passed;
+    c->be->tree_pass(&c->pool, from, n, score, beta, s->path_conf, s->count);
+    backend_ints_to_host(c->be, &passed, s->count, 1);
+    c->draft_reads++;
+    return passed;
+}
+
 long cycle_host_reads(const DevCycle *c) { return c->inputs.reads + c->draft_reads + c->walk_reads + c->tree_reads; }

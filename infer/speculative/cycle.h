@@ -12,6 +12,7 @@
 #ifndef C2T_CYCLE_H
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"
+#include "infer/speculative/classifier.h"
 #include "infer/speculative/policy.h"
 
 struct DevCycle {
@@ -34,6 +35,27 @@ struct DevCycle {
     long walk_reads, draft_reads;   /* host reads of walks and of the draft's forward inputs (and counts) */
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
 };
+
+/* Per-node scores of a cycle's pool in its backend memory, for the
+ * programs that prune nodes by a threshold (C2T, a chain's early stop):
+ * a node classifier's uploaded weights (where there is one), confidences,
+ * path confidences (the root's above every confidence) and the count of
+ * nodes a threshold passes. */
+typedef struct {
+    const Backend *be;      /* NULL until reserved */
+    int cap;
+    NodeNet net;            /* weights in be's memory (hidden 0: none) */
+    float *weights, *conf, *path_conf;
+    int *count;
+} DevScores;
+/* Buffers for c's trees and cls's weights (cls may be NULL); again only
+ * when c's backend or capacity changed. */
+void dev_scores_reserve(DevScores *s, const DevCycle *c, const Classifier *cls);
+void dev_scores_release(DevScores *s);
+/* tree_pass over pool nodes [from, from+n) by score (s->conf, or a tree's
+ * own p or P) against beta, path confidences into s->path_conf; the
+ * count passed, read to the host (one read, counted). */
+int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, float beta);
 
 /* A cycle for trees of up to cap nodes, in be's memory. */
 DevCycle *cycle_new(const Backend *be, int cap);

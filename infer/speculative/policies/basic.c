@@ -52,6 +52,7 @@ typedef enum { STOP_NONE, STOP_DYMAX, STOP_DYJOINT, STOP_C2T } ChainStop;
 typedef struct {
     ChainStop stop;
     Classifier *cls;
+    DevScores dev;   /* the device program's early stop */
 } ChainState;
 
 static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
@@ -99,14 +100,28 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return 0;
 }
 
-/* Without early stopping the chain's shape is fixed: node i+1 is the top
- * child of node i. */
+/* Node i+1 is the top child of node i.  Early stopping keeps it only
+ * where tree_pass passes it: by its own p (DyMax), its P (DyJoint) or the
+ * classifier's confidence (tree_classify: C2T) against the threshold, the
+ * host reading whether it passed. */
 static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    ChainState *s = p->state;
     const ChainParams *q = p->own;
-    const int want = p->prm.want_entropy;
+    const int want = p->prm.want_entropy || s->stop == STOP_C2T;
+    if (s->stop != STOP_NONE) dev_scores_reserve(&s->dev, c, s->cls);
     for (int i = 0; i < q->draft_len; i++) {
         if (cycle_expand(c, d, i == 0, c->iota + i, 1, 1, p->prm.topm, want, tm)) return -1;
         cycle_grow(c, d, c->iota + i, 1, NULL, 1, want);
+        if (s->stop == STOP_NONE) continue;
+        const double t0 = s->stop == STOP_C2T ? now_seconds() : 0;
+        float *score = s->stop == STOP_DYMAX ? c->pool.p : s->stop == STOP_DYJOINT ? c->pool.P : s->dev.conf;
+        if (s->stop == STOP_C2T) c->be->tree_classify(&c->pool, i + 1, 1, &s->dev.net, s->dev.conf);
+        const int kept = dev_scores_pass(&s->dev, c, i + 1, 1, score, s->stop == STOP_C2T ? q->beta : q->threshold);
+        if (s->stop == STOP_C2T) tm->classifier += now_seconds() - t0;
+        if (!kept) {
+            c->n = c->n_verified = i + 1;
+            break;
+        }
     }
     return 0;
 }
@@ -114,6 +129,7 @@ static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
 static void chain_destroy(Policy *p) {
     ChainState *s = p->state;
     classifier_free(s->cls);
+    dev_scores_release(&s->dev);
     free(s);
 }
 static int chain_init(Policy *p) {
@@ -133,7 +149,7 @@ static int chain_init(Policy *p) {
     p->state = s;
     p->build = chain_build;
     p->wants_cost = q->draft_len == POLICY_SIZE_AUTO;
-    if (s->stop == STOP_NONE && !p->wants_cost) p->build_dev = chain_build_dev;
+    if (!p->wants_cost) p->build_dev = chain_build_dev;
     p->destroy = chain_destroy;
     return 0;
 }

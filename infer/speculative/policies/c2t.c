@@ -59,12 +59,7 @@ typedef struct {
     float *est;            /* per kept candidate of the cap: its P, in rank order */
     int *rank;             /* tree nodes in the cap's order */
     Tree scratch;
-    /* the device program's, in dev_be's memory (for trees of dev_cap nodes) */
-    const Backend *dev_be;
-    int dev_cap;
-    NodeNet dev_net;       /* the classifier, its weights uploaded */
-    float *dev_weights, *dev_conf, *dev_path_conf;
-    int *dev_count;
+    DevScores dev;         /* the device program's classifier and scores */
 } C2TState;
 
 static void c2t_reserve_nodes(C2TState *s, int n) {
@@ -211,39 +206,6 @@ static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return 0;
 }
 
-static void c2t_dev_release(C2TState *s) {
-    if (!s->dev_be) return;
-    void *bufs[] = {s->dev_weights, s->dev_conf, s->dev_path_conf, s->dev_count};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) s->dev_be->release(bufs[i]);
-    s->dev_be = NULL;
-}
-
-/* The device program's buffers for trees of c->cap nodes (once per cycle
- * object): the classifier's weights, and per node its confidence and path
- * confidence (the root's above every confidence). */
-static void c2t_dev_reserve(C2TState *s, const DevCycle *c) {
-    if (s->dev_be == c->be && s->dev_cap >= c->cap) return;
-    const Backend *be = c->be;
-    c2t_dev_release(s);
-    const Classifier *cls = s->cls;
-    const size_t h = cls->hidden, nf = cls->n_feat;
-    s->dev_be = be;
-    s->dev_cap = c->cap;
-    s->dev_weights = be->alloc(h * (nf + 2));
-    be->to_device(s->dev_weights, cls->fc1_w, h * nf);
-    be->to_device(s->dev_weights + h * nf, cls->fc1_b, h);
-    be->to_device(s->dev_weights + h * (nf + 1), cls->fc2_w, h);
-    s->dev_net = classifier_net(cls);
-    s->dev_net.fc1_w = s->dev_weights;
-    s->dev_net.fc1_b = s->dev_weights + h * nf;
-    s->dev_net.fc2_w = s->dev_weights + h * (nf + 1);
-    s->dev_conf = be->alloc(c->cap);
-    s->dev_path_conf = be->alloc(c->cap);
-    const float above = 2;
-    be->to_device(s->dev_path_conf, &above, 1);
-    s->dev_count = backend_alloc_ints(be, 1);
-}
-
 /* The device program of the same tree (c2t_build_tree without a cost
  * model, then the cap): each layer's children grown by tree_grow, scored
  * by tree_classify, thresholded in place by tree_pass; the next frontier
@@ -257,27 +219,24 @@ static int c2t_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     const C2TParams *q = p->own;
     const Backend *be = c->be;
     const int K = q->topk, topm = p->prm.topm;
-    c2t_dev_reserve(s, c);
+    dev_scores_reserve(&s->dev, c, s->cls);
     int nf = 1;
     for (int depth = 1; depth <= q->depth && nf > 0; depth++) {
         if (cycle_expand(c, d, depth == 1, c->rows, nf, K, topm, 1, tm)) return -1;
         const int from = c->n, nc = nf * K;
         cycle_grow(c, d, depth == 1 ? c->iota : c->rows, K, NULL, nc, 1);
         const double t0 = now_seconds();
-        be->tree_classify(&c->pool, from, nc, &s->dev_net, s->dev_conf);
+        be->tree_classify(&c->pool, from, nc, &s->dev.net, s->dev.conf);
         const double t1 = now_seconds();
-        int np;
-        be->tree_pass(&c->pool, from, nc, s->dev_conf, q->beta, s->dev_path_conf, s->dev_count);
-        backend_ints_to_host(be, &np, s->dev_count, 1);
-        c->draft_reads++;
+        const int np = dev_scores_pass(&s->dev, c, from, nc, s->dev.conf, q->beta);
         c->n = c->n_verified = from + np;
         nf = np < K ? np : K;
-        if (nf > 0) be->tree_top(&c->pool, s->dev_conf, from, np, K, c->rows);
+        if (nf > 0) be->tree_top(&c->pool, s->dev.conf, from, np, K, c->rows);
         tm->classifier += t1 - t0;
         tm->features += now_seconds() - t1;
     }
     if (q->total == -1 || q->total >= c->n - 1) return 0;
-    be->tree_top(&c->pool, s->dev_path_conf, 1, c->n - 1, q->total, c->keep + 1);
+    be->tree_top(&c->pool, s->dev.path_conf, 1, c->n - 1, q->total, c->keep + 1);
     be->tree_compact(&c->tree, &c->pool, c->keep, q->total + 1);
     c->verified = &c->tree;
     c->n_verified = q->total + 1;
@@ -291,7 +250,7 @@ static void c2t_destroy(Policy *p) {
     free(s->probs); free(s->ent); free(s->node); free(s->conf);
     free(s->path_conf); free(s->est); free(s->rank);
     tree_free(&s->scratch);
-    c2t_dev_release(s);
+    dev_scores_release(&s->dev);
     free(s);
 }
 
