@@ -75,20 +75,25 @@ void cpu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, fl
     free(raw);
 }
 
+/* dst's node j := src's node i, its parent given */
+static void copy_node(const DevTree *dst, int j, const DevTree *src, int i, int parent) {
+    dst->token[j] = src->token[i];
+    dst->parent[j] = parent;
+    dst->depth[j] = src->depth[i];
+    dst->rank[j] = src->rank[i];
+    dst->slot[j] = src->slot[i];
+    dst->p[j] = src->p[i];
+    dst->P[j] = src->P[i];
+    dst->H[j] = src->H[i];
+}
+
 void cpu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
     int kept = 0;
     for (int i = 0; i < n; i++) {
         const int v = from + i, w = from + kept;
         if (t->token[v] < 0 || conf[v] < beta) continue;
         const float up = path_conf[t->parent[v]], c = conf[v];
-        t->token[w] = t->token[v];
-        t->parent[w] = t->parent[v];
-        t->depth[w] = t->depth[v];
-        t->rank[w] = t->rank[v];
-        t->slot[w] = t->slot[v];
-        t->p[w] = t->p[v];
-        t->P[w] = t->P[v];
-        t->H[w] = t->H[v];
+        copy_node(t, w, t, v, t->parent[v]);
         conf[w] = c;
         path_conf[w] = c < up ? c : up;
         kept++;
@@ -110,14 +115,7 @@ static int index_in(const int *keep, int m, int v) {
 void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
     for (int j = 0; j < m; j++) {
         const int i = keep[j];
-        dst->token[j] = src->token[i];
-        dst->parent[j] = src->parent[i] < 0 ? -1 : index_in(keep, j, src->parent[i]);
-        dst->depth[j] = src->depth[i];
-        dst->rank[j] = src->rank[i];
-        dst->slot[j] = src->slot[i];
-        dst->p[j] = src->p[i];
-        dst->P[j] = src->P[i];
-        dst->H[j] = src->H[i];
+        copy_node(dst, j, src, i, src->parent[i] < 0 ? -1 : index_in(keep, j, src->parent[i]));
     }
 }
 
