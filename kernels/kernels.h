@@ -7,8 +7,12 @@
  *  - activations ("float *" arguments called x, out, q, logits, ...) live in
  *    backend memory from be->alloc; the caller never dereferences them, it
  *    moves data with to_host / to_device;
- *  - small control arrays (token ids, positions, masks, index lists, top-k
- *    outputs) are host arrays;
+ *  - a forward's own control arrays, the token ids of embed, the positions
+ *    of rope / rope_kv and the masks of attention, are backend memory too
+ *    (one upload per forward, llama.h's ForwardCtl; the device cycle makes
+ *    them in place), so that a forward needs nothing from the host;
+ *  - other small control arrays (index lists, top-k outputs) are host
+ *    arrays;
  *  - weights are Weight handles made by be->weight(); their data is only
  *    touched inside kernels/;
  *  - the KV cache is an opaque backend object.
@@ -48,7 +52,8 @@ typedef struct {
 
 /* One sequence of an attention call: its queries are rows [off, off+n) of
  * q and out; they attend slots [0, nctx) of cache kv, query i seeing slot j
- * where mask[i*nctx + j] != 0 (NULL: causal, slots [0, nctx-n+i]). */
+ * where mask[i*nctx + j] != 0 (mask in backend memory; NULL: causal, slots
+ * [0, nctx-n+i]). */
 typedef struct {
     const KVCache *kv;
     int off, n, nctx;
@@ -78,6 +83,9 @@ typedef struct Backend {
     void (*weight_release)(Weight *w);
 
     /* dense ops; n = number of tokens (rows of x) */
+    /* out[t] = table row tokens[t] (tokens in backend memory); an id
+     * outside [0, rows) gives a row of zeros (callers validate host ids; a
+     * device tree's token -1 is never accepted) */
     void (*embed)(float *out, const Weight *table, const int *tokens, int n);
     /* out[n][w.rows] = x[n][w.cols] · Wᵀ */
     void (*matmul)(float *out, const float *x, const Weight *w, int n);
@@ -93,7 +101,8 @@ typedef struct Backend {
      * give; out may be y. */
     void (*add_rmsnorm)(float *out, float *x, const float *y, const Weight *w, int n, float eps);
     /* Rotary embedding, rotate-half layout (HF LLaMA), in place on
-     * x[n][nheads*head_dim]; pos[n] positions, inv_freq[head_dim/2]. */
+     * x[n][nheads*head_dim]; pos[n] positions (backend memory),
+     * inv_freq[head_dim/2] (host). */
     void (*rope)(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
     void (*add)(float *x, const float *y, size_t n);              /* x += y */
     void (*swiglu)(float *gate, const float *up, size_t n);       /* gate = silu(gate)*up */

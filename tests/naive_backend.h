@@ -29,7 +29,9 @@ static int nv_weight(Weight *w, const void *h, DType dt, int64_t r, int64_t c) {
 static void nv_weight_release(Weight *w) { (void)w; }
 
 static void nv_embed(float *out, const Weight *t, const int *tok, int n) {
-    for (int i = 0; i < n; i++) for (int64_t j = 0; j < t->cols; j++) out[i * t->cols + j] = (float)nv_w(t, tok[i], j);
+    for (int i = 0; i < n; i++)
+        for (int64_t j = 0; j < t->cols; j++)
+            out[i * t->cols + j] = tok[i] < 0 || tok[i] >= t->rows ? 0.0f : (float)nv_w(t, tok[i], j);
 }
 static void nv_matmul(float *out, const float *x, const Weight *w, int n) {
     for (int t = 0; t < n; t++)

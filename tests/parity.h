@@ -56,6 +56,20 @@ static float rel_err(const float *got, const float *ref, size_t n) {
 /* device buffer from host data */
 static float *up(const Backend *b, const float *h, size_t n) { float *d = b->alloc(n); b->to_device(d, h, n); return d; }
 static float *down(const Backend *b, const float *d, size_t n) { float *h = xmalloc(sizeof(float) * n); b->to_host(h, d, n); return h; }
+/* a forward's control arrays (token ids, positions, masks) in b's memory */
+static int *dev_ints(const Backend *b, const int *h, size_t n) {
+    int *d = backend_alloc_ints(b, n ? n : 1);
+    backend_ints_to_device(b, d, h, n);
+    return d;
+}
+static uint8_t *dev_mask(const Backend *b, const uint8_t *h, size_t bytes) {
+    if (!h) return NULL;
+    int *w = xcalloc((bytes + 3) / 4 + 1, sizeof(int));
+    memcpy(w, h, bytes);
+    uint8_t *d = (uint8_t *)(void *)dev_ints(b, w, (bytes + 3) / 4);
+    free(w);
+    return d;
+}
 
 /* ---- one checker per op family; each returns the worst relative error ---- */
 
@@ -72,11 +86,15 @@ static float check_matmul(const Backend *B, const Backend *R, DType dt, int n, i
     float *o = down(B, ob, (size_t)n * rows);
     float e = rel_err(o, orr, (size_t)n * rows);
     /* embed and bias ride along on the same weight */
-    int tok[3] = {0, rows - 1, rows / 2};
-    float *eb = B->alloc(3 * (size_t)cols), *er = xmalloc(sizeof(float) * 3 * cols);
-    B->embed(eb, &wb, tok, 3); R->embed(er, &wr, tok, 3);
-    float *eh = down(B, eb, 3 * (size_t)cols);
-    float e2 = rel_err(eh, er, 3 * (size_t)cols);
+    int tok[5] = {0, rows - 1, rows / 2, -1, rows};   /* the last two outside the table: zero rows */
+    int *tb = dev_ints(B, tok, 5), *tr = dev_ints(R, tok, 5);
+    float *eb = B->alloc(5 * (size_t)cols), *er = xmalloc(sizeof(float) * 5 * cols);
+    B->embed(eb, &wb, tb, 5); R->embed(er, &wr, tr, 5);
+    float *eh = down(B, eb, 5 * (size_t)cols);
+    float e2 = rel_err(eh, er, 5 * (size_t)cols);
+    for (size_t j = 3 * (size_t)cols; j < 5 * (size_t)cols; j++)
+        if (eh[j] != 0.0f || er[j] != 0.0f) e2 = INFINITY;
+    B->release(tb); R->release(tr);
     Weight bb, br;
     B->weight(&bb, wd, dt, 1, cols); R->weight(&br, wd, dt, 1, cols);
     B->add_bias(xb, &bb, n); R->add_bias(x, &br, n);
@@ -131,8 +149,10 @@ static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int
     float inv[8];
     for (int i = 0; i < n; i++) pos[i] = (int)(fabsf(frand()) * 4000);
     for (int i = 0; i < 8; i++) inv[i] = powf(10000.0f, -2.0f * i / 16);
-    B->rope(xb, pos, n, dim / 16, 16, inv); R->rope(x, pos, n, dim / 16, 16, inv);
+    int *posb = dev_ints(B, pos, n), *posr = dev_ints(R, pos, n);
+    B->rope(xb, posb, n, dim / 16, 16, inv); R->rope(x, posr, n, dim / 16, 16, inv);
     h = down(B, xb, N); worst = fmaxf(worst, rel_err(h, x, N)); free(h);
+    B->release(posb); R->release(posr);
     B->release(xb); B->release(gb); B->release(ob); B->release(cb); B->weight_release(&wb);
     free(x); free(g); free(wf); free(wd); free(orr); free(cr); free(pos);
     return worst;
@@ -162,8 +182,10 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
         free(par);
     }
     float *ob = B->alloc((size_t)n * nh * hd), *orr = xmalloc(sizeof(float) * n * nh * hd);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, nctx, mask}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, nctx, mask}, 1, layer, nh, nkv, hd);
+    uint8_t *mb = dev_mask(B, mask, (size_t)n * nctx), *mr = dev_mask(R, mask, (size_t)n * nctx);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, nctx, mb}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, nctx, mr}, 1, layer, nh, nkv, hd);
+    if (mb) { B->release(mb); R->release(mr); }
     float *o = down(B, ob, (size_t)n * nh * hd);
     float e = rel_err(o, orr, (size_t)n * nh * hd);
     /* keep every other new slot, then attend again from one query */
@@ -197,9 +219,11 @@ static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, 
     float *kb = up(B, k, (size_t)(past + n) * kvd), *vb = up(B, v, (size_t)(past + n) * kvd), *qb = up(B, q, (size_t)n * qd);
     if (past) { B->kv_write(cb, layer, 0, kb, vb, past); R->kv_write(cr, layer, 0, k, v, past); }
     float *kn = k + (size_t)past * kvd, *vn = v + (size_t)past * kvd;
-    B->rope_kv(qb, kb + (size_t)past * kvd, vb + (size_t)past * kvd, pos, n, nh, nkv, hd, inv, cb, layer, past);
-    R->rope(q, pos, n, nh, hd, inv);
-    R->rope(kn, pos, n, nkv, hd, inv);
+    int *posb = dev_ints(B, pos, n), *posr = dev_ints(R, pos, n);
+    B->rope_kv(qb, kb + (size_t)past * kvd, vb + (size_t)past * kvd, posb, n, nh, nkv, hd, inv, cb, layer, past);
+    R->rope(q, posr, n, nh, hd, inv);
+    R->rope(kn, posr, n, nkv, hd, inv);
+    B->release(posb); R->release(posr);
     R->kv_write(cr, layer, past, kn, vn, n);
     float *h = down(B, qb, (size_t)n * qd), e = rel_err(h, q, (size_t)n * qd);
     free(h);
@@ -245,8 +269,8 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
                 for (int p = a; p >= 0; p = par[p]) mask[i][(size_t)a * nctx + past[i] + p] = 1;
             }
         }
-        ab[i] = (AttnSeq){cb[i], total, nq[i], nctx, mask[i]};
-        ar[i] = (AttnSeq){cr[i], total, nq[i], nctx, mask[i]};
+        ab[i] = (AttnSeq){cb[i], total, nq[i], nctx, dev_mask(B, mask[i], (size_t)nq[i] * nctx)};
+        ar[i] = (AttnSeq){cr[i], total, nq[i], nctx, dev_mask(R, mask[i], (size_t)nq[i] * nctx)};
         total += nq[i];
     }
     float *q = xmalloc(sizeof(float) * total * NH * HD), *orr = xmalloc(sizeof(float) * total * NH * HD);
@@ -256,7 +280,10 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
     R->attention(orr, q, ar, S, 0, NH, NKV, HD);
     float *o = down(B, ob, (size_t)total * NH * HD);
     float e = rel_err(o, orr, (size_t)total * NH * HD);
-    for (int i = 0; i < S; i++) { B->kv_free(cb[i]); R->kv_free(cr[i]); free(mask[i]); }
+    for (int i = 0; i < S; i++) {
+        B->kv_free(cb[i]); R->kv_free(cr[i]); free(mask[i]);
+        if (ab[i].mask) { B->release((void *)ab[i].mask); R->release((void *)ar[i].mask); }
+    }
     B->release(qb); B->release(ob);
     free(q); free(orr); free(o);
     return e;

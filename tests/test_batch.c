@@ -7,13 +7,14 @@
  * and forth with their frames intact, and a stack overflow faults on the
  * guard page instead of writing below the stack. */
 #include "tests/harness.h"
+#include "tests/strict_backend.h"
 #include "infer/speculative/fiber.h"
 #include <signal.h>
 #include "infer/model/llama.h"
 #include "infer/speculative/draft.h"
 #include "kernels/base/util.h"
 
-static const Backend *be = &cpu_backend;
+static const Backend *be;   /* the CPU backend, strict (main) */
 
 #define NSEQ 3
 static const int prompt_len[NSEQ] = {5, 9, 3};
@@ -248,6 +249,7 @@ static void test_fiber_overflow_faults_on_guard_page(void) {
 }
 
 int main(void) {
+    be = strict_backend();
     RUN(test_fibers_switch_and_return);
     RUN(test_fiber_overflow_faults_on_guard_page);
     RUN(test_batch_equals_single_f32);
@@ -255,5 +257,6 @@ int main(void) {
     RUN(test_batch_equals_single_smollm2);
     RUN(test_batch_overflow_is_an_error);
     RUN(test_dists_batched_equal_alone);
+    RUN(test_forward_inputs_in_backend_memory);
     return h_done();
 }

@@ -7,6 +7,7 @@
  * vocabulary), the demo family and SmolLM2 where it was made; and
  * --cycle device refused, in one line, where it cannot run. */
 #include "tests/harness.h"
+#include "tests/strict_backend.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
 #include "kernels/base/util.h"
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const Backend *be = &cpu_backend;
+static const Backend *be;   /* the CPU backend, strict (main) */
 
 /* The trees of one run, a copy per cycle (host), or the comparison of a
  * device run's trees with them. */
@@ -341,10 +342,12 @@ static void test_device_cycle_refused(void) {
 }
 
 int main(void) {
+    be = strict_backend();
     RUN(test_device_cycle_equals_host_every_draft);
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_cycle_refused);
     remove_classifiers();
+    RUN(test_forward_inputs_in_backend_memory);
     return h_done();
 }

@@ -3,6 +3,7 @@
  * the ones worked out by hand, and sampling that is lossless by a
  * chi-square test. */
 #include "tests/harness.h"
+#include "tests/strict_backend.h"
 #include "infer/speculative/decode.h"
 #include "tests/script_draft.h"
 #include "infer/model/generate.h"
@@ -10,7 +11,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-static const Backend *be = &cpu_backend;
+static const Backend *be;   /* the CPU backend, strict (main) */
 
 /* ---- scripted draft: a fixed table of children per parent token ---- */
 typedef struct { int parent_token, token; float p; } Edge;
@@ -766,6 +767,7 @@ static void test_draft_vocab_auto_is_lossless(void) {
 }
 
 int main(void) {
+    be = strict_backend();
     RUN(test_eagle2_tree_by_hand);
     RUN(test_chain_and_static_trees_by_hand);
     RUN(test_c2t_tree_by_hand);
@@ -779,5 +781,6 @@ int main(void) {
     RUN(test_reduced_draft_vocabulary);
     RUN(test_draft_vocab_choice_by_hand);
     RUN(test_draft_vocab_auto_is_lossless);
+    RUN(test_forward_inputs_in_backend_memory);
     return h_done();
 }

@@ -163,9 +163,12 @@ static void test_capture_only_when_asked(void) {
     CHECK(!memcmp(la, lb, sizeof(float) * n * V), "capturing changed the logits");
     be->to_host(aux, b->aux, (size_t)n * 3 * H);
     float *e = be->alloc((size_t)n * H);
-    be->embed(e, &m->embed, ids, n);
+    int *dids = backend_alloc_ints(be, n);   /* embed reads its ids from backend memory */
+    backend_ints_to_device(be, dids, ids, n);
+    be->embed(e, &m->embed, dids, n);
     be->to_host(emb, e, (size_t)n * H);
     be->release(e);
+    be->release(dids);
     int same = 1;
     for (int t = 0; t < n; t++) same &= !memcmp(aux + (size_t)t * 3 * H, emb + (size_t)t * H, sizeof(float) * H);
     CHECK(same, "layer 0's captured input is not the embedding");

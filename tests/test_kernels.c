@@ -108,6 +108,13 @@ static void matmul_off_by_one(float *out, const float *x, const Weight *w, int n
     cpu_backend.matmul(out, x, w, n);
     out[(size_t)n * w->rows - 1] += 0.01f;
 }
+/* ids outside the table read row 0 instead of giving zeros */
+static void embed_clamps(float *out, const Weight *table, const int *tokens, int n) {
+    for (int t = 0; t < n; t++) {
+        const int id = tokens[t] < 0 || tokens[t] >= table->rows ? 0 : tokens[t];
+        cpu_backend.embed(out + (size_t)t * table->cols, table, &id, 1);
+    }
+}
 static void many_skips_last(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
     cpu_backend.matmul_many(outs, x, ws, count - 1, n);   /* the last weight's product left undone */
 }
@@ -162,6 +169,9 @@ static void test_harness_catches_wrong_kernels(void) {
     Backend broken = cpu_backend;
     broken.matmul = matmul_off_by_one;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "broken matmul not caught");
+    broken = cpu_backend;
+    broken.embed = embed_clamps;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "embed reading a row for an id outside the table not caught");
     broken = cpu_backend;
     broken.matmul_many = many_skips_last;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "matmul_many leaving a product undone not caught");

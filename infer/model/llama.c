@@ -268,8 +268,13 @@ void llama_state_free(LlamaState *s) {
     free(s);
 }
 
-int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
-                  LogitsMode mode) {
+static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
+                         const int *off, const uint8_t *const *masks, const LogitsMode *modes, int on_host);
+
+/* One sequence's forward, its arrays on the host or (on_host 0) in
+ * backend memory. */
+static int forward_solo(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask, LogitsMode mode,
+                        int on_host) {
     if (n <= 0) { err_set("forward of %d tokens", n); return -1; }
     if (s->n_past + n > s->slots) {
         err_set("context of %d tokens exceeds the KV cache (%d slots)", s->n_past + n, s->slots);
@@ -277,7 +282,50 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
     }
     if (!s->solo) s->solo = llama_batch_new(s->m);
     const int off[2] = {0, n};
-    return llama_forward_batch(s->solo, &s, 1, tokens, pos, off, &mask, &mode);
+    return forward_batch(s->solo, &s, 1, tokens, pos, off, &mask, &mode, on_host);
+}
+
+int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
+                  LogitsMode mode) {
+    return forward_solo(s, tokens, pos, n, mask, mode, 1);
+}
+
+int llama_forward_dev(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
+                      LogitsMode mode) {
+    return forward_solo(s, tokens, pos, n, mask, mode, 0);
+}
+
+void forward_ctl_upload(ForwardCtl *c, const Backend *be, const int *tokens, const int *pos, int n, SeqView *seqs,
+                        int n_seq, const int **dtokens, const int **dpos) {
+    size_t words = 2 * (size_t)n;
+    for (int i = 0; i < n_seq; i++)
+        if (seqs[i].mask) words += ((size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n) + 3) / 4;
+    if (c->be != be) { forward_ctl_free(c); c->be = be; }
+    if (words > c->cap) {
+        if (c->dev) be->release(c->dev);
+        c->cap = 2 * words;
+        c->dev = backend_alloc_ints(be, c->cap);
+        c->host = xrealloc(c->host, sizeof(int) * c->cap);
+    }
+    memcpy(c->host, tokens, sizeof(int) * n);
+    memcpy(c->host + n, pos, sizeof(int) * n);
+    size_t at = 2 * (size_t)n;
+    for (int i = 0; i < n_seq; i++) {   /* each mask from a word boundary */
+        if (!seqs[i].mask) continue;
+        const size_t bytes = (size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n);
+        memcpy(c->host + at, seqs[i].mask, bytes);
+        seqs[i].mask = (const uint8_t *)(const void *)(c->dev + at);
+        at += (bytes + 3) / 4;
+    }
+    backend_ints_to_device(be, c->dev, c->host, words);
+    *dtokens = c->dev;
+    *dpos = c->dev + n;
+}
+
+void forward_ctl_free(ForwardCtl *c) {
+    if (c->dev) c->be->release(c->dev);
+    free(c->host);
+    memset(c, 0, sizeof *c);
 }
 
 LlamaBatch *llama_batch_new(const LlamaModel *m) {
@@ -292,6 +340,7 @@ void llama_batch_free(LlamaBatch *b) {
     if (b->cap) { be->release(b->x); be->release(b->hidden); be->release(b->head_in); }
     if (b->logits_cap) be->release(b->logits);
     layer_scratch_free(be, &b->ls);
+    forward_ctl_free(&b->ctl);
     free(b->rows); free(b->seqs); free(b->logit_rows);
     free(b);
 }
@@ -391,6 +440,11 @@ static void batch_ops(void *arg) {
 
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
                         const int *off, const uint8_t *const *masks, const LogitsMode *modes) {
+    return forward_batch(b, states, n_seq, tokens, pos, off, masks, modes, 1);
+}
+
+static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
+                         const int *off, const uint8_t *const *masks, const LogitsMode *modes, int on_host) {
     const ModelConfig *c = &b->m->cfg;
     if (n_seq <= 0 || off[0] != 0) { err_set("a batch of %d sequences starting at token %d", n_seq, n_seq > 0 ? off[0] : 0); return -1; }
     for (int i = 0; i < n_seq; i++) {
@@ -405,7 +459,7 @@ int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, con
     }
     const int n = off[n_seq];
     if (n <= 0) { err_set("forward of %d tokens", n); return -1; }
-    for (int t = 0; t < n; t++)
+    for (int t = 0; t < n && on_host; t++)
         if (tokens[t] < 0 || tokens[t] >= c->vocab) { err_set("token id %d outside vocabulary of %d", tokens[t], c->vocab); return -1; }
     batch_reserve(b, n, n_seq);
     LogitsMode *mode = xmalloc(sizeof *mode * n_seq);
@@ -421,6 +475,7 @@ int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, con
         if (ni && mode[i] != LOGITS_NONE) { n_with++; with = i; }
     }
     if (n_with > 1) reserve_logits(b, nl);
+    if (on_host) forward_ctl_upload(&b->ctl, b->m->be, tokens, pos, n, b->seqs, n_seq, &tokens, &pos);
     BatchArgs ba = {b, states, n_seq, tokens, pos, off, mode, nl, n_with, with};
     backend_recorded(b->m->be, batch_ops, &ba);
     free(mode);

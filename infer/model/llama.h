@@ -66,6 +66,21 @@ typedef struct {
     int n_past, off, n;
     const uint8_t *mask;
 } SeqView;
+/* A forward's control arrays in backend memory, where the ops read them
+ * (kernels.h): token ids, positions and the sequences' masks, uploaded
+ * from the host in one copy per forward. */
+typedef struct {
+    const Backend *be;
+    int *dev, *host;   /* cap ints each: backend memory and its staging */
+    size_t cap;
+} ForwardCtl;
+/* Uploads tokens[n], pos[n] and every seqs[i].mask (seqs[i].n rows of
+ * n_past + n bytes; NULL stays NULL) to c's backend memory, pointing
+ * *dtokens, *dpos and each seqs[i].mask at the copies, which stay valid
+ * until c's next upload. */
+void forward_ctl_upload(ForwardCtl *c, const Backend *be, const int *tokens, const int *pos, int n, SeqView *seqs,
+                        int n_seq, const int **dtokens, const int **dpos);
+void forward_ctl_free(ForwardCtl *c);
 /* x[n][hidden] += attention block; x += MLP block, over the n tokens of
  * sequences seqs[0..n_seq): the products over all of them, K/V into each
  * sequence's cache layer kv_layer, attention within each sequence. */
@@ -112,6 +127,12 @@ int llama_capture(LlamaState *s, const int *layers, int n);
 /* Returns 0, or -1 with err_set when the cache would overflow. */
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                   LogitsMode mode);
+/* llama_forward with tokens, pos and mask already in backend memory (the
+ * device cycle makes them there): nothing is read on the host, so token
+ * ids are the caller's to vouch for (an id outside the vocabulary embeds
+ * as zeros, kernels.h). */
+int llama_forward_dev(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
+                      LogitsMode mode);
 /* The logits of row `row` of the last forward (its final-norm output through
  * the LM head), written to the first row of s->logits, which it returns.
  * After a LOGITS_NONE forward a caller that needs only some rows pays only
@@ -140,6 +161,7 @@ struct LlamaBatch {
     int *rows, *logit_rows;
     SeqView *seqs;
     int seq_cap;
+    ForwardCtl ctl;     /* the control arrays of host callers, uploaded */
 };
 LlamaBatch *llama_batch_new(const LlamaModel *m);
 void llama_batch_free(LlamaBatch *b);

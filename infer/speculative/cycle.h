@@ -5,10 +5,11 @@
  * (the tests compare them node by node); decode.c runs it when
  * decoder_use_device_cycle says it may.
  *
- * What the host still reads: the inputs of each forward (tokens, positions,
- * parents, mask: the forwards take host control arrays) and, once a cycle,
- * the walk (accepted path, its tokens, the bonus); cycle_host_reads counts
- * them. */
+ * What the host still reads: the inputs of each draft forward (tokens,
+ * positions, parents, mask: the draft gathers its features by host index
+ * lists), a threshold's pass counts and, once a cycle, the walk (accepted
+ * path, its tokens, the bonus); cycle_host_reads counts them.  The verify
+ * forward reads its inputs where tree_inputs made them (llama_forward_dev). */
 #ifndef C2T_CYCLE_H
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"
@@ -30,7 +31,7 @@ struct DevCycle {
     int *rows, *keep, *ids, *want, *walk;
     float *probs, *ent;     /* with ids: the last expansion's rows, dist_cap entries */
     size_t dist_cap;
-    TreeInputs inputs;      /* the verify forward's, read to the host */
+    TreeInputs inputs;      /* the verify forward's, made in backend memory */
     int *h_walk;            /* the walk, read to the host */
     long walk_reads, draft_reads;   /* host reads of walks and of the draft's forward inputs (and counts) */
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */

@@ -466,11 +466,11 @@ static int decoder_cycle_dev(Decoder *dec) {
     dec->t_verify = now_seconds();
     const int n = c->n_verified, n_past = ts->n_past;
     reserve_nodes(dec, n, 0);   /* the path and its features; the mask is the cycle's */
-    tree_inputs_read(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
+    /* the verify's tokens, positions and mask stay in backend memory */
+    tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
     dec->lazy = n > LAZY_LOGITS_NODES;
-    const int *in = c->inputs.host;
-    if (target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.h_mask : NULL,
-                       dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+    const int *in = c->inputs.dev;
+    if (llama_forward_dev(ts, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL, dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
         device_walk(dec, n))
         return -1;
     const int len = c->h_walk[1];

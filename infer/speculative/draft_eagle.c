@@ -108,6 +108,7 @@ void eagle_head_free(Draft *d) {
     const Backend *be = d->be;
     release_buffers(be, e);
     layer_scratch_free(be, &e->ls);
+    forward_ctl_free(&e->ctl);
     if (e->kv) be->kv_free(e->kv);
     if (e->node_feat) be->release(e->node_feat);
     if (e->shared) { free(e); return; }
@@ -131,6 +132,7 @@ int eagle_clone(Draft *dst, const Draft *src) {
     e->emb = e->cat = e->x = e->logits = e->feat = e->tfeat = e->normed = e->node_feat = NULL;
     e->node_cap = 0;
     memset(&e->ls, 0, sizeof e->ls);
+    memset(&e->ctl, 0, sizeof e->ctl);
     e->kv = dst->be->kv_create(1, dst->slots, src->cfg.kv_heads * src->cfg.head_dim);
     if (!e->kv) { err_set("cannot allocate the EAGLE head's KV cache"); return -1; }
     return 0;
@@ -252,7 +254,9 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
         }
         seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
     }
-    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, tokens, pos, par, catch_up ? rows : NULL, seqs};
+    const int *dtok, *dpos;
+    forward_ctl_upload(&((EagleHead *)d0->impl)->ctl, d0->be, tokens, pos, n, seqs, n_seq, &dtok, &dpos);
+    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, dtok, dpos, par, catch_up ? rows : NULL, seqs};
     backend_recorded(d0->be, run_ops, &a);
     for (int i = 0; i < n_seq; i++) {
         if (catch_up) steps[i]->added = off[i + 1] - off[i];

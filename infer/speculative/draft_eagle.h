@@ -30,6 +30,7 @@ struct EagleHead {
     float *inv_freq;
     KVCache *kv;
     LayerScratch ls;
+    ForwardCtl ctl;      /* a step's tokens, positions and masks, uploaded */
     int cap;                 /* token capacity of the buffers below */
     float *emb, *cat, *x, *logits, *feat;   /* device scratch (feat: input features) */
     float *tfeat;            /* device scratch, cap × Draft.feat_width: several catch-ups' target features */

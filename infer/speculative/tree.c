@@ -97,7 +97,7 @@ int tree_max_depth(const Tree *t) {
     return d;
 }
 
-void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
+void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
                       int pos0, int nctx) {
     const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * nctx + 3) / 4;
     if (in->be != be) { tree_inputs_free(in); in->be = be; }
@@ -107,7 +107,14 @@ void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const
         in->dev = backend_alloc_ints(be, in->cap);
         in->host = xrealloc(in->host, sizeof(int) * in->cap);
     }
+    in->dev_mask = (const uint8_t *)(const void *)(in->dev + ints);
     be->tree_inputs(t, rows, m, base, ones, pos0, nctx, in->dev, (uint8_t *)(void *)(in->dev + ints));
+}
+
+void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
+                      int pos0, int nctx) {
+    tree_inputs_make(in, be, t, rows, m, base, ones, pos0, nctx);
+    const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * nctx + 3) / 4;
     backend_ints_to_host(be, in->host, in->dev, words);   /* the ints and the mask: one wait on a GPU */
     in->h_mask = (const uint8_t *)(const void *)(in->host + ints);
     in->reads++;

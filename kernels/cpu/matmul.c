@@ -27,7 +27,11 @@ void cpu_weight_row(const Weight *w, int64_t r, float *out) {
 }
 
 void cpu_embed(float *out, const Weight *table, const int *tokens, int n) {
-    for (int t = 0; t < n; t++) cpu_weight_row(table, tokens[t], out + (int64_t)t * table->cols);
+    for (int t = 0; t < n; t++) {
+        float *row = out + (int64_t)t * table->cols;
+        if (tokens[t] < 0 || tokens[t] >= table->rows) memset(row, 0, sizeof(float) * table->cols);
+        else cpu_weight_row(table, tokens[t], row);
+    }
 }
 
 /* out[t][r + i] (stride R) = row i · x[t] for NR <= 2 adjacent rows (rb

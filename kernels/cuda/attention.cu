@@ -25,10 +25,10 @@
  * table; the context splits are sized by the longest sequence, and a short
  * sequence's splits past its context write empty partials.
  *
- * The sequences' table and masks are packed into one host buffer that is
- * the same for every layer of a forward pass (caches by base address, the
- * layer an argument): it is uploaded only when it differs from the last
- * one uploaded. */
+ * The sequences' table is packed into one host buffer that is the same for
+ * every layer of a forward pass (caches and masks by address, the layer an
+ * argument): it is uploaded only when it differs from the last one
+ * uploaded.  The masks are in device memory already (kernels.h). */
 #include "kernels/cuda/common.cuh"
 #include <stdlib.h>
 #include <string.h>
@@ -136,11 +136,10 @@ void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int h
         return;
     }
     const int half = head_dim / 2;
-    const int *dpos = (const int *)cu_upload(pos, sizeof(int) * n, 0);
-    const float *dinv = dpos ? (const float *)cu_upload(inv_freq, sizeof(float) * half, 1) : NULL;
+    const float *dinv = (const float *)cu_upload(inv_freq, sizeof(float) * half, 1);
     if (!dinv) return;
     const size_t total = (size_t)n * (heads + kv_heads) * half;
-    rope_kv_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(q, k, v, dpos, dinv, n, heads, kv_heads, head_dim,
+    rope_kv_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(q, k, v, pos, dinv, n, heads, kv_heads, head_dim,   /* pos: device */
                                                                    kv_row(c, c->k, layer, slot),
                                                                    kv_row(c, c->v, layer, slot));
     CU_LAUNCHED();
@@ -191,10 +190,11 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
 
 /* One sequence of a ragged launch: its cache (layer 0; a layer is
  * layer_stride floats further), its queries [q0, q0 + n) of the batch, its
- * context, and its mask's offset in the packed buffer (-1: causal). */
+ * context, and its mask (device; NULL: causal). */
 struct AttSeqDev {
     const float *K, *V;
-    long long layer_stride, mask_off;
+    const uint8_t *mask;
+    long long layer_stride;
     int q0, n, nctx;
 };
 
@@ -208,7 +208,6 @@ struct AttArgs {
     const float *q;
     const AttSeqDev *seqs;
     const AttBlock *blocks;
-    const uint8_t *masks;     /* the packed buffer */
     int layer, nheads, hd, kv_dim, group, hb, qb, tiles_per_split, splits;
     float scale;
     float *part_o, *part_ml;  /* splits > 1: [queries][nheads][splits][hd], [..][2] */
@@ -223,7 +222,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
     const AttBlock blk = a.blocks[blockIdx.x];
     const AttSeqDev sq = a.seqs[blk.seq];
     const int n = sq.n, nctx = sq.nctx;
-    const uint8_t *mask = sq.mask_off >= 0 ? a.masks + sq.mask_off : NULL;
+    const uint8_t *mask = sq.mask;
     const int i = blk.qstart + ql;                 /* the query within its sequence */
     const size_t qi = (size_t)sq.q0 + i;            /* and within the batch */
     const int h = blockIdx.y * a.hb + hl;
@@ -352,9 +351,8 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         return;
     }
     const int group = nheads / nkv, hb = gcd(group, ATT_WARPS), qb = ATT_WARPS / hb;
-    /* the packed buffer: the sequences, the block table, then the masks */
+    /* the packed buffer: the sequences, then the block table */
     int live = 0, qblocks = 0, total_q = 0, max_tiles = 0, kv_dim = 0;
-    size_t mask_bytes = 0;
     for (int i = 0; i < n_seq; i++) {
         const AttnSeq *a = &seqs[i];
         if (a->n <= 0) continue;
@@ -371,18 +369,15 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         if (a->off + a->n > total_q) total_q = a->off + a->n;
         const int tiles = (a->nctx + ATT_TILE - 1) / ATT_TILE;
         if (tiles > max_tiles) max_tiles = tiles;
-        if (a->mask) mask_bytes += (size_t)a->n * a->nctx;
     }
     if (!live) return;
     const size_t seq_bytes = sizeof(AttSeqDev) * live, blk_bytes = sizeof(AttBlock) * qblocks;
-    const size_t blk_at = (seq_bytes + 15) & ~(size_t)15, mask_at = (blk_at + blk_bytes + 15) & ~(size_t)15;
-    const size_t bytes = mask_at + mask_bytes;
+    const size_t blk_at = (seq_bytes + 15) & ~(size_t)15, bytes = blk_at + blk_bytes;
     char *host = (char *)malloc(bytes ? bytes : 1);
     if (!host) { CU_FAIL("attention: no host memory for %zu bytes of sequence tables", bytes); return; }
-    memset(host, 0, mask_at);
+    memset(host, 0, bytes);
     AttSeqDev *sd = (AttSeqDev *)host;
     AttBlock *bd = (AttBlock *)(host + blk_at);
-    size_t moff = 0;
     for (int i = 0, s = 0, b = 0; i < n_seq; i++) {
         const AttnSeq *a = &seqs[i];
         if (a->n <= 0) continue;
@@ -393,12 +388,7 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         sd[s].q0 = a->off;
         sd[s].n = a->n;
         sd[s].nctx = a->nctx;
-        sd[s].mask_off = -1;
-        if (a->mask) {
-            memcpy(host + mask_at + moff, a->mask, (size_t)a->n * a->nctx);
-            sd[s].mask_off = (long long)moff;
-            moff += (size_t)a->n * a->nctx;
-        }
+        sd[s].mask = a->mask;
         for (int q0 = 0; q0 < a->n; q0 += qb) bd[b++] = AttBlock{s, q0};
         s++;
     }
@@ -412,7 +402,6 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
     a.out = out; a.q = q;
     a.seqs = (const AttSeqDev *)dev;
     a.blocks = (const AttBlock *)(dev + blk_at);
-    a.masks = (const uint8_t *)(dev + mask_at);
     a.layer = layer; a.nheads = nheads; a.hd = head_dim; a.kv_dim = kv_dim;
     a.group = group; a.hb = hb; a.qb = qb;
     a.scale = 1.0f / sqrtf((float)head_dim);

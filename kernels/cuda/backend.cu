@@ -23,7 +23,7 @@ static void cu_to_host(float *host, const float *dev, size_t n) {
 }
 
 static void cu_to_device(float *dev, const float *host, size_t n) {
-    if (n) CU_CHECK(cudaMemcpy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice));
+    cu_to_device_bytes(dev, host, n * sizeof(float));
 }
 
 /* memmove semantics: overlapping ranges go through a temporary */

@@ -70,6 +70,9 @@ int cu_sm_count(void);
  * ordered after earlier kernels on the default stream. */
 #define CU_CTL_SLOTS 4
 void *cu_upload(const void *host, size_t bytes, int slot);
+/* host bytes to device memory dst in stream order, the host free to reuse
+ * its buffer on return (small copies staged, larger ones blocking). */
+void cu_to_device_bytes(void *dst, const void *host, size_t bytes);
 
 /* Copies bytes of device memory to a pinned host buffer (after the queued
  * work) and returns it, valid until the next call; NULL after reporting. */

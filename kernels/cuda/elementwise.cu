@@ -76,11 +76,10 @@ __global__ void rope_kernel(float *__restrict__ x, const int *__restrict__ pos, 
 void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq) {
     if (n <= 0 || head_dim < 2) return;
     const int half = head_dim / 2;
-    const int *dpos = (const int *)cu_upload(pos, sizeof(int) * n, 0);
-    const float *dinv = dpos ? (const float *)cu_upload(inv_freq, sizeof(float) * half, 1) : NULL;
+    const float *dinv = (const float *)cu_upload(inv_freq, sizeof(float) * half, 1);
     if (!dinv) return;
     const size_t total = (size_t)n * nheads * half;
-    rope_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(x, dpos, dinv, n, nheads, head_dim);
+    rope_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(x, pos, dinv, n, nheads, head_dim);   /* pos: device */
     CU_LAUNCHED();
 }
 

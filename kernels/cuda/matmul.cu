@@ -347,28 +347,24 @@ void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws,
 }
 
 /* ---- embedding gather and bias --------------------------------------------------- */
-__global__ void embed_kernel(float *__restrict__ out, const void *__restrict__ table, int dt,
+__global__ void embed_kernel(float *__restrict__ out, const void *__restrict__ table, int dt, int64_t rows,
                              const int *__restrict__ tokens, int cols) {
-    const int t = blockIdx.y;
-    const int64_t row = (int64_t)tokens[t] * cols;
+    const int t = blockIdx.y, id = tokens[t];
+    const bool in = id >= 0 && id < rows;   /* outside: a row of zeros, as the CPU's */
+    const int64_t row = in ? (int64_t)id * cols : 0;
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x)
-        out[(size_t)t * cols + j] = ld_weight(table, dt, row + j);
+        out[(size_t)t * cols + j] = in ? ld_weight(table, dt, row + j) : 0.0f;
 }
 
+/* tokens are in device memory (kernels.h): read there, never by the host */
 void cu_embed(float *out, const Weight *table, const int *tokens, int n) {
     if (n <= 0) return;
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= table->rows) {
-            CU_FAIL("embed: token %d outside the table's %lld rows", tokens[i], (long long)table->rows);
-            return;
-        }
-    const int *dtok = (const int *)cu_upload(tokens, sizeof(int) * n, 0);
-    if (!dtok) return;
     const int cols = (int)table->cols;
     for (int t0 = 0; t0 < n; t0 += 65535) {   /* gridDim.y limit */
         const int nt = n - t0 < 65535 ? n - t0 : 65535;
         dim3 grid(cu_blocks(cols, 256) < 64 ? cu_blocks(cols, 256) : 64, nt);
-        embed_kernel<<<grid, 256, 0, cu_stream()>>>(out + (size_t)t0 * cols, table->data, table->dtype, dtok + t0, cols);
+        embed_kernel<<<grid, 256, 0, cu_stream()>>>(out + (size_t)t0 * cols, table->data, table->dtype,
+                                                    (int64_t)table->rows, tokens + t0, cols);
         CU_LAUNCHED();
     }
 }

@@ -208,6 +208,8 @@ static size_t upload_size(size_t bytes) {
     return r;
 }
 
+static int stage_copy(void *dst, const void *host, size_t bytes, size_t xfer);
+
 void *cu_upload(const void *host, size_t bytes, int slot) {
     size_t before = ctl[slot].cap;
     const size_t xfer = upload_size(bytes);
@@ -220,31 +222,43 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
         if (p) { held[slot].bytes = p; held[slot].cap = bytes; }
     }
     if (bytes <= held[slot].cap) { memcpy(held[slot].bytes, host, bytes); held[slot].len = bytes; }
+    if (stage_copy(d, host, bytes, xfer)) { held[slot].len = 0; return NULL; }
+    return d;
+}
+
+/* host[0..bytes) -> dst through the ring, xfer bytes sent (>= bytes; the
+ * tail is never read), in stream order; -1 on a failed copy (reported). */
+static int stage_copy(void *dst, const void *host, size_t bytes, size_t xfer) {
     if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
     if (recording && (!stage || xfer > STAGE_BYTES)) {
         cu_record_spoil("an upload larger than the staging ring");
-        return d;
+        return 0;
     }
-    if (!stage || xfer > STAGE_BYTES) {   /* the plain synchronous copy */
-        if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { held[slot].len = 0; return NULL; }
-        return d;
-    }
+    if (!stage || xfer > STAGE_BYTES)   /* the plain synchronous copy */
+        return CU_OK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice)) ? 0 : -1;
     size_t off = (stage_used + 255) & ~(size_t)255;
     if (off + xfer > STAGE_BYTES) {
         if (recording) {   /* record_begin leaves half the ring free, so this is rare */
             cu_record_spoil("the staging ring is full");
-            return d;
+            return 0;
         }
-        if (!CU_OK(cudaStreamSynchronize(cu_stream()))) { held[slot].len = 0; return NULL; }
+        if (!CU_OK(cudaStreamSynchronize(cu_stream()))) return -1;
         off = 0;
     }
     memcpy(stage + off, host, bytes);
-    if (!CU_OK(cudaMemcpyAsync(d, stage + off, xfer, cudaMemcpyHostToDevice, cu_stream()))) {
-        held[slot].len = 0;
-        return NULL;
-    }
+    if (!CU_OK(cudaMemcpyAsync(dst, stage + off, xfer, cudaMemcpyHostToDevice, cu_stream()))) return -1;
     stage_used = off + xfer;
-    return d;
+    return 0;
+}
+
+/* to_device of up to a MiB (a forward's tokens, positions and masks) goes
+ * through the ring too: the host returns at once and the copy lands in
+ * stream order, after the kernels queued before it and before those queued
+ * after, as the blocking copy did. */
+void cu_to_device_bytes(void *dst, const void *host, size_t bytes) {
+    if (!bytes) return;
+    if (bytes <= ((size_t)1 << 20) && !recording) stage_copy(dst, host, bytes, bytes);
+    else CU_CHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
 }
 
 /* Results for the host (top-k lists, entropies, argmax ids) come back in
