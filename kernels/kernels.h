@@ -8,11 +8,12 @@
  *    backend memory from be->alloc; the caller never dereferences them, it
  *    moves data with to_host / to_device;
  *  - a forward's own control arrays, the token ids of embed, the positions
- *    of rope / rope_kv and the masks of attention, are backend memory too
- *    (one upload per forward, llama.h's ForwardCtl; the device cycle makes
- *    them in place), so that a forward needs nothing from the host;
- *  - other small control arrays (index lists, top-k outputs) are host
- *    arrays;
+ *    of rope / rope_kv, the masks of attention and the row lists of
+ *    copy_rows, are backend memory too (one upload per forward, llama.h's
+ *    ForwardCtl; the device cycle makes them in place), so that a forward
+ *    needs nothing from the host;
+ *  - other small control arrays (kv_keep's list, top-k outputs of the
+ *    host-facing ops) are host arrays;
  *  - weights are Weight handles made by be->weight(); their data is only
  *    touched inside kernels/;
  *  - the KV cache is an opaque backend object.
@@ -109,9 +110,9 @@ typedef struct Backend {
     /* out[n][da+db] = [a[n][da], b[n][db]] (EAGLE's fc input) */
     void (*concat)(float *out, const float *a, int da, const float *b, int db, int n);
     /* dst row dst_rows[i] = src row src_rows[i] for i < n, rows of width
-     * floats; a NULL index list means rows 0..n-1.  Gathers and scatters
-     * in one op (tree features, accepted paths), not n copies.  Rows must
-     * not overlap between dst and src. */
+     * floats; the index lists are backend memory, NULL meaning rows
+     * 0..n-1.  Gathers and scatters in one op (tree features, accepted
+     * paths), not n copies.  Rows must not overlap between dst and src. */
     void (*copy_rows)(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 
     /* KV cache: slots × kv_dim floats for K and for V, per layer. */

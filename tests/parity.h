@@ -140,8 +140,10 @@ static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int
      * concat's output, then a scatter of the first n rows to reversed rows */
     int *perm = xmalloc(sizeof(int) * n), *rev = xmalloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) { perm[i] = (i * 7 + 3) % n; rev[i] = n - 1 - i; }
-    B->copy_rows(cb + N, NULL, xb, perm, n, dim); R->copy_rows(cr + N, NULL, x, perm, n, dim);
-    B->copy_rows(cb, rev, cb + N, NULL, n, dim); R->copy_rows(cr, rev, cr + N, NULL, n, dim);
+    int *permb = dev_ints(B, perm, n), *permr = dev_ints(R, perm, n), *revb = dev_ints(B, rev, n), *revr = dev_ints(R, rev, n);
+    B->copy_rows(cb + N, NULL, xb, permb, n, dim); R->copy_rows(cr + N, NULL, x, permr, n, dim);
+    B->copy_rows(cb, revb, cb + N, NULL, n, dim); R->copy_rows(cr, revr, cr + N, NULL, n, dim);
+    B->release(permb); R->release(permr); B->release(revb); R->release(revr);
     h = down(B, cb, 2 * N); worst = fmaxf(worst, rel_err(h, cr, 2 * N)); free(h);
     free(perm); free(rev);
     /* rope over heads of 16 at positions up to 4000 */

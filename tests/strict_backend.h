@@ -1,5 +1,6 @@
 /* The CPU backend with one more rule enforced: a forward's control arrays
- * (embed's token ids, rope's and rope_kv's positions, attention's masks)
+ * (embed's token ids, rope's and rope_kv's positions, attention's masks,
+ * copy_rows' row lists)
  * must lie in memory from the backend's own alloc, as kernels.h says.  On
  * the CPU any host array would work, so a caller that passes one is only
  * caught here, not on a GPU where it would read a host address.  Each op
@@ -65,6 +66,13 @@ static void strict_attention(float *out, const float *q, const AttnSeq *seqs, in
     cpu_backend.attention(out, q, seqs, n_seq, layer, nheads, nkv, head_dim);
 }
 
+static void strict_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n,
+                             int width) {
+    strict_check(dst_rows, sizeof(int) * (size_t)n, "copy_rows' destination rows");
+    strict_check(src_rows, sizeof(int) * (size_t)n, "copy_rows' source rows");
+    cpu_backend.copy_rows(dst, dst_rows, src, src_rows, n, width);
+}
+
 static const Backend *strict_backend(void) {
     strict_be = cpu_backend;
     strict_be.alloc = strict_alloc;
@@ -73,6 +81,7 @@ static const Backend *strict_backend(void) {
     strict_be.rope = strict_rope;
     strict_be.rope_kv = strict_rope_kv;
     strict_be.attention = strict_attention;
+    strict_be.copy_rows = strict_copy_rows;
     return &strict_be;
 }
 

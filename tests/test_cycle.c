@@ -140,6 +140,17 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 /* the cycle's own reads, not the hook's copies of its trees */
                 const long reads = mode == MODE_DEVICE ? cycle_host_reads(dev->dc) - dev->dc->tree_reads : 1;
                 CHECK(reads > 0, "the device cycle counts no host reads");
+                /* Every forward reads its inputs on the device: the host
+                 * reads the walk, once a cycle where it is not lazy, and
+                 * pass counts only where a threshold prunes. */
+                if (mode == MODE_DEVICE) {
+                    const int thresholds = !strcmp(cases[c].policy, "c2t") || strstr(cases[c].settings, "early_stop");
+                    CHECK(thresholds || dev->dc->count_reads == 0, "%s %s %s: %ld pass counts read without a threshold",
+                          what, cases[c].policy, cases[c].settings, dev->dc->count_reads);
+                    CHECK(policy_max_nodes(pd) > LAZY_LOGITS_NODES || dev->dc->walk_reads == sd.cycles,
+                          "%s %s %s: %ld walks read in %lld cycles", what, cases[c].policy, cases[c].settings,
+                          dev->dc->walk_reads, (long long)sd.cycles);
+                }
                 if (mode == MODE_DEVICE && q == 0 && ent == 0)
                     printf("# %s %s %s: %.1f host reads a cycle (tau %.2f)\n", what, cases[c].policy, cases[c].settings,
                            (double)reads / sd.cycles, decode_stats_tau(&sd));

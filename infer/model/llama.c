@@ -221,7 +221,18 @@ LlamaState *llama_state_new(const LlamaModel *m, int slots) {
 static void alloc_aux(LlamaState *s) {
     const Backend *be = s->m->be;
     if (s->aux) be->release(s->aux);
-    s->aux = s->n_capture && s->cap ? be->alloc((size_t)s->cap * s->n_capture * s->m->cfg.hidden) : NULL;
+    if (s->aux_rows) be->release(s->aux_rows);
+    s->aux = NULL;
+    s->aux_rows = NULL;
+    if (!s->n_capture || !s->cap) return;
+    s->aux = be->alloc((size_t)s->cap * s->n_capture * s->m->cfg.hidden);
+    const size_t n = (size_t)s->cap * s->n_capture;
+    int *rows = xmalloc(sizeof(int) * n);
+    for (int j = 0; j < s->n_capture; j++)
+        for (int t = 0; t < s->cap; t++) rows[(size_t)j * s->cap + t] = t * s->n_capture + j;
+    s->aux_rows = backend_alloc_ints(be, n);
+    backend_ints_to_device(be, s->aux_rows, rows, n);
+    free(rows);
 }
 
 static void state_reserve(LlamaState *s, int n) {
@@ -250,11 +261,10 @@ int llama_capture(LlamaState *s, const int *layers, int n) {
 
 /* When s captures layer l: aux row block j of each of its n tokens <- x,
  * their rows of the batch's residual stream */
-static void capture_layer_input(LlamaState *s, int l, int n, int *rows, const float *x) {
+static void capture_layer_input(LlamaState *s, int l, int n, const float *x) {
     for (int j = 0; j < s->n_capture; j++) {
         if (s->capture[j] != l || n == 0) continue;
-        for (int t = 0; t < n; t++) rows[t] = t * s->n_capture + j;
-        s->m->be->copy_rows(s->aux, rows, x, NULL, n, s->m->cfg.hidden);
+        s->m->be->copy_rows(s->aux, s->aux_rows + (size_t)j * s->cap, x, NULL, n, s->m->cfg.hidden);
     }
 }
 
@@ -263,6 +273,7 @@ void llama_state_free(LlamaState *s) {
     const Backend *be = s->m->be;
     if (s->cap) { be->release(s->hidden); be->release(s->logits); }
     if (s->aux) be->release(s->aux);
+    if (s->aux_rows) be->release(s->aux_rows);
     llama_batch_free(s->solo);
     be->kv_free(s->kv);
     free(s);
@@ -295,31 +306,48 @@ int llama_forward_dev(LlamaState *s, const int *tokens, const int *pos, int n, c
     return forward_solo(s, tokens, pos, n, mask, mode, 0);
 }
 
-void forward_ctl_upload(ForwardCtl *c, const Backend *be, const int *tokens, const int *pos, int n, SeqView *seqs,
-                        int n_seq, const int **dtokens, const int **dpos) {
-    size_t words = 2 * (size_t)n;
-    for (int i = 0; i < n_seq; i++)
-        if (seqs[i].mask) words += ((size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n) + 3) / 4;
-    if (c->be != be) { forward_ctl_free(c); c->be = be; }
-    if (words > c->cap) {
-        if (c->dev) be->release(c->dev);
-        c->cap = 2 * words;
-        c->dev = backend_alloc_ints(be, c->cap);
-        c->host = xrealloc(c->host, sizeof(int) * c->cap);
+void forward_ctl_begin(ForwardCtl *c) { c->used = 0; }
+
+size_t forward_ctl_add(ForwardCtl *c, const void *host, size_t bytes) {
+    const size_t at = c->used, words = (bytes + 3) / 4;
+    if (at + words > c->host_cap) {
+        c->host_cap = 2 * (at + words);
+        c->host = xrealloc(c->host, sizeof(int) * c->host_cap);
     }
-    memcpy(c->host, tokens, sizeof(int) * n);
-    memcpy(c->host + n, pos, sizeof(int) * n);
-    size_t at = 2 * (size_t)n;
-    for (int i = 0; i < n_seq; i++) {   /* each mask from a word boundary */
+    if (words) c->host[at + words - 1] = 0;   /* a mask's tail bytes: defined */
+    if (bytes) memcpy(c->host + at, host, bytes);
+    c->used = at + words;
+    return at;
+}
+
+void forward_ctl_send(ForwardCtl *c, const Backend *be) {
+    if (c->be != be || c->used > c->dev_cap) {
+        if (c->dev) c->be->release(c->dev);
+        c->be = be;
+        c->dev_cap = c->used > c->dev_cap ? 2 * c->used : c->dev_cap;
+        if (c->dev_cap < 64) c->dev_cap = 64;
+        c->dev = backend_alloc_ints(be, c->dev_cap);
+    }
+    backend_ints_to_device(be, c->dev, c->host, c->used);
+}
+
+const void *forward_ctl_at(const ForwardCtl *c, size_t off) { return c->dev + off; }
+
+void forward_ctl_add_inputs(ForwardCtl *c, const int *tokens, const int *pos, int n, const SeqView *seqs, int n_seq,
+                            size_t *at_tokens, size_t *at_pos, size_t *at_masks) {
+    *at_tokens = forward_ctl_add(c, tokens, sizeof(int) * n);
+    *at_pos = forward_ctl_add(c, pos, sizeof(int) * n);
+    *at_masks = c->used;
+    for (int i = 0; i < n_seq; i++)   /* each mask from an int boundary */
+        if (seqs[i].mask) forward_ctl_add(c, seqs[i].mask, (size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n));
+}
+
+void forward_ctl_masks(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_masks) {
+    for (int i = 0; i < n_seq; i++) {
         if (!seqs[i].mask) continue;
-        const size_t bytes = (size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n);
-        memcpy(c->host + at, seqs[i].mask, bytes);
-        seqs[i].mask = (const uint8_t *)(const void *)(c->dev + at);
-        at += (bytes + 3) / 4;
+        seqs[i].mask = forward_ctl_at(c, at_masks);
+        at_masks += ((size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n) + 3) / 4;
     }
-    backend_ints_to_device(be, c->dev, c->host, words);
-    *dtokens = c->dev;
-    *dpos = c->dev + n;
 }
 
 void forward_ctl_free(ForwardCtl *c) {
@@ -341,7 +369,7 @@ void llama_batch_free(LlamaBatch *b) {
     if (b->logits_cap) be->release(b->logits);
     layer_scratch_free(be, &b->ls);
     forward_ctl_free(&b->ctl);
-    free(b->rows); free(b->seqs); free(b->logit_rows);
+    free(b->seqs); free(b->logit_rows);
     free(b);
 }
 
@@ -358,7 +386,6 @@ static void batch_reserve(LlamaBatch *b, int n, int n_seq) {
     b->x = be->alloc((size_t)n * c->hidden);
     b->hidden = be->alloc((size_t)n * c->hidden);
     b->head_in = be->alloc((size_t)n * c->hidden);
-    b->rows = xrealloc(b->rows, sizeof(int) * n);
     b->logit_rows = xrealloc(b->logit_rows, sizeof(int) * n);
     layer_scratch_reserve(be, c, &b->ls, n);
 }
@@ -376,7 +403,8 @@ typedef struct {
     int n_seq;
     const int *tokens, *pos, *off;
     const LogitsMode *modes;
-    int n_logit_rows;   /* rows of b->logit_rows */
+    const int *logit_rows;   /* b->logit_rows in backend memory */
+    int n_logit_rows;
     int n_with, with;   /* sequences that want logits; the last of them */
 } BatchArgs;
 
@@ -384,7 +412,7 @@ typedef struct {
 static void batch_capture(const BatchArgs *a, int l) {
     const int h = a->b->m->cfg.hidden;
     for (int i = 0; i < a->n_seq; i++)
-        capture_layer_input(a->states[i], l, a->off[i + 1] - a->off[i], a->b->rows, a->b->x + (size_t)a->off[i] * h);
+        capture_layer_input(a->states[i], l, a->off[i + 1] - a->off[i], a->b->x + (size_t)a->off[i] * h);
 }
 
 /* The LM head once over every row some sequence wants logits of (reading
@@ -402,7 +430,7 @@ static void batch_logits(const BatchArgs *a) {
         be->matmul(st->logits, st->hidden + (size_t)first * h, &m->lm_head, nl);
         return;
     }
-    be->copy_rows(b->head_in, NULL, b->hidden, b->logit_rows, nl, h);
+    be->copy_rows(b->head_in, NULL, b->hidden, a->logit_rows, nl, h);
     be->matmul(b->logits, b->head_in, &m->lm_head, nl);
     for (int i = 0, r = 0; i < a->n_seq; i++) {
         const int ni = a->off[i + 1] - a->off[i];
@@ -475,8 +503,19 @@ static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, co
         if (ni && mode[i] != LOGITS_NONE) { n_with++; with = i; }
     }
     if (n_with > 1) reserve_logits(b, nl);
-    if (on_host) forward_ctl_upload(&b->ctl, b->m->be, tokens, pos, n, b->seqs, n_seq, &tokens, &pos);
-    BatchArgs ba = {b, states, n_seq, tokens, pos, off, mode, nl, n_with, with};
+    /* the host's arrays (and the rows of the LM head's gather) to backend memory in one copy */
+    ForwardCtl *ctl = &b->ctl;
+    size_t at_tok = 0, at_pos = 0, at_masks = 0;
+    forward_ctl_begin(ctl);
+    if (on_host) forward_ctl_add_inputs(ctl, tokens, pos, n, b->seqs, n_seq, &at_tok, &at_pos, &at_masks);
+    const size_t at_rows = forward_ctl_add(ctl, b->logit_rows, sizeof(int) * (n_with > 1 ? nl : 0));
+    forward_ctl_send(ctl, b->m->be);
+    if (on_host) {
+        tokens = forward_ctl_at(ctl, at_tok);
+        pos = forward_ctl_at(ctl, at_pos);
+        forward_ctl_masks(ctl, b->seqs, n_seq, at_masks);
+    }
+    BatchArgs ba = {b, states, n_seq, tokens, pos, off, mode, forward_ctl_at(ctl, at_rows), nl, n_with, with};
     backend_recorded(b->m->be, batch_ops, &ba);
     free(mode);
     for (int i = 0; i < n_seq; i++) states[i]->n_new = off[i + 1] - off[i];

@@ -67,19 +67,26 @@ typedef struct {
     const uint8_t *mask;
 } SeqView;
 /* A forward's control arrays in backend memory, where the ops read them
- * (kernels.h): token ids, positions and the sequences' masks, uploaded
- * from the host in one copy per forward. */
+ * (kernels.h): token ids, positions, masks and row lists, staged on the
+ * host and uploaded in one copy per forward.  forward_ctl_begin, then
+ * forward_ctl_add per array (each returns its offset), forward_ctl_send,
+ * then forward_ctl_at(offset) gives each array's copy, valid until the
+ * next begin. */
 typedef struct {
     const Backend *be;
-    int *dev, *host;   /* cap ints each: backend memory and its staging */
-    size_t cap;
+    int *dev, *host;            /* dev_cap / host_cap ints */
+    size_t dev_cap, host_cap, used;
 } ForwardCtl;
-/* Uploads tokens[n], pos[n] and every seqs[i].mask (seqs[i].n rows of
- * n_past + n bytes; NULL stays NULL) to c's backend memory, pointing
- * *dtokens, *dpos and each seqs[i].mask at the copies, which stay valid
- * until c's next upload. */
-void forward_ctl_upload(ForwardCtl *c, const Backend *be, const int *tokens, const int *pos, int n, SeqView *seqs,
-                        int n_seq, const int **dtokens, const int **dpos);
+void forward_ctl_begin(ForwardCtl *c);
+size_t forward_ctl_add(ForwardCtl *c, const void *host, size_t bytes);
+void forward_ctl_send(ForwardCtl *c, const Backend *be);
+const void *forward_ctl_at(const ForwardCtl *c, size_t off);
+/* The usual set: tokens[n], pos[n] and every seqs[i].mask (seqs[i].n rows
+ * of n_past + n bytes; NULL stays NULL), staged (between begin and send)
+ * with seqs[i].mask left for forward_ctl_masks to point at the copies. */
+void forward_ctl_add_inputs(ForwardCtl *c, const int *tokens, const int *pos, int n, const SeqView *seqs, int n_seq,
+                            size_t *at_tokens, size_t *at_pos, size_t *at_masks);
+void forward_ctl_masks(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_masks);
 void forward_ctl_free(ForwardCtl *c);
 /* x[n][hidden] += attention block; x += MLP block, over the n tokens of
  * sequences seqs[0..n_seq): the products over all of them, K/V into each
@@ -116,6 +123,8 @@ typedef struct {
     int n_capture;
     float *aux;         /* [cap][n_capture*hidden]: per token the inputs of the captured layers,
                            side by side in capture order (EAGLE-3's features); NULL when none */
+    int *aux_rows;      /* backend memory, [n_capture][cap]: list j holds t * n_capture + j, the
+                           aux rows of capture j (copy_rows' destination lists) */
 } LlamaState;
 
 LlamaState *llama_state_new(const LlamaModel *m, int slots);
@@ -158,10 +167,10 @@ struct LlamaBatch {
     float *head_in;     /* [cap][hidden]: the rows the LM head reads, gathered */
     float *logits;      /* [logits_cap][vocab]: their logits, before each goes to its state */
     int logits_cap;
-    int *rows, *logit_rows;
+    int *logit_rows;    /* host: the rows some sequence wants logits of */
     SeqView *seqs;
     int seq_cap;
-    ForwardCtl ctl;     /* the control arrays of host callers, uploaded */
+    ForwardCtl ctl;     /* the forward's control arrays, uploaded */
 };
 LlamaBatch *llama_batch_new(const LlamaModel *m);
 void llama_batch_free(LlamaBatch *b);

@@ -53,9 +53,7 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
         c->ent = be->alloc(c->dist_cap);
     }
     double t0 = now_seconds(), dist0 = d->t_dist;
-    const long reads0 = d->dev_inputs.reads;
     int rc = draft_expand_dev(d, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs, want_ent ? c->ent : NULL);
-    c->draft_reads += d->dev_inputs.reads - reads0;
     double dist = d->t_dist - dist0;
     tm->dist += dist;
     tm->draft += now_seconds() - t0 - dist;
@@ -118,8 +116,8 @@ int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, fl
     int passed;
     c->be->tree_pass(&c->pool, from, n, score, beta, s->path_conf, s->count);
     backend_ints_to_host(c->be, &passed, s->count, 1);
-    c->draft_reads++;
+    c->count_reads++;
     return passed;
 }
 
-long cycle_host_reads(const DevCycle *c) { return c->inputs.reads + c->draft_reads + c->walk_reads + c->tree_reads; }
+long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->walk_reads + c->tree_reads; }

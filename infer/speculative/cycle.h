@@ -5,11 +5,11 @@
  * (the tests compare them node by node); decode.c runs it when
  * decoder_use_device_cycle says it may.
  *
- * What the host still reads: the inputs of each draft forward (tokens,
- * positions, parents, mask: the draft gathers its features by host index
- * lists), a threshold's pass counts and, once a cycle, the walk (accepted
- * path, its tokens, the bonus); cycle_host_reads counts them.  The verify
- * forward reads its inputs where tree_inputs made them (llama_forward_dev). */
+ * What the host reads: a threshold's pass count per layer and, once a
+ * cycle, the walk (accepted path, its tokens, the bonus); cycle_host_reads
+ * counts them.  Every forward, the draft's and the verification's, reads
+ * its inputs where tree_inputs made them (DraftStep.on_device,
+ * llama_forward_dev). */
 #ifndef C2T_CYCLE_H
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"
@@ -33,7 +33,7 @@ struct DevCycle {
     size_t dist_cap;
     TreeInputs inputs;      /* the verify forward's, made in backend memory */
     int *h_walk;            /* the walk, read to the host */
-    long walk_reads, draft_reads;   /* host reads of walks and of the draft's forward inputs (and counts) */
+    long walk_reads, count_reads;   /* host reads of walks and of thresholds' pass counts */
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
 };
 
@@ -74,7 +74,6 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
 /* The verified tree of this cycle as a host Tree (out is reset; one read
  * of its arrays, counted). */
 void cycle_read_tree(DevCycle *c, Tree *out);
-/* Host reads so far: forward inputs (the verify's and the draft's), walks
- * and trees read. */
+/* Host reads so far: pass counts, walks and trees read. */
 long cycle_host_reads(const DevCycle *c);
 #endif

@@ -34,6 +34,7 @@ void decoder_free(Decoder *dec) {
     if (!dec) return;
     const Backend *be = dec->target->m->be;
     if (dec->path_hidden) be->release(dec->path_hidden);
+    if (dec->path_rows) be->release(dec->path_rows);
     llama_state_free(dec->target);
     cycle_free(dec->dc);
     tree_free(&dec->tree);
@@ -71,9 +72,12 @@ static void reserve_nodes(Decoder *dec, int n, int n_past) {
     size_t need = (size_t)n * (n_past + n);
     if (need > dec->mask_cap) { dec->mask_cap = need * 2; dec->mask = xrealloc(dec->mask, dec->mask_cap); }
     if (n > dec->cap_nodes) {
+        const Backend *be = dec->target->m->be;
         dec->cap_nodes = n * 2;
         dec->pos = xrealloc(dec->pos, sizeof(int) * dec->cap_nodes);
         dec->path = xrealloc(dec->path, sizeof(int) * dec->cap_nodes);
+        if (dec->path_rows) be->release(dec->path_rows);
+        dec->path_rows = backend_alloc_ints(be, dec->cap_nodes);
     }
     reserve_hidden(dec, dec->n_pending + n);
 }
@@ -321,10 +325,12 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     DecodeStats *st = dec->st;
     if (!dec->walk) {   /* a walk kept each node and its features as it went */
         /* gather the path's features before the cache compaction, after the pending ones */
-        if (dec->draft) {
+        if (dec->draft) {   /* the path's rows: where the device walk left them, else uploaded */
+            const int *rows = dec->dc ? dec->dc->walk + 3 : dec->path_rows;
+            if (!dec->dc) backend_ints_to_device(be, dec->path_rows, dec->path, len);
             reserve_hidden(dec, dec->n_pending + len);
             be->copy_rows(dec->path_hidden + (size_t)dec->n_pending * dec->feat_width, NULL,
-                          draft_features(dec->draft, ts), dec->path, len, dec->feat_width);
+                          draft_features(dec->draft, ts), rows, len, dec->feat_width);
         }
         llama_commit(ts, dec->path, len);
     }
@@ -403,12 +409,12 @@ static int decoder_walk(Decoder *dec) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const Tree *t = &dec->tree;
-    const int zero = 0;
     int len = 0, node = 0, want = 0;
     for (;;) {
         const int pos = ts->n_past;
         if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL)) return -1;
-        if (dec->draft) be->copy_rows(dec->path_hidden, &len, draft_features(dec->draft, ts), &zero, 1, dec->feat_width);
+        if (dec->draft)
+            be->copy(dec->path_hidden + (size_t)len * dec->feat_width, draft_features(dec->draft, ts), dec->feat_width);
         llama_commit(ts, NULL, 1);
         dec->path[len++] = node;
         be->argmax(ts->logits, 1, ts->m->cfg.vocab, &want);

@@ -68,6 +68,7 @@ typedef struct {
     int n_stop;
     Tree tree;
     int *pos, *path;
+    int *path_rows;       /* backend memory, cap_nodes: the path for copy_rows */
     uint8_t *mask;
     size_t mask_cap;
     /* device rows of the committed tokens the draft has not caught up on

@@ -397,10 +397,10 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
             err_set("draft tree of %d entries exceeds the draft KV cache (%d slots)", nctx, d->slots);
             return -1;
         }
-        tree_inputs_read(&d->dev_inputs, d->be, t, rows, m, base, d->n_past, d->n_past - 1, nctx);
-        const int *in = d->dev_inputs.host;
+        tree_inputs_make(&d->dev_inputs, d->be, t, rows, m, base, d->n_past, d->n_past - 1, nctx);
+        const int *in = d->dev_inputs.dev;   /* the forward reads them where they are */
         DraftStep step = {.d = d, .nodes = in + 3 * m, .par = in + 2 * m, .tok = in, .pos = in + m, .n = m,
-                          .tree_n = n, .mask = d->dev_inputs.h_mask};
+                          .tree_n = n, .mask = d->dev_inputs.dev_mask, .on_device = 1};
         if (draft_step(d, &step)) return -1;
         d->n_temp += m;
         d->rows_scored += m;

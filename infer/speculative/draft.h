@@ -37,6 +37,7 @@ struct DraftStep {
     const int *nodes, *par, *tok, *pos;
     int n, tree_n;
     const uint8_t *mask;
+    int on_device;      /* nodes, par, tok, pos and mask are backend memory (the device cycle's) */
     /* results: a catch-up's committed entries (the root's logits go to
      * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid
      * until the next step of any draft of the run that made them) */
@@ -99,7 +100,7 @@ struct Draft {
     float *root_logits;      /* device, V: the distribution under the root */
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
     long long rows_scored;   /* logit rows computed (tree nodes expanded, catch-ups' roots), cumulative */
-    TreeInputs dev_inputs;   /* the device cycle's forward inputs, read to the host */
+    TreeInputs dev_inputs;   /* the device cycle's forward inputs, in backend memory */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
     /* --draft-temperature: the draft's logits are divided by it before the
      * softmax that gives p, P and H (1: the head as trained).  Verification

@@ -166,10 +166,13 @@ static void reserve_node_feat(Draft *d, EagleHead *e, int nodes) {
     e->node_feat = nf;
 }
 
+/* One batched step; tokens, pos, par, nodes, logit_rows and the seqs'
+ * masks are backend memory (par and nodes: each tree node's parent and
+ * node index, at the batch's rows). */
 typedef struct {
     DraftStep *const *steps;
     int n_seq, n, n_logit;
-    const int *off, *tokens, *pos, *par, *logit_rows;
+    const int *off, *tokens, *pos, *par, *nodes, *logit_rows;
     const SeqView *seqs;
 } RunArgs;
 
@@ -208,7 +211,7 @@ static void run_ops(void *arg) {
             be->copy(e->node_feat, e0->x + (size_t)(o + ni - 1) * h, h);
             be->copy(s->d->root_logits, e0->logits + (size_t)i * d0->Vd, d0->Vd);
         } else {
-            be->copy_rows(e->node_feat, s->nodes, e0->x + (size_t)o * h, NULL, ni, h);
+            be->copy_rows(e->node_feat, a->nodes + o, e0->x + (size_t)o * h, NULL, ni, h);
         }
     }
 }
@@ -232,37 +235,64 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
     }
     const int n = off[n_seq];
     Draft *d0 = steps[0]->d;
-    eagle_reserve(d0, d0->impl, n);
-    int *tokens = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
-    int *rows = xmalloc(sizeof(int) * n_seq);
-    SeqView *seqs = xmalloc(sizeof *seqs * n_seq);
-    for (int i = 0; i < n_seq; i++) {
-        DraftStep *s = steps[i];
-        Draft *d = s->d;
-        const int o = off[i], ni = off[i + 1] - o;
-        if (catch_up) {
-            for (int j = 0; j < ni - 1; j++) tokens[o + j] = s->tokens[1 + j];
-            tokens[o + ni - 1] = s->next;
-            for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
-            rows[i] = o + ni - 1;
-            reserve_node_feat(d, d->impl, 1);
-        } else {
-            memcpy(tokens + o, s->tok, sizeof(int) * ni);
-            memcpy(pos + o, s->pos, sizeof(int) * ni);
-            memcpy(par + o, s->par, sizeof(int) * ni);
-            reserve_node_feat(d, d->impl, s->tree_n);
-        }
-        seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
+    EagleHead *e0 = d0->impl;
+    if (steps[0]->on_device && (catch_up || n_seq > 1)) {
+        err_set("an EAGLE draft runs a step on device arrays alone, never a catch-up");
+        free(off);
+        return -1;
     }
-    const int *dtok, *dpos;
-    forward_ctl_upload(&((EagleHead *)d0->impl)->ctl, d0->be, tokens, pos, n, seqs, n_seq, &dtok, &dpos);
-    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, dtok, dpos, par, catch_up ? rows : NULL, seqs};
+    eagle_reserve(d0, e0, n);
+    int *tokens = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
+    int *nodes = xmalloc(sizeof(int) * n), *rows = xmalloc(sizeof(int) * n_seq);
+    SeqView *seqs = xmalloc(sizeof *seqs * n_seq);
+    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, NULL, NULL, NULL, NULL, NULL, seqs};
+    if (steps[0]->on_device) {   /* the device cycle's: already where the ops read them */
+        DraftStep *s = steps[0];
+        reserve_node_feat(d0, e0, s->tree_n);
+        seqs[0] = (SeqView){e0->kv, d0->n_past + d0->n_temp, 0, n, s->mask};
+        a.tokens = s->tok; a.pos = s->pos; a.par = s->par; a.nodes = s->nodes;
+    } else {
+        for (int i = 0; i < n_seq; i++) {
+            DraftStep *s = steps[i];
+            Draft *d = s->d;
+            const int o = off[i], ni = off[i + 1] - o;
+            if (catch_up) {
+                for (int j = 0; j < ni - 1; j++) tokens[o + j] = s->tokens[1 + j];
+                tokens[o + ni - 1] = s->next;
+                for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
+                rows[i] = o + ni - 1;
+                reserve_node_feat(d, d->impl, 1);
+            } else {
+                memcpy(tokens + o, s->tok, sizeof(int) * ni);
+                memcpy(pos + o, s->pos, sizeof(int) * ni);
+                memcpy(par + o, s->par, sizeof(int) * ni);
+                memcpy(nodes + o, s->nodes, sizeof(int) * ni);
+                reserve_node_feat(d, d->impl, s->tree_n);
+            }
+            seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
+        }
+        /* one upload of all the step's control arrays */
+        ForwardCtl *ctl = &e0->ctl;
+        size_t at_tok, at_pos, at_masks;
+        forward_ctl_begin(ctl);
+        forward_ctl_add_inputs(ctl, tokens, pos, n, seqs, n_seq, &at_tok, &at_pos, &at_masks);
+        const size_t tree = catch_up ? 0 : sizeof(int) * n;
+        const size_t at_par = forward_ctl_add(ctl, par, tree), at_nodes = forward_ctl_add(ctl, nodes, tree);
+        const size_t at_rows = forward_ctl_add(ctl, rows, catch_up ? sizeof(int) * n_seq : 0);
+        forward_ctl_send(ctl, d0->be);
+        forward_ctl_masks(ctl, seqs, n_seq, at_masks);
+        a.tokens = forward_ctl_at(ctl, at_tok);
+        a.pos = forward_ctl_at(ctl, at_pos);
+        a.par = forward_ctl_at(ctl, at_par);
+        a.nodes = forward_ctl_at(ctl, at_nodes);
+        if (catch_up) a.logit_rows = forward_ctl_at(ctl, at_rows);
+    }
     backend_recorded(d0->be, run_ops, &a);
     for (int i = 0; i < n_seq; i++) {
         if (catch_up) steps[i]->added = off[i + 1] - off[i];
-        else steps[i]->logits = ((EagleHead *)d0->impl)->logits + (size_t)off[i] * d0->Vd;
+        else steps[i]->logits = e0->logits + (size_t)off[i] * d0->Vd;
     }
-    free(tokens); free(pos); free(par); free(rows); free(seqs); free(off);
+    free(tokens); free(pos); free(par); free(nodes); free(rows); free(seqs); free(off);
     return 0;
 }
 

@@ -54,6 +54,6 @@ void eagle_head_free(Draft *d);
 int eagle_clone(Draft *dst, const Draft *src);
 /* DraftOps.run of both heads: the steps' pairs in one forward. */
 int eagle_run(DraftStep *const *steps, int n);
-/* e->logits <- the LM head over rows[0..n) of out (rows NULL: out's first n). */
+/* e->logits <- the LM head over rows[0..n) of out (rows: backend memory; NULL: out's first n). */
 void eagle_logits(Draft *d, EagleHead *e, const float *out, const int *rows, int n);
 #endif

@@ -78,7 +78,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
             for (int j = 0; j < ni - 1; j++) tok[o + j] = s->tokens[first + j];
             tok[o + ni - 1] = s->next;
             for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
-        } else {
+        } else if (!s->on_device) {
             memcpy(tok + o, s->tok, sizeof(int) * ni);
             memcpy(pos + o, s->pos, sizeof(int) * ni);
         }
@@ -87,7 +87,15 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         masks[i] = catch_up ? NULL : s->mask;
         modes[i] = catch_up ? LOGITS_LAST : LOGITS_ALL;
     }
-    if (!rc) {
+    if (!rc && steps[0]->on_device) {   /* the device cycle's step: its arrays are backend memory */
+        const DraftStep *s = steps[0];
+        if (catch_up || n_seq > 1) {
+            err_set("a draft LM runs a step on device arrays alone, never a catch-up");
+            rc = -1;
+        } else {
+            rc = llama_forward_dev(states[0], s->tok, s->pos, s->n, s->mask, LOGITS_ALL);
+        }
+    } else if (!rc) {
         DraftLM *l0 = steps[0]->d->impl;
         if (!l0->batch) l0->batch = llama_batch_new(l0->lm);
         rc = llama_forward_batch(l0->batch, states, n_seq, tok, pos, off, masks, modes);

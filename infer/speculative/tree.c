@@ -105,23 +105,12 @@ void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const
         if (in->dev) be->release(in->dev);
         in->cap = 2 * words;
         in->dev = backend_alloc_ints(be, in->cap);
-        in->host = xrealloc(in->host, sizeof(int) * in->cap);
     }
     in->dev_mask = (const uint8_t *)(const void *)(in->dev + ints);
     be->tree_inputs(t, rows, m, base, ones, pos0, nctx, in->dev, (uint8_t *)(void *)(in->dev + ints));
 }
 
-void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
-                      int pos0, int nctx) {
-    tree_inputs_make(in, be, t, rows, m, base, ones, pos0, nctx);
-    const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * nctx + 3) / 4;
-    backend_ints_to_host(be, in->host, in->dev, words);   /* the ints and the mask: one wait on a GPU */
-    in->h_mask = (const uint8_t *)(const void *)(in->host + ints);
-    in->reads++;
-}
-
 void tree_inputs_free(TreeInputs *in) {
     if (in->dev) in->be->release(in->dev);
-    free(in->host);
     memset(in, 0, sizeof *in);
 }

@@ -38,24 +38,17 @@ int tree_path(const Tree *t, int node, int *path);
 int tree_max_depth(const Tree *t);
 
 /* The inputs of a forward over rows of a tree, made in backend memory by
- * the tree op tree_inputs (kernels.h): dev[0..m) tokens, [m..2m) positions,
- * [2m..3m) parents, [3m..4m) nodes, then the mask [m][nctx] (dev_mask).
- * tree_inputs_make leaves them there (a target forward reads them there,
- * llama_forward_dev); tree_inputs_read also reads them to the host in one
- * copy (host, h_mask), for a caller that needs the lists there (the
- * draft's feature gathers), counted in reads.  Zero-initialise; the
- * buffers grow to the largest call. */
+ * the tree op tree_inputs (kernels.h), where the forward reads them:
+ * dev[0..m) tokens, [m..2m) positions, [2m..3m) parents, [3m..4m) nodes,
+ * then the mask [m][nctx] (dev_mask).  Zero-initialise; the buffer grows
+ * to the largest call. */
 typedef struct {
     const Backend *be;
-    int *dev, *host;          /* cap words each: the ints, then the mask's bytes */
+    int *dev;                 /* cap words: the ints, then the mask's bytes */
     const uint8_t *dev_mask;  /* into dev */
-    const uint8_t *h_mask;    /* into host */
     size_t cap;
-    long reads;
 } TreeInputs;
 void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
-                      int pos0, int nctx);
-void tree_inputs_read(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
                       int pos0, int nctx);
 void tree_inputs_free(TreeInputs *in);
 #endif

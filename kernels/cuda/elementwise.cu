@@ -107,27 +107,18 @@ void cu_swiglu(float *gate, const float *up, size_t n) {
     CU_LAUNCHED();
 }
 
-/* one block per row; rows[0..n) are the destination rows, rows[n..2n) the
- * source rows (both uploaded in one copy) */
-__global__ void copy_rows_kernel(float *__restrict__ dst, const float *__restrict__ src, const int *__restrict__ rows,
-                                 int n, int width, int has_dst, int has_src) {
+/* one block per row; the row lists are device memory (kernels.h), NULL
+ * meaning rows 0..n-1 */
+__global__ void copy_rows_kernel(float *__restrict__ dst, const int *__restrict__ dst_rows,
+                                 const float *__restrict__ src, const int *__restrict__ src_rows, int width) {
     const int i = blockIdx.x;
-    const size_t d = (size_t)(has_dst ? rows[i] : i) * width, s = (size_t)(has_src ? rows[n + i] : i) * width;
+    const size_t d = (size_t)(dst_rows ? dst_rows[i] : i) * width, s = (size_t)(src_rows ? src_rows[i] : i) * width;
     for (int j = threadIdx.x; j < width; j += blockDim.x) dst[d + j] = src[s + j];
 }
 
 void cu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width) {
     if (n <= 0 || width <= 0) return;
-    int *rows = (int *)malloc(sizeof(int) * 2 * (size_t)n);
-    if (!rows) { CU_FAIL("copy_rows: out of host memory for %d rows", n); return; }
-    for (int i = 0; i < n; i++) {
-        rows[i] = dst_rows ? dst_rows[i] : i;
-        rows[n + i] = src_rows ? src_rows[i] : i;
-    }
-    const int *d = (const int *)cu_upload(rows, sizeof(int) * 2 * (size_t)n, 2);
-    free(rows);
-    if (!d) return;
-    copy_rows_kernel<<<n, 128, 0, cu_stream()>>>(dst, src, d, n, width, dst_rows != NULL, src_rows != NULL);
+    copy_rows_kernel<<<n, 128, 0, cu_stream()>>>(dst, dst_rows, src, src_rows, width);
     CU_LAUNCHED();
 }
 
