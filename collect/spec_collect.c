@@ -36,9 +36,9 @@ CLI_QUESTIONS_HELP
 "                         e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\n"
 "  --batch N              decode N questions at once (default 1), a finished one's slot\n"
 "                         taking the next; questions are written in file order (recorded)\n"
-"  --cycle host|device    where each cycle's tree is built and walked (default: device at\n"
-"                         --batch 1 where the decoder can, else host); the same trees and\n"
-"                         records (docs/cuda.md)\n"
+"  --cycle host|device    where each cycle's tree is built and walked (default: device\n"
+"                         where the decoder can, else host); the same trees and records\n"
+"                         (docs/cuda.md)\n"
 "  --every-position       a tree at every position of the greedy answer, not only where a\n"
 "                         cycle starts: each cycle commits the target's next token alone\n"
 "                         (--verify root, recorded as verify; greedy only), and each tree's\n"
@@ -111,8 +111,6 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (a->run.cycle == CYCLE_DEVICE && a->run.batch > 1)
-        die(prog, "--cycle device: batched decoding (--batch > 1) runs the host cycle");
     if (every_position) {
         if (verify_given)
             die(prog, "--every-position verifies the root alone (--verify root); leave --verify out");

@@ -64,9 +64,8 @@ CLI_QUESTIONS_HELP
 "  --static-batches       with --batch: a new group of N questions only when the last is done\n"
 "  --cycle host|device    where a cycle's tree is built and walked (default: device where the\n"
 "                         policy has a device program - ar, chain with a fixed --draft-len,\n"
-"                         static, eagle2 and c2t with a fixed --total - at temperature 0 and\n"
-"                         --batch 1, else host); the same tokens, trees, tau and gamma\n"
-"                         (docs/cuda.md)\n"
+"                         static, eagle2 and c2t with a fixed --total - at temperature 0,\n"
+"                         else host); the same tokens, trees, tau and gamma (docs/cuda.md)\n"
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --repeats N            A/B pairs per question (batched: per run) for the speedup (default 1):\n"
@@ -147,8 +146,6 @@ static void check_args(const EvalArgs *a) {
     if (a->eval.repeats > 1 && !a->eval.baseline) die(prog, "--repeats times A/B pairs: drop --no-baseline");
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
-    if (a->eval.cycle == CYCLE_DEVICE && a->eval.batch.slots > 1)
-        die(prog, "--cycle device: batched decoding (--batch > 1) runs the host cycle");
     if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
     if (a->csv_out) {
         cli_check_writable(prog, "--csv", a->csv_out);

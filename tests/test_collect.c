@@ -225,9 +225,9 @@ static void same_collection_within(const char *a, const char *b, const char *wha
 
 static void same_collection(const char *a, const char *b, const char *what) { same_collection_within(a, b, what, 1e-3f); }
 
-/* --cycle device (the default at --batch 1) writes what the host cycle
- * writes, P and H bit for bit; it is refused with --batch 3 and with
- * --every-position, in one line each. */
+/* --cycle device (the default) writes what the host cycle writes, P and H
+ * bit for bit, at --batch 1 and 3; it is refused with --every-position in
+ * one line. */
 static void test_device_cycle_collection_equals_host(void) {
     char a[256], b[256], c[256], err[4096];
     snprintf(a, sizeof a, "%s/cycle_host.h5", dir);
@@ -245,8 +245,16 @@ static void test_device_cycle_collection_equals_host(void) {
     REQUIRE(rc == 0, "default cycle: %s", err);
     CHECK(strstr(err, "device cycle"), "the default at --batch 1 is not the device cycle: %s", err);
     same_collection_within(a, c, "default cycle vs host cycle", 0);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle device --batch 3 --out %s/x.h5", bin_dir(), qfile, args, dir);
-    CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
+    /* batched: each slot on the device cycle, the same records as the host cycle's at --batch 3 */
+    char d3[256], h3[256];
+    snprintf(d3, sizeof d3, "%s/cycle_device_b3.h5", dir);
+    snprintf(h3, sizeof h3, "%s/cycle_host_b3.h5", dir);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host --batch 3 --out %s", bin_dir(), qfile, args, h3);
+    REQUIRE(rc == 0, "host cycle, batch 3: %s", err);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --batch 3 --out %s", bin_dir(), qfile, args, d3);
+    REQUIRE(rc == 0, "default cycle, batch 3: %s", err);
+    CHECK(strstr(err, "device cycle"), "the default at --batch 3 is not the device cycle: %s", err);
+    same_collection_within(h3, d3, "device cycle vs host cycle at batch 3", 0);
     rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle device --every-position --out %s/y.h5", bin_dir(), qfile,
                  args, dir);
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");

@@ -336,9 +336,12 @@ static void test_device_cycle_refused(void) {
     draft_free(d);
     llama_free(m);
     char err[512];
-    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --draft tests/ckpt/eagle_tiny "
-                     "--questions x.jsonl --cycle device --batch 2", bin_dir());
+    /* batched, each slot's decoder refuses it alike */
+    int rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --draft data/demo/eagle --template none "
+                     "--questions data/demo/prompts/code_test.jsonl --max-questions 2 --max-new-tokens 4 "
+                     "--temperature 0.7 --cycle device --batch 2", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
+    CHECK(strstr(err, "sampling"), "the refusal does not say why: %s", err);
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --cycle gpu", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle");
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --verify all", bin_dir());

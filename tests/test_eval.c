@@ -442,6 +442,53 @@ static void test_batched_decoding(void) {
     unlink(qs);
 }
 
+/* --batch 3 on the device cycle (each slot runs its policy's program, the
+ * slots' forwards batched with their inputs in backend memory) decodes
+ * what the host cycle decodes at --batch 3: every turn's tokens, tau and
+ * gamma, for every policy with a program on the demo family; the report
+ * says which cycle ran. */
+static void test_batched_device_cycle_equals_host(void) {
+    char out[] = "/tmp/c2t_bcycleXXXXXX", err[4096];
+    close(mkstemp(out));
+    const char *base = "--target data/demo/target --template none --questions data/demo/prompts/code_test.jsonl "
+                       "--max-questions 5 --max-new-tokens 24 --quiet --no-baseline --batch 3";
+    const char *runs[] = {"--policy eagle2 --draft data/demo/eagle --topk 4 --depth 4 --total 12",
+                          "--policy c2t --draft data/demo/eagle --classifier data/demo/classifier.json --total 10",
+                          "--policy static --draft data/demo/eagle",
+                          "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 4",
+                          "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 6 --early-stop dymax --threshold 0.05",
+                          "--policy ar"};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        cJSON *ids[2] = {NULL, NULL};
+        double tau[2] = {0, 0}, gamma[2] = {0, 0};
+        for (int c = 0; c < 2; c++) {
+            const char *cycle = c ? "device" : "host";
+            int rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --cycle %s --json %s", bin_dir(), base, runs[r],
+                             cycle, out);
+            CHECK(rc == 0, "%s --cycle %s: exit %d: %s", runs[r], cycle, rc, err);
+            if (rc) continue;
+            cJSON *j = read_json_file(out);
+            REQUIRE(j, "%s: no JSON report", out);
+            const char *ran = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "cycle"));
+            CHECK(ran && !strcmp(ran, cycle), "%s --cycle %s: settings.cycle %s", runs[r], cycle, ran ? ran : "(absent)");
+            cJSON *tot = cJSON_GetObjectItem(j, "total");
+            tau[c] = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "tau"));
+            gamma[c] = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "gamma"));
+            cJSON_Delete(j);
+            int n;
+            ids[c] = ids_by_turn(out, &n);
+        }
+        if (ids[0] && ids[1]) {
+            CHECK(cJSON_Compare(ids[0], ids[1], 1), "%s: the device cycle decodes other tokens at --batch 3", runs[r]);
+            CHECK(tau[0] == tau[1] && gamma[0] == gamma[1], "%s: tau %.4f / %.4f, gamma %.0f / %.0f (host / device)",
+                  runs[r], tau[0], tau[1], gamma[0], gamma[1]);
+            printf("# --batch 3 %s: tau %.3f, gamma %.0f on both cycles\n", runs[r], tau[1], gamma[1]);
+        }
+        cJSON_Delete(ids[0]); cJSON_Delete(ids[1]);
+    }
+    unlink(out);
+}
+
 /* The settings that change the arithmetic (--kv-dtype bf16, --cpu-fast-gemm
  * on) change it for ar and the speculative run alike, so decoding stays
  * lossless, batched too, on the BF16 demo family; they are recorded in the
@@ -1047,6 +1094,7 @@ int main(void) {
     RUN(test_lossless_demo_family);
     RUN(test_json_report);
     RUN(test_batched_decoding);
+    RUN(test_batched_device_cycle_equals_host);
     RUN(test_arithmetic_options_lossless);
     RUN(test_no_template_is_plain_text);
     RUN(test_bad_input);

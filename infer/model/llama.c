@@ -306,17 +306,41 @@ int llama_forward_dev(LlamaState *s, const int *tokens, const int *pos, int n, c
     return forward_solo(s, tokens, pos, n, mask, mode, 0);
 }
 
-void forward_ctl_begin(ForwardCtl *c) { c->used = 0; }
+void forward_ctl_begin(ForwardCtl *c) {
+    c->used = 0;
+    c->n_copies = 0;
+}
 
-size_t forward_ctl_add(ForwardCtl *c, const void *host, size_t bytes) {
-    const size_t at = c->used, words = (bytes + 3) / 4;
+/* words more ints of staging at c->used, the last one zeroed (a mask's
+ * tail bytes: defined); returns where they start */
+static size_t ctl_grow(ForwardCtl *c, size_t words) {
+    const size_t at = c->used;
     if (at + words > c->host_cap) {
         c->host_cap = 2 * (at + words);
         c->host = xrealloc(c->host, sizeof(int) * c->host_cap);
     }
-    if (words) c->host[at + words - 1] = 0;   /* a mask's tail bytes: defined */
-    if (bytes) memcpy(c->host + at, host, bytes);
+    if (words) c->host[at + words - 1] = 0;
     c->used = at + words;
+    return at;
+}
+
+size_t forward_ctl_add(ForwardCtl *c, const void *host, size_t bytes) {
+    const size_t at = ctl_grow(c, (bytes + 3) / 4);
+    if (bytes) memcpy(c->host + at, host, bytes);
+    return at;
+}
+
+size_t forward_ctl_add_dev(ForwardCtl *c, const int *dev, size_t n) {
+    const size_t at = ctl_grow(c, n);
+    if (!n) return at;
+    memset(c->host + at, 0, sizeof(int) * n);   /* a placeholder the copy overwrites */
+    if (c->n_copies == c->copies_cap) {
+        c->copies_cap = c->copies_cap ? 2 * c->copies_cap : 16;
+        c->copies = xrealloc(c->copies, sizeof *c->copies * c->copies_cap);
+    }
+    c->copies[c->n_copies].at = at;
+    c->copies[c->n_copies].words = n;
+    c->copies[c->n_copies++].src = dev;
     return at;
 }
 
@@ -329,6 +353,9 @@ void forward_ctl_send(ForwardCtl *c, const Backend *be) {
         c->dev = backend_alloc_ints(be, c->dev_cap);
     }
     backend_ints_to_device(be, c->dev, c->host, c->used);
+    for (int i = 0; i < c->n_copies; i++)   /* after the upload, in backend order */
+        be->copy((float *)(void *)(c->dev + c->copies[i].at), (const float *)(const void *)c->copies[i].src,
+                 c->copies[i].words);
 }
 
 const void *forward_ctl_at(const ForwardCtl *c, size_t off) { return c->dev + off; }
@@ -353,6 +380,7 @@ void forward_ctl_masks(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_
 void forward_ctl_free(ForwardCtl *c) {
     if (c->dev) c->be->release(c->dev);
     free(c->host);
+    free(c->copies);
     memset(c, 0, sizeof *c);
 }
 
@@ -469,6 +497,11 @@ static void batch_ops(void *arg) {
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
                         const int *off, const uint8_t *const *masks, const LogitsMode *modes) {
     return forward_batch(b, states, n_seq, tokens, pos, off, masks, modes, 1);
+}
+
+int llama_forward_batch_dev(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
+                            const int *off, const uint8_t *const *masks, const LogitsMode *modes) {
+    return forward_batch(b, states, n_seq, tokens, pos, off, masks, modes, 0);
 }
 
 static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,

@@ -71,14 +71,19 @@ typedef struct {
  * host and uploaded in one copy per forward.  forward_ctl_begin, then
  * forward_ctl_add per array (each returns its offset), forward_ctl_send,
  * then forward_ctl_at(offset) gives each array's copy, valid until the
- * next begin. */
+ * next begin.  forward_ctl_add_dev stages an array that is in backend
+ * memory already (several sequences' device inputs packed side by side):
+ * send copies it there after the upload, on the backend. */
 typedef struct {
     const Backend *be;
     int *dev, *host;            /* dev_cap / host_cap ints */
     size_t dev_cap, host_cap, used;
+    struct { size_t at, words; const int *src; } *copies;   /* forward_ctl_add_dev's */
+    int n_copies, copies_cap;
 } ForwardCtl;
 void forward_ctl_begin(ForwardCtl *c);
 size_t forward_ctl_add(ForwardCtl *c, const void *host, size_t bytes);
+size_t forward_ctl_add_dev(ForwardCtl *c, const int *dev, size_t n);
 void forward_ctl_send(ForwardCtl *c, const Backend *be);
 const void *forward_ctl_at(const ForwardCtl *c, size_t off);
 /* The usual set: tokens[n], pos[n] and every seqs[i].mask (seqs[i].n rows
@@ -177,6 +182,10 @@ void llama_batch_free(LlamaBatch *b);
 /* 0, or -1 with err_set (a cache that would overflow names its sequence). */
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
                         const int *off, const uint8_t *const *masks, const LogitsMode *modes);
+/* llama_forward_batch with tokens, pos and the masks in backend memory (as
+ * llama_forward_dev). */
+int llama_forward_batch_dev(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
+                            const int *off, const uint8_t *const *masks, const LogitsMode *modes);
 
 /* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
  * keeps the first m) as context; the rest of that forward is dropped. */

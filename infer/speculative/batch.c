@@ -46,6 +46,7 @@ struct Run {
     Fiber sched;          /* the scheduler: the calling thread's own context */
     Slot *slots;
     LlamaBatch *lb;       /* the target's batched forwards */
+    ForwardCtl ctl;       /* device-cycle calls' inputs, packed */
     /* Auto tree sizes (cost.h): the round's curve, calibrated once for all
      * the slots (GATE_CALIBRATE); when the last round's verification ended
      * (0 before the first), and the seconds of prefills and calibration
@@ -90,6 +91,7 @@ static void fiber_main(void *arg) {
         if (r->failed || r->next >= r->n) break;
         const int job = r->next++;
         sl->dec->hook = r->o->hook;
+        sl->dec->hook_reads_tree = r->o->hook_reads_tree;
         sl->dec->hook_ctx = r->ctxs[job];
         if (session_question(r->s, sl->dec, r->qs[job], r->fn, r->ctxs[job]) ||
             (r->o->question_done && r->o->question_done(r->ctxs[job]))) {
@@ -101,8 +103,15 @@ static void fiber_main(void *arg) {
 }
 
 /* The target's forwards of n calls (GATE_PREFILL or GATE_VERIFY: one
- * sequence's tokens each) as one batched forward. */
+ * sequence's tokens each) as one batched forward; calls of the device
+ * cycle (on_device) have their tokens and positions packed side by side in
+ * backend memory, their masks read where they are. */
 static int forward_calls(Run *r, const GateCall *const *calls, int n) {
+    for (int i = 1; i < n; i++)
+        if (calls[i]->on_device != calls[0]->on_device) {
+            err_set("a batched forward mixes host and device inputs");
+            return -1;
+        }
     int total = 0;
     for (int i = 0; i < n; i++) total += calls[i]->n;
     LlamaState **states = xmalloc(sizeof *states * n);
@@ -113,14 +122,28 @@ static int forward_calls(Run *r, const GateCall *const *calls, int n) {
     off[0] = 0;
     for (int i = 0; i < n; i++) {
         const GateCall *c = calls[i];
-        memcpy(tokens + off[i], c->tokens, sizeof(int) * c->n);
-        memcpy(pos + off[i], c->pos, sizeof(int) * c->n);
+        if (!c->on_device) {
+            memcpy(tokens + off[i], c->tokens, sizeof(int) * c->n);
+            memcpy(pos + off[i], c->pos, sizeof(int) * c->n);
+        }
         off[i + 1] = off[i] + c->n;
         states[i] = c->state;
         masks[i] = c->mask;
         modes[i] = c->mode;
     }
-    int rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, modes);
+    int rc;
+    if (calls[0]->on_device) {
+        forward_ctl_begin(&r->ctl);
+        const size_t at_tok = r->ctl.used;
+        for (int i = 0; i < n; i++) forward_ctl_add_dev(&r->ctl, calls[i]->tokens, calls[i]->n);
+        const size_t at_pos = r->ctl.used;
+        for (int i = 0; i < n; i++) forward_ctl_add_dev(&r->ctl, calls[i]->pos, calls[i]->n);
+        forward_ctl_send(&r->ctl, r->s->target->be);
+        rc = llama_forward_batch_dev(r->lb, states, n, forward_ctl_at(&r->ctl, at_tok), forward_ctl_at(&r->ctl, at_pos),
+                                     off, masks, modes);
+    } else {
+        rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, modes);
+    }
     free(states); free(masks); free(modes); free(off); free(tokens); free(pos);
     return rc;
 }
@@ -366,6 +389,11 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
         if (sl[i].dec->sw) sl[i].dec->sw = &r->sw;   /* the rounds draft or not as one */
         sl[i].dec->gate = &sl[i].gate;
         if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
+        if (decoder_choose_cycle(sl[i].dec, r->o->cycle)) {
+            slots_free(sl, i + 1);
+            return NULL;
+        }
+        if (r->o->ran_device) *r->o->ran_device = sl[i].dec->dc != NULL;
         if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {
             slots_free(sl, i + 1);
             return NULL;
@@ -397,6 +425,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
         o->cost->sw = r.sw;
     }
     llama_batch_free(r.lb);
+    forward_ctl_free(&r.ctl);
     slots_free(r.slots, o->slots);
     if (r.failed) { err_set("%s", r.err); return -1; }
     return 0;

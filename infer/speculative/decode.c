@@ -132,11 +132,15 @@ static const float *path_logits(void *ctx, int node) {
     return dec->gate->pass(dec->gate, &call) ? NULL : call.logits;
 }
 
-/* The target's forward, through the decoder's gate when it has one. */
+/* The target's forward, through the decoder's gate when it has one; its
+ * arrays on the host, or in backend memory (on_device). */
 static int target_forward(Decoder *dec, GateKind kind, const int *tokens, const int *pos, int n, const uint8_t *mask,
-                          LogitsMode mode) {
-    if (!dec->gate) return llama_forward(dec->target, tokens, pos, n, mask, mode);
-    GateCall call = {.kind = kind, .state = dec->target, .tokens = tokens, .pos = pos, .n = n, .mask = mask, .mode = mode};
+                          LogitsMode mode, int on_device) {
+    if (!dec->gate)
+        return on_device ? llama_forward_dev(dec->target, tokens, pos, n, mask, mode)
+                         : llama_forward(dec->target, tokens, pos, n, mask, mode);
+    GateCall call = {.kind = kind, .state = dec->target, .tokens = tokens, .pos = pos, .n = n, .mask = mask,
+                     .mode = mode, .on_device = on_device};
     return dec->gate->pass(dec->gate, &call);
 }
 
@@ -162,7 +166,7 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     /* prefill: the prompt, then the target's first token */
     int *pos = xmalloc(sizeof(int) * n_prompt);
     for (int i = 0; i < n_prompt; i++) pos[i] = i;
-    int rc = target_forward(dec, GATE_PREFILL, prompt, pos, n_prompt, NULL, LOGITS_LAST);
+    int rc = target_forward(dec, GATE_PREFILL, prompt, pos, n_prompt, NULL, LOGITS_LAST, 0);
     free(pos);
     if (rc) return -1;
     llama_commit(ts, NULL, n_prompt);
@@ -412,7 +416,7 @@ static int decoder_walk(Decoder *dec) {
     int len = 0, node = 0, want = 0;
     for (;;) {
         const int pos = ts->n_past;
-        if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL)) return -1;
+        if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL, 0)) return -1;
         if (dec->draft)
             be->copy(dec->path_hidden + (size_t)len * dec->feat_width, draft_features(dec->draft, ts), dec->feat_width);
         llama_commit(ts, NULL, 1);
@@ -476,7 +480,8 @@ static int decoder_cycle_dev(Decoder *dec) {
     tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
     dec->lazy = n > LAZY_LOGITS_NODES;
     const int *in = c->inputs.dev;
-    if (llama_forward_dev(ts, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL, dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+    if (target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,
+                       dec->lazy ? LOGITS_NONE : LOGITS_ALL, 1) ||
         device_walk(dec, n))
         return -1;
     const int len = c->h_walk[1];
@@ -500,7 +505,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
             : dec->walk ? decoder_draft(dec) || decoder_walk(dec)
                         : decoder_draft(dec) ||
                           target_forward(dec, GATE_VERIFY, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
-                                         dec->lazy ? LOGITS_NONE : LOGITS_ALL) ||
+                                         dec->lazy ? LOGITS_NONE : LOGITS_ALL, 0) ||
                           decoder_accept(dec))
             return -1;
         if (!dec->gate) backend_unit_end(be, &dec->tuner);
@@ -517,9 +522,8 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
     if (dec->vocab) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
     if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
                                               : "--verify walk walks on the host";
-    if (dec->gate) return "batched decoding (--batch > 1) runs the host cycle";
     if (p->feedback) return "the policy learns from each cycle on the host";
-    if (dec->draft && (dec->draft->ops->expand || dec->draft->gate)) return "this draft has no device program";
+    if (dec->draft && dec->draft->ops->expand) return "this draft has no device program";
     return NULL;
 }
 

@@ -269,7 +269,8 @@ int draft_run_steps(DraftStep *const *steps, int n) {
         if (done[i]) continue;
         int g = 0;
         for (int j = i; j < n; j++)
-            if (!done[j] && steps[j]->d->ops == steps[i]->d->ops && steps[j]->catch_up == steps[i]->catch_up) {
+            if (!done[j] && steps[j]->d->ops == steps[i]->d->ops && steps[j]->catch_up == steps[i]->catch_up &&
+                steps[j]->on_device == steps[i]->on_device) {
                 group[g++] = steps[j];
                 done[j] = 1;
             }

@@ -236,8 +236,9 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
     const int n = off[n_seq];
     Draft *d0 = steps[0]->d;
     EagleHead *e0 = d0->impl;
-    if (steps[0]->on_device && (catch_up || n_seq > 1)) {
-        err_set("an EAGLE draft runs a step on device arrays alone, never a catch-up");
+    const int on_device = steps[0]->on_device;   /* the device cycle's steps (draft_run_steps groups them) */
+    if (on_device && catch_up) {
+        err_set("an EAGLE draft's catch-up has no device inputs");
         free(off);
         return -1;
     }
@@ -245,48 +246,55 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
     int *tokens = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
     int *nodes = xmalloc(sizeof(int) * n), *rows = xmalloc(sizeof(int) * n_seq);
     SeqView *seqs = xmalloc(sizeof *seqs * n_seq);
-    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, NULL, NULL, NULL, NULL, NULL, seqs};
-    if (steps[0]->on_device) {   /* the device cycle's: already where the ops read them */
-        DraftStep *s = steps[0];
-        reserve_node_feat(d0, e0, s->tree_n);
-        seqs[0] = (SeqView){e0->kv, d0->n_past + d0->n_temp, 0, n, s->mask};
-        a.tokens = s->tok; a.pos = s->pos; a.par = s->par; a.nodes = s->nodes;
-    } else {
-        for (int i = 0; i < n_seq; i++) {
-            DraftStep *s = steps[i];
-            Draft *d = s->d;
-            const int o = off[i], ni = off[i + 1] - o;
-            if (catch_up) {
-                for (int j = 0; j < ni - 1; j++) tokens[o + j] = s->tokens[1 + j];
-                tokens[o + ni - 1] = s->next;
-                for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
-                rows[i] = o + ni - 1;
-                reserve_node_feat(d, d->impl, 1);
-            } else {
+    for (int i = 0; i < n_seq; i++) {
+        DraftStep *s = steps[i];
+        Draft *d = s->d;
+        const int o = off[i], ni = off[i + 1] - o;
+        if (catch_up) {
+            for (int j = 0; j < ni - 1; j++) tokens[o + j] = s->tokens[1 + j];
+            tokens[o + ni - 1] = s->next;
+            for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
+            rows[i] = o + ni - 1;
+            reserve_node_feat(d, d->impl, 1);
+        } else {
+            if (!on_device) {
                 memcpy(tokens + o, s->tok, sizeof(int) * ni);
                 memcpy(pos + o, s->pos, sizeof(int) * ni);
                 memcpy(par + o, s->par, sizeof(int) * ni);
                 memcpy(nodes + o, s->nodes, sizeof(int) * ni);
-                reserve_node_feat(d, d->impl, s->tree_n);
             }
-            seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
+            reserve_node_feat(d, d->impl, s->tree_n);
         }
-        /* one upload of all the step's control arrays */
-        ForwardCtl *ctl = &e0->ctl;
-        size_t at_tok, at_pos, at_masks;
-        forward_ctl_begin(ctl);
+        seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
+    }
+    /* every control array of the step in backend memory, side by side: the
+     * host's in one upload, the device cycle's copied there */
+    ForwardCtl *ctl = &e0->ctl;
+    size_t at_tok, at_pos, at_masks, at_par, at_nodes;
+    forward_ctl_begin(ctl);
+    if (on_device) {
+        size_t *at[4] = {&at_tok, &at_pos, &at_par, &at_nodes};
+        for (int f = 0; f < 4; f++) {   /* the same array of every step */
+            *at[f] = ctl->used;
+            for (int i = 0; i < n_seq; i++) {
+                const DraftStep *st = steps[i];
+                forward_ctl_add_dev(ctl, f == 0 ? st->tok : f == 1 ? st->pos : f == 2 ? st->par : st->nodes,
+                                    off[i + 1] - off[i]);
+            }
+        }
+        at_masks = ctl->used;
+    } else {
         forward_ctl_add_inputs(ctl, tokens, pos, n, seqs, n_seq, &at_tok, &at_pos, &at_masks);
         const size_t tree = catch_up ? 0 : sizeof(int) * n;
-        const size_t at_par = forward_ctl_add(ctl, par, tree), at_nodes = forward_ctl_add(ctl, nodes, tree);
-        const size_t at_rows = forward_ctl_add(ctl, rows, catch_up ? sizeof(int) * n_seq : 0);
-        forward_ctl_send(ctl, d0->be);
-        forward_ctl_masks(ctl, seqs, n_seq, at_masks);
-        a.tokens = forward_ctl_at(ctl, at_tok);
-        a.pos = forward_ctl_at(ctl, at_pos);
-        a.par = forward_ctl_at(ctl, at_par);
-        a.nodes = forward_ctl_at(ctl, at_nodes);
-        if (catch_up) a.logit_rows = forward_ctl_at(ctl, at_rows);
+        at_par = forward_ctl_add(ctl, par, tree);
+        at_nodes = forward_ctl_add(ctl, nodes, tree);
     }
+    const size_t at_rows = forward_ctl_add(ctl, rows, catch_up ? sizeof(int) * n_seq : 0);
+    forward_ctl_send(ctl, d0->be);
+    if (!on_device) forward_ctl_masks(ctl, seqs, n_seq, at_masks);
+    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, forward_ctl_at(ctl, at_tok), forward_ctl_at(ctl, at_pos),
+                 forward_ctl_at(ctl, at_par), forward_ctl_at(ctl, at_nodes),
+                 catch_up ? forward_ctl_at(ctl, at_rows) : NULL, seqs};
     backend_recorded(d0->be, run_ops, &a);
     for (int i = 0; i < n_seq; i++) {
         if (catch_up) steps[i]->added = off[i + 1] - off[i];

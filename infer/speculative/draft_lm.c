@@ -11,6 +11,7 @@ typedef struct {
     int started;   /* the first catch-up also feeds tokens[0] */
     void *vocab_host;   /* bytes of a reduced draft vocabulary's LM head (set_vocab) */
     LlamaBatch *batch;  /* scratch of lm_run's forwards */
+    ForwardCtl ctl;     /* device-cycle steps' tokens and positions, packed */
     int shared;         /* a clone: lm is another draft's */
 } DraftLM;
 
@@ -35,6 +36,7 @@ static void lm_free(Draft *d) {
     if (!l) return;
     llama_state_free(l->lms);
     llama_batch_free(l->batch);
+    forward_ctl_free(&l->ctl);
     if (!l->shared) {
         llama_free(l->lm);
         free(l->vocab_host);
@@ -87,17 +89,21 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         masks[i] = catch_up ? NULL : s->mask;
         modes[i] = catch_up ? LOGITS_LAST : LOGITS_ALL;
     }
-    if (!rc && steps[0]->on_device) {   /* the device cycle's step: its arrays are backend memory */
-        const DraftStep *s = steps[0];
-        if (catch_up || n_seq > 1) {
-            err_set("a draft LM runs a step on device arrays alone, never a catch-up");
-            rc = -1;
-        } else {
-            rc = llama_forward_dev(states[0], s->tok, s->pos, s->n, s->mask, LOGITS_ALL);
-        }
+    DraftLM *l0 = steps[0]->d->impl;
+    if (!rc && !l0->batch) l0->batch = llama_batch_new(l0->lm);
+    if (!rc && steps[0]->on_device && catch_up) {
+        err_set("a draft LM's catch-up has no device inputs");
+        rc = -1;
+    } else if (!rc && steps[0]->on_device) {   /* the device cycle's steps: tokens and positions packed there */
+        forward_ctl_begin(&l0->ctl);
+        const size_t at_tok = l0->ctl.used;
+        for (int i = 0; i < n_seq; i++) forward_ctl_add_dev(&l0->ctl, steps[i]->tok, steps[i]->n);
+        const size_t at_pos = l0->ctl.used;
+        for (int i = 0; i < n_seq; i++) forward_ctl_add_dev(&l0->ctl, steps[i]->pos, steps[i]->n);
+        forward_ctl_send(&l0->ctl, steps[0]->d->be);
+        rc = llama_forward_batch_dev(l0->batch, states, n_seq, forward_ctl_at(&l0->ctl, at_tok),
+                                     forward_ctl_at(&l0->ctl, at_pos), off, masks, modes);
     } else if (!rc) {
-        DraftLM *l0 = steps[0]->d->impl;
-        if (!l0->batch) l0->batch = llama_batch_new(l0->lm);
         rc = llama_forward_batch(l0->batch, states, n_seq, tok, pos, off, masks, modes);
     }
     for (int i = 0; i < n_seq && !rc; i++) {

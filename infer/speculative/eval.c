@@ -33,6 +33,7 @@ typedef struct {
     EvalResult *r;
     const char *bench_name;
     int in_ar;                /* the ar baseline is decoding (progress line) */
+    int batch_device;         /* batched: the policy's slots ran the device cycle */
 } EvalCtx;
 
 /* Every cycle of a turn: the progress line (rate-limited there), so that a
@@ -472,6 +473,8 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
             double wall = 0;
             BatchOptions bo = o->batch;
             bo.cost = k == 0 && !run_ar && policy->wants_cost ? cost : NULL;   /* the recorded run's */
+            bo.cycle = o->cycle;
+            bo.ran_device = run_ar ? NULL : &c->batch_device;
             rc = batch_run(s, run_ar ? &ap : &policy->prm, &bo, qs, nq, fn, ctxs, &wall);
             *(run_ar ? &pairs[k].ar_s : &pairs[k].policy_s) = wall;
         }
@@ -549,6 +552,8 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     if (batched && policy->wants_cost) batch_cost = xcalloc(1, sizeof *batch_cost);
     if (batched) {
         if (eval_batched(s, policy, sets, files, n, o, &ctx, jbench, batch_cost)) goto done;
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r->report, "settings"), "cycle",
+                                  cJSON_CreateString(ctx.batch_device ? "device" : "host"));
         n = 0;   /* done: no single-sequence pass below */
     }
     for (int i = 0; i < n; i++) {

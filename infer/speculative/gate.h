@@ -32,12 +32,15 @@ typedef struct {
 
 typedef struct {
     GateKind kind;
-    /* GATE_PREFILL, GATE_VERIFY: llama_forward's arguments; GATE_ROW: state, row */
+    /* GATE_PREFILL, GATE_VERIFY: llama_forward's arguments (on_device:
+     * tokens, pos and mask in backend memory, llama_forward_dev's); GATE_ROW:
+     * state, row */
     LlamaState *state;
     const int *tokens, *pos;
     int n, row;
     const uint8_t *mask;
     LogitsMode mode;
+    int on_device;
     DraftStep *step;        /* GATE_DRAFT */
     DistCall *dist;         /* GATE_DIST */
     const float *logits;    /* GATE_ROW's result */

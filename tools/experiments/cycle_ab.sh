@@ -8,8 +8,9 @@
 # test_cycle.c), so only speed may differ.  Prompts: the held-out SmolLM2
 # prompts (data/smollm2/prompts/heldout.jsonl, not a benchmark).
 #   REPS (5), Q (8 questions), MAX_NEW (64), THREADS (2); ONLY (a word:
-#   only the settings whose name holds it); ARITH as
-#   tools/experiments/arith.sh.  Rows to results/bench/cycle_ab.csv.
+#   only the settings whose name holds it); BATCH (1: sequences decoded
+#   together, --batch); ARITH as tools/experiments/arith.sh.  Rows to
+#   results/bench/cycle_ab.csv.
 set -eu
 cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
@@ -17,6 +18,7 @@ D=data/smollm2
 REPS=${REPS:-5}
 Q=${Q:-8}
 MAX_NEW=${MAX_NEW:-64}
+BATCH=${BATCH:-1}
 export OMP_NUM_THREADS=${THREADS:-2}
 . tools/experiments/arith.sh
 [ -f "$T/config.json" ] || { echo "cycle_ab: $T is missing (make smollm2)" >&2; exit 1; }
@@ -27,10 +29,11 @@ echo "setting,round,host_tok_s,device_tok_s,tau_host,tau_device,gamma_host,gamma
 run() {   # cycle, args... -> "tok/s tau gamma"
     c=$1; shift
     bin/spec-eval --target $T --draft $D/eagle $ARITH --questions $D/prompts/heldout.jsonl --max-questions $Q \
-        --max-new-tokens $MAX_NEW --no-baseline --quiet --draft-vocab full --cycle "$c" --json $OUT/cycle_ab.json "$@" >/dev/null 2>&1
+        --max-new-tokens $MAX_NEW --no-baseline --quiet --draft-vocab full --batch $BATCH --cycle "$c" \
+        --json $OUT/cycle_ab.json "$@" >/dev/null 2>&1
     python3 -c "import json; t=json.load(open('$OUT/cycle_ab.json'))['total']; print(t['v'], t['tau'], t['gamma'])"
 }
-echo "device / host cycle, SmolLM2 BF16 head, $Q held-out prompts x $MAX_NEW tokens, $REPS rounds, arithmetic: $(arith_name)"
+echo "device / host cycle, SmolLM2 BF16 head, $Q held-out prompts x $MAX_NEW tokens, batch $BATCH, $REPS rounds, arithmetic: $(arith_name)"
 for setting in "eagle2 k10 d6 total 60|--policy eagle2 --topk 10 --depth 6 --total 60 --draft-vocab full" "eagle2 k4 d5 total 8 v4096|--policy eagle2 --topk 4 --depth 5 --total 8 --draft-vocab 4096" \
                "c2t b0.5 k10 d8 total all|--policy c2t --classifier $D/classifier.json --total all" \
                "c2t b0.5 k4 d5 total 8 v4096|--policy c2t --classifier $D/classifier.json --topk 4 --depth 5 --total 8 --draft-vocab 4096" \
