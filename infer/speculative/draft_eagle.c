@@ -268,11 +268,12 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
         seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
     }
     /* every control array of the step in backend memory, side by side: the
-     * host's in one upload, the device cycle's copied there */
+     * host's in one upload, the device cycle's copied there (one step's
+     * are read where they are) */
     ForwardCtl *ctl = &e0->ctl;
-    size_t at_tok, at_pos, at_masks, at_par, at_nodes;
+    size_t at_tok = 0, at_pos = 0, at_masks = 0, at_par = 0, at_nodes = 0;
     forward_ctl_begin(ctl);
-    if (on_device) {
+    if (on_device && n_seq > 1) {
         size_t *at[4] = {&at_tok, &at_pos, &at_par, &at_nodes};
         for (int f = 0; f < 4; f++) {   /* the same array of every step */
             *at[f] = ctl->used;
@@ -282,8 +283,7 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
                                     off[i + 1] - off[i]);
             }
         }
-        at_masks = ctl->used;
-    } else {
+    } else if (!on_device) {
         forward_ctl_add_inputs(ctl, tokens, pos, n, seqs, n_seq, &at_tok, &at_pos, &at_masks);
         const size_t tree = catch_up ? 0 : sizeof(int) * n;
         at_par = forward_ctl_add(ctl, par, tree);
@@ -295,6 +295,9 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
     RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, forward_ctl_at(ctl, at_tok), forward_ctl_at(ctl, at_pos),
                  forward_ctl_at(ctl, at_par), forward_ctl_at(ctl, at_nodes),
                  catch_up ? forward_ctl_at(ctl, at_rows) : NULL, seqs};
+    if (on_device && n_seq == 1) {
+        a.tokens = steps[0]->tok; a.pos = steps[0]->pos; a.par = steps[0]->par; a.nodes = steps[0]->nodes;
+    }
     backend_recorded(d0->be, run_ops, &a);
     for (int i = 0; i < n_seq; i++) {
         if (catch_up) steps[i]->added = off[i + 1] - off[i];

@@ -94,6 +94,8 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
     if (!rc && steps[0]->on_device && catch_up) {
         err_set("a draft LM's catch-up has no device inputs");
         rc = -1;
+    } else if (!rc && steps[0]->on_device && n_seq == 1) {   /* the device cycle's step: read where it is */
+        rc = llama_forward_dev(states[0], steps[0]->tok, steps[0]->pos, steps[0]->n, masks[0], LOGITS_ALL);
     } else if (!rc && steps[0]->on_device) {   /* the device cycle's steps: tokens and positions packed there */
         forward_ctl_begin(&l0->ctl);
         const size_t at_tok = l0->ctl.used;
