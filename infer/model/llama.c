@@ -352,7 +352,7 @@ void forward_ctl_send(ForwardCtl *c, const Backend *be) {
         if (c->dev_cap < 64) c->dev_cap = 64;
         c->dev = backend_alloc_ints(be, c->dev_cap);
     }
-    backend_ints_to_device(be, c->dev, c->host, c->used);
+    if (c->used) backend_ints_to_device(be, c->dev, c->host, c->used);
     for (int i = 0; i < c->n_copies; i++)   /* after the upload, in backend order */
         be->copy((float *)(void *)(c->dev + c->copies[i].at), (const float *)(const void *)c->copies[i].src,
                  c->copies[i].words);

@@ -6,7 +6,8 @@
 
 static float *cpu_alloc(size_t n) { return xcalloc(n ? n : 1, sizeof(float)); }
 static void cpu_release(void *p) { free(p); }
-static void cpu_copy(float *dst, const float *src, size_t n) { memmove(dst, src, n * sizeof(float)); }
+/* to_host, to_device and copy; for n 0 the pointers may be NULL (as on CUDA) */
+static void cpu_copy(float *dst, const float *src, size_t n) { if (n) memmove(dst, src, n * sizeof(float)); }
 
 /* Products over many tokens (prefill, tree verification) run through sgemm,
  * which needs F32 weights; widening a 16-bit matrix on every call costs as
