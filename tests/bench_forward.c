@@ -1,8 +1,8 @@
 /* The runtime against the machine: single-token decode next to the memory
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
- *   bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off]
- *                 [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
+ *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off]
+ *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
  * of bench_model.h, written to /tmp and removed after loading):
@@ -25,8 +25,13 @@
  * The machine: copy bandwidth (STREAM convention), the read bandwidth of a
  * plain summing stream (decode is also given as % of that bound), and
  * OpenBLAS sgemm on 2048^3 squares with T threads.  Each figure is the best
- * of 5 runs after a warm-up.  --tsv appends one row per figure for
- * tools/experiments/bench.sh. */
+ * of 5 runs after a warm-up (tg: of 2).  --tsv appends one row per figure for
+ * tools/experiments/bench.sh.
+ * --threads auto: decode as the commands decode by default, each token one
+ * unit of the backend's thread tuner (kernels/cpu/backend.c: probes of one
+ * thread against all, the faster kept); the other figures use all threads.
+ * --tg-only: one tg128 run and nothing else (tools/experiments/noisy.sh, which
+ * sets it beside llama-bench's single run). */
 #include "infer/model/llama.h"
 #include "infer/speculative/decode.h"
 #include "tests/bench_model.h"
@@ -138,18 +143,24 @@ static void commit_prompt(LlamaState *st, int n) {
     free(tok); free(pos);
 }
 
+static int tune_threads;   /* --threads auto */
+static int tg_runs = 2;   /* 128 tokens take seconds: two runs (--tg-only: one) */
+
 static double decode_tps(LlamaState *st) {
     double best = 0;
-    for (int r = 0; r < 2; r++) {   /* 128 tokens take seconds: two runs */
+    BackendTuner tuner = {0};
+    for (int r = 0; r < tg_runs; r++) {
         llama_truncate(st, 0);
         commit_prompt(st, 8);
         int tok = 1000;
         double t0 = now_seconds();
         for (int i = 0; i < TG; i++) {
             int p = st->n_past;
+            if (tune_threads) backend_unit_begin(&cpu_backend, &tuner);
             if (llama_forward(st, &tok, &p, 1, NULL, LOGITS_LAST)) die_err("bench_forward");
             llama_commit(st, NULL, 1);
             cpu_backend.argmax(st->logits, 1, st->m->cfg.vocab, &tok);
+            if (tune_threads) backend_unit_end(&cpu_backend, &tuner);
         }
         double tps = TG / (now_seconds() - t0);
         if (tps > best) best = tps;
@@ -257,6 +268,18 @@ static void bench_batched(const char *dir, const int *bs, int nb, int npp, int n
     llama_free(m);
 }
 
+/* --tg-only: the decode figure alone, from one run */
+static void bench_decode_only(const char *dir) {
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    if (!m) die_err("bench_forward");
+    LlamaState *st = llama_state_new(m, CTX + 256);
+    double tg = decode_tps(st);
+    printf("%s: tg128 %.1f tok/s (%s threads)\n", dir, tg, tune_threads ? "auto" : "fixed");
+    row(dir, "tg", TG, tg, 0, 0);
+    llama_state_free(st);
+    llama_free(m);
+}
+
 static void bench_model(const char *arg, double bw, double rbw, double peak) {
     char dir[512];
     int random_1b = !strcmp(arg, "1b");
@@ -297,12 +320,19 @@ static void bench_model(const char *arg, double bw, double rbw, double peak) {
 int main(int argc, char **argv) {
     int threads = 2, first = 1, bs[16], nb = 0, npp = 128, ntg = 128;
     for (; first < argc && argv[first][0] == '-'; first += 2) {
+        if (!strcmp(argv[first], "--tg-only")) {   /* takes no value */
+            tg_runs = 1;
+            first--;
+            continue;
+        }
         if (first + 1 >= argc) { fprintf(stderr, "bench_forward: %s needs a value\n", argv[first]); return 2; }
         if (!strcmp(argv[first], "--tsv")) {
             tsv = fopen(argv[first + 1], "a");
             if (!tsv) { perror(argv[first + 1]); return 1; }
-        } else if (!strcmp(argv[first], "--threads")) threads = atoi(argv[first + 1]);
-        else if (!strcmp(argv[first], "--npp")) npp = atoi(argv[first + 1]);
+        } else if (!strcmp(argv[first], "--threads")) {
+            tune_threads = !strcmp(argv[first + 1], "auto");
+            threads = tune_threads ? cpu_threads_max() : atoi(argv[first + 1]);
+        } else if (!strcmp(argv[first], "--npp")) npp = atoi(argv[first + 1]);
         else if (!strcmp(argv[first], "--ntg")) ntg = atoi(argv[first + 1]);
         else if (!strcmp(argv[first], "--kv-dtype") && (!strcmp(argv[first + 1], "f32") || !strcmp(argv[first + 1], "bf16"))) {
             BackendOptions o = *backend_settings();
@@ -322,8 +352,8 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off] "
-                            "[--batched B,... [--npp N] [--ntg N]] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off] "
+                            "[--tg-only] [--batched B,... [--npp N] [--ntg N]] "
                             "MODEL_DIR|1b ...\n");
             return 2;
         }
@@ -332,6 +362,11 @@ int main(int argc, char **argv) {
     if (threads < 1) threads = 1;
     cpu_threads_set(threads);
     omp_set_num_threads(threads);
+    if (tg_runs == 1) {
+        for (int i = first; i < argc; i++) bench_decode_only(argv[i]);
+        if (tsv) fclose(tsv);
+        return 0;
+    }
     if (nb) {
         for (int i = first; i < argc; i++) bench_batched(argv[i], bs, nb, npp, ntg);
         if (tsv) fclose(tsv);

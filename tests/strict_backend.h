@@ -1,7 +1,6 @@
 /* The CPU backend with one more rule enforced: a forward's control arrays
  * (embed's token ids, rope's and rope_kv's positions, attention's masks,
- * copy_rows' row lists)
- * must lie in memory from the backend's own alloc, as kernels.h says.  On
+ * copy_rows' row lists), and the outputs of softmax_topk_dev, must lie in memory from the backend's own alloc, as kernels.h says.  On
  * the CPU any host array would work, so a caller that passes one is only
  * caught here, not on a GPU where it would read a host address.  Each op
  * given a host array counts a violation (the first few are printed) and
@@ -73,6 +72,16 @@ static void strict_copy_rows(float *dst, const int *dst_rows, const float *src, 
     cpu_backend.copy_rows(dst, dst_rows, src, src_rows, n, width);
 }
 
+/* the device cycle's distribution outputs */
+static void strict_softmax_topk_dev(const float *logits, int n, int vocab, float temperature, int k, int *ids,
+                                    float *probs, int topm, float *entropy) {
+    const size_t nk = (size_t)n * (k > 0 ? k : 0);
+    strict_check(ids, sizeof(int) * nk, "softmax_topk_dev's ids");
+    strict_check(probs, sizeof(float) * nk, "softmax_topk_dev's probabilities");
+    strict_check(entropy, sizeof(float) * (size_t)n, "softmax_topk_dev's entropies");
+    cpu_backend.softmax_topk_dev(logits, n, vocab, temperature, k, ids, probs, topm, entropy);
+}
+
 static const Backend *strict_backend(void) {
     strict_be = cpu_backend;
     strict_be.alloc = strict_alloc;
@@ -82,6 +91,7 @@ static const Backend *strict_backend(void) {
     strict_be.rope_kv = strict_rope_kv;
     strict_be.attention = strict_attention;
     strict_be.copy_rows = strict_copy_rows;
+    strict_be.softmax_topk_dev = strict_softmax_topk_dev;
     return &strict_be;
 }
 

@@ -134,7 +134,11 @@ static void test_batch_overflow_is_an_error(void) {
 
 /* draft_dists: calls of one shape run as one softmax_topk over their
  * gathered rows, others apart; every call's ids, probabilities and
- * entropies are those of a softmax_topk of its own. */
+ * entropies are those of a softmax_topk of its own.  Outputs in backend
+ * memory (the device cycle's: softmax_topk_dev, copied out of the gathered
+ * rows on the device) are a shape of their own; the strict backend checks
+ * that the device outputs it is given are its memory.  Modes: every call's
+ * outputs on the host, every call's in backend memory, and alternating. */
 static void test_dists_batched_equal_alone(void) {
     enum { V = 3000, K = 4, C = 5 };
     const int rows[C] = {1, 3, 1, 2, 1}, topm[C] = {100, 100, 0, 100, 100};
@@ -144,24 +148,47 @@ static void test_dists_batched_equal_alone(void) {
     DistCall calls[C], *ptr[C];
     uint32_t seed = 7;
     for (int c = 0; c < C; c++) {
-        logits[c] = malloc(sizeof(float) * rows[c] * V);
+        logits[c] = be->alloc((size_t)rows[c] * V);
         for (int i = 0; i < rows[c] * V; i++) {
             seed = seed * 1664525u + 1013904223u;
             logits[c][i] = (float)(seed >> 8) / (1 << 24) * 12.0f - 6.0f;
         }
-        /* the fourth call wants no entropy: a shape of its own */
-        calls[c] = (DistCall){logits[c], rows[c], V, K, topm[c], 1.0f, ids[c], probs[c], c == 3 ? NULL : ent[c]};
-        ptr[c] = &calls[c];
         cpu_backend.softmax_topk(logits[c], rows[c], V, 1.0f, K, want_ids[c], want_probs[c], topm[c],
                                  c == 3 ? NULL : want_ent[c]);
     }
-    draft_dists(&cpu_backend, ptr, C);
-    for (int c = 0; c < C; c++) {
-        CHECK(!memcmp(ids[c], want_ids[c], sizeof(int) * rows[c] * K), "call %d: ids differ from its own call", c);
-        CHECK(!memcmp(probs[c], want_probs[c], sizeof(float) * rows[c] * K), "call %d: probabilities differ", c);
-        if (c != 3) CHECK(!memcmp(ent[c], want_ent[c], sizeof(float) * rows[c]), "call %d: entropies differ", c);
-        free(logits[c]);
+    const long violations0 = strict_violations;
+    for (int mode = 0; mode < 3; mode++) {
+        int *dev_ids[C];
+        float *dev_probs[C], *dev_ent[C];
+        for (int c = 0; c < C; c++) {
+            const int dev = mode == 1 || (mode == 2 && c % 2);
+            dev_ids[c] = dev ? backend_alloc_ints(be, 3 * K) : NULL;
+            dev_probs[c] = dev ? be->alloc(3 * K) : NULL;
+            dev_ent[c] = dev ? be->alloc(3) : NULL;
+            /* the fourth call wants no entropy: a shape of its own */
+            calls[c] = (DistCall){logits[c], rows[c], V, K, topm[c], 1.0f, dev ? dev_ids[c] : ids[c],
+                                  dev ? dev_probs[c] : probs[c], c == 3 ? NULL : dev ? dev_ent[c] : ent[c], dev};
+            ptr[c] = &calls[c];
+        }
+        memset(ids, 0, sizeof ids); memset(probs, 0, sizeof probs); memset(ent, 0, sizeof ent);
+        draft_dists(be, ptr, C);
+        for (int c = 0; c < C; c++) {
+            if (calls[c].on_device) {
+                backend_ints_to_host(be, ids[c], dev_ids[c], (size_t)rows[c] * K);
+                be->to_host(probs[c], dev_probs[c], (size_t)rows[c] * K);
+                be->to_host(ent[c], dev_ent[c], rows[c]);
+            }
+            CHECK(!memcmp(ids[c], want_ids[c], sizeof(int) * rows[c] * K), "mode %d, call %d: ids differ from its own call",
+                  mode, c);
+            CHECK(!memcmp(probs[c], want_probs[c], sizeof(float) * rows[c] * K), "mode %d, call %d: probabilities differ",
+                  mode, c);
+            if (c != 3) CHECK(!memcmp(ent[c], want_ent[c], sizeof(float) * rows[c]), "mode %d, call %d: entropies differ",
+                              mode, c);
+            if (dev_ids[c]) { be->release(dev_ids[c]); be->release(dev_probs[c]); be->release(dev_ent[c]); }
+        }
     }
+    CHECK(strict_violations == violations0, "%ld device outputs given host memory", strict_violations - violations0);
+    for (int c = 0; c < C; c++) be->release(logits[c]);
 }
 
 /* The thread resumes two fibers in turn; each records a shared counter

@@ -298,7 +298,29 @@ static void reserve_nodes(Draft *d, int nodes) {
 
 static int same_dist_shape(const DistCall *a, const DistCall *b) {
     return a->vocab == b->vocab && a->k == b->k && a->topm == b->topm && a->temperature == b->temperature &&
-           !a->ids == !b->ids && !a->probs == !b->probs && !a->entropy == !b->entropy;
+           !a->ids == !b->ids && !a->probs == !b->probs && !a->entropy == !b->entropy && a->on_device == b->on_device;
+}
+
+static void dist_run(const Backend *be, const DistCall *c, const float *logits, int n, int *ids, float *probs,
+                     float *entropy) {
+    if (c->on_device) be->softmax_topk_dev(logits, n, c->vocab, c->temperature, c->k, ids, probs, c->topm, entropy);
+    else be->softmax_topk(logits, n, c->vocab, c->temperature, c->k, ids, probs, c->topm, entropy);
+}
+
+/* The group's outputs, rows [r, r + x->n) of the gathered ones, to x's
+ * arrays (a device copy where they are backend memory). */
+static void dist_scatter(const Backend *be, const DistCall *x, int r, int k, const int *ids, const float *probs,
+                         const float *ent) {
+    const size_t nk = (size_t)x->n * k;
+    if (x->on_device) {
+        if (ids) be->copy((float *)x->ids, (const float *)(ids + (size_t)r * k), nk);
+        if (probs) be->copy(x->probs, probs + (size_t)r * k, nk);
+        if (ent) be->copy(x->entropy, ent + r, x->n);
+    } else {
+        if (ids) memcpy(x->ids, ids + (size_t)r * k, sizeof(int) * nk);
+        if (probs) memcpy(x->probs, probs + (size_t)r * k, sizeof(float) * nk);
+        if (ent) memcpy(x->entropy, ent + r, sizeof(float) * x->n);
+    }
 }
 
 void draft_dists(const Backend *be, DistCall *const *calls, int n) {
@@ -311,28 +333,40 @@ void draft_dists(const Backend *be, DistCall *const *calls, int n) {
         for (int j = i; j < n; j++)
             if (!done[j] && same_dist_shape(calls[j], c)) { group[g++] = calls[j]; rows += calls[j]->n; done[j] = 1; }
         if (g == 1) {
-            be->softmax_topk(c->logits, c->n, c->vocab, c->temperature, c->k, c->ids, c->probs, c->topm, c->entropy);
+            dist_run(be, c, c->logits, c->n, c->ids, c->probs, c->entropy);
             continue;
         }
         const int k = c->k > 0 ? c->k : 0;
+        const size_t nk = (size_t)rows * k + 1;
         float *all = be->alloc((size_t)rows * c->vocab);
-        int *ids = c->ids ? xmalloc(sizeof(int) * ((size_t)rows * k + 1)) : NULL;
-        float *probs = c->probs ? xmalloc(sizeof(float) * ((size_t)rows * k + 1)) : NULL;
-        float *ent = c->entropy ? xmalloc(sizeof(float) * rows) : NULL;
+        int *ids = !c->ids ? NULL : c->on_device ? backend_alloc_ints(be, nk) : xmalloc(sizeof(int) * nk);
+        float *probs = !c->probs ? NULL : c->on_device ? be->alloc(nk) : xmalloc(sizeof(float) * nk);
+        float *ent = !c->entropy ? NULL : c->on_device ? be->alloc(rows) : xmalloc(sizeof(float) * rows);
         for (int j = 0, r = 0; j < g; r += group[j]->n, j++)
             be->copy(all + (size_t)r * c->vocab, group[j]->logits, (size_t)group[j]->n * c->vocab);
-        be->softmax_topk(all, rows, c->vocab, c->temperature, c->k, ids, probs, c->topm, ent);
-        for (int j = 0, r = 0; j < g; r += group[j]->n, j++) {
-            const DistCall *x = group[j];
-            if (ids) memcpy(x->ids, ids + (size_t)r * k, sizeof(int) * x->n * k);
-            if (probs) memcpy(x->probs, probs + (size_t)r * k, sizeof(float) * x->n * k);
-            if (ent) memcpy(x->entropy, ent + r, sizeof(float) * x->n);
-        }
+        dist_run(be, c, all, rows, ids, probs, ent);
+        for (int j = 0, r = 0; j < g; r += group[j]->n, j++) dist_scatter(be, group[j], r, k, ids, probs, ent);
         be->release(all);
-        free(ids); free(probs); free(ent);
+        if (c->on_device) { be->release(ids); be->release(probs); be->release(ent); }
+        else { free(ids); free(probs); free(ent); }
     }
     free(group);
     free(done);
+}
+
+/* One DistCall through the draft's gate (batched with the other waiting
+ * sequences' where their shapes agree), or at once.  -1 when the gate's run
+ * failed (the outputs were not written). */
+static int dist_pass(Draft *d, DistCall *c) {
+    double t0 = now_seconds();
+    if (d->gate) {
+        GateCall call = {.kind = GATE_DIST, .dist = c};
+        if (d->gate->pass(d->gate, &call)) return -1;
+    } else {
+        draft_dists(d->be, &c, 1);
+    }
+    d->t_dist += now_seconds() - t0;
+    return 0;
 }
 
 /* The distribution of n rows of draft logits through the draft's gate, or
@@ -340,16 +374,8 @@ void draft_dists(const Backend *be, DistCall *const *calls, int n) {
  * (the outputs were not written). */
 static int draft_dist(Draft *d, const float *logits, int n, int k, int topm, int *ids, float *probs,
                       float *entropy) {
-    double t0 = now_seconds();
-    DistCall c = {logits, n, d->Vd, k, topm, d->temperature, ids, probs, entropy};
-    if (d->gate) {
-        GateCall call = {.kind = GATE_DIST, .dist = &c};
-        if (d->gate->pass(d->gate, &call)) return -1;
-    } else {
-        DistCall *one = &c;
-        draft_dists(d->be, &one, 1);
-    }
-    d->t_dist += now_seconds() - t0;
+    DistCall c = {logits, n, d->Vd, k, topm, d->temperature, ids, probs, entropy, 0};
+    if (dist_pass(d, &c)) return -1;
     to_target_ids(d, ids, n * k);
     return 0;
 }
@@ -409,10 +435,8 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
     } else {
         m = 1;
     }
-    double t0 = now_seconds();
-    d->be->softmax_topk_dev(logits, m, d->Vd, d->temperature, k, ids, probs, topm, entropy);
-    d->t_dist += now_seconds() - t0;
-    return 0;
+    DistCall c = {logits, m, d->Vd, k, topm, d->temperature, ids, probs, entropy, 1};
+    return dist_pass(d, &c);
 }
 
 void draft_end_cycle(Draft *d) {

@@ -21,13 +21,15 @@ typedef enum {
 } GateKind;
 
 /* Backend.softmax_topk's arguments: rows [n][vocab] of backend memory in,
- * host arrays out (any may be NULL). */
+ * arrays out (any may be NULL): host arrays, or backend memory where
+ * on_device (softmax_topk_dev: the device cycle's). */
 typedef struct {
     const float *logits;
     int n, vocab, k, topm;
     float temperature;
     int *ids;
     float *probs, *entropy;
+    int on_device;
 } DistCall;
 
 typedef struct {
