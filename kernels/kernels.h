@@ -52,13 +52,19 @@ typedef struct {
 } DevTree;
 
 /* One sequence of an attention call: its queries are rows [off, off+n) of
- * q and out; they attend slots [0, nctx) of cache kv, query i seeing slot j
- * where mask[i*nctx + j] != 0 (mask in backend memory; NULL: causal, slots
- * [0, nctx-n+i]). */
+ * q and out; they attend slots [0, nctx) of cache kv.  mask NULL: causal,
+ * query i sees slots [0, nctx-n+i].  Else the mask (backend memory) covers
+ * the window of the last mask_w slots, n <= mask_w <= nctx: query i sees
+ * every slot before the window and window slot j (slot nctx - mask_w + j)
+ * where mask[i*mask_w + j] != 0.  A tree verification's window is the
+ * tree, a draft step's the cycle's draft entries: the committed context is
+ * visible to every query, so a mask's shape does not depend on its length
+ * (what replaying a captured forward needs). */
 typedef struct {
     const KVCache *kv;
     int off, n, nctx;
     const uint8_t *mask;
+    int mask_w;
 } AttnSeq;
 
 /* What a backend keeps per caller to tune itself over a repeated unit of
@@ -191,8 +197,10 @@ typedef struct Backend {
     /* The inputs of a forward over nodes rows[0..m) (NULL: 0..m) of t: row
      * i's node takes KV slot base+i (recorded in t->slot); out[0..m) its
      * token, out[m..2m) its position pos0 + depth, out[2m..3m) its parent,
-     * out[3m..4m) the node; mask[m][nctx] row i marks slots [0, ones) and
-     * the slots of the node and of its ancestors that have one. */
+     * out[3m..4m) the node; mask[m][nctx - ones], the window of slots
+     * [ones, nctx) (AttnSeq.mask_w = nctx - ones: the slots before it are
+     * visible to all), row i marking the slots of the node and of its
+     * ancestors that have one there. */
     void (*tree_inputs)(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
                         uint8_t *mask);
     /* Greedy acceptance over a tree of n nodes whose target argmax at node v

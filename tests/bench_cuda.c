@@ -46,18 +46,17 @@ static double forward_flops(const ModelConfig *c, int n, int nctx) {
 
 /* A random tree of n nodes below the committed context: node i's parent is
  * a random earlier node or the root (-1); it sees the context, its ancestors
- * and itself, at position n_past + depth. */
+ * and itself (the mask over the tree's window, n x n), at position
+ * n_past + depth. */
 static void random_tree(int n, int n_past, uint8_t *mask, int *pos, unsigned *rng) {
-    int nctx = n_past + n;
     int *depth = malloc(n * sizeof *depth);
     for (int i = 0; i < n; i++) {
         *rng = *rng * 1664525u + 1013904223u;
         int parent = i == 0 ? -1 : (int)((*rng >> 8) % (unsigned)(i + 1)) - 1;
-        uint8_t *row = mask + (size_t)i * nctx;
-        memset(row, 0, nctx);
-        memset(row, 1, n_past);
-        if (parent >= 0) memcpy(row + n_past, mask + (size_t)parent * nctx + n_past, n);
-        row[n_past + i] = 1;
+        uint8_t *row = mask + (size_t)i * n;
+        memset(row, 0, n);
+        if (parent >= 0) memcpy(row, mask + (size_t)parent * n, n);
+        row[i] = 1;
         depth[i] = parent < 0 ? 0 : depth[parent] + 1;
         pos[i] = n_past + depth[i];
     }
@@ -124,7 +123,7 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
         }
         double t0 = seconds_synced();
         for (int r = 0; r < reps; r++)
-            cuda_backend.attention(ls->att, ls->q, &(AttnSeq){st->kv, 0, 1, p, NULL}, 1, 0, c->heads, c->kv_heads,
+            cuda_backend.attention(ls->att, ls->q, &(AttnSeq){st->kv, 0, 1, p, NULL, 0}, 1, 0, c->heads, c->kv_heads,
                                    c->head_dim);
         printf("  attention over %d slots  %8.1f us\n", p, (seconds_synced() - t0) / reps * 1e6);
         t0 = seconds_synced();
@@ -145,7 +144,7 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
     unsigned rng = 12345;
     for (int t = 0; t < ntrees; t++) {
         int n = tree_n[t], n_past = st->n_past, nctx = n_past + n;
-        uint8_t *mask = malloc((size_t)n * nctx);
+        uint8_t *mask = malloc((size_t)n * n);
         int *tp = malloc(n * sizeof *tp), *toks = malloc(n * sizeof *toks);
         random_tree(n, n_past, mask, tp, &rng);
         for (int i = 0; i < n; i++) toks[i] = (int)((i * 7919u + 17u) % (unsigned)V);

@@ -173,17 +173,15 @@ static double decode_tps(LlamaState *st) {
 static void tree_inputs(int n, int *tok, int *pos, uint8_t *mask) {
     int *parent = xmalloc(sizeof(int) * n), *depth = xmalloc(sizeof(int) * n);
     uint64_t s = 0x9E3779B97F4A7C15ULL;
-    const int nctx = CTX + n;
-    memset(mask, 0, (size_t)n * nctx);
+    memset(mask, 0, (size_t)n * n);   /* the tree's window; the context is visible to all */
     for (int i = 0; i < n; i++) {
         s ^= s << 13; s ^= s >> 7; s ^= s << 17;
         parent[i] = i == 0 ? -1 : (s & 1) ? i - 1 : (int)((s >> 8) % (uint64_t)(i + 1)) - 1;
         depth[i] = parent[i] < 0 ? 1 : depth[parent[i]] + 1;
         tok[i] = 200 + (int)((s >> 20) % 4000);
         pos[i] = CTX - 1 + depth[i];
-        uint8_t *r = mask + (size_t)i * nctx;
-        memset(r, 1, CTX);
-        for (int a = i; a >= 0; a = parent[a]) r[CTX + a] = 1;
+        uint8_t *r = mask + (size_t)i * n;
+        for (int a = i; a >= 0; a = parent[a]) r[a] = 1;
     }
     free(parent); free(depth);
 }
@@ -192,7 +190,7 @@ static void tree_inputs(int n, int *tok, int *pos, uint8_t *mask) {
 
 static double forward_tps(LlamaState *st, int n, int tree) {
     int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
-    uint8_t *mask = xmalloc((size_t)n * (CTX + n));
+    uint8_t *mask = xmalloc((size_t)n * n);
     tree_inputs(n, tok, pos, mask);
     if (!tree)
         for (int i = 0; i < n; i++) pos[i] = CTX + i;
@@ -226,7 +224,7 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
     }
     off[B] = B * npp;
     double t0 = now_seconds();
-    if (llama_forward_batch(b, st, B, tok, pos, off, NULL, last)) die_err("bench_forward");
+    if (llama_forward_batch(b, st, B, tok, pos, off, NULL, NULL, last)) die_err("bench_forward");
     const double t_pp = now_seconds() - t0;
     for (int i = 0; i < B; i++) {
         llama_commit(st[i], NULL, npp);
@@ -237,7 +235,7 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
     t0 = now_seconds();
     for (int step = 0; step < ntg; step++) {
         for (int i = 0; i < B; i++) pos[i] = st[i]->n_past;
-        if (llama_forward_batch(b, st, B, tok, pos, off, NULL, last)) die_err("bench_forward");
+        if (llama_forward_batch(b, st, B, tok, pos, off, NULL, NULL, last)) die_err("bench_forward");
         for (int i = 0; i < B; i++) {
             llama_commit(st[i], NULL, 1);
             cpu_backend.argmax(st[i]->logits, 1, m->cfg.vocab, &tok[i]);

@@ -124,14 +124,15 @@ static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
             }
 }
 static void nv_attention_one(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
-                             const uint8_t *mask, int nh, int nkv, int hd) {
+                             const uint8_t *mask, int mask_w, int nh, int nkv, int hd) {
     double *s = malloc(sizeof(double) * nctx);
     for (int i = 0; i < n; i++)
         for (int h = 0; h < nh; h++) {
             int g = h / (nh / nkv);
             double mx = -INFINITY, sum = 0;
             for (int j = 0; j < nctx; j++) {
-                int vis = mask ? mask[(size_t)i * nctx + j] : j <= nctx - n + i;
+                const int w0 = nctx - mask_w;   /* the window's first slot */
+                int vis = !mask ? j <= nctx - n + i : j < w0 || mask[(size_t)i * mask_w + (j - w0)];
                 if (!vis) { s[j] = -INFINITY; continue; }
                 double d = 0;
                 for (int e = 0; e < hd; e++) d += (double)q[((size_t)i * nh + h) * hd + e] * nv_at(c, c->k, l, j)[g * hd + e];
@@ -150,7 +151,7 @@ static void nv_attention_one(float *out, const float *q, const KVCache *c, int l
 static void nv_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh, int nkv, int hd) {
     for (int i = 0; i < n_seq; i++)
         nv_attention_one(out + (size_t)seqs[i].off * nh * hd, q + (size_t)seqs[i].off * nh * hd, seqs[i].kv, l,
-                         seqs[i].n, seqs[i].nctx, seqs[i].mask, nh, nkv, hd);
+                         seqs[i].n, seqs[i].nctx, seqs[i].mask, seqs[i].mask_w, nh, nkv, hd);
 }
 static int nv_cmp_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -287,10 +288,10 @@ static void nv_tree_inputs(const DevTree *t, const int *rows, int m, int base, i
     for (int i = 0; i < m; i++) {
         int v = rows ? rows[i] : i;
         out[i] = t->token[v]; out[m + i] = pos0 + t->depth[v]; out[2 * m + i] = t->parent[v]; out[3 * m + i] = v;
-        for (int j = 0; j < nctx; j++) {
-            int on = j < ones;
+        for (int j = ones; j < nctx; j++) {   /* the window [ones, nctx) */
+            int on = 0;
             for (int a = v; a >= 0 && !on; a = t->parent[a]) on = t->slot[a] == j;
-            mask[(size_t)i * nctx + j] = (uint8_t)on;
+            mask[(size_t)i * (nctx - ones) + (j - ones)] = (uint8_t)on;
         }
     }
 }

@@ -173,20 +173,24 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     float *kb = up(B, k, (size_t)nctx * kvd), *vb = up(B, v, (size_t)nctx * kvd), *qb = up(B, q, (size_t)n * nh * hd);
     B->kv_write(cb, layer, 0, kb, vb, nctx); R->kv_write(cr, layer, 0, k, v, nctx);
     uint8_t *mask = NULL;
-    if (use_mask) {   /* a random tree over the n new tokens */
-        mask = xcalloc((size_t)n * nctx, 1);
+    /* the mask's window: up to 3 earlier entries (a draft step's siblings and
+     * ancestors), each visible at random, then a random tree over the n new
+     * tokens; the slots before the window are visible to all */
+    const int extra = past < 3 ? past : 3, w = n + extra;
+    if (use_mask) {
+        mask = xcalloc((size_t)n * w, 1);
         int *par = xmalloc(sizeof(int) * n);
         for (int i = 0; i < n; i++) {
             par[i] = i ? (int)(fabsf(frand()) * i) % i : -1;
-            for (int j = 0; j < past; j++) mask[(size_t)i * nctx + j] = 1;
-            for (int a = i; a >= 0; a = par[a]) mask[(size_t)i * nctx + past + a] = 1;
+            for (int j = 0; j < extra; j++) mask[(size_t)i * w + j] = frand() > 0;
+            for (int a = i; a >= 0; a = par[a]) mask[(size_t)i * w + extra + a] = 1;
         }
         free(par);
     }
     float *ob = B->alloc((size_t)n * nh * hd), *orr = xmalloc(sizeof(float) * n * nh * hd);
-    uint8_t *mb = dev_mask(B, mask, (size_t)n * nctx), *mr = dev_mask(R, mask, (size_t)n * nctx);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, nctx, mb}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, nctx, mr}, 1, layer, nh, nkv, hd);
+    uint8_t *mb = dev_mask(B, mask, (size_t)n * w), *mr = dev_mask(R, mask, (size_t)n * w);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, nctx, mb, w}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, nctx, mr, w}, 1, layer, nh, nkv, hd);
     if (mb) { B->release(mb); R->release(mr); }
     float *o = down(B, ob, (size_t)n * nh * hd);
     float e = rel_err(o, orr, (size_t)n * nh * hd);
@@ -194,8 +198,8 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     int m = (n + 1) / 2, *keep = xmalloc(sizeof(int) * m);
     for (int i = 0; i < m; i++) keep[i] = past + 2 * i;
     B->kv_keep(cb, past, keep, m); R->kv_keep(cr, past, keep, m);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, past + m, NULL}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, 1, past + m, NULL}, 1, layer, nh, nkv, hd);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, 1, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
     free(o);
     o = down(B, ob, (size_t)nh * hd);
     e = fmaxf(e, rel_err(o, orr, (size_t)nh * hd));
@@ -233,8 +237,8 @@ static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, 
     e = fmaxf(e, rel_err(h, kn, (size_t)n * kvd));
     free(h);
     float *ob = B->alloc((size_t)n * qd), *orr = xmalloc(sizeof(float) * n * qd);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, past + n, NULL}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, past + n, NULL}, 1, layer, nh, nkv, hd);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
     h = down(B, ob, (size_t)n * qd);
     e = fmaxf(e, rel_err(h, orr, (size_t)n * qd));
     free(h);
@@ -263,16 +267,17 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
         float *kb = up(B, k, (size_t)nctx * KVD), *vb = up(B, v, (size_t)nctx * KVD);
         B->kv_write(cb[i], 0, 0, kb, vb, nctx); R->kv_write(cr[i], 0, 0, k, v, nctx);
         B->release(kb); B->release(vb); free(k); free(v);
-        if (i == 1) {   /* root, two children, a grandchild under each */
+        const int w = nq[i] + 4;   /* sequence 1's window: 4 earlier entries, then its tree */
+        if (i == 1) {   /* root, two children, a grandchild under each; the earlier entries 1 and 3 seen by all */
             static const int par[5] = {-1, 0, 0, 1, 2};
-            mask[i] = xcalloc((size_t)nq[i] * nctx, 1);
+            mask[i] = xcalloc((size_t)nq[i] * w, 1);
             for (int a = 0; a < nq[i]; a++) {
-                for (int j = 0; j < past[i]; j++) mask[i][(size_t)a * nctx + j] = 1;
-                for (int p = a; p >= 0; p = par[p]) mask[i][(size_t)a * nctx + past[i] + p] = 1;
+                mask[i][(size_t)a * w + 1] = mask[i][(size_t)a * w + 3] = 1;
+                for (int p = a; p >= 0; p = par[p]) mask[i][(size_t)a * w + 4 + p] = 1;
             }
         }
-        ab[i] = (AttnSeq){cb[i], total, nq[i], nctx, dev_mask(B, mask[i], (size_t)nq[i] * nctx)};
-        ar[i] = (AttnSeq){cr[i], total, nq[i], nctx, dev_mask(R, mask[i], (size_t)nq[i] * nctx)};
+        ab[i] = (AttnSeq){cb[i], total, nq[i], nctx, dev_mask(B, mask[i], (size_t)nq[i] * w), w};
+        ar[i] = (AttnSeq){cr[i], total, nq[i], nctx, dev_mask(R, mask[i], (size_t)nq[i] * w), w};
         total += nq[i];
     }
     float *q = xmalloc(sizeof(float) * total * NH * HD), *orr = xmalloc(sizeof(float) * total * NH * HD);
@@ -457,7 +462,7 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
             }
             bad += same_ints(&r[0], r[0].sel, &r[1], r[1].sel, m);
             bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * m);
-            bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (m * (n_past + n_temp + m) + 3) / 4);
+            bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (m * (n_temp + m) + 3) / 4);   /* the window [n_past, n_past + n_temp + m) */
             n_temp += m;
         }
         for (int i = 0; i < m * k; i++) {
@@ -494,7 +499,7 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
     bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
     bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
     bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * kept);
-    bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (kept * (n_past + kept) + 3) / 4);
+    bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (kept * kept + 3) / 4);
     /* want: mostly the token of a child (the walk goes deep), else any */
     int *tok = xmalloc(sizeof(int) * kept), *par = xmalloc(sizeof(int) * kept);
     backend_ints_to_host(R, tok, r[1].tree.token, kept);

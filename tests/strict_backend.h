@@ -61,7 +61,7 @@ static void strict_rope_kv(float *q, float *k, const float *v, const int *pos, i
 static void strict_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads,
                              int nkv, int head_dim) {
     for (int i = 0; i < n_seq; i++)
-        if (seqs[i].n > 0) strict_check(seqs[i].mask, (size_t)seqs[i].n * seqs[i].nctx, "an attention mask");
+        if (seqs[i].n > 0) strict_check(seqs[i].mask, (size_t)seqs[i].n * seqs[i].mask_w, "an attention mask");
     cpu_backend.attention(out, q, seqs, n_seq, layer, nheads, nkv, head_dim);
 }
 

@@ -23,14 +23,13 @@ static void fill_tokens(int *t, int n, int seed, int vocab) {
     for (int i = 0; i < n; i++) t[i] = 1 + (seed * 37 + i * 11) % (vocab - 1);
 }
 
-/* a tree of 4 nodes after n_past committed tokens: 0 -> {1, 2}, 1 -> 3 */
-static void four_node_mask(int n_past, uint8_t *mask) {
+/* a tree of 4 nodes, 0 -> {1, 2}, 1 -> 3, over its window (the 4 new
+ * slots; the committed context is visible to all) */
+static void four_node_mask(uint8_t *mask) {
     static const int parent[4] = {-1, 0, 0, 1};
-    const int ctx = n_past + 4;
-    for (int i = 0; i < 4; i++) {
-        for (int j = 0; j < ctx; j++) mask[i * ctx + j] = j < n_past;
-        for (int a = i; a >= 0; a = parent[a]) mask[i * ctx + n_past + a] = 1;
-    }
+    memset(mask, 0, 16);
+    for (int i = 0; i < 4; i++)
+        for (int a = i; a >= 0; a = parent[a]) mask[i * 4 + a] = 1;
 }
 
 /* max |difference| of the rows a and b (n floats each, backend memory) */
@@ -61,7 +60,7 @@ static void batch_equals_single(const char *dir, float bound) {
      * sequence 0, one token for 1, a causal chain of 2 for 2 */
     for (int step = 0; step < 2; step++) {
         int n[NSEQ], off[NSEQ + 1] = {0}, tokens[64], pos[64];
-        uint8_t tmask[4 * 64];
+        uint8_t tmask[16];
         const uint8_t *masks[NSEQ] = {NULL, NULL, NULL};
         for (int i = 0; i < NSEQ; i++) {
             n[i] = step == 0 ? prompt_len[i] : (int[]){4, 1, 2}[i];
@@ -71,10 +70,10 @@ static void batch_equals_single(const char *dir, float bound) {
             for (int t = 0; t < n[i]; t++)
                 pos[off[i] + t] = one[i]->n_past + (step == 1 && i == 0 ? tree_depth[t] : t);
         }
-        if (step == 1) { four_node_mask(one[0]->n_past, tmask); masks[0] = tmask; }
+        if (step == 1) { four_node_mask(tmask); masks[0] = tmask; }
         for (int i = 0; i < NSEQ; i++)
             REQUIRE(!llama_forward(one[i], tokens + off[i], pos + off[i], n[i], masks[i], LOGITS_ALL), "%s", err_get());
-        REQUIRE(!llama_forward_batch(b, many, NSEQ, tokens, pos, off, masks, NULL), "%s", err_get());
+        REQUIRE(!llama_forward_batch(b, many, NSEQ, tokens, pos, off, masks, NULL, NULL), "%s", err_get());
         for (int i = 0; i < NSEQ; i++) {
             float dl = rows_diff(one[i]->logits, many[i]->logits, (size_t)n[i] * V);
             float dh = rows_diff(one[i]->hidden, many[i]->hidden, (size_t)n[i] * H);
@@ -122,11 +121,11 @@ static void test_batch_overflow_is_an_error(void) {
     LlamaBatch *b = llama_batch_new(m);
     int tokens[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pos[8] = {0, 1, 2, 0, 1, 2, 3, 4}, off[3] = {0, 3, 8};
     const LogitsMode last[2] = {LOGITS_LAST, LOGITS_LAST};
-    int rc = llama_forward_batch(b, s, 2, tokens, pos, off, NULL, last);
+    int rc = llama_forward_batch(b, s, 2, tokens, pos, off, NULL, NULL, last);
     CHECK(rc == -1 && strstr(err_get(), "sequence 1") && strstr(err_get(), "4 slots"), "overflow: %s", err_get());
     CHECK(s[0]->n_past == 0 && s[0]->n_new == 0 && s[1]->n_new == 0, "a refused batch changed a state");
     int bad_off[3] = {0, 3, 2};
-    CHECK(llama_forward_batch(b, s, 2, tokens, pos, bad_off, NULL, NULL) == -1, "negative length accepted");
+    CHECK(llama_forward_batch(b, s, 2, tokens, pos, bad_off, NULL, NULL, NULL) == -1, "negative length accepted");
     llama_state_free(s[0]); llama_state_free(s[1]);
     llama_batch_free(b);
     llama_free(m);

@@ -216,14 +216,12 @@ static void logits_parity(const char *name) {
     /* a tree of 7 nodes: root r, children a b, a's children c d, b's e, c's f */
     const int par[7] = {-1, 0, 0, 1, 1, 2, 3}, tok[7] = {5, 9, 17, 33, 65, 129 % V, 200 % V};
     int depth[7], tpos[7];
-    uint8_t mask[7 * (24 + 7)];
-    const int nctx = T + 7;
+    uint8_t mask[7 * 7];   /* the tree's window; the prefill is visible to all */
     memset(mask, 0, sizeof mask);
     for (int i = 0; i < 7; i++) {
         depth[i] = i ? depth[par[i]] + 1 : 0;
         tpos[i] = T + depth[i];
-        for (int j = 0; j < T; j++) mask[i * nctx + j] = 1;
-        for (int a = i; a >= 0; a = par[a]) mask[i * nctx + T + a] = 1;
+        for (int a = i; a >= 0; a = par[a]) mask[i * 7 + a] = 1;
     }
     REQUIRE(llama_forward(sc, tok, tpos, 7, mask, LOGITS_ALL) == 0 && llama_forward(sg, tok, tpos, 7, mask, LOGITS_ALL) == 0,
             "tree forward: %s", err_get());
@@ -272,7 +270,7 @@ static void test_cuda_batched_forward(void) {
         static const int lens[2][S] = {{5, 9, 3}, {4, 1, 2}};
         static const int par[4] = {-1, 0, 0, 1};
         int off[S + 1] = {0}, tok[32], pos[32];
-        uint8_t tmask[4 * 64];
+        uint8_t tmask[16];
         const uint8_t *masks[S] = {NULL, NULL, NULL};
         for (int i = 0; i < S; i++) {
             const int n = lens[step][i], past = sc[i]->n_past;
@@ -280,19 +278,16 @@ static void test_cuda_batched_forward(void) {
                 tok[off[i] + t] = (i * 31 + t * 7 + step * 101) % V;
                 pos[off[i] + t] = past + (step && i == 0 ? (t ? 1 + (t == 3) : 0) : t);
             }
-            if (step && i == 0) {   /* a tree: 0 -> {1, 2}, 1 -> 3 */
-                const int nctx = past + n;
+            if (step && i == 0) {   /* a tree: 0 -> {1, 2}, 1 -> 3, over its window */
                 memset(tmask, 0, sizeof tmask);
-                for (int a = 0; a < n; a++) {
-                    for (int j = 0; j < past; j++) tmask[a * nctx + j] = 1;
-                    for (int p = a; p >= 0; p = par[p]) tmask[a * nctx + past + p] = 1;
-                }
+                for (int a = 0; a < n; a++)
+                    for (int p = a; p >= 0; p = par[p]) tmask[a * n + p] = 1;
                 masks[0] = tmask;
             }
             off[i + 1] = off[i] + n;
         }
-        REQUIRE(!llama_forward_batch(bc, sc, S, tok, pos, off, masks, NULL) &&
-                    !llama_forward_batch(bg, sg, S, tok, pos, off, masks, NULL), "batched forward: %s", err_get());
+        REQUIRE(!llama_forward_batch(bc, sc, S, tok, pos, off, masks, NULL, NULL) &&
+                    !llama_forward_batch(bg, sg, S, tok, pos, off, masks, NULL, NULL), "batched forward: %s", err_get());
         for (int i = 0; i < S; i++) {
             char what[96];
             snprintf(what, sizeof what, "batched step %d, sequence %d (%d tokens)", step, i, lens[step][i]);

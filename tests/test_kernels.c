@@ -302,7 +302,7 @@ static void test_kv_bf16_against_naive(void) {
     KVCache *c = cpu_backend.kv_create(1, 4, 8);
     REQUIRE(c, "kv_create");
     cpu_backend.kv_write(c, 0, 0, k, v, 1);
-    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, 1, NULL}, 1, 0, 1, 1, 8);
+    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, 1, NULL, 0}, 1, 0, 1, 1, 8);
     for (int i = 0; i < 8; i++) {
         const uint32_t u = (uint32_t)f32_to_bf16(v[i]) << 16;
         float want;
@@ -367,22 +367,20 @@ static void test_tree_query_sums_as_decode(void) {
             float *k = malloc(sizeof(float) * nctx * kvd), *v = malloc(sizeof(float) * nctx * kvd);
             float *q = malloc(sizeof(float) * TREE * qd), *out = malloc(sizeof(float) * TREE * qd);
             fill(k, (size_t)nctx * kvd, 1); fill(v, (size_t)nctx * kvd, 1); fill(q, (size_t)TREE * qd, 2);
-            uint8_t *mask = calloc((size_t)TREE * nctx, 1);
-            for (int a = 0; a < TREE; a++) {
-                for (int j = 0; j < PAST; j++) mask[(size_t)a * nctx + j] = 1;
-                for (int p = a; p >= 0; p = parent[p]) mask[(size_t)a * nctx + PAST + p] = 1;
-            }
+            uint8_t *mask = calloc((size_t)TREE * TREE, 1);   /* the tree's window */
+            for (int a = 0; a < TREE; a++)
+                for (int p = a; p >= 0; p = parent[p]) mask[(size_t)a * TREE + p] = 1;
             KVCache *tree = cpu_backend.kv_create(1, nctx, kvd), *line = cpu_backend.kv_create(1, nctx, kvd);
             REQUIRE(tree && line, "kv_create");
             cpu_backend.kv_write(tree, 0, 0, k, v, nctx);
-            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, nctx, mask}, 1, 0, NH, NKV, hd);
+            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, nctx, mask, TREE}, 1, 0, NH, NKV, hd);
             /* node 11 decoded alone: the committed slots, then its path 0, 2, 6, 11 */
             static const int path[4] = {0, 2, 6, 11};
             cpu_backend.kv_write(line, 0, 0, k, v, PAST);
             for (int p = 0; p < 4; p++)
                 cpu_backend.kv_write(line, 0, PAST + p, k + (size_t)(PAST + path[p]) * kvd, v + (size_t)(PAST + path[p]) * kvd, 1);
             float *alone = malloc(sizeof(float) * qd);
-            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, PAST + 4, NULL}, 1, 0, NH, NKV, hd);
+            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, PAST + 4, NULL, 0}, 1, 0, NH, NKV, hd);
             CHECK(!memcmp(alone, out + (size_t)11 * qd, sizeof(float) * qd),
                   "head size %d, %s cache: a tree row differs from the token decoded alone", hd, dtype_name(dts[d]));
             cpu_backend.kv_free(tree); cpu_backend.kv_free(line);

@@ -196,16 +196,15 @@ static int tree_path(const Tree *t, int node, int *path) {
 }
 
 static void check_tree(LlamaModel *m, const int *prefix, int P, const Tree *t, const char *label) {
-    const int V = m->cfg.vocab, n = t->n, nctx = P + n;
+    const int V = m->cfg.vocab, n = t->n;
     LlamaState *s = llama_state_new(m, P + n + 16), *ref = llama_state_new(m, P + 16);
     int *pos = xmalloc(sizeof(int) * (P > n ? P : n));
     for (int i = 0; i < P; i++) pos[i] = i;
     REQUIRE(llama_forward(s, prefix, pos, P, NULL, LOGITS_NONE) == 0, "prefix: %s", err_get());
     llama_commit(s, NULL, P);
-    uint8_t *mask = xcalloc((size_t)n * nctx, 1);
+    uint8_t *mask = xcalloc((size_t)n * n, 1);   /* the tree's window; the prefix is visible to all */
     for (int i = 0; i < n; i++) {
-        for (int j = 0; j < P; j++) mask[(size_t)i * nctx + j] = 1;
-        for (int v = i; v >= 0; v = t->parent[v]) mask[(size_t)i * nctx + P + v] = 1;
+        for (int v = i; v >= 0; v = t->parent[v]) mask[(size_t)i * n + v] = 1;
         pos[i] = P + t->depth[i];
     }
     REQUIRE(llama_forward(s, t->token, pos, n, mask, LOGITS_ALL) == 0, "tree: %s", err_get());

@@ -163,7 +163,7 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
         if (q->n)
             be->rope_kv(s->q + q->off * qd, s->k + q->off * kvd, s->v + q->off * kvd, pos + q->off, q->n, c->heads,
                         c->kv_heads, c->head_dim, inv_freq, q->kv, kv_layer, q->n_past);
-        as[i] = (AttnSeq){q->kv, q->off, q->n, q->n_past + q->n, q->mask};
+        as[i] = (AttnSeq){q->kv, q->off, q->n, q->n_past + q->n, q->mask, q->mask_w};
     }
     be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);
     if (as != &one) free(as);
@@ -280,7 +280,8 @@ void llama_state_free(LlamaState *s) {
 }
 
 static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                         const int *off, const uint8_t *const *masks, const LogitsMode *modes, int on_host);
+                         const int *off, const uint8_t *const *masks, const int *mask_w, const LogitsMode *modes,
+                         int on_host);
 
 /* One sequence's forward, its arrays on the host or (on_host 0) in
  * backend memory. */
@@ -293,7 +294,7 @@ static int forward_solo(LlamaState *s, const int *tokens, const int *pos, int n,
     }
     if (!s->solo) s->solo = llama_batch_new(s->m);
     const int off[2] = {0, n};
-    return forward_batch(s->solo, &s, 1, tokens, pos, off, &mask, &mode, on_host);
+    return forward_batch(s->solo, &s, 1, tokens, pos, off, &mask, NULL, &mode, on_host);
 }
 
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
@@ -366,14 +367,14 @@ void forward_ctl_add_inputs(ForwardCtl *c, const int *tokens, const int *pos, in
     *at_pos = forward_ctl_add(c, pos, sizeof(int) * n);
     *at_masks = c->used;
     for (int i = 0; i < n_seq; i++)   /* each mask from an int boundary */
-        if (seqs[i].mask) forward_ctl_add(c, seqs[i].mask, (size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n));
+        if (seqs[i].mask) forward_ctl_add(c, seqs[i].mask, (size_t)seqs[i].n * seqs[i].mask_w);
 }
 
 void forward_ctl_masks(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_masks) {
     for (int i = 0; i < n_seq; i++) {
         if (!seqs[i].mask) continue;
         seqs[i].mask = forward_ctl_at(c, at_masks);
-        at_masks += ((size_t)seqs[i].n * (seqs[i].n_past + seqs[i].n) + 3) / 4;
+        at_masks += ((size_t)seqs[i].n * seqs[i].mask_w + 3) / 4;
     }
 }
 
@@ -495,23 +496,32 @@ static void batch_ops(void *arg) {
 }
 
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                        const int *off, const uint8_t *const *masks, const LogitsMode *modes) {
-    return forward_batch(b, states, n_seq, tokens, pos, off, masks, modes, 1);
+                        const int *off, const uint8_t *const *masks, const int *mask_w,
+                        const LogitsMode *modes) {
+    return forward_batch(b, states, n_seq, tokens, pos, off, masks, mask_w, modes, 1);
 }
 
 int llama_forward_batch_dev(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                            const int *off, const uint8_t *const *masks, const LogitsMode *modes) {
-    return forward_batch(b, states, n_seq, tokens, pos, off, masks, modes, 0);
+                            const int *off, const uint8_t *const *masks, const int *mask_w,
+                            const LogitsMode *modes) {
+    return forward_batch(b, states, n_seq, tokens, pos, off, masks, mask_w, modes, 0);
 }
 
 static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                         const int *off, const uint8_t *const *masks, const LogitsMode *modes, int on_host) {
+                         const int *off, const uint8_t *const *masks, const int *mask_w, const LogitsMode *modes,
+                         int on_host) {
     const ModelConfig *c = &b->m->cfg;
     if (n_seq <= 0 || off[0] != 0) { err_set("a batch of %d sequences starting at token %d", n_seq, n_seq > 0 ? off[0] : 0); return -1; }
     for (int i = 0; i < n_seq; i++) {
         const int ni = off[i + 1] - off[i];
         if (states[i]->m != b->m) { err_set("batch: sequence %d belongs to another model", i); return -1; }
         if (ni < 0 || (ni == 0 && modes && modes[i] == LOGITS_LAST)) { err_set("batch: sequence %d has %d tokens", i, ni); return -1; }
+        const int w = mask_w ? mask_w[i] : ni;
+        if (masks && masks[i] && (w < ni || w > states[i]->n_past + ni)) {
+            err_set("batch: sequence %d: a mask window of %d slots for %d new tokens after %d", i, w, ni,
+                    states[i]->n_past);
+            return -1;
+        }
         if (states[i]->n_past + ni > states[i]->slots) {
             err_set("batch: sequence %d: context of %d tokens exceeds its KV cache (%d slots)", i,
                     states[i]->n_past + ni, states[i]->slots);
@@ -528,7 +538,8 @@ static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, co
     for (int i = 0; i < n_seq; i++) {
         const int ni = off[i + 1] - off[i];
         state_reserve(states[i], ni > 0 ? ni : 1);
-        b->seqs[i] = (SeqView){states[i]->kv, states[i]->n_past, off[i], ni, masks ? masks[i] : NULL};
+        b->seqs[i] = (SeqView){states[i]->kv, states[i]->n_past, off[i], ni, masks ? masks[i] : NULL,
+                               mask_w ? mask_w[i] : ni};
         mode[i] = modes ? modes[i] : LOGITS_ALL;
         if (ni && mode[i] == LOGITS_ALL)
             for (int t = off[i]; t < off[i + 1]; t++) b->logit_rows[nl++] = t;

@@ -4,8 +4,9 @@
  *
  * One call, llama_forward, serves prefill, single-token decode and a whole
  * token tree: it runs n new tokens at explicit positions, writes their K/V
- * into cache slots [n_past, n_past+n), and lets token i attend cache slot j
- * where mask[i*(n_past+n) + j] is set (NULL: plain causal).  Nothing becomes
+ * into cache slots [n_past, n_past+n), and lets token i attend the whole
+ * committed context and new slot n_past + j where mask[i*n + j] is set
+ * (NULL: plain causal).  Nothing becomes
  * part of the context until llama_commit keeps a chosen subset (e.g. the
  * accepted path) in order. */
 #ifndef C2T_LLAMA_H
@@ -59,12 +60,14 @@ void layer_scratch_free(const Backend *be, LayerScratch *s);
 /* One sequence's share of a forward over several (batched decoding; a
  * single forward is the case of one): its tokens are rows [off, off+n) of
  * the forward, their K/V go to cache kv at slots [n_past, n_past+n), and
- * token i sees cache slot j where mask[i*(n_past+n) + j] is set (NULL:
+ * (AttnSeq's window) token i sees every slot before the last mask_w of
+ * [0, n_past+n) and window slot j where mask[i*mask_w + j] is set (NULL:
  * causal). */
 typedef struct {
     KVCache *kv;
     int n_past, off, n;
     const uint8_t *mask;
+    int mask_w;
 } SeqView;
 /* A forward's control arrays in backend memory, where the ops read them
  * (kernels.h): token ids, positions, masks and row lists, staged on the
@@ -87,7 +90,7 @@ size_t forward_ctl_add_dev(ForwardCtl *c, const int *dev, size_t n);
 void forward_ctl_send(ForwardCtl *c, const Backend *be);
 const void *forward_ctl_at(const ForwardCtl *c, size_t off);
 /* The usual set: tokens[n], pos[n] and every seqs[i].mask (seqs[i].n rows
- * of n_past + n bytes; NULL stays NULL), staged (between begin and send)
+ * of mask_w bytes; NULL stays NULL), staged (between begin and send)
  * with seqs[i].mask left for forward_ctl_masks to point at the copies. */
 void forward_ctl_add_inputs(ForwardCtl *c, const int *tokens, const int *pos, int n, const SeqView *seqs, int n_seq,
                             size_t *at_tokens, size_t *at_pos, size_t *at_masks);
@@ -157,7 +160,9 @@ const float *llama_row_logits(LlamaState *s, int row);
 void llama_rows_logits(LlamaBatch *b, LlamaState *const *states, const int *rows, int n);
 /* Several sequences in one forward (batched decoding).  Sequence i brings
  * tokens[off[i] .. off[i+1]) at positions pos[same], seen through masks[i]
- * over its own cache (NULL: causal; as llama_forward's mask), its logits by
+ * over its own cache (NULL: causal) and the window of its last mask_w[i]
+ * slots (SeqView; mask_w NULL: each window is the sequence's new tokens, as
+ * llama_forward's), its logits by
  * modes[i] (masks NULL: all causal; modes NULL: all LOGITS_ALL); the products
  * run once over all the tokens (the LM head once over every row wanted),
  * attention per sequence.  llama_forward is the case of one.  Afterwards each
@@ -181,11 +186,12 @@ LlamaBatch *llama_batch_new(const LlamaModel *m);
 void llama_batch_free(LlamaBatch *b);
 /* 0, or -1 with err_set (a cache that would overflow names its sequence). */
 int llama_forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                        const int *off, const uint8_t *const *masks, const LogitsMode *modes);
+                        const int *off, const uint8_t *const *masks, const int *mask_w, const LogitsMode *modes);
 /* llama_forward_batch with tokens, pos and the masks in backend memory (as
  * llama_forward_dev). */
 int llama_forward_batch_dev(LlamaBatch *b, LlamaState *const *states, int n_seq, const int *tokens, const int *pos,
-                            const int *off, const uint8_t *const *masks, const LogitsMode *modes);
+                            const int *off, const uint8_t *const *masks, const int *mask_w,
+                            const LogitsMode *modes);
 
 /* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
  * keeps the first m) as context; the rest of that forward is dropped. */

@@ -140,9 +140,9 @@ static int forward_calls(Run *r, const GateCall *const *calls, int n) {
         for (int i = 0; i < n; i++) forward_ctl_add_dev(&r->ctl, calls[i]->pos, calls[i]->n);
         forward_ctl_send(&r->ctl, r->s->target->be);
         rc = llama_forward_batch_dev(r->lb, states, n, forward_ctl_at(&r->ctl, at_tok), forward_ctl_at(&r->ctl, at_pos),
-                                     off, masks, modes);
+                                     off, masks, NULL, modes);
     } else {
-        rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, modes);
+        rc = llama_forward_batch(r->lb, states, n, tokens, pos, off, masks, NULL, modes);
     }
     free(states); free(masks); free(modes); free(off); free(tokens); free(pos);
     return rc;

@@ -68,8 +68,8 @@ static void pending_add(Decoder *dec, const int *tokens, int n) {
     dec->n_pending += n;
 }
 
-static void reserve_nodes(Decoder *dec, int n, int n_past) {
-    size_t need = (size_t)n * (n_past + n);
+static void reserve_nodes(Decoder *dec, int n) {
+    size_t need = (size_t)n * n;   /* the mask over the tree's window */
     if (need > dec->mask_cap) { dec->mask_cap = need * 2; dec->mask = xrealloc(dec->mask, dec->mask_cap); }
     if (n > dec->cap_nodes) {
         const Backend *be = dec->target->m->be;
@@ -236,9 +236,9 @@ void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
     LlamaState *ts = dec->target;
     if (chain->n == 0) tree_reset(chain, dec->root);
     while (chain->n < n) tree_add(chain, chain->n - 1, dec->root, 1, 0, 0);
-    reserve_nodes(dec, n, ts->n_past);
+    reserve_nodes(dec, n);
     tree_positions(chain, ts->n_past, dec->pos);
-    tree_mask(chain, ts->n_past, dec->mask);
+    tree_mask(chain, dec->mask);
     *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->pos, .n = n,
                        .mask = n > 1 ? dec->mask : NULL, .mode = n > LAZY_LOGITS_NODES ? LOGITS_NONE : LOGITS_ALL};
 }
@@ -305,12 +305,12 @@ static int decoder_draft(Decoder *dec) {
     dec->t_verify = now_seconds();
     const Tree *t = &dec->tree;
     if (dec->walk) {   /* the path and its features only */
-        reserve_nodes(dec, t->n, 0);
+        reserve_nodes(dec, t->n);
         return 0;
     }
-    reserve_nodes(dec, t->n, ts->n_past);
+    reserve_nodes(dec, t->n);
     tree_positions(t, ts->n_past, dec->pos);
-    tree_mask(t, ts->n_past, dec->mask);
+    tree_mask(t, dec->mask);
     /* Up to LAZY_LOGITS_NODES nodes one product scores them all, reading the
      * LM head once; a bigger tree scores only the path verification walks
      * (one LM-head product per accepted node, against one per node). */
@@ -475,7 +475,7 @@ static int decoder_cycle_dev(Decoder *dec) {
     if (dec->draft) draft_end_cycle(dec->draft);
     dec->t_verify = now_seconds();
     const int n = c->n_verified, n_past = ts->n_past;
-    reserve_nodes(dec, n, 0);   /* the path and its features; the mask is the cycle's */
+    reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
     /* the verify's tokens, positions and mask stay in backend memory */
     tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
     dec->lazy = n > LAZY_LOGITS_NODES;
@@ -537,6 +537,6 @@ int decoder_use_device_cycle(Decoder *dec) {
     if (why) { err_set("--cycle device: %s", why); return -1; }
     const int cap = policy_max_nodes(dec->policy);
     dec->dc = cycle_new(dec->target->m->be, cap);
-    reserve_nodes(dec, cap, 0);
+    reserve_nodes(dec, cap);
     return 0;
 }

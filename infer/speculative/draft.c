@@ -393,19 +393,20 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
         return -1;
     }
     int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
-    uint8_t *mask = xcalloc((size_t)n * nctx, 1);
+    const int w = nctx - d->n_past;   /* the mask's window: this cycle's entries */
+    uint8_t *mask = xcalloc((size_t)n * w, 1);
     for (int i = 0; i < n; i++) {
         int v = nodes[i];
         tok[i] = t->token[v];
         par[i] = t->parent[v];
         pos[i] = d->n_past - 1 + t->depth[v];
-        uint8_t *row = mask + (size_t)i * nctx;
-        memset(row, 1, d->n_past);
-        for (int a = t->parent[v]; a > 0; a = t->parent[a]) row[d->slot_of[a]] = 1;
-        row[base + i] = 1;
+        uint8_t *row = mask + (size_t)i * w;
+        for (int a = t->parent[v]; a > 0; a = t->parent[a]) row[d->slot_of[a] - d->n_past] = 1;
+        row[base + i - d->n_past] = 1;
         d->slot_of[v] = base + i;
     }
-    DraftStep step = {.d = d, .nodes = nodes, .par = par, .tok = tok, .pos = pos, .n = n, .tree_n = t->n, .mask = mask};
+    DraftStep step = {.d = d, .nodes = nodes, .par = par, .tok = tok, .pos = pos, .n = n, .tree_n = t->n, .mask = mask,
+                      .mask_w = w};
     int rc = draft_step(d, &step);
     if (!rc) {
         d->n_temp += n;
@@ -427,7 +428,7 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
         tree_inputs_make(&d->dev_inputs, d->be, t, rows, m, base, d->n_past, d->n_past - 1, nctx);
         const int *in = d->dev_inputs.dev;   /* the forward reads them where they are */
         DraftStep step = {.d = d, .nodes = in + 3 * m, .par = in + 2 * m, .tok = in, .pos = in + m, .n = m,
-                          .tree_n = n, .mask = d->dev_inputs.dev_mask, .on_device = 1};
+                          .tree_n = n, .mask = d->dev_inputs.dev_mask, .mask_w = nctx - d->n_past, .on_device = 1};
         if (draft_step(d, &step)) return -1;
         d->n_temp += m;
         d->rows_scored += m;

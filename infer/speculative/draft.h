@@ -25,8 +25,9 @@ typedef struct Draft Draft;
  * committed tokens[0..m), tokens[0] being the previous root, with features
  * hidden[m][feat_width] (device), and emitted `next`, the new root) or a
  * cycle's tree nodes (nodes[0..n) of a tree of tree_n nodes, with parents
- * par, tokens tok at positions pos, each seeing the entries mask marks among
- * d->n_past + d->n_temp + n, written as temporary entries from slot
+ * par, tokens tok at positions pos, each seeing the committed context and
+ * the entries mask marks in the window of this cycle's entries, mask_w =
+ * d->n_temp + n wide (SeqView), written as temporary entries from slot
  * d->n_past + d->n_temp). */
 struct DraftStep {
     Draft *d;
@@ -37,6 +38,7 @@ struct DraftStep {
     const int *nodes, *par, *tok, *pos;
     int n, tree_n;
     const uint8_t *mask;
+    int mask_w;
     int on_device;      /* nodes, par, tok, pos and mask are backend memory (the device cycle's) */
     /* results: a catch-up's committed entries (the root's logits go to
      * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid

@@ -265,7 +265,8 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
             }
             reserve_node_feat(d, d->impl, s->tree_n);
         }
-        seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask};
+        seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask,
+                            catch_up ? 0 : s->mask_w};
     }
     /* every control array of the step in backend memory, side by side: the
      * host's in one upload, the device cycle's copied there (one step's

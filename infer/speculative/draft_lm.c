@@ -57,6 +57,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
     const int catch_up = steps[0]->catch_up;
     LlamaState **states = xmalloc(sizeof *states * n_seq);
     const uint8_t **masks = xmalloc(sizeof *masks * n_seq);
+    int *mask_w = xmalloc(sizeof(int) * n_seq);
     LogitsMode *modes = xmalloc(sizeof *modes * n_seq);
     int *off = xmalloc(sizeof(int) * (n_seq + 1)), total = 0;
     for (int i = 0; i < n_seq; i++) {
@@ -87,6 +88,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         off[i + 1] = o + ni;
         states[i] = l->lms;
         masks[i] = catch_up ? NULL : s->mask;
+        mask_w[i] = catch_up ? ni : s->mask_w;
         modes[i] = catch_up ? LOGITS_LAST : LOGITS_ALL;
     }
     DraftLM *l0 = steps[0]->d->impl;
@@ -95,7 +97,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         err_set("a draft LM's catch-up has no device inputs");
         rc = -1;
     } else if (!rc && steps[0]->on_device && n_seq == 1) {   /* the device cycle's step: read where it is */
-        rc = llama_forward_dev(states[0], steps[0]->tok, steps[0]->pos, steps[0]->n, masks[0], LOGITS_ALL);
+        rc = llama_forward_batch_dev(l0->batch, states, 1, steps[0]->tok, steps[0]->pos, off, masks, mask_w, modes);
     } else if (!rc && steps[0]->on_device) {   /* the device cycle's steps: tokens and positions packed there */
         forward_ctl_begin(&l0->ctl);
         const size_t at_tok = l0->ctl.used;
@@ -104,9 +106,9 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         for (int i = 0; i < n_seq; i++) forward_ctl_add_dev(&l0->ctl, steps[i]->pos, steps[i]->n);
         forward_ctl_send(&l0->ctl, steps[0]->d->be);
         rc = llama_forward_batch_dev(l0->batch, states, n_seq, forward_ctl_at(&l0->ctl, at_tok),
-                                     forward_ctl_at(&l0->ctl, at_pos), off, masks, modes);
+                                     forward_ctl_at(&l0->ctl, at_pos), off, masks, mask_w, modes);
     } else if (!rc) {
-        rc = llama_forward_batch(l0->batch, states, n_seq, tok, pos, off, masks, modes);
+        rc = llama_forward_batch(l0->batch, states, n_seq, tok, pos, off, masks, mask_w, modes);
     }
     for (int i = 0; i < n_seq && !rc; i++) {
         DraftStep *s = steps[i];
@@ -120,7 +122,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
             s->logits = l->lms->logits;
         }
     }
-    free(states); free(masks); free(modes); free(off); free(tok); free(pos);
+    free(states); free(masks); free(mask_w); free(modes); free(off); free(tok); free(pos);
     return rc;
 }
 

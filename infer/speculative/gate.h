@@ -34,7 +34,8 @@ typedef struct {
 
 typedef struct {
     GateKind kind;
-    /* GATE_PREFILL, GATE_VERIFY: llama_forward's arguments (on_device:
+    /* GATE_PREFILL, GATE_VERIFY: llama_forward's arguments (the mask over
+     * the n new tokens' window; on_device:
      * tokens, pos and mask in backend memory, llama_forward_dev's); GATE_ROW:
      * state, row */
     LlamaState *state;

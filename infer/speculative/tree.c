@@ -56,14 +56,10 @@ void tree_positions(const Tree *t, int n_past, int *pos) {
     for (int i = 0; i < t->n; i++) pos[i] = n_past + t->depth[i];
 }
 
-void tree_mask(const Tree *t, int n_past, uint8_t *mask) {
-    const int nctx = n_past + t->n;
-    memset(mask, 0, (size_t)t->n * nctx);
-    for (int i = 0; i < t->n; i++) {
-        uint8_t *row = mask + (size_t)i * nctx;
-        memset(row, 1, n_past);
-        for (int a = i; a >= 0; a = t->parent[a]) row[n_past + a] = 1;
-    }
+void tree_mask(const Tree *t, uint8_t *mask) {
+    memset(mask, 0, (size_t)t->n * t->n);
+    for (int i = 0; i < t->n; i++)
+        for (int a = i; a >= 0; a = t->parent[a]) mask[(size_t)i * t->n + a] = 1;
 }
 
 void tree_subset(const Tree *t, const int *keep, int m, Tree *out) {
@@ -99,7 +95,7 @@ int tree_max_depth(const Tree *t) {
 
 void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
                       int pos0, int nctx) {
-    const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * nctx + 3) / 4;
+    const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * (nctx - ones) + 3) / 4;
     if (in->be != be) { tree_inputs_free(in); in->be = be; }
     if (words > in->cap) {
         if (in->dev) be->release(in->dev);

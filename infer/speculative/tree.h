@@ -26,10 +26,11 @@ void tree_set_size(Tree *t, int n);
 /* Adds a child; returns its index. */
 int tree_add(Tree *t, int parent, int token, float p, float H, int rank);
 /* The verification inputs for a target whose committed context has n_past
- * tokens: positions n_past + depth, and a mask n × (n_past + n) where node i
- * sees the context and its ancestors (and itself). */
+ * tokens: positions n_past + depth, and the mask over the tree's window
+ * (n × n, AttnSeq.mask_w n: the context before it is visible to all) where
+ * node i sees its ancestors and itself. */
 void tree_positions(const Tree *t, int n_past, int *pos);
-void tree_mask(const Tree *t, int n_past, uint8_t *mask);
+void tree_mask(const Tree *t, uint8_t *mask);
 /* Copies the nodes keep[0..m) (ascending, closed under parent) into out,
  * re-indexing parents. */
 void tree_subset(const Tree *t, const int *keep, int m, Tree *out);
@@ -40,7 +41,7 @@ int tree_max_depth(const Tree *t);
 /* The inputs of a forward over rows of a tree, made in backend memory by
  * the tree op tree_inputs (kernels.h), where the forward reads them:
  * dev[0..m) tokens, [m..2m) positions, [2m..3m) parents, [3m..4m) nodes,
- * then the mask [m][nctx] (dev_mask).  Zero-initialise; the buffer grows
+ * then the mask [m][nctx - ones] over the window [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows
  * to the largest call. */
 typedef struct {
     const Backend *be;

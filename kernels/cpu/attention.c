@@ -69,18 +69,22 @@ void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
         }
 }
 
-static inline int visible(const uint8_t *mask, int i, int j, int n, int nctx) {
-    return mask ? mask[(size_t)i * nctx + j] != 0 : j <= nctx - n + i;
+/* whether query i of a's sees slot j (AttnSeq) */
+static inline int visible(const AttnSeq *a, int i, int j) {
+    if (!a->mask) return j <= a->nctx - a->n + i;
+    const int w0 = a->nctx - a->mask_w;
+    return j < w0 || a->mask[(size_t)i * a->mask_w + (j - w0)] != 0;
 }
 
-/* Masked softmax of one score row in place; masked entries become 0. */
-static void softmax_row(float *s, const uint8_t *mask, int i, int n, int nctx) {
+/* Masked softmax of query i's score row in place; masked entries become 0. */
+static void softmax_row(float *s, const AttnSeq *a, int i) {
+    const int nctx = a->nctx;
     float mx = -INFINITY;
     for (int j = 0; j < nctx; j++)
-        if (visible(mask, i, j, n, nctx) && s[j] > mx) mx = s[j];
+        if (visible(a, i, j) && s[j] > mx) mx = s[j];
     double sum = 0;
     for (int j = 0; j < nctx; j++) {
-        float e = visible(mask, i, j, n, nctx) ? expf(s[j] - mx) : 0.0f;
+        float e = visible(a, i, j) ? expf(s[j] - mx) : 0.0f;
         s[j] = e;
         sum += e;
     }
@@ -121,21 +125,22 @@ static inline void axpy_hd(float *o, float w, const void *base, DType dt, size_t
  * per head, scores over the visible slots, softmax, the weighted sum of the
  * values.  Each K and V row is read once for all nh heads; every head's
  * arithmetic is the same whatever nh.  s: nh * nctx floats of scratch. */
-static inline __attribute__((always_inline)) void attend_dt(float *out, const float *q, const KVCache *c, int layer,
-                                                              int i, int n, int nctx, const uint8_t *mask, int h0,
-                                                              int nh, int nheads, int nkv, int hd, float *s,
-                                                              const DType dt) {
+static inline __attribute__((always_inline)) void attend_dt(float *out, const float *q, const AttnSeq *sq, int layer,
+                                                              int i, int h0, int nh, int nheads, int nkv, int hd,
+                                                              float *s, const DType dt) {
+    const KVCache *c = sq->kv;
+    const int nctx = sq->nctx;
     const float scale = 1.0f / sqrtf((float)hd);
     const int g = h0 / (nheads / nkv), qdim = nheads * hd;
     const float *qi = q + (size_t)i * qdim;
     for (int j = 0; j < nctx; j++) {
-        const int vis = visible(mask, i, j, n, nctx);
+        const int vis = visible(sq, i, j);
         const size_t k = kv_at(c, layer, j) + (size_t)g * hd;
         for (int a = 0; a < nh; a++)
             s[(size_t)a * nctx + j] = vis ? dot_hd(qi + (h0 + a) * hd, c->k, dt, k, hd) * scale : 0;
     }
     for (int a = 0; a < nh; a++) {
-        softmax_row(s + (size_t)a * nctx, mask, i, n, nctx);
+        softmax_row(s + (size_t)a * nctx, sq, i);
         memset(out + (size_t)i * qdim + (h0 + a) * hd, 0, sizeof(float) * hd);
     }
     for (int j = 0; j < nctx; j++) {
@@ -166,21 +171,25 @@ static inline __m512 kv_load16(const void *base, DType dt, size_t i) {
  * among the tree's, sums exactly as the same token decoded alone over its
  * contiguous context: greedy verification stays lossless.  s: nh * nctx
  * floats, then nctx ints. */
-static inline __attribute__((always_inline)) void attend16(float *out, const float *q, const KVCache *c, int layer,
-                                                           int i, int n, int nctx, const uint8_t *mask, int h0, int nh,
-                                                           int nheads, int nkv, float *s, const DType DT, const int HD) {
+static inline __attribute__((always_inline)) void attend16(float *out, const float *q, const AttnSeq *sq, int layer,
+                                                           int i, int h0, int nh, int nheads, int nkv, float *s,
+                                                           const DType DT, const int HD) {
     enum { V = 8 };   /* HD / 16 <= V */
+    const KVCache *c = sq->kv;
+    const int nctx = sq->nctx;
     const float scale = 1.0f / sqrtf((float)HD);
     const int g = h0 / (nheads / nkv), qdim = nheads * HD;
     const float *qi = q + (size_t)i * qdim;
     const void *K = c->k, *Vc = c->v;
     int *at = (int *)(s + (size_t)nh * nctx), m = 0;
-    if (mask) {
-        const uint8_t *row = mask + (size_t)i * nctx;
-        for (int j = 0; j < nctx; j++)
-            if (row[j]) at[m++] = j;
+    if (sq->mask) {   /* the slots before the window, then the window's marked ones */
+        const int w0 = nctx - sq->mask_w;
+        const uint8_t *row = sq->mask + (size_t)i * sq->mask_w;
+        for (int j = 0; j < w0; j++) at[m++] = j;
+        for (int j = 0; j < sq->mask_w; j++)
+            if (row[j]) at[m++] = w0 + j;
     } else {
-        m = nctx - n + i + 1;   /* causal: slots [0, nctx - n + i] */
+        m = nctx - sq->n + i + 1;   /* causal: slots [0, nctx - n + i] */
         for (int j = 0; j < m; j++) at[j] = j;
     }
     for (int x = 0; x < m; x++) {
@@ -219,16 +228,16 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
 
 #define ATTEND16(HD)                                                                                               \
     do {                                                                                                           \
-        if (c->dt == DT_BF16) attend16(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, s, DT_BF16, HD);  \
-        else attend16(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, s, DT_F32, HD);                    \
+        if (sq->kv->dt == DT_BF16) attend16(out, q, sq, layer, i, h0, nh, nheads, nkv, s, DT_BF16, HD);           \
+        else attend16(out, q, sq, layer, i, h0, nh, nheads, nkv, s, DT_F32, HD);                                 \
         return;                                                                                                    \
     } while (0)
 #endif
 
 /* attend16 for the head sizes of the LLaMA family's shapes, else attend_dt;
  * the element type a constant in each copy */
-static void attend(float *out, const float *q, const KVCache *c, int layer, int i, int n, int nctx,
-                   const uint8_t *mask, int h0, int nh, int nheads, int nkv, int hd, float *s) {
+static void attend(float *out, const float *q, const AttnSeq *sq, int layer, int i, int h0, int nh, int nheads,
+                   int nkv, int hd, float *s) {
 #ifdef __AVX512F__
     switch (hd) {
     case 32: ATTEND16(32);
@@ -236,8 +245,8 @@ static void attend(float *out, const float *q, const KVCache *c, int layer, int 
     case 128: ATTEND16(128);
     }
 #endif
-    if (c->dt == DT_BF16) attend_dt(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, hd, s, DT_BF16);
-    else attend_dt(out, q, c, layer, i, n, nctx, mask, h0, nh, nheads, nkv, hd, s, DT_F32);
+    if (sq->kv->dt == DT_BF16) attend_dt(out, q, sq, layer, i, h0, nh, nheads, nkv, hd, s, DT_BF16);
+    else attend_dt(out, q, sq, layer, i, h0, nh, nheads, nkv, hd, s, DT_F32);
 }
 
 /* Decode and small trees: every query of the sequences listed in few[0..nf)
@@ -267,8 +276,8 @@ static void few_attn_part(void *v, int part, int parts) {
     for (int64_t it = lo; it < hi; it++) {
         const int t = (int)(it / j->items), h = (int)(it % j->items);
         const AttnSeq *a = &j->seqs[j->seq_of[t]];
-        attend(j->out + a->off * qdim, j->q + a->off * qdim, a->kv, j->layer, j->query_of[t], a->n, a->nctx, a->mask,
-               h * j->per, j->per, j->nheads, j->nkv, j->hd, s);
+        attend(j->out + a->off * qdim, j->q + a->off * qdim, a, j->layer, j->query_of[t], h * j->per, j->per, j->nheads,
+               j->nkv, j->hd, s);
     }
     free(s);
 }
@@ -329,7 +338,8 @@ static void many_attn_part(void *v, int part, int parts) {
         const float *K = head_rows(j->c, j->c->k, j->layer, g, hd, nctx, wide, &ld);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, j->q + h * hd, qdim,
                     K, ld, 0.0f, s, nctx);
-        for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, NULL, i, n, nctx);
+        const AttnSeq causal = {j->c, 0, n, nctx, NULL, 0};
+        for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, &causal, i);
         const float *V = head_rows(j->c, j->c->v, j->layer, g, hd, nctx, wide, &ld);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
                     0.0f, j->out + h * hd, qdim);

@@ -128,11 +128,10 @@ void cpu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int one
         out[m + i] = pos0 + t->depth[v];
         out[2 * m + i] = t->parent[v];
         out[3 * m + i] = v;
-        uint8_t *row = mask + (size_t)i * nctx;
-        memset(row, 0, nctx);
-        memset(row, 1, ones);
+        uint8_t *row = mask + (size_t)i * (nctx - ones);
+        memset(row, 0, nctx - ones);
         for (int a = v; a >= 0; a = t->parent[a])
-            if (t->slot[a] >= 0) row[t->slot[a]] = 1;
+            if (t->slot[a] >= ones) row[t->slot[a] - ones] = 1;
     }
 }
 

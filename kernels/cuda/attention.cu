@@ -190,12 +190,13 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
 
 /* One sequence of a ragged launch: its cache (layer 0; a layer is
  * layer_stride floats further), its queries [q0, q0 + n) of the batch, its
- * context, and its mask (device; NULL: causal). */
+ * context, and its mask (device; NULL: causal) over the window of its last
+ * mask_w slots (AttnSeq). */
 struct AttSeqDev {
     const float *K, *V;
     const uint8_t *mask;
     long long layer_stride;
-    int q0, n, nctx;
+    int q0, n, nctx, mask_w;
 };
 
 /* x block b: queries [qstart, qstart + qb) of sequence seq */
@@ -260,7 +261,8 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
         __syncthreads();
         if (!active) continue;
         const int j = j0 + lane;
-        const bool vis = j < nctx && (mask ? mask[(size_t)i * nctx + j] != 0 : j <= nctx - n + i);
+        const int w0 = nctx - sq.mask_w;   /* the mask's window: slots [w0, nctx) */
+        const bool vis = j < nctx && (mask ? j < w0 || mask[(size_t)i * sq.mask_w + (j - w0)] != 0 : j <= nctx - n + i);
         float s = -INFINITY;
         if (vis) {
             float d = 0.0f;
@@ -359,9 +361,9 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         const KVCache *c = a->kv;
         if (!kv_dim) kv_dim = c->kv_dim;
         if (nkv * head_dim > c->kv_dim || c->kv_dim != kv_dim || a->nctx > c->slots || a->nctx < a->n || layer < 0 ||
-            layer >= c->layers) {
-            CU_FAIL("attention: unsupported shape (sequence %d: n %d, nctx %d of %d slots, kv_dim %d, layer %d)", i,
-                    a->n, a->nctx, c->slots, c->kv_dim, layer);
+            layer >= c->layers || (a->mask && (a->mask_w < a->n || a->mask_w > a->nctx))) {
+            CU_FAIL("attention: unsupported shape (sequence %d: n %d, nctx %d of %d slots, mask window %d, kv_dim %d, "
+                    "layer %d)", i, a->n, a->nctx, c->slots, a->mask ? a->mask_w : 0, c->kv_dim, layer);
             return;
         }
         live++;
@@ -389,6 +391,7 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         sd[s].n = a->n;
         sd[s].nctx = a->nctx;
         sd[s].mask = a->mask;
+        sd[s].mask_w = a->mask_w;
         for (int q0 = 0; q0 < a->n; q0 += qb) bd[b++] = AttBlock{s, q0};
         s++;
     }

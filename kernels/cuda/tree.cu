@@ -240,23 +240,24 @@ tree_slots_kernel(DevTree t, const int *rows, int m, int base) {
     if (i < m) t.slot[rows ? rows[i] : i] = base + i;
 }
 
-/* a block per row: its out[] entries, then its mask row */
+/* a block per row: its out[] entries, then its mask row over the window
+ * [ones, nctx) */
 __global__ void __launch_bounds__(TREE_THREADS)
 tree_mask_kernel(DevTree t, const int *rows, int m, int ones, int pos0, int nctx, int *out,
                  uint8_t *mask) {
-    const int i = blockIdx.x, v = rows ? rows[i] : i;
-    uint8_t *row = mask + (size_t)i * nctx;
+    const int i = blockIdx.x, v = rows ? rows[i] : i, w = nctx - ones;
+    uint8_t *row = mask + (size_t)i * w;
     if (threadIdx.x == 0) {
         out[i] = t.token[v];
         out[m + i] = pos0 + t.depth[v];
         out[2 * m + i] = t.parent[v];
         out[3 * m + i] = v;
     }
-    for (int j = threadIdx.x; j < nctx; j += blockDim.x) row[j] = j < ones;
+    for (int j = threadIdx.x; j < w; j += blockDim.x) row[j] = 0;
     __syncthreads();   /* the ancestors' marks go over the zeros */
     if (threadIdx.x == 0)
         for (int a = v; a >= 0; a = t.parent[a])
-            if (t.slot[a] >= 0) row[t.slot[a]] = 1;
+            if (t.slot[a] >= ones) row[t.slot[a] - ones] = 1;
 }
 
 void cu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
