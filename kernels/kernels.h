@@ -7,11 +7,13 @@
  *  - activations ("float *" arguments called x, out, q, logits, ...) live in
  *    backend memory from be->alloc; the caller never dereferences them, it
  *    moves data with to_host / to_device;
- *  - a forward's own control arrays, the token ids of embed, the positions
- *    of rope / rope_kv, the masks of attention and the row lists of
- *    copy_rows, are backend memory too (one upload per forward, llama.h's
- *    ForwardCtl; the device cycle makes them in place), so that a forward
- *    needs nothing from the host;
+ *  - a forward's own control arrays and counts, the token ids of embed, the
+ *    positions of rope / rope_kv, rope_kv's first KV slot, attention's
+ *    context lengths and masks and the row lists of copy_rows, are backend
+ *    memory too (one upload per forward, llama.h's ForwardCtl; the device
+ *    cycle makes them in place), so that a forward needs nothing from the
+ *    host and its ops' arguments do not change with the context's length
+ *    (what replaying a captured forward needs);
  *  - other small control arrays (kv_keep's list, top-k outputs of the
  *    host-facing ops) are host arrays;
  *  - weights are Weight handles made by be->weight(); their data is only
@@ -52,7 +54,10 @@ typedef struct {
 } DevTree;
 
 /* One sequence of an attention call: its queries are rows [off, off+n) of
- * q and out; they attend slots [0, nctx) of cache kv.  mask NULL: causal,
+ * q and out; they attend slots [0, nctx) of cache kv, nctx = *past + n
+ * (past in backend memory: the slots before the queries' own; ctx_max, a
+ * host bound on nctx at most the cache's slots, sizes a launch and never
+ * changes a result).  mask NULL: causal,
  * query i sees slots [0, nctx-n+i].  Else the mask (backend memory) covers
  * the window of the last mask_w slots, n <= mask_w <= nctx: query i sees
  * every slot before the window and window slot j (slot nctx - mask_w + j)
@@ -62,7 +67,9 @@ typedef struct {
  * (what replaying a captured forward needs). */
 typedef struct {
     const KVCache *kv;
-    int off, n, nctx;
+    int off, n;
+    const int *past;
+    int ctx_max;
     const uint8_t *mask;
     int mask_w;
 } AttnSeq;
@@ -128,11 +135,12 @@ typedef struct Backend {
     /* Writes n rows of k and v into slots [slot, slot+n) of a layer. */
     void (*kv_write)(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
     /* rope of q[n][heads*head_dim] and of k[n][kv_heads*head_dim] in place,
-     * then kv_write of the rotated k and of v into slots [slot, slot+n):
+     * then kv_write of the rotated k and of v into slots [*slot, *slot+n)
+     * (slot in backend memory):
      * one launch for what a layer's attention does to its new tokens before
      * attending, each result what rope, rope and kv_write give. */
     void (*rope_kv)(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
-                    const float *inv_freq, KVCache *c, int layer, int slot);
+                    const float *inv_freq, KVCache *c, int layer, const int *slot);
     /* For every layer: slot keep[i] moves to slot dst+i (keep ascending,
      * keep[i] >= dst+i), e.g. the accepted path of a verified tree. */
     void (*kv_keep)(KVCache *c, int dst, const int *keep, int m);

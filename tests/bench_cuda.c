@@ -121,17 +121,23 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
             printf("  matmul %-9s %6lldx%-6lld %8.1f us %7.0f GB/s\n", mm[i].name, (long long)w->rows,
                    (long long)w->cols, us, (double)w->rows * w->cols * dtype_size(w->dtype) / us * 1e-3);
         }
+        /* the ops' control values in device memory (kernels.h): the context
+         * before the query, and its position */
+        const int ctl[2] = {p - 1, p};
+        int *dctl = backend_alloc_ints(&cuda_backend, 2);
+        backend_ints_to_device(&cuda_backend, dctl, ctl, 2);
         double t0 = seconds_synced();
         for (int r = 0; r < reps; r++)
-            cuda_backend.attention(ls->att, ls->q, &(AttnSeq){st->kv, 0, 1, p, NULL, 0}, 1, 0, c->heads, c->kv_heads,
-                                   c->head_dim);
+            cuda_backend.attention(ls->att, ls->q, &(AttnSeq){st->kv, 0, 1, dctl, p, NULL, 0}, 1, 0, c->heads,
+                                   c->kv_heads, c->head_dim);
         printf("  attention over %d slots  %8.1f us\n", p, (seconds_synced() - t0) / reps * 1e6);
         t0 = seconds_synced();
-        for (int r = 0; r < reps; r++) cuda_backend.rope(ls->q, &p, 1, c->heads, c->head_dim, m->inv_freq);
+        for (int r = 0; r < reps; r++) cuda_backend.rope(ls->q, dctl + 1, 1, c->heads, c->head_dim, m->inv_freq);
         printf("  rope q                   %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
         t0 = seconds_synced();
         for (int r = 0; r < reps; r++) cuda_backend.rmsnorm(ls->xb, st->solo->x, &L0->attn_norm, 1, c->rms_eps);
         printf("  rmsnorm                  %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
+        cuda_backend.release(dctl);
     }
     double t0 = seconds_synced();
     for (int r = 0; r < 20; r++) {

@@ -110,10 +110,10 @@ static void nv_kv_write(KVCache *c, int l, int slot, const float *k, const float
         }
 }
 static void nv_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int hd,
-                       const float *inv_freq, KVCache *c, int l, int slot) {
+                       const float *inv_freq, KVCache *c, int l, const int *slot) {
     nv_rope(q, pos, n, heads, hd, inv_freq);
     nv_rope(k, pos, n, kv_heads, hd, inv_freq);
-    nv_kv_write(c, l, slot, k, v, n);
+    nv_kv_write(c, l, *slot, k, v, n);
 }
 static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     for (int l = 0; l < c->layers; l++)
@@ -151,7 +151,7 @@ static void nv_attention_one(float *out, const float *q, const KVCache *c, int l
 static void nv_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh, int nkv, int hd) {
     for (int i = 0; i < n_seq; i++)
         nv_attention_one(out + (size_t)seqs[i].off * nh * hd, q + (size_t)seqs[i].off * nh * hd, seqs[i].kv, l,
-                         seqs[i].n, seqs[i].nctx, seqs[i].mask, seqs[i].mask_w, nh, nkv, hd);
+                         seqs[i].n, *seqs[i].past + seqs[i].n, seqs[i].mask, seqs[i].mask_w, nh, nkv, hd);
 }
 static int nv_cmp_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

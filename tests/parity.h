@@ -189,17 +189,24 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     }
     float *ob = B->alloc((size_t)n * nh * hd), *orr = xmalloc(sizeof(float) * n * nh * hd);
     uint8_t *mb = dev_mask(B, mask, (size_t)n * w), *mr = dev_mask(R, mask, (size_t)n * w);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, nctx, mb, w}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, nctx, mr, w}, 1, layer, nh, nkv, hd);
+    /* the context length in backend memory; B's launch sized for the whole
+     * cache (a bucket), which must change nothing */
+    int *pastb = dev_ints(B, &past, 1), *pastr = dev_ints(R, &past, 1);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, pastb, nctx + 4, mb, w}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, pastr, nctx, mr, w}, 1, layer, nh, nkv, hd);
     if (mb) { B->release(mb); R->release(mr); }
+    B->release(pastb); R->release(pastr);
     float *o = down(B, ob, (size_t)n * nh * hd);
     float e = rel_err(o, orr, (size_t)n * nh * hd);
     /* keep every other new slot, then attend again from one query */
     int m = (n + 1) / 2, *keep = xmalloc(sizeof(int) * m);
     for (int i = 0; i < m; i++) keep[i] = past + 2 * i;
     B->kv_keep(cb, past, keep, m); R->kv_keep(cr, past, keep, m);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, 1, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
+    const int kept_past = past + m - 1;
+    pastb = dev_ints(B, &kept_past, 1); pastr = dev_ints(R, &kept_past, 1);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, pastb, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, 1, pastr, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
+    B->release(pastb); R->release(pastr);
     free(o);
     o = down(B, ob, (size_t)nh * hd);
     e = fmaxf(e, rel_err(o, orr, (size_t)nh * hd));
@@ -225,8 +232,9 @@ static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, 
     float *kb = up(B, k, (size_t)(past + n) * kvd), *vb = up(B, v, (size_t)(past + n) * kvd), *qb = up(B, q, (size_t)n * qd);
     if (past) { B->kv_write(cb, layer, 0, kb, vb, past); R->kv_write(cr, layer, 0, k, v, past); }
     float *kn = k + (size_t)past * kvd, *vn = v + (size_t)past * kvd;
-    int *posb = dev_ints(B, pos, n), *posr = dev_ints(R, pos, n);
-    B->rope_kv(qb, kb + (size_t)past * kvd, vb + (size_t)past * kvd, posb, n, nh, nkv, hd, inv, cb, layer, past);
+    int *posb = dev_ints(B, pos, n), *posr = dev_ints(R, pos, n), *slotb = dev_ints(B, &past, 1);
+    B->rope_kv(qb, kb + (size_t)past * kvd, vb + (size_t)past * kvd, posb, n, nh, nkv, hd, inv, cb, layer, slotb);
+    B->release(slotb);
     R->rope(q, posr, n, nh, hd, inv);
     R->rope(kn, posr, n, nkv, hd, inv);
     B->release(posb); R->release(posr);
@@ -237,8 +245,10 @@ static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, 
     e = fmaxf(e, rel_err(h, kn, (size_t)n * kvd));
     free(h);
     float *ob = B->alloc((size_t)n * qd), *orr = xmalloc(sizeof(float) * n * qd);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
+    int *pastb = dev_ints(B, &past, 1), *pastr = dev_ints(R, &past, 1);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, pastb, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, pastr, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
+    B->release(pastb); R->release(pastr);
     h = down(B, ob, (size_t)n * qd);
     e = fmaxf(e, rel_err(h, orr, (size_t)n * qd));
     free(h);
@@ -257,7 +267,7 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
     KVCache *cb[S], *cr[S];
     AttnSeq ab[S], ar[S];
     uint8_t *mask[S] = {NULL, NULL, NULL};
-    int total = 0;
+    int total = 0, *pastb = dev_ints(B, past, S), *pastr = dev_ints(R, past, S);
     for (int i = 0; i < S; i++) {
         const int nctx = past[i] + nq[i];
         cb[i] = B->kv_create(1, nctx, KVD);
@@ -276,8 +286,8 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
                 for (int p = a; p >= 0; p = par[p]) mask[i][(size_t)a * w + 4 + p] = 1;
             }
         }
-        ab[i] = (AttnSeq){cb[i], total, nq[i], nctx, dev_mask(B, mask[i], (size_t)nq[i] * w), w};
-        ar[i] = (AttnSeq){cr[i], total, nq[i], nctx, dev_mask(R, mask[i], (size_t)nq[i] * w), w};
+        ab[i] = (AttnSeq){cb[i], total, nq[i], pastb + i, nctx, dev_mask(B, mask[i], (size_t)nq[i] * w), w};
+        ar[i] = (AttnSeq){cr[i], total, nq[i], pastr + i, nctx, dev_mask(R, mask[i], (size_t)nq[i] * w), w};
         total += nq[i];
     }
     float *q = xmalloc(sizeof(float) * total * NH * HD), *orr = xmalloc(sizeof(float) * total * NH * HD);
@@ -291,7 +301,7 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
         B->kv_free(cb[i]); R->kv_free(cr[i]); free(mask[i]);
         if (ab[i].mask) { B->release((void *)ab[i].mask); R->release((void *)ar[i].mask); }
     }
-    B->release(qb); B->release(ob);
+    B->release(qb); B->release(ob); B->release(pastb); R->release(pastr);
     free(q); free(orr); free(o);
     return e;
 }

@@ -1,6 +1,7 @@
 /* The CPU backend with one more rule enforced: a forward's control arrays
- * (embed's token ids, rope's and rope_kv's positions, attention's masks,
- * copy_rows' row lists), and the outputs of softmax_topk_dev, must lie in memory from the backend's own alloc, as kernels.h says.  On
+ * (embed's token ids, rope's and rope_kv's positions, rope_kv's first slot,
+ * attention's context lengths and masks, copy_rows' row lists), and the
+ * outputs of softmax_topk_dev, must lie in memory from the backend's own alloc, as kernels.h says.  On
  * the CPU any host array would work, so a caller that passes one is only
  * caught here, not on a GPU where it would read a host address.  Each op
  * given a host array counts a violation (the first few are printed) and
@@ -54,14 +55,18 @@ static void strict_rope(float *x, const int *pos, int n, int nheads, int head_di
     cpu_backend.rope(x, pos, n, nheads, head_dim, inv_freq);
 }
 static void strict_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads,
-                           int head_dim, const float *inv_freq, KVCache *c, int layer, int slot) {
+                           int head_dim, const float *inv_freq, KVCache *c, int layer, const int *slot) {
     strict_check(pos, sizeof(int) * (size_t)n, "rope_kv's positions");
+    strict_check(slot, sizeof(int), "rope_kv's first slot");
     cpu_backend.rope_kv(q, k, v, pos, n, heads, kv_heads, head_dim, inv_freq, c, layer, slot);
 }
 static void strict_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads,
                              int nkv, int head_dim) {
-    for (int i = 0; i < n_seq; i++)
-        if (seqs[i].n > 0) strict_check(seqs[i].mask, (size_t)seqs[i].n * seqs[i].mask_w, "an attention mask");
+    for (int i = 0; i < n_seq; i++) {
+        if (seqs[i].n <= 0) continue;
+        strict_check(seqs[i].mask, (size_t)seqs[i].n * seqs[i].mask_w, "an attention mask");
+        strict_check(seqs[i].past, sizeof(int), "an attention's context length");
+    }
     cpu_backend.attention(out, q, seqs, n_seq, layer, nheads, nkv, head_dim);
 }
 

@@ -125,6 +125,19 @@ static void attention_unmasked(float *out, const float *q, const AttnSeq *seqs, 
     cpu_backend.attention(out, q, plain, n_seq, l, nh, nkv, hd);
     free(plain);
 }
+/* the context read from the launch's bound, not from *past */
+static void attention_context_from_bound(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh,
+                                         int nkv, int hd) {
+    AttnSeq *bound = xmalloc(sizeof *bound * n_seq);
+    int *past = xmalloc(sizeof(int) * (n_seq ? n_seq : 1));
+    for (int i = 0; i < n_seq; i++) {
+        bound[i] = seqs[i];
+        past[i] = seqs[i].ctx_max - seqs[i].n;
+        bound[i].past = past + i;
+    }
+    cpu_backend.attention(out, q, bound, n_seq, l, nh, nkv, hd);
+    free(bound); free(past);
+}
 static void topk_ties_wrong(const float *lg, int n, int vocab, float t, int k, int *ids, float *p, int topm, float *h) {
     cpu_backend.softmax_topk(lg, n, vocab, t, k, ids, p, topm + 1, h);   /* entropy over M+1 */
 }
@@ -135,8 +148,8 @@ static void add_rmsnorm_norm_first(float *out, float *x, const float *y, const W
 }
 /* the cache gets k before its rotation */
 static void rope_kv_writes_first(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads,
-                                 int hd, const float *inv_freq, KVCache *c, int layer, int slot) {
-    cpu_kv_write(c, layer, slot, k, v, n);
+                                 int hd, const float *inv_freq, KVCache *c, int layer, const int *slot) {
+    cpu_kv_write(c, layer, *slot, k, v, n);
     cpu_rope(q, pos, n, heads, hd, inv_freq);
     cpu_rope(k, pos, n, kv_heads, hd, inv_freq);
 }
@@ -178,6 +191,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.attention = attention_unmasked;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "attention ignoring the tree mask not caught");
+    broken = cpu_backend;
+    broken.attention = attention_context_from_bound;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "attention over its launch bound, not its context, not caught");
     broken = cpu_backend;
     broken.softmax_topk = topk_ties_wrong;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "top-M entropy over the wrong M not caught");
@@ -302,7 +318,8 @@ static void test_kv_bf16_against_naive(void) {
     KVCache *c = cpu_backend.kv_create(1, 4, 8);
     REQUIRE(c, "kv_create");
     cpu_backend.kv_write(c, 0, 0, k, v, 1);
-    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, 1, NULL, 0}, 1, 0, 1, 1, 8);
+    const int none = 0;
+    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, &none, 1, NULL, 0}, 1, 0, 1, 1, 8);
     for (int i = 0; i < 8; i++) {
         const uint32_t u = (uint32_t)f32_to_bf16(v[i]) << 16;
         float want;
@@ -373,14 +390,16 @@ static void test_tree_query_sums_as_decode(void) {
             KVCache *tree = cpu_backend.kv_create(1, nctx, kvd), *line = cpu_backend.kv_create(1, nctx, kvd);
             REQUIRE(tree && line, "kv_create");
             cpu_backend.kv_write(tree, 0, 0, k, v, nctx);
-            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, nctx, mask, TREE}, 1, 0, NH, NKV, hd);
+            const int past = PAST, line_past = PAST + 3;
+            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, &past, nctx, mask, TREE}, 1, 0, NH, NKV, hd);
             /* node 11 decoded alone: the committed slots, then its path 0, 2, 6, 11 */
             static const int path[4] = {0, 2, 6, 11};
             cpu_backend.kv_write(line, 0, 0, k, v, PAST);
             for (int p = 0; p < 4; p++)
                 cpu_backend.kv_write(line, 0, PAST + p, k + (size_t)(PAST + path[p]) * kvd, v + (size_t)(PAST + path[p]) * kvd, 1);
             float *alone = malloc(sizeof(float) * qd);
-            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, PAST + 4, NULL, 0}, 1, 0, NH, NKV, hd);
+            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, &line_past, PAST + 4, NULL, 0}, 1, 0,
+                                  NH, NKV, hd);
             CHECK(!memcmp(alone, out + (size_t)11 * qd, sizeof(float) * qd),
                   "head size %d, %s cache: a tree row differs from the token decoded alone", hd, dtype_name(dts[d]));
             cpu_backend.kv_free(tree); cpu_backend.kv_free(line);

@@ -162,8 +162,8 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
         const SeqView *q = &seqs[i];
         if (q->n)
             be->rope_kv(s->q + q->off * qd, s->k + q->off * kvd, s->v + q->off * kvd, pos + q->off, q->n, c->heads,
-                        c->kv_heads, c->head_dim, inv_freq, q->kv, kv_layer, q->n_past);
-        as[i] = (AttnSeq){q->kv, q->off, q->n, q->n_past + q->n, q->mask, q->mask_w};
+                        c->kv_heads, c->head_dim, inv_freq, q->kv, kv_layer, q->past);
+        as[i] = (AttnSeq){q->kv, q->off, q->n, q->past, q->n_past + q->n, q->mask, q->mask_w};
     }
     be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);
     if (as != &one) free(as);
@@ -378,6 +378,17 @@ void forward_ctl_masks(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_
     }
 }
 
+size_t forward_ctl_add_pasts(ForwardCtl *c, const SeqView *seqs, int n_seq) {
+    const size_t at = c->used;
+    for (int i = 0; i < n_seq; i++) forward_ctl_add(c, &seqs[i].n_past, sizeof(int));
+    return at;
+}
+
+void forward_ctl_pasts(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_pasts) {
+    const int *past = forward_ctl_at(c, at_pasts);
+    for (int i = 0; i < n_seq; i++) seqs[i].past = past + i;
+}
+
 void forward_ctl_free(ForwardCtl *c) {
     if (c->dev) c->be->release(c->dev);
     free(c->host);
@@ -539,7 +550,7 @@ static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, co
         const int ni = off[i + 1] - off[i];
         state_reserve(states[i], ni > 0 ? ni : 1);
         b->seqs[i] = (SeqView){states[i]->kv, states[i]->n_past, off[i], ni, masks ? masks[i] : NULL,
-                               mask_w ? mask_w[i] : ni};
+                               mask_w ? mask_w[i] : ni, NULL};
         mode[i] = modes ? modes[i] : LOGITS_ALL;
         if (ni && mode[i] == LOGITS_ALL)
             for (int t = off[i]; t < off[i + 1]; t++) b->logit_rows[nl++] = t;
@@ -553,7 +564,9 @@ static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, co
     forward_ctl_begin(ctl);
     if (on_host) forward_ctl_add_inputs(ctl, tokens, pos, n, b->seqs, n_seq, &at_tok, &at_pos, &at_masks);
     const size_t at_rows = forward_ctl_add(ctl, b->logit_rows, sizeof(int) * (n_with > 1 ? nl : 0));
+    const size_t at_pasts = forward_ctl_add_pasts(ctl, b->seqs, n_seq);
     forward_ctl_send(ctl, b->m->be);
+    forward_ctl_pasts(ctl, b->seqs, n_seq, at_pasts);
     if (on_host) {
         tokens = forward_ctl_at(ctl, at_tok);
         pos = forward_ctl_at(ctl, at_pos);

@@ -59,7 +59,8 @@ void layer_scratch_reserve(const Backend *be, const ModelConfig *c, LayerScratch
 void layer_scratch_free(const Backend *be, LayerScratch *s);
 /* One sequence's share of a forward over several (batched decoding; a
  * single forward is the case of one): its tokens are rows [off, off+n) of
- * the forward, their K/V go to cache kv at slots [n_past, n_past+n), and
+ * the forward, their K/V go to cache kv at slots [n_past, n_past+n) (past:
+ * n_past again, in backend memory, where the ops read it), and
  * (AttnSeq's window) token i sees every slot before the last mask_w of
  * [0, n_past+n) and window slot j where mask[i*mask_w + j] is set (NULL:
  * causal). */
@@ -68,6 +69,7 @@ typedef struct {
     int n_past, off, n;
     const uint8_t *mask;
     int mask_w;
+    const int *past;
 } SeqView;
 /* A forward's control arrays in backend memory, where the ops read them
  * (kernels.h): token ids, positions, masks and row lists, staged on the
@@ -95,6 +97,10 @@ const void *forward_ctl_at(const ForwardCtl *c, size_t off);
 void forward_ctl_add_inputs(ForwardCtl *c, const int *tokens, const int *pos, int n, const SeqView *seqs, int n_seq,
                             size_t *at_tokens, size_t *at_pos, size_t *at_masks);
 void forward_ctl_masks(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_masks);
+/* Every seqs[i].n_past staged (between begin and send); after send,
+ * forward_ctl_pasts points each seqs[i].past at its copy. */
+size_t forward_ctl_add_pasts(ForwardCtl *c, const SeqView *seqs, int n_seq);
+void forward_ctl_pasts(const ForwardCtl *c, SeqView *seqs, int n_seq, size_t at_pasts);
 void forward_ctl_free(ForwardCtl *c);
 /* x[n][hidden] += attention block; x += MLP block, over the n tokens of
  * sequences seqs[0..n_seq): the products over all of them, K/V into each

@@ -266,7 +266,7 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
             reserve_node_feat(d, d->impl, s->tree_n);
         }
         seqs[i] = (SeqView){((EagleHead *)d->impl)->kv, d->n_past + d->n_temp, o, ni, catch_up ? NULL : s->mask,
-                            catch_up ? 0 : s->mask_w};
+                            catch_up ? 0 : s->mask_w, NULL};
     }
     /* every control array of the step in backend memory, side by side: the
      * host's in one upload, the device cycle's copied there (one step's
@@ -291,7 +291,9 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
         at_nodes = forward_ctl_add(ctl, nodes, tree);
     }
     const size_t at_rows = forward_ctl_add(ctl, rows, catch_up ? sizeof(int) * n_seq : 0);
+    const size_t at_pasts = forward_ctl_add_pasts(ctl, seqs, n_seq);
     forward_ctl_send(ctl, d0->be);
+    forward_ctl_pasts(ctl, seqs, n_seq, at_pasts);
     if (!on_device) forward_ctl_masks(ctl, seqs, n_seq, at_masks);
     RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, forward_ctl_at(ctl, at_tok), forward_ctl_at(ctl, at_pos),
                  forward_ctl_at(ctl, at_par), forward_ctl_at(ctl, at_nodes),

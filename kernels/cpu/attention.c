@@ -53,10 +53,10 @@ void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *
 }
 
 void cpu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
-                 const float *inv_freq, KVCache *c, int layer, int slot) {
+                 const float *inv_freq, KVCache *c, int layer, const int *slot) {
     cpu_rope(q, pos, n, heads, head_dim, inv_freq);
     cpu_rope(k, pos, n, kv_heads, head_dim, inv_freq);
-    cpu_kv_write(c, layer, slot, k, v, n);
+    cpu_kv_write(c, layer, *slot, k, v, n);
 }
 
 void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
@@ -69,16 +69,19 @@ void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
         }
 }
 
+/* a's context length (AttnSeq) */
+static inline int seq_ctx(const AttnSeq *a) { return *a->past + a->n; }
+
 /* whether query i of a's sees slot j (AttnSeq) */
 static inline int visible(const AttnSeq *a, int i, int j) {
-    if (!a->mask) return j <= a->nctx - a->n + i;
-    const int w0 = a->nctx - a->mask_w;
+    if (!a->mask) return j <= *a->past + i;
+    const int w0 = seq_ctx(a) - a->mask_w;
     return j < w0 || a->mask[(size_t)i * a->mask_w + (j - w0)] != 0;
 }
 
 /* Masked softmax of query i's score row in place; masked entries become 0. */
 static void softmax_row(float *s, const AttnSeq *a, int i) {
-    const int nctx = a->nctx;
+    const int nctx = seq_ctx(a);
     float mx = -INFINITY;
     for (int j = 0; j < nctx; j++)
         if (visible(a, i, j) && s[j] > mx) mx = s[j];
@@ -129,7 +132,7 @@ static inline __attribute__((always_inline)) void attend_dt(float *out, const fl
                                                               int i, int h0, int nh, int nheads, int nkv, int hd,
                                                               float *s, const DType dt) {
     const KVCache *c = sq->kv;
-    const int nctx = sq->nctx;
+    const int nctx = seq_ctx(sq);
     const float scale = 1.0f / sqrtf((float)hd);
     const int g = h0 / (nheads / nkv), qdim = nheads * hd;
     const float *qi = q + (size_t)i * qdim;
@@ -176,7 +179,7 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
                                                            const DType DT, const int HD) {
     enum { V = 8 };   /* HD / 16 <= V */
     const KVCache *c = sq->kv;
-    const int nctx = sq->nctx;
+    const int nctx = seq_ctx(sq);
     const float scale = 1.0f / sqrtf((float)HD);
     const int g = h0 / (nheads / nkv), qdim = nheads * HD;
     const float *qi = q + (size_t)i * qdim;
@@ -289,8 +292,8 @@ static void attention_few(float *out, const float *q, const AttnSeq *seqs, const
     for (int f = 0; f < nf; f++) {
         const AttnSeq *a = &seqs[few[f]];
         total += a->n;
-        work += (int64_t)a->n * nheads * a->nctx * hd;
-        if (a->nctx > max_ctx) max_ctx = a->nctx;
+        work += (int64_t)a->n * nheads * seq_ctx(a) * hd;
+        if (seq_ctx(a) > max_ctx) max_ctx = seq_ctx(a);
     }
     int *seq_of = malloc(sizeof(int) * (total ? total : 1)), *query_of = malloc(sizeof(int) * (total ? total : 1));
     for (int f = 0, t = 0; f < nf; f++)
@@ -338,7 +341,8 @@ static void many_attn_part(void *v, int part, int parts) {
         const float *K = head_rows(j->c, j->c->k, j->layer, g, hd, nctx, wide, &ld);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, j->q + h * hd, qdim,
                     K, ld, 0.0f, s, nctx);
-        const AttnSeq causal = {j->c, 0, n, nctx, NULL, 0};
+        const int past = nctx - n;
+        const AttnSeq causal = {j->c, 0, n, &past, nctx, NULL, 0};
         for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, &causal, i);
         const float *V = head_rows(j->c, j->c->v, j->layer, g, hd, nctx, wide, &ld);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
@@ -367,7 +371,7 @@ void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, i
         const AttnSeq *a = &seqs[i];
         if (a->n <= 0) continue;
         if (a->n <= 8 || a->mask) few[nf++] = i;
-        else attention_many(out + a->off * qdim, q + a->off * qdim, a->kv, layer, a->n, a->nctx, nheads, nkv, head_dim);
+        else attention_many(out + a->off * qdim, q + a->off * qdim, a->kv, layer, a->n, seq_ctx(a), nheads, nkv, head_dim);
     }
     if (nf) attention_few(out, q, seqs, few, nf, layer, nheads, nkv, head_dim);
     free(few);

@@ -157,7 +157,7 @@ void cpu_kv_free(KVCache *c);
 int cpu_kv_slots(const KVCache *c);
 void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
 void cpu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
-                 const float *inv_freq, KVCache *c, int layer, int slot);
+                 const float *inv_freq, KVCache *c, int layer, const int *slot);
 void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m);
 void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
                    int head_dim);

@@ -96,11 +96,17 @@ void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v
 /* One thread per (token, head, i < half) pair of rotated values, over the
  * heads of q and then those of k, with rope_kernel's arithmetic; a thread of
  * a k head also stores its two rotated values and the same two of v in the
- * cache rows K[t], V[t]. */
+ * cache rows *slot + t of the layer's K and V (slots rows; slot in device
+ * memory: the cache writes of a slot range outside it are dropped, the
+ * callers check it on the host). */
 __global__ void rope_kv_kernel(float *__restrict__ q, float *__restrict__ k, const float *__restrict__ v,
                                const int *__restrict__ pos, const float *__restrict__ inv_freq, int n, int heads,
-                               int kv_heads, int head_dim, float *__restrict__ K, float *__restrict__ V) {
-    const int half = head_dim / 2, all = heads + kv_heads;
+                               int kv_heads, int head_dim, float *__restrict__ Kl, float *__restrict__ Vl,
+                               const int *__restrict__ slot, int slots) {
+    const int half = head_dim / 2, all = heads + kv_heads, first = *slot;
+    const bool store = first >= 0 && first + n <= slots;
+    float *K = Kl + (size_t)(store ? first : 0) * kv_heads * head_dim;
+    float *V = Vl + (size_t)(store ? first : 0) * kv_heads * head_dim;
     const size_t total = (size_t)n * all * half;
     for (size_t id = blockIdx.x * (size_t)blockDim.x + threadIdx.x; id < total; id += (size_t)gridDim.x * blockDim.x) {
         const int i = (int)(id % half);
@@ -116,7 +122,7 @@ __global__ void rope_kv_kernel(float *__restrict__ q, float *__restrict__ k, con
         const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)), rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
         x[i] = ra;
         x[i + half] = rb;
-        if (h < heads) continue;
+        if (h < heads || !store) continue;
         K[row + i] = ra;
         K[row + i + half] = rb;
         V[row + i] = v[row + i];
@@ -125,23 +131,23 @@ __global__ void rope_kv_kernel(float *__restrict__ q, float *__restrict__ k, con
 }
 
 void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
-                const float *inv_freq, KVCache *c, int layer, int slot) {
+                const float *inv_freq, KVCache *c, int layer, const int *slot) {
     if (n <= 0) return;
     if (head_dim < 2 || head_dim % 2 || kv_heads * head_dim != c->kv_dim) {
         CU_FAIL("rope_kv: %d heads of %d do not fill the cache's rows of %d", kv_heads, head_dim, c->kv_dim);
         return;
     }
-    if (layer < 0 || layer >= c->layers || slot < 0 || slot + n > c->slots) {
-        CU_FAIL("rope_kv: layer %d slots [%d, %d) outside %d x %d", layer, slot, slot + n, c->layers, c->slots);
+    if (layer < 0 || layer >= c->layers || n > c->slots) {
+        CU_FAIL("rope_kv: layer %d, %d tokens outside %d x %d", layer, n, c->layers, c->slots);
         return;
     }
     const int half = head_dim / 2;
     const float *dinv = (const float *)cu_upload(inv_freq, sizeof(float) * half, 1);
     if (!dinv) return;
     const size_t total = (size_t)n * (heads + kv_heads) * half;
-    rope_kv_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(q, k, v, pos, dinv, n, heads, kv_heads, head_dim,   /* pos: device */
-                                                                   kv_row(c, c->k, layer, slot),
-                                                                   kv_row(c, c->v, layer, slot));
+    rope_kv_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(q, k, v, pos, dinv, n, heads, kv_heads, head_dim,   /* pos, slot: device */
+                                                                   kv_row(c, c->k, layer, 0), kv_row(c, c->v, layer, 0),
+                                                                   slot, c->slots);
     CU_LAUNCHED();
 }
 
@@ -189,14 +195,17 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
 #define ATT_PER_LANE (ATT_MAX_HD / 32)
 
 /* One sequence of a ragged launch: its cache (layer 0; a layer is
- * layer_stride floats further), its queries [q0, q0 + n) of the batch, its
- * context, and its mask (device; NULL: causal) over the window of its last
- * mask_w slots (AttnSeq). */
+ * layer_stride floats further), its queries [q0, q0 + n) of the batch, the
+ * slots before them (*past, device) and the bound ctx_max on its context
+ * *past + n, and its mask (device; NULL: causal) over the window of its
+ * last mask_w slots (AttnSeq).  Nothing here changes with the context's
+ * length. */
 struct AttSeqDev {
     const float *K, *V;
     const uint8_t *mask;
+    const int *past;
     long long layer_stride;
-    int q0, n, nctx, mask_w;
+    int q0, n, ctx_max, mask_w;
 };
 
 /* x block b: queries [qstart, qstart + qb) of sequence seq */
@@ -222,7 +231,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
     const int ql = warp / a.hb, hl = warp % a.hb;
     const AttBlock blk = a.blocks[blockIdx.x];
     const AttSeqDev sq = a.seqs[blk.seq];
-    const int n = sq.n, nctx = sq.nctx;
+    const int n = sq.n, nctx = min(*sq.past + n, sq.ctx_max);
     const uint8_t *mask = sq.mask;
     const int i = blk.qstart + ql;                 /* the query within its sequence */
     const size_t qi = (size_t)sq.q0 + i;            /* and within the batch */
@@ -360,16 +369,16 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         if (a->n <= 0) continue;
         const KVCache *c = a->kv;
         if (!kv_dim) kv_dim = c->kv_dim;
-        if (nkv * head_dim > c->kv_dim || c->kv_dim != kv_dim || a->nctx > c->slots || a->nctx < a->n || layer < 0 ||
-            layer >= c->layers || (a->mask && (a->mask_w < a->n || a->mask_w > a->nctx))) {
-            CU_FAIL("attention: unsupported shape (sequence %d: n %d, nctx %d of %d slots, mask window %d, kv_dim %d, "
-                    "layer %d)", i, a->n, a->nctx, c->slots, a->mask ? a->mask_w : 0, c->kv_dim, layer);
+        if (nkv * head_dim > c->kv_dim || c->kv_dim != kv_dim || a->ctx_max > c->slots || a->ctx_max < a->n ||
+            layer < 0 || layer >= c->layers || (a->mask && (a->mask_w < a->n || a->mask_w > a->ctx_max))) {
+            CU_FAIL("attention: unsupported shape (sequence %d: n %d, context at most %d of %d slots, mask window %d, "
+                    "kv_dim %d, layer %d)", i, a->n, a->ctx_max, c->slots, a->mask ? a->mask_w : 0, c->kv_dim, layer);
             return;
         }
         live++;
         qblocks += (a->n + qb - 1) / qb;
         if (a->off + a->n > total_q) total_q = a->off + a->n;
-        const int tiles = (a->nctx + ATT_TILE - 1) / ATT_TILE;
+        const int tiles = (a->ctx_max + ATT_TILE - 1) / ATT_TILE;
         if (tiles > max_tiles) max_tiles = tiles;
     }
     if (!live) return;
@@ -389,7 +398,8 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         sd[s].layer_stride = (long long)c->slots * c->kv_dim;
         sd[s].q0 = a->off;
         sd[s].n = a->n;
-        sd[s].nctx = a->nctx;
+        sd[s].ctx_max = a->ctx_max;
+        sd[s].past = a->past;
         sd[s].mask = a->mask;
         sd[s].mask_w = a->mask_w;
         for (int q0 = 0; q0 < a->n; q0 += qb) bd[b++] = AttBlock{s, q0};

@@ -140,7 +140,7 @@ void cu_kv_free(KVCache *c);
 int cu_kv_slots(const KVCache *c);
 void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
 void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
-                const float *inv_freq, KVCache *c, int layer, int slot);
+                const float *inv_freq, KVCache *c, int layer, const int *slot);
 void cu_kv_keep(KVCache *c, int dst, const int *keep, int m);
 void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int layer, int nheads, int nkv,
                   int head_dim);
