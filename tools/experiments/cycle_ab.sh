@@ -52,14 +52,15 @@ done
 python3 - "$CSV" <<'PY'
 import csv, math, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 11: 2.20,
+       12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 16: 2.12, 17: 2.11, 18: 2.10, 19: 2.09, 20: 2.09}   # t(0.975, df)
 print(f"{'setting':28s} {'host tok/s':>10s} {'device tok/s':>12s} {'device/host':>11s} {'95% interval':>16s}  same tau/gamma")
 for name in dict.fromkeys(r['setting'] for r in rows):
     rs = [r for r in rows if r['setting'] == name]
     q = [float(r['device_tok_s']) / float(r['host_tok_s']) for r in rs]
     m = sum(q) / len(q)
     sd = math.sqrt(sum((x - m) ** 2 for x in q) / (len(q) - 1)) if len(q) > 1 else 0
-    h = T95.get(len(q) - 1, 1.96) * sd / math.sqrt(len(q)) if len(q) > 1 else float('nan')
+    h = T95.get(len(q) - 1, 2.06 if len(q) <= 31 else 1.96) * sd / math.sqrt(len(q)) if len(q) > 1 else float('nan')
     same = all(r['tau_host'] == r['tau_device'] and r['gamma_host'] == r['gamma_device'] for r in rs)
     hv = sum(float(r['host_tok_s']) for r in rs) / len(rs)
     dv = sum(float(r['device_tok_s']) for r in rs) / len(rs)
