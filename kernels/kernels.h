@@ -14,8 +14,9 @@
  *    cycle makes them in place), so that a forward needs nothing from the
  *    host and its ops' arguments do not change with the context's length
  *    (what replaying a captured forward needs);
- *  - other small control arrays (kv_keep's list, top-k outputs of the
- *    host-facing ops) are host arrays;
+ *  - kv_keep's list (the accepted path: the device walk leaves it there) is
+ *    backend memory too; the top-k outputs of the host-facing ops are host
+ *    arrays;
  *  - weights are Weight handles made by be->weight(); their data is only
  *    touched inside kernels/;
  *  - the KV cache is an opaque backend object.
@@ -141,8 +142,10 @@ typedef struct Backend {
      * attending, each result what rope, rope and kv_write give. */
     void (*rope_kv)(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
                     const float *inv_freq, KVCache *c, int layer, const int *slot);
-    /* For every layer: slot keep[i] moves to slot dst+i (keep ascending,
-     * keep[i] >= dst+i), e.g. the accepted path of a verified tree. */
+    /* For every layer: slot dst+keep[i] moves to slot dst+i (keep in
+     * backend memory, ascending, keep[i] >= i; indices from dst, e.g. the
+     * accepted path's nodes of a tree verified from slot dst); keep[i]
+     * past the cache's slots moves nothing. */
     void (*kv_keep)(KVCache *c, int dst, const int *keep, int m);
     /* Attention of the queries of sequences seqs[0..n_seq) (rows of
      * q[][nheads*head_dim], each sequence over its own cache, see AttnSeq)

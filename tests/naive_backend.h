@@ -119,8 +119,8 @@ static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     for (int l = 0; l < c->layers; l++)
         for (int i = 0; i < m; i++)
             for (int j = 0; j < c->kv_dim; j++) {
-                nv_at(c, c->k, l, dst + i)[j] = nv_at(c, c->k, l, keep[i])[j];
-                nv_at(c, c->v, l, dst + i)[j] = nv_at(c, c->v, l, keep[i])[j];
+                nv_at(c, c->k, l, dst + i)[j] = nv_at(c, c->k, l, dst + keep[i])[j];
+                nv_at(c, c->v, l, dst + i)[j] = nv_at(c, c->v, l, dst + keep[i])[j];
             }
 }
 static void nv_attention_one(float *out, const float *q, const KVCache *c, int l, int n, int nctx,

@@ -200,8 +200,10 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     float e = rel_err(o, orr, (size_t)n * nh * hd);
     /* keep every other new slot, then attend again from one query */
     int m = (n + 1) / 2, *keep = xmalloc(sizeof(int) * m);
-    for (int i = 0; i < m; i++) keep[i] = past + 2 * i;
-    B->kv_keep(cb, past, keep, m); R->kv_keep(cr, past, keep, m);
+    for (int i = 0; i < m; i++) keep[i] = 2 * i;   /* from slot past, in backend memory */
+    int *keepb = dev_ints(B, keep, m), *keepr = dev_ints(R, keep, m);
+    B->kv_keep(cb, past, keepb, m); R->kv_keep(cr, past, keepr, m);
+    B->release(keepb); R->release(keepr);
     const int kept_past = past + m - 1;
     pastb = dev_ints(B, &kept_past, 1); pastr = dev_ints(R, &kept_past, 1);
     B->attention(ob, qb, &(AttnSeq){cb, 0, 1, pastb, past + m, NULL, 0}, 1, layer, nh, nkv, hd);

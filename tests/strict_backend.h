@@ -1,6 +1,7 @@
 /* The CPU backend with one more rule enforced: a forward's control arrays
  * (embed's token ids, rope's and rope_kv's positions, rope_kv's first slot,
- * attention's context lengths and masks, copy_rows' row lists), and the
+ * attention's context lengths and masks, copy_rows' row lists, kv_keep's
+ * list), and the
  * outputs of softmax_topk_dev, must lie in memory from the backend's own alloc, as kernels.h says.  On
  * the CPU any host array would work, so a caller that passes one is only
  * caught here, not on a GPU where it would read a host address.  Each op
@@ -70,6 +71,11 @@ static void strict_attention(float *out, const float *q, const AttnSeq *seqs, in
     cpu_backend.attention(out, q, seqs, n_seq, layer, nheads, nkv, head_dim);
 }
 
+static void strict_kv_keep(KVCache *c, int dst, const int *keep, int m) {
+    strict_check(keep, sizeof(int) * (size_t)m, "kv_keep's list");
+    cpu_backend.kv_keep(c, dst, keep, m);
+}
+
 static void strict_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n,
                              int width) {
     strict_check(dst_rows, sizeof(int) * (size_t)n, "copy_rows' destination rows");
@@ -96,6 +102,7 @@ static const Backend *strict_backend(void) {
     strict_be.rope_kv = strict_rope_kv;
     strict_be.attention = strict_attention;
     strict_be.copy_rows = strict_copy_rows;
+    strict_be.kv_keep = strict_kv_keep;
     strict_be.softmax_topk_dev = strict_softmax_topk_dev;
     return &strict_be;
 }

@@ -85,9 +85,12 @@ static void batch_equals_single(const char *dir, float bound) {
         float da = rows_diff(one[1]->aux, many[1]->aux, (size_t)n[1] * 2 * H);
         CHECK(da <= bound, "%s step %d: captured layer inputs differ by %g", dir, step, da);
         /* keep the tree's path 0 -> 1 -> 3 in sequence 0, everything elsewhere */
-        const int keep[3] = {0, 1, 3};
-        llama_commit(one[0], step ? keep : NULL, step ? 3 : n[0]);
-        llama_commit(many[0], step ? keep : NULL, step ? 3 : n[0]);
+        const int keep[3] = {0, 1, 3};   /* to backend memory, where kv_keep reads it */
+        int *dkeep = backend_alloc_ints(be, 3);
+        backend_ints_to_device(be, dkeep, keep, 3);
+        llama_commit(one[0], step ? dkeep : NULL, step ? 3 : n[0]);
+        llama_commit(many[0], step ? dkeep : NULL, step ? 3 : n[0]);
+        be->release(dkeep);
         for (int i = 1; i < NSEQ; i++) { llama_commit(one[i], NULL, n[i]); llama_commit(many[i], NULL, n[i]); }
     }
     /* the caches the batch wrote: one more token each, alone, reads them */

@@ -229,8 +229,12 @@ static void logits_parity(const char *name) {
     worst = fmaxf(worst, compare_forward(sc, sg, 7, what));
 
     /* keep the path r, a, d (nodes 0, 1, 4) and decode one token after it */
-    const int keep[3] = {0, 1, 4};
-    llama_commit(sc, keep, 3); llama_commit(sg, keep, 3);
+    const int keep[3] = {0, 1, 4};   /* in each backend's memory (kv_keep reads it there) */
+    int *kc = backend_alloc_ints(&cpu_backend, 3), *kg = backend_alloc_ints(&cuda_backend, 3);
+    backend_ints_to_device(&cpu_backend, kc, keep, 3);
+    backend_ints_to_device(&cuda_backend, kg, keep, 3);
+    llama_commit(sc, kc, 3); llama_commit(sg, kg, 3);
+    cpu_backend.release(kc); cuda_backend.release(kg);
     int next = 77 % V, p = T + 3;
     REQUIRE(llama_forward(sc, &next, &p, 1, NULL, LOGITS_LAST) == 0 && llama_forward(sg, &next, &p, 1, NULL, LOGITS_LAST) == 0,
             "decode: %s", err_get());

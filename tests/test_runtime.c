@@ -232,7 +232,10 @@ static void check_tree(LlamaModel *m, const int *prefix, int P, const Tree *t, c
     int deepest = 0;
     for (int i = 0; i < n; i++) if (t->depth[i] > t->depth[deepest]) deepest = i;
     int len = tree_path(t, deepest, path);
-    llama_commit(s, path, len);
+    int *dpath = backend_alloc_ints(m->be, len);   /* kv_keep reads it in backend memory */
+    backend_ints_to_device(m->be, dpath, path, len);
+    llama_commit(s, dpath, len);
+    m->be->release(dpath);
     int next = 5, np = P + len;
     REQUIRE(llama_forward(s, &next, &np, 1, NULL, LOGITS_LAST) == 0, "after keep: %s", err_get());
     int *seq = xmalloc(sizeof(int) * (P + len + 1));

@@ -598,12 +598,7 @@ void llama_rows_logits(LlamaBatch *b, LlamaState *const *states, const int *rows
 }
 
 void llama_commit(LlamaState *s, const int *keep, int m) {
-    if (keep) {
-        int *slots = xmalloc(sizeof(int) * (m ? m : 1));
-        for (int i = 0; i < m; i++) slots[i] = s->n_past + keep[i];
-        s->m->be->kv_keep(s->kv, s->n_past, slots, m);
-        free(slots);
-    }
+    if (keep) s->m->be->kv_keep(s->kv, s->n_past, keep, m);
     s->n_past += m;
     s->n_new = 0;
 }

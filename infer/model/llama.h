@@ -199,8 +199,9 @@ int llama_forward_batch_dev(LlamaBatch *b, LlamaState *const *states, int n_seq,
                             const int *off, const uint8_t *const *masks, const int *mask_w,
                             const LogitsMode *modes);
 
-/* Keeps tokens keep[0..m) (ascending indices into the last forward; NULL
- * keeps the first m) as context; the rest of that forward is dropped. */
+/* Keeps tokens keep[0..m) (ascending indices into the last forward, in
+ * backend memory: kv_keep reads them there; NULL keeps the first m, with
+ * no cache compaction) as context; the rest of that forward is dropped. */
 void llama_commit(LlamaState *s, const int *keep, int m);
 /* Forgets the context after its first n_past tokens. */
 void llama_truncate(LlamaState *s, int n_past);

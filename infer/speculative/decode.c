@@ -328,15 +328,19 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     const Backend *be = ts->m->be;
     DecodeStats *st = dec->st;
     if (!dec->walk) {   /* a walk kept each node and its features as it went */
-        /* gather the path's features before the cache compaction, after the pending ones */
-        if (dec->draft) {   /* the path's rows: where the device walk left them, else uploaded */
-            const int *rows = dec->dc ? dec->dc->walk + 3 : dec->path_rows;
-            if (!dec->dc) backend_ints_to_device(be, dec->path_rows, dec->path, len);
+        /* the path's rows in backend memory: where the device walk left
+         * them, else uploaded; a path of the tree's first len nodes (a
+         * chain's) needs no cache compaction */
+        int prefix = 1;
+        for (int i = 0; i < len && prefix; i++) prefix = dec->path[i] == i;
+        const int *rows = dec->dc ? dec->dc->walk + 3 : dec->path_rows;
+        if (!dec->dc && (dec->draft || !prefix)) backend_ints_to_device(be, dec->path_rows, dec->path, len);
+        if (dec->draft) {   /* the path's features before the cache compaction, after the pending ones */
             reserve_hidden(dec, dec->n_pending + len);
             be->copy_rows(dec->path_hidden + (size_t)dec->n_pending * dec->feat_width, NULL,
                           draft_features(dec->draft, ts), rows, len, dec->feat_width);
         }
-        llama_commit(ts, dec->path, len);
+        llama_commit(ts, prefix ? NULL : rows, len);
     }
     const double verify_s = now_seconds() - dec->t_verify;
     st->t.verify += verify_s;

@@ -63,9 +63,9 @@ void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     const size_t row = dtype_size(c->dt) * c->kv_dim;
     for (int l = 0; l < c->layers; l++)
         for (int i = 0; i < m; i++) {
-            if (keep[i] == dst + i) continue;
-            memmove(kv_row(c, c->k, l, dst + i), kv_row(c, c->k, l, keep[i]), row);
-            memmove(kv_row(c, c->v, l, dst + i), kv_row(c, c->v, l, keep[i]), row);
+            if (keep[i] == i || dst + keep[i] >= c->slots) continue;
+            memmove(kv_row(c, c->k, l, dst + i), kv_row(c, c->k, l, dst + keep[i]), row);
+            memmove(kv_row(c, c->v, l, dst + i), kv_row(c, c->v, l, dst + keep[i]), row);
         }
 }
 

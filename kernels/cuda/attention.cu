@@ -153,32 +153,30 @@ void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int h
 
 /* tmp[2][layers][m][kv_dim] = K/V rows keep[i] of every layer */
 __global__ void kv_gather_kernel(float *__restrict__ tmp, const float *__restrict__ K, const float *__restrict__ V,
-                                 const int *__restrict__ keep, int m, int slots, int kv_dim) {
+                                 const int *__restrict__ keep, int dst, int m, int slots, int kv_dim) {
     const int i = blockIdx.x, l = blockIdx.y, layers = gridDim.y;
-    const float *ks = K + ((size_t)l * slots + keep[i]) * kv_dim;
-    const float *vs = V + ((size_t)l * slots + keep[i]) * kv_dim;
+    const int from = dst + keep[i] < slots ? dst + keep[i] : dst + i;   /* outside the cache: the row stays */
+    const float *ks = K + ((size_t)l * slots + from) * kv_dim;
+    const float *vs = V + ((size_t)l * slots + from) * kv_dim;
     float *kt = tmp + ((size_t)l * m + i) * kv_dim;
     float *vt = tmp + ((size_t)(layers + l) * m + i) * kv_dim;
     for (int e = threadIdx.x; e < kv_dim; e += blockDim.x) { kt[e] = ks[e]; vt[e] = vs[e]; }
 }
 
+/* keep: device (kernels.h); the host cannot see whether anything moves, so
+ * the rows are gathered and written back whatever keep holds (the callers
+ * pass no list where the path is the tree's first m nodes). */
 void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     if (m <= 0) return;
-    int moved = 0;
-    for (int i = 0; i < m; i++) {
-        if (keep[i] < dst + i || keep[i] >= c->slots || (i && keep[i] <= keep[i - 1])) {
-            CU_FAIL("kv_keep: keep[%d] = %d is not an ascending slot >= %d below %d", i, keep[i], dst + i, c->slots);
-            return;
-        }
-        moved |= keep[i] != dst + i;
+    if (dst < 0 || dst + m > c->slots) {
+        CU_FAIL("kv_keep: slots [%d, %d) outside the cache's %d", dst, dst + m, c->slots);
+        return;
     }
-    if (!moved) return;
-    const int *dkeep = (const int *)cu_upload(keep, sizeof(int) * m, 0);
     const size_t per = (size_t)c->layers * m * c->kv_dim;
-    float *tmp = dkeep ? (float *)cu_workspace(WS_KV, 2 * per * sizeof(float)) : NULL;
+    float *tmp = (float *)cu_workspace(WS_KV, 2 * per * sizeof(float));
     if (!tmp) return;
     dim3 grid(m, c->layers);
-    kv_gather_kernel<<<grid, 128, 0, cu_stream()>>>(tmp, c->k, c->v, dkeep, m, c->slots, c->kv_dim);
+    kv_gather_kernel<<<grid, 128, 0, cu_stream()>>>(tmp, c->k, c->v, keep, dst, m, c->slots, c->kv_dim);
     CU_LAUNCHED();
     const size_t width = (size_t)m * c->kv_dim * sizeof(float), dpitch = (size_t)c->slots * c->kv_dim * sizeof(float);
     CU_CHECK(cudaMemcpy2DAsync(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers,
