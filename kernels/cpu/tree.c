@@ -131,7 +131,7 @@ void cpu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int one
         uint8_t *row = mask + (size_t)i * (nctx - ones);
         memset(row, 0, nctx - ones);
         for (int a = v; a >= 0; a = t->parent[a])
-            if (t->slot[a] >= ones) row[t->slot[a] - ones] = 1;
+            if (t->slot[a] >= ones && t->slot[a] < nctx) row[t->slot[a] - ones] = 1;
     }
 }
 

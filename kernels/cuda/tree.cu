@@ -257,7 +257,7 @@ tree_mask_kernel(DevTree t, const int *rows, int m, int ones, int pos0, int nctx
     __syncthreads();   /* the ancestors' marks go over the zeros */
     if (threadIdx.x == 0)
         for (int a = v; a >= 0; a = t.parent[a])
-            if (t.slot[a] >= ones) row[t.slot[a] - ones] = 1;
+            if (t.slot[a] >= ones && t.slot[a] < nctx) row[t.slot[a] - ones] = 1;
 }
 
 void cu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
