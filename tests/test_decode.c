@@ -707,7 +707,10 @@ static void test_draft_vocab_choice_by_hand(void) {
 
 /* --draft-vocab auto in a decoder: candidates from the counts, a timed
  * step at each, exploration from the ids seen, then the choice; the
- * tokens stay those of greedy decoding. */
+ * tokens stay those of greedy decoding.  With --total auto the draft switch
+ * judges only the cycles after the choice (the exploration drafts from the
+ * largest vocabulary: judged by those, drafting was turned off where it
+ * paid). */
 static void test_draft_vocab_auto_is_lossless(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
@@ -734,7 +737,7 @@ static void test_draft_vocab_auto_is_lossless(void) {
     snprintf(prm.name, sizeof prm.name, "eagle2");
     policy_params_set(&prm, "topk", "4");
     policy_params_set(&prm, "depth", "3");
-    policy_params_set(&prm, "total", "8");
+    policy_params_set(&prm, "total", "auto");
     Policy *p = policy_new(&prm);
     REQUIRE(p, "%s", err_get());
     SampleParams sp = {0};
@@ -752,6 +755,10 @@ static void test_draft_vocab_auto_is_lossless(void) {
     CHECK(va.cycles == VOCAB_AUTO_EXPLORE && va.chosen >= 0 && d->Vd == va.cand[va.chosen],
           "explored %lld cycles, chose %d, Vd %d", va.cycles, va.chosen, d->Vd);
     CHECK(va.rows >= va.cycles, "%lld rows scored in %lld cycles", va.rows, va.cycles);
+    const long long judged = (long long)(dec->cost.sw.cycles[0] + dec->cost.sw.cycles[1]);
+    CHECK(dec->sw && judged > 0 && judged <= (long long)st.cycles - VOCAB_AUTO_EXPLORE,
+          "the draft switch judged %lld of %lld cycles: some while the vocabulary was explored", judged,
+          (long long)st.cycles);
     printf("# candidates 64/128/%d: steps %.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen,
            va.step_s[0], va.step_s[1], va.step_s[2], va.cand[va.chosen], va.cycles, decode_stats_tau(&st));
     decoder_free(dec);

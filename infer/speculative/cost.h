@@ -34,7 +34,10 @@
  * of every sequence, that many over its sequences, at least
  * SWITCH_MIN_ROUNDS rounds.  The period doubles, up to SWITCH_PERIOD_MAX,
  * while a probe confirms the choice by more than SWITCH_MARGIN, and returns
- * to SWITCH_PERIOD when the choice changes. */
+ * to SWITCH_PERIOD when the choice changes.  Under --draft-vocab auto the
+ * switch starts once the vocabulary is chosen (decode.c): its exploration
+ * drafts from the largest vocabulary, and judging drafting by those cycles
+ * turned it off where it paid. */
 #define SWITCH_PERIOD 32
 #define SWITCH_PERIOD_MAX 512
 #define SWITCH_PROBE 8

@@ -363,8 +363,12 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     if (dec->sw && dec->gate) {   /* batched: the batch times the round (batch.c) */
         dec->sw->round_tokens += dec->n_out - before;
     } else if (dec->sw) {
+        /* not while --draft-vocab auto explores: it drafts from its largest
+         * vocabulary then, slower than what it will choose, and a switch
+         * that turned drafting off would also stall the exploration */
         const double now = now_seconds();
-        draft_switch_observe(dec->sw, dec->cycle_off, dec->n_out - before, now - dec->cycle_mark);
+        if (!dec->vocab || dec->vocab->chosen >= 0)
+            draft_switch_observe(dec->sw, dec->cycle_off, dec->n_out - before, now - dec->cycle_mark);
         dec->cycle_mark = now;
     }
     if (dec->done) return 0;
