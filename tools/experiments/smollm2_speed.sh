@@ -25,11 +25,16 @@
 # has AVX512-BF16, else F32 products and KV cache (tools/experiments/arith.sh); the
 # table's first line records it.
 # ONLY_LLAMACPP=1 reruns step 3 and the table over the step-2 results there.
+# SPEED_OUT: the results folder (default results/smollm2); a second run into
+# another folder and tools/experiments/speed_repeat.sh compare the two.
+# CLS: c2t's classifier (default data/smollm2/classifier.json, the shipped one,
+# trained on collection prompts for this target and head; make smollm2-eval's
+# results/smollm2/classifier.json is another).
 set -eu
 cd "$(dirname "$0")/../.."
 T=models/smollm2-135m-instruct
 D=data/smollm2
-R=results/smollm2
+R=${SPEED_OUT:-results/smollm2}
 B=${SMOLLM2_BENCH:-../shared/benchmarks}
 SWEEP_Q=${SWEEP_Q:-8}
 SWEEP_MAX_NEW=${SWEEP_MAX_NEW:-96}
@@ -39,9 +44,9 @@ THREADS=${THREADS:-2}
 export OMP_NUM_THREADS=$THREADS
 . tools/experiments/arith.sh
 echo "arithmetic: $(arith_name)"
-CLS=$R/classifier.json
+CLS=${CLS:-$D/classifier.json}
 for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$CLS"; do
-    [ -f "$f" ] || { echo "smollm2-speed: $f is missing (make smollm2 smollm2-eval)" >&2; exit 1; }
+    [ -f "$f" ] || { echo "smollm2-speed: $f is missing (make smollm2; CLS= names another classifier)" >&2; exit 1; }
 done
 [ -f "$B/mt_bench/question.jsonl" ] || { echo "smollm2-speed: $B/mt_bench/question.jsonl is missing" >&2; exit 1; }
 mkdir -p "$R"
