@@ -224,10 +224,13 @@ typedef struct Backend {
 
     /* Optional (NULL where a backend has nothing to gain; call them through
      * backend_recorded).  record_begin returns 1 when the ops that follow
-     * are recorded instead of run; record_end then runs them as one unit
-     * (CUDA: one graph launch instead of an API call per op) and returns 0,
-     * or -1 when they could not be recorded: then nothing ran.  No op in
-     * between may return data to the host. */
+     * are traced instead of run; record_end then returns 0 when it has run
+     * them as one unit (CUDA: one graph launch instead of an API call per
+     * op), 1 when it needs them issued once more (CUDA: signed first, then
+     * recorded where the signature is new; kernels/base/replay.h), or -1
+     * when they could not be recorded: then nothing ran.  No op in between
+     * may return data to the host, and issuing the ops twice must issue the
+     * same ops. */
     int (*record_begin)(void);
     int (*record_end)(void);
     /* Optional: bracket one unit of repeated work (a draft-verify cycle)

@@ -72,8 +72,11 @@ const char *backend_failure(const Backend *be) {
 
 void backend_recorded(const Backend *be, void (*ops)(void *arg), void *arg) {
     if (be->record_begin && be->record_begin()) {
-        ops(arg);
-        if (be->record_end() == 0) return;
+        int rc;
+        do {
+            ops(arg);
+        } while ((rc = be->record_end()) == 1);
+        if (rc == 0) return;
     }
     ops(arg);
 }

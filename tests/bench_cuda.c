@@ -213,8 +213,8 @@ int main(int argc, char **argv) {
     if (shape_7b) bench_shape(&BENCH_7B, BENCH_7B.layers, NULL, 0, 0, bw, peak);
     long launched, made, direct;
     cuda_graph_counts(&launched, &made, &direct);
-    printf("forward passes: %ld as recorded graphs (%ld graphs instantiated, the rest updated), %ld op by op\n",
-           launched, made, direct);
+    printf("forward passes: %ld as graphs (%ld recorded, %ld replayed without recording), %ld op by op\n",
+           launched, made, launched - made, direct);
     int errors = cuda_errors();
     if (errors) {
         fprintf(stderr, "bench_cuda: %d CUDA errors, last: %s\n", errors, cuda_last_error());

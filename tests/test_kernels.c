@@ -6,6 +6,7 @@
 #include "tests/harness.h"
 #include "tests/naive_backend.h"
 #include "kernels/base/util.h"
+#include "kernels/base/replay.h"
 #include "tests/parity.h"
 #include "kernels/cpu/cpu.h"
 #include <omp.h>
@@ -489,7 +490,91 @@ static void test_thread_pool(void) {
     cpu_threads_set(cpu_threads_max());
 }
 
+/* What decides a replay (kernels/base/replay.h): contexts share the
+ * attention's bound in buckets, a signature tells apart any change of the
+ * bytes signed or of their order, and the cache replaces the least recently
+ * used recording. */
+static void test_replay_keys(void) {
+    const int slots = 4096;
+    int prev = 0, distinct = 0, bad = 0;
+    for (int ctx = 1; ctx <= slots; ctx++) {
+        const int b = attn_ctx_bound(ctx, slots);
+        if (b < ctx || b > slots || (b % ATTN_CTX_BUCKET && b != slots) || b < prev) bad++;
+        distinct += b != prev;
+        prev = b;
+    }
+    CHECK(!bad, "%d contexts got a bound below them, past the cache, off a bucket or below an earlier one", bad);
+    CHECK(distinct == slots / ATTN_CTX_BUCKET, "%d bounds for contexts 1..%d, want %d", distinct, slots,
+          slots / ATTN_CTX_BUCKET);
+    CHECK(attn_ctx_bound(1000, 1100) == 1024 && attn_ctx_bound(1050, 1100) == 1100 && attn_ctx_bound(1200, 1100) == 1200,
+          "a bound near or past the cache's end: %d %d %d", attn_ctx_bound(1000, 1100), attn_ctx_bound(1050, 1100),
+          attn_ctx_bound(1200, 1100));
+
+    unsigned char a[64], b2[64];
+    for (int i = 0; i < 64; i++) a[i] = b2[i] = (unsigned char)(i * 37 + 5);
+    const uint64_t h = replay_sign(REPLAY_SIGN_INIT, a, sizeof a);
+    CHECK(h == replay_sign(REPLAY_SIGN_INIT, b2, sizeof b2), "equal bytes, different signatures");
+    int same = 0;
+    for (int i = 0; i < 64; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            b2[i] ^= (unsigned char)(1 << bit);
+            same += replay_sign(REPLAY_SIGN_INIT, b2, sizeof b2) == h;
+            b2[i] ^= (unsigned char)(1 << bit);
+        }
+    CHECK(!same, "%d one-bit changes kept the signature", same);
+    const uint64_t ab = replay_sign(replay_sign(REPLAY_SIGN_INIT, a, 32), a + 32, 32),
+                   ba = replay_sign(replay_sign(REPLAY_SIGN_INIT, a + 32, 32), a, 32);
+    CHECK(ab == h && ab != ba, "pieces signed in turn must equal the whole and depend on their order");
+
+    static ReplayCache c;
+    memset(&c, 0, sizeof c);
+    CHECK(replay_find(&c, 0) < 0 && replay_find(&c, 42) < 0 && c.misses == 2, "an empty cache found something");
+    for (uint64_t k = 1; k <= REPLAY_ENTRIES; k++) {
+        const int v = replay_victim(&c);
+        CHECK(v >= 0 && v < REPLAY_ENTRIES && !c.key[v], "key %llu: victim %d is not a free entry", (unsigned long long)k, v);
+        replay_store(&c, v, k * 1000);
+    }
+    int lost = 0;
+    for (uint64_t k = REPLAY_ENTRIES; k >= 1; k--) lost += replay_find(&c, k * 1000) < 0;   /* key 1000 used last */
+    CHECK(!lost && c.hits == REPLAY_ENTRIES, "%d of %d stored keys not found", lost, REPLAY_ENTRIES);
+    const int v = replay_victim(&c);
+    CHECK(c.key[v] == REPLAY_ENTRIES * 1000ull, "a full cache gives up key %llu, not the least recently used %llu",
+          (unsigned long long)c.key[v], (unsigned long long)(REPLAY_ENTRIES * 1000ull));
+    replay_drop(&c, v);
+    CHECK(replay_find(&c, REPLAY_ENTRIES * 1000ull) < 0 && replay_victim(&c) == v, "a dropped entry is still found or not free");
+}
+
+/* backend_recorded's protocol (kernels.h): record_end's 1 asks for the ops
+ * once more, 0 means they ran, -1 that they must run directly. */
+static int fake_replies[4], fake_next, fake_begun, ops_issued;
+static int fake_begin(void) { fake_begun++; return 1; }
+static int fake_end(void) { return fake_replies[fake_next++]; }
+static void count_ops(void *arg) { (void)arg; ops_issued++; }
+static void test_recorded_protocol(void) {
+    Backend be = cpu_backend;
+    be.record_begin = fake_begin;
+    be.record_end = fake_end;
+    const struct { int replies[3], issued; } cases[] = {
+        {{0}, 1},            /* signed, replayed */
+        {{1, 0}, 2},         /* signed, then recorded and launched */
+        {{1, -1}, 3},        /* signed, recording spoiled: run directly */
+        {{-1}, 2},           /* signing spoiled: run directly */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        memcpy(fake_replies, cases[c].replies, sizeof cases[c].replies);
+        fake_next = fake_begun = ops_issued = 0;
+        backend_recorded(&be, count_ops, NULL);
+        CHECK(fake_begun == 1 && ops_issued == cases[c].issued, "case %zu: begun %d, ops issued %d times, want %d", c,
+              fake_begun, ops_issued, cases[c].issued);
+    }
+    ops_issued = 0;
+    backend_recorded(&cpu_backend, count_ops, NULL);
+    CHECK(ops_issued == 1, "a backend without recording issued the ops %d times", ops_issued);
+}
+
 int main(void) {
+    RUN(test_replay_keys);
+    RUN(test_recorded_protocol);
     RUN(test_thread_pool);
     RUN(test_tuner_backs_off);
     RUN(test_cpu_backend_is_complete);

@@ -1,4 +1,5 @@
 #include "infer/model/llama.h"
+#include "kernels/base/replay.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +164,9 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
         if (q->n)
             be->rope_kv(s->q + q->off * qd, s->k + q->off * kvd, s->v + q->off * kvd, pos + q->off, q->n, c->heads,
                         c->kv_heads, c->head_dim, inv_freq, q->kv, kv_layer, q->past);
-        as[i] = (AttnSeq){q->kv, q->off, q->n, q->past, q->n_past + q->n, q->mask, q->mask_w};
+        /* the context's bound in buckets: one recorded forward replays over many contexts (replay.h) */
+        as[i] = (AttnSeq){q->kv, q->off, q->n, q->past, attn_ctx_bound(q->n_past + q->n, be->kv_slots(q->kv)), q->mask,
+                          q->mask_w};
     }
     be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);
     if (as != &one) free(as);

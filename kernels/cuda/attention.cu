@@ -88,8 +88,8 @@ void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v
         return;
     }
     const size_t count = (size_t)n * c->kv_dim;
-    kv_write_kernel<<<cu_blocks(count, 256), 256, 0, cu_stream()>>>(kv_row(c, c->k, layer, slot),
-                                                                    kv_row(c, c->v, layer, slot), k, v, count);
+    cu_launch(kv_write_kernel, cu_blocks(count, 256), 256, 0, kv_row(c, c->k, layer, slot),
+              kv_row(c, c->v, layer, slot), k, v, count);
     CU_LAUNCHED();
 }
 
@@ -145,9 +145,8 @@ void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int h
     const float *dinv = (const float *)cu_upload(inv_freq, sizeof(float) * half, 1);
     if (!dinv) return;
     const size_t total = (size_t)n * (heads + kv_heads) * half;
-    rope_kv_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(q, k, v, pos, dinv, n, heads, kv_heads, head_dim,   /* pos, slot: device */
-                                                                   kv_row(c, c->k, layer, 0), kv_row(c, c->v, layer, 0),
-                                                                   slot, c->slots);
+    cu_launch(rope_kv_kernel, cu_blocks(total, 256), 256, 0, q, k, v, pos, dinv, n, heads, kv_heads, head_dim,
+              kv_row(c, c->k, layer, 0), kv_row(c, c->v, layer, 0), slot, c->slots);   /* pos, slot: device */
     CU_LAUNCHED();
 }
 
@@ -176,13 +175,11 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     float *tmp = (float *)cu_workspace(WS_KV, 2 * per * sizeof(float));
     if (!tmp) return;
     dim3 grid(m, c->layers);
-    kv_gather_kernel<<<grid, 128, 0, cu_stream()>>>(tmp, c->k, c->v, keep, dst, m, c->slots, c->kv_dim);
+    cu_launch(kv_gather_kernel, grid, 128, 0, tmp, c->k, c->v, keep, dst, m, c->slots, c->kv_dim);
     CU_LAUNCHED();
     const size_t width = (size_t)m * c->kv_dim * sizeof(float), dpitch = (size_t)c->slots * c->kv_dim * sizeof(float);
-    CU_CHECK(cudaMemcpy2DAsync(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers,
-                               cudaMemcpyDeviceToDevice, cu_stream()));
-    CU_CHECK(cudaMemcpy2DAsync(kv_row(c, c->v, 0, dst), dpitch, tmp + per, width, width, c->layers,
-                               cudaMemcpyDeviceToDevice, cu_stream()));
+    if (cu_copy2d_async(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers))
+        cu_copy2d_async(kv_row(c, c->v, 0, dst), dpitch, tmp + per, width, width, c->layers);
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -449,11 +446,11 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         }
     }
     dim3 grid(qblocks, hblocks, splits);
-    attention_kernel<<<grid, ATT_THREADS, smem, cu_stream()>>>(a);
+    cu_launch(attention_kernel, grid, ATT_THREADS, smem, a);
     CU_LAUNCHED();
     if (splits > 1) {
         const unsigned threads = head_dim < 128 ? 32 : 128;
-        attention_combine_kernel<<<dim3(qblocks * qb, nheads), threads, 0, cu_stream()>>>(a);
+        cu_launch(attention_combine_kernel, dim3(qblocks * qb, nheads), threads, 0, a);
         CU_LAUNCHED();
     }
 }

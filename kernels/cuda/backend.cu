@@ -33,11 +33,10 @@ static void cu_copy(float *dst, const float *src, size_t n) {
     if (dst < src + n && src < dst + n) {
         void *tmp = cu_workspace(WS_COPY, bytes);
         if (!tmp) return;
-        CU_CHECK(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
-        CU_CHECK(cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
+        if (cu_copy_async(tmp, src, bytes)) cu_copy_async(dst, tmp, bytes);
         return;
     }
-    CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu_stream()));
+    cu_copy_async(dst, src, bytes);
 }
 
 /* ---- weights: uploaded once, kept on the device ------------------------------------ */

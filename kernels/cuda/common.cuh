@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <curand.h>
+#include <stdint.h>
 
 #include "kernels/cuda/cuda_backend.h"
 extern "C" {
@@ -83,19 +84,58 @@ const void *cu_fetch(const void *dev, size_t bytes);
 enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_COUNT };
 void *cu_workspace(int slot, size_t bytes);
 
-/* ---- recording (graph.cu drives it; the state lives in runtime.cu) ------- */
+/* ---- recording (graph.cu drives it; the state lives in runtime.cu) -------
+ * A forward is first signed (kernels/base/replay.h): its ops are issued with
+ * nothing launched, each mixing what it would launch into the signature;
+ * only a signature not seen before is then recorded.  Signing is a kind of
+ * recording: what spoils one (a growing buffer, a fetch) spoils the other. */
 /* True between cu_record_started and cu_record_stopped. */
 bool cu_recording(void);
+/* True while the forward being recorded is only signed. */
+bool cu_signing(void);
+/* Mixes n bytes at p into the signature. */
+void cu_sign(const void *p, size_t n);
+/* The signature of the last signed forward (never 0). */
+uint64_t cu_signature(void);
+/* Where a recording's control uploads are staged: pinned memory that the
+ * recorded graph copies from each time it is launched, so it is kept with
+ * the graph (graph.cu) rather than taken from the staging ring; NULL after
+ * the recording. */
+void cu_record_arena(char *pinned, size_t cap);
+
+/* One kernel launch on cu_stream; while signing, the kernel, its grid,
+ * block and shared memory and every argument's bytes mixed into the
+ * signature instead (a struct argument's padding must be zeroed, or its
+ * forward is never replayed). */
+template <typename... P, typename... A>
+static inline void cu_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, const A &...args) {
+    if (cu_signing()) {
+        cu_sign(&kernel, sizeof kernel);
+        cu_sign(&grid, sizeof grid);
+        cu_sign(&block, sizeof block);
+        cu_sign(&smem, sizeof smem);
+        (cu_sign(&args, sizeof args), ...);
+        return;
+    }
+    kernel<<<grid, block, smem, cu_stream()>>>(args...);
+}
+/* cudaMemcpy2DAsync of device memory on cu_stream (height rows of width
+ * bytes), or signed; false after reporting. */
+bool cu_copy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height);
+static inline bool cu_copy_async(void *dst, const void *src, size_t bytes) {
+    return cu_copy2d_async(dst, bytes, src, bytes, bytes, 1);
+}
 /* Forgets what every control slot holds, so that its next upload is issued
  * (recorded) whatever it held before. */
 void cu_forget_held(void);
-/* The runtime's part of record_begin, before the capture starts: the dummy
- * buffer a spoiled recording hands out, the staging ring with at least half
- * of it free (no wrap inside a recording), every slot's held bytes
- * forgotten.  0 when that fails (then nothing is recorded). */
+/* The runtime's part of record_begin, before a capture starts: the dummy
+ * buffer a spoiled recording hands out, every slot's held bytes forgotten
+ * (a signing and the recording after it then make the same uploads).  0
+ * when that fails (then nothing is recorded). */
 int cu_record_prepare(void);
-/* Recording is on (a capture has begun) and not spoiled. */
-void cu_record_started(void);
+/* Recording is on (a capture has begun) and not spoiled; sign: the ops are
+ * only signed (the signature starts anew). */
+void cu_record_started(bool sign);
 /* Recording is off; returns why it was spoiled, or NULL when it was not. */
 const char *cu_record_stopped(void);
 

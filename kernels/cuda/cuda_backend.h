@@ -42,9 +42,10 @@ int cuda_available(void);
  * sees only real leaks. */
 void cuda_shutdown(void);
 
-/* Forward passes run as one recorded CUDA graph (record_begin/end), graphs
- * instantiated for them (the rest updated one in place), and passes that
- * could not be recorded and ran op by op.  Since the process started. */
+/* Forward passes run as one CUDA graph launch (record_begin/end), graphs
+ * recorded and instantiated for them (the rest replayed a graph of the same
+ * signature without recording), and passes that could not be recorded and
+ * ran op by op.  Since the process started. */
 void cuda_graph_counts(long *launched, long *instantiated, long *not_recorded);
 
 /* Failed CUDA / cuBLAS / cuRAND calls since the process started, and the

@@ -207,7 +207,7 @@ static bool softmax_topk_launch(const float *logits, int n, int vocab, float tem
         return false;
     }
     const float invt = temperature > 0 ? 1.0f / temperature : 1.0f;
-    softmax_topk_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, invt, k, topm, ids, probs, entropy);
+    cu_launch(softmax_topk_kernel, n, DIST_THREADS, 0, logits, vocab, invt, k, topm, ids, probs, entropy);
     CU_LAUNCHED_R(false);
     return true;
 }
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(DIST_THREADS) argmax_kernel(const float *__res
  * to compute or it failed. */
 static bool argmax_launch(const float *logits, int n, int vocab, int *ids) {
     if (n <= 0 || vocab <= 0 || !ids) return false;
-    argmax_kernel<<<n, DIST_THREADS, 0, cu_stream()>>>(logits, vocab, ids);
+    cu_launch(argmax_kernel, n, DIST_THREADS, 0, logits, vocab, ids);
     CU_LAUNCHED_R(false);
     return true;
 }

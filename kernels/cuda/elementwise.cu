@@ -44,13 +44,13 @@ __global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(float *out, float 
 void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps) {
     if (n <= 0) return;
     /* x is only read without y */
-    rmsnorm_kernel<<<n, RMS_THREADS, 0, cu_stream()>>>(out, (float *)x, NULL, w->data, w->dtype, (int)w->cols, eps);
+    cu_launch(rmsnorm_kernel, n, RMS_THREADS, 0, out, (float *)x, (const float *)NULL, w->data, w->dtype, (int)w->cols, eps);
     CU_LAUNCHED();
 }
 
 void cu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps) {
     if (n <= 0) return;
-    rmsnorm_kernel<<<n, RMS_THREADS, 0, cu_stream()>>>(out, x, y, w->data, w->dtype, (int)w->cols, eps);
+    cu_launch(rmsnorm_kernel, n, RMS_THREADS, 0, out, x, y, w->data, w->dtype, (int)w->cols, eps);
     CU_LAUNCHED();
 }
 
@@ -79,7 +79,7 @@ void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const fl
     const float *dinv = (const float *)cu_upload(inv_freq, sizeof(float) * half, 1);
     if (!dinv) return;
     const size_t total = (size_t)n * nheads * half;
-    rope_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(x, pos, dinv, n, nheads, head_dim);   /* pos: device */
+    cu_launch(rope_kernel, cu_blocks(total, 256), 256, 0, x, pos, dinv, n, nheads, head_dim);   /* pos: device */
     CU_LAUNCHED();
 }
 
@@ -90,7 +90,7 @@ __global__ void add_kernel(float *__restrict__ x, const float *__restrict__ y, s
 
 void cu_add(float *x, const float *y, size_t n) {
     if (!n) return;
-    add_kernel<<<cu_blocks(n, 256), 256, 0, cu_stream()>>>(x, y, n);
+    cu_launch(add_kernel, cu_blocks(n, 256), 256, 0, x, y, n);
     CU_LAUNCHED();
 }
 
@@ -103,7 +103,7 @@ __global__ void swiglu_kernel(float *__restrict__ g, const float *__restrict__ u
 
 void cu_swiglu(float *gate, const float *up, size_t n) {
     if (!n) return;
-    swiglu_kernel<<<cu_blocks(n, 256), 256, 0, cu_stream()>>>(gate, up, n);
+    cu_launch(swiglu_kernel, cu_blocks(n, 256), 256, 0, gate, up, n);
     CU_LAUNCHED();
 }
 
@@ -118,7 +118,7 @@ __global__ void copy_rows_kernel(float *__restrict__ dst, const int *__restrict_
 
 void cu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width) {
     if (n <= 0 || width <= 0) return;
-    copy_rows_kernel<<<n, 128, 0, cu_stream()>>>(dst, dst_rows, src, src_rows, width);
+    cu_launch(copy_rows_kernel, n, 128, 0, dst, dst_rows, src, src_rows, width);
     CU_LAUNCHED();
 }
 
@@ -126,10 +126,6 @@ void cu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *
 void cu_concat(float *out, const float *a, int da, const float *b, int db, int n) {
     if (n <= 0) return;
     const size_t pitch = (size_t)(da + db) * sizeof(float);
-    if (da > 0)
-        CU_CHECK(cudaMemcpy2DAsync(out, pitch, a, (size_t)da * sizeof(float), (size_t)da * sizeof(float), n,
-                                   cudaMemcpyDeviceToDevice, cu_stream()));
-    if (db > 0)
-        CU_CHECK(cudaMemcpy2DAsync(out + da, pitch, b, (size_t)db * sizeof(float), (size_t)db * sizeof(float), n,
-                                   cudaMemcpyDeviceToDevice, cu_stream()));
+    if (da > 0 && !cu_copy2d_async(out, pitch, a, (size_t)da * sizeof(float), (size_t)da * sizeof(float), n)) return;
+    if (db > 0) cu_copy2d_async(out + da, pitch, b, (size_t)db * sizeof(float), (size_t)db * sizeof(float), n);
 }

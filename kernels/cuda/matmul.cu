@@ -31,6 +31,7 @@
  *    half (activations rounded to the weight dtype, as a native F16/BF16
  *    forward in torch does): faster, not bit-faithful to the CPU backend. */
 #include "kernels/cuda/common.cuh"
+#include <string.h>
 #include <stdlib.h>
 
 #define GEMV_MAX 4
@@ -130,8 +131,8 @@ static void gemv_launch(const GemvGroup &g, const float *x, int C) {
     const unsigned blocks = cu_blocks((size_t)g.end[g.count - 1] * 32, GEMV_THREADS);
     bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0;
     for (int i = 0; i < g.count; i++) vec = vec && ((uintptr_t)g.w[i] & 15) == 0;
-    if (vec) gemv_kernel<N, WT, true><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(g, x, C);
-    else gemv_kernel<N, WT, false><<<blocks, GEMV_THREADS, 0, cu_stream()>>>(g, x, C);
+    if (vec) cu_launch((gemv_kernel<N, WT, true>), blocks, GEMV_THREADS, 0, g, x, C);
+    else cu_launch((gemv_kernel<N, WT, false>), blocks, GEMV_THREADS, 0, g, x, C);
 }
 
 template <typename WT>
@@ -147,7 +148,8 @@ static void gemv_typed(const GemvGroup &g, const float *x, int C, int n) {
 /* outs[i] = x · ws[i]ᵀ for n <= GEMV_MAX tokens in one launch; the weights
  * share dtype and cols (count <= GEMV_GROUP_MAX). */
 static void gemv(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
-    GemvGroup g = {};
+    GemvGroup g;
+    memset(&g, 0, sizeof g);   /* padding too: its bytes are signed (cu_launch) */
     g.count = count;
     for (int i = 0, end = 0; i < count; i++) {
         g.out[i] = outs[i];
@@ -245,8 +247,8 @@ static void tiled(float *out, const float *x, const WT *w, int R, int C, int n) 
     const int row_groups = TILE_WARPS / token_groups;
     const int per_block = token_groups * TILE_TOK;
     const dim3 grid(cu_blocks(R, TILE_R * row_groups), (unsigned)((n + per_block - 1) / per_block));
-    if (vec) tiled_kernel<WT, true><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
-    else tiled_kernel<WT, false><<<grid, TILE_WARPS * 32, 0, cu_stream()>>>(out, x, w, R, C, n, row_groups);
+    if (vec) cu_launch((tiled_kernel<WT, true>), grid, TILE_WARPS * 32, 0, out, x, w, R, C, n, row_groups);
+    else cu_launch((tiled_kernel<WT, false>), grid, TILE_WARPS * 32, 0, out, x, w, R, C, n, row_groups);
 }
 
 /* BackendOptions.cuda_tiled_max: a product of GEMV_MAX < n <= TILED_N_MAX
@@ -288,6 +290,14 @@ static bool gemm_ex(float *out, const void *w, cudaDataType_t wt, const void *b,
     cublasHandle_t h = cu_blas();
     if (!h) return false;
     const float alpha = 1.0f;
+    if (cu_signing()) {   /* cuBLAS picks its kernels from these alone (handle, stream and workspace fixed) */
+        const void *args[3] = {out, w, b};
+        const int dims[4] = {(int)wt, R, C, cols};
+        cu_sign(args, sizeof args);
+        cu_sign(dims, sizeof dims);
+        cu_sign(&beta, sizeof beta);
+        return true;
+    }
     return CU_OK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, R, cols, C, &alpha, w, wt, C, b, wt, C, &beta, out,
                               CUDA_R_32F, R, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
@@ -299,13 +309,13 @@ static void gemm_split(float *out, const float *x, const Weight *w, cudaDataType
     const bool lo_too = !fast_gemm();
     T *hl = (T *)cu_workspace(WS_MATMUL, nx * sizeof(T) * (lo_too ? 2 : 1));
     if (!hl) return;
-    split_kernel<T><<<cu_blocks(nx, 256), 256, 0, cu_stream()>>>(x, hl, lo_too ? hl + nx : NULL, nx);
+    cu_launch((split_kernel<T>), cu_blocks(nx, 256), 256, 0, x, hl, lo_too ? hl + nx : NULL, nx);
     CU_LAUNCHED();
     if (!lo_too) { gemm_ex(out, w->data, wt, hl, R, C, n, 0.0f); return; }
     if (n <= SPLIT_STACK_MAX) {   /* one GEMM over [hi; lo], then add the halves */
         float *tmp = (float *)cu_workspace(WS_MATMUL_OUT, 2 * (size_t)n * R * sizeof(float));
         if (!tmp || !gemm_ex(tmp, w->data, wt, hl, R, C, 2 * n, 0.0f)) return;
-        sum_halves_kernel<<<cu_blocks((size_t)n * R, 256), 256, 0, cu_stream()>>>(out, tmp, (size_t)n * R);
+        cu_launch(sum_halves_kernel, cu_blocks((size_t)n * R, 256), 256, 0, out, tmp, (size_t)n * R);
         CU_LAUNCHED();
     } else {
         if (!gemm_ex(out, w->data, wt, hl, R, C, n, 0.0f)) return;
@@ -363,8 +373,8 @@ void cu_embed(float *out, const Weight *table, const int *tokens, int n) {
     for (int t0 = 0; t0 < n; t0 += 65535) {   /* gridDim.y limit */
         const int nt = n - t0 < 65535 ? n - t0 : 65535;
         dim3 grid(cu_blocks(cols, 256) < 64 ? cu_blocks(cols, 256) : 64, nt);
-        embed_kernel<<<grid, 256, 0, cu_stream()>>>(out + (size_t)t0 * cols, table->data, table->dtype,
-                                                    (int64_t)table->rows, tokens + t0, cols);
+        cu_launch(embed_kernel, grid, 256, 0, out + (size_t)t0 * cols, table->data, table->dtype,
+                  (int64_t)table->rows, tokens + t0, cols);
         CU_LAUNCHED();
     }
 }
@@ -377,6 +387,6 @@ __global__ void add_bias_kernel(float *__restrict__ x, const void *__restrict__ 
 void cu_add_bias(float *x, const Weight *b, int n) {
     if (n <= 0) return;
     const size_t total = (size_t)n * b->cols;
-    add_bias_kernel<<<cu_blocks(total, 256), 256, 0, cu_stream()>>>(x, b->data, b->dtype, (int)b->cols, total);
+    cu_launch(add_bias_kernel, cu_blocks(total, 256), 256, 0, x, b->data, b->dtype, (int)b->cols, total);
     CU_LAUNCHED();
 }

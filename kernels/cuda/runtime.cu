@@ -4,6 +4,9 @@
  * (cu_report, cu_fail, cuda_errors), cuda_available, and the recording state
  * that uploads and reports consult (graph.cu drives it). */
 #include "kernels/cuda/common.cuh"
+extern "C" {
+#include "kernels/base/replay.h"
+}
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -32,8 +35,12 @@ static void record(const char *msg) {
  * turns recording on and off (cu_record_started, cu_record_stopped); the
  * state lives here, where it is consulted. */
 static bool recording;
+static bool signing;     /* recording only to sign (graph.cu): nothing is captured but strays */
 static bool spoiled;
 static char spoil_why[160];
+static uint64_t signature;
+static char *arena;      /* the recording's pinned upload buffer (cu_record_arena) */
+static size_t arena_cap, arena_used;
 
 static void cu_record_spoil(const char *why) {
     if (!spoiled) snprintf(spoil_why, sizeof spoil_why, "%s", why);
@@ -198,10 +205,9 @@ static int stage_failed;
 static struct { void *bytes; size_t len, cap; } held[CU_CTL_SLOTS];
 
 /* bytes a control upload moves: rounded up to a power of two (at least
- * 256), so that the copies a recorded graph holds keep their sizes while a
- * mask or a token list grows a little (graphs of equal shape are updated in
- * place, record_end in graph.cu); the bytes past the host data are never
- * read */
+ * 256), so that its slot's buffer grows seldom (a grown buffer moves, and a
+ * forward that uploads into it signs anew); the bytes past the host data
+ * are never read */
 static size_t upload_size(size_t bytes) {
     size_t r = 256;
     while (r < bytes) r *= 2;
@@ -210,6 +216,9 @@ static size_t upload_size(size_t bytes) {
 
 static int stage_copy(void *dst, const void *host, size_t bytes, size_t xfer);
 
+/* While signing, the upload is signed (slot, destination, bytes) and held[]
+ * is kept as the upload would keep it, so that the signing skips what the
+ * recording (and each launch of the graph) skips. */
 void *cu_upload(const void *host, size_t bytes, int slot) {
     size_t before = ctl[slot].cap;
     const size_t xfer = upload_size(bytes);
@@ -222,6 +231,13 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
         if (p) { held[slot].bytes = p; held[slot].cap = bytes; }
     }
     if (bytes <= held[slot].cap) { memcpy(held[slot].bytes, host, bytes); held[slot].len = bytes; }
+    if (signing) {
+        cu_sign(&slot, sizeof slot);
+        cu_sign(&d, sizeof d);
+        cu_sign(&xfer, sizeof xfer);
+        cu_sign(host, bytes);
+        return d;
+    }
     if (stage_copy(d, host, bytes, xfer)) { held[slot].len = 0; return NULL; }
     return d;
 }
@@ -229,19 +245,22 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
 /* host[0..bytes) -> dst through the ring, xfer bytes sent (>= bytes; the
  * tail is never read), in stream order; -1 on a failed copy (reported). */
 static int stage_copy(void *dst, const void *host, size_t bytes, size_t xfer) {
-    if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
-    if (recording && (!stage || xfer > STAGE_BYTES)) {
-        cu_record_spoil("an upload larger than the staging ring");
+    if (recording) {   /* from the recording's arena, which its graph keeps */
+        const size_t off = (arena_used + 255) & ~(size_t)255;
+        if (!arena || off + xfer > arena_cap) {
+            cu_record_spoil("the recording's uploads overflow its buffer");
+            return 0;
+        }
+        memcpy(arena + off, host, bytes);
+        if (!CU_OK(cudaMemcpyAsync(dst, arena + off, xfer, cudaMemcpyHostToDevice, cu_stream()))) return -1;
+        arena_used = off + xfer;
         return 0;
     }
+    if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
     if (!stage || xfer > STAGE_BYTES)   /* the plain synchronous copy */
         return CU_OK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice)) ? 0 : -1;
     size_t off = (stage_used + 255) & ~(size_t)255;
     if (off + xfer > STAGE_BYTES) {
-        if (recording) {   /* record_begin leaves half the ring free, so this is rare */
-            cu_record_spoil("the staging ring is full");
-            return 0;
-        }
         if (!CU_OK(cudaStreamSynchronize(cu_stream()))) return -1;
         off = 0;
     }
@@ -257,8 +276,24 @@ static int stage_copy(void *dst, const void *host, size_t bytes, size_t xfer) {
  * after, as the blocking copy did. */
 void cu_to_device_bytes(void *dst, const void *host, size_t bytes) {
     if (!bytes) return;
-    if (bytes <= ((size_t)1 << 20) && !recording) stage_copy(dst, host, bytes, bytes);
+    if (signing) {
+        cu_sign(&dst, sizeof dst);
+        cu_sign(host, bytes);
+        return;
+    }
+    if (bytes <= ((size_t)1 << 20) || recording) stage_copy(dst, host, bytes, bytes);
     else CU_CHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+}
+
+bool cu_copy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height) {
+    if (signing) {
+        const void *at[2] = {dst, src};
+        const size_t shape[4] = {dpitch, spitch, width, height};
+        cu_sign(at, sizeof at);
+        cu_sign(shape, sizeof shape);
+        return true;
+    }
+    return CU_OK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDeviceToDevice, cu_stream()));
 }
 
 /* Results for the host (top-k lists, entropies, argmax ids) come back in
@@ -286,6 +321,15 @@ void *cu_workspace(int slot, size_t bytes) { return grow(&ws[slot], bytes); }
 
 /* ---- recording: what graph.cu asks of the runtime -------------------------- */
 bool cu_recording(void) { return recording; }
+bool cu_signing(void) { return signing; }
+void cu_sign(const void *p, size_t n) { signature = replay_sign(signature, p, n); }
+uint64_t cu_signature(void) { return signature ? signature : 1; }
+
+void cu_record_arena(char *pinned, size_t cap) {
+    arena = pinned;
+    arena_cap = pinned ? cap : 0;
+    arena_used = 0;
+}
 
 void cu_forget_held(void) {
     for (int i = 0; i < CU_CTL_SLOTS; i++) held[i].len = 0;
@@ -293,25 +337,22 @@ void cu_forget_held(void) {
 
 int cu_record_prepare(void) {
     if (!rec_dummy && !CU_OK(cudaMalloc(&rec_dummy, 4096))) return 0;
-    if (!stage && !stage_failed && !CU_OK(cudaMallocHost((void **)&stage, STAGE_BYTES))) stage_failed = 1;
-    if (!stage) return 0;
-    if (stage_used > STAGE_BYTES / 2) {   /* room for the recorded uploads: no wrap inside */
-        if (!CU_OK(cudaStreamSynchronize(cu_stream()))) return 0;
-        stage_used = 0;
-    }
     /* every slot's first upload inside is recorded, whatever it held before:
-     * the same forward then always records the same graph shape */
+     * the same forward then always signs and records the same uploads */
     cu_forget_held();
     return 1;
 }
 
-void cu_record_started(void) {
+void cu_record_started(bool sign) {
     recording = true;
+    signing = sign;
     spoiled = false;
+    if (sign) signature = REPLAY_SIGN_INIT;
 }
 
 const char *cu_record_stopped(void) {
     recording = false;
+    signing = false;
     return spoiled ? spoil_why : NULL;
 }
 

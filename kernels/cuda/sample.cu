@@ -122,7 +122,7 @@ extern "C" int cuda_sample_rows(const float *logits_dev, int n, int vocab, float
     CU_CHECK_R(curandSetPseudoRandomGeneratorSeed(g, seed), -1);
     CU_CHECK_R(curandSetGeneratorOffset(g, 0), -1);
     CU_CHECK_R(curandGenerateUniform(g, u, nu), -1);
-    sample_kernel<<<n, SAMPLE_THREADS, 0, cu_stream()>>>(logits_dev, vocab, temperature, u, ids);
+    cu_launch(sample_kernel, n, SAMPLE_THREADS, 0, logits_dev, vocab, temperature, u, ids);
     CU_LAUNCHED_R(-1);
     CU_CHECK_R(cudaMemcpy(ids_host, ids, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost), -1);
     return 0;

@@ -37,7 +37,7 @@ __global__ void tree_root_kernel(DevTree t, const int *root) {
 }
 
 void cu_tree_root(const DevTree *t, const int *root) {
-    tree_root_kernel<<<1, 1, 0, cu_stream()>>>(*t, root);
+    cu_launch(tree_root_kernel, 1, 1, 0, *t, root);
     CU_LAUNCHED();
 }
 
@@ -63,8 +63,8 @@ tree_grow_kernel(DevTree t, int n0, const int *rows, const int *ids,
 void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
                   int k, const int *picks, int count, const int *map) {
     if (count <= 0) return;
-    tree_grow_kernel<<<cu_blocks((size_t)count, TREE_THREADS), TREE_THREADS, 0, cu_stream()>>>(
-        *t, n0, rows, ids, probs, ent, k, picks, count, map);
+    cu_launch(tree_grow_kernel, cu_blocks((size_t)count, TREE_THREADS), TREE_THREADS, 0, *t, n0, rows, ids, probs, ent,
+              k, picks, count, map);
     CU_LAUNCHED();
 }
 
@@ -114,7 +114,7 @@ tree_top_kernel(const float *P, const int *depth, int from, int n, int m,
 
 void cu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
     if (n <= 0 || m <= 0) return;
-    tree_top_kernel<<<1, TOP_THREADS, 0, cu_stream()>>>(score ? score : t->P, t->depth, from, n, m, sel);
+    cu_launch(tree_top_kernel, 1, TOP_THREADS, 0, score ? score : t->P, t->depth, from, n, m, sel);
     CU_LAUNCHED();
 }
 
@@ -158,7 +158,7 @@ tree_classify_kernel(DevTree t, int from, int n, NodeNet net, float *conf) {
 
 void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
     if (n <= 0) return;
-    tree_classify_kernel<<<cu_blocks((size_t)n, TREE_THREADS), TREE_THREADS, 0, cu_stream()>>>(*t, from, n, *net, conf);
+    cu_launch(tree_classify_kernel, cu_blocks((size_t)n, TREE_THREADS), TREE_THREADS, 0, *t, from, n, *net, conf);
     CU_LAUNCHED();
 }
 
@@ -196,7 +196,7 @@ tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *pat
 }
 
 void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
-    tree_pass_kernel<<<1, TOP_THREADS, 0, cu_stream()>>>(*t, from, n, conf, beta, path_conf, count);
+    cu_launch(tree_pass_kernel, 1, TOP_THREADS, 0, *t, from, n, conf, beta, path_conf, count);
     CU_LAUNCHED();
 }
 
@@ -229,7 +229,7 @@ tree_compact_kernel(DevTree dst, DevTree src, const int *keep, int m) {
 
 void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
     if (m <= 0) return;
-    tree_compact_kernel<<<cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, cu_stream()>>>(*dst, *src, keep, m);
+    cu_launch(tree_compact_kernel, cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, *dst, *src, keep, m);
     CU_LAUNCHED();
 }
 
@@ -263,9 +263,9 @@ tree_mask_kernel(DevTree t, const int *rows, int m, int ones, int pos0, int nctx
 void cu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
                     uint8_t *mask) {
     if (m <= 0) return;
-    tree_slots_kernel<<<cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, cu_stream()>>>(*t, rows, m, base);
+    cu_launch(tree_slots_kernel, cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, *t, rows, m, base);
     CU_LAUNCHED();
-    tree_mask_kernel<<<m, TREE_THREADS, 0, cu_stream()>>>(*t, rows, m, ones, pos0, nctx, out, mask);
+    cu_launch(tree_mask_kernel, m, TREE_THREADS, 0, *t, rows, m, ones, pos0, nctx, out, mask);
     CU_LAUNCHED();
 }
 
@@ -296,6 +296,6 @@ __global__ void tree_accept_kernel(DevTree t, int n, const int *want, int from_s
 }
 
 void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
-    tree_accept_kernel<<<1, 1, 0, cu_stream()>>>(*t, n, want, from_start, steps, walk);
+    cu_launch(tree_accept_kernel, 1, 1, 0, *t, n, want, from_start, steps, walk);
     CU_LAUNCHED();
 }

@@ -5,7 +5,8 @@ docs/cuda/latest.json.
 Reads, from the steps' log folders (each file from the first folder that has
 it): device.txt (the GPU's name), cycle_eagle2.json, cycle_c2t.json (spec-eval
 with the ar baseline, --check-lossless), cycle_eagle2_host.json (the same
-eagle2 run on the host cycle), cycle_rc.txt (each run's exit status),
+eagle2 run on the host cycle), cycle_eagle2_graphs.json (eagle2 with
+--cuda-graphs on: forwards signed and replayed), cycle_rc.txt (each run's exit status),
 bench_cuda.log (tests/bench_cuda --7b) and collect.log (spec-collect's last
 progress line: questions done at a rate, records).  Writes the JSON to stdout; a figure whose input is missing is
 null, never guessed.
@@ -62,7 +63,8 @@ def phases(rep):
 def main():
     folder = sys.argv[1:]
     device = text(folder, "device.txt").strip() or None
-    e2, c2t, host = (load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json"))
+    e2, c2t, host, graphs = (load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json",
+                                                      "cycle_eagle2_graphs.json"))
     rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
     bench = text(folder, "bench_cuda.log")
     m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
@@ -83,6 +85,10 @@ def main():
         "smollm2_eagle2_tok_s": {"device_cycle": e2["total"].get("v") if e2 else None,
                                  "host_cycle": host["total"].get("v") if host else None},
         "smollm2_eagle2_phase_s_per_cycle": phases(e2) if e2 else None,
+        "smollm2_eagle2_graphs": {"speedup": graphs["total"].get("speedup"),
+                                  "speedup_ci95": graphs["total"].get("speedup_ci95"),
+                                  "tok_s": graphs["total"].get("v"),
+                                  "lossless": rcs.get("eagle2_graphs") == "0"} if graphs else None,
         "decode_1b_fraction_of_bound": fraction_of_bound(bench, "1B"),
         "decode_7b_fraction_of_bound": fraction_of_bound(bench, "LLaMA-2-7B"),
         "collect_records_s": collect_s,

@@ -51,12 +51,14 @@
 #   3. stage .gpu-smollm2-2 cycle-smollm2              (carry it)
 #   here: tools/gpu/cycle_report.py OUT_OF_1 OUT_OF_3 > docs/cuda/latest.json
 #     cycle          test_cuda (every parity test: the tree ops, the ragged
-#                    attention of batched decoding), compute-sanitizer memcheck
-#                    and racecheck on the op parity test, bench_cuda --7b,
-#                    spec-collect on the demo family
+#                    attention of batched decoding; then with --cuda-graphs on:
+#                    replayed graphs), compute-sanitizer memcheck and racecheck
+#                    on the op parity test, bench_cuda --7b and bench_cuda
+#                    --cuda-graphs on, spec-collect on the demo family
 #     cycle-smollm2  SmolLM2 mt_bench (CYCLE_Q 20 x CYCLE_MAX_NEW 128, first
 #                    turns): eagle2 and c2t with the ar baseline, lossless
-#                    checked; eagle2 on the host cycle (same tau and gamma)
+#                    checked; eagle2 on the host cycle (same tau and gamma);
+#                    on a GPU eagle2 with replayed graphs (--cuda-graphs on)
 #   CYCLE_DEVICE=cpu tools/gpu/gpu_remote.sh cycle runs both here, on the CPU
 #   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32), and the report:
 #   the script is proven before GPU minutes are spent on it.
@@ -174,10 +176,15 @@ step_cycle() {
     if [ "$dev" = cuda ]; then
         nvidia-smi --query-gpu=name --format=csv,noheader | head -1 > "$LOG/device.txt"
         build/tests/test_cuda 2>&1 | tee "$LOG/test_cuda.log" | grep -Ev '^PASS '
+        echo "== cycle: test_cuda with graphs signed, replayed and recorded (--cuda-graphs on)"
+        build/tests/test_cuda --cuda-graphs on 2>&1 | tee "$LOG/test_cuda_graphs.log" | grep -E '^(FAIL|#.*graphs)|passed'
         SAN_TIMEOUT=${SAN_TIMEOUT:-120} sanitize_one memcheck test_cuda_parity_ops --leak-check full
         SAN_TIMEOUT=${SAN_TIMEOUT:-120} sanitize_one racecheck test_cuda_parity_ops
         echo "== cycle: bench_cuda --7b"
         build/tests/bench_cuda --7b 2>&1 | tee "$LOG/bench_cuda.log" | grep -E 'device|shape|decode 1 token|enqueues'
+        echo "== cycle: bench_cuda --cuda-graphs on"
+        build/tests/bench_cuda --cuda-graphs on 2>&1 | tee "$LOG/bench_cuda_graphs.log" |
+            grep -E 'shape|decode 1 token|enqueues|forward passes'
     else
         echo cpu > "$LOG/device.txt"
     fi
@@ -204,7 +211,8 @@ step_cycle_smollm2() {
     : > "$LOG/cycle_rc.txt"
     for run in "eagle2|--policy eagle2 --check-lossless" \
                "c2t|--policy c2t --classifier data/smollm2/classifier.json --check-lossless" \
-               "eagle2_host|--policy eagle2 --cycle host --no-baseline"; do
+               "eagle2_host|--policy eagle2 --cycle host --no-baseline" \
+               $([ "$dev" = cuda ] && echo "eagle2_graphs|--policy eagle2 --cuda-graphs on --check-lossless"); do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
         echo "$name $?" >> "$LOG/cycle_rc.txt"
