@@ -671,38 +671,66 @@ static void test_reduced_draft_vocabulary(void) {
     llama_free(m);
 }
 
-/* --draft-vocab auto's choice on synthetic measurements: the predicted
- * tokens per second of each candidate, by the formula of vocab_auto.h. */
+/* --draft-vocab auto's choice on synthetic measurements: the in-vocabulary
+ * prefixes of accepted paths counted per candidate, and the predicted
+ * tokens per second of each, by the formula of vocab_auto.h. */
 static void test_draft_vocab_choice_by_hand(void) {
-    VocabAuto va = {.n_cand = 2, .cand = {64, 128}, .coverage = {0.5, 1}, .chosen = -1, .calibrated = 1};
-    /* 10 cycles: all accepted at least one node, half two; 0.1 s verifying, 0.05 s drafting and 8 rows a cycle;
-     * a calibration step (8 rows) 0.008 s at 128 columns, 0 at 64 */
+    VocabAuto va = {.n_cand = 2, .cand = {64, 128}, .coverage = {0.5, 1}, .chosen = -1, .calibrated = 1, .V = 200};
+    int rank[200];
+    for (int i = 0; i < 200; i++) rank[i] = 199 - i;   /* id 199 the most frequent */
+    va.rank = rank;
+    const int path_a[2] = {189, 99}, path_b[3] = {120, 194, 190};   /* ranks 10, 100; 79, 5, 9 */
+    vocab_auto_observe(&va, path_a, 2, 0.1, 0.05, 8, 3);
+    vocab_auto_observe(&va, path_b, 3, 0.1, 0.05, 16, 7);
+    CHECK(va.cycles == 2 && va.rows == 16 && va.steps == 7, "cycles %lld, rows %lld, steps %lld", va.cycles, va.rows,
+          va.steps);
+    CHECK(va.reach[0][0] == 2 && va.reach[0][1] == 1 && va.reach[0][2] == 0 && va.reach[1][1] == 2 &&
+          va.reach[1][2] == 2 && va.reach[1][3] == 1 && va.reach[1][4] == 0,
+          "in-vocabulary prefixes: 64 tokens %lld %lld %lld, 128 tokens %lld %lld %lld %lld", va.reach[0][0],
+          va.reach[0][1], va.reach[0][2], va.reach[1][1], va.reach[1][2], va.reach[1][3], va.reach[1][4]);
+    memset(va.reach, 0, sizeof va.reach);
+    /* 10 cycles: all accepted at least one node, half two (at 64 tokens: half of the first
+     * nodes and two of the second lay inside); 0.1 s verifying, 0.05 s drafting and 8 rows in
+     * one step a cycle; a calibration step 0.008 s at 128 columns (8 rows; 0.001 s for one), 0
+     * at 64 */
     va.cycles = 10;
     va.verify_s = 1;
     va.draft_s = 0.5;
     va.rows = 80;
-    va.reach[0] = 10; va.reach[1] = 10; va.reach[2] = 5;
+    va.steps = 10;
+    va.step1_s[1] = 0.001;
+    va.reach[1][0] = 10; va.reach[1][1] = 10; va.reach[1][2] = 5;
+    va.reach[0][0] = 10; va.reach[0][1] = 5; va.reach[0][2] = 2;
     va.step_s[1] = 0.008;
     int c = vocab_auto_choose(&va);
-    const double want1 = (1 + 1 + 0.5) / 0.15, want0 = (1 + 0.5 + 0.5 * 0.25) / (0.15 - 8 * 0.008 / 8);
+    const double want1 = (1 + 1 + 0.5) / 0.15, want0 = (1 + 0.5 + 0.2) / (0.15 - 0.001 - 7 * (0.008 - 0.001) / 7);
     CHECK(fabs(va.rate[1] - want1) < 1e-9 && fabs(va.rate[0] - want0) < 1e-9, "rates %g %g, want %g %g", va.rate[0],
           va.rate[1], want0, want1);
-    CHECK(c == 1, "chose %d: the full coverage pays here", c);
+    CHECK(c == 1, "chose %d: the full vocabulary pays here", c);
     /* nothing accepted: only cost counts, the cheaper vocabulary wins */
-    va.reach[1] = va.reach[2] = 0;
+    va.reach[0][1] = va.reach[0][2] = va.reach[1][1] = va.reach[1][2] = 0;
     c = vocab_auto_choose(&va);
     CHECK(c == 0, "nothing accepted: chose %d, want the cheapest", c);
     /* equal step times: the larger vocabulary (ties go to it) */
-    va.reach[1] = 10;
-    va.step_s[1] = 0;
+    va.reach[0][1] = va.reach[1][1] = 10;
+    va.step_s[1] = va.step1_s[1] = 0;
     c = vocab_auto_choose(&va);
     CHECK(c == 1, "equal costs: chose %d, want the larger vocabulary", c);
     /* a drafting-bound cycle where the small vocabulary loses little */
-    va.coverage[0] = 0.99;
+    va.reach[1][2] = 5;
+    va.reach[0][2] = 4;
     va.step_s[1] = 0.1;
-    va.draft_s = 10;   /* 1 s a cycle, 0.1 s of it saved at 64 */
+    va.step1_s[1] = 0.1;   /* the head's read: one row costs as much as eight */
+    va.draft_s = 10;       /* 1 s a cycle, 0.1 s of it saved at 64 */
     c = vocab_auto_choose(&va);
     CHECK(c == 0, "drafting-bound: chose %d (rates %g %g)", c, va.rate[0], va.rate[1]);
+    /* the same cost spread over one-row steps: 8 steps a cycle save 8 x 0.1 s at 64 columns,
+     * where pricing by rows alone would save 0.1 s (the same tokens, so the cheaper wins by more) */
+    va.steps = 80;
+    va.draft_s = 10;
+    c = vocab_auto_choose(&va);
+    CHECK(c == 0 && fabs(va.rate[0] - (1 + 1 + 0.4) / (1.1 - 0.8)) < 1e-9, "one-row steps: chose %d (rate %g, want %g)",
+          c, va.rate[0], (1 + 1 + 0.4) / (1.1 - 0.8));
 }
 
 /* --draft-vocab auto in a decoder: candidates from the counts, a timed
@@ -761,9 +789,15 @@ static void test_draft_vocab_auto_is_lossless(void) {
           (long long)st.cycles);
     printf("# candidates 64/128/%d: steps %.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen,
            va.step_s[0], va.step_s[1], va.step_s[2], va.cand[va.chosen], va.cycles, decode_stats_tau(&st));
+    int monotone = 1;   /* a larger vocabulary keeps at least as long a prefix; no depth reached more than a shallower */
+    for (int i = 0; i < va.n_cand; i++)
+        for (int dd = 1; dd <= VOCAB_AUTO_DEPTH; dd++)
+            monotone &= va.reach[i][dd] <= va.reach[i][dd - 1] && (i == 0 || va.reach[i][dd] >= va.reach[i - 1][dd]);
+    CHECK(monotone && va.reach[va.n_cand - 1][0] == va.cycles, "in-vocabulary prefixes not monotone in size and depth");
     decoder_free(dec);
     policy_free(p);
     draft_free(d);
+    vocab_auto_free(&va);
     remove_draft_dir(dir);
     /* a draft without counts: one line naming the file */
     Draft *e = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 64);

@@ -388,7 +388,8 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     if (dec->policy->cost && !dec->gate && !dec->cycle_off)
         cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
     if (dec->vocab && !dec->cycle_off)
-        vocab_auto_observe(dec->vocab, len - 1, verify_s, drafting_s(st) - dec->draft_mark, dec->draft->rows_scored);
+        vocab_auto_observe(dec->vocab, toks + 1, len - 1, verify_s, drafting_s(st) - dec->draft_mark,
+                           dec->draft->rows_scored, dec->draft->steps_scored);
     dec->draft_mark = drafting_s(st);
     dec->root = bonus;
     return 0;

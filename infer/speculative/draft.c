@@ -199,7 +199,7 @@ static int *top_tokens(const Draft *d, int n) {
     return ids;
 }
 
-double *draft_vocab_coverage(const Draft *d, int *seen) {
+double *draft_vocab_coverage(const Draft *d, int *seen, int *rank) {
     int *order;
     int64_t *c;
     if (counts_by_frequency(d, &order, &c)) return NULL;
@@ -216,6 +216,7 @@ double *draft_vocab_coverage(const Draft *d, int *seen) {
     for (int i = 0; i < d->V; i++) {
         run += (double)c[order[i]];
         cov[i + 1] = run / total;
+        if (rank) rank[order[i]] = i;
         if (c[order[i]] > 0) *seen = i + 1;
     }
     free(order); free(c);
@@ -286,6 +287,7 @@ int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int 
     DraftStep step = {.d = d, .catch_up = 1, .tokens = tokens, .hidden = hidden, .m = m, .next = next};
     if (draft_step(d, &step)) return -1;
     d->rows_scored++;   /* the new root's */
+    d->steps_scored++;
     d->n_past += step.added;
     return 0;
 }
@@ -385,6 +387,7 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     if (n == 1 && nodes[0] == 0 && !d->ops->expand)   /* the catch-up scored the root */
         return draft_dist(d, d->root_logits, 1, k, topm, ids, probs, entropy);
     d->rows_scored += n;
+    d->steps_scored++;
     if (d->ops->expand) return d->ops->expand(d, t, nodes, n, k, topm, ids, probs, entropy);
     reserve_nodes(d, t->n);
     const int base = d->n_past + d->n_temp, nctx = base + n;
@@ -432,6 +435,7 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
         if (draft_step(d, &step)) return -1;
         d->n_temp += m;
         d->rows_scored += m;
+        d->steps_scored++;
         logits = step.logits;
     } else {
         m = 1;

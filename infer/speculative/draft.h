@@ -102,6 +102,7 @@ struct Draft {
     float *root_logits;      /* device, V: the distribution under the root */
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
     long long rows_scored;   /* logit rows computed (tree nodes expanded, catch-ups' roots), cumulative */
+    long long steps_scored;  /* the LM-head products that computed them (one per catch-up or expansion) */
     TreeInputs dev_inputs;   /* the device cycle's forward inputs, in backend memory */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
     /* --draft-temperature: the draft's logits are divided by it before the
@@ -137,9 +138,11 @@ const float *draft_features(const Draft *d, const LlamaState *s);
  * stays lossless.  n <= 0 or n >= V keeps the full vocabulary. */
 int draft_set_vocab(Draft *d, int n);
 /* The share of the draft's token counts held by its n most frequent ids,
- * for every n: cov[0..V] (cov[V] = 1), and in *seen the ids counted at
- * least once; NULL + err_set as draft_set_vocab. */
-double *draft_vocab_coverage(const Draft *d, int *seen);
+ * for every n: cov[0..V] (cov[V] = 1), in *seen the ids counted at least
+ * once and, where rank is not NULL, rank[id] for each of the V ids: its
+ * place in that order (the n most frequent are those of rank < n); NULL +
+ * err_set as draft_set_vocab. */
+double *draft_vocab_coverage(const Draft *d, int *seen, int *rank);
 #define DRAFT_COUNTS_FILE "token_counts.safetensors"
 /* A second draft over d's weights for another sequence (batched decoding),
  * with its own context; d must outlive it.  NULL with err_set where the

@@ -171,6 +171,7 @@ static cJSON *vocab_auto_json(const VocabAuto *va) {
         cJSON_AddNumberToObject(x, "vocab", va->cand[i]);
         cJSON_AddNumberToObject(x, "coverage", va->coverage[i]);
         cJSON_AddNumberToObject(x, "step_s", va->step_s[i]);
+        cJSON_AddNumberToObject(x, "step1_s", va->step1_s[i]);
         cJSON_AddNumberToObject(x, "predicted_tokens_per_s", va->rate[i]);
         cJSON_AddItemToArray(c, x);
     }

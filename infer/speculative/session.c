@@ -82,6 +82,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
 
 void session_close(Session *s) {
     const Backend *be = s->target ? s->target->be : NULL;
+    vocab_auto_free(&s->vocab_auto);
     draft_free(s->draft);
     tokenizer_free(s->tok);
     llama_free(s->target);
