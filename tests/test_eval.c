@@ -4,9 +4,11 @@
 #include "kernels/base/util.h"
 #include "infer/speculative/classifier.h"
 #include "infer/speculative/speedup.h"
+#include "infer/speculative/cost.h"
 #include "kernels/base/rng.h"
 #include "infer/model/safetensors.h"
 #include <cjson/cJSON.h>
+#include <errno.h>
 
 static char qfile[] = "/tmp/c2t_evalqXXXXXX";
 
@@ -893,8 +895,28 @@ static void test_cost_cache(void) {
         CHECK(text && !strcmp(text, bad[k]), "%s: the file was changed", says[k]);
         free(text);
     }
+    /* a full cache drops its oldest curves: 40 written before, the newest 31 kept beside the run's */
+    FILE *f = fopen(path, "w");
+    REQUIRE(f, "%s: %s", path, strerror(errno));
+    fprintf(f, "{\"format\": \"c2t-cost-cache\", \"version\": 1, \"curves\": [");
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "%s{\"key\": \"old %d\", \"verify_n\": [1, 2], \"verify_s\": [0.1, 0.2]}", i ? ", " : "", i);
+    fprintf(f, "]}\n");
+    fclose(f);
     int rc;
-    cJSON *j = auto_run("--cost-cache none", "", err, sizeof err, &rc);
+    cJSON *j = auto_run("", "--kv-dtype bf16", err, sizeof err, &rc);
+    REQUIRE(j, "a full cache: exit %d: %s", rc, err);
+    cJSON_Delete(j);
+    cJSON *c = read_json_file(path);
+    REQUIRE(c, "the cache: %s", err_get());
+    const cJSON *curves = cJSON_GetObjectItem(c, "curves");
+    const char *first = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(curves, 0), "key")),
+               *last = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(curves, COST_CACHE_CURVES - 1), "key"));
+    CHECK(cJSON_GetArraySize(curves) == COST_CACHE_CURVES && first && !strcmp(first, "old 9") && last &&
+          strstr(last, "kv_dtype bf16"), "a full cache: %d curves, first %s, last %s", cJSON_GetArraySize(curves),
+          first ? first : "(none)", last ? last : "(none)");
+    cJSON_Delete(c);
+    j = auto_run("--cost-cache none", "", err, sizeof err, &rc);
     REQUIRE(j, "--cost-cache none: exit %d: %s", rc, err);
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "cost_model"), "cache")), "--cost-cache none: a cache is reported");
     cJSON_Delete(j);

@@ -151,6 +151,7 @@ int cost_chosen_quantile(const CostModel *m, double q);
  * cost_cache_put adds or replaces key's curve (m's points), creating the
  * file and its directory; -1 + err_set.  A file that is not a cost cache is
  * never overwritten. */
+#define COST_CACHE_CURVES 32   /* the newest kept; older ones are dropped as new ones are written */
 int cost_cache_get(const char *path, const char *key, CostModel *m);
 int cost_cache_put(const char *path, const char *key, const CostModel *m);
 /* $XDG_CACHE_HOME/c2t/cost.json, else $HOME/.cache/c2t/cost.json, into buf;

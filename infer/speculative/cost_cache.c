@@ -6,7 +6,10 @@
  *                "calibration_s": 1.2, "measured_unix": 1764300000}]}
  *
  * A file that is not such a cache (another file named by mistake, a
- * truncated one) is refused, never overwritten. */
+ * truncated one) is refused, never overwritten.  Curves are kept in the
+ * order they were written, and only the COST_CACHE_CURVES newest: every
+ * build has its own key, so without a bound the file would grow by a curve
+ * per build. */
 #include "infer/speculative/cost.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
@@ -121,6 +124,7 @@ int cost_cache_put(const char *path, const char *key, const CostModel *m) {
     cJSON_AddNumberToObject(e, "calibration_s", m->calibration_s);
     cJSON_AddNumberToObject(e, "measured_unix", (double)time(NULL));
     cJSON_AddItemToArray(curves, e);
+    while (cJSON_GetArraySize(curves) > COST_CACHE_CURVES) cJSON_DeleteItemFromArray(curves, 0);
     int rc = make_parent_dirs(path) || write_json(path, j) ? -1 : 0;
     cJSON_Delete(j);
     return rc;
