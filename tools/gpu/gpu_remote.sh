@@ -209,10 +209,11 @@ step_cycle_smollm2() {
     ev="bin/spec-eval --device $dev --target models/smollm2-135m-instruct --draft data/smollm2/eagle --quiet
         --questions $bench/mt_bench/question.jsonl --max-questions $q --max-turns 1 --max-new-tokens $n"
     : > "$LOG/cycle_rc.txt"
+    graphs=""   # on a GPU: eagle2 with its forwards signed and replayed
+    [ "$dev" = cuda ] && graphs="eagle2_graphs|--policy eagle2 --cuda-graphs on --check-lossless"
     for run in "eagle2|--policy eagle2 --check-lossless" \
                "c2t|--policy c2t --classifier data/smollm2/classifier.json --check-lossless" \
-               "eagle2_host|--policy eagle2 --cycle host --no-baseline" \
-               $([ "$dev" = cuda ] && echo "eagle2_graphs|--policy eagle2 --cuda-graphs on --check-lossless"); do
+               "eagle2_host|--policy eagle2 --cycle host --no-baseline" ${graphs:+"$graphs"}; do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
         echo "$name $?" >> "$LOG/cycle_rc.txt"
