@@ -242,8 +242,9 @@ void *cu_upload(const void *host, size_t bytes, int slot) {
     return d;
 }
 
-/* host[0..bytes) -> dst through the ring, xfer bytes sent (>= bytes; the
- * tail is never read), in stream order; -1 on a failed copy (reported). */
+/* host[0..bytes) -> dst through the ring (while recording, through the
+ * recording's arena), xfer bytes sent (>= bytes; the tail is never read),
+ * in stream order; -1 on a failed copy (reported). */
 static int stage_copy(void *dst, const void *host, size_t bytes, size_t xfer) {
     if (recording) {   /* from the recording's arena, which its graph keeps */
         const size_t off = (arena_used + 255) & ~(size_t)255;
