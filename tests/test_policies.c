@@ -706,6 +706,74 @@ static void test_cost_batch_load(void) {
           cost_node_price(&ma, a, 4, 0, 4), rate * 0.002);
 }
 
+/* The cycles correct the calibrated curve's shape, not only its level: a
+ * calibration that timed 8 tokens at 11 ms where they cost 16 made a tree
+ * of 7 nodes look nearly free; verifications at 1 and 8 tokens teach each
+ * point its own ratio, and the choice shrinks.  A calibration's point above
+ * a later one is lowered to it; the corrected curve never decreases; the
+ * corrected curve goes to the cache once enough cycles were seen. */
+static void test_cost_curve_corrected(void) {
+    const float est[] = {0.7f, 0.5f, 0.4f, 0.3f, 0.25f, 0.2f, 0.15f};
+    CostModel m;
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.010);
+    cost_add_point(&m, 8, 0.011);   /* truly 0.016 */
+    cost_add_point(&m, 64, 0.080);
+    cost_settle_calibration(&m);
+    CHECK(cost_best_prefix(&m, est, 7, 0.002) == 7, "the flat calibration keeps %d nodes", m.last_tokens - 1);
+    for (int i = 0; i < 100; i++) {
+        cost_observe(&m, 8, 0.016, 0.002);
+        cost_observe(&m, 1, 0.010, 0.002);
+    }
+    CHECK(fabs(cost_verify_s(&m, 8) / 0.016 - 1) < 0.05 && fabs(cost_verify_s(&m, 1) / 0.010 - 1) < 0.05,
+          "corrected curve: %g s at 8 tokens (want 0.016), %g s at 1 (want 0.010)", cost_verify_s(&m, 8),
+          cost_verify_s(&m, 1));
+    const int k = cost_best_prefix(&m, est, 7, 0.002);
+    double best = 0;   /* the best prefix under the true curve */
+    int k_true = 0;
+    double gain = 1;
+    for (int j = 0; j <= 7; j++) {
+        if (j > 0) gain += est[j - 1];
+        const double rate = gain / (0.002 + 0.010 + (0.016 - 0.010) * j / 7.0);
+        if (rate > best) { best = rate; k_true = j; }
+    }
+    CHECK(k == k_true && k < 7, "after correction: %d nodes kept, the true curve's best %d", k, k_true);
+
+    /* calibration noise only adds time: a point above a later one is lowered */
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.012);
+    cost_add_point(&m, 2, 0.010);
+    cost_add_point(&m, 4, 0.011);
+    cost_settle_calibration(&m);
+    CHECK(m.verify_s[0] == 0.010 && m.verify_s[1] == 0.010 && m.verify_s[2] == 0.011, "settled: %g %g %g",
+          m.verify_s[0], m.verify_s[1], m.verify_s[2]);
+    /* the cycles teach point 4 a lower ratio than point 2's: the curve stays flat there */
+    for (int i = 0; i < 50; i++) { cost_observe(&m, 2, 0.014, 0); cost_observe(&m, 4, 0.011, 0); }
+    CHECK(cost_verify_s(&m, 4) >= cost_verify_s(&m, 2) && cost_verify_s(&m, 3) >= cost_verify_s(&m, 2),
+          "the corrected curve decreases: %g %g %g", cost_verify_s(&m, 2), cost_verify_s(&m, 3), cost_verify_s(&m, 4));
+
+    /* the cache: corrected after COST_REFRESH_CYCLES, not before */
+    char dir[] = "/tmp/c2t_costXXXXXX", path[64];
+    REQUIRE(mkdtemp(dir), "mkdtemp");
+    snprintf(path, sizeof path, "%s/cost.json", dir);
+    CostModel few;
+    cost_init(&few);
+    cost_add_point(&few, 1, 0.010);
+    cost_add_point(&few, 8, 0.011);
+    snprintf(few.cache_key, sizeof few.cache_key, "test key");
+    REQUIRE(cost_cache_put(path, few.cache_key, &few) == 0, "%s", err_get());
+    for (int i = 0; i < COST_REFRESH_CYCLES - 1; i++) cost_observe(&few, 8, 0.016, 0);
+    CHECK(cost_cache_refresh(path, &few) == 0, "refreshed after %d cycles", COST_REFRESH_CYCLES - 1);
+    cost_observe(&few, 8, 0.016, 0);
+    CHECK(cost_cache_refresh(path, &few) == 1, "not refreshed after %d cycles: %s", COST_REFRESH_CYCLES, err_get());
+    CostModel got;
+    REQUIRE(cost_cache_get(path, "test key", &got) == 1, "the refreshed curve: %s", err_get());
+    CHECK(got.n_pts == 2 && fabs(got.verify_s[1] - cost_verify_s(&few, 8)) < 1e-12 && got.verify_s[1] > 0.015,
+          "cached %d points, %g s at 8 (corrected %g)", got.n_pts, got.verify_s[1], cost_verify_s(&few, 8));
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_cost_prefix_synthetic(void) {
     const float est[] = {0.9f, 0.6f, 0.3f, 0.1f, 0.01f, 0.0f};
     const int n = 6;
@@ -1197,6 +1265,7 @@ int main(void) {
     RUN(test_params_set_and_defaults);
     RUN(test_bad_policy_parameters);
     RUN(test_cost_prefix_synthetic);
+    RUN(test_cost_curve_corrected);
     RUN(test_cost_batch_load);
     RUN(test_draft_switch_synthetic);
     RUN(test_policy_features_match_traces);

@@ -196,6 +196,7 @@ static int calibrate(Run *r, Slot **w, int n) {
             }
             for (int i = 0; i < n; i++) { llama_truncate(w[i]->dec->target, n_past[i]); tree_free(&chains[i]); }
             free(chains); free(calls); free(cp); free(n_past);
+            cost_settle_calibration(&r->curve);
             if (!rc && d0->cost_cache && cost_cache_put(d0->cost_cache, key, &r->curve))
                 fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
         }

@@ -60,21 +60,61 @@ void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds
 int cost_add_point(CostModel *m, int n, double seconds) {
     if (m->n_pts == COST_MAX_POINTS || (m->n_pts && n <= m->n[m->n_pts - 1])) return -1;
     m->n[m->n_pts] = n;
+    m->ratio[m->n_pts] = 1;
+    m->weight[m->n_pts] = 0;
     m->verify_s[m->n_pts++] = seconds;
     return 0;
 }
 
-static double curve_at(const CostModel *m, int n) {
-    if (m->n_pts == 0) return 0;
-    if (m->n_pts == 1) return m->verify_s[0] * n / m->n[0];
+void cost_settle_calibration(CostModel *m) {
+    for (int i = m->n_pts - 2; i >= 0; i--)
+        if (m->verify_s[i] > m->verify_s[i + 1]) m->verify_s[i] = m->verify_s[i + 1];
+}
+
+/* The segment of points [*lo, *lo + 1] that n falls in (the first or the
+ * last beyond the ends) and n's weight on its right end. */
+static void segment(const CostModel *m, int n, int *lo, double *right) {
     int i = 1;
     while (i < m->n_pts - 1 && m->n[i] < n) i++;
-    double x0 = m->n[i - 1], x1 = m->n[i], y0 = m->verify_s[i - 1], y1 = m->verify_s[i];
-    double y = y0 + (y1 - y0) * (n - x0) / (x1 - x0);
+    *lo = i - 1;
+    *right = (double)(n - m->n[i - 1]) / (double)(m->n[i] - m->n[i - 1]);
+}
+
+/* ys at the points interpolated at n (a line through the origin with one
+ * point); never negative. */
+static double interpolate(const CostModel *m, const double *ys, int n) {
+    if (m->n_pts == 0) return 0;
+    if (m->n_pts == 1) return ys[0] * n / m->n[0];
+    int lo;
+    double right;
+    segment(m, n, &lo, &right);
+    const double y = ys[lo] + (ys[lo + 1] - ys[lo]) * right;
     return y > 0 ? y : 0;
 }
 
-double cost_verify_s(const CostModel *m, int n) { return m->scale * curve_at(m, n); }
+/* The corrected points: each one's ratio weighed against the curve's by its
+ * observations, then made non-decreasing. */
+static void corrected(const CostModel *m, double *ys) {
+    for (int i = 0; i < m->n_pts; i++) {
+        const double w = m->weight[i];
+        ys[i] = m->verify_s[i] * (w * m->ratio[i] + COST_POINT_PRIOR * m->scale) / (w + COST_POINT_PRIOR);
+        if (i > 0 && ys[i] < ys[i - 1]) ys[i] = ys[i - 1];
+    }
+}
+
+double cost_verify_s(const CostModel *m, int n) {
+    double ys[COST_MAX_POINTS];
+    corrected(m, ys);
+    return interpolate(m, ys, n);
+}
+
+void cost_corrected_curve(const CostModel *m, CostModel *out) {
+    double ys[COST_MAX_POINTS];
+    corrected(m, ys);
+    cost_init(out);
+    for (int i = 0; i < m->n_pts; i++) cost_add_point(out, m->n[i], ys[i]);
+    out->calibration_s = m->calibration_s;
+}
 
 double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
                       int *k_best) {
@@ -111,13 +151,33 @@ void cost_add_choices(CostModel *sum, const CostModel *x) {
     for (int k = 0; k < COST_HIST; k++) sum->hist[k] += x->hist[k];
 }
 
+/* A running mean's step: the plain mean's 1/count, at least COST_EMA. */
+static double mean_step(double count) {
+    const double w = count > 0 ? 1.0 / count : 1;
+    return w > COST_EMA ? w : COST_EMA;
+}
+
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s) {
-    double predicted = curve_at(m, n);
+    const double calibrated = interpolate(m, m->verify_s, n);
     m->cycles++;
-    double w = 1.0 / (double)m->cycles;
-    if (w < COST_EMA) w = COST_EMA;
-    if (predicted > 0) m->scale += w * (verify_s / predicted - m->scale);
+    const double w = mean_step((double)m->cycles);
     m->draft_s += w * (draft_s - m->draft_s);
+    if (!(calibrated > 0)) return;
+    const double ratio = verify_s / calibrated;
+    m->scale += w * (ratio - m->scale);
+    if (m->n_pts < 2) return;
+    int lo;
+    double right;
+    segment(m, n, &lo, &right);
+    if (right < 0) right = 0;   /* beyond an end: that end's */
+    if (right > 1) right = 1;
+    for (int k = 0; k < 2; k++) {   /* the segment's two ends, by their weights */
+        const int i = lo + k;
+        const double share = k ? right : 1 - right;
+        if (share <= 0) continue;
+        m->weight[i] += share;
+        m->ratio[i] += share * mean_step(m->weight[i]) * (ratio - m->ratio[i]);
+    }
 }
 
 int cost_chosen_quantile(const CostModel *m, double q) {

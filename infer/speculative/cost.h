@@ -9,16 +9,29 @@
  * expected tokens per second (the root is verified too, hence k + 1).
  *
  * V comes from a calibration pass (the target's forward timed at a few
- * token counts on the turn's own context, interpolated between them) times
- * a running ratio of measured to predicted verification times, so the
- * curve follows what the cycles really cost (lazy logits, cache effects,
- * load); D is the running mean of the cycles' draft times. */
+ * token counts on the turn's own context, interpolated between them), and
+ * the cycles' own verification times correct it, so the curve follows what
+ * they really cost (lazy logits, cache effects, load):
+ *   - a running ratio of measured to calibrated times, the whole curve's;
+ *   - each calibration point's own ratio, learnt from the cycles whose
+ *     token count lies beside it (shared by interpolation weight), and
+ *     trusted beside the whole curve's as its observations grow
+ *     (COST_POINT_PRIOR).  A single calibration times each count once or
+ *     twice, and its noise (±10% a point, measured) changed the shape of
+ *     the curve, and with it the sizes chosen, from run to run; the points
+ *     the cycles use are now measured hundreds of times.
+ * Both follow a change of load (COST_EMA).  A forward over more tokens
+ * never costs less, so the calibrated times are made non-increasing from
+ * the right (their noise only adds time: a point above a later one was
+ * slowed), and the corrected curve non-decreasing.  D is the running mean
+ * of the cycles' draft times. */
 #ifndef C2T_COST_H
 #define C2T_COST_H
 #include <stddef.h>
 #include <stdint.h>
 
 #define COST_MAX_POINTS 16
+#define COST_POINT_PRIOR 8.0   /* observations at which a point's own ratio weighs as much as the curve's */
 #define COST_HIST 257   /* chosen sizes 0..255, and 256 for larger ones */
 
 /* Whether drafting pays at all.  A cycle that drafts nothing verifies its
@@ -71,7 +84,9 @@ typedef struct {
     int n[COST_MAX_POINTS];             /* token counts timed, ascending */
     double verify_s[COST_MAX_POINTS];   /* seconds of the target's forward over them */
     double calibration_s;               /* what the calibration pass took */
-    double scale;                       /* measured / predicted verification time, running mean */
+    double scale;                       /* measured / calibrated verification time, running mean */
+    double ratio[COST_MAX_POINTS];      /* the same, each point's own, from the cycles beside it */
+    double weight[COST_MAX_POINTS];     /* the observations' weight each point has seen */
     double draft_s;                     /* a cycle's draft time, running mean */
     double expand_s;                    /* one expansion step (a draft forward), running mean */
     double expands;                     /* expansion steps a cycle, running mean */
@@ -99,10 +114,17 @@ typedef struct {
 void cost_init(CostModel *m);
 /* Adds a calibration point (n ascending); -1 when the model is full. */
 int cost_add_point(CostModel *m, int n, double seconds);
-/* Predicted seconds of a forward over n tokens: the curve interpolated
- * linearly (extended by its last segment beyond the largest point), times
- * the running ratio. */
+/* After a calibration pass: each point's time lowered to the least of its
+ * own and the later points' (see above). */
+void cost_settle_calibration(CostModel *m);
+/* Predicted seconds of a forward over n tokens: the corrected points
+ * (each point's time times its ratio, weighed with the whole curve's;
+ * non-decreasing) interpolated linearly, extended by the last segment
+ * beyond the largest point. */
 double cost_verify_s(const CostModel *m, int n);
+/* The corrected curve as calibration points, for the cache (cost_cache_put):
+ * the next run starts from what this one learnt. */
+void cost_corrected_curve(const CostModel *m, CostModel *out);
 /* The largest (1 + extra_gain + est[0] + ... + est[k-1]) /
  * (draft_s + cost_verify_s(k + 1 + extra_tokens)) over k in [0, n], and that
  * k in *k_best; est in the policy's rank order (negative values count 0).
@@ -154,6 +176,12 @@ int cost_chosen_quantile(const CostModel *m, double q);
 #define COST_CACHE_CURVES 32   /* the newest kept; older ones are dropped as new ones are written */
 int cost_cache_get(const char *path, const char *key, CostModel *m);
 int cost_cache_put(const char *path, const char *key, const CostModel *m);
+/* At a run's end, with COST_REFRESH_CYCLES cycles observed or more: m's
+ * corrected curve replaces its key's in the cache (an earlier run's curve,
+ * or this run's calibration), so one noisy calibration does not persist.
+ * 1 when written, 0 when not due (fewer cycles, no cache key), -1 + err_set. */
+#define COST_REFRESH_CYCLES 64
+int cost_cache_refresh(const char *path, const CostModel *m);
 /* $XDG_CACHE_HOME/c2t/cost.json, else $HOME/.cache/c2t/cost.json, into buf;
  * NULL when neither variable is set. */
 const char *cost_cache_default_path(char *buf, size_t size);

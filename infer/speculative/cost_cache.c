@@ -130,6 +130,13 @@ int cost_cache_put(const char *path, const char *key, const CostModel *m) {
     return rc;
 }
 
+int cost_cache_refresh(const char *path, const CostModel *m) {
+    if (!path || !m->cache_key[0] || m->cycles < COST_REFRESH_CYCLES) return 0;
+    CostModel c;
+    cost_corrected_curve(m, &c);
+    return cost_cache_put(path, m->cache_key, &c) ? -1 : 1;
+}
+
 const char *cost_cache_default_path(char *buf, size_t size) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg) snprintf(buf, size, "%s/c2t/cost.json", xdg);

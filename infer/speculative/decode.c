@@ -286,6 +286,7 @@ int decoder_calibrate(Decoder *dec) {
     }
     llama_truncate(ts, n_past);
     tree_free(&chain);
+    cost_settle_calibration(&dec->cost);
     dec->cost.calibration_s = now_seconds() - t0;
     if (dec->cost_cache) snprintf(dec->cost.cache_key, sizeof dec->cost.cache_key, "%s", key);
     if (!rc && dec->cost_cache && cost_cache_put(dec->cost_cache, key, &dec->cost))

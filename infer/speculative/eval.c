@@ -125,21 +125,28 @@ static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *befo
 }
 
 /* The cost model of an "auto" tree size (cost.h): the calibrated curve
- * (measured, or read from the cache under its key), what the cycles made of
- * it and the sizes chosen.  Batched, the curve's token counts are a
+ * (measured, or read from the cache under its key), the curve the cycles
+ * corrected it to (and whether that replaced the cached one), what else
+ * they made of it and the sizes chosen.  Batched, the curve's token counts are a
  * round's, all its trees together. */
-static cJSON *cost_json(const CostModel *m, const char *cache) {
+static cJSON *cost_json(const CostModel *m, const char *cache, int refreshed) {
     cJSON *o = cJSON_CreateObject();
     cJSON *n = cJSON_AddArrayToObject(o, "verify_n"), *v = cJSON_AddArrayToObject(o, "verify_s");
+    cJSON *cv = cJSON_AddArrayToObject(o, "verify_s_corrected"), *w = cJSON_AddArrayToObject(o, "verify_observations");
+    CostModel c;
+    cost_corrected_curve(m, &c);
     for (int i = 0; i < m->n_pts; i++) {
         cJSON_AddItemToArray(n, cJSON_CreateNumber(m->n[i]));
         cJSON_AddItemToArray(v, cJSON_CreateNumber(m->verify_s[i]));
+        cJSON_AddItemToArray(cv, cJSON_CreateNumber(c.verify_s[i]));
+        cJSON_AddItemToArray(w, cJSON_CreateNumber(m->weight[i]));
     }
     cJSON_AddNumberToObject(o, "calibration_s", m->calibration_s);
     cJSON_AddStringToObject(o, "calibration", m->from_cache ? "cache" : "measured");
     if (cache) {
         cJSON_AddStringToObject(o, "cache", cache);
         cJSON_AddStringToObject(o, "cache_key", m->cache_key);
+        cJSON_AddBoolToObject(o, "cache_refreshed", refreshed);
     } else {
         cJSON_AddNullToObject(o, "cache");
     }
@@ -570,7 +577,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     const CostModel *m = dec && dec->policy->cost ? &dec->cost : batch_cost;
     if (m) {
         const int64_t cycles = m->sw.cycles[0] + m->sw.cycles[1];
-        cJSON_AddItemToObject(r->report, "cost_model", cost_json(m, s->cfg.cost_cache));
+        const int refreshed = cost_cache_refresh(s->cfg.cost_cache, m);
+        if (refreshed < 0) fprintf(stderr, "warning: the corrected cost curve is not cached: %s\n", err_get());
+        cJSON_AddItemToObject(r->report, "cost_model", cost_json(m, s->cfg.cost_cache, refreshed > 0));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
                 "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s%s, verification %.2fx the calibrated "
                 "curve; tau %.2f predicted by its estimates, %.2f measured; no draft in %.0f%% of the cycles "
