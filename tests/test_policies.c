@@ -774,6 +774,64 @@ static void test_cost_curve_corrected(void) {
     rmdir(dir);
 }
 
+/* Acceptance by depth: trees whose P says twice what depth 1 accepts and
+ * three times what depth 2 does teach those factors; an unobserved depth
+ * leans on the one above it; estimates stay at most 1 and are P without a
+ * model; overstated P grows the chosen prefix, corrected it shrinks to the
+ * best under the true acceptance. */
+static void test_cost_acceptance_by_depth(void) {
+    CostModel m;
+    cost_init(&m);
+    /* root, two children of P 0.4, a grandchild of P 0.3: 0.8 predicted at
+     * depth 1 and 0.3 at depth 2; accepted depth 1 in 4 cycles of 10, depth 2 in 1 */
+    const float P[] = {1, 0.4f, 0.4f, 0.3f};
+    const int depth[] = {0, 1, 1, 2};
+    for (int c = 0; c < 400; c++) cost_observe_acceptance(&m, P, depth, 4, c % 10 == 0 ? 2 : c % 10 < 4);
+    CHECK(fabs(m.accept_ratio[1] - 0.5) < 0.02 && fabs(m.accept_ratio[2] - 1.0 / 3) < 0.05,
+          "factors %g at depth 1 (want 0.5), %g at 2 (want 0.333)", m.accept_ratio[1], m.accept_ratio[2]);
+    CHECK(fabs(cost_estimate(&m, 0.2f, 3) - 0.2 * m.accept_ratio[2]) < 1e-6,
+          "an unobserved depth: %g, the depth above's factor gives %g", cost_estimate(&m, 0.2f, 3), 0.2 * m.accept_ratio[2]);
+    CHECK(fabs(m.verified_tokens / (double)m.verified_cycles - 1.5) < 1e-9, "measured tau %g, want 1.5",
+          m.verified_tokens / (double)m.verified_cycles);
+    CHECK(cost_estimate(NULL, 0.7f, 2) == 0.7f, "no model: %g", cost_estimate(NULL, 0.7f, 2));
+    CostModel hi;
+    cost_init(&hi);
+    const float Pc[] = {1, 0.5f};
+    const int dc[] = {0, 1};
+    for (int c = 0; c < 100; c++) cost_observe_acceptance(&hi, Pc, dc, 2, 1);   /* P understates: every child accepted */
+    CHECK(cost_estimate(&hi, 0.9f, 1) <= 1.0f && hi.accept_ratio[1] > 1.5, "estimate %g (factor %g): at most 1",
+          cost_estimate(&hi, 0.9f, 1), hi.accept_ratio[1]);
+
+    /* the choice: 10 ms + 3.5 ms a verified token; est in rank order by depth */
+    const float raw[] = {0.8f, 0.6f, 0.45f, 0.3f};
+    const int rd[] = {1, 2, 3, 4};
+    const double truth[] = {0.4, 0.3, 0.225, 0.15};   /* each depth's true acceptance: half of P */
+    CostModel c;
+    cost_init(&c);
+    cost_add_point(&c, 1, 0.010);
+    cost_add_point(&c, 64, 0.010 + 63 * 0.0035);
+    const int k_raw = cost_best_prefix(&c, raw, 4, 0);
+    for (int i = 0; i < 800; i++) {   /* the chain verified; depth d accepted in truth[d] of the cycles, spread evenly */
+        const float Pt[] = {1, 0.8f, 0.6f, 0.45f, 0.3f};
+        const int dt[] = {0, 1, 2, 3, 4};
+        const double u = fmod(i * 0.6180339887, 1.0);
+        int accepted = 0;
+        while (accepted < 4 && u < truth[accepted]) accepted++;
+        cost_observe_acceptance(&c, Pt, dt, 5, accepted);
+    }
+    float est[4];
+    for (int i = 0; i < 4; i++) est[i] = cost_estimate(&c, raw[i], rd[i]);
+    const int k = cost_best_prefix(&c, est, 4, 0);
+    double best = 0, gain = 1;   /* the best prefix under the true acceptance */
+    int k_true = 0;
+    for (int j = 0; j <= 4; j++) {
+        if (j > 0) gain += truth[j - 1];
+        const double rate = gain / (0.010 + 0.0035 * j);
+        if (rate > best) { best = rate; k_true = j; }
+    }
+    CHECK(k == k_true && k < k_raw, "corrected: %d kept, the truth's best %d, P's %d", k, k_true, k_raw);
+}
+
 static void test_cost_prefix_synthetic(void) {
     const float est[] = {0.9f, 0.6f, 0.3f, 0.1f, 0.01f, 0.0f};
     const int n = 6;
@@ -1266,6 +1324,7 @@ int main(void) {
     RUN(test_bad_policy_parameters);
     RUN(test_cost_prefix_synthetic);
     RUN(test_cost_curve_corrected);
+    RUN(test_cost_acceptance_by_depth);
     RUN(test_cost_batch_load);
     RUN(test_draft_switch_synthetic);
     RUN(test_policy_features_match_traces);

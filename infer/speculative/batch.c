@@ -419,9 +419,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     *wall = now_seconds() - t0 - r.calibration_s;
     if (o->cost && r.slots[0].policy->cost) {   /* the slots' models as one: slot 0's figures, all choices */
         *o->cost = r.slots[0].dec->cost;
-        o->cost->chosen = o->cost->chosen_sum = 0;
-        o->cost->predicted_tokens = 0;
-        memset(o->cost->hist, 0, sizeof o->cost->hist);
+        cost_clear_choices(o->cost);
         for (int i = 0; i < o->slots; i++) cost_add_choices(o->cost, &r.slots[i].dec->cost);
         o->cost->sw = r.sw;
     }

@@ -9,7 +9,31 @@
 void cost_init(CostModel *m) {
     memset(m, 0, sizeof *m);
     m->scale = 1;
+    for (int d = 0; d <= COST_DEPTHS; d++) m->accept_ratio[d] = 1;
     draft_switch_init(&m->sw, 1);
+}
+
+float cost_estimate(const CostModel *m, float P, int depth) {
+    if (!m) return P;
+    if (depth > COST_DEPTHS) depth = COST_DEPTHS;
+    const double e = P * m->accept_ratio[depth > 0 ? depth : 0];
+    return (float)(e < 1 ? e : 1);
+}
+
+void cost_observe_acceptance(CostModel *m, const float *P, const int *depth, int n, int accepted) {
+    double p[COST_DEPTHS + 1] = {0};
+    for (int i = 1; i < n; i++) p[depth[i] < COST_DEPTHS ? depth[i] : COST_DEPTHS] += P[i];
+    for (int d = 1; d <= COST_DEPTHS; d++) {
+        const double a = d < COST_DEPTHS ? (accepted >= d) : (accepted >= d ? accepted - d + 1 : 0);
+        m->accept_p[d] = COST_ACCEPT_DECAY * m->accept_p[d] + p[d];
+        m->accept_n[d] = COST_ACCEPT_DECAY * m->accept_n[d] + a;
+        m->accept_p_total[d] += p[d];
+        m->accept_n_total[d] += a;
+        m->accept_ratio[d] = (m->accept_n[d] + COST_ACCEPT_PRIOR * m->accept_ratio[d - 1]) /
+                             (m->accept_p[d] + COST_ACCEPT_PRIOR);
+    }
+    m->verified_cycles++;
+    m->verified_tokens += 1 + accepted;
 }
 
 /* A window of n sequence-cycles in rounds of `sequences`. */
@@ -144,10 +168,26 @@ int cost_best_prefix(CostModel *m, const float *est, int n, double draft_s) {
     return k_best;
 }
 
+void cost_clear_choices(CostModel *m) {
+    m->chosen = m->chosen_sum = 0;
+    m->predicted_tokens = 0;
+    memset(m->hist, 0, sizeof m->hist);
+    memset(m->accept_p_total, 0, sizeof m->accept_p_total);
+    memset(m->accept_n_total, 0, sizeof m->accept_n_total);
+    m->verified_cycles = 0;
+    m->verified_tokens = 0;
+}
+
 void cost_add_choices(CostModel *sum, const CostModel *x) {
     sum->chosen += x->chosen;
     sum->chosen_sum += x->chosen_sum;
     sum->predicted_tokens += x->predicted_tokens;
+    for (int d = 0; d <= COST_DEPTHS; d++) {
+        sum->accept_p_total[d] += x->accept_p_total[d];
+        sum->accept_n_total[d] += x->accept_n_total[d];
+    }
+    sum->verified_cycles += x->verified_cycles;
+    sum->verified_tokens += x->verified_tokens;
     for (int k = 0; k < COST_HIST; k++) sum->hist[k] += x->hist[k];
 }
 

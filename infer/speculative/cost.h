@@ -34,6 +34,22 @@
 #define COST_POINT_PRIOR 8.0   /* observations at which a point's own ratio weighs as much as the curve's */
 #define COST_HIST 257   /* chosen sizes 0..255, and 256 for larger ones */
 
+/* Acceptance estimates.  A node's P is what the draft says its path's
+ * chance is; the verified trees say how far that holds.  With a reduced
+ * draft vocabulary (its softmax spread over fewer ids) and on text unlike
+ * the head's training, P overstated the accepted nodes by 30-50% on SmolLM2,
+ * which overvalues deep nodes and grows trees past their best size.  So
+ * each depth keeps the verified nodes' summed P and the accepted nodes
+ * (decayed by COST_ACCEPT_DECAY a cycle: about the last 100 cycles), and a
+ * node's estimate is its P times its depth's ratio of the two; a depth with
+ * little evidence leans on the ratio of the depth above it
+ * (COST_ACCEPT_PRIOR of predicted acceptance weighs as much as its own),
+ * and the root's children on 1.  The ranking stays the policy's (P or path
+ * confidence): only the gains the sizes are chosen by change. */
+#define COST_DEPTHS 16            /* depths tracked; deeper nodes share the last */
+#define COST_ACCEPT_PRIOR 2.0
+#define COST_ACCEPT_DECAY 0.99
+
 /* Whether drafting pays at all.  A cycle that drafts nothing verifies its
  * root alone, as plain decoding does, and spares every draft forward (the
  * draft catches up on those tokens when drafting resumes).  Measured, not
@@ -95,6 +111,13 @@ typedef struct {
     int64_t chosen, chosen_sum;         /* prefixes chosen and their total size */
     double predicted_tokens;            /* over the chosen prefixes, 1 + their estimates: the tokens the
                                          * estimates promised (÷ chosen = the predicted τ) */
+    /* acceptance by depth (index 1..COST_DEPTHS) */
+    double accept_p[COST_DEPTHS + 1];   /* verified nodes' P summed, decayed */
+    double accept_n[COST_DEPTHS + 1];   /* accepted nodes, decayed */
+    double accept_ratio[COST_DEPTHS + 1];   /* the estimates' factor at each depth ([0] = 1) */
+    double accept_p_total[COST_DEPTHS + 1], accept_n_total[COST_DEPTHS + 1];   /* the same, not decayed (reported) */
+    int64_t verified_cycles;            /* drafting cycles whose acceptance was observed */
+    double verified_tokens;             /* their tokens (accepted nodes + 1): ÷ verified_cycles = their τ */
     int64_t hist[COST_HIST];            /* how often each size was chosen */
     int from_cache;                     /* the curve came from the calibration cache */
     char cache_key[1024];               /* its key there (decoder_cost_key), "" without a cache */
@@ -154,14 +177,22 @@ int cost_layer_pays(const CostModel *m, const float *est, int n, int expands, do
  * P is at most its own).  Batched, V's arguments start after the load's
  * tokens. */
 double cost_node_price(const CostModel *m, const float *est, int n, double draft_s, int max_new);
+/* A node's acceptance estimate: P times its depth's ratio (above), at most
+ * 1; P itself without a model (m NULL). */
+float cost_estimate(const CostModel *m, float P, int depth);
+/* One verified tree: n nodes' P and depths (node 0, the root, skipped) and
+ * how many of them were accepted (a path, one a depth from 1). */
+void cost_observe_acceptance(CostModel *m, const float *P, const int *depth, int n, int accepted);
 /* One cycle's expansions: `expands` steps that took `seconds` in all. */
 void cost_observe_expand(CostModel *m, int expands, double seconds);
 /* One cycle seen: n tokens verified in verify_s seconds after draft_s
  * seconds of drafting; updates the running ratio and draft time. */
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s);
-/* Adds x's choices (counts, histogram, predicted tokens) to sum's: the
- * slots of a batch reported as one. */
+/* Adds x's choices (counts, histogram, predicted tokens, acceptance
+ * totals) to sum's: the slots of a batch reported as one. */
 void cost_add_choices(CostModel *sum, const CostModel *x);
+/* Zeroes what cost_add_choices adds. */
+void cost_clear_choices(CostModel *m);
 /* The chosen sizes' p-quantile (0..1) from the histogram; -1 with none. */
 int cost_chosen_quantile(const CostModel *m, double q);
 

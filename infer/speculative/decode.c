@@ -386,6 +386,8 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     /* batched, the round is observed by the batch (batch.c): this cycle's
      * verify_s includes waiting for the other trees; a cycle that drafted
      * nothing says nothing of drafting */
+    if (dec->policy->cost && !dec->cycle_off && t)   /* auto sizes build on the host: t is there */
+        cost_observe_acceptance(&dec->cost, t->P, t->depth, t->n, len - 1);
     if (dec->policy->cost && !dec->gate && !dec->cycle_off)
         cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
     if (dec->vocab && !dec->cycle_off)

@@ -107,7 +107,8 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
 }
 
 /* The sizes an "auto" tree size chose since `before` (NULL: since the
- * start) and the τ their estimates predicted, into o. */
+ * start), the τ their estimates predicted and the τ those cycles measured,
+ * into o. */
 static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *before) {
     CostModel d = *m;
     if (before) {
@@ -115,6 +116,8 @@ static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *befo
         d.chosen_sum -= before->chosen_sum;
         d.predicted_tokens -= before->predicted_tokens;
         for (int k = 0; k < COST_HIST; k++) d.hist[k] -= before->hist[k];
+        d.verified_cycles -= before->verified_cycles;
+        d.verified_tokens -= before->verified_tokens;
     }
     cJSON_AddNumberToObject(o, "choices", (double)d.chosen);
     cJSON_AddNumberToObject(o, "chosen_mean", d.chosen ? (double)d.chosen_sum / (double)d.chosen : 0);
@@ -122,6 +125,23 @@ static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *befo
     cJSON_AddNumberToObject(o, "chosen_p50", cost_chosen_quantile(&d, 0.5));
     cJSON_AddNumberToObject(o, "chosen_p90", cost_chosen_quantile(&d, 0.9));
     cJSON_AddNumberToObject(o, "predicted_tau", d.chosen ? d.predicted_tokens / (double)d.chosen : 0);
+    cJSON_AddNumberToObject(o, "measured_tau_drafting",
+                            d.verified_cycles ? d.verified_tokens / (double)d.verified_cycles : 0);
+}
+
+/* P against acceptance by depth: each depth's verified nodes' P summed, its
+ * accepted nodes and the factor its estimates carried at the end. */
+static cJSON *acceptance_json(const CostModel *m) {
+    cJSON *a = cJSON_CreateArray();
+    for (int d = 1; d <= COST_DEPTHS && m->accept_p_total[d] > 0; d++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "depth", d);
+        cJSON_AddNumberToObject(x, "p_sum", m->accept_p_total[d]);
+        cJSON_AddNumberToObject(x, "accepted", m->accept_n_total[d]);
+        cJSON_AddNumberToObject(x, "factor", m->accept_ratio[d]);
+        cJSON_AddItemToArray(a, x);
+    }
+    return a;
 }
 
 /* The cost model of an "auto" tree size (cost.h): the calibrated curve
@@ -156,6 +176,7 @@ static cJSON *cost_json(const CostModel *m, const char *cache, int refreshed) {
     cJSON_AddNumberToObject(o, "expands_mean", m->expands);
     cJSON_AddNumberToObject(o, "cycles", (double)m->cycles);
     cost_choices_add(o, m, NULL);
+    cJSON_AddItemToObject(o, "acceptance_by_depth", acceptance_json(m));
     /* whether drafting paid: the cycles (batched: rounds) of each mode, the
      * tokens per second of each's last window, the choice's changes and the
      * last choice */
@@ -582,12 +603,13 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddItemToObject(r->report, "cost_model", cost_json(m, s->cfg.cost_cache, refreshed > 0));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
                 "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s%s, verification %.2fx the calibrated "
-                "curve; tau %.2f predicted by its estimates, %.2f measured; no draft in %.0f%% of the cycles "
+                "curve; tau %.2f predicted by its estimates, %.2f measured on the same cycles; no draft in %.0f%% of the cycles "
                 "(%.0f vs %.0f tokens/s drafting)\n", policy->name,
                 m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0, cost_chosen_quantile(m, 0.1),
                 cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->from_cache ? " (cached curve)" : "",
                 m->scale,
-                m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0, decode_stats_tau(&r->all.run),
+                m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0,
+                m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0,
                 100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0]);
     }
     if (dec && dec->vocab) {

@@ -65,12 +65,13 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     float *want_ent = s->stop == STOP_C2T || p->prm.want_entropy ? &ent : NULL;
     CostModel *cost = q->draft_len == POLICY_SIZE_AUTO ? p->cost : NULL;
     const int len = cost ? CHAIN_AUTO_MAX : q->draft_len;
-    float est[CHAIN_AUTO_MAX];   /* with cost: P of the chain's tokens so far */
+    float est[CHAIN_AUTO_MAX];   /* with cost: the chain's tokens' acceptance estimates so far */
     const double t_start = now_seconds();
     int expands = 0;
     for (int i = 0; i < len; i++) {
         /* the next token's P is at most its parent's */
-        if (cost && i > 0 && !cost_layer_pays(cost, est, i, expands, t->P[node])) break;
+        if (cost && i > 0 && !cost_layer_pays(cost, est, i, expands, cost_estimate(cost, t->P[node], t->depth[node] + 1)))
+            break;
         if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)) return -1;
         expands++;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
@@ -91,7 +92,7 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
             if (conf < q->beta) break;
         }
         node = tree_add(t, node, id, prob, ent, 0);
-        if (cost) est[i] = t->P[node];
+        if (cost) est[i] = cost_estimate(cost, t->P[node], t->depth[node]);
     }
     if (cost) {   /* a chain's prefix is its first nodes */
         cost_observe_expand(cost, expands, now_seconds() - t_start);

@@ -103,29 +103,30 @@ static int by_path_conf(const void *a, const void *b, void *path_conf) {
     return x - y;
 }
 
-/* The tree's nodes but the root in the cap's order into s->rank, their P into
- * s->est; returns how many. */
-static int c2t_rank_nodes(const Tree *t, C2TState *s) {
+/* The tree's nodes but the root in the cap's order into s->rank, their
+ * acceptance estimates under cost (cost_estimate) into s->est; returns how
+ * many. */
+static int c2t_rank_nodes(const Tree *t, C2TState *s, const CostModel *cost) {
     const int n = t->n - 1;
     for (int i = 0; i < n; i++) s->rank[i] = i + 1;
     qsort_r(s->rank, n, sizeof(int), by_path_conf, s->path_conf);
-    for (int i = 0; i < n; i++) s->est[i] = t->P[s->rank[i]];
+    for (int i = 0; i < n; i++) s->est[i] = cost_estimate(cost, t->P[s->rank[i]], t->depth[s->rank[i]]);
     return n;
 }
 
 /* Whether growing the frontier's children can pay under cost (their P sum
  * to at most the frontier's). */
 static int c2t_layer_pays(const Tree *t, C2TState *s, int nf, const CostModel *cost, int expands) {
-    const int n = c2t_rank_nodes(t, s);
+    const int n = c2t_rank_nodes(t, s, cost);
     double bound = 0;
-    for (int i = 0; i < nf; i++) bound += t->P[s->frontier[i]];
+    for (int i = 0; i < nf; i++) bound += cost_estimate(cost, t->P[s->frontier[i]], t->depth[s->frontier[i]] + 1);
     return cost_layer_pays(cost, s->est, n, expands, bound);
 }
 
 /* Keeps the root and the first `total` nodes of the cap's order (auto: the
  * prefix cost_best_prefix picks for drafting that took draft_s). */
 static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double draft_s) {
-    const int n = c2t_rank_nodes(t, s);
+    const int n = c2t_rank_nodes(t, s, cost);
     if (total == POLICY_SIZE_AUTO) total = cost_best_prefix(cost, s->est, n, draft_s);
     if (total < 0 || total >= n) return;
     int *kept = xmalloc(sizeof(int) * (total + 1));   /* the root, then the kept nodes */
