@@ -144,11 +144,13 @@ double cost_best_rate(const CostModel *m, const float *est, int n, double draft_
                       int *k_best) {
     extra_gain += m->load_gain;
     extra_tokens += m->load_tokens;
-    double gain = 1 + extra_gain, best = gain / (draft_s + cost_verify_s(m, 1 + extra_tokens));
+    double ys[COST_MAX_POINTS];   /* the corrected curve, once for every k */
+    corrected(m, ys);
+    double gain = 1 + extra_gain, best = gain / (draft_s + interpolate(m, ys, 1 + extra_tokens));
     *k_best = 0;
     for (int k = 1; k <= n; k++) {
         gain += est[k - 1] > 0 ? est[k - 1] : 0;
-        double rate = gain / (draft_s + cost_verify_s(m, k + 1 + extra_tokens));
+        double rate = gain / (draft_s + interpolate(m, ys, k + 1 + extra_tokens));
         if (rate > best) { best = rate; *k_best = k; }
     }
     return best;
@@ -246,10 +248,12 @@ double cost_node_price(const CostModel *m, const float *est, int n, double draft
     int k;
     const double rate = cost_best_rate(m, est, n, draft_s, 0, 0, &k);
     const int verified = k + 1 + m->load_tokens;
-    const double base = cost_verify_s(m, verified);
+    double ys[COST_MAX_POINTS];
+    corrected(m, ys);
+    const double base = interpolate(m, ys, verified);
     double cheapest = -1;
     for (int j = 1; j <= max_new; j++) {
-        const double per = (cost_verify_s(m, verified + j) - base) / j;
+        const double per = (interpolate(m, ys, verified + j) - base) / j;
         if (cheapest < 0 || per < cheapest) cheapest = per;
     }
     return cheapest > 0 ? rate * cheapest : 0;
