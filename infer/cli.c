@@ -55,7 +55,11 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     case CLI_CUDA_GRAPHS: o->cuda_graphs = on_off(prog, "--cuda-graphs", arg, 1); return 1;
     case CLI_CUDA_TILED_MAX: o->cuda_tiled_max = cli_int(prog, "--cuda-tiled-max", arg, 0, LONG_MAX); return 1;
     case CLI_CUDA_FAST_GEMM: o->cuda_fast_gemm = on_off(prog, "--cuda-fast-gemm", arg, 0); return 1;
-    case CLI_CPU_FAST_GEMM: o->cpu_fast_gemm = on_off(prog, "--cpu-fast-gemm", arg, 0); return 1;
+    case CLI_CPU_FAST_GEMM:
+        if (!strcmp(arg, "amx")) o->cpu_fast_gemm = CPU_GEMM_AMX;
+        else if (!strcmp(arg, "on") || !strcmp(arg, "off")) o->cpu_fast_gemm = on_off(prog, "--cpu-fast-gemm", arg, 0);
+        else die(prog, "--cpu-fast-gemm: expected off, on or amx, got '%s'", arg);
+        return 1;
     case CLI_KV_DTYPE:
         if (strcmp(arg, "f32") && strcmp(arg, "bf16")) die(prog, "--kv-dtype: expected f32 or bf16, got '%s'", arg);
         o->kv_dtype = strcmp(arg, "bf16") ? DT_F32 : DT_BF16;

@@ -44,8 +44,9 @@ enum {
     "  --kv-dtype T           CPU: the KV cache's type, f32 | bf16 (K and V rounded as written:\n"      \
     "                         half the bytes attention reads; changes the arithmetic; recorded)\n"     \
     "                         (default f32)\n"                                                       \
-    "  --cpu-fast-gemm M      CPU: off | on: BF16 weights times activations rounded to BF16\n"        \
-    "                         (AVX512-BF16; faster; changes the arithmetic; recorded) (default off)\n"
+    "  --cpu-fast-gemm M      CPU: off | on | amx: BF16 weights times activations rounded to BF16\n"  \
+    "                         (on: AVX512-BF16; amx: AMX tiles, another summation order; faster;\n"   \
+    "                         changes the arithmetic; recorded) (default off)\n"
 /* Applies one backend option; 1 when code was one, 0 otherwise. */
 int cli_backend_option(const char *prog, int code, const char *arg, BackendOptions *o);
 /* A policy's settings by name (--topk 4 is --param topk=4): the policy

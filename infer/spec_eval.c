@@ -206,6 +206,7 @@ int main(int argc, char **argv) {
     if (sizes_can_be_auto(&a) && a.eval.batch.slots == 1 && !a.cfg.draft_vocab_given)
         a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
     a.cfg.arith_auto = sizes_can_be_auto(&a) && !a.cfg.arith_given;
+    a.cfg.arith_batched = a.eval.batch.slots > 1;
     cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);

@@ -268,19 +268,28 @@ typedef struct {
      * to BF16 as they are written: half the bytes attention reads, and it
      * changes the arithmetic).  CUDA keeps F32 and refuses BF16. */
     DType kv_dtype;
-    /* CPU: 1 multiplies BF16 weights with activations rounded to BF16 (the
-     * AVX512-BF16 pair dot product, as llama.cpp's BF16 path does), in every
-     * product of any token count: faster, and it changes the arithmetic;
-     * 0 widens the weights to F32.  Needs a build with AVX512-BF16. */
+    /* CPU (CpuGemm): CPU_GEMM_BF16 multiplies BF16 weights with activations
+     * rounded to BF16 (the AVX512-BF16 pair dot product, as llama.cpp's
+     * BF16 path does), in every product of any token count: faster, and it
+     * changes the arithmetic; CPU_GEMM_AMX the same products on AMX's tile
+     * multiply, summed in another order (another arithmetic again), whose
+     * products of up to 16 tokens cost about one token's; CPU_GEMM_F32
+     * widens the weights to F32.  Each needs a build and CPU with its
+     * instructions. */
     int cpu_fast_gemm;
 } BackendOptions;
+typedef enum { CPU_GEMM_F32 = 0, CPU_GEMM_BF16 = 1, CPU_GEMM_AMX = 2 } CpuGemm;
+/* Its option text: "off", "on", "amx". */
+const char *cpu_gemm_name(int g);
 
 void backend_options_default(BackendOptions *o);
 /* Sets the backends' settings; call before loading weights.  -1 with
  * err_set when a value is out of range. */
 int backend_configure(const BackendOptions *o);
-/* Whether this build can run cpu_fast_gemm (compiled with AVX512-BF16). */
-int backend_cpu_fast_gemm_available(void);
+/* Whether this build and CPU can run cpu_fast_gemm `gemm` (CPU_GEMM_BF16:
+ * compiled with AVX512-BF16; CPU_GEMM_AMX: with AMX-BF16, and the kernel
+ * lends the tiles). */
+int backend_cpu_gemm_runs(int gemm);
 /* The settings in force (the defaults until backend_configure). */
 const BackendOptions *backend_settings(void);
 /* For reports and trace attributes: the i-th setting of o as a key and its

@@ -3,6 +3,7 @@
  * backend selection so that no two files call each other. */
 #include "kernels/kernels.h"
 #include "kernels/base/util.h"
+#include "kernels/cpu/cpu.h"
 #include <stdio.h>
 
 /* cuda_tiled_max: from 2^24 multiply-adds cuBLAS was faster (docs/cuda.md) */
@@ -14,30 +15,38 @@ void backend_options_default(BackendOptions *o) { *o = (BackendOptions)BACKEND_D
 
 int backend_configure(const BackendOptions *o) {
     if (o->cpu_f32_cache_mb < 0 || o->cuda_tiled_max < 0 || o->cuda_graphs < 0 || o->cuda_graphs > 2 ||
-        (o->cuda_fast_gemm != 0 && o->cuda_fast_gemm != 1) || (o->cpu_fast_gemm != 0 && o->cpu_fast_gemm != 1) ||
+        (o->cuda_fast_gemm != 0 && o->cuda_fast_gemm != 1) || o->cpu_fast_gemm < CPU_GEMM_F32 || o->cpu_fast_gemm > CPU_GEMM_AMX ||
         (o->kv_dtype != DT_F32 && o->kv_dtype != DT_BF16)) {
         err_set("backend settings out of range");
         return -1;
     }
-#ifndef __AVX512BF16__
-    if (o->cpu_fast_gemm) {
+    if (o->cpu_fast_gemm == CPU_GEMM_BF16 && !backend_cpu_gemm_runs(CPU_GEMM_BF16)) {
         err_set("--cpu-fast-gemm on: this build has no AVX512-BF16 (a CPU with it and make ARCH=-march=native)");
         return -1;
     }
-#endif
+    if (o->cpu_fast_gemm == CPU_GEMM_AMX && !backend_cpu_gemm_runs(CPU_GEMM_AMX)) {
+        err_set("--cpu-fast-gemm amx: this build or CPU has no AMX-BF16, or the kernel refused the tiles "
+                "(a CPU with it, Linux 5.16 or later and make ARCH=-march=native)");
+        return -1;
+    }
     settings = *o;
     return 0;
 }
 
 const BackendOptions *backend_settings(void) { return &settings; }
 
-int backend_cpu_fast_gemm_available(void) {
+int backend_cpu_gemm_runs(int gemm) {
+    switch (gemm) {
+    case CPU_GEMM_F32: return 1;
 #ifdef __AVX512BF16__
-    return 1;
-#else
-    return 0;
+    case CPU_GEMM_BF16: return 1;
 #endif
+    case CPU_GEMM_AMX: return cpu_amx_ready();
+    default: return 0;
+    }
 }
+
+const char *cpu_gemm_name(int g) { return g == CPU_GEMM_AMX ? "amx" : g == CPU_GEMM_BF16 ? "on" : "off"; }
 
 int backend_setting_text(const BackendOptions *o, int i, const char **key, char *value, size_t size) {
     static const char *const graphs[] = {"off", "on", "verbose"};
@@ -47,7 +56,7 @@ int backend_setting_text(const BackendOptions *o, int i, const char **key, char 
     case 2: *key = "cuda_tiled_max"; snprintf(value, size, "%lld", o->cuda_tiled_max); return 0;
     case 3: *key = "cuda_fast_gemm"; snprintf(value, size, "%s", o->cuda_fast_gemm ? "on" : "off"); return 0;
     case 4: *key = "kv_dtype"; snprintf(value, size, "%s", o->kv_dtype == DT_BF16 ? "bf16" : "f32"); return 0;
-    case 5: *key = "cpu_fast_gemm"; snprintf(value, size, "%s", o->cpu_fast_gemm ? "on" : "off"); return 0;
+    case 5: *key = "cpu_fast_gemm"; snprintf(value, size, "%s", cpu_gemm_name(o->cpu_fast_gemm)); return 0;
     default: return -1;
     }
 }

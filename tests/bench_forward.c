@@ -1,7 +1,7 @@
 /* The runtime against the machine: single-token decode next to the memory
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
- *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off]
+ *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx]
  *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
@@ -21,7 +21,7 @@
  * tokens prefilled in one forward (S_PP, tok/s), then ntg greedy steps of
  * one token for each of the B sequences in one forward (S_TG, tok/s); with
  * spec-eval's --cpu-fast-gemm on and --kv-dtype bf16 its rows are named
- * batched_{pp,tg}[_fast_gemm][_kv_bf16].
+ * batched_{pp,tg}[_fast_gemm|_amx][_kv_bf16].
  * The machine: copy bandwidth (STREAM convention), the read bandwidth of a
  * plain summing stream (decode is also given as % of that bound), and
  * OpenBLAS sgemm on 2048^3 squares with T threads.  Each figure is the best
@@ -245,7 +245,7 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
     printf("  batch %-4d  S_PP %9.1f tok/s   S_TG %9.1f tok/s\n", B, B * npp / t_pp, B * ntg / t_tg);
     /* rows under other arithmetic are named apart */
     char pp[64], tg[64];
-    const char *tag = backend_settings()->cpu_fast_gemm ? "_fast_gemm" : "";
+    const char *tag = backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX ? "_amx" : backend_settings()->cpu_fast_gemm ? "_fast_gemm" : "";
     const char *kv = backend_settings()->kv_dtype == DT_BF16 ? "_kv_bf16" : "";
     snprintf(pp, sizeof pp, "batched_pp%s%s", tag, kv);
     snprintf(tg, sizeof tg, "batched_tg%s%s", tag, kv);
@@ -259,8 +259,10 @@ static void batched_decode(const LlamaModel *m, const char *name, int B, int npp
 static void bench_batched(const char *dir, const int *bs, int nb, int npp, int ntg) {
     LlamaModel *m = llama_load(dir, &cpu_backend);
     if (!m) die_err("bench_forward");
-    printf("\n%s: %s weights%s, %s KV cache, batched decoding, %d-token prompts, %d steps\n", dir,
-           dtype_name(m->embed.dtype), backend_settings()->cpu_fast_gemm ? " (--cpu-fast-gemm on)" : "",
+    printf("\n%s: %s weights%s%s%s, %s KV cache, batched decoding, %d-token prompts, %d steps\n", dir,
+           dtype_name(m->embed.dtype), backend_settings()->cpu_fast_gemm ? " (--cpu-fast-gemm " : "",
+           backend_settings()->cpu_fast_gemm ? cpu_gemm_name(backend_settings()->cpu_fast_gemm) : "",
+           backend_settings()->cpu_fast_gemm ? ")" : "",
            dtype_name(backend_settings()->kv_dtype), npp, ntg);
     for (int i = 0; i < nb; i++) batched_decode(m, dir, bs[i], npp, ntg);
     llama_free(m);
@@ -336,9 +338,10 @@ int main(int argc, char **argv) {
             BackendOptions o = *backend_settings();
             o.kv_dtype = strcmp(argv[first + 1], "bf16") ? DT_F32 : DT_BF16;
             backend_configure(&o);
-        } else if (!strcmp(argv[first], "--cpu-fast-gemm") && (!strcmp(argv[first + 1], "on") || !strcmp(argv[first + 1], "off"))) {
+        } else if (!strcmp(argv[first], "--cpu-fast-gemm") &&
+                   (!strcmp(argv[first + 1], "on") || !strcmp(argv[first + 1], "off") || !strcmp(argv[first + 1], "amx"))) {
             BackendOptions o = *backend_settings();
-            o.cpu_fast_gemm = !strcmp(argv[first + 1], "on");
+            o.cpu_fast_gemm = !strcmp(argv[first + 1], "amx") ? CPU_GEMM_AMX : !strcmp(argv[first + 1], "on") ? CPU_GEMM_BF16 : CPU_GEMM_F32;
             if (backend_configure(&o)) die_err("bench_forward");
         }
         else if (!strcmp(argv[first], "--batched")) {
@@ -350,7 +353,7 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] "
                             "[--tg-only] [--batched B,... [--npp N] [--ntg N]] "
                             "MODEL_DIR|1b ...\n");
             return 2;

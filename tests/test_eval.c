@@ -492,7 +492,7 @@ static void test_batched_device_cycle_equals_host(void) {
 }
 
 /* The settings that change the arithmetic (--kv-dtype bf16, --cpu-fast-gemm
- * on) change it for ar and the speculative run alike, so decoding stays
+ * on or amx) change it for ar and the speculative run alike, so decoding stays
  * lossless, batched too, on the BF16 demo family; they are recorded in the
  * report.  With --cpu-fast-gemm every product sums each token alone, so
  * batch 1 and batch 4 (verification forwards beyond FEW_TOKENS) decode the
@@ -502,15 +502,21 @@ static void test_arithmetic_options_lossless(void) {
     close(mkstemp(out));
     const char *base = "--target data/demo/target --template none --questions data/demo/prompts/code_test.jsonl "
                        "--max-questions 4 --max-new-tokens 24 --quiet";
-#ifdef __AVX512BF16__
-    const char *opts[] = {"--kv-dtype bf16", "--cpu-fast-gemm on", "--cpu-fast-gemm on --kv-dtype bf16"};
-    const int n_opts = 3;
-#else
-    const char *opts[] = {"--kv-dtype bf16"};
-    const int n_opts = 1;
-    int rc0 = run_cmd(err, sizeof err, "%s/spec-eval %s --cpu-fast-gemm on --policy ar", bin_dir(), base);
-    CHECK_ONE_LINE_ERROR(rc0, err, "AVX512-BF16");
-#endif
+    const char *opts[4] = {"--kv-dtype bf16"};
+    int n_opts = 1;
+    if (backend_cpu_gemm_runs(CPU_GEMM_BF16)) {
+        opts[n_opts++] = "--cpu-fast-gemm on";
+        opts[n_opts++] = "--cpu-fast-gemm on --kv-dtype bf16";
+    } else {
+        int rc0 = run_cmd(err, sizeof err, "%s/spec-eval %s --cpu-fast-gemm on --policy ar", bin_dir(), base);
+        CHECK_ONE_LINE_ERROR(rc0, err, "AVX512-BF16");
+    }
+    if (backend_cpu_gemm_runs(CPU_GEMM_AMX)) {
+        opts[n_opts++] = "--cpu-fast-gemm amx --kv-dtype bf16";
+    } else {
+        int rc0 = run_cmd(err, sizeof err, "%s/spec-eval %s --cpu-fast-gemm amx --policy ar", bin_dir(), base);
+        CHECK_ONE_LINE_ERROR(rc0, err, "AMX-BF16");
+    }
     const char *runs[] = {"--policy eagle2 --draft data/demo/eagle --batch 1", "--policy eagle2 --draft data/demo/eagle --batch 4",
                           "--policy chain --draft-len 4 --draft data/demo/draft --draft-kind lm --batch 3"};
     for (int o = 0; o < n_opts; o++) {
@@ -525,13 +531,13 @@ static void test_arithmetic_options_lossless(void) {
             cJSON *set = cJSON_GetObjectItem(j, "settings");
             const char *kv = cJSON_GetStringValue(cJSON_GetObjectItem(set, "kv_dtype"));
             const char *fg = cJSON_GetStringValue(cJSON_GetObjectItem(set, "cpu_fast_gemm"));
-            CHECK(kv && fg && !strcmp(kv, strstr(opts[o], "bf16") ? "bf16" : "f32") &&
-                  !strcmp(fg, strstr(opts[o], "fast-gemm on") ? "on" : "off"),
+            const char *want_fg = strstr(opts[o], "fast-gemm amx") ? "amx" : strstr(opts[o], "fast-gemm on") ? "on" : "off";
+            CHECK(kv && fg && !strcmp(kv, strstr(opts[o], "bf16") ? "bf16" : "f32") && !strcmp(fg, want_fg),
                   "%s: settings kv_dtype %s, cpu_fast_gemm %s", opts[o], kv ? kv : "(absent)", fg ? fg : "(absent)");
             cJSON_Delete(j);
             if (r < 2) { int n; ids[r] = ids_by_turn(out, &n); }
         }
-        if (strstr(opts[o], "fast-gemm on") && ids[0] && ids[1])
+        if (strstr(opts[o], "fast-gemm") && ids[0] && ids[1])
             CHECK(cJSON_Compare(ids[0], ids[1], 1), "%s: --batch 4 decodes other tokens than --batch 1", opts[o]);
         cJSON_Delete(ids[0]); cJSON_Delete(ids[1]);
     }
@@ -795,15 +801,17 @@ static void test_draft_vocab_auto(void) {
 }
 
 /* A plain run's arithmetic: llama.cpp's for a BF16 target where the build
- * has AVX512-BF16 (batched too), F32 for an F32 target, and never when an
+ * has AVX512-BF16, batched the tile multiply where the CPU has AMX-BF16
+ * (else the same as one sequence), F32 for an F32 target, and never when an
  * arithmetic option is given or the run is not a plain one (here: walk
  * verification); the report records it. */
 static void test_plain_arithmetic(void) {
-    const int fast = backend_cpu_fast_gemm_available();
+    const int fast = backend_cpu_gemm_runs(CPU_GEMM_BF16), amx = backend_cpu_gemm_runs(CPU_GEMM_AMX);
+    const char *batched = amx ? "amx" : fast ? "on" : "off";
     const struct { const char *target, *extra; int auto_rule; const char *gemm, *kv; } runs[] = {
         {"data/demo/target", "", 1, fast ? "on" : "off", fast ? "bf16" : "f32"},
         {"data/demo/target", "--kv-dtype f32", 0, "off", "f32"},
-        {"data/demo/target", "--batch 2", 1, fast ? "on" : "off", fast ? "bf16" : "f32"},
+        {"data/demo/target", "--batch 2", 1, batched, fast || amx ? "bf16" : "f32"},
         {"data/demo/target", "--verify walk", 0, "off", "f32"},
         {"tests/ckpt/tiny_chat", "", 1, "off", "f32"}};
     char err[4096], out[96];

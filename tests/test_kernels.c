@@ -43,7 +43,7 @@ static void test_matmul_tokens_independent(void) {
         cpu_backend.weight(&w, wd, dts[d], rows, cols);
         for (size_t i = 0; i < sizeof ns / sizeof *ns && ns[i] <= FEW_TOKENS; i++) {
             for (int threads = 1; threads <= 2; threads++) {
-                omp_set_num_threads(threads);
+                cpu_threads_set(threads);
                 cpu_backend.matmul(all, x, &w, ns[i]);
                 for (int t = 0; t < ns[i]; t++) {
                     cpu_backend.matmul(one, x + (size_t)t * cols, &w, 1);
@@ -53,7 +53,7 @@ static void test_matmul_tokens_independent(void) {
         }
         cpu_backend.weight_release(&w);
     }
-    omp_set_num_threads(2);
+    cpu_threads_set(cpu_threads_max());
     CHECK(bad == 0, "%d token rows of a many-token matmul differ from the token alone", bad);
     free(wf); free(x); free(wd); free(all); free(one);
 }
@@ -87,7 +87,7 @@ static void test_matmul_many_equals_matmuls(void) {
         }
         for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
             for (int threads = 1; threads <= 2; threads++) {
-                omp_set_num_threads(threads);
+                cpu_threads_set(threads);
                 cpu_backend.matmul_many(many, x, pw, K, ns[j]);
                 for (int i = 0; i < K; i++) {
                     cpu_backend.matmul(one[i], x, &w[i], ns[j]);
@@ -99,7 +99,7 @@ static void test_matmul_many_equals_matmuls(void) {
             free(wd[i]); free(many[i]); free(one[i]);
         }
     }
-    omp_set_num_threads(2);
+    cpu_threads_set(cpu_threads_max());
     CHECK(bad == 0, "%d products of matmul_many differ from matmul", bad);
     free(x);
 }
@@ -221,23 +221,21 @@ static void test_harness_catches_wrong_kernels(void) {
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_top ignoring its score not caught");
 }
 
-/* --cpu-fast-gemm on: every product of a BF16 weight is the BF16 pair dot
- * product of the weights and the activations rounded to BF16 — close to
+/* --cpu-fast-gemm on and amx: every product of a BF16 weight is a BF16 pair
+ * dot product of the weights and the activations rounded to BF16 — close to
  * that product summed in double, each token's row bit for bit the same
  * whatever the product's token count (beyond FEW_TOKENS too, where the F32
- * path switches to sgemm) and in matmul_many; it differs from the F32 path
- * (the option does something); no F32 copy of such weights is kept.
- * Without AVX512-BF16 the setting is refused. */
-static void test_cpu_fast_gemm(void) {
+ * path switches to sgemm) and thread count, and in matmul_many; it differs
+ * from the F32 path (the option does something); no F32 copy of such
+ * weights is kept.  1037 rows and 83 columns leave partial tiles of rows
+ * and columns, 130 tokens a partial group.  Without the instructions the
+ * setting is refused. */
+static void fast_gemm_case(int mode) {
+    enum { R = 1037, NMAX = 130 };
+    const int colss[2] = {83, 576}, ns[] = {1, 2, 6, 7, 13, 16, 17, 64, 65, 130};
     BackendOptions o;
     backend_options_default(&o);
-    o.cpu_fast_gemm = 1;
-#ifndef __AVX512BF16__
-    CHECK(backend_configure(&o) == -1 && strstr(err_get(), "AVX512-BF16"), "accepted without AVX512-BF16: %s",
-          err_get());
-#else
-    enum { R = 1037, NMAX = 130 };
-    const int colss[2] = {83, 576}, ns[] = {1, 2, 6, 7, 13, 64, 65, 130};
+    o.cpu_fast_gemm = mode;
     float *x = xmalloc(sizeof(float) * NMAX * 576), *all = xmalloc(sizeof(float) * NMAX * R),
           *one = xmalloc(sizeof(float) * R), *f32 = xmalloc(sizeof(float) * NMAX * R);
     int bad_tokens = 0, bad_many = 0;
@@ -259,13 +257,16 @@ static void test_cpu_fast_gemm(void) {
         REQUIRE(backend_configure(&o) == 0, "%s", err_get());
         cpu_backend.weight(&w, wb, DT_BF16, R, C);
         CHECK(w.priv == NULL, "an F32 copy of a BF16 weight kept although it is never widened");
-        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-            cpu_backend.matmul(all, x, &w, ns[i]);
-            for (int t = 0; t < ns[i]; t += 5) {
-                cpu_backend.matmul(one, x + (size_t)t * C, &w, 1);
-                bad_tokens += memcmp(one, all + (size_t)t * R, sizeof(float) * R) != 0;
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+            for (int threads = 1; threads <= 2; threads++) {
+                cpu_threads_set(threads);
+                cpu_backend.matmul(all, x, &w, ns[i]);
+                for (int t = 0; t < ns[i]; t += 5) {
+                    cpu_backend.matmul(one, x + (size_t)t * C, &w, 1);
+                    bad_tokens += memcmp(one, all + (size_t)t * R, sizeof(float) * R) != 0;
+                }
             }
-        }
+        cpu_threads_set(cpu_threads_max());
         /* against double sums of BF16 products, and against the F32 path */
         cpu_backend.matmul(all, x, &w, NMAX);
         for (int t = 0; t < NMAX; t += 7)
@@ -293,13 +294,64 @@ static void test_cpu_fast_gemm(void) {
         cpu_backend.weight_release(&w);
         free(wf); free(wb);
     }
-    printf("# fast gemm: worst %.2e relative to double sums, %.2e from the F32 path\n", worst, moved);
-    CHECK(bad_tokens == 0, "%d token rows differ from the token alone", bad_tokens);
-    CHECK(bad_many == 0, "%d matmul_many products differ from matmul", bad_many);
-    CHECK(worst <= 1e-5f, "BF16 products differ from their double sums by %.2e (relative)", worst);
-    CHECK(moved > 1e-4f, "the fast path gives the F32 path's results (largest difference %.2e)", moved);
+    printf("# fast gemm %s: worst %.2e relative to double sums, %.2e from the F32 path\n", cpu_gemm_name(mode), worst,
+           moved);
+    CHECK(bad_tokens == 0, "%s: %d token rows differ from the token alone", cpu_gemm_name(mode), bad_tokens);
+    CHECK(bad_many == 0, "%s: %d matmul_many products differ from matmul", cpu_gemm_name(mode), bad_many);
+    CHECK(worst <= 1e-5f, "%s: BF16 products differ from their double sums by %.2e (relative)", cpu_gemm_name(mode),
+          worst);
+    CHECK(moved > 1e-4f, "%s: the fast path gives the F32 path's results (largest difference %.2e)",
+          cpu_gemm_name(mode), moved);
     free(x); free(all); free(one); free(f32);
+    backend_options_default(&o);
+    backend_configure(&o);
+}
+
+static void test_cpu_fast_gemm(void) {
+#ifndef __AVX512BF16__
+    BackendOptions o;
+    backend_options_default(&o);
+    o.cpu_fast_gemm = CPU_GEMM_BF16;
+    CHECK(backend_configure(&o) == -1 && strstr(err_get(), "AVX512-BF16"), "accepted without AVX512-BF16: %s",
+          err_get());
+#else
+    fast_gemm_case(CPU_GEMM_BF16);
 #endif
+}
+
+/* The same for amx, where the CPU has AMX-BF16; and its sums are not the
+ * AVX512-BF16 path's (another arithmetic, reported as such). */
+static void test_cpu_amx_gemm(void) {
+    BackendOptions o;
+    backend_options_default(&o);
+    o.cpu_fast_gemm = CPU_GEMM_AMX;
+    if (!cpu_amx_ready()) {
+        CHECK(backend_configure(&o) == -1 && strstr(err_get(), "AMX-BF16"), "amx accepted without AMX-BF16: %s",
+              err_get());
+        printf("# skipped: amx products (no AMX-BF16 on this CPU or build)\n");
+        backend_options_default(&o);
+        backend_configure(&o);
+        return;
+    }
+    fast_gemm_case(CPU_GEMM_AMX);
+    enum { R = 64, C = 576, N = 8 };
+    float *wf = xmalloc(sizeof(float) * R * C), *x = xmalloc(sizeof(float) * N * C);
+    float *out[2] = {xmalloc(sizeof(float) * N * R), xmalloc(sizeof(float) * N * R)};
+    uint16_t *wb = xmalloc(sizeof(uint16_t) * R * C);
+    fill(wf, (size_t)R * C, 0.5f);
+    fill(x, (size_t)N * C, 1);
+    f32_to(DT_BF16, wf, wb, (size_t)R * C);
+    const int modes[2] = {CPU_GEMM_BF16, CPU_GEMM_AMX};
+    for (int i = 0; i < 2; i++) {
+        o.cpu_fast_gemm = modes[i];
+        REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+        Weight w;
+        cpu_backend.weight(&w, wb, DT_BF16, R, C);
+        cpu_backend.matmul(out[i], x, &w, N);
+        cpu_backend.weight_release(&w);
+    }
+    CHECK(memcmp(out[0], out[1], sizeof(float) * N * R) != 0, "amx gives the AVX512-BF16 path's sums bit for bit");
+    free(wf); free(x); free(out[0]); free(out[1]); free(wb);
     backend_options_default(&o);
     backend_configure(&o);
 }
@@ -584,6 +636,7 @@ int main(void) {
     RUN(test_harness_catches_wrong_kernels);
     RUN(test_kv_bf16_against_naive);
     RUN(test_cpu_fast_gemm);
+    RUN(test_cpu_amx_gemm);
     RUN(test_argmax_edge_cases);
     RUN(test_tree_query_sums_as_decode);
     return h_done();

@@ -26,8 +26,10 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     /* fast products are set before the weights load (they keep BF16
      * weights as they are); kept for a BF16 target on the CPU, with the
      * KV cache in BF16 too, else undone before anything computes */
-    const int fast = cfg->arith_auto && backend_cpu_fast_gemm_available();
-    if (fast) s->cfg.backend.cpu_fast_gemm = 1;
+    const int fast = !cfg->arith_auto ? CPU_GEMM_F32
+                     : cfg->arith_batched && backend_cpu_gemm_runs(CPU_GEMM_AMX) ? CPU_GEMM_AMX
+                     : backend_cpu_gemm_runs(CPU_GEMM_BF16) ? CPU_GEMM_BF16 : CPU_GEMM_F32;
+    if (fast) s->cfg.backend.cpu_fast_gemm = fast;
     if (backend_configure(&s->cfg.backend)) return -1;
     const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
     if (!be) return -1;
@@ -35,7 +37,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     if (!s->target) return -1;
     if (fast) {
         const int bf16 = !strcmp(be->name, "cpu") && s->target->cfg.layers > 0 && s->target->layer[0].wq.dtype == DT_BF16;
-        s->cfg.backend.cpu_fast_gemm = bf16 || cfg->backend.cpu_fast_gemm;
+        s->cfg.backend.cpu_fast_gemm = bf16 ? fast : cfg->backend.cpu_fast_gemm;
         if (bf16) s->cfg.backend.kv_dtype = DT_BF16;
         if (backend_configure(&s->cfg.backend)) return -1;
     }

@@ -141,6 +141,18 @@ void cpu_weight_row(const Weight *w, int64_t r, float *out);
 /* Rows [r0, r0 + n) as F32 into out[n][cols], in parallel. */
 void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
 
+/* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready everywhere): whether
+ * the process may use the tiles (asked of the kernel once); x rounded to
+ * BF16 ([n][cols]) packed as the tile multiply's activations, into
+ * cpu_amx_pack_size elements; rows [r0, r1) of out[t][r] = W[r]·x[t]. */
+int cpu_amx_ready(void);
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#define CPU_AMX 1
+size_t cpu_amx_pack_size(int n, int64_t cols);
+void cpu_amx_pack(uint16_t *pk, const uint16_t *xb, int n, int64_t cols);
+void cpu_amx_rows(const Weight *w, const uint16_t *pk, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n);
+#endif
+
 void cpu_embed(float *out, const Weight *table, const int *tokens, int n);
 void cpu_matmul(float *out, const float *x, const Weight *w, int n);
 void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);

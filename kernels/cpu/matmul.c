@@ -238,7 +238,8 @@ static inline __attribute__((always_inline)) void rows_dot_many(const Weight *w,
 #endif
 
 #ifdef __AVX512BF16__
-/* --cpu-fast-gemm on (BackendOptions.cpu_fast_gemm): BF16 weights times
+/* --cpu-fast-gemm on (BackendOptions.cpu_fast_gemm CPU_GEMM_BF16; amx: the
+ * same products on the tile multiply, matmul_amx.c): BF16 weights times
  * activations rounded to BF16, with the AVX512-BF16 pair dot product (F32
  * sums of two BF16 products per lane), as llama.cpp's BF16 path computes.
  * Every product of such a weight takes this path, whatever its token
@@ -263,6 +264,28 @@ static const uint16_t *bf16_activations(const float *x, int64_t count) {
     }
     f32_to_bf16_row(buf, x, (size_t)count);
     return buf;
+}
+
+/* xb packed for the tile multiply where the setting is amx (else NULL),
+ * into a buffer kept as bf16_activations keeps its own. */
+static const uint16_t *amx_activations(const uint16_t *xb, int n, int64_t cols) {
+#ifdef CPU_AMX
+    static uint16_t *buf;
+    static size_t cap;
+    if (!xb || backend_settings()->cpu_fast_gemm != CPU_GEMM_AMX) return NULL;
+    const size_t need = cpu_amx_pack_size(n, cols);
+    if (need > cap) {
+        free(buf);
+        cap = need;
+        buf = malloc(sizeof(uint16_t) * (cap ? cap : 1));
+        if (!buf) { cap = 0; return NULL; }
+    }
+    cpu_amx_pack(buf, xb, n, cols);
+    return buf;
+#else
+    (void)xb; (void)n; (void)cols;
+    return NULL;
+#endif
 }
 
 /* out[t][r + i] (stride R) = row i · xb[t] for NR <= 4 rows and N <=
@@ -335,11 +358,19 @@ static void rows_bf16(const Weight *w, const uint16_t *xb, float *out, int64_t r
 #else
 static int fast_bf16(const Weight *w) { (void)w; return 0; }
 static const uint16_t *bf16_activations(const float *x, int64_t count) { (void)x; (void)count; return NULL; }
+static const uint16_t *amx_activations(const uint16_t *xb, int n, int64_t cols) { (void)xb; (void)n; (void)cols; return NULL; }
 #endif
 
 /* rows_dot, or rows_dot_many where the tokens are many enough, or (xb: x
- * rounded to BF16, and w BF16) rows_bf16 */
-static void rows_any(const Weight *w, const float *x, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n) {
+ * rounded to BF16, and w BF16) rows_bf16, or (pk: xb packed for the tile
+ * multiply) cpu_amx_rows */
+static void rows_any(const Weight *w, const float *x, const uint16_t *xb, const uint16_t *pk, float *out, int64_t r0,
+                     int64_t r1, int n) {
+#ifdef CPU_AMX
+    if (pk && w->dtype == DT_BF16) { cpu_amx_rows(w, pk, xb, out, r0, r1, n); return; }
+#else
+    (void)pk;
+#endif
 #ifdef __AVX512BF16__
     if (xb && w->dtype == DT_BF16) { rows_bf16(w, xb, out, r0, r1, n); return; }
 #else
@@ -363,7 +394,7 @@ static void rows_any(const Weight *w, const float *x, const uint16_t *xb, float 
 typedef struct {
     float *const *outs;
     const float *x;
-    const uint16_t *xb;
+    const uint16_t *xb, *pk;
     const Weight *const *ws;
     int count, n;
     int64_t total;   /* rows of all the weights */
@@ -375,13 +406,13 @@ static void rows_part(void *v, int part, int parts) {
     part_range(j->total, part, parts, &g0, &g1);
     for (int i = 0; i < j->count; base += j->ws[i]->rows, i++) {
         const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + j->ws[i]->rows ? g1 : base + j->ws[i]->rows;
-        if (lo < hi) rows_any(j->ws[i], j->x, j->xb, j->outs[i], lo - base, hi - base, j->n);
+        if (lo < hi) rows_any(j->ws[i], j->x, j->xb, j->pk, j->outs[i], lo - base, hi - base, j->n);
     }
 }
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     const uint16_t *xb = fast_bf16(w) ? bf16_activations(x, (int64_t)n * w->cols) : NULL;
-    RowsJob j = {&out, x, xb, &w, 1, n, w->rows};
+    RowsJob j = {&out, x, xb, amx_activations(xb, n, w->cols), &w, 1, n, w->rows};
     cpu_parallel(rows_part, &j, w->rows * w->cols * n > PAR_MIN_WORK);
 }
 
@@ -402,7 +433,7 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
     const uint16_t *xb = fast ? bf16_activations(x, (int64_t)n * ws[0]->cols) : NULL;
     int64_t total = 0, work = 0;
     for (int i = 0; i < count; i++) { total += ws[i]->rows; work += ws[i]->rows * ws[i]->cols * n; }
-    RowsJob j = {outs, x, xb, ws, count, n, total};
+    RowsJob j = {outs, x, xb, amx_activations(xb, n, ws[0]->cols), ws, count, n, total};
     cpu_parallel(rows_part, &j, work > PAR_MIN_WORK);
 }
 
