@@ -4,6 +4,7 @@
  * split over both cores, which reads every weight byte once — decode speed
  * is memory bandwidth — and sums each token exactly as decode does. */
 #include "kernels/cpu/cpu.h"
+#include "kernels/base/util.h"
 #include <cblas.h>
 #include <stdlib.h>
 
@@ -253,17 +254,20 @@ static int fast_bf16(const Weight *w) { return w->dtype == DT_BF16 && backend_se
 /* x[count] rounded to BF16 as f32_to_bf16 does (nearest even, NaN kept),
  * into a buffer kept between calls: products run one at a time (batch.c's
  * fibers share one thread), their parallel regions inside. */
+static uint16_t *scratch(uint16_t **buf, size_t *cap, size_t count) {
+    if (count > *cap) {
+        *buf = xrealloc(*buf, sizeof(uint16_t) * count);   /* (exits naming the allocation on failure) */
+        *cap = count;
+    }
+    return *buf;
+}
+
 static const uint16_t *bf16_activations(const float *x, int64_t count) {
     static uint16_t *buf;
-    static int64_t cap;
-    if (count > cap) {
-        free(buf);
-        cap = count;
-        buf = malloc(sizeof(uint16_t) * cap);
-        if (!buf) { cap = 0; return NULL; }
-    }
-    f32_to_bf16_row(buf, x, (size_t)count);
-    return buf;
+    static size_t cap;
+    uint16_t *b = scratch(&buf, &cap, (size_t)count);
+    f32_to_bf16_row(b, x, (size_t)count);
+    return b;
 }
 
 /* xb packed for the tile multiply where the setting is amx (else NULL),
@@ -273,15 +277,9 @@ static const uint16_t *amx_activations(const uint16_t *xb, int n, int64_t cols) 
     static uint16_t *buf;
     static size_t cap;
     if (!xb || backend_settings()->cpu_fast_gemm != CPU_GEMM_AMX) return NULL;
-    const size_t need = cpu_amx_pack_size(n, cols);
-    if (need > cap) {
-        free(buf);
-        cap = need;
-        buf = malloc(sizeof(uint16_t) * (cap ? cap : 1));
-        if (!buf) { cap = 0; return NULL; }
-    }
-    cpu_amx_pack(buf, xb, n, cols);
-    return buf;
+    uint16_t *b = scratch(&buf, &cap, cpu_amx_pack_size(n, cols) + 1);
+    cpu_amx_pack(b, xb, n, cols);
+    return b;
 #else
     (void)xb; (void)n; (void)cols;
     return NULL;
