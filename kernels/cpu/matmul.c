@@ -251,9 +251,9 @@ static inline __attribute__((always_inline)) void rows_dot_many(const Weight *w,
 
 static int fast_bf16(const Weight *w) { return w->dtype == DT_BF16 && backend_settings()->cpu_fast_gemm; }
 
-/* x[count] rounded to BF16 as f32_to_bf16 does (nearest even, NaN kept),
- * into a buffer kept between calls: products run one at a time (batch.c's
- * fibers share one thread), their parallel regions inside. */
+/* *buf grown to at least count elements (*cap: its size), kept between
+ * calls: products run one at a time (batch.c's fibers share one thread),
+ * their parallel regions inside. */
 static uint16_t *scratch(uint16_t **buf, size_t *cap, size_t count) {
     if (count > *cap) {
         *buf = xrealloc(*buf, sizeof(uint16_t) * count);   /* (exits naming the allocation on failure) */
@@ -262,6 +262,7 @@ static uint16_t *scratch(uint16_t **buf, size_t *cap, size_t count) {
     return *buf;
 }
 
+/* x[count] rounded to BF16 as f32_to_bf16 does (nearest even, NaN kept). */
 static const uint16_t *bf16_activations(const float *x, int64_t count) {
     static uint16_t *buf;
     static size_t cap;
