@@ -53,8 +53,12 @@ typedef struct __attribute__((packed)) {
     uint8_t rows[16];
 } TileConfig;
 
+/* (LDTILECFG is issued through asm with the whole 64-byte block as its
+ * operand: through GCC's builtin, once amx_configure was not inlined, the
+ * stores to the rows and column widths were dropped as dead and the
+ * instruction faulted on a half-written block.) */
 static void amx_configure(int rows, int tokens) {
-    TileConfig c;
+    TileConfig c __attribute__((aligned(64)));
     memset(&c, 0, sizeof c);
     c.palette = 1;
     for (int i = 0; i < 4; i++) {
@@ -63,7 +67,7 @@ static void amx_configure(int rows, int tokens) {
     }
     c.rows[4] = 16;
     c.colsb[4] = (uint16_t)(tokens * 4);
-    _tile_loadconfig(&c);
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
 size_t cpu_amx_pack_size(int n, int64_t cols) { return (size_t)n * (size_t)(cols & ~31LL); }
