@@ -290,6 +290,11 @@ int backend_configure(const BackendOptions *o);
  * compiled with AVX512-BF16; CPU_GEMM_AMX: with AMX-BF16, and the kernel
  * lends the tiles). */
 int backend_cpu_gemm_runs(int gemm);
+/* How many tokens one weight product of be takes for about the price of
+ * one: 16 (a tile's tokens) on the CPU under CPU_GEMM_AMX; 1 elsewhere
+ * (the CPU's other arithmetics pay every token's arithmetic; the GPU's
+ * figure is not measured). */
+int backend_product_tokens(const Backend *be);
 /* The settings in force (the defaults until backend_configure). */
 const BackendOptions *backend_settings(void);
 /* For reports and trace attributes: the i-th setting of o as a key and its

@@ -14,7 +14,7 @@
  *          and % of the GEMM peak;
  *   tree n the same n tokens as a random token tree under its mask with
  *          the logits verification reads (what verifying a draft tree costs):
- *          every node's up to LAZY_LOGITS_NODES nodes, else those of a path
+ *          every node's up to lazy_logits_nodes nodes, else those of a path
  *          of TREE_PATH nodes, one LM-head product each (infer/speculative/decode.c).
  * With --batched B1,B2,... (and --npp, --ntg) only batched plain decoding,
  * what llama.cpp's llama-batched-bench times: per B, B prompts of npp
@@ -186,7 +186,7 @@ static void tree_inputs(int n, int *tok, int *pos, uint8_t *mask) {
     free(parent); free(depth);
 }
 
-#define TREE_PATH 2   /* nodes scored in a tree verification past LAZY_LOGITS_NODES: τ ≈ 1.5-2 on SmolLM2 */
+#define TREE_PATH 2   /* nodes scored in a tree verification past lazy_logits_nodes: τ ≈ 1.5-2 on SmolLM2 */
 
 static double forward_tps(LlamaState *st, int n, int tree) {
     int *tok = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n);
@@ -197,7 +197,7 @@ static double forward_tps(LlamaState *st, int n, int tree) {
     double best = 0;
     for (int r = 0; r <= REPS; r++) {   /* r = 0 warms up */
         double t0 = now_seconds();
-        const int lazy = tree && n > LAZY_LOGITS_NODES;
+        const int lazy = tree && n > lazy_logits_nodes(st->m->be);
         if (llama_forward(st, tok, pos, n, tree ? mask : NULL, !tree ? LOGITS_LAST : lazy ? LOGITS_NONE : LOGITS_ALL))
             die_err("bench_forward");
         for (int p = 0; lazy && p < TREE_PATH; p++) llama_row_logits(st, p);
@@ -306,7 +306,7 @@ static void bench_model(const char *arg, double bw, double rbw, double peak) {
         double pp = forward_tps(st, n, 0), tr = forward_tps(st, n, 1);
         /* the tree's LM-head work: every node, or the path's TREE_PATH rows */
         const double head = flops_per_token(m, 1) - flops_per_token(m, 0);
-        const double head_share = n > LAZY_LOGITS_NODES ? (double)TREE_PATH / n : 1;
+        const double head_share = n > lazy_logits_nodes(m->be) ? (double)TREE_PATH / n : 1;
         double gp = pp * flops_per_token(m, 0) / 1e9, gt = tr * (flops_per_token(m, 0) + head_share * head) / 1e9;
         printf("  %-8d %9.1f %12.1f %7.0f%%   %9.1f %12.1f %7.0f%%\n", n, pp, gp, 100 * gp / peak, tr, gt,
                100 * gt / peak);

@@ -147,7 +147,7 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     const int thresholds = !strcmp(cases[c].policy, "c2t") || strstr(cases[c].settings, "early_stop");
                     CHECK(thresholds || dev->dc->count_reads == 0, "%s %s %s: %ld pass counts read without a threshold",
                           what, cases[c].policy, cases[c].settings, dev->dc->count_reads);
-                    CHECK(policy_max_nodes(pd) > LAZY_LOGITS_NODES || dev->dc->walk_reads == sd.cycles,
+                    CHECK(policy_max_nodes(pd) > lazy_logits_nodes(be) || dev->dc->walk_reads == sd.cycles,
                           "%s %s %s: %ld walks read in %lld cycles", what, cases[c].policy, cases[c].settings,
                           dev->dc->walk_reads, (long long)sd.cycles);
                 }

@@ -518,10 +518,12 @@ static void test_arithmetic_options_lossless(void) {
         CHECK_ONE_LINE_ERROR(rc0, err, "AMX-BF16");
     }
     const char *runs[] = {"--policy eagle2 --draft data/demo/eagle --batch 1", "--policy eagle2 --draft data/demo/eagle --batch 4",
-                          "--policy chain --draft-len 4 --draft data/demo/draft --draft-kind lm --batch 3"};
+                          "--policy chain --draft-len 4 --draft data/demo/draft --draft-kind lm --batch 3",
+                          /* every node's logits under amx, the path's under on and off; the path's under all */
+                          "--policy eagle2 --draft data/demo/eagle --total 20", "--policy eagle2 --draft data/demo/eagle --total 60"};
     for (int o = 0; o < n_opts; o++) {
         cJSON *ids[2] = {NULL, NULL};
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < (int)(sizeof runs / sizeof *runs); r++) {
             int rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s %s --check-lossless --json %s", bin_dir(), base,
                              opts[o], runs[r], out);
             CHECK(rc == 0, "%s %s: exit %d: %s", opts[o], runs[r], rc, err);

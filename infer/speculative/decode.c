@@ -232,6 +232,11 @@ void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
         len += (size_t)snprintf(key + len, size - len, "; %s %s", k, v);
 }
 
+int lazy_logits_nodes(const Backend *be) {
+    const int group = backend_product_tokens(be);
+    return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
+}
+
 void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
     LlamaState *ts = dec->target;
     if (chain->n == 0) tree_reset(chain, dec->root);
@@ -240,7 +245,7 @@ void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
     tree_positions(chain, ts->n_past, dec->pos);
     tree_mask(chain, dec->mask);
     *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->pos, .n = n,
-                       .mask = n > 1 ? dec->mask : NULL, .mode = n > LAZY_LOGITS_NODES ? LOGITS_NONE : LOGITS_ALL};
+                       .mask = n > 1 ? dec->mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
 }
 
 int decoder_calibrate(Decoder *dec) {
@@ -312,10 +317,10 @@ static int decoder_draft(Decoder *dec) {
     reserve_nodes(dec, t->n);
     tree_positions(t, ts->n_past, dec->pos);
     tree_mask(t, dec->mask);
-    /* Up to LAZY_LOGITS_NODES nodes one product scores them all, reading the
-     * LM head once; a bigger tree scores only the path verification walks
+    /* Up to lazy_logits_nodes nodes one product scores them all, reading
+     * the LM head once; a bigger tree scores only the path verification walks
      * (one LM-head product per accepted node, against one per node). */
-    dec->lazy = t->n > LAZY_LOGITS_NODES;
+    dec->lazy = t->n > lazy_logits_nodes(ts->m->be);
     return 0;
 }
 
@@ -490,7 +495,7 @@ static int decoder_cycle_dev(Decoder *dec) {
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
     /* the verify's tokens, positions and mask stay in backend memory */
     tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
-    dec->lazy = n > LAZY_LOGITS_NODES;
+    dec->lazy = n > lazy_logits_nodes(ts->m->be);
     const int *in = c->inputs.dev;
     if (target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,
                        dec->lazy ? LOGITS_NONE : LOGITS_ALL, 1) ||
