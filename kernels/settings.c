@@ -46,10 +46,6 @@ int backend_cpu_gemm_runs(int gemm) {
     }
 }
 
-int backend_product_tokens(const Backend *be) {
-    return be == &cpu_backend && settings.cpu_fast_gemm == CPU_GEMM_AMX ? 16 : 1;
-}
-
 const char *cpu_gemm_name(int g) { return g == CPU_GEMM_AMX ? "amx" : g == CPU_GEMM_BF16 ? "on" : "off"; }
 
 int backend_setting_text(const BackendOptions *o, int i, const char **key, char *value, size_t size) {
