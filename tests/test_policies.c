@@ -623,8 +623,10 @@ static void test_params_set_and_defaults(void) {
  * cycles give more tokens per second it stops drafting after its first
  * probe and drafts in under 5% of a long run; where drafting pays it
  * drafts in over 95% and never changes; when the costs change it follows
- * within its longest period; a cycle of the other mode than the stretch's
- * (a batch's round built before a change) moves nothing. */
+ * within its longest period; a probe much slower than the chosen mode is
+ * put off to the longest period at once, a near-tie's is not; a cycle of
+ * the other mode than the stretch's (a batch's round built before a
+ * change) moves nothing. */
 static double switch_fraction_off(DraftSwitch *s, int cycles, double on_tokens, double on_s, double off_s) {
     int64_t off0 = s->cycles[1], all0 = s->cycles[0] + s->cycles[1];
     for (int i = 0; i < cycles; i++) {
@@ -651,6 +653,18 @@ static void test_draft_switch_synthetic(void) {
     f = switch_fraction_off(&s, SWITCH_PERIOD_MAX + 3 * SWITCH_PROBE, 3, 0.020, 0.004);
     CHECK(s.chosen_off && s.changes == 1, "the change of costs not followed within %d cycles",
           SWITCH_PERIOD_MAX + 3 * SWITCH_PROBE);
+    /* a probe's period follows its cost: drafting at a fifth of the chosen
+     * rate is next probed after the longest period, a near-tie soon */
+    draft_switch_init(&s, 1);
+    switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 1, 0.020, 0.004);   /* 50 against 250 tokens/s */
+    CHECK(s.chosen_off && s.period == SWITCH_PERIOD, "50 against 250 tokens/s: off %d, period %d", s.chosen_off, s.period);
+    switch_fraction_off(&s, SWITCH_PERIOD + SWITCH_PROBE, 1, 0.020, 0.004);
+    CHECK(s.chosen_off && s.period == SWITCH_PERIOD_MAX, "a probe 5x slower: the next in %d cycles, not %d", s.period,
+          SWITCH_PERIOD_MAX);
+    draft_switch_init(&s, 1);
+    switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE + SWITCH_PERIOD + SWITCH_PROBE, 2.4, 0.010, 0.004);   /* 240 against 250 */
+    CHECK(s.chosen_off && s.period > SWITCH_PERIOD && s.period < 2 * SWITCH_PERIOD,
+          "a near-tie's probe (2%% of its period): the next in %d cycles", s.period);
     /* a straggler of the other mode only counts */
     DraftSwitch before = s;
     draft_switch_observe(&s, !s.off, 100, 0.001);

@@ -73,8 +73,13 @@ void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds
         s->chosen_off = off;
         s->changes++;
         s->period = SWITCH_PERIOD;
-    } else if (chosen > SWITCH_MARGIN * probe && s->period < SWITCH_PERIOD_MAX) {
-        s->period *= 2;
+    } else {
+        if (chosen > SWITCH_MARGIN * probe) s->period *= 2;
+        /* the probe's cost against the chosen mode's cycles (ref_cycles of them just before) */
+        const double extra = s->probe_seconds - s->probe_tokens / chosen, cycle_s = s->ref_seconds / s->ref_cycles;
+        const double budget = cycle_s > 0 ? extra / (SWITCH_PROBE_SHARE * cycle_s) : 0;   /* cycles */
+        if (budget > s->period) s->period = budget < SWITCH_PERIOD_MAX ? (int)budget + 1 : SWITCH_PERIOD_MAX;
+        if (s->period > SWITCH_PERIOD_MAX) s->period = SWITCH_PERIOD_MAX;
     }
     s->off = s->chosen_off;
     s->left = s->period;

@@ -63,7 +63,12 @@
  * of every sequence, that many over its sequences, at least
  * SWITCH_MIN_ROUNDS rounds.  The period doubles, up to SWITCH_PERIOD_MAX,
  * while a probe confirms the choice by more than SWITCH_MARGIN, and returns
- * to SWITCH_PERIOD when the choice changes.  Under --draft-vocab auto the
+ * to SWITCH_PERIOD when the choice changes.  A probe that confirms the
+ * choice also sets the period long enough that its own cost (its seconds
+ * past what the chosen mode takes for its tokens) is at most
+ * SWITCH_PROBE_SHARE of the period's time: a probe of a much slower mode
+ * (a draft that must first catch up on hundreds of tokens, batched) comes
+ * seldom, a near-tie's often.  Under --draft-vocab auto the
  * switch starts once the vocabulary is chosen (decode.c): its exploration
  * drafts from the largest vocabulary, and judging drafting by those cycles
  * turned it off where it paid. */
@@ -73,6 +78,7 @@
 #define SWITCH_REF 16
 #define SWITCH_MIN_ROUNDS 3
 #define SWITCH_MARGIN 1.1
+#define SWITCH_PROBE_SHARE 0.02
 typedef struct {
     int off;                        /* the next cycle drafts nothing */
     int chosen_off;                 /* the mode chosen (off differs from it during a probe) */
