@@ -227,6 +227,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f]: unstable (the 95%% interval reaches beyond +-%.0f%%), the machine "
                 "is busy or the run is short; rerun, or use --repeats or more questions\n", prog, sp->median, sp->lo,
                 sp->hi, 100 * SPEEDUP_UNSTABLE);
+    double most;
+    if (speedup_few_blocks(sp, &most))
+        fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f] from %d ABBA blocks: an interval drawn from fewer than %d covers "
+                "the median with under 95%% (here at most %.1f%%); use more questions or --repeats\n", prog, sp->median,
+                sp->lo, sp->hi, sp->blocks, SPEEDUP_MIN_BLOCKS, 100 * most);
     if (a.csv_out && eval_csv_append(a.csv_out, a.label, policy, &r)) die_err(prog);
     if (a.json_out && eval_json_write(a.json_out, &r)) die_err(prog);
     if (a.eval.check_lossless && !r.lossless_failures)

@@ -519,7 +519,7 @@ static void test_arithmetic_options_lossless(void) {
     }
     const char *runs[] = {"--policy eagle2 --draft data/demo/eagle --batch 1", "--policy eagle2 --draft data/demo/eagle --batch 4",
                           "--policy chain --draft-len 4 --draft data/demo/draft --draft-kind lm --batch 3",
-                          /* every node's logits under amx, the path's under on and off; the path's under all */
+                          /* 21 nodes: every node's logits under amx, the path's under on and off; 61: the path's */
                           "--policy eagle2 --draft data/demo/eagle --total 20", "--policy eagle2 --draft data/demo/eagle --total 60"};
     for (int o = 0; o < n_opts; o++) {
         cJSON *ids[2] = {NULL, NULL};
@@ -1083,7 +1083,14 @@ static void test_speedup_ab_synthetic(void) {
           c.median, c.lo, c.hi);
     p[0] = (AbPair){0, 1.0, 100, 100};
     CHECK(speedup_estimate(p, 1).n == 0, "a pair without a time counts");
-    Speedup w = {10, 1.0, 0.85, 1.02};
+    CHECK(s.blocks == N / 2 && !speedup_few_blocks(&s, NULL), "%d pairs: %d blocks, enough", N, s.blocks);
+    double most;
+    Speedup f = speedup_estimate(p, 10);
+    CHECK(f.blocks == 5 && speedup_few_blocks(&f, &most) && fabs(most - 0.9375) < 1e-12,
+          "10 pairs: %d blocks, at most %g covered", f.blocks, most);
+    CHECK(speedup_estimate(p, 11).blocks == 6 && !speedup_few_blocks(&(Speedup){11, 1, 1, 1, 6}, NULL),
+          "11 pairs: 6 blocks (the odd pair alone)");
+    Speedup w = {10, 1.0, 0.85, 1.02, 5};
     CHECK(speedup_unstable(&w), "an interval reaching 15%% below is unstable");
     /* whichever side runs second is 8% faster (warm caches), with noise:
      * the ABBA blocks cancel it; the median of single pairs lands on either

@@ -43,6 +43,7 @@ Speedup speedup_estimate(const AbPair *p, int n) {
         medians[b] = median(sample, nb);
     }
     s.median = median(ratio, nb);
+    s.blocks = nb;
     qsort(medians, SPEEDUP_BOOTSTRAP, sizeof *medians, by_value);
     s.lo = medians[(int)(0.025 * SPEEDUP_BOOTSTRAP)];
     s.hi = medians[(int)(0.975 * SPEEDUP_BOOTSTRAP) - 1];
@@ -52,4 +53,9 @@ Speedup speedup_estimate(const AbPair *p, int n) {
 
 int speedup_unstable(const Speedup *s) {
     return s->n > 0 && (s->lo < s->median * (1 - SPEEDUP_UNSTABLE) || s->hi > s->median * (1 + SPEEDUP_UNSTABLE));
+}
+
+int speedup_few_blocks(const Speedup *s, double *most) {
+    if (most) *most = 1 - 2 * pow(0.5, s->blocks);
+    return s->n > 0 && s->blocks < SPEEDUP_MIN_BLOCKS;
 }

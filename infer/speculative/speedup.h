@@ -23,6 +23,7 @@ typedef struct {
     int n;                /* pairs with both sides timed; 0: no speedup */
     double median;        /* median over ABBA blocks of policy speed / ar speed */
     double lo, hi;        /* 95% interval (percentile bootstrap over blocks) */
+    int blocks;           /* ABBA blocks the interval is drawn from */
 } Speedup;
 
 /* The bootstrap's resamples and seed (fixed: the same pairs give the same
@@ -41,4 +42,10 @@ static inline int ab_ar_first(int64_t i) { return (int)(i & 1); }
 Speedup speedup_estimate(const AbPair *p, int n);
 /* Whether its interval reaches further than SPEEDUP_UNSTABLE from the median. */
 int speedup_unstable(const Speedup *s);
+/* Whether it has too few blocks for a 95% interval: any interval whose ends
+ * are two of n blocks' ratios covers their median with at most
+ * 1 - 2 * 0.5^n (the chance that not all n fall on one side), under 95%
+ * below SPEEDUP_MIN_BLOCKS.  *most (may be NULL) gets that bound. */
+#define SPEEDUP_MIN_BLOCKS 6
+int speedup_few_blocks(const Speedup *s, double *most);
 #endif
