@@ -52,8 +52,9 @@ CLI_BACKEND_HELP
 "                         sage_nmax) is auto (batched: the round's trees sized together),\n"
 "                         --draft-vocab auto with --batch 1 where the draft has token counts,\n"
 "                         and a BF16 target gets llama.cpp's arithmetic\n"
-"                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16\n"
-"                         unless either option is given; the report's settings say which\n"
+"                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16,\n"
+"                         amx instead where the CPU has AMX-BF16 and the run speculates or is\n"
+"                         batched, unless either option is given; the report's settings say which\n"
 "decoding\n"
 CLI_QUESTIONS_HELP
 "  --temperature T        0 = greedy (default 0)\n"
@@ -206,7 +207,7 @@ int main(int argc, char **argv) {
     if (sizes_can_be_auto(&a) && a.eval.batch.slots == 1 && !a.cfg.draft_vocab_given)
         a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
     a.cfg.arith_auto = sizes_can_be_auto(&a) && !a.cfg.arith_given;
-    a.cfg.arith_batched = a.eval.batch.slots > 1;
+    a.cfg.arith_tiles = a.eval.batch.slots > 1 || strcmp(a.cfg.prm.name, "ar") != 0;
     cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);

@@ -27,7 +27,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
      * weights as they are); kept for a BF16 target on the CPU, with the
      * KV cache in BF16 too, else undone before anything computes */
     const int fast = !cfg->arith_auto ? CPU_GEMM_F32
-                     : cfg->arith_batched && backend_cpu_gemm_runs(CPU_GEMM_AMX) ? CPU_GEMM_AMX
+                     : cfg->arith_tiles && backend_cpu_gemm_runs(CPU_GEMM_AMX) ? CPU_GEMM_AMX
                      : backend_cpu_gemm_runs(CPU_GEMM_BF16) ? CPU_GEMM_BF16 : CPU_GEMM_F32;
     if (fast) s->cfg.backend.cpu_fast_gemm = fast;
     if (backend_configure(&s->cfg.backend)) return -1;

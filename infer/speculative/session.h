@@ -24,11 +24,12 @@ typedef struct {
     int arith_given;       /* --cpu-fast-gemm or --kv-dtype was on the command line */
     /* the arithmetic default of a plain run (docs/policies.md "Defaults"):
      * for a BF16 target on the CPU, BF16 products and KV cache (kv_dtype
-     * bf16): cpu_fast_gemm amx where arith_batched and the CPU has AMX-BF16,
+     * bf16): cpu_fast_gemm amx where arith_tiles and the CPU has AMX-BF16,
      * else on (llama.cpp's) where the build has AVX512-BF16; session_open
      * decides, backend records it */
     int arith_auto;
-    int arith_batched;     /* the run decodes several sequences at once (--batch > 1) */
+    int arith_tiles;       /* the run's products take many tokens at once: it speculates (trees and
+                            * chains to verify) or decodes several sequences at once (--batch > 1) */
     float draft_temperature;   /* --draft-temperature (Draft.temperature); 1 = as trained */
     int max_new;
     int max_ctx;           /* 0: sized from the prompts and max_new */

@@ -23,22 +23,29 @@ static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64
         return -1;
     }
     w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
+    if (dt == DT_F32) return 0;
+    CpuWeightCopies *c = xcalloc(1, sizeof *c);
+    w->priv = c;
     size_t bytes = (size_t)rows * cols * sizeof(float);
     const int widened = !(dt == DT_BF16 && backend_settings()->cpu_fast_gemm);   /* see matmul.c */
-    if (dt != DT_F32 && widened && rows > 1 && f32_cache_used + bytes <= f32_cache_budget()) {
+    if (widened && rows > 1 && f32_cache_used + bytes <= f32_cache_budget()) {
         float *f = malloc(bytes);
         if (f) {
             cpu_weight_rows(w, 0, rows, f);
-            w->priv = f;
+            c->f32 = f;
             f32_cache_used += bytes;
         }
     }
+    if (backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX) c->tiles = cpu_amx_tiles(w);
     return 0;
 }
 static void cpu_weight_release(Weight *w) {
-    if (w->priv) {
-        free(w->priv);
-        f32_cache_used -= (size_t)w->rows * w->cols * sizeof(float);
+    CpuWeightCopies *c = w->priv;
+    if (c) {
+        if (c->f32) f32_cache_used -= (size_t)w->rows * w->cols * sizeof(float);
+        free(c->f32);
+        free(c->tiles);
+        free(c);
     }
     w->priv = NULL;
     w->data = NULL;

@@ -141,17 +141,38 @@ void cpu_weight_row(const Weight *w, int64_t r, float *out);
 /* Rows [r0, r0 + n) as F32 into out[n][cols], in parallel. */
 void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
 
-/* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready everywhere): whether
- * the process may use the tiles (asked of the kernel once); x rounded to
- * BF16 ([n][cols]) packed as the tile multiply's activations, into
- * cpu_amx_pack_size elements; rows [r0, r1) of out[t][r] = W[r]·x[t]. */
+/* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
+ * everywhere): whether the process may use the tiles (asked of the kernel
+ * once); a BF16 weight's rows copied into the tile multiply's B tiles
+ * (NULL for other types or fewer than 32 columns; exits naming the
+ * allocation when memory runs out); rows [r0, r1) of out[t][r] = W[r]·x[t]
+ * for x rounded to BF16 ([n][cols]). */
 int cpu_amx_ready(void);
+uint16_t *cpu_amx_tiles(const Weight *w);
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
 #define CPU_AMX 1
-size_t cpu_amx_pack_size(int n, int64_t cols);
-void cpu_amx_pack(uint16_t *pk, const uint16_t *xb, int n, int64_t cols);
-void cpu_amx_rows(const Weight *w, const uint16_t *pk, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n);
+void cpu_amx_rows(const Weight *w, const uint16_t *tiles, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n);
 #endif
+
+/* What the CPU backend keeps beside a 16-bit weight (Weight.priv, made by
+ * its weight op): an F32 copy for sgemm (backend.c says when), and under
+ * --cpu-fast-gemm amx the tile copy of a BF16 one. */
+typedef struct {
+    float *f32;
+    uint16_t *tiles;
+} CpuWeightCopies;
+static inline const float *cpu_weight_f32(const Weight *w) {
+    return w->priv ? ((CpuWeightCopies *)w->priv)->f32 : NULL;
+}
+static inline const uint16_t *cpu_weight_tiles(const Weight *w) {
+    return w->priv ? ((CpuWeightCopies *)w->priv)->tiles : NULL;
+}
+/* Makes the tile copy of a BF16 weight that has none (one made under
+ * another setting); the kernel calls it before any parallel region. */
+static inline void cpu_weight_make_tiles(const Weight *w) {
+    CpuWeightCopies *c = w->priv;
+    if (c && !c->tiles) c->tiles = cpu_amx_tiles(w);
+}
 
 void cpu_embed(float *out, const Weight *table, const int *tokens, int n);
 void cpu_matmul(float *out, const float *x, const Weight *w, int n);

@@ -271,19 +271,17 @@ static const uint16_t *bf16_activations(const float *x, int64_t count) {
     return b;
 }
 
-/* xb packed for the tile multiply where the setting is amx (else NULL),
- * into a buffer kept as bf16_activations keeps its own. */
-static const uint16_t *amx_activations(const uint16_t *xb, int n, int64_t cols) {
+/* Whether x rounded to BF16 (xb) goes to the tile multiply: the setting is
+ * amx; then each weight's tile copy is made here if it has none (a weight
+ * made under another setting), before any parallel region reads it. */
+static int amx_products(const uint16_t *xb, const Weight *const *ws, int count) {
 #ifdef CPU_AMX
-    static uint16_t *buf;
-    static size_t cap;
-    if (!xb || backend_settings()->cpu_fast_gemm != CPU_GEMM_AMX) return NULL;
-    uint16_t *b = scratch(&buf, &cap, cpu_amx_pack_size(n, cols) + 1);
-    cpu_amx_pack(b, xb, n, cols);
-    return b;
+    if (!xb || backend_settings()->cpu_fast_gemm != CPU_GEMM_AMX) return 0;
+    for (int i = 0; i < count; i++) cpu_weight_make_tiles(ws[i]);
+    return 1;
 #else
-    (void)xb; (void)n; (void)cols;
-    return NULL;
+    (void)xb; (void)ws; (void)count;
+    return 0;
 #endif
 }
 
@@ -357,18 +355,17 @@ static void rows_bf16(const Weight *w, const uint16_t *xb, float *out, int64_t r
 #else
 static int fast_bf16(const Weight *w) { (void)w; return 0; }
 static const uint16_t *bf16_activations(const float *x, int64_t count) { (void)x; (void)count; return NULL; }
-static const uint16_t *amx_activations(const uint16_t *xb, int n, int64_t cols) { (void)xb; (void)n; (void)cols; return NULL; }
+static int amx_products(const uint16_t *xb, const Weight *const *ws, int count) { (void)xb; (void)ws; (void)count; return 0; }
 #endif
 
 /* rows_dot, or rows_dot_many where the tokens are many enough, or (xb: x
- * rounded to BF16, and w BF16) rows_bf16, or (pk: xb packed for the tile
- * multiply) cpu_amx_rows */
-static void rows_any(const Weight *w, const float *x, const uint16_t *xb, const uint16_t *pk, float *out, int64_t r0,
+ * rounded to BF16, and w BF16) rows_bf16, or (amx) cpu_amx_rows */
+static void rows_any(const Weight *w, const float *x, const uint16_t *xb, int amx, float *out, int64_t r0,
                      int64_t r1, int n) {
 #ifdef CPU_AMX
-    if (pk && w->dtype == DT_BF16) { cpu_amx_rows(w, pk, xb, out, r0, r1, n); return; }
+    if (amx && w->dtype == DT_BF16) { cpu_amx_rows(w, cpu_weight_tiles(w), xb, out, r0, r1, n); return; }
 #else
-    (void)pk;
+    (void)amx;
 #endif
 #ifdef __AVX512BF16__
     if (xb && w->dtype == DT_BF16) { rows_bf16(w, xb, out, r0, r1, n); return; }
@@ -393,7 +390,8 @@ static void rows_any(const Weight *w, const float *x, const uint16_t *xb, const 
 typedef struct {
     float *const *outs;
     const float *x;
-    const uint16_t *xb, *pk;
+    const uint16_t *xb;
+    int amx;
     const Weight *const *ws;
     int count, n;
     int64_t total;   /* rows of all the weights */
@@ -402,16 +400,22 @@ typedef struct {
 static void rows_part(void *v, int part, int parts) {
     const RowsJob *j = v;
     int64_t g0, g1, base = 0;
-    part_range(j->total, part, parts, &g0, &g1);
+    if (j->amx) {   /* parts of whole tile blocks, where the weights' rows allow */
+        part_range((j->total + 15) / 16, part, parts, &g0, &g1);
+        g0 = g0 * 16 < j->total ? g0 * 16 : j->total;
+        g1 = g1 * 16 < j->total ? g1 * 16 : j->total;
+    } else {
+        part_range(j->total, part, parts, &g0, &g1);
+    }
     for (int i = 0; i < j->count; base += j->ws[i]->rows, i++) {
         const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + j->ws[i]->rows ? g1 : base + j->ws[i]->rows;
-        if (lo < hi) rows_any(j->ws[i], j->x, j->xb, j->pk, j->outs[i], lo - base, hi - base, j->n);
+        if (lo < hi) rows_any(j->ws[i], j->x, j->xb, j->amx, j->outs[i], lo - base, hi - base, j->n);
     }
 }
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     const uint16_t *xb = fast_bf16(w) ? bf16_activations(x, (int64_t)n * w->cols) : NULL;
-    RowsJob j = {&out, x, xb, amx_activations(xb, n, w->cols), &w, 1, n, w->rows};
+    RowsJob j = {&out, x, xb, amx_products(xb, &w, 1), &w, 1, n, w->rows};
     cpu_parallel(rows_part, &j, w->rows * w->cols * n > PAR_MIN_WORK);
 }
 
@@ -432,7 +436,7 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
     const uint16_t *xb = fast ? bf16_activations(x, (int64_t)n * ws[0]->cols) : NULL;
     int64_t total = 0, work = 0;
     for (int i = 0; i < count; i++) { total += ws[i]->rows; work += ws[i]->rows * ws[i]->cols * n; }
-    RowsJob j = {outs, x, xb, amx_activations(xb, n, ws[0]->cols), ws, count, n, total};
+    RowsJob j = {outs, x, xb, amx_products(xb, ws, count), ws, count, n, total};
     cpu_parallel(rows_part, &j, work > PAR_MIN_WORK);
 }
 
@@ -499,7 +503,7 @@ void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     const int64_t R = w->rows, C = w->cols;
     if (n <= FEW_TOKENS || fast_bf16(w)) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */
-    const float *wf = w->dtype == DT_F32 ? (const float *)w->data : (const float *)w->priv;
+    const float *wf = w->dtype == DT_F32 ? (const float *)w->data : cpu_weight_f32(w);
     if (wf) {
         sgemm_rows(out, R, x, wf, n, R, C);
         return;
