@@ -273,7 +273,8 @@ typedef struct {
      * BF16 path does), in every product of any token count: faster, and it
      * changes the arithmetic; CPU_GEMM_AMX the same products on AMX's tile
      * multiply, summed in another order (another arithmetic again), whose
-     * products of up to 16 tokens cost about one token's; CPU_GEMM_F32
+     * products of up to 16 tokens cost about one token's (each BF16 weight
+     * is kept a second time, copied into tiles as it loads); CPU_GEMM_F32
      * widens the weights to F32.  Each needs a build and CPU with its
      * instructions. */
     int cpu_fast_gemm;
