@@ -36,7 +36,7 @@ static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64
             f32_cache_used += bytes;
         }
     }
-    if (backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX) c->tiles = cpu_amx_tiles(w);
+    if (backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX && rows > 1) c->tiles = cpu_amx_tiles(w);   /* vectors: at a first product */
     return 0;
 }
 static void cpu_weight_release(Weight *w) {
