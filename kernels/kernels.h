@@ -205,15 +205,18 @@ typedef struct Backend {
      * parent, keep[0] = 0), parents re-indexed (tree_subset); dst and src
      * are different trees. */
     void (*tree_compact)(const DevTree *dst, const DevTree *src, const int *keep, int m);
-    /* The inputs of a forward over nodes rows[0..m) (NULL: 0..m) of t: row
-     * i's node takes KV slot base+i (recorded in t->slot); out[0..m) its
-     * token, out[m..2m) its position pos0 + depth, out[2m..3m) its parent,
-     * out[3m..4m) the node; mask[m][nctx - ones], the window of slots
-     * [ones, nctx) (AttnSeq.mask_w = nctx - ones: the slots before it are
-     * visible to all), row i marking the slots of the node and of its
-     * ancestors that have one there. */
-    void (*tree_inputs)(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
-                        uint8_t *mask);
+    /* The inputs of a forward over nodes rows[0..m) (NULL: 0..m) of t, with
+     * base, ones, pos0 and nctx counted from *at (one int in backend memory;
+     * NULL: from 0), so that a caller whose context moves every cycle
+     * passes the same arguments each time: row i's node takes KV slot
+     * base+i (recorded in t->slot); out[0..m) its token, out[m..2m) its
+     * position pos0 + depth, out[2m..3m) its parent, out[3m..4m) the node,
+     * out[4m] the first slot base (the forward's SeqView.past); mask[m][nctx
+     * - ones], the window of slots [ones, nctx) (AttnSeq.mask_w = nctx -
+     * ones: the slots before it are visible to all), row i marking the
+     * slots of the node and of its ancestors that have one there. */
+    void (*tree_inputs)(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,
+                        int nctx, int *out, uint8_t *mask);
     /* Greedy acceptance over a tree of n nodes whose target argmax at node v
      * is want[v]: walk = {done, len, bonus, path[n], tokens[n]}; from_start
      * starts it at the root (len 1), then up to `steps` steps each follow the

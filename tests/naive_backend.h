@@ -282,8 +282,10 @@ static void nv_tree_compact(const DevTree *dst, const DevTree *src, const int *k
         dst->p[j] = src->p[i]; dst->P[j] = src->P[i]; dst->H[j] = src->H[i];
     }
 }
-static void nv_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
-                           uint8_t *mask) {
+static void nv_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,
+                           int nctx, int *out, uint8_t *mask) {
+    if (at) { base += *at; ones += *at; pos0 += *at; nctx += *at; }
+    out[4 * m] = base;
     for (int i = 0; i < m; i++) t->slot[rows ? rows[i] : i] = base + i;
     for (int i = 0; i < m; i++) {
         int v = rows ? rows[i] : i;

@@ -383,6 +383,7 @@ typedef struct {
     const Backend *be;
     DevTree pool, tree;
     int *root, *rows, *ids, *picks, *map, *sel, *keep, *out, *want, *walk;
+    int *at;   /* tree_inputs' origin */
     float *probs, *ent;
     uint8_t *mask;
 } TreeRun;
@@ -400,7 +401,8 @@ static void tree_run_init(TreeRun *r, const Backend *be) {
     r->map = backend_alloc_ints(be, TR_V);
     r->sel = backend_alloc_ints(be, TR_CAP);
     r->keep = backend_alloc_ints(be, TR_CAP);
-    r->out = backend_alloc_ints(be, 4 * TR_CAP);
+    r->out = backend_alloc_ints(be, 4 * TR_CAP + 1);
+    r->at = backend_alloc_ints(be, 1);
     r->want = backend_alloc_ints(be, TR_CAP);
     r->walk = backend_alloc_ints(be, 3 + 2 * TR_CAP);
     r->probs = be->alloc(TR_CAP);
@@ -412,7 +414,7 @@ static void tree_run_free(TreeRun *r) {
     const Backend *be = r->be;
     backend_tree_release(be, &r->pool); backend_tree_release(be, &r->tree);
     void *bufs[] = {r->root, r->rows, r->ids, r->picks, r->map, r->sel, r->keep, r->out, r->want, r->walk,
-                    r->probs, r->ent, r->mask};
+                    r->at, r->probs, r->ent, r->mask};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->release(bufs[i]);
 }
 
@@ -460,6 +462,8 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
     for (int i = 0; i < TR_V; i++) h[i] = (i * 37 + 11) % 1000;
     both_ints(r, (int *const[]){r[0].map, r[1].map}, h, TR_V);
     for (int i = 0; i < 2; i++) r[i].be->tree_root(&r[i].pool, r[i].root);
+    h[0] = n_past;
+    both_ints(r, (int *const[]){r[0].at, r[1].at}, h, 1);
     for (int step = 0; step <= depth && n + k * k <= TR_CAP; step++) {
         int m = 1;
         if (step == 0) {
@@ -467,13 +471,17 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
             both_ints(r, (int *const[]){r[0].sel, r[1].sel}, h, 1);
         } else {   /* the frontier: the k best of the newest layer, with the draft's forward inputs */
             m = n_newest < k ? n_newest : k;
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < 2; i++) {   /* the first absolute, the second counted from its origin */
                 r[i].be->tree_top(&r[i].pool, NULL, newest, n_newest, k, r[i].sel);
-                r[i].be->tree_inputs(&r[i].pool, r[i].sel, m, n_past + n_temp, n_past, n_past - 1, n_past + n_temp + m,
-                                     r[i].out, r[i].mask);
+                if (i == 0)
+                    r[i].be->tree_inputs(&r[i].pool, r[i].sel, m, NULL, n_past + n_temp, n_past, n_past - 1,
+                                         n_past + n_temp + m, r[i].out, r[i].mask);
+                else
+                    r[i].be->tree_inputs(&r[i].pool, r[i].sel, m, r[i].at, n_temp, 0, -1, n_temp + m, r[i].out,
+                                         r[i].mask);
             }
             bad += same_ints(&r[0], r[0].sel, &r[1], r[1].sel, m);
-            bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * m);
+            bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * m + 1);
             bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (m * (n_temp + m) + 3) / 4);   /* the window [n_past, n_past + n_temp + m) */
             n_temp += m;
         }
@@ -506,11 +514,15 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
     for (int i = 0; i < 2; i++) {
         r[i].be->tree_top(&r[i].pool, NULL, 1, n - 1, total, r[i].keep + 1);
         r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
-        r[i].be->tree_inputs(&r[i].tree, NULL, kept, n_past, n_past, n_past, n_past + kept, r[i].out, r[i].mask);
+        if (i == 0)   /* the other way round */
+            r[i].be->tree_inputs(&r[i].tree, NULL, kept, r[i].at, 0, 0, 0, kept, r[i].out, r[i].mask);
+        else
+            r[i].be->tree_inputs(&r[i].tree, NULL, kept, NULL, n_past, n_past, n_past, n_past + kept, r[i].out,
+                                 r[i].mask);
     }
     bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
     bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
-    bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * kept);
+    bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * kept + 1);
     bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (kept * kept + 3) / 4);
     /* want: mostly the token of a child (the walk goes deep), else any */
     int *tok = xmalloc(sizeof(int) * kept), *par = xmalloc(sizeof(int) * kept);

@@ -17,6 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Different signatures a draft phase of fixed sizes may take in one run:
+ * its buffers settle in the first cycles (a catch-up of more tokens than
+ * before grows the head's scratch), and attention's context bound moves
+ * every ATTN_CTX_BUCKET slots. */
+#define DRAFT_SIGS_MAX 4
+
 static const Backend *be;   /* the CPU backend, strict (main) */
 
 /* The trees of one run, a copy per cycle (host), or the comparison of a
@@ -118,7 +124,12 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 dev->hook = check_tree;
                 dev->hook_ctx = &log;
                 dev->hook_reads_tree = 1;
+                /* the device run on a backend that records as a GPU does
+                 * (strict_backend.h): every unit issued twice */
+                strict_recording = mode == MODE_DEVICE;
+                strict_recording_reset();
                 int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+                strict_recording = 0;
                 REQUIRE(nh > 0 && nd > 0, "%s %s: %s", what, cases[c].policy, err_get());
                 CHECK(nh == nd && !memcmp(out_h, out_d, sizeof(int) * nh), "%s %s %s prompt %d: tokens differ", what,
                       cases[c].policy, cases[c].settings, q);
@@ -151,9 +162,28 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                           "%s %s %s: %ld walks read in %lld cycles", what, cases[c].policy, cases[c].settings,
                           dev->dc->walk_reads, (long long)sd.cycles);
                 }
-                if (mode == MODE_DEVICE && q == 0 && ent == 0)
-                    printf("# %s %s %s: %.1f host reads a cycle (tau %.2f)\n", what, cases[c].policy, cases[c].settings,
-                           (double)reads / sd.cycles, decode_stats_tau(&sd));
+                if (mode == MODE_DEVICE) {
+                    /* Recorded units: every forward and, where the policy
+                     * and draft allow, each draft phase after the first,
+                     * signed alike on both issues, with no transfer inside;
+                     * at fixed sizes the draft phases sign alike from
+                     * cycle to cycle (a GPU replays one graph). */
+                    const int unit = pd->build_dev_unit && pd->needs_draft && draft_unit_ok(d);
+                    const DevCycle *dc = dev->dc;
+                    CHECK(strict_units > 0 && strict_unit_mismatches == 0 && strict_unit_transfers == 0,
+                          "%s %s %s: %ld units, %ld issued differently, %ld transfers inside", what, cases[c].policy,
+                          cases[c].settings, strict_units, strict_unit_mismatches, strict_unit_transfers);
+                    CHECK(dc->units == (unit ? dc->cycles - 1 : 0) && strict_draft_units == dc->units,
+                          "%s %s %s: %ld of %ld draft phases as units (%ld seen growing a tree)", what,
+                          cases[c].policy, cases[c].settings, dc->units, dc->cycles, strict_draft_units);
+                    CHECK(strict_n_draft_sigs <= DRAFT_SIGS_MAX, "%s %s %s: %d signatures of %ld draft phases", what,
+                          cases[c].policy, cases[c].settings, strict_n_draft_sigs, strict_draft_units);
+                    if (q == 0 && ent == 0)
+                        printf("# %s %s %s: %.1f host reads a cycle (tau %.2f); %ld draft phases as units, %d "
+                               "signatures\n",
+                               what, cases[c].policy, cases[c].settings, (double)reads / sd.cycles,
+                               decode_stats_tau(&sd), dc->units, strict_n_draft_sigs);
+                }
             next:
                 log_free(&log);
                 free(out_h); free(out_d);

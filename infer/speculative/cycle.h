@@ -35,6 +35,8 @@ struct DevCycle {
     int *h_walk;            /* the walk, read to the host */
     long walk_reads, count_reads;   /* host reads of walks and of thresholds' pass counts */
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
+    long cycles;            /* cycles begun (decoder_cycle_dev) */
+    long units;             /* of them, draft phases issued as one unit (backend_recorded) */
 };
 
 /* Per-node scores of a cycle's pool in its backend memory, for the

@@ -483,18 +483,52 @@ static int device_walk(Decoder *dec, int n) {
     return 0;
 }
 
+/* A device cycle's draft phase, from the host counts it starts from. */
+typedef struct {
+    Decoder *dec;
+    DraftCounts counts;
+    StageTimes times;
+    int rc;
+} DraftPhase;
+
+/* The root and the policy's program, nothing returned to the host: issued
+ * twice where the backend records it (a GPU signs, then records), each
+ * issue from the same counts so that the draft phase counts once. */
+static void draft_phase_ops(void *arg) {
+    DraftPhase *ph = arg;
+    Decoder *dec = ph->dec;
+    if (dec->draft) draft_counts_restore(dec->draft, &ph->counts);
+    dec->st->t = ph->times;
+    cycle_begin(dec->dc);
+    ph->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
+}
+
+/* The draft phase, as one recorded unit where the policy and draft allow
+ * it; a cycle's first phase runs op by op, since it allocates the buffers
+ * the later ones reuse (nothing may be allocated inside a recording). */
+static int draft_phase(Decoder *dec) {
+    DevCycle *c = dec->dc;
+    if (dec->draft) draft_cycle_origin(dec->draft);
+    DraftPhase ph = {dec, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
+    const int unit = dec->draft && dec->policy->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0;
+    if (unit) backend_recorded(c->be, draft_phase_ops, &ph);
+    else draft_phase_ops(&ph);
+    c->cycles++;
+    c->units += unit;
+    return ph.rc;
+}
+
 /* One cycle of the device program: build, verify, walk. */
 static int decoder_cycle_dev(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
-    cycle_begin(c);
-    if (dec->policy->build_dev(dec->policy, dec->draft, c, &dec->st->t)) return -1;
+    if (draft_phase(dec)) return -1;
     if (dec->draft) draft_end_cycle(dec->draft);
     dec->t_verify = now_seconds();
     const int n = c->n_verified, n_past = ts->n_past;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
     /* the verify's tokens, positions and mask stay in backend memory */
-    tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, n_past, n_past, n_past, n_past + n);
+    tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, NULL, n_past, n_past, n_past, n_past + n);
     dec->lazy = n > lazy_logits_nodes(ts->m->be);
     const int *in = c->inputs.dev;
     if (target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,

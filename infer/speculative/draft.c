@@ -120,6 +120,7 @@ Draft *draft_clone(const Draft *src) {
     d->d2t = NULL;
     d->d2t_dev = NULL;
     memset(&d->dev_inputs, 0, sizeof d->dev_inputs);
+    d->past_dev = NULL;
     d->root_logits = NULL;
     if (!src->ops->clone) {
         free(d);
@@ -142,6 +143,7 @@ void draft_free(Draft *d) {
     if (d->root_logits) d->be->release(d->root_logits);
     if (d->d2t_dev) d->be->release(d->d2t_dev);
     tree_inputs_free(&d->dev_inputs);
+    if (d->past_dev) d->be->release(d->past_dev);
     free(d->slot_of);
     free(d->d2t);
     free(d);
@@ -428,10 +430,17 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
             err_set("draft tree of %d entries exceeds the draft KV cache (%d slots)", nctx, d->slots);
             return -1;
         }
-        tree_inputs_make(&d->dev_inputs, d->be, t, rows, m, base, d->n_past, d->n_past - 1, nctx);
+        if (!d->past_dev) {
+            err_set("a device cycle's draft step before draft_cycle_origin");
+            return -1;
+        }
+        /* counted from n_past where draft_cycle_origin put it: the same
+         * arguments every cycle */
+        tree_inputs_make(&d->dev_inputs, d->be, t, rows, m, d->past_dev, d->n_temp, 0, -1, d->n_temp + m);
         const int *in = d->dev_inputs.dev;   /* the forward reads them where they are */
         DraftStep step = {.d = d, .nodes = in + 3 * m, .par = in + 2 * m, .tok = in, .pos = in + m, .n = m,
-                          .tree_n = n, .mask = d->dev_inputs.dev_mask, .mask_w = nctx - d->n_past, .on_device = 1};
+                          .tree_n = n, .mask = d->dev_inputs.dev_mask, .mask_w = nctx - d->n_past, .on_device = 1,
+                          .past = in + 4 * m};
         if (draft_step(d, &step)) return -1;
         d->n_temp += m;
         d->rows_scored += m;
@@ -447,4 +456,20 @@ int draft_expand_dev(Draft *d, const DevTree *t, int n, int root, const int *row
 void draft_end_cycle(Draft *d) {
     d->n_temp = 0;
     if (d->ops->end_cycle) d->ops->end_cycle(d);
+}
+
+void draft_cycle_origin(Draft *d) {
+    if (!d->past_dev) d->past_dev = backend_alloc_ints(d->be, 1);
+    backend_ints_to_device(d->be, d->past_dev, &d->n_past, 1);
+}
+
+int draft_unit_ok(const Draft *d) { return d->ops->reads_past && !d->gate; }
+
+DraftCounts draft_counts(const Draft *d) { return (DraftCounts){d->n_temp, d->rows_scored, d->steps_scored, d->t_dist}; }
+
+void draft_counts_restore(Draft *d, const DraftCounts *c) {
+    d->n_temp = c->n_temp;
+    d->rows_scored = c->rows_scored;
+    d->steps_scored = c->steps_scored;
+    d->t_dist = c->t_dist;
 }

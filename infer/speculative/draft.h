@@ -40,6 +40,11 @@ struct DraftStep {
     const uint8_t *mask;
     int mask_w;
     int on_device;      /* nodes, par, tok, pos and mask are backend memory (the device cycle's) */
+    /* on_device: the step's first KV slot, d->n_past + d->n_temp, in
+     * backend memory (tree_inputs' out[4m]), where a source that reads it
+     * there (DraftOps.reads_past) takes it, so that none of the step's
+     * inputs is an upload */
+    const int *past;
     /* results: a catch-up's committed entries (the root's logits go to
      * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid
      * until the next step of any draft of the run that made them) */
@@ -55,6 +60,11 @@ typedef struct {
     int (*detect)(const ModelConfig *c);
     const char *detect_rule;
     int auto_default;
+    /* A device cycle's step (on_device) reads every input where the step
+     * gives it, DraftStep.past included: it uploads nothing and reads
+     * nothing back, so the whole draft phase of a device program may be
+     * recorded as one unit (draft_unit_ok). */
+    int reads_past;
     /* Reads the checkpoint in dir: sets d->impl, d->cfg, d->config_hash. */
     int (*load)(Draft *d, const char *dir);
     void (*free)(Draft *d);              /* d->impl and what it holds */
@@ -104,6 +114,7 @@ struct Draft {
     long long rows_scored;   /* logit rows computed (tree nodes expanded, catch-ups' roots), cumulative */
     long long steps_scored;  /* the LM-head products that computed them (one per catch-up or expansion) */
     TreeInputs dev_inputs;   /* the device cycle's forward inputs, in backend memory */
+    int *past_dev;           /* backend memory, one int: n_past as draft_cycle_origin left it */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */
     /* --draft-temperature: the draft's logits are divided by it before the
      * softmax that gives p, P and H (1: the head as trained).  Verification
@@ -175,6 +186,20 @@ int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int 
 int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
                  float *probs, float *entropy);
 void draft_end_cycle(Draft *d);
+/* The device cycle's: n_past to backend memory, where this cycle's
+ * draft_expand_dev steps count their slots and positions from (one upload,
+ * before the draft phase, so that the phase itself uploads nothing). */
+void draft_cycle_origin(Draft *d);
+/* Whether a device program's draft phase on d may be recorded as one unit
+ * (backend_recorded): a source that reads its steps' inputs in place
+ * (DraftOps.reads_past), decoding alone (no gate). */
+int draft_unit_ok(const Draft *d);
+/* The host-side counts a draft phase advances (temporary entries, rows and
+ * steps scored, time in distributions): saved before a unit and restored
+ * before each issue of it, so that a unit issued twice counts once. */
+typedef struct { int n_temp; long long rows_scored, steps_scored; double t_dist; } DraftCounts;
+DraftCounts draft_counts(const Draft *d);
+void draft_counts_restore(Draft *d, const DraftCounts *c);
 /* draft_expand for the device cycle (cycle.h): the distributions under
  * nodes rows[0..m) (backend memory) of t, a tree of n nodes in backend
  * memory, or under the root (root 1, rows unused), into ids/probs[m][k]

@@ -242,6 +242,12 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
         free(off);
         return -1;
     }
+    for (int i = 0; i < n_seq && on_device; i++)
+        if (!steps[i]->past) {
+            err_set("a device cycle's draft step without its first slot in backend memory");
+            free(off);
+            return -1;
+        }
     eagle_reserve(d0, e0, n);
     int *tokens = xmalloc(sizeof(int) * n), *pos = xmalloc(sizeof(int) * n), *par = xmalloc(sizeof(int) * n);
     int *nodes = xmalloc(sizeof(int) * n), *rows = xmalloc(sizeof(int) * n_seq);
@@ -270,11 +276,15 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
     }
     /* every control array of the step in backend memory, side by side: the
      * host's in one upload, the device cycle's copied there (one step's
-     * are read where they are) */
+     * are read where they are, first slots included: nothing to send) */
     ForwardCtl *ctl = &e0->ctl;
-    size_t at_tok = 0, at_pos = 0, at_masks = 0, at_par = 0, at_nodes = 0;
-    forward_ctl_begin(ctl);
-    if (on_device && n_seq > 1) {
+    size_t at_tok = 0, at_pos = 0, at_masks = 0, at_par = 0, at_nodes = 0, at_rows = 0, at_pasts = 0;
+    if (on_device)
+        for (int i = 0; i < n_seq; i++) seqs[i].past = steps[i]->past;
+    if (on_device && n_seq == 1) {
+        /* nothing staged */
+    } else if (on_device) {
+        forward_ctl_begin(ctl);
         size_t *at[4] = {&at_tok, &at_pos, &at_par, &at_nodes};
         for (int f = 0; f < 4; f++) {   /* the same array of every step */
             *at[f] = ctl->used;
@@ -284,22 +294,28 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
                                     off[i + 1] - off[i]);
             }
         }
-    } else if (!on_device) {
+        forward_ctl_send(ctl, d0->be);
+    } else {
+        forward_ctl_begin(ctl);
         forward_ctl_add_inputs(ctl, tokens, pos, n, seqs, n_seq, &at_tok, &at_pos, &at_masks);
         const size_t tree = catch_up ? 0 : sizeof(int) * n;
         at_par = forward_ctl_add(ctl, par, tree);
         at_nodes = forward_ctl_add(ctl, nodes, tree);
+        at_rows = forward_ctl_add(ctl, rows, catch_up ? sizeof(int) * n_seq : 0);
+        at_pasts = forward_ctl_add_pasts(ctl, seqs, n_seq);
+        forward_ctl_send(ctl, d0->be);
+        forward_ctl_pasts(ctl, seqs, n_seq, at_pasts);
+        forward_ctl_masks(ctl, seqs, n_seq, at_masks);
     }
-    const size_t at_rows = forward_ctl_add(ctl, rows, catch_up ? sizeof(int) * n_seq : 0);
-    const size_t at_pasts = forward_ctl_add_pasts(ctl, seqs, n_seq);
-    forward_ctl_send(ctl, d0->be);
-    forward_ctl_pasts(ctl, seqs, n_seq, at_pasts);
-    if (!on_device) forward_ctl_masks(ctl, seqs, n_seq, at_masks);
-    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, forward_ctl_at(ctl, at_tok), forward_ctl_at(ctl, at_pos),
-                 forward_ctl_at(ctl, at_par), forward_ctl_at(ctl, at_nodes),
-                 catch_up ? forward_ctl_at(ctl, at_rows) : NULL, seqs};
+    RunArgs a = {steps, n_seq, n, catch_up ? n_seq : n, off, NULL, NULL, NULL, NULL, NULL, seqs};
     if (on_device && n_seq == 1) {
         a.tokens = steps[0]->tok; a.pos = steps[0]->pos; a.par = steps[0]->par; a.nodes = steps[0]->nodes;
+    } else {
+        a.tokens = forward_ctl_at(ctl, at_tok);
+        a.pos = forward_ctl_at(ctl, at_pos);
+        a.par = forward_ctl_at(ctl, at_par);
+        a.nodes = forward_ctl_at(ctl, at_nodes);
+        a.logit_rows = catch_up ? forward_ctl_at(ctl, at_rows) : NULL;
     }
     backend_recorded(d0->be, run_ops, &a);
     for (int i = 0; i < n_seq; i++) {
@@ -313,6 +329,7 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
 const DraftOps draft_eagle_ops = {
     .kind = "eagle",
     .auto_default = 1,
+    .reads_past = 1,
     .load = eagle_load,
     .free = eagle_head_free,
     .run = eagle_run,

@@ -85,6 +85,11 @@ struct Policy {
      * c->n_verified).  Its host-side work may not depend on the tree's
      * values (a device program: fixed shapes). */
     int (*build_dev)(Policy *p, Draft *d, DevCycle *c, StageTimes *tm);
+    /* Set with build_dev where it reads nothing back to the host (no pass
+     * count) and its host-side state after a build does not depend on how
+     * often it ran: then the decoder may issue the whole draft phase as
+     * one recorded unit (backend_recorded: one graph on a GPU). */
+    int build_dev_unit;
     /* After verification: how many nodes were accepted (SAGE keeps a history). */
     void (*feedback)(Policy *p, const Tree *t, int accepted);
     void (*destroy)(Policy *p);

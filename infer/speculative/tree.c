@@ -93,9 +93,9 @@ int tree_max_depth(const Tree *t) {
     return d;
 }
 
-void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
-                      int pos0, int nctx) {
-    const size_t ints = 4 * (size_t)m, words = ints + ((size_t)m * (nctx - ones) + 3) / 4;
+void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, const int *at,
+                      int base, int ones, int pos0, int nctx) {
+    const size_t ints = 4 * (size_t)m + 1, words = ints + ((size_t)m * (nctx - ones) + 3) / 4;
     if (in->be != be) { tree_inputs_free(in); in->be = be; }
     if (words > in->cap) {
         if (in->dev) be->release(in->dev);
@@ -103,7 +103,7 @@ void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const
         in->dev = backend_alloc_ints(be, in->cap);
     }
     in->dev_mask = (const uint8_t *)(const void *)(in->dev + ints);
-    be->tree_inputs(t, rows, m, base, ones, pos0, nctx, in->dev, (uint8_t *)(void *)(in->dev + ints));
+    be->tree_inputs(t, rows, m, at, base, ones, pos0, nctx, in->dev, (uint8_t *)(void *)(in->dev + ints));
 }
 
 void tree_inputs_free(TreeInputs *in) {

@@ -39,17 +39,19 @@ int tree_path(const Tree *t, int node, int *path);
 int tree_max_depth(const Tree *t);
 
 /* The inputs of a forward over rows of a tree, made in backend memory by
- * the tree op tree_inputs (kernels.h), where the forward reads them:
- * dev[0..m) tokens, [m..2m) positions, [2m..3m) parents, [3m..4m) nodes,
- * then the mask [m][nctx - ones] over the window [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows
- * to the largest call. */
+ * the tree op tree_inputs (kernels.h; base, ones, pos0 and nctx counted
+ * from *at, NULL: from 0), where the forward reads them: dev[0..m) tokens,
+ * [m..2m) positions, [2m..3m) parents, [3m..4m) nodes, dev[4m] the first
+ * KV slot (SeqView.past), then the mask [m][nctx - ones] over the window
+ * [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows to the
+ * largest call. */
 typedef struct {
     const Backend *be;
     int *dev;                 /* cap words: the ints, then the mask's bytes */
     const uint8_t *dev_mask;  /* into dev */
     size_t cap;
 } TreeInputs;
-void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, int base, int ones,
-                      int pos0, int nctx);
+void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, const int *at,
+                      int base, int ones, int pos0, int nctx);
 void tree_inputs_free(TreeInputs *in);
 #endif

@@ -119,8 +119,14 @@ void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, i
     }
 }
 
-void cpu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
-                     uint8_t *mask) {
+void cpu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
+                     int *out, uint8_t *mask) {
+    const int o = at ? *at : 0;
+    base += o;
+    ones += o;
+    pos0 += o;
+    nctx += o;
+    out[4 * m] = base;
     for (int i = 0; i < m; i++) t->slot[rows ? rows[i] : i] = base + i;   /* before any row reads them */
     for (int i = 0; i < m; i++) {
         const int v = rows ? rows[i] : i;

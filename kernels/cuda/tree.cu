@@ -233,23 +233,28 @@ void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, in
     CU_LAUNCHED();
 }
 
-/* row i's node takes slot base+i, before any row's mask reads the slots */
+/* row i's node takes slot *at + base + i, before any row's mask reads the
+ * slots; the first thread writes out[4m] */
 __global__ void __launch_bounds__(TREE_THREADS)
-tree_slots_kernel(DevTree t, const int *rows, int m, int base) {
+tree_slots_kernel(DevTree t, const int *rows, int m, const int *at, int base, int *out) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    base += at ? *at : 0;
     if (i < m) t.slot[rows ? rows[i] : i] = base + i;
+    if (i == 0) out[4 * m] = base;
 }
 
 /* a block per row: its out[] entries, then its mask row over the window
- * [ones, nctx) */
+ * [ones, nctx), all counted from *at */
 __global__ void __launch_bounds__(TREE_THREADS)
-tree_mask_kernel(DevTree t, const int *rows, int m, int ones, int pos0, int nctx, int *out,
+tree_mask_kernel(DevTree t, const int *rows, int m, const int *at, int ones, int pos0, int nctx, int *out,
                  uint8_t *mask) {
-    const int i = blockIdx.x, v = rows ? rows[i] : i, w = nctx - ones;
+    const int i = blockIdx.x, v = rows ? rows[i] : i, w = nctx - ones, o = at ? *at : 0;
     uint8_t *row = mask + (size_t)i * w;
+    ones += o;
+    nctx += o;
     if (threadIdx.x == 0) {
         out[i] = t.token[v];
-        out[m + i] = pos0 + t.depth[v];
+        out[m + i] = o + pos0 + t.depth[v];
         out[2 * m + i] = t.parent[v];
         out[3 * m + i] = v;
     }
@@ -260,12 +265,12 @@ tree_mask_kernel(DevTree t, const int *rows, int m, int ones, int pos0, int nctx
             if (t.slot[a] >= ones && t.slot[a] < nctx) row[t.slot[a] - ones] = 1;
 }
 
-void cu_tree_inputs(const DevTree *t, const int *rows, int m, int base, int ones, int pos0, int nctx, int *out,
-                    uint8_t *mask) {
+void cu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
+                    int *out, uint8_t *mask) {
     if (m <= 0) return;
-    cu_launch(tree_slots_kernel, cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, *t, rows, m, base);
+    cu_launch(tree_slots_kernel, cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, *t, rows, m, at, base, out);
     CU_LAUNCHED();
-    cu_launch(tree_mask_kernel, m, TREE_THREADS, 0, *t, rows, m, ones, pos0, nctx, out, mask);
+    cu_launch(tree_mask_kernel, m, TREE_THREADS, 0, *t, rows, m, at, ones, pos0, nctx, out, mask);
     CU_LAUNCHED();
 }
 

@@ -151,6 +151,7 @@ static int chain_init(Policy *p) {
     p->build = chain_build;
     p->wants_cost = q->draft_len == POLICY_SIZE_AUTO;
     if (!p->wants_cost) p->build_dev = chain_build_dev;
+    p->build_dev_unit = s->stop == STOP_NONE;   /* an early stop reads whether each node passed */
     p->destroy = chain_destroy;
     return 0;
 }
@@ -339,6 +340,7 @@ static int static_init(Policy *p) {
     p->state = s;
     p->build = static_build;
     p->build_dev = static_build_dev;
+    p->build_dev_unit = 1;
     p->destroy = static_destroy;
     return 0;
 }

@@ -132,7 +132,10 @@ static int eagle2_init(Policy *p) {
     p->build = eagle2_build;
     /* the device program's shapes follow from the sizes alone: no cost
      * model, no threshold */
-    if (!p->wants_cost && ((const Eagle2Params *)p->own)->min_p <= 0) p->build_dev = eagle2_build_dev;
+    if (!p->wants_cost && ((const Eagle2Params *)p->own)->min_p <= 0) {
+        p->build_dev = eagle2_build_dev;
+        p->build_dev_unit = 1;
+    }
     p->destroy = eagle2_destroy;
     return 0;
 }
