@@ -561,21 +561,30 @@ static int forward_batch(LlamaBatch *b, LlamaState *const *states, int n_seq, co
         if (ni && mode[i] != LOGITS_NONE) { n_with++; with = i; }
     }
     if (n_with > 1) reserve_logits(b, nl);
-    /* the host's arrays (and the rows of the LM head's gather) to backend memory in one copy */
+    /* the host's arrays (and the rows of the LM head's gather) to backend
+     * memory in one copy; nothing where every array is there already */
     ForwardCtl *ctl = &b->ctl;
     size_t at_tok = 0, at_pos = 0, at_masks = 0;
-    forward_ctl_begin(ctl);
-    if (on_host) forward_ctl_add_inputs(ctl, tokens, pos, n, b->seqs, n_seq, &at_tok, &at_pos, &at_masks);
-    const size_t at_rows = forward_ctl_add(ctl, b->logit_rows, sizeof(int) * (n_with > 1 ? nl : 0));
-    const size_t at_pasts = forward_ctl_add_pasts(ctl, b->seqs, n_seq);
-    forward_ctl_send(ctl, b->m->be);
-    forward_ctl_pasts(ctl, b->seqs, n_seq, at_pasts);
-    if (on_host) {
-        tokens = forward_ctl_at(ctl, at_tok);
-        pos = forward_ctl_at(ctl, at_pos);
-        forward_ctl_masks(ctl, b->seqs, n_seq, at_masks);
+    int staged = on_host || n_with > 1;
+    for (int i = 0; i < n_seq; i++) staged |= !states[i]->past_dev;
+    const int *logit_rows = NULL;
+    if (staged) {
+        forward_ctl_begin(ctl);
+        if (on_host) forward_ctl_add_inputs(ctl, tokens, pos, n, b->seqs, n_seq, &at_tok, &at_pos, &at_masks);
+        const size_t at_rows = forward_ctl_add(ctl, b->logit_rows, sizeof(int) * (n_with > 1 ? nl : 0));
+        const size_t at_pasts = forward_ctl_add_pasts(ctl, b->seqs, n_seq);
+        forward_ctl_send(ctl, b->m->be);
+        forward_ctl_pasts(ctl, b->seqs, n_seq, at_pasts);
+        logit_rows = forward_ctl_at(ctl, at_rows);
+        if (on_host) {
+            tokens = forward_ctl_at(ctl, at_tok);
+            pos = forward_ctl_at(ctl, at_pos);
+            forward_ctl_masks(ctl, b->seqs, n_seq, at_masks);
+        }
     }
-    BatchArgs ba = {b, states, n_seq, tokens, pos, off, mode, forward_ctl_at(ctl, at_rows), nl, n_with, with};
+    for (int i = 0; i < n_seq; i++)
+        if (states[i]->past_dev) b->seqs[i].past = states[i]->past_dev;
+    BatchArgs ba = {b, states, n_seq, tokens, pos, off, mode, logit_rows, nl, n_with, with};
     backend_recorded(b->m->be, batch_ops, &ba);
     free(mode);
     for (int i = 0; i < n_seq; i++) states[i]->n_new = off[i + 1] - off[i];

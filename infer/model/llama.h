@@ -129,6 +129,11 @@ typedef struct {
     int slots;          /* cache capacity */
     int n_past;         /* committed context length */
     int n_new;          /* tokens of the last forward (uncommitted) */
+    /* Where the next forward reads n_past (SeqView.past): one int in
+     * backend memory that its caller keeps equal to n_past (a device
+     * cycle's draft step: tree_inputs' first slot), so that the forward
+     * uploads nothing; NULL: staged with the forward's control arrays. */
+    const int *past_dev;
     int cap;            /* token capacity of the buffers below */
     LlamaBatch *solo;   /* llama_forward's scratch (made at its first call) */
     float *hidden;      /* [cap][hidden] final-norm output (what EAGLE-1 heads read) */

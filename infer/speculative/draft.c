@@ -463,7 +463,7 @@ void draft_cycle_origin(Draft *d) {
     backend_ints_to_device(d->be, d->past_dev, &d->n_past, 1);
 }
 
-int draft_unit_ok(const Draft *d) { return d->ops->reads_past && !d->gate; }
+int draft_unit_ok(const Draft *d) { return !d->gate && !d->ops->expand; }
 
 DraftCounts draft_counts(const Draft *d) { return (DraftCounts){d->n_temp, d->rows_scored, d->steps_scored, d->t_dist}; }
 

@@ -41,9 +41,8 @@ struct DraftStep {
     int mask_w;
     int on_device;      /* nodes, par, tok, pos and mask are backend memory (the device cycle's) */
     /* on_device: the step's first KV slot, d->n_past + d->n_temp, in
-     * backend memory (tree_inputs' out[4m]), where a source that reads it
-     * there (DraftOps.reads_past) takes it, so that none of the step's
-     * inputs is an upload */
+     * backend memory (tree_inputs' out[4m]), where every source reads it,
+     * so that none of the step's inputs is an upload */
     const int *past;
     /* results: a catch-up's committed entries (the root's logits go to
      * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid
@@ -60,11 +59,6 @@ typedef struct {
     int (*detect)(const ModelConfig *c);
     const char *detect_rule;
     int auto_default;
-    /* A device cycle's step (on_device) reads every input where the step
-     * gives it, DraftStep.past included: it uploads nothing and reads
-     * nothing back, so the whole draft phase of a device program may be
-     * recorded as one unit (draft_unit_ok). */
-    int reads_past;
     /* Reads the checkpoint in dir: sets d->impl, d->cfg, d->config_hash. */
     int (*load)(Draft *d, const char *dir);
     void (*free)(Draft *d);              /* d->impl and what it holds */
@@ -191,8 +185,10 @@ void draft_end_cycle(Draft *d);
  * before the draft phase, so that the phase itself uploads nothing). */
 void draft_cycle_origin(Draft *d);
 /* Whether a device program's draft phase on d may be recorded as one unit
- * (backend_recorded): a source that reads its steps' inputs in place
- * (DraftOps.reads_past), decoding alone (no gate). */
+ * (backend_recorded): d decodes alone (a gate's steps wait on other
+ * sequences) and its steps run a model (not DraftOps.expand).  A device
+ * cycle's step reads every input where the step gives it, DraftStep.past
+ * included: it uploads nothing and reads nothing back. */
 int draft_unit_ok(const Draft *d);
 /* The host-side counts a draft phase advances (temporary entries, rows and
  * steps scored, time in distributions): saved before a unit and restored

@@ -329,7 +329,6 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
 const DraftOps draft_eagle_ops = {
     .kind = "eagle",
     .auto_default = 1,
-    .reads_past = 1,
     .load = eagle_load,
     .free = eagle_head_free,
     .run = eagle_run,

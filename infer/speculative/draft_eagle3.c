@@ -142,6 +142,5 @@ const DraftOps draft_eagle3_ops = {
     .load = eagle3_load,
     .free = eagle_head_free,
     .run = eagle_run,
-    .reads_past = 1,
     .clone = eagle_clone,
 };

@@ -87,6 +87,13 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         }
         off[i + 1] = o + ni;
         states[i] = l->lms;
+        if (!catch_up) {
+            /* this cycle's entries so far (a no-op but where the step is
+             * issued again: a recorded draft phase), then the first slot
+             * where a device step keeps it */
+            llama_truncate(l->lms, d->n_past + d->n_temp);
+            l->lms->past_dev = s->on_device ? s->past : NULL;
+        }
         masks[i] = catch_up ? NULL : s->mask;
         mask_w[i] = catch_up ? ni : s->mask_w;
         modes[i] = catch_up ? LOGITS_LAST : LOGITS_ALL;
@@ -110,6 +117,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
     } else if (!rc) {
         rc = llama_forward_batch(l0->batch, states, n_seq, tok, pos, off, masks, mask_w, modes);
     }
+    for (int i = 0; i < n_seq; i++) ((DraftLM *)steps[i]->d->impl)->lms->past_dev = NULL;
     for (int i = 0; i < n_seq && !rc; i++) {
         DraftStep *s = steps[i];
         DraftLM *l = s->d->impl;
