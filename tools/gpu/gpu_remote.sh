@@ -60,7 +60,8 @@
 #                    checked; eagle2 on the host cycle (same tau and gamma);
 #                    on a GPU eagle2 with replayed graphs (--cuda-graphs on)
 #   CYCLE_DEVICE=cpu tools/gpu/gpu_remote.sh cycle runs both here, on the CPU
-#   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32), and the report:
+#   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32; eagle2 and c2t at the
+#   GPU's fixed sizes, so the device cycles run), and the report:
 #   the script is proven before GPU minutes are spent on it.
 # SmolLM2's EAGLE head at GPU scale (tools/gpu/smollm2_gpu.py): the GGUF again
 # in two calls, data/ left out of the tree (the prompts travel in the first
@@ -211,9 +212,14 @@ step_cycle_smollm2() {
     : > "$LOG/cycle_rc.txt"
     graphs=""   # on a GPU: eagle2 with its forwards signed and replayed
     [ "$dev" = cuda ] && graphs="eagle2_graphs|--policy eagle2 --cuda-graphs on --check-lossless"
-    for run in "eagle2|--policy eagle2 --check-lossless" \
-               "c2t|--policy c2t --classifier data/smollm2/classifier.json --check-lossless" \
-               "eagle2_host|--policy eagle2 --cycle host --no-baseline" ${graphs:+"$graphs"}; do
+    # The plain commands run the device programs on a GPU; on the CPU a plain
+    # run sizes its trees on the host, so the dry run pins the fixed sizes
+    # (the GPU's defaults) to run the same cycles as a GPU would.
+    e2="" c2=""
+    [ "$dev" = cuda ] || { e2="--total 60 --draft-vocab full"; c2="--total all --draft-vocab full"; }
+    for run in "eagle2|--policy eagle2 $e2 --check-lossless" \
+               "c2t|--policy c2t --classifier data/smollm2/classifier.json $c2 --check-lossless" \
+               "eagle2_host|--policy eagle2 $e2 --cycle host --no-baseline" ${graphs:+"$graphs"}; do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
         echo "$name $?" >> "$LOG/cycle_rc.txt"
