@@ -1,5 +1,6 @@
 /* spec-eval's engine (infer/speculative/eval.h). */
 #include "infer/speculative/eval.h"
+#include "infer/speculative/cycle.h"
 #include "kernels/base/util.h"
 #include <errno.h>
 #include <stdio.h>
@@ -612,6 +613,16 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
                 m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0,
                 m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0,
                 100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0]);
+    }
+    if (dec && dec->dc) {   /* what the host waited for: the device cycle's reads and recorded draft phases */
+        const DevCycle *c = dec->dc;
+        cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");
+        cJSON_AddNumberToObject(o, "cycles", c->cycles);
+        cJSON_AddNumberToObject(o, "draft_units", c->units);
+        cJSON_AddNumberToObject(o, "walk_reads", c->walk_reads);
+        cJSON_AddNumberToObject(o, "count_reads", c->count_reads);
+        cJSON_AddNumberToObject(o, "host_reads_per_cycle",
+                                c->cycles ? (double)(c->walk_reads + c->count_reads) / c->cycles : 0);
     }
     if (dec && dec->vocab) {
         const VocabAuto *va = dec->vocab;
