@@ -10,8 +10,9 @@
  * counts them.  Every forward, the draft's and the verification's, reads
  * its inputs where tree_inputs made them (DraftStep.on_device,
  * llama_forward_dev).  Where nothing is read while the program drafts
- * (Policy.build_dev_unit) and the sequence decodes alone (draft_unit_ok), the decoder issues the whole draft phase as one
- * recorded unit (decode.c, draft_phase). */
+ * (Policy.build_dev_unit) and the sequence decodes alone (draft_unit_ok),
+ * the decoder issues the whole draft phase as one recorded unit (decode.c,
+ * draft_phase). */
 #ifndef C2T_CYCLE_H
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"

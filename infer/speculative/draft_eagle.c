@@ -281,9 +281,7 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
     size_t at_tok = 0, at_pos = 0, at_masks = 0, at_par = 0, at_nodes = 0, at_rows = 0, at_pasts = 0;
     if (on_device)
         for (int i = 0; i < n_seq; i++) seqs[i].past = steps[i]->past;
-    if (on_device && n_seq == 1) {
-        /* nothing staged */
-    } else if (on_device) {
+    if (on_device && n_seq > 1) {
         forward_ctl_begin(ctl);
         size_t *at[4] = {&at_tok, &at_pos, &at_par, &at_nodes};
         for (int f = 0; f < 4; f++) {   /* the same array of every step */
@@ -295,7 +293,7 @@ int eagle_run(DraftStep *const *steps, int n_seq) {
             }
         }
         forward_ctl_send(ctl, d0->be);
-    } else {
+    } else if (!on_device) {
         forward_ctl_begin(ctl);
         forward_ctl_add_inputs(ctl, tokens, pos, n, seqs, n_seq, &at_tok, &at_pos, &at_masks);
         const size_t tree = catch_up ? 0 : sizeof(int) * n;
