@@ -295,9 +295,12 @@ int backend_configure(const BackendOptions *o);
  * lends the tiles). */
 int backend_cpu_gemm_runs(int gemm);
 /* How many tokens one weight product of be takes for about the price of
- * one: 16 (a tile's tokens) on the CPU under CPU_GEMM_AMX; 1 elsewhere
- * (the CPU's other arithmetics pay every token's arithmetic; the GPU's
- * figure is not measured). */
+ * one: 16 (a tile's tokens) on the CPU under CPU_GEMM_AMX; 64 on a GPU,
+ * where a product is bound by reading its weights until the tokens' work
+ * per weight outgrows the bandwidth (an H100's 989 BF16 TFLOP/s against
+ * 3.35 TB/s: ~300 tokens a BF16 weight, ~150 with matmul.cu's split
+ * activations; the figure is argued, not measured);
+ * 1 elsewhere (the CPU's other arithmetics pay every token's arithmetic). */
 int backend_product_tokens(const Backend *be);
 /* The settings in force (the defaults until backend_configure). */
 const BackendOptions *backend_settings(void);

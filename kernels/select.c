@@ -62,6 +62,13 @@ const char *backend_device_name(const Backend *be) {
     return cpu_model_name();
 }
 
+int backend_product_tokens(const Backend *be) {
+#ifdef C2T_CUDA
+    if (be == &cuda_backend) return 64;
+#endif
+    return be == &cpu_backend && backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX ? 16 : 1;
+}
+
 const char *backend_failure(const Backend *be) {
 #ifdef C2T_CUDA
     if (be == &cuda_backend && cuda_errors()) return cuda_last_error();

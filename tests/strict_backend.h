@@ -18,9 +18,9 @@
  * that advances host state on each issue gives other results than the
  * host cycle; the emulation counts what a GPU could not record: issues
  * signed differently, and host transfers or allocations inside a unit.
- * Units that grow a tree (a device program's draft phase) keep their
+ * Units that grow a tree (a device program's cycle) keep their
  * signatures, so a test can count how many different graphs a GPU would
- * record for them. */
+ * record for them, and say whether they walked the tree too. */
 #ifndef C2T_STRICT_BACKEND_H
 #define C2T_STRICT_BACKEND_H
 #include "tests/harness.h"
@@ -41,16 +41,17 @@ static int strict_recording;            /* set by a test */
 static int strict_in_unit, strict_issue;
 static uint64_t strict_sig, strict_first_sig;
 static int strict_grew;                 /* the unit ran tree_grow */
+static int strict_walked;               /* the unit ran tree_accept */
 static long strict_units, strict_unit_mismatches, strict_unit_transfers;
 #define STRICT_SIGS 64
 static uint64_t strict_draft_sigs[STRICT_SIGS];
-static long strict_draft_units;
+static long strict_draft_units, strict_walk_units;   /* units that grew a tree; of them, those that walked it */
 static int strict_n_draft_sigs;
 
 static void strict_check(const void *p, size_t bytes, const char *what);
 
 static inline void strict_recording_reset(void) {
-    strict_units = strict_unit_mismatches = strict_unit_transfers = strict_draft_units = 0;
+    strict_units = strict_unit_mismatches = strict_unit_transfers = strict_draft_units = strict_walk_units = 0;
     strict_n_draft_sigs = 0;
 }
 
@@ -71,7 +72,7 @@ static int strict_record_begin(void) {
     strict_in_unit = 1;
     strict_issue = 0;
     strict_sig = REPLAY_SIGN_INIT;
-    strict_grew = 0;
+    strict_grew = strict_walked = 0;
     return 1;
 }
 
@@ -80,7 +81,7 @@ static int strict_record_end(void) {
         strict_first_sig = strict_sig;
         strict_issue = 1;
         strict_sig = REPLAY_SIGN_INIT;
-        strict_grew = 0;
+        strict_grew = strict_walked = 0;
         return 1;
     }
     strict_in_unit = 0;
@@ -88,6 +89,7 @@ static int strict_record_end(void) {
     strict_unit_mismatches += strict_sig != strict_first_sig;
     if (strict_grew) {
         strict_draft_units++;
+        strict_walk_units += strict_walked;
         int known = 0;
         for (int i = 0; i < strict_n_draft_sigs && !known; i++) known = strict_draft_sigs[i] == strict_sig;
         if (!known && strict_n_draft_sigs < STRICT_SIGS) strict_draft_sigs[strict_n_draft_sigs++] = strict_sig;
@@ -148,6 +150,12 @@ static void strict_tree_inputs(const DevTree *t, const int *rows, int m, const i
                 (uint64_t)nctx, SP(out), SP(mask));
     if (at) strict_check(at, sizeof(int), "tree_inputs' origin");
     cpu_backend.tree_inputs(t, rows, m, at, base, ones, pos0, nctx, out, mask);
+}
+
+static void strict_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
+    STRICT_SIGN(18, SP(t->token), (uint64_t)n, SP(want), (uint64_t)from_start, (uint64_t)steps, SP(walk));
+    strict_walked |= strict_in_unit;
+    cpu_backend.tree_accept(t, n, want, from_start, steps, walk);
 }
 
 static float *strict_alloc(size_t n) {
@@ -258,6 +266,7 @@ static const Backend *strict_backend(void) {
     strict_be.tree_top = strict_tree_top;
     strict_be.tree_compact = strict_tree_compact;
     strict_be.tree_inputs = strict_tree_inputs;
+    strict_be.tree_accept = strict_tree_accept;
     strict_be.record_begin = strict_record_begin;
     strict_be.record_end = strict_record_end;
     return &strict_be;

@@ -178,11 +178,17 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                           cases[c].policy, cases[c].settings, dc->units, dc->cycles, strict_draft_units);
                     CHECK(strict_n_draft_sigs <= DRAFT_SIGS_MAX, "%s %s %s: %d signatures of %ld draft phases", what,
                           cases[c].policy, cases[c].settings, strict_n_draft_sigs, strict_draft_units);
+                    /* a unit verifies and walks the tree too where every
+                     * row gets logits: the cycle's one read is after it */
+                    CHECK(strict_walk_units == dc->walked_units &&
+                              (policy_max_nodes(pd) > lazy_logits_nodes(be) || dc->walked_units == dc->units),
+                          "%s %s %s: %ld of %ld units walked the tree (%ld seen)", what, cases[c].policy,
+                          cases[c].settings, dc->walked_units, dc->units, strict_walk_units);
                     if (q == 0 && ent == 0)
-                        printf("# %s %s %s: %.1f host reads a cycle (tau %.2f); %ld draft phases as units, %d "
-                               "signatures\n",
+                        printf("# %s %s %s: %.1f host reads a cycle (tau %.2f); %ld cycles as units (%ld walked "
+                               "in them), %d signatures\n",
                                what, cases[c].policy, cases[c].settings, (double)reads / sd.cycles,
-                               decode_stats_tau(&sd), dc->units, strict_n_draft_sigs);
+                               decode_stats_tau(&sd), dc->units, dc->walked_units, strict_n_draft_sigs);
                 }
             next:
                 log_free(&log);

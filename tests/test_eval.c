@@ -97,6 +97,16 @@ static void test_json_report(void) {
     CHECK(cJSON_GetObjectItem(tot, "speedup") && cJSON_GetObjectItem(tot, "v_ar"), "speedup against ar");
     double gamma = cJSON_GetObjectItem(tot, "gamma")->valuedouble, cycles = cJSON_GetObjectItem(tot, "cycles")->valuedouble;
     CHECK(gamma == 3 * cycles, "chain of 3: gamma %g = 3 x cycles %g", gamma, cycles);
+    /* the device cycle's account: a chain of 4 nodes gets every row's
+     * logits, so each cycle after the first is one unit that walks the tree
+     * too, and the host reads once a cycle */
+    cJSON *dc = cJSON_GetObjectItem(j, "device_cycle");
+    double dcn = cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "cycles"));
+    CHECK(dc && dcn == cycles && cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "cycle_units")) == cycles - 1 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "walked_units")) == cycles - 1 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "all_logits_nodes")) >= 4 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "host_reads_per_cycle")) == 1,
+          "device_cycle of %g cycles: %s", cycles, dc ? cJSON_PrintUnformatted(dc) : "missing");
     /* what the report says means what it says: turns count from 1 as the
      * messages do, only the policy's own settings (resolved, no -1 for a
      * default), and the stage times add up to no more than the wall time */

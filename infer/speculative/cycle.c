@@ -14,8 +14,7 @@ DevCycle *cycle_new(const Backend *be, int cap) {
     c->iota = backend_alloc_ints(be, cap);
     backend_ints_to_device(be, c->iota, iota, cap);
     free(iota);
-    c->root = backend_alloc_ints(be, 1);
-    c->root_src = c->root;
+    c->start = backend_alloc_ints(be, 2);
     c->rows = backend_alloc_ints(be, cap);
     c->keep = backend_alloc_ints(be, cap);   /* keep[0] = 0: the root, never rewritten */
     c->want = backend_alloc_ints(be, cap);
@@ -29,7 +28,7 @@ void cycle_free(DevCycle *c) {
     const Backend *be = c->be;
     backend_tree_release(be, &c->pool);
     backend_tree_release(be, &c->tree);
-    void *bufs[] = {c->iota, c->root, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk};
+    void *bufs[] = {c->iota, c->start, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) if (bufs[i]) be->release(bufs[i]);
     tree_inputs_free(&c->inputs);
     free(c->h_walk);
@@ -37,7 +36,7 @@ void cycle_free(DevCycle *c) {
 }
 
 void cycle_begin(DevCycle *c) {
-    c->be->tree_root(&c->pool, c->root_src);
+    c->be->tree_root(&c->pool, c->start + 1);
     c->n = c->n_verified = 1;
     c->verified = &c->pool;
 }

@@ -11,8 +11,8 @@
  * its inputs where tree_inputs made them (DraftStep.on_device,
  * llama_forward_dev).  Where nothing is read while the program drafts
  * (Policy.build_dev_unit) and the sequence decodes alone (draft_unit_ok),
- * the decoder issues the whole draft phase as one recorded unit (decode.c,
- * draft_phase). */
+ * the decoder issues the whole cycle, draft phase, verification and (every
+ * row scored) the walk, as one recorded unit (decode.c, cycle_ops). */
 #ifndef C2T_CYCLE_H
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"
@@ -29,8 +29,7 @@ struct DevCycle {
     int n_verified;         /* nodes in *verified */
     /* backend memory */
     int *iota;              /* 0, 1, ..., cap-1: fixed node lists */
-    int *root;              /* the first root's token */
-    const int *root_src;    /* where this cycle's root token is: root, or the last walk's bonus */
+    int *start;             /* {the target's committed length, the root's token}, uploaded before each cycle */
     int *rows, *keep, *ids, *want, *walk;
     float *probs, *ent;     /* with ids: the last expansion's rows, dist_cap entries */
     size_t dist_cap;
@@ -39,7 +38,8 @@ struct DevCycle {
     long walk_reads, count_reads;   /* host reads of walks and of thresholds' pass counts */
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
     long cycles;            /* cycles begun (decoder_cycle_dev) */
-    long units;             /* of them, draft phases issued as one unit (backend_recorded) */
+    long units;             /* of them, cycles issued as one unit (backend_recorded) */
+    long walked_units;      /* of the units, those that walked the tree too (no read on the way) */
 };
 
 /* Per-node scores of a cycle's pool in its backend memory, for the
@@ -66,7 +66,7 @@ int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, fl
 /* A cycle for trees of up to cap nodes, in be's memory. */
 DevCycle *cycle_new(const Backend *be, int cap);
 void cycle_free(DevCycle *c);
-/* A new tree: the root alone (its token from root_src). */
+/* A new tree: the root alone (its token from start[1]). */
 void cycle_begin(DevCycle *c);
 /* The draft's distributions under pool nodes rows[0..m) (root: the root
  * row alone) into c->ids, c->probs and, with want_ent, c->ent; timed into

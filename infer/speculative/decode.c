@@ -180,10 +180,6 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
         be->argmax(ts->logits, 1, V, &dec->root);
     }
     dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
-    if (dec->dc) {   /* the first tree's root comes from the host */
-        backend_ints_to_device(be, dec->dc->root, &dec->root, 1);
-        dec->dc->root_src = dec->dc->root;
-    }
     st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
     dec->n_pending = 0;
     dec->cycle_off = 0;
@@ -452,9 +448,19 @@ static int decoder_walk(Decoder *dec) {
     return rc;
 }
 
-/* The greedy walk on the device: over all rows' argmax at once, then one
- * read of the walk; or (lazy logits) one path node at a time, a read of the
- * walk after each. */
+/* The greedy walk on the device over every row's argmax at once: nothing
+ * read, so it may join the cycle's unit; the host reads the walk after. */
+static void walk_all_rows(Decoder *dec, int n) {
+    DevCycle *c = dec->dc;
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    be->argmax_dev(ts->logits, n, ts->m->cfg.vocab, c->want);
+    be->tree_accept(c->verified, n, c->want, 1, n, c->walk);
+}
+
+/* The walk read to the host: its one read where all rows were scored
+ * (walk_all_rows ran), else (lazy logits) one path node at a time, a read
+ * of the walk after each. */
 static int device_walk(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
@@ -462,8 +468,6 @@ static int device_walk(Decoder *dec, int n) {
     const int V = ts->m->cfg.vocab;
     const size_t words = 3 + 2 * (size_t)n;
     if (!dec->lazy) {
-        be->argmax_dev(ts->logits, n, V, c->want);
-        be->tree_accept(c->verified, n, c->want, 1, n, c->walk);
         backend_ints_to_host(be, c->h_walk, c->walk, words);
         c->walk_reads++;
     } else {
@@ -479,62 +483,69 @@ static int device_walk(Decoder *dec, int n) {
             cur = c->h_walk[3 + c->h_walk[1] - 1];
         }
     }
-    c->root_src = c->walk + 2;   /* the next tree's root, without the host */
     return 0;
 }
 
-/* A device cycle's draft phase, from the host counts it starts from. */
+/* A device cycle's ops, from the host counts they start from. */
 typedef struct {
     Decoder *dec;
     DraftCounts counts;
     StageTimes times;
     int rc;
-} DraftPhase;
+} CycleOps;
 
-/* The root and the policy's program, nothing returned to the host: issued
- * twice where the backend records it (a GPU signs, then records), each
- * issue from the same counts so that the draft phase counts once. */
-static void draft_phase_ops(void *arg) {
-    DraftPhase *ph = arg;
-    Decoder *dec = ph->dec;
-    if (dec->draft) draft_counts_restore(dec->draft, &ph->counts);
-    dec->st->t = ph->times;
-    cycle_begin(dec->dc);
-    ph->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
-}
-
-/* The draft phase, as one recorded unit where the policy and draft allow
- * it; a cycle's first phase runs op by op, since it allocates the buffers
- * the later ones reuse (nothing may be allocated inside a recording). */
-static int draft_phase(Decoder *dec) {
+/* The root, the policy's program, the target's forward over the tree and,
+ * where every row gets logits, the walk; nothing returned to the host.
+ * Issued twice where the backend records it (a GPU signs, then records),
+ * each issue from the same counts so that the cycle counts once.  The
+ * root and the forward's inputs come from DevCycle.start in backend memory,
+ * so that a cycle issues the same ops as the last, and the ops write
+ * nothing they read (a unit may run twice where it is emulated). */
+static void cycle_ops(void *arg) {
+    CycleOps *co = arg;
+    Decoder *dec = co->dec;
     DevCycle *c = dec->dc;
-    if (dec->draft) draft_cycle_origin(dec->draft);
-    DraftPhase ph = {dec, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
-    const int unit = dec->draft && dec->policy->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0;
-    if (unit) backend_recorded(c->be, draft_phase_ops, &ph);
-    else draft_phase_ops(&ph);
-    c->cycles++;
-    c->units += unit;
-    return ph.rc;
+    LlamaState *ts = dec->target;
+    if (dec->draft) draft_counts_restore(dec->draft, &co->counts);
+    dec->st->t = co->times;
+    cycle_begin(c);
+    co->rc = dec->policy->build_dev(dec->policy, dec->draft, c, &dec->st->t);
+    if (co->rc) return;
+    dec->t_verify = now_seconds();
+    const int n = c->n_verified;
+    tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, c->start, 0, 0, 0, n);
+    dec->lazy = n > lazy_logits_nodes(ts->m->be);
+    const int *in = c->inputs.dev;
+    ts->past_dev = in + 4 * n;   /* the tree's first KV slot, where tree_inputs wrote it */
+    co->rc = target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,
+                            dec->lazy ? LOGITS_NONE : LOGITS_ALL, 1);
+    ts->past_dev = NULL;
+    if (!co->rc && !dec->lazy) walk_all_rows(dec, n);
 }
 
-/* One cycle of the device program: build, verify, walk. */
+/* One cycle of the device program: build, verify and walk, as one recorded
+ * unit where the policy and draft allow it (a GPU then replays one graph a
+ * cycle, and the host reads the walk once); a cycle's first one runs op by
+ * op, since it allocates the buffers the later ones reuse (nothing may be
+ * allocated inside a recording). */
 static int decoder_cycle_dev(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
-    if (draft_phase(dec)) return -1;
+    if (dec->draft) draft_cycle_origin(dec->draft);
+    backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root}, 2);
+    CycleOps co = {dec, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
+    const int unit = dec->draft && !dec->gate && dec->policy->build_dev_unit && draft_unit_ok(dec->draft) &&
+                     c->cycles > 0;
+    if (unit) backend_recorded(c->be, cycle_ops, &co);
+    else cycle_ops(&co);
+    c->cycles++;
+    c->units += unit;
+    c->walked_units += unit && !dec->lazy;
+    if (co.rc) return -1;
     if (dec->draft) draft_end_cycle(dec->draft);
-    dec->t_verify = now_seconds();
-    const int n = c->n_verified, n_past = ts->n_past;
+    const int n = c->n_verified;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
-    /* the verify's tokens, positions and mask stay in backend memory */
-    tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, NULL, n_past, n_past, n_past, n_past + n);
-    dec->lazy = n > lazy_logits_nodes(ts->m->be);
-    const int *in = c->inputs.dev;
-    if (target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,
-                       dec->lazy ? LOGITS_NONE : LOGITS_ALL, 1) ||
-        device_walk(dec, n))
-        return -1;
+    if (device_walk(dec, n)) return -1;
     const int len = c->h_walk[1];
     memcpy(dec->path, c->h_walk + 3, sizeof(int) * len);
     return decoder_advance(dec, NULL, n, c->h_walk + 3 + n, len, c->h_walk[2]);

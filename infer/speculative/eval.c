@@ -614,11 +614,13 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
                 m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0,
                 100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0]);
     }
-    if (dec && dec->dc) {   /* what the host waited for: the device cycle's reads and recorded draft phases */
+    if (dec && dec->dc) {   /* what the host waited for: the device cycle's reads and recorded cycles */
         const DevCycle *c = dec->dc;
         cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");
         cJSON_AddNumberToObject(o, "cycles", c->cycles);
-        cJSON_AddNumberToObject(o, "draft_units", c->units);
+        cJSON_AddNumberToObject(o, "cycle_units", c->units);
+        cJSON_AddNumberToObject(o, "walked_units", c->walked_units);
+        cJSON_AddNumberToObject(o, "all_logits_nodes", lazy_logits_nodes(dec->target->m->be));
         cJSON_AddNumberToObject(o, "walk_reads", c->walk_reads);
         cJSON_AddNumberToObject(o, "count_reads", c->count_reads);
         cJSON_AddNumberToObject(o, "host_reads_per_cycle",

@@ -136,7 +136,3 @@ const Backend cpu_backend = {
     .unit_begin = cpu_unit_begin,
     .unit_end = cpu_unit_end,
 };
-
-int backend_product_tokens(const Backend *be) {
-    return be == &cpu_backend && backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX ? 16 : 1;
-}
