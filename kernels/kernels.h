@@ -196,10 +196,13 @@ typedef struct Backend {
      * bit for bit. */
     void (*tree_classify)(const DevTree *t, int from, int n, const NodeNet *net, float *conf);
     /* C2T's threshold over the newest layer [from, from+n) (whose parents
-     * lie below from): the nodes with a token (>= 0) and !(conf < beta)
-     * move down, in order, to [from, from+*count), their conf with them,
-     * and each gets path_conf[v] = min(conf[v], path_conf[parent]) (the
-     * parent's when equal).  *count is backend memory. */
+     * lie below from): the nodes with a token (>= 0) whose parent has one
+     * and with !(conf < beta) move down, in order, to [from, from+*count),
+     * their conf with them, and each gets path_conf[v] = min(conf[v],
+     * path_conf[parent]) (the parent's when equal); the rest of the layer
+     * is left dead: token -1, conf and path_conf -1, below every
+     * confidence, so a fixed-shape program ranks it last and its children
+     * never pass.  *count is backend memory. */
     void (*tree_pass)(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count);
     /* dst's nodes 0..m) := src's nodes keep[0..m) (ascending, closed under
      * parent, keep[0] = 0), parents re-indexed (tree_subset); dst and src

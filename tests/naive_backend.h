@@ -264,12 +264,17 @@ static void nv_tree_classify(const DevTree *t, int from, int n, const NodeNet *n
 static void nv_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
     int kept = 0;
     for (int v = from; v < from + n; v++) {
-        if (t->token[v] < 0 || !(conf[v] >= beta || conf[v] != conf[v])) continue;
+        if (t->token[v] < 0 || t->token[t->parent[v]] < 0 || !(conf[v] >= beta || conf[v] != conf[v])) continue;
         const int w = from + kept++, par = t->parent[v];
         t->token[w] = t->token[v]; t->parent[w] = par; t->depth[w] = t->depth[v]; t->rank[w] = t->rank[v];
         t->slot[w] = t->slot[v]; t->p[w] = t->p[v]; t->P[w] = t->P[v]; t->H[w] = t->H[v];
         conf[w] = conf[v];
         path_conf[w] = conf[w] < path_conf[par] ? conf[w] : path_conf[par];
+    }
+    for (int v = from + kept; v < from + n; v++) {   /* the rest of the layer, dead */
+        t->token[v] = -1;
+        conf[v] = -1;
+        path_conf[v] = -1;
     }
     *count = kept;
 }

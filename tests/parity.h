@@ -522,6 +522,8 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
     }
     bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
     bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
+    backend_ints_to_host(r[1].be, h, r[1].tree.token, kept);   /* dead nodes rank below every live one */
+    for (int j = 0; j < kept; j++) bad += h[j] < 0;
     bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * kept + 1);
     bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (kept * kept + 3) / 4);
     /* want: mostly the token of a child (the walk goes deep), else any */
@@ -579,10 +581,12 @@ static void net_pair_init(NetPair *np, TreeRun *r, int hidden, const int *ids, i
  * the next frontier by tree_top over the confidences; at the end the cap
  * by path confidence and tree_compact.  Probabilities from a few values
  * when quantize, and with ties_net a classifier of depth and rank alone
- * (confidences tie): the tie rules decide.  Returns the number of outputs
- * that differ. */
+ * (confidences tie): the tie rules decide.  fixed: the fixed-shape program
+ * (every layer's frontier k rows, dead ones too, every layer at its own
+ * place; the whole layer compared, its dead tail included), whose cap must
+ * keep only live nodes.  Returns the number of outputs that differ. */
 static int check_c2t_program(const Backend *B, const Backend *R, int k, int dmax, float beta, int total, int quantize,
-                             int ties_net, int hidden) {
+                             int ties_net, int hidden, int fixed) {
     TreeRun r[2];
     tree_run_init(&r[0], B);
     tree_run_init(&r[1], R);
@@ -599,7 +603,7 @@ static int check_c2t_program(const Backend *B, const Backend *R, int k, int dmax
         r[i].be->to_device(path[i], &above, 1);
         count[i] = backend_alloc_ints(r[i].be, 1);
     }
-    int bad = 0, n = 1, nf = 1, h[TR_CAP];
+    int bad = 0, n = 1, nf = 1, live = 0, h[TR_CAP];
     float f[TR_CAP];
     h[0] = 7;
     both_ints(r, (int *const[]){r[0].root, r[1].root}, h, 1);
@@ -628,26 +632,30 @@ static int check_c2t_program(const Backend *B, const Backend *R, int k, int dmax
             backend_ints_to_host(r[i].be, &got[i], count[i], 1);
         }
         bad += got[0] != got[1];
-        bad += same_tree(&r[0], &r[0].pool, &r[1], &r[1].pool, n + got[1]);
-        bad += SAME_F(&r[0], conf[0] + n, &r[1], conf[1] + n, got[1]);
-        bad += SAME_F(&r[0], path[0], &r[1], path[1], n + got[1]);
-        nf = got[1] < k ? got[1] : k;
+        const int layer = fixed ? nc : got[1];   /* what the next layer leaves alone */
+        bad += same_tree(&r[0], &r[0].pool, &r[1], &r[1].pool, n + layer);
+        bad += SAME_F(&r[0], conf[0] + n, &r[1], conf[1] + n, layer);
+        bad += SAME_F(&r[0], path[0], &r[1], path[1], n + layer);
+        nf = fixed ? k : got[1] < k ? got[1] : k;
         if (nf > 0) {
-            for (int i = 0; i < 2; i++) r[i].be->tree_top(&r[i].pool, conf[i], n, got[1], k, r[i].sel);
+            for (int i = 0; i < 2; i++) r[i].be->tree_top(&r[i].pool, conf[i], n, layer, k, r[i].sel);
             bad += same_ints(&r[0], r[0].sel, &r[1], r[1].sel, nf);
         }
-        n += got[1];
+        n += layer;
+        live += got[1];
     }
-    if (n < 8) bad += 1000;   /* the program must have grown a tree worth ranking */
-    const int kept = 1 + (total < n - 1 ? total : n - 1);
+    if (live < 7) bad += 1000;   /* the program must have grown a tree worth ranking */
+    const int kept = 1 + (total < live ? total : live);
     h[0] = 0;
     both_ints(r, (int *const[]){r[0].keep, r[1].keep}, h, 1);
     for (int i = 0; i < 2; i++) {
-        r[i].be->tree_top(&r[i].pool, path[i], 1, n - 1, total, r[i].keep + 1);
+        r[i].be->tree_top(&r[i].pool, path[i], 1, n - 1, kept - 1, r[i].keep + 1);
         r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
     }
     bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
     bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
+    backend_ints_to_host(r[1].be, h, r[1].tree.token, kept);   /* dead nodes rank below every live one */
+    for (int j = 0; j < kept; j++) bad += h[j] < 0;
     for (int i = 0; i < 2; i++) {
         r[i].be->release(conf[i]); r[i].be->release(path[i]); r[i].be->release(count[i]); r[i].be->release(np.w[i]);
     }
@@ -702,7 +710,8 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
                                    {3, 8, 10, 1000, 0, 1, 5}};
     for (size_t c = 0; c < sizeof c2t_programs / sizeof *c2t_programs; c++) {
         const int *q = c2t_programs[c];
-        tree_bad += check_c2t_program(B, R, q[0], q[1], (float)q[2] / 100, q[3], q[4], q[5], q[6]);
+        for (int fixed = 0; fixed < 2; fixed++)
+            tree_bad += check_c2t_program(B, R, q[0], q[1], (float)q[2] / 100, q[3], q[4], q[5], q[6], fixed);
     }
     if (verbose) printf("# %s vs %s: tree ops: %d outputs differ\n", B->name, R->name, tree_bad);
     bad += tree_bad > 0;

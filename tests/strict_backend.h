@@ -45,7 +45,7 @@ static int strict_walked;               /* the unit ran tree_accept */
 static long strict_units, strict_unit_mismatches, strict_unit_transfers;
 #define STRICT_SIGS 64
 static uint64_t strict_draft_sigs[STRICT_SIGS];
-static long strict_draft_units, strict_walk_units;   /* units that grew a tree; of them, those that walked it */
+static long strict_draft_units, strict_walk_units;   /* units that grew a tree; units that walked one */
 static int strict_n_draft_sigs;
 
 static void strict_check(const void *p, size_t bytes, const char *what);
@@ -87,9 +87,9 @@ static int strict_record_end(void) {
     strict_in_unit = 0;
     strict_units++;
     strict_unit_mismatches += strict_sig != strict_first_sig;
+    strict_walk_units += strict_walked;
     if (strict_grew) {
         strict_draft_units++;
-        strict_walk_units += strict_walked;
         int known = 0;
         for (int i = 0; i < strict_n_draft_sigs && !known; i++) known = strict_draft_sigs[i] == strict_sig;
         if (!known && strict_n_draft_sigs < STRICT_SIGS) strict_draft_sigs[strict_n_draft_sigs++] = strict_sig;

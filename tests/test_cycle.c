@@ -158,6 +158,9 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     const int thresholds = !strcmp(cases[c].policy, "c2t") || strstr(cases[c].settings, "early_stop");
                     CHECK(thresholds || dev->dc->count_reads == 0, "%s %s %s: %ld pass counts read without a threshold",
                           what, cases[c].policy, cases[c].settings, dev->dc->count_reads);
+                    /* c2t's fixed-shape program reads its counts once a cycle */
+                    CHECK(!pd->build_dev_end || dev->dc->count_reads == sd.cycles, "%s %s %s: %ld count reads in %lld "
+                          "cycles", what, cases[c].policy, cases[c].settings, dev->dc->count_reads, (long long)sd.cycles);
                     CHECK(policy_max_nodes(pd) > lazy_logits_nodes(be) || dev->dc->walk_reads == sd.cycles,
                           "%s %s %s: %ld walks read in %lld cycles", what, cases[c].policy, cases[c].settings,
                           dev->dc->walk_reads, (long long)sd.cycles);
@@ -259,22 +262,24 @@ static void remove_classifiers(void) {
     if (cls_all[0]) { unlink(cls_all); unlink(cls_ties); }
 }
 
-/* c2t on the made-up classifiers: the whole tree, a cap, ties; and the
- * chain's early stops (DyMax, DyJoint, C2T's confidence) */
-static char c2t_settings[6][256];
-static Case C2T_CASES[3], STOP_CASES[3];
+/* c2t on the made-up classifiers: the whole tree, a cap, ties, each by
+ * the program a recording backend gets (auto: fixed shapes) and two by the
+ * per-layer one; and the chain's early stops (DyMax, DyJoint, C2T's
+ * confidence) */
+static char c2t_settings[8][256];
+static Case C2T_CASES[5], STOP_CASES[3];
 static void c2t_cases(void) {
     make_classifiers();
     snprintf(c2t_settings[0], 256, "classifier=%s topk=6 beta=0.45", cls_all);
     snprintf(c2t_settings[1], 256, "classifier=%s topk=4 depth=5 beta=0.3 total=7", cls_all);
     snprintf(c2t_settings[2], 256, "classifier=%s topk=3 depth=6 beta=0.2 total=10", cls_ties);
-    snprintf(c2t_settings[3], 256, "draft_len=6 early_stop=dymax threshold=0.05");
-    snprintf(c2t_settings[4], 256, "draft_len=6 early_stop=dyjoint threshold=0.002");
-    snprintf(c2t_settings[5], 256, "draft_len=6 early_stop=c2t classifier=%s beta=0.5", cls_all);
-    for (int i = 0; i < 3; i++) {
-        C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
-        STOP_CASES[i] = (Case){"chain", c2t_settings[3 + i]};
-    }
+    snprintf(c2t_settings[3], 256, "classifier=%s topk=6 beta=0.45 program=layers", cls_all);
+    snprintf(c2t_settings[4], 256, "classifier=%s topk=3 depth=6 beta=0.2 total=10 program=layers", cls_ties);
+    snprintf(c2t_settings[5], 256, "draft_len=6 early_stop=dymax threshold=0.05");
+    snprintf(c2t_settings[6], 256, "draft_len=6 early_stop=dyjoint threshold=0.002");
+    snprintf(c2t_settings[7], 256, "draft_len=6 early_stop=c2t classifier=%s beta=0.5", cls_all);
+    for (int i = 0; i < 5; i++) C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
+    for (int i = 0; i < 3; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
 }
 
 /* The test checkpoints: each draft kind, a reduced draft vocabulary. */
@@ -291,7 +296,7 @@ static void test_device_cycle_equals_host_every_draft(void) {
                     LOSSLESS_DRAFTS[i][2]);
         if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         c2t_cases();
-        same_cycles(m, d, C2T_CASES, 3, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles(m, d, C2T_CASES, 5, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         same_cycles(m, d, STOP_CASES, 3, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
@@ -310,7 +315,7 @@ static void test_device_cycle_equals_host_demo(void) {
     const Case shipped[] = {{"c2t", "classifier=data/demo/classifier.json"}};
     c2t_cases();
     same_cycles(m, d, shipped, 1, prompts, lens, 2, 48, 1, "demo eagle, its classifier");
-    same_cycles(m, d, C2T_CASES, 3, prompts, lens, 2, 48, 1, "demo eagle");
+    same_cycles(m, d, C2T_CASES, 5, prompts, lens, 2, 48, 1, "demo eagle");
     draft_free(d);
     d = draft_load("lm", "data/demo/draft", m, 4096);
     REQUIRE(d, "%s", err_get());
@@ -333,10 +338,11 @@ static void test_device_cycle_equals_host_smollm2(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "data/smollm2/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
-    const Case full[] = {{"eagle2", ""}, {"static", ""}, {"c2t", "classifier=data/smollm2/classifier.json"}},
+    const Case full[] = {{"eagle2", ""}, {"static", ""}, {"c2t", "classifier=data/smollm2/classifier.json"},
+                         {"c2t", "classifier=data/smollm2/classifier.json program=layers"}},
                small[] = {{"eagle2", "topk=4 depth=5 total=8"},
                           {"c2t", "classifier=data/smollm2/classifier.json topk=4 depth=5 total=8"}};
-    same_cycles(m, d, full, 3, prompts, lens, 1, 32, 0, "smollm2");
+    same_cycles(m, d, full, 4, prompts, lens, 1, 32, 0, "smollm2");
     REQUIRE(draft_set_vocab(d, 4096) == 0, "%s", err_get());
     same_cycles(m, d, small, 2, prompts, lens, 1, 32, 0, "smollm2 draft vocabulary 4096");
     draft_free(d);

@@ -174,6 +174,28 @@ static void pass_without_path(const DevTree *t, int from, int n, float *conf, fl
     cpu_tree_pass(t, from, n, conf, beta, path_conf, count);
     for (int i = 0; i < *count; i++) path_conf[from + i] = conf[from + i];
 }
+/* the rest of the layer left as it was, not dead */
+static void pass_leaves_tail(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    int *token = xmalloc(sizeof(int) * (size_t)n);
+    float *c = xmalloc(sizeof(float) * (size_t)n);
+    memcpy(token, t->token + from, sizeof(int) * (size_t)n);
+    memcpy(c, conf + from, sizeof(float) * (size_t)n);
+    cpu_tree_pass(t, from, n, conf, beta, path_conf, count);
+    for (int i = *count; i < n; i++) t->token[from + i] = token[i], conf[from + i] = c[i];
+    free(token);
+    free(c);
+}
+/* children of a dead node pass */
+static void pass_ignores_dead_parent(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf,
+                                     int *count) {
+    int *parent = xmalloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) {   /* the dead parents' children as the root's for the pass */
+        parent[i] = t->parent[from + i];
+        if (t->token[parent[i]] < 0) t->parent[from + i] = 0;
+    }
+    cpu_tree_pass(t, from, n, conf, beta, path_conf, count);
+    free(parent);
+}
 /* the ranking by P whatever the score */
 static void top_ignores_score(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
     (void)score;
@@ -216,6 +238,12 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.tree_pass = pass_without_path;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "path confidences without the parent's not caught");
+    broken = cpu_backend;
+    broken.tree_pass = pass_leaves_tail;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_pass leaving the rest of the layer alive not caught");
+    broken = cpu_backend;
+    broken.tree_pass = pass_ignores_dead_parent;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_pass keeping a dead node's children not caught");
     broken = cpu_backend;
     broken.tree_top = top_ignores_score;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_top ignoring its score not caught");

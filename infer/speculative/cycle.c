@@ -108,7 +108,7 @@ void dev_scores_reserve(DevScores *s, const DevCycle *c, const Classifier *cls) 
     s->path_conf = be->alloc(c->cap);
     const float above = 2;
     be->to_device(s->path_conf, &above, 1);
-    s->count = backend_alloc_ints(be, 1);
+    s->count = backend_alloc_ints(be, c->cap);
 }
 
 int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, float beta) {
@@ -117,6 +117,15 @@ int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, fl
     backend_ints_to_host(c->be, &passed, s->count, 1);
     c->count_reads++;
     return passed;
+}
+
+int dev_scores_counts(DevScores *s, DevCycle *c, int layers) {
+    int *counts = xmalloc(sizeof(int) * layers), sum = 0;
+    backend_ints_to_host(c->be, counts, s->count, layers);
+    c->count_reads++;
+    for (int i = 0; i < layers; i++) sum += counts[i];
+    free(counts);
+    return sum;
 }
 
 long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->walk_reads + c->tree_reads; }

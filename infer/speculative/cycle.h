@@ -27,6 +27,7 @@ struct DevCycle {
     const DevTree *verified;/* pool or tree: what the target verifies */
     int n;                  /* nodes in pool */
     int n_verified;         /* nodes in *verified */
+    int n_verified_max;     /* the most of any cycle so far */
     /* backend memory */
     int *iota;              /* 0, 1, ..., cap-1: fixed node lists */
     int *start;             /* {the target's committed length, the root's token}, uploaded before each cycle */
@@ -52,7 +53,7 @@ typedef struct {
     int cap;
     NodeNet net;            /* weights in be's memory (hidden 0: none) */
     float *weights, *conf, *path_conf;
-    int *count;
+    int *count;             /* cap entries: a count per layer */
 } DevScores;
 /* Buffers for c's trees and cls's weights (cls may be NULL); again only
  * when c's backend or capacity changed. */
@@ -62,6 +63,10 @@ void dev_scores_release(DevScores *s);
  * own p or P) against beta, path confidences into s->path_conf; the
  * count passed, read to the host (one read, counted). */
 int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, float beta);
+/* The sum of the pass counts of `layers` layers, one per entry of s->count
+ * (a fixed-shape program's tree_pass calls), read to the host at once (one
+ * read, counted). */
+int dev_scores_counts(DevScores *s, DevCycle *c, int layers);
 
 /* A cycle for trees of up to cap nodes, in be's memory. */
 DevCycle *cycle_new(const Backend *be, int cap);

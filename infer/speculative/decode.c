@@ -486,62 +486,90 @@ static int device_walk(Decoder *dec, int n) {
     return 0;
 }
 
-/* A device cycle's ops, from the host counts they start from. */
+/* A device cycle's ops, from the host counts they start from: the draft
+ * phase (draft), the verification (verify), or both. */
 typedef struct {
     Decoder *dec;
+    int draft, verify;
     DraftCounts counts;
     StageTimes times;
     int rc;
 } CycleOps;
 
-/* The root, the policy's program, the target's forward over the tree and,
- * where every row gets logits, the walk; nothing returned to the host.
- * Issued twice where the backend records it (a GPU signs, then records),
- * each issue from the same counts so that the cycle counts once.  The
- * root and the forward's inputs come from DevCycle.start in backend memory,
- * so that a cycle issues the same ops as the last, and the ops write
- * nothing they read (a unit may run twice where it is emulated). */
-static void cycle_ops(void *arg) {
-    CycleOps *co = arg;
-    Decoder *dec = co->dec;
+/* The target's forward over the verified tree and, where every row gets
+ * logits, the walk. */
+static int verify_ops(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
-    if (dec->draft) draft_counts_restore(dec->draft, &co->counts);
-    dec->st->t = co->times;
-    cycle_begin(c);
-    co->rc = dec->policy->build_dev(dec->policy, dec->draft, c, &dec->st->t);
-    if (co->rc) return;
     dec->t_verify = now_seconds();
     const int n = c->n_verified;
     tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, c->start, 0, 0, 0, n);
     dec->lazy = n > lazy_logits_nodes(ts->m->be);
     const int *in = c->inputs.dev;
     ts->past_dev = in + 4 * n;   /* the tree's first KV slot, where tree_inputs wrote it */
-    co->rc = target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,
-                            dec->lazy ? LOGITS_NONE : LOGITS_ALL, 1);
+    const int rc = target_forward(dec, GATE_VERIFY, in, in + n, n, n > 1 ? c->inputs.dev_mask : NULL,
+                                  dec->lazy ? LOGITS_NONE : LOGITS_ALL, 1);
     ts->past_dev = NULL;
-    if (!co->rc && !dec->lazy) walk_all_rows(dec, n);
+    if (!rc && !dec->lazy) walk_all_rows(dec, n);
+    return rc;
+}
+
+/* The root and the policy's program, then the verification, or either
+ * alone; nothing returned to the host.  Issued twice where the backend
+ * records it (a GPU signs, then records), each issue from the same counts
+ * so that the cycle counts once.  The root and the forward's inputs come
+ * from DevCycle.start in backend memory, so that a cycle issues the same
+ * ops as the last, and the ops write nothing they read (a unit may run
+ * twice where it is emulated). */
+static void cycle_ops(void *arg) {
+    CycleOps *co = arg;
+    Decoder *dec = co->dec;
+    if (dec->draft) draft_counts_restore(dec->draft, &co->counts);
+    dec->st->t = co->times;
+    co->rc = 0;
+    if (co->draft) {
+        cycle_begin(dec->dc);
+        co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
+    }
+    if (!co->rc && co->verify) co->rc = verify_ops(dec);
+}
+
+/* cycle_ops as one recorded unit where unit is set, else op by op. */
+static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
+    CycleOps co = {dec, draft, verify, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
+    if (unit) backend_recorded(dec->dc->be, cycle_ops, &co);
+    else cycle_ops(&co);
+    dec->dc->walked_units += unit && verify && !dec->lazy;
+    return co.rc;
 }
 
 /* One cycle of the device program: build, verify and walk, as one recorded
  * unit where the policy and draft allow it (a GPU then replays one graph a
- * cycle, and the host reads the walk once); a cycle's first one runs op by
- * op, since it allocates the buffers the later ones reuse (nothing may be
- * allocated inside a recording). */
+ * cycle, and the host reads the walk once), or as two where the program
+ * reads once after drafting (Policy.build_dev_end); a cycle's first one
+ * runs op by op, since it allocates the buffers the later ones reuse
+ * (nothing may be allocated inside a recording). */
 static int decoder_cycle_dev(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
+    Policy *p = dec->policy;
     if (dec->draft) draft_cycle_origin(dec->draft);
     backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root}, 2);
-    CycleOps co = {dec, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
-    const int unit = dec->draft && !dec->gate && dec->policy->build_dev_unit && draft_unit_ok(dec->draft) &&
-                     c->cycles > 0;
-    if (unit) backend_recorded(c->be, cycle_ops, &co);
-    else cycle_ops(&co);
+    const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0;
+    int rc;
+    if (!p->build_dev_end) {
+        rc = run_cycle_ops(dec, 1, 1, unit);
+    } else {
+        /* the tree's size changes from cycle to cycle: a verification
+         * larger than any before allocates, so it runs op by op */
+        rc = run_cycle_ops(dec, 1, 0, unit);
+        if (!rc) rc = p->build_dev_end(p, c, &dec->st->t);
+        if (!rc) rc = run_cycle_ops(dec, 0, 1, unit && c->n_verified <= c->n_verified_max);
+    }
+    if (c->n_verified > c->n_verified_max) c->n_verified_max = c->n_verified;
     c->cycles++;
     c->units += unit;
-    c->walked_units += unit && !dec->lazy;
-    if (co.rc) return -1;
+    if (rc) return -1;
     if (dec->draft) draft_end_cycle(dec->draft);
     const int n = c->n_verified;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
@@ -599,6 +627,7 @@ int decoder_use_device_cycle(Decoder *dec) {
     if (why) { err_set("--cycle device: %s", why); return -1; }
     const int cap = policy_max_nodes(dec->policy);
     dec->dc = cycle_new(dec->target->m->be, cap);
+    if (dec->policy->dev_program_for) dec->policy->dev_program_for(dec->policy, dec->dc->be);
     reserve_nodes(dec, cap);
     return 0;
 }

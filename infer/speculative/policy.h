@@ -90,6 +90,15 @@ struct Policy {
      * often it ran: then the decoder may issue the whole draft phase as
      * one recorded unit (backend_recorded: one graph on a GPU). */
     int build_dev_unit;
+    /* Optional, with build_dev: the rest of a program that reads once
+     * after drafting (C2T's fixed shapes: the tree's size), run by the
+     * decoder after the draft phase and before the verification; sets
+     * c->verified and c->n_verified. */
+    int (*build_dev_end)(Policy *p, DevCycle *c, StageTimes *tm);
+    /* Optional: told the backend before the first build_dev, where a
+     * policy has more than one device program (C2T: a read per layer, or
+     * fixed shapes and one read); it sets build_dev and the above. */
+    void (*dev_program_for)(Policy *p, const Backend *be);
     /* After verification: how many nodes were accepted (SAGE keeps a history). */
     void (*feedback)(Policy *p, const Tree *t, int accepted);
     void (*destroy)(Policy *p);

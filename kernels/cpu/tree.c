@@ -91,13 +91,14 @@ void cpu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, f
     int kept = 0;
     for (int i = 0; i < n; i++) {
         const int v = from + i, w = from + kept;
-        if (t->token[v] < 0 || conf[v] < beta) continue;
+        if (t->token[v] < 0 || t->token[t->parent[v]] < 0 || conf[v] < beta) continue;
         const float up = path_conf[t->parent[v]], c = conf[v];
         copy_node(t, w, t, v, t->parent[v]);
         conf[w] = c;
         path_conf[w] = c < up ? c : up;
         kept++;
     }
+    for (int v = from + kept; v < from + n; v++) t->token[v] = -1, conf[v] = path_conf[v] = -1;
     *count = kept;
 }
 

@@ -164,7 +164,8 @@ void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, flo
 
 /* One block: per chunk of nodes, every thread reads its node, a block scan
  * of the passing ones gives their places, then they are written (after the
- * reads: a node moves down to a place at or below its own). */
+ * reads: a node moves down to a place at or below its own); then the rest
+ * of the layer is marked dead.  A parent lies below from: never written. */
 __global__ void __launch_bounds__(TOP_THREADS)
 tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
     typedef cub::BlockScan<int, TOP_THREADS> Scan;
@@ -178,7 +179,7 @@ tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *pat
             token = t.token[v]; parent = t.parent[v]; depth = t.depth[v]; rank = t.rank[v]; slot = t.slot[v];
             p = t.p[v]; P = t.P[v]; H = t.H[v]; c = conf[v]; up = path_conf[parent];
         }
-        const int take = i < n && token >= 0 && !(c < beta);
+        const int take = i < n && token >= 0 && t.token[parent] >= 0 && !(c < beta);
         int at, total;
         Scan(scan).ExclusiveSum(take, at, total);
         __syncthreads();   /* every read of the chunk before any write */
@@ -191,6 +192,11 @@ tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *pat
         }
         written += total;
         __syncthreads();   /* scan storage is reused next chunk */
+    }
+    for (int v = from + written + threadIdx.x; v < from + n; v += TOP_THREADS) {
+        t.token[v] = -1;
+        conf[v] = -1;
+        path_conf[v] = -1;
     }
     if (threadIdx.x == 0) *count = written;
 }

@@ -5,7 +5,8 @@
 # first in odd rounds, device first in even ones), separate processes, no
 # baseline; per round the ratio of decode speeds device / host; the mean
 # ratio with its 95% t interval.  Both cycles build the same trees (tests/
-# test_cycle.c), so only speed may differ.  Prompts: the held-out SmolLM2
+# test_cycle.c), so only speed may differ.  The c2t rows run its device
+# program auto picks on a CPU (per layer) and the GPU's (fixed shapes).  Prompts: the held-out SmolLM2
 # prompts (data/smollm2/prompts/heldout.jsonl, not a benchmark).
 #   REPS (5), Q (8 questions), MAX_NEW (64), THREADS (2); ONLY (a word:
 #   only the settings whose name holds it); BATCH (1: sequences decoded
@@ -36,6 +37,7 @@ run() {   # cycle, args... -> "tok/s tau gamma"
 echo "device / host cycle, SmolLM2 BF16 head, $Q held-out prompts x $MAX_NEW tokens, batch $BATCH, $REPS rounds, arithmetic: $(arith_name)"
 for setting in "eagle2 k10 d6 total 60|--policy eagle2 --topk 10 --depth 6 --total 60 --draft-vocab full" "eagle2 k4 d5 total 8 v4096|--policy eagle2 --topk 4 --depth 5 --total 8 --draft-vocab 4096" \
                "c2t b0.5 k10 d8 total all|--policy c2t --classifier $D/classifier.json --total all" \
+               "c2t b0.5 k10 d8 total all fixed|--policy c2t --classifier $D/classifier.json --total all --param program=fixed" \
                "c2t b0.5 k4 d5 total 8 v4096|--policy c2t --classifier $D/classifier.json --topk 4 --depth 5 --total 8 --draft-vocab 4096" \
                "static eagle1|--policy static" "ar|--policy ar"; do
     name=${setting%%|*}; args=${setting#*|}

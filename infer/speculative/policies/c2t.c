@@ -33,19 +33,26 @@
 #include <string.h>
 
 /* C2T's settings (--topk, --depth, --classifier, --beta); defaults: the
- * C2T paper's §5.1, d_max = EAGLE-2's depth + 2. */
+ * C2T paper's §5.1, d_max = EAGLE-2's depth + 2.  program: the device
+ * cycle's program (the same tree either way): "layers" reads each layer's
+ * count of passing nodes and stops where the tree dies; "fixed" expands
+ * topk rows every layer, dead ones too, all d_max layers, and reads once;
+ * "auto" takes fixed where the backend records units (a GPU, whose reads
+ * are waits), else layers (a CPU, which would pay for the dead rows); the
+ * report says which ran. */
 typedef struct {
     int topk;              /* children per expanded node */
     int depth;             /* d_max, the maximum node depth */
     char classifier[512];  /* weights spec-train wrote (required) */
     float beta;            /* confidence threshold */
     int total;             /* nodes kept, root excluded: -1 all, or POLICY_SIZE_AUTO */
+    char program[8];       /* auto | layers | fixed */
 } C2TParams;
 
 static const PolicyParamDef c2t_params[] = {
     POLICY_INT(C2TParams, topk, 10, 1, 1000), POLICY_INT(C2TParams, depth, 8, 1, 250),
     POLICY_TEXT(C2TParams, classifier, ""), POLICY_FLOAT(C2TParams, beta, 0.5, 0, 1, 0),
-    POLICY_INT_OR_ALL(C2TParams, total, -1, 1, 1000000),
+    POLICY_INT_OR_ALL(C2TParams, total, -1, 1, 1000000), POLICY_TEXT(C2TParams, program, "auto"),
 };
 
 typedef struct {
@@ -244,6 +251,65 @@ static int c2t_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     return 0;
 }
 
+/* The fixed-shape program of the same tree, with no read while it drafts:
+ * every layer after the first expands topk frontier rows, dead ones too,
+ * and grows their topk children each at the layer's own place in the pool
+ * (so no layer needs the last one's count); tree_pass leaves a layer's
+ * failing nodes dead, below every confidence, so tree_top puts them last
+ * in the frontier and their children never pass; all d_max layers run,
+ * also where the tree died early.  Within a layer the live nodes keep the
+ * order the layers program gives them.  c2t_end_fixed reads the layers'
+ * counts once. */
+static int c2t_build_dev_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    C2TState *s = p->state;
+    const C2TParams *q = p->own;
+    const Backend *be = c->be;
+    const int K = q->topk, topm = p->prm.topm;
+    dev_scores_reserve(&s->dev, c, s->cls);
+    for (int depth = 1; depth <= q->depth; depth++) {
+        const int nf = depth == 1 ? 1 : K;
+        if (cycle_expand(c, d, depth == 1, c->rows, nf, K, topm, 1, tm)) return -1;
+        const int from = c->n, nc = nf * K;
+        cycle_grow(c, d, depth == 1 ? c->iota : c->rows, K, NULL, nc, 1);
+        const double t0 = now_seconds();
+        be->tree_classify(&c->pool, from, nc, &s->dev.net, s->dev.conf);
+        const double t1 = now_seconds();
+        be->tree_pass(&c->pool, from, nc, s->dev.conf, q->beta, s->dev.path_conf, s->dev.count + depth - 1);
+        if (depth < q->depth) be->tree_top(&c->pool, s->dev.conf, from, nc, K, c->rows);
+        tm->classifier += t1 - t0;
+        tm->features += now_seconds() - t1;
+    }
+    return 0;
+}
+
+/* The fixed program's end: the live nodes counted (one read of every
+ * layer's count), the cap's first `total` of them by path confidence, or
+ * all (dead nodes rank below every live one), gathered by tree_compact. */
+static int c2t_end_fixed(Policy *p, DevCycle *c, StageTimes *tm) {
+    C2TState *s = p->state;
+    const C2TParams *q = p->own;
+    const double t0 = now_seconds();
+    const int live = dev_scores_counts(&s->dev, c, q->depth);
+    const int kept = q->total == -1 || q->total > live ? live : q->total;
+    c->be->tree_top(&c->pool, s->dev.path_conf, 1, c->n - 1, kept, c->keep + 1);
+    c->be->tree_compact(&c->tree, &c->pool, c->keep, kept + 1);
+    c->verified = &c->tree;
+    c->n_verified = kept + 1;
+    tm->features += now_seconds() - t0;
+    return 0;
+}
+
+/* Which device program runs on be (C2TParams.program), recorded in the
+ * settings for the report. */
+static void c2t_dev_program_for(Policy *p, const Backend *be) {
+    C2TParams *q = p->own;
+    if (!strcmp(q->program, "auto")) snprintf(q->program, sizeof q->program, "%s", be->record_begin ? "fixed" : "layers");
+    const int fixed = !strcmp(q->program, "fixed");
+    p->build_dev = fixed ? c2t_build_dev_fixed : c2t_build_dev;
+    p->build_dev_end = fixed ? c2t_end_fixed : NULL;
+    p->build_dev_unit = fixed;
+}
+
 static void c2t_destroy(Policy *p) {
     C2TState *s = p->state;
     classifier_free(s->cls);
@@ -259,6 +325,10 @@ static int c2t_init(Policy *p) {
     const C2TParams *q = p->own;
     if (!q->classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required: spec-train writes one from this target's "
                                             "traces (data/demo/classifier.json is the demo family's)"); return -1; }
+    if (strcmp(q->program, "auto") && strcmp(q->program, "layers") && strcmp(q->program, "fixed")) {
+        err_set("c2t: program must be auto, layers or fixed, not '%s'", q->program);
+        return -1;
+    }
     C2TState *s = xcalloc(1, sizeof *s);
     s->cls = classifier_load(q->classifier);
     if (!s->cls) { free(s); return -1; }
@@ -266,7 +336,10 @@ static int c2t_init(Policy *p) {
     p->state = s;
     p->build = c2t_build;
     p->wants_cost = q->total == POLICY_SIZE_AUTO;
-    if (!p->wants_cost) p->build_dev = c2t_build_dev;   /* fixed sizes: no cost model on the device */
+    if (!p->wants_cost) {   /* fixed sizes: no cost model on the device */
+        p->build_dev = c2t_build_dev;
+        p->dev_program_for = c2t_dev_program_for;
+    }
     p->destroy = c2t_destroy;
     return 0;
 }
