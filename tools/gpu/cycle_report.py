@@ -85,9 +85,12 @@ def main():
         "smollm2_eagle2_tok_s": {"device_cycle": e2["total"].get("v") if e2 else None,
                                  "host_cycle": host["total"].get("v") if host else None},
         "smollm2_eagle2_phase_s_per_cycle": phases(e2) if e2 else None,
-        # host reads a cycle and draft phases recorded as one unit (spec-eval's device_cycle)
+        # host reads a cycle and cycles recorded as units (spec-eval's device_cycle)
         "smollm2_eagle2_device_cycle": e2.get("device_cycle") if e2 else None,
         "smollm2_eagle2_graphs_device_cycle": graphs.get("device_cycle") if graphs else None,
+        "smollm2_c2t_device_cycle": c2t.get("device_cycle") if c2t else None,
+        "smollm2_c2t_program": c2t["settings"].get("program") if c2t else None,
+        "smollm2_c2t_phase_s_per_cycle": phases(c2t) if c2t else None,
         "smollm2_eagle2_graphs": {"speedup": graphs["total"].get("speedup"),
                                   "speedup_ci95": graphs["total"].get("speedup_ci95"),
                                   "tok_s": graphs["total"].get("v"),

@@ -214,9 +214,10 @@ step_cycle_smollm2() {
     [ "$dev" = cuda ] && graphs="eagle2_graphs|--policy eagle2 --cuda-graphs on --check-lossless"
     # The plain commands run the device programs on a GPU; on the CPU a plain
     # run sizes its trees on the host, so the dry run pins the fixed sizes
-    # (the GPU's defaults) to run the same cycles as a GPU would.
+    # (the GPU's defaults) and c2t's fixed-shape program (what auto takes on
+    # a GPU) to run the same cycles as a GPU would.
     e2="" c2=""
-    [ "$dev" = cuda ] || { e2="--total 60 --draft-vocab full"; c2="--total all --draft-vocab full"; }
+    [ "$dev" = cuda ] || { e2="--total 60 --draft-vocab full"; c2="--total all --draft-vocab full --param program=fixed"; }
     for run in "eagle2|--policy eagle2 $e2 --check-lossless" \
                "c2t|--policy c2t --classifier data/smollm2/classifier.json $c2 --check-lossless" \
                "eagle2_host|--policy eagle2 $e2 --cycle host --no-baseline" ${graphs:+"$graphs"}; do
