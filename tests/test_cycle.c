@@ -53,6 +53,19 @@ static int log_tree(void *ctx, const Tree *t, const int *path, int n_path, int c
     return 0;
 }
 
+/* The cycles after the first whose tree is no larger than any before: a
+ * program that reads after drafting verifies those in a unit (a larger
+ * one allocates, op by op). */
+static long verify_units_expected(const TreeLog *log) {
+    long units = 0;
+    int most = 0;
+    for (int i = 0; i < log->n; i++) {
+        units += i > 0 && log->trees[i].n <= most;
+        if (log->trees[i].n > most) most = log->trees[i].n;
+    }
+    return units;
+}
+
 static int same_tree(const Tree *a, const Tree *b) {
     const size_t ni = sizeof(int) * a->n, nf = sizeof(float) * a->n;
     return a->n == b->n && !memcmp(a->token, b->token, ni) && !memcmp(a->parent, b->parent, ni) &&
@@ -182,11 +195,16 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     CHECK(strict_n_draft_sigs <= DRAFT_SIGS_MAX, "%s %s %s: %d signatures of %ld draft phases", what,
                           cases[c].policy, cases[c].settings, strict_n_draft_sigs, strict_draft_units);
                     /* a unit verifies and walks the tree too where every
-                     * row gets logits: the cycle's one read is after it */
+                     * row gets logits: the cycle's one read is after it;
+                     * a program that reads after drafting verifies in a
+                     * unit of its own, op by op where the tree is larger
+                     * than any before (it allocates) */
                     CHECK(strict_walk_units == dc->walked_units &&
-                              (policy_max_nodes(pd) > lazy_logits_nodes(be) || dc->walked_units == dc->units),
-                          "%s %s %s: %ld of %ld units walked the tree (%ld seen)", what, cases[c].policy,
-                          cases[c].settings, dc->walked_units, dc->units, strict_walk_units);
+                              dc->verify_units == (pd->build_dev_end ? verify_units_expected(&log) : dc->units) &&
+                              (policy_max_nodes(pd) > lazy_logits_nodes(be) || dc->walked_units == dc->verify_units),
+                          "%s %s %s: %ld of %ld units verified, %ld walked the tree (%ld seen)", what,
+                          cases[c].policy, cases[c].settings, dc->verify_units, dc->units, dc->walked_units,
+                          strict_walk_units);
                     if (q == 0 && ent == 0)
                         printf("# %s %s %s: %.1f host reads a cycle (tau %.2f); %ld cycles as units (%ld walked "
                                "in them), %d signatures\n",
@@ -265,9 +283,9 @@ static void remove_classifiers(void) {
 /* c2t on the made-up classifiers: the whole tree, a cap, ties, each by
  * the program a recording backend gets (auto: fixed shapes) and two by the
  * per-layer one; and the chain's early stops (DyMax, DyJoint, C2T's
- * confidence) */
-static char c2t_settings[8][256];
-static Case C2T_CASES[5], STOP_CASES[3];
+ * confidence), by both programs */
+static char c2t_settings[11][256];
+static Case C2T_CASES[5], STOP_CASES[6];
 static void c2t_cases(void) {
     make_classifiers();
     snprintf(c2t_settings[0], 256, "classifier=%s topk=6 beta=0.45", cls_all);
@@ -278,8 +296,9 @@ static void c2t_cases(void) {
     snprintf(c2t_settings[5], 256, "draft_len=6 early_stop=dymax threshold=0.05");
     snprintf(c2t_settings[6], 256, "draft_len=6 early_stop=dyjoint threshold=0.002");
     snprintf(c2t_settings[7], 256, "draft_len=6 early_stop=c2t classifier=%s beta=0.5", cls_all);
+    for (int i = 8; i < 11; i++) snprintf(c2t_settings[i], 256, "%s program=layers", c2t_settings[i - 3]);
     for (int i = 0; i < 5; i++) C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
-    for (int i = 0; i < 3; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
+    for (int i = 0; i < 6; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
 }
 
 /* The test checkpoints: each draft kind, a reduced draft vocabulary. */
@@ -297,7 +316,7 @@ static void test_device_cycle_equals_host_every_draft(void) {
         if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         c2t_cases();
         same_cycles(m, d, C2T_CASES, 5, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
-        same_cycles(m, d, STOP_CASES, 3, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles(m, d, STOP_CASES, 6, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
@@ -320,8 +339,9 @@ static void test_device_cycle_equals_host_demo(void) {
     d = draft_load("lm", "data/demo/draft", m, 4096);
     REQUIRE(d, "%s", err_get());
     same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, 2, 48, 1, "demo draft LM");
-    const Case demo_stop[] = {{"chain", "early_stop=c2t classifier=data/demo/classifier.json"}};
-    same_cycles(m, d, demo_stop, 1, prompts, lens, 2, 48, 1, "demo draft LM, its classifier");
+    const Case demo_stop[] = {{"chain", "early_stop=c2t classifier=data/demo/classifier.json"},
+                              {"chain", "early_stop=c2t classifier=data/demo/classifier.json program=layers"}};
+    same_cycles(m, d, demo_stop, 2, prompts, lens, 2, 48, 1, "demo draft LM, its classifier");
     same_cycles(m, d, STOP_CASES, 2, prompts, lens, 2, 48, 1, "demo draft LM");
     draft_free(d);
     llama_free(m);

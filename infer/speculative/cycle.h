@@ -40,7 +40,8 @@ struct DevCycle {
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
     long cycles;            /* cycles begun (decoder_cycle_dev) */
     long units;             /* of them, cycles issued as one unit (backend_recorded) */
-    long walked_units;      /* of the units, those that walked the tree too (no read on the way) */
+    long verify_units;      /* cycles whose verification ran in a unit (with the draft phase, or after a read) */
+    long walked_units;      /* of them, those that walked the tree too (no read on the way) */
 };
 
 /* Per-node scores of a cycle's pool in its backend memory, for the

@@ -539,6 +539,7 @@ static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
     CycleOps co = {dec, draft, verify, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
     if (unit) backend_recorded(dec->dc->be, cycle_ops, &co);
     else cycle_ops(&co);
+    dec->dc->verify_units += unit && verify;
     dec->dc->walked_units += unit && verify && !dec->lazy;
     return co.rc;
 }

@@ -619,6 +619,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");
         cJSON_AddNumberToObject(o, "cycles", c->cycles);
         cJSON_AddNumberToObject(o, "cycle_units", c->units);
+        cJSON_AddNumberToObject(o, "verify_units", c->verify_units);
         cJSON_AddNumberToObject(o, "walked_units", c->walked_units);
         cJSON_AddNumberToObject(o, "all_logits_nodes", lazy_logits_nodes(dec->target->m->be));
         cJSON_AddNumberToObject(o, "walk_reads", c->walk_reads);

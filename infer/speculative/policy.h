@@ -173,6 +173,17 @@ int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *
  * ranking). */
 int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands, int *pays);
 
+/* A thresholded device program's choice (the `program` setting of c2t and
+ * of a chain with an early stop): "layers" reads each layer's pass count,
+ * "fixed" runs every layer at fixed shapes and reads once, "auto" is fixed
+ * where the backend records units (a GPU, whose reads are waits), else
+ * layers (a CPU, which pays for the dead rows).  policy_program_valid:
+ * whether program is one of the three (else -1 with a one-line error
+ * naming policy); policy_program_fixed: auto resolved in place for be (the
+ * report then says which ran), 1 for fixed. */
+int policy_program_valid(const char *policy, const char *program);
+int policy_program_fixed(char *program, size_t size, const Backend *be);
+
 /* The policy modules (infer/speculative/policies/). */
 extern const PolicyClass policy_ar, policy_chain, policy_static, policy_eagle2, policy_c2t, policy_sage,
     policy_wetap;

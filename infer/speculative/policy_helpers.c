@@ -35,6 +35,17 @@ int policy_keep_top_P(PolicyCand *c, int n, int keep) {
     return keep;
 }
 
+int policy_program_valid(const char *policy, const char *program) {
+    if (!strcmp(program, "auto") || !strcmp(program, "layers") || !strcmp(program, "fixed")) return 0;
+    err_set("%s: program must be auto, layers or fixed, not '%s'", policy, program);
+    return -1;
+}
+
+int policy_program_fixed(char *program, size_t size, const Backend *be) {
+    if (!strcmp(program, "auto")) snprintf(program, size, "%s", be->record_begin ? "fixed" : "layers");
+    return !strcmp(program, "fixed");
+}
+
 int policy_round_half_up(double x) { return (int)floor(x + 0.5); }
 
 int policy_by_joint_prob(const void *a, const void *b, void *tree) {

@@ -27,7 +27,8 @@ static int ar_init(Policy *p) {
 
 /* ---- chain ---- */
 /* The chain's settings (--draft-len, --early-stop, --threshold for DyMax and
- * DyJoint, --classifier and --beta for C2T's early stop).  draft_len auto:
+ * DyJoint, --classifier and --beta for C2T's early stop; program: an early
+ * stop's device program, policy_program_fixed).  draft_len auto:
  * each cycle drafts while one more token can pay for its draft step under
  * the decoder's measured costs (cost.h; a token's acceptance estimated by
  * its joint probability P), at most CHAIN_AUTO_MAX, and verifies the prefix
@@ -39,12 +40,13 @@ typedef struct {
     float threshold;       /* dymax, dyjoint: stop below it */
     char classifier[512];  /* c2t: weights spec-train wrote */
     float beta;            /* c2t: stop when the confidence is below it */
+    char program[8];       /* auto | layers | fixed */
 } ChainParams;
 
 static const PolicyParamDef chain_params[] = {
     POLICY_INT_OR_AUTO(ChainParams, draft_len, 5, 1, 256), POLICY_TEXT(ChainParams, early_stop, "none"),
     POLICY_FLOAT(ChainParams, threshold, 0.5, 0, 1, 0), POLICY_TEXT(ChainParams, classifier, ""),
-    POLICY_FLOAT(ChainParams, beta, 0.5, 0, 1, 0),
+    POLICY_FLOAT(ChainParams, beta, 0.5, 0, 1, 0), POLICY_TEXT(ChainParams, program, "auto"),
 };
 
 typedef enum { STOP_NONE, STOP_DYMAX, STOP_DYJOINT, STOP_C2T } ChainStop;
@@ -127,6 +129,47 @@ static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     return 0;
 }
 
+/* The early stop without a read while drafting: all draft_len nodes
+ * drafted, each thresholded by tree_pass into its own count (a node
+ * under a dead one is dead: tree_pass), the counts read once after the
+ * draft phase (chain_end_fixed): the live nodes are the chain's first. */
+static int chain_build_dev_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    ChainState *s = p->state;
+    const ChainParams *q = p->own;
+    const int want = p->prm.want_entropy || s->stop == STOP_C2T;
+    dev_scores_reserve(&s->dev, c, s->cls);
+    for (int i = 0; i < q->draft_len; i++) {
+        if (cycle_expand(c, d, i == 0, c->iota + i, 1, 1, p->prm.topm, want, tm)) return -1;
+        cycle_grow(c, d, c->iota + i, 1, NULL, 1, want);
+        const double t0 = now_seconds();
+        float *score = s->stop == STOP_DYMAX ? c->pool.p : s->stop == STOP_DYJOINT ? c->pool.P : s->dev.conf;
+        if (s->stop == STOP_C2T) c->be->tree_classify(&c->pool, i + 1, 1, &s->dev.net, s->dev.conf);
+        c->be->tree_pass(&c->pool, i + 1, 1, score, s->stop == STOP_C2T ? q->beta : q->threshold, s->dev.path_conf,
+                         s->dev.count + i);
+        tm->classifier += now_seconds() - t0;
+    }
+    return 0;
+}
+
+static int chain_end_fixed(Policy *p, DevCycle *c, StageTimes *tm) {
+    ChainState *s = p->state;
+    const ChainParams *q = p->own;
+    (void)tm;
+    c->n = c->n_verified = 1 + dev_scores_counts(&s->dev, c, q->draft_len);
+    return 0;
+}
+
+/* An early stop's program on be (ChainParams.program): without one the
+ * chain reads nothing anyway. */
+static void chain_dev_program_for(Policy *p, const Backend *be) {
+    ChainState *s = p->state;
+    ChainParams *q = p->own;
+    const int fixed = policy_program_fixed(q->program, sizeof q->program, be) && s->stop != STOP_NONE;
+    p->build_dev = fixed ? chain_build_dev_fixed : chain_build_dev;
+    p->build_dev_end = fixed ? chain_end_fixed : NULL;
+    p->build_dev_unit = fixed || s->stop == STOP_NONE;
+}
+
 static void chain_destroy(Policy *p) {
     ChainState *s = p->state;
     classifier_free(s->cls);
@@ -142,6 +185,7 @@ static int chain_init(Policy *p) {
     else if (!strcmp(es, "dyjoint")) s->stop = STOP_DYJOINT;
     else if (!strcmp(es, "c2t")) s->stop = STOP_C2T;
     else { free(s); err_set("chain: unknown --early-stop '%s' (none, c2t, dymax, dyjoint)", es); return -1; }
+    if (policy_program_valid("chain", q->program)) { free(s); return -1; }
     if (s->stop == STOP_C2T) {
         if (!q->classifier[0]) { free(s); err_set("chain: --early-stop c2t needs --classifier WEIGHTS.json (spec-train writes one)"); return -1; }
         s->cls = classifier_load(q->classifier);
@@ -150,8 +194,11 @@ static int chain_init(Policy *p) {
     p->state = s;
     p->build = chain_build;
     p->wants_cost = q->draft_len == POLICY_SIZE_AUTO;
-    if (!p->wants_cost) p->build_dev = chain_build_dev;
-    p->build_dev_unit = s->stop == STOP_NONE;   /* an early stop reads whether each node passed */
+    if (!p->wants_cost) {
+        p->build_dev = chain_build_dev;
+        p->dev_program_for = chain_dev_program_for;
+    }
+    p->build_dev_unit = s->stop == STOP_NONE;   /* an early stop's per-node program reads whether each passed */
     p->destroy = chain_destroy;
     return 0;
 }

@@ -34,12 +34,10 @@
 
 /* C2T's settings (--topk, --depth, --classifier, --beta); defaults: the
  * C2T paper's §5.1, d_max = EAGLE-2's depth + 2.  program: the device
- * cycle's program (the same tree either way): "layers" reads each layer's
- * count of passing nodes and stops where the tree dies; "fixed" expands
- * topk rows every layer, dead ones too, all d_max layers, and reads once;
- * "auto" takes fixed where the backend records units (a GPU, whose reads
- * are waits), else layers (a CPU, which would pay for the dead rows); the
- * report says which ran. */
+ * cycle's program (policy_program_fixed; the same tree either way):
+ * "layers" reads each layer's count of passing nodes and stops where the
+ * tree dies; "fixed" expands topk rows every layer, dead ones too, all
+ * d_max layers, and reads once. */
 typedef struct {
     int topk;              /* children per expanded node */
     int depth;             /* d_max, the maximum node depth */
@@ -303,8 +301,7 @@ static int c2t_end_fixed(Policy *p, DevCycle *c, StageTimes *tm) {
  * settings for the report. */
 static void c2t_dev_program_for(Policy *p, const Backend *be) {
     C2TParams *q = p->own;
-    if (!strcmp(q->program, "auto")) snprintf(q->program, sizeof q->program, "%s", be->record_begin ? "fixed" : "layers");
-    const int fixed = !strcmp(q->program, "fixed");
+    const int fixed = policy_program_fixed(q->program, sizeof q->program, be);
     p->build_dev = fixed ? c2t_build_dev_fixed : c2t_build_dev;
     p->build_dev_end = fixed ? c2t_end_fixed : NULL;
     p->build_dev_unit = fixed;
@@ -325,10 +322,7 @@ static int c2t_init(Policy *p) {
     const C2TParams *q = p->own;
     if (!q->classifier[0]) { err_set("c2t: --classifier WEIGHTS.json is required: spec-train writes one from this target's "
                                             "traces (data/demo/classifier.json is the demo family's)"); return -1; }
-    if (strcmp(q->program, "auto") && strcmp(q->program, "layers") && strcmp(q->program, "fixed")) {
-        err_set("c2t: program must be auto, layers or fixed, not '%s'", q->program);
-        return -1;
-    }
+    if (policy_program_valid("c2t", q->program)) return -1;
     C2TState *s = xcalloc(1, sizeof *s);
     s->cls = classifier_load(q->classifier);
     if (!s->cls) { free(s); return -1; }
