@@ -183,6 +183,9 @@ static void test_bad_input(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy eagle2 --draft tests/ckpt/eagle_tiny --questions %s",
                  bin_dir(), base, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "does not fit the target");
+    rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy chain --draft tests/ckpt/tiny_chat_eagle --early-stop dymax "
+                 "--param program=wide --questions %s", bin_dir(), base, qfile);
+    CHECK_ONE_LINE_ERROR(rc, err, "program must be auto, layers or fixed");
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy c2t --draft tests/ckpt/tiny_chat_eagle --classifier %s --questions %s",
                  bin_dir(), base, qfile, qfile);
     CHECK_ONE_LINE_ERROR(rc, err, qfile);   /* not a weights file */
