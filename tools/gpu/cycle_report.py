@@ -63,8 +63,9 @@ def phases(rep):
 def main():
     folder = sys.argv[1:]
     device = text(folder, "device.txt").strip() or None
-    e2, c2t, host, graphs = (load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json",
-                                                      "cycle_eagle2_graphs.json"))
+    e2, c2t, host, graphs, c2t_layers = (load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json",
+                                                                  "cycle_eagle2_host.json", "cycle_eagle2_graphs.json",
+                                                                  "cycle_c2t_layers.json"))
     rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
     bench = text(folder, "bench_cuda.log")
     m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
@@ -91,6 +92,11 @@ def main():
         "smollm2_c2t_device_cycle": c2t.get("device_cycle") if c2t else None,
         "smollm2_c2t_program": c2t["settings"].get("program") if c2t else None,
         "smollm2_c2t_phase_s_per_cycle": phases(c2t) if c2t else None,
+        # the per-layer program against it: same tau and gamma, its speed and reads
+        "smollm2_c2t_layers": {"tok_s": c2t_layers["total"].get("v"), "fixed_tok_s": c2t["total"].get("v"),
+                               "same_tau_gamma": (c2t_layers["total"]["tau"] == c2t["total"]["tau"] and
+                                                  c2t_layers["total"]["gamma"] == c2t["total"]["gamma"]),
+                               "device_cycle": c2t_layers.get("device_cycle")} if c2t_layers and c2t else None,
         "smollm2_eagle2_graphs": {"speedup": graphs["total"].get("speedup"),
                                   "speedup_ci95": graphs["total"].get("speedup_ci95"),
                                   "tok_s": graphs["total"].get("v"),

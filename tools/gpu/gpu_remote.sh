@@ -58,7 +58,9 @@
 #     cycle-smollm2  SmolLM2 mt_bench (CYCLE_Q 20 x CYCLE_MAX_NEW 128, first
 #                    turns): eagle2 and c2t with the ar baseline, lossless
 #                    checked; eagle2 on the host cycle (same tau and gamma);
-#                    on a GPU eagle2 with replayed graphs (--cuda-graphs on)
+#                    c2t by its per-layer program (against the fixed-shape
+#                    one auto takes on a GPU); on a GPU eagle2 with
+#                    replayed graphs (--cuda-graphs on)
 #   CYCLE_DEVICE=cpu tools/gpu/gpu_remote.sh cycle runs both here, on the CPU
 #   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32; eagle2 and c2t at the
 #   GPU's fixed sizes, so the device cycles run), and the report:
@@ -220,7 +222,9 @@ step_cycle_smollm2() {
     [ "$dev" = cuda ] || { e2="--total 60 --draft-vocab full"; c2="--total all --draft-vocab full --param program=fixed"; }
     for run in "eagle2|--policy eagle2 $e2 --check-lossless" \
                "c2t|--policy c2t --classifier data/smollm2/classifier.json $c2 --check-lossless" \
-               "eagle2_host|--policy eagle2 $e2 --cycle host --no-baseline" ${graphs:+"$graphs"}; do
+               "eagle2_host|--policy eagle2 $e2 --cycle host --no-baseline" \
+               "c2t_layers|--policy c2t --classifier data/smollm2/classifier.json $c2 --param program=layers --no-baseline" \
+               ${graphs:+"$graphs"}; do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
         echo "$name $?" >> "$LOG/cycle_rc.txt"
