@@ -341,8 +341,9 @@ void backend_unit_end(const Backend *be, BackendTuner *t);
 int *backend_alloc_ints(const Backend *be, size_t n);
 void backend_ints_to_host(const Backend *be, int *host, const int *dev, size_t n);
 void backend_ints_to_device(const Backend *be, int *dev, const int *host, size_t n);
-/* A DevTree of cap nodes in one allocation of be's; backend_tree_release
- * frees it. */
+/* A DevTree of cap nodes in one allocation of be's, its arrays cap words
+ * apart in the struct's order (token, parent, depth, rank, slot, p, P, H:
+ * a caller may read neighbours at once); backend_tree_release frees it. */
 DevTree backend_tree_alloc(const Backend *be, int cap);
 void backend_tree_release(const Backend *be, DevTree *t);
 /* Frees what a backend keeps between calls (CUDA: scratch, staging, library

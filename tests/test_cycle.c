@@ -369,6 +369,79 @@ static void test_device_cycle_equals_host_smollm2(void) {
     llama_free(m);
 }
 
+/* The keys a device program sized each drafted tree by against the tree
+ * read back. */
+typedef struct {
+    Decoder *dec;
+    int cycles, mismatches;
+} KeysCheck;
+static int check_keys(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path; (void)cycle;
+    KeysCheck *k = ctx;
+    const Tree *keys = &k->dec->dc->keys;
+    if (k->dec->cycle_off) return 0;   /* drafting switched off: the root alone */
+    k->cycles++;
+    int same = keys->n == t->n;
+    for (int i = 0; same && i < t->n; i++) same = keys->P[i] == t->P[i] && keys->depth[i] == t->depth[i];
+    k->mismatches += !same;
+    return 0;
+}
+
+/* eagle2's total auto on the device cycle (the whole pool drafted, one
+ * read of its keys, the host's ranking and cost rule, the rerank there):
+ * ar's tokens; one key read a drafted cycle; each verified tree holds the
+ * nodes the host ranked and kept (tree_top's order is the host's); every
+ * unit issued alike, nothing read inside.  Which size it keeps depends on
+ * measured times, so it is not compared with the host cycle's choice. */
+static void test_device_auto_sizes(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7}, max_new = 48;
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const Case ar = {"ar", ""}, autos[] = {{"eagle2", "total=auto"}, {"eagle2", "topk=4 depth=3 total=auto"}};
+    for (int c = 0; c < 2; c++)
+        for (int q = 0; q < 2; q++) {
+            Policy *pa = NULL, *pd = NULL;
+            Decoder *plain = decoder_for(m, d, &ar, 0, MODE_HOST, lens[q] + max_new + 8, &pa);
+            Decoder *dev = plain ? decoder_for(m, d, &autos[c], 0, MODE_DEVICE, lens[q] + max_new + 8, &pd) : NULL;
+            REQUIRE(plain && dev, "%s: %s", autos[c].settings, err_get());
+            int *out_a = xmalloc(sizeof(int) * max_new), *out_d = xmalloc(sizeof(int) * max_new);
+            DecodeStats sa, sd;
+            const int na = decoder_run(plain, prompts[q], lens[q], max_new, out_a, &sa);
+            KeysCheck k = {dev, 0, 0};
+            dev->hook = check_keys;
+            dev->hook_ctx = &k;
+            dev->hook_reads_tree = 1;
+            strict_recording = 1;
+            strict_recording_reset();
+            const int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+            strict_recording = 0;
+            REQUIRE(na > 0 && nd > 0, "%s: %s", autos[c].settings, err_get());
+            CHECK(na == nd && !memcmp(out_a, out_d, sizeof(int) * na), "%s prompt %d: not ar's tokens",
+                  autos[c].settings, q);
+            CHECK(k.cycles > 0 && k.mismatches == 0 && dev->dc->key_reads == k.cycles,
+                  "%s prompt %d: %d of %d trees not as sized, %ld key reads", autos[c].settings, q, k.mismatches,
+                  k.cycles, dev->dc->key_reads);
+            CHECK(dev->cost.chosen == k.cycles && strict_unit_mismatches == 0 && strict_unit_transfers == 0,
+                  "%s prompt %d: %ld sizes chosen in %d cycles; %ld units issued differently, %ld transfers inside",
+                  autos[c].settings, q, (long)dev->cost.chosen, k.cycles, strict_unit_mismatches,
+                  strict_unit_transfers);
+            if (q == 0)
+                printf("# demo eagle2 %s on the device: tau %.2f, %.1f nodes a tree (p10 %d, p90 %d), %ld of %ld "
+                       "cycles' draft phases as units\n",
+                       autos[c].settings, decode_stats_tau(&sd), (double)dev->cost.chosen_sum / dev->cost.chosen,
+                       cost_chosen_quantile(&dev->cost, 0.1), cost_chosen_quantile(&dev->cost, 0.9), dev->dc->units,
+                       dev->dc->cycles);
+            free(out_a); free(out_d);
+            decoder_free(plain); decoder_free(dev);
+            policy_free(pa); policy_free(pd);
+        }
+    draft_free(d);
+    llama_free(m);
+}
+
 /* Where the device cycle cannot run, asking for it is an error that says
  * why; by default spec-eval then runs the host cycle and records it. */
 static void test_device_cycle_refused(void) {
@@ -376,7 +449,7 @@ static void test_device_cycle_refused(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 512);
     REQUIRE(d, "%s", err_get());
-    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto"}, {"chain", "draft_len=auto"},
+    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto min_p=0.1"}, {"chain", "draft_len=auto"},
                           {"c2t", "classifier=data/demo/classifier.json total=auto"}};
     for (int i = 0; i < 4; i++) {
         Policy *p = NULL;
@@ -422,6 +495,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_every_draft);
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_equals_host_smollm2);
+    RUN(test_device_auto_sizes);
     RUN(test_device_cycle_refused);
     remove_classifiers();
     RUN(test_forward_inputs_in_backend_memory);

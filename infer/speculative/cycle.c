@@ -20,6 +20,7 @@ DevCycle *cycle_new(const Backend *be, int cap) {
     c->want = backend_alloc_ints(be, cap);
     c->walk = backend_alloc_ints(be, 3 + 2 * (size_t)cap);
     c->h_walk = xmalloc(sizeof(int) * (3 + 2 * cap));
+    tree_init(&c->keys);
     return c;
 }
 
@@ -31,6 +32,7 @@ void cycle_free(DevCycle *c) {
     void *bufs[] = {c->iota, c->start, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) if (bufs[i]) be->release(bufs[i]);
     tree_inputs_free(&c->inputs);
+    tree_free(&c->keys);
     free(c->h_walk);
     free(c);
 }
@@ -39,6 +41,8 @@ void cycle_begin(DevCycle *c) {
     c->be->tree_root(&c->pool, c->start + 1);
     c->n = c->n_verified = 1;
     c->verified = &c->pool;
+    c->keys.n = 0;
+    c->t_begin = now_seconds();
 }
 
 int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent,
@@ -64,6 +68,18 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
                      d ? d->d2t_dev : NULL);
     c->n += count;
     if (c->verified == &c->pool) c->n_verified = c->n;
+}
+
+void cycle_read_keys(DevCycle *c, Tree *out) {
+    const int n = c->n, cap = c->cap;
+    const DevTree *t = &c->pool;
+    float *block = xmalloc(sizeof(float) * 5 * (size_t)cap);   /* depth, rank, slot, p, P */
+    c->be->to_host(block, (const float *)(const void *)t->depth, 5 * (size_t)cap);
+    tree_set_size(out, n);
+    memcpy(out->depth, block, sizeof(int) * n);
+    memcpy(out->P, block + 4 * (size_t)cap, sizeof(float) * n);
+    free(block);
+    c->key_reads++;
 }
 
 void cycle_read_tree(DevCycle *c, Tree *out) {
@@ -128,4 +144,4 @@ int dev_scores_counts(DevScores *s, DevCycle *c, int layers) {
     return sum;
 }
 
-long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->walk_reads + c->tree_reads; }
+long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->key_reads + c->walk_reads + c->tree_reads; }

@@ -37,6 +37,11 @@ struct DevCycle {
     TreeInputs inputs;      /* the verify forward's, made in backend memory */
     int *h_walk;            /* the walk, read to the host */
     long walk_reads, count_reads;   /* host reads of walks and of thresholds' pass counts */
+    long key_reads;         /* host reads of the pool's P and depths (a size chosen from costs) */
+    double t_begin;         /* when this cycle's tree began (cycle_begin) */
+    /* The verified tree's P and depths on the host, where the program read
+     * them to size it (n 0 otherwise): what the cost model learns from. */
+    Tree keys;
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
     long cycles;            /* cycles begun (decoder_cycle_dev) */
     long units;             /* of them, cycles issued as one unit (backend_recorded) */
@@ -82,6 +87,9 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
 /* Appends count children of the last expansion to pool (tree_grow: picks
  * NULL takes every (row, rank) in order). */
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);
+/* The pool's nodes' P and depths into out's (n = c->n; the other fields
+ * unset): one read, counted (backend_tree_alloc keeps them in one block). */
+void cycle_read_keys(DevCycle *c, Tree *out);
 /* The verified tree of this cycle as a host Tree (out is reset; one read
  * of its arrays, counted). */
 void cycle_read_tree(DevCycle *c, Tree *out);

@@ -387,8 +387,10 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     /* batched, the round is observed by the batch (batch.c): this cycle's
      * verify_s includes waiting for the other trees; a cycle that drafted
      * nothing says nothing of drafting */
-    if (dec->policy->cost && !dec->cycle_off && t)   /* auto sizes build on the host: t is there */
-        cost_observe_acceptance(&dec->cost, t->P, t->depth, t->n, len - 1);
+    /* the verified tree's keys: the host's tree, or what a device program read to size it */
+    const Tree *keys = t ? t : dec->dc && dec->dc->keys.n ? &dec->dc->keys : NULL;
+    if (dec->policy->cost && !dec->cycle_off && keys)
+        cost_observe_acceptance(&dec->cost, keys->P, keys->depth, keys->n, len - 1);
     if (dec->policy->cost && !dec->gate && !dec->cycle_off)
         cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
     if (dec->vocab && !dec->cycle_off)
@@ -487,10 +489,11 @@ static int device_walk(Decoder *dec, int n) {
 }
 
 /* A device cycle's ops, from the host counts they start from: the draft
- * phase (draft), the verification (verify), or both. */
+ * phase (draft: the root, and the policy's program unless root_only), the
+ * verification (verify), or both. */
 typedef struct {
     Decoder *dec;
-    int draft, verify;
+    int draft, root_only, verify;
     DraftCounts counts;
     StageTimes times;
     int rc;
@@ -527,16 +530,15 @@ static void cycle_ops(void *arg) {
     if (dec->draft) draft_counts_restore(dec->draft, &co->counts);
     dec->st->t = co->times;
     co->rc = 0;
-    if (co->draft) {
-        cycle_begin(dec->dc);
-        co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
-    }
+    if (co->draft) cycle_begin(dec->dc);
+    if (co->draft && !co->root_only) co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
     if (!co->rc && co->verify) co->rc = verify_ops(dec);
 }
 
 /* cycle_ops as one recorded unit where unit is set, else op by op. */
 static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
-    CycleOps co = {dec, draft, verify, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0}, dec->st->t, 0};
+    CycleOps co = {dec,           draft, dec->cycle_off, verify, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0},
+                   dec->st->t, 0};
     if (unit) backend_recorded(dec->dc->be, cycle_ops, &co);
     else cycle_ops(&co);
     dec->dc->verify_units += unit && verify;
@@ -554,11 +556,14 @@ static int decoder_cycle_dev(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
     Policy *p = dec->policy;
+    /* drafting off (auto sizes' switch, draft_switch_observe): the root alone */
+    dec->cycle_off = dec->sw && dec->sw->off;
     if (dec->draft) draft_cycle_origin(dec->draft);
     backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root}, 2);
-    const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0;
+    const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
+                     !dec->cycle_off;
     int rc;
-    if (!p->build_dev_end) {
+    if (!p->build_dev_end || dec->cycle_off) {
         rc = run_cycle_ops(dec, 1, 1, unit);
     } else {
         /* the tree's size changes from cycle to cycle: a verification
@@ -571,7 +576,7 @@ static int decoder_cycle_dev(Decoder *dec) {
     c->cycles++;
     c->units += unit;
     if (rc) return -1;
-    if (dec->draft) draft_end_cycle(dec->draft);
+    if (dec->draft && !dec->cycle_off) draft_end_cycle(dec->draft);
     const int n = c->n_verified;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
     if (device_walk(dec, n)) return -1;
@@ -620,6 +625,9 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
 
 int decoder_choose_cycle(Decoder *dec, int choice) {
     if (choice == CYCLE_HOST || (choice == CYCLE_DEFAULT && decoder_device_cycle_blocker(dec))) return 0;
+    /* sizes from costs: a CPU's host cycle prunes the pool as it drafts,
+     * cheaper there than the device program's whole pool; a GPU's waits */
+    if (choice == CYCLE_DEFAULT && dec->policy->wants_cost && !dec->target->m->be->record_begin) return 0;
     return decoder_use_device_cycle(dec);
 }
 

@@ -624,8 +624,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddNumberToObject(o, "all_logits_nodes", lazy_logits_nodes(dec->target->m->be));
         cJSON_AddNumberToObject(o, "walk_reads", c->walk_reads);
         cJSON_AddNumberToObject(o, "count_reads", c->count_reads);
+        cJSON_AddNumberToObject(o, "key_reads", c->key_reads);
         cJSON_AddNumberToObject(o, "host_reads_per_cycle",
-                                c->cycles ? (double)(c->walk_reads + c->count_reads) / c->cycles : 0);
+                                c->cycles ? (double)(c->walk_reads + c->count_reads + c->key_reads) / c->cycles : 0);
     }
     if (dec && dec->vocab) {
         const VocabAuto *va = dec->vocab;

@@ -161,6 +161,10 @@ int policy_by_joint_prob(const void *a, const void *b, void *tree);
  * cost_best_prefix picks (each node's acceptance estimated by its P) for a
  * cycle whose drafting took draft_s.  scratch: a tree to build into. */
 void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s);
+/* Every node of t but the root in policy_by_joint_prob's order into order,
+ * their acceptance estimates (cost_estimate; t's P and depths alone are
+ * read) into est; returns how many. */
+int policy_pool_estimates(const Tree *t, const CostModel *cost, int *order, float *est);
 /* Whether expanding the nf nodes front can pay under cost after `expands`
  * steps (cost_layer_pays over the tree ranked by P; the children's P sum
  * to at most their parents'). */

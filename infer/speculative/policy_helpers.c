@@ -58,9 +58,7 @@ int policy_by_joint_prob(const void *a, const void *b, void *tree) {
 
 static int cmp_node(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-/* Every node but the root in policy_by_joint_prob's order into order, their
- * acceptance estimates (cost_estimate) into est; returns how many. */
-static int pool_estimates(const Tree *t, const CostModel *cost, int *order, float *est) {
+int policy_pool_estimates(const Tree *t, const CostModel *cost, int *order, float *est) {
     const int n = t->n - 1;
     for (int i = 0; i < n; i++) order[i] = i + 1;
     qsort_r(order, n, sizeof(int), policy_by_joint_prob, (void *)t);
@@ -76,7 +74,7 @@ static float child_bound(const Tree *t, const CostModel *cost, int node) {
 int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *cost, int expands) {
     int *order = xmalloc(sizeof(int) * t->n);
     float *est = xmalloc(sizeof(float) * t->n);
-    const int n = pool_estimates(t, cost, order, est);
+    const int n = policy_pool_estimates(t, cost, order, est);
     double bound = 0;
     for (int i = 0; i < nf; i++) bound += child_bound(t, cost, front[i]);
     const int pays = cost_layer_pays(cost, est, n, expands, bound);
@@ -87,7 +85,7 @@ int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *
 int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands, int *pays) {
     int *order = xmalloc(sizeof(int) * t->n);
     float *est = xmalloc(sizeof(float) * t->n);
-    const int n = pool_estimates(t, cost, order, est);
+    const int n = policy_pool_estimates(t, cost, order, est);
     const double price = cost_node_price(cost, est, n, cost_draft_s(cost, expands + 1), nf * k);
     int kept = 0;
     double bound = 0;
@@ -109,7 +107,7 @@ void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostMode
     int *order = xmalloc(sizeof(int) * t->n);
     if (total == POLICY_SIZE_AUTO) {
         float *est = xmalloc(sizeof(float) * t->n);
-        pool_estimates(t, cost, order, est);
+        policy_pool_estimates(t, cost, order, est);
         total = cost_best_prefix(cost, est, n, draft_s);
         free(est);
     } else {

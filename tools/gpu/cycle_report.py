@@ -63,9 +63,9 @@ def phases(rep):
 def main():
     folder = sys.argv[1:]
     device = text(folder, "device.txt").strip() or None
-    e2, c2t, host, graphs, c2t_layers = (load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json",
-                                                                  "cycle_eagle2_host.json", "cycle_eagle2_graphs.json",
-                                                                  "cycle_c2t_layers.json"))
+    e2, c2t, host, graphs, c2t_layers, e2_auto = (
+        load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json",
+                                  "cycle_eagle2_graphs.json", "cycle_c2t_layers.json", "cycle_eagle2_auto.json"))
     rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
     bench = text(folder, "bench_cuda.log")
     m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
@@ -101,6 +101,14 @@ def main():
                                   "speedup_ci95": graphs["total"].get("speedup_ci95"),
                                   "tok_s": graphs["total"].get("v"),
                                   "lossless": rcs.get("eagle2_graphs") == "0"} if graphs else None,
+        # eagle2 --total auto on the device cycle against the fixed total 60 (issue: auto >= the best fixed size)
+        "smollm2_eagle2_auto": {"speedup": e2_auto["total"].get("speedup"),
+                                "speedup_ci95": e2_auto["total"].get("speedup_ci95"),
+                                "tau": e2_auto["total"].get("tau"),
+                                "lossless": rcs.get("eagle2_auto") == "0",
+                                "cost_model": {k: e2_auto.get("cost_model", {}).get(k)
+                                               for k in ("chosen_mean", "chosen_p10", "chosen_p90", "draft_switch")},
+                                "device_cycle": e2_auto.get("device_cycle")} if e2_auto else None,
         "decode_1b_fraction_of_bound": fraction_of_bound(bench, "1B"),
         "decode_7b_fraction_of_bound": fraction_of_bound(bench, "LLaMA-2-7B"),
         "collect_records_s": collect_s,

@@ -80,7 +80,13 @@ static const PolicyParamDef eagle2_params[] = {
     POLICY_INT_OR_ALL(Eagle2Params, total, 60, 1, 1000000), POLICY_FLOAT(Eagle2Params, min_p, 0, 0, 1, 0),
 };
 
-typedef struct { Tree scratch; } Eagle2State;
+typedef struct {
+    Tree scratch;
+    Tree keys;          /* the device pool's P and depths (total auto) */
+    int *order, *keep;
+    float *est;
+    int cap;
+} Eagle2State;
 
 static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     Eagle2State *s = p->state;
@@ -92,11 +98,10 @@ static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return 0;
 }
 
-/* The device program of the same tree: the pool grown by tree_grow, each
- * step's frontier chosen by tree_top (the k best of the newest layer), the
- * rerank by tree_top and tree_compact.  Every shape follows from topk,
- * depth and total. */
-static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* The device program's pool: grown by tree_grow, each step's frontier
+ * chosen by tree_top (the k best of the newest layer).  Every shape follows
+ * from topk and depth. */
+static int eagle2_pool_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     const Eagle2Params *q = p->own;
     const int k = q->topk, want = p->prm.want_entropy, topm = p->prm.topm;
     if (cycle_expand(c, d, 1, NULL, 1, k, topm, want, tm)) return -1;
@@ -110,30 +115,83 @@ static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
         n_newest = m * k;
         cycle_grow(c, d, c->rows, k, NULL, n_newest, want);
     }
-    if (q->total == -1 || q->total >= c->n - 1) return 0;
-    c->be->tree_top(&c->pool, NULL, 1, c->n - 1, q->total, c->keep + 1);
-    c->be->tree_compact(&c->tree, &c->pool, c->keep, q->total + 1);
-    c->verified = &c->tree;
-    c->n_verified = q->total + 1;
     return 0;
 }
 
+/* Keeps the pool's `total` best nodes by P (tree_top's ties are
+ * policy_by_joint_prob's), gathered by tree_compact. */
+static void eagle2_rerank_dev(DevCycle *c, int total) {
+    if (total == -1 || total >= c->n - 1) return;
+    c->be->tree_top(&c->pool, NULL, 1, c->n - 1, total, c->keep + 1);
+    c->be->tree_compact(&c->tree, &c->pool, c->keep, total + 1);
+    c->verified = &c->tree;
+    c->n_verified = total + 1;
+}
+
+/* The device program of the same tree as the host's at a fixed total: the
+ * pool, then the rerank. */
+static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    const Eagle2Params *q = p->own;
+    if (eagle2_pool_dev(p, d, c, tm)) return -1;
+    eagle2_rerank_dev(c, q->total);
+    return 0;
+}
+
+/* total auto on the device: the whole pool is drafted (no frontier is cut
+ * by price, so its shapes follow from topk and depth and the draft phase
+ * reads nothing), then one read of the pool's P and depths, the host's
+ * ranking and cost_best_prefix's prefix of it (the host cycle's rule, over
+ * the full pool), the rerank to that size on the device.  The phase's time
+ * up to the read (which waits for it) is the cost model's expansion time. */
+static int eagle2_end_auto(Policy *p, DevCycle *c, StageTimes *tm) {
+    Eagle2State *s = p->state;
+    const Eagle2Params *q = p->own;
+    CostModel *cost = p->cost;
+    const double t0 = now_seconds();
+    cycle_read_keys(c, &s->keys);
+    const int expands = q->depth + 1, n = c->n - 1;
+    cost_observe_expand(cost, expands, now_seconds() - c->t_begin);
+    if (n > s->cap) {
+        s->cap = n;
+        s->order = xrealloc(s->order, sizeof(int) * n);
+        s->keep = xrealloc(s->keep, sizeof(int) * (n + 1));
+        s->est = xrealloc(s->est, sizeof(float) * n);
+    }
+    policy_pool_estimates(&s->keys, cost, s->order, s->est);
+    const int total = cost_best_prefix(cost, s->est, n, cost_draft_s(cost, expands));
+    eagle2_rerank_dev(c, total);
+    /* the verified nodes' keys in tree order, for the acceptance the cost model learns */
+    s->keep[0] = 0;
+    memcpy(s->keep + 1, s->order, sizeof(int) * total);
+    qsort(s->keep, total + 1, sizeof(int), cmp_int);
+    tree_set_size(&c->keys, total + 1);
+    for (int i = 0; i <= total; i++) {
+        c->keys.P[i] = s->keys.P[s->keep[i]];
+        c->keys.depth[i] = s->keys.depth[s->keep[i]];
+    }
+    tm->features += now_seconds() - t0;
+    return 0;
+}
 static void eagle2_destroy(Policy *p) {
     Eagle2State *s = p->state;
     tree_free(&s->scratch);
+    tree_free(&s->keys);
+    free(s->order); free(s->keep); free(s->est);
     free(s);
 }
 
 static int eagle2_init(Policy *p) {
     Eagle2State *s = xcalloc(1, sizeof *s);
     tree_init(&s->scratch);
+    tree_init(&s->keys);
     p->state = s;
     p->wants_cost = ((const Eagle2Params *)p->own)->total == POLICY_SIZE_AUTO;
     p->build = eagle2_build;
-    /* the device program's shapes follow from the sizes alone: no cost
-     * model, no threshold */
-    if (!p->wants_cost && ((const Eagle2Params *)p->own)->min_p <= 0) {
-        p->build_dev = eagle2_build_dev;
+    /* the device program's shapes follow from topk and depth alone (no
+     * threshold); an auto size is chosen after one read */
+    if (((const Eagle2Params *)p->own)->min_p <= 0) {
+        p->build_dev = p->wants_cost ? eagle2_pool_dev : eagle2_build_dev;
+        p->build_dev_end = p->wants_cost ? eagle2_end_auto : NULL;
         p->build_dev_unit = 1;
     }
     p->destroy = eagle2_destroy;
