@@ -296,7 +296,9 @@ static void c2t_cases(void) {
     snprintf(c2t_settings[5], 256, "draft_len=6 early_stop=dymax threshold=0.05");
     snprintf(c2t_settings[6], 256, "draft_len=6 early_stop=dyjoint threshold=0.002");
     snprintf(c2t_settings[7], 256, "draft_len=6 early_stop=c2t classifier=%s beta=0.5", cls_all);
-    for (int i = 8; i < 11; i++) snprintf(c2t_settings[i], 256, "%s program=layers", c2t_settings[i - 3]);
+    snprintf(c2t_settings[8], 256, "draft_len=6 early_stop=dymax threshold=0.05 program=layers");
+    snprintf(c2t_settings[9], 256, "draft_len=6 early_stop=dyjoint threshold=0.002 program=layers");
+    snprintf(c2t_settings[10], 256, "draft_len=6 early_stop=c2t classifier=%s beta=0.5 program=layers", cls_all);
     for (int i = 0; i < 5; i++) C2T_CASES[i] = (Case){"c2t", c2t_settings[i]};
     for (int i = 0; i < 6; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
 }
