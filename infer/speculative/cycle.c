@@ -70,6 +70,14 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
     if (c->verified == &c->pool) c->n_verified = c->n;
 }
 
+void cycle_keep_best(DevCycle *c, const float *score, int total) {
+    if (total == -1 || total >= c->n - 1) return;
+    c->be->tree_top(&c->pool, score, 1, c->n - 1, total, c->keep + 1);
+    c->be->tree_compact(&c->tree, &c->pool, c->keep, total + 1);
+    c->verified = &c->tree;
+    c->n_verified = total + 1;
+}
+
 void cycle_read_keys(DevCycle *c, Tree *out) {
     const int n = c->n, cap = c->cap;
     const DevTree *t = &c->pool;

@@ -87,6 +87,10 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
 /* Appends count children of the last expansion to pool (tree_grow: picks
  * NULL takes every (row, rank) in order). */
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);
+/* Verifies the root and the `total` nodes of the pool of highest score
+ * (NULL: P; tree_top's order), gathered by tree_compact; total -1, or the
+ * pool's size or more, verifies the pool as it is. */
+void cycle_keep_best(DevCycle *c, const float *score, int total);
 /* The pool's nodes' P and depths into out's (n = c->n; the other fields
  * unset): one read, counted (backend_tree_alloc keeps them in one block). */
 void cycle_read_keys(DevCycle *c, Tree *out);

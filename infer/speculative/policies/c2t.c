@@ -212,15 +212,24 @@ static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     return 0;
 }
 
-/* The device program of the same tree (c2t_build_tree without a cost
+/* The device programs of the same tree (c2t_build_tree without a cost
  * model, then the cap): each layer's children grown by tree_grow, scored
- * by tree_classify, thresholded in place by tree_pass; the next frontier
- * is tree_top by confidence over the passing nodes (one layer shares a
- * depth, so its ties go to the earlier candidate, as by_conf's), the cap
- * tree_top by path confidence (the tree is in depth order, so shallower
- * means earlier, as by_path_conf's ties).  The host reads each layer's
- * count of passing nodes. */
-static int c2t_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+ * by tree_classify, thresholded by tree_pass; the next frontier is tree_top
+ * by confidence over the layer (one layer shares a depth, so its ties go
+ * to the earlier candidate, as by_conf's), the cap tree_top by path
+ * confidence (the tree is in depth order, so shallower means earlier, as
+ * by_path_conf's ties).
+ *  - layers: the host reads each layer's count of passing nodes, the next
+ *    layer grows after them, and the tree stops where none passes;
+ *  - fixed: no read while it drafts.  Every layer after the first expands
+ *    topk frontier rows, dead ones too, and grows their children at the
+ *    layer's own place in the pool (so no layer needs the last one's
+ *    count); tree_pass leaves a layer's failing nodes dead, below every
+ *    confidence, so tree_top puts them last in the frontier and their
+ *    children never pass; all d_max layers run, also where the tree died
+ *    early.  Within a layer the live nodes keep the order the layers
+ *    program gives them.  c2t_end_fixed reads the layers' counts once. */
+static int c2t_program_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm, int fixed) {
     C2TState *s = p->state;
     const C2TParams *q = p->own;
     const Backend *be = c->be;
@@ -234,50 +243,25 @@ static int c2t_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
         const double t0 = now_seconds();
         be->tree_classify(&c->pool, from, nc, &s->dev.net, s->dev.conf);
         const double t1 = now_seconds();
-        const int np = dev_scores_pass(&s->dev, c, from, nc, s->dev.conf, q->beta);
-        c->n = c->n_verified = from + np;
-        nf = np < K ? np : K;
-        if (nf > 0) be->tree_top(&c->pool, s->dev.conf, from, np, K, c->rows);
+        int layer = nc;   /* the nodes the next frontier is picked from */
+        if (fixed) {
+            be->tree_pass(&c->pool, from, nc, s->dev.conf, q->beta, s->dev.path_conf, s->dev.count + depth - 1);
+        } else {
+            layer = dev_scores_pass(&s->dev, c, from, nc, s->dev.conf, q->beta);
+            c->n = c->n_verified = from + layer;
+        }
+        nf = fixed ? K : layer < K ? layer : K;
+        if (nf > 0 && depth < q->depth) be->tree_top(&c->pool, s->dev.conf, from, layer, K, c->rows);
         tm->classifier += t1 - t0;
         tm->features += now_seconds() - t1;
     }
-    if (q->total == -1 || q->total >= c->n - 1) return 0;
-    be->tree_top(&c->pool, s->dev.path_conf, 1, c->n - 1, q->total, c->keep + 1);
-    be->tree_compact(&c->tree, &c->pool, c->keep, q->total + 1);
-    c->verified = &c->tree;
-    c->n_verified = q->total + 1;
+    if (!fixed) cycle_keep_best(c, s->dev.path_conf, q->total);
     return 0;
 }
 
-/* The fixed-shape program of the same tree, with no read while it drafts:
- * every layer after the first expands topk frontier rows, dead ones too,
- * and grows their topk children each at the layer's own place in the pool
- * (so no layer needs the last one's count); tree_pass leaves a layer's
- * failing nodes dead, below every confidence, so tree_top puts them last
- * in the frontier and their children never pass; all d_max layers run,
- * also where the tree died early.  Within a layer the live nodes keep the
- * order the layers program gives them.  c2t_end_fixed reads the layers'
- * counts once. */
+static int c2t_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) { return c2t_program_dev(p, d, c, tm, 0); }
 static int c2t_build_dev_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
-    C2TState *s = p->state;
-    const C2TParams *q = p->own;
-    const Backend *be = c->be;
-    const int K = q->topk, topm = p->prm.topm;
-    dev_scores_reserve(&s->dev, c, s->cls);
-    for (int depth = 1; depth <= q->depth; depth++) {
-        const int nf = depth == 1 ? 1 : K;
-        if (cycle_expand(c, d, depth == 1, c->rows, nf, K, topm, 1, tm)) return -1;
-        const int from = c->n, nc = nf * K;
-        cycle_grow(c, d, depth == 1 ? c->iota : c->rows, K, NULL, nc, 1);
-        const double t0 = now_seconds();
-        be->tree_classify(&c->pool, from, nc, &s->dev.net, s->dev.conf);
-        const double t1 = now_seconds();
-        be->tree_pass(&c->pool, from, nc, s->dev.conf, q->beta, s->dev.path_conf, s->dev.count + depth - 1);
-        if (depth < q->depth) be->tree_top(&c->pool, s->dev.conf, from, nc, K, c->rows);
-        tm->classifier += t1 - t0;
-        tm->features += now_seconds() - t1;
-    }
-    return 0;
+    return c2t_program_dev(p, d, c, tm, 1);
 }
 
 /* The fixed program's end: the live nodes counted (one read of every
@@ -288,11 +272,7 @@ static int c2t_end_fixed(Policy *p, DevCycle *c, StageTimes *tm) {
     const C2TParams *q = p->own;
     const double t0 = now_seconds();
     const int live = dev_scores_counts(&s->dev, c, q->depth);
-    const int kept = q->total == -1 || q->total > live ? live : q->total;
-    c->be->tree_top(&c->pool, s->dev.path_conf, 1, c->n - 1, kept, c->keep + 1);
-    c->be->tree_compact(&c->tree, &c->pool, c->keep, kept + 1);
-    c->verified = &c->tree;
-    c->n_verified = kept + 1;
+    cycle_keep_best(c, s->dev.path_conf, q->total == -1 || q->total > live ? live : q->total);
     tm->features += now_seconds() - t0;
     return 0;
 }

@@ -118,22 +118,12 @@ static int eagle2_pool_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     return 0;
 }
 
-/* Keeps the pool's `total` best nodes by P (tree_top's ties are
- * policy_by_joint_prob's), gathered by tree_compact. */
-static void eagle2_rerank_dev(DevCycle *c, int total) {
-    if (total == -1 || total >= c->n - 1) return;
-    c->be->tree_top(&c->pool, NULL, 1, c->n - 1, total, c->keep + 1);
-    c->be->tree_compact(&c->tree, &c->pool, c->keep, total + 1);
-    c->verified = &c->tree;
-    c->n_verified = total + 1;
-}
-
 /* The device program of the same tree as the host's at a fixed total: the
  * pool, then the rerank. */
 static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     const Eagle2Params *q = p->own;
     if (eagle2_pool_dev(p, d, c, tm)) return -1;
-    eagle2_rerank_dev(c, q->total);
+    cycle_keep_best(c, NULL, q->total);   /* tree_top's ties are policy_by_joint_prob's */
     return 0;
 }
 
@@ -159,7 +149,7 @@ static int eagle2_end_auto(Policy *p, DevCycle *c, StageTimes *tm) {
     }
     policy_pool_estimates(&s->keys, cost, s->order, s->est);
     const int total = cost_best_prefix(cost, s->est, n, cost_draft_s(cost, expands));
-    eagle2_rerank_dev(c, total);
+    cycle_keep_best(c, NULL, total);
     /* the verified nodes' keys in tree order, for the acceptance the cost model learns */
     s->keep[0] = 0;
     memcpy(s->keep + 1, s->order, sizeof(int) * total);
