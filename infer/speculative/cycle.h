@@ -5,14 +5,18 @@
  * (the tests compare them node by node); decode.c runs it when
  * decoder_use_device_cycle says it may.
  *
- * What the host reads: a threshold's pass count per layer and, once a
- * cycle, the walk (accepted path, its tokens, the bonus); cycle_host_reads
- * counts them.  Every forward, the draft's and the verification's, reads
+ * What the host reads: a threshold's pass count per layer (a per-layer
+ * program), or every layer's at once after drafting (a fixed-shape one,
+ * Policy.build_dev_end), or the pool's keys once (a size from costs); and,
+ * once a cycle, the walk (accepted path, its tokens, the bonus), a read per
+ * path node where the tree is too large for every row's logits;
+ * cycle_host_reads counts them.  Every forward, the draft's and the verification's, reads
  * its inputs where tree_inputs made them (DraftStep.on_device,
  * llama_forward_dev).  Where nothing is read while the program drafts
  * (Policy.build_dev_unit) and the sequence decodes alone (draft_unit_ok),
  * the decoder issues the whole cycle, draft phase, verification and (every
- * row scored) the walk, as one recorded unit (decode.c, cycle_ops). */
+ * row scored) the walk, as one recorded unit (decode.c, cycle_ops), or as
+ * two around a program's one read after drafting. */
 #ifndef C2T_CYCLE_H
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"
