@@ -75,6 +75,29 @@ typedef struct {
     int mask_w;
 } AttnSeq;
 
+/* One call of a device-cycle op below (tree_root .. tree_accept, or
+ * argmax_dev) as data, for tree_batch: kind names the op, and the fields
+ * named as that op's parameters hold its arguments (the rest are unused).
+ * tree_compact's dst is t; argmax_dev's ids are out_ids; tree_pass's count
+ * is count_out; tree_classify's net is copied whole (its weights stay in
+ * backend memory). */
+typedef enum {
+    TREE_OP_ROOT, TREE_OP_GROW, TREE_OP_TOP, TREE_OP_CLASSIFY, TREE_OP_PASS, TREE_OP_COMPACT, TREE_OP_INPUTS,
+    TREE_OP_ACCEPT, TREE_OP_ARGMAX, TREE_OP_KINDS
+} TreeOpKind;
+typedef struct {
+    TreeOpKind kind;
+    DevTree t, src;
+    int n0, from, n, m, k, count, steps, from_start, base, ones, pos0, nctx, vocab;
+    float beta;
+    const int *root, *rows, *ids, *picks, *map, *keep, *want, *at;
+    const float *probs, *ent, *score, *logits;
+    NodeNet net;
+    float *conf, *path_conf;
+    int *sel, *count_out, *out, *walk, *out_ids;
+    uint8_t *mask;
+} TreeOp;
+
 /* What a backend keeps per caller to tune itself over a repeated unit of
  * work (a decoding cycle); zero-initialised by the caller. */
 typedef struct {
@@ -228,6 +251,14 @@ typedef struct Backend {
      * is read. */
     void (*tree_accept)(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
 
+    /* Optional (call it through backend_tree_batch, which runs the ops one
+     * after another through their entries above where it is NULL): ops[0..n)
+     * of one kind over different trees, each with its own arguments, whose
+     * outputs overlap no other op's inputs or outputs, as one launch where
+     * the backend can (CUDA: a grid over the ops).  Batched decoding issues
+     * its sequences' tree ops so, a launch per op for all the trees. */
+    void (*tree_batch)(const TreeOp *ops, int n);
+
     /* Optional (NULL where a backend has nothing to gain; call them through
      * backend_recorded).  record_begin returns 1 when the ops that follow
      * are traced instead of run; record_end then returns 0 when it has run
@@ -341,6 +372,9 @@ void backend_unit_end(const Backend *be, BackendTuner *t);
 int *backend_alloc_ints(const Backend *be, size_t n);
 void backend_ints_to_host(const Backend *be, int *host, const int *dev, size_t n);
 void backend_ints_to_device(const Backend *be, int *dev, const int *host, size_t n);
+/* ops[0..n) (tree_batch's contract) by be->tree_batch, or each through its
+ * own entry of be where the backend has none. */
+void backend_tree_batch(const Backend *be, const TreeOp *ops, int n);
 /* A DevTree of cap nodes in one allocation of be's, its arrays cap words
  * apart in the struct's order (token, parent, depth, rank, slot, p, P, H:
  * a caller may read neighbours at once); backend_tree_release frees it. */

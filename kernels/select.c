@@ -128,3 +128,29 @@ void backend_tree_release(const Backend *be, DevTree *t) {
     if (t->token) be->release(t->token);
     memset(t, 0, sizeof *t);
 }
+
+static void tree_op_run(const Backend *be, const TreeOp *o) {
+    switch (o->kind) {
+    case TREE_OP_ROOT: be->tree_root(&o->t, o->root); break;
+    case TREE_OP_GROW: be->tree_grow(&o->t, o->n0, o->rows, o->ids, o->probs, o->ent, o->k, o->picks, o->count, o->map); break;
+    case TREE_OP_TOP: be->tree_top(&o->t, o->score, o->from, o->n, o->m, o->sel); break;
+    case TREE_OP_CLASSIFY: be->tree_classify(&o->t, o->from, o->n, &o->net, o->conf); break;
+    case TREE_OP_PASS: be->tree_pass(&o->t, o->from, o->n, o->conf, o->beta, o->path_conf, o->count_out); break;
+    case TREE_OP_COMPACT: be->tree_compact(&o->t, &o->src, o->keep, o->m); break;
+    case TREE_OP_INPUTS:
+        be->tree_inputs(&o->t, o->rows, o->m, o->at, o->base, o->ones, o->pos0, o->nctx, o->out, o->mask);
+        break;
+    case TREE_OP_ACCEPT: be->tree_accept(&o->t, o->n, o->want, o->from_start, o->steps, o->walk); break;
+    case TREE_OP_ARGMAX: be->argmax_dev(o->logits, o->n, o->vocab, o->out_ids); break;
+    case TREE_OP_KINDS: break;
+    }
+}
+
+void backend_tree_batch(const Backend *be, const TreeOp *ops, int n) {
+    if (n <= 0) return;
+    if (be->tree_batch) {
+        be->tree_batch(ops, n);
+        return;
+    }
+    for (int i = 0; i < n; i++) tree_op_run(be, &ops[i]);
+}

@@ -664,6 +664,198 @@ static int check_c2t_program(const Backend *B, const Backend *R, int k, int dmax
     return bad;
 }
 
+/* tree_batch: n_trees programs of different shapes side by side (each
+ * tree its own k, depth, vocabulary map, picks, score and cap; a tree
+ * whose depth is reached gets ops with nothing to do), every op issued on
+ * B as one backend_tree_batch over all the trees and on R through each
+ * tree's single ops: root, grow, classify, pass, top, inputs, compact,
+ * argmax_dev and accept, each compared tree by tree.  Returns the number
+ * of outputs that differ. */
+static int check_tree_batch(const Backend *B, const Backend *R, int n_trees, int quantize) {
+    const int T = n_trees, V = TR_V;
+    TreeRun *rb = xcalloc(T, sizeof *rb), *rr = xcalloc(T, sizeof *rr);
+    TreeOp *ops = xcalloc(T, sizeof *ops);
+    float **conf = xcalloc(2 * T, sizeof *conf), **path = xcalloc(2 * T, sizeof *path);
+    int **count = xcalloc(2 * T, sizeof *count);
+    int *n = xcalloc(T, sizeof(int)), *newest = xcalloc(T, sizeof(int)), *layer = xcalloc(T, sizeof(int));
+    int *m = xcalloc(T, sizeof(int)), *grown = xcalloc(T, sizeof(int)), *n_temp = xcalloc(T, sizeof(int));
+    int h[4 * TR_CAP + 1], hp[2 * TR_CAP], bad = 0, walked = 0;
+    float f[TR_CAP], above = 2;
+    const int all[6] = {NODE_F_P, NODE_F_H, NODE_F_DEPTH, NODE_F_LOCAL_P, NODE_F_RANK, NODE_F_PARENT_H};
+    for (int t = 0; t < T; t++) {
+        tree_run_init(&rb[t], B);
+        tree_run_init(&rr[t], R);
+        for (int s = 0; s < 2; s++) {
+            const Backend *be = s ? R : B;
+            conf[2 * t + s] = be->alloc(TR_CAP);
+            path[2 * t + s] = be->alloc(TR_CAP);
+            be->to_device(path[2 * t + s], &above, 1);
+            count[2 * t + s] = backend_alloc_ints(be, 1);
+        }
+        h[0] = 3 + t;
+        up_ints(&rb[t], rb[t].root, h, 1); up_ints(&rr[t], rr[t].root, h, 1);
+        for (int i = 0; i < V; i++) h[i] = (i * 37 + 11 + t) % 1000;
+        up_ints(&rb[t], rb[t].map, h, V); up_ints(&rr[t], rr[t].map, h, V);
+        h[0] = 9 + t;
+        up_ints(&rb[t], rb[t].at, h, 1); up_ints(&rr[t], rr[t].at, h, 1);
+        h[0] = 0;
+        up_ints(&rb[t], rb[t].sel, h, 1); up_ints(&rr[t], rr[t].sel, h, 1);
+        n[t] = 1;
+    }
+    TreeRun pair[2] = {rb[0], rr[0]};
+    NetPair np;
+    net_pair_init(&np, pair, 9, all, 6, 0.2f);
+#define KT(t) (2 + (t) % 3)
+#define DT(t) (2 + (t) % 3)
+#define EACH for (int t = 0; t < T; t++)
+    EACH ops[t] = (TreeOp){.kind = TREE_OP_ROOT, .t = rb[t].pool, .root = rb[t].root};
+    backend_tree_batch(B, ops, T);
+    EACH R->tree_root(&rr[t].pool, rr[t].root);
+    EACH bad += same_tree(&rb[t], &rb[t].pool, &rr[t], &rr[t].pool, 1);
+    for (int step = 0; step <= 4; step++) {
+        EACH {   /* this step's rows: the root, then the k best of the newest layer */
+            const int on = step <= DT(t);
+            m[t] = !on ? 0 : step == 0 ? 1 : layer[t] < KT(t) ? layer[t] : KT(t);
+        }
+        if (step > 0) {
+            EACH ops[t] = (TreeOp){.kind = TREE_OP_TOP, .t = rb[t].pool, .score = t % 2 ? conf[2 * t] : NULL,
+                                   .from = newest[t], .n = m[t] ? layer[t] : 0, .m = KT(t), .sel = rb[t].sel};
+            backend_tree_batch(B, ops, T);
+            EACH if (m[t]) R->tree_top(&rr[t].pool, t % 2 ? conf[2 * t + 1] : NULL, newest[t], layer[t], KT(t), rr[t].sel);
+            EACH bad += same_ints(&rb[t], rb[t].sel, &rr[t], rr[t].sel, m[t]);
+            EACH ops[t] = (TreeOp){.kind = TREE_OP_INPUTS, .t = rb[t].pool, .rows = rb[t].sel, .m = m[t],
+                                   .at = rb[t].at, .base = n_temp[t], .ones = 0, .pos0 = -1, .nctx = n_temp[t] + m[t],
+                                   .out = rb[t].out, .mask = rb[t].mask};
+            backend_tree_batch(B, ops, T);
+            EACH if (m[t]) R->tree_inputs(&rr[t].pool, rr[t].sel, m[t], rr[t].at, n_temp[t], 0, -1, n_temp[t] + m[t],
+                                          rr[t].out, rr[t].mask);
+            EACH if (m[t]) {
+                bad += same_ints(&rb[t], rb[t].out, &rr[t], rr[t].out, 4 * m[t] + 1);
+                bad += same_ints(&rb[t], (int *)(void *)rb[t].mask, &rr[t], (int *)(void *)rr[t].mask,
+                                 (m[t] * (n_temp[t] + m[t]) + 3) / 4);
+                n_temp[t] += m[t];
+            }
+        }
+        EACH {   /* the distributions under the rows, and which children grow */
+            const int k = KT(t), nc = m[t] * k;
+            for (int i = 0; i < nc; i++) {
+                h[i] = i % 11 == 4 ? -1 : (int)(frand() * 1e6f + 2e6f) % V;
+                f[i] = quantize ? (float)(1 + (int)(frand() * 2 + 2)) / 8 : 0.5f + frand() * 0.49f;
+            }
+            up_ints(&rb[t], rb[t].ids, h, nc); up_ints(&rr[t], rr[t].ids, h, nc);
+            B->to_device(rb[t].probs, f, nc); R->to_device(rr[t].probs, f, nc);
+            for (int i = 0; i < m[t]; i++) f[i] = frand() + 2;
+            B->to_device(rb[t].ent, f, m[t]); R->to_device(rr[t].ent, f, m[t]);
+            grown[t] = nc;
+            if (t % 4 == 3 && step % 2) {   /* every other (row, rank) */
+                grown[t] = 0;
+                for (int c = 0; c < nc; c += 2) { hp[2 * grown[t]] = c / k; hp[2 * grown[t] + 1] = c % k; grown[t]++; }
+                up_ints(&rb[t], rb[t].picks, hp, 2 * grown[t]); up_ints(&rr[t], rr[t].picks, hp, 2 * grown[t]);
+            }
+        }
+#define PICKS(r, t) (t % 4 == 3 && step % 2 ? (r)[t].picks : NULL)
+#define ENT(r, t) ((step + t) % 3 ? (r)[t].ent : NULL)
+#define MAP(r, t) (t % 2 ? (r)[t].map : NULL)
+        EACH ops[t] = (TreeOp){.kind = TREE_OP_GROW, .t = rb[t].pool, .n0 = n[t], .rows = rb[t].sel,
+                               .ids = rb[t].ids, .probs = rb[t].probs, .ent = ENT(rb, t), .k = KT(t),
+                               .picks = PICKS(rb, t), .count = grown[t], .map = MAP(rb, t)};
+        backend_tree_batch(B, ops, T);
+        EACH R->tree_grow(&rr[t].pool, n[t], rr[t].sel, rr[t].ids, rr[t].probs, ENT(rr, t), KT(t), PICKS(rr, t),
+                          grown[t], MAP(rr, t));
+        EACH ops[t] = (TreeOp){.kind = TREE_OP_CLASSIFY, .t = rb[t].pool, .from = n[t], .n = grown[t], .net = np.net[0],
+                               .conf = conf[2 * t]};
+        backend_tree_batch(B, ops, T);
+        EACH R->tree_classify(&rr[t].pool, n[t], grown[t], &np.net[1], conf[2 * t + 1]);
+        EACH bad += SAME_F(&rb[t], conf[2 * t] + n[t], &rr[t], conf[2 * t + 1] + n[t], grown[t]);
+        EACH ops[t] = (TreeOp){.kind = TREE_OP_PASS, .t = rb[t].pool, .from = n[t], .n = grown[t], .conf = conf[2 * t],
+                               .beta = 0.35f, .path_conf = path[2 * t], .count_out = count[2 * t]};
+        backend_tree_batch(B, ops, T);
+        EACH R->tree_pass(&rr[t].pool, n[t], grown[t], conf[2 * t + 1], 0.35f, path[2 * t + 1], count[2 * t + 1]);
+        EACH {
+            newest[t] = n[t];
+            layer[t] = grown[t];   /* the whole layer, its dead tail included (a fixed-shape program's) */
+            n[t] += grown[t];
+            bad += same_ints(&rb[t], count[2 * t], &rr[t], count[2 * t + 1], 1);
+            bad += same_tree(&rb[t], &rb[t].pool, &rr[t], &rr[t].pool, n[t]);
+            bad += SAME_F(&rb[t], conf[2 * t], &rr[t], conf[2 * t + 1], n[t]);
+            bad += SAME_F(&rb[t], path[2 * t], &rr[t], path[2 * t + 1], n[t]);
+        }
+#undef PICKS
+#undef ENT
+#undef MAP
+    }
+    /* the cap (by path confidence or P), the verified tree's inputs, the
+     * target's argmax of each row (mostly a child's token) and the walk */
+    EACH {
+        h[0] = 0;
+        up_ints(&rb[t], rb[t].keep, h, 1); up_ints(&rr[t], rr[t].keep, h, 1);
+    }
+#define TOTAL(t) (3 + 4 * (t) % 9 < n[t] - 1 ? 3 + 4 * (t) % 9 : n[t] - 1)
+    EACH ops[t] = (TreeOp){.kind = TREE_OP_TOP, .t = rb[t].pool, .score = t % 3 ? path[2 * t] : NULL, .from = 1,
+                           .n = n[t] - 1, .m = TOTAL(t), .sel = rb[t].keep + 1};
+    backend_tree_batch(B, ops, T);
+    EACH R->tree_top(&rr[t].pool, t % 3 ? path[2 * t + 1] : NULL, 1, n[t] - 1, TOTAL(t), rr[t].keep + 1);
+    EACH ops[t] = (TreeOp){.kind = TREE_OP_COMPACT, .t = rb[t].tree, .src = rb[t].pool, .keep = rb[t].keep,
+                           .m = TOTAL(t) + 1};
+    backend_tree_batch(B, ops, T);
+    EACH R->tree_compact(&rr[t].tree, &rr[t].pool, rr[t].keep, TOTAL(t) + 1);
+    EACH ops[t] = (TreeOp){.kind = TREE_OP_INPUTS, .t = rb[t].tree, .m = TOTAL(t) + 1, .at = rb[t].at,
+                           .nctx = TOTAL(t) + 1, .out = rb[t].out, .mask = rb[t].mask};
+    backend_tree_batch(B, ops, T);
+    EACH R->tree_inputs(&rr[t].tree, NULL, TOTAL(t) + 1, rr[t].at, 0, 0, 0, TOTAL(t) + 1, rr[t].out, rr[t].mask);
+    float **logits = xcalloc(2 * T, sizeof *logits);
+    EACH {
+        const int kept = TOTAL(t) + 1;
+        bad += same_ints(&rb[t], rb[t].keep, &rr[t], rr[t].keep, kept);
+        bad += same_tree(&rb[t], &rb[t].tree, &rr[t], &rr[t].tree, kept);
+        bad += same_ints(&rb[t], rb[t].out, &rr[t], rr[t].out, 4 * kept + 1);
+        bad += same_ints(&rb[t], (int *)(void *)rb[t].mask, &rr[t], (int *)(void *)rr[t].mask, (kept * kept + 3) / 4);
+        int tok[TR_CAP], par[TR_CAP];
+        backend_ints_to_host(R, tok, rr[t].tree.token, kept);
+        backend_ints_to_host(R, par, rr[t].tree.parent, kept);
+        float *lg = xmalloc(sizeof(float) * kept * 1000);
+        fill(lg, (size_t)kept * 1000, 1);
+        for (int v = 0; v < kept; v++)
+            for (int c = kept - 1; c > v; c--)
+                if (par[c] == v && tok[c] >= 0 && frand() > -0.5f) lg[v * 1000 + tok[c]] = 3;
+        logits[2 * t] = up(B, lg, (size_t)kept * 1000);
+        logits[2 * t + 1] = up(R, lg, (size_t)kept * 1000);
+        free(lg);
+    }
+    EACH ops[t] = (TreeOp){.kind = TREE_OP_ARGMAX, .logits = logits[2 * t], .n = TOTAL(t) + 1, .vocab = 1000,
+                           .out_ids = rb[t].want};
+    backend_tree_batch(B, ops, T);
+    EACH R->argmax_dev(logits[2 * t + 1], TOTAL(t) + 1, 1000, rr[t].want);
+    EACH bad += same_ints(&rb[t], rb[t].want, &rr[t], rr[t].want, TOTAL(t) + 1);
+    EACH ops[t] = (TreeOp){.kind = TREE_OP_ACCEPT, .t = rb[t].tree, .n = TOTAL(t) + 1, .want = rb[t].want,
+                           .from_start = 1, .steps = TOTAL(t) + 1, .walk = rb[t].walk};
+    backend_tree_batch(B, ops, T);
+    EACH R->tree_accept(&rr[t].tree, TOTAL(t) + 1, rr[t].want, 1, TOTAL(t) + 1, rr[t].walk);
+    EACH {
+        bad += same_ints(&rb[t], rb[t].walk, &rr[t], rr[t].walk, 3 + 2 * (TOTAL(t) + 1));
+        backend_ints_to_host(R, h, rr[t].walk, 2);
+        walked += h[1] > 1;
+    }
+    if (4 * walked < T) bad += 1000;   /* walks must go past the root, a quarter at least */
+#undef TOTAL
+#undef KT
+#undef DT
+    EACH {
+        for (int s = 0; s < 2; s++) {
+            const Backend *be = s ? R : B;
+            be->release(conf[2 * t + s]); be->release(path[2 * t + s]); be->release(count[2 * t + s]);
+            be->release(logits[2 * t + s]);
+        }
+        tree_run_free(&rb[t]);
+        tree_run_free(&rr[t]);
+    }
+    B->release(np.w[0]); R->release(np.w[1]);
+    free(rb); free(rr); free(ops); free(conf); free(path); free(count); free(logits);
+#undef EACH
+    free(n); free(newest); free(layer); free(m); free(grown); free(n_temp);
+    return bad;
+}
+
 /* The whole harness for one pair of backends; prints the worst error of
  * each op family and returns the number of families over tolerance. */
 __attribute__((unused)) static int parity(const Backend *B, const Backend *R, int verbose) {
@@ -713,6 +905,9 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
         for (int fixed = 0; fixed < 2; fixed++)
             tree_bad += check_c2t_program(B, R, q[0], q[1], (float)q[2] / 100, q[3], q[4], q[5], q[6], fixed);
     }
+    /* the same ops over many trees at once: a few (ties), and more than a launch takes */
+    tree_bad += check_tree_batch(B, R, 3, 1);
+    tree_bad += check_tree_batch(B, R, 53, 0);
     if (verbose) printf("# %s vs %s: tree ops: %d outputs differ\n", B->name, R->name, tree_bad);
     bad += tree_bad > 0;
     return bad;

@@ -458,10 +458,11 @@ static void test_batched_decoding(void) {
 }
 
 /* --batch 3 on the device cycle (each slot runs its policy's program, the
- * slots' forwards batched with their inputs in backend memory) decodes
- * what the host cycle decodes at --batch 3: every turn's tokens, tau and
- * gamma, for every policy with a program on the demo family; the report
- * says which cycle ran. */
+ * slots' forwards batched with their inputs in backend memory, their tree
+ * ops batched at the gates) decodes what the host cycle decodes at
+ * --batch 3: every turn's tokens, tau and gamma, for every policy with a
+ * program on the demo family; the report says which cycle ran, and how
+ * many tree ops ran a batch. */
 static void test_batched_device_cycle_equals_host(void) {
     char out[] = "/tmp/c2t_bcycleXXXXXX", err[4096];
     close(mkstemp(out));
@@ -489,6 +490,14 @@ static void test_batched_device_cycle_equals_host(void) {
             cJSON *tot = cJSON_GetObjectItem(j, "total");
             tau[c] = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "tau"));
             gamma[c] = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "gamma"));
+            /* the slots' tree ops wait at their gates and run together:
+             * three slots, the last questions' rounds with fewer */
+            cJSON *dcy = cJSON_GetObjectItem(j, "device_cycle");
+            const double ops = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "tree_ops")),
+                         per = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "tree_ops_per_batch"));
+            if (c) CHECK(ops > 0 && per >= 1.8 && per <= 3, "%s: %.0f tree ops, %.2f a batch at --batch 3", runs[r], ops, per);
+            else CHECK(!dcy, "%s --cycle host: a device_cycle account", runs[r]);
+            if (c) printf("# --batch 3 %s: %.0f tree ops, %.2f a batch\n", runs[r], ops, per);
             cJSON_Delete(j);
             int n;
             ids[c] = ids_by_turn(out, &n);

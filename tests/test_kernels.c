@@ -201,6 +201,16 @@ static void top_ignores_score(const DevTree *t, const float *score, int from, in
     (void)score;
     cpu_tree_top(t, NULL, from, n, m, sel);
 }
+/* a batch that leaves its last tree undone */
+static void batch_skips_last(const TreeOp *ops, int n) { backend_tree_batch(&cpu_backend, ops, n - 1); }
+/* a batch whose every tree takes the first op's vocabulary map (an
+ * argument read from the wrong op) */
+static void batch_first_map(const TreeOp *ops, int n) {
+    TreeOp *o = xmalloc(sizeof *o * n);
+    for (int i = 0; i < n; i++) { o[i] = ops[i]; o[i].map = ops[0].map; }
+    backend_tree_batch(&cpu_backend, o, n);
+    free(o);
+}
 static void test_harness_catches_wrong_kernels(void) {
     Backend broken = cpu_backend;
     broken.matmul = matmul_off_by_one;
@@ -247,6 +257,12 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.tree_top = top_ignores_score;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_top ignoring its score not caught");
+    broken = cpu_backend;
+    broken.tree_batch = batch_skips_last;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "a tree batch leaving a tree undone not caught");
+    broken = cpu_backend;
+    broken.tree_batch = batch_first_map;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "a tree batch reading another op's argument not caught");
 }
 
 /* --cpu-fast-gemm on and amx: every product of a BF16 weight is a BF16 pair

@@ -9,8 +9,11 @@
  * the next round; then the distributions of draft logits (all rows in one
  * call), draft forwards and verification rows, so that the
  * slots whose trees are ready wait for the rest and the target's forward
- * verifies as many trees as possible. */
+ * verifies as many trees as possible.  On the device cycle the slots' tree
+ * ops wait at the gate too (GATE_TREE): those of one kind run as one
+ * tree_batch, a launch for all the trees instead of one per slot. */
 #include "infer/speculative/batch.h"
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/fiber.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
@@ -60,6 +63,11 @@ struct Run {
     double last_round_s;
     int last_off;
     double calibration_s;   /* what calibrating took: not decoding time */
+    /* the backend of the slots' device cycles: the session's, but for the
+     * tree ops, which pass the running slot's gate (gated_*); and the tree
+     * ops the slots issued, and the tree_batch calls that ran them */
+    Backend tree_be;
+    long tree_ops, tree_batches;
     int failed;
     char err[1024];       /* the first failure */
 };
@@ -70,6 +78,85 @@ static int slot_pass(Gate *g, GateCall *call) {
     sl->state = FIBER_WAITING;
     fiber_switch(&sl->fiber, &sl->run->sched);
     return sl->rc;
+}
+
+/* The slot whose fiber runs (NULL: the scheduler), and the session's
+ * backend: the gated tree ops' context, which a Backend's entries do not
+ * take. */
+static _Thread_local Slot *running;
+static _Thread_local const Backend *tree_real;
+
+/* A tree op of the running slot through its gate, batched with the other
+ * slots' (run_calls); at once outside a fiber.  Where the run has failed
+ * the gate returns without running it: it runs then, alone, so that a
+ * fiber unwinding reads what the op writes. */
+static void gated(const TreeOp *op) {
+    GateCall call = {.kind = GATE_TREE, .tree = op};
+    if (!running || slot_pass(&running->gate, &call)) backend_tree_batch(tree_real, op, 1);
+}
+
+static void gated_root(const DevTree *t, const int *root) {
+    gated(&(TreeOp){.kind = TREE_OP_ROOT, .t = *t, .root = root});
+}
+static void gated_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs,
+                       const float *ent, int k, const int *picks, int count, const int *map) {
+    gated(&(TreeOp){.kind = TREE_OP_GROW, .t = *t, .n0 = n0, .rows = rows, .ids = ids, .probs = probs, .ent = ent,
+                    .k = k, .picks = picks, .count = count, .map = map});
+}
+static void gated_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
+    gated(&(TreeOp){.kind = TREE_OP_TOP, .t = *t, .score = score, .from = from, .n = n, .m = m, .sel = sel});
+}
+static void gated_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    gated(&(TreeOp){.kind = TREE_OP_CLASSIFY, .t = *t, .from = from, .n = n, .net = *net, .conf = conf});
+}
+static void gated_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    gated(&(TreeOp){.kind = TREE_OP_PASS, .t = *t, .from = from, .n = n, .conf = conf, .beta = beta,
+                    .path_conf = path_conf, .count_out = count});
+}
+static void gated_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
+    gated(&(TreeOp){.kind = TREE_OP_COMPACT, .t = *dst, .src = *src, .keep = keep, .m = m});
+}
+static void gated_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,
+                         int nctx, int *out, uint8_t *mask) {
+    gated(&(TreeOp){.kind = TREE_OP_INPUTS, .t = *t, .rows = rows, .m = m, .at = at, .base = base, .ones = ones,
+                    .pos0 = pos0, .nctx = nctx, .out = out, .mask = mask});
+}
+static void gated_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
+    gated(&(TreeOp){.kind = TREE_OP_ACCEPT, .t = *t, .n = n, .want = want, .from_start = from_start,
+                    .steps = steps, .walk = walk});
+}
+static void gated_argmax(const float *logits, int n, int vocab, int *ids) {
+    gated(&(TreeOp){.kind = TREE_OP_ARGMAX, .logits = logits, .n = n, .vocab = vocab, .out_ids = ids});
+}
+
+/* The session's backend with its tree ops gated. */
+static Backend gated_backend(const Backend *be) {
+    Backend g = *be;
+    g.tree_root = gated_root;
+    g.tree_grow = gated_grow;
+    g.tree_top = gated_top;
+    g.tree_classify = gated_classify;
+    g.tree_pass = gated_pass;
+    g.tree_compact = gated_compact;
+    g.tree_inputs = gated_inputs;
+    g.tree_accept = gated_accept;
+    g.argmax_dev = gated_argmax;
+    return g;
+}
+
+/* The waiting slots' tree ops w[0..n): those of each kind as one batch. */
+static void tree_calls(Run *r, Slot *const *w, int n) {
+    TreeOp *ops = xmalloc(sizeof *ops * (n ? n : 1));
+    for (int kind = 0; kind < TREE_OP_KINDS; kind++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if ((int)w[i]->call->tree->kind == kind) ops[m++] = *w[i]->call->tree;
+        if (!m) continue;
+        backend_tree_batch(r->s->target->be, ops, m);
+        r->tree_ops += m;
+        r->tree_batches++;
+    }
+    free(ops);
 }
 
 static void fail(Run *r) {
@@ -280,6 +367,8 @@ static int run_calls(Run *r, GateKind k) {
         llama_rows_logits(r->lb, states, rows, n);
         for (int i = 0; i < n; i++) w[i]->call->logits = states[i]->logits;
         free(states); free(rows);
+    } else if (k == GATE_TREE) {
+        tree_calls(r, w, n);
     } else if (k == GATE_CALIBRATE) {
         const double t0 = now_seconds();
         rc = calibrate(r, w, n);
@@ -314,7 +403,8 @@ static int run_calls(Run *r, GateKind k) {
  * batch of prompts never lands in a unit that times one thread against
  * all (it made the tuner's one-thread probe take seconds). */
 static void schedule(Run *r) {
-    static const GateKind order[] = {GATE_PREFILL, GATE_CALIBRATE, GATE_DIST, GATE_DRAFT, GATE_ROW, GATE_VERIFY};
+    static const GateKind order[] = {GATE_PREFILL, GATE_CALIBRATE, GATE_TREE, GATE_DIST, GATE_ROW, GATE_DRAFT,
+                                     GATE_VERIFY};
     const int ns = r->o->slots;
     const Backend *be = r->s->target->be;
     BackendTuner tuner = {0};
@@ -324,7 +414,9 @@ static void schedule(Run *r) {
         for (int i = 0; i < ns; i++) {
             Slot *sl = &r->slots[i];
             if (sl->state != FIBER_READY) continue;
+            running = sl;
             fiber_switch(&r->sched, &sl->fiber);
+            running = NULL;
         }
         int waiting[GATE_KINDS] = {0}, live = 0, at_barrier = 0;
         for (int i = 0; i < ns; i++) {
@@ -395,6 +487,7 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
             return NULL;
         }
         if (r->o->ran_device) *r->o->ran_device = sl[i].dec->dc != NULL;
+        if (sl[i].dec->dc) sl[i].dec->dc->be = &r->tree_be;
         if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {
             slots_free(sl, i + 1);
             return NULL;
@@ -408,7 +501,8 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
               TurnFn fn, void *const *ctxs, double *wall) {
     *wall = 0;
     if (o->slots < 1) { err_set("--batch must be at least 1"); return -1; }
-    Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs};
+    Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs, .tree_be = gated_backend(s->target->be)};
+    tree_real = s->target->be;
     draft_switch_init(&r.sw, o->slots);
     fiber_init_thread(&r.sched);
     r.slots = slots_new(&r, prm);
@@ -417,6 +511,8 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     const double t0 = now_seconds();   /* after the slots are made: what decoding takes */
     schedule(&r);
     *wall = now_seconds() - t0 - r.calibration_s;
+    if (o->tree_ops) *o->tree_ops = r.tree_ops;
+    if (o->tree_batches) *o->tree_batches = r.tree_batches;
     if (o->cost && r.slots[0].policy->cost) {   /* the slots' models as one: slot 0's figures, all choices */
         *o->cost = r.slots[0].dec->cost;
         cost_clear_choices(o->cost);

@@ -31,6 +31,10 @@ typedef struct {
      * is given, it is set to whether they run the device cycle. */
     int cycle;
     int *ran_device;
+    /* Optional: set to the tree ops the slots' device cycles issued, and
+     * the Backend.tree_batch calls that ran them (each a launch per op kind
+     * where the backend batches: its ops over every waiting slot's tree). */
+    long *tree_ops, *tree_batches;
     /* Optional, for a policy with auto sizes: its slots' cost models as one
      * at the end (the round's curve and running figures, every choice). */
     CostModel *cost;

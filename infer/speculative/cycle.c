@@ -56,7 +56,7 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
         c->ent = be->alloc(c->dist_cap);
     }
     double t0 = now_seconds(), dist0 = d->t_dist;
-    int rc = draft_expand_dev(d, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs, want_ent ? c->ent : NULL);
+    int rc = draft_expand_dev(d, c->be, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs, want_ent ? c->ent : NULL);
     double dist = d->t_dist - dist0;
     tm->dist += dist;
     tm->draft += now_seconds() - t0 - dist;

@@ -24,6 +24,9 @@
 #include "infer/speculative/policy.h"
 
 struct DevCycle {
+    /* where its buffers live and its ops run; a batched sequence's is its
+     * run's copy of the backend whose tree ops wait at the sequence's gate
+     * and run with the other sequences' as one launch (batch.c) */
     const Backend *be;
     int cap;                /* nodes of a tree */
     DevTree pool;           /* the tree as grown */

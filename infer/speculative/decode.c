@@ -455,7 +455,7 @@ static int decoder_walk(Decoder *dec) {
 static void walk_all_rows(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
+    const Backend *be = c->be;
     be->argmax_dev(ts->logits, n, ts->m->cfg.vocab, c->want);
     be->tree_accept(c->verified, n, c->want, 1, n, c->walk);
 }
@@ -466,7 +466,7 @@ static void walk_all_rows(Decoder *dec, int n) {
 static int device_walk(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
+    const Backend *be = c->be;
     const int V = ts->m->cfg.vocab;
     const size_t words = 3 + 2 * (size_t)n;
     if (!dec->lazy) {

@@ -17,6 +17,7 @@ typedef enum {
     GATE_DRAFT,     /* a draft forward (draft_run_steps) */
     GATE_DIST,      /* softmax, top-k and entropy of draft logits (draft_dists) */
     GATE_CALIBRATE, /* the decoder's cost curve (decoder_calibrate): state only */
+    GATE_TREE,      /* a device cycle's tree op (Backend.tree_batch's TreeOp) */
     GATE_KINDS
 } GateKind;
 
@@ -46,6 +47,7 @@ typedef struct {
     int on_device;
     DraftStep *step;        /* GATE_DRAFT */
     DistCall *dist;         /* GATE_DIST */
+    const TreeOp *tree;     /* GATE_TREE */
     const float *logits;    /* GATE_ROW's result */
 } GateCall;
 

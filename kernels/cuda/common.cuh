@@ -200,6 +200,9 @@ void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, in
 void cu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
                      int *out, uint8_t *mask);
 void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
+/* tree_batch (tree.cu); its argmax_dev ops (distribution.cu) */
+void cu_tree_batch(const TreeOp *ops, int n);
+void cu_argmax_batch(const TreeOp *ops, int n);
 /* record_begin / record_end (graph.cu) */
 int cu_record_begin(void);
 int cu_record_end(void);

@@ -239,11 +239,10 @@ void cu_softmax_topk(const float *logits, int n, int vocab, float temperature, i
 }
 
 /* ---- argmax: ties to the lower id -------------------------------------------------- */
-__global__ void __launch_bounds__(DIST_THREADS) argmax_kernel(const float *__restrict__ logits, int vocab,
-                                                              int *__restrict__ out) {
+/* the argmax of row l[0..vocab) into *out by the block */
+__device__ __forceinline__ void argmax_row(const float *__restrict__ l, int vocab, int *__restrict__ out) {
     __shared__ float bv[DIST_THREADS / 32];
     __shared__ int bi[DIST_THREADS / 32];
-    const float *l = logits + (size_t)blockIdx.x * vocab;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     /* each thread scans ascending ids, so strict > keeps its lowest id */
     float v = -INFINITY;
@@ -262,7 +261,42 @@ __global__ void __launch_bounds__(DIST_THREADS) argmax_kernel(const float *__res
             if (bi[w] < vocab && (bi[0] == vocab || bv[w] > bv[0] || (bv[w] == bv[0] && bi[w] < bi[0]))) {
                 bv[0] = bv[w]; bi[0] = bi[w];
             }
-        out[blockIdx.x] = bi[0] < vocab ? bi[0] : 0;
+        *out = bi[0] < vocab ? bi[0] : 0;
+    }
+}
+
+__global__ void __launch_bounds__(DIST_THREADS) argmax_kernel(const float *__restrict__ logits, int vocab,
+                                                              int *__restrict__ out) {
+    argmax_row(logits + (size_t)blockIdx.x * vocab, vocab, out + blockIdx.x);
+}
+
+/* tree_batch's argmax_dev ops: op blockIdx.y's row blockIdx.x */
+#define ARGMAX_CHUNK 48
+struct ArgmaxOps {
+    const float *logits[ARGMAX_CHUNK];
+    int *ids[ARGMAX_CHUNK];
+    int n[ARGMAX_CHUNK], vocab[ARGMAX_CHUNK];
+};
+
+__global__ void __launch_bounds__(DIST_THREADS) argmax_batch_kernel(const __grid_constant__ ArgmaxOps b) {
+    const int o = blockIdx.y, r = blockIdx.x;
+    if (r >= b.n[o]) return;   /* the whole block */
+    argmax_row(b.logits[o] + (size_t)r * b.vocab[o], b.vocab[o], b.ids[o] + r);
+}
+
+void cu_argmax_batch(const TreeOp *ops, int n) {
+    for (int i0 = 0; i0 < n; i0 += ARGMAX_CHUNK) {
+        const int c = min(ARGMAX_CHUNK, n - i0);
+        ArgmaxOps b;
+        memset(&b, 0, sizeof b);
+        int rows = 0;
+        for (int i = 0; i < c; i++) {
+            const TreeOp &o = ops[i0 + i];
+            b.logits[i] = o.logits; b.ids[i] = o.out_ids; b.n[i] = o.n; b.vocab[i] = o.vocab;
+            rows = max(rows, o.n);
+        }
+        cu_launch(argmax_batch_kernel, dim3((unsigned)rows, (unsigned)c), DIST_THREADS, 0, b);
+        CU_LAUNCHED();
     }
 }
 

@@ -20,15 +20,30 @@
  *  - inputs: a kernel records every row's slot, then a block per row writes
  *    its mask row and walks its ancestors (reading the slots just recorded).
  *  - accept: one thread, the CPU loop as it is (a few steps over a small
- *    tree). */
+ *    tree).
+ *
+ * Each kernel serves a batch of ops of its kind (tree_batch): op
+ * blockIdx.y's arguments, read in place from the launch's parameters
+ * (__grid_constant__), up to TREE_CHUNK ops a launch; a single op is a
+ * batch of one. */
 #include "kernels/cuda/common.cuh"
 #include <cub/block/block_scan.cuh>
+#include <string.h>
 
 #define TREE_THREADS 256
 #define TOP_THREADS 512
+/* ops a launch: their arguments fit a launch's 32 KB of parameters */
+#define TREE_CHUNK 48
 
-__global__ void tree_root_kernel(DevTree t, const int *root) {
-    t.token[0] = *root;
+template <int N> struct TreeOps {
+    TreeOp op[N];
+};
+static_assert(sizeof(TreeOps<TREE_CHUNK>) <= 32000, "a chunk of tree ops exceeds a launch's parameters");
+
+template <int N> __global__ void tree_root_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &t = a.t;
+    t.token[0] = *a.root;
     t.parent[0] = -1;
     t.depth[0] = t.rank[0] = 0;
     t.slot[0] = -1;
@@ -36,36 +51,22 @@ __global__ void tree_root_kernel(DevTree t, const int *root) {
     t.H[0] = 0.0f;
 }
 
-void cu_tree_root(const DevTree *t, const int *root) {
-    cu_launch(tree_root_kernel, 1, 1, 0, *t, root);
-    CU_LAUNCHED();
-}
-
-__global__ void __launch_bounds__(TREE_THREADS)
-tree_grow_kernel(DevTree t, int n0, const int *rows, const int *ids,
-                 const float *probs, const float *ent, int k, const int *picks,
-                 int count, const int *map) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= count) return;
-    const int r = picks ? picks[2 * c] : c / k, j = picks ? picks[2 * c + 1] : c % k;
-    const int v = n0 + c, par = rows[r], id = ids[r * k + j];
-    const float p = probs[r * k + j];
-    t.token[v] = id < 0 ? -1 : map ? map[id] : id;
+template <int N> __global__ void __launch_bounds__(TREE_THREADS) tree_grow_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &t = a.t;
+    const int c = blockIdx.x * blockDim.x + threadIdx.x, k = a.k;
+    if (c >= a.count) return;
+    const int r = a.picks ? a.picks[2 * c] : c / k, j = a.picks ? a.picks[2 * c + 1] : c % k;
+    const int v = a.n0 + c, par = a.rows[r], id = a.ids[r * k + j];
+    const float p = a.probs[r * k + j];
+    t.token[v] = id < 0 ? -1 : a.map ? a.map[id] : id;
     t.parent[v] = par;
     t.depth[v] = t.depth[par] + 1;
     t.rank[v] = j;
     t.slot[v] = -1;
     t.p[v] = p;
     t.P[v] = __fmul_rn(t.P[par], p);
-    t.H[v] = ent ? ent[r] : 0.0f;
-}
-
-void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
-                  int k, const int *picks, int count, const int *map) {
-    if (count <= 0) return;
-    cu_launch(tree_grow_kernel, cu_blocks((size_t)count, TREE_THREADS), TREE_THREADS, 0, *t, n0, rows, ids, probs, ent,
-              k, picks, count, map);
-    CU_LAUNCHED();
+    t.H[v] = a.ent ? a.ent[r] : 0.0f;
 }
 
 /* the order of by_score in kernels/cpu/tree.c: a before b when its score
@@ -76,13 +77,15 @@ __device__ __forceinline__ bool top_before(float pa, int da, int a, float pb, in
     return a < b;
 }
 
-__global__ void __launch_bounds__(TOP_THREADS)
-tree_top_kernel(const float *P, const int *depth, int from, int n, int m,
-                int *sel) {
+template <int N> __global__ void __launch_bounds__(TOP_THREADS) tree_top_kernel(const __grid_constant__ TreeOps<N> b) {
     typedef cub::BlockScan<int, TOP_THREADS> Scan;
     __shared__ typename Scan::TempStorage scan;
     __shared__ float tile_p[TOP_THREADS];
     __shared__ int tile_d[TOP_THREADS];
+    const TreeOp &a = b.op[blockIdx.y];
+    const float *P = a.score ? a.score : a.t.P;
+    const int *depth = a.t.depth, from = a.from, n = a.n, m = a.m;
+    int *sel = a.sel;
     int written = 0;   /* selected nodes of the chunks before this one */
     for (int base = 0; base < n; base += TOP_THREADS) {   /* uniform trip counts: every thread syncs */
         const int i = base + threadIdx.x;   /* offsets in the range; they order as indices do */
@@ -112,12 +115,6 @@ tree_top_kernel(const float *P, const int *depth, int from, int n, int m,
     }
 }
 
-void cu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
-    if (n <= 0 || m <= 0) return;
-    cu_launch(tree_top_kernel, 1, TOP_THREADS, 0, score ? score : t->P, t->depth, from, n, m, sel);
-    CU_LAUNCHED();
-}
-
 /* node_net.h's arithmetic for one node, step by step as node_net.c's
  * vector lanes compute it: _rn intrinsics (nvcc would otherwise fuse a
  * product and a sum), log and exp in double. */
@@ -128,11 +125,14 @@ __device__ __forceinline__ float node_unit(const NodeNet *net, int j, const floa
     return z > 0.0f ? z : 0.0f;
 }
 
-__global__ void __launch_bounds__(TREE_THREADS)
-tree_classify_kernel(DevTree t, int from, int n, NodeNet net, float *conf) {
+template <int N>
+__global__ void __launch_bounds__(TREE_THREADS) tree_classify_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &t = a.t;
+    const NodeNet &net = a.net;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const int v = from + i, par = t.parent[v];
+    if (i >= a.n) return;
+    const int v = a.from + i, par = t.parent[v];
     float raw[NODE_N_FEAT], x[NODE_N_FEAT];
     raw[NODE_F_P] = t.P[v];
     raw[NODE_F_H] = t.H[v];
@@ -153,23 +153,21 @@ tree_classify_kernel(DevTree t, int from, int n, NodeNet net, float *conf) {
     }
     if (j < net.hidden) acc0 = __fadd_rn(acc0, __fmul_rn(net.fc2_w[j], node_unit(&net, j, x)));
     const float logit = __fadd_rn(__fadd_rn(acc0, acc1), net.fc2_b);
-    conf[v] = (float)(1.0 / (1.0 + exp(-(double)logit)));
-}
-
-void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
-    if (n <= 0) return;
-    cu_launch(tree_classify_kernel, cu_blocks((size_t)n, TREE_THREADS), TREE_THREADS, 0, *t, from, n, *net, conf);
-    CU_LAUNCHED();
+    a.conf[v] = (float)(1.0 / (1.0 + exp(-(double)logit)));
 }
 
 /* One block: per chunk of nodes, every thread reads its node, a block scan
  * of the passing ones gives their places, then they are written (after the
  * reads: a node moves down to a place at or below its own); then the rest
  * of the layer is marked dead.  A parent lies below from: never written. */
-__global__ void __launch_bounds__(TOP_THREADS)
-tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+template <int N> __global__ void __launch_bounds__(TOP_THREADS) tree_pass_kernel(const __grid_constant__ TreeOps<N> b) {
     typedef cub::BlockScan<int, TOP_THREADS> Scan;
     __shared__ typename Scan::TempStorage scan;
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &t = a.t;
+    const int from = a.from, n = a.n;
+    const float beta = a.beta;
+    float *conf = a.conf, *path_conf = a.path_conf;
     int written = 0;
     for (int base = 0; base < n; base += TOP_THREADS) {
         const int i = base + threadIdx.x, v = from + i;
@@ -198,12 +196,7 @@ tree_pass_kernel(DevTree t, int from, int n, float *conf, float beta, float *pat
         conf[v] = -1;
         path_conf[v] = -1;
     }
-    if (threadIdx.x == 0) *count = written;
-}
-
-void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
-    cu_launch(tree_pass_kernel, 1, TOP_THREADS, 0, *t, from, n, conf, beta, path_conf, count);
-    CU_LAUNCHED();
+    if (threadIdx.x == 0) *a.count_out = written;
 }
 
 /* the position of node v in keep[0..m) (ascending), which holds it: the
@@ -218,13 +211,15 @@ __device__ __forceinline__ int index_in(const int *keep, int m, int v) {
     return lo;
 }
 
-__global__ void __launch_bounds__(TREE_THREADS)
-tree_compact_kernel(DevTree dst, DevTree src, const int *keep, int m) {
+template <int N>
+__global__ void __launch_bounds__(TREE_THREADS) tree_compact_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &dst = a.t, &src = a.src;
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= m) return;
-    const int i = keep[j], par = src.parent[i];
+    if (j >= a.m) return;
+    const int i = a.keep[j], par = src.parent[i];
     dst.token[j] = src.token[i];
-    dst.parent[j] = par < 0 ? -1 : index_in(keep, j, par);
+    dst.parent[j] = par < 0 ? -1 : index_in(a.keep, j, par);
     dst.depth[j] = src.depth[i];
     dst.rank[j] = src.rank[i];
     dst.slot[j] = src.slot[i];
@@ -233,65 +228,54 @@ tree_compact_kernel(DevTree dst, DevTree src, const int *keep, int m) {
     dst.H[j] = src.H[i];
 }
 
-void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
-    if (m <= 0) return;
-    cu_launch(tree_compact_kernel, cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, *dst, *src, keep, m);
-    CU_LAUNCHED();
-}
-
 /* row i's node takes slot *at + base + i, before any row's mask reads the
  * slots; the first thread writes out[4m] */
-__global__ void __launch_bounds__(TREE_THREADS)
-tree_slots_kernel(DevTree t, const int *rows, int m, const int *at, int base, int *out) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    base += at ? *at : 0;
-    if (i < m) t.slot[rows ? rows[i] : i] = base + i;
-    if (i == 0) out[4 * m] = base;
+template <int N> __global__ void __launch_bounds__(TREE_THREADS) tree_slots_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, m = a.m;
+    const int base = a.base + (a.at ? *a.at : 0);
+    if (i < m) a.t.slot[a.rows ? a.rows[i] : i] = base + i;
+    if (i == 0) a.out[4 * m] = base;
 }
 
 /* a block per row: its out[] entries, then its mask row over the window
  * [ones, nctx), all counted from *at */
-__global__ void __launch_bounds__(TREE_THREADS)
-tree_mask_kernel(DevTree t, const int *rows, int m, const int *at, int ones, int pos0, int nctx, int *out,
-                 uint8_t *mask) {
-    const int i = blockIdx.x, v = rows ? rows[i] : i, w = nctx - ones, o = at ? *at : 0;
-    uint8_t *row = mask + (size_t)i * w;
-    ones += o;
-    nctx += o;
+template <int N> __global__ void __launch_bounds__(TREE_THREADS) tree_mask_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &t = a.t;
+    const int i = blockIdx.x, m = a.m;
+    if (i >= m) return;   /* the whole block: before any barrier */
+    const int v = a.rows ? a.rows[i] : i, w = a.nctx - a.ones, o = a.at ? *a.at : 0;
+    const int ones = a.ones + o, nctx = a.nctx + o;
+    uint8_t *row = a.mask + (size_t)i * w;
+    int *out = a.out;
     if (threadIdx.x == 0) {
         out[i] = t.token[v];
-        out[m + i] = o + pos0 + t.depth[v];
+        out[m + i] = o + a.pos0 + t.depth[v];
         out[2 * m + i] = t.parent[v];
         out[3 * m + i] = v;
     }
     for (int j = threadIdx.x; j < w; j += blockDim.x) row[j] = 0;
     __syncthreads();   /* the ancestors' marks go over the zeros */
     if (threadIdx.x == 0)
-        for (int a = v; a >= 0; a = t.parent[a])
-            if (t.slot[a] >= ones && t.slot[a] < nctx) row[t.slot[a] - ones] = 1;
-}
-
-void cu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
-                    int *out, uint8_t *mask) {
-    if (m <= 0) return;
-    cu_launch(tree_slots_kernel, cu_blocks((size_t)m, TREE_THREADS), TREE_THREADS, 0, *t, rows, m, at, base, out);
-    CU_LAUNCHED();
-    cu_launch(tree_mask_kernel, m, TREE_THREADS, 0, *t, rows, m, at, ones, pos0, nctx, out, mask);
-    CU_LAUNCHED();
+        for (int x = v; x >= 0; x = t.parent[x])
+            if (t.slot[x] >= ones && t.slot[x] < nctx) row[t.slot[x] - ones] = 1;
 }
 
 /* walk = {done, len, bonus, path[n], tokens[n]}: the CPU twin's loop */
-__global__ void tree_accept_kernel(DevTree t, int n, const int *want, int from_start, int steps,
-                                   int *walk) {
-    int *path = walk + 3, *tokens = walk + 3 + n;
-    if (from_start) {
+template <int N> __global__ void tree_accept_kernel(const __grid_constant__ TreeOps<N> b) {
+    const TreeOp &a = b.op[blockIdx.y];
+    const DevTree &t = a.t;
+    const int n = a.n, *want = a.want;
+    int *walk = a.walk, *path = walk + 3, *tokens = walk + 3 + n;
+    if (a.from_start) {
         walk[0] = 0;
         walk[1] = 1;
         walk[2] = 0;
         path[0] = 0;
         tokens[0] = t.token[0];
     }
-    for (int s = 0; s < steps && !walk[0]; s++) {
+    for (int s = 0; s < a.steps && !walk[0]; s++) {
         const int cur = path[walk[1] - 1], w = want[cur];
         int next = -1;
         for (int c = cur + 1; c < n && next < 0; c++)
@@ -306,7 +290,133 @@ __global__ void tree_accept_kernel(DevTree t, int n, const int *want, int from_s
     }
 }
 
-void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
-    cu_launch(tree_accept_kernel, 1, 1, 0, *t, n, want, from_start, steps, walk);
+/* per-node ops: blocks of threads over the largest range of the chunk */
+static unsigned most_blocks(const TreeOp *ops, int n, int TreeOp::*count, unsigned threads) {
+    int most = 0;
+    for (int i = 0; i < n; i++) most = max(most, ops[i].*count);
+    return cu_blocks((size_t)most, threads);
+}
+
+/* ops[0..n), n <= N, all of one kind and each with work to do: the
+ * kernel of their kind over a grid of n ops */
+template <int N> static void tree_launch(const TreeOp *ops, int n) {
+    TreeOps<N> b;
+    memset(&b, 0, sizeof b);   /* a signed launch reads every byte */
+    memcpy(b.op, ops, sizeof(TreeOp) * n);
+    const unsigned y = (unsigned)n;
+    switch (ops[0].kind) {
+    case TREE_OP_ROOT: cu_launch(tree_root_kernel<N>, dim3(1, y), 1, 0, b); break;
+    case TREE_OP_GROW:
+        cu_launch(tree_grow_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::count, TREE_THREADS), y), TREE_THREADS, 0, b);
+        break;
+    case TREE_OP_TOP: cu_launch(tree_top_kernel<N>, dim3(1, y), TOP_THREADS, 0, b); break;
+    case TREE_OP_CLASSIFY:
+        cu_launch(tree_classify_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::n, TREE_THREADS), y), TREE_THREADS, 0, b);
+        break;
+    case TREE_OP_PASS: cu_launch(tree_pass_kernel<N>, dim3(1, y), TOP_THREADS, 0, b); break;
+    case TREE_OP_COMPACT:
+        cu_launch(tree_compact_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::m, TREE_THREADS), y), TREE_THREADS, 0, b);
+        break;
+    case TREE_OP_INPUTS:
+        cu_launch(tree_slots_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::m, TREE_THREADS), y), TREE_THREADS, 0, b);
+        CU_LAUNCHED();
+        cu_launch(tree_mask_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::m, 1), y), TREE_THREADS, 0, b);
+        break;
+    case TREE_OP_ACCEPT: cu_launch(tree_accept_kernel<N>, dim3(1, y), 1, 0, b); break;
+    default: CU_FAIL("tree op kind %d has no tree kernel", (int)ops[0].kind); return;
+    }
     CU_LAUNCHED();
+}
+
+/* whether op o has work: the single ops' early returns */
+static bool tree_op_works(const TreeOp *o) {
+    switch (o->kind) {
+    case TREE_OP_GROW: return o->count > 0;
+    case TREE_OP_TOP: return o->n > 0 && o->m > 0;
+    case TREE_OP_CLASSIFY: return o->n > 0;
+    case TREE_OP_COMPACT:
+    case TREE_OP_INPUTS: return o->m > 0;
+    case TREE_OP_ARGMAX: return o->n > 0 && o->vocab > 0 && o->out_ids;
+    default: return true;
+    }
+}
+
+void cu_tree_batch(const TreeOp *ops, int n) {
+    TreeOp *work = (TreeOp *)malloc(sizeof(TreeOp) * (n > 0 ? n : 1));
+    if (!work) { CU_FAIL("out of host memory for %d tree ops", n); return; }
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && ops[i].kind != ops[0].kind) {
+            CU_FAIL("a tree batch mixes op kinds %d and %d", (int)ops[0].kind, (int)ops[i].kind);
+            free(work);
+            return;
+        }
+        if (tree_op_works(&ops[i])) work[w++] = ops[i];
+    }
+    for (int i = 0; i < w; i += TREE_CHUNK) {
+        const int c = min(TREE_CHUNK, w - i);
+        if (work[0].kind == TREE_OP_ARGMAX) cu_argmax_batch(work + i, c);
+        else if (c == 1) tree_launch<1>(work + i, 1);
+        else tree_launch<TREE_CHUNK>(work + i, c);
+    }
+    free(work);
+}
+
+/* The single ops: a batch of one. */
+static void tree_one(const TreeOp &o) {
+    if (tree_op_works(&o)) tree_launch<1>(&o, 1);
+}
+
+void cu_tree_root(const DevTree *t, const int *root) {
+    TreeOp o = {};
+    o.kind = TREE_OP_ROOT; o.t = *t; o.root = root;
+    tree_one(o);
+}
+
+void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
+                  int k, const int *picks, int count, const int *map) {
+    TreeOp o = {};
+    o.kind = TREE_OP_GROW; o.t = *t; o.n0 = n0; o.rows = rows; o.ids = ids; o.probs = probs; o.ent = ent; o.k = k;
+    o.picks = picks; o.count = count; o.map = map;
+    tree_one(o);
+}
+
+void cu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
+    TreeOp o = {};
+    o.kind = TREE_OP_TOP; o.t = *t; o.score = score; o.from = from; o.n = n; o.m = m; o.sel = sel;
+    tree_one(o);
+}
+
+void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    TreeOp o = {};
+    o.kind = TREE_OP_CLASSIFY; o.t = *t; o.from = from; o.n = n; o.net = *net; o.conf = conf;
+    tree_one(o);
+}
+
+void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
+    TreeOp o = {};
+    o.kind = TREE_OP_PASS; o.t = *t; o.from = from; o.n = n; o.conf = conf; o.beta = beta; o.path_conf = path_conf;
+    o.count_out = count;
+    tree_one(o);
+}
+
+void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
+    TreeOp o = {};
+    o.kind = TREE_OP_COMPACT; o.t = *dst; o.src = *src; o.keep = keep; o.m = m;
+    tree_one(o);
+}
+
+void cu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
+                    int *out, uint8_t *mask) {
+    TreeOp o = {};
+    o.kind = TREE_OP_INPUTS; o.t = *t; o.rows = rows; o.m = m; o.at = at; o.base = base; o.ones = ones;
+    o.pos0 = pos0; o.nctx = nctx; o.out = out; o.mask = mask;
+    tree_one(o);
+}
+
+void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
+    TreeOp o = {};
+    o.kind = TREE_OP_ACCEPT; o.t = *t; o.n = n; o.want = want; o.from_start = from_start; o.steps = steps;
+    o.walk = walk;
+    tree_one(o);
 }
