@@ -140,7 +140,9 @@ static void test_batch_overflow_is_an_error(void) {
  * memory (the device cycle's: softmax_topk_dev, copied out of the gathered
  * rows on the device) are a shape of their own; the strict backend checks
  * that the device outputs it is given are its memory.  Modes: every call's
- * outputs on the host, every call's in backend memory, and alternating. */
+ * outputs on the host, every call's in backend memory, and alternating;
+ * each with the logits in buffers of their own, as consecutive rows of one
+ * (read in place) and as rows of one in another order (gathered). */
 static void test_dists_batched_equal_alone(void) {
     enum { V = 3000, K = 4, C = 5 };
     const int rows[C] = {1, 3, 1, 2, 1}, topm[C] = {100, 100, 0, 100, 100};
@@ -158,8 +160,18 @@ static void test_dists_batched_equal_alone(void) {
         cpu_backend.softmax_topk(logits[c], rows[c], V, 1.0f, K, want_ids[c], want_probs[c], topm[c],
                                  c == 3 ? NULL : want_ent[c]);
     }
+    /* the logits where each call has its own buffer, as consecutive rows of
+     * one in the calls' order of shape (0, 1, 2, 4 then 3: a batched draft
+     * step's, read in place), and in the reverse order (gathered) */
+    float *block = be->alloc((size_t)8 * V), *at[3][C];
+    const int order[2][C] = {{0, 1, 2, 4, 3}, {3, 4, 2, 1, 0}};
+    for (int c = 0; c < C; c++) at[0][c] = logits[c];
+    for (int p = 0; p < 2; p++)
+        for (int i = 0, off = 0; i < C; off += rows[order[p][i]], i++) at[1 + p][order[p][i]] = block + (size_t)off * V;
     const long violations0 = strict_violations;
+    for (int place = 0; place < 3; place++)
     for (int mode = 0; mode < 3; mode++) {
+        if (place) for (int c = 0; c < C; c++) be->copy(at[place][c], logits[c], (size_t)rows[c] * V);
         int *dev_ids[C];
         float *dev_probs[C], *dev_ent[C];
         for (int c = 0; c < C; c++) {
@@ -168,7 +180,7 @@ static void test_dists_batched_equal_alone(void) {
             dev_probs[c] = dev ? be->alloc(3 * K) : NULL;
             dev_ent[c] = dev ? be->alloc(3) : NULL;
             /* the fourth call wants no entropy: a shape of its own */
-            calls[c] = (DistCall){logits[c], rows[c], V, K, topm[c], 1.0f, dev ? dev_ids[c] : ids[c],
+            calls[c] = (DistCall){at[place][c], rows[c], V, K, topm[c], 1.0f, dev ? dev_ids[c] : ids[c],
                                   dev ? dev_probs[c] : probs[c], c == 3 ? NULL : dev ? dev_ent[c] : ent[c], dev};
             ptr[c] = &calls[c];
         }
@@ -180,17 +192,18 @@ static void test_dists_batched_equal_alone(void) {
                 be->to_host(probs[c], dev_probs[c], (size_t)rows[c] * K);
                 be->to_host(ent[c], dev_ent[c], rows[c]);
             }
-            CHECK(!memcmp(ids[c], want_ids[c], sizeof(int) * rows[c] * K), "mode %d, call %d: ids differ from its own call",
-                  mode, c);
-            CHECK(!memcmp(probs[c], want_probs[c], sizeof(float) * rows[c] * K), "mode %d, call %d: probabilities differ",
-                  mode, c);
-            if (c != 3) CHECK(!memcmp(ent[c], want_ent[c], sizeof(float) * rows[c]), "mode %d, call %d: entropies differ",
-                              mode, c);
+            CHECK(!memcmp(ids[c], want_ids[c], sizeof(int) * rows[c] * K),
+                  "logits %d, mode %d, call %d: ids differ from its own call", place, mode, c);
+            CHECK(!memcmp(probs[c], want_probs[c], sizeof(float) * rows[c] * K),
+                  "logits %d, mode %d, call %d: probabilities differ", place, mode, c);
+            if (c != 3) CHECK(!memcmp(ent[c], want_ent[c], sizeof(float) * rows[c]),
+                              "logits %d, mode %d, call %d: entropies differ", place, mode, c);
             if (dev_ids[c]) { be->release(dev_ids[c]); be->release(dev_probs[c]); be->release(dev_ent[c]); }
         }
     }
     CHECK(strict_violations == violations0, "%ld device outputs given host memory", strict_violations - violations0);
     for (int c = 0; c < C; c++) be->release(logits[c]);
+    be->release(block);
 }
 
 /* The thread resumes two fibers in turn; each records a shared counter

@@ -118,15 +118,16 @@ static void test_cuda_parity_model_shapes(void) {
     NO_NEW_ERRORS(before);
 }
 
-/* matmul_many's grouped GEMV launch (decode, up to 4 tokens) gives each
+/* matmul_many's grouped launches, the GEMV's (decode, up to 4 tokens) and
+ * the tiled kernel's (5 to 64 tokens: trees, EAGLE expansions), give each
  * weight's product bit for bit as a launch of it alone, at q/k/v's and
- * gate/up's shapes (unaligned widths take the scalar path), every dtype;
- * beyond 4 tokens it is one product per weight anyway. */
+ * gate/up's shapes (unaligned widths take the scalar path), every dtype. */
 static void test_cuda_matmul_many_grouped(void) {
     NEED_GPU();
     const int before = cuda_errors();
     const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
-    const int cols[2] = {576, 83}, rows[3] = {576, 192, 192}, ns[5] = {1, 2, 3, 4, 5};
+    enum { NS = 9, NMAX = 64 };
+    const int cols[2] = {576, 83}, rows[3] = {576, 192, 192}, ns[NS] = {1, 2, 3, 4, 5, 8, 17, 33, NMAX};
     int bad = 0;
     for (int d = 0; d < 3; d++)
         for (int c = 0; c < 2; c++) {
@@ -143,13 +144,13 @@ static void test_cuda_matmul_many_grouped(void) {
                 free(wf);
                 REQUIRE(cuda_backend.weight(&w[i], wd[i], dts[d], rows[i], C) == 0, "%s", err_get());
                 pw[i] = &w[i];
-                outs[i] = cuda_backend.alloc((size_t)5 * rows[i]);
-                ones[i] = cuda_backend.alloc((size_t)5 * rows[i]);
+                outs[i] = cuda_backend.alloc((size_t)NMAX * rows[i]);
+                ones[i] = cuda_backend.alloc((size_t)NMAX * rows[i]);
             }
-            float *x = xmalloc(sizeof(float) * 5 * C);
-            fill(x, (size_t)5 * C, 1);
-            float *xd = up(&cuda_backend, x, (size_t)5 * C);
-            for (int k = 0; k < 5; k++) {
+            float *x = xmalloc(sizeof(float) * NMAX * C);
+            fill(x, (size_t)NMAX * C, 1);
+            float *xd = up(&cuda_backend, x, (size_t)NMAX * C);
+            for (int k = 0; k < NS; k++) {
                 cuda_backend.matmul_many(outs, xd, pw, 3, ns[k]);
                 for (int i = 0; i < 3; i++) {
                     cuda_backend.matmul(ones[i], xd, &w[i], ns[k]);

@@ -342,15 +342,20 @@ void draft_dists(const Backend *be, DistCall *const *calls, int n) {
         }
         const int k = c->k > 0 ? c->k : 0;
         const size_t nk = (size_t)rows * k + 1;
-        float *all = be->alloc((size_t)rows * c->vocab);
+        /* a batched draft step's logits lie side by side in the order its
+         * steps were given (the gate's): read in place, not gathered */
+        int in_place = 1;
+        for (int j = 1; j < g && in_place; j++)
+            in_place = group[j]->logits == group[j - 1]->logits + (size_t)group[j - 1]->n * c->vocab;
+        float *all = in_place ? NULL : be->alloc((size_t)rows * c->vocab);
         int *ids = !c->ids ? NULL : c->on_device ? backend_alloc_ints(be, nk) : xmalloc(sizeof(int) * nk);
         float *probs = !c->probs ? NULL : c->on_device ? be->alloc(nk) : xmalloc(sizeof(float) * nk);
         float *ent = !c->entropy ? NULL : c->on_device ? be->alloc(rows) : xmalloc(sizeof(float) * rows);
-        for (int j = 0, r = 0; j < g; r += group[j]->n, j++)
+        for (int j = 0, r = 0; j < g && !in_place; r += group[j]->n, j++)
             be->copy(all + (size_t)r * c->vocab, group[j]->logits, (size_t)group[j]->n * c->vocab);
-        dist_run(be, c, all, rows, ids, probs, ent);
+        dist_run(be, c, in_place ? group[0]->logits : all, rows, ids, probs, ent);
         for (int j = 0, r = 0; j < g; r += group[j]->n, j++) dist_scatter(be, group[j], r, k, ids, probs, ent);
-        be->release(all);
+        if (all) be->release(all);
         if (c->on_device) { be->release(ids); be->release(probs); be->release(ent); }
         else { free(ids); free(probs); free(ent); }
     }

@@ -155,8 +155,10 @@ double *draft_vocab_coverage(const Draft *d, int *seen, int *rank);
 Draft *draft_clone(const Draft *d);
 /* Runs the n distribution calls on be, calls with the same shape and
  * outputs as one softmax_topk (softmax_topk_dev where the outputs are
- * backend memory) over their rows gathered into one buffer: each row's
- * results are those of a call of its own. */
+ * backend memory) over their rows, read where they lie when the calls'
+ * logits are consecutive rows of one buffer (a batched draft step's),
+ * else gathered into one: each row's results are those of a call of its
+ * own. */
 void draft_dists(const Backend *be, DistCall *const *calls, int n);
 
 /* Runs steps of n different drafts (draft_step's gate does this for the

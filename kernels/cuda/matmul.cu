@@ -10,7 +10,7 @@
  *  - up to TILED_N_MAX tokens and fewer than --cuda-tiled-max (2^24)
  *    multiply-adds (tree verification and EAGLE expansions of small models,
  *    the small projections of larger ones): a tiled kernel with the same
- *    arithmetic on the CUDA cores, one launch per weight.  Products this
+ *    arithmetic on the CUDA cores; matmul_many's weights in one launch.  Products this
  *    small do not pay for tensor cores: the split GEMM below costs three
  *    launches (split, GEMM, add the halves) plus cuBLAS's host overhead, and
  *    the host enqueueing ops is the bottleneck there (docs/cuda.md).
@@ -178,13 +178,29 @@ static void gemv(float *const *outs, const float *x, const Weight *const *ws, in
 #define TILE_TOK 8
 #define TILE_WARPS 8
 
+/* The weights of one tiled launch: matmul's one, or matmul_many's of one
+ * dtype and width, their row blocks one after another along the grid's x
+ * (weight i's end at block end[i]).  Each output is summed as in a launch
+ * of its weight alone: a warp's lanes and reduction do not depend on where
+ * its block lies. */
+struct TiledGroup {
+    float *out[GEMV_GROUP_MAX];
+    const void *w[GEMV_GROUP_MAX];
+    int R[GEMV_GROUP_MAX], end[GEMV_GROUP_MAX];
+    int count;
+};
+
 template <typename WT, bool VEC>
-__global__ void __launch_bounds__(TILE_WARPS * 32) tiled_kernel(float *__restrict__ out, const float *__restrict__ x,
-                                                                const WT *__restrict__ w, int R, int C, int n,
-                                                                int row_groups) {
+__global__ void __launch_bounds__(TILE_WARPS * 32) tiled_kernel(TiledGroup g, const float *__restrict__ x, int C,
+                                                                int n, int row_groups) {
+    int i = 0;
+    while ((int)blockIdx.x >= g.end[i]) i++;
+    const int bx = blockIdx.x - (i ? g.end[i - 1] : 0), R = g.R[i];
+    float *__restrict__ out = g.out[i];
+    const WT *__restrict__ w = (const WT *)g.w[i];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int token_groups = TILE_WARPS / row_groups;
-    const int r0 = (blockIdx.x * row_groups + warp % row_groups) * TILE_R;
+    const int r0 = (bx * row_groups + warp % row_groups) * TILE_R;
     const int t0 = (blockIdx.y * token_groups + warp / row_groups) * TILE_TOK;
     if (t0 >= n || r0 >= R) return;   /* whole warps leave together */
     const int nt = n - t0 < TILE_TOK ? n - t0 : TILE_TOK, nr = R - r0 < TILE_R ? R - r0 : TILE_R;
@@ -239,16 +255,36 @@ __global__ void __launch_bounds__(TILE_WARPS * 32) tiled_kernel(float *__restric
         }
 }
 
+/* outs[i] = x · ws[i]ᵀ by the tiled kernel in one launch; the weights share
+ * dtype and cols (count <= GEMV_GROUP_MAX). */
 template <typename WT>
-static void tiled(float *out, const float *x, const WT *w, int R, int C, int n) {
-    const bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)w & 15) == 0;
+static void tiled_typed(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    const int C = (int)ws[0]->cols;
+    bool vec = C % 8 == 0 && ((uintptr_t)x & 15) == 0;
     int token_groups = 1;   /* a power of two: the block's warps split evenly */
     while (token_groups < TILE_WARPS && token_groups * TILE_TOK < n) token_groups *= 2;
     const int row_groups = TILE_WARPS / token_groups;
     const int per_block = token_groups * TILE_TOK;
-    const dim3 grid(cu_blocks(R, TILE_R * row_groups), (unsigned)((n + per_block - 1) / per_block));
-    if (vec) cu_launch((tiled_kernel<WT, true>), grid, TILE_WARPS * 32, 0, out, x, w, R, C, n, row_groups);
-    else cu_launch((tiled_kernel<WT, false>), grid, TILE_WARPS * 32, 0, out, x, w, R, C, n, row_groups);
+    TiledGroup g;
+    memset(&g, 0, sizeof g);   /* padding too: its bytes are signed (cu_launch) */
+    g.count = count;
+    for (int i = 0, end = 0; i < count; i++) {
+        g.out[i] = outs[i];
+        g.w[i] = ws[i]->data;
+        g.R[i] = (int)ws[i]->rows;
+        g.end[i] = end += (int)cu_blocks(g.R[i], TILE_R * row_groups);
+        vec = vec && ((uintptr_t)g.w[i] & 15) == 0;
+    }
+    const dim3 grid((unsigned)g.end[count - 1], (unsigned)((n + per_block - 1) / per_block));
+    if (vec) cu_launch((tiled_kernel<WT, true>), grid, TILE_WARPS * 32, 0, g, x, C, n, row_groups);
+    else cu_launch((tiled_kernel<WT, false>), grid, TILE_WARPS * 32, 0, g, x, C, n, row_groups);
+}
+
+static void tiled(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    if (ws[0]->dtype == DT_F32) tiled_typed<float>(outs, x, ws, count, n);
+    else if (ws[0]->dtype == DT_BF16) tiled_typed<__nv_bfloat16>(outs, x, ws, count, n);
+    else tiled_typed<__half>(outs, x, ws, count, n);
+    CU_LAUNCHED();
 }
 
 /* BackendOptions.cuda_tiled_max: a product of GEMV_MAX < n <= TILED_N_MAX
@@ -331,10 +367,7 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
         return;
     }
     if (n <= TILED_N_MAX && (long long)R * C * n < tiled_max()) {
-        if (w->dtype == DT_F32) tiled(out, x, (const float *)w->data, R, C, n);
-        else if (w->dtype == DT_BF16) tiled(out, x, (const __nv_bfloat16 *)w->data, R, C, n);
-        else tiled(out, x, (const __half *)w->data, R, C, n);
-        CU_LAUNCHED();
+        tiled(&out, x, &w, 1, n);
         return;
     }
     if (w->dtype == DT_F32) gemm_ex(out, w->data, CUDA_R_32F, x, R, C, n, 0.0f);
@@ -342,18 +375,20 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
     else gemm_split<__half>(out, x, w, CUDA_R_16F, n);
 }
 
-/* Decode and chain drafts (n <= GEMV_MAX): one grouped GEMV launch for
- * weights of one dtype and width (q/k/v, gate/up), each output exactly what
- * its own launch gives; else, and for more tokens, one product per weight. */
+/* Weights of one dtype and width (q/k/v, gate/up) in one launch where each
+ * would take the same kernel alone: the grouped GEMV for decode and chain
+ * drafts (n <= GEMV_MAX), the grouped tiled kernel for trees and EAGLE
+ * expansions, each output exactly what its own launch gives; else, and for
+ * products cuBLAS takes, one product per weight. */
 void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
-    int grouped = n > 0 && n <= GEMV_MAX && count >= 1 && count <= GEMV_GROUP_MAX;
+    int grouped = n > 0 && count >= 1 && count <= GEMV_GROUP_MAX;
     for (int i = 1; i < count && grouped; i++)
         grouped = ws[i]->dtype == ws[0]->dtype && ws[i]->cols == ws[0]->cols;
-    if (grouped) {
-        gemv(outs, x, ws, count, n);
-        return;
-    }
-    for (int i = 0; i < count; i++) cu_matmul(outs[i], x, ws[i], n);
+    for (int i = 0; i < count && grouped && n > GEMV_MAX; i++)
+        grouped = n <= TILED_N_MAX && (long long)ws[i]->rows * ws[i]->cols * n < tiled_max();
+    if (grouped && n <= GEMV_MAX) gemv(outs, x, ws, count, n);
+    else if (grouped) tiled(outs, x, ws, count, n);
+    else for (int i = 0; i < count; i++) cu_matmul(outs[i], x, ws[i], n);
 }
 
 /* ---- embedding gather and bias --------------------------------------------------- */
