@@ -78,7 +78,7 @@ typedef struct {
 /* One call of a device-cycle op below (tree_root .. tree_accept, or
  * argmax_dev) as data, for tree_batch: kind names the op, and the fields
  * named as that op's parameters hold its arguments (the rest are unused).
- * tree_compact's dst is t; argmax_dev's ids are out_ids; tree_pass's count
+ * tree_compact's dst is t and its pad is pad; argmax_dev's ids are out_ids; tree_pass's count
  * is count_out; tree_classify's net is copied whole (its weights stay in
  * backend memory). */
 typedef enum {
@@ -88,7 +88,7 @@ typedef enum {
 typedef struct {
     TreeOpKind kind;
     DevTree t, src;
-    int n0, from, n, m, k, count, steps, from_start, base, ones, pos0, nctx, vocab;
+    int n0, from, n, m, k, count, steps, from_start, base, ones, pos0, nctx, vocab, pad;
     float beta;
     const int *root, *rows, *ids, *picks, *map, *keep, *want, *at;
     const float *probs, *ent, *score, *logits;
@@ -228,9 +228,11 @@ typedef struct Backend {
      * never pass.  *count is backend memory. */
     void (*tree_pass)(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count);
     /* dst's nodes 0..m) := src's nodes keep[0..m) (ascending, closed under
-     * parent, keep[0] = 0), parents re-indexed (tree_subset); dst and src
-     * are different trees. */
-    void (*tree_compact)(const DevTree *dst, const DevTree *src, const int *keep, int m);
+     * parent, keep[0] = 0), parents re-indexed (tree_subset); then nodes
+     * [m, pad) are dead padding: token -1, parent 0, depth 1, rank 0, slot
+     * -1, p = P = H = 0 (a forward over pad rows scores nothing more, and
+     * no walk enters them); dst and src are different trees. */
+    void (*tree_compact)(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad);
     /* The inputs of a forward over nodes rows[0..m) (NULL: 0..m) of t, with
      * base, ones, pos0 and nctx counted from *at (one int in backend memory;
      * NULL: from 0), so that a caller whose context moves every cycle
@@ -336,6 +338,13 @@ int backend_cpu_gemm_runs(int gemm);
  * activations; the figure is argued, not measured);
  * 1 elsewhere (the CPU's other arithmetics pay every token's arithmetic). */
 int backend_product_tokens(const Backend *be);
+/* The most rows a tree verification on be may be padded to (replay's
+ * buckets, verify_rows_bound) without summing its other rows another way:
+ * FEW_TOKENS on the CPU (each row summed as a one-token product; past it
+ * sgemm's sums follow the count); 64 on a GPU (the GEMV's and the tiled
+ * kernel's reach; --cuda-tiled-max hands a large weight's products of
+ * fewer tokens to cuBLAS, padded or not). */
+int backend_pad_rows(const Backend *be);
 /* The settings in force (the defaults until backend_configure). */
 const BackendOptions *backend_settings(void);
 /* For reports and trace attributes: the i-th setting of o as a key and its

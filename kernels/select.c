@@ -2,6 +2,7 @@
  * void ops could not return. */
 #include "kernels/kernels.h"
 #include "kernels/base/util.h"
+#include "kernels/cpu/cpu.h"
 #include <stdio.h>
 #include <string.h>
 #ifdef C2T_CUDA
@@ -67,6 +68,14 @@ int backend_product_tokens(const Backend *be) {
     if (be == &cuda_backend) return 64;
 #endif
     return be == &cpu_backend && backend_settings()->cpu_fast_gemm == CPU_GEMM_AMX ? 16 : 1;
+}
+
+int backend_pad_rows(const Backend *be) {
+#ifdef C2T_CUDA
+    if (be == &cuda_backend) return 64;
+#endif
+    (void)be;
+    return FEW_TOKENS;
 }
 
 const char *backend_failure(const Backend *be) {
@@ -136,7 +145,7 @@ static void tree_op_run(const Backend *be, const TreeOp *o) {
     case TREE_OP_TOP: be->tree_top(&o->t, o->score, o->from, o->n, o->m, o->sel); break;
     case TREE_OP_CLASSIFY: be->tree_classify(&o->t, o->from, o->n, &o->net, o->conf); break;
     case TREE_OP_PASS: be->tree_pass(&o->t, o->from, o->n, o->conf, o->beta, o->path_conf, o->count_out); break;
-    case TREE_OP_COMPACT: be->tree_compact(&o->t, &o->src, o->keep, o->m); break;
+    case TREE_OP_COMPACT: be->tree_compact(&o->t, &o->src, o->keep, o->m, o->pad); break;
     case TREE_OP_INPUTS:
         be->tree_inputs(&o->t, o->rows, o->m, o->at, o->base, o->ones, o->pos0, o->nctx, o->out, o->mask);
         break;

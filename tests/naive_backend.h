@@ -278,13 +278,13 @@ static void nv_tree_pass(const DevTree *t, int from, int n, float *conf, float b
     }
     *count = kept;
 }
-static void nv_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
-    for (int j = 0; j < m; j++) {
-        int i = keep[j], par = -1;
-        for (int q = 0; q < j; q++) if (keep[q] == src->parent[i]) par = q;
-        dst->token[j] = src->token[i]; dst->parent[j] = par; dst->depth[j] = src->depth[i];
-        dst->rank[j] = src->rank[i]; dst->slot[j] = src->slot[i];
-        dst->p[j] = src->p[i]; dst->P[j] = src->P[i]; dst->H[j] = src->H[i];
+static void nv_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
+    for (int j = 0; j < pad; j++) {
+        int i = j < m ? keep[j] : -1, par = j < m ? -1 : 0;
+        for (int q = 0; q < j && i >= 0; q++) if (keep[q] == src->parent[i]) par = q;
+        dst->token[j] = i >= 0 ? src->token[i] : -1; dst->parent[j] = par; dst->depth[j] = i >= 0 ? src->depth[i] : 1;
+        dst->rank[j] = i >= 0 ? src->rank[i] : 0; dst->slot[j] = i >= 0 ? src->slot[i] : -1;
+        dst->p[j] = i >= 0 ? src->p[i] : 0; dst->P[j] = i >= 0 ? src->P[i] : 0; dst->H[j] = i >= 0 ? src->H[i] : 0;
     }
 }
 static void nv_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,

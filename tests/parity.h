@@ -511,9 +511,10 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
     const int kept = 1 + (total < n - 1 ? total : n - 1);
     h[0] = 0;
     both_ints(r, (int *const[]){r[0].keep, r[1].keep}, h, 1);
+    const int pad = kept + 1 + kept % 6;   /* a verification padded to a bucket: dead rows after the tree */
     for (int i = 0; i < 2; i++) {
         r[i].be->tree_top(&r[i].pool, NULL, 1, n - 1, total, r[i].keep + 1);
-        r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
+        r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept, pad);
         if (i == 0)   /* the other way round */
             r[i].be->tree_inputs(&r[i].tree, NULL, kept, r[i].at, 0, 0, 0, kept, r[i].out, r[i].mask);
         else
@@ -521,9 +522,9 @@ static int check_tree_program(const Backend *B, const Backend *R, int k, int dep
                                  r[i].mask);
     }
     bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
-    bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
-    backend_ints_to_host(r[1].be, h, r[1].tree.token, kept);   /* dead nodes rank below every live one */
-    for (int j = 0; j < kept; j++) bad += h[j] < 0;
+    bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, pad);
+    backend_ints_to_host(r[1].be, h, r[1].tree.token, pad);   /* dead nodes rank below every live one; padding is dead */
+    for (int j = 0; j < pad; j++) bad += (h[j] < 0) != (j >= kept);
     bad += same_ints(&r[0], r[0].out, &r[1], r[1].out, 4 * kept + 1);
     bad += same_ints(&r[0], (int *)(void *)r[0].mask, &r[1], (int *)(void *)r[1].mask, (kept * kept + 3) / 4);
     /* want: mostly the token of a child (the walk goes deep), else any */
@@ -648,12 +649,13 @@ static int check_c2t_program(const Backend *B, const Backend *R, int k, int dmax
     const int kept = 1 + (total < live ? total : live);
     h[0] = 0;
     both_ints(r, (int *const[]){r[0].keep, r[1].keep}, h, 1);
+    const int pad = fixed ? kept + 3 : kept;
     for (int i = 0; i < 2; i++) {
         r[i].be->tree_top(&r[i].pool, path[i], 1, n - 1, kept - 1, r[i].keep + 1);
-        r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept);
+        r[i].be->tree_compact(&r[i].tree, &r[i].pool, r[i].keep, kept, pad);
     }
     bad += same_ints(&r[0], r[0].keep, &r[1], r[1].keep, kept);
-    bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, kept);
+    bad += same_tree(&r[0], &r[0].tree, &r[1], &r[1].tree, pad);
     backend_ints_to_host(r[1].be, h, r[1].tree.token, kept);   /* dead nodes rank below every live one */
     for (int j = 0; j < kept; j++) bad += h[j] < 0;
     for (int i = 0; i < 2; i++) {
@@ -796,9 +798,9 @@ static int check_tree_batch(const Backend *B, const Backend *R, int n_trees, int
     backend_tree_batch(B, ops, T);
     EACH R->tree_top(&rr[t].pool, t % 3 ? path[2 * t + 1] : NULL, 1, n[t] - 1, TOTAL(t), rr[t].keep + 1);
     EACH ops[t] = (TreeOp){.kind = TREE_OP_COMPACT, .t = rb[t].tree, .src = rb[t].pool, .keep = rb[t].keep,
-                           .m = TOTAL(t) + 1};
+                           .m = TOTAL(t) + 1, .pad = TOTAL(t) + 1 + t % 4};
     backend_tree_batch(B, ops, T);
-    EACH R->tree_compact(&rr[t].tree, &rr[t].pool, rr[t].keep, TOTAL(t) + 1);
+    EACH R->tree_compact(&rr[t].tree, &rr[t].pool, rr[t].keep, TOTAL(t) + 1, TOTAL(t) + 1 + t % 4);
     EACH ops[t] = (TreeOp){.kind = TREE_OP_INPUTS, .t = rb[t].tree, .m = TOTAL(t) + 1, .at = rb[t].at,
                            .nctx = TOTAL(t) + 1, .out = rb[t].out, .mask = rb[t].mask};
     backend_tree_batch(B, ops, T);
@@ -807,7 +809,7 @@ static int check_tree_batch(const Backend *B, const Backend *R, int n_trees, int
     EACH {
         const int kept = TOTAL(t) + 1;
         bad += same_ints(&rb[t], rb[t].keep, &rr[t], rr[t].keep, kept);
-        bad += same_tree(&rb[t], &rb[t].tree, &rr[t], &rr[t].tree, kept);
+        bad += same_tree(&rb[t], &rb[t].tree, &rr[t], &rr[t].tree, kept + t % 4);
         bad += same_ints(&rb[t], rb[t].out, &rr[t], rr[t].out, 4 * kept + 1);
         bad += same_ints(&rb[t], (int *)(void *)rb[t].mask, &rr[t], (int *)(void *)rr[t].mask, (kept * kept + 3) / 4);
         int tok[TR_CAP], par[TR_CAP];

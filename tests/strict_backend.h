@@ -19,7 +19,8 @@
  * host cycle; the emulation counts what a GPU could not record: issues
  * signed differently, and host transfers or allocations inside a unit.
  * Units that grow a tree (a device program's cycle) keep their
- * signatures, so a test can count how many different graphs a GPU would
+ * signatures, and so do those that verify a tree without growing one (after
+ * a program's read), so a test can count how many different graphs a GPU would
  * record for them, and say whether they walked the tree too. */
 #ifndef C2T_STRICT_BACKEND_H
 #define C2T_STRICT_BACKEND_H
@@ -42,17 +43,18 @@ static int strict_in_unit, strict_issue;
 static uint64_t strict_sig, strict_first_sig;
 static int strict_grew;                 /* the unit ran tree_grow */
 static int strict_walked;               /* the unit ran tree_accept */
+static int strict_inputs;               /* the unit made a forward's inputs from a tree (tree_inputs) */
 static long strict_units, strict_unit_mismatches, strict_unit_transfers;
 #define STRICT_SIGS 64
-static uint64_t strict_draft_sigs[STRICT_SIGS];
+static uint64_t strict_draft_sigs[STRICT_SIGS], strict_verify_sigs[STRICT_SIGS];
 static long strict_draft_units, strict_walk_units;   /* units that grew a tree; units that walked one */
-static int strict_n_draft_sigs;
+static int strict_n_draft_sigs, strict_n_verify_sigs;   /* and the units that did not grow one (a verification) */
 
 static void strict_check(const void *p, size_t bytes, const char *what);
 
 static inline void strict_recording_reset(void) {
     strict_units = strict_unit_mismatches = strict_unit_transfers = strict_draft_units = strict_walk_units = 0;
-    strict_n_draft_sigs = 0;
+    strict_n_draft_sigs = strict_n_verify_sigs = 0;
 }
 
 #define SP(x) (uint64_t)(uintptr_t)(x)
@@ -72,7 +74,7 @@ static int strict_record_begin(void) {
     strict_in_unit = 1;
     strict_issue = 0;
     strict_sig = REPLAY_SIGN_INIT;
-    strict_grew = strict_walked = 0;
+    strict_grew = strict_walked = strict_inputs = 0;
     return 1;
 }
 
@@ -81,19 +83,20 @@ static int strict_record_end(void) {
         strict_first_sig = strict_sig;
         strict_issue = 1;
         strict_sig = REPLAY_SIGN_INIT;
-        strict_grew = strict_walked = 0;
+        strict_grew = strict_walked = strict_inputs = 0;
         return 1;
     }
     strict_in_unit = 0;
     strict_units++;
     strict_unit_mismatches += strict_sig != strict_first_sig;
     strict_walk_units += strict_walked;
-    if (strict_grew) {
-        strict_draft_units++;
-        int known = 0;
-        for (int i = 0; i < strict_n_draft_sigs && !known; i++) known = strict_draft_sigs[i] == strict_sig;
-        if (!known && strict_n_draft_sigs < STRICT_SIGS) strict_draft_sigs[strict_n_draft_sigs++] = strict_sig;
-    }
+    if (!strict_grew && !strict_inputs) return 0;   /* a forward of host inputs */
+    uint64_t *sigs = strict_grew ? strict_draft_sigs : strict_verify_sigs;
+    int *n_sigs = strict_grew ? &strict_n_draft_sigs : &strict_n_verify_sigs;
+    strict_draft_units += strict_grew;
+    int known = 0;
+    for (int i = 0; i < *n_sigs && !known; i++) known = sigs[i] == strict_sig;
+    if (!known && *n_sigs < STRICT_SIGS) sigs[(*n_sigs)++] = strict_sig;
     return 0;
 }
 
@@ -140,15 +143,16 @@ static void strict_tree_top(const DevTree *t, const float *score, int from, int 
     STRICT_SIGN(8, SP(t->token), SP(score), (uint64_t)from, (uint64_t)n, (uint64_t)m, SP(sel));
     cpu_backend.tree_top(t, score, from, n, m, sel);
 }
-static void strict_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
-    STRICT_SIGN(9, SP(dst->token), SP(src->token), SP(keep), (uint64_t)m);
-    cpu_backend.tree_compact(dst, src, keep, m);
+static void strict_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
+    STRICT_SIGN(9, SP(dst->token), SP(src->token), SP(keep), (uint64_t)m, (uint64_t)pad);
+    cpu_backend.tree_compact(dst, src, keep, m, pad);
 }
 static void strict_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,
                                int nctx, int *out, uint8_t *mask) {
     STRICT_SIGN(10, SP(t->token), SP(rows), (uint64_t)m, SP(at), (uint64_t)base, (uint64_t)ones, (uint64_t)pos0,
                 (uint64_t)nctx, SP(out), SP(mask));
     if (at) strict_check(at, sizeof(int), "tree_inputs' origin");
+    strict_inputs |= strict_in_unit;
     cpu_backend.tree_inputs(t, rows, m, at, base, ones, pos0, nctx, out, mask);
 }
 

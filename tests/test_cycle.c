@@ -10,6 +10,7 @@
 #include "tests/strict_backend.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
+#include "kernels/base/replay.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
 #include "train/export.h"
@@ -53,17 +54,34 @@ static int log_tree(void *ctx, const Tree *t, const int *path, int n_path, int c
     return 0;
 }
 
-/* The cycles after the first whose tree is no larger than any before: a
- * program that reads after drafting verifies those in a unit (a larger
- * one allocates, op by op). */
-static long verify_units_expected(const TreeLog *log) {
+/* The rows of a verification of n nodes on a recording backend. */
+static int rows_of(int n, int pad_max) { return n <= pad_max ? verify_rows_bound(n, pad_max) : n; }
+
+/* The cycles after the first whose verification has no more rows than
+ * any before (a tree of up to pad_max nodes padded to its bucket, as a
+ * recording backend's is): a program that reads after drafting verifies
+ * those in a unit (more rows allocate, op by op). */
+static long verify_units_expected(const TreeLog *log, int pad_max) {
     long units = 0;
     int most = 0;
     for (int i = 0; i < log->n; i++) {
-        units += i > 0 && log->trees[i].n <= most;
-        if (log->trees[i].n > most) most = log->trees[i].n;
+        const int rows = rows_of(log->trees[i].n, pad_max);
+        units += i > 0 && rows <= most;
+        if (rows > most) most = rows;
     }
     return units;
+}
+
+/* How many buckets the verified trees' sizes fall in, and how many sizes. */
+static int log_buckets(const TreeLog *log, int pad_max, int *sizes) {
+    int seen[1024] = {0}, buckets = 0;
+    *sizes = 0;
+    for (int i = 0; i < log->n; i++) {
+        const int n = log->trees[i].n, r = rows_of(n, pad_max);
+        if (n < 1024 && !(seen[n] & 1)) { seen[n] |= 1; ++*sizes; }
+        if (r < 1024 && !(seen[r] & 2)) { seen[r] |= 2; buckets++; }
+    }
+    return buckets;
 }
 
 static int same_tree(const Tree *a, const Tree *b) {
@@ -113,6 +131,10 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
     if (dec && mode == MODE_DEVICE && decoder_use_device_cycle(dec)) { decoder_free(dec); dec = NULL; }
     return dec;
 }
+
+/* Over the programs that read after drafting: the sizes of their verified
+ * trees, and the buckets those fall in (verify_rows_bound). */
+static long verify_sizes_seen, verify_buckets_seen;
 
 /* Host-cycle runs of each case over each prompt against runs in mode
  * (the device cycle, or walking): the same trees, tokens and statistics;
@@ -200,16 +222,33 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                      * unit of its own, op by op where the tree is larger
                      * than any before (it allocates) */
                     CHECK(strict_walk_units == dc->walked_units &&
-                              dc->verify_units == (pd->build_dev_end ? verify_units_expected(&log) : dc->units) &&
+                              dc->verify_units == (pd->build_dev_end ? verify_units_expected(&log, dc->pad_max) : dc->units) &&
                               (policy_max_nodes(pd) > lazy_logits_nodes(be) || dc->walked_units == dc->verify_units),
                           "%s %s %s: %ld of %ld units verified, %ld walked the tree (%ld seen)", what,
                           cases[c].policy, cases[c].settings, dc->verify_units, dc->units, dc->walked_units,
                           strict_walk_units);
+                    /* a verification of its own (after a program's read)
+                     * is padded to its size's bucket: a recording per
+                     * bucket, not per size, and per bound of attention's
+                     * context (attn_ctx_bound) the run's contexts span */
+                    int sizes = 0, bounds = 0;
+                    const int buckets = log_buckets(&log, dc->pad_max, &sizes), slots = lens[q] + max_new + 8 + dc->cap;
+                    for (int ctx = lens[q], last = 0; ctx <= slots; ctx++) {
+                        const int b = attn_ctx_bound(ctx, slots);
+                        bounds += b != last;
+                        last = b;
+                    }
+                    CHECK(!pd->build_dev_end || strict_n_verify_sigs <= buckets * bounds,
+                          "%s %s %s: %d signatures of verifications for trees of %d sizes in %d buckets, contexts "
+                          "under %d bounds", what, cases[c].policy, cases[c].settings, strict_n_verify_sigs, sizes,
+                          buckets, bounds);
+                    if (pd->build_dev_end) { verify_sizes_seen += sizes; verify_buckets_seen += buckets; }
                     if (q == 0 && ent == 0)
                         printf("# %s %s %s: %.1f host reads a cycle (tau %.2f); %ld cycles as units (%ld walked "
-                               "in them), %d signatures\n",
+                               "in them), %d signatures; verifications: %d signatures, %d sizes in %d buckets\n",
                                what, cases[c].policy, cases[c].settings, (double)reads / sd.cycles,
-                               decode_stats_tau(&sd), dc->units, dc->walked_units, strict_n_draft_sigs);
+                               decode_stats_tau(&sd), dc->units, dc->walked_units, strict_n_draft_sigs,
+                               strict_n_verify_sigs, sizes, buckets);
                 }
             next:
                 log_free(&log);
@@ -446,6 +485,16 @@ static void test_device_auto_sizes(void) {
 
 /* Where the device cycle cannot run, asking for it is an error that says
  * why; by default spec-eval then runs the host cycle and records it. */
+/* Run after the comparisons: their trees of varying size took fewer
+ * buckets than sizes, so the per-case bound on verification signatures
+ * (one a bucket) said more than one a size would. */
+static void test_padding_bounds_recordings(void) {
+    CHECK(verify_sizes_seen > verify_buckets_seen, "%ld sizes of verified trees in %ld buckets: padding untested",
+          verify_sizes_seen, verify_buckets_seen);
+    printf("# programs that read after drafting: %ld sizes of verified trees in %ld buckets\n", verify_sizes_seen,
+           verify_buckets_seen);
+}
+
 static void test_device_cycle_refused(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
@@ -499,6 +548,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_auto_sizes);
     RUN(test_device_cycle_refused);
+    RUN(test_padding_bounds_recordings);
     remove_classifiers();
     RUN(test_forward_inputs_in_backend_memory);
     return h_done();

@@ -160,9 +160,14 @@ static void accept_last_child(const DevTree *t, int n, const int *want, int from
     if (walk[1] > 1) walk[3 + walk[1] - 1]++;   /* a neighbouring node */
 }
 /* the last kept node's rank lost */
-static void compact_drops_rank(const DevTree *dst, const DevTree *src, const int *keep, int m) {
-    cpu_tree_compact(dst, src, keep, m);
+static void compact_drops_rank(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
+    cpu_tree_compact(dst, src, keep, m, pad);
     dst->rank[m - 1] = 0;
+}
+/* the padding left as it was */
+static void compact_without_padding(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
+    (void)pad;
+    cpu_tree_compact(dst, src, keep, m, m);
 }
 /* one node's confidence an ulp off */
 static void classify_ulp_off(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
@@ -239,6 +244,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.tree_compact = compact_drops_rank;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_compact losing a rank not caught");
+    broken = cpu_backend;
+    broken.tree_compact = compact_without_padding;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_compact leaving its padding stale not caught");
     broken = cpu_backend;
     broken.tree_accept = accept_last_child;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "a wrong accepted path not caught");
@@ -674,6 +682,24 @@ static void test_replay_keys(void) {
     CHECK(attn_ctx_bound(1000, 1100) == 1024 && attn_ctx_bound(1050, 1100) == 1100 && attn_ctx_bound(1200, 1100) == 1200,
           "a bound near or past the cache's end: %d %d %d", attn_ctx_bound(1000, 1100), attn_ctx_bound(1050, 1100),
           attn_ctx_bound(1200, 1100));
+
+    /* verification rows: n padded to a bucket at most half again as large
+     * (2 log2 buckets up to the cap), never past the cap */
+    int buckets = 0, prev_rows = 0, bad_rows = 0;
+    const int cap = 300;
+    for (int n = 1; n <= cap; n++) {
+        const int r = verify_rows_bound(n, cap);
+        bad_rows += r < n || r > cap || r < prev_rows || (n > 8 && 2 * r > 3 * n);
+        buckets += r != prev_rows;
+        prev_rows = r;
+    }
+    CHECK(!bad_rows, "%d verification sizes padded below themselves, past the cap, out of order or by more than half", bad_rows);
+    CHECK(buckets <= 16 && verify_rows_bound(9, cap) == 12 && verify_rows_bound(13, cap) == 16 &&
+              verify_rows_bound(17, cap) == 24 && verify_rows_bound(61, cap) == 64 && verify_rows_bound(5, cap) == 8 &&
+              verify_rows_bound(1, cap) == 1 && verify_rows_bound(70, 66) == 70 && verify_rows_bound(60, 62) == 62,
+          "%d buckets for trees of 1..%d nodes; 9 -> %d, 13 -> %d, 17 -> %d, 61 -> %d, 5 -> %d, 1 -> %d", buckets, cap,
+          verify_rows_bound(9, cap), verify_rows_bound(13, cap), verify_rows_bound(17, cap), verify_rows_bound(61, cap),
+          verify_rows_bound(5, cap), verify_rows_bound(1, cap));
 
     unsigned char a[64], b2[64];
     for (int i = 0; i < 64; i++) a[i] = b2[i] = (unsigned char)(i * 37 + 5);

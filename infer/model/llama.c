@@ -440,6 +440,14 @@ static void reserve_logits(LlamaBatch *b, int n) {
     b->logits = b->m->be->alloc((size_t)n * b->m->cfg.vocab);
 }
 
+void llama_reserve(LlamaState *s, int n) {
+    if (!s->solo) s->solo = llama_batch_new(s->m);
+    state_reserve(s, n);
+    batch_reserve(s->solo, n, 1);
+    reserve_logits(s->solo, n);
+}
+
+
 typedef struct {
     LlamaBatch *b;
     LlamaState *const *states;

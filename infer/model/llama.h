@@ -152,6 +152,10 @@ void llama_state_free(LlamaState *s);
  * layers[0..n) (the residual stream before each; 0 = the embeddings) in
  * s->aux.  Nothing is captured, and nothing costs, unless asked. */
 int llama_capture(LlamaState *s, const int *layers, int n);
+/* Room in s's buffers for forwards of up to n tokens, so that they stay
+ * where later forwards of fewer tokens use them (a recorded forward is
+ * signed by its buffers' addresses). */
+void llama_reserve(LlamaState *s, int n);
 /* Returns 0, or -1 with err_set when the cache would overflow. */
 int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                   LogitsMode mode);

@@ -113,8 +113,8 @@ static void gated_pass(const DevTree *t, int from, int n, float *conf, float bet
     gated(&(TreeOp){.kind = TREE_OP_PASS, .t = *t, .from = from, .n = n, .conf = conf, .beta = beta,
                     .path_conf = path_conf, .count_out = count});
 }
-static void gated_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
-    gated(&(TreeOp){.kind = TREE_OP_COMPACT, .t = *dst, .src = *src, .keep = keep, .m = m});
+static void gated_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
+    gated(&(TreeOp){.kind = TREE_OP_COMPACT, .t = *dst, .src = *src, .keep = keep, .m = m, .pad = pad});
 }
 static void gated_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,
                          int nctx, int *out, uint8_t *mask) {

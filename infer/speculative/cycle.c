@@ -1,4 +1,5 @@
 #include "infer/speculative/cycle.h"
+#include "kernels/base/replay.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +8,10 @@ DevCycle *cycle_new(const Backend *be, int cap) {
     DevCycle *c = xcalloc(1, sizeof *c);
     c->be = be;
     c->cap = cap;
+    c->pad_max = backend_pad_rows(be) < cap ? backend_pad_rows(be) : cap;
     c->pool = backend_tree_alloc(be, cap);
     c->tree = backend_tree_alloc(be, cap);
+    c->padded = backend_tree_alloc(be, cap);
     int *iota = xmalloc(sizeof(int) * cap);
     for (int i = 0; i < cap; i++) iota[i] = i;
     c->iota = backend_alloc_ints(be, cap);
@@ -20,6 +23,7 @@ DevCycle *cycle_new(const Backend *be, int cap) {
     c->want = backend_alloc_ints(be, cap);
     c->walk = backend_alloc_ints(be, 3 + 2 * (size_t)cap);
     c->h_walk = xmalloc(sizeof(int) * (3 + 2 * cap));
+    tree_inputs_reserve(&c->inputs, be, cap, cap);   /* never moves: verifications of every size read it there */
     tree_init(&c->keys);
     return c;
 }
@@ -29,6 +33,7 @@ void cycle_free(DevCycle *c) {
     const Backend *be = c->be;
     backend_tree_release(be, &c->pool);
     backend_tree_release(be, &c->tree);
+    backend_tree_release(be, &c->padded);
     void *bufs[] = {c->iota, c->start, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) if (bufs[i]) be->release(bufs[i]);
     tree_inputs_free(&c->inputs);
@@ -73,9 +78,21 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
 void cycle_keep_best(DevCycle *c, const float *score, int total) {
     if (total == -1 || total >= c->n - 1) return;
     c->be->tree_top(&c->pool, score, 1, c->n - 1, total, c->keep + 1);
-    c->be->tree_compact(&c->tree, &c->pool, c->keep, total + 1);
+    c->be->tree_compact(&c->tree, &c->pool, c->keep, total + 1, total + 1);
     c->verified = &c->tree;
     c->n_verified = total + 1;
+}
+
+void cycle_pad(DevCycle *c) {
+    const int n = c->n_verified;
+    c->n_rows = n;
+    c->rows_tree = c->verified;
+    if (!c->be->record_begin) return;
+    /* always from the same tree, so that a bucket's verification launches
+     * alike whether or not its tree fills it */
+    c->n_rows = n <= c->pad_max ? verify_rows_bound(n, c->pad_max) : n;
+    c->be->tree_compact(&c->padded, c->verified, c->iota, n, c->n_rows);
+    c->rows_tree = &c->padded;
 }
 
 void cycle_read_keys(DevCycle *c, Tree *out) {

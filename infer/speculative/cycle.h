@@ -34,7 +34,15 @@ struct DevCycle {
     const DevTree *verified;/* pool or tree: what the target verifies */
     int n;                  /* nodes in pool */
     int n_verified;         /* nodes in *verified */
-    int n_verified_max;     /* the most of any cycle so far */
+    /* The verification forward's rows (cycle_pad): n_verified, or where
+     * the backend records forwards its bucket (verify_rows_bound: one
+     * recording serves every size of a bucket), the tree then copied into
+     * padded with dead nodes after it; rows_tree is verified or padded. */
+    DevTree padded;
+    const DevTree *rows_tree;
+    int n_rows;
+    int pad_max;            /* no padding past it (backend_pad_rows, cap) */
+    int n_rows_max;         /* the most rows of any cycle so far */
     /* backend memory */
     int *iota;              /* 0, 1, ..., cap-1: fixed node lists */
     int *start;             /* {the target's committed length, the root's token}, uploaded before each cycle */
@@ -98,6 +106,11 @@ void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *
  * (NULL: P; tree_top's order), gathered by tree_compact; total -1, or the
  * pool's size or more, verifies the pool as it is. */
 void cycle_keep_best(DevCycle *c, const float *score, int total);
+/* Sets n_rows and rows_tree for the verification of the verified tree as
+ * it stands: n_verified rows of it, or where the backend records its
+ * bucket's rows of DevCycle.padded (a tree_compact; up to pad_max rows,
+ * and none past it). */
+void cycle_pad(DevCycle *c);
 /* The pool's nodes' P and depths into out's (n = c->n; the other fields
  * unset): one read, counted (backend_tree_alloc keeps them in one block). */
 void cycle_read_keys(DevCycle *c, Tree *out);

@@ -457,7 +457,7 @@ static void walk_all_rows(Decoder *dec, int n) {
     LlamaState *ts = dec->target;
     const Backend *be = c->be;
     be->argmax_dev(ts->logits, n, ts->m->cfg.vocab, c->want);
-    be->tree_accept(c->verified, n, c->want, 1, n, c->walk);
+    be->tree_accept(c->rows_tree, n, c->want, 1, n, c->walk);
 }
 
 /* The walk read to the host: its one read where all rows were scored
@@ -473,12 +473,12 @@ static int device_walk(Decoder *dec, int n) {
         backend_ints_to_host(be, c->h_walk, c->walk, words);
         c->walk_reads++;
     } else {
-        be->tree_accept(c->verified, n, c->want, 1, 0, c->walk);
+        be->tree_accept(c->rows_tree, n, c->want, 1, 0, c->walk);
         for (int cur = 0;;) {
             const float *logits = path_logits(dec, cur);
             if (!logits) return -1;
             be->argmax_dev(logits, 1, V, c->want + cur);
-            be->tree_accept(c->verified, n, c->want, 0, 1, c->walk);
+            be->tree_accept(c->rows_tree, n, c->want, 0, 1, c->walk);
             backend_ints_to_host(be, c->h_walk, c->walk, words);
             c->walk_reads++;
             if (c->h_walk[0]) break;
@@ -499,14 +499,14 @@ typedef struct {
     int rc;
 } CycleOps;
 
-/* The target's forward over the verified tree and, where every row gets
- * logits, the walk. */
+/* The target's forward over the verified tree (its rows as cycle_pad set
+ * them) and, where every row gets logits, the walk. */
 static int verify_ops(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
     dec->t_verify = now_seconds();
-    const int n = c->n_verified;
-    tree_inputs_make(&c->inputs, c->be, c->verified, NULL, n, c->start, 0, 0, 0, n);
+    const int n = c->n_rows;
+    tree_inputs_make(&c->inputs, c->be, c->rows_tree, NULL, n, c->start, 0, 0, 0, n);
     dec->lazy = n > lazy_logits_nodes(ts->m->be);
     const int *in = c->inputs.dev;
     ts->past_dev = in + 4 * n;   /* the tree's first KV slot, where tree_inputs wrote it */
@@ -532,6 +532,7 @@ static void cycle_ops(void *arg) {
     co->rc = 0;
     if (co->draft) cycle_begin(dec->dc);
     if (co->draft && !co->root_only) co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
+    if (!co->rc && co->verify && co->draft) cycle_pad(dec->dc);   /* else the caller padded after its read */
     if (!co->rc && co->verify) co->rc = verify_ops(dec);
 }
 
@@ -570,19 +571,20 @@ static int decoder_cycle_dev(Decoder *dec) {
          * larger than any before allocates, so it runs op by op */
         rc = run_cycle_ops(dec, 1, 0, unit);
         if (!rc) rc = p->build_dev_end(p, c, &dec->st->t);
-        if (!rc) rc = run_cycle_ops(dec, 0, 1, unit && c->n_verified <= c->n_verified_max);
+        if (!rc) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
+        if (!rc) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
     }
-    if (c->n_verified > c->n_verified_max) c->n_verified_max = c->n_verified;
+    if (c->n_rows > c->n_rows_max) c->n_rows_max = c->n_rows;
     c->cycles++;
     c->units += unit;
     if (rc) return -1;
     if (dec->draft && !dec->cycle_off) draft_end_cycle(dec->draft);
-    const int n = c->n_verified;
+    const int n = c->n_verified, rows = c->n_rows;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
-    if (device_walk(dec, n)) return -1;
+    if (device_walk(dec, rows)) return -1;
     const int len = c->h_walk[1];
     memcpy(dec->path, c->h_walk + 3, sizeof(int) * len);
-    return decoder_advance(dec, NULL, n, c->h_walk + 3 + n, len, c->h_walk[2]);
+    return decoder_advance(dec, NULL, n, c->h_walk + 3 + rows, len, c->h_walk[2]);
 }
 
 static int decoder_end(Decoder *dec) {
@@ -636,6 +638,9 @@ int decoder_use_device_cycle(Decoder *dec) {
     if (why) { err_set("--cycle device: %s", why); return -1; }
     const int cap = policy_max_nodes(dec->policy);
     dec->dc = cycle_new(dec->target->m->be, cap);
+    /* a recording backend replays each bucket's verification: the target's
+     * buffers hold every padded size from the start */
+    if (dec->dc->be->record_begin) llama_reserve(dec->target, dec->dc->pad_max);
     if (dec->policy->dev_program_for) dec->policy->dev_program_for(dec->policy, dec->dc->be);
     reserve_nodes(dec, cap);
     return 0;

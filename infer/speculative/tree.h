@@ -44,7 +44,9 @@ int tree_max_depth(const Tree *t);
  * [m..2m) positions, [2m..3m) parents, [3m..4m) nodes, dev[4m] the first
  * KV slot (SeqView.past), then the mask [m][nctx - ones] over the window
  * [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows to the
- * largest call. */
+ * largest call, or is reserved for it at once (tree_inputs_reserve), so
+ * that it stays where every forward of the run reads it (a recorded
+ * forward's signature holds its address). */
 typedef struct {
     const Backend *be;
     int *dev;                 /* cap words: the ints, then the mask's bytes */
@@ -53,5 +55,7 @@ typedef struct {
 } TreeInputs;
 void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, const int *at,
                       int base, int ones, int pos0, int nctx);
+/* Room for forwards over up to m rows with masks of up to w slots. */
+void tree_inputs_reserve(TreeInputs *in, const Backend *be, int m, int w);
 void tree_inputs_free(TreeInputs *in);
 #endif

@@ -6,6 +6,13 @@ int attn_ctx_bound(int ctx, int slots) {
     return b < slots ? (int)b : slots;
 }
 
+int verify_rows_bound(int n, int cap) {
+    if (n >= cap) return n;
+    int b = 1;
+    while (b < n) b = b < 8 ? 2 * b : (b & (b - 1)) ? b / 3 * 4 : b / 2 * 3;   /* 8, 12, 16, 24, 32, 48, ... */
+    return b < cap ? b : cap;
+}
+
 uint64_t replay_sign(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;

@@ -29,6 +29,14 @@
  * (never below ctx). */
 int attn_ctx_bound(int ctx, int slots);
 
+/* The rows of a tree verification of n nodes where forwards are replayed:
+ * n rounded up to the next of 1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, ...
+ * (from 8 on, steps of a half and a third in turn), at most cap, never
+ * below n.  Trees whose size changes every cycle (a threshold's, a size
+ * from costs) then share one recording per bucket; the rows past n are
+ * dead padding (tree_compact's pad), which no walk accepts. */
+int verify_rows_bound(int n, int cap);
+
 /* A signature being made: replay_sign_init, then replay_sign per piece. */
 #define REPLAY_SIGN_INIT 1469598103934665603ull
 /* h with the n bytes at p mixed in (FNV-1a, 64 bits; order matters). */

@@ -204,7 +204,7 @@ void cpu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, co
 void cpu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel);
 void cpu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf);
 void cpu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count);
-void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m);
+void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad);
 void cpu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
                       int *out, uint8_t *mask);
 void cpu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);

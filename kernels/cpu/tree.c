@@ -113,10 +113,18 @@ static int index_in(const int *keep, int m, int v) {
     return lo;
 }
 
-void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
+void cpu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
     for (int j = 0; j < m; j++) {
         const int i = keep[j];
         copy_node(dst, j, src, i, src->parent[i] < 0 ? -1 : index_in(keep, j, src->parent[i]));
+    }
+    for (int j = m; j < pad; j++) {
+        dst->token[j] = -1;
+        dst->parent[j] = 0;
+        dst->depth[j] = 1;
+        dst->rank[j] = 0;
+        dst->slot[j] = -1;
+        dst->p[j] = dst->P[j] = dst->H[j] = 0.0f;
     }
 }
 

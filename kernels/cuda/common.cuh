@@ -196,7 +196,7 @@ void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, con
 void cu_tree_top(const DevTree *t, const float *score, int from, int n, int m, int *sel);
 void cu_tree_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf);
 void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count);
-void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m);
+void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad);
 void cu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0, int nctx,
                      int *out, uint8_t *mask);
 void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);

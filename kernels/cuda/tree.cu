@@ -16,7 +16,8 @@
  *  - pass: one block, a scan per chunk of nodes compacts the passing ones
  *    in order.
  *  - compact: a thread per kept node, its parent found by binary search in
- *    keep.  dst and src must not overlap (no compaction in place).
+ *    keep, and one per padding node.  dst and src must not overlap (no
+ *    compaction in place).
  *  - inputs: a kernel records every row's slot, then a block per row writes
  *    its mask row and walks its ancestors (reading the slots just recorded).
  *  - accept: one thread, the CPU loop as it is (a few steps over a small
@@ -216,7 +217,16 @@ __global__ void __launch_bounds__(TREE_THREADS) tree_compact_kernel(const __grid
     const TreeOp &a = b.op[blockIdx.y];
     const DevTree &dst = a.t, &src = a.src;
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= a.m) return;
+    if (j >= a.m) {   /* padding */
+        if (j >= a.pad) return;
+        dst.token[j] = -1;
+        dst.parent[j] = 0;
+        dst.depth[j] = 1;
+        dst.rank[j] = 0;
+        dst.slot[j] = -1;
+        dst.p[j] = dst.P[j] = dst.H[j] = 0.0f;
+        return;
+    }
     const int i = a.keep[j], par = src.parent[i];
     dst.token[j] = src.token[i];
     dst.parent[j] = par < 0 ? -1 : index_in(a.keep, j, par);
@@ -314,9 +324,11 @@ template <int N> static void tree_launch(const TreeOp *ops, int n) {
         cu_launch(tree_classify_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::n, TREE_THREADS), y), TREE_THREADS, 0, b);
         break;
     case TREE_OP_PASS: cu_launch(tree_pass_kernel<N>, dim3(1, y), TOP_THREADS, 0, b); break;
-    case TREE_OP_COMPACT:
-        cu_launch(tree_compact_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::m, TREE_THREADS), y), TREE_THREADS, 0, b);
+    case TREE_OP_COMPACT: {   /* kept nodes and padding */
+        const unsigned x = max(most_blocks(ops, n, &TreeOp::m, TREE_THREADS), most_blocks(ops, n, &TreeOp::pad, TREE_THREADS));
+        cu_launch(tree_compact_kernel<N>, dim3(x, y), TREE_THREADS, 0, b);
         break;
+    }
     case TREE_OP_INPUTS:
         cu_launch(tree_slots_kernel<N>, dim3(most_blocks(ops, n, &TreeOp::m, TREE_THREADS), y), TREE_THREADS, 0, b);
         CU_LAUNCHED();
@@ -334,7 +346,7 @@ static bool tree_op_works(const TreeOp *o) {
     case TREE_OP_GROW: return o->count > 0;
     case TREE_OP_TOP: return o->n > 0 && o->m > 0;
     case TREE_OP_CLASSIFY: return o->n > 0;
-    case TREE_OP_COMPACT:
+    case TREE_OP_COMPACT: return o->m > 0 || o->pad > 0;
     case TREE_OP_INPUTS: return o->m > 0;
     case TREE_OP_ARGMAX: return o->n > 0 && o->vocab > 0 && o->out_ids;
     default: return true;
@@ -400,9 +412,9 @@ void cu_tree_pass(const DevTree *t, int from, int n, float *conf, float beta, fl
     tree_one(o);
 }
 
-void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m) {
+void cu_tree_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
     TreeOp o = {};
-    o.kind = TREE_OP_COMPACT; o.t = *dst; o.src = *src; o.keep = keep; o.m = m;
+    o.kind = TREE_OP_COMPACT; o.t = *dst; o.src = *src; o.keep = keep; o.m = m; o.pad = pad;
     tree_one(o);
 }
 
