@@ -63,9 +63,10 @@ def phases(rep):
 def main():
     folder = sys.argv[1:]
     device = text(folder, "device.txt").strip() or None
-    e2, c2t, host, graphs, c2t_layers, e2_auto = (
+    e2, c2t, host, graphs, c2t_layers, e2_auto, e2_batch, e2_batch_host = (
         load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json",
-                                  "cycle_eagle2_graphs.json", "cycle_c2t_layers.json", "cycle_eagle2_auto.json"))
+                                  "cycle_eagle2_graphs.json", "cycle_c2t_layers.json", "cycle_eagle2_auto.json",
+                                  "cycle_eagle2_batch.json", "cycle_eagle2_batch_host.json"))
     rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
     bench = text(folder, "bench_cuda.log")
     m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
@@ -109,6 +110,16 @@ def main():
                                 "cost_model": {k: e2_auto.get("cost_model", {}).get(k)
                                                for k in ("chosen_mean", "chosen_p10", "chosen_p90", "draft_switch")},
                                 "device_cycle": e2_auto.get("device_cycle")} if e2_auto else None,
+        # eagle2 at --batch 8: the device cycle (tree ops batched over the slots) against ar and the host cycle
+        "smollm2_eagle2_batch8": {"speedup": e2_batch["total"].get("speedup"),
+                                  "speedup_ci95": e2_batch["total"].get("speedup_ci95"),
+                                  "tok_s": e2_batch["total"].get("v"),
+                                  "host_cycle_tok_s": e2_batch_host["total"].get("v") if e2_batch_host else None,
+                                  "same_tau_gamma": (e2_batch_host["total"]["tau"] == e2_batch["total"]["tau"] and
+                                                     e2_batch_host["total"]["gamma"] == e2_batch["total"]["gamma"])
+                                  if e2_batch_host else None,
+                                  "lossless": rcs.get("eagle2_batch") == "0",
+                                  "device_cycle": e2_batch.get("device_cycle")} if e2_batch else None,
         "decode_1b_fraction_of_bound": fraction_of_bound(bench, "1B"),
         "decode_7b_fraction_of_bound": fraction_of_bound(bench, "LLaMA-2-7B"),
         "collect_records_s": collect_s,

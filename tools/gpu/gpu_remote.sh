@@ -61,7 +61,9 @@
 #                    c2t by its per-layer program (against the fixed-shape
 #                    one auto takes on a GPU); eagle2 --total auto on the
 #                    device cycle (sizes from the GPU's measured costs);
-#                    on a GPU eagle2 with replayed graphs (--cuda-graphs on)
+#                    eagle2 at --batch 8 on both cycles (the slots' tree ops
+#                    batched, one launch per op kind); on a GPU eagle2 with
+#                    replayed graphs (--cuda-graphs on)
 #   CYCLE_DEVICE=cpu tools/gpu/gpu_remote.sh cycle runs both here, on the CPU
 #   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32; eagle2 and c2t at the
 #   GPU's fixed sizes, so the device cycles run), and the report:
@@ -226,6 +228,8 @@ step_cycle_smollm2() {
                "eagle2_host|--policy eagle2 $e2 --cycle host --no-baseline" \
                "c2t_layers|--policy c2t --classifier data/smollm2/classifier.json $c2 --param program=layers --no-baseline" \
                "eagle2_auto|--policy eagle2 --total auto --cycle device --draft-vocab full --check-lossless" \
+               "eagle2_batch|--policy eagle2 $e2 --batch 8 --check-lossless" \
+               "eagle2_batch_host|--policy eagle2 $e2 --batch 8 --cycle host --no-baseline" \
                ${graphs:+"$graphs"}; do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
