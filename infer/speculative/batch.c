@@ -6,12 +6,13 @@
  * resumes those slots.  Waiting prompts are prefilled first, together and
  * apart from verification (a prompt of hundreds of tokens would change how
  * the trees' products are summed, see batch.h), so that new sequences join
- * the next round; then the distributions of draft logits (all rows in one
- * call), draft forwards and verification rows, so that the
- * slots whose trees are ready wait for the rest and the target's forward
- * verifies as many trees as possible.  On the device cycle the slots' tree
- * ops wait at the gate too (GATE_TREE): those of one kind run as one
- * tree_batch, a launch for all the trees instead of one per slot. */
+ * the next round; then the device cycle's tree ops (GATE_TREE: those of
+ * one kind as one tree_batch, a launch for all the trees instead of one
+ * per slot), the distributions of draft logits (all rows in one call),
+ * verification rows (a slot whose walk ended waits for the others' walks,
+ * so that the slots catch up and draft in step) and draft forwards, so
+ * that the slots whose trees are ready wait for the rest and the target's
+ * forward verifies as many trees as possible. */
 #include "infer/speculative/batch.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/fiber.h"
