@@ -260,6 +260,12 @@ typedef struct Backend {
      * the backend can (CUDA: a grid over the ops).  Batched decoding issues
      * its sequences' tree ops so, a launch per op for all the trees. */
     void (*tree_batch)(const TreeOp *ops, int n);
+    /* Optional (call it through backend_to_host_many, which reads them one
+     * by one where it is NULL): count reads, dev[i]'s n[i] elements to
+     * host[i], as one transfer where the backend can (CUDA: gathered on the
+     * device, copied once, spread on the host).  Batched decoding reads its
+     * sequences' walks and counts so, one wait for all. */
+    void (*to_host_many)(float *const *host, const float *const *dev, const size_t *n, int count);
 
     /* Optional (NULL where a backend has nothing to gain; call them through
      * backend_recorded).  record_begin returns 1 when the ops that follow
@@ -384,6 +390,8 @@ void backend_ints_to_device(const Backend *be, int *dev, const int *host, size_t
 /* ops[0..n) (tree_batch's contract) by be->tree_batch, or each through its
  * own entry of be where the backend has none. */
 void backend_tree_batch(const Backend *be, const TreeOp *ops, int n);
+/* The count reads of to_host_many by it, or one by one where be has none. */
+void backend_to_host_many(const Backend *be, float *const *host, const float *const *dev, const size_t *n, int count);
 /* A DevTree of cap nodes in one allocation of be's, its arrays cap words
  * apart in the struct's order (token, parent, depth, rank, slot, p, P, H:
  * a caller may read neighbours at once); backend_tree_release frees it. */

@@ -163,3 +163,12 @@ void backend_tree_batch(const Backend *be, const TreeOp *ops, int n) {
     }
     for (int i = 0; i < n; i++) tree_op_run(be, &ops[i]);
 }
+
+void backend_to_host_many(const Backend *be, float *const *host, const float *const *dev, const size_t *n, int count) {
+    if (count <= 0) return;
+    if (be->to_host_many) {
+        be->to_host_many(host, dev, n, count);
+        return;
+    }
+    for (int i = 0; i < count; i++) be->to_host(host[i], dev[i], n[i]);
+}

@@ -858,6 +858,28 @@ static int check_tree_batch(const Backend *B, const Backend *R, int n_trees, int
     return bad;
 }
 
+/* to_host_many: reads of several sizes (none among them) at once against
+ * each read alone; the number of elements that differ. */
+static int check_to_host_many(const Backend *B) {
+    enum { R = 5 };
+    const size_t n[R] = {7, 0, 1, 1000, 33};
+    float *dev[R], *got[R], *want[R];
+    int bad = 0;
+    for (int i = 0; i < R; i++) {
+        float *h = xmalloc(sizeof(float) * (n[i] + 1));
+        fill(h, n[i] + 1, 3);
+        dev[i] = up(B, h, n[i] + 1);
+        got[i] = xcalloc(n[i] + 1, sizeof(float));
+        want[i] = h;
+    }
+    backend_to_host_many(B, got, (const float *const *)dev, n, R);
+    for (int i = 0; i < R; i++) {
+        for (size_t j = 0; j <= n[i]; j++) bad += j < n[i] ? got[i][j] != want[i][j] : got[i][j] != 0;   /* nothing past n */
+        B->release(dev[i]); free(got[i]); free(want[i]);
+    }
+    return bad;
+}
+
 /* The whole harness for one pair of backends; prints the worst error of
  * each op family and returns the number of families over tolerance. */
 __attribute__((unused)) static int parity(const Backend *B, const Backend *R, int verbose) {
@@ -912,6 +934,9 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     tree_bad += check_tree_batch(B, R, 53, 0);
     if (verbose) printf("# %s vs %s: tree ops: %d outputs differ\n", B->name, R->name, tree_bad);
     bad += tree_bad > 0;
+    const int read_bad = check_to_host_many(B);
+    if (verbose) printf("# %s: to_host_many: %d elements differ from reads alone\n", B->name, read_bad);
+    bad += read_bad > 0;
     return bad;
 }
 

@@ -461,8 +461,8 @@ static void test_batched_decoding(void) {
  * slots' forwards batched with their inputs in backend memory, their tree
  * ops batched at the gates) decodes what the host cycle decodes at
  * --batch 3: every turn's tokens, tau and gamma, for every policy with a
- * program on the demo family; the report says which cycle ran, and how
- * many tree ops ran a batch. */
+ * program on the demo family; the report says which cycle ran, how many
+ * tree ops ran a batch and how many reads a transfer made. */
 static void test_batched_device_cycle_equals_host(void) {
     char out[] = "/tmp/c2t_bcycleXXXXXX", err[4096];
     close(mkstemp(out));
@@ -494,10 +494,15 @@ static void test_batched_device_cycle_equals_host(void) {
              * three slots, the last questions' rounds with fewer */
             cJSON *dcy = cJSON_GetObjectItem(j, "device_cycle");
             const double ops = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "tree_ops")),
-                         per = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "tree_ops_per_batch"));
-            if (c) CHECK(ops > 0 && per >= 1.8 && per <= 3, "%s: %.0f tree ops, %.2f a batch at --batch 3", runs[r], ops, per);
+                         per = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "tree_ops_per_batch")),
+                         reads = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "reads")),
+                         reads_per = cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "reads_per_batch"));
+            if (c) CHECK(ops > 0 && per >= 1.8 && per <= 3 && reads > 0 && reads_per >= 1.5 && reads_per <= 3,
+                         "%s: %.0f tree ops, %.2f a batch; %.0f reads, %.2f a transfer at --batch 3", runs[r], ops, per,
+                         reads, reads_per);
             else CHECK(!dcy, "%s --cycle host: a device_cycle account", runs[r]);
-            if (c) printf("# --batch 3 %s: %.0f tree ops, %.2f a batch\n", runs[r], ops, per);
+            if (c) printf("# --batch 3 %s: %.0f tree ops, %.2f a batch; %.0f reads, %.2f a transfer\n", runs[r], ops, per,
+                          reads, reads_per);
             cJSON_Delete(j);
             int n;
             ids[c] = ids_by_turn(out, &n);

@@ -206,6 +206,10 @@ static void top_ignores_score(const DevTree *t, const float *score, int from, in
     (void)score;
     cpu_tree_top(t, NULL, from, n, m, sel);
 }
+/* reads that leave the last one undone */
+static void reads_skip_last(float *const *host, const float *const *dev, const size_t *n, int count) {
+    for (int i = 0; i + 1 < count; i++) cpu_backend.to_host(host[i], dev[i], n[i]);
+}
 /* a batch that leaves its last tree undone */
 static void batch_skips_last(const TreeOp *ops, int n) { backend_tree_batch(&cpu_backend, ops, n - 1); }
 /* a batch whose every tree takes the first op's vocabulary map (an
@@ -271,6 +275,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.tree_batch = batch_first_map;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "a tree batch reading another op's argument not caught");
+    broken = cpu_backend;
+    broken.to_host_many = reads_skip_last;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "reads at once leaving one undone not caught");
 }
 
 /* --cpu-fast-gemm on and amx: every product of a BF16 weight is a BF16 pair

@@ -8,7 +8,7 @@
  * the trees' products are summed, see batch.h), so that new sequences join
  * the next round; then the device cycle's tree ops (GATE_TREE: those of
  * one kind as one tree_batch, a launch for all the trees instead of one
- * per slot), the distributions of draft logits (all rows in one call),
+ * per slot) and its reads (GATE_READ: one transfer), the distributions of draft logits (all rows in one call),
  * verification rows (a slot whose walk ended waits for the others' walks,
  * so that the slots catch up and draft in step) and draft forwards, so
  * that the slots whose trees are ready wait for the rest and the target's
@@ -68,7 +68,7 @@ struct Run {
      * tree ops, which pass the running slot's gate (gated_*); and the tree
      * ops the slots issued, and the tree_batch calls that ran them */
     Backend tree_be;
-    long tree_ops, tree_batches;
+    BatchDevice device;   /* what went through the gates */
     int failed;
     char err[1024];       /* the first failure */
 };
@@ -82,8 +82,7 @@ static int slot_pass(Gate *g, GateCall *call) {
 }
 
 /* The slot whose fiber runs (NULL: the scheduler), and the session's
- * backend: the gated tree ops' context, which a Backend's entries do not
- * take. */
+ * backend: the gated ops' context, which a Backend's entries do not take. */
 static _Thread_local Slot *running;
 static _Thread_local const Backend *tree_real;
 
@@ -130,9 +129,17 @@ static void gated_argmax(const float *logits, int n, int vocab, int *ids) {
     gated(&(TreeOp){.kind = TREE_OP_ARGMAX, .logits = logits, .n = n, .vocab = vocab, .out_ids = ids});
 }
 
-/* The session's backend with its tree ops gated. */
+/* A read of the running slot's through its gate, made with the other
+ * slots' in one transfer (run_calls); as gated's otherwise. */
+static void gated_to_host(float *host, const float *dev, size_t n) {
+    GateCall call = {.kind = GATE_READ, .host = host, .dev = dev, .words = n};
+    if (!running || slot_pass(&running->gate, &call)) tree_real->to_host(host, dev, n);
+}
+
+/* The session's backend with its tree ops and reads gated. */
 static Backend gated_backend(const Backend *be) {
     Backend g = *be;
+    g.to_host = gated_to_host;
     g.tree_root = gated_root;
     g.tree_grow = gated_grow;
     g.tree_top = gated_top;
@@ -154,10 +161,22 @@ static void tree_calls(Run *r, Slot *const *w, int n) {
             if ((int)w[i]->call->tree->kind == kind) ops[m++] = *w[i]->call->tree;
         if (!m) continue;
         backend_tree_batch(r->s->target->be, ops, m);
-        r->tree_ops += m;
-        r->tree_batches++;
+        r->device.tree_ops += m;
+        r->device.tree_batches++;
     }
     free(ops);
+}
+
+/* The waiting slots' reads w[0..n) as one to_host_many. */
+static void read_calls(Run *r, Slot *const *w, int n) {
+    float **host = xmalloc(sizeof *host * n);
+    const float **dev = xmalloc(sizeof *dev * n);
+    size_t *words = xmalloc(sizeof *words * n);
+    for (int i = 0; i < n; i++) { host[i] = w[i]->call->host; dev[i] = w[i]->call->dev; words[i] = w[i]->call->words; }
+    backend_to_host_many(r->s->target->be, host, dev, words, n);
+    r->device.reads += n;
+    r->device.read_batches++;
+    free(host); free(dev); free(words);
 }
 
 static void fail(Run *r) {
@@ -370,6 +389,8 @@ static int run_calls(Run *r, GateKind k) {
         free(states); free(rows);
     } else if (k == GATE_TREE) {
         tree_calls(r, w, n);
+    } else if (k == GATE_READ) {
+        read_calls(r, w, n);
     } else if (k == GATE_CALIBRATE) {
         const double t0 = now_seconds();
         rc = calibrate(r, w, n);
@@ -404,8 +425,8 @@ static int run_calls(Run *r, GateKind k) {
  * batch of prompts never lands in a unit that times one thread against
  * all (it made the tuner's one-thread probe take seconds). */
 static void schedule(Run *r) {
-    static const GateKind order[] = {GATE_PREFILL, GATE_CALIBRATE, GATE_TREE, GATE_DIST, GATE_ROW, GATE_DRAFT,
-                                     GATE_VERIFY};
+    static const GateKind order[] = {GATE_PREFILL, GATE_CALIBRATE, GATE_TREE, GATE_READ, GATE_DIST, GATE_ROW,
+                                     GATE_DRAFT, GATE_VERIFY};
     const int ns = r->o->slots;
     const Backend *be = r->s->target->be;
     BackendTuner tuner = {0};
@@ -512,8 +533,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     const double t0 = now_seconds();   /* after the slots are made: what decoding takes */
     schedule(&r);
     *wall = now_seconds() - t0 - r.calibration_s;
-    if (o->tree_ops) *o->tree_ops = r.tree_ops;
-    if (o->tree_batches) *o->tree_batches = r.tree_batches;
+    if (o->device) *o->device = r.device;
     if (o->cost && r.slots[0].policy->cost) {   /* the slots' models as one: slot 0's figures, all choices */
         *o->cost = r.slots[0].dec->cost;
         cost_clear_choices(o->cost);

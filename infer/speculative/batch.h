@@ -18,6 +18,14 @@
 #define C2T_BATCH_H
 #include "infer/speculative/session.h"
 
+/* The device cycle's work at the slots' gates: the tree ops the slots
+ * issued and the Backend.tree_batch calls that ran them (a launch per op
+ * kind where the backend batches), the reads of backend memory and the
+ * to_host_many calls that made them (one wait each). */
+typedef struct {
+    long tree_ops, tree_batches, reads, read_batches;
+} BatchDevice;
+
 typedef struct {
     int slots;        /* sequences decoded together */
     int static_batches;   /* 1: a new group of questions starts only when the last group is done */
@@ -31,10 +39,9 @@ typedef struct {
      * is given, it is set to whether they run the device cycle. */
     int cycle;
     int *ran_device;
-    /* Optional: set to the tree ops the slots' device cycles issued, and
-     * the Backend.tree_batch calls that ran them (each a launch per op kind
-     * where the backend batches: its ops over every waiting slot's tree). */
-    long *tree_ops, *tree_batches;
+    /* Optional: set to what the slots' device cycles issued and how it ran
+     * batched (BatchDevice). */
+    BatchDevice *device;
     /* Optional, for a policy with auto sizes: its slots' cost models as one
      * at the end (the round's curve and running figures, every choice). */
     CostModel *cost;

@@ -35,7 +35,7 @@ typedef struct {
     const char *bench_name;
     int in_ar;                /* the ar baseline is decoding (progress line) */
     int batch_device;         /* batched: the policy's slots ran the device cycle */
-    long batch_tree_ops, batch_tree_batches;   /* batched device cycle: its tree ops, and the batches that ran them */
+    BatchDevice batch_dev;    /* batched device cycle: what went through the gates */
 } EvalCtx;
 
 /* Every cycle of a turn: the progress line (rate-limited there), so that a
@@ -507,8 +507,7 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
             bo.cost = k == 0 && !run_ar && policy->wants_cost ? cost : NULL;   /* the recorded run's */
             bo.cycle = o->cycle;
             bo.ran_device = run_ar ? NULL : &c->batch_device;
-            bo.tree_ops = k == 0 && !run_ar ? &c->batch_tree_ops : NULL;
-            bo.tree_batches = k == 0 && !run_ar ? &c->batch_tree_batches : NULL;
+            bo.device = k == 0 && !run_ar ? &c->batch_dev : NULL;
             rc = batch_run(s, run_ar ? &ap : &policy->prm, &bo, qs, nq, fn, ctxs, &wall);
             *(run_ar ? &pairs[k].ar_s : &pairs[k].policy_s) = wall;
         }
@@ -630,12 +629,15 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddNumberToObject(o, "key_reads", c->key_reads);
         cJSON_AddNumberToObject(o, "host_reads_per_cycle",
                                 c->cycles ? (double)(c->walk_reads + c->count_reads + c->key_reads) / c->cycles : 0);
-    } else if (batched && ctx.batch_device) {   /* the slots' tree ops, batched at their gates */
+    } else if (batched && ctx.batch_device) {   /* the slots' tree ops and reads, batched at their gates */
+        const BatchDevice *b = &ctx.batch_dev;
         cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");
-        cJSON_AddNumberToObject(o, "tree_ops", (double)ctx.batch_tree_ops);
-        cJSON_AddNumberToObject(o, "tree_batches", (double)ctx.batch_tree_batches);
-        cJSON_AddNumberToObject(o, "tree_ops_per_batch",
-                                ctx.batch_tree_batches ? (double)ctx.batch_tree_ops / (double)ctx.batch_tree_batches : 0);
+        cJSON_AddNumberToObject(o, "tree_ops", (double)b->tree_ops);
+        cJSON_AddNumberToObject(o, "tree_batches", (double)b->tree_batches);
+        cJSON_AddNumberToObject(o, "tree_ops_per_batch", b->tree_batches ? (double)b->tree_ops / b->tree_batches : 0);
+        cJSON_AddNumberToObject(o, "reads", (double)b->reads);
+        cJSON_AddNumberToObject(o, "read_batches", (double)b->read_batches);
+        cJSON_AddNumberToObject(o, "reads_per_batch", b->read_batches ? (double)b->reads / b->read_batches : 0);
     }
     if (dec && dec->vocab) {
         const VocabAuto *va = dec->vocab;

@@ -18,6 +18,7 @@ typedef enum {
     GATE_DIST,      /* softmax, top-k and entropy of draft logits (draft_dists) */
     GATE_CALIBRATE, /* the decoder's cost curve (decoder_calibrate): state only */
     GATE_TREE,      /* a device cycle's tree op (Backend.tree_batch's TreeOp) */
+    GATE_READ,      /* a device cycle's read of backend memory (Backend.to_host) */
     GATE_KINDS
 } GateKind;
 
@@ -48,6 +49,9 @@ typedef struct {
     DraftStep *step;        /* GATE_DRAFT */
     DistCall *dist;         /* GATE_DIST */
     const TreeOp *tree;     /* GATE_TREE */
+    float *host;            /* GATE_READ: to_host's arguments */
+    const float *dev;
+    size_t words;
     const float *logits;    /* GATE_ROW's result */
 } GateCall;
 

@@ -106,6 +106,7 @@ extern "C" const Backend cuda_backend = {
     .tree_inputs = cu_tree_inputs,
     .tree_accept = cu_tree_accept,
     .tree_batch = cu_tree_batch,
+    .to_host_many = cu_to_host_many,
     .record_begin = cu_record_begin,
     .record_end = cu_record_end,
     .unit_begin = NULL,   /* nothing to tune per cycle on the GPU */

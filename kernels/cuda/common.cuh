@@ -81,7 +81,7 @@ const void *cu_fetch(const void *dev, size_t bytes);
 
 /* Device temporaries: a growing buffer per slot (contents not kept across
  * calls that grow it).  NULL after reporting. */
-enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_COUNT };
+enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_GATHER, WS_COUNT };
 void *cu_workspace(int slot, size_t bytes);
 
 /* ---- recording (graph.cu drives it; the state lives in runtime.cu) -------
@@ -202,6 +202,8 @@ void cu_tree_inputs(const DevTree *t, const int *rows, int m, const int *at, int
 void cu_tree_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
 /* tree_batch (tree.cu); its argmax_dev ops (distribution.cu) */
 void cu_tree_batch(const TreeOp *ops, int n);
+/* to_host_many (elementwise.cu) */
+void cu_to_host_many(float *const *host, const float *const *dev, const size_t *n, int count);
 void cu_argmax_batch(const TreeOp *ops, int n);
 /* record_begin / record_end (graph.cu) */
 int cu_record_begin(void);

@@ -5,6 +5,7 @@
  * pos · inv_freq (as HF computes it), SwiGLU is g / (1 + e^-g) · u. */
 #include "kernels/cuda/common.cuh"
 #include <stdlib.h>
+#include <string.h>
 
 #define RMS_THREADS 256
 
@@ -128,4 +129,44 @@ void cu_concat(float *out, const float *a, int da, const float *b, int db, int n
     const size_t pitch = (size_t)(da + db) * sizeof(float);
     if (da > 0 && !cu_copy2d_async(out, pitch, a, (size_t)da * sizeof(float), (size_t)da * sizeof(float), n)) return;
     if (db > 0) cu_copy2d_async(out + da, pitch, b, (size_t)db * sizeof(float), (size_t)db * sizeof(float), n);
+}
+
+/* ---- to_host_many: several reads gathered into one copy ---------------------------- */
+#define GATHER_CHUNK 64
+struct GatherOps {
+    const float *src[GATHER_CHUNK];
+    size_t n[GATHER_CHUNK], off[GATHER_CHUNK];
+};
+
+/* read blockIdx.y's elements to its place in the staging buffer */
+__global__ void gather_kernel(const __grid_constant__ GatherOps g, float *__restrict__ out) {
+    const int r = blockIdx.y;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < g.n[r]; i += (size_t)gridDim.x * blockDim.x)
+        out[g.off[r] + i] = g.src[r][i];
+}
+
+void cu_to_host_many(float *const *host, const float *const *dev, const size_t *n, int count) {
+    for (int c0 = 0; c0 < count; c0 += GATHER_CHUNK) {
+        const int c = count - c0 < GATHER_CHUNK ? count - c0 : GATHER_CHUNK;
+        GatherOps g;
+        memset(&g, 0, sizeof g);   /* padding too: its bytes are signed (cu_launch) */
+        size_t total = 0, most = 0;
+        for (int i = 0; i < c; i++) {
+            g.src[i] = dev[c0 + i];
+            g.n[i] = n[c0 + i];
+            g.off[i] = total;
+            total += n[c0 + i];
+            if (n[c0 + i] > most) most = n[c0 + i];
+        }
+        if (!total) continue;
+        float *stage = (float *)cu_workspace(WS_GATHER, total * sizeof(float));
+        if (!stage) return;
+        const unsigned blocks = cu_blocks(most, 256) < 64 ? cu_blocks(most, 256) : 64;
+        cu_launch(gather_kernel, dim3(blocks, (unsigned)c), 256, 0, g, stage);
+        CU_LAUNCHED();
+        const float *h = (const float *)cu_fetch(stage, total * sizeof(float));
+        if (!h) return;
+        for (int i = 0; i < c; i++)
+            if (n[c0 + i]) memcpy(host[c0 + i], h + g.off[i], n[c0 + i] * sizeof(float));
+    }
 }
