@@ -97,6 +97,7 @@ static cJSON *totals_json(const EvalTotals *t) {
         cJSON_AddItemToArray(ci, cJSON_CreateNumber(t->speedup.hi));
         cJSON_AddNumberToObject(o, "speedup_pairs", t->speedup.n);
         cJSON_AddNumberToObject(o, "speedup_blocks", t->speedup.blocks);
+        cJSON_AddNumberToObject(o, "speedup_ci_level", t->speedup.level);
     }
     return o;
 }

@@ -1,20 +1,32 @@
 /* A/B speedups (infer/speculative/speedup.h). */
 #include "infer/speculative/speedup.h"
-#include "kernels/base/rng.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 static int by_value(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* Median of x[0..n) (sorted in place). */
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, by_value);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+/* P(Bin(n, 1/2) = j), in logs so that no n underflows. */
+static double half_binomial(int n, int j) {
+    return exp(lgamma(n + 1.0) - lgamma(j + 1.0) - lgamma(n - j + 1.0) - n * log(2.0));
+}
+
+int speedup_sign_rank(int n, double level, double *coverage) {
+    int k = 1;
+    double below = half_binomial(n, 0);   /* P(Bin < k) */
+    double cover = 1 - 2 * below;
+    while (k + 1 <= (n + 1) / 2) {
+        const double next = below + half_binomial(n, k);
+        if (1 - 2 * next < level) break;
+        below = next;
+        cover = 1 - 2 * below;
+        k++;
+    }
+    if (coverage) *coverage = cover > 0 ? cover : 0;
+    return k;
 }
 
 Speedup speedup_estimate(const AbPair *p, int n) {
@@ -34,20 +46,15 @@ Speedup speedup_estimate(const AbPair *p, int n) {
         if (m) ratio[nb++] = m == 2 ? sqrt(prod) : prod;
         s.n += m;
     }
-    if (!s.n) { free(ratio); return s; }
-    double *sample = xmalloc(sizeof(double) * nb), *medians = xmalloc(sizeof(double) * SPEEDUP_BOOTSTRAP);
-    Rng rng;
-    rng_seed(&rng, SPEEDUP_SEED);
-    for (int b = 0; b < SPEEDUP_BOOTSTRAP; b++) {
-        for (int i = 0; i < nb; i++) sample[i] = ratio[rng_next(&rng) % (uint64_t)nb];
-        medians[b] = median(sample, nb);
+    if (s.n) {
+        qsort(ratio, (size_t)nb, sizeof *ratio, by_value);
+        s.median = nb % 2 ? ratio[nb / 2] : 0.5 * (ratio[nb / 2 - 1] + ratio[nb / 2]);
+        const int k = speedup_sign_rank(nb, SPEEDUP_LEVEL, &s.level);
+        s.lo = ratio[k - 1];
+        s.hi = ratio[nb - k];
+        s.blocks = nb;
     }
-    s.median = median(ratio, nb);
-    s.blocks = nb;
-    qsort(medians, SPEEDUP_BOOTSTRAP, sizeof *medians, by_value);
-    s.lo = medians[(int)(0.025 * SPEEDUP_BOOTSTRAP)];
-    s.hi = medians[(int)(0.975 * SPEEDUP_BOOTSTRAP) - 1];
-    free(ratio); free(sample); free(medians);
+    free(ratio);
     return s;
 }
 
@@ -56,6 +63,6 @@ int speedup_unstable(const Speedup *s) {
 }
 
 int speedup_few_blocks(const Speedup *s, double *most) {
-    if (most) *most = 1 - 2 * pow(0.5, s->blocks);
-    return s->n > 0 && s->blocks < SPEEDUP_MIN_BLOCKS;
+    if (most) *most = s->level;
+    return s->n > 0 && s->level < SPEEDUP_LEVEL;
 }

@@ -309,7 +309,7 @@ def main():
           "benchmark, one sequence at a time, the whole tree verified in one forward as users decode; τ and γ "
           "in the table are the sweep runs') against `ar` decoding the same questions inside the same run "
           "(`--check-lossless`), alternated question by question (ABBA): the median over ABBA blocks (each two " % sizes.get("SPEED_Q", "?") +
-          "consecutive questions, one of each order) and its 95% bootstrap interval; ar tok/s is that in-run figure. On this 2-core CPU, tree verification costs "
+          "consecutive questions, one of each order) and its 95% sign-test interval; ar tok/s is that in-run figure. On this 2-core CPU, tree verification costs "
           "far more than it does on a GPU, so speedups below 1 are expected; τ and γ are the figures that carry over.")
         ll = os.path.join(R, "eval", "lossless.txt")
         if os.path.exists(ll):

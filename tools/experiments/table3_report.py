@@ -139,8 +139,8 @@ def main():
              f"--kv-dtype {st.get('kv_dtype', 'f32')}")
     pairs = get(CHAIN[0][1], batches[0])["pairs"]
     md = [f"Chain mode, at most 4 draft tokens a cycle; speedup over ar at the same batch size, measured in the "
-          f"same spec-eval run as {pairs} A/B pairs of whole runs (the median ratio and its 95% bootstrap "
-          f"interval; τ, γ verified tokens); spec-eval's device and arithmetic: `{arith}`:", "",
+          f"same spec-eval run as {pairs} A/B pairs of whole runs (the median ratio and its sign-test "
+          f"interval, of the coverage spec-eval reports as speedup_ci_level; τ, γ verified tokens); spec-eval's device and arithmetic: `{arith}`:", "",
           "| method | " + " | ".join(f"batch {b}" for b in batches) + " |", "|---|" + "---|" * len(batches)]
     md.append("| ar (tok/s) | " + " | ".join(f"{get('ar', b)['tokens_per_s']:.1f}" for b in batches) + " |")
     for _, name in CHAIN:
