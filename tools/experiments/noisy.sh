@@ -31,24 +31,14 @@ theirs() {
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-hogs=""
-load() {   # load N: N busy loops until the next call
-    for p in $hogs; do kill "$p" 2>/dev/null || true; done
-    hogs=""
-    i=0
-    while [ $i -lt "$1" ]; do
-        sh -c 'while :; do :; done' & hogs="$hogs $!"
-        i=$((i + 1))
-    done
-}
-trap 'load 0' EXIT INT TERM
+. tools/experiments/busy.sh
 
 # aims (#51): auto >= 0.95x our -t 1 (auto/1), and >= 0.9x llama.cpp's better
 # thread count (auto/llama)
 printf '%-28s %9s %9s %9s %10s %10s %8s %10s %10s %10s\n' "condition" "ours -t 1" "ours -t 2" "ours auto" "llama -t 1" \
     "llama -t 2" "auto/1" "auto/llama" "other -t 1" "other -t 2"
 for busy in ${LOADS:-0 1 2}; do
-    load $busy
+    load "$busy"
     sleep 1
     : > /tmp/noisy_$$
     r=0
