@@ -21,7 +21,8 @@
 #      and n-gram lookup (the same tool with --spec-type ngram-simple)
 #      -> results/smollm2/llamacpp_*.txt and rows in speed.txt.
 # Sizes: SWEEP_Q (8), SWEEP_MAX_NEW (96), EVAL_Q (20), EVAL_MAX_NEW (128),
-# THREADS (2), SWEEP_MARGIN (0.05).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
+# THREADS (2), SWEEP_MARGIN (0.05), SWEEP_NEAR (0.04: a choice within it of the margin's
+# edge is marked a near-tie in speed_choices.txt).  Needs ../shared/benchmarks for step 2-3 (SMOLLM2_BENCH).
 # ARITH: spec-eval's arithmetic options for every run of ours (ar included):
 # by default llama.cpp's (--cpu-fast-gemm on --kv-dtype bf16) where the CPU
 # has AVX512-BF16, else F32 products and KV cache (tools/experiments/arith.sh); the
@@ -43,6 +44,7 @@ SWEEP_MAX_NEW=${SWEEP_MAX_NEW:-96}
 EVAL_Q=${EVAL_Q:-20}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 SWEEP_MARGIN=${SWEEP_MARGIN:-0.05}
+SWEEP_NEAR=${SWEEP_NEAR:-0.04}
 THREADS=${THREADS:-2}
 export OMP_NUM_THREADS=$THREADS
 . tools/experiments/arith.sh
@@ -91,6 +93,24 @@ best() {
     awk -F, -v p="$1" -v m="$SWEEP_MARGIN" 'NR > 1 && $1 == p { n++; l[n] = $3; v[n] = $6; if ($6 > top) top = $6 }
         END { for (i = 1; i <= n; i++) if (v[i] >= top * (1 - m)) { print l[i]; exit } }' "$R/speed_sweep.csv"
 }
+# each policy's choice, every setting's tok/s as a share of the fastest's, and whether the choice
+# is a near-tie: a setting before or at the chosen one within SWEEP_NEAR (0.04) of the margin's
+# edge, which the sweep's own noise moves across (two settings' tok/s ratio had a spread of 3.5-4%
+# over rounds of one sweep's size), so that another run may choose differently -> $R/speed_choices.txt and speed.txt
+choices() {
+    awk -F, -v m="$SWEEP_MARGIN" -v near="$SWEEP_NEAR" 'NR > 1 && $1 != "ar" {
+            if (!($1 in top)) order[++np] = $1
+            k = ++n[$1]; l[$1, k] = $3; v[$1, k] = $6; if ($6 > top[$1]) top[$1] = $6 }
+        END { for (j = 1; j <= np; j++) { p = order[j]; chosen = 0; tie = ""; shares = ""
+                for (k = 1; k <= n[p]; k++) {
+                    r = v[p, k] / top[p]; shares = shares sprintf(" %s %.3f", l[p, k], r)
+                    if (!chosen && (r - (1 - m) < near && (1 - m) - r < near)) tie = " NEAR-TIE: another run may choose another setting"
+                    if (!chosen && r >= 1 - m) chosen = k
+                }
+                printf "sweep choice %-7s %-12s tok/s / the fastest:%s%s\n", p, l[p, chosen], shares, tie } }' "$R/speed_sweep.csv"
+}
+
+choices | tee "$R/speed_choices.txt"
 
 echo "== 2/3 mt_bench: $EVAL_Q first turns, $EVAL_MAX_NEW tokens, each policy at its fastest sweep setting"
 rm -f "$R/speed.csv"
@@ -182,6 +202,7 @@ else
 fi
 
 { echo "arithmetic of ours: $(arith_name)"
+[ -s "$R/speed_choices.txt" ] && cat "$R/speed_choices.txt"
 # "vs our ar": the A/B speedup of each run against ar in the same process,
 # with its 95% interval; llama.cpp's rows and "vs llama.cpp" divide tok/s
 # measured in different processes (no interval)
