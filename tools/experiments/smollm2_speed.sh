@@ -4,7 +4,7 @@
 #   1. sweep (data/smollm2/prompts/heldout.jsonl first turns, not a benchmark):
 #      each policy's size parameter -> results/smollm2/speed_sweep.csv; each
 #      policy's setting is chosen here, never on a benchmark: the first of the
-#      grid within SWEEP_MARGIN (5%) of the fastest;
+#      grid within SWEEP_MARGIN (5%) of the fastest -> speed_choices.txt (near-ties marked);
 #   2. mt_bench first turns at temperature 0: ar and every policy at its chosen
 #      setting, all --check-lossless; eagle2 at its chosen setting with the
 #      reduced draft vocabularies (--draft-vocab full, 16384, 8192, 4096), c2t
