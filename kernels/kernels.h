@@ -104,6 +104,7 @@ typedef struct {
     int unit, best, slot;
     int window;   /* units in the current window (0 before the first) */
     double secs[2], t0;
+    int64_t one_thread_units;   /* units run on one thread where the backend had more */
 } BackendTuner;
 
 typedef struct Backend {

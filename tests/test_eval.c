@@ -107,6 +107,25 @@ static void test_json_report(void) {
               cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "all_logits_nodes")) >= 4 &&
               cJSON_GetNumberValue(cJSON_GetObjectItem(dc, "host_reads_per_cycle")) == 1,
           "device_cycle of %g cycles: %s", cycles, dc ? cJSON_PrintUnformatted(dc) : "missing");
+    /* the thread tuner's account: with more than one thread its probes run
+     * two of each window's first four cycles on one thread, for the policy
+     * and for ar alike; with one thread there is nothing to tune */
+    const double one = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "one_thread_cycles")),
+                 one_ar = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "ar_one_thread_cycles"));
+    CHECK(one >= 0 && one <= cycles && one_ar >= 0, "one-thread cycles %g of %g, ar's %g", one, cycles, one_ar);
+    if (cpu_threads_max() >= 2)
+        CHECK(one >= 2 && one_ar >= 2, "%d threads: the tuner's probes ran %g cycles on one thread, ar's %g",
+              cpu_threads_max(), one, one_ar);
+    rc = run_cmd(err, sizeof err,
+                 "OMP_NUM_THREADS=1 %s/spec-eval --target tests/ckpt/tiny_chat --draft tests/ckpt/tiny_chat --draft-kind lm "
+                 "--template none --questions %s --max-new-tokens 30 --policy chain --draft-len 3 --quiet --json %s",
+                 bin_dir(), qfile, out);
+    cJSON *j1 = rc == 0 ? read_json_file(out) : NULL;
+    const cJSON *tot1 = cJSON_GetObjectItem(j1, "total");
+    CHECK(j1 && cJSON_GetNumberValue(cJSON_GetObjectItem(tot1, "one_thread_cycles")) == 0 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(tot1, "ar_one_thread_cycles")) == 0,
+          "one thread: no cycle counted as the tuner's (exit %d: %s)", rc, err);
+    cJSON_Delete(j1);
     /* what the report says means what it says: turns count from 1 as the
      * messages do, only the policy's own settings (resolved, no -1 for a
      * default), and the stage times add up to no more than the wall time */

@@ -640,7 +640,12 @@ static void test_tuner_backs_off(void) {
     CHECK(all < 120 && tail <= 4, "one thread is faster: %d of 3000 cycles on all threads, %d of the last 500", all,
           tail);
     CHECK(t.window == 768, "windows confirmed again and again did not grow to 768 cycles (%d)", t.window);
-    tuner_units(&t, 1600, 900, 300, 500, &tail);
+    CHECK(t.one_thread_units == 3000 - all, "%lld units counted on one thread, %d ran there",
+          (long long)t.one_thread_units, 3000 - all);
+    const int64_t one_before = t.one_thread_units;
+    const int all2 = tuner_units(&t, 1600, 900, 300, 500, &tail);
+    CHECK(t.one_thread_units - one_before == 1600 - all2, "then %lld units counted on one thread, %d ran there",
+          (long long)(t.one_thread_units - one_before), 1600 - all2);
     CHECK(tail >= 490, "all threads became faster: only %d of the last 500 cycles on them", tail);
     cpu_threads_set(cpu_threads_max());
 }

@@ -108,6 +108,7 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
     sum->cycle_tokens += x->cycle_tokens;
     sum->cycles += x->cycles;
     sum->gamma += x->gamma;
+    sum->one_thread_cycles += x->one_thread_cycles;
     sum->t.prefill += x->t.prefill;
     sum->t.draft += x->t.draft;
     sum->t.dist += x->t.dist;
@@ -596,6 +597,7 @@ static int decoder_end(Decoder *dec) {
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
     const Backend *be = dec->target->m->be;
+    const int64_t one_thread_before = dec->tuner.one_thread_units;
     while (!dec->done) {
         if (!dec->gate) backend_unit_begin(be, &dec->tuner);   /* a gate's owner tunes its batches */
         const Tree *t = &dec->tree;
@@ -608,6 +610,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
             return -1;
         if (!dec->gate) backend_unit_end(be, &dec->tuner);
     }
+    st->one_thread_cycles = dec->tuner.one_thread_units - one_thread_before;
     return decoder_end(dec);
 }
 

@@ -47,6 +47,8 @@ typedef struct {
     int64_t cycle_tokens;   /* tokens emitted by draft–verify cycles */
     int64_t cycles;
     int64_t gamma;
+    int64_t one_thread_cycles;   /* cycles the backend's tuner ran on one thread of several
+                                    (its probes, or its choice on a busy machine); batch 1 */
     StageTimes t;
 } DecodeStats;
 

@@ -76,7 +76,9 @@ double eval_speed(const EvalTotals *t) { return t->decode_s > 0 ? t->run.new_tok
 
 double eval_speedup(const EvalTotals *t) { return t->speedup.n ? t->speedup.median : 0; }
 
-static cJSON *totals_json(const EvalTotals *t) {
+/* batched: the slots' cycles have no tuner of their own (their rounds do),
+ * so the one-thread counts are left out */
+static cJSON *totals_json(const EvalTotals *t, int batched) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "new_tokens", (double)t->run.new_tokens);
     cJSON_AddNumberToObject(o, "cycles", (double)t->run.cycles);
@@ -85,10 +87,12 @@ static cJSON *totals_json(const EvalTotals *t) {
     cJSON_AddNumberToObject(o, "v", eval_speed(t));
     cJSON_AddNumberToObject(o, "decode_s", t->decode_s);
     stage_times_json(o, &t->run.t);
+    if (!batched) cJSON_AddNumberToObject(o, "one_thread_cycles", (double)t->run.one_thread_cycles);
     if (t->ar_decode_s > 0) {
         cJSON_AddNumberToObject(o, "v_ar", t->ar_tokens / t->ar_decode_s);
         cJSON_AddNumberToObject(o, "ar_decode_s", t->ar_decode_s);
         cJSON_AddNumberToObject(o, "ar_prefill_s", t->ar_prefill_s);
+        if (!batched) cJSON_AddNumberToObject(o, "ar_one_thread_cycles", (double)t->ar_one_thread_cycles);
     }
     if (t->speedup.n) {
         cJSON_AddNumberToObject(o, "speedup", t->speedup.median);
@@ -106,6 +110,7 @@ static void totals_add(EvalTotals *sum, const EvalTotals *x) {
     decode_stats_add(&sum->run, &x->run);
     sum->decode_s += x->decode_s;
     sum->ar_tokens += x->ar_tokens;
+    sum->ar_one_thread_cycles += x->ar_one_thread_cycles;
     sum->ar_decode_s += x->ar_decode_s;
     sum->ar_prefill_s += x->ar_prefill_s;
 }
@@ -295,6 +300,7 @@ static void record_turn(EvalCtx *c, const Question *q, int turn, size_t np, cons
     cJSON_AddItemToObject(jt, "output_ids", cJSON_CreateIntArray(out, n));
     if (c->ar) {
         c->bench.ar_tokens += ast->new_tokens;
+        c->bench.ar_one_thread_cycles += ast->one_thread_cycles;
         c->bench.ar_decode_s += ast->t.total - ast->t.prefill;
         c->bench.ar_prefill_s += ast->t.prefill;
         cJSON_AddNumberToObject(jt, "ar_wall_s", ast->t.total);
@@ -398,7 +404,7 @@ static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, Ev
     c->bench.speedup = speedup_estimate(c->bench_pairs.p, c->bench_pairs.n);
     pairs_add(&c->all_pairs, c->bench_pairs.p, c->bench_pairs.n);
     c->bench_pairs.n = 0;
-    cJSON_AddItemToObject(jb, "total", totals_json(&c->bench));
+    cJSON_AddItemToObject(jb, "total", totals_json(&c->bench, 0));
     if (dec->policy->cost) cost_choices_add(cJSON_AddObjectToObject(jb, "cost_model"), &dec->cost, &before);
     return 0;
 }
@@ -514,7 +520,7 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
         }
     }
     for (int i = 0; i < n && !rc; i++) {
-        cJSON_AddItemToObject(cJSON_GetArrayItem(jbench, i), "total", totals_json(&r->per[i]));
+        cJSON_AddItemToObject(cJSON_GetArrayItem(jbench, i), "total", totals_json(&r->per[i], 1));
         totals_add(&r->all, &r->per[i]);
     }
     r->all.decode_s = pairs[0].policy_s;
@@ -599,7 +605,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     }
     progress_end(&prog, r->turns, NULL);
     r->all.speedup = speedup_estimate(ctx.all_pairs.p, ctx.all_pairs.n);
-    cJSON_AddItemToObject(r->report, "total", totals_json(&r->all));
+    cJSON_AddItemToObject(r->report, "total", totals_json(&r->all, batched));
     const CostModel *m = dec && dec->policy->cost ? &dec->cost : batch_cost;
     if (m) {
         const int64_t cycles = m->sw.cycles[0] + m->sw.cycles[1];

@@ -30,7 +30,7 @@ typedef struct {
 typedef struct {
     DecodeStats run;
     double decode_s;      /* the policy's decode seconds */
-    int64_t ar_tokens;
+    int64_t ar_tokens, ar_one_thread_cycles;
     double ar_decode_s, ar_prefill_s;
     Speedup speedup;      /* A/B over the pairs of these turns (n 0: none) */
 } EvalTotals;

@@ -81,6 +81,7 @@ static void cpu_unit_begin(BackendTuner *t) {
 
 static void cpu_unit_end(BackendTuner *t) {
     if (cpu_threads_max() < 2) return;
+    t->one_thread_units += t->slot == 0;
     int u = t->unit++;
     if (u < 2 * TUNE_PROBE) {
         t->secs[t->slot] += now_seconds() - t->t0;
