@@ -70,7 +70,11 @@ grid() {
     for b in 0.3 0.5 0.7 0.9; do echo "c2t|beta$b|$eagle --classifier $CLS --beta $b --topk 4 --total all"; done
     echo "c2t|beta0.5k10|$eagle --classifier $CLS --beta 0.5 --total all"
     for n in 8 16; do echo "sage|nmax$n|$eagle --param sage_nmax=$n"; done
-    for n in 8 16; do echo "wetap|budget$n|$eagle --param wetap_budget=$n"; done   # wetap runs at 2-3 tok/s here
+    # WETAP's paper widths (16-128, 8 layers) put about 800 tokens a cycle through the draft, which a
+    # CPU pays in full (docs/policies_sage_wetap.md, "Cost note"): narrower ranges first, then the paper's
+    echo "wetap|w2-8d5b8|$eagle --param wetap_depth=5 --param wetap_wmin=2 --param wetap_wmax=8 --param wetap_budget=8"
+    echo "wetap|w4-16d6b16|$eagle --param wetap_depth=6 --param wetap_wmin=4 --param wetap_wmax=16 --param wetap_budget=16"
+    for n in 8 16; do echo "wetap|budget$n|$eagle --param wetap_budget=$n"; done
 }
 
 if [ -z "${ONLY_LLAMACPP:-}" ]; then
