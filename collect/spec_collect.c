@@ -63,7 +63,11 @@ static int cmd_merge(int argc, char **argv) {
         }
     }
     if (n < 2) die(prog, "merge: usage: spec-collect merge OUT.h5 IN.h5 [IN.h5 ...]");
+    CliFile in[1024];
+    for (int i = 1; i < n; i++) in[i - 1] = (CliFile){"IN.h5", files[i]};
+    cli_check_not_input(prog, "merge: OUT.h5", files[0], in, n - 1);
     if (file_exists(files[0])) die(prog, "merge: %s exists; not overwriting it", files[0]);
+    cli_check_writable(prog, "merge: OUT.h5", files[0]);
     if (trace_merge(files[0], files + 1, n - 1, comp)) die_err(prog);
     return 0;
 }
@@ -121,6 +125,19 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
     a->run.max_turns = a->qs.max_turns;
 }
 
+/* --out before anything loads: not one of the inputs, new unless
+ * --resume (so a finished trace is never written over), and writable. */
+static void check_out(const CollectArgs *a) {
+    const char *out = a->run.out;
+    CliFile in[CLI_MAX_FILES + 1];
+    for (int i = 0; i < a->qs.n; i++) in[i] = (CliFile){"--questions", a->qs.files[i]};
+    in[a->qs.n] = (CliFile){"--tokenizer", a->cfg.tokenizer_path};
+    cli_check_not_input(prog, "--out", out, in, a->qs.n + 1);
+    if (!a->run.resume && file_exists(out)) die(prog, "%s exists; use --resume to continue it or choose another --out", out);
+    if (a->run.resume && !file_exists(out)) die(prog, "--resume: %s does not exist", out);
+    cli_check_writable(prog, "--out", out);
+}
+
 int main(int argc, char **argv) {
     /* Past a file size limit (ulimit -f) a write fails with EFBIG instead
      * of the signal killing us: the writer stops cleanly (--resume). */
@@ -134,8 +151,7 @@ int main(int argc, char **argv) {
     if (a.cfg.draft_vocab == DRAFT_VOCAB_AUTO)   /* a trace's features must not depend on the machine */
         die(prog, "--draft-vocab auto: a collection drafts from one vocabulary (give full or a size)");
     if (!a.qs.n) die(prog, "at least one --questions file is required");
-    if (!a.run.resume && file_exists(out)) die(prog, "%s exists; use --resume to continue it or choose another --out", out);
-    if (a.run.resume && !file_exists(out)) die(prog, "--resume: %s does not exist", out);
+    check_out(&a);
     char kept[768];
     snprintf(kept, sizeof kept, "%s keeps every question finished so far; the same command with --resume continues it", out);
     cli_on_interrupt(prog, out, kept, "nothing written yet; run the command again");

@@ -178,3 +178,55 @@ void cli_check_writable(const char *prog, const char *opt, const char *path) {
     if (!S_ISDIR(st.st_mode)) die(prog, "%s %s: %s is not a folder", opt, path, dir);
     if (access(dir, W_OK | X_OK) != 0) die(prog, "%s %s: cannot create it in %s: %s", opt, path, dir, strerror(errno));
 }
+
+void cli_check_folder(const char *prog, const char *opt, const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) die(prog, "%s %s: exists and is not a folder", opt, dir);
+        if (access(dir, W_OK | X_OK) != 0) die(prog, "%s %s: cannot write into it: %s", opt, dir, strerror(errno));
+        return;
+    }
+    char d[4096];   /* a missing folder: its parent, as for a new file ("out/" as "out") */
+    snprintf(d, sizeof d, "%s", dir);
+    for (size_t n = strlen(d); n > 1 && d[n - 1] == '/'; n--) d[n - 1] = 0;
+    cli_check_writable(prog, opt, d);
+}
+
+/* path's folder, resolved, and its last component: "/real/folder/name" into
+ * buf; -1 when the folder cannot be resolved (missing). */
+static int resolved_name(const char *path, char *buf, size_t n) {
+    char dir[PATH_MAX], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (!realpath(dir, real)) return -1;
+    snprintf(buf, n, "%s/%s", real, base);
+    return 0;
+}
+
+int cli_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb) return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ra[2 * PATH_MAX], rb[2 * PATH_MAX];
+    if (resolved_name(a, ra, sizeof ra) || resolved_name(b, rb, sizeof rb)) return strcmp(a, b) == 0;
+    return strcmp(ra, rb) == 0;
+}
+
+void cli_check_not_input(const char *prog, const char *opt, const char *out, const CliFile *in, int n) {
+    if (!out) return;
+    for (int i = 0; i < n; i++)
+        if (in[i].path && cli_same_file(out, in[i].path))
+            die(prog, "%s %s: is one of its inputs (%s %s); refusing to write over it", opt, out, in[i].opt, in[i].path);
+}
+
+void cli_check_distinct_outputs(const char *prog, const CliFile *out, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (out[i].path && out[j].path && cli_same_file(out[i].path, out[j].path))
+                die(prog, "%s %s: the same file as %s %s; one would overwrite the other", out[i].opt, out[i].path,
+                    out[j].opt, out[j].path);
+}

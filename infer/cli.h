@@ -49,12 +49,14 @@ enum {
     "                         changes the arithmetic; recorded) (default off)\n"
 /* Applies one backend option; 1 when code was one, 0 otherwise. */
 int cli_backend_option(const char *prog, int code, const char *arg, BackendOptions *o);
+/* --classifier's code (a file the command reads) */
+#define CLI_CLASSIFIER (CLI_POLICY_FLAG + 4)
 /* A policy's settings by name (--topk 4 is --param topk=4): the policy
  * checks them against its own table, so a flag it has no use for is an
  * error naming the flag.  The help text is CLI_POLICY_HELP. */
 #define CLI_POLICY_OPTIONS                                                                                    \
     {"topk", 1, 0, CLI_POLICY_FLAG}, {"depth", 1, 0, CLI_POLICY_FLAG + 1}, {"total", 1, 0, CLI_POLICY_FLAG + 2}, \
-        {"draft-len", 1, 0, CLI_POLICY_FLAG + 3}, {"classifier", 1, 0, CLI_POLICY_FLAG + 4},                      \
+        {"draft-len", 1, 0, CLI_POLICY_FLAG + 3}, {"classifier", 1, 0, CLI_CLASSIFIER},                           \
         {"beta", 1, 0, CLI_POLICY_FLAG + 5}, {"early-stop", 1, 0, CLI_POLICY_FLAG + 6},                           \
         {"threshold", 1, 0, CLI_POLICY_FLAG + 7}, {"static-tree", 1, 0, CLI_POLICY_FLAG + 8},                     \
         {"param", 1, 0, CLI_PARAM}
@@ -135,4 +137,28 @@ void cli_unknown_option(const char *prog, const char *arg);
  * write.  One line and exit 1 when path is a directory, an existing file not
  * writable, or its folder missing or not writable.  The file is not touched. */
 void cli_check_writable(const char *prog, const char *opt, const char *path);
+/* An output folder the command creates or writes files into (opt names it:
+ * "--out", "OUTDIR"): one line and exit 1 when it exists and is not a
+ * folder or not writable, or is missing and its parent is (the commands
+ * create one level).  Nothing is created. */
+void cli_check_folder(const char *prog, const char *opt, const char *dir);
+
+/* A file a command reads (or writes), and the option that named it
+ * ("--questions"; a positional argument by what it is, "trace"). */
+typedef struct {
+    const char *opt, *path;
+} CliFile;
+/* 1 when paths a and b name one file: the same device and inode when both
+ * exist (so ./x, symlinks and hard links are caught), else, when neither
+ * exists, the same folder (its real path) and name; 0 otherwise. */
+int cli_same_file(const char *a, const char *b);
+/* No command writes over one of its own inputs: one line naming both and
+ * exit 1 when output out (of option opt; NULL: nothing to check) is one of
+ * the files in[0..n) (cli_same_file; entries with a NULL path are skipped).
+ * Called before anything is read or written, so the slip costs nothing. */
+void cli_check_not_input(const char *prog, const char *opt, const char *out, const CliFile *in, int n);
+/* Nor writes two of its outputs to one file (the later would replace the
+ * earlier): one line naming both and exit 1 when two of out[0..n) are one
+ * file (NULL paths skipped). */
+void cli_check_distinct_outputs(const char *prog, const CliFile *out, int n);
 #endif

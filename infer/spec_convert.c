@@ -321,6 +321,22 @@ static void write_tokenizer(const Gguf *g, const char *dir) {
     free(pre);
 }
 
+/* Every file the writers above make in OUTDIR. */
+static const char *const out_files[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+                                        "tokenizer_config.json"};
+
+/* Before the GGUF is read: OUTDIR can be made or written into, and none of
+ * the files written there is the GGUF itself. */
+static void check_out_dir(const char *dir, const char *in) {
+    cli_check_folder(prog, "OUTDIR", dir);
+    const CliFile gguf = {"IN.gguf", in};
+    for (size_t k = 0; k < sizeof out_files / sizeof *out_files; k++) {
+        char *p = path_join(dir, out_files[k]);
+        cli_check_not_input(prog, "OUTDIR", p, &gguf, 1);
+        free(p);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *dtype = "bf16";
     enum { O_DTYPE = 256 };
@@ -338,6 +354,7 @@ int main(int argc, char **argv) {
     DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f16") ? DT_F16 : !strcmp(dtype, "f32") ? DT_F32 : DT_COUNT;
     if (dt == DT_COUNT) die(prog, "--dtype: expected bf16, f16 or f32, got '%s'", dtype);
     const char *in = argv[optind], *dir = argv[optind + 1];
+    check_out_dir(dir, in);
     double t0 = now_seconds();
     Gguf *g = gguf_open(in);
     if (!g) die(prog, "%s", err_get());

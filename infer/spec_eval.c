@@ -87,6 +87,7 @@ typedef struct {
     CliQuestions qs;
     EvalOptions eval;
     const char *json_out, *csv_out, *label;
+    const char *classifier;   /* --classifier or --param classifier=: an input the reports must not replace */
     int force;   /* --force: a classifier trained for another pair is used anyway */
 } EvalArgs;
 
@@ -106,6 +107,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     int c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == CLI_CLASSIFIER) a->classifier = optarg;
+        if (c == CLI_PARAM && !strncmp(optarg, "classifier=", 11)) a->classifier = optarg + 11;
         if (cli_session_option(prog, c, optarg, &a->cfg, &a->qs)) continue;
         SampleParams *sp = &a->cfg.sp;
         switch (c) {
@@ -137,6 +140,26 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
 }
 
+/* --json and --csv: not files the run reads (a question file, the
+ * classifier, the tokenizer, the cost cache), not one file, writable, and a
+ * CSV to append to has the header. */
+static void check_outputs(const EvalArgs *a) {
+    CliFile in[CLI_MAX_FILES + 3];
+    int n = 0;
+    for (int i = 0; i < a->qs.n; i++) in[n++] = (CliFile){"--questions", a->qs.files[i]};
+    in[n++] = (CliFile){"--classifier", a->classifier};
+    in[n++] = (CliFile){"--tokenizer", a->cfg.tokenizer_path};
+    in[n++] = (CliFile){"--cost-cache", a->cfg.cost_cache};
+    const CliFile out[] = {{"--json", a->json_out}, {"--csv", a->csv_out}};
+    for (int k = 0; k < 2; k++) cli_check_not_input(prog, out[k].opt, out[k].path, in, n);
+    cli_check_distinct_outputs(prog, out, 2);
+    if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
+    if (a->csv_out) {
+        cli_check_writable(prog, "--csv", a->csv_out);
+        if (eval_csv_check(a->csv_out)) die_err(prog);
+    }
+}
+
 /* Everything a run could stop on that is known before the models load. */
 static void check_args(const EvalArgs *a) {
     if (!a->cfg.target_dir) die(prog, "--target is required (see --help)");
@@ -148,11 +171,7 @@ static void check_args(const EvalArgs *a) {
     if (a->eval.repeats > 1 && !a->eval.baseline) die(prog, "--repeats times A/B pairs: drop --no-baseline");
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
-    if (a->json_out) cli_check_writable(prog, "--json", a->json_out);
-    if (a->csv_out) {
-        cli_check_writable(prog, "--csv", a->csv_out);
-        if (eval_csv_check(a->csv_out)) die_err(prog);
-    }
+    check_outputs(a);
 }
 
 /* The policy's classifier, if it has one, must have been trained for this

@@ -81,4 +81,7 @@ void analysis_print(const Analysis *a, FILE *f);
  * missing); names in docs/commands.md.  0; 1 when there is no gnuplot (CSVs only);
  * -1 + err_set. */
 int analysis_write(const Analysis *a, const char *dir);
+/* Every file name analysis_write may write into dir, NULL-terminated (a
+ * command checks that none of them is one of its inputs before it reads). */
+extern const char *const analysis_files[];
 #endif

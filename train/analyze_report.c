@@ -462,6 +462,11 @@ static int png_recall(const Analysis *a, const char *dir) {
 
 static int have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
+const char *const analysis_files[] = {
+    "benchmarks.csv",     "table1_depth_p.csv", "fig1_entropy_p.csv",        "table5_entropy_buckets.csv",
+    "recall_theta.csv",   "calibration_depth.csv", "table1_depth_p.png",     "calibration_depth.png",
+    "fig1_entropy_p.png", "table5_entropy_buckets.png", "recall_theta.png", NULL};
+
 int analysis_write(const Analysis *a, const char *dir) {
     if (mkdir(dir, 0777) && errno != EEXIST) { err_set("%s: cannot create: %s", dir, strerror(errno)); return -1; }
     static const struct { const char *name; CsvRows rows; } csv[] = {

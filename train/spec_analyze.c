@@ -155,6 +155,9 @@ static int cmd_replay(int argc, char **argv) {
     if (optind != argc - 1) usage_error("replay: one trace file expected%s", "");
     if (depth < 0 || !total || !json) usage_error("replay: --depth, --total and --json are required%s", "");
     const char *trace = argv[optind];
+    const CliFile in = {"trace", trace};
+    cli_check_not_input(prog, "--json", json, &in, 1);
+    cli_check_writable(prog, "--json", json);
     Replay rp;
     if (replay_eagle2(trace, depth, total, min_p, &rp)) die_err(prog);
     cJSON *j = replay_json(&rp, trace);
@@ -170,6 +173,22 @@ static int cmd_replay(int argc, char **argv) {
     cJSON_Delete(j);
     replay_free(&rp);
     return 0;
+}
+
+/* --out DIR, before anything is read: a folder that can be made or written
+ * into, and none of the files the analysis writes there is an input (a
+ * trace or the classifier). */
+static void check_out_dir(const char *dir, const char *const *files, int n_files, const char *cls_path) {
+    cli_check_folder(prog, "--out", dir);
+    CliFile *in = xcalloc((size_t)n_files + 1, sizeof *in);
+    for (int i = 0; i < n_files; i++) in[i] = (CliFile){"trace", files[i]};
+    in[n_files] = (CliFile){"--classifier", cls_path};
+    for (int k = 0; analysis_files[k]; k++) {
+        char *p = path_join(dir, analysis_files[k]);
+        cli_check_not_input(prog, "--out", p, in, n_files + 1);
+        free(p);
+    }
+    free(in);
 }
 
 int main(int argc, char **argv) {
@@ -202,6 +221,7 @@ int main(int argc, char **argv) {
     while (optind < argc) files[n_files++] = argv[optind++];
     if (!n_files) usage_error("no trace file given%s", "");
     if (quiet) o.progress = -1;
+    if (out) check_out_dir(out, files, n_files, cls_path);
     Classifier *cls = NULL;
     if (cls_path && !(cls = classifier_load(cls_path))) die_err(prog);
     o.cls = cls;

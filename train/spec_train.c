@@ -108,6 +108,23 @@ static void parse_transform(const char *s, TrainOpts *o) {
     free(dup);
 }
 
+/* Before any trace is read: every output file can be written, none is a
+ * trace (a slip such as --out TRACE.h5 would replace the trace with the
+ * weights), and no two are one file. */
+static void check_outputs(const TrainOpts *o) {
+    const CliFile out[] = {{"--out", o->out}, {"--safetensors", o->safetensors}, {"--report", o->report}};
+    const int n_out = (int)(sizeof out / sizeof *out);
+    CliFile *in = xcalloc((size_t)o->n_traces, sizeof *in);
+    for (int i = 0; i < o->n_traces; i++) in[i] = (CliFile){"trace", o->traces[i]};
+    for (int k = 0; k < n_out; k++) {
+        if (!out[k].path) continue;
+        cli_check_not_input(prog, out[k].opt, out[k].path, in, o->n_traces);
+        cli_check_writable(prog, out[k].opt, out[k].path);
+    }
+    cli_check_distinct_outputs(prog, out, n_out);
+    free(in);
+}
+
 int main(int argc, char **argv) {
     enum { O_TRACES = 256, O_OUT, O_ST, O_REPORT, O_HIDDEN, O_EPOCHS, O_BATCH, O_LR, O_BETAS, O_AEPS, O_NEG,
            O_SEED, O_BETA, O_EVALF, O_E2, O_SIM, O_LAST, O_SWEEP, O_TRANSFORM, O_LOGEPS, O_STD, O_STRICT,
@@ -199,6 +216,7 @@ int main(int argc, char **argv) {
     if (!o.n_traces) die(prog, "no trace file given (see --help)");
     if (!o.out) die(prog, "--out is required (see --help)");
     if (o.threads < 0) die(prog, "--threads must be >= 0");
+    check_outputs(&o);
     if (train_run(&o)) die_err(prog);
     free(traces);
     return 0;
