@@ -138,15 +138,48 @@ static void on_interrupt(int sig) {
     _exit(128 + sig);
 }
 
-void cli_on_interrupt(const char *prog, const char *file, const char *kept, const char *none) {
+/* The first signal of a command that stops cleanly: only the flag. */
+static volatile sig_atomic_t *stop_flag;
+
+static void on_stop(int sig) {
+    if (stop_flag && !*stop_flag) {
+        *stop_flag = sig;
+        return;
+    }
+    on_interrupt(sig);
+}
+
+/* handler for SIGINT and SIGTERM, each blocked while it runs */
+static void set_handler(void (*handler)(int), int flags) {
+    struct sigaction sa = {.sa_handler = handler, .sa_flags = flags};
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static void interrupt_texts(const char *prog, const char *file, const char *kept, const char *none) {
     snprintf(interrupt_head, sizeof interrupt_head, "%s%s: interrupted by ", isatty(2) ? "\n" : "", prog);
     snprintf(interrupt_kept, sizeof interrupt_kept, ": %s\n", kept ? kept : "");
     snprintf(interrupt_none, sizeof interrupt_none, ": %s\n", none);
     interrupt_file = file;
-    struct sigaction sa = {.sa_handler = on_interrupt};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_on_interrupt(const char *prog, const char *file, const char *kept, const char *none) {
+    interrupt_texts(prog, file, kept, none);
+    stop_flag = NULL;
+    set_handler(on_interrupt, 0);
+}
+
+void cli_on_interrupt_stop(const char *prog, volatile sig_atomic_t *flag, const char *none) {
+    interrupt_texts(prog, NULL, NULL, none);
+    stop_flag = flag;
+    set_handler(on_stop, SA_RESTART);
+}
+
+const char *cli_signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
 void cli_unknown_option(const char *prog, const char *arg) {

@@ -7,6 +7,7 @@
 #define C2T_CLI_H
 #include "infer/speculative/session.h"
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 
 /* An integer in [lo, hi]. */
@@ -128,6 +129,16 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
  * exists at that moment, none otherwise — then exit 128 + the signal
  * (130, 143).  The strings are copied. */
 void cli_on_interrupt(const char *prog, const char *file, const char *kept, const char *none);
+/* For a command that can stop cleanly and keep its work (spec-eval): the
+ * first SIGINT or SIGTERM only sets *flag to the signal's number (an
+ * async-signal-safe store; the command checks it where it can stop, writes
+ * what it has and says so); a second one ends the process at once, as
+ * cli_on_interrupt does, with "PROG: interrupted by SIGINT: " and none.
+ * Restarts interrupted system calls (SA_RESTART).  flag must outlive the
+ * handler; none is copied. */
+void cli_on_interrupt_stop(const char *prog, volatile sig_atomic_t *flag, const char *none);
+/* "SIGINT", "SIGTERM", else "a signal". */
+const char *cli_signal_name(int sig);
 /* The one line, worded alike by every command, for an option the command
  * does not know or one missing its value (arg: as given; after getopt,
  * argv[optind - 1]); exit 1. */

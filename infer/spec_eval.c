@@ -6,6 +6,7 @@
 #include "infer/speculative/eval.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,8 @@ CLI_QUESTIONS_HELP
 "  --repeats N            A/B pairs per question (batched: per run) for the speedup (default 1):\n"
 "                         the policy and ar decode each prompt N times each, in alternating order\n"
 "  --force                use a --classifier trained for another target or draft (refused otherwise)\n"
-"  --json OUT             report: settings, model identities, per-question figures\n"
+"  --json OUT             report: settings, model identities, per-question figures; stopped by\n"
+"                         Ctrl-C or SIGTERM, the turns finished so far, marked partial\n"
 "  --csv FILE             append one row \"" EVAL_CSV_HEADER "\" (header if\n"
 "                         new; gamma a count, speedup empty without the ar baseline)\n"
 "  --label KEY=VALUE      the param,value columns of that row (default: -,-; needs --csv)\n"
@@ -219,6 +221,61 @@ static Policy *default_sizes(Policy *policy, EvalArgs *a, const Session *s) {
     return p;
 }
 
+/* Set by the first SIGINT or SIGTERM once decoding began (cli_on_interrupt_stop):
+ * the run stops and reports the turns it finished. */
+static volatile sig_atomic_t stop_signal;
+
+/* The speedup's warnings on stderr. */
+static void speedup_notes(const Speedup *sp) {
+    if (speedup_unstable(sp))
+        fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f]: unstable (the 95%% interval reaches beyond +-%.0f%%), the machine "
+                "is busy or the run is short; rerun, or use --repeats or more questions\n", prog, sp->median, sp->lo,
+                sp->hi, 100 * SPEEDUP_UNSTABLE);
+    double most;
+    if (speedup_few_blocks(sp, &most))
+        fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f] from %d ABBA blocks: an interval drawn from fewer than %d covers "
+                "the median with under 95%% (here at most %.1f%%); use more questions or --repeats\n", prog, sp->median,
+                sp->lo, sp->hi, sp->blocks, SPEEDUP_MIN_BLOCKS, 100 * most);
+}
+
+/* After a stop: one line saying what was kept, then exit 128 + the signal
+ * (130, 143).  Nothing is written when no turn finished (an earlier report
+ * at --json stays). */
+static void interrupted(const EvalArgs *a, const EvalResult *r) {
+    const char *sig = cli_signal_name(stop_signal);
+    char files[2 * 4096 + 8] = "";
+    snprintf(files, sizeof files, "%s%s%s", a->json_out ? a->json_out : "", a->json_out && a->csv_out ? " and " : "",
+             a->csv_out ? a->csv_out : "");
+    if (!r->turns)
+        fprintf(stderr, "%s: interrupted by %s before any turn finished: no report written\n", prog, sig);
+    else if (!r->partial)
+        fprintf(stderr, "%s: interrupted by %s as the run ended: %s all %lld turns\n", prog, sig,
+                *files ? "wrote" : "the table holds", (long long)r->turns);
+    else if (*files)
+        fprintf(stderr, "%s: interrupted by %s: wrote the %lld turns finished so far to %s (partial: %lld of %lld turns)\n",
+                prog, sig, (long long)r->turns, files, (long long)r->turns, (long long)r->turns_total);
+    else
+        fprintf(stderr, "%s: interrupted by %s: the table holds the %lld turns finished so far (partial: %lld of %lld "
+                "turns; no --json or --csv to write)\n", prog, sig, (long long)r->turns, (long long)r->turns,
+                (long long)r->turns_total);
+    exit(128 + stop_signal);
+}
+
+/* The table, the CSV row and the JSON report of r (none of them without a
+ * finished turn: a run stopped that early has nothing to say). */
+static void write_results(const EvalArgs *a, const Policy *policy, EvalResult *r) {
+    if (!r->turns) return;
+    eval_print_table(r, policy, &a->cfg, stdout);
+    fflush(stdout);
+    speedup_notes(&r->all.speedup);
+    if (stop_signal)
+        cJSON_AddStringToObject(r->report, "interrupted_by", cli_signal_name(stop_signal));
+    else
+        cJSON_AddNullToObject(r->report, "interrupted_by");
+    if (a->csv_out && eval_csv_append(a->csv_out, a->label, policy, r)) die_err(prog);
+    if (a->json_out && eval_json_write(a->json_out, r)) die_err(prog);
+}
+
 int main(int argc, char **argv) {
     EvalArgs a = {0};
     parse_args(argc, argv, &a);
@@ -227,7 +284,7 @@ int main(int argc, char **argv) {
         a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
     a.cfg.arith_auto = sizes_can_be_auto(&a) && !a.cfg.arith_given;
     a.cfg.arith_tiles = a.eval.batch.slots > 1 || strcmp(a.cfg.prm.name, "ar") != 0;
-    cli_on_interrupt(prog, NULL, NULL, "no report written (--json and --csv are written at the end); run the command again");
+    cli_on_interrupt(prog, NULL, NULL, "no report written (no turn was decoded yet); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);
     if (policy->needs_draft && !a.cfg.draft_dir) die(prog, "policy %s needs --draft", policy->name);
@@ -240,23 +297,21 @@ int main(int argc, char **argv) {
     if (session_open(&s, &a.cfg, prog)) die_err(prog);
     policy = default_sizes(policy, &a, &s);
     check_classifier(policy, &s, &a);
+    /* from here a first signal stops the run, which reports what it finished */
+    a.eval.stop = &stop_signal;
+    cli_on_interrupt_stop(prog, &stop_signal, "a second time: stopped at once, no report written; run the command again");
     if (eval_run(&s, policy, sets, a.qs.files, a.qs.n, &a.eval, &r)) die_err(prog);
-    eval_print_table(&r, policy, &a.cfg, stdout);
-    const Speedup *sp = &r.all.speedup;
-    if (speedup_unstable(sp))
-        fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f]: unstable (the 95%% interval reaches beyond +-%.0f%%), the machine "
-                "is busy or the run is short; rerun, or use --repeats or more questions\n", prog, sp->median, sp->lo,
-                sp->hi, 100 * SPEEDUP_UNSTABLE);
-    double most;
-    if (speedup_few_blocks(sp, &most))
-        fprintf(stderr, "%s: speedup %.2fx [%.2f, %.2f] from %d ABBA blocks: an interval drawn from fewer than %d covers "
-                "the median with under 95%% (here at most %.1f%%); use more questions or --repeats\n", prog, sp->median,
-                sp->lo, sp->hi, sp->blocks, SPEEDUP_MIN_BLOCKS, 100 * most);
-    if (a.csv_out && eval_csv_append(a.csv_out, a.label, policy, &r)) die_err(prog);
-    if (a.json_out && eval_json_write(a.json_out, &r)) die_err(prog);
-    if (a.eval.check_lossless && !r.lossless_failures)
+    /* the reports are written whole: a signal now waits until the exit */
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, NULL);
+    write_results(&a, policy, &r);
+    if (a.eval.check_lossless && !r.lossless_failures && r.turns)
         printf("lossless: %lld/%lld turns identical to ar\n", (long long)r.turns, (long long)r.turns);
     int failures = r.lossless_failures;
+    if (stop_signal) interrupted(&a, &r);
     eval_result_free(&r);
     policy_free(policy);
     for (int i = 0; i < a.qs.n; i++) questions_free(sets[i]);

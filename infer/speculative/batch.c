@@ -71,6 +71,7 @@ struct Run {
     BatchDevice device;   /* what went through the gates */
     int failed;
     char err[1024];       /* the first failure */
+    int stopped;          /* BatchOptions.stop ended the run (failed is set too, to unwind the fibers) */
 };
 
 static int slot_pass(Gate *g, GateCall *call) {
@@ -448,6 +449,10 @@ static void schedule(Run *r) {
             if (sl->state == FIBER_WAITING) waiting[sl->call->kind]++;
         }
         if (!live) break;
+        if (!r->failed && r->o->stop && *r->o->stop) {   /* stopped: unwound as a failure is, not reported as one */
+            r->stopped = 1;
+            r->failed = 1;
+        }
         if (r->failed || at_barrier == live) {   /* unwind every fiber, or open the barrier */
             for (int i = 0; i < ns; i++) {
                 Slot *sl = &r->slots[i];
@@ -543,6 +548,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     llama_batch_free(r.lb);
     forward_ctl_free(&r.ctl);
     slots_free(r.slots, o->slots);
+    if (r.stopped) return 1;
     if (r.failed) { err_set("%s", r.err); return -1; }
     return 0;
 }

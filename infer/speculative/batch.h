@@ -17,6 +17,7 @@
 #ifndef C2T_BATCH_H
 #define C2T_BATCH_H
 #include "infer/speculative/session.h"
+#include <signal.h>
 
 /* The device cycle's work at the slots' gates: the tree ops the slots
  * issued and the Backend.tree_batch calls that ran them (a launch per op
@@ -45,6 +46,10 @@ typedef struct {
     /* Optional, for a policy with auto sizes: its slots' cost models as one
      * at the end (the round's curve and running figures, every choice). */
     CostModel *cost;
+    /* Optional: non-zero stops the run at the next round: no question is
+     * taken, the turns in progress end uncounted (fn never sees them) and
+     * batch_run returns 1. */
+    const volatile sig_atomic_t *stop;
 } BatchOptions;
 
 /* Decodes every turn of questions qs[0..n) with policy settings prm; fn
@@ -53,7 +58,7 @@ typedef struct {
  * of the whole run, the slots' decoders and caches made before it starts,
  * and an auto size's calibration (a one-time cost, as a single sequence's
  * is made in spec-eval's warm-up) left out.
- * -1 with err_set. */
+ * 0; 1 when o->stop stopped it; -1 with err_set. */
 int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const Question *const *qs, int n,
               TurnFn fn, void *const *ctxs, double *wall);
 #endif

@@ -60,7 +60,10 @@ double decode_stats_tau(const DecodeStats *st);
 /* Called after each verification with the verified tree and the accepted
  * nodes (path[0] is the root, path[1..n_path) accepted).  On the device
  * cycle the tree is in backend memory: t is NULL, unless the decoder's
- * hook_reads_tree asks for a host copy (one read of it per cycle). */
+ * hook_reads_tree asks for a host copy (one read of it per cycle).  A
+ * non-zero return gives up the turn there: decoder_run returns -1 (the error
+ * text untouched; its out and stats are then incomplete), and the next
+ * decoder_run begins afresh (spec-eval stops an interrupted run so). */
 typedef int (*CycleHook)(void *ctx, const Tree *t, const int *path, int n_path, int cycle);
 
 

@@ -36,10 +36,15 @@ typedef struct {
     int in_ar;                /* the ar baseline is decoding (progress line) */
     int batch_device;         /* batched: the policy's slots ran the device cycle */
     BatchDevice batch_dev;    /* batched device cycle: what went through the gates */
+    const volatile sig_atomic_t *stop;   /* EvalOptions.stop */
 } EvalCtx;
 
+/* The run is to stop (EvalOptions.stop). */
+static int stopped(const EvalCtx *c) { return c->stop && *c->stop; }
+
 /* Every cycle of a turn: the progress line (rate-limited there), so that a
- * long turn still shows one every 10 s, saying which decoder runs. */
+ * long turn still shows one every 10 s, saying which decoder runs.  Non-zero
+ * (the decoder then gives up the turn, decode.h) when the run is to stop. */
 static int eval_tick(void *vctx, const Tree *t, const int *path, int n_path, int cycle) {
     (void)t; (void)path; (void)n_path; (void)cycle;
     EvalCtx *c = vctx;
@@ -47,7 +52,7 @@ static int eval_tick(void *vctx, const Tree *t, const int *path, int n_path, int
     if (c->in_ar) snprintf(extra, sizeof extra, "ar baseline of turn %lld", (long long)c->r->turns + 1);
     else snprintf(extra, sizeof extra, "tau %.2f gamma %.1fk", decode_stats_tau(&c->bench.run), c->bench.run.gamma / 1000.0);
     progress_update(c->prog, c->r->turns, extra);
-    return 0;
+    return stopped(c);
 }
 
 static void stage_times_json(cJSON *o, const StageTimes *t) {
@@ -327,45 +332,58 @@ static void record_turn(EvalCtx *c, const Question *q, int turn, size_t np, cons
 /* Every turn of q: the policy's decode and ar's on the same prompt, as
  * c->repeats A/B pairs in alternating order (ab_ar_first); the first pair's
  * policy decode is the turn's output, the next turn's prompt holds it.  The
- * question's pairs (decode times summed over its turns) go to the
- * benchmark's list. */
+ * question's pairs (decode times summed over its finished turns) go to the
+ * benchmark's list.  0; 1 when the run is to stop (checked before each turn;
+ * a turn it cut short is not counted); -1 with err_set. */
 static int eval_question(EvalCtx *c, Decoder *dec, const Question *q) {
     Session *s = c->s;
     const int R = c->repeats;
     const char **answers = xcalloc(q->n_turns, sizeof(char *));
     int *out = xmalloc(sizeof(int) * (s->cfg.max_new + 1)), *ref = xmalloc(sizeof(int) * (s->cfg.max_new + 1)),
         *scratch = xmalloc(sizeof(int) * (s->cfg.max_new + 1));
-    AbPair *qp = xcalloc(R, sizeof *qp);
-    int rc = 0;
+    AbPair *qp = xcalloc(R, sizeof *qp), *tp = xcalloc(R, sizeof *tp);
+    int rc = 0, done = 0;
     for (int turn = 0; turn < q->n_turns && !rc; turn++) {
+        if (stopped(c)) { rc = 1; break; }
         int32_t *ids = NULL;
         size_t np = 0;
         if ((rc = session_prompt(s, q, answers, turn, &ids, &np))) break;
         DecodeStats st = {0}, ast = {0};
         int n = 0, nr = 0;
+        memset(tp, 0, sizeof *tp * R);
         for (int r = 0; r < R && !rc; r++) {
             const int ar_first = c->ar && ab_ar_first(c->pairs_done + r);
             DecodeStats pst, rst = {0};
             int np_out = 0, nr_out = 0;
-            if (ar_first && (nr_out = run_ar(c, q, turn, ids, np, r ? scratch : ref, &rst)) < 0) { rc = -1; break; }
-            if ((np_out = decode_turn(s, dec, q, turn, "policy", ids, np, r ? scratch : out, &pst)) < 0) { rc = -1; break; }
-            if (c->ar && !ar_first && (nr_out = run_ar(c, q, turn, ids, np, r ? scratch : ref, &rst)) < 0) { rc = -1; break; }
-            qp[r].policy_s += pst.t.total - pst.t.prefill;
-            qp[r].policy_tokens += pst.new_tokens;
-            qp[r].ar_s += rst.t.total - rst.t.prefill;
-            qp[r].ar_tokens += rst.new_tokens;
+            if ((ar_first && (nr_out = run_ar(c, q, turn, ids, np, r ? scratch : ref, &rst)) < 0) ||
+                (np_out = decode_turn(s, dec, q, turn, "policy", ids, np, r ? scratch : out, &pst)) < 0 ||
+                (c->ar && !ar_first && (nr_out = run_ar(c, q, turn, ids, np, r ? scratch : ref, &rst)) < 0)) {
+                rc = stopped(c) ? 1 : -1;   /* a stop: the hook gave up the decode */
+                break;
+            }
+            tp[r].policy_s = pst.t.total - pst.t.prefill;
+            tp[r].policy_tokens = pst.new_tokens;
+            tp[r].ar_s = rst.t.total - rst.t.prefill;
+            tp[r].ar_tokens = rst.new_tokens;
             if (r == 0) { st = pst; ast = rst; n = np_out; nr = nr_out; }
         }
-        if (!rc) {
+        if (!rc) {   /* the turn is finished: counted, its pairs' times the question's */
             record_turn(c, q, turn, np, out, n, &st, ref, nr, &ast);
             answers[turn] = session_answer(s, out, n);
+            for (int r = 0; r < R; r++) {
+                qp[r].policy_s += tp[r].policy_s;
+                qp[r].policy_tokens += tp[r].policy_tokens;
+                qp[r].ar_s += tp[r].ar_s;
+                qp[r].ar_tokens += tp[r].ar_tokens;
+            }
+            done++;
         }
         free(ids);
     }
-    if (!rc && c->ar && c->s->cfg.verify == VERIFY_TREE) pairs_add(&c->bench_pairs, qp, R);
+    if (rc >= 0 && done && c->ar && c->s->cfg.verify == VERIFY_TREE) pairs_add(&c->bench_pairs, qp, R);
     c->pairs_done += R;
     for (int i = 0; i < q->n_turns; i++) free((char *)answers[i]);
-    free(answers); free(out); free(ref); free(scratch); free(qp);
+    free(answers); free(out); free(ref); free(scratch); free(qp); free(tp);
     return rc;
 }
 
@@ -384,7 +402,9 @@ static int warm_up(const Session *s, Decoder *dec, Decoder *ar) {
     return ar && decoder_run(ar, prompt, 8, 8, out, &st) < 0 ? -1 : 0;
 }
 
-/* One benchmark file: its questions into jbench, its totals into c->bench. */
+/* One benchmark file: its questions into jbench, its totals into c->bench.
+ * 0; 1 when the run is to stop (the totals are then those of the turns
+ * finished); -1 with err_set. */
 static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, EvalCtx *c, cJSON *jbench) {
     cJSON *jb = cJSON_CreateObject();
     cJSON_AddItemToArray(jbench, jb);
@@ -392,21 +412,22 @@ static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, Ev
     cJSON_AddStringToObject(jb, "file", file);
     cJSON *jqs = cJSON_AddArrayToObject(jb, "questions");
     const CostModel before = dec->cost;
-    for (int j = 0; j < set->n; j++) {
+    int rc = 0;
+    for (int j = 0; j < set->n && !rc; j++) {
         const Question *q = &set->q[j];
         cJSON *jq = cJSON_CreateObject();
         cJSON_AddStringToObject(jq, "question_id", q->id);
         cJSON_AddStringToObject(jq, "category", q->category);
         c->jq = cJSON_AddArrayToObject(jq, "turns");
         cJSON_AddItemToArray(jqs, jq);
-        if (eval_question(c, dec, q)) return -1;
+        if ((rc = eval_question(c, dec, q)) < 0) return -1;
     }
     c->bench.speedup = speedup_estimate(c->bench_pairs.p, c->bench_pairs.n);
     pairs_add(&c->all_pairs, c->bench_pairs.p, c->bench_pairs.n);
     c->bench_pairs.n = 0;
     cJSON_AddItemToObject(jb, "total", totals_json(&c->bench, 0));
     if (dec->policy->cost) cost_choices_add(cJSON_AddObjectToObject(jb, "cost_model"), &dec->cost, &before);
-    return 0;
+    return rc;
 }
 
 /* ---- batched runs ---- */
@@ -471,7 +492,11 @@ static int on_batch_repeat(void *vq, const Question *q, int turn, const int32_t 
 
 /* Every question of every file through batch_run, the policy's run and
  * ar's at the same batch size, as c->repeats A/B pairs of whole runs (wall
- * times, prefills included: the turns overlap). */
+ * times, prefills included: the turns overlap).  0; 1 when the run is to
+ * stop: the turns finished are counted, and only runs that ended are timed
+ * (a run cut short has decoded turns it does not count), so a stop in the
+ * first policy run leaves no speed, and one before a pair's end no speedup
+ * from it; -1 with err_set. */
 static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
                         const EvalOptions *o, EvalCtx *c, cJSON *jbench, CostModel *cost) {
     EvalResult *r = c->r;
@@ -504,7 +529,8 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
     ap.settings[0] = 0;
     const int R = c->repeats;
     AbPair *pairs = xcalloc(R, sizeof *pairs);
-    int rc = 0;
+    int rc = 0, whole = 0;   /* whole: pairs whose runs both ended */
+    int policy_ended = 0, ar_ended = 0;   /* the first pair's runs */
     for (int k = 0; k < R && !rc; k++) {
         for (int side = 0; side < (o->baseline ? 2 : 1) && !rc; side++) {
             const int run_ar = o->baseline && side != ab_ar_first(k);
@@ -515,23 +541,39 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
             bo.cycle = o->cycle;
             bo.ran_device = run_ar ? NULL : &c->batch_device;
             bo.device = k == 0 && !run_ar ? &c->batch_dev : NULL;
+            bo.stop = o->stop;
             rc = batch_run(s, run_ar ? &ap : &policy->prm, &bo, qs, nq, fn, ctxs, &wall);
-            *(run_ar ? &pairs[k].ar_s : &pairs[k].policy_s) = wall;
+            *(run_ar ? &pairs[k].ar_s : &pairs[k].policy_s) = rc ? 0 : wall;
+            if (!rc && k == 0) *(run_ar ? &ar_ended : &policy_ended) = 1;
         }
+        whole += !rc;
     }
-    for (int i = 0; i < n && !rc; i++) {
+    if (rc < 0) { free(pairs); free(qs); free(qc); free(ctxs); return -1; }
+    for (int i = 0; i < n; i++) {
         cJSON_AddItemToObject(cJSON_GetArrayItem(jbench, i), "total", totals_json(&r->per[i], 1));
         totals_add(&r->all, &r->per[i]);
     }
-    r->all.decode_s = pairs[0].policy_s;
-    r->all.ar_decode_s = pairs[0].ar_s;
+    r->all.decode_s = policy_ended ? pairs[0].policy_s : 0;
+    r->all.ar_decode_s = ar_ended ? pairs[0].ar_s : 0;
     for (int k = 0; k < R; k++) {
         pairs[k].policy_tokens = r->all.run.new_tokens;
         pairs[k].ar_tokens = r->all.ar_tokens;
     }
-    if (o->baseline && s->cfg.verify == VERIFY_TREE) pairs_add(&c->all_pairs, pairs, R);
+    if (o->baseline && s->cfg.verify == VERIFY_TREE) pairs_add(&c->all_pairs, pairs, whole);
     free(pairs); free(qs); free(qc); free(ctxs);
     return rc;
+}
+
+/* A partial run's report: the questions without a finished turn left out
+ * (a batched run lists every question before it starts). */
+static void unreached_left_out(cJSON *jbench) {
+    cJSON *jb;
+    cJSON_ArrayForEach(jb, jbench) {
+        cJSON *jqs = cJSON_GetObjectItem(jb, "questions");
+        for (int j = cJSON_GetArraySize(jqs) - 1; j >= 0; j--)
+            if (!cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(jqs, j), "turns")))
+                cJSON_DeleteItemFromArray(jqs, j);
+    }
 }
 
 int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
@@ -553,7 +595,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     CostModel *batch_cost = NULL;   /* batched auto sizes: the slots' models as one */
     Progress prog;
     EvalCtx ctx = {.s = s, .check_lossless = o->check_lossless, .repeats = o->repeats > 1 ? o->repeats : 1,
-                   .prog = &prog, .r = r};
+                   .prog = &prog, .r = r, .stop = o->stop};
     int rc = -1;
     if (!batched) {
         if (!(dec = session_decoder(s, policy))) return -1;
@@ -575,12 +617,17 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     cJSON_AddStringToObject(r->report, "start_time", stamp);
-    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, dec, o));
-    cJSON *jbench = cJSON_AddArrayToObject(r->report, "benchmarks");
-
     int64_t total_turns = 0;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < sets[i]->n; j++) total_turns += sets[i]->q[j].n_turns;
+    r->turns_total = total_turns;
+    /* whether every turn was decoded: set again at the end */
+    cJSON_AddBoolToObject(r->report, "partial", 0);
+    cJSON_AddNumberToObject(r->report, "turns_done", 0);
+    cJSON_AddNumberToObject(r->report, "turns_total", (double)total_turns);
+    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, dec, o));
+    cJSON *jbench = cJSON_AddArrayToObject(r->report, "benchmarks");
+
     progress_start(&prog, "spec-eval turns", total_turns);
     ctx.ar = ar;
     for (Decoder *d = dec; d; d = d == dec ? ar : NULL) {   /* single-sequence runs: a line every 10 s */
@@ -591,19 +638,29 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     for (int i = 0; i < n; i++) benchmark_name(files[i], r->names[i], sizeof r->names[i]);
     if (batched && policy->wants_cost) batch_cost = xcalloc(1, sizeof *batch_cost);
     if (batched) {
-        if (eval_batched(s, policy, sets, files, n, o, &ctx, jbench, batch_cost)) goto done;
+        const int st = eval_batched(s, policy, sets, files, n, o, &ctx, jbench, batch_cost);
+        if (st < 0) goto done;
+        r->partial = st > 0;
         cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r->report, "settings"), "cycle",
                                   cJSON_CreateString(ctx.batch_device ? "device" : "host"));
         n = 0;   /* done: no single-sequence pass below */
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !r->partial; i++) {
         ctx.bench = (EvalTotals){0};
         ctx.bench_name = r->names[i];
-        if (eval_bench(dec, sets[i], files[i], &ctx, jbench)) goto done;
+        const int st = eval_bench(dec, sets[i], files[i], &ctx, jbench);
+        if (st < 0) goto done;
         r->per[i] = ctx.bench;
         totals_add(&r->all, &ctx.bench);
+        if (st > 0) {   /* stopped: the benchmarks after this one were not begun */
+            r->partial = 1;
+            r->n_bench = i + 1;
+        }
     }
     progress_end(&prog, r->turns, NULL);
+    if (r->partial) unreached_left_out(jbench);
+    cJSON_ReplaceItemInObject(r->report, "partial", cJSON_CreateBool(r->partial));
+    cJSON_ReplaceItemInObject(r->report, "turns_done", cJSON_CreateNumber((double)r->turns));
     r->all.speedup = speedup_estimate(ctx.all_pairs.p, ctx.all_pairs.n);
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all, batched));
     const CostModel *m = dec && dec->policy->cost ? &dec->cost : batch_cost;
@@ -688,6 +745,9 @@ static void table_row(FILE *f, const char *name, const EvalTotals *t) {
 void eval_print_table(const EvalResult *r, const Policy *policy, const SessionConfig *cfg, FILE *f) {
     fprintf(f, "policy %s  (target %s%s%s)\n", policy->name, cfg->target_dir, cfg->draft_dir ? ", draft " : "",
             cfg->draft_dir ? cfg->draft_dir : "");
+    if (r->partial)
+        fprintf(f, "PARTIAL: interrupted after %lld of %lld turns; every figure below is those turns'\n",
+                (long long)r->turns, (long long)r->turns_total);
     fprintf(f, "%-16s %10s %8s %10s  %s\n", "benchmark", "gamma(k)", "tau", "v(tok/s)", "speedup [95% interval]");
     int untimed = 0;
     if (r->n_bench == 1) {   /* its totals are the run's, timed even when batched */
@@ -724,8 +784,10 @@ int eval_csv_append(const char *path, const char *label, const Policy *policy, c
     char sp[96] = ",,";   /* empty without the ar baseline */
     const Speedup *x = &r->all.speedup;
     if (x->n) snprintf(sp, sizeof sp, "%.4f,%.4f,%.4f", x->median, x->lo, x->hi);
-    fprintf(f, "%s,%.*s,%s,%.4f,%lld,%.3f,%s\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
-            eq ? eq + 1 : "-", decode_stats_tau(&r->all.run), (long long)r->all.run.gamma, eval_speed(&r->all), sp);
+    char partial[64] = "";
+    if (r->partial) snprintf(partial, sizeof partial, ";partial=%lld/%lld", (long long)r->turns, (long long)r->turns_total);
+    fprintf(f, "%s,%.*s,%s%s,%.4f,%lld,%.3f,%s\n", policy->name, eq ? (int)(eq - label) : 1, eq ? label : "-",
+            eq ? eq + 1 : "-", partial, decode_stats_tau(&r->all.run), (long long)r->all.run.gamma, eval_speed(&r->all), sp);
     if (fclose(f) != 0) { err_set("%s: write failed: %s", path, strerror(errno)); return -1; }
     return 0;
 }

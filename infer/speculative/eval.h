@@ -9,6 +9,7 @@
 #include "infer/speculative/session.h"
 #include "infer/speculative/speedup.h"
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdio.h>
 
 #define EVAL_MAX_BENCH 64
@@ -20,6 +21,12 @@ typedef struct {
                              every question batched, and ar batched the same way */
     int repeats;          /* A/B pairs per question (batched: per run); 0 counts as 1 */
     int cycle;            /* --cycle: CYCLE_* (decode.h); ar, the baseline, runs the same */
+    /* Optional: non-zero stops the run (a signal handler sets it): one
+     * sequence at a time, at the end of the cycle in progress (the turn it
+     * cuts short is not counted) or between turns; batched, at the next
+     * round of the slots.  eval_run then returns the turns finished so far,
+     * EvalResult.partial set. */
+    const volatile sig_atomic_t *stop;
 } EvalOptions;
 
 /* A policy's figures over some turns and, with the baseline, ar's.  Speeds
@@ -39,14 +46,19 @@ typedef struct {
     int n_bench;
     char names[EVAL_MAX_BENCH][64];
     EvalTotals per[EVAL_MAX_BENCH], all;
-    int64_t turns;
+    int64_t turns;           /* turns decoded and counted */
+    int64_t turns_total;     /* turns of every question */
+    int partial;             /* stopped (EvalOptions.stop) before every turn was done */
     int lossless_failures;   /* turns whose tokens differ from ar's */
     cJSON *report;           /* settings, models, every question's turns, totals */
 } EvalResult;
 
 /* Decodes every turn of sets[i] (read from files[i], one benchmark each)
  * with policy, showing progress.  -1 with err_set on a decoding or backend
- * failure; turns that differ from ar are counted, not errors. */
+ * failure; turns that differ from ar are counted, not errors.  Stopped by
+ * o->stop, 0 with the finished turns' figures (r->partial; the report's
+ * "partial", "turns_done" and "turns_total" say so, questions without a
+ * finished turn left out, the benchmarks not begun too). */
 int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *const *files, int n,
              const EvalOptions *o, EvalResult *r);
 void eval_result_free(EvalResult *r);
@@ -63,7 +75,9 @@ void eval_print_table(const EvalResult *r, const Policy *policy, const SessionCo
 /* -1 with err_set when path exists with another header. */
 int eval_csv_check(const char *path);
 /* Appends the row of the total (header first when the file is new); label
- * "KEY=VALUE" or NULL fills the param,value columns.  -1 with err_set. */
+ * "KEY=VALUE" or NULL fills the param,value columns; a partial run's value
+ * ends in ";partial=DONE/TOTAL" (turns), so that it is never taken for a
+ * whole run's.  -1 with err_set. */
 int eval_csv_append(const char *path, const char *label, const Policy *policy, const EvalResult *r);
 /* Writes r->report.  -1 with err_set. */
 int eval_json_write(const char *path, const EvalResult *r);
