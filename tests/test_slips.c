@@ -237,6 +237,14 @@ static long turns_shown(const char *text) {
     return done;
 }
 
+/* 1 when this machine can open a pseudo-terminal (containers without
+ * /dev/ptmx cannot). */
+static int have_pty(void) {
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m >= 0) close(m);
+    return m >= 0;
+}
+
 /* Runs cmd on a terminal and sends sig once the progress line shows a
  * finished turn.  Its exit status (-1: it ended first, or never showed
  * one within 15 minutes), its stderr into term. */
@@ -314,6 +322,7 @@ static void test_eval_interrupted_writes_partial(void) {
     snprintf(cmd, sizeof cmd, "exec %s/spec-eval --target data/demo/target --template none --draft data/demo/eagle "
              "--questions data/demo/prompts/code_test.jsonl --max-new-tokens 64 --total 60 --draft-vocab full "
              "--cost-cache none --json %s --csv %s", bin_dir(), json, csv);
+    if (!have_pty()) SKIP("no pseudo-terminal to watch the progress line on");
     const int rc = interrupt_after_a_turn(cmd, out, SIGINT, term, sizeof term);
     REQUIRE(rc == 130, "exit %d, expected 130 (stderr: %s)", rc, term);
     CHECK(strstr(term, "spec-eval: interrupted by SIGINT: wrote the ") && strstr(term, json) && strstr(term, "(partial"),
@@ -334,6 +343,7 @@ static void test_eval_terminated_batched_writes_partial(void) {
     snprintf(cmd, sizeof cmd, "exec %s/spec-eval --target data/demo/target --template none --draft data/demo/eagle "
              "--questions data/demo/prompts/code_test.jsonl --max-new-tokens 64 --total 60 --cost-cache none "
              "--batch 3 --json %s", bin_dir(), json);
+    if (!have_pty()) SKIP("no pseudo-terminal to watch the progress line on");
     const int rc = interrupt_after_a_turn(cmd, out, SIGTERM, term, sizeof term);
     REQUIRE(rc == 143, "exit %d, expected 143 (stderr: %s)", rc, term);
     CHECK(strstr(term, "spec-eval: interrupted by SIGTERM: wrote the "), "no line saying what was written: %s", term);
