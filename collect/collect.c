@@ -34,7 +34,8 @@ struct CollectRun {
     int skip;                 /* finished in the file before this run */
     int every_position;       /* root verification: labels from each turn's output */
     Progress bar;
-    int64_t trees, records;
+    int64_t trees, records;   /* in the file: a resumed file's rows included */
+    int64_t records_before;   /* the resumed file's rows (this run's rate leaves them out) */
     double t0, t_write, t_features;
 };
 
@@ -129,7 +130,7 @@ static int question_done(void *vctx) {
         char extra[128];
         double el = now_seconds() - r->t0;
         snprintf(extra, sizeof extra, "trees %lld  records %lld (%.0f/s)", (long long)r->trees, (long long)r->records,
-                 el > 0 ? r->records / el : 0);
+                 el > 0 ? (r->records - r->records_before) / el : 0);
         progress_update(&r->bar, r->skip + r->next + 1, extra);
     }
     return 0;
@@ -295,6 +296,8 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     }
     if (skip) fprintf(stderr, "spec-collect: resuming after %lld finished questions\n", (long long)skip);
     r.skip = (int)skip;
+    r.trees = trace_n_trees(w);
+    r.records = r.records_before = trace_n_nodes(w);
     shard_questions(sets, files, n, o, r.skip, &r);
     progress_start(&r.bar, "spec-collect questions", mine);
     r.bar.base = r.skip;

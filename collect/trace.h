@@ -66,6 +66,9 @@ int trace_set_attr_num(TraceWriter *w, const char *key, double value);
 /* NULL if absent (caller frees). */
 char *trace_get_attr_str(TraceWriter *w, const char *key);
 int64_t trace_n_questions(const TraceWriter *w);
+/* The file's finished trees and nodes (a resumed file's included). */
+int64_t trace_n_trees(const TraceWriter *w);
+int64_t trace_n_nodes(const TraceWriter *w);
 /* Appends one tree; t->first_node and t->question are filled in by the
  * writer (nodes go after all nodes written so far; question = current). */
 int trace_add_tree(TraceWriter *w, TraceTree *t, const TraceNode *nodes);

@@ -548,6 +548,8 @@ char *trace_get_attr_str(TraceWriter *w, const char *key) {
 }
 
 int64_t trace_n_questions(const TraceWriter *w) { return w ? w->grp[G_QUESTIONS].done : 0; }
+int64_t trace_n_trees(const TraceWriter *w) { return w ? w->grp[G_TREES].done : 0; }
+int64_t trace_n_nodes(const TraceWriter *w) { return w ? w->grp[G_NODES].done : 0; }
 
 int trace_add_tree(TraceWriter *w, TraceTree *t, const TraceNode *nodes) {
     if (writer_failed(w)) return -1;
