@@ -328,6 +328,10 @@ typedef struct {
 typedef enum { CPU_GEMM_F32 = 0, CPU_GEMM_BF16 = 1, CPU_GEMM_AMX = 2 } CpuGemm;
 /* Its option text: "off", "on", "amx". */
 const char *cpu_gemm_name(int g);
+/* The vector instructions this build's CPU kernels were compiled for, as
+ * results name a machine: "avx512-bf16", "avx512", "avx2" or "x86-64",
+ * with "+amx" where AMX tiles are ready (recorded in spec-eval's report). */
+const char *backend_cpu_isa(void);
 
 void backend_options_default(BackendOptions *o);
 /* Sets the backends' settings; call before loading weights.  -1 with

@@ -48,6 +48,21 @@ int backend_cpu_gemm_runs(int gemm) {
 
 const char *cpu_gemm_name(int g) { return g == CPU_GEMM_AMX ? "amx" : g == CPU_GEMM_BF16 ? "on" : "off"; }
 
+const char *backend_cpu_isa(void) {
+#if defined(__AVX512BF16__)
+    const char *vec = "avx512-bf16";
+#elif defined(__AVX512F__)
+    const char *vec = "avx512";
+#elif defined(__AVX2__)
+    const char *vec = "avx2";
+#else
+    const char *vec = "x86-64";
+#endif
+    static char isa[32];
+    snprintf(isa, sizeof isa, "%s%s", vec, cpu_amx_ready() ? "+amx" : "");
+    return isa;
+}
+
 int backend_setting_text(const BackendOptions *o, int i, const char **key, char *value, size_t size) {
     static const char *const graphs[] = {"off", "on", "verbose"};
     switch (i) {

@@ -1,4 +1,5 @@
 #include "infer/speculative/cost.h"
+#include <stdio.h>
 #include <string.h>
 
 /* Weight of a new cycle in the running means: the plain mean over the first
@@ -235,6 +236,19 @@ int cost_chosen_quantile(const CostModel *m, double q) {
         if (seen > want) return k;
     }
     return COST_HIST - 1;
+}
+
+void cost_explain(const CostModel *m, char *buf, size_t size) {
+    const int k = 8;
+    const double one = cost_verify_s(m, 1), many = cost_verify_s(m, k + 1);
+    if (!m->n_pts || one <= 0) {
+        snprintf(buf, size, "no verification cost was measured");
+        return;
+    }
+    snprintf(buf, size, "verifying 1 + %d tokens costs %.2fx one token's forward and a cycle's drafting %.2fx more, "
+             "so a tree of %d pays only at tau >= %.2f; its drafting cycles measured tau %.2f", k, many / one,
+             m->draft_s / one, k, (m->draft_s + many) / one,
+             m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0);
 }
 
 double cost_draft_s(const CostModel *m, int expands) {

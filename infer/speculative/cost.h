@@ -201,6 +201,11 @@ void cost_add_choices(CostModel *sum, const CostModel *x);
 void cost_clear_choices(CostModel *m);
 /* The chosen sizes' p-quantile (0..1) from the histogram; -1 with none. */
 int cost_chosen_quantile(const CostModel *m, double q);
+/* Why the model keeps trees small, in words for one stderr line: what
+ * verifying 1 + k tokens costs against one token's forward (k = 8), what a
+ * cycle's drafting adds, the tau such a tree needs to beat plain decoding
+ * ((D + V(k + 1)) / V(1)) against the tau its drafting cycles measured. */
+void cost_explain(const CostModel *m, char *buf, size_t size);
 
 /* The calibration cache (cost_cache.c; spec-eval --cost-cache): a JSON file
  * of curves, each under a key naming everything the curve depends on

@@ -263,6 +263,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
     cJSON_AddNumberToObject(o, "top_p", cfg->sp.top_p);
     cJSON_AddNumberToObject(o, "seed", (double)cfg->sp.seed);
     cJSON_AddBoolToObject(o, "arithmetic_auto", cfg->arith_auto);   /* the plain run's rule decided cpu_fast_gemm, kv_dtype */
+    cJSON_AddStringToObject(o, "cpu_isa", backend_cpu_isa());   /* what the CPU kernels were built for */
     char value[64];
     for (int i = 0; backend_setting_text(&cfg->backend, i, &key, value, sizeof value) == 0; i++)
         cJSON_AddStringToObject(o, key, value);
@@ -671,14 +672,23 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddItemToObject(r->report, "cost_model", cost_json(m, s->cfg.cost_cache, refreshed > 0));
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
                 "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s%s, verification %.2fx the calibrated "
-                "curve; tau %.2f predicted by its estimates, %.2f measured on the same cycles; no draft in %.0f%% of the cycles "
-                "(%.0f vs %.0f tokens/s drafting)\n", policy->name,
+                "curve; tau %.2f predicted by its estimates, %.2f measured on the same cycles (those that drafted: the "
+                "table's tau counts the others too); no draft in %.0f%% of the cycles (%.0f vs %.0f tokens/s drafting)\n",
+                policy->name,
                 m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0, cost_chosen_quantile(m, 0.1),
                 cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->from_cache ? " (cached curve)" : "",
                 m->scale,
                 m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0,
                 m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0,
                 100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0]);
+        const double mean_nodes = m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
+                     off_share = (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1);
+        if (mean_nodes < EVAL_TINY_TREE || off_share >= EVAL_MOSTLY_OFF) {   /* the plain command says why */
+            char arith[256], why[512];
+            session_arith_text(s, arith, sizeof arith);
+            cost_explain(m, why, sizeof why);
+            fprintf(stderr, "spec-eval: why so little drafting: %s; %s\n", arith, why);
+        }
     }
     if (dec && dec->dc) {   /* what the host waited for: the device cycle's reads and recorded cycles */
         const DevCycle *c = dec->dc;

@@ -13,6 +13,11 @@
 #include <stdio.h>
 
 #define EVAL_MAX_BENCH 64
+/* A run whose measured costs kept its trees under EVAL_TINY_TREE nodes on
+ * average, or drafting off in EVAL_MOSTLY_OFF of its cycles, says why on
+ * stderr (the arithmetic and what verification costs against one token). */
+#define EVAL_TINY_TREE 4.0
+#define EVAL_MOSTLY_OFF 0.25
 
 typedef struct {
     int baseline;         /* decode every turn with ar too */

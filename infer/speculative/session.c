@@ -15,6 +15,22 @@ void session_config_default(SessionConfig *cfg) {
     cfg->cost_cache = cost_cache_default_path(cache, sizeof cache);
 }
 
+void session_arith_text(const Session *s, char *buf, size_t size) {
+    const LlamaModel *m = s->target;
+    const int cpu = !strcmp(m->be->name, "cpu"), bf16 = m->cfg.layers > 0 && m->layer[0].wq.dtype == DT_BF16;
+    const int gemm = s->cfg.backend.cpu_fast_gemm;
+    const char *how = !cpu ? "on the GPU"
+                      : gemm == CPU_GEMM_AMX ? "amx: BF16 weights times BF16 activations on AMX tiles"
+                      : gemm == CPU_GEMM_BF16 ? "bf16: BF16 weights times BF16 activations (AVX512-BF16 dot products)"
+                      : !bf16 ? "f32: the weights are not BF16"
+                      : !s->cfg.arith_auto ? "f32: BF16 weights widened to F32, as the options ask"
+                      : !backend_cpu_gemm_runs(CPU_GEMM_BF16) ? "f32: BF16 weights widened to F32, since this build has "
+                                                                "no AVX512-BF16 (its CPU or ARCH lacks it)"
+                      : "f32: BF16 weights widened to F32";
+    snprintf(buf, size, "arithmetic %s, KV cache %s, kernels built for %s", how,
+             s->cfg.backend.kv_dtype == DT_BF16 ? "bf16" : "f32", backend_cpu_isa());
+}
+
 int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;

@@ -58,6 +58,10 @@ typedef struct {
  * guessed.  -1 with a one-line error naming what failed. */
 int session_open(Session *s, const SessionConfig *cfg, const char *prog);
 void session_close(Session *s);
+/* The arithmetic the target's products run in and why, in words for one
+ * stderr line ("bf16 products (AVX512-BF16 ...)", "f32: BF16 weights
+ * widened, this build has no AVX512-BF16 ..."), the build's ISA named. */
+void session_arith_text(const Session *s, char *buf, size_t size);
 /* A decoder for a policy over this session's target and draft. */
 Decoder *session_decoder(Session *s, Policy *p);
 /* The same over another draft (one per sequence of a batch), and that
