@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
+.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -150,11 +150,23 @@ $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests
 # make test and make test-asan build silently (warnings and errors still
 # show); V=1 prints every command.
 QUIET_BUILD = $(if $(filter 1,$(V)),,-s)
+TEST_SCRIPTS := tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py
+TEST_RUNS := $(TESTS) $(FUZZ_REPLAYS) $(TEST_SCRIPTS)
 test: deps
 	@echo "make test: building (V=1 shows the commands)"
 	@$(MAKE) --no-print-directory $(QUIET_BUILD) all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test: SmolLM2 is not available (no network?); its tests will SKIP"
-	@tests/run.sh $(TESTS) $(FUZZ_REPLAYS) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py
+	@tests/run.sh $(TEST_RUNS)
+
+# The same tests at their whole sizes (tests/harness.h TEST_SIZE): every
+# prompt, token count and draft kind of the heavy equality sweeps, which
+# make test checks at the size each property needs.  Not run by CI: run it
+# before a change to the speculative cycle lands (docs/testing.md).
+test-long: deps
+	@echo "make test-long: building (V=1 shows the commands)"
+	@$(MAKE) --no-print-directory $(QUIET_BUILD) all
+	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test-long: SmolLM2 is not available (no network?); its tests will SKIP"
+	@C2T_TEST_LONG=1 tests/run.sh $(TEST_RUNS)
 
 # The same tests under AddressSanitizer + UBSan + LeakSanitizer (no
 # recovery) in a separate build tree: every test binary, the fuzz replays,
@@ -166,7 +178,7 @@ test-asan: deps
 	@$(MAKE) --no-print-directory $(QUIET_BUILD) BUILD=build-asan BIN=bin-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="$(SAN_FLAGS)" all
 	@$(MAKE) --no-print-directory smollm2 smollm2-f32 || echo "make test-asan: SmolLM2 is not available (no network?); its tests will SKIP"
 	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp C2T_BIN=bin-asan C2T_BUILD=build-asan \
-	  tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py
+	  tests/run.sh $(patsubst $(BUILD)/%,build-asan/%,$(TESTS) $(FUZZ_REPLAYS)) $(TEST_SCRIPTS)
 
 # tools/experiments/bench.sh runs bench_forward on SmolLM2 and the 1B-shape
 # model next to llama.cpp (built from the PyPI sdist into build/llama.cpp, once)

@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <errno.h>
 
 static int h_failed, h_skipped, h_total_failed;
 static const char *h_name;
@@ -32,16 +34,37 @@ static void h_fail(const char *file, int line, const char *fmt, ...) {
 #define RUN(fn) h_run(#fn, fn)
 /* C2T_ONLY=substring runs only the tests whose name contains it (e.g. one
  * test under compute-sanitizer). */
+/* C2T_CASE_TIMES=FILE appends "seconds binary:name" for every test run (tests/run.sh
+ * names the slowest). */
+static double h_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 static void h_run(const char *name, void (*fn)(void)) {
-    const char *only = getenv("C2T_ONLY");
+    const char *only = getenv("C2T_ONLY"), *times = getenv("C2T_CASE_TIMES");
     if (only && *only && !strstr(name, only)) return;
     h_name = name; h_failed = 0; h_skipped = 0;
+    const double t0 = h_now();
     fn();
     if (!h_failed && !h_skipped) printf("PASS %s\n", name);
     if (h_failed) h_total_failed++;
     fflush(stdout);
+    FILE *f = times && *times ? fopen(times, "a") : NULL;
+    if (f) { fprintf(f, "%.2f %s:%s\n", h_now() - t0, program_invocation_short_name, name); fclose(f); }
 }
 static int h_done(void) { return h_total_failed ? 1 : 0; }
+
+/* make test checks each property at the size it needs (fewer prompts,
+ * tokens or cases where more would only repeat the check, each test says
+ * why its size is enough); make test-long (C2T_TEST_LONG=1) runs the same
+ * tests at their whole sizes: the heavy equality sweeps, run before a
+ * change to the cycle lands.  TEST_SIZE(quick, whole) picks one. */
+static inline int test_long(void) {
+    const char *e = getenv("C2T_TEST_LONG");
+    return e && !strcmp(e, "1");
+}
+#define TEST_SIZE(quick, whole) (test_long() ? (whole) : (quick))
 
 /* Directory of the project's binaries (make test-asan points it elsewhere). */
 __attribute__((unused)) static const char *bin_dir(void) {

@@ -258,13 +258,20 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
             }
 }
 
-/* Both comparisons: the device cycle and walking. */
-static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
-                        const int *lens, int n_prompts, int max_new, int entropy_too, const char *what) {
+/* Both comparisons: the device cycle and walking (walk_too 0: the device
+ * cycle's alone). */
+static void same_cycles_walk(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
+                             const int *lens, int n_prompts, int max_new, int entropy_too, int walk_too,
+                             const char *what) {
     same_cycles_as(MODE_DEVICE, m, d, cases, n_cases, prompts, lens, n_prompts, max_new, entropy_too, what);
+    if (!walk_too) return;
     char walk[128];
     snprintf(walk, sizeof walk, "%s, walking", what);
     same_cycles_as(MODE_WALK, m, d, cases, n_cases, prompts, lens, n_prompts, max_new, entropy_too, walk);
+}
+static void same_cycles(const LlamaModel *m, Draft *d, const Case *cases, int n_cases, const int *const *prompts,
+                        const int *lens, int n_prompts, int max_new, int entropy_too, const char *what) {
+    same_cycles_walk(m, d, cases, n_cases, prompts, lens, n_prompts, max_new, entropy_too, 1, what);
 }
 
 static const Case TREE_CASES[] = {
@@ -342,22 +349,29 @@ static void c2t_cases(void) {
     for (int i = 0; i < 6; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
 }
 
+/* Sizes: make test compares each case on one prompt over 24 new tokens, a
+ * dozen cycles or more whose trees vary in size and shape (the padding
+ * test below checks that sizes shared buckets); a second prompt and more
+ * tokens only repeat the same comparisons, so make test-long runs them
+ * (two prompts, 40-48 tokens). */
+#define N_PROMPTS TEST_SIZE(1, 2)
+
 /* The test checkpoints: each draft kind, a reduced draft vocabulary. */
 static void test_device_cycle_equals_host_every_draft(void) {
     const int p0[] = {1, 21, 208, 255, 244, 151, 37, 9}, p1[] = {1, 99, 98, 97, 96, 95, 94, 93};
-    const int *prompts[] = {p0, p1}, lens[] = {8, 8};
+    const int *prompts[] = {p0, p1}, lens[] = {8, 8}, np = N_PROMPTS, max_new = TEST_SIZE(24, 40);
     for (int i = 0; i < N_LOSSLESS_DRAFTS; i++) {
         LlamaModel *m = llama_load(LOSSLESS_DRAFTS[i][0], be);
         REQUIRE(m, "%s", err_get());
         Draft *d = draft_load(LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2], m, 4096);
         REQUIRE(d, "%s", err_get());
         const int lm = !strcmp(LOSSLESS_DRAFTS[i][1], "lm");
-        same_cycles(m, d, lm ? CHAIN_CASE : TREE_CASES, lm ? 2 : N_TREE_CASES, prompts, lens, 2, 40, 1,
+        same_cycles(m, d, lm ? CHAIN_CASE : TREE_CASES, lm ? 2 : N_TREE_CASES, prompts, lens, np, max_new, 1,
                     LOSSLESS_DRAFTS[i][2]);
-        if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
+        if (lm) same_cycles(m, d, TREE_CASES + 1, 2, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         c2t_cases();
-        same_cycles(m, d, C2T_CASES, 5, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
-        same_cycles(m, d, STOP_CASES, 6, prompts, lens, 2, 40, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles(m, d, C2T_CASES, 5, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles(m, d, STOP_CASES, 6, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
@@ -366,24 +380,25 @@ static void test_device_cycle_equals_host_every_draft(void) {
 /* The demo family: its EAGLE head and its draft LM. */
 static void test_device_cycle_equals_host_demo(void) {
     const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
-    const int *prompts[] = {p0, p1}, lens[] = {10, 7};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7}, np = N_PROMPTS, max_new = TEST_SIZE(24, 48);
+    const int ent = test_long();   /* entropies (topm 16): every draft kind of the test checkpoints compares them */
     LlamaModel *m = llama_load("data/demo/target", be);
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
-    same_cycles(m, d, TREE_CASES, N_TREE_CASES, prompts, lens, 2, 48, 1, "demo eagle");
+    same_cycles(m, d, TREE_CASES, N_TREE_CASES, prompts, lens, np, max_new, ent, "demo eagle");
     const Case shipped[] = {{"c2t", "classifier=data/demo/classifier.json"}};
     c2t_cases();
-    same_cycles(m, d, shipped, 1, prompts, lens, 2, 48, 1, "demo eagle, its classifier");
-    same_cycles(m, d, C2T_CASES, 5, prompts, lens, 2, 48, 1, "demo eagle");
+    same_cycles(m, d, shipped, 1, prompts, lens, np, max_new, ent, "demo eagle, its classifier");
+    same_cycles(m, d, C2T_CASES, 5, prompts, lens, np, max_new, ent, "demo eagle");
     draft_free(d);
     d = draft_load("lm", "data/demo/draft", m, 4096);
     REQUIRE(d, "%s", err_get());
-    same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, 2, 48, 1, "demo draft LM");
+    same_cycles(m, d, CHAIN_CASE, 1, prompts, lens, np, max_new, ent, "demo draft LM");
     const Case demo_stop[] = {{"chain", "early_stop=c2t classifier=data/demo/classifier.json"},
                               {"chain", "early_stop=c2t classifier=data/demo/classifier.json program=layers"}};
-    same_cycles(m, d, demo_stop, 2, prompts, lens, 2, 48, 1, "demo draft LM, its classifier");
-    same_cycles(m, d, STOP_CASES, 2, prompts, lens, 2, 48, 1, "demo draft LM");
+    same_cycles(m, d, demo_stop, 2, prompts, lens, np, max_new, ent, "demo draft LM, its classifier");
+    same_cycles(m, d, STOP_CASES, 2, prompts, lens, np, max_new, ent, "demo draft LM");
     draft_free(d);
     llama_free(m);
 }
@@ -399,13 +414,21 @@ static void test_device_cycle_equals_host_smollm2(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "data/smollm2/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
-    const Case full[] = {{"eagle2", ""}, {"static", ""}, {"c2t", "classifier=data/smollm2/classifier.json"},
+    const Case full[] = {{"eagle2", ""}, {"c2t", "classifier=data/smollm2/classifier.json"}, {"static", ""},
                          {"c2t", "classifier=data/smollm2/classifier.json program=layers"}},
                small[] = {{"eagle2", "topk=4 depth=5 total=8"},
                           {"c2t", "classifier=data/smollm2/classifier.json topk=4 depth=5 total=8"}};
-    same_cycles(m, d, full, 4, prompts, lens, 1, 32, 0, "smollm2");
+    /* On a real model, as on the small ones: the shipped head's full trees
+     * (eagle2's 60 nodes, c2t on the shipped classifier) over 16 tokens, six
+     * cycles or more, and the small trees over a reduced vocabulary.  The
+     * static tree and c2t's per-layer program add nothing the demo family
+     * does not check, at 49,152-row products every draft step, and
+     * walking, a forward a token, is compared on the small models; make
+     * test-long runs them too, over 32 tokens. */
+    const int max_new = TEST_SIZE(16, 32), walk = test_long();
+    same_cycles_walk(m, d, full, TEST_SIZE(2, 4), prompts, lens, 1, max_new, 0, walk, "smollm2");
     REQUIRE(draft_set_vocab(d, 4096) == 0, "%s", err_get());
-    same_cycles(m, d, small, 2, prompts, lens, 1, 32, 0, "smollm2 draft vocabulary 4096");
+    same_cycles_walk(m, d, small, 2, prompts, lens, 1, max_new, 0, walk, "smollm2 draft vocabulary 4096");
     draft_free(d);
     llama_free(m);
 }

@@ -194,7 +194,9 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
         {"eagle2", 10, 6, 60, 0}, {"eagle2", 5, 4, -1, 0}, {"c2t", 4, 6, -1, 0}, {"c2t", 10, 8, -1, 0}, {"c2t", 4, 6, 8, 0},
         {"chain-c2t", 1, 0, 0, 6},
     };
-    for (int q = 0; q < 3; q++) {
+    /* every case on every draft kind over one prompt's 40 tokens; make
+     * test-long adds two more prompts */
+    for (int q = 0; q < TEST_SIZE(1, 3); q++) {
         LlamaState *s = llama_state_new(m, 64);
         int ref[64];
         int nref = greedy_generate(s, prompts[q], 8, max_new, ref);

@@ -5,6 +5,7 @@
 #include "infer/speculative/classifier.h"
 #include "infer/speculative/speedup.h"
 #include "infer/speculative/cost.h"
+#include "infer/speculative/eval.h"
 #include "kernels/base/rng.h"
 #include "infer/model/safetensors.h"
 #include <cjson/cJSON.h>
@@ -27,11 +28,18 @@ static const char *const policies[] = {"--policy ar", "--policy chain --draft-le
                               "--policy wetap --param wetap_wmin=4 --param wetap_wmax=16 --param wetap_budget=24"};
 #define N_POLICIES (int)(sizeof policies / sizeof *policies)
 
+/* Sweeps of policies over drafts: make test runs each policy with one draft
+ * of the sweep, in turn (policy p with draft p mod n_drafts), so that every
+ * policy and every draft is decoded and checked lossless; make test-long
+ * runs every pair. */
+static int sweep_pair(int p, int d, int n_drafts) { return test_long() || p % n_drafts == d; }
+
 static void test_lossless_every_policy(void) {
     const char *drafts[][2] = {{"lm", "tests/ckpt/tiny_chat"}, {"lm", "tests/ckpt/tiny_chat_draft"},
                                {"eagle", "tests/ckpt/tiny_chat_eagle"}};
     for (int d = 0; d < 3; d++)
         for (int p = 0; p < N_POLICIES; p++) {
+            if (!sweep_pair(p, d, 3)) continue;
             char err[4096];
             int rc = run_cmd(err, sizeof err,
                              "%s/spec-eval --target tests/ckpt/tiny_chat --draft %s --draft-kind %s --template none "
@@ -43,6 +51,7 @@ static void test_lossless_every_policy(void) {
     const char *heads[][2] = {{"--draft-kind eagle3", "tests/ckpt/eagle3_tiny"}, {"", "tests/ckpt/eagle3_tiny_bin"}};
     for (int d = 0; d < 2; d++)
         for (int p = 0; p < N_POLICIES; p++) {
+            if (!sweep_pair(p, d, 2)) continue;
             char err[4096];
             int rc = run_cmd(err, sizeof err,
                              "%s/spec-eval --target tests/ckpt/tiny_chat_l8 --draft %s %s --template none "
@@ -58,6 +67,7 @@ static void test_lossless_demo_family(void) {
     const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}, {"eagle3", "data/demo/eagle3"}};
     for (int d = 0; d < 3; d++)
         for (int p = 0; p < N_POLICIES; p++) {
+            if (!sweep_pair(p, d, 3)) continue;
             char err[4096];
             int rc = run_cmd(err, sizeof err,
                              "%s/spec-eval --target data/demo/target --draft %s --draft-kind %s --template none "
@@ -887,6 +897,26 @@ static void test_plain_arithmetic(void) {
         CHECK(rule == runs[i].auto_rule && gemm && kv && !strcmp(gemm, runs[i].gemm) && !strcmp(kv, runs[i].kv),
               "%s %s: arithmetic_auto %d, cpu_fast_gemm %s, kv_dtype %s; want %d %s %s", runs[i].target,
               runs[i].extra, rule, gemm ? gemm : "?", kv ? kv : "?", runs[i].auto_rule, runs[i].gemm, runs[i].kv);
+        const char *isa = cJSON_GetStringValue(cJSON_GetObjectItem(s, "cpu_isa"));
+        CHECK(isa && !strcmp(isa, backend_cpu_isa()), "%s %s: cpu_isa %s, the build's %s", runs[i].target,
+              runs[i].extra, isa ? isa : "(absent)", backend_cpu_isa());
+        /* where measured costs kept the trees tiny or drafting off, one
+         * line says why: the arithmetic as recorded, and the tau a tree
+         * would need; elsewhere no such line */
+        const cJSON *cm = cJSON_GetObjectItem(j, "cost_model"), *sw = cJSON_GetObjectItem(cm, "draft_switch");
+        if (cm) {
+            const double mean = cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "chosen_mean")),
+                         on = cJSON_GetNumberValue(cJSON_GetObjectItem(sw, "cycles_drafting")),
+                         off = cJSON_GetNumberValue(cJSON_GetObjectItem(sw, "cycles_not_drafting"));
+            const int little = mean < EVAL_TINY_TREE || off >= EVAL_MOSTLY_OFF * (on + off);
+            const char *why = strstr(err, "why so little drafting: arithmetic ");
+            char arith[64];
+            snprintf(arith, sizeof arith, "arithmetic %s", !strcmp(gemm, "amx") ? "amx" : !strcmp(gemm, "on") ? "bf16" : "f32");
+            CHECK(little ? why && strstr(why, arith) && strstr(why, isa ? isa : "?") && strstr(why, "pays only at tau >= ")
+                         : !why,
+                  "%s %s: %.1f nodes a tree, %.0f of %.0f cycles without a draft, and the why line: %s", runs[i].target,
+                  runs[i].extra, mean, off, on + off, why ? why : "(none)");
+        }
         cJSON_Delete(j);
     }
     unlink(out);

@@ -452,7 +452,9 @@ static void lossless_on(const char *target_dir, const char *draft_kind, const ch
         {"eagle2", eagle2_auto, "total auto"}, {"eagle2", eagle2_min_p, "min_p 0.002"},
         {"chain", chain_auto, "draft_len auto"}, {"sage", sage_auto, "sage_nmax auto"},
     };
-    for (int q = 0; q < 3; q++) {
+    /* every case on every draft kind over one prompt's 40 tokens (a dozen
+     * cycles or more); make test-long adds two more prompts */
+    for (int q = 0; q < TEST_SIZE(1, 3); q++) {
         LlamaState *s = llama_state_new(m, 64);
         int ref[64];
         int nref = greedy_generate(s, prompts[q], 8, max_new, ref);
