@@ -8,12 +8,13 @@
 # then the five slowest binaries and the five slowest tests, and at the end
 # "N passed, N failed".  Everything the binaries printed, stdout and stderr,
 # goes to the log ($C2T_BUILD/test-output.txt, default build/), named on the
-# last lines.
+# last lines; every test's seconds to test-times.txt beside it.
 log=${C2T_BUILD:-build}/test-output.txt
-mkdir -p "$(dirname "$log")" && : > "$log" || { echo "tests/run.sh: cannot write $log"; exit 1; }
+cases=${C2T_BUILD:-build}/test-times.txt
+mkdir -p "$(dirname "$log")" && : > "$log" && : > "$cases" || { echo "tests/run.sh: cannot write $log"; exit 1; }
 pass=0; fail=0; skip=0; failed_names=""
-out=$(mktemp); times=$(mktemp); cases=$(mktemp)
-trap 'rm -f "$out" "$out.err" "$times" "$cases"' EXIT
+out=$(mktemp); times=$(mktemp)
+trap 'rm -f "$out" "$out.err" "$times"' EXIT
 export C2T_CASE_TIMES="$cases"
 for t in "$@"; do
     name=$(basename "$t")
@@ -46,7 +47,7 @@ if [ -s "$cases" ]; then
     echo "slowest tests (wall seconds):"
     sort -rn "$cases" | head -5 | awk '{ printf "%8.1f  %s\n", $1, $2 }'
 fi
-echo "every line the tests printed: $log"
+echo "every line the tests printed: $log; every test's time: $cases"
 [ $skip -gt 0 ] && echo "$skip skipped (not counted as passed)"
 [ $fail -gt 0 ] && echo "failing:$failed_names"
 echo "$pass passed, $fail failed"

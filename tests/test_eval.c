@@ -62,7 +62,8 @@ static void test_lossless_every_policy(void) {
 }
 
 /* Every policy on the shipped demo family (every draft kind), on the first
- * two prompts of each demo test set: tokens identical to ar. */
+ * prompt of each demo test set (make test-long: the first two): tokens
+ * identical to ar. */
 static void test_lossless_demo_family(void) {
     const char *drafts[][2] = {{"eagle", "data/demo/eagle"}, {"lm", "data/demo/draft"}, {"eagle3", "data/demo/eagle3"}};
     for (int d = 0; d < 3; d++)
@@ -72,8 +73,8 @@ static void test_lossless_demo_family(void) {
             int rc = run_cmd(err, sizeof err,
                              "%s/spec-eval --target data/demo/target --draft %s --draft-kind %s --template none "
                              "--questions data/demo/prompts/code_test.jsonl --questions data/demo/prompts/continue_test.jsonl "
-                             "--max-questions 2 --max-new-tokens 32 --check-lossless %s",
-                             bin_dir(), drafts[d][1], drafts[d][0], policies[p]);
+                             "--max-questions %d --max-new-tokens 32 --check-lossless %s",
+                             bin_dir(), drafts[d][1], drafts[d][0], TEST_SIZE(1, 2), policies[p]);
             CHECK(rc == 0, "demo %s draft, %s: exit %d: %s", drafts[d][0], policies[p], rc, err);
         }
 }
@@ -554,10 +555,12 @@ static void test_batched_device_cycle_equals_host(void) {
  * batch 1 and batch 4 (verification forwards beyond FEW_TOKENS) decode the
  * same tokens.  The CUDA backend refuses a BF16 KV cache. */
 static void test_arithmetic_options_lossless(void) {
-    char out[] = "/tmp/c2t_arithXXXXXX", err[4096];
+    char out[] = "/tmp/c2t_arithXXXXXX", err[4096], base[256];
     close(mkstemp(out));
-    const char *base = "--target data/demo/target --template none --questions data/demo/prompts/code_test.jsonl "
-                       "--max-questions 4 --max-new-tokens 24 --quiet";
+    /* 16 new tokens: several cycles of 21- and 61-node trees a question
+     * (make test-long: 24) */
+    snprintf(base, sizeof base, "--target data/demo/target --template none --questions data/demo/prompts/code_test.jsonl "
+             "--max-questions 4 --max-new-tokens %d --quiet", TEST_SIZE(16, 24));
     const char *opts[4] = {"--kv-dtype bf16"};
     int n_opts = 1;
     if (backend_cpu_gemm_runs(CPU_GEMM_BF16)) {

@@ -16,7 +16,7 @@ ln -s "$root/$BIN" "$work/bin"; ln -s "$root/data" "$work/data"
 T=data/demo/target H=data/demo/eagle P=data/demo/prompts/code_train.jsonl Q=data/demo/prompts/code_test.jsonl
 export T H P Q
 if (cd "$work" && printf '%s\n' "$cmds" | sh -e) > "$work/out.txt" 2> "$work/err.txt" &&
-   grep -q '^code_test ' "$work/out.txt" && [ -s "$work/walk.h5" ] && [ -s "$work/walk_c2t.json" ]; then
+   grep -q '^code_test ' "$work/out.txt" && [ -s "$work/results/walk/walk.h5" ] && [ -s "$work/results/walk/c2t.json" ]; then
     echo "PASS test_readme_walkthrough"
     echo "# $(grep '^code_test ' "$work/out.txt")"
 else
