@@ -194,6 +194,18 @@ QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i) 
     return qs;
 }
 
+/* The folder path names its file in ("." for a bare name, "/" at the
+ * root) into dir; returns the file's last component, within path. */
+static const char *path_folder(const char *path, char *dir, size_t n) {
+    snprintf(dir, n, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (!slash) snprintf(dir, n, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    return base;
+}
+
 void cli_check_writable(const char *prog, const char *opt, const char *path) {
     struct stat st;
     if (stat(path, &st) == 0) {
@@ -202,11 +214,7 @@ void cli_check_writable(const char *prog, const char *opt, const char *path) {
         return;
     }
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
+    path_folder(path, dir, sizeof dir);
     if (stat(dir, &st) != 0) die(prog, "%s %s: its folder %s: %s", opt, path, dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) die(prog, "%s %s: %s is not a folder", opt, path, dir);
     if (access(dir, W_OK | X_OK) != 0) die(prog, "%s %s: cannot create it in %s: %s", opt, path, dir, strerror(errno));
@@ -229,12 +237,7 @@ void cli_check_folder(const char *prog, const char *opt, const char *dir) {
  * buf; -1 when the folder cannot be resolved (missing). */
 static int resolved_name(const char *path, char *buf, size_t n) {
     char dir[PATH_MAX], real[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? path + (slash - dir) + 1 : path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
+    const char *base = path_folder(path, dir, sizeof dir);
     if (!realpath(dir, real)) return -1;
     snprintf(buf, n, "%s/%s", real, base);
     return 0;
