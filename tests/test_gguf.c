@@ -1,8 +1,11 @@
 /* The GGUF reader (infer/model/gguf.c) against files the `gguf` package
  * wrote (tools/golden/gguf_golden.py): every metadata type, string and number
- * arrays, tensor shapes, and F32 / F16 / Q8_0 / Q4_1 values bit for bit
- * equal to gguf.quants.dequantize (llama.cpp's reference).  Then hostile
- * copies: every truncation, lying counts and lengths, bad offsets. */
+ * arrays, tensor shapes, and F32 / F16 / Q8_0 / Q4_1 / Q4_0 / Q5_0 / Q5_1 /
+ * Q4_K / Q5_K / Q6_K values bit for bit equal to gguf.quants.dequantize
+ * (llama.cpp's reference; the block types from random block bytes, edge
+ * scales included).  Then hostile copies: every truncation, lying counts and
+ * lengths, bad offsets; and files made here: rows that are not whole blocks,
+ * a data section a byte short, NaN and infinite scales, types not read. */
 #include "tests/harness.h"
 #include "infer/model/gguf.h"
 #include "kernels/base/util.h"
@@ -60,11 +63,15 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
     float *exp = (float *)read_text_file(GOLD "small.expected.f32", &nexp);
     REQUIRE(exp, "%s", err_get());
     nexp /= 4;
-    static const struct { const char *name; int type; int64_t ne0, ne1; } want[4] = {
-        {"f32", GGML_F32, 64, 3}, {"f16", GGML_F16, 32, 2}, {"q8_0", GGML_Q8_0, 64, 4}, {"q4_1", GGML_Q4_1, 96, 2}};
-    REQUIRE(gguf_n_tensors(g) == 4, "%d tensors", gguf_n_tensors(g));
+    static const struct { const char *name; int type; int64_t ne0, ne1; } want[] = {
+        {"f32", GGML_F32, 64, 3},      {"f16", GGML_F16, 32, 2},      {"q8_0", GGML_Q8_0, 64, 4},
+        {"q4_1", GGML_Q4_1, 96, 2},    {"q4_0", GGML_Q4_0, 128, 3},   {"q5_0", GGML_Q5_0, 128, 3},
+        {"q5_1", GGML_Q5_1, 128, 3},   {"q4_k", GGML_Q4_K, 1536, 2},  {"q5_k", GGML_Q5_K, 1536, 2},
+        {"q6_k", GGML_Q6_K, 1536, 2}};
+    const int nwant = (int)(sizeof want / sizeof *want);
+    REQUIRE(gguf_n_tensors(g) == nwant, "%d tensors", gguf_n_tensors(g));
     size_t at = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < nwant; i++) {
         const GgufTensor *t = gguf_find_tensor(g, want[i].name);
         REQUIRE(t && t->type == want[i].type && t->n_dims == 2 && t->ne[0] == want[i].ne0 && t->ne[1] == want[i].ne1,
                 "tensor %s: type/shape", want[i].name);
@@ -75,6 +82,7 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
         size_t diff = 0;
         for (size_t j = 0; j < n; j++) diff += memcmp(&v[j], &exp[at + j], 4) != 0;
         CHECK(diff == 0, "%s: %zu of %zu values differ from gguf.quants.dequantize", want[i].name, diff, n);
+        printf("# %s: %zu values compared bit for bit, %zu differ\n", want[i].name, n, diff);
         at += n;
         free(v);
     }
@@ -157,9 +165,182 @@ static void test_hostile_copies(void) {
     free(b);
 }
 
+/* The block types, as ggml lays them out: elements and bytes per block, and
+ * where the block's half-precision scale d lies (and its minimum, if any). */
+static const struct { int type; const char *name; int block, bytes, d_at, min_at; } QT[] = {
+    {GGML_Q4_0, "Q4_0", 32, 18, 0, -1},    {GGML_Q4_1, "Q4_1", 32, 20, 0, 2},     {GGML_Q5_0, "Q5_0", 32, 22, 0, -1},
+    {GGML_Q5_1, "Q5_1", 32, 24, 0, 2},     {GGML_Q8_0, "Q8_0", 32, 34, 0, -1},    {GGML_Q4_K, "Q4_K", 256, 144, 0, 2},
+    {GGML_Q5_K, "Q5_K", 256, 176, 0, 2},   {GGML_Q6_K, "Q6_K", 256, 210, 208, -1}};
+#define N_QT (int)(sizeof QT / sizeof *QT)
+
+typedef struct { const char *name; int type; uint64_t ne0, ne1; } Made;
+
+/* A GGUF v3 file made here: no metadata, the tensors (all at offset 0 of
+ * the data section), then the ndata bytes given as the data section.
+ * Returns its path. */
+static const char *made_file(const Made *t, int nt, const unsigned char *data, size_t ndata) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/c2t_gguf_made_%d.gguf", (int)getpid());
+    unsigned char head[1024];
+    size_t n = 0;
+#define PUT(v) do { memcpy(head + n, &(v), sizeof(v)); n += sizeof(v); } while (0)
+    const uint32_t version = 3, two = 2;
+    const uint64_t ntensors = (uint64_t)nt, nkv = 0, zero = 0;
+    memcpy(head, "GGUF", 4);
+    n = 4;
+    PUT(version); PUT(ntensors); PUT(nkv);
+    for (int i = 0; i < nt; i++) {
+        const uint64_t len = strlen(t[i].name);
+        const uint32_t type = (uint32_t)t[i].type;
+        PUT(len);
+        memcpy(head + n, t[i].name, len);
+        n += len;
+        PUT(two); PUT(t[i].ne0); PUT(t[i].ne1); PUT(type); PUT(zero);
+    }
+#undef PUT
+    while (n % 32) head[n++] = 0;
+    FILE *f = fopen(path, "wb");
+    if (!f) return path;
+    fwrite(head, 1, n, f);
+    if (ndata) fwrite(data, 1, ndata, f);
+    fclose(f);
+    return path;
+}
+
+/* err is one line naming the file, the tensor and what */
+static int names(const char *err, const char *path, const char *tensor, const char *what) {
+    char t[64];
+    snprintf(t, sizeof t, "tensor %s:", tensor);
+    return !strchr(err, '\n') && strstr(err, path) && strstr(err, t) && strstr(err, what);
+}
+
+/* random block bytes whose half-precision scales (d, and the minimum) are
+ * 1/128 and 1 (random bytes there could be NaN) */
+static void fill_blocks(unsigned char *b, int q, int nblocks, unsigned seed) {
+    for (int k = 0; k < nblocks * QT[q].bytes; k++) {
+        seed = seed * 1103515245u + 12345u;
+        b[k] = (unsigned char)(seed >> 16);
+    }
+    for (int k = 0; k < nblocks; k++) {
+        const uint16_t d = 0x2000, m = 0x3C00;
+        memcpy(b + k * QT[q].bytes + QT[q].d_at, &d, 2);
+        if (QT[q].min_at >= 0) memcpy(b + k * QT[q].bytes + QT[q].min_at, &m, 2);
+    }
+}
+
+/* K-type rows of 288 (whole blocks of 32, not of 256), 32-type rows of 48:
+ * refused when the file is opened, in one line naming the file, the tensor,
+ * its type and the block. */
+static void test_rows_must_be_whole_blocks(void) {
+    static unsigned char data[4096];
+    for (int q = 0; q < N_QT; q++) {
+        const uint64_t ne0 = QT[q].block == 256 ? 288 : 48;
+        Made t = {"blk.0.ffn_down.weight", QT[q].type, ne0, 2};
+        const char *path = made_file(&t, 1, data, sizeof data);
+        Gguf *g = gguf_open(path);
+        char want[64];
+        snprintf(want, sizeof want, "%s rows of %d are not whole blocks of %d", QT[q].name, (int)ne0, QT[q].block);
+        CHECK(!g && names(err_get(), path, t.name, want), "%s: %s", QT[q].name, g ? "opened" : err_get());
+        gguf_close(g);
+        t.ne0 = (uint64_t)QT[q].block;   /* one whole block a row opens */
+        g = gguf_open(made_file(&t, 1, data, sizeof data));
+        CHECK(g, "%s, one block a row: %s", QT[q].name, err_get());
+        gguf_close(g);
+        unlink(path);
+    }
+}
+
+/* A tensor of 2 x 2 blocks whose data section is one byte short: refused
+ * when opened, naming the file and the tensor; with that byte it reads. */
+static void test_data_section_a_byte_short(void) {
+    static unsigned char data[4 * 256];
+    for (int q = 0; q < N_QT; q++) {
+        const size_t need = 4 * (size_t)QT[q].bytes;
+        fill_blocks(data, q, 4, 7u + (unsigned)q);
+        const Made t = {"w", QT[q].type, 2 * (uint64_t)QT[q].block, 2};
+        const char *path = made_file(&t, 1, data, need - 1);
+        Gguf *g = gguf_open(path);
+        CHECK(!g && names(err_get(), path, "w", "do not lie in"), "%s short: %s", QT[q].name, g ? "opened" : err_get());
+        gguf_close(g);
+        g = gguf_open(made_file(&t, 1, data, need));
+        REQUIRE(g, "%s whole: %s", QT[q].name, err_get());
+        const GgufTensor *w = gguf_find_tensor(g, "w");
+        REQUIRE(w && w->bytes == need, "%s: %llu bytes, want %zu", QT[q].name, w ? (unsigned long long)w->bytes : 0ULL, need);
+        float v[4 * 256];
+        CHECK(gguf_tensor_f32(g, w, v) == 0, "%s: %s", QT[q].name, err_get());
+        gguf_close(g);
+        unlink(path);
+    }
+}
+
+/* A NaN or infinite scale is not refused, as ggml does not refuse it (and
+ * this reader never did for Q8_0, nor for an F32 or F16 NaN): the block
+ * comes out as ggml computes it, NaN for a NaN d or minimum, inf or NaN
+ * (inf times a zero integer) for an infinite d; the other block is
+ * untouched. */
+static void test_nan_and_inf_scales_pass_through(void) {
+    static unsigned char data[2 * 256];
+    static float v[2 * 256];
+    static const struct { const char *what; uint16_t half; int at_min; } bad[] = {
+        {"NaN d", 0x7E00, 0}, {"-NaN d", 0xFE01, 0}, {"inf d", 0x7C00, 0}, {"NaN minimum", 0x7E00, 1}};
+    for (int q = 0; q < N_QT; q++)
+        for (int c = 0; c < 4; c++) {
+            if (bad[c].at_min && QT[q].min_at < 0) continue;
+            const int block = QT[q].block;
+            fill_blocks(data, q, 2, 11u + (unsigned)q);
+            memcpy(data + (bad[c].at_min ? QT[q].min_at : QT[q].d_at), &bad[c].half, 2);
+            const Made t = {"w", QT[q].type, 2 * (uint64_t)block, 1};
+            const char *path = made_file(&t, 1, data, 2 * (size_t)QT[q].bytes);
+            Gguf *g = gguf_open(path);
+            REQUIRE(g, "%s %s: %s", QT[q].name, bad[c].what, err_get());
+            CHECK(gguf_tensor_f32(g, gguf_tensor(g, 0), v) == 0, "%s %s: %s", QT[q].name, bad[c].what, err_get());
+            int finite0 = 0, nan0 = 0, finite1 = 0;
+            for (int j = 0; j < block; j++) {
+                finite0 += isfinite(v[j]) != 0;
+                nan0 += isnan(v[j]) != 0;
+                finite1 += isfinite(v[block + j]) != 0;
+            }
+            CHECK(finite0 == 0, "%s %s: %d finite values in its block", QT[q].name, bad[c].what, finite0);
+            if (bad[c].half != 0x7C00) CHECK(nan0 == block, "%s %s: %d of %d NaN", QT[q].name, bad[c].what, nan0, block);
+            CHECK(finite1 == block, "%s %s: the next block has %d of %d finite", QT[q].name, bad[c].what, finite1, block);
+            gguf_close(g);
+            unlink(path);
+        }
+}
+
+/* Tensors of types the reader does not dequantise are listed; reading one
+ * is one line naming the file, the tensor and the type. */
+static void test_types_not_read_are_refused_by_name(void) {
+    static unsigned char data[144];
+    fill_blocks(data, 5, 1, 3u);   /* QT[5] is Q4_K */
+    const Made t[4] = {{"q2k", 10, 256, 1}, {"bf16", 30, 8, 2}, {"odd", 99, 4, 1}, {"q4k", GGML_Q4_K, 256, 1}};
+    const char *path = made_file(t, 4, data, sizeof data);
+    Gguf *g = gguf_open(path);
+    REQUIRE(g, "%s", err_get());
+    REQUIRE(gguf_n_tensors(g) == 4, "%d tensors", gguf_n_tensors(g));
+    const char *want[3] = {"ggml type 10 (Q2_K) is not supported", "ggml type 30 (BF16) is not supported",
+                           "ggml type 99 (unknown) is not supported"};
+    float v[256];
+    for (int i = 0; i < 3; i++) {
+        const GgufTensor *x = gguf_find_tensor(g, t[i].name);
+        REQUIRE(x && x->type == t[i].type, "%s listed", t[i].name);
+        CHECK(gguf_tensor_f32(g, x, v) == -1 && names(err_get(), path, t[i].name, want[i]), "%s: %s", t[i].name,
+              err_get());
+    }
+    CHECK(gguf_tensor_f32(g, gguf_find_tensor(g, "q4k"), v) == 0, "q4k: %s", err_get());
+    CHECK(!strcmp(gguf_type_name(GGML_Q6_K), "Q6_K") && !strcmp(gguf_type_name(4), "unknown") &&
+          !strcmp(gguf_type_name(-1), "unknown") && !strcmp(gguf_type_name(1000), "unknown"), "type names");
+    gguf_close(g);
+    unlink(path);
+}
+
 int main(void) {
     RUN(test_metadata);
     RUN(test_tensors_equal_llamacpp_dequantisation);
     RUN(test_hostile_copies);
+    RUN(test_rows_must_be_whole_blocks);
+    RUN(test_data_section_a_byte_short);
+    RUN(test_nan_and_inf_scales_pass_through);
+    RUN(test_types_not_read_are_refused_by_name);
     return h_done();
 }

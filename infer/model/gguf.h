@@ -2,9 +2,18 @@
  * tensors, read through a mapping of the file.  Every count, length and
  * offset is checked against the bytes that remain, so a lying file is one
  * line naming the file and what is wrong, never a read past the end.
- * Tensors come out as F32: F32 and F16 as stored, Q8_0 and Q4_1 dequantised
- * exactly as ggml does (a block's half-precision scale times its integer,
- * plus the block minimum for Q4_1); other types are refused by name. */
+ * Tensors come out as F32, bit for bit what ggml's dequantize_row_* (and
+ * gguf-py's gguf.quants.dequantize) give: F32 and F16 as stored; the blocks
+ * of 32 Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (a half-precision scale d times the
+ * block's integer, plus the half-precision minimum for Q4_1 / Q5_1); the
+ * super-blocks of 256 Q4_K, Q5_K (d times a 6-bit scale, times the integer,
+ * minus dmin times a 6-bit minimum) and Q6_K (d times an int8 scale, times
+ * the integer).  A quantised tensor's rows must be whole blocks (32, or 256
+ * for the K types) or the file is refused when opened.  Tensors of other
+ * types (Q2_K, Q3_K, the IQ types, BF16, ...) are listed and refused by name
+ * when read.  A NaN or infinite scale is not refused: its block comes out
+ * as ggml computes it (NaN, or inf; inf times a zero integer is NaN), as an
+ * F32 or F16 tensor's NaN does. */
 #ifndef C2T_GGUF_H
 #define C2T_GGUF_H
 #include <stddef.h>
@@ -16,7 +25,10 @@ enum {
     GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_NTYPES
 };
 /* tensor types this reader dequantises (ggml_type numbers) */
-enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_1 = 3, GGML_Q8_0 = 8 };
+enum {
+    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8,
+    GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14
+};
 
 typedef struct {
     const char *key;        /* NUL-terminated copy */
@@ -60,7 +72,10 @@ int gguf_arr_str(const GgufKV *kv, uint64_t i, const char **s, uint64_t *len);
 /* Element i of a numeric array as a double, or -1. */
 int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out);
 
-/* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with an error for
- * a type this reader does not know. */
+/* ggml's name of a tensor type ("Q4_K"), or "unknown". */
+const char *gguf_type_name(int type);
+/* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with a one-line
+ * error naming the file, the tensor and its type for a type this reader does
+ * not dequantise. */
 int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out);
 #endif

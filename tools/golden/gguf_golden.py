@@ -2,10 +2,16 @@
 """Golden files for tests/test_gguf.c, written by the `gguf` package (the
 GGUF writer and quantisers that ship with llama.cpp), not by us:
 tests/golden/gguf/small.gguf holds one metadata key of every scalar type,
-a string array, a float array and four tensors (F32, F16, Q8_0, Q4_1) of
-seeded random values; small.expected.f32 holds each tensor's values as
-gguf.quants.dequantize gives them (llama.cpp's reference), concatenated in
-tensor order, little-endian float32.
+a string array, a float array, four tensors (F32, F16, Q8_0, Q4_1) of
+seeded random values quantised by gguf.quants, and one tensor of each of
+Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K made of random block bytes (random
+half-precision scales, the first blocks' scales the edge values: zero, -0,
+subnormals, 65504; random quant, scale and high-bit bytes);
+small.expected.f32 holds each tensor's values as gguf.quants.dequantize
+gives them (llama.cpp's reference), concatenated in tensor order,
+little-endian float32.  It also writes the fuzz seeds
+tests/fuzz/corpus/gguf/quant_*.gguf: one block of each of those six types,
+and a Q2_K tensor the reader lists but refuses to read.
 
     pip install gguf==0.19.0 numpy   # the version that wrote the committed files
     python3 tools/golden/gguf_golden.py"""
@@ -42,11 +48,45 @@ c = (rng.standard_normal((4, 64)) * 3).astype(np.float32)
 tensors.append(("q8_0", c, gguf.GGMLQuantizationType.Q8_0))
 d = (rng.standard_normal((2, 96)) + 0.5).astype(np.float32)
 tensors.append(("q4_1", d, gguf.GGMLQuantizationType.Q4_1))
+
+
+Q = gguf.GGMLQuantizationType
+# where the half-precision scales lie in each type's block of bytes: the
+# scale d, and for Q4_1 / Q5_1 the minimum m, for Q4_K / Q5_K dmin
+SCALES = {Q.Q4_0: [0], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+EDGES = [0x0000, 0x8000, 0x0001, 0x83FF, 0x7BFF]   # zero, -0, subnormals, the largest half
+
+
+def random_blocks(rng, qt, rows, cols, edges=True):
+    """Raw bytes of a rows x cols tensor of type qt: random bytes, the scales
+    random halves of magnitude 2^-14 .. 2^-2 and either sign; with edges,
+    the k-th scale of blocks k .. k+4 the EDGES."""
+    block, size = gguf.GGML_QUANT_SIZES[qt]
+    n = rows * cols // block
+    raw = rng.integers(0, 256, size=(n, size), dtype=np.uint8)
+    for k, at in enumerate(SCALES[qt]):
+        mag = np.exp2(rng.uniform(-14, -2, size=n))
+        half = (mag * rng.choice([-1.0, 1.0], size=n)).astype(np.float16)
+        e = min(len(EDGES), n - k) if edges else 0
+        half[k:k + e] = np.array(EDGES[:e], dtype=np.uint16).view(np.float16)
+        raw[:, at:at + 2] = half.reshape(n, 1).view(np.uint8)
+    return raw.reshape(rows, cols // block * size)
+
+
+# a generator of its own, so that the tensors above keep their values
+brng = np.random.default_rng(2027)
+for name, qt, rows, cols in [("q4_0", Q.Q4_0, 3, 128), ("q5_0", Q.Q5_0, 3, 128), ("q5_1", Q.Q5_1, 3, 128),
+                             ("q4_k", Q.Q4_K, 2, 1536), ("q5_k", Q.Q5_K, 2, 1536), ("q6_k", Q.Q6_K, 2, 1536)]:
+    tensors.append((name, random_blocks(brng, qt, rows, cols), qt))
 expected = []
 for name, x, qt in tensors:
     if qt in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
         data = x
         deq = x.astype(np.float32)
+    elif x.dtype == np.uint8:   # already block bytes
+        data = x
+        deq = quants.dequantize(data, qt).astype(np.float32)
+        assert np.isfinite(deq).all(), name
     else:
         data = quants.quantize(x, qt)
         deq = quants.dequantize(data, qt).astype(np.float32)
@@ -58,3 +98,23 @@ w.write_tensors_to_file()
 w.close()
 np.concatenate(expected).astype("<f4").tofile(os.path.join(out, "small.expected.f32"))
 print("wrote", out)
+
+# fuzz seeds: small files that reach each block dequantiser
+seeds = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "fuzz", "corpus", "gguf")
+srng = np.random.default_rng(2028)
+for fname, items in [("quant_32.gguf", [("a", Q.Q4_0, 32), ("b", Q.Q5_0, 32), ("c", Q.Q5_1, 64)]),
+                     ("quant_q4_k.gguf", [("w", Q.Q4_K, 256), ("u", Q.Q2_K, 256)]),
+                     ("quant_q5_k.gguf", [("w", Q.Q5_K, 256)]),
+                     ("quant_q6_k.gguf", [("w", Q.Q6_K, 256)])]:
+    w = gguf.GGUFWriter(os.path.join(seeds, fname), "llama")
+    for name, qt, cols in items:
+        if qt == Q.Q2_K:   # not read: random bytes of its size
+            data = srng.integers(0, 256, size=(1, gguf.GGML_QUANT_SIZES[qt][1]), dtype=np.uint8)
+        else:
+            data = random_blocks(srng, qt, 1, cols, edges=False)
+        w.add_tensor(name, data, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+print("wrote", seeds)
