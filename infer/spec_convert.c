@@ -4,11 +4,14 @@
  * template), generation_config.json.  No torch, no Python: the GGUF reader
  * (infer/model/gguf.c) dequantises as ggml does.
  *
- * What GGUF changes on the way in, and we undo: tensor names (blk.N.attn_q
- * → model.layers.N.self_attn.q_proj), the rows of q and k, which llama.cpp's
- * converter interleaves per head for its RoPE (HF row h·hd + j·hd/2 + i is
- * GGUF row h·hd + 2i + j), and a tied LM head, which GGUF stores only as
- * token_embd (tie_word_embeddings true). */
+ * Architectures: llama (LlamaForCausalLM) and qwen2 (Qwen2ForCausalLM:
+ * LLaMA with q/k/v biases).  What GGUF changes on the way in, and we undo:
+ * tensor names (blk.N.attn_q → model.layers.N.self_attn.q_proj); for llama
+ * only, the rows of q and k, which llama.cpp's converter interleaves per
+ * head for its RoPE (HF row h·hd + j·hd/2 + i is GGUF row h·hd + 2i + j) —
+ * it leaves qwen2's as published, rotated by halves as in Hugging Face; and
+ * a tied LM head, which GGUF stores only as token_embd (tie_word_embeddings
+ * true). */
 #include "infer/cli.h"
 #include "infer/model/gguf.h"
 #include "infer/model/safetensors.h"
@@ -26,11 +29,12 @@ static const char *prog = "spec-convert";
 static void usage(FILE *f) {
     fprintf(f,
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32]\n"
-"Converts a llama.cpp GGUF checkpoint of a LLaMA-architecture model with a GPT-2\n"
-"style byte-level BPE tokenizer (pre-tokenizer gpt2 or smollm) into a Hugging Face\n"
-"checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
-"tokenizer.json, tokenizer_config.json, generation_config.json.  Tensors may be\n"
-"F32, F16, Q8_0 or Q4_1 (dequantised as llama.cpp does); other types are refused.\n"
+"Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
+"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt2, smollm or qwen2) into a\n"
+"Hugging Face checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
+"tokenizer.json, tokenizer_config.json, generation_config.json.  Tensors may be F32,\n"
+"F16 or any quantized type the GGUF reader knows (dequantised as llama.cpp does);\n"
+"other types are refused.\n"
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
 "  --dtype D     bf16 (default) or f16 (both rounded to nearest even), or f32 (the exact\n"
 "                dequantised values)\n"
@@ -38,6 +42,8 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
+    char arch[16];          /* llama or qwen2: the prefix of its metadata keys */
+    int qwen2;
     int layers, hidden, ffn, heads, kv_heads, vocab, ctx;
     double rope_theta, eps;
 } Shape;
@@ -48,21 +54,31 @@ static int64_t need_int(const Gguf *g, const char *key) {
     return v;
 }
 
+/* "<arch>.<key>" */
+static const char *akey(const Shape *s, const char *key) {
+    static char k[128];
+    snprintf(k, sizeof k, "%s.%s", s->arch, key);
+    return k;
+}
+
 static void read_shape(const Gguf *g, Shape *s) {
     char *arch = gguf_get_str(g, "general.architecture");
-    if (!arch || strcmp(arch, "llama")) die(prog, "architecture '%s': only llama is supported", arch ? arch : "?");
+    if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2")))
+        die(prog, "architecture '%s': only llama and qwen2 are supported", arch ? arch : "?");
+    snprintf(s->arch, sizeof s->arch, "%s", arch);
+    s->qwen2 = !strcmp(arch, "qwen2");
     free(arch);
-    s->layers = (int)need_int(g, "llama.block_count");
-    s->hidden = (int)need_int(g, "llama.embedding_length");
-    s->ffn = (int)need_int(g, "llama.feed_forward_length");
-    s->heads = (int)need_int(g, "llama.attention.head_count");
-    s->kv_heads = (int)need_int(g, "llama.attention.head_count_kv");
-    s->ctx = (int)need_int(g, "llama.context_length");
+    s->layers = (int)need_int(g, akey(s, "block_count"));
+    s->hidden = (int)need_int(g, akey(s, "embedding_length"));
+    s->ffn = (int)need_int(g, akey(s, "feed_forward_length"));
+    s->heads = (int)need_int(g, akey(s, "attention.head_count"));
+    s->kv_heads = (int)need_int(g, akey(s, "attention.head_count_kv"));
+    s->ctx = (int)need_int(g, akey(s, "context_length"));
     const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens");
     if (!toks || toks->type != GGUF_ARRAY || toks->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.tokens");
     s->vocab = (int)toks->n;
-    if (gguf_get_f64(g, "llama.rope.freq_base", &s->rope_theta)) s->rope_theta = 10000.0;
-    if (gguf_get_f64(g, "llama.attention.layer_norm_rms_epsilon", &s->eps)) die(prog, "%s", err_get());
+    if (gguf_get_f64(g, akey(s, "rope.freq_base"), &s->rope_theta)) s->rope_theta = 10000.0;
+    if (gguf_get_f64(g, akey(s, "attention.layer_norm_rms_epsilon"), &s->eps)) die(prog, "%s", err_get());
     if (s->hidden % s->heads || s->heads % s->kv_heads || (s->hidden / s->heads) % 2)
         die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
 }
@@ -118,7 +134,7 @@ static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) 
 
 static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType dt, int *tied) {
     const int hd = s->hidden / s->heads, L = s->layers;
-    Out o = {xcalloc((size_t)(3 + 9 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 9 * L), 96), 0, dt};
+    Out o = {xcalloc((size_t)(3 + 12 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 12 * L), 96), 0, dt};
     add(&o, "model.embed_tokens.weight", load(g, "token_embd.weight", s->vocab, s->hidden), s->vocab, s->hidden);
     add(&o, "model.norm.weight", load(g, "output_norm.weight", s->hidden, 0), s->hidden, 0);
     *tied = gguf_find_tensor(g, "output.weight") == NULL;
@@ -127,17 +143,26 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
     progress_start(&pr, "spec-convert layers", L);
     for (int l = 0; l < L; l++) {
         char src[96], dst[96];
-#define T(gg, hf, r, c, fix)                                                     \
+#define TK(gg, hf, kind, r, c, fix)                                               \
         do {                                                                      \
-            snprintf(src, sizeof src, "blk.%d.%s.weight", l, gg);                \
-            snprintf(dst, sizeof dst, "model.layers.%d.%s.weight", l, hf);       \
+            snprintf(src, sizeof src, "blk.%d.%s." kind, l, gg);                 \
+            snprintf(dst, sizeof dst, "model.layers.%d.%s." kind, l, hf);        \
             float *v_ = load(g, src, r, c);                                       \
             fix;                                                                  \
             add(&o, dst, v_, r, c);                                               \
         } while (0)
+#define T(gg, hf, r, c, fix) TK(gg, hf, "weight", r, c, fix)
         T("attn_norm", "input_layernorm", s->hidden, 0, (void)0);
-        T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, unpermute(v_, s->heads, hd, s->hidden));
-        T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, unpermute(v_, s->kv_heads, hd, s->hidden));
+        if (s->qwen2) {   /* rows as published; q/k/v biases */
+            T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, (void)0);
+            T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, (void)0);
+            TK("attn_q", "self_attn.q_proj", "bias", s->heads * hd, 0, (void)0);
+            TK("attn_k", "self_attn.k_proj", "bias", s->kv_heads * hd, 0, (void)0);
+            TK("attn_v", "self_attn.v_proj", "bias", s->kv_heads * hd, 0, (void)0);
+        } else {
+            T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, unpermute(v_, s->heads, hd, s->hidden));
+            T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, unpermute(v_, s->kv_heads, hd, s->hidden));
+        }
         T("attn_v", "self_attn.v_proj", s->kv_heads * hd, s->hidden, (void)0);
         T("attn_output", "self_attn.o_proj", s->hidden, s->heads * hd, (void)0);
         T("ffn_norm", "post_attention_layernorm", s->hidden, 0, (void)0);
@@ -145,6 +170,7 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
         T("ffn_up", "mlp.up_proj", s->ffn, s->hidden, (void)0);
         T("ffn_down", "mlp.down_proj", s->hidden, s->ffn, (void)0);
 #undef T
+#undef TK
         progress_update(&pr, l + 1, NULL);
     }
     progress_end(&pr, L, NULL);
@@ -164,8 +190,8 @@ static int64_t opt_int(const Gguf *g, const char *key, int64_t def) {
 static void write_config(const Gguf *g, const Shape *s, const char *dir, DType dt, int tied) {
     cJSON *c = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddStringToObject(c, "model_type", "llama");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(s->qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(c, "model_type", s->arch);
     cJSON_AddNumberToObject(c, "hidden_size", s->hidden);
     cJSON_AddNumberToObject(c, "intermediate_size", s->ffn);
     cJSON_AddNumberToObject(c, "num_hidden_layers", s->layers);
@@ -178,8 +204,14 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
     cJSON_AddNullToObject(c, "rope_scaling");
     cJSON_AddStringToObject(c, "hidden_act", "silu");
-    cJSON_AddBoolToObject(c, "attention_bias", 0);
-    cJSON_AddBoolToObject(c, "mlp_bias", 0);
+    if (s->qwen2) {   /* Qwen2Config: q/k/v biases implied; full attention */
+        cJSON_AddBoolToObject(c, "use_sliding_window", 0);
+        cJSON_AddNumberToObject(c, "sliding_window", s->ctx);
+        cJSON_AddNumberToObject(c, "max_window_layers", s->layers);
+    } else {
+        cJSON_AddBoolToObject(c, "attention_bias", 0);
+        cJSON_AddBoolToObject(c, "mlp_bias", 0);
+    }
     cJSON_AddBoolToObject(c, "tie_word_embeddings", tied);
     cJSON_AddNumberToObject(c, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
     cJSON_AddNumberToObject(c, "eos_token_id", (double)opt_int(g, "tokenizer.ggml.eos_token_id", 2));
@@ -199,14 +231,22 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_Delete(gc);
 }
 
-static cJSON *byte_level(const char *type) {
+static cJSON *byte_level(const char *type, int use_regex) {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "type", type);
     cJSON_AddBoolToObject(b, "add_prefix_space", 0);
     cJSON_AddBoolToObject(b, "trim_offsets", 1);
-    cJSON_AddBoolToObject(b, "use_regex", 1);
+    cJSON_AddBoolToObject(b, "use_regex", use_regex);
     return b;
 }
+
+/* Qwen2's split (its published tokenizer.json; llama.cpp's
+ * LLAMA_VOCAB_PRE_TYPE_QWEN2 spells the same with case-folded
+ * contractions): each digit alone, letters with at most one leading
+ * non-letter, punctuation runs with their newlines, whitespace as GPT-4's. */
+static const char QWEN2_SPLIT[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 static char *token_str(const GgufKV *kv, uint64_t i) {
     const char *s;
@@ -221,12 +261,13 @@ static char *token_str(const GgufKV *kv, uint64_t i) {
 
 /* tokenizer.json for a GGUF "gpt2" BPE: byte-level, merges, the control
  * tokens as special added tokens; pre-tokenizer smollm = each digit alone,
- * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM). */
-static void write_tokenizer(const Gguf *g, const char *dir) {
+ * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM); qwen2 =
+ * NFC, then QWEN2_SPLIT, then bytes, as Qwen2's published tokenizer.json. */
+static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     char *model = gguf_get_str(g, "tokenizer.ggml.model"), *pre = gguf_get_str(g, "tokenizer.ggml.pre");
     if (!model || strcmp(model, "gpt2")) die(prog, "tokenizer model '%s': only gpt2 (byte-level BPE) is supported", model ? model : "?");
-    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt2")))
-        die(prog, "pre-tokenizer '%s': only smollm and gpt2 are supported", pre ? pre : "?");
+    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt2") && strcmp(pre, "qwen2")))
+        die(prog, "pre-tokenizer '%s': only smollm, gpt2 and qwen2 are supported", pre ? pre : "?");
     const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens"), *types = gguf_find(g, "tokenizer.ggml.token_type"),
                  *merges = gguf_find(g, "tokenizer.ggml.merges");
     if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
@@ -259,22 +300,37 @@ static void write_tokenizer(const Gguf *g, const char *dir) {
         free(m);
     }
     cJSON_AddItemToObject(j, "added_tokens", added);
-    cJSON_AddNullToObject(j, "normalizer");
+    const int qwen2 = !strcmp(pre, "qwen2");
+    if (qwen2) {
+        cJSON *nfc = cJSON_CreateObject();
+        cJSON_AddStringToObject(nfc, "type", "NFC");
+        cJSON_AddItemToObject(j, "normalizer", nfc);
+    } else {
+        cJSON_AddNullToObject(j, "normalizer");
+    }
     cJSON *pt = cJSON_CreateObject();
-    if (!strcmp(pre, "smollm")) {
+    if (!strcmp(pre, "smollm") || qwen2) {
         cJSON_AddStringToObject(pt, "type", "Sequence");
-        cJSON *list = cJSON_AddArrayToObject(pt, "pretokenizers"), *dg = cJSON_CreateObject();
-        cJSON_AddStringToObject(dg, "type", "Digits");
-        cJSON_AddBoolToObject(dg, "individual_digits", 1);
-        cJSON_AddItemToArray(list, dg);
-        cJSON_AddItemToArray(list, byte_level("ByteLevel"));
+        cJSON *list = cJSON_AddArrayToObject(pt, "pretokenizers"), *first = cJSON_CreateObject();
+        if (qwen2) {
+            cJSON_AddStringToObject(first, "type", "Split");
+            cJSON *pat = cJSON_AddObjectToObject(first, "pattern");
+            cJSON_AddStringToObject(pat, "Regex", QWEN2_SPLIT);
+            cJSON_AddStringToObject(first, "behavior", "Isolated");
+            cJSON_AddBoolToObject(first, "invert", 0);
+        } else {
+            cJSON_AddStringToObject(first, "type", "Digits");
+            cJSON_AddBoolToObject(first, "individual_digits", 1);
+        }
+        cJSON_AddItemToArray(list, first);
+        cJSON_AddItemToArray(list, byte_level("ByteLevel", !qwen2));
     } else {
         cJSON_Delete(pt);
-        pt = byte_level("ByteLevel");
+        pt = byte_level("ByteLevel", 1);
     }
     cJSON_AddItemToObject(j, "pre_tokenizer", pt);
-    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel"));
-    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel"));
+    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel", !qwen2));
+    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel", !qwen2));
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "type", "BPE");
     cJSON_AddNullToObject(m, "dropout");
@@ -311,7 +367,7 @@ static void write_tokenizer(const Gguf *g, const char *dir) {
     if (tmpl) cJSON_AddStringToObject(tc, "chat_template", tmpl);
     free(tmpl);
     cJSON_AddBoolToObject(tc, "clean_up_tokenization_spaces", 0);
-    cJSON_AddNumberToObject(tc, "model_max_length", (double)opt_int(g, "llama.context_length", 2048));
+    cJSON_AddNumberToObject(tc, "model_max_length", (double)ctx);
     cJSON_AddStringToObject(tc, "tokenizer_class", "GPT2Tokenizer");
     p = path_join(dir, "tokenizer_config.json");
     if (write_json(p, tc)) die(prog, "%s", err_get());
@@ -365,7 +421,7 @@ int main(int argc, char **argv) {
     if (file_exists(st)) die(prog, "%s exists; not overwriting it", st);
     free(st);
     /* the tokenizer first: refusing an unsupported one should cost nothing */
-    write_tokenizer(g, dir);
+    write_tokenizer(g, dir, s.ctx);
     int tied;
     write_weights(g, &s, dir, dt, &tied);
     write_config(g, &s, dir, dt, tied);

@@ -143,16 +143,18 @@ static inline void write_file(const char *path, const char *text) {
 /* Target / draft pairs of the tiny test checkpoints on which every policy
  * must decode losslessly: the target as its own draft LM (every guess
  * accepted, so paths run deep and the bonus-token / KV-keep logic is
- * exercised), another LM, an EAGLE head, and two EAGLE-3 heads (a reduced
+ * exercised), another LM, an EAGLE head, two EAGLE-3 heads (a reduced
  * draft vocabulary in safetensors; a full one with its own embeddings in
- * pytorch_model.bin). */
-#define N_LOSSLESS_DRAFTS 5
+ * pytorch_model.bin), and a Qwen2 target (q/k/v biases) drafted by its own
+ * weights rounded to BF16 (most guesses accepted, some not). */
+#define N_LOSSLESS_DRAFTS 6
 static const char *const LOSSLESS_DRAFTS[N_LOSSLESS_DRAFTS][3] = {
     {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32"},
     {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32"},
     {"tests/ckpt/llama3_f32", "eagle", "tests/ckpt/eagle_tiny"},
     {"tests/ckpt/tiny_chat_l8", "eagle3", "tests/ckpt/eagle3_tiny"},
     {"tests/ckpt/tiny_chat_l8", "eagle3", "tests/ckpt/eagle3_tiny_bin"},
+    {"tests/ckpt/qwen2_f32", "lm", "tests/ckpt/qwen2_bf16"},
 };
 
 #define CHECK_ONE_LINE_ERROR(rc, err, needle) do { \

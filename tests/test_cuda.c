@@ -250,6 +250,12 @@ static void logits_parity(const char *name) {
 
 static void test_cuda_logits_llama2_f32(void) { NEED_GPU(); logits_parity("llama2_f32"); }
 static void test_cuda_logits_llama3_bf16(void) { NEED_GPU(); logits_parity("llama3_bf16"); }
+/* Qwen2: the q/k/v biases through cu_add_bias inside the recorded forward */
+static void test_cuda_logits_qwen2(void) {
+    NEED_GPU();
+    logits_parity("qwen2_f32");
+    logits_parity("qwen2_bf16");
+}
 
 /* The batched forward on the GPU: three sequences of different lengths,
  * each over its own cache (prompts; then a tree under a mask, one decode
@@ -428,6 +434,13 @@ static void test_cuda_greedy_eagle3(void) {
     greedy_parity_with("tests/ckpt/tiny_chat_l8", "eagle2", "eagle3", "tests/ckpt/eagle3_tiny");
     greedy_parity_with("tests/ckpt/tiny_chat_l8", "eagle2", "eagle3", "tests/ckpt/eagle3_tiny_bin");
 }
+/* a Qwen2 target drafted by its BF16 copy, both with q/k/v biases */
+static void test_cuda_greedy_qwen2_lm_draft(void) {
+    NEED_GPU();
+    greedy_parity("tests/ckpt/qwen2_bf16", "ar");
+    greedy_parity_with("tests/ckpt/qwen2_f32", "eagle2", "lm", "tests/ckpt/qwen2_bf16");
+    greedy_parity_with("tests/ckpt/qwen2_bf16", "chain", "lm", "tests/ckpt/qwen2_f32");
+}
 
 /* ---- sampling ---- */
 
@@ -480,6 +493,8 @@ static void test_cuda_parity_model_shapes(void) { NO_CUDA(); }
 static void test_cuda_matmul_many_grouped(void) { NO_CUDA(); }
 static void test_cuda_logits_llama2_f32(void) { NO_CUDA(); }
 static void test_cuda_logits_llama3_bf16(void) { NO_CUDA(); }
+static void test_cuda_logits_qwen2(void) { NO_CUDA(); }
+static void test_cuda_greedy_qwen2_lm_draft(void) { NO_CUDA(); }
 static void test_cuda_greedy_ar(void) { NO_CUDA(); }
 static void test_cuda_greedy_eagle2(void) { NO_CUDA(); }
 static void test_cuda_greedy_eagle3(void) { NO_CUDA(); }
@@ -501,9 +516,11 @@ int main(int argc, char **argv) {
     RUN(test_cuda_matmul_many_grouped);
     RUN(test_cuda_logits_llama2_f32);
     RUN(test_cuda_logits_llama3_bf16);
+    RUN(test_cuda_logits_qwen2);
     RUN(test_cuda_greedy_ar);
     RUN(test_cuda_greedy_eagle2);
     RUN(test_cuda_greedy_eagle3);
+    RUN(test_cuda_greedy_qwen2_lm_draft);
     RUN(test_cuda_batched_forward);
     RUN(test_cuda_batched_decoding);
     RUN(test_cuda_sample_rows);

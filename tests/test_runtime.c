@@ -130,6 +130,69 @@ static void test_parity_llama2_f32(void) { parity("llama2_f32"); }
 static void test_parity_llama2_f16_sharded(void) { parity("llama2_f16"); }
 static void test_parity_llama3_f32_gqa_rope_scaling_tied(void) { parity("llama3_f32"); }
 static void test_parity_llama3_bf16(void) { parity("llama3_bf16"); }
+/* Qwen2: q/k/v biases (random in the checkpoint), rope_theta 1e6, GQA;
+ * goldens from tools/golden/qwen2_golden.py */
+static void test_parity_qwen2_f32_qkv_bias(void) { parity("qwen2_f32"); }
+static void test_parity_qwen2_bf16(void) { parity("qwen2_bf16"); }
+
+/* spec-convert of a qwen2 GGUF (tools/golden/qwen2_golden.py wrote
+ * qwen2_f32's weights as llama.cpp's converter names and lays them out)
+ * gives transformers' logits back: F32 exactly as qwen2_f32, BF16 as
+ * qwen2_bf16 (the same rounding as torch's). */
+static void test_convert_qwen2_gguf(void) {
+    static const char *const dtypes[][2] = {{"f32", "qwen2_f32"}, {"bf16", "qwen2_bf16"}};
+    for (int i = 0; i < 2; i++) {
+        char dir[128], err[2048];
+        snprintf(dir, sizeof dir, "/tmp/c2t_qwen2_conv_%s_%d", dtypes[i][0], (int)getpid());
+        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/qwen2_tiny.gguf %s --dtype %s", dir,
+                         bin_dir(), dir, dtypes[i][0]);
+        REQUIRE(rc == 0, "spec-convert: %s", err);
+        char *cfg = path_join(dir, "config.json");
+        cJSON *c = read_json_file(cfg);
+        REQUIRE(c, "%s", err_get());
+        const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
+        CHECK(cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen2"), "%s: model_type is not qwen2", cfg);
+        cJSON_Delete(c);
+        free(cfg);
+        parity_dir(dir, dtypes[i][1]);
+        char *tok = path_join(dir, "tokenizer.json");
+        Tokenizer *t = tokenizer_load(tok);
+        CHECK(t != NULL, "%s: %s", tok, err_get());
+        tokenizer_free(t);
+        free(tok);
+        run_cmd(err, sizeof err, "rm -rf %s", dir);
+    }
+}
+
+/* dir/config.json: config.json of src with `from` replaced by `to`; dir's
+ * model.safetensors a link to src's. */
+static void config_variant(const char *dir, const char *src, const char *from, const char *to) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && ln -s $PWD/%s/model.safetensors %s/ && "
+             "sed 's/%s/%s/' %s/config.json > %s/config.json", dir, dir, src, dir, from, to, src, dir);
+    REQUIRE(system(cmd) == 0, "%s", cmd);
+}
+
+/* What a Qwen2 config asks and the runtime cannot do is refused by name,
+ * and a qwen2 config over weights without biases names the missing bias. */
+static void test_qwen2_refusals(void) {
+    const char *dir = "/tmp/c2t_qwen2_variant";
+    struct { const char *src, *from, *to, *needle; } cases[] = {
+        {"tests/ckpt/qwen2_f32", "\"use_sliding_window\": false", "\"use_sliding_window\": true", "use_sliding_window"},
+        {"tests/ckpt/llama2_f32", "\"model_type\": \"llama\"", "\"model_type\": \"qwen2\"", "self_attn.q_proj.bias"},
+        {"tests/ckpt/llama2_f32", "\"attention_bias\": false", "\"attention_bias\": true", "attention_bias"},
+        {"tests/ckpt/qwen2_f32", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen3\"", "qwen3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        config_variant(dir, cases[i].src, cases[i].from, cases[i].to);
+        LlamaModel *m = llama_load(dir, be);
+        CHECK(m == NULL, "case %zu: %s loaded", i, cases[i].to);
+        if (m) { llama_free(m); continue; }
+        CHECK(strstr(err_get(), cases[i].needle) && !strchr(err_get(), '\n'), "case %zu: error '%s' does not name %s",
+              i, err_get(), cases[i].needle);
+    }
+    REQUIRE(system("rm -rf /tmp/c2t_qwen2_variant") == 0, "cleanup");
+}
 /* the shipped demo family (data/demo, BF16), goldens from
  * tools/golden/demo_refs.py */
 static void test_parity_demo_target(void) { parity_dir("data/demo/target", "demo_target"); }
@@ -483,6 +546,10 @@ int main(void) {
     RUN(test_parity_llama2_f16_sharded);
     RUN(test_parity_llama3_f32_gqa_rope_scaling_tied);
     RUN(test_parity_llama3_bf16);
+    RUN(test_parity_qwen2_f32_qkv_bias);
+    RUN(test_parity_qwen2_bf16);
+    RUN(test_qwen2_refusals);
+    RUN(test_convert_qwen2_gguf);
     RUN(test_parity_demo_target);
     RUN(test_parity_demo_draft);
     RUN(test_generate_command);

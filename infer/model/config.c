@@ -94,8 +94,16 @@ int config_load(const char *path, ModelConfig *c) {
     int rc = -1;
     if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); goto out; }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") && strcmp(mt->valuestring, "mistral")) {
-        err_set("%s: model_type %s is not a LLaMA-family model", path, mt->valuestring);
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") && strcmp(mt->valuestring, "mistral") &&
+        strcmp(mt->valuestring, "qwen2")) {
+        err_set("%s: model_type %s is not a LLaMA-family model (llama, mistral, qwen2)", path, mt->valuestring);
+        goto out;
+    }
+    c->qkv_bias = cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen2");
+    /* Qwen2's sliding window applies only when use_sliding_window is true
+     * (Qwen2.5 ships it false); this runtime attends the whole context */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "use_sliding_window"))) {
+        err_set("%s: use_sliding_window true is not supported (full attention only)", path);
         goto out;
     }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
@@ -104,7 +112,10 @@ int config_load(const char *path, ModelConfig *c) {
         goto out;
     }
     const cJSON *ab = cJSON_GetObjectItemCaseSensitive(j, "attention_bias");
-    if (cJSON_IsTrue(ab)) { err_set("%s: attention_bias true is not supported", path); goto out; }
+    if (cJSON_IsTrue(ab)) {
+        err_set("%s: attention_bias true (a bias on q, k, v and o) is not supported; model_type qwen2 has q/k/v bias", path);
+        goto out;
+    }
     if (get_int(j, path, "hidden_size", -1, &c->hidden) ||
         get_int(j, path, "intermediate_size", -1, &c->intermediate) ||
         get_int(j, path, "num_hidden_layers", -1, &c->layers) ||

@@ -1,5 +1,8 @@
-/* config.json of LLaMA-family checkpoints (LLaMA-2, Vicuna, LLaMA-3.x) and
- * of EAGLE heads, which use the same keys (EAGLE-3 heads add a few). */
+/* config.json of LLaMA-family checkpoints (LLaMA-2, Vicuna, LLaMA-3.x,
+ * Qwen2 / Qwen2.5) and of EAGLE heads, which use the same keys (EAGLE-3
+ * heads add a few).  Qwen2 is LLaMA with a bias on the q, k and v
+ * projections (model_type qwen2; transformers' Qwen2Attention), rotated
+ * the same way (rotate_half over the two halves of each head). */
 #ifndef C2T_CONFIG_H
 #define C2T_CONFIG_H
 
@@ -15,6 +18,7 @@ typedef struct {
     float rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_max_pos;
     int tie_embeddings;
+    int qkv_bias;             /* q/k/v projections carry a bias (Qwen2) */
     int bos_id;               /* -1 when absent */
     int eos_ids[MAX_EOS];
     int n_eos;

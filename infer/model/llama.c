@@ -41,6 +41,13 @@ int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig
         snprintf(name, sizeof name, "%s%s", prefix, spec[i].name);
         if (llama_load_weight(be, st, name, spec[i].rows, spec[i].cols, spec[i].w)) return -1;
     }
+    if (!c->qkv_bias) return 0;
+    struct { const char *name; int64_t n; Weight *w; } bias[] = {
+        {"self_attn.q_proj.bias", qd, &l->bq}, {"self_attn.k_proj.bias", kvd, &l->bk}, {"self_attn.v_proj.bias", kvd, &l->bv}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, bias[i].name);
+        if (llama_load_weight(be, st, name, 1, bias[i].n, bias[i].w)) return -1;
+    }
     return 0;
 }
 
@@ -78,7 +85,8 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
 }
 
 void llama_release_layer(const Backend *be, LlamaLayer *l) {
-    Weight *w[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->gate, &l->up, &l->down};
+    Weight *w[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->gate, &l->up, &l->down,
+                   &l->bq, &l->bk, &l->bv};
     for (size_t i = 0; i < sizeof w / sizeof *w; i++)
         if (w[i]->data) be->weight_release(w[i]);
 }
@@ -124,7 +132,8 @@ size_t llama_weight_bytes(const LlamaModel *m) {
     for (int i = 0; i < m->cfg.layers; i++) {
         const LlamaLayer *l = &m->layer[i];
         b += wbytes(&l->attn_norm) + wbytes(&l->wq) + wbytes(&l->wk) + wbytes(&l->wv) + wbytes(&l->wo) +
-             wbytes(&l->ffn_norm) + wbytes(&l->gate) + wbytes(&l->up) + wbytes(&l->down);
+             wbytes(&l->ffn_norm) + wbytes(&l->gate) + wbytes(&l->up) + wbytes(&l->down) + wbytes(&l->bq) +
+             wbytes(&l->bk) + wbytes(&l->bv);
     }
     return b;
 }
@@ -157,6 +166,11 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
     float *qkv[3] = {s->q, s->k, s->v};
     const Weight *wqkv[3] = {&l->wq, &l->wk, &l->wv};
     be->matmul_many(qkv, in, wqkv, 3, n);
+    if (l->bq.data) {   /* Qwen2: x W^T + b, the bias added to each of the n rows */
+        be->add_bias(s->q, &l->bq, n);
+        be->add_bias(s->k, &l->bk, n);
+        be->add_bias(s->v, &l->bv, n);
+    }
     const size_t qd = (size_t)c->heads * c->head_dim;
     AttnSeq one, *as = n_seq == 1 ? &one : xmalloc(sizeof *as * n_seq);
     for (int i = 0; i < n_seq; i++) {   /* each sequence's rows rotated and written to its own cache */

@@ -17,6 +17,7 @@
 
 typedef struct {
     Weight attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down;
+    Weight bq, bk, bv;   /* q/k/v biases where the config has them (Qwen2); else empty */
     int has_attn_norm;   /* EAGLE-1 heads have none on their only layer */
 } LlamaLayer;
 

