@@ -259,6 +259,8 @@ static char *token_str(const GgufKV *kv, uint64_t i) {
     return c;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 /* tokenizer.json for a GGUF "gpt2" BPE: byte-level, merges, the control
  * tokens as special added tokens; pre-tokenizer smollm = each digit alone,
  * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM); qwen2 =
@@ -275,11 +277,11 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     cJSON_AddStringToObject(j, "version", "1.0");
     cJSON_AddNullToObject(j, "truncation");
     cJSON_AddNullToObject(j, "padding");
+    char **names = xmalloc(sizeof(char *) * (size_t)toks->n);
     for (uint64_t i = 0; i < toks->n; i++) {
-        char *t = token_str(toks, i);
+        char *t = names[i] = token_str(toks, i);
         double type = 1;
         if (types) gguf_arr_num(types, i, &type);
-        if (cJSON_GetObjectItemCaseSensitive(vocab, t)) die(prog, "token '%s' appears twice", t);
         cJSON_AddNumberToObject(vocab, t, (double)i);
         if (type == 3 || type == 4) {   /* control / user-defined: added tokens */
             cJSON *a = cJSON_CreateObject();
@@ -292,8 +294,13 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
             cJSON_AddBoolToObject(a, "special", type == 3);
             cJSON_AddItemToArray(added, a);
         }
-        free(t);
     }
+    /* a token twice would make the vocabulary ambiguous: sorted, neighbours differ */
+    qsort(names, (size_t)toks->n, sizeof *names, cmp_str);
+    for (uint64_t i = 1; i < toks->n; i++)
+        if (!strcmp(names[i - 1], names[i])) die(prog, "token '%s' appears twice", names[i]);
+    for (uint64_t i = 0; i < toks->n; i++) free(names[i]);
+    free(names);
     for (uint64_t i = 0; i < merges->n; i++) {
         char *m = token_str(merges, i);
         cJSON_AddItemToArray(mg, cJSON_CreateString(m));

@@ -29,6 +29,8 @@ static void usage(FILE *f) {
         "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
         CLI_BACKEND_HELP
         "  --print-ids            print the generated ids as a JSON array (default with --ids)\n"
+        "  --print-gaps           then, as a second JSON array, each step's largest logit minus the\n"
+        "                         runner-up's (how near a tie each greedy choice was)\n"
         "  -h, --help             this text\n"
         "(--model and --ctx, the old names of --target and --max-ctx, still work)\n", CHAT_TEMPLATE_NAMES);
 }
@@ -51,7 +53,7 @@ static int parse_ids(const char *s, int **ids) {
 
 typedef struct {
     const char *model_dir, *ids_arg, *prompt_text, *tok_path, *device, *template_name, *system;
-    int max_new, ctx, print_ids;
+    int max_new, ctx, print_ids, print_gaps;
     BackendOptions backend;
 } GenArgs;
 
@@ -60,6 +62,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         {"target", required_argument, 0, 'm'}, {"model", required_argument, 0, 'M'}, {"ids", required_argument, 0, 'i'},
         {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
         {"max-ctx", required_argument, 0, 'c'}, {"ctx", required_argument, 0, 'C'}, {"print-ids", no_argument, 0, 'P'},
+        {"print-gaps", no_argument, 0, 'G'},
         {"template", required_argument, 0, 'T'}, {"system", required_argument, 0, 'S'},
         {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
         CLI_BACKEND_OPTIONS, {0, 0, 0, 0}};
@@ -81,6 +84,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         case 'C': fprintf(stderr, "%s: --ctx is now --max-ctx (still accepted)\n", prog); /* fall through */
         case 'c': a->ctx = (int)cli_int(prog, "--max-ctx", optarg, 0, 1 << 22); break;
         case 'P': a->print_ids = 1; break;
+        case 'G': a->print_gaps = 1; break;
         case 't': a->tok_path = optarg; break;
         case 'd': a->device = optarg; break;
         case 'h': usage(stdout); exit(0);
@@ -159,7 +163,8 @@ int main(int argc, char **argv) {
     LlamaState *s = llama_state_new(m, a.ctx ? a.ctx : n_prompt + a.max_new);
     if (!s) die_err(prog);
     int *out = xmalloc(sizeof(int) * a.max_new);
-    int n = greedy_generate(s, prompt, n_prompt, a.max_new, out);
+    float *gap = a.print_gaps ? xmalloc(sizeof(float) * a.max_new) : NULL;
+    int n = greedy_generate_gaps(s, prompt, n_prompt, a.max_new, out, gap);
     if (n < 0) die_err(prog);
     if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
     if (tok) print_answer(&a, tok, tmpl, out, n);
@@ -168,6 +173,12 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", out[i]);
         printf("]\n");
     }
+    if (gap) {   /* after the ids: how near a tie each step's choice was */
+        printf("[");
+        for (int i = 0; i < n; i++) printf("%s%.6g", i ? "," : "", gap[i]);
+        printf("]\n");
+    }
+    free(gap);
     tokenizer_free(tok);
     free(out);
     free(prompt);
