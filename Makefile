@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 qwen smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
+.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 qwen qwen-eval qwen-classifier smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -270,6 +270,18 @@ QWEN_DTYPE ?= bf16
 qwen:
 	@$(MAKE) --no-print-directory $(BIN)/spec-convert
 	@tools/models/qwen_fetch.sh $(QWEN_DTYPE)
+# data/qwen/classifier.json: C2T's classifier for the pair from collection prompts
+# (tools/experiments/classifier.sh; the target's forward dominates, so only
+# the accepted path is verified: --verify walk)
+qwen-classifier: qwen
+	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train
+	@NAME=qwen-classifier T=models/qwen2.5-coder-1.5b-instruct DRAFT=models/qwen2.5-coder-0.5b-instruct KIND=lm \
+	  PROMPTS=data/smollm2/prompts/collect.jsonl R=results/qwen-classifier OUT=$${OUT:-data/qwen/classifier.json} \
+	  Q=$${Q:-40} MAX_NEW=$${MAX_NEW:-64} BATCH=$${BATCH:-4} COLLECT_ARGS="--verify walk" tools/experiments/classifier.sh
+# The pair end to end next to llama.cpp (tools/experiments/qwen_eval.sh) -> results/qwen/
+qwen-eval: qwen
+	@$(MAKE) --no-print-directory $(BIN)/spec-eval
+	@tools/experiments/qwen_eval.sh
 
 # libFuzzer on every parser (tests/fuzz/, docs/fuzzing.md): clang builds the
 # library with ASan + UBSan into build-fuzz/; each harness runs FUZZ_SECONDS

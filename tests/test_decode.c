@@ -483,6 +483,13 @@ static void test_bad_policy_parameters(void) {
           "a draft with another vocabulary accepted: %s", err_get());
     CHECK(draft_load("eagle", "tests/ckpt/v8_draft", m, 64) == NULL, "a mismatched EAGLE head accepted");
     CHECK(draft_load("medusa", "tests/ckpt/eagle_tiny", m, 64) == NULL, "unknown draft kind accepted");
+    /* --draft-kind auto: a draft of several layers is an LM, one layer an EAGLE head */
+    static const char *const autos[][2] = {{"tests/ckpt/llama2_f32", "lm"}, {"tests/ckpt/eagle_tiny", "eagle"}};
+    for (int i = 0; i < 2; i++) {
+        Draft *d = draft_load("auto", autos[i][0], m, 64);
+        CHECK(d && !strcmp(d->ops->kind, autos[i][1]), "auto kind of %s: %s", autos[i][0], d ? d->ops->kind : err_get());
+        draft_free(d);
+    }
     llama_free(m);
 }
 

@@ -164,8 +164,14 @@ static void lm_end_cycle(Draft *d) {
     llama_truncate(l->lms, d->n_past);
 }
 
+/* EAGLE heads, every one published, are a single decoder layer; a draft of
+ * several layers is a language model of its own (a smaller sibling). */
+static int lm_detect(const ModelConfig *c) { return c->layers > 1; }
+
 const DraftOps draft_lm_ops = {
     .kind = "lm",
+    .detect = lm_detect,
+    .detect_rule = "has more than one layer",
     .load = lm_load,
     .free = lm_free,
     .reset = lm_reset,

@@ -48,6 +48,7 @@ SWEEP_NEAR=${SWEEP_NEAR:-0.04}
 THREADS=${THREADS:-2}
 export OMP_NUM_THREADS=$THREADS
 . tools/experiments/arith.sh
+. tools/experiments/llamacpp_prompts.sh
 echo "arithmetic: $(arith_name)"
 CLS=${CLS:-$D/classifier.json}
 for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$CLS"; do
@@ -171,36 +172,14 @@ if [ -z "$why" ]; then
     G=models/smollm2-135m-instruct.bf16.gguf
     DG=models/smollm2-draft.bf16.gguf
     # our chatml rendering of each first turn, one prompt file per question
-    rm -rf "$R/prompts" && mkdir -p "$R/prompts"
-    python3 - "$B/mt_bench/question.jsonl" "$EVAL_Q" "$R/prompts" <<'EOF'
-import json, sys
-src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-sysmsg = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-for i, line in enumerate(open(src)):
-    if i >= n:
-        break
-    q = json.loads(line)["turns"][0]
-    open(f"{out}/{i:03d}.txt", "w").write(
-        f"<|im_start|>system\n{sysmsg}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n")
-EOF
-    # tokens and seconds summed over the prompts, from each tool's "decoded N tokens in S seconds" line
-    run() {
-        name=$1; shift
-        log="$R/llamacpp_$name.txt"
-        : > "$log"
-        for p in "$R"/prompts/*.txt; do
-            "$@" -f "$p" -n "$EVAL_MAX_NEW" -t "$THREADS" --temp 0 --seed 0 >>"$log" 2>&1 || echo "llamacpp $name failed on $p" >>"$log"
-        done
-        awk -v n=$name '/decoded +[0-9]+ tokens in/ { for (i = 1; i <= NF; i++) if ($i == "decoded") { t += $(i+1); s += $(i+4) } }
-            /accept[ ]*=/ { a = $0 } END { if (s > 0) printf "%s,%d,%.2f,%.1f\n", n, t, s, t / s }' "$log" >>"$R/llamacpp_rows.csv"
-    }
-    run speculative "$LB/llama-speculative-simple" -m $G -md $DG --spec-type draft-simple --spec-draft-n-max 4 --spec-draft-n-min 1
-    run ngram "$LB/llama-speculative-simple" -m $G --spec-type ngram-simple --spec-draft-n-max 4
-    # plain decoding: the same binary with a draft of none is not offered; llama-bench's tg128 is
-    "$LB/llama-bench" -m $G -t "$THREADS" -p 0 -n "$EVAL_MAX_NEW" -r 3 -o csv >"$R/llamacpp_plain.csv" 2>/dev/null &&
-        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); c[$i] = i } next }
-                 { gsub(/"/, ""); printf "plain,%d,-,%.1f\n", $c["n_gen"], $c["avg_ts"] }' "$R/llamacpp_plain.csv" \
-        >>"$R/llamacpp_rows.csv"
+    lc_prompts "$R/prompts" "You are a helpful AI assistant named SmolLM, trained by Hugging Face" "$EVAL_Q" \
+        "$B/mt_bench/question.jsonl"
+    lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_speculative.txt" speculative "$R/prompts" "$EVAL_MAX_NEW" "$THREADS" \
+        "$LB/llama-speculative-simple" -m $G -md $DG --spec-type draft-simple --spec-draft-n-max 4 --spec-draft-n-min 1
+    lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_ngram.txt" ngram "$R/prompts" "$EVAL_MAX_NEW" "$THREADS" \
+        "$LB/llama-speculative-simple" -m $G --spec-type ngram-simple --spec-draft-n-max 4
+    # plain decoding: the same binary with a draft of none is not offered; llama-bench's tg is
+    lc_bench "$R/llamacpp_rows.csv" plain $G "$EVAL_MAX_NEW" "$THREADS"
 else
     echo "smollm2-speed: $why (its message above); llama.cpp's rows are left out" >&2
 fi

@@ -13,7 +13,7 @@
  * prompt position and every answer token fed back, so no second pass is
  * needed.  Greedy = argmax of the logits, computed here (no sampler).
  *
- *   llama_greedy MODEL.gguf IN OUT [--parallel N] [--max-new M] [--threads T]
+ *   llama_greedy MODEL.gguf IN OUT [--parallel N] [--max-new M] [--threads T] [--features 0|1]
  *
  * IN: one prompt per line, "key n id_1 .. id_n" (token ids; key without
  * spaces).  OUT (appended, one line per finished answer, flushed after its
@@ -23,7 +23,8 @@
  * each) from byte offset: the prompt's positions, then each answer token that
  * was fed back (all but the last).  Keys already in OUT are skipped, so a
  * killed run resumes (a torn last line and features past the last complete
- * line are cut first). */
+ * line are cut first).  --features 0: answers only (no features, logits of a
+ * prompt's last position alone: a plain greedy reference, n_feat 0). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,11 +97,12 @@ static uint16_t to_bf16(float x) {   /* round to nearest even; features are fini
 
 int main(int argc, char **argv) {
     if (argc < 4) { fprintf(stderr, "usage: llama_greedy MODEL.gguf IN OUT [--parallel N] [--max-new M] [--threads T]\n"); return 2; }
-    int par = 32, max_new = 256, threads = 2;
+    int par = 32, max_new = 256, threads = 2, features = 1;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--parallel")) par = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-new")) max_new = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--features")) features = atoi(argv[i + 1]);
         else { fprintf(stderr, "llama_greedy: unknown option %s\n", argv[i]); return 2; }
     }
     char feat_path[4096];
@@ -128,7 +130,7 @@ int main(int argc, char **argv) {
     cp.n_ubatch = 512;
     cp.n_threads = cp.n_threads_batch = threads;
     cp.kv_unified = false;
-    cp.embeddings = true;
+    cp.embeddings = features;
     cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "llama_greedy: cannot create a context of %u tokens\n", cp.n_ctx); return 1; }
@@ -179,7 +181,7 @@ int main(int argc, char **argv) {
                 for (int i = 0; i < sl->p->n; i++) {
                     int b = batch.n_tokens++;
                     batch.token[b] = sl->p->ids[i]; batch.pos[b] = i;
-                    batch.n_seq_id[b] = 1; batch.seq_id[b][0] = s; batch.logits[b] = 1;
+                    batch.n_seq_id[b] = 1; batch.seq_id[b][0] = s; batch.logits[b] = features || i == sl->p->n - 1;
                 }
                 sl->pos = sl->p->n;
                 sl->next = batch.n_tokens - sl->p->n;   /* first of this slot's outputs */
@@ -197,7 +199,7 @@ int main(int argc, char **argv) {
             Slot *sl = &slots[s];
             if (!sl->active) continue;
             int first = sl->next, last = sl->n_ans == 0 ? first + sl->p->n - 1 : first;
-            for (int b = first; b <= last; b++) {
+            for (int b = first; features && b <= last; b++) {
                 const float *e = llama_get_embeddings_ith(ctx, b);
                 for (int j = 0; j < hidden; j++) sl->feat[(size_t)sl->n_feat * hidden + j] = to_bf16(e[j]);
                 sl->n_feat++;

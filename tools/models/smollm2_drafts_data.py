@@ -8,6 +8,7 @@ import torch
 
 import smollm2_prompts
 from c2ttools.files import read_jsonl, write_jsonl
+from c2ttools.llamacpp import greedy_bin
 from c2ttools.progress import log
 from c2ttools.prompts import category_counts, chatml, q_key, reply_text, second_turns, turn_prompts, unique
 from c2ttools.rows import load_shards
@@ -81,22 +82,14 @@ def stage_selfask(args, out, st):
     log(f"selfask: {st['selfask']}")
 
 
-GREEDY_SRC = Path(__file__).resolve().parent / "llama_greedy.c"
-GREEDY_BIN = Path("build/llama_greedy")
 SHARD_ROWS = 64
 
 
 def llama_greedy():
     """llama.cpp (tools/experiments/llamacpp.sh: built from the PyPI sdist) and the BF16 GGUF of the
     same weights as our checkpoint; tools/models/llama_greedy.c compiled against its libllama."""
-    lib = subprocess.run(["sh", "tools/experiments/llamacpp.sh", "gguf", "bf16"], check=True, capture_output=True,
-                         text=True).stdout.strip().splitlines()[-1]
-    src = Path("build/llama.cpp-src")
-    if not GREEDY_BIN.exists() or GREEDY_BIN.stat().st_mtime < GREEDY_SRC.stat().st_mtime:
-        subprocess.run(["cc", "-O2", "-o", str(GREEDY_BIN), str(GREEDY_SRC), f"-I{src}/include",
-                        f"-I{src}/ggml/include", f"-L{lib}", "-lllama", f"-Wl,-rpath,{Path(lib).resolve()}"],
-                       check=True)
-    return GREEDY_BIN, Path("models/smollm2-135m-instruct.bf16.gguf")
+    subprocess.run(["sh", "tools/experiments/llamacpp.sh", "gguf", "bf16"], check=True, capture_output=True)
+    return greedy_bin(), Path("models/smollm2-135m-instruct.bf16.gguf")
 
 
 def greedy_answers(name, prompts, args, max_new):

@@ -1,0 +1,40 @@
+"""llama.cpp as the experiments use it: the tools that tools/experiments/llamacpp.sh builds from the
+PyPI sdist (bin_dir), a GGUF requantised by llama-quantize (requantize: e.g. a Q4_K_M file's values
+dequantised and rounded to BF16, the same values as spec-convert --dtype bf16 writes), and
+tools/models/llama_greedy.c compiled against that build's libllama (greedy_bin)."""
+import subprocess
+from pathlib import Path
+
+GREEDY_SRC = Path(__file__).resolve().parent.parent / "models" / "llama_greedy.c"
+GREEDY_BIN = Path("build/llama_greedy")
+
+
+def bin_dir():
+    """build/llama.cpp/bin, built once (a few minutes)."""
+    out = subprocess.run(["sh", "tools/experiments/llamacpp.sh"], check=True, capture_output=True, text=True).stdout
+    return Path(out.strip().splitlines()[-1])
+
+
+def requantize(src, out, qtype):
+    """out = src requantised to qtype (BF16, F16, F32, Q8_0, ...) by llama-quantize, once."""
+    out = Path(out)
+    if out.exists():
+        return out
+    tmp = out.with_name(out.name + ".tmp")
+    log = out.with_name(out.name + ".log")
+    with open(log, "w") as f:
+        subprocess.run([str(bin_dir() / "llama-quantize"), "--allow-requantize", str(src), str(tmp), qtype, "2"],
+                       check=True, stdout=f, stderr=subprocess.STDOUT)
+    tmp.rename(out)
+    return out
+
+
+def greedy_bin():
+    """build/llama_greedy (tools/models/llama_greedy.c against the built libllama), rebuilt when older
+    than its source."""
+    lib = bin_dir()
+    src = Path("build/llama.cpp-src")
+    if not GREEDY_BIN.exists() or GREEDY_BIN.stat().st_mtime < GREEDY_SRC.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-o", str(GREEDY_BIN), str(GREEDY_SRC), f"-I{src}/include",
+                        f"-I{src}/ggml/include", f"-L{lib}", "-lllama", f"-Wl,-rpath,{lib.resolve()}"], check=True)
+    return GREEDY_BIN

@@ -1,0 +1,107 @@
+#!/bin/sh
+# make qwen-eval: Qwen2.5-Coder-1.5B-Instruct with its 0.5B sibling as draft
+# LM (make qwen), end to end on this machine's CPU, next to llama.cpp on the
+# same files, prompts, chat template and token budget.
+#   1. ours (spec-eval, each run A/B against ar in the same process with its
+#      95% interval, --check-lossless): chain, eagle2 at EAGLE-2's paper
+#      sizes (topk 10, depth 6, total 60) and the plain commands of chain,
+#      eagle2 and c2t (no size options: sized from measured costs; c2t with
+#      CLS, skipped with a line while it does not exist) on the first turns
+#      of EVAL_Q questions of each of humaneval, mt_bench, gsm8k x MAX_NEW
+#      tokens -> results/qwen/<label>.json, eval.csv;
+#   2. llama.cpp (tools/experiments/llamacpp.sh): plain decoding of the 1.5B
+#      (llama-bench tg MAX_NEW) in BF16 (the Q4_K_M values rounded by
+#      llama-quantize: the values of our BF16 conversion) and in the original
+#      Q4_K_M; llama-speculative-simple with the 0.5B as draft (its defaults,
+#      --spec-type draft-simple) on the same prompts (our ChatML rendering
+#      with Qwen's default system prompt), BF16 pair and original pair, with
+#      its acceptance -> llamacpp_rows.csv, llamacpp_*.txt;
+#   3. the table -> results/qwen/eval.txt (the CPU's ISA flags on its first line).
+# Sizes: EVAL_Q (5 a benchmark), MAX_NEW (128), THREADS (2).  ARITH: our
+# arithmetic (tools/experiments/arith.sh).  QWEN_OUT: the results folder.
+# ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2.
+set -eu
+cd "$(dirname "$0")/../.."
+T=models/qwen2.5-coder-1.5b-instruct
+D=models/qwen2.5-coder-0.5b-instruct
+DL=models/download/qwen
+R=${QWEN_OUT:-results/qwen}
+B=${QWEN_BENCH:-../shared/benchmarks}
+EVAL_Q=${EVAL_Q:-5}
+MAX_NEW=${MAX_NEW:-128}
+THREADS=${THREADS:-2}
+CLS=${CLS:-data/qwen/classifier.json}
+BENCHES="humaneval mt_bench gsm8k"
+QWEN_SYSTEM="You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+export OMP_NUM_THREADS=$THREADS
+. tools/experiments/arith.sh
+. tools/experiments/llamacpp_prompts.sh
+for f in "$T/config.json" "$D/config.json"; do
+    [ -f "$f" ] || { echo "qwen-eval: $f is missing (make qwen)" >&2; exit 1; }
+done
+files=""
+for b in $BENCHES; do
+    [ -f "$B/$b/question.jsonl" ] || { echo "qwen-eval: $B/$b/question.jsonl is missing" >&2; exit 1; }
+    files="$files $B/$b/question.jsonl"
+done
+mkdir -p "$R"
+isa=$(grep -owE 'avx2|avx512f|avx512_bf16|avx512_vnni|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
+
+if [ -z "${ONLY_LLAMACPP:-}" ]; then
+    echo "== 1/3 ours: $EVAL_Q first turns of each of $BENCHES, $MAX_NEW tokens, $THREADS threads"
+    rm -f "$R/eval.csv"
+    qs=""
+    for f in $files; do qs="$qs --questions $f"; done
+    # run LABEL POLICY ARGS...: one spec-eval run, A/B against ar, into LABEL.json and a row of eval.csv
+    run() {
+        label=$1 policy=$2; shift 2
+        echo "-- $label"
+        bin/spec-eval --target $T --draft $D --draft-kind lm --policy "$policy" $qs --max-questions "$EVAL_Q" \
+            --max-turns 1 --max-new-tokens "$MAX_NEW" --check-lossless --json "$R/$label.json" --csv "$R/eval.csv" \
+            --label "setting=$label" "$@" || echo "qwen-eval: $label failed or was not lossless" >&2
+    }
+    run chain-len4 chain --draft-len 4 $ARITH
+    run eagle2-paper eagle2 --topk 10 --depth 6 --total 60 $ARITH
+    run chain-plain chain
+    run eagle2-plain eagle2
+    if [ -f "$CLS" ]; then run c2t-plain c2t --classifier "$CLS"
+    else echo "qwen-eval: $CLS is missing; c2t's row is left out" >&2; fi
+fi
+
+if [ -z "${ONLY_OURS:-}" ]; then
+    echo "== 2/3 llama.cpp on the same prompts"
+    : >"$R/llamacpp_rows.csv"
+    if LB=$(tools/experiments/llamacpp.sh); then
+        TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf DQ=$DL/qwen2.5-coder-0.5b-instruct.gguf
+        TB=models/qwen2.5-coder-1.5b-instruct.bf16.gguf DB=models/qwen2.5-coder-0.5b-instruct.bf16.gguf
+        python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
+requantize('$TQ', '$TB', 'BF16'); requantize('$DQ', '$DB', 'BF16')"
+        lc_prompts "$R/prompts" "$QWEN_SYSTEM" "$EVAL_Q" $files
+        lc_bench "$R/llamacpp_rows.csv" plain-bf16 $TB "$MAX_NEW" "$THREADS"
+        lc_bench "$R/llamacpp_rows.csv" plain-q4_k_m $TQ "$MAX_NEW" "$THREADS"
+        lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_bf16.txt" speculative-bf16 "$R/prompts" "$MAX_NEW" "$THREADS" \
+            "$LB/llama-speculative-simple" -m $TB -md $DB --spec-type draft-simple
+        lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_q4_k_m.txt" speculative-q4_k_m "$R/prompts" "$MAX_NEW" "$THREADS" \
+            "$LB/llama-speculative-simple" -m $TQ -md $DQ --spec-type draft-simple
+    else
+        echo "qwen-eval: llama.cpp could not be built; its rows are left out" >&2
+    fi
+fi
+
+echo "== 3/3 the table"
+{ echo "CPU flags: $isa; $THREADS threads; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON)"
+# ours: the A/B speedup against ar in the same process with its 95% interval;
+# llama.cpp's rows and "vs llama.cpp bf16" divide tok/s of different processes
+awk -F, 'FILENAME ~ /eval.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6
+                                            sp[n] = ($7 == "" ? "-" : sprintf("%.2fx [%.2f, %.2f]", $7, $8, $9)) }
+    FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; la[m] = $5; if ($1 == "plain-bf16") lp = $4 }
+    END {
+        printf "%-26s %-14s %9s %6s %8s %-20s %8s %9s\n", "runtime/policy", "setting", "gamma(k)", "tau", "tok/s",
+               "vs our ar (A/B)", "accept%", "vs lc bf16"
+        for (i = 1; i <= n; i++)
+            printf "%-26s %-14s %9.2f %6.2f %8.2f %-20s %8s %9s\n", "ours/" p[i], s[i], g[i] / 1000, t[i], v[i], sp[i], "-",
+                   (lp > 0 ? sprintf("%.2fx", v[i] / lp) : "-")
+        for (i = 1; i <= m; i++)
+            printf "%-26s %-14s %9s %6s %8.2f %-20s %8s %9s\n", "llama.cpp/" ln[i], "-", "-", "-", lv[i], "-", la[i],
+                   (lp > 0 ? sprintf("%.2fx", lv[i] / lp) : "-")
+    }' "$R/eval.csv" "$R/llamacpp_rows.csv"; } | tee "$R/eval.txt"

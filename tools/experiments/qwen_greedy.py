@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Greedy tokens of our runtime against llama.cpp's on the same weights and dtype (make qwen first).
+
+Ours: bin/spec-generate on the converted folder (--print-gaps: each step's top-2 logit gap).
+llama.cpp: tools/models/llama_greedy.c (one sequence at a time) on the Q4_K_M GGUF requantised by
+llama-quantize to the same dtype (BF16: the values our --dtype bf16 conversion holds, except that
+llama.cpp keeps norms and biases in F32; F32: the same values everywhere). Both get the same prompt
+ids: the first turns of N humaneval and N mt_bench questions in the model's chat template. A prompt
+whose tokens differ is explained by our gap at the first difference (a near tie: both runtimes'
+arithmetic legitimately picks either).
+
+    python3 tools/experiments/qwen_greedy.py [--dtype bf16|f32] [--per-bench 10] [--max-new 64]
+      -> results/qwen_greedy/<dtype>.json and a summary on stdout
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from c2ttools.llamacpp import greedy_bin, requantize  # noqa: E402
+from c2ttools.progress import log  # noqa: E402
+
+GGUF = Path("models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+BENCH = Path("../shared/benchmarks")
+
+
+def prompt_ids(model, bench, n):
+    """The first turns of the first n questions of bench as token ids, in the model's template."""
+    lines = (BENCH / bench / "question.jsonl").read_text().splitlines()[:n]
+    out = subprocess.run(["bin/spec-tokenize", "--tokenizer", model, "--template", "auto"], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True, check=True).stdout
+    return [json.loads(x) for x in out.splitlines()]
+
+
+def ours(model, ids, max_new, threads):
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run(["bin/spec-generate", "--target", model, "--ids", ",".join(map(str, ids)), "--max-new-tokens",
+                          str(max_new), "--print-gaps", "--device", "cpu"], env=env,
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return json.loads(out[0]), json.loads(out[1])
+
+
+def theirs(gguf, prompts, max_new, threads, work):
+    inp, outp = work / "llama.in", work / "llama.out"
+    inp.write_text("".join(f"{k} {len(ids)} {' '.join(map(str, ids))}\n" for k, ids in prompts.items()))
+    outp.unlink(missing_ok=True)
+    subprocess.run([str(greedy_bin()), str(gguf), str(inp), str(outp), "--parallel", "1", "--features", "0", "--max-new", str(max_new),
+                    "--threads", str(threads)], check=True, stderr=subprocess.DEVNULL)
+    res = {}
+    for line in outp.read_text().splitlines():
+        f = line.split()
+        res[f[0]] = [int(x) for x in f[5:5 + int(f[4])]]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
+    ap.add_argument("--per-bench", type=int, default=10)
+    ap.add_argument("--max-new", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    model = "models/qwen2.5-coder-1.5b-instruct" + ("" if a.dtype == "bf16" else "-" + a.dtype)
+    if not Path(model, "model.safetensors").exists():
+        sys.exit(f"qwen_greedy: {model} is missing (make qwen{'' if a.dtype == 'bf16' else ' QWEN_DTYPE=' + a.dtype})")
+    work = Path("results/qwen_greedy")
+    work.mkdir(parents=True, exist_ok=True)
+    gguf = requantize(GGUF, Path("models") / f"qwen2.5-coder-1.5b-instruct.{a.dtype}.gguf", a.dtype.upper())
+    prompts = {}
+    for bench in ("humaneval", "mt_bench"):
+        for i, ids in enumerate(prompt_ids(model, bench, a.per_bench)):
+            prompts[f"{bench}-{i}"] = ids
+    log(f"qwen_greedy: llama.cpp on {len(prompts)} prompts x {a.max_new} tokens ({gguf})")
+    ref = theirs(gguf, prompts, a.max_new, a.threads, work)
+    rows, same = [], 0
+    for k, (key, ids) in enumerate(prompts.items()):
+        got, gaps = ours(model, ids, a.max_new, a.threads)
+        want = ref[key]
+        first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]),
+                     None if len(got) == len(want) else min(len(got), len(want)))
+        same += first is None
+        row = {"prompt": key, "n_prompt": len(ids), "ours": got, "llama_cpp": want, "first_difference": first,
+               "gap_at_difference": None if first is None or first >= len(gaps) else gaps[first],
+               "min_gap": min(gaps) if gaps else None}
+        rows.append(row)
+        log(f"qwen_greedy: {k + 1}/{len(prompts)} {key}: " + ("equal" if first is None else
+            f"differs at token {first} (our top-2 gap there {row['gap_at_difference']:.4g})"))
+    summary = {"dtype": a.dtype, "prompts": len(rows), "equal": same, "max_new": a.max_new, "gguf": str(gguf),
+               "model": model, "rows": rows}
+    (work / f"{a.dtype}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"{a.dtype}: {same} of {len(rows)} prompts x {a.max_new} tokens equal to llama.cpp's")
+    for r in rows:
+        if r["first_difference"] is not None:
+            print(f"  {r['prompt']}: first difference at token {r['first_difference']}, our top-2 logit gap there "
+                  f"{r['gap_at_difference']:.4g} (smallest gap over the answer {r['min_gap']:.4g})")
+
+
+if __name__ == "__main__":
+    main()
