@@ -1,8 +1,9 @@
 /* Tokenizer parity: our ids against what the reference libraries produce.
  *
  * Expected values come from tools/golden/tokenizer_oracle.py (nobody here
- * wrote the references): the `tokenizers` library for the three small
- * tokenizer.json files it trained (the .json files in tests/golden/tokenizer)
+ * wrote the references): the `tokenizers` library for the four small
+ * tokenizer.json files it trained (the .json files in tests/golden/tokenizer,
+ * Qwen2's pipeline with its NFC normalizer among them)
  * and for the demo model's tokenizer; sentencepiece and transformers' LlamaTokenizer for the real
  * LLaMA-2 tokenizer.model in ../shared.  Benchmark turns are read from
  * ../shared/benchmarks at test time (only their ids are committed); tests that
@@ -80,9 +81,10 @@ static int check_encode(const Tokenizer *t, const char *s, int flags, const cJSO
     return ok;
 }
 
-/* The three fields every tokenizer.json golden has, plus decodes. */
-static void check_hard_json(const char *tokpath, const char *expected) {
-    cJSON *hard = hard_strings();
+/* The three fields every tokenizer.json golden has, plus decodes, for each
+ * string of the strings file. */
+static void check_strings_json(const char *tokpath, const char *strings, const char *expected) {
+    cJSON *hard = read_json_file(strings);
     cJSON *gold = read_json_file(expected);
     REQUIRE(hard && gold, "goldens: %s", err_get());
     Tokenizer *t = tokenizer_load(tokpath);
@@ -118,6 +120,7 @@ static void check_hard_json(const char *tokpath, const char *expected) {
     tokenizer_free(t);
     cJSON_Delete(hard); cJSON_Delete(gold);
 }
+static void check_hard_json(const char *tokpath, const char *expected) { check_strings_json(tokpath, GOLD "hard_strings.json", expected); }
 
 /* key "bench/question_id/turn" -> text, from ../shared. */
 typedef struct { char key[96]; const char *text; } Turn;
@@ -180,6 +183,59 @@ static void test_sp_metaspace_hard(void) { check_hard_json(GOLD "sp_metaspace.js
 static void test_bytelevel_hard(void) { check_hard_json(GOLD "bytelevel_llama3.json", GOLD "expected_bytelevel_llama3.json"); }
 static void test_sp_bytefallback_bench(void) { check_bench(GOLD "sp_bytefallback.json", GOLD "bench_sp_bytefallback.json.zst", 0); }
 static void test_bytelevel_bench(void) { check_bench(GOLD "bytelevel_llama3.json", GOLD "bench_bytelevel_llama3.json.zst", 0); }
+
+/* Qwen2's tokenizer.json pipeline (tools/golden/tokenizer_oracle.py qwen2):
+ * bytelevel_qwen2.json, trained with exactly what Qwen publishes —
+ * normalizer NFC, Split with Qwen2's regex (every digit alone) then
+ * ByteLevel without regex, ByteLevel decoder, ChatML specials — on 655
+ * strings: code with tabs and indentation, digit and whitespace runs,
+ * Unicode NFC changes, contractions in mixed case, ChatML prompts. */
+#define QWEN2_SPLIT "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+static void test_qwen2_strings(void) {
+    cJSON *j = read_json_file(GOLD "bytelevel_qwen2.json"), *strings = read_json_file(GOLD "qwen2_strings.json");
+    REQUIRE(j && strings, "%s", err_get());
+    /* the test tokenizer is Qwen2's pipeline */
+    const cJSON *pre = cJSON_GetObjectItem(j, "pre_tokenizer"), *norm = cJSON_GetObjectItem(j, "normalizer");
+    const cJSON *split = cJSON_GetArrayItem(cJSON_GetObjectItem(pre, "pretokenizers"), 0);
+    const cJSON *bl = cJSON_GetArrayItem(cJSON_GetObjectItem(pre, "pretokenizers"), 1);
+    CHECK(!strcmp(cJSON_GetObjectItem(norm, "type")->valuestring, "NFC"), "normalizer is not NFC");
+    CHECK(!strcmp(cJSON_GetObjectItem(split, "type")->valuestring, "Split") &&
+          !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(split, "pattern"), "Regex")->valuestring, QWEN2_SPLIT) &&
+          !strcmp(cJSON_GetObjectItem(split, "behavior")->valuestring, "Isolated"), "Split is not Qwen2's");
+    CHECK(!strcmp(cJSON_GetObjectItem(bl, "type")->valuestring, "ByteLevel") && cJSON_IsFalse(cJSON_GetObjectItem(bl, "use_regex")) &&
+          cJSON_IsFalse(cJSON_GetObjectItem(bl, "add_prefix_space")), "ByteLevel is not Qwen2's");
+    int n = cJSON_GetArraySize(strings), nfc = 0, specials = 0;
+    CHECK(n >= 500, "only %d strings", n);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, strings) specials += strstr(e->valuestring, "<|im_start|>") != NULL;
+    CHECK(specials >= 20, "only %d ChatML strings", specials);
+    cJSON_Delete(j);
+    cJSON_Delete(strings);
+    long before = ids_compared;
+    check_strings_json(GOLD "bytelevel_qwen2.json", GOLD "qwen2_strings.json", GOLD "expected_bytelevel_qwen2.json");
+    /* NFC: the decode of our ids is the text as tokenizers normalizes it */
+    cJSON *gold = read_json_file(GOLD "expected_bytelevel_qwen2.json");
+    REQUIRE(gold, "%s", err_get());
+    Tokenizer *t = tokenizer_load(GOLD "bytelevel_qwen2.json");
+    REQUIRE(t, "%s", err_get());
+    int bad = 0, k = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(gold, "nfc")) {
+        const char *in = cJSON_GetArrayItem(e, 0)->valuestring, *exp = cJSON_GetArrayItem(e, 1)->valuestring;
+        int32_t *ids; size_t m;
+        REQUIRE(tokenizer_encode_ex(t, in, strlen(in), 0, &ids, &m) == 0, "%s", err_get());
+        char *d = tokenizer_decode(t, ids, m, 0);
+        if (!d || strcmp(d, exp)) { if (bad++ < 5) CHECK(0, "NFC text %d: expected \"%s\", got \"%s\"", k, exp, d ? d : err_get()); }
+        nfc += strcmp(in, exp) != 0;
+        free(d); free(ids);
+        k++;
+    }
+    CHECK(bad == 0, "%d of %d NFC texts differ", bad, k);
+    CHECK(k >= 1000 && nfc >= 500, "NFC golden: %d texts, %d changed", k, nfc);
+    printf("# qwen2: %d strings (%d ChatML), %ld ids identical unless FAIL above; %d NFC texts (%d changed by NFC)\n",
+           n, specials, ids_compared - before, k, nfc);
+    tokenizer_free(t);
+    cJSON_Delete(gold);
+}
 
 /* The demo model's tokenizer (trained elsewhere): compared only when the
  * file is the one the goldens were made from. */
@@ -573,6 +629,7 @@ int main(void) {
     RUN(test_sp_bytefallback_hard);
     RUN(test_sp_metaspace_hard);
     RUN(test_bytelevel_hard);
+    RUN(test_qwen2_strings);
     RUN(test_sp_bytefallback_bench);
     RUN(test_bytelevel_bench);
     RUN(test_llama_class_config);

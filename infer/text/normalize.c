@@ -1,7 +1,8 @@
 /* tokenizer.json's normalizers, in order: Prepend (to non-empty text),
  * Replace (a literal or a regex, every match), Strip (White_Space at
- * either end). */
+ * either end), NFC (nfc.c). */
 #include "infer/text/tokenizer_internal.h"
+#include "infer/text/nfc.h"
 #include "infer/text/utf8.h"
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,8 @@ const char *tk_normalize(const Tokenizer *t, const char *s, size_t n, size_t *ou
             if (op->left) a = utf8_space_prefix_end(cur, cn);
             if (op->right && b > a) b = a + utf8_space_suffix_start(cur + a, b - a);
             cur += a; cn = b - a;
+        } else if (op->type == NORM_NFC) {
+            cur = nfc_normalize(cur, cn, &cn, ar);
         }
     }
     *out_n = cn;

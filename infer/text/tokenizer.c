@@ -7,7 +7,7 @@
  * The tokenizer.json pipeline follows tokenizers 0.20 step by step:
  *   1. added tokens that are not `normalized` are cut out of the raw text
  *      (leftmost-longest, lstrip/rstrip/single_word: added.c);
- *   2. each remaining piece is normalized (Prepend, Replace, Strip:
+ *   2. each remaining piece is normalized (Prepend, Replace, Strip, NFC:
  *      normalize.c), and `normalized` added tokens are cut out of the result;
  *   3. pre-tokenizers split / rewrite the pieces (Split regex, ByteLevel,
  *      Metaspace, Digits: pretokenize.c);

@@ -7,7 +7,8 @@
  *                   styles of the LLaMA family: SentencePiece-style
  *                   (Prepend/Replace normalizers or Metaspace, byte fallback,
  *                   Replace/ByteFallback/Fuse/Strip decoder) and byte-level
- *                   (Split with the LLaMA-3 regex + ByteLevel, GPT-2 byte map).
+ *                   (Split with the LLaMA-3 or Qwen2 regex + ByteLevel, GPT-2
+ *                   byte map; Qwen2's NFC normalizer).
  *   tokenizer.model (SentencePiece ModelProto, model_type BPE), read directly;
  *                   merges by piece score as the sentencepiece library does.
  * Anything else (Unigram, WordPiece, WordLevel, unsupported normalizers or

@@ -13,7 +13,7 @@
  *   bpe.c                  BPE merges by rank
  *   vocab.c                the token table
  * over the Tokenizer-free helpers: wordcache.c, pattern.c, bytelevel.c,
- * utf8.c, strmap.c, buf.c (tests/test_layers.sh checks that no two files
+ * nfc.c, utf8.c, strmap.c, buf.c (tests/test_layers.sh checks that no two files
  * call each other). */
 #ifndef C2T_TOKENIZER_INTERNAL_H
 #define C2T_TOKENIZER_INTERNAL_H
@@ -45,7 +45,7 @@ typedef struct {
 } AddedMatcher;
 
 /* ---- pipeline steps (tokenizer.json) ---- */
-enum { NORM_PREPEND = 1, NORM_REPLACE, NORM_STRIP };
+enum { NORM_PREPEND = 1, NORM_REPLACE, NORM_STRIP, NORM_NFC };
 typedef struct {
     int type;
     char *a; size_t alen;     /* prepend text / literal pattern */

@@ -65,8 +65,10 @@ static int load_normalizer(Tokenizer *t, const cJSON *n, const char *file) {
         op.b = xstrdup(c); op.blen = strlen(c);
     } else if (!strcmp(type, "Strip")) {
         op.type = NORM_STRIP; op.left = jbool(n, "strip_left", 1); op.right = jbool(n, "strip_right", 1);
+    } else if (!strcmp(type, "NFC")) {
+        op.type = NORM_NFC;
     } else {
-        err_set("%s: normalizer type '%s' is not supported (supported: Sequence, Prepend, Replace, Strip)", file, type);
+        err_set("%s: normalizer type '%s' is not supported (supported: Sequence, Prepend, Replace, Strip, NFC)", file, type);
         return -1;
     }
     t->norm = xrealloc(t->norm, sizeof(NormOp) * (size_t)(t->n_norm + 1));

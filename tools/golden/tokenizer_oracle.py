@@ -12,6 +12,9 @@ EAGLE evaluation scripts use).  Versions: tools/requirements.txt.
                                                        # encode throughput (used by make bench)
     python3 tools/golden/tokenizer_oracle.py fuzz [--n 3000] [--seed 1]
                                                        # random strings: bin/spec-tokenize vs the libraries
+    python3 tools/golden/tokenizer_oracle.py qwen2 [--train]
+                                                       # only Qwen2's goldens (and tokenizer)
+    python3 tools/golden/tokenizer_oracle.py nfc       # infer/text/nfc_data.h (NFC tables)
 
 Files under tests/golden/tokenizer/:
   hard_strings.json       project-written hard strings (code, CJK, accents,
@@ -38,6 +41,26 @@ Files under tests/golden/tokenizer/:
                           sentencepiece ids (plain), transformers'
                           LlamaTokenizer (sentencepiece-based; legacy True and
                           False) for special-token text, sentencepiece decodes.
+  bytelevel_qwen2.json    byte-level BPE with exactly Qwen2's pipeline (what
+                          transformers' Qwen2Converter and Qwen's tokenizer.json
+                          hold): NFC normalizer, Split(Qwen2 regex: every digit
+                          alone, Isolated) + ByteLevel(use_regex=False),
+                          ByteLevel decoder/post-processor, <|endoftext|>,
+                          <|im_start|>, <|im_end|> (special), <tool_call>
+                          (not special).  Merges learned on Qwen2's pieces and
+                          on coarser ones (LLaMA-3's, whole lines), so a cut
+                          made differently encodes differently.
+  qwen2_strings.json      the strings Qwen2's tokenizers are checked on (689:
+                          the hard strings, code, digit / whitespace runs,
+                          NFC, contractions in every case, ChatML prompts,
+                          seeded mixes); also tools/experiments/qwen_tokenizer.sh's.
+  expected_bytelevel_qwen2.json  its ids as expected_<name>.json, plus "nfc":
+                          [text, tokenizers' NFC of it] for 1500 random runs of
+                          marks, decomposable letters and Hangul jamo.
+  chat_qwen_golden.json   prompts and ids (bytelevel_qwen2.json) of transformers'
+                          apply_chat_template with Qwen2.5's chat_template (read
+                          from the Qwen2.5-Coder GGUF), and the tokenizer_config /
+                          generation_config a Qwen2.5-Instruct checkpoint has.
   chat_golden.json        two-turn prompts rendered by fastchat (llama-2-chat,
                           vicuna, as EAGLE's gen_ea_answer_*.py build them) and
                           by transformers' apply_chat_template with Meta's
@@ -211,6 +234,7 @@ def train():
     for n in ("sp_bytefallback", "sp_metaspace", "bytelevel_llama3"):
         t = Tokenizer.from_file(os.path.join(GOLD, n + ".json"))
         print(n, "vocab", t.get_vocab_size())
+    train_qwen2()
 
 
 # ---------------------------------------------------------------- goldens
@@ -263,7 +287,7 @@ def write_zst(name, obj):
     return path
 
 
-def golden_tokenizers_json(name, path, hard, turns, bench=True):
+def golden_tokenizers_json(name, path, hard, turns, bench=True, strings_file=None):
     from tokenizers import Tokenizer
     import tokenizers
     tok = Tokenizer.from_file(path)
@@ -279,6 +303,8 @@ def golden_tokenizers_json(name, path, hard, turns, bench=True):
                      "decode_skip": tok.decode(add, skip_special_tokens=True)})
     meta = {"tokenizer": os.path.relpath(path, ROOT), "fnv64": fnv64(path),
             "library": "tokenizers " + tokenizers.__version__, "hard": rows}
+    if strings_file:
+        meta["strings"] = strings_file
     if name == "sp_bytefallback":
         # LLaMA tokenizer classes: transformers' LlamaTokenizerFast rebuilds the
         # post-processor from add_bos_token / add_eos_token of tokenizer_config.json.
@@ -432,6 +458,297 @@ def golden():
     else:
         print("data/demo/target/tokenizer.json absent: demo goldens not written")
     golden_chat()
+    golden_qwen2()
+    golden_chat_qwen()
+
+
+# ---------------------------------------------------------------- Qwen2
+
+# Qwen2's pre-tokenizer regex (transformers' Qwen2Converter, the tokenizer.json
+# Qwen publishes): LLaMA-3's with every digit alone (\p{N}, not \p{N}{1,3}).
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+               r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+# Qwen2.5's chat_template: tokenizer.chat_template of qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+# (the 0.5b GGUF holds the same), i.e. Qwen2.5-*-Instruct's tokenizer_config.json.
+QWEN_GGUF = os.path.join(ROOT, "models", "download", "qwen", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+
+QWEN_CODE = [
+    "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n",
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n        self.items.append(x)\n",
+    "import os\nimport sys\n\n\ndef main() -> int:\n    print(sys.argv[1:], os.getcwd())\n    return 0\n\n\nif __name__ == '__main__':\n    sys.exit(main())\n",
+    "    for i, (k, v) in enumerate(sorted(d.items())):\n        if v is None:\n            continue\n        yield f\"{i:03d} {k!r}={v:.2f}\"\n",
+    "\tdef tabbed(self):\n\t\treturn [x for x in range(10) if x % 2 == 0]\n",
+    "@dataclass(frozen=True)\nclass Point:\n    x: float = 0.0\n    y: float = 0.0\n",
+    "try:\n    value = int(text)\nexcept ValueError as exc:  # not a number\n    raise SystemExit(f'bad: {exc}') from None\n",
+    "lambda x: x**2 + 3*x - 1  # quadratic\n",
+    "#include <stdio.h>\n\nint main(int argc, char **argv) {\n\tfor (int i = 0; i < argc; i++)\n\t\tprintf(\"%d: %s\\n\", i, argv[i]);\n\treturn 0;\n}\n",
+    "static inline uint32_t rotl(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }\n",
+    "struct node {\n    struct node *next;\n    int value;\n};\n\nvoid push(struct node **head, int v) {\n    struct node *n = malloc(sizeof *n);\n    n->value = v; n->next = *head; *head = n;\n}\n",
+    "#define MAX(a, b) ((a) > (b) ? (a) : (b))\n#ifdef DEBUG\n#  define LOG(...) fprintf(stderr, __VA_ARGS__)\n#endif\n",
+    "if (p != NULL && *p == '\\0') { return -EINVAL; } else if (x >= 0x7fffffff) { x = ~0u; }\n",
+    "const add = (a, b) => a + b;\nconsole.log(`sum: ${add(1, 2)}`);\n",
+    "function debounce(fn, ms) {\n  let t;\n  return (...args) => {\n    clearTimeout(t);\n    t = setTimeout(() => fn.apply(this, args), ms);\n  };\n}\n",
+    "export default async function handler(req, res) {\n  const { id } = req.query;\n  res.status(200).json({ id, ok: true });\n}\n",
+    "let xs = [1, 2, 3].map(x => x * 2).filter(x => x !== 4); // [2, 6]\n",
+    "fn main() {\n    let v: Vec<u64> = (1..=10).collect();\n    println!(\"{:?}\", v.iter().sum::<u64>());\n}\n",
+    "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello, 世界\")\n}\n",
+    "SELECT id, name FROM users WHERE age >= 18 AND name LIKE 'A%' ORDER BY id DESC LIMIT 10;\n",
+    "#!/bin/sh\nset -eu\nfor f in *.txt; do\n  wc -l \"$f\"\ndone 2>/dev/null | sort -n\n",
+    "<div class=\"row\">\n  <span id='x'>&nbsp;&lt;tag&gt;</span>\n</div>\n",
+    "{\n  \"name\": \"qwen\",\n  \"version\": \"2.5\",\n  \"layers\": [28, 24],\n  \"tied\": true\n}\n",
+    "    \n    \n\n    x = 1\n\t\n",
+    "a = 1\r\nb = 2\r\n\r\nprint(a + b)\r\n",
+    "x = {'a': 1, \"b\": [1, 2, 3], 'c': (4,)}  \t# trailing tab and spaces  \t \n",
+    "public static void main(String[] args) throws Exception {\n        System.out.println(args.length);\n    }\n",
+    "matrix = [[0] * 8 for _ in range(8)]\nmatrix[3][4] += 1_000_000\n",
+    "    return self._cache.setdefault(key, compute(key)) or None\n\n\n\n",
+    "# TODO(qwen): 100% coverage!!!\n# -*- coding: utf-8 -*-\n",
+    "assert f(2) == 4, 'f(2) should be 4'\nassert g('x') is not None\n",
+    "<|fim_prefix|>def add(a, b):\n    <|fim_suffix|>\n<|fim_middle|>return a + b",
+]
+
+QWEN_WORDS = ["the", "The", "THE", "qwen", "Qwen2.5", "token", "tokens", "coder", "_private", "__init__", "self",
+              "naïve", "café", "Straße", "ĳ", "ﬁle", "中文", "日本語", "한국어", "Ελληνικά", "русский", "עברית",
+              "العربية", "हिन्दी", "ไทย", "x", "a1b2", "camelCase", "snake_case", "SCREAMING_CASE", "kebab-case"]
+QWEN_PUNCT = ["(", ")", "[", "]", "{", "}", "::", "->", "=>", "==", "!=", "<=", ">=", "+=", "...", ";", ",", ".",
+              "!", "?", "#", "//", "/*", "*/", "\"", "'", "`", "@", "$", "%", "^", "&&", "||", "~", "…", "—", "「", "」"]
+QWEN_WS = [" ", "  ", "   ", "    ", "\t", "\t\t", "\n", "\n\n", "\r\n", "\r", " \n", "\n ", "  \n  ", "\u00a0",
+           "\u3000", "\u2003", "\u200b", "\x0b", "\x0c", "\u2028", "\u0085", " \t ", "\n\t"]
+QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+QWEN_CAPS = ["'Sam", "'LLama", "'Dave", "'Ted", "'Mary", "'REd", "'VEry", "'Dandy", "'Mom", "'Tea"]
+
+
+def chatml(msgs, gen=True):
+    s = "".join("<|im_start|>%s\n%s<|im_end|>\n" % m for m in msgs)
+    return s + ("<|im_start|>assistant\n" if gen else "")
+
+
+def qwen2_strings():
+    """The strings Qwen2's tokenizer is checked on (tests/golden/tokenizer/qwen2_strings.json):
+    the hard strings, code, digit runs, whitespace runs, Unicode that NFC changes,
+    contractions in mixed case, ChatML prompts, and seeded random mixes of all of them."""
+    import random, unicodedata
+    rnd = random.Random(2025)
+    s = list(hard_strings())
+    s += QWEN_CODE
+    # digits: Qwen2 cuts every digit alone (\p{N}: Nd, Nl and No)
+    s += ["7", "42", "123", "1234", "12345", "123456789012345678901234567890", "3.14159265358979", "-0.5e-10",
+          "1,234,567.89", "0xDEADBEEF", "0b1010_1010", "1_000_000", "v2.5.1-rc3", "2024-12-02T04:47:00Z",
+          "+86 10 1234 5678", "$1,000.00", "50%", "3/4", "x1y22z333", "abc123def", "a 1 b 22 c 333", " 2013",
+          "   2013", "\t2013", "\n2013", "１２３４５ full-width", "٠١٢٣٤٥٦٧٨٩ Arabic-Indic", "۱۲۳ Persian",
+          "०१२३ Devanagari", "Ⅻ Ⅳ ⅷ Roman", "½ ¾ ² ³ ¹ ⁴ ₅", "① ② ⑩ circled", "〇一二三", "𝟏𝟐𝟑 math digits",
+          "2²=4", "H₂O", "x = 10**9 + 7", "int a[1024][768];", "192.168.0.1:8080", "#ff00ff", "1e9+7"]
+    s += ["%d%s" % (n, w) for n, w in [(1, "st"), (2, "nd"), (3, "rd"), (4, "th"), (100, "px"), (16, "GB"), (2025, "年")]]
+    s += [str(rnd.randint(0, 10 ** rnd.randint(1, 25))) for _ in range(10)]
+    # whitespace runs: \s+(?!\S) leaves the last space to the next word
+    s += ["a b", "a  b", "a   b", "a    b", "a\tb", "a \tb", "a\t b", "a\n b", "a \nb", "a \n b", "a\r\nb", "a \r\n b",
+          "a\n\n\nb", "a\n \n \nb", "  a", "   a", "\ta", "\t\ta", "a  ", "a   ", "a\t", "a \t", "a\n", "a \n",
+          "a\n  ", "\n", "\n\n", "\r\n", "\r\n\r\n", "\r", "\r\r\n", " \n", "  \n  \n  ", "\t\n\t\n", "\x0b\x0c",
+          "a\u00a0\u00a0b", "a \u00a0b", "a\u3000\u3000b", "a\u2003 b", "x\u2028y", "x\u0085 y", "end.   ",
+          "end.\n\n   ", "   \n   x", "x  \n  y", "if x:\n\tpass\n", "  \t  \t", "word  word\tword\nword"]
+    s += [" " * k + "x" for k in (5, 8, 9, 16, 33)] + ["\t" * k + "x" for k in (3, 7)] + ["x" + " " * k for k in (5, 12)]
+    s += ["\n" * k for k in (3, 4, 7)] + ["\r\n" * 3 + "x", " \r\n" * 4]
+    # Unicode, NFC: composed and decomposed forms, mark order, singletons, exclusions, Hangul jamo
+    s += ["e\u0301", "E\u0301cole", "cafe\u0301", "nai\u0308ve", "A\u030Angstro\u0308m", "\u212Bngstr\u00f6m",
+          "\u2126 ohm", "K\u212a kelvin", "a\u0323\u0307", "a\u0307\u0323", "q\u0307\u0323", "o\u031b\u0301 Vie\u0323\u0302t",
+          "Tie\u0302\u0301ng Vie\u0323\u0302t co\u0301 da\u0302\u0301u", "\u0958\u0915\u093c", "\u0915\u093c", "\u0344",
+          "\u0340\u0341", "\u0374;\u037e", "\u1100\u1161\u11a8", "\u1100\u1161", "\u110b\u1167\u11bc\u1109\u1165\u11bc",
+          "\uac00\u11a8", "한\u1100\u1161", "\uf900\uf901 compat", "\u2000\u2001 spaces", "\u1e9b\u0323",
+          "\u0041\u030a\u0301", "\u00c5\u0301", "\u05e9\u05bc\u05c1", "\ufb2c", "\u0627\u0653", "\u0622",
+          "\u1f82 \u03b1\u0313\u0300\u0345", "\U0001d15e\U0001d15f", "\u0f73 \u0f71\u0f72", "\u09cb \u09c7\u09be",
+          "\u0061\u0328\u0301", "\u0105\u0301", "i\u0307\u0301", "Z\u0335\u0327\u0301", "n\u0303o\u0303",
+          "\u00f1 vs n\u0303", "Zalgo: Z\u0351\u036b\u0343a\u0310\u0352l\u0313g\u036do\u0335", "\u0301 leading mark",
+          "x\u200d\u0301", "\u3099\u304b\u3099\u304c", "\u30cf\u309a \u30d1", "\u0e01\u0e34\u0e4a", "\u1e0b\u0323",
+          "\u0390 \u03ca\u0301 \u03b9\u0308\u0301", "\u01d5 u\u0308\u0304", "\u1e69 s\u0323\u0307 s\u0307\u0323",
+          "\U0001f469\u200d\U0001f4bb", "\U0001f44d\U0001f3fd", "\U0001f1e8\U0001f1f3\U0001f1fa\U0001f1f8",
+          "❤️ ✈️ ☺︎", "🙂🙃😉", "emoji🦙in🚀words", "x\ufe0fy", "\U000e0041 tag", "\ufeffBOM", "\u00ad soft hyphen",
+          "𝓗𝓮𝓵𝓵𝓸 math letters", "ｆｕｌｌ ｗｉｄｔｈ", "ﬀ ﬁ ﬂ ligatures", "㍿ ㌔ squared", "Ⓐ ⓑ circled",
+          "مرحبا بالعالم", "שָׁלוֹם עוֹלָם", "سلام دنیا", "नमस्ते दुनिया", "ਸਤਿ ਸ੍ਰੀ ਅਕਾਲ", "வணக்கம்", "ສະບາຍດີ", "မင်္ဂလာပါ",
+          "Привет, мир!", "Γειά σου Κόσμε", "Բարեւ", "გამარჯობა", "こんにちは世界", "你好，世界！", "안녕하세요 세계",
+          "混合mixed文本text123数字", "全角：，。！？「」", "Ça va? Très bien. Où est l'hôtel?", "Łódź, Kraków, Gdańsk",
+          "İstanbul ıi Iİ", "ǅ ǈ ǋ titlecase", "ß ẞ SS", "Ǆemal", "ŉ", "ǰ", "ΐ ΰ", "ﬆ", "Å Å Å", "Ω Ω",
+          "\u1e9e\u00df", "\U00010400\U00010428 Deseret", "\U0001d400 bold A", "\U00020000 CJK ext B",
+          "\u0600\u0601 Arabic number signs", "a\u0300\u0301\u0302\u0303\u0304\u0305\u0306\u0307\u0308"]
+    for w in ["résumé", "Ångström", "Việt Nam", "Ελληνικά", "한국어", "がぎぐげご", "ṩ", "ǖ"]:
+        s += [unicodedata.normalize("NFD", w), unicodedata.normalize("NFD", w) + " " + w]
+    # contractions: (?i:'s|'t|'re|'ve|'m|'ll|'d) in every case
+    s += ["I'm", "I'M", "i'M", "you're", "YOU'RE", "You'Re", "we've", "WE'VE", "they'll", "THEY'LL", "They'Ll",
+          "he'd", "HE'D", "it's", "IT'S", "It'S", "don't", "DON'T", "Don'T", "'s", "'S", "'ll", "'LL", "'Ll",
+          "'t", "'T", "'re", "'RE", "'ve", "'VE", "'m", "'M", "'d", "'D", "'sa", "'Sa", "'st", "'lll", "'ss",
+          "y'all'd've", "Y'ALL'D'VE", "O'Neill's", "rock 'n' roll", "'tis", "ma'am", "l'homme", "aujourd'hui",
+          "'quoted'", "' s", "''s", "' 'll", "it’s curly", "IT’S", "can‘t", "x'S'LL'D", "'S'LL'D'T'M'RE'VE",
+          "He said 'Hello'", "'123", "'_x", "'中", "'é", "'e\u0301", "'ſ", "'K", "'\u212a"]
+    s += QWEN_CAPS + [w.lower() for w in QWEN_CAPS] + ["I" + w for w in QWEN_CAPS] + ["O" + w + "'S" for w in QWEN_CAPS[:4]]
+    # ChatML and specials (parsed as special tokens unless split_special)
+    conv = [("system", QWEN_SYSTEM), ("user", "Write a Python function that reverses a string.")]
+    s += [chatml(conv), chatml(conv[1:]), chatml(conv, gen=False),
+          chatml([("system", "You are a pirate."), ("user", "Hi"), ("assistant", "Arr!"), ("user", "Count to 5")]),
+          chatml([("user", "  spaces around  ")]), chatml([("user", "")]), chatml([("user", "中文问题：1+1=?")]),
+          chatml([("user", "```python\nprint('hi')\n```")]), chatml([("user", "<|im_end|> inside")]),
+          chatml([("system", ""), ("user", "x")]), chatml([("user", "a\r\nb\r\n")]),
+          "<|im_start|>assistant\ndef f():\n    return 1<|im_end|>\n<|endoftext|>",
+          "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|im_end|><|im_start|>", "<|im_start|><|im_start|>",
+          " <|im_start|> ", "\n<|im_end|>\n", "x<|endoftext|>y", "<|endoftext|><|endoftext|>", "<|im_start|>user",
+          "<|im_start", "im_start|>", "<|im_end|", "<||>", "<|IM_START|>", "< |im_start| >", "<|im_start|>>",
+          "<<|im_end|>", "<|endoftext|>\n\n", "  <|endoftext|>  ", "\t<|im_start|>\t", "<tool_call>", "</tool_call>",
+          "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", "<|fim_prefix|>", "<|file_sep|>x",
+          "<|repo_name|>c2t", "<|object_ref_start|>", "<|vision_start|><|image_pad|><|vision_end|>"]
+    s += [chatml([("user", rnd.choice(QWEN_CODE))]) for _ in range(4)]
+    # seeded random mixes
+    frags = QWEN_WORDS + QWEN_PUNCT + QWEN_WS + QWEN_SPECIAL + ["0", "1", "9", "42", "007", "'s", "'S", "'ll", "'LL",
+             "'d", "\u0301", "\u0308", "\u0323", "e\u0301", "\u1100", "\u1161", "\u11a8", "\U0001f680", "\u200d"]
+    for _ in range(160):
+        s.append("".join(rnd.choice(frags) for _ in range(rnd.randint(1, 24))))
+    for _ in range(40):
+        lines = [rnd.choice(["", " ", "    ", "\t", "        "]) + rnd.choice(rnd.choice(QWEN_CODE).split("\n"))
+                 for _ in range(rnd.randint(1, 6))]
+        s.append(rnd.choice(["\n", "\r\n"]).join(lines) + rnd.choice(["", "\n", "  ", "\n\n"]))
+    out, seen = [], set()
+    for x in s:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def train_qwen2():
+    """bytelevel_qwen2.json: a small byte-level BPE with exactly Qwen2's
+    normalizer (NFC), pre-tokenizer (Split with Qwen2's regex, Isolated, then
+    ByteLevel without regex), post-processor and decoder (ByteLevel), the
+    ChatML special tokens and one non-special added token, trained here.
+    The merges are learned on Qwen2's pieces and also on coarser ones (LLaMA-3's,
+    with digits in threes, and whole lines), so the vocabulary holds tokens
+    across Qwen2's cuts: a cut made differently (two digits together, a space
+    run split elsewhere, 'S case-sensitive) encodes differently."""
+    from tokenizers import Tokenizer, AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers.models import BPE
+    lines = corpus() + QWEN_CODE * 20 + [x for x in qwen2_strings() if "<|" not in x] * 3
+    nfc = normalizers.NFC()
+    qsplit = pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False)
+    l3split = pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False)
+    words = []
+    for i, line in enumerate(lines):
+        line = nfc.normalize_str(line)
+        words += [w for w, _ in qsplit.pre_tokenize_str(line)]
+        if i % 3 == 0:
+            words += [w for w, _ in l3split.pre_tokenize_str(line)]
+        if i % 7 == 0:
+            words.append(line)
+    # contractions glued to a capitalised word, as one coarse piece: Qwen2 cuts
+    # "'S" off "'Sam" only because its contraction group is case-insensitive
+    words += QWEN_CAPS * 300
+    tok = Tokenizer(BPE(dropout=None, unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
+                        fuse_unk=False, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)   # each item one word
+    tr = trainers.BpeTrainer(vocab_size=4000, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                             special_tokens=[])
+    tok.train_from_iterator(words, tr)
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        qsplit, pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok.add_special_tokens([AddedToken(x, normalized=False, special=True) for x in QWEN_SPECIAL])
+    tok.add_tokens([AddedToken("<tool_call>", normalized=False, special=False)])   # as in Qwen2.5's added tokens
+    path = os.path.join(GOLD, "bytelevel_qwen2.json")
+    j = json.loads(tok.to_str())
+    j["pre_tokenizer"]["pretokenizers"][1]["trim_offsets"] = False      # as Qwen's tokenizer.json has it (ids unaffected)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False)
+    t = Tokenizer.from_file(path)
+    vocab = t.get_vocab()
+    print("bytelevel_qwen2 vocab", t.get_vocab_size(), "merges", len(j["model"]["merges"]),
+          "multi-digit tokens", sum(1 for k in vocab if len(k) > 1 and k.isdigit()))
+
+
+def nfc_strings(n=1500, seed=15):
+    """Seeded random runs of marks, letters with decompositions, Hangul jamo and
+    syllables, and characters NFC replaces: [text, NFC as tokenizers computes it]."""
+    import random, unicodedata as ud
+    from tokenizers import normalizers
+    nfc = normalizers.NFC()
+    cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    marks = [c for c in cps if ud.combining(chr(c))]
+    decomposable = [c for c in cps if ud.decomposition(chr(c)) and not ud.decomposition(chr(c)).startswith("<")]
+    hangul = list(range(0x1100, 0x1113)) + list(range(0x1161, 0x1176)) + list(range(0x11A7, 0x11C3)) + \
+        [0xAC00, 0xAC01, 0xAC1C, 0xD7A3, 0xD7A4]
+    rnd = random.Random(seed)
+    pool = marks + decomposable + hangul + [ord(x) for x in "aeiouAEOUnsSzZ 1"]
+    out = []
+    for _ in range(n):
+        t = "".join(chr(rnd.choice(pool)) for _ in range(rnd.randint(1, 7)))
+        out.append([t, nfc.normalize_str(t)])
+    return out
+
+
+def golden_qwen2():
+    strings = qwen2_strings()
+    write_json("qwen2_strings.json", strings)
+    golden_tokenizers_json("bytelevel_qwen2", os.path.join(GOLD, "bytelevel_qwen2.json"), strings, [], bench=False,
+                           strings_file="qwen2_strings.json")
+    # NFC on its own: the tokenizer's decode of its ids is the normalized text
+    path = os.path.join(GOLD, "expected_bytelevel_qwen2.json")
+    meta = json.load(open(path, encoding="utf-8"))
+    meta["nfc"] = nfc_strings()
+    write_json("expected_bytelevel_qwen2.json", meta)
+    changed = sum(1 for a, b in meta["nfc"] if a != b)
+    print("bytelevel_qwen2: %d strings; %d NFC texts (%d changed by NFC)" % (len(strings), len(meta["nfc"]), changed))
+
+
+def qwen_template():
+    """Qwen2.5's chat_template: from the GGUF when it is here, else the one the golden holds."""
+    if os.path.exists(QWEN_GGUF):
+        import gguf
+        r = gguf.GGUFReader(QWEN_GGUF)
+        return r.fields["tokenizer.chat_template"].contents()
+    return json.load(open(os.path.join(GOLD, "chat_qwen_golden.json"), encoding="utf-8"))["chat_template"]
+
+
+def golden_chat_qwen():
+    """chat_qwen_golden.json: prompts transformers' apply_chat_template renders
+    with Qwen2.5's chat_template (add_generation_prompt=True) on the project's
+    conversations, default system message and an explicit one, and their ids
+    on bytelevel_qwen2.json; the tokenizer_config.json / generation_config.json
+    a Qwen2.5-Instruct checkpoint has, with this tokenizer's ids."""
+    import transformers
+    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer
+    tmpl = qwen_template()
+    assert QWEN_SYSTEM in tmpl
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(GOLD, "bytelevel_qwen2.json")),
+                                  eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok.chat_template = tmpl
+    rows = []
+    for conv in CONVERSATIONS:
+        users, answers = conv["user"], conv["assistant"]
+        for system in (None, "You are a pirate. Answer in one sentence."):
+            for k in range(1, len(users) + 1):
+                msgs = [{"role": "system", "content": system}] if system else []
+                for j in range(k):
+                    msgs.append({"role": "user", "content": users[j]})
+                    if j < k - 1:
+                        msgs.append({"role": "assistant", "content": answers[j]})
+                prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+                ids = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True)
+                assert ids == tok(prompt, add_special_tokens=False).input_ids
+                rows.append({"system": system, "user": users[:k], "assistant": answers[:k - 1], "prompt": prompt,
+                             "ids": ids})
+    # Qwen2.5-*-Instruct's tokenizer_config.json / generation_config.json, ids of this tokenizer
+    cfg = {"add_bos_token": False, "add_prefix_space": False, "bos_token": None, "eos_token": "<|im_end|>",
+           "pad_token": "<|endoftext|>", "unk_token": None, "clean_up_tokenization_spaces": False,
+           "model_max_length": 32768, "split_special_tokens": False, "tokenizer_class": "Qwen2Tokenizer",
+           "chat_template": tmpl}
+    gen = {"bos_token_id": tok.convert_tokens_to_ids("<|endoftext|>"),
+           "eos_token_id": [tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")],
+           "pad_token_id": tok.convert_tokens_to_ids("<|endoftext|>")}
+    write_json("chat_qwen_golden.json", {
+        "source": "transformers %s apply_chat_template(add_generation_prompt=True) with Qwen2.5's chat_template "
+                  "(tokenizer.chat_template of qwen2.5-coder-1.5b-instruct-q4_k_m.gguf); ids: bytelevel_qwen2.json"
+                  % transformers.__version__,
+        "default_system": QWEN_SYSTEM, "chat_template": tmpl, "tokenizer_config": cfg, "generation_config": gen,
+        "prompts": rows})
+    print("chat qwen: %d rendered prompts" % len(rows))
 
 
 # ---------------------------------------------------------------- speed
@@ -468,7 +785,8 @@ def speed(args):
 FUZZ_ALPHABET = list("abcdeXYZ 0123456789.,;:!?'\"-_()[]{}<>/\\|@#$%^&*+=~`\t\n\r") + [
     "  ", "   ", "\n\n", "'s", "'S", "'ll", "<s>", "</s>", "<unk>", "<|eot_id|>", "<|begin_of_text|>", "<lstrip>",
     "<rstrip>", "<word>", "<norm>", "▁", "Ġ", "é", "中", "文", "🦙", "👩\u200d👧", "\u00a0", "\u3000", "\u2028", "\u0085",
-    "\u200b", "ſ", "K", "Ω", "ß", "İ", "\u0301", "١٢٣", "๑", "Ⅻ", "½", "²", " <s> ", "\x0b", "\x0c", "\x1c"]
+    "\u200b", "ſ", "K", "Ω", "ß", "İ", "\u0301", "١٢٣", "๑", "Ⅻ", "½", "²", " <s> ", "\x0b", "\x0c", "\x1c",
+    "<|im_start|>", "<|im_end|>", "<|endoftext|>", "\u0308", "\u0323", "\u1100", "\u1161", "\u11a8", "Å", "'Sam"]
 
 
 def run_cli(tokpath, args, lines):
@@ -495,7 +813,8 @@ def fuzz(args):
         for i in bad[:3]:
             print("    %r\n    expected %r\n    got      %r" % (texts[i], exp[i], got[i]))
 
-    paths = [(n, os.path.join(GOLD, n + ".json")) for n in ("sp_bytefallback", "sp_metaspace", "bytelevel_llama3")]
+    paths = [(n, os.path.join(GOLD, n + ".json")) for n in ("sp_bytefallback", "sp_metaspace", "bytelevel_llama3",
+                                                            "bytelevel_qwen2")]
     if os.path.exists(DEMO):
         paths.append(("demo", DEMO))
     for name, path in paths:
@@ -554,6 +873,124 @@ def golden_chatml(ckpt):
     print("chatml: %d rendered prompts" % len(rows))
 
 
+# ---------------------------------------------------------------- NFC tables
+
+NFC_HEADER = os.path.join(ROOT, "infer", "text", "nfc_data.h")
+
+
+def nfc_tables():
+    """infer/text/nfc_data.h: the Unicode data infer/text/nfc.c needs for NFC,
+    as tokenizers' own NFC sees it.  The tokenizers library (0.20.3) carries
+    older Unicode tables (unicode-normalization-alignments) than Python's
+    unicodedata, so every value is checked against tokenizers itself:
+    decompositions are its NFD of each code point, a combining class is
+    Python's only where tokenizers reorders the mark the same way (a mark
+    it does not know is a starter, class 0), a composition pair is kept only
+    where its NFC composes it."""
+    import unicodedata as ud
+    import tokenizers
+    from tokenizers import normalizers
+    nfc, nfd = normalizers.NFC(), normalizers.NFD()
+    HS, HE = 0xAC00, 0xAC00 + 11172
+    cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    # full canonical decompositions (Hangul syllables are done by the algorithm)
+    decomp = {}
+    for c in cps:
+        d = nfd.normalize_str(chr(c))
+        if d != chr(c):
+            if HS <= c < HE:
+                continue
+            decomp[c] = [ord(x) for x in d]
+    # combining classes: Python's, for the marks tokenizers orders alike
+    refs = [0x0300, 0x0316, 0x0334, 0x0345, 0x05B0, 0x093C, 0x094D]       # classes 230 220 1 240 10 7 9
+
+    def same(s):
+        return nfd.normalize_str(s) == ud.normalize("NFD", s) and nfc.normalize_str(s) == ud.normalize("NFC", s)
+    ccc, unknown = {}, []
+    for c in cps:
+        k = ud.combining(chr(c))
+        if not k:
+            continue
+        if all(same("a" + chr(c) + chr(r)) and same("a" + chr(r) + chr(c)) for r in refs):
+            ccc[c] = k
+        else:
+            # tokenizers does not know it: a starter, never reordered
+            for r in refs:
+                s = "a" + chr(r) + chr(c)
+                assert nfd.normalize_str(s) == s, "U+%04X: neither Python's class nor a starter" % c
+            unknown.append(c)
+    # composition pairs: primary composites (decomposable, NFC keeps them) of two code points
+    comp = []
+    for c, d in decomp.items():
+        m = ud.decomposition(chr(c))
+        if not m or m.startswith("<") or nfc.normalize_str(chr(c)) != chr(c):
+            continue
+        pair = [int(x, 16) for x in m.split()]
+        if len(pair) != 2:
+            continue
+        assert nfc.normalize_str(chr(pair[0]) + chr(pair[1])) == chr(c), "U+%04X" % c
+        comp.append((pair[0], pair[1], c))
+    comp.sort()
+    seconds = {b for _, b, _ in comp} | set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    # code points that can make a text non-NFC: marks, what NFC changes, second halves of pairs
+    unsafe = sorted(set(ccc) | {c for c in decomp if nfc.normalize_str(chr(c)) != chr(c)} | seconds)
+    assert unsafe[0] >= 0x300
+
+    def ranges(points, val=None):
+        out = []
+        for c in points:
+            v = val(c) if val else None
+            if out and out[-1][1] == c - 1 and out[-1][2] == v:
+                out[-1][1] = c
+            else:
+                out.append([c, c, v])
+        return out
+    L = []
+    L.append("/* Generated by tools/golden/tokenizer_oracle.py nfc: do not edit.")
+    L.append(" * NFC data as tokenizers %s's NFC normalizer sees it: Python %s's unicodedata" %
+             (tokenizers.__version__, ud.unidata_version))
+    L.append(" * (Unicode %s) checked code point by code point against tokenizers, whose" % ud.unidata_version)
+    L.append(" * own tables are older: %d marks it does not know are starters here." % len(unknown))
+    L.append(" * %d decompositions, %d combining-class ranges, %d composition pairs. */" %
+             (len(decomp), len(ranges(sorted(ccc), ccc.get)), len(comp)))
+    L.append("#ifndef C2T_TEXT_NFC_DATA_H\n#define C2T_TEXT_NFC_DATA_H\n#include <stdint.h>\n")
+    L.append("/* [lo, hi] ranges of code points that may make a text change under NFC */")
+    rs = ranges(unsafe)
+    L.append("static const uint32_t nfc_unsafe[%d][2] = {" % len(rs))
+    for i in range(0, len(rs), 6):
+        L.append("    " + " ".join("{0x%04X, 0x%04X}," % (a, b) for a, b, _ in rs[i:i + 6]))
+    L.append("};\n")
+    rs = ranges(sorted(ccc), ccc.get)
+    L.append("/* canonical combining classes: {lo, hi, class} */")
+    L.append("static const uint32_t nfc_ccc[%d][3] = {" % len(rs))
+    for i in range(0, len(rs), 5):
+        L.append("    " + " ".join("{0x%04X, 0x%04X, %d}," % (a, b, v) for a, b, v in rs[i:i + 5]))
+    L.append("};\n")
+    keys = sorted(decomp)
+    pool, idx = [], []
+    for c in keys:
+        idx.append((c, len(pool), len(decomp[c])))
+        pool += decomp[c]
+    L.append("/* full canonical decompositions: {code point, offset in nfc_decomp_pool, length} */")
+    L.append("static const uint32_t nfc_decomp[%d][3] = {" % len(idx))
+    for i in range(0, len(idx), 5):
+        L.append("    " + " ".join("{0x%04X, %d, %d}," % e for e in idx[i:i + 5]))
+    L.append("};")
+    L.append("static const uint32_t nfc_decomp_pool[%d] = {" % len(pool))
+    for i in range(0, len(pool), 10):
+        L.append("    " + " ".join("0x%04X," % x for x in pool[i:i + 10]))
+    L.append("};\n")
+    L.append("/* canonical compositions: {first, second, composite}, sorted */")
+    L.append("static const uint32_t nfc_comp[%d][3] = {" % len(comp))
+    for i in range(0, len(comp), 5):
+        L.append("    " + " ".join("{0x%04X, 0x%04X, 0x%04X}," % e for e in comp[i:i + 5]))
+    L.append("};\n#endif")
+    with open(NFC_HEADER, "w") as f:
+        f.write("\n".join(L) + "\n")
+    print("%s: %d decompositions, %d classes, %d pairs, %d unsafe ranges" %
+          (os.path.relpath(NFC_HEADER, ROOT), len(decomp), len(ccc), len(comp), len(ranges(unsafe))))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd")
@@ -568,8 +1005,18 @@ def main():
     fz = sub.add_parser("fuzz")
     fz.add_argument("--n", type=int, default=3000)
     fz.add_argument("--seed", type=int, default=1)
+    sub.add_parser("nfc", help="infer/text/nfc_data.h: NFC tables checked against tokenizers")
+    qw = sub.add_parser("qwen2", help="only Qwen2's: bytelevel_qwen2 goldens and chat_qwen_golden.json")
+    qw.add_argument("--train", action="store_true", help="retrain bytelevel_qwen2.json first")
     a = ap.parse_args()
-    if a.cmd == "train":
+    if a.cmd == "nfc":
+        nfc_tables()
+    elif a.cmd == "qwen2":
+        if a.train:
+            train_qwen2()
+        golden_qwen2()
+        golden_chat_qwen()
+    elif a.cmd == "train":
         train()
     elif a.cmd == "speed":
         speed(a)
