@@ -9,7 +9,9 @@
  *   llama-3-instruct  transformers 4.46 apply_chat_template with Meta's
  *                 Llama-3-Instruct chat_template, add_generation_prompt=True
  *                 (EAGLE gen_ea_answer_llama3chat.py).
- * i.e. the formats users run in the EAGLE evaluation scripts.  Benchmark
+ * i.e. the formats users run in the EAGLE evaluation scripts; and chatml
+ * against transformers with SmolLM2's and Qwen2.5's chat_templates
+ * (chat_chatml_golden.json, chat_qwen_golden.json).  Benchmark
  * prompt ids (chat_bench_ids.json.zst) come from transformers' LlamaTokenizer
  * on ../shared's LLaMA-2 tokenizer.model and from the `tokenizers` library on
  * bytelevel_llama3.json; those tests SKIP without ../shared. */
@@ -116,6 +118,147 @@ static void test_chatml_golden(void) {
         CHECK(has_im_end, "<|im_end|> does not stop a chatml answer");
         tokenizer_free(tok);
     }
+    cJSON_Delete(g);
+}
+
+/* A checkpoint-like folder: tokenizer.json (a link to tok_json) with the
+ * given tokenizer_config.json and generation_config.json (NULL: none). */
+static char *tok_dir(const char *tok_json, const cJSON *cfg, const cJSON *gen) {
+    char tmpl[] = "/tmp/c2t_chat_XXXXXX";
+    if (!mkdtemp(tmpl)) return NULL;
+    char *d = xstrdup(tmpl);
+    char *src = realpath(tok_json, NULL), *dst = path_join(d, "tokenizer.json");
+    if (!src || symlink(src, dst)) { free(src); free(dst); free(d); return NULL; }
+    free(src); free(dst);
+    const char *names[] = {"tokenizer_config.json", "generation_config.json"};
+    const cJSON *objs[] = {cfg, gen};
+    for (int i = 0; i < 2; i++) {
+        if (!objs[i]) continue;
+        char *p = path_join(d, names[i]), *txt = cJSON_Print(objs[i]);
+        write_file(p, txt);
+        free(p); free(txt);
+    }
+    return d;
+}
+
+static void rm_dir(char *d) {
+    const char *names[] = {"tokenizer.json", "tokenizer_config.json", "generation_config.json"};
+    for (int i = 0; i < 3; i++) { char *p = path_join(d, names[i]); unlink(p); free(p); }
+    rmdir(d);
+    free(d);
+}
+
+static int has_id(const int32_t *v, int n, int32_t id) {
+    for (int i = 0; i < n; i++) if (v[i] == id) return 1;
+    return 0;
+}
+
+/* Qwen2.5's chat_template (tools/golden/tokenizer_oracle.py qwen2): prompts
+ * and ids as transformers' apply_chat_template(add_generation_prompt=True)
+ * gives them on bytelevel_qwen2.json with Qwen2.5-Instruct's
+ * tokenizer_config.json; the default system message read from the template
+ * ("You are Qwen, ..."), SmolLM2's still its own; generation stops at
+ * <|im_end|> and <|endoftext|> (generation_config.json).  On the converted
+ * Qwen2.5-Coder (make qwen), when it is there: the template guessed, its
+ * default system message, the prompts' text and the stop ids. */
+#define QWEN_DIR "models/qwen2.5-coder-1.5b-instruct"
+static void test_chat_qwen(void) {
+    cJSON *g = read_json_file(GOLD "chat_qwen_golden.json");
+    REQUIRE(g, "%s", err_get());
+    const char *qsys = cJSON_GetObjectItem(g, "default_system")->valuestring;
+    char *d = tok_dir(GOLD "bytelevel_qwen2.json", cJSON_GetObjectItem(g, "tokenizer_config"),
+                      cJSON_GetObjectItem(g, "generation_config"));
+    REQUIRE(d, "temporary checkpoint folder");
+    Tokenizer *tok = tokenizer_load(d);
+    REQUIRE(tok, "%s", err_get());
+    ChatTemplate t;
+    char why[256];
+    CHECK(chat_template_guess(tok, d, &t, why, sizeof why) == 0 && t == CHAT_CHATML, "Qwen2.5's template not guessed as chatml: %s", why);
+    char *sys = chat_template_system(tok, CHAT_CHATML);
+    CHECK(!strcmp(sys, qsys), "default system from Qwen2.5's template: \"%s\"", sys);
+    free(sys);
+    const cJSON *row;
+    int n = 0;
+    long nids = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
+        const char *s, **u, **a;
+        int nu, na;
+        free(render_row(row, CHAT_CHATML, &s, &u, &nu, &a, &na));
+        char *p = chat_render_tok(tok, CHAT_CHATML, s, u, a, nu);
+        const char *exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
+        CHECK(!strcmp(p, exp), "qwen prompt %d (%d turns, system %s):\nexpected \"%s\"\n     got \"%s\"", n, nu,
+              s ? "given" : "default", exp, p);
+        int32_t *ids;
+        size_t k;
+        REQUIRE(chat_encode(tok, CHAT_CHATML, s, u, a, nu, &ids, &k) == 0, "%s", err_get());
+        CHECK(same_ids(cJSON_GetObjectItem(row, "ids"), ids, k), "qwen prompt %d: ids differ (%zu ids, expected %d)", n, k,
+              cJSON_GetArraySize(cJSON_GetObjectItem(row, "ids")));
+        nids += (long)k;
+        free(ids); free(p); free(u); free(a);
+        n++;
+    }
+    CHECK(n >= 10, "only %d qwen prompts", n);
+    int32_t stop[8];
+    int ns = chat_stop_ids(tok, CHAT_CHATML, stop, 8);
+    CHECK(has_id(stop, ns, tokenizer_token_to_id(tok, "<|im_end|>")) && has_id(stop, ns, tokenizer_token_to_id(tok, "<|endoftext|>")),
+          "qwen stop ids: %d ids, <|im_end|> and <|endoftext|> expected", ns);
+    tokenizer_free(tok);
+    rm_dir(d);
+    /* SmolLM2's template keeps its own default; a chatml template that writes
+     * none has none; without a template chatml's default is SmolLM2's */
+    cJSON *sg = read_json_file(GOLD "chat_chatml_golden.json");
+    REQUIRE(sg, "%s", err_get());
+    const char *tmpls[] = {cJSON_GetObjectItem(sg, "chat_template")->valuestring,
+                           "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}",
+                           NULL};
+    const char *want[] = {chat_default_system(CHAT_CHATML), "", chat_default_system(CHAT_CHATML)};
+    for (int i = 0; i < 3; i++) {
+        cJSON *cfg = cJSON_CreateObject();
+        cJSON_AddStringToObject(cfg, "eos_token", "<|im_end|>");
+        if (tmpls[i]) cJSON_AddStringToObject(cfg, "chat_template", tmpls[i]);
+        d = tok_dir(GOLD "bytelevel_qwen2.json", cfg, NULL);
+        REQUIRE(d, "temporary checkpoint folder");
+        tok = tokenizer_load(d);
+        REQUIRE(tok, "%s", err_get());
+        sys = chat_template_system(tok, CHAT_CHATML);
+        CHECK(!strcmp(sys, want[i]), "template %d: default system \"%s\", expected \"%s\"", i, sys, want[i]);
+        free(sys);
+        int32_t st[8];
+        CHECK(chat_stop_ids(tok, CHAT_CHATML, st, 8) == 1, "no generation_config.json: <|im_end|> alone stops");
+        tokenizer_free(tok);
+        rm_dir(d);
+        cJSON_Delete(cfg);
+    }
+    CHECK(!strcmp(chat_default_system(CHAT_CHATML), "You are a helpful AI assistant named SmolLM, trained by Hugging Face"),
+          "chatml's own default changed");
+    cJSON_Delete(sg);
+    printf("# qwen chat template: %d prompts (%ld ids) as transformers renders them\n", n, nids);
+    /* the converted Qwen2.5-Coder */
+    if (file_exists(QWEN_DIR "/tokenizer.json")) {
+        tok = tokenizer_load(QWEN_DIR);
+        REQUIRE(tok, "%s", err_get());
+        CHECK(chat_template_guess(tok, QWEN_DIR, &t, why, sizeof why) == 0 && t == CHAT_CHATML, QWEN_DIR ": %s", why);
+        sys = chat_template_system(tok, CHAT_CHATML);
+        CHECK(!strcmp(sys, qsys), QWEN_DIR ": default system \"%s\"", sys);
+        free(sys);
+        int k = 0;
+        cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "prompts")) {
+            const char *s, **u, **a;
+            int nu, na;
+            free(render_row(row, CHAT_CHATML, &s, &u, &nu, &a, &na));
+            char *p = chat_render_tok(tok, CHAT_CHATML, s, u, a, nu);
+            CHECK(!strcmp(p, cJSON_GetObjectItem(row, "prompt")->valuestring), QWEN_DIR ": prompt %d differs", k);
+            free(p); free(u); free(a);
+            k++;
+        }
+        int32_t st[8];
+        ns = chat_stop_ids(tok, CHAT_CHATML, st, 8);
+        CHECK(has_id(st, ns, 151645) && has_id(st, ns, 151643),
+              QWEN_DIR ": generation must stop at <|im_end|> 151645 and <|endoftext|> 151643 (generation_config.json "
+              "eos_token_id [151645, 151643], as Qwen publishes it); stop ids here: %d", ns);
+        tokenizer_free(tok);
+        printf("# %s: template, default system, %d prompts and stop ids checked\n", QWEN_DIR, k);
+    } else printf("# %s absent (make qwen): the converted model's template not checked\n", QWEN_DIR);
     cJSON_Delete(g);
 }
 
@@ -379,6 +522,7 @@ static void test_cli_chat(void) {
 int main(void) {
     RUN(test_chat_golden_prompts);
     RUN(test_chatml_golden);
+    RUN(test_chat_qwen);
     RUN(test_chat_bench_ids);
     RUN(test_chat_names);
     RUN(test_chat_guess);

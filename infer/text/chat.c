@@ -23,8 +23,20 @@ static const char *VICUNA_SYSTEM =
     "The assistant gives helpful, detailed, and polite answers to the user's questions.";
 
 /* The system message SmolLM2-Instruct's chat_template inserts when the
- * conversation has none. */
+ * conversation has none: chatml's default when the tokenizer has no
+ * chat_template to read another one from (chat_template_system). */
 static const char *SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
+typedef struct { char *v; size_t n, cap; } SB;
+static void sb_add(SB *b, const char *s) {
+    size_t l = strlen(s);
+    if (b->n + l + 1 > b->cap) {
+        while (b->n + l + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 256;
+        b->v = xrealloc(b->v, b->cap);
+    }
+    memcpy(b->v + b->n, s, l + 1);
+    b->n += l;
+}
 
 int chat_template_parse(const char *name, ChatTemplate *out) {
     static const struct { const char *n; ChatTemplate t; } names[] = {
@@ -59,6 +71,56 @@ const char *chat_default_system(ChatTemplate t) {
 }
 
 int chat_add_special(ChatTemplate t) { return t != CHAT_LLAMA3 && t != CHAT_CHATML; }
+
+/* The system message a chatml chat_template writes when the conversation
+ * has none: the text of a string literal '<|im_start|>system\n TEXT
+ * <|im_end|>' in the template's source (SmolLM2's "You are a helpful AI
+ * assistant named SmolLM, ...", Qwen2.5's "You are Qwen, created by Alibaba
+ * Cloud. ..."); a literal that ends before <|im_end|> (Qwen2.5's
+ * '<|im_start|>system\n' + messages[0]['content'] + ...) is the
+ * conversation's own.  Jinja's escapes \n \t \r \\ \' \" are undone.  NULL
+ * when the template has no such literal. */
+static char *chatml_template_system(const char *ct) {
+    static const char tag[] = "<|im_start|>system";
+    for (const char *p = strstr(ct, tag); p; p = strstr(p + 1, tag)) {
+        /* the quote that opened the literal: the nearest one before the tag */
+        const char *q = p;
+        while (q > ct && q[-1] != '\'' && q[-1] != '"') q--;
+        if (q == ct) continue;
+        char quote = q[-1];
+        const char *r = p + sizeof tag - 1;
+        if (*r == '\n') r++;
+        else if (r[0] == '\\' && r[1] == 'n') r += 2;
+        else continue;
+        SB b = {0};
+        sb_add(&b, "");
+        int ok = 0;
+        while (*r) {
+            if (!strncmp(r, "<|im_end|>", 10)) { ok = 1; break; }
+            if (*r == quote) break;
+            char c[2] = {*r, 0};
+            if (*r == '\\' && r[1]) {
+                r++;
+                c[0] = *r == 'n' ? '\n' : *r == 't' ? '\t' : *r == 'r' ? '\r' : *r;
+                if (!strchr("ntr\\'\"", *r)) { sb_add(&b, "\\"); c[0] = *r; }
+            }
+            sb_add(&b, c);
+            r++;
+        }
+        if (ok && b.n) return b.v;
+        free(b.v);
+    }
+    return NULL;
+}
+
+char *chat_template_system(const Tokenizer *tok, ChatTemplate t) {
+    const char *ct = tok ? tokenizer_chat_template(tok) : NULL;
+    if (t == CHAT_CHATML && ct) {
+        char *s = chatml_template_system(ct);
+        return s ? s : xstrdup("");
+    }
+    return xstrdup(chat_default_system(t));
+}
 
 static char *lower_dup(const char *s) {
     char *d = xstrdup(s ? s : "");
@@ -156,17 +218,6 @@ char *chat_py_strip(const char *s) {
 }
 
 /* ---- rendering ---- */
-typedef struct { char *v; size_t n, cap; } SB;
-static void sb_add(SB *b, const char *s) {
-    size_t l = strlen(s);
-    if (b->n + l + 1 > b->cap) {
-        while (b->n + l + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 256;
-        b->v = xrealloc(b->v, b->cap);
-    }
-    memcpy(b->v + b->n, s, l + 1);
-    b->n += l;
-}
-
 char *chat_render(ChatTemplate t, const char *system, const char *const *user,
                   const char *const *assistant, int n_user) {
     SB b = {0};
@@ -251,23 +302,37 @@ char *chat_render(ChatTemplate t, const char *system, const char *const *user,
     return b.v;
 }
 
+char *chat_render_tok(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
+                      const char *const *assistant, int n_user) {
+    if (system) return chat_render(t, system, user, assistant, n_user);
+    char *sys = chat_template_system(tok, t);
+    char *p = chat_render(t, sys, user, assistant, n_user);
+    free(sys);
+    return p;
+}
+
 int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
                 const char *const *assistant, int n_user, int32_t **ids, size_t *n) {
-    char *p = chat_render(t, system, user, assistant, n_user);
+    char *p = chat_render_tok(tok, t, system, user, assistant, n_user);
     int rc = tokenizer_encode(tok, p, chat_add_special(t), ids, n);
     free(p);
     return rc;
 }
 
 int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max) {
-    int32_t cand[3] = {tokenizer_eos_id(tok), -1, -1};
+    int32_t cand[3 + 8];
+    for (int i = 0; i < 3 + 8; i++) cand[i] = -1;
+    cand[0] = tokenizer_eos_id(tok);
     if (t == CHAT_LLAMA3) {
         cand[1] = tokenizer_token_to_id(tok, "<|eot_id|>");
         cand[2] = tokenizer_token_to_id(tok, "<|end_of_text|>");
     }
     if (t == CHAT_CHATML) cand[1] = tokenizer_token_to_id(tok, "<|im_end|>");
+    const int32_t *gen;
+    int ng = tokenizer_generation_eos(tok, &gen);
+    for (int i = 0; i < ng && i < 8; i++) cand[3 + i] = gen[i];
     int k = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 + 8; i++) {
         if (cand[i] < 0) continue;
         int dup = 0;
         for (int j = 0; j < k; j++) if (out[j] == cand[i]) dup = 1;

@@ -13,9 +13,11 @@
  *                     system prompt; encoded with bos.
  *   chatml            <|im_start|>role\n...<|im_end|>\n per message and
  *                     <|im_start|>assistant\n to answer, as SmolLM2-Instruct's
- *                     tokenizer_config chat_template renders it, including its
- *                     default system message when none is given; encoded
- *                     without adding specials (the template writes them).
+ *                     and Qwen2.5-Instruct's tokenizer_config chat_templates
+ *                     render it, including the default system message the
+ *                     template writes when none is given (read from the
+ *                     template: chat_template_system); encoded without adding
+ *                     specials (the template writes them).
  *
  * Multi-turn as in EAGLE: the prompt for turn k holds user turns 1..k and the
  * model's own answers to turns 1..k-1. */
@@ -48,22 +50,33 @@ int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplat
                         char *why, size_t whylen);
 
 /* EAGLE's system prompt for llama-2/3, fastchat's for vicuna, SmolLM2's for
- * chatml, "" for none. */
+ * chatml, "" for none: the defaults when there is no tokenizer to ask. */
 const char *chat_default_system(ChatTemplate t);
+/* The default system prompt of template t for this tokenizer: for chatml,
+ * the system message its tokenizer_config chat_template writes when the
+ * conversation has none (SmolLM2's, Qwen2.5's "You are Qwen, created by
+ * Alibaba Cloud. You are a helpful assistant.", "" when the template writes
+ * none); chat_default_system(t) otherwise and when tok has no
+ * chat_template.  A fresh string (free it). */
+char *chat_template_system(const Tokenizer *tok, ChatTemplate t);
 
 /* Renders the prompt for turn n_user: user[0..n_user) and the model's
  * answers assistant[0..n_user-1).  system NULL = the template's default,
  * "" = no system prompt.  Returns a fresh string (free it). */
 char *chat_render(ChatTemplate t, const char *system, const char *const *user,
                   const char *const *assistant, int n_user);
+/* chat_render with system NULL meaning chat_template_system(tok, t). */
+char *chat_render_tok(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
+                      const char *const *assistant, int n_user);
 /* Whether the rendered prompt is encoded with add_special_tokens. */
 int chat_add_special(ChatTemplate t);
-/* Renders and encodes; *ids fresh (free it).  Returns 0 / -1. */
+/* Renders (chat_render_tok) and encodes; *ids fresh (free it).  Returns 0 / -1. */
 int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
                 const char *const *assistant, int n_user, int32_t **ids, size_t *n);
 
 /* Token ids that end the model's answer: eos, <|eot_id|> for llama-3,
- * <|im_end|> for chatml.
+ * <|im_end|> for chatml, and generation_config.json's eos_token_id(s)
+ * (Qwen2.5-Instruct: <|im_end|> and <|endoftext|>).
  * Returns how many were written to out (at most max). */
 int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max);
 

@@ -217,6 +217,7 @@ int tokenizer_adds_eos(const Tokenizer *t) {
     return 0;
 }
 const char *tokenizer_chat_template(const Tokenizer *t) { return t->chat_template; }
+int tokenizer_generation_eos(const Tokenizer *t, const int32_t **ids) { *ids = t->gen_eos; return t->n_gen_eos; }
 int tokenizer_clean_up_spaces(const Tokenizer *t) { return t->clean_up_spaces; }
 const char *tokenizer_special_name(const Tokenizer *t, const char *which) {
     if (!strcmp(which, "bos")) return t->name_bos ? t->name_bos : tokenizer_id_to_token(t, t->bos_id);

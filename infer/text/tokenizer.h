@@ -17,7 +17,8 @@
  * A tokenizer_config.json next to the file is read when present: bos/eos
  * token names, add_bos_token/add_eos_token (which decide bos/eos for LLaMA
  * tokenizer classes, as transformers' LlamaTokenizer(Fast) does), legacy,
- * chat_template and added_tokens_decoder (for tokenizer.model checkpoints).
+ * chat_template and added_tokens_decoder (for tokenizer.model checkpoints);
+ * and a generation_config.json's eos_token_id (the ids generation stops at).
  *
  * Errors: functions return NULL / -1 and set a one-line error (err_get()).
  * Thread safety: a loaded Tokenizer may be used from several threads at once
@@ -106,6 +107,10 @@ int tokenizer_adds_eos(const Tokenizer *tok);
 int tokenizer_clean_up_spaces(const Tokenizer *tok);
 /* tokenizer_config.json's chat_template (the default one), or NULL. */
 const char *tokenizer_chat_template(const Tokenizer *tok);
+/* generation_config.json's eos_token_id (one id or a list) beside the
+ * tokenizer: the ids transformers' generate() stops at.  Sets *ids and
+ * returns how many (0 when the file is absent or names none). */
+int tokenizer_generation_eos(const Tokenizer *tok, const int32_t **ids);
 /* The names of bos/eos/unk/pad in tokenizer_config.json (what transformers'
  * special_tokens_map holds); NULL when absent.  which: "bos","eos","unk","pad". */
 const char *tokenizer_special_name(const Tokenizer *tok, const char *which);

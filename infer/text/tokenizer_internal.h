@@ -129,6 +129,7 @@ struct Tokenizer {
     int32_t *post_pre, *post_post; int n_post_pre, n_post_post;
 
     int32_t bos_id, eos_id;
+    int32_t gen_eos[8]; int n_gen_eos;   /* generation_config.json's eos_token_id(s) */
     char *chat_template;
     int clean_up_spaces;
     char *name_bos, *name_eos, *name_unk, *name_pad;

@@ -366,6 +366,28 @@ static cJSON *load_config(const char *tokfile) {
     return c;
 }
 
+/* generation_config.json next to the tokenizer file: its eos_token_id, one
+ * id or a list (Qwen2.5-Instruct: <|im_end|> and <|endoftext|>), which is
+ * what transformers' generate() stops at.  Optional, and never an error: a
+ * file that is not there, not JSON or holds no ids in range adds nothing. */
+static void load_generation_eos(Tokenizer *t, const char *tokfile) {
+    char *dir = dir_of(tokfile);
+    char *p = path_join(dir, "generation_config.json");
+    free(dir);
+    cJSON *g = file_exists(p) ? read_json_file(p) : NULL;
+    free(p);
+    if (!g) return;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(g, "eos_token_id"), *x;
+    if (cJSON_IsNumber(e)) {
+        if (e->valuedouble >= 0 && e->valuedouble < t->n_ids) t->gen_eos[t->n_gen_eos++] = (int32_t)e->valuedouble;
+    } else if (cJSON_IsArray(e)) {
+        cJSON_ArrayForEach(x, e)
+            if (cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble < t->n_ids && t->n_gen_eos < 8)
+                t->gen_eos[t->n_gen_eos++] = (int32_t)x->valuedouble;
+    }
+    cJSON_Delete(g);
+}
+
 static void apply_config_names(Tokenizer *t, const cJSON *cfg) {
     const char *v;
     if ((v = jtoken(cfg, "bos_token"))) t->name_bos = xstrdup(v);
@@ -451,6 +473,7 @@ int tk_load_json(Tokenizer *t, const char *path) {
     if (cfg) apply_config_names(t, cfg);
     resolve_bos_eos(t);
     if (cfg && is_llama_class(cfg)) llama_post_from_config(t, cfg);
+    load_generation_eos(t, path);
     cJSON_Delete(cfg);
     cJSON_Delete(j);
     t->cache = word_cache_new();
@@ -528,6 +551,7 @@ int tk_load_model(Tokenizer *t, const char *path) {
     added_matcher_build(t, &t->match_norm, 1);
     resolve_bos_eos(t);
     llama_post_from_config(t, cfg);  /* add_bos_token (default on) / add_eos_token */
+    load_generation_eos(t, path);
     cJSON_Delete(cfg);
     return 0;
 fail:
