@@ -291,6 +291,49 @@ static void test_smollm2_edge_vs_llamacpp(void) {
     tokenizer_free(t);
     cJSON_Delete(g);
 }
+/* Qwen2.5-Coder: ours on the spec-convert'ed tokenizer.json (make qwen)
+ * against llama.cpp's on the original GGUF, the 689 strings of
+ * qwen2_strings.json, specials parsed and as text
+ * (tools/experiments/qwen_tokenizer.sh WRITE_GOLDEN=1; llama.cpp was given
+ * each text NFC-normalized, as it applies no NFC; strings holding '</s>',
+ * which llama.cpp alone makes a control token, have no ids). */
+#define QWEN_TOK "models/qwen2.5-coder-1.5b-instruct"
+static void test_qwen2_vs_llamacpp(void) {
+    if (!file_exists(QWEN_TOK "/tokenizer.json")) SKIP("%s absent (make qwen converts it)", QWEN_TOK);
+    cJSON *g = load_zst_json(GOLD "qwen2_llamacpp.json.zst"), *strings = read_json_file(GOLD "qwen2_strings.json");
+    REQUIRE(g && strings, "%s", err_get());
+    Tokenizer *t = tokenizer_load(QWEN_TOK);
+    REQUIRE(t, "%s", err_get());
+    const char *mode[] = {"ids", "plain"};
+    int flags[] = {0, TOK_SPLIT_SPECIAL}, n = 0;
+    for (int m = 0; m < 2; m++) {
+        const cJSON *ids = cJSON_GetObjectItem(g, mode[m]);
+        REQUIRE(cJSON_GetArraySize(ids) == cJSON_GetArraySize(strings), "golden and strings differ in length");
+        int i = 0, bad = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, strings) {
+            const cJSON *exp = cJSON_GetArrayItem(ids, i);
+            if (cJSON_IsArray(exp)) {
+                int32_t *v; size_t k;
+                REQUIRE(tokenizer_encode_ex(t, e->valuestring, strlen(e->valuestring), flags[m], &v, &k) == 0, "%s", err_get());
+                if (!same_ids(exp, v, k)) {
+                    char d[200];
+                    describe(exp, v, k, d, sizeof d);
+                    if (bad++ < 5) CHECK(0, "%s string %d (%.40s): %s", mode[m], i, e->valuestring, d);
+                } else ids_compared += (long)k;
+                free(v);
+                n++;
+            }
+            i++;
+        }
+        CHECK(bad == 0, "%s: %d strings differ from llama.cpp", mode[m], bad);
+    }
+    CHECK(n >= 1300, "only %d comparisons", n);
+    printf("# %s: %d encodes identical to llama.cpp's unless FAIL above\n", QWEN_TOK, n);
+    tokenizer_free(t);
+    cJSON_Delete(g); cJSON_Delete(strings);
+}
+
 static void test_smollm2_bench_vs_llamacpp(void) {
     if (!file_exists(SMOLLM2_TOK)) SKIP("%s absent (make smollm2 downloads and converts it)", SMOLLM2_TOK);
     check_bench(SMOLLM2_TOK, GOLD "bench_smollm2_llamacpp.json.zst", 0);
@@ -640,6 +683,7 @@ int main(void) {
     RUN(test_demo_bench);
     RUN(test_smollm2_edge_vs_llamacpp);
     RUN(test_smollm2_bench_vs_llamacpp);
+    RUN(test_qwen2_vs_llamacpp);
     RUN(test_stream_never_splits_utf8);
     RUN(test_unsupported_models);
     RUN(test_bad_input);
