@@ -4,13 +4,13 @@
 
 PREFIX ?= /usr/local
 CC     ?= cc
-PKGS   := libcjson openblas hdf5 libzstd libpcre2-8 libzip
+PKGS   := libcjson openblas hdf5 libzstd libpcre2-8 libzip libutf8proc
 
 # The Debian packages the build, the tests and the demo need.  `make deps`
 # installs only what is missing, so it is a quick no-op on a ready machine.
 # Every Debian package list of the project is here: scripts that need more
 # packages call a deps target (tools/experiments/llamacpp.sh: deps-llamacpp).
-DEB_PKGS := gcc make pkg-config libcjson-dev libopenblas-dev libhdf5-dev \
+DEB_PKGS := gcc make pkg-config libcjson-dev libopenblas-dev libhdf5-dev libutf8proc-dev \
             hdf5-tools libzstd-dev libpcre2-dev libzip-dev gnuplot-nox
 # llama.cpp, built from source for the comparisons (make bench, make smollm2-speed)
 LLAMACPP_DEB_PKGS := cmake g++

@@ -187,6 +187,18 @@ static int64_t opt_int(const Gguf *g, const char *key, int64_t def) {
     return gguf_get_i64(g, key, &v) ? def : v;
 }
 
+/* The id of the token spelled text, or -1. */
+static int64_t token_id(const Gguf *g, const char *text) {
+    const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens");
+    const size_t n = strlen(text);
+    for (uint64_t i = 0; toks && i < toks->n; i++) {
+        const char *t;
+        uint64_t len;
+        if (!gguf_arr_str(toks, i, &t, &len) && len == n && !memcmp(t, text, n)) return (int64_t)i;
+    }
+    return -1;
+}
+
 static void write_config(const Gguf *g, const Shape *s, const char *dir, DType dt, int tied) {
     cJSON *c = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
@@ -222,7 +234,16 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_Delete(c);
     cJSON *gc = cJSON_CreateObject();
     cJSON_AddNumberToObject(gc, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
-    cJSON_AddNumberToObject(gc, "eos_token_id", (double)opt_int(g, "tokenizer.ggml.eos_token_id", 2));
+    /* Qwen2 publishes generation to stop at <|im_end|> (the GGUF's eos) and
+     * at <|endoftext|>, which its GGUF holds only as a token */
+    const int64_t eos = opt_int(g, "tokenizer.ggml.eos_token_id", 2), eot = s->qwen2 ? token_id(g, "<|endoftext|>") : -1;
+    if (eot >= 0 && eot != eos) {
+        cJSON *list = cJSON_AddArrayToObject(gc, "eos_token_id");
+        cJSON_AddItemToArray(list, cJSON_CreateNumber((double)eos));
+        cJSON_AddItemToArray(list, cJSON_CreateNumber((double)eot));
+    } else {
+        cJSON_AddNumberToObject(gc, "eos_token_id", (double)eos);
+    }
     cJSON_AddNumberToObject(gc, "pad_token_id", (double)opt_int(g, "tokenizer.ggml.padding_token_id",
                                                                 opt_int(g, "tokenizer.ggml.eos_token_id", 2)));
     p = path_join(dir, "generation_config.json");

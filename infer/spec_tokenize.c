@@ -205,7 +205,7 @@ static void chat_line(const TokArgs *a, const Tokenizer *tok, ChatTemplate tpl, 
         if (n_ans < q.n_turns) answers[n_ans++] = e->valuestring;
     }
     for (int k = 1; k <= q.n_turns && k <= n_ans + 1; k++) {
-        char *prompt = chat_render(tpl, a->system, (const char *const *)q.turns, answers, k);
+        char *prompt = chat_render_tok(tok, tpl, a->system, (const char *const *)q.turns, answers, k);
         if (a->text_out) print_json_string(prompt);
         else {
             int32_t *ids;

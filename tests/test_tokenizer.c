@@ -213,14 +213,19 @@ static void test_qwen2_strings(void) {
     cJSON_Delete(strings);
     long before = ids_compared;
     check_strings_json(GOLD "bytelevel_qwen2.json", GOLD "qwen2_strings.json", GOLD "expected_bytelevel_qwen2.json");
-    /* NFC: the decode of our ids is the text as tokenizers normalizes it */
+    /* NFC: the decode of our ids is the text as tokenizers normalizes it,
+     * where its Unicode tables agree with Python's unicodedata; where they
+     * do not (marks given a combining class after tokenizers' tables), as
+     * Unicode now says, which utf8proc and Python agree on */
     cJSON *gold = read_json_file(GOLD "expected_bytelevel_qwen2.json");
     REQUIRE(gold, "%s", err_get());
     Tokenizer *t = tokenizer_load(GOLD "bytelevel_qwen2.json");
     REQUIRE(t, "%s", err_get());
-    int bad = 0, k = 0;
+    int bad = 0, k = 0, newer = 0;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(gold, "nfc")) {
-        const char *in = cJSON_GetArrayItem(e, 0)->valuestring, *exp = cJSON_GetArrayItem(e, 1)->valuestring;
+        const char *in = cJSON_GetArrayItem(e, 0)->valuestring, *exp = cJSON_GetArrayItem(e, 1)->valuestring,
+                   *now = cJSON_GetArrayItem(e, 2)->valuestring;
+        if (strcmp(exp, now)) { exp = now; newer++; }
         int32_t *ids; size_t m;
         REQUIRE(tokenizer_encode_ex(t, in, strlen(in), 0, &ids, &m) == 0, "%s", err_get());
         char *d = tokenizer_decode(t, ids, m, 0);
@@ -231,8 +236,10 @@ static void test_qwen2_strings(void) {
     }
     CHECK(bad == 0, "%d of %d NFC texts differ", bad, k);
     CHECK(k >= 1000 && nfc >= 500, "NFC golden: %d texts, %d changed", k, nfc);
-    printf("# qwen2: %d strings (%d ChatML), %ld ids identical unless FAIL above; %d NFC texts (%d changed by NFC)\n",
-           n, specials, ids_compared - before, k, nfc);
+    CHECK(newer < k / 10, "%d of %d NFC texts where tokenizers' tables are older", newer, k);
+    printf("# qwen2: %d strings (%d ChatML), %ld ids identical unless FAIL above; %d NFC texts (%d changed by NFC; "
+           "%d where tokenizers' Unicode tables are older, compared to Unicode 14)\n",
+           n, specials, ids_compared - before, k, nfc, newer);
     tokenizer_free(t);
     cJSON_Delete(gold);
 }
