@@ -50,17 +50,10 @@ def save(model, name, **kw):
 
 
 def bytelevel_chars():
-    """GPT-2's byte -> printable character map (the 256 tokens of the GGUF)"""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
-        list(range(ord("\xae"), ord("\xff") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for _, c in sorted(zip(bs, cs))]
+    """GPT-2's byte -> printable character map, as transformers spells it (the 256 tokens of the GGUF)"""
+    from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+    table = bytes_to_unicode()
+    return [table[b] for b in range(256)]
 
 
 def write_gguf(model, path):

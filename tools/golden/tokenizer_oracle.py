@@ -360,6 +360,21 @@ CONVERSATIONS = [
 ]
 
 
+def chat_conversations():
+    """(system, users, answers, messages) of every prefix of CONVERSATIONS, without a system
+    message and with one: the conversations the ChatML goldens render."""
+    for conv in CONVERSATIONS:
+        users, answers = conv["user"], conv["assistant"]
+        for system in (None, "You are a pirate. Answer in one sentence."):
+            for k in range(1, len(users) + 1):
+                msgs = [{"role": "system", "content": system}] if system else []
+                for j in range(k):
+                    msgs.append({"role": "user", "content": users[j]})
+                    if j < k - 1:
+                        msgs.append({"role": "assistant", "content": answers[j]})
+                yield system, users[:k], answers[:k - 1], msgs
+
+
 def fastchat_prompt(template, system, users, answers):
     from fastchat.conversation import get_conv_template
     # EAGLE: get_conversation_template("llama-2-chat") -> Llama2Adapter -> "llama-2";
@@ -693,7 +708,7 @@ def golden_qwen2():
     meta = json.load(open(path, encoding="utf-8"))
     meta["nfc"] = nfc_strings()
     write_json("expected_bytelevel_qwen2.json", meta)
-    changed = sum(1 for a, b in meta["nfc"] if a != b)
+    changed = sum(1 for a, b, _ in meta["nfc"] if a != b)
     print("bytelevel_qwen2: %d strings; %d NFC texts (%d changed by NFC)" % (len(strings), len(meta["nfc"]), changed))
 
 
@@ -721,20 +736,12 @@ def golden_chat_qwen():
                                   eos_token="<|im_end|>", pad_token="<|endoftext|>")
     tok.chat_template = tmpl
     rows = []
-    for conv in CONVERSATIONS:
-        users, answers = conv["user"], conv["assistant"]
-        for system in (None, "You are a pirate. Answer in one sentence."):
-            for k in range(1, len(users) + 1):
-                msgs = [{"role": "system", "content": system}] if system else []
-                for j in range(k):
-                    msgs.append({"role": "user", "content": users[j]})
-                    if j < k - 1:
-                        msgs.append({"role": "assistant", "content": answers[j]})
-                prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-                ids = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True)
-                assert ids == tok(prompt, add_special_tokens=False).input_ids
-                rows.append({"system": system, "user": users[:k], "assistant": answers[:k - 1], "prompt": prompt,
-                             "ids": ids})
+    for system, users, answers, msgs in chat_conversations():
+        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        ids = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True)
+        assert ids == tok(prompt, add_special_tokens=False).input_ids
+        rows.append({"system": system, "user": users, "assistant": answers, "prompt": prompt,
+                     "ids": ids})
     # Qwen2.5-*-Instruct's tokenizer_config.json / generation_config.json, ids of this tokenizer
     cfg = {"add_bos_token": False, "add_prefix_space": False, "bos_token": None, "eos_token": "<|im_end|>",
            "pad_token": "<|endoftext|>", "unk_token": None, "clean_up_tokenization_spaces": False,
@@ -856,18 +863,10 @@ def golden_chatml(ckpt):
     tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(ckpt, "tokenizer.json")))
     tok.chat_template = cfg["chat_template"]
     rows = []
-    for conv in CONVERSATIONS:
-        users, answers = conv["user"], conv["assistant"]
-        for system in (None, "You are a pirate. Answer in one sentence."):
-            for k in range(1, len(users) + 1):
-                msgs = [{"role": "system", "content": system}] if system else []
-                for j in range(k):
-                    msgs.append({"role": "user", "content": users[j]})
-                    if j < k - 1:
-                        msgs.append({"role": "assistant", "content": answers[j]})
-                prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-                rows.append({"template": "chatml", "system": system, "user": users[:k], "assistant": answers[:k - 1],
-                             "prompt": prompt, "ids": tok(prompt, add_special_tokens=False).input_ids})
+    for system, users, answers, msgs in chat_conversations():
+        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        rows.append({"template": "chatml", "system": system, "user": users, "assistant": answers,
+                     "prompt": prompt, "ids": tok(prompt, add_special_tokens=False).input_ids})
     write_json("chat_chatml_golden.json", {"source": "transformers %s apply_chat_template with SmolLM2-135M-Instruct's "
                                            "chat_template" % transformers.__version__,
                                            "chat_template": cfg["chat_template"], "prompts": rows})
