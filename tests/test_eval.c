@@ -385,8 +385,12 @@ static void test_first_hour_messages(void) {
     rc = run_cmd(err, sizeof err, "%s/spec-eval %s --policy ar --questions %s", bin_dir(), base, dir);
     CHECK_ONE_LINE_ERROR(rc, err, "is a directory");
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --policy chain --draft "
-                 "data/demo/draft --questions %s", bin_dir(), qfile);
+                 "data/demo/draft --draft-kind eagle --questions %s", bin_dir(), qfile);
     CHECK_ONE_LINE_ERROR(rc, err, "--draft-kind lm");
+    /* without --draft-kind, a draft of several layers is taken as the LM it is */
+    rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --policy chain --draft "
+                 "data/demo/draft --draft-len 2 --max-new-tokens 4 --no-baseline --questions %s", bin_dir(), qfile);
+    CHECK(rc == 0, "a draft LM without --draft-kind: %s", err);
     rmdir(dir);
     /* spec-generate speaks the other commands' names; the old ones still work, with a notice */
     rc = run_cmd(err, sizeof err, "%s/spec-generate --model tests/ckpt/tiny_chat --ctx 32 --ids 1,2 --max-new-tokens 2 "
