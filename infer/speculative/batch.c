@@ -260,12 +260,10 @@ static int forward_calls(Run *r, const GateCall *const *calls, int n) {
  * of a chain of m tokens in each of the n sequences waiting on it, at each
  * of decoder_calibrate's token counts m, as a point at n * m tokens (a
  * round's trees share the forward: its cost follows their total), while
- * the next point's two forwards (the last one's time scaled by its tokens)
- * keep the pass within CALIB_BUDGET_S (the curve's last segment extends
- * beyond).  Once a session (Session.batch_curve: the A/B repeats reuse
+ * decoder_calib_next allows (the curve's last segment extends beyond).
+ * Once a session (Session.batch_curve: the A/B repeats reuse
  * it); from and to the cost cache under the decoder's key and the batch
  * size.  Each waiting slot's decoder gets the curve. */
-#define CALIB_BUDGET_S 2.5
 static int calibrate(Run *r, Slot **w, int n) {
     const Backend *be = r->s->target->be;
     const double t0 = now_seconds();
@@ -287,9 +285,9 @@ static int calibrate(Run *r, Slot **w, int n) {
             int *n_past = xcalloc(n, sizeof(int)), counts[DECODER_CALIB_MAX];
             const int n_counts = decoder_calib_counts(d0, counts);
             for (int i = 0; i < n; i++) { tree_init(&chains[i]); n_past[i] = w[i]->dec->target->n_past; cp[i] = &calls[i]; }
-            double last = 0;   /* the last point's time: the next one's, scaled by its tokens, predicted */
+            double first = 0, last = 0;   /* the first and last points' times */
             for (int c = 0; c < n_counts && !rc; c++) {
-                if (c > 0 && now_seconds() - t0 + 2 * last * counts[c] / counts[c - 1] > CALIB_BUDGET_S) break;
+                if (!decoder_calib_next(now_seconds() - t0, first, last, c ? counts[c - 1] : 0, counts[c])) break;
                 for (int i = 0; i < n; i++) decoder_chain_call(w[i]->dec, &chains[i], counts[c], &calls[i]);
                 double best = 0;
                 for (int rep = 0; rep < 2 + (c == 0) && !rc; rep++) {   /* the first point warms once; best of two */
@@ -301,6 +299,7 @@ static int calibrate(Run *r, Slot **w, int n) {
                 }
                 if (!rc) cost_add_point(&r->curve, n * counts[c], best);
                 last = best;
+                if (c == 0) first = best;
             }
             for (int i = 0; i < n; i++) { llama_truncate(w[i]->dec->target, n_past[i]); tree_free(&chains[i]); }
             free(chains); free(calls); free(cp); free(n_past);

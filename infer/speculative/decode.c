@@ -115,6 +115,7 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
     sum->t.features += x->t.features;
     sum->t.classifier += x->t.classifier;
     sum->t.verify += x->t.verify;
+    sum->t.calibrate += x->t.calibrate;
     sum->t.total += x->t.total;
 }
 
@@ -195,7 +196,11 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
         if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, dec->root)) return -1;
         st->t.draft += now_seconds() - t0;
     }
-    if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0 && decoder_calibrate(dec)) return -1;
+    if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0) {
+        const double t0 = now_seconds();
+        if (decoder_calibrate(dec)) return -1;
+        st->t.calibrate = now_seconds() - t0;
+    }
     dec->draft_mark = drafting_s(st);
     dec->cycle_mark = now_seconds();
     return 0;
@@ -212,6 +217,13 @@ int decoder_calib_counts(const Decoder *dec, int *counts) {
     int n = 0;
     for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n) && calib_n[i] <= max_n; i++) counts[n++] = calib_n[i];
     return n;
+}
+
+int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n) {
+    if (last_n <= 0) return 1;
+    double budget = DECODER_CALIB_BUDGET_ONES * first_s;
+    if (budget < DECODER_CALIB_BUDGET_S) budget = DECODER_CALIB_BUDGET_S;
+    return elapsed_s + 2 * last_s * next_n / last_n <= budget;
 }
 
 void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
@@ -273,7 +285,9 @@ int decoder_calibrate(Decoder *dec) {
     cost_init(&dec->cost);
     int counts[DECODER_CALIB_MAX], rc = 0;
     const int n_counts = decoder_calib_counts(dec, counts);
+    double first = 0, last = 0;
     for (int i = 0; i < n_counts && !rc; i++) {
+        if (!decoder_calib_next(now_seconds() - t0, first, last, i ? counts[i - 1] : 0, counts[i])) break;
         GateCall c;
         decoder_chain_call(dec, &chain, counts[i], &c);
         double best = 0;
@@ -285,6 +299,8 @@ int decoder_calibrate(Decoder *dec) {
             if (rep >= (i == 0) && (best == 0 || dt < best)) best = dt;
         }
         if (!rc) cost_add_point(&dec->cost, counts[i], best);
+        last = best;
+        if (i == 0) first = best;
     }
     llama_truncate(ts, n_past);
     tree_free(&chain);

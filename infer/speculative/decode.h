@@ -131,8 +131,9 @@ typedef struct {
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
 /* Times the target's forward over n = 1, 2, 3, 4, 6, 8, 12, ... tokens (up
- * to the policy's largest tree, at most 128) after the current context, as
- * verification runs them, into dec->cost; the KV cache is left as it was.
+ * to the policy's largest tree, at most 128, while decoder_calib_next
+ * allows) after the current context, as verification runs them, into
+ * dec->cost; the KV cache is left as it was.
  * With dec->cost_cache the curve is read from that file when it holds this
  * decoder's key (decoder_cost_key), else measured and added to it (a file
  * that cannot be written is a warning on stderr; one that is not a cost
@@ -143,6 +144,17 @@ int decoder_calibrate(Decoder *dec);
 /* Its token counts, ascending, into counts[DECODER_CALIB_MAX]: how many. */
 #define DECODER_CALIB_MAX 16
 int decoder_calib_counts(const Decoder *dec, int *counts);
+/* Whether a calibration pass times its next count: its two forwards,
+ * predicted as the last point's time scaled by the token counts (an
+ * overestimate: a CPU's forward grows slower than its tokens), must end
+ * within the pass's budget, DECODER_CALIB_BUDGET_S or the time of
+ * DECODER_CALIB_BUDGET_ONES one-token forwards (first_s), whichever is
+ * larger: the counts trees use (up to about 16 on a CPU) get timed on a
+ * larger model too, where timing every count to 128 took 23 s on a 1.5B,
+ * and the curve's last segment extends beyond. */
+#define DECODER_CALIB_BUDGET_S 2.5
+#define DECODER_CALIB_BUDGET_ONES 40
+int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n);
 /* A calibration point's forward: chain (empty at first, or a chain of the
  * root's token from an earlier call) grown to n nodes, and the call that
  * verifies it after the current context, as a tree of n nodes is verified

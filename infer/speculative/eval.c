@@ -63,6 +63,7 @@ static void stage_times_json(cJSON *o, const StageTimes *t) {
     cJSON_AddNumberToObject(o, "features_s", t->features);
     cJSON_AddNumberToObject(o, "classifier_s", t->classifier);
     cJSON_AddNumberToObject(o, "verify_s", t->verify);
+    cJSON_AddNumberToObject(o, "calibration_s", t->calibrate);
 }
 
 static cJSON *stats_json(const DecodeStats *st) {
@@ -73,7 +74,7 @@ static cJSON *stats_json(const DecodeStats *st) {
     cJSON_AddNumberToObject(o, "tau", decode_stats_tau(st));
     stage_times_json(o, &st->t);
     const StageTimes *t = &st->t;
-    cJSON_AddNumberToObject(o, "other_s", t->total - t->prefill - t->draft - t->dist - t->features - t->classifier - t->verify);
+    cJSON_AddNumberToObject(o, "other_s", t->total - t->prefill - t->draft - t->dist - t->features - t->classifier - t->verify - t->calibrate);
     return o;
 }
 
@@ -299,7 +300,7 @@ static int run_ar(EvalCtx *c, const Question *q, int turn, const int32_t *prompt
 static void record_turn(EvalCtx *c, const Question *q, int turn, size_t np, const int *out, int n,
                         const DecodeStats *st, const int *ref, int nr, const DecodeStats *ast) {
     decode_stats_add(&c->bench.run, st);
-    c->bench.decode_s += st->t.total - st->t.prefill;
+    c->bench.decode_s += stage_decode_s(&st->t);
     cJSON *jt = stats_json(st);
     cJSON_AddNumberToObject(jt, "turn", turn + 1);   /* 1-based, as every message counts turns */
     cJSON_AddNumberToObject(jt, "prompt_tokens", (double)np);
@@ -307,7 +308,7 @@ static void record_turn(EvalCtx *c, const Question *q, int turn, size_t np, cons
     if (c->ar) {
         c->bench.ar_tokens += ast->new_tokens;
         c->bench.ar_one_thread_cycles += ast->one_thread_cycles;
-        c->bench.ar_decode_s += ast->t.total - ast->t.prefill;
+        c->bench.ar_decode_s += stage_decode_s(&ast->t);
         c->bench.ar_prefill_s += ast->t.prefill;
         cJSON_AddNumberToObject(jt, "ar_wall_s", ast->t.total);
         cJSON_AddNumberToObject(jt, "ar_prefill_s", ast->t.prefill);
@@ -362,9 +363,9 @@ static int eval_question(EvalCtx *c, Decoder *dec, const Question *q) {
                 rc = stopped(c) ? 1 : -1;   /* a stop: the hook gave up the decode */
                 break;
             }
-            tp[r].policy_s = pst.t.total - pst.t.prefill;
+            tp[r].policy_s = stage_decode_s(&pst.t);
             tp[r].policy_tokens = pst.new_tokens;
-            tp[r].ar_s = rst.t.total - rst.t.prefill;
+            tp[r].ar_s = stage_decode_s(&rst.t);
             tp[r].ar_tokens = rst.new_tokens;
             if (r == 0) { st = pst; ast = rst; n = np_out; nr = nr_out; }
         }
@@ -774,6 +775,8 @@ void eval_print_table(const EvalResult *r, const Policy *policy, const SessionCo
         fprintf(f, "(--verify %s: the target forwarded only the accepted paths: no speedup)\n", verify_mode_name(cfg->verify));
     if (r->all.run.t.prefill > 0 && !untimed && r->all.decode_s > 0 && r->all.run.t.total > r->all.decode_s)
         fprintf(f, "prefill, left out of v and the speedup: %.2f s (ar %.2f s)\n", r->all.run.t.prefill, r->all.ar_prefill_s);
+    if (r->all.run.t.calibrate > 0 && !untimed)
+        fprintf(f, "the cost curve's calibration, left out too: %.2f s\n", r->all.run.t.calibrate);
 }
 
 int eval_csv_check(const char *path) {

@@ -57,11 +57,16 @@ typedef struct {
  * prefill; draft forwards; the distribution step on the draft's logits
  * (softmax, top-k and, when asked for, top-M entropy: one fused kernel);
  * feature assembly for a classifier (joint probabilities, depths, second
- * top-K); the classifier; the target's verification; and the whole run.
- * A policy's build adds to draft, dist, features and classifier. */
+ * top-K); the classifier; the target's verification; the cost curve's
+ * calibration (a run's first turn, unless the curve was cached); and the
+ * whole run.  A policy's build adds to draft, dist, features and classifier. */
 typedef struct {
-    double prefill, draft, dist, features, classifier, verify, total;
+    double prefill, draft, dist, features, classifier, verify, calibrate, total;
 } StageTimes;
+
+/* The decode time speeds are measured by: the whole run less its prefill
+ * and calibration (one-time costs, reported apart). */
+static inline double stage_decode_s(const StageTimes *t) { return t->total - t->prefill - t->calibrate; }
 
 typedef struct Policy Policy;
 typedef struct DevCycle DevCycle;   /* cycle.h */
