@@ -645,6 +645,20 @@ static void test_reduced_draft_vocabulary(void) {
         int best = -1;
         for (int i = 0; i < V && best < 0; i++) if (in[all[i]]) best = all[i];
         CHECK(ids[0] == best, "%s: top-1 %d, the full draft's best kept id %d", srcs[k][0], ids[0], best);
+        /* reduced, then back to the whole vocabulary (--draft-vocab auto
+         * switches before a catch-up, which scores the root in the new
+         * one): the full draft's children and probabilities again */
+        Draft *back = draft_load(srcs[k][0], dir, m, 4096);
+        REQUIRE(back && draft_set_vocab(back, N) == 0 && draft_set_vocab(back, V) == 0, "%s", err_get());
+        CHECK(back->Vd == V && !back->d2t, "%s: restored Vd %d", srcs[k][0], back->Vd);
+        REQUIRE(draft_catch_up(back, prompt, s->hidden, 8, next) == 0, "%s", err_get());
+        int ids2[K], differ = 0;
+        float p2[K], e2;
+        REQUIRE(draft_expand(back, &t, &root, 1, K, 0, ids2, p2, &e2) == 0, "%s", err_get());
+        for (int j = 0; j < K; j++) differ += ids2[j] != all[j] || p2[j] != pall[j];
+        CHECK(!differ, "%s: the restored vocabulary's children differ from the full draft's in %d of %d", srcs[k][0],
+              differ, K);
+        draft_free(back);
         tree_free(&t);
         free(all); free(pall); free(pfull); free(in);
         llama_state_free(s);
@@ -743,7 +757,7 @@ static void test_draft_vocab_choice_by_hand(void) {
 }
 
 /* --draft-vocab auto in a decoder: candidates from the counts, a timed
- * step at each, exploration from the ids seen, then the choice; the
+ * step at each, exploration from the whole vocabulary, then the choice; the
  * tokens stay those of greedy decoding.  With --total auto the draft switch
  * judges only the cycles after the choice (the exploration drafts from the
  * largest vocabulary: judged by those, drafting was turned off where it
@@ -760,10 +774,13 @@ static void test_draft_vocab_auto_is_lossless(void) {
     REQUIRE(vocab_auto_init(&va, d) == 0, "%s", err_get());
     /* counts (i*37)%11: the ids with a multiple of 11 are never seen */
     const int seen = V - (V + 10) / 11;
-    CHECK(va.n_cand == 3 && va.cand[0] == 64 && va.cand[1] == 128 && va.cand[2] == seen && d->Vd == seen,
-          "candidates %d: %d %d %d (Vd %d), want 64 128 %d", va.n_cand, va.cand[0], va.cand[1], va.cand[2], d->Vd, seen);
-    CHECK(va.coverage[2] == 1 && va.coverage[0] < va.coverage[1] && va.coverage[1] < 1, "coverage %g %g %g",
-          va.coverage[0], va.coverage[1], va.coverage[2]);
+    /* explored from the whole vocabulary: the counts need not cover the text */
+    CHECK(va.n_cand == 4 && va.cand[0] == 64 && va.cand[1] == 128 && va.cand[2] == seen && va.cand[3] == V && d->Vd == V &&
+              !d->d2t,
+          "candidates %d: %d %d %d %d (Vd %d), want 64 128 %d %d", va.n_cand, va.cand[0], va.cand[1], va.cand[2],
+          va.cand[3], d->Vd, seen, V);
+    CHECK(va.coverage[2] == 1 && va.coverage[3] == 1 && va.coverage[0] < va.coverage[1] && va.coverage[1] < 1,
+          "coverage %g %g %g", va.coverage[0], va.coverage[1], va.coverage[2]);
     int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9}, ref[160], out[160];
     const int max_new = 150;
     LlamaState *g = llama_state_new(m, 8 + max_new + 8);
@@ -796,8 +813,8 @@ static void test_draft_vocab_auto_is_lossless(void) {
     CHECK(dec->sw && judged > 0 && judged <= (long long)st.cycles - VOCAB_AUTO_EXPLORE,
           "the draft switch judged %lld of %lld cycles: some while the vocabulary was explored", judged,
           (long long)st.cycles);
-    printf("# candidates 64/128/%d: steps %.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen,
-           va.step_s[0], va.step_s[1], va.step_s[2], va.cand[va.chosen], va.cycles, decode_stats_tau(&st));
+    printf("# candidates 64/128/%d/%d: steps %.2g/%.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen, V,
+           va.step_s[0], va.step_s[1], va.step_s[2], va.step_s[3], va.cand[va.chosen], va.cycles, decode_stats_tau(&st));
     int monotone = 1;   /* a larger vocabulary keeps at least as long a prefix; no depth reached more than a shallower */
     for (int i = 0; i < va.n_cand; i++)
         for (int dd = 1; dd <= VOCAB_AUTO_DEPTH; dd++)

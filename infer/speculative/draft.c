@@ -226,13 +226,15 @@ double *draft_vocab_coverage(const Draft *d, int *seen, int *rank) {
 }
 
 int draft_set_vocab(Draft *d, int n) {
-    if (n <= 0 || n >= d->V) return 0;
+    const int full = n <= 0 || n >= d->V;
+    if (full && (!d->d2t || !d->ops->set_vocab)) return 0;   /* (an EAGLE-3 head's own vocabulary stays) */
     if (!d->ops->set_vocab) {
         err_set("--draft-vocab: a %s draft cannot score a reduced vocabulary", d->ops->kind);
         return -1;
     }
-    int *ids = top_tokens(d, n);
-    if (!ids) return -1;
+    if (full) n = d->V;
+    int *ids = full ? NULL : top_tokens(d, n);
+    if (!full && !ids) return -1;
     if (d->ops->set_vocab(d, ids, n)) { free(ids); return -1; }
     free(d->d2t);
     d->d2t = ids;

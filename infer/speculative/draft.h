@@ -76,7 +76,8 @@ typedef struct {
     int (*expand)(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids, float *probs,
                   float *entropy);
     /* Optional: score only target tokens ids[0..n) (ascending) from now on;
-     * logits then have n columns, column j for token ids[j]. */
+     * logits then have n columns, column j for token ids[j]; ids NULL (n
+     * the full vocabulary): every token again. */
     int (*set_vocab)(Draft *d, const int *ids, int n);
 } DraftOps;
 
@@ -140,7 +141,7 @@ const float *draft_features(const Draft *d, const LlamaState *s);
  * draft vocabulary): counted on the draft's training data and stored beside
  * it as token_counts.safetensors (tensor "token_counts", I64 [V]).  The LM
  * head shrinks from V to n rows; verification is unchanged, so decoding
- * stays lossless.  n <= 0 or n >= V keeps the full vocabulary. */
+ * stays lossless.  n <= 0 or n >= V: the full vocabulary (again). */
 int draft_set_vocab(Draft *d, int n);
 /* The share of the draft's token counts held by its n most frequent ids,
  * for every n: cov[0..V] (cov[V] = 1), in *seen the ids counted at least

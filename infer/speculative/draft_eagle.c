@@ -93,11 +93,13 @@ static void release_buffers(const Backend *be, EagleHead *e) {
     e->cap = 0;
 }
 
+/* ids NULL: back to the target's head (an EAGLE-1/2 head's, as loaded). */
 static int eagle_set_vocab(Draft *d, const int *ids, int n) {
     EagleHead *e = d->impl;
     release_vocab_head(d->be, e);
-    if (llama_lm_head_rows(d->target, ids, n, &e->vocab_head, &e->vocab_host)) return -1;
-    e->lm_head = &e->vocab_head;
+    e->lm_head = &d->target->lm_head;
+    if (ids && llama_lm_head_rows(d->target, ids, n, &e->vocab_head, &e->vocab_host)) return -1;
+    if (ids) e->lm_head = &e->vocab_head;
     release_buffers(d->be, e);   /* logits change width */
     return 0;
 }

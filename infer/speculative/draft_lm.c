@@ -10,6 +10,8 @@ typedef struct {
     LlamaState *lms;
     int started;   /* the first catch-up also feeds tokens[0] */
     void *vocab_host;   /* bytes of a reduced draft vocabulary's LM head (set_vocab) */
+    Weight full_head;   /* the LM's own head while a reduced one replaces it */
+    int reduced;        /* lm->lm_head is a reduced vocabulary's */
     LlamaBatch *batch;  /* scratch of lm_run's forwards */
     ForwardCtl ctl;     /* device-cycle steps' tokens and positions, packed */
     int shared;         /* a clone: lm is another draft's */
@@ -38,6 +40,10 @@ static void lm_free(Draft *d) {
     llama_batch_free(l->batch);
     forward_ctl_free(&l->ctl);
     if (!l->shared) {
+        if (l->reduced) {   /* llama_free releases the model's own head */
+            d->be->weight_release(&l->lm->lm_head);
+            l->lm->lm_head = l->full_head;
+        }
         llama_free(l->lm);
         free(l->vocab_host);
     }
@@ -145,17 +151,20 @@ static int lm_clone(Draft *dst, const Draft *src) {
 }
 
 /* The LM's own head shrinks to the chosen rows; its logits rows then have n
- * columns (the state's buffers, sized for the full vocabulary, still fit). */
+ * columns (the state's buffers, sized for the full vocabulary, still fit).
+ * The full head is kept aside, and ids NULL puts it back. */
 static int lm_set_vocab(Draft *d, const int *ids, int n) {
     DraftLM *l = d->impl;
     LlamaModel *m = l->lm;
-    Weight w;
-    void *host;
-    if (llama_lm_head_rows(m, ids, n, &w, &host)) return -1;
-    if (m->lm_head.data && m->lm_head.data != m->embed.data) d->be->weight_release(&m->lm_head);
+    Weight w = {0};
+    void *host = NULL;
+    if (ids && llama_lm_head_rows(m, ids, n, &w, &host)) return -1;
+    if (l->reduced) d->be->weight_release(&m->lm_head);
+    else l->full_head = m->lm_head;
     free(l->vocab_host);
-    m->lm_head = w;
+    m->lm_head = ids ? w : l->full_head;
     l->vocab_host = host;
+    l->reduced = ids != NULL;
     return 0;
 }
 

@@ -19,14 +19,25 @@ int vocab_auto_init(VocabAuto *va, Draft *d) {
     const int floor_n = d->V / 64 > 64 ? d->V / 64 : 64;
     int lo = 1;
     while (lo < floor_n) lo *= 2;
-    for (int n = lo; n < seen && va->n_cand < VOCAB_AUTO_MAX - 1; n *= 2) {
+    /* powers of two, the count of ids seen in its place, the whole vocabulary */
+    int seen_added = seen <= lo || seen >= d->V;
+    for (int n = lo; n < d->V && va->n_cand < VOCAB_AUTO_MAX - 2; n *= 2) {
+        if (!seen_added && seen < n) {
+            va->cand[va->n_cand] = seen;
+            va->coverage[va->n_cand++] = cov[seen];
+        }
+        seen_added |= seen <= n;
         va->cand[va->n_cand] = n;
         va->coverage[va->n_cand++] = cov[n];
     }
-    va->cand[va->n_cand] = seen;
-    va->coverage[va->n_cand++] = cov[seen];
+    if (!seen_added) {
+        va->cand[va->n_cand] = seen;
+        va->coverage[va->n_cand++] = cov[seen];
+    }
+    va->cand[va->n_cand] = d->V;
+    va->coverage[va->n_cand++] = 1;
     free(cov);
-    return draft_set_vocab(d, seen);
+    return draft_set_vocab(d, d->V);
 }
 
 void vocab_auto_free(VocabAuto *va) {

