@@ -2,7 +2,7 @@
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
  *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx]
- *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] MODEL_DIR|1b ...
+ *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
  * of bench_model.h, written to /tmp and removed after loading):
@@ -31,7 +31,10 @@
  * unit of the backend's thread tuner (kernels/cpu/backend.c: probes of one
  * thread against all, the faster kept); the other figures use all threads.
  * --tg-only: one tg128 run and nothing else (tools/experiments/noisy.sh, which
- * sets it beside llama-bench's single run). */
+ * sets it beside llama-bench's single run).
+ * --tree N1,N2,...: the tree figure alone at those node counts, each as ms
+ * per verification forward and as a multiple of the first count's (what
+ * verifying N nodes costs against one token's forward when N1 is 1). */
 #include "infer/model/llama.h"
 #include "infer/speculative/decode.h"
 #include "tests/bench_model.h"
@@ -268,6 +271,25 @@ static void bench_batched(const char *dir, const int *bs, int nb, int npp, int n
     llama_free(m);
 }
 
+/* --tree: verification forwards of ns[0..count) nodes after CTX tokens */
+static void bench_tree_curve(const char *dir, const int *ns, int count) {
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    if (!m) die_err("bench_forward");
+    LlamaState *st = llama_state_new(m, CTX + 256);
+    commit_prompt(st, CTX);
+    printf("%s: %s weights, tree verification forwards after %d tokens (best of %d)\n", dir, dtype_name(m->embed.dtype),
+           CTX, REPS);
+    double first = 0;
+    for (int i = 0; i < count; i++) {
+        const double ms = 1e3 * ns[i] / forward_tps(st, ns[i], 1);
+        if (i == 0) first = ms;
+        printf("  tree %-4d %9.1f ms  %5.2fx\n", ns[i], ms, ms / first);
+        row(dir, "tree_ms", ns[i], ms, 0, 0);
+    }
+    llama_state_free(st);
+    llama_free(m);
+}
+
 /* --tg-only: the decode figure alone, from one run */
 static void bench_decode_only(const char *dir) {
     LlamaModel *m = llama_load(dir, &cpu_backend);
@@ -318,7 +340,7 @@ static void bench_model(const char *arg, double bw, double rbw, double peak) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 2, first = 1, bs[16], nb = 0, npp = 128, ntg = 128;
+    int threads = 2, first = 1, bs[16], nb = 0, npp = 128, ntg = 128, tree_ns[16], ntree = 0;
     for (; first < argc && argv[first][0] == '-'; first += 2) {
         if (!strcmp(argv[first], "--tg-only")) {   /* takes no value */
             tg_runs = 1;
@@ -344,17 +366,22 @@ int main(int argc, char **argv) {
             o.cpu_fast_gemm = !strcmp(argv[first + 1], "amx") ? CPU_GEMM_AMX : !strcmp(argv[first + 1], "on") ? CPU_GEMM_BF16 : CPU_GEMM_F32;
             if (backend_configure(&o)) die_err("bench_forward");
         }
-        else if (!strcmp(argv[first], "--batched")) {
-            for (char *p = argv[first + 1]; *p && nb < 16; p += strspn(p, ",")) {
+        else if (!strcmp(argv[first], "--batched") || !strcmp(argv[first], "--tree")) {
+            const int tree = !strcmp(argv[first], "--tree");
+            int *v = tree ? tree_ns : bs, *count = tree ? &ntree : &nb;
+            for (char *p = argv[first + 1]; *p && *count < 16; p += strspn(p, ",")) {
                 char *end;
-                bs[nb] = (int)strtol(p, &end, 10);
-                if (end == p || bs[nb] < 1) { fprintf(stderr, "bench_forward: --batched takes sizes like 1,8,32\n"); return 2; }
-                nb++;
+                v[*count] = (int)strtol(p, &end, 10);
+                if (end == p || v[*count] < 1 || (tree && v[*count] > 256)) {
+                    fprintf(stderr, "bench_forward: %s takes sizes like 1,8,32%s\n", argv[first], tree ? " (at most 256)" : "");
+                    return 2;
+                }
+                (*count)++;
                 p = end;
             }
         } else {
             fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] "
-                            "[--tg-only] [--batched B,... [--npp N] [--ntg N]] "
+                            "[--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] "
                             "MODEL_DIR|1b ...\n");
             return 2;
         }
@@ -365,6 +392,11 @@ int main(int argc, char **argv) {
     omp_set_num_threads(threads);
     if (tg_runs == 1) {
         for (int i = first; i < argc; i++) bench_decode_only(argv[i]);
+        if (tsv) fclose(tsv);
+        return 0;
+    }
+    if (ntree) {
+        for (int i = first; i < argc; i++) bench_tree_curve(argv[i], tree_ns, ntree);
         if (tsv) fclose(tsv);
         return 0;
     }

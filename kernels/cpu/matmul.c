@@ -151,6 +151,130 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
     })
 }
 
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512VL__)
+/* AVX2 products of HALF_MIN_TOKENS or more tokens.  rows_dot_tile's 2 x 2
+ * tile (all AVX2's 16 registers allow with both chains in registers)
+ * widens every weight vector once per 2 tokens, a 9-token product passing
+ * over each row block 5 times.  Here a tile of 2 rows x up to HALF_TOKENS
+ * tokens sweeps its rows twice, once per chain of rows_dot_tile: first a0
+ * (columns j..j+7 of each 16-column step), then a1 (j+8..j+15), each chain
+ * the same multiply-adds in the same order, and the sum ends as
+ * rows_dot_tile's does (dot_finish): the same sums bit for bit.  One chain
+ * at a time needs 12 accumulators for 2 x 6, which fit beside the two
+ * rows' weights and one token's x: each weight vector is widened once per
+ * 6 tokens, each load of x serves both rows, and the second sweep finds
+ * the two rows in L1 or L2.
+ * From 3 tokens: below, rows_dot_tile also widens each weight once (one
+ * 2-token group); from 3 it passes over each block at least twice.  (The
+ * bound comes from that count; it has not been timed against 2.) */
+#define HALF_ROWS 2
+#define HALF_TOKENS 6
+#define HALF_MIN_TOKENS 3
+
+/* Eight BF16 weights widened by one vpmovzxwd from memory and a shift;
+ * GCC 12 widens load8's generic vector in halves (two vpmovzxwd, a byte
+ * shift and an insert before the shift).  The same floats as load8. */
+static inline __attribute__((always_inline)) v8f load8_avx2(const void *base, DType dt, int64_t i) {
+    if (dt != DT_BF16) return load8(base, dt, i);
+    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
+    return (v8f)_mm256_slli_epi32(u, 16);
+}
+
+/* acc[i][t] = the chain over columns h..h+7 of every 16-column step of
+ * row i · x[t] (h 0: rows_dot_tile's a0, h 8: its a1) for NR <= 2 rows and
+ * N <= HALF_TOKENS tokens. */
+static inline __attribute__((always_inline)) void half_chains(const char *row, size_t rb, const float *x, int64_t C,
+                                                              const int64_t h, v8f acc[HALF_ROWS][HALF_TOKENS],
+                                                              const int NR, const int N, const DType DT,
+                                                              const int PREFETCH) {
+    const int64_t C16 = C & ~15LL;
+    const int es = DT == DT_F32 ? 4 : 2;
+    v8f a[HALF_ROWS][HALF_TOKENS];
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) a[i][t] = (v8f){0};
+    for (int64_t j = h; j < C16; j += 16) {
+        v8f w[HALF_ROWS];
+#pragma GCC unroll 4
+        for (int i = 0; i < NR; i++) {
+            if (PREFETCH) __builtin_prefetch(row + i * rb + j * es + PREFETCH_AHEAD, 0, 2);
+            w[i] = load8_avx2(row + i * rb, DT, j);
+        }
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) {
+            v8f xv;
+            memcpy(&xv, x + t * C + j, 32);
+            __asm__("" : "+x"(xv));   /* one load of x per token, not one per row */
+#pragma GCC unroll 4
+            for (int i = 0; i < NR; i++) a[i][t] += w[i] * xv;
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) acc[i][t] = a[i][t];
+}
+
+/* rows_dot_tile's end of a (row, token) sum from its chains a0 and a1:
+ * a0 + a1, the fixed tree over the lanes, the columns past the last
+ * 16-column step in order. */
+static inline __attribute__((always_inline)) float dot_finish(v8f a0, v8f a1, const char *row, const float *x,
+                                                              int64_t C, const DType DT) {
+    const v8f a = a0 + a1;
+    float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    for (int64_t j = C & ~15LL; j < C; j++) sum += load1(row, DT, j) * x[j];
+    return sum;
+}
+
+/* out[t][r + i] (stride R) = row i · x[t], rows_dot_tile's sums; PREFETCH
+ * on the first sweep. */
+static inline __attribute__((always_inline)) void rows_dot_halves(const char *row, size_t rb, const float *x, int64_t C,
+                                                                  float *out, int64_t R, const int NR, const int N,
+                                                                  const DType DT, const int PREFETCH) {
+    v8f a0[HALF_ROWS][HALF_TOKENS], a1[HALF_ROWS][HALF_TOKENS];
+    half_chains(row, rb, x, C, 0, a0, NR, N, DT, PREFETCH);
+    half_chains(row, rb, x, C, 8, a1, NR, N, DT, 0);
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+#pragma GCC unroll 6
+        for (int t = 0; t < N; t++) out[t * R + i] = dot_finish(a0[i][t], a1[i][t], row + i * rb, x + t * C, C, DT);
+}
+
+static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
+                                                                   float *out, int64_t R, int64_t r, int64_t r1,
+                                                                   const int N, const DType DT, const int PREFETCH) {
+    for (; r + HALF_ROWS <= r1; r += HALF_ROWS)
+        rows_dot_halves(base + r * rb, rb, x, C, out + r, R, HALF_ROWS, N, DT, PREFETCH);
+    for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, 1, N, DT, PREFETCH);
+}
+
+static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w, const float *x, float *out,
+                                                               int64_t r0, int64_t r1, int n, const DType DT) {
+    const int64_t R = w->rows, C = w->cols;
+    const size_t rb = C * dtype_size(DT);
+    const char *base = (const char *)w->data;
+    FOR_BLOCKS_AND_GROUPS(r0, r1, n, HALF_TOKENS, {
+        const float *xt = x + t * C;
+        float *ot = out + t * R;
+        switch (k + (t == 0 ? 0 : 8)) {   /* prefetch on the first group */
+        case 1: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 1, DT, 1); break;
+        case 2: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 2, DT, 1); break;
+        case 3: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 3, DT, 1); break;
+        case 4: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 4, DT, 1); break;
+        case 5: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 5, DT, 1); break;
+        case 6: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 6, DT, 1); break;
+        case 9: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 1, DT, 0); break;
+        case 10: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 2, DT, 0); break;
+        case 11: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 3, DT, 0); break;
+        case 12: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 4, DT, 0); break;
+        case 13: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 5, DT, 0); break;
+        case 14: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 6, DT, 0); break;
+        }
+    })
+}
+#endif
+
 #ifdef __AVX512VL__
 /* Products of WIDE_MIN_TOKENS or more tokens are bound by arithmetic, not
  * by reading the weights: a tile of up to 4 rows x WIDE_TOKENS tokens keeps
@@ -371,6 +495,14 @@ static void rows_any(const Weight *w, const float *x, const uint16_t *xb, int am
     if (xb && w->dtype == DT_BF16) { rows_bf16(w, xb, out, r0, r1, n); return; }
 #else
     (void)xb;
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512VL__)
+    if (n >= HALF_MIN_TOKENS) {
+        if (w->dtype == DT_BF16) rows_dot_avx2(w, x, out, r0, r1, n, DT_BF16);
+        else if (w->dtype == DT_F16) rows_dot_avx2(w, x, out, r0, r1, n, DT_F16);
+        else rows_dot_avx2(w, x, out, r0, r1, n, DT_F32);
+        return;
+    }
 #endif
 #ifdef __AVX512VL__
     if (n >= WIDE_MIN_TOKENS) {
