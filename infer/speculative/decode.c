@@ -394,8 +394,15 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     if (dec->draft) pending_add(dec, toks, len);
     if (dec->draft && !(dec->sw && dec->sw->off)) {
         double t1 = now_seconds();
-        /* a vocabulary switch comes before the catch-up, which scores the next root in it */
+        /* a vocabulary switch comes before the catch-up, which scores the next root in it;
+         * its calibration (timed steps at each candidate, once a run) is a one-time cost */
+        const int vocab_timed = dec->vocab && dec->vocab->calibrated;
         int rc = dec->vocab ? vocab_auto_step(dec->vocab, dec->draft, bonus) : 0;
+        if (dec->vocab && !vocab_timed) {
+            const double now = now_seconds();
+            st->t.calibrate += now - t1;
+            t1 = now;
+        }
         if (!rc) rc = draft_catch_up(dec->draft, dec->pending, dec->path_hidden, dec->n_pending, bonus);
         dec->n_pending = 0;
         st->t.draft += now_seconds() - t1;

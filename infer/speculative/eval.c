@@ -776,7 +776,8 @@ void eval_print_table(const EvalResult *r, const Policy *policy, const SessionCo
     if (r->all.run.t.prefill > 0 && !untimed && r->all.decode_s > 0 && r->all.run.t.total > r->all.decode_s)
         fprintf(f, "prefill, left out of v and the speedup: %.2f s (ar %.2f s)\n", r->all.run.t.prefill, r->all.ar_prefill_s);
     if (r->all.run.t.calibrate > 0 && !untimed)
-        fprintf(f, "the cost curve's calibration, left out too: %.2f s\n", r->all.run.t.calibrate);
+        fprintf(f, "calibration (the cost curve, the draft vocabulary's steps), left out too: %.2f s\n",
+                r->all.run.t.calibrate);
 }
 
 int eval_csv_check(const char *path) {

@@ -57,8 +57,9 @@ typedef struct {
  * prefill; draft forwards; the distribution step on the draft's logits
  * (softmax, top-k and, when asked for, top-M entropy: one fused kernel);
  * feature assembly for a classifier (joint probabilities, depths, second
- * top-K); the classifier; the target's verification; the cost curve's
- * calibration (a run's first turn, unless the curve was cached); and the
+ * top-K); the classifier; the target's verification; calibration (the
+ * cost curve's, a run's first turn unless the curve was cached, and
+ * --draft-vocab auto's timed steps, once a run); and the
  * whole run.  A policy's build adds to draft, dist, features and classifier. */
 typedef struct {
     double prefill, draft, dist, features, classifier, verify, calibrate, total;

@@ -86,10 +86,7 @@ static int calibrate(VocabAuto *va, Draft *d, int token) {
 
 int vocab_auto_step(VocabAuto *va, Draft *d, int token) {
     if (va->chosen >= 0) return 0;
-    if (!va->calibrated) {
-        va->skip = 1;
-        return calibrate(va, d, token);
-    }
+    if (!va->calibrated) return calibrate(va, d, token);
     if (va->cycles < VOCAB_AUTO_EXPLORE) return 0;
     va->chosen = vocab_auto_choose(va);
     return draft_set_vocab(d, va->cand[va->chosen]);
@@ -101,7 +98,6 @@ void vocab_auto_observe(VocabAuto *va, const int *tokens, int accepted, double v
     va->rows_mark = rows_scored;
     va->steps_mark = steps_scored;
     if (va->chosen >= 0 || !va->calibrated) return;
-    if (va->skip) { va->skip = 0; return; }
     va->cycles++;
     va->verify_s += verify_s;
     va->draft_s += draft_s;

@@ -15,7 +15,9 @@
  *      1.9), so the whole vocabulary is explored and is a candidate;
  *   2. calibration, at the first cycle: draft steps of 1 and of
  *      VOCAB_AUTO_ROWS rows timed at each candidate (best of three each), so
- *      a step of r rows costs s1(n) + (r - 1) * slope(n);
+ *      a step of r rows costs s1(n) + (r - 1) * slope(n); a one-time
+ *      cost (8 candidates of a 0.5B draft: about 7 s), which the decoder
+ *      counts as calibration, not drafting, as it does the cost curve's;
  *   3. exploration: the first VOCAB_AUTO_EXPLORE cycles draft from V and
  *      record, for each candidate, how many of their accepted paths
  *      keep their first d tokens inside its vocabulary (L_n >= d: a path
@@ -55,7 +57,6 @@ typedef struct {
     double rate[VOCAB_AUTO_MAX];       /* predicted tokens per second at each, once chosen */
     double calibration_s;
     int calibrated, chosen;            /* chosen: the index kept, -1 while exploring */
-    int skip;                          /* the next observed cycle carries the calibration's time */
     /* exploration */
     long long cycles, rows_mark, rows, steps_mark, steps;
     double verify_s, draft_s;

@@ -35,7 +35,7 @@ EOF
 lc_sum() {   # lc_sum ROWS LOG NAME: the row from LOG's "decoded" lines
     awk -v n="$3" '/decoded +[0-9]+ tokens in/ { for (i = 1; i <= NF; i++) if ($i == "decoded") { t += $(i+1); s += $(i+4) } }
         /n_drafted *=/ { d += $NF } /n_accept *=/ { a += $NF }
-        END { if (s > 0) printf "%s,%d,%.2f,%.1f,%s\n", n, t, s, t / s, d > 0 ? sprintf("%.1f", 100 * a / d) : "-" }' "$2" >>"$1"
+        END { if (s > 0) printf "%s,%d,%.2f,%.1f,%s\n", n, t, s, t / s, (d > 0 ? sprintf("%.1f", 100 * a / d) : "-") }' "$2" >>"$1"
 }
 
 lc_run() {
