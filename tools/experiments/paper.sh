@@ -88,15 +88,19 @@
 # (no demo trace made when make demo has not left one), VERIFY (walk);
 # PAPER_OUT (results/paper), HEAD (the EAGLE head, data/smollm2/eagle) and
 # DRAFT_ARGS (e.g. "--draft-temperature 2") run the same experiments on
-# another head (make paper-calibration).
+# another head (make paper-calibration); PAPER_TARGET (the target folder,
+# models/smollm2-135m-instruct) with HEAD a draft of DRAFT_KIND (eagle; lm
+# for a draft language model) and BENCHES (the six) on another pair (make
+# qwen-paper: Qwen2.5-Coder 1.5B with its 0.5B sibling).
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
 set -eu
 cd "$(dirname "$0")/../.."
-T=models/smollm2-135m-instruct
+T=${PAPER_TARGET:-models/smollm2-135m-instruct}
 D=data/smollm2
 R=${PAPER_OUT:-results/paper}
 HEAD=${HEAD:-$D/eagle}
+DRAFT_KIND=${DRAFT_KIND:-eagle}
 DRAFT_ARGS=${DRAFT_ARGS:-}
 B=${PAPER_BENCH:-../shared/benchmarks}
 COLLECT_Q=${COLLECT_Q:-30}
@@ -117,22 +121,22 @@ E2_MIN_PS=${E2_MIN_PS-0.3 0.2 0.15 0.12 0.1 0.08 0.06 0.05 0.04 0.03 0.025 0.02 
 C2T_BETAS=${C2T_BETAS:-0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7}
 SPEED_Q=${SPEED_Q:-10}
 . tools/experiments/arith.sh
-BENCHES="mt_bench humaneval gsm8k alpaca sum qa"
+BENCHES=${BENCHES:-mt_bench humaneval gsm8k alpaca sum qa}
 DEMO_TRACE=results/traces.h5
 DEMO_CLS=results/classifier.json
 
-[ -f "$T/config.json" ] || make --no-print-directory smollm2
+[ -f "$T/config.json" ] || [ -n "${PAPER_TARGET:-}" ] || make --no-print-directory smollm2
 [ -f build/plugins/libh5zstd.so ] || make --no-print-directory build/plugins/libh5zstd.so
 for b in spec-collect spec-train spec-analyze spec-eval; do
     [ -x bin/$b ] || make --no-print-directory bin/$b
 done
 for f in "$T/config.json" "$HEAD/config.json" "$D/prompts/collect.jsonl"; do
-    [ -f "$f" ] || { echo "paper: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
+    [ -f "$f" ] || { echo "paper: $f is missing (make smollm2 or make qwen; data/smollm2/README.md)" >&2; exit 1; }
 done
 mkdir -p "$R/prompts" "$R/transfer" "$R/eval"
 t0=$(date +%s)
 stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
-eagle="--target $T --draft $HEAD --draft-kind eagle --draft-vocab full $DRAFT_ARGS"   # fixed sizes: never auto
+eagle="--target $T --draft $HEAD --draft-kind $DRAFT_KIND --draft-vocab full $DRAFT_ARGS"   # fixed sizes: never auto
 run="$ARITH --batch $BATCH --max-ctx 2048"   # every decoding run's arithmetic and batch
 # record the sizes for the report
 cat > "$R/sizes.env" <<EOF
@@ -153,7 +157,9 @@ SPEED_Q=$SPEED_Q
 BATCH=$BATCH
 VERIFY=$VERIFY
 ARITH="$(arith_name)"
+TARGET=$T
 HEAD=$HEAD
+DRAFT_KIND=$DRAFT_KIND
 DRAFT_ARGS="$DRAFT_ARGS"
 BENCH=$B
 EOF

@@ -196,15 +196,18 @@ def main():
     md = []
     w = md.append
 
-    w("# C2T paper experiments on SmolLM2-135M-Instruct (`make paper`)")
+    target = sizes.get("TARGET", "models/smollm2-135m-instruct")
+    lm_draft = sizes.get("DRAFT_KIND", "eagle") == "lm"
+    w("# C2T paper experiments on %s (`make %s`)" % (target.split("/")[-1], "qwen-paper" if lm_draft else "paper"))
     w("")
     w("Written by `tools/experiments/paper_report.py` from `%s/` (tools/experiments/paper.sh)." % R +
       (" This invocation of the script took %d min %d s (steps kept from an earlier, interrupted invocation "
        "are not in that figure; every spec-eval run's own wall time is under Sizes)." % divmod(a.elapsed, 60)
        if a.elapsed is not None else ""))
     w("")
-    w("**Setup.** Target `models/smollm2-135m-instruct` (BF16), draft `%s`%s (EAGLE-1 layout head). "
-      % (sizes.get("HEAD", "data/smollm2/eagle"), " `%s`" % sizes["DRAFT_ARGS"] if sizes.get("DRAFT_ARGS") else "") +
+    w("**Setup.** Target `%s` (BF16), draft `%s`%s (%s). "
+      % (target, sizes.get("HEAD", "data/smollm2/eagle"), " `%s`" % sizes["DRAFT_ARGS"] if sizes.get("DRAFT_ARGS") else "",
+         "a language model of its own, `--draft-kind lm`" if lm_draft else "EAGLE-1 layout head") +
       "Collect traces: full EAGLE-2 trees (topk 10, depth %s) on the first turns of %s prompts per category of "
       "`data/smollm2/prompts/collect.jsonl` (training prompts, not from any benchmark), %s new tokens each. "
       "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5 --features %s --select %s`. "
