@@ -42,7 +42,9 @@
 #      The same trace also gives EAGLE-2 with one threshold on P instead of
 #      a fixed total (--param min_p, E2_MIN_PS, total all) at depth 6
 #      (EAGLE-2's pool) and 8 (C2T's d_max): what sizing each tree by the
-#      draft's own confidence saves without a classifier.
+#      draft's own confidence saves without a classifier; and EAGLE-2's
+#      totals at depth 8 (eval/replay/eagle2_d8_total*.json): C2T against
+#      EAGLE-2 given the same depth.
 #   5. tools/experiments/paper_report.py -> report.md (Table 2, tau-gamma
 #      curves with the gamma reduction at equal tau, transfer, analyses, goal
 #      check) + CSVs and PNGs; tools/experiments/recall_bound.py on the traces
@@ -337,6 +339,15 @@ PY
                 cp "$R/eval/replay/eagle2_total$t.json" "$dec"
             fi
         done
+        # the same totals at C2T's depth (POS_DEPTH): EAGLE-2 given the depth
+        # C2T has, the comparison at equal depth (the report's "where the
+        # saving comes from"; kept out of eval/, so not one of the curves)
+        if [ "$POS_DEPTH" -gt 6 ]; then
+            for t in $E2_TOTALS; do
+                bin/spec-analyze replay "$pos" --depth "$POS_DEPTH" --total "$t" \
+                    --json "$R/eval/replay/eagle2_d${POS_DEPTH}_total$t.json" > /dev/null
+            done
+        fi
         rm -f "$R"/eval/eagle2_d*_minp*.json "$R"/eval/replay/eagle2_d*_minp*.json
         for d in 6 8; do
             [ "$d" -le "$POS_DEPTH" ] || continue

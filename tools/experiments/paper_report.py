@@ -410,6 +410,19 @@ def main():
                          "totals (depth 6) at equal τ, and C2T verifies %s [%s, %s] fewer than it" % (
                              d, len(minp), pct(e_t), pct(lo_t), pct(hi_t), pct(e_c), pct(lo_c), pct(hi_c)))
             goal["min_p_d%d" % d] = (e_t, lo_t, hi_t, e_c, lo_c, hi_c)
+        # EAGLE-2's fixed totals replayed at C2T's depth (paper.sh: eval/replay/eagle2_d8_total*.json)
+        d8 = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "replay", "eagle2_d8_total*.json")))]
+        if d8 and sweeps["c2t"]:
+            per = []
+            for b in benches + ["all"]:
+                sel = (lambda runs: runs) if b == "all" else \
+                    (lambda runs, b=b: [{k: v for k, v in r.items() if k[0] == b} for r in runs])
+                e, lo, hi, _ = bootstrap(sel(d8), sel(sweeps["c2t"]))
+                per.append("%s %s [%s, %s]" % ("overall" if b == "all" else b, pct(e), pct(lo), pct(hi)))
+                if b == "all":
+                    goal["total_d8"] = (e, lo, hi)
+            parts.append("against EAGLE-2's fixed totals at C2T's depth 8 (%d totals, replayed), C2T verifies %s fewer "
+                         "tokens at equal τ" % (len(d8), ", ".join(per)))
         if parts:
             w("**Where the saving comes from.** EAGLE-2's pool cut by one threshold on P instead of a fixed total "
               "(`--param min_p`, total all, replayed) sizes each tree by the draft's own confidence without a "
@@ -446,6 +459,8 @@ def main():
             f.write("goal_met=%s\nmean_reduction=%s\ntau_ok=%s\n" % ("yes" if met else "no", avg, tau_ok))
             if goal.get("interval"):
                 f.write("pooled_reduction=%s\npooled_lo=%s\npooled_hi=%s\n" % goal["interval"])
+            if goal.get("total_d8"):
+                f.write("c2t_vs_total_d8=%s\nc2t_vs_total_d8_lo=%s\nc2t_vs_total_d8_hi=%s\n" % goal["total_d8"])
             for d in (6, 8):
                 if "min_p_d%d" % d in goal:
                     f.write(("min_p_d{0}_vs_total=%s\nmin_p_d{0}_vs_total_lo=%s\nmin_p_d{0}_vs_total_hi=%s\n"
