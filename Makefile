@@ -279,13 +279,13 @@ qwen-classifier: qwen
 	  PROMPTS=data/smollm2/prompts/collect.jsonl R=results/qwen-classifier OUT=$${OUT:-data/qwen/classifier.json} \
 	  Q=$${Q:-40} MAX_NEW=$${MAX_NEW:-64} BATCH=$${BATCH:-4} COLLECT_ARGS="--verify walk" tools/experiments/classifier.sh
 # The C2T paper's experiments (tools/experiments/paper.sh) on the pair, at
-# sizes for 2 cores (about 2 hours): collect traces of 8 prompts per
+# sizes for 2 cores (about 30 minutes): collect traces of 8 prompts per
 # category, the classifier, EAGLE-2's sweep replayed and C2T's beta sweep on
-# 3 first turns of each benchmark x 64 tokens -> results/qwen-paper/report.md
+# 3 first turns of humaneval, mt_bench and gsm8k x 64 tokens -> results/qwen-paper/report.md
 qwen-paper: qwen
 	@$(MAKE) --no-print-directory $(BIN)/spec-collect $(BIN)/spec-train $(BIN)/spec-analyze $(BIN)/spec-eval
 	@PAPER_OUT=$${PAPER_OUT:-results/qwen-paper} PAPER_TARGET=models/qwen2.5-coder-1.5b-instruct \
-	  HEAD=models/qwen2.5-coder-0.5b-instruct DRAFT_KIND=lm SKIP_DEMO=1 SPEED_Q=0 \
+	  HEAD=models/qwen2.5-coder-0.5b-instruct DRAFT_KIND=lm SKIP_DEMO=1 SPEED_Q=0 BENCHES="$${BENCHES:-humaneval mt_bench gsm8k}" \
 	  COLLECT_Q=$${COLLECT_Q:-8} COLLECT_MAX_NEW=$${COLLECT_MAX_NEW:-64} EVAL_Q=$${EVAL_Q:-3} EVAL_MAX_NEW=$${EVAL_MAX_NEW:-64} \
 	  C2T_BETAS="$${C2T_BETAS:-0.3 0.4 0.5 0.6 0.7}" tools/experiments/paper.sh
 # The pair end to end next to llama.cpp (tools/experiments/qwen_eval.sh) -> results/qwen/
