@@ -3,7 +3,8 @@
  * offset is checked against the bytes that remain, so a lying file is one
  * line naming the file and what is wrong, never a read past the end.
  * Tensors come out as F32, bit for bit what ggml's dequantize_row_* (and
- * gguf-py's gguf.quants.dequantize) give: F32 and F16 as stored; the blocks
+ * gguf-py's gguf.quants.dequantize) give (the dequantiser is the kernels'
+ * one, kernels/base/quant.h): F32 and F16 as stored; the blocks
  * of 32 Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (a half-precision scale d times the
  * block's integer, plus the half-precision minimum for Q4_1 / Q5_1); the
  * super-blocks of 256 Q4_K, Q5_K (d times a 6-bit scale, times the integer,
