@@ -151,6 +151,8 @@ static DType read_type(int type) {
     }
 }
 
+DType gguf_tensor_dtype(const GgufTensor *t) { return read_type(t->type); }
+
 /* bytes of a tensor of n elements (whole blocks), or 0 for a type we do not read */
 static uint64_t tensor_bytes(int type, uint64_t n) {
     const DType t = read_type(type);
@@ -370,6 +372,8 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out) {
     if (kv->type != GGUF_ARRAY || i >= kv->n) return -1;
     return num_at(kv->elem_type, kv->data + i * scalar_size(kv->elem_type), out);
 }
+
+const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t) { return g->data + t->offset; }
 
 int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out) {
     uint64_t n = 1;

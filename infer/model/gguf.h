@@ -17,6 +17,7 @@
  * F32 or F16 tensor's NaN does. */
 #ifndef C2T_GGUF_H
 #define C2T_GGUF_H
+#include "kernels/base/dtype.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,11 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out);
 
 /* ggml's name of a tensor type ("Q4_K"), or "unknown". */
 const char *gguf_type_name(int type);
+/* The tensor's type as the kernels' DType (F32, F16 or a block type,
+ * kernels/base/quant.h), or DT_COUNT for a type this reader does not read. */
+DType gguf_tensor_dtype(const GgufTensor *t);
+/* The tensor's bytes as stored (its blocks), inside the file's mapping. */
+const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t);
 /* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with a one-line
  * error naming the file, the tensor and its type for a type this reader does
  * not dequantise. */
