@@ -23,6 +23,7 @@
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
+#include "tests/matmul_many_check.h"
 
 static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
 #define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
@@ -255,15 +256,7 @@ static void test_matmul_many_equals_matmuls(void) {
             many[i] = xmalloc(sizeof(float) * NMAX * rows[i]);
             one[i] = xmalloc(sizeof(float) * NMAX * rows[i]);
         }
-        for (int j = 0; j < 4; j++)
-            for (int threads = 1; threads <= 2; threads++) {
-                cpu_threads_set(threads);
-                cpu_backend.matmul_many(many, x, pw, K, ns[j]);
-                for (int i = 0; i < K; i++) {
-                    cpu_backend.matmul(one[i], x, &w[i], ns[j]);
-                    bad += memcmp(one[i], many[i], sizeof(float) * ns[j] * rows[i]) != 0;
-                }
-            }
+        for (int j = 0; j < 4; j++) bad += many_vs_matmuls(pw, K, x, ns[j], many, one);
         for (int i = 0; i < K; i++) {
             cpu_backend.weight_release(&w[i]);
             free(wd[i]); free(many[i]); free(one[i]);
