@@ -68,19 +68,17 @@ static void q5_ints(const uint8_t *qh4, const uint8_t *qs, int16_t *q) {
     }
 }
 
-/* The 6-bit scale and minimum of sub-block s (0..7) of a Q4_K / Q5_K
- * super-block, packed into 12 bytes: bytes 0-3 hold the low 6 bits of
- * scales 0-3, bytes 4-7 those of minimums 0-3; sub-blocks 4-7 take their
- * low 4 bits from bytes 8-11 (scale in the low nibble, minimum in the high)
- * and their top 2 bits from the top 2 bits of bytes 0-3 (scales) and 4-7
- * (minimums). */
-static void k_scale_min(const uint8_t *sc, int s, int *scale, int *min) {
-    if (s < 4) {
-        *scale = sc[s] & 63;
-        *min = sc[s + 4] & 63;
-    } else {
-        *scale = (sc[s + 4] & 0x0F) | (sc[s - 4] >> 6) << 4;
-        *min = (sc[s + 4] >> 4) | (sc[s] >> 6) << 4;
+/* The 12 bytes of a Q4_K / Q5_K super-block's 6-bit scales and minimums:
+ * bytes 0-3 hold the low 6 bits of scales 0-3, bytes 4-7 those of
+ * minimums 0-3; sub-blocks 4-7 take their low 4 bits from bytes 8-11
+ * (scale in the low nibble, minimum in the high) and their top 2 bits from
+ * the top 2 bits of bytes 0-3 (scales) and 4-7 (minimums). */
+void quant_k_scales(const uint8_t *s, int sc[8], int mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (s[j + 8] & 0x0F) | (s[j] >> 6) << 4;
+        mn[j + 4] = (s[j + 8] >> 4) | (s[j + 4] >> 6) << 4;
     }
 }
 
@@ -91,8 +89,8 @@ static void unpack_k45(const uint8_t *p, const uint8_t *qh, const uint8_t *qs, Q
     b->d = half_at(p);
     b->m = half_at(p + 2);
     b->sub = 32;
+    quant_k_scales(p + 4, b->sc, b->mn);
     for (int s = 0; s < 8; s++) {
-        k_scale_min(p + 4, s, &b->sc[s], &b->mn[s]);
         const uint8_t *q = qs + 32 * (s / 2);
         for (int l = 0; l < 32; l++) {
             int v = s & 1 ? q[l] >> 4 : q[l] & 0x0F;

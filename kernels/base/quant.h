@@ -48,6 +48,9 @@ typedef struct {
     int sc[16], mn[16];   /* per sub-block: integer scale (Q6_K's int8) and minimum */
 } QuantBlock;
 void quant_unpack(DType t, const void *block, QuantBlock *b);
+/* The 8 scales and minimums of a Q4_K / Q5_K super-block from its 12
+ * packed bytes (the block's bytes 4-15). */
+void quant_k_scales(const uint8_t *packed, int sc[8], int mn[8]);
 
 /* Activations as the block products take them (kernels/cpu/matmul_quant.c):
  * blocks of 32 for the 32-element types, of 256 for the K types. */
