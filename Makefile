@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 qwen qwen-eval qwen-classifier smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
+.PHONY: all deps deps-llamacpp test test-long test-asan bench bench-quant demo install clean check-deps fuzz smollm2 qwen qwen-eval qwen-classifier smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -191,6 +191,12 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@for b in $(filter-out $(BUILD)/tests/bench_forward,$(BENCHES)); do echo "== $$b"; $$b || exit 1; done
 	@tools/experiments/bench.sh
+
+# GGUF block types in place against llama.cpp on the same files
+# (tools/experiments/quant_bench.sh) -> results/quant_bench/report.md
+bench-quant: deps
+	@$(MAKE) --no-print-directory all
+	@tools/experiments/quant_bench.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
