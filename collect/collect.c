@@ -150,7 +150,7 @@ static int settings_complete(TraceWriter *w, const Setting *set, int ns) {
     return 1;
 }
 
-#define MAX_SETTINGS 32
+#define MAX_SETTINGS 40
 
 /* The settings of this run, as the trace's root attributes record them. */
 static int run_settings(const Session *s, const Policy *policy, const char *const *files, int n,
@@ -166,10 +166,12 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     SET("tool", "spec-collect");
     SET("target", "%s", cfg->target_dir);
     SET("target_config_hash", "%s", s->target->config_hash);
+    SET("target_weight_types", "%s", s->target->weight_types);
     SET("draft", "%s", cfg->draft_dir);
     SET("draft_kind", "%s", draft_kind_name(s->draft));
     SET("draft_config_hash", "%s", s->draft->config_hash);
     SET("draft_weights_hash", "%s", draft_weights);
+    SET("draft_weight_types", "%s", s->draft->weight_types);
     SET("draft_vocab", "%d", s->draft->Vd);
     SET("draft_temperature", "%g", s->draft->temperature);
     SET("tokenizer", "%s", tokenizer_path(s->tok));

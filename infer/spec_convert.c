@@ -11,10 +11,12 @@
  * head for its RoPE (HF row h·hd + j·hd/2 + i is GGUF row h·hd + 2i + j) —
  * it leaves qwen2's as published, rotated by halves as in Hugging Face; and
  * a tied LM head, which GGUF stores only as token_embd (tie_word_embeddings
- * true). */
+ * true).  --dtype keep writes every tensor as stored, a quantized one as its
+ * blocks (safetensors.h says how), for the runtime's block products. */
 #include "infer/cli.h"
 #include "infer/model/gguf.h"
 #include "infer/model/safetensors.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -28,7 +30,7 @@ static const char *prog = "spec-convert";
 
 static void usage(FILE *f) {
     fprintf(f,
-"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32]\n"
+"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
 "GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt2, smollm or qwen2) into a\n"
 "Hugging Face checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
@@ -36,8 +38,10 @@ static void usage(FILE *f) {
 "F16 or any quantized type the GGUF reader knows (dequantised as llama.cpp does);\n"
 "other types are refused.\n"
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
-"  --dtype D     bf16 (default) or f16 (both rounded to nearest even), or f32 (the exact\n"
-"                dequantised values)\n"
+"  --dtype D     bf16 (default) or f16 (both rounded to nearest even), f32 (the exact\n"
+"                dequantised values), or keep: every tensor as the GGUF stores it, the\n"
+"                quantized ones in their blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,\n"
+"                Q6_K), which the runtime computes with in place (docs/models.md)\n"
 "  -h, --help\n");
 }
 
@@ -83,39 +87,61 @@ static void read_shape(const Gguf *g, Shape *s) {
         die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
 }
 
-/* One GGUF tensor as F32 [rows][cols], checked against the shape we expect. */
-static float *load(const Gguf *g, const char *name, int64_t rows, int64_t cols) {
+/* One GGUF tensor's values [rows][cols]: as F32, or with keep as stored
+ * (F32, F16 or blocks: dt says which); checked against the shape we
+ * expect. */
+typedef struct { void *data; DType dt; size_t row_bytes; } Vals;
+
+static Vals load(const Gguf *g, const char *name, int64_t rows, int64_t cols, int keep) {
     const GgufTensor *t = gguf_find_tensor(g, name);
     if (!t) die(prog, "tensor %s is missing", name);
     int64_t want0 = cols ? cols : rows, want1 = cols ? rows : 1;
     if (t->ne[0] != want0 || t->ne[1] != want1 || t->ne[2] != 1 || t->ne[3] != 1)
         die(prog, "tensor %s: shape [%lld, %lld], expected [%lld, %lld]", name, (long long)t->ne[1],
             (long long)t->ne[0], (long long)want1, (long long)want0);
+    const DType st = gguf_tensor_dtype(t);
+    if (keep && st != DT_COUNT) {
+        int64_t rb = quant_row_bytes(st, want0);
+        if (rb < 0 || (uint64_t)(rb * want1) != t->bytes) die(prog, "tensor %s: %s", name, rb < 0 ? err_get() : "size");
+        void *v = xmalloc((size_t)t->bytes);
+        memcpy(v, gguf_tensor_data(g, t), (size_t)t->bytes);
+        return (Vals){v, st, (size_t)rb};
+    }
     float *v = xmalloc(sizeof(float) * (size_t)(want0 * want1));
     if (gguf_tensor_f32(g, t, v)) die(prog, "%s", err_get());
-    return v;
+    return (Vals){v, DT_F32, sizeof(float) * (size_t)want0};
 }
 
-/* Undoes llama.cpp's per-head interleave of q / k rows (see the top). */
-static void unpermute(float *w, int n_head, int head_dim, int cols) {
-    float *tmp = xmalloc(sizeof(float) * (size_t)head_dim * cols);
+/* Undoes llama.cpp's per-head interleave of q / k rows (see the top); rows
+ * of any type (a block type's rows are whole blocks). */
+static void unpermute(Vals w, int n_head, int head_dim) {
+    const size_t rb = w.row_bytes;
+    char *tmp = xmalloc(rb * (size_t)head_dim);
     for (int h = 0; h < n_head; h++) {
-        float *blk = w + (size_t)h * head_dim * cols;
+        char *blk = (char *)w.data + (size_t)h * head_dim * rb;
         for (int i = 0; i < head_dim / 2; i++)
             for (int j = 0; j < 2; j++)
-                memcpy(tmp + (size_t)(j * head_dim / 2 + i) * cols, blk + (size_t)(2 * i + j) * cols, sizeof(float) * cols);
-        memcpy(blk, tmp, sizeof(float) * (size_t)head_dim * cols);
+                memcpy(tmp + (size_t)(j * head_dim / 2 + i) * rb, blk + (size_t)(2 * i + j) * rb, rb);
+        memcpy(blk, tmp, rb * (size_t)head_dim);
     }
     free(tmp);
 }
 
+/* the tensors written; dt the element type of F32 values (keep: DT_COUNT,
+ * every tensor as stored) */
 typedef struct { StWrite *w; char (*names)[96]; int n; DType dt; } Out;
 
-static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) {
+static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols) {
     StWrite *w = &o->w[o->n];
     snprintf(o->names[o->n], 96, "%s", name);
     size_t n = (size_t)(rows * (cols ? cols : 1));
+    float *v = vals.data;
     void *data = v;
+    if (vals.dt != DT_F32) {   /* kept as stored */
+        *w = (StWrite){o->names[o->n], vals.dt, cols ? 2 : 1, {rows, cols}, data};
+        o->n++;
+        return;
+    }
     if (o->dt == DT_BF16) {
         uint16_t *b = xmalloc(2 * n);
         for (size_t i = 0; i < n; i++) b[i] = f32_to_bf16(v[i]);
@@ -127,18 +153,19 @@ static void add(Out *o, const char *name, float *v, int64_t rows, int64_t cols) 
         free(v);
         data = h;
     }
-    *w = (StWrite){o->names[o->n], o->dt, cols ? 2 : 1, {cols ? rows : rows, cols}, data};
+    *w = (StWrite){o->names[o->n], o->dt == DT_COUNT ? DT_F32 : o->dt, cols ? 2 : 1, {rows, cols}, data};
     if (!cols) w->shape[0] = rows;
     o->n++;
 }
 
+/* dt DT_COUNT: keep (every tensor as the GGUF stores it) */
 static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType dt, int *tied) {
-    const int hd = s->hidden / s->heads, L = s->layers;
+    const int hd = s->hidden / s->heads, L = s->layers, keep = dt == DT_COUNT;
     Out o = {xcalloc((size_t)(3 + 12 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 12 * L), 96), 0, dt};
-    add(&o, "model.embed_tokens.weight", load(g, "token_embd.weight", s->vocab, s->hidden), s->vocab, s->hidden);
-    add(&o, "model.norm.weight", load(g, "output_norm.weight", s->hidden, 0), s->hidden, 0);
+    add(&o, "model.embed_tokens.weight", load(g, "token_embd.weight", s->vocab, s->hidden, keep), s->vocab, s->hidden);
+    add(&o, "model.norm.weight", load(g, "output_norm.weight", s->hidden, 0, keep), s->hidden, 0);
     *tied = gguf_find_tensor(g, "output.weight") == NULL;
-    if (!*tied) add(&o, "lm_head.weight", load(g, "output.weight", s->vocab, s->hidden), s->vocab, s->hidden);
+    if (!*tied) add(&o, "lm_head.weight", load(g, "output.weight", s->vocab, s->hidden, keep), s->vocab, s->hidden);
     Progress pr;
     progress_start(&pr, "spec-convert layers", L);
     for (int l = 0; l < L; l++) {
@@ -147,7 +174,7 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
         do {                                                                      \
             snprintf(src, sizeof src, "blk.%d.%s." kind, l, gg);                 \
             snprintf(dst, sizeof dst, "model.layers.%d.%s." kind, l, hf);        \
-            float *v_ = load(g, src, r, c);                                       \
+            Vals v_ = load(g, src, r, c, keep);                                   \
             fix;                                                                  \
             add(&o, dst, v_, r, c);                                               \
         } while (0)
@@ -160,8 +187,8 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
             TK("attn_k", "self_attn.k_proj", "bias", s->kv_heads * hd, 0, (void)0);
             TK("attn_v", "self_attn.v_proj", "bias", s->kv_heads * hd, 0, (void)0);
         } else {
-            T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, unpermute(v_, s->heads, hd, s->hidden));
-            T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, unpermute(v_, s->kv_heads, hd, s->hidden));
+            T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, unpermute(v_, s->heads, hd));
+            T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, unpermute(v_, s->kv_heads, hd));
         }
         T("attn_v", "self_attn.v_proj", s->kv_heads * hd, s->hidden, (void)0);
         T("attn_output", "self_attn.o_proj", s->hidden, s->heads * hd, (void)0);
@@ -435,8 +462,10 @@ int main(int argc, char **argv) {
         }
     }
     if (argc - optind != 2) { usage(stderr); die(prog, "expected IN.gguf OUTDIR"); }
-    DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f16") ? DT_F16 : !strcmp(dtype, "f32") ? DT_F32 : DT_COUNT;
-    if (dt == DT_COUNT) die(prog, "--dtype: expected bf16, f16 or f32, got '%s'", dtype);
+    /* keep is DT_COUNT: no one element type */
+    DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f16") ? DT_F16 : !strcmp(dtype, "f32") ? DT_F32 : DT_U8;
+    if (!strcmp(dtype, "keep")) dt = DT_COUNT;
+    if (dt == DT_U8) die(prog, "--dtype: expected bf16, f16, f32 or keep, got '%s'", dtype);
     const char *in = argv[optind], *dir = argv[optind + 1];
     check_out_dir(dir, in);
     double t0 = now_seconds();

@@ -2,7 +2,7 @@
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
  *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx]
- *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] MODEL_DIR|1b ...
+ *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
  * of bench_model.h, written to /tmp and removed after loading):
@@ -34,7 +34,9 @@
  * sets it beside llama-bench's single run).
  * --tree N1,N2,...: the tree figure alone at those node counts, each as ms
  * per verification forward and as a multiple of the first count's (what
- * verifying N nodes costs against one token's forward when N1 is 1). */
+ * verifying N nodes costs against one token's forward when N1 is 1).
+ * --pp N1,N2,...: the pp figure alone at those prompt lengths (llama-bench's
+ * pp512 is --pp 512). */
 #include "infer/model/llama.h"
 #include "infer/speculative/decode.h"
 #include "tests/bench_model.h"
@@ -290,6 +292,23 @@ static void bench_tree_curve(const char *dir, const int *ns, int count) {
     llama_free(m);
 }
 
+/* --pp: the prompt figures alone */
+static void bench_pp_only(const char *dir, const int *ns, int count) {
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    if (!m) die_err("bench_forward");
+    int most = 0;
+    for (int i = 0; i < count; i++) most = ns[i] > most ? ns[i] : most;
+    LlamaState *st = llama_state_new(m, CTX + most);
+    commit_prompt(st, CTX);
+    for (int i = 0; i < count; i++) {
+        const double pp = forward_tps(st, ns[i], 0);
+        printf("%s: pp%d %.1f tok/s\n", dir, ns[i], pp);
+        row(dir, "pp", ns[i], pp, 0, 0);
+    }
+    llama_state_free(st);
+    llama_free(m);
+}
+
 /* --tg-only: the decode figure alone, from one run */
 static void bench_decode_only(const char *dir) {
     LlamaModel *m = llama_load(dir, &cpu_backend);
@@ -340,7 +359,7 @@ static void bench_model(const char *arg, double bw, double rbw, double peak) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 2, first = 1, bs[16], nb = 0, npp = 128, ntg = 128, tree_ns[16], ntree = 0;
+    int threads = 2, first = 1, bs[16], nb = 0, npp = 128, ntg = 128, tree_ns[16], ntree = 0, pp_ns[16], npp_only = 0;
     for (; first < argc && argv[first][0] == '-'; first += 2) {
         if (!strcmp(argv[first], "--tg-only")) {   /* takes no value */
             tg_runs = 1;
@@ -366,14 +385,15 @@ int main(int argc, char **argv) {
             o.cpu_fast_gemm = !strcmp(argv[first + 1], "amx") ? CPU_GEMM_AMX : !strcmp(argv[first + 1], "on") ? CPU_GEMM_BF16 : CPU_GEMM_F32;
             if (backend_configure(&o)) die_err("bench_forward");
         }
-        else if (!strcmp(argv[first], "--batched") || !strcmp(argv[first], "--tree")) {
-            const int tree = !strcmp(argv[first], "--tree");
-            int *v = tree ? tree_ns : bs, *count = tree ? &ntree : &nb;
+        else if (!strcmp(argv[first], "--batched") || !strcmp(argv[first], "--tree") || !strcmp(argv[first], "--pp")) {
+            const int tree = !strcmp(argv[first], "--tree"), pp = !strcmp(argv[first], "--pp");
+            int *v = tree ? tree_ns : pp ? pp_ns : bs, *count = tree ? &ntree : pp ? &npp_only : &nb;
+            const int most = tree ? 256 : pp ? 4096 : 1 << 20;
             for (char *p = argv[first + 1]; *p && *count < 16; p += strspn(p, ",")) {
                 char *end;
                 v[*count] = (int)strtol(p, &end, 10);
-                if (end == p || v[*count] < 1 || (tree && v[*count] > 256)) {
-                    fprintf(stderr, "bench_forward: %s takes sizes like 1,8,32%s\n", argv[first], tree ? " (at most 256)" : "");
+                if (end == p || v[*count] < 1 || v[*count] > most) {
+                    fprintf(stderr, "bench_forward: %s takes sizes like 1,8,32 (at most %d)\n", argv[first], most);
                     return 2;
                 }
                 (*count)++;
@@ -381,7 +401,7 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] "
-                            "[--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] "
+                            "[--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] "
                             "MODEL_DIR|1b ...\n");
             return 2;
         }
@@ -392,6 +412,11 @@ int main(int argc, char **argv) {
     omp_set_num_threads(threads);
     if (tg_runs == 1) {
         for (int i = first; i < argc; i++) bench_decode_only(argv[i]);
+        if (tsv) fclose(tsv);
+        return 0;
+    }
+    if (npp_only) {
+        for (int i = first; i < argc; i++) bench_pp_only(argv[i], pp_ns, npp_only);
         if (tsv) fclose(tsv);
         return 0;
     }

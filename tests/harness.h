@@ -145,9 +145,12 @@ static inline void write_file(const char *path, const char *text) {
  * accepted, so paths run deep and the bonus-token / KV-keep logic is
  * exercised), another LM, an EAGLE head, two EAGLE-3 heads (a reduced
  * draft vocabulary in safetensors; a full one with its own embeddings in
- * pytorch_model.bin), and a Qwen2 target (q/k/v biases) drafted by its own
- * weights rounded to BF16 (most guesses accepted, some not). */
-#define N_LOSSLESS_DRAFTS 6
+ * pytorch_model.bin), a Qwen2 target (q/k/v biases) drafted by its own
+ * weights rounded to BF16 (most guesses accepted, some not), and a Qwen2
+ * target in GGUF block types (spec-convert --dtype keep of
+ * tests/golden/qwen2_quant.gguf) with its BF16 conversion as draft, and the
+ * other way round (a draft LM in block types). */
+#define N_LOSSLESS_DRAFTS 8
 static const char *const LOSSLESS_DRAFTS[N_LOSSLESS_DRAFTS][3] = {
     {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama3_f32"},
     {"tests/ckpt/llama3_f32", "lm", "tests/ckpt/llama2_f32"},
@@ -155,6 +158,8 @@ static const char *const LOSSLESS_DRAFTS[N_LOSSLESS_DRAFTS][3] = {
     {"tests/ckpt/tiny_chat_l8", "eagle3", "tests/ckpt/eagle3_tiny"},
     {"tests/ckpt/tiny_chat_l8", "eagle3", "tests/ckpt/eagle3_tiny_bin"},
     {"tests/ckpt/qwen2_f32", "lm", "tests/ckpt/qwen2_bf16"},
+    {"tests/ckpt/qwen2_quant", "lm", "tests/ckpt/qwen2_quant_bf16"},
+    {"tests/ckpt/qwen2_quant_bf16", "lm", "tests/ckpt/qwen2_quant"},
 };
 
 #define CHECK_ONE_LINE_ERROR(rc, err, needle) do { \

@@ -110,6 +110,40 @@ static void test_unsupported_weight_dtype(void) {
     expect_failure("I32 weight", "model.embed_tokens.weight");
 }
 
+/* A GGUF block type in safetensors (U8 rows of whole blocks, named in
+ * __metadata__; safetensors.c) that lies: a type we do not know, a tensor
+ * not stored as U8 rows, rows that are not whole blocks, a name the file
+ * does not hold, a block type for a vector. */
+static void test_block_type_lies(void) {
+    static const struct { const char *header; size_t bytes; const char *needle; } cases[] = {
+        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"Q3_K\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"U8\",\"shape\":[256,68],\"data_offsets\":[0,17408]}}", 17408, "Q3_K"},
+        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"Q8_0\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[256,17],\"data_offsets\":[0,17408]}}", 17408,
+         "model.embed_tokens.weight"},
+        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"Q8_0\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"U8\",\"shape\":[256,67],\"data_offsets\":[0,17152]}}", 17152,
+         "whole 34-byte blocks"},
+        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weigh\":\"Q8_0\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"U8\",\"shape\":[256,68],\"data_offsets\":[0,17408]}}", 17408,
+         "model.embed_tokens.weigh"},
+        /* a Q8_0 embedding of the right shape [256, 64] loads; the norm after it is a block-type vector */
+        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"Q8_0\",\"c2t.quant.model.norm.weight\":\"Q8_0\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"U8\",\"shape\":[256,68],\"data_offsets\":[0,17408]},"
+         "\"model.norm.weight\":{\"dtype\":\"U8\",\"shape\":[1,68],\"data_offsets\":[17408,17476]}}", 17476,
+         "model.norm.weight"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        setup();
+        char *p = path_join(dir, "model.safetensors");
+        write_raw(p, cases[i].header, cases[i].bytes);
+        free(p);
+        char what[32];
+        snprintf(what, sizeof what, "block type case %zu", i);
+        expect_failure(what, cases[i].needle);
+    }
+}
+
 static void test_truncated_file(void) {
     setup();
     char *src = path_join(good, "model.safetensors"), *dst = path_join(dir, "model.safetensors");
@@ -217,6 +251,7 @@ int main(void) {
     RUN(test_overlapping_tensors);
     RUN(test_unknown_dtype);
     RUN(test_unsupported_weight_dtype);
+    RUN(test_block_type_lies);
     RUN(test_truncated_file);
     RUN(test_malformed_header_json);
     RUN(test_malformed_config);

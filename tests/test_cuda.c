@@ -15,8 +15,18 @@
  *  - batched forwards (three sequences, each its own cache, prompts then a
  *    tree, a decode token and a causal pair) and batched LM-head rows equal
  *    the CPU's; spec-eval --device cuda --batch 3 is lossless;
- *  - cuda_sample_rows: seeded, reproducible, distributed as softmax(l / T).
- * Without nvcc every test SKIPs.
+ *  - cuda_sample_rows: seeded, reproducible, distributed as softmax(l / T);
+ *  - GGUF block types (kernels/cuda/matmul_quant.cu), per type: products
+ *    of 1, 2, 5, 16 and 64 tokens equal the CPU backend's bit for bit (odd
+ *    row counts, rows of several blocks), matmul_many equals matmuls,
+ *    embedding rows equal quant_dequant_row, and greedy decoding of
+ *    tests/ckpt/qwen2_quant gives the CPU's tokens, lossless with an LM
+ *    draft both ways.
+ * On the CPU, GPU or not (test_cuda_quant_steps_on_host): the block
+ * products' steps as the CUDA kernels take them (kernels/base/quant_dot.h)
+ * give the CPU backend's activations, products and embedding rows bit for
+ * bit; block-type weights the CUDA backend must refuse are refused.
+ * Without nvcc every other test SKIPs.
  *
  * Tolerances (|Δ| ≤ TOL · max(1, max|ref|)): the defaults of tests/parity.h
  * apply unchanged — 1e-4 for matmul (the F16/BF16 GEMM splits activations
@@ -28,6 +38,151 @@
  * bounds the CPU against transformers. */
 #include "tests/harness.h"
 #include "kernels/base/util.h"
+#include "kernels/base/quant_dot.h"
+#include "kernels/base/rng.h"
+#include "kernels/kernels.h"
+
+/* ---- GGUF block types: the CUDA kernels' steps, on the host ---- */
+
+static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
+#define NQTYPES (int)(sizeof QTYPES / sizeof *QTYPES)
+static const int QNS[] = {1, 2, 5, 16, 64};
+#define NQNS (int)(sizeof QNS / sizeof *QNS)
+#define QN_MAX 64
+
+static Rng qrng = {{0x2545F4914F6CDD1DULL, 0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL, 0x94D049BB133111EBULL}};
+static uint32_t qrnd(void) { return (uint32_t)(rng_next(&qrng) >> 32); }
+
+/* rows x cols random blocks of type t: random bytes, the half-precision
+ * scale and minimum of either sign and magnitude 2^-9 .. 2^-4 */
+static uint8_t *q_weight(DType t, int64_t rows, int64_t cols) {
+    const int64_t bytes = rows * quant_row_bytes(t, cols), bb = (int64_t)quant_block_bytes(t);
+    const int d_at = t == DT_Q6_K ? 208 : 0, has_m = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K;
+    uint8_t *w = xmalloc((size_t)bytes);
+    for (int64_t i = 0; i < bytes; i++) w[i] = (uint8_t)(qrnd() >> 24);
+    for (int64_t b = 0; b < bytes / bb; b++)
+        for (int k = 0; k < 1 + has_m; k++) {
+            const uint16_t h = (uint16_t)((qrnd() & 1) << 15 | (6 + qrnd() % 6) << 10 | (qrnd() & 0x3FF));
+            memcpy(w + b * bb + (k ? 2 : d_at), &h, 2);
+        }
+    return w;
+}
+
+/* x[n][cols]: a scale per 32 elements from 2^-3 to 2^3 (blocks differ in
+ * range), one block of zeros */
+static float *q_acts(int n, int64_t cols) {
+    float *x = xmalloc(sizeof(float) * (size_t)(n * cols)), scale = 1;
+    for (int64_t i = 0; i < n * cols; i++) {
+        if (i % 32 == 0) scale = ldexpf(1.0f, (int)(qrnd() % 7) - 3);
+        x[i] = ((float)(qrnd() >> 8) / 8388608.0f - 1.0f) * scale;
+    }
+    memset(x + (n * cols >= 64 ? 32 : 0), 0, 32 * sizeof(float));
+    return x;
+}
+
+/* q8_act_kernel on the host, block by block: q, d, d times the block's sum
+ * (blocks of 32) and the sums per 16, from quant_dot.h's steps. */
+static void emu_acts(const float *x, int64_t cols, int block, int8_t *q, float *d, float *sd, int *s16) {
+    for (int64_t b = 0; b < cols / block; b++) {
+        float amax = 0;
+        int bad = 0, s = 0;
+        for (int j = 0; j < block; j++) {
+            const float a = fabsf(x[b * block + j]);
+            bad |= !(a <= 3.402823466e38f);
+            amax = fmaxf(amax, a);
+        }
+        d[b] = qd_q8_d(amax, bad);
+        for (int j = 0; j < block; j++) {
+            q[b * block + j] = (int8_t)qd_q8(x[b * block + j], d[b], bad || amax == 0);
+            s += q[b * block + j];
+            if (j % 16 == 15) { s16[(b * block + j) / 16] = s; s = 0; }
+        }
+        if (block == 32) sd[b] = d[b] * (float)(s16[2 * b] + s16[2 * b + 1]);
+    }
+}
+
+/* qmm_kernel's sums for one (row, token) on the host: each unit's exact
+ * part, the block's terms, one fmaf chain over the blocks in order. */
+static float emu_dot(DType t, const uint8_t *row, int64_t cols, const int8_t *q, const float *d, const float *sd,
+                     const int *s16) {
+    const int E = (int)quant_block_elems(t), upb = E / 32, bb = (int)quant_block_bytes(t);
+    float acc = 0;
+    for (int64_t b = 0; b < cols / E; b++) {
+        const uint8_t *blk = row + b * bb;
+        int isum = 0, msum = 0;
+        for (int g = 0; g < upb; g++) {
+            const int64_t u = b * upb + g;
+            uint32_t w[8], xw[8];
+            int is, ms;
+            qd_unit(t, blk, g, w);
+            memcpy(xw, q + 32 * u, 32);
+            qd_unit_sums(t, blk, g, w, xw, s16[2 * u], s16[2 * u + 1], &is, &ms);
+            isum += is;
+            msum += ms;
+        }
+        float ta[2], tb[2];
+        const int k = qd_terms(t, blk, isum, msum, d[b], upb == 1 ? sd[b] : 0.0f, ta, tb);
+        for (int j = 0; j < k; j++) acc = fmaf(ta[j], tb[j], acc);
+    }
+    return acc;
+}
+
+/* Per type, on rows of several blocks (13 rows; 512 and 1536 columns):
+ * the host run of the kernels' steps gives quant_q8_row's activations
+ * and the CPU backend's product of every token bit for bit (at each n of
+ * QNS, all tokens in one call), and qd_dequant gives quant_dequant_row.
+ * So the arithmetic the GPU runs is the CPU's; what is left to a GPU is
+ * the kernels' indexing, lanes and launches (test_cuda_quant_parity). */
+static void test_cuda_quant_steps_on_host(void) {
+    enum { ROWS = 13 };
+    const int64_t colss[2] = {512, 1536};
+    int bad_act = 0, bad_dot = 0, bad_deq = 0, compared = 0;
+    for (int ti = 0; ti < NQTYPES; ti++)
+        for (int c = 0; c < 2; c++) {
+            const DType t = QTYPES[ti];
+            const int64_t cols = colss[c], rb = quant_row_bytes(t, cols);
+            const int block = quant_act_block(t);
+            uint8_t *wq = q_weight(t, ROWS, cols);
+            float *x = q_acts(QN_MAX, cols), *deq = xmalloc(sizeof(float) * (size_t)cols);
+            Weight w;
+            REQUIRE(cpu_backend.weight(&w, wq, t, ROWS, cols) == 0, "%s", err_get());
+            int8_t *q = xmalloc((size_t)cols), *qr = xmalloc((size_t)cols);
+            float *d = xmalloc(sizeof(float) * (size_t)cols), *dr = xmalloc(sizeof(float) * (size_t)cols);
+            float *sd = xmalloc(sizeof(float) * (size_t)cols), *out = xmalloc(sizeof(float) * QN_MAX * ROWS);
+            int *s16 = xmalloc(sizeof(int) * (size_t)cols);
+            int16_t *sr = xmalloc(sizeof(int16_t) * (size_t)cols);
+            for (int k = 0; k < NQNS; k++) {
+                const int n = QNS[k];
+                cpu_backend.matmul(out, x, &w, n);
+                for (int tok = 0; tok < n; tok++) {
+                    const float *xt = x + tok * cols;
+                    emu_acts(xt, cols, block, q, d, sd, s16);
+                    quant_q8_row(xt, cols, block, qr, dr, sr);
+                    bad_act += memcmp(q, qr, (size_t)cols) || memcmp(d, dr, sizeof(float) * (size_t)(cols / block));
+                    for (int64_t g = 0; g < cols / 16; g++) bad_act += block == 256 && s16[g] != sr[g];
+                    for (int r = 0; r < ROWS; r++) {
+                        const float e = emu_dot(t, wq + r * rb, cols, q, d, sd, s16);
+                        bad_dot += memcmp(&e, &out[tok * ROWS + r], sizeof e) != 0;
+                        compared++;
+                    }
+                }
+            }
+            for (int r = 0; r < ROWS; r++) {
+                quant_dequant_row(t, wq + r * rb, deq, cols);
+                for (int64_t e = 0; e < cols; e++) {
+                    const int E = (int)quant_block_elems(t);
+                    const float v = qd_dequant(t, wq + r * rb + e / E * (int64_t)quant_block_bytes(t), (int)(e % E));
+                    bad_deq += memcmp(&v, &deq[e], sizeof v) != 0;
+                }
+            }
+            cpu_backend.weight_release(&w);
+            free(wq); free(x); free(deq); free(q); free(qr); free(d); free(dr); free(sd); free(out); free(s16); free(sr);
+        }
+    printf("# quant_dot.h's steps on the host: %d (row, token) products of 8 types against the CPU backend\n", compared);
+    CHECK(bad_act == 0, "%d activation blocks differ from quant_q8_row", bad_act);
+    CHECK(bad_dot == 0, "%d products differ from the CPU backend's bits", bad_dot);
+    CHECK(bad_deq == 0, "%d dequantised elements differ from quant_dequant_row", bad_deq);
+}
 
 #ifdef C2T_CUDA
 #include "kernels/cuda/cuda_backend.h"
@@ -58,6 +213,11 @@ static void test_cuda_errors_are_reported(void) {
     int32_t ints[4] = {0};
     CHECK(cuda_backend.weight(&w, ints, DT_I32, 2, 2) == -1 && strstr(err_get(), "I32"),
           "an I32 weight accepted: %s", err_get());
+    uint8_t blocks[2 * 144] = {0};   /* block types: matrices of whole blocks only, refused before any copy */
+    CHECK(cuda_backend.weight(&w, blocks, DT_Q4_0, 1, 32) == -1 && strstr(err_get(), "matrix"),
+          "a Q4_0 vector accepted: %s", err_get());
+    CHECK(cuda_backend.weight(&w, blocks, DT_Q4_K, 2, 100) == -1 && strstr(err_get(), "whole blocks"),
+          "Q4_K rows of 100 accepted: %s", err_get());
     int before = cuda_errors();
     if (!cuda_available()) {
         /* here every CUDA call fails: the op reports and returns */
@@ -168,6 +328,101 @@ static void test_cuda_matmul_many_grouped(void) {
             free(x);
         }
     CHECK(bad == 0, "%d products of matmul_many differ from matmul's bit for bit", bad);
+    NO_NEW_ERRORS(before);
+}
+
+/* Per block type, on 13 and 77 rows (an odd count; 77 leaves a partial
+ * block of QW rows) of 512 and 1536 columns: the CUDA product of n = 1, 2,
+ * 5, 16 and 64 tokens equals the CPU backend's bit for bit (the GEMV's
+ * NT 1 and 2, the tiled NT 8 with a partial tile, matmul_quant.cu);
+ * matmul_many of mixed types (q/k/v as tests/ckpt/qwen2_quant mixes them)
+ * and of one type (a grouped launch) equals each matmul; embedding rows,
+ * ids outside the table included, equal quant_dequant_row (zeros). */
+static void test_cuda_quant_parity(void) {
+    NEED_GPU();
+    const int before = cuda_errors();
+    const int rowss[2] = {13, 77};
+    const int64_t colss[2] = {512, 1536};
+    int bad_mm = 0, bad_many = 0, bad_embed = 0, compared = 0;
+    for (int ti = 0; ti < NQTYPES; ti++)
+        for (int c = 0; c < 2; c++)
+            for (int ri = 0; ri < 2; ri++) {
+                const DType t = QTYPES[ti];
+                const int R = rowss[ri];
+                const int64_t C = colss[c], rb = quant_row_bytes(t, C);
+                uint8_t *wq = q_weight(t, R, C);
+                float *x = q_acts(QN_MAX, C);
+                Weight wc, wg;
+                REQUIRE(cpu_backend.weight(&wc, wq, t, R, C) == 0 && cuda_backend.weight(&wg, wq, t, R, C) == 0,
+                        "%s weight: %s", dtype_name(t), err_get());
+                float *xd = up(&cuda_backend, x, (size_t)QN_MAX * C), *od = cuda_backend.alloc((size_t)QN_MAX * R);
+                float *oc = xmalloc(sizeof(float) * QN_MAX * R);
+                for (int k = 0; k < NQNS; k++) {
+                    const int n = QNS[k];
+                    cpu_backend.matmul(oc, x, &wc, n);
+                    cuda_backend.matmul(od, xd, &wg, n);
+                    float *og = down(&cuda_backend, od, (size_t)n * R);
+                    for (int i = 0; i < n * R; i++) bad_mm += memcmp(&og[i], &oc[i], sizeof(float)) != 0;
+                    compared += n * R;
+                    free(og);
+                }
+                /* rows 0, R - 1, one past the end, -1 */
+                const int ids[4] = {0, R - 1, R, -1};
+                int *idd = backend_alloc_ints(&cuda_backend, 4);
+                backend_ints_to_device(&cuda_backend, idd, ids, 4);
+                float *ed = cuda_backend.alloc((size_t)4 * C), *deq = xmalloc(sizeof(float) * (size_t)C);
+                cuda_backend.embed(ed, &wg, idd, 4);
+                float *eg = down(&cuda_backend, ed, (size_t)4 * C);
+                for (int i = 0; i < 4; i++) {
+                    if (ids[i] >= 0 && ids[i] < R) quant_dequant_row(t, wq + ids[i] * rb, deq, C);
+                    else memset(deq, 0, sizeof(float) * (size_t)C);
+                    bad_embed += memcmp(eg + i * C, deq, sizeof(float) * (size_t)C) != 0;
+                }
+                free(eg); free(deq);
+                cuda_backend.release(ed); cuda_backend.release(idd);
+                cuda_backend.release(xd); cuda_backend.release(od);
+                cuda_backend.weight_release(&wg); cpu_backend.weight_release(&wc);
+                free(wq); free(x); free(oc);
+            }
+    /* matmul_many: q/k/v of three types, then gate/up of one */
+    const DType sets[2][3] = {{DT_Q8_0, DT_Q4_0, DT_Q4_1}, {DT_Q4_K, DT_Q4_K, DT_Q4_K}};
+    const int mrows[3] = {256, 129, 64};
+    const int64_t C = 768;
+    for (int set = 0; set < 2; set++) {
+        const int count = set ? 2 : 3;
+        Weight w[3];
+        const Weight *pw[3];
+        uint8_t *wq[3];
+        float *outs[3], *ones[3];
+        for (int i = 0; i < count; i++) {
+            wq[i] = q_weight(sets[set][i], mrows[i], C);
+            REQUIRE(cuda_backend.weight(&w[i], wq[i], sets[set][i], mrows[i], C) == 0, "%s", err_get());
+            pw[i] = &w[i];
+            outs[i] = cuda_backend.alloc((size_t)QN_MAX * mrows[i]);
+            ones[i] = cuda_backend.alloc((size_t)QN_MAX * mrows[i]);
+        }
+        float *x = q_acts(QN_MAX, C), *xd = up(&cuda_backend, x, (size_t)QN_MAX * C);
+        for (int k = 0; k < NQNS; k++) {
+            cuda_backend.matmul_many(outs, xd, pw, count, QNS[k]);
+            for (int i = 0; i < count; i++) {
+                cuda_backend.matmul(ones[i], xd, &w[i], QNS[k]);
+                float *a = down(&cuda_backend, outs[i], (size_t)QNS[k] * mrows[i]);
+                float *b = down(&cuda_backend, ones[i], (size_t)QNS[k] * mrows[i]);
+                bad_many += memcmp(a, b, sizeof(float) * (size_t)QNS[k] * mrows[i]) != 0;
+                free(a); free(b);
+            }
+        }
+        for (int i = 0; i < count; i++) {
+            cuda_backend.release(outs[i]); cuda_backend.release(ones[i]);
+            cuda_backend.weight_release(&w[i]); free(wq[i]);
+        }
+        cuda_backend.release(xd);
+        free(x);
+    }
+    printf("# cuda vs cpu: %d block-type products compared bit for bit\n", compared);
+    CHECK(bad_mm == 0, "%d of %d block-type products differ from the CPU backend's bits", bad_mm, compared);
+    CHECK(bad_many == 0, "%d products of matmul_many differ from matmul's", bad_many);
+    CHECK(bad_embed == 0, "%d embedding rows differ from quant_dequant_row", bad_embed);
     NO_NEW_ERRORS(before);
 }
 
@@ -442,6 +697,16 @@ static void test_cuda_greedy_qwen2_lm_draft(void) {
     greedy_parity_with("tests/ckpt/qwen2_bf16", "chain", "lm", "tests/ckpt/qwen2_f32");
 }
 
+/* tests/ckpt/qwen2_quant (every matrix a GGUF block type, the eight
+ * types mixed) on the GPU: ar's tokens are the CPU's, and an LM draft is
+ * lossless both ways (its BF16 conversion drafting it, it drafting that) */
+static void test_cuda_greedy_qwen2_quant(void) {
+    NEED_GPU();
+    greedy_parity("tests/ckpt/qwen2_quant", "ar");
+    greedy_parity_with("tests/ckpt/qwen2_quant", "eagle2", "lm", "tests/ckpt/qwen2_quant_bf16");
+    greedy_parity_with("tests/ckpt/qwen2_quant_bf16", "chain", "lm", "tests/ckpt/qwen2_quant");
+}
+
 /* ---- sampling ---- */
 
 static void test_cuda_sample_rows(void) {
@@ -491,6 +756,10 @@ static void test_cuda_errors_are_reported(void) { NO_CUDA(); }
 static void test_cuda_parity_ops(void) { NO_CUDA(); }
 static void test_cuda_parity_model_shapes(void) { NO_CUDA(); }
 static void test_cuda_matmul_many_grouped(void) { NO_CUDA(); }
+static void test_cuda_quant_parity(void) { NO_CUDA(); }
+static void test_cuda_greedy_qwen2_quant(void) { NO_CUDA(); }
+static void test_cuda_batched_forward(void) { NO_CUDA(); }
+static void test_cuda_batched_decoding(void) { NO_CUDA(); }
 static void test_cuda_logits_llama2_f32(void) { NO_CUDA(); }
 static void test_cuda_logits_llama3_bf16(void) { NO_CUDA(); }
 static void test_cuda_logits_qwen2(void) { NO_CUDA(); }
@@ -514,6 +783,8 @@ int main(int argc, char **argv) {
     RUN(test_cuda_parity_ops);
     RUN(test_cuda_parity_model_shapes);
     RUN(test_cuda_matmul_many_grouped);
+    RUN(test_cuda_quant_steps_on_host);
+    RUN(test_cuda_quant_parity);
     RUN(test_cuda_logits_llama2_f32);
     RUN(test_cuda_logits_llama3_bf16);
     RUN(test_cuda_logits_qwen2);
@@ -521,6 +792,7 @@ int main(int argc, char **argv) {
     RUN(test_cuda_greedy_eagle2);
     RUN(test_cuda_greedy_eagle3);
     RUN(test_cuda_greedy_qwen2_lm_draft);
+    RUN(test_cuda_greedy_qwen2_quant);
     RUN(test_cuda_batched_forward);
     RUN(test_cuda_batched_decoding);
     RUN(test_cuda_sample_rows);

@@ -8,6 +8,7 @@
 #include "kernels/base/util.h"
 #include "kernels/base/replay.h"
 #include "tests/parity.h"
+#include "tests/matmul_many_check.h"
 #include "kernels/cpu/cpu.h"
 #include <omp.h>
 #include <stdatomic.h>
@@ -96,15 +97,7 @@ static void test_matmul_many_equals_matmuls(void) {
             many[i] = xmalloc(sizeof(float) * NMAX * rows[i]);
             one[i] = xmalloc(sizeof(float) * NMAX * rows[i]);
         }
-        for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
-            for (int threads = 1; threads <= 2; threads++) {
-                cpu_threads_set(threads);
-                cpu_backend.matmul_many(many, x, pw, K, ns[j]);
-                for (int i = 0; i < K; i++) {
-                    cpu_backend.matmul(one[i], x, &w[i], ns[j]);
-                    bad += memcmp(one[i], many[i], sizeof(float) * ns[j] * rows[i]) != 0;
-                }
-            }
+        for (size_t j = 0; j < sizeof ns / sizeof *ns; j++) bad += many_vs_matmuls(pw, K, x, ns[j], many, one);
         for (int i = 0; i < K; i++) {
             cpu_backend.weight_release(&w[i]);
             free(wd[i]); free(many[i]); free(one[i]);

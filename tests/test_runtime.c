@@ -7,6 +7,7 @@
 #include "infer/text/chat.h"
 #include "infer/text/questions.h"
 #include "infer/text/tokenizer.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 
@@ -162,6 +163,62 @@ static void test_convert_qwen2_gguf(void) {
         free(tok);
         run_cmd(err, sizeof err, "rm -rf %s", dir);
     }
+}
+
+/* Logits of the keep conversion against the F32 one (the same weights,
+ * dequantised): the block products quantise each activation row to 8 bits
+ * per block (kernels/base/quant.h, docs/runtime.md), a relative error of at
+ * most 1/254 per element before the sums, which two layers and the LM head
+ * carry into the logits.  Random weights cancel in their sums far more than
+ * trained ones, so the relative error of a logit grows: 2.9e-2 of
+ * max|logit| measured here; the bound is 5e-2. */
+#define KEEP_REL 5e-2f
+
+/* spec-convert --dtype keep of tests/golden/qwen2_quant.gguf, a random
+ * Qwen2 whose matrices hold all eight GGUF block types
+ * (tools/golden/qwen2_golden.py): the same bytes as the committed
+ * tests/ckpt/qwen2_quant (the lossless tests' target), every matrix in its
+ * block type whose rows dequantise bit for bit to --dtype f32's values, the
+ * types reported, and logits within KEEP_REL of the F32 model's. */
+static void test_convert_keep_block_types(void) {
+    char keep[128], f32[128], err[2048];
+    snprintf(keep, sizeof keep, "/tmp/c2t_keep_%d", (int)getpid());
+    snprintf(f32, sizeof f32, "/tmp/c2t_keep_f32_%d", (int)getpid());
+    int rc = run_cmd(err, sizeof err, "rm -rf %s %s && %s/spec-convert tests/golden/qwen2_quant.gguf %s --dtype keep && "
+                     "%s/spec-convert tests/golden/qwen2_quant.gguf %s --dtype f32 && "
+                     "cmp %s/model.safetensors tests/ckpt/qwen2_quant/model.safetensors",
+                     keep, f32, bin_dir(), keep, bin_dir(), f32, keep);
+    REQUIRE(rc == 0, "spec-convert --dtype keep: %s", err);
+    LlamaModel *mk = llama_load(keep, be), *mf = llama_load(f32, be);
+    REQUIRE(mk && mf, "%s", err_get());
+    CHECK(!strcmp(mk->weight_types, "F32 11, Q8_0 3, Q4_0 2, Q4_1 1, Q5_0 1, Q5_1 1, Q4_K 3, Q5_K 2, Q6_K 3"),
+          "weight types '%s'", mk->weight_types);
+    CHECK(mk->embed.dtype == DT_Q6_K && mk->lm_head.dtype == DT_Q8_0 && mk->layer[1].wk.dtype == DT_Q5_K &&
+          mf->layer[1].wk.dtype == DT_F32, "weights not kept in their block types");
+    int blocks = 0;
+    for (int i = 0; i < mk->st->ntensors; i++) {
+        const StTensor *t = &mk->st->tensors[i], *u = st_find(mf->st, t->name);
+        REQUIRE(u && u->dtype == DT_F32 && u->shape[0] == t->shape[0], "%s: no F32 twin", t->name);
+        if (!dtype_is_quant(t->dtype)) continue;
+        blocks++;
+        float *v = xmalloc(sizeof(float) * (size_t)(t->shape[0] * t->shape[1]));
+        REQUIRE(quant_dequant_row(t->dtype, t->data, v, t->shape[0] * t->shape[1]) == 0, "%s", err_get());
+        CHECK(!memcmp(v, u->data, u->nbytes), "%s (%s): dequantised rows differ from --dtype f32's", t->name, t->dtype_name);
+        free(v);
+    }
+    CHECK(blocks == 16, "%d block-type matrices, expected 16", blocks);
+    int ids[24], pos[24];
+    for (int i = 0; i < 24; i++) { ids[i] = (i * 37 + 11) % 256; pos[i] = i; }
+    LlamaState *sk = llama_state_new(mk, 24), *sf = llama_state_new(mf, 24);
+    REQUIRE(llama_forward(sk, ids, pos, 24, NULL, LOGITS_ALL) == 0 && llama_forward(sf, ids, pos, 24, NULL, LOGITS_ALL) == 0,
+            "forward: %s", err_get());
+    const size_t n = (size_t)24 * mk->cfg.vocab;
+    float scale = max_abs(sf->logits, n), d = max_diff(sk->logits, sf->logits, n);
+    CHECK(d <= KEEP_REL * scale, "keep logits vs f32: %g > %g", d, KEEP_REL * scale);
+    printf("# qwen2_quant: keep vs f32 |Δlogit|/max|logit| = %.2e\n", d / scale);
+    llama_state_free(sk); llama_state_free(sf);
+    llama_free(mk); llama_free(mf);
+    run_cmd(err, sizeof err, "rm -rf %s %s", keep, f32);
 }
 
 /* dir/config.json: config.json of src with `from` replaced by `to`; dir's
@@ -548,6 +605,7 @@ int main(void) {
     RUN(test_parity_llama3_bf16);
     RUN(test_parity_qwen2_f32_qkv_bias);
     RUN(test_parity_qwen2_bf16);
+    RUN(test_convert_keep_block_types);
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
     RUN(test_parity_demo_target);

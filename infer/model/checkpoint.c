@@ -3,6 +3,7 @@
  * layouts Hugging Face writes, looking tensors up and closing. */
 #include "infer/model/ptbin.h"
 #include "infer/model/safetensors.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -149,13 +150,25 @@ const StTensor *st_find(const SafeTensors *st, const char *name) {
 
 const char *st_file_of(const SafeTensors *st, const StTensor *t) { return st->files[t->file].path; }
 
+void st_weight_types(const SafeTensors *st, char *out, size_t cap) {
+    int count[DT_COUNT + 1] = {0};
+    for (int i = 0; i < st->ntensors; i++) count[st->tensors[i].dtype]++;
+    size_t n = 0;
+    out[0] = 0;
+    for (int d = 0; d <= DT_COUNT; d++)
+        if (count[d] && n < cap)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s %d", n ? ", " : "", d < DT_COUNT ? dtype_name((DType)d) : "other",
+                                  count[d]);
+}
+
 const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int64_t d1) {
     const StTensor *t = st_find(st, name);
     const char *where = st->nfiles ? st->files[0].path : "checkpoint";
     if (!t) { err_set("%s: missing tensor %s", where, name); return NULL; }
     where = st_file_of(st, t);
-    if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16) {
-        err_set("%s: tensor %s: dtype %s is not supported for weights (F32, F16, BF16)", where, name, t->dtype_name);
+    if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16 && !(dtype_is_quant(t->dtype) && d1)) {
+        err_set("%s: tensor %s: dtype %s is not supported for weights (F32, F16, BF16; GGUF block types for matrices)",
+                where, name, t->dtype_name);
         return NULL;
     }
     int want_ndim = d1 ? 2 : 1;

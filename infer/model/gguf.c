@@ -5,23 +5,15 @@
  * type u32 and data offset u64; then, at the next multiple of
  * general.alignment (default 32), the data section. */
 #include "infer/model/gguf.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Dequantisation computes a*b - c as ggml's reference source writes it, no
- * fused multiply-add (GCC contracts none under -std=c11, clang would by
- * default); with today's types both give the same bits (the comment above
- * deq_q4_0 says why). */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
 
 struct Gguf {
     char *path;
@@ -141,21 +133,30 @@ const char *gguf_type_name(int type) {
     return type >= 0 && type < n && TYPE_NAMES[type] ? TYPE_NAMES[type] : "unknown";
 }
 
-/* the types gguf_tensor_f32 reads: elements and bytes per block */
-static const struct { int type, block, bytes; } READ_TYPES[] = {
-    {GGML_F32, 1, 4},     {GGML_F16, 1, 2},     {GGML_Q4_0, 32, 18},   {GGML_Q4_1, 32, 20},   {GGML_Q5_0, 32, 22},
-    {GGML_Q5_1, 32, 24},  {GGML_Q8_0, 32, 34},  {GGML_Q4_K, 256, 144}, {GGML_Q5_K, 256, 176}, {GGML_Q6_K, 256, 210}};
-
-static int read_type(int type) {
-    for (int i = 0; i < (int)(sizeof READ_TYPES / sizeof *READ_TYPES); i++)
-        if (READ_TYPES[i].type == type) return i;
-    return -1;
+/* the types gguf_tensor_f32 reads, as the kernels' DType (kernels/base/quant.h
+ * holds their layouts and the one dequantiser); DT_COUNT for the others */
+static DType read_type(int type) {
+    switch (type) {
+    case GGML_F32: return DT_F32;
+    case GGML_F16: return DT_F16;
+    case GGML_Q4_0: return DT_Q4_0;
+    case GGML_Q4_1: return DT_Q4_1;
+    case GGML_Q5_0: return DT_Q5_0;
+    case GGML_Q5_1: return DT_Q5_1;
+    case GGML_Q8_0: return DT_Q8_0;
+    case GGML_Q4_K: return DT_Q4_K;
+    case GGML_Q5_K: return DT_Q5_K;
+    case GGML_Q6_K: return DT_Q6_K;
+    default: return DT_COUNT;
+    }
 }
+
+DType gguf_tensor_dtype(const GgufTensor *t) { return read_type(t->type); }
 
 /* bytes of a tensor of n elements (whole blocks), or 0 for a type we do not read */
 static uint64_t tensor_bytes(int type, uint64_t n) {
-    const int r = read_type(type);
-    return r < 0 ? 0 : n / (uint64_t)READ_TYPES[r].block * (uint64_t)READ_TYPES[r].bytes;
+    const DType t = read_type(type);
+    return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * (uint64_t)quant_block_bytes(t);
 }
 
 static int parse(Gguf *g) {
@@ -224,10 +225,10 @@ static int parse(Gguf *g) {
         }
         if (u32(&c, &type, name) || u64(&c, &t->offset, name)) return -1;
         t->type = (int)type;
-        const int r = read_type(t->type);
-        if (r >= 0 && t->ne[0] % READ_TYPES[r].block) {
-            err_set("%s: tensor %s: %s rows of %lld are not whole blocks of %d", g->path, name, gguf_type_name(t->type),
-                    (long long)t->ne[0], READ_TYPES[r].block);
+        const DType dt = read_type(t->type);
+        if (dt != DT_COUNT && quant_row_bytes(dt, t->ne[0]) < 0) {
+            err_set("%s: tensor %s: %s rows of %lld are not whole blocks of %lld", g->path, name,
+                    gguf_type_name(t->type), (long long)t->ne[0], (long long)quant_block_elems(dt));
             return -1;
         }
         t->bytes = tensor_bytes(t->type, n);
@@ -372,174 +373,20 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out) {
     return num_at(kv->elem_type, kv->data + i * scalar_size(kv->elem_type), out);
 }
 
-static float half_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF, u;
-    if (exp == 0) {
-        if (!man) u = sign;
-        else {   /* subnormal: renormalise */
-            int e = -1;
-            do { man <<= 1; e++; } while (!(man & 0x400));
-            u = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 0x3FF) << 13;
-        }
-    } else if (exp == 31) u = sign | 0x7F800000u | man << 13;
-    else u = sign | (exp + 127 - 15) << 23 | man << 13;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return half_to_f32(h);
-}
-
-/* One block each, from its bytes p into y, in the order of ggml's
- * dequantize_row_* (ggml-quants.c), which gguf-py's numpy code (gguf.quants)
- * follows too: d times a sub-block scale first, then times the integer, then
- * the minimum (or dmin times its 6-bit minimum) added or taken off.  Every
- * product is exact in float (d has 11 significant bits, a sub-block scale
- * and an integer together at most 12: Q6_K's int8 scale and 6-bit integer;
- * 65504 * 128 * 32 is far from overflow, and half-precision subnormals are
- * normal floats), so only that last addition rounds, and a fused
- * multiply-add would give the same bits; the file asks for none anyway (see
- * the top). */
-
-/* Q4_0: f16 d, 16 bytes of nibbles (low nibbles are x[0..16), high
- * x[16..32)); x = d * (q - 8) */
-static void deq_q4_0(const uint8_t *p, float *y) {
-    const float d = half_at(p);
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)((p[2 + j] & 0x0F) - 8) * d;
-        y[j + 16] = (float)((p[2 + j] >> 4) - 8) * d;
-    }
-}
-
-/* Q4_1: f16 d, f16 m, 16 bytes of nibbles as Q4_0; x = d * q + m */
-static void deq_q4_1(const uint8_t *p, float *y) {
-    const float d = half_at(p), m = half_at(p + 2);
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)(p[4 + j] & 0x0F) * d + m;
-        y[j + 16] = (float)(p[4 + j] >> 4) * d + m;
-    }
-}
-
-/* the 5-bit integers of a Q5_0 / Q5_1 block: nibbles as Q4_0, and bit j of
- * the little-endian u32 qh is the fifth bit of x[j] */
-static void q5_ints(const uint8_t *qh4, const uint8_t *qs, int q[32]) {
-    uint32_t qh;
-    memcpy(&qh, qh4, 4);
-    for (int j = 0; j < 16; j++) {
-        q[j] = (qs[j] & 0x0F) | (int)(qh >> j & 1) << 4;
-        q[j + 16] = (qs[j] >> 4) | (int)(qh >> (j + 16) & 1) << 4;
-    }
-}
-
-/* Q5_0: f16 d, u32 qh, 16 bytes of nibbles; x = d * (q - 16) */
-static void deq_q5_0(const uint8_t *p, float *y) {
-    const float d = half_at(p);
-    int q[32];
-    q5_ints(p + 2, p + 6, q);
-    for (int j = 0; j < 32; j++) y[j] = (float)(q[j] - 16) * d;
-}
-
-/* Q5_1: f16 d, f16 m, u32 qh, 16 bytes of nibbles; x = d * q + m */
-static void deq_q5_1(const uint8_t *p, float *y) {
-    const float d = half_at(p), m = half_at(p + 2);
-    int q[32];
-    q5_ints(p + 4, p + 8, q);
-    for (int j = 0; j < 32; j++) y[j] = (float)q[j] * d + m;
-}
-
-/* Q8_0: f16 d, int8 q[32]; x = d * q */
-static void deq_q8_0(const uint8_t *p, float *y) {
-    const float d = half_at(p);
-    for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)p[2 + j] * d;
-}
-
-/* The 6-bit scale and minimum of sub-block s (0..7) of a Q4_K / Q5_K
- * super-block, packed into 12 bytes: bytes 0-3 hold the low 6 bits of
- * scales 0-3, bytes 4-7 those of minimums 0-3; sub-blocks 4-7 take their
- * low 4 bits from bytes 8-11 (scale in the low nibble, minimum in the high)
- * and their top 2 bits from the top 2 bits of bytes 0-3 (scales) and 4-7
- * (minimums). */
-static void k_scale_min(const uint8_t *sc, int s, int *scale, int *min) {
-    if (s < 4) {
-        *scale = sc[s] & 63;
-        *min = sc[s + 4] & 63;
-    } else {
-        *scale = (sc[s + 4] & 0x0F) | (sc[s - 4] >> 6) << 4;
-        *min = (sc[s + 4] >> 4) | (sc[s] >> 6) << 4;
-    }
-}
-
-/* Q4_K (144 bytes) and Q5_K (176): f16 d, f16 dmin, 12 bytes of scales and
- * minimums, [Q5_K: 32 bytes qh,] 128 bytes of nibbles.  Sub-block s holds
- * x[32s..32s+32): the low (s even) or high (s odd) nibbles of qs[32(s/2) +
- * l], and for Q5_K bit s of qh[l] as a fifth bit;
- * x = (d * scale_s) * q - dmin * min_s. */
-static void deq_k45(const uint8_t *p, const uint8_t *qh, const uint8_t *qs, float *y) {
-    const float d = half_at(p), dmin = half_at(p + 2);
-    for (int s = 0; s < 8; s++) {
-        int sc, mn;
-        k_scale_min(p + 4, s, &sc, &mn);
-        const float ds = d * (float)sc, ms = dmin * (float)mn;
-        const uint8_t *q = qs + 32 * (s / 2);
-        for (int l = 0; l < 32; l++) {
-            int v = s & 1 ? q[l] >> 4 : q[l] & 0x0F;
-            if (qh) v |= (qh[l] >> s & 1) << 4;
-            y[32 * s + l] = ds * (float)v - ms;
-        }
-    }
-}
-static void deq_q4_k(const uint8_t *p, float *y) { deq_k45(p, NULL, p + 16, y); }
-static void deq_q5_k(const uint8_t *p, float *y) { deq_k45(p, p + 16, p + 48, y); }
-
-/* Q6_K (210 bytes): 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d.  In
- * half h (128 elements; ql + 64h, qh + 32h), x[32k + l] (k = 0..3) has its
- * low 4 bits in ql[32(k & 1) + l] (the low nibble for k < 2, else the high)
- * and its top 2 bits at bit 2k of qh[l]; each 16 elements share a scale:
- * x[e] = (d * scale[e / 16]) * (q - 32). */
-static void deq_q6_k(const uint8_t *p, float *y) {
-    const float d = half_at(p + 208);
-    float ds[16];
-    for (int i = 0; i < 16; i++) ds[i] = d * (float)(int8_t)p[192 + i];
-    for (int h = 0; h < 2; h++) {
-        const uint8_t *ql = p + 64 * h, *qh = p + 128 + 32 * h;
-        for (int k = 0; k < 4; k++)
-            for (int l = 0; l < 32; l++) {
-                const int lo = ql[32 * (k & 1) + l] >> (4 * (k >> 1)) & 0x0F, hi = qh[l] >> (2 * k) & 3;
-                const int e = 128 * h + 32 * k + l;
-                y[e] = ds[e / 16] * (float)((lo | hi << 4) - 32);
-            }
-    }
-}
+const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t) { return g->data + t->offset; }
 
 int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out) {
-    const uint8_t *p = g->data + t->offset;
     uint64_t n = 1;
     for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d];
-    void (*deq)(const uint8_t *, float *) = NULL;
-    switch (t->type) {
-    case GGML_F32: memcpy(out, p, n * 4); return 0;
-    case GGML_F16:
-        for (uint64_t i = 0; i < n; i++) out[i] = half_at(p + 2 * i);
-        return 0;
-    case GGML_Q4_0: deq = deq_q4_0; break;
-    case GGML_Q4_1: deq = deq_q4_1; break;
-    case GGML_Q5_0: deq = deq_q5_0; break;
-    case GGML_Q5_1: deq = deq_q5_1; break;
-    case GGML_Q8_0: deq = deq_q8_0; break;
-    case GGML_Q4_K: deq = deq_q4_k; break;
-    case GGML_Q5_K: deq = deq_q5_k; break;
-    case GGML_Q6_K: deq = deq_q6_k; break;
-    default:
+    const DType dt = read_type(t->type);
+    if (dt == DT_COUNT) {
         err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, "
                 "Q5_K and Q6_K are)", g->path, t->name, t->type, gguf_type_name(t->type));
         return -1;
     }
-    const int r = read_type(t->type);
-    const uint64_t block = (uint64_t)READ_TYPES[r].block, bytes = (uint64_t)READ_TYPES[r].bytes;
-    for (uint64_t b = 0; b < n / block; b++) deq(p + b * bytes, out + b * block);
+    if (quant_dequant_row(dt, g->data + t->offset, out, (int64_t)n)) {
+        err_set("%s: tensor %s: %s", g->path, t->name, err_get());
+        return -1;
+    }
     return 0;
 }

@@ -3,7 +3,8 @@
  * offset is checked against the bytes that remain, so a lying file is one
  * line naming the file and what is wrong, never a read past the end.
  * Tensors come out as F32, bit for bit what ggml's dequantize_row_* (and
- * gguf-py's gguf.quants.dequantize) give: F32 and F16 as stored; the blocks
+ * gguf-py's gguf.quants.dequantize) give (the dequantiser is the kernels'
+ * one, kernels/base/quant.h): F32 and F16 as stored; the blocks
  * of 32 Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (a half-precision scale d times the
  * block's integer, plus the half-precision minimum for Q4_1 / Q5_1); the
  * super-blocks of 256 Q4_K, Q5_K (d times a 6-bit scale, times the integer,
@@ -16,6 +17,7 @@
  * F32 or F16 tensor's NaN does. */
 #ifndef C2T_GGUF_H
 #define C2T_GGUF_H
+#include "kernels/base/dtype.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +76,11 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out);
 
 /* ggml's name of a tensor type ("Q4_K"), or "unknown". */
 const char *gguf_type_name(int type);
+/* The tensor's type as the kernels' DType (F32, F16 or a block type,
+ * kernels/base/quant.h), or DT_COUNT for a type this reader does not read. */
+DType gguf_tensor_dtype(const GgufTensor *t);
+/* The tensor's bytes as stored (its blocks), inside the file's mapping. */
+const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t);
 /* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with a one-line
  * error naming the file, the tensor and its type for a type this reader does
  * not dequantise. */

@@ -1,4 +1,5 @@
 #include "infer/model/llama.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/replay.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
@@ -63,6 +64,7 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
     const ModelConfig *c = &m->cfg;
     m->st = st_open(dir);
     if (!m->st) { free(m); return NULL; }
+    st_weight_types(m->st, m->weight_types, sizeof m->weight_types);
     m->layer = xcalloc(c->layers, sizeof(LlamaLayer));
     rc = llama_load_weight(be, m->st, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed) ||
          llama_load_weight(be, m->st, "model.norm.weight", 1, c->hidden, &m->final_norm);
@@ -110,7 +112,7 @@ int llama_lm_head_rows(const LlamaModel *m, const int *ids, int n, Weight *w, vo
     const char *name = st_find(m->st, "lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
     const StTensor *t = st_get(m->st, name, c->vocab, c->hidden);
     if (!t) return -1;
-    const size_t row = (size_t)c->hidden * dtype_size(t->dtype);
+    const size_t row = (size_t)quant_row_bytes(t->dtype, c->hidden);
     char *rows = xmalloc(row * (size_t)n);
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= c->vocab) {
@@ -125,10 +127,10 @@ int llama_lm_head_rows(const LlamaModel *m, const int *ids, int n, Weight *w, vo
     return 0;
 }
 
-static size_t wbytes(const Weight *w) { return w->data ? (size_t)w->rows * w->cols * dtype_size(w->dtype) : 0; }
+static size_t wbytes(const Weight *w) { return w->data ? (size_t)w->rows * (size_t)quant_row_bytes(w->dtype, w->cols) : 0; }
 
 size_t llama_weight_bytes(const LlamaModel *m) {
-    size_t b = wbytes(&m->final_norm) + wbytes(&m->lm_head) + (size_t)m->cfg.hidden * dtype_size(m->embed.dtype);
+    size_t b = wbytes(&m->final_norm) + wbytes(&m->lm_head) + (size_t)quant_row_bytes(m->embed.dtype, m->cfg.hidden);
     for (int i = 0; i < m->cfg.layers; i++) {
         const LlamaLayer *l = &m->layer[i];
         b += wbytes(&l->attn_norm) + wbytes(&l->wq) + wbytes(&l->wk) + wbytes(&l->wv) + wbytes(&l->wo) +

@@ -30,6 +30,7 @@ typedef struct {
     float *inv_freq;         /* host, head_dim/2 */
     char dir[512];
     char config_hash[17];    /* identity of config.json for reports */
+    char weight_types[128];  /* st_weight_types: the weights' types, for reports */
 } LlamaModel;
 
 /* Loads config.json + safetensors from a Hugging Face checkpoint dir. */

@@ -3,6 +3,7 @@
  * and writing one.  Which reader a file needs, shards and lookups are
  * checkpoint.c's. */
 #include "infer/model/safetensors.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -28,6 +29,51 @@ int st_dtype_lookup(const char *name, size_t *size, DType *dt) {
         if (!strcmp(name, st_dtypes[i].name)) { *size = st_dtypes[i].size; *dt = st_dtypes[i].dt; return 0; }
     err_set("unknown dtype %s", name);
     return -1;
+}
+
+/* A tensor of a GGUF block type (kernels/base/quant.h) is stored as the
+ * safetensors format allows: U8 [rows][bytes of a row], its blocks as
+ * ggml lays them out, with __metadata__ entry QUANT_KEY<name> naming the
+ * type ("Q4_K").  Read back, it is that DType with its shape in elements
+ * [rows][cols]. */
+#define QUANT_KEY "c2t.quant."
+
+/* t (read as U8 [rows][row bytes]) becomes the block type named by the
+ * metadata value v; 0, or -1 with err_set naming path and the tensor. */
+static int quant_tensor(StTensor *t, const cJSON *v, const char *path) {
+    DType q = DT_COUNT;
+    for (int d = 0; d < DT_COUNT && cJSON_IsString(v); d++)
+        if (dtype_is_quant((DType)d) && !strcmp(v->valuestring, dtype_name((DType)d))) q = (DType)d;
+    if (q == DT_COUNT) {
+        err_set("%s: tensor %s: __metadata__ names block type '%s', which is not one of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+                "Q4_K, Q5_K, Q6_K", path, t->name, cJSON_IsString(v) ? v->valuestring : "(not a string)");
+        return -1;
+    }
+    const int64_t bb = (int64_t)quant_block_bytes(q);
+    if (t->dtype != DT_U8 || t->ndim != 2 || t->shape[1] == 0 || t->shape[1] % bb) {
+        err_set("%s: tensor %s: a %s tensor must be stored U8 [rows][whole %lld-byte blocks], not %s with %d dims",
+                path, t->name, dtype_name(q), (long long)bb, t->dtype_name, t->ndim);
+        return -1;
+    }
+    t->dtype = q;
+    snprintf(t->dtype_name, sizeof t->dtype_name, "%s", dtype_name(q));
+    t->shape[1] = t->shape[1] / bb * quant_block_elems(q);
+    return 0;
+}
+
+/* Every QUANT_KEY entry of meta names a tensor of this file's tensors
+ * [first, st->ntensors), which becomes that block type. */
+static int quant_tensors(SafeTensors *st, int first, const cJSON *meta, const char *path) {
+    const size_t kl = strlen(QUANT_KEY);
+    for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
+        if (strncmp(m->string, QUANT_KEY, kl)) continue;
+        StTensor *t = NULL;
+        for (int i = first; i < st->ntensors && !t; i++)
+            if (!strcmp(st->tensors[i].name, m->string + kl)) t = &st->tensors[i];
+        if (!t) { err_set("%s: __metadata__ entry %s names a tensor the file does not hold", path, m->string); return -1; }
+        if (quant_tensor(t, m, path)) return -1;
+    }
+    return 0;
 }
 
 static int cmp_by_data(const void *a, const void *b) {
@@ -125,6 +171,7 @@ int st_read_safetensors(SafeTensors *st, const char *path) {
         st->tensors = xrealloc(st->tensors, sizeof(StTensor) * (st->ntensors + 1));
         st->tensors[st->ntensors++] = t;
     }
+    if (rc == 0) rc = quant_tensors(st, first, cJSON_GetObjectItemCaseSensitive(j, "__metadata__"), path);
     cJSON_Delete(j);
     if (rc) return rc;
 
@@ -148,7 +195,24 @@ int st_write(const char *path, const StWrite *tensors, int n) {
     return st_write_meta(path, tensors, n, NULL);
 }
 
+/* The shape and bytes a tensor is stored with: a block type's rows as
+ * U8 [rows][bytes of a row] (QUANT_KEY above). */
+static size_t stored_shape(const StWrite *t, double *shp) {
+    size_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) { numel *= t->shape[d]; shp[d] = (double)t->shape[d]; }
+    if (!dtype_is_quant(t->dtype)) return numel * dtype_size(t->dtype);
+    shp[1] = (double)quant_row_bytes(t->dtype, t->shape[1]);
+    return (size_t)t->shape[0] * (size_t)shp[1];
+}
+
 int st_write_meta(const char *path, const StWrite *tensors, int n, cJSON *meta) {
+    for (int i = 0; i < n; i++)
+        if (dtype_is_quant(tensors[i].dtype) && (tensors[i].ndim != 2 || quant_row_bytes(tensors[i].dtype, tensors[i].shape[1]) < 0)) {
+            err_set("%s: tensor %s: a %s tensor must be 2-D with whole blocks per row", path, tensors[i].name,
+                    dtype_name(tensors[i].dtype));
+            cJSON_Delete(meta);
+            return -1;
+        }
     cJSON *h = cJSON_CreateObject();
     if (!meta) {    /* what torch's save_file writes; transformers refuses a checkpoint without it */
         meta = cJSON_CreateObject();
@@ -158,12 +222,15 @@ int st_write_meta(const char *path, const StWrite *tensors, int n, cJSON *meta) 
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         const StWrite *t = &tensors[i];
-        size_t numel = 1;
         double shp[ST_MAX_DIMS];
-        for (int d = 0; d < t->ndim; d++) { numel *= t->shape[d]; shp[d] = (double)t->shape[d]; }
-        size_t nb = numel * dtype_size(t->dtype);
+        size_t nb = stored_shape(t, shp);
+        if (dtype_is_quant(t->dtype)) {
+            char key[256];
+            snprintf(key, sizeof key, QUANT_KEY "%s", t->name);
+            cJSON_AddStringToObject(meta, key, dtype_name(t->dtype));
+        }
         cJSON *e = cJSON_AddObjectToObject(h, t->name);
-        cJSON_AddStringToObject(e, "dtype", dtype_name(t->dtype));
+        cJSON_AddStringToObject(e, "dtype", dtype_is_quant(t->dtype) ? "U8" : dtype_name(t->dtype));
         cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(shp, t->ndim));
         double offs[2] = {(double)off, (double)(off + nb)};
         cJSON_AddItemToObject(e, "data_offsets", cJSON_CreateDoubleArray(offs, 2));
@@ -180,9 +247,9 @@ int st_write_meta(const char *path, const StWrite *tensors, int n, cJSON *meta) 
     for (size_t i = hl; i < padded; i++) bad |= fputc(' ', f) == EOF;
     free(js);
     for (int i = 0; i < n && !bad; i++) {
-        size_t numel = 1;
-        for (int d = 0; d < tensors[i].ndim; d++) numel *= tensors[i].shape[d];
-        bad |= fwrite(tensors[i].data, dtype_size(tensors[i].dtype), numel, f) != numel;
+        double shp[ST_MAX_DIMS];
+        size_t nb = stored_shape(&tensors[i], shp);
+        bad |= fwrite(tensors[i].data, 1, nb, f) != nb;
     }
     return atomic_finish(f, tmp, path, bad);
 }

@@ -17,7 +17,7 @@
 
 typedef struct {
     char *name;
-    char dtype_name[12];   /* as written in the header, e.g. "BF16" */
+    char dtype_name[12];   /* as written in the header, e.g. "BF16"; a block type's name ("Q4_K") */
     DType dtype;           /* DT_COUNT when the format knows it but we don't compute in it */
     int ndim;
     int64_t shape[ST_MAX_DIMS];
@@ -56,6 +56,10 @@ const StTensor *st_find(const SafeTensors *st, const char *name);
  * the file and the tensor. */
 const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int64_t d1);
 const char *st_file_of(const SafeTensors *st, const StTensor *t);
+/* The checkpoint's tensor types with their counts, "BF16 141" or
+ * "F32 141, Q4_K 169, Q6_K 29" (DType order; a type we do not compute with
+ * by its header name), for reports: which arithmetic the weights are in. */
+void st_weight_types(const SafeTensors *st, char *out, size_t cap);
 
 /* safetensors.c.  Element size and DType of a safetensors dtype name
  * ("F32", "I64", ...): 0, or -1 with err_set when the name is unknown. */
@@ -65,7 +69,11 @@ int st_dtype_lookup(const char *name, size_t *size, DType *dt);
  * st_close). */
 int st_read_safetensors(SafeTensors *st, const char *path);
 
-/* Writes a single-file safetensors checkpoint (tests, bench models). */
+/* Writes a single-file safetensors checkpoint (tests, bench models,
+ * spec-convert).  A tensor of a block type (kernels/base/quant.h) is 2-D
+ * [rows][cols] in elements, its data rows of whole blocks; it is stored as
+ * U8 with a __metadata__ entry naming its type (safetensors.c), which
+ * st_open reads back as that type. */
 typedef struct {
     const char *name;
     DType dtype;

@@ -104,6 +104,7 @@ struct Draft {
     ModelConfig cfg;
     char dir[512];
     char config_hash[17];
+    char weight_types[128];  /* st_weight_types of its checkpoint, for reports */
     float *root_logits;      /* device, V: the distribution under the root */
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
     long long rows_scored;   /* logit rows computed (tree nodes expanded, catch-ups' roots), cumulative */

@@ -21,6 +21,7 @@ EagleHead *eagle_head_open(Draft *d, const char *dir) {
     e->h = c->hidden;
     e->st = st_open(dir);
     if (!e->st) return NULL;
+    st_weight_types(e->st, d->weight_types, sizeof d->weight_types);
     e->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
     config_inv_freq(c, e->inv_freq);
     e->kv = d->be->kv_create(1, d->slots, c->kv_heads * c->head_dim);

@@ -233,6 +233,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "target", cfg->target_dir);
     cJSON_AddStringToObject(o, "target_config_hash", s->target->config_hash);
+    cJSON_AddStringToObject(o, "target_weight_types", s->target->weight_types);
     cJSON_AddStringToObject(o, "device", s->target->be->name);
     if (s->draft) {
         cJSON_AddStringToObject(o, "draft", cfg->draft_dir);
@@ -241,6 +242,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
         cJSON_AddBoolToObject(o, "draft_vocab_auto", s->cfg.draft_vocab == DRAFT_VOCAB_AUTO);
         cJSON_AddNumberToObject(o, "draft_temperature", s->draft->temperature);
         cJSON_AddStringToObject(o, "draft_config_hash", s->draft->config_hash);
+        if (s->draft->weight_types[0]) cJSON_AddStringToObject(o, "draft_weight_types", s->draft->weight_types);
     }
     cJSON_AddStringToObject(o, "tokenizer", tokenizer_path(s->tok));
     cJSON_AddStringToObject(o, "template", chat_template_name(s->tmpl));

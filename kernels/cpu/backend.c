@@ -1,6 +1,7 @@
 /* The CPU Backend: memory is plain host memory, weights stay where the
  * checkpoint was mapped. */
 #include "kernels/cpu/cpu.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 
@@ -17,9 +18,24 @@ static void cpu_copy(float *dst, const float *src, size_t n) { if (n) memmove(ds
 static size_t f32_cache_budget(void) { return (size_t)backend_settings()->cpu_f32_cache_mb << 20; }
 static size_t f32_cache_used;
 
+/* GGUF's block types stay as stored (matmul_quant.c reads them in place;
+ * no F32 copy): for matrices only (products, embedding rows), since norms
+ * and biases read their vectors element by element. */
+static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
+    if (rows < 2) {
+        err_set("a %s weight must be a matrix (rows %lld): vectors must be F32, F16 or BF16", dtype_name(dt),
+                (long long)rows);
+        return -1;
+    }
+    if (quant_row_bytes(dt, cols) < 0) return -1;
+    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
+    return 0;
+}
+
 static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
+    if (dtype_is_quant(dt)) return quant_weight(w, host, dt, rows, cols);
     if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) {
-        err_set("weights must be F32, F16 or BF16, not %s", dtype_name(dt));
+        err_set("weights must be F32, F16, BF16 or a GGUF block type, not %s", dtype_name(dt));
         return -1;
     }
     w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;

@@ -141,6 +141,13 @@ void cpu_weight_row(const Weight *w, int64_t r, float *out);
 /* Rows [r0, r0 + n) as F32 into out[n][cols], in parallel. */
 void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
 
+/* matmul_quant.c: products of weights in GGUF's block types (DT_Q8_0 ..
+ * DT_Q6_K; of equal cols), every token count through the same integer
+ * tiles, each (row, token) summed alike whatever the count, tile or
+ * thread split; and row r of such a weight dequantised. */
+void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
+void cpu_quant_row(const Weight *w, int64_t r, float *out);
+
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
  * everywhere): whether the process may use the tiles (asked of the kernel
  * once); a BF16 weight's rows copied into the tile multiply's B tiles

@@ -4,6 +4,7 @@
  * split over both cores, which reads every weight byte once — decode speed
  * is memory bandwidth — and sums each token exactly as decode does. */
 #include "kernels/cpu/cpu.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cblas.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #define PREFETCH_AHEAD 32768
 
 void cpu_weight_row(const Weight *w, int64_t r, float *out) {
+    if (dtype_is_quant(w->dtype)) { cpu_quant_row(w, r, out); return; }
     const char *base = (const char *)w->data + r * w->cols * (int64_t)dtype_size(w->dtype);
     int64_t j = 0;
     for (; j + 8 <= w->cols; j += 8) {
@@ -558,6 +560,13 @@ static void matmul_few(float *out, const float *x, const Weight *w, int n) {
  * decode.  (Handing out small chunks of one weight on demand instead was
  * slower: the streams break up.)  Each sum is the one matmul_few computes. */
 void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    int quant = 0;
+    for (int i = 0; i < count; i++) quant += dtype_is_quant(ws[i]->dtype);
+    if (quant == count && count) { cpu_quant_matmul_many(outs, x, ws, count, n); return; }
+    if (quant) {   /* block types beside others: each its own product, the same sums */
+        for (int i = 0; i < count; i++) cpu_matmul(outs[i], x, ws[i], n);
+        return;
+    }
     int fast = 1;
     for (int i = 0; i < count; i++) fast &= fast_bf16(ws[i]);
     if (n > FEW_TOKENS && !fast) {
@@ -632,6 +641,7 @@ void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out) {
 }
 
 void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
+    if (dtype_is_quant(w->dtype)) { cpu_quant_matmul_many(&out, x, &w, 1, n); return; }
     const int64_t R = w->rows, C = w->cols;
     if (n <= FEW_TOKENS || fast_bf16(w)) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */

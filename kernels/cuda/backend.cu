@@ -4,6 +4,9 @@
  * and tree.cu, recording in graph.cu; what they share (stream, scratch,
  * uploads, error reporting) in runtime.cu. */
 #include "kernels/cuda/common.cuh"
+extern "C" {
+#include "kernels/base/quant.h"
+}
 
 /* ---- memory -------------------------------------------------------------------- */
 static float *cu_alloc(size_t n) {
@@ -40,16 +43,27 @@ static void cu_copy(float *dst, const float *src, size_t n) {
 }
 
 /* ---- weights: uploaded once, kept on the device ------------------------------------ */
+/* GGUF's block types are uploaded as stored (matmul_quant.cu reads them
+ * there; no F32 copy), for matrices only, as on the CPU: norms and biases
+ * read their vectors element by element. */
 static int cu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
-    if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) {
-        err_set("weights must be F32, F16 or BF16, not %s", dtype_name(dt));
+    const int quant = dtype_is_quant(dt);
+    if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16 && !quant) {
+        err_set("weights must be F32, F16, BF16 or a GGUF block type, not %s", dtype_name(dt));
         return -1;
     }
     if (rows <= 0 || cols <= 0 || rows > INT32_MAX || cols > INT32_MAX) {
         err_set("weight of %lld x %lld is outside what the CUDA backend handles", (long long)rows, (long long)cols);
         return -1;
     }
-    size_t bytes = (size_t)rows * (size_t)cols * dtype_size(dt);
+    if (quant && rows < 2) {
+        err_set("a %s weight must be a matrix (rows %lld): vectors must be F32, F16 or BF16", dtype_name(dt),
+                (long long)rows);
+        return -1;
+    }
+    const int64_t row_bytes = quant_row_bytes(dt, cols);   /* err_set where cols is not whole blocks */
+    if (row_bytes < 0) return -1;
+    size_t bytes = (size_t)rows * (size_t)row_bytes;
     void *d = NULL;
     CU_CHECK_R(cudaMalloc(&d, bytes), -1);
     if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { cudaFree(d); return -1; }

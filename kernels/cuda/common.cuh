@@ -81,7 +81,7 @@ const void *cu_fetch(const void *dev, size_t bytes);
 
 /* Device temporaries: a growing buffer per slot (contents not kept across
  * calls that grow it).  NULL after reporting. */
-enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_GATHER, WS_COUNT };
+enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_GATHER, WS_QUANT, WS_COUNT };
 void *cu_workspace(int slot, size_t bytes);
 
 /* ---- recording (graph.cu drives it; the state lives in runtime.cu) -------
@@ -167,6 +167,10 @@ static inline unsigned cu_blocks(size_t n, unsigned threads) {
 void cu_embed(float *out, const Weight *table, const int *tokens, int n);
 void cu_matmul(float *out, const float *x, const Weight *w, int n);
 void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
+/* the GGUF block types (matmul_quant.cu): products of weights that are all
+ * block types, of one width; embedding rows */
+void cu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
+void cu_quant_embed(float *out, const Weight *table, const int *tokens, int n);
 void cu_add_bias(float *x, const Weight *b, int n);
 void cu_rmsnorm(float *out, const float *x, const Weight *w, int n, float eps);
 void cu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps);

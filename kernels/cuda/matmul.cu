@@ -1,5 +1,6 @@
 /* Weight products out[n][R] = x[n][C] · Wᵀ (W row-major [R][C] in F32, F16
- * or BF16, activations F32), embedding gather and bias.
+ * or BF16, activations F32), embedding gather and bias.  Weights in GGUF's
+ * block types go to matmul_quant.cu.
  *
  * Three paths, all with F32 accumulation:
  *  - n <= GEMV_MAX tokens (decode, chain drafts): a warp-per-row kernel that
@@ -31,6 +32,9 @@
  *    half (activations rounded to the weight dtype, as a native F16/BF16
  *    forward in torch does): faster, not bit-faithful to the CPU backend. */
 #include "kernels/cuda/common.cuh"
+extern "C" {
+#include "kernels/base/quant.h"
+}
 #include <string.h>
 #include <stdlib.h>
 
@@ -361,6 +365,10 @@ static void gemm_split(float *out, const float *x, const Weight *w, cudaDataType
 
 void cu_matmul(float *out, const float *x, const Weight *w, int n) {
     if (n <= 0) return;
+    if (dtype_is_quant(w->dtype)) {   /* GGUF block types: matmul_quant.cu */
+        cu_quant_matmul_many(&out, x, &w, 1, n);
+        return;
+    }
     const int R = (int)w->rows, C = (int)w->cols;
     if (n <= GEMV_MAX) {
         gemv(&out, x, &w, 1, n);
@@ -381,6 +389,13 @@ void cu_matmul(float *out, const float *x, const Weight *w, int n) {
  * expansions, each output exactly what its own launch gives; else, and for
  * products cuBLAS takes, one product per weight. */
 void cu_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    int quant = 0;
+    for (int i = 0; i < count; i++) quant += dtype_is_quant(ws[i]->dtype);
+    if (quant && quant == count) { cu_quant_matmul_many(outs, x, ws, count, n); return; }
+    if (quant) {   /* block types beside others: each its own product, the same sums */
+        for (int i = 0; i < count; i++) cu_matmul(outs[i], x, ws[i], n);
+        return;
+    }
     int grouped = n > 0 && count >= 1 && count <= GEMV_GROUP_MAX;
     for (int i = 1; i < count && grouped; i++)
         grouped = ws[i]->dtype == ws[0]->dtype && ws[i]->cols == ws[0]->cols;
@@ -404,6 +419,7 @@ __global__ void embed_kernel(float *__restrict__ out, const void *__restrict__ t
 /* tokens are in device memory (kernels.h): read there, never by the host */
 void cu_embed(float *out, const Weight *table, const int *tokens, int n) {
     if (n <= 0) return;
+    if (dtype_is_quant(table->dtype)) { cu_quant_embed(out, table, tokens, n); return; }
     const int cols = (int)table->cols;
     for (int t0 = 0; t0 < n; t0 += 65535) {   /* gridDim.y limit */
         const int nt = n - t0 < 65535 ? n - t0 : 65535;

@@ -4,12 +4,14 @@
 Ours: bin/spec-generate on the converted folder (--print-gaps: each step's top-2 logit gap).
 llama.cpp: tools/models/llama_greedy.c (one sequence at a time) on the Q4_K_M GGUF requantised by
 llama-quantize to the same dtype (BF16: the values our --dtype bf16 conversion holds, except that
-llama.cpp keeps norms and biases in F32; F32: the same values everywhere). Both get the same prompt
+llama.cpp keeps norms and biases in F32; F32: the same values everywhere), or with --dtype keep on
+the Q4_K_M GGUF itself (ours: make qwen QWEN_DTYPE=keep, the same blocks; both quantise activations
+to 8 bits, ours with F32 block scales, llama.cpp's with F16 or its K rule). Both get the same prompt
 ids: the first turns of N humaneval and N mt_bench questions in the model's chat template. A prompt
 whose tokens differ is explained by our gap at the first difference (a near tie: both runtimes'
 arithmetic legitimately picks either).
 
-    python3 tools/experiments/qwen_greedy.py [--dtype bf16|f32] [--per-bench 10] [--max-new 64]
+    python3 tools/experiments/qwen_greedy.py [--dtype bf16|f32|keep] [--per-bench 10] [--max-new 64]
       -> results/qwen_greedy/<dtype>.json and a summary on stdout
 """
 import argparse
@@ -58,7 +60,7 @@ def theirs(gguf, prompts, max_new, threads, work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
+    ap.add_argument("--dtype", choices=["bf16", "f32", "keep"], default="bf16")
     ap.add_argument("--per-bench", type=int, default=10)
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
@@ -68,7 +70,8 @@ def main():
         sys.exit(f"qwen_greedy: {model} is missing (make qwen{'' if a.dtype == 'bf16' else ' QWEN_DTYPE=' + a.dtype})")
     work = Path("results/qwen_greedy")
     work.mkdir(parents=True, exist_ok=True)
-    gguf = requantize(GGUF, Path("models") / f"qwen2.5-coder-1.5b-instruct.{a.dtype}.gguf", a.dtype.upper())
+    gguf = GGUF if a.dtype == "keep" else \
+        requantize(GGUF, Path("models") / f"qwen2.5-coder-1.5b-instruct.{a.dtype}.gguf", a.dtype.upper())
     prompts = {}
     for bench in ("humaneval", "mt_bench"):
         for i, ids in enumerate(prompt_ids(model, bench, a.per_bench)):

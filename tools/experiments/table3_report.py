@@ -10,12 +10,15 @@ size).
 
     python3 tools/experiments/table3_report.py results/table3 [--trees 8] 1 8 32 64
 
-Standard library only."""
+Standard library only (and tools/c2ttools)."""
 import json
 import os
 import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from c2ttools.llamacpp import batched_stg  # noqa: E402
 
 CHAIN = (("static", "EAGLE static chain"), ("c2t", "C2T early stop"))
 TREES = (("eagle2", "EAGLE-2 tree"), ("c2t", "C2T tree"))
@@ -68,18 +71,7 @@ def anchor(out):
                 ours.setdefault(f[1][len("batched_tg"):], {})[int(f[2])] = float(f[3])
     path = os.path.join(out, "anchor_llamacpp.txt")
     if os.path.exists(path):
-        head = None
-        for line in open(path, encoding="utf-8"):
-            if not line.startswith("|"):
-                continue
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if "S_TG t/s" in cells:
-                head = cells
-            elif head and cells and not cells[0].startswith("-"):
-                try:
-                    theirs[int(cells[head.index("B")])] = float(cells[head.index("S_TG t/s")])
-                except (ValueError, IndexError):
-                    pass
+        theirs = batched_stg(path)
     return ours, theirs
 
 

