@@ -53,14 +53,15 @@
 /* One product's activations as 8-bit blocks: q[n][cols]; per block b and
  * token t (block-major, so a tile's tokens are adjacent) the scale d, and
  * for the 32-element blocks the integer sum s and d * s; for the K blocks
- * the sums per 16, token-major [n][nb][16]. */
+ * the sums per 16, token-major [n][nb][16], and their sums per 32, block-major
+ * [nb][n][8]. */
 typedef struct {
     int n, block;
     int64_t cols, nb;
     int8_t *q;
     float *d, *sd;
     int32_t *s;
-    int16_t *bs;
+    int16_t *bs, *xs;
     size_t cap_q, cap_b;
     float *tmp_d;
     int16_t *tmp_s;
@@ -80,6 +81,7 @@ static void act_grow(Act *a, int n, int64_t cols, int block) {
         a->s = xrealloc(a->s, sizeof(int32_t) * nbl);
         a->tmp_d = xrealloc(a->tmp_d, sizeof(float) * nbl);
         a->tmp_s = xrealloc(a->tmp_s, sizeof(int16_t) * nbl * 16);
+        a->xs = xrealloc(a->xs, sizeof(int16_t) * nbl * 8);
         a->cap_b = nbl;
     }
     a->n = n; a->cols = cols; a->nb = nb; a->block = block;
@@ -97,7 +99,8 @@ static void act_make(Act *a, const float *x, int n, int64_t cols, int block) {
             if (block == 32) {
                 a->s[b * n + t] = sums[b];
                 a->sd[b * n + t] = a->tmp_d[b] * (float)sums[b];
-            }
+            } else
+                for (int g = 0; g < 8; g++) a->xs[(b * n + t) * 8 + g] = (int16_t)(sums[b * 16 + 2 * g] + sums[b * 16 + 2 * g + 1]);
         }
     }
 }
@@ -428,6 +431,226 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const A
         if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
+#if QISA == 512
+/* ---- the K types on AVX-512: a super-block is 4 chunks of 64 elements
+ * (chunk c: elements 64c .. 64c + 63, the activations in their order), each
+ * unpacked once into one 512-bit vector of unsigned bytes and applied to
+ * every token of the tile: maddubs to int16 pair sums (q <= 63, so <= 2 *
+ * 63 * 127), then those times the sub-block scale as int16 added into the
+ * pair's int32 lanes (VNNI's dpwssd, else madd and add).  Tiles: 4 rows x 1
+ * token (decode), 4 x 4 and 2 x 8 (16 pairs: 16 accumulators, the unpacked
+ * rows and one activation chunk in the 32 registers).  One reduction per
+ * super-block gathers the pairs' exact sums into one vector for the float
+ * chain; Q6_K's offset term (-32 sc_h times the sums of 16) is added into
+ * the same lanes first, Q4_K / Q5_K's minimum term gets its own. */
+typedef __m512i v16i;
+
+static inline v16i dot2_add(v16i acc, v16i p, v16i s) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+#endif
+}
+
+/* 16-bit words: a in the low 256 bits, b in the high */
+static inline v16i halves16(short a, short b) {
+    return _mm512_mask_mov_epi16(_mm512_set1_epi16(a), 0xFFFF0000u, _mm512_set1_epi16(b));
+}
+
+/* Chunk c of super-block p as 64 unsigned bytes. */
+static inline v16i unpack_k64(const uint8_t *p, const int c, const DType DT) {
+    const v16i m4 = _mm512_set1_epi8(0x0F);
+    if (DT == DT_Q6_K) {
+        /* elements 128 h + 32 m + l (m = 2k, 2k + 1): low nibbles ql[64 h +
+         * 32 (m & 1) + l] >> 4k, top bits (qh[32 h + l] >> 2m) & 3 */
+        const int h = c / 2, k = c % 2;
+        v16i lo = _mm512_loadu_si512(p + 64 * h);
+        if (k) lo = _mm512_srli_epi16(lo, 4);
+        lo = _mm512_and_si512(lo, m4);
+        const v16i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h)));
+        /* bits 2m, 2m + 1 of each byte to bits 4, 5 (16-bit shifts by at
+         * most 4 left or 2 right bring no bit across bytes there) */
+        const v16i hi = k ? _mm512_srlv_epi16(qh, halves16(0, 2)) : _mm512_sllv_epi16(qh, halves16(4, 2));
+        return _mm512_ternarylogic_epi32(hi, _mm512_set1_epi8(0x30), lo, 0xEA);   /* (hi & 0x30) | lo */
+    }
+    /* Q4_K / Q5_K: sub-blocks 2c (low nibbles of qs[32c ..]) and 2c + 1 (high) */
+    const uint8_t *qs = p + (DT == DT_Q5_K ? 48 : 16) + 32 * c;
+    const v16i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qs));
+    const v16i v = _mm512_and_si512(_mm512_srlv_epi16(q, halves16(0, 4)), m4);
+    if (DT != DT_Q5_K) return v;
+    /* bit g of qh[l] (g = 2c, 2c + 1) to bit 4 */
+    const v16i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16)));
+    const int g0 = 2 * c, g1 = 2 * c + 1;
+    v16i b;
+    if (g1 <= 4) b = _mm512_sllv_epi16(qh, halves16((short)(4 - g0), (short)(4 - g1)));
+    else b = _mm512_srlv_epi16(qh, halves16((short)(g0 - 4), (short)(g1 - 4)));
+    return _mm512_ternarylogic_epi32(b, _mm512_set1_epi8(0x10), v, 0xEA);
+}
+
+/* A super-block's scales as int16 words 0..7 (Q6_K: 0..15, signed) of sc,
+ * Q4_K / Q5_K's minimums as the 8 words of mn, d and dmin. */
+static inline void k_head(const uint8_t *p, const DType DT, v16i *sc, __m128i *mn, float *d, float *dm) {
+    if (DT == DT_Q6_K) {
+        *sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
+        *d = half_f(p + 208);
+        return;
+    }
+    *d = half_f(p);
+    *dm = half_f(p + 2);
+    /* quant_k_scales' 6-bit fields, four bytes at a time */
+    uint32_t u[3];
+    memcpy(u, p + 4, 12);
+    const uint32_t s_lo = u[0] & 0x3F3F3F3Fu, m_lo = u[1] & 0x3F3F3F3Fu;
+    const uint32_t s_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    *sc = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)s_hi << 32 | s_lo))));
+    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo)));
+}
+
+/* The int16 scale of each pair sum of chunk c. */
+static inline v16i k_scale_at(v16i sc, const int c, const DType DT) {
+    if (DT == DT_Q6_K) {   /* 128-bit lane L: sub-block of 16 number 4c + L */
+        const short a = (short)(4 * c);
+        const v16i idx = _mm512_setr_epi64(0x0001000100010001LL * a, 0x0001000100010001LL * a,
+                                           0x0001000100010001LL * (a + 1), 0x0001000100010001LL * (a + 1),
+                                           0x0001000100010001LL * (a + 2), 0x0001000100010001LL * (a + 2),
+                                           0x0001000100010001LL * (a + 3), 0x0001000100010001LL * (a + 3));
+        return _mm512_permutexvar_epi16(idx, sc);
+    }
+    return _mm512_permutexvar_epi16(halves16((short)(2 * c), (short)(2 * c + 1)), sc);
+}
+
+/* Sixteen vectors of 16 int32 to the vector of their 16 sums, in order. */
+static inline v16i reduce16(const v16i *v) {
+    v16i t[8], u[4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]), _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)   /* per 128-bit lane: parts of v[4k .. 4k + 3] */
+        u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]), _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
+    const v16i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const v16i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Four vectors of 16 int32 to their 4 sums, in order. */
+static inline __m128i reduce4(const v16i *v) {
+    const v16i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    const v16i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    const v16i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* out[t][r] for rows r0 + i (i < R, rows past r1 repeating r1 - 1, not
+ * stored) and tokens t0 + j (j < T): R x T is 4 x 1, 4 x 4 or 2 x 8. */
+static inline __attribute__((always_inline)) void tilek512(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                           int64_t r1, int t0, const int R, const int T, const DType DT) {
+    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
+    const int P = R * T, n = a->n;
+    const int has_m = DT != DT_Q6_K;
+    const uint8_t *row[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
+    __m512 acc16 = _mm512_setzero_ps();
+    __m128 acc4 = _mm_setzero_ps();
+    /* lane k of the 16-pair vectors: pair (k / T, k % T) */
+    const v16i by_row16 = T == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+                                 : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    for (int64_t b = 0; b < a->nb; b++) {
+        v16i sc[4], ia[16];
+        __m128i mn[4];
+        float dw[4], dm[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < R; i++) k_head(row[i] + b * bb, DT, &sc[i], &mn[i], &dw[i], &dm[i]);
+#pragma GCC unroll 16
+        for (int k = 0; k < P; k++) ia[k] = _mm512_setzero_si512();
+        const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            v16i wq[4], sv[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) {
+                wq[i] = unpack_k64(row[i] + b * bb, c, DT);
+                sv[i] = k_scale_at(sc[i], c, DT);
+            }
+#pragma GCC unroll 8
+            for (int j = 0; j < T; j++) {
+                const v16i xq = _mm512_loadu_si512(xb + (size_t)j * a->cols + 64 * c);
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) ia[i * T + j] = dot2_add(ia[i * T + j], _mm512_maddubs_epi16(wq[i], xq), sv[i]);
+            }
+        }
+        if (DT == DT_Q6_K) {   /* -32 sc_h times the activations' sums of 16 */
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) sc[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc[i], 5));
+#pragma GCC unroll 8
+            for (int j = 0; j < T; j++) {
+                const v16i bs = _mm512_zextsi256_si512(
+                    _mm256_loadu_si256((const __m256i *)(a->bs + ((size_t)(t0 + j) * a->nb + b) * 16)));
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) ia[i * T + j] = dot2_add(ia[i * T + j], sc[i], bs);
+            }
+        }
+        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;   /* sums of 32, token after token */
+        const float *dx = a->d + (size_t)b * n + t0;
+        if (P == 4) {   /* 4 rows x 1 token */
+            const __m128i isum = reduce4(ia);
+            const __m128 dxv = _mm_set1_ps(dx[0]);
+            acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(dw), dxv), acc4);
+            if (has_m) {
+                const __m128i x8 = _mm_loadu_si128((const __m128i *)xs);
+                const __m128i m01 = _mm_hadd_epi32(_mm_madd_epi16(mn[0], x8), _mm_madd_epi16(mn[1], x8));
+                const __m128i m23 = _mm_hadd_epi32(_mm_madd_epi16(mn[2], x8), _mm_madd_epi16(mn[3], x8));
+                const __m128i msum = _mm_hadd_epi32(m01, m23);
+                acc4 = _mm_fnmadd_ps(_mm_cvtepi32_ps(msum), _mm_mul_ps(_mm_loadu_ps(dm), dxv), acc4);
+            }
+        } else {
+            const v16i isum = reduce16(ia);
+            const __m512 dxv = T == 4 ? _mm512_broadcast_f32x4(_mm_loadu_ps(dx))
+                                      : _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)dx)));
+            const __m512 dwv = _mm512_permutexvar_ps(by_row16, _mm512_castps128_ps512(_mm_loadu_ps(dw)));
+            acc16 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dwv, dxv), acc16);
+            if (has_m) {
+                /* vector v = i * T / 4 + q: row i times tokens 4q .. 4q + 3,
+                 * 128-bit lane L token 4q + L, 4 parts each */
+                v16i m[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    const int i = v * 4 / T, q = v % (T / 4);
+                    m[v] = _mm512_madd_epi16(_mm512_broadcast_i32x4(mn[i]), _mm512_loadu_si512(xs + 32 * q));
+                }
+                const v16i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(m[0], m[1]), _mm512_unpackhi_epi32(m[0], m[1]));
+                const v16i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(m[2], m[3]), _mm512_unpackhi_epi32(m[2], m[3]));
+                const v16i e = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+                /* e's lane 4L + v is pair 4v + L */
+                const v16i msum = _mm512_permutexvar_epi32(
+                    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
+                const __m512 dmv = _mm512_permutexvar_ps(by_row16, _mm512_castps128_ps512(_mm_loadu_ps(dm)));
+                acc16 = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmv, dxv), acc16);
+            }
+        }
+    }
+    float res[16];
+    if (P == 4) _mm_storeu_ps(res, acc4);
+    else _mm512_storeu_ps(res, acc16);
+#pragma GCC unroll 16
+    for (int k = 0; k < P; k++)
+        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
+}
+
+/* Rows [r0, r1) for tokens [t0, t0 + T) of a K type, R x T tiles. */
+static inline __attribute__((always_inline)) void spank(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
+    for (int64_t r = r0; r < r1; r += R) tilek512(w, a, out, r, r1, t0, R, T, DT);
+}
+#endif
+
 /* Rows [r0, r1) for tokens [t0, t0 + T), R = 8 / T rows a tile. */
 static inline __attribute__((always_inline)) void span(const Weight *w, const Act *a, float *out, int64_t r0,
                                                        int64_t r1, int t0, const int T, const DType DT) {
@@ -445,6 +668,14 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     for (int64_t b0 = r0; b0 < r1; b0 += QROW_BLOCK) {
         const int64_t b1 = b0 + QROW_BLOCK < r1 ? b0 + QROW_BLOCK : r1;
         int t = 0;
+#if QISA == 512
+        if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) {
+            for (; t + 8 <= a->n; t += 8) spank(w, a, out, b0, b1, t, 2, 8, DT);
+            for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 4, 4, DT);
+            for (; t < a->n; t++) spank(w, a, out, b0, b1, t, 4, 1, DT);
+            continue;
+        }
+#endif
         for (; t + 4 <= a->n; t += 4) span(w, a, out, b0, b1, t, 4, DT);
         for (; t + 2 <= a->n; t += 2) span(w, a, out, b0, b1, t, 2, DT);
         for (; t < a->n; t++) span(w, a, out, b0, b1, t, 1, DT);
