@@ -87,22 +87,39 @@ static void act_grow(Act *a, int n, int64_t cols, int block) {
     a->n = n; a->cols = cols; a->nb = nb; a->block = block;
 }
 
-/* x[n][cols] quantised as quant_q8_row does (blocks of `block`). */
-static void act_make(Act *a, const float *x, int n, int64_t cols, int block) {
-    act_grow(a, n, cols, block);
-    const int64_t nb = a->nb;
-    for (int t = 0; t < n; t++) {
-        int16_t *sums = block == 256 ? a->bs + (size_t)t * nb * 16 : a->tmp_s;
-        quant_q8_row(x + (size_t)t * cols, cols, block, a->q + (size_t)t * cols, a->tmp_d, sums);
+/* x[n][cols] quantised as quant_q8_row does (blocks of `block`), the
+ * tokens split over the threads (each token's blocks depend on it alone). */
+typedef struct {
+    Act *a;
+    const float *x;
+} ActJob;
+
+static void act_part(void *v, int part, int parts) {
+    const ActJob *j = v;
+    Act *a = j->a;
+    const int n = a->n, block = a->block;
+    const int64_t nb = a->nb, cols = a->cols;
+    int64_t t0, t1;
+    part_range(n, part, parts, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        float *dt = a->tmp_d + t * nb;
+        int16_t *sums = block == 256 ? a->bs + t * nb * 16 : a->tmp_s + t * nb;
+        quant_q8_row(j->x + t * cols, cols, block, a->q + t * cols, dt, sums);
         for (int64_t b = 0; b < nb; b++) {
-            a->d[b * n + t] = a->tmp_d[b];
+            a->d[b * n + t] = dt[b];
             if (block == 32) {
                 a->s[b * n + t] = sums[b];
-                a->sd[b * n + t] = a->tmp_d[b] * (float)sums[b];
+                a->sd[b * n + t] = dt[b] * (float)sums[b];
             } else
                 for (int g = 0; g < 8; g++) a->xs[(b * n + t) * 8 + g] = (int16_t)(sums[b * 16 + 2 * g] + sums[b * 16 + 2 * g + 1]);
         }
     }
+}
+
+static void act_make(Act *a, const float *x, int n, int64_t cols, int block) {
+    act_grow(a, n, cols, block);
+    ActJob j = {a, x};
+    cpu_parallel(act_part, &j, n > 1 && (int64_t)n * cols > PAR_MIN_WORK / 16);
 }
 
 /* products run one at a time (batch.c's fibers share one thread), their
