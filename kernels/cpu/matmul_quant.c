@@ -668,6 +668,131 @@ static inline __attribute__((always_inline)) void spank(const Weight *w, const A
 }
 #endif
 
+#if QISA == 256
+/* ---- the K types on AVX2: as the AVX-512 tiles above with 256-bit
+ * vectors: chunk g is sub-block g of 32 (unpack_k), unpacked once and
+ * applied to 4 x 1 or 2 x 4 (row, token) tiles by maddubs, then madd with
+ * the int16 sub-block scale; Q6_K's offset term added into the same lanes,
+ * Q4_K / Q5_K's minimum sums from the per-32 activation sums. */
+
+/* A super-block's scales: Q4_K / Q5_K the 8 as int16 words of both 128-bit
+ * lanes of *sc, the minimums as the 8 words of *mn; Q6_K the 16 int8 in
+ * *sc8. */
+static inline void k_head256(const uint8_t *p, const DType DT, v8i *sc, __m128i *sc8, __m128i *mn, float *d, float *dm) {
+    if (DT == DT_Q6_K) {
+        *sc8 = _mm_loadu_si128((const __m128i *)(p + 192));
+        *sc = _mm256_cvtepi8_epi16(*sc8);
+        *d = half_f(p + 208);
+        return;
+    }
+    *d = half_f(p);
+    *dm = half_f(p + 2);
+    uint32_t u[3];
+    memcpy(u, p + 4, 12);
+    const uint32_t s_lo = u[0] & 0x3F3F3F3Fu, m_lo = u[1] & 0x3F3F3F3Fu;
+    const uint32_t s_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    *sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)s_hi << 32 | s_lo))));
+    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo)));
+}
+
+/* The int16 scale of each pair sum of chunk g. */
+static inline v8i k_scale256(v8i sc, __m128i sc8, const int g, const DType DT) {
+    if (DT == DT_Q6_K)   /* 128-bit lane L: sub-block of 16 number 2g + L */
+        return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_setr_epi8((char)(2 * g), (char)(2 * g), (char)(2 * g),
+            (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g + 1), (char)(2 * g + 1),
+            (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1))));
+    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * g + 1) + 2 * g)));
+}
+
+static inline __attribute__((always_inline)) void tilek256(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                           int64_t r1, int t0, const int R, const int T, const DType DT) {
+    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
+    const int P = R * T, n = a->n;
+    const int has_m = DT != DT_Q6_K;
+    const uint8_t *row[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
+    __m256 acc8 = _mm256_setzero_ps();
+    __m128 acc4 = _mm_setzero_ps();
+    for (int64_t b = 0; b < a->nb; b++) {
+        v8i sc[4], ia[8];
+        __m128i sc8[4], mn[4];
+        float dw[4], dm[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < R; i++) k_head256(row[i] + b * bb, DT, &sc[i], &sc8[i], &mn[i], &dw[i], &dm[i]);
+#pragma GCC unroll 8
+        for (int k = 0; k < P; k++) ia[k] = _mm256_setzero_si256();
+        const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
+        for (int g = 0; g < 8; g++) {
+            v8i wq[4], sv[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) {
+                wq[i] = unpack_k(row[i] + b * bb, g, DT);
+                sv[i] = k_scale256(sc[i], sc8[i], g, DT);
+            }
+#pragma GCC unroll 4
+            for (int j = 0; j < T; j++) {
+                const v8i xq = _mm256_loadu_si256((const v8i *)(xb + (size_t)j * a->cols + 32 * g));
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++)
+                    ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i], xq), sv[i]));
+            }
+        }
+        if (DT == DT_Q6_K) {   /* -32 sc_h times the activations' sums of 16 */
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) sc[i] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc[i], 5));
+#pragma GCC unroll 4
+            for (int j = 0; j < T; j++) {
+                const v8i bs = _mm256_loadu_si256((const v8i *)(a->bs + ((size_t)(t0 + j) * a->nb + b) * 16));
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(sc[i], bs));
+            }
+        }
+        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+        const float *dx = a->d + (size_t)b * n + t0;
+        if (P == 4) {   /* 4 rows x 1 token */
+            const v8i h = _mm256_hadd_epi32(_mm256_hadd_epi32(ia[0], ia[1]), _mm256_hadd_epi32(ia[2], ia[3]));
+            const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m128 dxv = _mm_set1_ps(dx[0]);
+            acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(dw), dxv), acc4);
+            if (has_m) {
+                const __m128i x8 = _mm_loadu_si128((const __m128i *)xs);
+                const __m128i m01 = _mm_hadd_epi32(_mm_madd_epi16(mn[0], x8), _mm_madd_epi16(mn[1], x8));
+                const __m128i m23 = _mm_hadd_epi32(_mm_madd_epi16(mn[2], x8), _mm_madd_epi16(mn[3], x8));
+                acc4 = _mm_fnmadd_ps(_mm_cvtepi32_ps(_mm_hadd_epi32(m01, m23)), _mm_mul_ps(_mm_loadu_ps(dm), dxv), acc4);
+            }
+        } else {   /* 2 rows x 4 tokens */
+            const v8i isum = reduce8(ia);
+            const __m256 dxv = by_token(dx, T);
+            acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(by_row(dw, T), dxv), acc8);
+            if (has_m) {
+                /* vector v = 2i + h: row i times tokens 2h, 2h + 1 (128-bit lane L token 2h + L) */
+                v8i m[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++)
+                    m[v] = _mm256_madd_epi16(_mm256_broadcastsi128_si256(mn[v / 2]), _mm256_loadu_si256((const v8i *)(xs + 16 * (v % 2))));
+                const v8i e = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+                /* e's lane 4L + v is pair 2v + L */
+                const v8i msum = _mm256_permutevar8x32_epi32(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                acc8 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(by_row(dm, T), dxv), acc8);
+            }
+        }
+    }
+    float res[8];
+    if (P == 4) _mm_storeu_ps(res, acc4);
+    else _mm256_storeu_ps(res, acc8);
+#pragma GCC unroll 8
+    for (int k = 0; k < P; k++)
+        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
+}
+
+static inline __attribute__((always_inline)) void spank(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
+    for (int64_t r = r0; r < r1; r += R) tilek256(w, a, out, r, r1, t0, R, T, DT);
+}
+#endif
+
 /* Rows [r0, r1) for tokens [t0, t0 + T), R = 8 / T rows a tile. */
 static inline __attribute__((always_inline)) void span(const Weight *w, const Act *a, float *out, int64_t r0,
                                                        int64_t r1, int t0, const int T, const DType DT) {
@@ -685,14 +810,16 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     for (int64_t b0 = r0; b0 < r1; b0 += QROW_BLOCK) {
         const int64_t b1 = b0 + QROW_BLOCK < r1 ? b0 + QROW_BLOCK : r1;
         int t = 0;
-#if QISA == 512
         if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) {
+#if QISA == 512
             for (; t + 8 <= a->n; t += 8) spank(w, a, out, b0, b1, t, 2, 8, DT);
             for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 4, 4, DT);
+#else
+            for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 2, 4, DT);
+#endif
             for (; t < a->n; t++) spank(w, a, out, b0, b1, t, 4, 1, DT);
             continue;
         }
-#endif
         for (; t + 4 <= a->n; t += 4) span(w, a, out, b0, b1, t, 4, DT);
         for (; t + 2 <= a->n; t += 2) span(w, a, out, b0, b1, t, 2, DT);
         for (; t < a->n; t++) span(w, a, out, b0, b1, t, 1, DT);
