@@ -22,10 +22,12 @@
  * them), and greedy verification of any tree, at any size, sums each token
  * as decode does.
  *
- * Tiles: 8 (row, token) pairs at a time (8 rows x 1 token, 4 x 2, 2 x 4):
- * each weight block is unpacked once per tile and serves its tokens, and
- * the 8 pairs' exact block sums are gathered into one vector so the float
- * chain above runs 8 pairs per instruction.  The instruction set is chosen
+ * Tiles: the 32-element types 8 (row, token) pairs at a time (8 rows x 1
+ * token, 4 x 2, 2 x 4); the K types 4 rows x 1 token, and for more tokens
+ * 2 x 4 (AVX2) or 4 x 4 and 2 x 8 (AVX-512).  Each weight block is unpacked
+ * once per tile and serves its tokens, and the pairs' exact block sums are
+ * gathered into one vector so the float chain above runs all the tile's
+ * pairs per instruction.  The instruction set is chosen
  * when building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's
  * dpbusd where the build has it) takes two pairs per 512-bit dot of the
  * 32-element types, AVX2 one per 256-bit maddubs/madd; anything else the
@@ -348,12 +350,6 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
         if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
-/* ---- the K types: per pair, the sub-blocks' maddubs sums times their
- * scales (madd with the scale as int16) in int32 lanes, one reduction per
- * super-block (unsigned q <= 63, so pair sums <= 2 * 63 * 127 fit int16;
- * times a scale <= 128, sums of 2 fit int32, and so does the super-block's
- * total: Q4_K at most 8 * 63 * 32 * 15 * 127) */
-
 /* Sub-block g's 32 unsigned integers of a K super-block p. */
 static inline v8i unpack_k(const uint8_t *p, int g, const DType DT) {
     const v8i m4 = _mm256_set1_epi8(0x0F);
@@ -374,78 +370,6 @@ static inline v8i unpack_k(const uint8_t *p, int g, const DType DT) {
         v = _mm256_or_si256(v, _mm256_slli_epi16(bit, 4));
     }
     return v;
-}
-
-/* The scales (and minimums) of a K super-block as QuantBlock has them. */
-static inline void k_scales(const uint8_t *p, const DType DT, int sc[16], int mn[16], float *d, float *dmin) {
-    if (DT == DT_Q6_K) {
-        for (int j = 0; j < 16; j++) sc[j] = (int8_t)p[192 + j];
-        *d = half_f(p + 208);
-        return;
-    }
-    *d = half_f(p);
-    *dmin = half_f(p + 2);
-    quant_k_scales(p + 4, sc, mn);
-}
-
-static inline __attribute__((always_inline)) void tilek(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
-    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
-    const uint8_t *row[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
-    const int n = a->n;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < a->nb; b++) {
-        int sc[8][16], mn[8][16];
-        float dw[8], dm[8];
-#pragma GCC unroll 8
-        for (int i = 0; i < R; i++) k_scales(row[i] + b * bb, DT, sc[i], mn[i], &dw[i], &dm[i]);
-        v8i ia[8];
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) ia[k] = _mm256_setzero_si256();
-        for (int g = 0; g < 8; g++) {
-            v8i wq[8], sv[8];
-#pragma GCC unroll 8
-            for (int i = 0; i < R; i++) {
-                wq[i] = unpack_k(row[i] + b * bb, g, DT);
-                sv[i] = DT == DT_Q6_K ? _mm256_set_m128i(_mm_set1_epi16((short)sc[i][2 * g + 1]), _mm_set1_epi16((short)sc[i][2 * g]))
-                                      : _mm256_set1_epi16((short)sc[i][g]);
-            }
-#pragma GCC unroll 8
-            for (int j = 0; j < T; j++) {
-                const v8i xq = _mm256_loadu_si256((const v8i *)(a->q + (size_t)(t0 + j) * a->cols + b * 256 + 32 * g));
-#pragma GCC unroll 8
-                for (int i = 0; i < R; i++)
-                    ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i], xq), sv[i]));
-            }
-        }
-        /* the sums-of-16 terms: Q6_K's 32 * sum sc_j * bs_j, taken off;
-         * Q4_K / Q5_K's msum */
-        int corr[8];
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            const int i = k / T, j = k % T;
-            const int16_t *bs = a->bs + ((size_t)(t0 + j) * a->nb + b) * 16;
-            int c = 0;
-            if (DT == DT_Q6_K)
-                for (int h = 0; h < 16; h++) c += sc[i][h] * bs[h];
-            else
-                for (int h = 0; h < 8; h++) c += mn[i][h] * (bs[2 * h] + bs[2 * h + 1]);
-            corr[k] = c;
-        }
-        v8i isum = reduce8(ia);
-        const v8i cv = _mm256_loadu_si256((const v8i *)corr);
-        if (DT == DT_Q6_K) isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(cv, 5));
-        const __m256 dx = by_token(a->d + (size_t)b * n + t0, T);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(by_row(dw, T), dx), acc);
-        if (DT != DT_Q6_K) acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(cv), _mm256_mul_ps(by_row(dm, T), dx), acc);
-    }
-    float res[8];
-    _mm256_storeu_ps(res, acc);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
 #if QISA == 512
@@ -793,14 +717,12 @@ static inline __attribute__((always_inline)) void spank(const Weight *w, const A
 }
 #endif
 
-/* Rows [r0, r1) for tokens [t0, t0 + T), R = 8 / T rows a tile. */
+/* Rows [r0, r1) for tokens [t0, t0 + T) of a 32-element type, R = 8 / T
+ * rows a tile. */
 static inline __attribute__((always_inline)) void span(const Weight *w, const Act *a, float *out, int64_t r0,
                                                        int64_t r1, int t0, const int T, const DType DT) {
     const int R = 8 / T;
-    for (int64_t r = r0; r < r1; r += R) {
-        if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) tilek(w, a, out, r, r1, t0, R, T, DT);
-        else tile32(w, a, out, r, r1, t0, R, T, DT);
-    }
+    for (int64_t r = r0; r < r1; r += R) tile32(w, a, out, r, r1, t0, R, T, DT);
 }
 
 /* Rows [r0, r1) of every token: blocks of QROW_BLOCK rows, inside each the
