@@ -22,10 +22,12 @@
  * them), and greedy verification of any tree, at any size, sums each token
  * as decode does.
  *
- * Tiles: 8 (row, token) pairs at a time (8 rows x 1 token, 4 x 2, 2 x 4):
- * each weight block is unpacked once per tile and serves its tokens, and
- * the 8 pairs' exact block sums are gathered into one vector so the float
- * chain above runs 8 pairs per instruction.  The instruction set is chosen
+ * Tiles: the 32-element types 8 (row, token) pairs at a time (8 rows x 1
+ * token, 4 x 2, 2 x 4); the K types 4 rows x 1 token, and for more tokens
+ * 2 x 4 (AVX2) or 4 x 4 and 2 x 8 (AVX-512).  Each weight block is unpacked
+ * once per tile and serves its tokens, and the pairs' exact block sums are
+ * gathered into one vector so the float chain above runs all the tile's
+ * pairs per instruction.  The instruction set is chosen
  * when building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's
  * dpbusd where the build has it) takes two pairs per 512-bit dot of the
  * 32-element types, AVX2 one per 256-bit maddubs/madd; anything else the
@@ -53,14 +55,15 @@
 /* One product's activations as 8-bit blocks: q[n][cols]; per block b and
  * token t (block-major, so a tile's tokens are adjacent) the scale d, and
  * for the 32-element blocks the integer sum s and d * s; for the K blocks
- * the sums per 16, token-major [n][nb][16]. */
+ * the sums per 16, token-major [n][nb][16], and their sums per 32, block-major
+ * [nb][n][8]. */
 typedef struct {
     int n, block;
     int64_t cols, nb;
     int8_t *q;
     float *d, *sd;
     int32_t *s;
-    int16_t *bs;
+    int16_t *bs, *xs;
     size_t cap_q, cap_b;
     float *tmp_d;
     int16_t *tmp_s;
@@ -80,26 +83,45 @@ static void act_grow(Act *a, int n, int64_t cols, int block) {
         a->s = xrealloc(a->s, sizeof(int32_t) * nbl);
         a->tmp_d = xrealloc(a->tmp_d, sizeof(float) * nbl);
         a->tmp_s = xrealloc(a->tmp_s, sizeof(int16_t) * nbl * 16);
+        a->xs = xrealloc(a->xs, sizeof(int16_t) * nbl * 8);
         a->cap_b = nbl;
     }
     a->n = n; a->cols = cols; a->nb = nb; a->block = block;
 }
 
-/* x[n][cols] quantised as quant_q8_row does (blocks of `block`). */
-static void act_make(Act *a, const float *x, int n, int64_t cols, int block) {
-    act_grow(a, n, cols, block);
-    const int64_t nb = a->nb;
-    for (int t = 0; t < n; t++) {
-        int16_t *sums = block == 256 ? a->bs + (size_t)t * nb * 16 : a->tmp_s;
-        quant_q8_row(x + (size_t)t * cols, cols, block, a->q + (size_t)t * cols, a->tmp_d, sums);
+/* x[n][cols] quantised as quant_q8_row does (blocks of `block`), the
+ * tokens split over the threads (each token's blocks depend on it alone). */
+typedef struct {
+    Act *a;
+    const float *x;
+} ActJob;
+
+static void act_part(void *v, int part, int parts) {
+    const ActJob *j = v;
+    Act *a = j->a;
+    const int n = a->n, block = a->block;
+    const int64_t nb = a->nb, cols = a->cols;
+    int64_t t0, t1;
+    part_range(n, part, parts, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        float *dt = a->tmp_d + t * nb;
+        int16_t *sums = block == 256 ? a->bs + t * nb * 16 : a->tmp_s + t * nb;
+        quant_q8_row(j->x + t * cols, cols, block, a->q + t * cols, dt, sums);
         for (int64_t b = 0; b < nb; b++) {
-            a->d[b * n + t] = a->tmp_d[b];
+            a->d[b * n + t] = dt[b];
             if (block == 32) {
                 a->s[b * n + t] = sums[b];
-                a->sd[b * n + t] = a->tmp_d[b] * (float)sums[b];
-            }
+                a->sd[b * n + t] = dt[b] * (float)sums[b];
+            } else
+                for (int g = 0; g < 8; g++) a->xs[(b * n + t) * 8 + g] = (int16_t)(sums[b * 16 + 2 * g] + sums[b * 16 + 2 * g + 1]);
         }
     }
+}
+
+static void act_make(Act *a, const float *x, int n, int64_t cols, int block) {
+    act_grow(a, n, cols, block);
+    ActJob j = {a, x};
+    cpu_parallel(act_part, &j, n > 1 && (int64_t)n * cols > PAR_MIN_WORK / 16);
 }
 
 /* products run one at a time (batch.c's fibers share one thread), their
@@ -328,12 +350,6 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
         if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
-/* ---- the K types: per pair, the sub-blocks' maddubs sums times their
- * scales (madd with the scale as int16) in int32 lanes, one reduction per
- * super-block (unsigned q <= 63, so pair sums <= 2 * 63 * 127 fit int16;
- * times a scale <= 128, sums of 2 fit int32, and so does the super-block's
- * total: Q4_K at most 8 * 63 * 32 * 15 * 127) */
-
 /* Sub-block g's 32 unsigned integers of a K super-block p. */
 static inline v8i unpack_k(const uint8_t *p, int g, const DType DT) {
     const v8i m4 = _mm256_set1_epi8(0x0F);
@@ -356,86 +372,357 @@ static inline v8i unpack_k(const uint8_t *p, int g, const DType DT) {
     return v;
 }
 
-/* The scales (and minimums) of a K super-block as QuantBlock has them. */
-static inline void k_scales(const uint8_t *p, const DType DT, int sc[16], int mn[16], float *d, float *dmin) {
+#if QISA == 512
+/* ---- the K types on AVX-512: a super-block is 4 chunks of 64 elements
+ * (chunk c: elements 64c .. 64c + 63, the activations in their order), each
+ * unpacked once into one 512-bit vector of unsigned bytes and applied to
+ * every token of the tile: maddubs to int16 pair sums (q <= 63, so <= 2 *
+ * 63 * 127), then those times the sub-block scale as int16 added into the
+ * pair's int32 lanes (VNNI's dpwssd, else madd and add).  Tiles: 4 rows x 1
+ * token (decode), 4 x 4 and 2 x 8 (16 pairs: 16 accumulators, the unpacked
+ * rows and one activation chunk in the 32 registers).  One reduction per
+ * super-block gathers the pairs' exact sums into one vector for the float
+ * chain; Q6_K's offset term (-32 sc_h times the sums of 16) is added into
+ * the same lanes first, Q4_K / Q5_K's minimum term gets its own. */
+typedef __m512i v16i;
+
+static inline v16i dot2_add(v16i acc, v16i p, v16i s) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+#endif
+}
+
+/* 16-bit words: a in the low 256 bits, b in the high */
+static inline v16i halves16(short a, short b) {
+    return _mm512_mask_mov_epi16(_mm512_set1_epi16(a), 0xFFFF0000u, _mm512_set1_epi16(b));
+}
+
+/* Chunk c of super-block p as 64 unsigned bytes. */
+static inline v16i unpack_k64(const uint8_t *p, const int c, const DType DT) {
+    const v16i m4 = _mm512_set1_epi8(0x0F);
     if (DT == DT_Q6_K) {
-        for (int j = 0; j < 16; j++) sc[j] = (int8_t)p[192 + j];
+        /* elements 128 h + 32 m + l (m = 2k, 2k + 1): low nibbles ql[64 h +
+         * 32 (m & 1) + l] >> 4k, top bits (qh[32 h + l] >> 2m) & 3 */
+        const int h = c / 2, k = c % 2;
+        v16i lo = _mm512_loadu_si512(p + 64 * h);
+        if (k) lo = _mm512_srli_epi16(lo, 4);
+        lo = _mm512_and_si512(lo, m4);
+        const v16i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h)));
+        /* bits 2m, 2m + 1 of each byte to bits 4, 5 (16-bit shifts by at
+         * most 4 left or 2 right bring no bit across bytes there) */
+        const v16i hi = k ? _mm512_srlv_epi16(qh, halves16(0, 2)) : _mm512_sllv_epi16(qh, halves16(4, 2));
+        return _mm512_ternarylogic_epi32(hi, _mm512_set1_epi8(0x30), lo, 0xEA);   /* (hi & 0x30) | lo */
+    }
+    /* Q4_K / Q5_K: sub-blocks 2c (low nibbles of qs[32c ..]) and 2c + 1 (high) */
+    const uint8_t *qs = p + (DT == DT_Q5_K ? 48 : 16) + 32 * c;
+    const v16i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qs));
+    const v16i v = _mm512_and_si512(_mm512_srlv_epi16(q, halves16(0, 4)), m4);
+    if (DT != DT_Q5_K) return v;
+    /* bit g of qh[l] (g = 2c, 2c + 1) to bit 4 */
+    const v16i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16)));
+    const int g0 = 2 * c, g1 = 2 * c + 1;
+    v16i b;
+    if (g1 <= 4) b = _mm512_sllv_epi16(qh, halves16((short)(4 - g0), (short)(4 - g1)));
+    else b = _mm512_srlv_epi16(qh, halves16((short)(g0 - 4), (short)(g1 - 4)));
+    return _mm512_ternarylogic_epi32(b, _mm512_set1_epi8(0x10), v, 0xEA);
+}
+
+/* A super-block's scales as int16 words 0..7 (Q6_K: 0..15, signed) of sc,
+ * Q4_K / Q5_K's minimums as the 8 words of mn, d and dmin. */
+static inline void k_head(const uint8_t *p, const DType DT, v16i *sc, __m128i *mn, float *d, float *dm) {
+    if (DT == DT_Q6_K) {
+        *sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
         *d = half_f(p + 208);
         return;
     }
     *d = half_f(p);
-    *dmin = half_f(p + 2);
-    quant_k_scales(p + 4, sc, mn);
+    *dm = half_f(p + 2);
+    /* quant_k_scales' 6-bit fields, four bytes at a time */
+    uint32_t u[3];
+    memcpy(u, p + 4, 12);
+    const uint32_t s_lo = u[0] & 0x3F3F3F3Fu, m_lo = u[1] & 0x3F3F3F3Fu;
+    const uint32_t s_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    *sc = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)s_hi << 32 | s_lo))));
+    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo)));
 }
 
-static inline __attribute__((always_inline)) void tilek(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
+/* The int16 scale of each pair sum of chunk c. */
+static inline v16i k_scale_at(v16i sc, const int c, const DType DT) {
+    if (DT == DT_Q6_K) {   /* 128-bit lane L: sub-block of 16 number 4c + L */
+        const short a = (short)(4 * c);
+        const v16i idx = _mm512_setr_epi64(0x0001000100010001LL * a, 0x0001000100010001LL * a,
+                                           0x0001000100010001LL * (a + 1), 0x0001000100010001LL * (a + 1),
+                                           0x0001000100010001LL * (a + 2), 0x0001000100010001LL * (a + 2),
+                                           0x0001000100010001LL * (a + 3), 0x0001000100010001LL * (a + 3));
+        return _mm512_permutexvar_epi16(idx, sc);
+    }
+    return _mm512_permutexvar_epi16(halves16((short)(2 * c), (short)(2 * c + 1)), sc);
+}
+
+/* Sixteen vectors of 16 int32 to the vector of their 16 sums, in order. */
+static inline v16i reduce16(const v16i *v) {
+    v16i t[8], u[4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]), _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)   /* per 128-bit lane: parts of v[4k .. 4k + 3] */
+        u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]), _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
+    const v16i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const v16i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Four vectors of 16 int32 to their 4 sums, in order. */
+static inline __m128i reduce4(const v16i *v) {
+    const v16i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    const v16i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    const v16i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* out[t][r] for rows r0 + i (i < R, rows past r1 repeating r1 - 1, not
+ * stored) and tokens t0 + j (j < T): R x T is 4 x 1, 4 x 4 or 2 x 8. */
+static inline __attribute__((always_inline)) void tilek512(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                           int64_t r1, int t0, const int R, const int T, const DType DT) {
     const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
-    const uint8_t *row[8];
-#pragma GCC unroll 8
+    const int P = R * T, n = a->n;
+    const int has_m = DT != DT_Q6_K;
+    const uint8_t *row[4];
+#pragma GCC unroll 4
     for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
-    const int n = a->n;
-    __m256 acc = _mm256_setzero_ps();
+    __m512 acc16 = _mm512_setzero_ps();
+    __m128 acc4 = _mm_setzero_ps();
+    /* lane k of the 16-pair vectors: pair (k / T, k % T) */
+    const v16i by_row16 = T == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+                                 : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     for (int64_t b = 0; b < a->nb; b++) {
-        int sc[8][16], mn[8][16];
-        float dw[8], dm[8];
-#pragma GCC unroll 8
-        for (int i = 0; i < R; i++) k_scales(row[i] + b * bb, DT, sc[i], mn[i], &dw[i], &dm[i]);
-        v8i ia[8];
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) ia[k] = _mm256_setzero_si256();
-        for (int g = 0; g < 8; g++) {
-            v8i wq[8], sv[8];
-#pragma GCC unroll 8
+        v16i sc[4], ia[16];
+        __m128i mn[4];
+        float dw[4], dm[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < R; i++) k_head(row[i] + b * bb, DT, &sc[i], &mn[i], &dw[i], &dm[i]);
+#pragma GCC unroll 16
+        for (int k = 0; k < P; k++) ia[k] = _mm512_setzero_si512();
+        const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            v16i wq[4], sv[4];
+#pragma GCC unroll 4
             for (int i = 0; i < R; i++) {
-                wq[i] = unpack_k(row[i] + b * bb, g, DT);
-                sv[i] = DT == DT_Q6_K ? _mm256_set_m128i(_mm_set1_epi16((short)sc[i][2 * g + 1]), _mm_set1_epi16((short)sc[i][2 * g]))
-                                      : _mm256_set1_epi16((short)sc[i][g]);
+                wq[i] = unpack_k64(row[i] + b * bb, c, DT);
+                sv[i] = k_scale_at(sc[i], c, DT);
             }
 #pragma GCC unroll 8
             for (int j = 0; j < T; j++) {
-                const v8i xq = _mm256_loadu_si256((const v8i *)(a->q + (size_t)(t0 + j) * a->cols + b * 256 + 32 * g));
+                const v16i xq = _mm512_loadu_si512(xb + (size_t)j * a->cols + 64 * c);
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) ia[i * T + j] = dot2_add(ia[i * T + j], _mm512_maddubs_epi16(wq[i], xq), sv[i]);
+            }
+        }
+        if (DT == DT_Q6_K) {   /* -32 sc_h times the activations' sums of 16 */
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) sc[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc[i], 5));
 #pragma GCC unroll 8
+            for (int j = 0; j < T; j++) {
+                const v16i bs = _mm512_zextsi256_si512(
+                    _mm256_loadu_si256((const __m256i *)(a->bs + ((size_t)(t0 + j) * a->nb + b) * 16)));
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) ia[i * T + j] = dot2_add(ia[i * T + j], sc[i], bs);
+            }
+        }
+        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;   /* sums of 32, token after token */
+        const float *dx = a->d + (size_t)b * n + t0;
+        if (P == 4) {   /* 4 rows x 1 token */
+            const __m128i isum = reduce4(ia);
+            const __m128 dxv = _mm_set1_ps(dx[0]);
+            acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(dw), dxv), acc4);
+            if (has_m) {
+                const __m128i x8 = _mm_loadu_si128((const __m128i *)xs);
+                const __m128i m01 = _mm_hadd_epi32(_mm_madd_epi16(mn[0], x8), _mm_madd_epi16(mn[1], x8));
+                const __m128i m23 = _mm_hadd_epi32(_mm_madd_epi16(mn[2], x8), _mm_madd_epi16(mn[3], x8));
+                const __m128i msum = _mm_hadd_epi32(m01, m23);
+                acc4 = _mm_fnmadd_ps(_mm_cvtepi32_ps(msum), _mm_mul_ps(_mm_loadu_ps(dm), dxv), acc4);
+            }
+        } else {
+            const v16i isum = reduce16(ia);
+            const __m512 dxv = T == 4 ? _mm512_broadcast_f32x4(_mm_loadu_ps(dx))
+                                      : _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)dx)));
+            const __m512 dwv = _mm512_permutexvar_ps(by_row16, _mm512_castps128_ps512(_mm_loadu_ps(dw)));
+            acc16 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dwv, dxv), acc16);
+            if (has_m) {
+                /* vector v = i * T / 4 + q: row i times tokens 4q .. 4q + 3,
+                 * 128-bit lane L token 4q + L, 4 parts each */
+                v16i m[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++) {
+                    const int i = v * 4 / T, q = v % (T / 4);
+                    m[v] = _mm512_madd_epi16(_mm512_broadcast_i32x4(mn[i]), _mm512_loadu_si512(xs + 32 * q));
+                }
+                const v16i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(m[0], m[1]), _mm512_unpackhi_epi32(m[0], m[1]));
+                const v16i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(m[2], m[3]), _mm512_unpackhi_epi32(m[2], m[3]));
+                const v16i e = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+                /* e's lane 4L + v is pair 4v + L */
+                const v16i msum = _mm512_permutexvar_epi32(
+                    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
+                const __m512 dmv = _mm512_permutexvar_ps(by_row16, _mm512_castps128_ps512(_mm_loadu_ps(dm)));
+                acc16 = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmv, dxv), acc16);
+            }
+        }
+    }
+    float res[16];
+    if (P == 4) _mm_storeu_ps(res, acc4);
+    else _mm512_storeu_ps(res, acc16);
+#pragma GCC unroll 16
+    for (int k = 0; k < P; k++)
+        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
+}
+
+/* Rows [r0, r1) for tokens [t0, t0 + T) of a K type, R x T tiles. */
+static inline __attribute__((always_inline)) void spank(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
+    for (int64_t r = r0; r < r1; r += R) tilek512(w, a, out, r, r1, t0, R, T, DT);
+}
+#endif
+
+#if QISA == 256
+/* ---- the K types on AVX2: as the AVX-512 tiles above with 256-bit
+ * vectors: chunk g is sub-block g of 32 (unpack_k), unpacked once and
+ * applied to 4 x 1 or 2 x 4 (row, token) tiles by maddubs, then madd with
+ * the int16 sub-block scale; Q6_K's offset term added into the same lanes,
+ * Q4_K / Q5_K's minimum sums from the per-32 activation sums. */
+
+/* A super-block's scales: Q4_K / Q5_K the 8 as int16 words of both 128-bit
+ * lanes of *sc, the minimums as the 8 words of *mn; Q6_K the 16 int8 in
+ * *sc8. */
+static inline void k_head256(const uint8_t *p, const DType DT, v8i *sc, __m128i *sc8, __m128i *mn, float *d, float *dm) {
+    if (DT == DT_Q6_K) {
+        *sc8 = _mm_loadu_si128((const __m128i *)(p + 192));
+        *sc = _mm256_cvtepi8_epi16(*sc8);
+        *d = half_f(p + 208);
+        return;
+    }
+    *d = half_f(p);
+    *dm = half_f(p + 2);
+    uint32_t u[3];
+    memcpy(u, p + 4, 12);
+    const uint32_t s_lo = u[0] & 0x3F3F3F3Fu, m_lo = u[1] & 0x3F3F3F3Fu;
+    const uint32_t s_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    *sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)s_hi << 32 | s_lo))));
+    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo)));
+}
+
+/* The int16 scale of each pair sum of chunk g. */
+static inline v8i k_scale256(v8i sc, __m128i sc8, const int g, const DType DT) {
+    if (DT == DT_Q6_K)   /* 128-bit lane L: sub-block of 16 number 2g + L */
+        return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_setr_epi8((char)(2 * g), (char)(2 * g), (char)(2 * g),
+            (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g + 1), (char)(2 * g + 1),
+            (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1))));
+    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * g + 1) + 2 * g)));
+}
+
+static inline __attribute__((always_inline)) void tilek256(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                           int64_t r1, int t0, const int R, const int T, const DType DT) {
+    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
+    const int P = R * T, n = a->n;
+    const int has_m = DT != DT_Q6_K;
+    const uint8_t *row[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
+    __m256 acc8 = _mm256_setzero_ps();
+    __m128 acc4 = _mm_setzero_ps();
+    for (int64_t b = 0; b < a->nb; b++) {
+        v8i sc[4], ia[8];
+        __m128i sc8[4], mn[4];
+        float dw[4], dm[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < R; i++) k_head256(row[i] + b * bb, DT, &sc[i], &sc8[i], &mn[i], &dw[i], &dm[i]);
+#pragma GCC unroll 8
+        for (int k = 0; k < P; k++) ia[k] = _mm256_setzero_si256();
+        const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
+        for (int g = 0; g < 8; g++) {
+            v8i wq[4], sv[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) {
+                wq[i] = unpack_k(row[i] + b * bb, g, DT);
+                sv[i] = k_scale256(sc[i], sc8[i], g, DT);
+            }
+#pragma GCC unroll 4
+            for (int j = 0; j < T; j++) {
+                const v8i xq = _mm256_loadu_si256((const v8i *)(xb + (size_t)j * a->cols + 32 * g));
+#pragma GCC unroll 4
                 for (int i = 0; i < R; i++)
                     ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i], xq), sv[i]));
             }
         }
-        /* the sums-of-16 terms: Q6_K's 32 * sum sc_j * bs_j, taken off;
-         * Q4_K / Q5_K's msum */
-        int corr[8];
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            const int i = k / T, j = k % T;
-            const int16_t *bs = a->bs + ((size_t)(t0 + j) * a->nb + b) * 16;
-            int c = 0;
-            if (DT == DT_Q6_K)
-                for (int h = 0; h < 16; h++) c += sc[i][h] * bs[h];
-            else
-                for (int h = 0; h < 8; h++) c += mn[i][h] * (bs[2 * h] + bs[2 * h + 1]);
-            corr[k] = c;
+        if (DT == DT_Q6_K) {   /* -32 sc_h times the activations' sums of 16 */
+#pragma GCC unroll 4
+            for (int i = 0; i < R; i++) sc[i] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc[i], 5));
+#pragma GCC unroll 4
+            for (int j = 0; j < T; j++) {
+                const v8i bs = _mm256_loadu_si256((const v8i *)(a->bs + ((size_t)(t0 + j) * a->nb + b) * 16));
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(sc[i], bs));
+            }
         }
-        v8i isum = reduce8(ia);
-        const v8i cv = _mm256_loadu_si256((const v8i *)corr);
-        if (DT == DT_Q6_K) isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(cv, 5));
-        const __m256 dx = by_token(a->d + (size_t)b * n + t0, T);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(by_row(dw, T), dx), acc);
-        if (DT != DT_Q6_K) acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(cv), _mm256_mul_ps(by_row(dm, T), dx), acc);
+        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+        const float *dx = a->d + (size_t)b * n + t0;
+        if (P == 4) {   /* 4 rows x 1 token */
+            const v8i h = _mm256_hadd_epi32(_mm256_hadd_epi32(ia[0], ia[1]), _mm256_hadd_epi32(ia[2], ia[3]));
+            const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m128 dxv = _mm_set1_ps(dx[0]);
+            acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(dw), dxv), acc4);
+            if (has_m) {
+                const __m128i x8 = _mm_loadu_si128((const __m128i *)xs);
+                const __m128i m01 = _mm_hadd_epi32(_mm_madd_epi16(mn[0], x8), _mm_madd_epi16(mn[1], x8));
+                const __m128i m23 = _mm_hadd_epi32(_mm_madd_epi16(mn[2], x8), _mm_madd_epi16(mn[3], x8));
+                acc4 = _mm_fnmadd_ps(_mm_cvtepi32_ps(_mm_hadd_epi32(m01, m23)), _mm_mul_ps(_mm_loadu_ps(dm), dxv), acc4);
+            }
+        } else {   /* 2 rows x 4 tokens */
+            const v8i isum = reduce8(ia);
+            const __m256 dxv = by_token(dx, T);
+            acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(by_row(dw, T), dxv), acc8);
+            if (has_m) {
+                /* vector v = 2i + h: row i times tokens 2h, 2h + 1 (128-bit lane L token 2h + L) */
+                v8i m[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++)
+                    m[v] = _mm256_madd_epi16(_mm256_broadcastsi128_si256(mn[v / 2]), _mm256_loadu_si256((const v8i *)(xs + 16 * (v % 2))));
+                const v8i e = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+                /* e's lane 4L + v is pair 2v + L */
+                const v8i msum = _mm256_permutevar8x32_epi32(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                acc8 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(by_row(dm, T), dxv), acc8);
+            }
+        }
     }
     float res[8];
-    _mm256_storeu_ps(res, acc);
+    if (P == 4) _mm_storeu_ps(res, acc4);
+    else _mm256_storeu_ps(res, acc8);
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < P; k++)
         if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
-/* Rows [r0, r1) for tokens [t0, t0 + T), R = 8 / T rows a tile. */
+static inline __attribute__((always_inline)) void spank(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
+    for (int64_t r = r0; r < r1; r += R) tilek256(w, a, out, r, r1, t0, R, T, DT);
+}
+#endif
+
+/* Rows [r0, r1) for tokens [t0, t0 + T) of a 32-element type, R = 8 / T
+ * rows a tile. */
 static inline __attribute__((always_inline)) void span(const Weight *w, const Act *a, float *out, int64_t r0,
                                                        int64_t r1, int t0, const int T, const DType DT) {
     const int R = 8 / T;
-    for (int64_t r = r0; r < r1; r += R) {
-        if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) tilek(w, a, out, r, r1, t0, R, T, DT);
-        else tile32(w, a, out, r, r1, t0, R, T, DT);
-    }
+    for (int64_t r = r0; r < r1; r += R) tile32(w, a, out, r, r1, t0, R, T, DT);
 }
 
 /* Rows [r0, r1) of every token: blocks of QROW_BLOCK rows, inside each the
@@ -445,6 +732,16 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     for (int64_t b0 = r0; b0 < r1; b0 += QROW_BLOCK) {
         const int64_t b1 = b0 + QROW_BLOCK < r1 ? b0 + QROW_BLOCK : r1;
         int t = 0;
+        if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) {
+#if QISA == 512
+            for (; t + 8 <= a->n; t += 8) spank(w, a, out, b0, b1, t, 2, 8, DT);
+            for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 4, 4, DT);
+#else
+            for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 2, 4, DT);
+#endif
+            for (; t < a->n; t++) spank(w, a, out, b0, b1, t, 4, 1, DT);
+            continue;
+        }
         for (; t + 4 <= a->n; t += 4) span(w, a, out, b0, b1, t, 4, DT);
         for (; t + 2 <= a->n; t += 2) span(w, a, out, b0, b1, t, 2, DT);
         for (; t < a->n; t++) span(w, a, out, b0, b1, t, 1, DT);
