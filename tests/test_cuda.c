@@ -91,9 +91,10 @@ static void emu_acts(const float *x, int64_t cols, int block, int8_t *q, float *
             bad |= !(a <= 3.402823466e38f);
             amax = fmaxf(amax, a);
         }
-        d[b] = qd_q8_d(amax, bad);
+        float id;
+        const int zero = qd_q8_scale(amax, bad, block, &d[b], &id);
         for (int j = 0; j < block; j++) {
-            q[b * block + j] = (int8_t)qd_q8(x[b * block + j], d[b], bad || amax == 0);
+            q[b * block + j] = (int8_t)qd_q8(x[b * block + j], id, zero);
             s += q[b * block + j];
             if (j % 16 == 15) { s16[(b * block + j) / 16] = s; s = 0; }
         }

@@ -1,6 +1,6 @@
 /* GGUF's block types: sizes, unpacking, ggml's dequantisation and the Q8
  * activations (quant.h). */
-#include "kernels/base/quant.h"
+#include "kernels/base/quant_dot.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <string.h>
@@ -200,24 +200,15 @@ void quant_q8_row(const float *x, int64_t n, int block_elems, int8_t *q, float *
     for (int64_t b = 0; b < n / block; b++) {
         const float *xb = x + b * block;
         int8_t *qb = q + b * block;
-        float amax = 0;
+        float amax = 0, id;
         int bad = 0;
         for (int j = 0; j < block; j++) {
             const float a = fabsf(xb[j]);
             bad |= !(a <= 3.402823466e38f);   /* NaN or infinite */
             amax = a > amax ? a : amax;
         }
-        if (bad || amax == 0) {
-            d[b] = bad ? NAN : 0.0f;
-            memset(qb, 0, (size_t)block);
-        } else {
-            d[b] = amax / 127.0f;
-            const float id = 1.0f / d[b];
-            for (int j = 0; j < block; j++) {
-                const float v = nearbyintf(xb[j] * id);   /* |v| <= 127 up to rounding: clamped */
-                qb[j] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
-            }
-        }
+        const int zero = qd_q8_scale(amax, bad, block, &d[b], &id);
+        for (int j = 0; j < block; j++) qb[j] = (int8_t)qd_q8(xb[j], id, zero);
         for (int g = 0; g < block / group; g++) {
             int s = 0;
             for (int j = 0; j < group; j++) s += qb[g * group + j];

@@ -191,16 +191,31 @@ QD_FN float qd_div(float a, float b) {
 #endif
 }
 
-/* quant_q8_row's scale d of an activation block from its max|x| (bad: the
- * block holds a NaN or an infinity). */
-QD_FN float qd_q8_d(float amax, int bad) { return bad ? NAN : amax == 0 ? 0.0f : qd_div(amax, 127.0f); }
+/* quant_q8_row's rule for one activation block of `block` elements from
+ * its max|x| (bad: the block holds a NaN or an infinity): the scale *d and
+ * the factor *id by which each element is multiplied and rounded to its
+ * integer (qd_q8).  K super-blocks (256) take llama.cpp's Q8_K rule, id =
+ * 127 / amax and d = 1 / id, so that greedy tokens on a K-quant file equal
+ * llama.cpp's up to the float order of its sums; 32-element blocks d =
+ * amax / 127 and id = 1 / d.  Returns 1 where every integer is 0: a bad
+ * block (d NaN, which the products carry into the row), an all-zero one or
+ * one so small that id overflows (d 0). */
+QD_FN int qd_q8_scale(float amax, int bad, int block, float *d, float *id) {
+    *id = 0.0f;
+    if (bad) { *d = NAN; return 1; }
+    const float f = block == 256 ? qd_div(127.0f, amax) : qd_div(1.0f, qd_div(amax, 127.0f));   /* amax 0: inf */
+    if (!(f <= 3.402823466e38f)) { *d = 0.0f; return 1; }
+    *id = f;
+    *d = block == 256 ? qd_div(1.0f, f) : qd_div(amax, 127.0f);
+    return 0;
+}
 
-/* quant_q8_row's integer of element x of a block of scale d: 0 where the
- * block is all zeros or bad (qd_q8_d), else x times 1 / d rounded to
- * nearest even, in [-127, 127]. */
-QD_FN int qd_q8(float x, float d, int zero_or_bad) {
-    if (zero_or_bad) return 0;
-    const float v = rintf(qd_mul(x, qd_div(1.0f, d)));
+/* quant_q8_row's integer of element x of a block of factor id
+ * (qd_q8_scale): 0 where the block's integers all are, else x times id
+ * rounded to nearest even, in [-127, 127]. */
+QD_FN int qd_q8(float x, float id, int zero) {
+    if (zero) return 0;
+    const float v = rintf(qd_mul(x, id));
     return v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
 }
 

@@ -70,11 +70,12 @@ __global__ void __launch_bounds__(256) q8_act_kernel(const float *__restrict__ x
     }
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     bad = __any_sync(0xffffffffu, bad);
-    const float db = qd_q8_d(amax, bad);
+    float db, id;
+    const int zero = qd_q8_scale(amax, bad, BLOCK, &db, &id);
     int s = 0;
 #pragma unroll
     for (int i = 0; i < E; i++) {
-        const int qi = qd_q8(v[i], db, bad || amax == 0);
+        const int qi = qd_q8(v[i], id, zero);
         q[at + i] = (int8_t)qi;
         s += qi;
     }

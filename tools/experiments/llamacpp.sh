@@ -3,6 +3,9 @@
 # source vendored in the PyPI sdist llama-cpp-python==0.3.36 (pip is the only
 # network used).  CPU build with llama.cpp's own defaults (native ISA,
 # OpenMP), cached: build/llama.cpp/bin/ holds the tools once built.
+# LLAMACPP_ISA=avx2 builds it for AVX2 only instead (native detection off;
+# AVX, AVX2, FMA, F16C, BMI2 on; what ours is with make ARCH=-march=haswell)
+# into build/llama.cpp-avx2/bin/.
 #
 #   tools/experiments/llamacpp.sh          build (a no-op when built); prints
 #                                          the bin dir
@@ -18,7 +21,12 @@ cd "$(dirname "$0")/../.."
 VER=0.3.36
 SDIST=models/download/llama_cpp_python-$VER.tar.gz
 SRC=build/llama.cpp-src
-OUT=build/llama.cpp
+case ${LLAMACPP_ISA:-native} in
+native) OUT=build/llama.cpp; ISA_FLAGS= ;;
+avx2)   OUT=build/llama.cpp-avx2
+        ISA_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" ;;
+*) echo "llamacpp: LLAMACPP_ISA is native or avx2, not ${LLAMACPP_ISA}" >&2; exit 2 ;;
+esac
 TOOLS="llama-bench llama-batched-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-simple"
 
 have_all() { for t in $TOOLS; do [ -x "$OUT/bin/$t" ] || return 1; done; }
@@ -37,7 +45,8 @@ if ! have_all; then
         touch "$SRC/.unpacked"
     fi
     echo "llamacpp: building $TOOLS (a few minutes, once)" >&2
-    cmake -S "$SRC" -B "$OUT" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    # shellcheck disable=SC2086
+    cmake -S "$SRC" -B "$OUT" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF $ISA_FLAGS \
         -DLLAMA_BUILD_SERVER=OFF -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$PWD/$OUT/bin" >"$OUT.log" 2>&1 ||
         { echo "llamacpp: cmake configure failed, see $OUT.log" >&2; exit 1; }
     cmake --build "$OUT" -j2 --target $TOOLS >>"$OUT.log" 2>&1 ||

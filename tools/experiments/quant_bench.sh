@@ -4,7 +4,9 @@
 # same run -> results/quant_bench/report.md (tools/experiments/quant_bench_report.py).
 # Models: SmolLM2-135M-Instruct's PyPI GGUF (Q4_1 / Q8_0 / Q6_K; make smollm2
 # SMOLLM2_DTYPE=keep) and, where make qwen has fetched it,
-# Qwen2.5-Coder-1.5B-Instruct's Q4_K_M (Q4_K / Q6_K; make qwen QWEN_DTYPE=keep).
+# Qwen2.5-Coder-1.5B-Instruct's Q4_K_M (Q4_K / Q6_K; make qwen QWEN_DTYPE=keep);
+# and the same two in BF16 (smollm2-bf16, qwen-bf16: our BF16 conversions
+# against BF16 GGUFs of the same values, made by llama-quantize).
 # Per model, ours (build/tests/bench_forward) and llama.cpp (built by
 # tools/experiments/llamacpp.sh):
 #   tg128 at 1 and 2 threads   bench_forward --tg-only, REPS runs, their mean;
@@ -14,16 +16,24 @@
 #                              llama-batched-bench -npp 128 -ntg 128 -npl 8,32
 #   tree verification          bench_forward --tree 1,2,4,8,16,32,64: ms of an n-node verification
 #                              forward over one token's (llama.cpp has no such figure)
-# Both runtimes as built (ours for the build's ISA, llama.cpp with its native
-# detection); the report names the CPU's flags.  MODELS="smollm2 qwen" picks.
+# Both runtimes for the CPU at hand (ours as built, llama.cpp with its native
+# detection), or with QUANT_ISA=avx2 both for AVX2 only (ours built with
+# ARCH=-march=haswell in build-avx2/, llama.cpp by LLAMACPP_ISA=avx2) into
+# results/quant_bench_avx2/; the report names the CPU's flags and the builds.
+# MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks.
 set -eu
 cd "$(dirname "$0")/../.."
-R=results/quant_bench
 REPS=${REPS:-3}
-MODELS=${MODELS:-smollm2 qwen}
+MODELS=${MODELS:-smollm2 qwen smollm2-bf16 qwen-bf16}
+case ${QUANT_ISA:-native} in
+native) R=results/quant_bench; B=build
+        make --no-print-directory build/tests/bench_forward >/dev/null ;;
+avx2)   R=results/quant_bench_avx2; B=build-avx2
+        make --no-print-directory BUILD=build-avx2 BIN=bin-avx2 ARCH=-march=haswell build-avx2/tests/bench_forward >/dev/null ;;
+*) echo "quant_bench: QUANT_ISA is native or avx2, not $QUANT_ISA" >&2; exit 2 ;;
+esac
 mkdir -p $R
-make --no-print-directory build/tests/bench_forward >/dev/null
-LB=$(tools/experiments/llamacpp.sh) || { echo "quant_bench: llama.cpp is not available" >&2; exit 1; }
+LB=$(LLAMACPP_ISA=${QUANT_ISA:-native} tools/experiments/llamacpp.sh) || { echo "quant_bench: llama.cpp is not available" >&2; exit 1; }
 
 for name in $MODELS; do
     case $name in
@@ -36,7 +46,20 @@ for name in $MODELS; do
         gguf=models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
         [ -f "$gguf" ] || { echo "quant_bench: $gguf is absent (make qwen); qwen skipped"; continue; }
         make --no-print-directory qwen QWEN_DTYPE=keep >/dev/null ;;
-    *) echo "quant_bench: unknown model $name (smollm2, qwen)" >&2; exit 2 ;;
+    smollm2-bf16)   # the aim's BF16 rows: our BF16 conversion against the same values in a BF16 GGUF
+        dir=models/smollm2-135m-instruct
+        make --no-print-directory smollm2 >/dev/null
+        gguf=models/smollm2-135m-instruct.bf16.gguf
+        tools/experiments/llamacpp.sh gguf bf16 >/dev/null ;;
+    qwen-bf16)
+        dir=models/qwen2.5-coder-1.5b-instruct
+        q=models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+        [ -f "$q" ] || { echo "quant_bench: $q is absent (make qwen); qwen-bf16 skipped"; continue; }
+        make --no-print-directory qwen >/dev/null
+        gguf=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
+        python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
+requantize('$q', '$gguf', 'BF16')" ;;
+    *) echo "quant_bench: unknown model $name (smollm2, qwen, smollm2-bf16, qwen-bf16)" >&2; exit 2 ;;
     esac
     out=$R/$name
     mkdir -p $out
@@ -45,16 +68,16 @@ for name in $MODELS; do
     for t in 1 2; do
         i=0
         while [ $i -lt "$REPS" ]; do
-            build/tests/bench_forward --tsv $out/ours_tg$t.tsv --threads $t --tg-only "$dir"
+            $B/tests/bench_forward --tsv $out/ours_tg$t.tsv --threads $t --tg-only "$dir"
             i=$((i + 1))
         done
         "$LB/llama-bench" -m "$gguf" -t $t -p 0 -n 128 -r "$REPS" -o csv > $out/llama_tg$t.csv 2>> $out/llama.log
     done
-    build/tests/bench_forward --tsv $out/ours.tsv --threads 2 --pp 512 "$dir"
+    $B/tests/bench_forward --tsv $out/ours.tsv --threads 2 --pp 512 "$dir"
     "$LB/llama-bench" -m "$gguf" -t 2 -p 512 -n 0 -r "$REPS" -o csv > $out/llama_pp.csv 2>> $out/llama.log
-    build/tests/bench_forward --tsv $out/ours.tsv --threads 2 --batched 8,32 --npp 128 --ntg 128 "$dir"
+    $B/tests/bench_forward --tsv $out/ours.tsv --threads 2 --batched 8,32 --npp 128 --ntg 128 "$dir"
     "$LB/llama-batched-bench" -m "$gguf" -t 2 -c $((32 * 256)) -b 2048 -ub 512 -npp 128 -ntg 128 -npl 8,32 \
         > $out/llama_batched.txt 2>> $out/llama.log
-    build/tests/bench_forward --tsv $out/ours.tsv --threads 2 --tree 1,2,4,8,16,32,64 "$dir"
+    $B/tests/bench_forward --tsv $out/ours.tsv --threads 2 --tree 1,2,4,8,16,32,64 "$dir"
 done
-python3 tools/experiments/quant_bench_report.py $R $MODELS
+QUANT_ISA=${QUANT_ISA:-native} python3 tools/experiments/quant_bench_report.py $R $MODELS

@@ -66,7 +66,9 @@ def fmt(v):
 def main():
     root, models = sys.argv[1], sys.argv[2:] or sorted(os.path.basename(p) for p in glob.glob(sys.argv[1] + "/*/"))
     md = ["# GGUF block types in place against llama.cpp on the same file (`make bench-quant`)", "",
-          f"CPU flags: {cpu_flags()}; ours as built (`cpu_isa` of the build), llama.cpp with its native detection.",
+          f"CPU flags: {cpu_flags()}; " + ("both built for AVX2 only (ours `make ARCH=-march=haswell`, llama.cpp "
+                                            "`GGML_NATIVE=OFF`, AVX2/FMA/F16C on)." if os.environ.get("QUANT_ISA") == "avx2"
+                                            else "ours as built (`cpu_isa` of the build), llama.cpp with its native detection."),
           ""]
     for m in models:
         d = os.path.join(root, m)
