@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check relative links (files and #anchors) in Markdown files, with GitHub-style heading slugs
-and explicit <a id="..."></a> anchors.  A link into docs/results.md must name an explicit anchor:
-its sections are titled by run and date, and a title that changes must not break links.
+and explicit <a id="..."></a> anchors.  A link into docs/results.md or docs/results_archive.md must
+name an explicit anchor: their sections are titled by topic, run and date, and a title that changes
+must not break links.
 
     python3 tests/docs_links.py README.md docs/*.md docs/paper/report.md
 
@@ -30,6 +31,7 @@ def anchors(path):
             s = slug(m.group(2)); n = seen.get(s, 0); seen[s] = n + 1
             a.add(s if n == 0 else f'{s}-{n}')
     return a
+RESULTS = {os.path.normpath('docs/results.md'), os.path.normpath('docs/results_archive.md')}
 bad = 0; n = 0
 for f in sys.argv[1:]:
     text = open(f, encoding='utf-8').read()
@@ -46,6 +48,6 @@ for f in sys.argv[1:]:
             if not target.endswith('.md'): print(f'{f}: anchor on non-md {url}'); bad += 1; continue
             if frag not in anchors(target):
                 print(f'{f}: missing anchor {url}'); bad += 1
-            elif target == os.path.normpath('docs/results.md') and frag not in explicit_anchors(target):
-                print(f'{f}: {url} names a section title; link to an explicit <a id> anchor of results.md'); bad += 1
+            elif target in RESULTS and frag not in explicit_anchors(target):
+                print(f'{f}: {url} names a section title; link to an explicit <a id> anchor of {os.path.basename(target)}'); bad += 1
 print(f'{n} relative links checked, {bad} broken'); sys.exit(1 if bad else 0)
