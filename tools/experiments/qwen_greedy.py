@@ -6,13 +6,15 @@ llama.cpp: tools/models/llama_greedy.c (one sequence at a time) on the Q4_K_M GG
 llama-quantize to the same dtype (BF16: the values our --dtype bf16 conversion holds, except that
 llama.cpp keeps norms and biases in F32; F32: the same values everywhere), or with --dtype keep on
 the Q4_K_M GGUF itself (ours: make qwen QWEN_DTYPE=keep, the same blocks; both quantise activations
-to 8 bits, ours with F32 block scales, llama.cpp's with F16 or its K rule). Both get the same prompt
+to 8 bits by llama.cpp's Q8_K rule). Both get the same prompt
 ids: the first turns of N humaneval and N mt_bench questions in the model's chat template. A prompt
 whose tokens differ is explained by our gap at the first difference (a near tie: both runtimes'
-arithmetic legitimately picks either).
+arithmetic legitimately picks either). --llama-kv: llama.cpp's KV cache type (f16, its default; f32,
+as our default cache keeps K and V).
 
     python3 tools/experiments/qwen_greedy.py [--dtype bf16|f32|keep] [--per-bench 10] [--max-new 64]
-      -> results/qwen_greedy/<dtype>.json and a summary on stdout
+                                             [--llama-kv f16|f32]
+      -> results/qwen_greedy/<dtype>[_kvf32].json and a summary on stdout
 """
 import argparse
 import json
@@ -45,12 +47,12 @@ def ours(model, ids, max_new, threads):
     return json.loads(out[0]), json.loads(out[1])
 
 
-def theirs(gguf, prompts, max_new, threads, work):
+def theirs(gguf, prompts, max_new, threads, kv, work):
     inp, outp = work / "llama.in", work / "llama.out"
     inp.write_text("".join(f"{k} {len(ids)} {' '.join(map(str, ids))}\n" for k, ids in prompts.items()))
     outp.unlink(missing_ok=True)
     subprocess.run([str(greedy_bin()), str(gguf), str(inp), str(outp), "--parallel", "1", "--features", "0", "--max-new", str(max_new),
-                    "--threads", str(threads)], check=True, stderr=subprocess.DEVNULL)
+                    "--threads", str(threads), "--kv", kv], check=True, stderr=subprocess.DEVNULL)
     res = {}
     for line in outp.read_text().splitlines():
         f = line.split()
@@ -64,6 +66,7 @@ def main():
     ap.add_argument("--per-bench", type=int, default=10)
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--llama-kv", choices=["f16", "f32"], default="f16")
     a = ap.parse_args()
     model = "models/qwen2.5-coder-1.5b-instruct" + ("" if a.dtype == "bf16" else "-" + a.dtype)
     if not Path(model, "model.safetensors").exists():
@@ -77,7 +80,7 @@ def main():
         for i, ids in enumerate(prompt_ids(model, bench, a.per_bench)):
             prompts[f"{bench}-{i}"] = ids
     log(f"qwen_greedy: llama.cpp on {len(prompts)} prompts x {a.max_new} tokens ({gguf})")
-    ref = theirs(gguf, prompts, a.max_new, a.threads, work)
+    ref = theirs(gguf, prompts, a.max_new, a.threads, a.llama_kv, work)
     rows, same = [], 0
     for k, (key, ids) in enumerate(prompts.items()):
         got, gaps = ours(model, ids, a.max_new, a.threads)
@@ -91,10 +94,11 @@ def main():
         rows.append(row)
         log(f"qwen_greedy: {k + 1}/{len(prompts)} {key}: " + ("equal" if first is None else
             f"differs at token {first} (our top-2 gap there {row['gap_at_difference']:.4g})"))
-    summary = {"dtype": a.dtype, "prompts": len(rows), "equal": same, "max_new": a.max_new, "gguf": str(gguf),
-               "model": model, "rows": rows}
-    (work / f"{a.dtype}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"{a.dtype}: {same} of {len(rows)} prompts x {a.max_new} tokens equal to llama.cpp's")
+    summary = {"dtype": a.dtype, "llama_kv": a.llama_kv, "prompts": len(rows), "equal": same, "max_new": a.max_new,
+               "gguf": str(gguf), "model": model, "rows": rows}
+    name = a.dtype + ("" if a.llama_kv == "f16" else "_kv" + a.llama_kv)
+    (work / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"{a.dtype}: {same} of {len(rows)} prompts x {a.max_new} tokens equal to llama.cpp's (its KV cache {a.llama_kv})")
     for r in rows:
         if r["first_difference"] is not None:
             print(f"  {r['prompt']}: first difference at token {r['first_difference']}, our top-2 logit gap there "

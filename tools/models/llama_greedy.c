@@ -14,6 +14,7 @@
  * needed.  Greedy = argmax of the logits, computed here (no sampler).
  *
  *   llama_greedy MODEL.gguf IN OUT [--parallel N] [--max-new M] [--threads T] [--features 0|1]
+ *                [--kv f16|f32]
  *
  * IN: one prompt per line, "key n id_1 .. id_n" (token ids; key without
  * spaces).  OUT (appended, one line per finished answer, flushed after its
@@ -24,7 +25,9 @@
  * was fed back (all but the last).  Keys already in OUT are skipped, so a
  * killed run resumes (a torn last line and features past the last complete
  * line are cut first).  --features 0: answers only (no features, logits of a
- * prompt's last position alone: a plain greedy reference, n_feat 0). */
+ * prompt's last position alone: a plain greedy reference, n_feat 0).  --kv:
+ * the KV cache's type (default f16, llama.cpp's own; f32 keeps K and V as
+ * our runtime's default cache does). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,11 +101,14 @@ static uint16_t to_bf16(float x) {   /* round to nearest even; features are fini
 int main(int argc, char **argv) {
     if (argc < 4) { fprintf(stderr, "usage: llama_greedy MODEL.gguf IN OUT [--parallel N] [--max-new M] [--threads T]\n"); return 2; }
     int par = 32, max_new = 256, threads = 2, features = 1;
+    enum ggml_type kv = GGML_TYPE_F16;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--parallel")) par = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-new")) max_new = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--features")) features = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kv") && (!strcmp(argv[i + 1], "f16") || !strcmp(argv[i + 1], "f32")))
+            kv = argv[i + 1][1] == '1' ? GGML_TYPE_F16 : GGML_TYPE_F32;
         else { fprintf(stderr, "llama_greedy: unknown option %s\n", argv[i]); return 2; }
     }
     char feat_path[4096];
@@ -130,6 +136,7 @@ int main(int argc, char **argv) {
     cp.n_ubatch = 512;
     cp.n_threads = cp.n_threads_batch = threads;
     cp.kv_unified = false;
+    cp.type_k = cp.type_v = kv;
     cp.embeddings = features;
     cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
     struct llama_context *ctx = llama_init_from_model(model, cp);
