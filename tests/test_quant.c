@@ -11,6 +11,9 @@
  *  - every token of an n-token product equals that token alone, bit for
  *    bit, for every n from 1 to FEW_TOKENS (and one beyond), with 1 and 2
  *    threads, on odd row counts and rows of several blocks;
+ *  - the K types, whose rows the backend interleaves in groups, equal that
+ *    order on row counts around the group size, for 1 .. FEW_TOKENS + 3
+ *    tokens at once and 1 and 2 threads;
  *  - matmul_many equals separate matmuls; embed and weight_row(s) equal
  *    quant_dequant_row; NaN and infinite scales stay in their rows; bad
  *    shapes are refused in one line;
@@ -229,6 +232,46 @@ static void test_tokens_independent(void) {
     CHECK(products > 0 && bad == 0, "%d of %d products differ from their tokens alone", bad, products);
 }
 
+/* The K types' row groups (16 or 8 rows interleaved, the last one padded):
+ * for 2, 15, 16, 17 and 33 rows, every token of 1 .. FEW_TOKENS + 3 at
+ * once, with 1 and 2 threads, equals the stated order bit for bit. */
+static void test_k_row_groups(void) {
+    static const DType kt[3] = {DT_Q4_K, DT_Q5_K, DT_Q6_K};
+    static const int rowss[5] = {2, 15, 16, 17, 33};
+    const int64_t cols = 512;
+    const int nmax = FEW_TOKENS + 3;
+    int bad = 0, products = 0;
+    float *x = rnd_x(nmax, cols);
+    for (int ti = 0; ti < 3; ti++)
+        for (int ri = 0; ri < 5; ri++) {
+            const DType t = kt[ti];
+            const int rows = rowss[ri];
+            const int64_t rb = quant_row_bytes(t, cols);
+            uint8_t *wd = rnd_weight(t, rows, cols);
+            float *want = xmalloc(sizeof(float) * nmax * rows), *got = xmalloc(sizeof(float) * nmax * rows);
+            for (int tok = 0; tok < nmax; tok++)
+                for (int r = 0; r < rows; r++) {
+                    double A;
+                    int K;
+                    want[tok * rows + r] = order_ref(t, wd + r * rb, cols, x + tok * cols, &A, &K);
+                }
+            Weight w = make_weight(t, wd, rows, cols);
+            for (int threads = 1; threads <= 2; threads++) {
+                cpu_threads_set(threads);
+                for (int n = 1; n <= nmax; n++) {
+                    cpu_backend.matmul(got, x, &w, n);
+                    bad += memcmp(got, want, sizeof(float) * n * rows) != 0;
+                    products++;
+                }
+            }
+            cpu_backend.weight_release(&w);
+            free(wd); free(want); free(got);
+        }
+    cpu_threads_set(cpu_threads_max());
+    free(x);
+    CHECK(products > 0 && bad == 0, "%d of %d K-type products differ from the stated order", bad, products);
+}
+
 /* matmul_many over weights of several block types (one activation
  * quantisation per kind), of one type, and beside a BF16 weight equals
  * separate matmuls, for 1, 3, 17 and 70 tokens and 1 and 2 threads. */
@@ -311,8 +354,10 @@ static void test_nan_and_inf_scales(void) {
                 float *x = rnd_x(N, cols), *ok = xmalloc(sizeof(float) * N * ROWS), *out = xmalloc(sizeof(float) * N * ROWS);
                 Weight w = make_weight(t, wd, ROWS, cols);
                 cpu_backend.matmul(ok, x, &w, N);
+                cpu_backend.weight_release(&w);   /* the K types are copied when the weight is made */
                 memcpy(wd + 4 * rb + (at_min ? m_at(t) : d_at(t)), &bad_half[h], 2);   /* row 4, block 0 */
                 x[1 * cols + 7] = NAN;                                                   /* token 1 */
+                w = make_weight(t, wd, ROWS, cols);
                 cpu_backend.matmul(out, x, &w, N);
                 for (int tok = 0; tok < N; tok++)
                     for (int r = 0; r < ROWS; r++) {
@@ -370,6 +415,7 @@ int main(void) {
 #endif
     RUN(test_against_references);
     RUN(test_tokens_independent);
+    RUN(test_k_row_groups);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
     RUN(test_nan_and_inf_scales);

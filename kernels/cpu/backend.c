@@ -18,9 +18,13 @@ static void cpu_copy(float *dst, const float *src, size_t n) { if (n) memmove(ds
 static size_t f32_cache_budget(void) { return (size_t)backend_settings()->cpu_f32_cache_mb << 20; }
 static size_t f32_cache_used;
 
-/* GGUF's block types stay as stored (matmul_quant.c reads them in place;
- * no F32 copy): for matrices only (products, embedding rows), since norms
- * and biases read their vectors element by element. */
+/* GGUF's block types stay as stored (no F32 copy): for matrices only
+ * (products, embedding rows), since norms and biases read their vectors
+ * element by element.  Q4_K, Q5_K and Q6_K matrices are also copied once
+ * here, rows interleaved, for the vector builds' products
+ * (cpu_quant_pack); so their blocks are read when the weight is made and
+ * must not change afterwards.  Embedding rows and the other types read the
+ * blocks in place. */
 static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
     if (rows < 2) {
         err_set("a %s weight must be a matrix (rows %lld): vectors must be F32, F16 or BF16", dtype_name(dt),
@@ -29,6 +33,13 @@ static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int
     }
     if (quant_row_bytes(dt, cols) < 0) return -1;
     w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
+    void *packed;
+    if (cpu_quant_pack(w, &packed)) return -1;
+    if (packed) {
+        CpuWeightCopies *c = xcalloc(1, sizeof *c);
+        c->kpack = packed;
+        w->priv = c;
+    }
     return 0;
 }
 
@@ -61,6 +72,7 @@ static void cpu_weight_release(Weight *w) {
         if (c->f32) f32_cache_used -= (size_t)w->rows * w->cols * sizeof(float);
         free(c->f32);
         free(c->tiles);
+        free(c->kpack);
         free(c);
     }
     w->priv = NULL;

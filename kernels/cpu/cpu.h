@@ -147,6 +147,10 @@ void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
  * thread split; and row r of such a weight dequantised. */
 void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
 void cpu_quant_row(const Weight *w, int64_t r, float *out);
+/* The copy of a K-type matrix that the vector builds multiply (rows
+ * interleaved, matmul_quant.c): *packed NULL for other types and in the
+ * scalar build; -1 with err_set when memory runs out. */
+int cpu_quant_pack(const Weight *w, void **packed);
 
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
  * everywhere): whether the process may use the tiles (asked of the kernel
@@ -161,12 +165,15 @@ uint16_t *cpu_amx_tiles(const Weight *w);
 void cpu_amx_rows(const Weight *w, const uint16_t *tiles, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n);
 #endif
 
-/* What the CPU backend keeps beside a 16-bit weight (Weight.priv, made by
- * its weight op): an F32 copy for sgemm (backend.c says when), and under
- * --cpu-fast-gemm amx the tile copy of a BF16 one. */
+/* What the CPU backend keeps beside a weight (Weight.priv, made by its
+ * weight op): for a 16-bit one an F32 copy for sgemm (backend.c says when),
+ * and under --cpu-fast-gemm amx the tile copy of a BF16 one; for a Q4_K,
+ * Q5_K or Q6_K matrix in a vector build the row-interleaved copy that
+ * matmul_quant.c's products read (cpu_quant_pack). */
 typedef struct {
     float *f32;
     uint16_t *tiles;
+    uint8_t *kpack;
 } CpuWeightCopies;
 static inline const float *cpu_weight_f32(const Weight *w) {
     return w->priv ? ((CpuWeightCopies *)w->priv)->f32 : NULL;

@@ -23,15 +23,20 @@
  * as decode does.
  *
  * Tiles: the 32-element types 8 (row, token) pairs at a time (8 rows x 1
- * token, 4 x 2, 2 x 4); the K types 4 rows x 1 token, and for more tokens
- * 2 x 4 (AVX2) or 4 x 4 and 2 x 8 (AVX-512).  Each weight block is unpacked
- * once per tile and serves its tokens, and the pairs' exact block sums are
+ * token, 4 x 2, 2 x 4), read as stored: each weight block is unpacked once
+ * per tile and serves its tokens, and the pairs' exact block sums are
  * gathered into one vector so the float chain above runs all the tile's
- * pairs per instruction.  The instruction set is chosen
- * when building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's
- * dpbusd where the build has it) takes two pairs per 512-bit dot of the
- * 32-element types, AVX2 one per 256-bit maddubs/madd; anything else the
- * scalar loop. */
+ * pairs per instruction.  The K types (Q4_K, Q5_K, Q6_K) are read from a
+ * copy the backend makes when the weight is made (cpu_quant_pack), rows
+ * interleaved so that a vector lane is a row (the section "the K types on
+ * the repacked copy" below has the layout): their products need no sum
+ * across lanes, which for many tokens was as much work as the dots
+ * themselves; tiles of one row group by up to KT_MAX tokens.  The
+ * instruction set is chosen when building, as the rest of kernels/cpu:
+ * AVX-512 (BW and VL; VNNI's dpbusd where the build has it) takes two pairs
+ * per 512-bit dot of the 32-element types and 16-row groups of the K types,
+ * AVX2 one pair per 256-bit maddubs/madd and 8-row groups; anything else
+ * the scalar loop on the blocks as stored. */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
@@ -350,372 +355,331 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
         if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
-/* Sub-block g's 32 unsigned integers of a K super-block p. */
-static inline v8i unpack_k(const uint8_t *p, int g, const DType DT) {
-    const v8i m4 = _mm256_set1_epi8(0x0F);
-    if (DT == DT_Q6_K) {
-        const int h = g / 4, k = g % 4;
-        const v8i ql = _mm256_loadu_si256((const v8i *)(p + 64 * h + 32 * (k & 1)));
-        const v8i qh = _mm256_loadu_si256((const v8i *)(p + 128 + 32 * h));
-        const v8i lo = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(ql, 4) : ql, m4);
-        const v8i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), _mm256_set1_epi8(3));
-        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-    }
-    const uint8_t *qs = p + (DT == DT_Q5_K ? 48 : 16) + 32 * (g / 2);
-    const v8i q = _mm256_loadu_si256((const v8i *)qs);
-    v8i v = _mm256_and_si256(g & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
-    if (DT == DT_Q5_K) {
-        const v8i qh = _mm256_loadu_si256((const v8i *)(p + 16));
-        const v8i bit = _mm256_and_si256(_mm256_srli_epi16(qh, g), _mm256_set1_epi8(1));
-        v = _mm256_or_si256(v, _mm256_slli_epi16(bit, 4));
-    }
-    return v;
-}
-
+/* ---- the K types (Q4_K, Q5_K, Q6_K) on the repacked copy
+ *
+ * cpu_quant_pack copies a K-type matrix once, when the weight is made,
+ * into groups of KG rows (16 on AVX-512, 8 on AVX2; the last group padded
+ * with zero rows, whose lanes are never stored) so that a vector lane is a
+ * row: 4 bytes of each of the KG rows make one vector, and one dot of
+ * unsigned weight bytes with 4 activation bytes broadcast to every lane
+ * adds 4 products to each row's int32 lane, with no reduction across
+ * lanes.  Per group and super-block, KPACK_* bytes:
+ *   Q4_K, Q5_K: d[KG], dmin[KG] (the halves as stored), sc[8][KG] and
+ *     mn[4][KG][2] (the 6-bit scales and minimums as bytes, the minimums
+ *     in pairs of sub-blocks);
+ *   Q6_K: d[KG], sc[8][KG][2] (the int8 scales in pairs of sub-blocks);
+ *   then for each 32 elements e0 + 0..31 (g = 0..7): 4 chunks of KG x 4
+ *   bytes, chunk c row i byte m = q[e0 + 8c + m] | q[e0 + 8c + 4 + m] << 4,
+ *   so vector v = 2c + h (h: high nibbles) holds elements e0 + 4v + m;
+ *   Q5_K then one KG x 4 plane with the fifth bit of vector v's byte at bit
+ *   v; Q6_K two planes with its top two bits at bits 2u, 2u + 1 of plane
+ *   v / 4 (u = v % 4).
+ * Per sub-block the int32 lanes hold sum q * x exactly; times the row
+ * lanes' scales (VNNI: vpmulld of the dpbusd sums; else the int16 maddubs
+ * sums, at most 32004 where added, by madd with the scale in both halves)
+ * and added, that is the block's isum of the contract; Q6_K's -32 sc_j
+ * times the activations' sums of 16 and Q4_K / Q5_K's minimum sums come
+ * from madd of the scale or minimum pairs with the pairs of activation
+ * sums.  Then the float chain per lane, as the contract says. */
 #if QISA == 512
-/* ---- the K types on AVX-512: a super-block is 4 chunks of 64 elements
- * (chunk c: elements 64c .. 64c + 63, the activations in their order), each
- * unpacked once into one 512-bit vector of unsigned bytes and applied to
- * every token of the tile: maddubs to int16 pair sums (q <= 63, so <= 2 *
- * 63 * 127), then those times the sub-block scale as int16 added into the
- * pair's int32 lanes (VNNI's dpwssd, else madd and add).  Tiles: 4 rows x 1
- * token (decode), 4 x 4 and 2 x 8 (16 pairs: 16 accumulators, the unpacked
- * rows and one activation chunk in the 32 registers).  One reduction per
- * super-block gathers the pairs' exact sums into one vector for the float
- * chain; Q6_K's offset term (-32 sc_h times the sums of 16) is added into
- * the same lanes first, Q4_K / Q5_K's minimum term gets its own. */
-typedef __m512i v16i;
-
-static inline v16i dot2_add(v16i acc, v16i p, v16i s) {
+#define KG 16
 #if defined(__AVX512VNNI__)
-    return _mm512_dpwssd_epi32(acc, p, s);
+#define KT_MAX 8
 #else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+#define KT_MAX 6
+#endif
+typedef __m512i kv;
+typedef __m512 kf;
+static inline kv kv_load(const void *p) { return _mm512_loadu_si512(p); }
+static inline kv kv_b32(const void *p) { int32_t v; memcpy(&v, p, 4); return _mm512_set1_epi32(v); }
+static inline kv kv_zero(void) { return _mm512_setzero_si512(); }
+static inline kv kv_and8(kv a, int m) { return _mm512_and_si512(a, _mm512_set1_epi8((char)m)); }
+static inline kv kv_srl16(kv a, const int k) { return _mm512_srli_epi16(a, k); }
+static inline kv kv_sll16(kv a, const int k) { return _mm512_slli_epi16(a, k); }
+static inline kv kv_or(kv a, kv b) { return _mm512_or_si512(a, b); }
+static inline kv kv_add32(kv a, kv b) { return _mm512_add_epi32(a, b); }
+static inline kv kv_sub32(kv a, kv b) { return _mm512_sub_epi32(a, b); }
+static inline kv kv_add16(kv a, kv b) { return _mm512_add_epi16(a, b); }
+static inline kv kv_mul32(kv a, kv b) { return _mm512_mullo_epi32(a, b); }
+static inline kv kv_sll32(kv a, const int k) { return _mm512_slli_epi32(a, k); }
+static inline kv kv_srl32(kv a, const int k) { return _mm512_srli_epi32(a, k); }
+static inline kv kv_sra32(kv a, const int k) { return _mm512_srai_epi32(a, k); }
+static inline kv kv_maddubs(kv u, kv s) { return _mm512_maddubs_epi16(u, s); }
+static inline kv kv_madd(kv a, kv b) { return _mm512_madd_epi16(a, b); }
+static inline kv kv_madd_add(kv acc, kv a, kv b) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, a, b);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
 #endif
 }
-
-/* 16-bit words: a in the low 256 bits, b in the high */
-static inline v16i halves16(short a, short b) {
-    return _mm512_mask_mov_epi16(_mm512_set1_epi16(a), 0xFFFF0000u, _mm512_set1_epi16(b));
+static inline kv kv_odd16(kv lo, kv hi) { return _mm512_mask_blend_epi16(0xAAAAAAAAu, lo, hi); }
+static inline kv kv_u8_32(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+static inline kv kv_u8_16(const uint8_t *p) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)p)); }
+static inline kv kv_s8_16(const uint8_t *p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p)); }
+static inline kf kf_half(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline kf kf_zero(void) { return _mm512_setzero_ps(); }
+static inline kf kf_mul(kf a, kf b) { return _mm512_mul_ps(a, b); }
+static inline kf kf_set1(float x) { return _mm512_set1_ps(x); }
+static inline kf kf_fmadd(kv i, kf s, kf acc) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), s, acc); }
+static inline kf kf_fnmadd(kv i, kf s, kf acc) { return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(i), s, acc); }
+/* lanes [lo, hi) of v to p */
+static inline void kf_store(float *p, kf v, int lo, int hi) {
+    _mm512_mask_storeu_ps(p, (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1)), v);
 }
-
-/* Chunk c of super-block p as 64 unsigned bytes. */
-static inline v16i unpack_k64(const uint8_t *p, const int c, const DType DT) {
-    const v16i m4 = _mm512_set1_epi8(0x0F);
-    if (DT == DT_Q6_K) {
-        /* elements 128 h + 32 m + l (m = 2k, 2k + 1): low nibbles ql[64 h +
-         * 32 (m & 1) + l] >> 4k, top bits (qh[32 h + l] >> 2m) & 3 */
-        const int h = c / 2, k = c % 2;
-        v16i lo = _mm512_loadu_si512(p + 64 * h);
-        if (k) lo = _mm512_srli_epi16(lo, 4);
-        lo = _mm512_and_si512(lo, m4);
-        const v16i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h)));
-        /* bits 2m, 2m + 1 of each byte to bits 4, 5 (16-bit shifts by at
-         * most 4 left or 2 right bring no bit across bytes there) */
-        const v16i hi = k ? _mm512_srlv_epi16(qh, halves16(0, 2)) : _mm512_sllv_epi16(qh, halves16(4, 2));
-        return _mm512_ternarylogic_epi32(hi, _mm512_set1_epi8(0x30), lo, 0xEA);   /* (hi & 0x30) | lo */
-    }
-    /* Q4_K / Q5_K: sub-blocks 2c (low nibbles of qs[32c ..]) and 2c + 1 (high) */
-    const uint8_t *qs = p + (DT == DT_Q5_K ? 48 : 16) + 32 * c;
-    const v16i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qs));
-    const v16i v = _mm512_and_si512(_mm512_srlv_epi16(q, halves16(0, 4)), m4);
-    if (DT != DT_Q5_K) return v;
-    /* bit g of qh[l] (g = 2c, 2c + 1) to bit 4 */
-    const v16i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16)));
-    const int g0 = 2 * c, g1 = 2 * c + 1;
-    v16i b;
-    if (g1 <= 4) b = _mm512_sllv_epi16(qh, halves16((short)(4 - g0), (short)(4 - g1)));
-    else b = _mm512_srlv_epi16(qh, halves16((short)(g0 - 4), (short)(g1 - 4)));
-    return _mm512_ternarylogic_epi32(b, _mm512_set1_epi8(0x10), v, 0xEA);
+#else
+#define KG 8
+#define KT_MAX 4
+typedef __m256i kv;
+typedef __m256 kf;
+static inline kv kv_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline kv kv_b32(const void *p) { int32_t v; memcpy(&v, p, 4); return _mm256_set1_epi32(v); }
+static inline kv kv_zero(void) { return _mm256_setzero_si256(); }
+static inline kv kv_and8(kv a, int m) { return _mm256_and_si256(a, _mm256_set1_epi8((char)m)); }
+static inline kv kv_srl16(kv a, const int k) { return _mm256_srli_epi16(a, k); }
+static inline kv kv_sll16(kv a, const int k) { return _mm256_slli_epi16(a, k); }
+static inline kv kv_or(kv a, kv b) { return _mm256_or_si256(a, b); }
+static inline kv kv_add32(kv a, kv b) { return _mm256_add_epi32(a, b); }
+static inline kv kv_sub32(kv a, kv b) { return _mm256_sub_epi32(a, b); }
+static inline kv kv_add16(kv a, kv b) { return _mm256_add_epi16(a, b); }
+static inline kv kv_mul32(kv a, kv b) { return _mm256_mullo_epi32(a, b); }
+static inline kv kv_sll32(kv a, const int k) { return _mm256_slli_epi32(a, k); }
+static inline kv kv_srl32(kv a, const int k) { return _mm256_srli_epi32(a, k); }
+static inline kv kv_sra32(kv a, const int k) { return _mm256_srai_epi32(a, k); }
+static inline kv kv_maddubs(kv u, kv s) { return _mm256_maddubs_epi16(u, s); }
+static inline kv kv_madd(kv a, kv b) { return _mm256_madd_epi16(a, b); }
+static inline kv kv_madd_add(kv acc, kv a, kv b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+static inline kv kv_odd16(kv lo, kv hi) { return _mm256_blend_epi16(lo, hi, 0xAA); }
+static inline kv kv_u8_32(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
+static inline kv kv_u8_16(const uint8_t *p) { return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)); }
+static inline kv kv_s8_16(const uint8_t *p) { return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)); }
+static inline kf kf_half(const uint8_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline kf kf_zero(void) { return _mm256_setzero_ps(); }
+static inline kf kf_mul(kf a, kf b) { return _mm256_mul_ps(a, b); }
+static inline kf kf_set1(float x) { return _mm256_set1_ps(x); }
+static inline kf kf_fmadd(kv i, kf s, kf acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), s, acc); }
+static inline kf kf_fnmadd(kv i, kf s, kf acc) { return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i), s, acc); }
+static inline void kf_store(float *p, kf v, int lo, int hi) {
+    const __m256i k = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi), k),
+                                       _mm256_cmpgt_epi32(k, _mm256_set1_epi32(lo - 1)));
+    _mm256_maskstore_ps(p, m, v);
 }
+#endif
 
-/* A super-block's scales as int16 words 0..7 (Q6_K: 0..15, signed) of sc,
- * Q4_K / Q5_K's minimums as the 8 words of mn, d and dmin. */
-static inline void k_head(const uint8_t *p, const DType DT, v16i *sc, __m128i *mn, float *d, float *dm) {
-    if (DT == DT_Q6_K) {
-        *sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
-        *d = half_f(p + 208);
-        return;
-    }
-    *d = half_f(p);
-    *dm = half_f(p + 2);
-    /* quant_k_scales' 6-bit fields, four bytes at a time */
-    uint32_t u[3];
-    memcpy(u, p + 4, 12);
-    const uint32_t s_lo = u[0] & 0x3F3F3F3Fu, m_lo = u[1] & 0x3F3F3F3Fu;
-    const uint32_t s_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    *sc = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)s_hi << 32 | s_lo))));
-    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo)));
-}
+/* bytes of a group's super-block: its head (scales), then per 32 elements */
+static inline size_t kp_head(const DType DT) { return (size_t)KG * (DT == DT_Q6_K ? 18 : 20); }
+static inline size_t kp_g(const DType DT) { return (size_t)KG * (DT == DT_Q4_K ? 16 : DT == DT_Q5_K ? 20 : 24); }
+static inline size_t kp_block(const DType DT) { return kp_head(DT) + 8 * kp_g(DT); }
 
-/* The int16 scale of each pair sum of chunk c. */
-static inline v16i k_scale_at(v16i sc, const int c, const DType DT) {
-    if (DT == DT_Q6_K) {   /* 128-bit lane L: sub-block of 16 number 4c + L */
-        const short a = (short)(4 * c);
-        const v16i idx = _mm512_setr_epi64(0x0001000100010001LL * a, 0x0001000100010001LL * a,
-                                           0x0001000100010001LL * (a + 1), 0x0001000100010001LL * (a + 1),
-                                           0x0001000100010001LL * (a + 2), 0x0001000100010001LL * (a + 2),
-                                           0x0001000100010001LL * (a + 3), 0x0001000100010001LL * (a + 3));
-        return _mm512_permutexvar_epi16(idx, sc);
-    }
-    return _mm512_permutexvar_epi16(halves16((short)(2 * c), (short)(2 * c + 1)), sc);
-}
-
-/* Sixteen vectors of 16 int32 to the vector of their 16 sums, in order. */
-static inline v16i reduce16(const v16i *v) {
-    v16i t[8], u[4];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]), _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++)   /* per 128-bit lane: parts of v[4k .. 4k + 3] */
-        u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]), _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
-    const v16i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                      _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const v16i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                      _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* Four vectors of 16 int32 to their 4 sums, in order. */
-static inline __m128i reduce4(const v16i *v) {
-    const v16i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
-    const v16i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
-    const v16i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
-    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
-    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-/* out[t][r] for rows r0 + i (i < R, rows past r1 repeating r1 - 1, not
- * stored) and tokens t0 + j (j < T): R x T is 4 x 1, 4 x 4 or 2 x 8. */
-static inline __attribute__((always_inline)) void tilek512(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                           int64_t r1, int t0, const int R, const int T, const DType DT) {
-    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
-    const int P = R * T, n = a->n;
-    const int has_m = DT != DT_Q6_K;
-    const uint8_t *row[4];
-#pragma GCC unroll 4
-    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
-    __m512 acc16 = _mm512_setzero_ps();
-    __m128 acc4 = _mm_setzero_ps();
-    /* lane k of the 16-pair vectors: pair (k / T, k % T) */
-    const v16i by_row16 = T == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
-                                 : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    for (int64_t b = 0; b < a->nb; b++) {
-        v16i sc[4], ia[16];
-        __m128i mn[4];
-        float dw[4], dm[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < R; i++) k_head(row[i] + b * bb, DT, &sc[i], &mn[i], &dw[i], &dm[i]);
-#pragma GCC unroll 16
-        for (int k = 0; k < P; k++) ia[k] = _mm512_setzero_si512();
-        const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            v16i wq[4], sv[4];
-#pragma GCC unroll 4
-            for (int i = 0; i < R; i++) {
-                wq[i] = unpack_k64(row[i] + b * bb, c, DT);
-                sv[i] = k_scale_at(sc[i], c, DT);
-            }
-#pragma GCC unroll 8
-            for (int j = 0; j < T; j++) {
-                const v16i xq = _mm512_loadu_si512(xb + (size_t)j * a->cols + 64 * c);
-#pragma GCC unroll 4
-                for (int i = 0; i < R; i++) ia[i * T + j] = dot2_add(ia[i * T + j], _mm512_maddubs_epi16(wq[i], xq), sv[i]);
-            }
-        }
-        if (DT == DT_Q6_K) {   /* -32 sc_h times the activations' sums of 16 */
-#pragma GCC unroll 4
-            for (int i = 0; i < R; i++) sc[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc[i], 5));
-#pragma GCC unroll 8
-            for (int j = 0; j < T; j++) {
-                const v16i bs = _mm512_zextsi256_si512(
-                    _mm256_loadu_si256((const __m256i *)(a->bs + ((size_t)(t0 + j) * a->nb + b) * 16)));
-#pragma GCC unroll 4
-                for (int i = 0; i < R; i++) ia[i * T + j] = dot2_add(ia[i * T + j], sc[i], bs);
-            }
-        }
-        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;   /* sums of 32, token after token */
-        const float *dx = a->d + (size_t)b * n + t0;
-        if (P == 4) {   /* 4 rows x 1 token */
-            const __m128i isum = reduce4(ia);
-            const __m128 dxv = _mm_set1_ps(dx[0]);
-            acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(dw), dxv), acc4);
-            if (has_m) {
-                const __m128i x8 = _mm_loadu_si128((const __m128i *)xs);
-                const __m128i m01 = _mm_hadd_epi32(_mm_madd_epi16(mn[0], x8), _mm_madd_epi16(mn[1], x8));
-                const __m128i m23 = _mm_hadd_epi32(_mm_madd_epi16(mn[2], x8), _mm_madd_epi16(mn[3], x8));
-                const __m128i msum = _mm_hadd_epi32(m01, m23);
-                acc4 = _mm_fnmadd_ps(_mm_cvtepi32_ps(msum), _mm_mul_ps(_mm_loadu_ps(dm), dxv), acc4);
-            }
+/* One group's super-block b from the stored rows (n of them, at most KG). */
+static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
+    const size_t bb = quant_block_bytes(dt);
+    memset(p, 0, kp_block(dt));
+    uint8_t *hd = p, *body = p + kp_head(dt);
+    const size_t gb = kp_g(dt);
+    QuantBlock qb;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *s = src + (size_t)i * rb + (size_t)b * bb;
+        quant_unpack(dt, s, &qb);
+        if (dt == DT_Q6_K) {
+            memcpy(hd + 2 * i, s + 208, 2);
+            for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qb.sc[j];
         } else {
-            const v16i isum = reduce16(ia);
-            const __m512 dxv = T == 4 ? _mm512_broadcast_f32x4(_mm_loadu_ps(dx))
-                                      : _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)dx)));
-            const __m512 dwv = _mm512_permutexvar_ps(by_row16, _mm512_castps128_ps512(_mm_loadu_ps(dw)));
-            acc16 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dwv, dxv), acc16);
-            if (has_m) {
-                /* vector v = i * T / 4 + q: row i times tokens 4q .. 4q + 3,
-                 * 128-bit lane L token 4q + L, 4 parts each */
-                v16i m[4];
-#pragma GCC unroll 4
-                for (int v = 0; v < 4; v++) {
-                    const int i = v * 4 / T, q = v % (T / 4);
-                    m[v] = _mm512_madd_epi16(_mm512_broadcast_i32x4(mn[i]), _mm512_loadu_si512(xs + 32 * q));
-                }
-                const v16i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(m[0], m[1]), _mm512_unpackhi_epi32(m[0], m[1]));
-                const v16i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(m[2], m[3]), _mm512_unpackhi_epi32(m[2], m[3]));
-                const v16i e = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
-                /* e's lane 4L + v is pair 4v + L */
-                const v16i msum = _mm512_permutexvar_epi32(
-                    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
-                const __m512 dmv = _mm512_permutexvar_ps(by_row16, _mm512_castps128_ps512(_mm_loadu_ps(dm)));
-                acc16 = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmv, dxv), acc16);
+            memcpy(hd + 2 * i, s, 2);
+            memcpy(hd + 2 * KG + 2 * i, s + 2, 2);
+            for (int j = 0; j < 8; j++) {
+                hd[4 * KG + j * KG + i] = (uint8_t)qb.sc[j];
+                hd[12 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)qb.mn[j];
             }
         }
+        for (int g = 0; g < 8; g++) {
+            uint8_t *o = body + g * gb;
+            const int16_t *q = qb.q + 32 * g;
+            for (int v = 0; v < 8; v++)
+                for (int m = 0; m < 4; m++) {
+                    const int e = 4 * v + m, c = v / 2, h = v % 2;
+                    o[(c * KG + i) * 4 + m] |= (uint8_t)((q[e] & 15) << (4 * h));
+                    if (dt == DT_Q5_K) o[16 * KG + i * 4 + m] |= (uint8_t)(((q[e] >> 4) & 1) << v);
+                    if (dt == DT_Q6_K) o[16 * KG + (v / 4) * 4 * KG + i * 4 + m] |= (uint8_t)(((q[e] >> 4) & 3) << (2 * (v % 4)));
+                }
+        }
     }
-    float res[16];
-    if (P == 4) _mm_storeu_ps(res, acc4);
-    else _mm512_storeu_ps(res, acc16);
-#pragma GCC unroll 16
-    for (int k = 0; k < P; k++)
-        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
 }
 
-/* Rows [r0, r1) for tokens [t0, t0 + T) of a K type, R x T tiles. */
-static inline __attribute__((always_inline)) void spank(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
-    for (int64_t r = r0; r < r1; r += R) tilek512(w, a, out, r, r1, t0, R, T, DT);
-}
-#endif
+typedef struct {
+    const Weight *w;
+    uint8_t *p;
+} KPackJob;
 
-#if QISA == 256
-/* ---- the K types on AVX2: as the AVX-512 tiles above with 256-bit
- * vectors: chunk g is sub-block g of 32 (unpack_k), unpacked once and
- * applied to 4 x 1 or 2 x 4 (row, token) tiles by maddubs, then madd with
- * the int16 sub-block scale; Q6_K's offset term added into the same lanes,
- * Q4_K / Q5_K's minimum sums from the per-32 activation sums. */
-
-/* A super-block's scales: Q4_K / Q5_K the 8 as int16 words of both 128-bit
- * lanes of *sc, the minimums as the 8 words of *mn; Q6_K the 16 int8 in
- * *sc8. */
-static inline void k_head256(const uint8_t *p, const DType DT, v8i *sc, __m128i *sc8, __m128i *mn, float *d, float *dm) {
-    if (DT == DT_Q6_K) {
-        *sc8 = _mm_loadu_si128((const __m128i *)(p + 192));
-        *sc = _mm256_cvtepi8_epi16(*sc8);
-        *d = half_f(p + 208);
-        return;
+static void kpack_part(void *v, int part, int parts) {
+    const KPackJob *j = v;
+    const DType dt = j->w->dtype;
+    const int64_t groups = (j->w->rows + KG - 1) / KG, nb = j->w->cols / 256;
+    const size_t rb = (size_t)quant_row_bytes(dt, j->w->cols);
+    int64_t g0, g1;
+    part_range(groups, part, parts, &g0, &g1);
+    for (int64_t gi = g0; gi < g1; gi++) {
+        const int64_t r = gi * KG;
+        const int n = j->w->rows - r < KG ? (int)(j->w->rows - r) : KG;
+        for (int64_t b = 0; b < nb; b++)
+            kpack_block(dt, (const uint8_t *)j->w->data + r * rb, rb, n, b, j->p + (size_t)(gi * nb + b) * kp_block(dt));
     }
-    *d = half_f(p);
-    *dm = half_f(p + 2);
-    uint32_t u[3];
-    memcpy(u, p + 4, 12);
-    const uint32_t s_lo = u[0] & 0x3F3F3F3Fu, m_lo = u[1] & 0x3F3F3F3Fu;
-    const uint32_t s_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    *sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)s_hi << 32 | s_lo))));
-    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo)));
 }
 
-/* The int16 scale of each pair sum of chunk g. */
-static inline v8i k_scale256(v8i sc, __m128i sc8, const int g, const DType DT) {
-    if (DT == DT_Q6_K)   /* 128-bit lane L: sub-block of 16 number 2g + L */
-        return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_setr_epi8((char)(2 * g), (char)(2 * g), (char)(2 * g),
-            (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g + 1), (char)(2 * g + 1),
-            (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1))));
-    return _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 * (2 * g + 1) + 2 * g)));
+/* vector v (0..7) of 32 elements at o */
+static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const int v, const DType DT) {
+    const kv raw = kv_load(o + (v / 2) * 4 * KG);
+    kv q = kv_and8(v % 2 ? kv_srl16(raw, 4) : raw, 0x0F);
+    if (DT == DT_Q5_K) {   /* bit v to bit 4 (16-bit shifts bring no bit across bytes there) */
+        const kv pl = kv_load(o + 16 * KG);
+        q = kv_or(q, kv_and8(v <= 4 ? kv_sll16(pl, 4 - v) : kv_srl16(pl, v - 4), 0x10));
+    } else if (DT == DT_Q6_K) {   /* bits 2u, 2u + 1 to bits 4, 5 */
+        const kv pl = kv_load(o + 16 * KG + (v / 4) * 4 * KG);
+        const int u = v % 4;
+        q = kv_or(q, kv_and8(u <= 2 ? kv_sll16(pl, 4 - 2 * u) : kv_srl16(pl, 2), 0x30));
+    }
+    return q;
 }
 
-static inline __attribute__((always_inline)) void tilek256(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                           int64_t r1, int t0, const int R, const int T, const DType DT) {
-    const size_t bb = quant_block_bytes(DT), rb = (size_t)w->cols / 256 * bb;
-    const int P = R * T, n = a->n;
-    const int has_m = DT != DT_Q6_K;
-    const uint8_t *row[4];
-#pragma GCC unroll 4
-    for (int i = 0; i < R; i++) row[i] = (const uint8_t *)w->data + (r0 + i < r1 ? r0 + i : r1 - 1) * rb;
-    __m256 acc8 = _mm256_setzero_ps();
-    __m128 acc4 = _mm_setzero_ps();
-    for (int64_t b = 0; b < a->nb; b++) {
-        v8i sc[4], ia[8];
-        __m128i sc8[4], mn[4];
-        float dw[4], dm[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < R; i++) k_head256(row[i] + b * bb, DT, &sc[i], &sc8[i], &mn[i], &dw[i], &dm[i]);
+/* out[t][r] for the rows r in [r0, r1) of group gi, tokens t0 .. t0 + T - 1 */
+static inline __attribute__((always_inline)) void tilek(const Weight *w, const uint8_t *pk, const Act *a, float *out,
+                                                        int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
+                                                        const DType DT) {
+    const int64_t nb = a->nb, n = a->n;
+    const size_t blk = kp_block(DT), gb = kp_g(DT);
+    kf acc[KT_MAX];
 #pragma GCC unroll 8
-        for (int k = 0; k < P; k++) ia[k] = _mm256_setzero_si256();
+    for (int t = 0; t < T; t++) acc[t] = kf_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *hd = pk + (size_t)(gi * nb + b) * blk, *body = hd + kp_head(DT);
+        kv isum[KT_MAX];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) isum[t] = kv_zero();
         const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
         for (int g = 0; g < 8; g++) {
-            v8i wq[4], sv[4];
-#pragma GCC unroll 4
-            for (int i = 0; i < R; i++) {
-                wq[i] = unpack_k(row[i] + b * bb, g, DT);
-                sv[i] = k_scale256(sc[i], sc8[i], g, DT);
+            const uint8_t *o = body + g * gb;
+            kv wq[8];
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) wq[v] = k_vec(o, v, DT);
+            kv s0, s1;   /* the scales of the sub-blocks (Q6_K: 2g, 2g + 1; else g) */
+#if defined(__AVX512VNNI__)
+            if (DT == DT_Q6_K) {
+                const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);
+                s0 = kv_sra32(kv_sll32(pr, 16), 16);
+                s1 = kv_sra32(pr, 16);
+            } else s0 = s1 = kv_u8_32(hd + 4 * KG + g * KG);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const int8_t *x = xb + (size_t)t * a->cols + 32 * g;
+                kv p0 = kv_zero(), p1 = kv_zero();
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++) {
+                    if (DT == DT_Q6_K ? v < 4 : v % 2 == 0) p0 = _mm512_dpbusd_epi32(p0, wq[v], kv_b32(x + 4 * v));
+                    else p1 = _mm512_dpbusd_epi32(p1, wq[v], kv_b32(x + 4 * v));
+                }
+                if (DT == DT_Q6_K) isum[t] = kv_add32(isum[t], kv_add32(kv_mul32(p0, s0), kv_mul32(p1, s1)));
+                else isum[t] = kv_add32(isum[t], kv_mul32(kv_add32(p0, p1), s0));
             }
-#pragma GCC unroll 4
-            for (int j = 0; j < T; j++) {
-                const v8i xq = _mm256_loadu_si256((const v8i *)(xb + (size_t)j * a->cols + 32 * g));
-#pragma GCC unroll 4
-                for (int i = 0; i < R; i++)
-                    ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i], xq), sv[i]));
+#else
+            /* the scale in both int16 halves of each lane */
+            if (DT == DT_Q6_K) {
+                const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);
+                s0 = kv_odd16(pr, kv_sll32(pr, 16));
+                s1 = kv_odd16(kv_srl32(pr, 16), pr);
+            } else {
+                const kv s = kv_u8_32(hd + 4 * KG + g * KG);
+                s0 = s1 = kv_or(s, kv_sll32(s, 16));
             }
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const int8_t *x = xb + (size_t)t * a->cols + 32 * g;
+                kv m[8];
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++) m[v] = kv_maddubs(wq[v], kv_b32(x + 4 * v));
+                /* int16 sums of at most 16 products of q <= 15, 8 of q <= 31, 4 of q <= 63: <= 32004 */
+                if (DT == DT_Q4_K) {
+                    const kv s = kv_add16(kv_add16(kv_add16(m[0], m[1]), kv_add16(m[2], m[3])),
+                                          kv_add16(kv_add16(m[4], m[5]), kv_add16(m[6], m[7])));
+                    isum[t] = kv_madd_add(isum[t], s, s0);
+                } else if (DT == DT_Q5_K) {
+                    isum[t] = kv_madd_add(isum[t], kv_add16(kv_add16(m[0], m[1]), kv_add16(m[2], m[3])), s0);
+                    isum[t] = kv_madd_add(isum[t], kv_add16(kv_add16(m[4], m[5]), kv_add16(m[6], m[7])), s0);
+                } else {
+                    isum[t] = kv_madd_add(isum[t], kv_add16(m[0], m[1]), s0);
+                    isum[t] = kv_madd_add(isum[t], kv_add16(m[2], m[3]), s0);
+                    isum[t] = kv_madd_add(isum[t], kv_add16(m[4], m[5]), s1);
+                    isum[t] = kv_madd_add(isum[t], kv_add16(m[6], m[7]), s1);
+                }
+            }
+#endif
         }
-        if (DT == DT_Q6_K) {   /* -32 sc_h times the activations' sums of 16 */
-#pragma GCC unroll 4
-            for (int i = 0; i < R; i++) sc[i] = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc[i], 5));
-#pragma GCC unroll 4
-            for (int j = 0; j < T; j++) {
-                const v8i bs = _mm256_loadu_si256((const v8i *)(a->bs + ((size_t)(t0 + j) * a->nb + b) * 16));
-#pragma GCC unroll 4
-                for (int i = 0; i < R; i++) ia[i * T + j] = _mm256_add_epi32(ia[i * T + j], _mm256_madd_epi16(sc[i], bs));
-            }
-        }
-        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+        const kf dw = kf_half(hd);
         const float *dx = a->d + (size_t)b * n + t0;
-        if (P == 4) {   /* 4 rows x 1 token */
-            const v8i h = _mm256_hadd_epi32(_mm256_hadd_epi32(ia[0], ia[1]), _mm256_hadd_epi32(ia[2], ia[3]));
-            const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            const __m128 dxv = _mm_set1_ps(dx[0]);
-            acc4 = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(dw), dxv), acc4);
-            if (has_m) {
-                const __m128i x8 = _mm_loadu_si128((const __m128i *)xs);
-                const __m128i m01 = _mm_hadd_epi32(_mm_madd_epi16(mn[0], x8), _mm_madd_epi16(mn[1], x8));
-                const __m128i m23 = _mm_hadd_epi32(_mm_madd_epi16(mn[2], x8), _mm_madd_epi16(mn[3], x8));
-                acc4 = _mm_fnmadd_ps(_mm_cvtepi32_ps(_mm_hadd_epi32(m01, m23)), _mm_mul_ps(_mm_loadu_ps(dm), dxv), acc4);
+        if (DT == DT_Q6_K) {   /* -32 sc_j times the activations' sums of 16, by pairs of sub-blocks */
+            kv pr[8];
+#pragma GCC unroll 8
+            for (int p = 0; p < 8; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const int16_t *bs = a->bs + ((size_t)(t0 + t) * nb + b) * 16;
+                kv o = kv_zero();
+#pragma GCC unroll 8
+                for (int p = 0; p < 8; p++) o = kv_madd_add(o, pr[p], kv_b32(bs + 2 * p));
+                acc[t] = kf_fmadd(kv_sub32(isum[t], kv_sll32(o, 5)), kf_mul(dw, kf_set1(dx[t])), acc[t]);
             }
-        } else {   /* 2 rows x 4 tokens */
-            const v8i isum = reduce8(ia);
-            const __m256 dxv = by_token(dx, T);
-            acc8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(by_row(dw, T), dxv), acc8);
-            if (has_m) {
-                /* vector v = 2i + h: row i times tokens 2h, 2h + 1 (128-bit lane L token 2h + L) */
-                v8i m[4];
+        } else {   /* the minimum sums, by pairs of sub-blocks */
+            const kf dm = kf_half(hd + 2 * KG);
+            kv mn[4];
 #pragma GCC unroll 4
-                for (int v = 0; v < 4; v++)
-                    m[v] = _mm256_madd_epi16(_mm256_broadcastsi128_si256(mn[v / 2]), _mm256_loadu_si256((const v8i *)(xs + 16 * (v % 2))));
-                const v8i e = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
-                /* e's lane 4L + v is pair 2v + L */
-                const v8i msum = _mm256_permutevar8x32_epi32(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-                acc8 = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(by_row(dm, T), dxv), acc8);
+            for (int p = 0; p < 4; p++) mn[p] = kv_u8_16(hd + 12 * KG + p * 2 * KG);
+            const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                kv ms = kv_zero();
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; p++) ms = kv_madd_add(ms, mn[p], kv_b32(xs + 8 * t + 2 * p));
+                const kf dxv = kf_set1(dx[t]);
+                acc[t] = kf_fmadd(isum[t], kf_mul(dw, dxv), acc[t]);
+                acc[t] = kf_fnmadd(ms, kf_mul(dm, dxv), acc[t]);
             }
         }
     }
-    float res[8];
-    if (P == 4) _mm_storeu_ps(res, acc4);
-    else _mm256_storeu_ps(res, acc8);
+    const int64_t g0 = gi * KG;
+    const int lo = r0 > g0 ? (int)(r0 - g0) : 0, hi = r1 < g0 + KG ? (int)(r1 - g0) : KG;
 #pragma GCC unroll 8
-    for (int k = 0; k < P; k++)
-        if (r0 + k / T < r1) out[(int64_t)(t0 + k % T) * w->rows + r0 + k / T] = res[k];
+    for (int t = 0; t < T; t++) kf_store(out + (int64_t)(t0 + t) * w->rows + g0, acc[t], lo, hi);
 }
 
-static inline __attribute__((always_inline)) void spank(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                        int64_t r1, int t0, const int R, const int T, const DType DT) {
-    for (int64_t r = r0; r < r1; r += R) tilek256(w, a, out, r, r1, t0, R, T, DT);
-}
+/* Rows [r0, r1) of every token of a K type: blocks of QROW_BLOCK rows (whole
+ * groups), in each the tokens KT_MAX at a time, then the rest at once. */
+static inline __attribute__((always_inline)) void rows_k(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1,
+                                                         const DType DT) {
+    const uint8_t *pk = ((const CpuWeightCopies *)w->priv)->kpack;
+    const int64_t G0 = r0 / KG, G1 = (r1 + KG - 1) / KG, per = QROW_BLOCK / KG;
+    for (int64_t b0 = G0; b0 < G1; b0 += per) {
+        const int64_t b1 = b0 + per < G1 ? b0 + per : G1;
+        int t = 0;
+        for (; t + KT_MAX <= a->n; t += KT_MAX)
+            for (int64_t gi = b0; gi < b1; gi++) tilek(w, pk, a, out, gi, r0, r1, t, KT_MAX, DT);
+        const int left = a->n - t;
+        if (!left) continue;
+        for (int64_t gi = b0; gi < b1; gi++) switch (left) {
+            case 1: tilek(w, pk, a, out, gi, r0, r1, t, 1, DT); break;
+            case 2: tilek(w, pk, a, out, gi, r0, r1, t, 2, DT); break;
+            case 3: tilek(w, pk, a, out, gi, r0, r1, t, 3, DT); break;
+#if KT_MAX > 4
+            case 4: tilek(w, pk, a, out, gi, r0, r1, t, 4, DT); break;
+            case 5: tilek(w, pk, a, out, gi, r0, r1, t, 5, DT); break;
 #endif
+#if KT_MAX > 6
+            case 6: tilek(w, pk, a, out, gi, r0, r1, t, 6, DT); break;
+            case 7: tilek(w, pk, a, out, gi, r0, r1, t, 7, DT); break;
+#endif
+            default: break;
+            }
+    }
+}
 
 /* Rows [r0, r1) for tokens [t0, t0 + T) of a 32-element type, R = 8 / T
  * rows a tile. */
@@ -732,16 +696,6 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     for (int64_t b0 = r0; b0 < r1; b0 += QROW_BLOCK) {
         const int64_t b1 = b0 + QROW_BLOCK < r1 ? b0 + QROW_BLOCK : r1;
         int t = 0;
-        if (DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K) {
-#if QISA == 512
-            for (; t + 8 <= a->n; t += 8) spank(w, a, out, b0, b1, t, 2, 8, DT);
-            for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 4, 4, DT);
-#else
-            for (; t + 4 <= a->n; t += 4) spank(w, a, out, b0, b1, t, 2, 4, DT);
-#endif
-            for (; t < a->n; t++) spank(w, a, out, b0, b1, t, 4, 1, DT);
-            continue;
-        }
         for (; t + 4 <= a->n; t += 4) span(w, a, out, b0, b1, t, 4, DT);
         for (; t + 2 <= a->n; t += 2) span(w, a, out, b0, b1, t, 2, DT);
         for (; t < a->n; t++) span(w, a, out, b0, b1, t, 1, DT);
@@ -755,9 +709,9 @@ static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, i
     case DT_Q4_1: rows_typed(w, a, out, r0, r1, DT_Q4_1); break;
     case DT_Q5_0: rows_typed(w, a, out, r0, r1, DT_Q5_0); break;
     case DT_Q5_1: rows_typed(w, a, out, r0, r1, DT_Q5_1); break;
-    case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K); break;
-    case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
-    case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
+    case DT_Q4_K: rows_k(w, a, out, r0, r1, DT_Q4_K); break;
+    case DT_Q5_K: rows_k(w, a, out, r0, r1, DT_Q5_K); break;
+    case DT_Q6_K: rows_k(w, a, out, r0, r1, DT_Q6_K); break;
     default: break;
     }
 }
@@ -806,6 +760,27 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
     if (needk) act_make(&actk, x, n, cols, 256);
     QuantJob j = {outs, ws, count, total};
     cpu_parallel(quant_part, &j, work > PAR_MIN_WORK);
+}
+
+int cpu_quant_pack(const Weight *w, void **packed) {
+    *packed = NULL;
+#if QISA
+    const DType dt = w->dtype;
+    if (dt != DT_Q4_K && dt != DT_Q5_K && dt != DT_Q6_K) return 0;
+    const int64_t groups = (w->rows + KG - 1) / KG;
+    const size_t bytes = (size_t)groups * (size_t)(w->cols / 256) * kp_block(dt);
+    uint8_t *p = malloc(bytes);
+    if (!p) {
+        err_set("no memory for the repacked copy of a %s weight (%zu bytes)", dtype_name(dt), bytes);
+        return -1;
+    }
+    KPackJob j = {w, p};
+    cpu_parallel(kpack_part, &j, groups > 1);
+    *packed = p;
+#else
+    (void)w;
+#endif
+    return 0;
 }
 
 void cpu_quant_row(const Weight *w, int64_t r, float *out) {
