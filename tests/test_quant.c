@@ -11,9 +11,9 @@
  *  - every token of an n-token product equals that token alone, bit for
  *    bit, for every n from 1 to FEW_TOKENS (and one beyond), with 1 and 2
  *    threads, on odd row counts and rows of several blocks;
- *  - the K types, whose rows the backend interleaves in groups, equal that
- *    order on row counts around the group size, for 1 .. FEW_TOKENS + 3
- *    tokens at once and 1 and 2 threads;
+ *  - every type, whose rows the vector builds interleave in groups, equals
+ *    that order on row counts around the group size, for 1 .. FEW_TOKENS +
+ *    3 tokens at once and 1 and 2 threads;
  *  - matmul_many equals separate matmuls; embed and weight_row(s) equal
  *    quant_dequant_row; NaN and infinite scales stay in their rows; bad
  *    shapes are refused in one line;
@@ -232,19 +232,18 @@ static void test_tokens_independent(void) {
     CHECK(products > 0 && bad == 0, "%d of %d products differ from their tokens alone", bad, products);
 }
 
-/* The K types' row groups (16 or 8 rows interleaved, the last one padded):
- * for 2, 15, 16, 17 and 33 rows, every token of 1 .. FEW_TOKENS + 3 at
- * once, with 1 and 2 threads, equals the stated order bit for bit. */
-static void test_k_row_groups(void) {
-    static const DType kt[3] = {DT_Q4_K, DT_Q5_K, DT_Q6_K};
+/* The row groups of every type (16 or 8 rows interleaved, the last one
+ * padded): for 2, 15, 16, 17 and 33 rows, every token of 1 .. FEW_TOKENS +
+ * 3 at once, with 1 and 2 threads, equals the stated order bit for bit. */
+static void test_row_groups(void) {
     static const int rowss[5] = {2, 15, 16, 17, 33};
     const int64_t cols = 512;
     const int nmax = FEW_TOKENS + 3;
     int bad = 0, products = 0;
     float *x = rnd_x(nmax, cols);
-    for (int ti = 0; ti < 3; ti++)
+    for (int ti = 0; ti < NTYPES; ti++)
         for (int ri = 0; ri < 5; ri++) {
-            const DType t = kt[ti];
+            const DType t = TYPES[ti];
             const int rows = rowss[ri];
             const int64_t rb = quant_row_bytes(t, cols);
             uint8_t *wd = rnd_weight(t, rows, cols);
@@ -269,7 +268,7 @@ static void test_k_row_groups(void) {
         }
     cpu_threads_set(cpu_threads_max());
     free(x);
-    CHECK(products > 0 && bad == 0, "%d of %d K-type products differ from the stated order", bad, products);
+    CHECK(products > 0 && bad == 0, "%d of %d row-group products differ from the stated order", bad, products);
 }
 
 /* matmul_many over weights of several block types (one activation
@@ -354,7 +353,7 @@ static void test_nan_and_inf_scales(void) {
                 float *x = rnd_x(N, cols), *ok = xmalloc(sizeof(float) * N * ROWS), *out = xmalloc(sizeof(float) * N * ROWS);
                 Weight w = make_weight(t, wd, ROWS, cols);
                 cpu_backend.matmul(ok, x, &w, N);
-                cpu_backend.weight_release(&w);   /* the K types are copied when the weight is made */
+                cpu_backend.weight_release(&w);   /* the vector builds copy the blocks when the weight is made */
                 memcpy(wd + 4 * rb + (at_min ? m_at(t) : d_at(t)), &bad_half[h], 2);   /* row 4, block 0 */
                 x[1 * cols + 7] = NAN;                                                   /* token 1 */
                 w = make_weight(t, wd, ROWS, cols);
@@ -415,7 +414,7 @@ int main(void) {
 #endif
     RUN(test_against_references);
     RUN(test_tokens_independent);
-    RUN(test_k_row_groups);
+    RUN(test_row_groups);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
     RUN(test_nan_and_inf_scales);

@@ -20,11 +20,11 @@ static size_t f32_cache_used;
 
 /* GGUF's block types stay as stored (no F32 copy): for matrices only
  * (products, embedding rows), since norms and biases read their vectors
- * element by element.  Q4_K, Q5_K and Q6_K matrices are also copied once
- * here, rows interleaved, for the vector builds' products
- * (cpu_quant_pack); so their blocks are read when the weight is made and
- * must not change afterwards.  Embedding rows and the other types read the
- * blocks in place. */
+ * element by element.  In the vector builds every such matrix is also
+ * copied once here, rows interleaved, for the products (cpu_quant_pack);
+ * so its blocks are read when the weight is made and must not change
+ * afterwards.  Embedding rows and the scalar build read the blocks in
+ * place. */
 static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
     if (rows < 2) {
         err_set("a %s weight must be a matrix (rows %lld): vectors must be F32, F16 or BF16", dtype_name(dt),

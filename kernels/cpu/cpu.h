@@ -147,7 +147,7 @@ void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
  * thread split; and row r of such a weight dequantised. */
 void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
 void cpu_quant_row(const Weight *w, int64_t r, float *out);
-/* The copy of a K-type matrix that the vector builds multiply (rows
+/* The copy of a block-type matrix that the vector builds multiply (rows
  * interleaved, matmul_quant.c): *packed NULL for other types and in the
  * scalar build; -1 with err_set when memory runs out. */
 int cpu_quant_pack(const Weight *w, void **packed);
@@ -167,8 +167,8 @@ void cpu_amx_rows(const Weight *w, const uint16_t *tiles, const uint16_t *xb, fl
 
 /* What the CPU backend keeps beside a weight (Weight.priv, made by its
  * weight op): for a 16-bit one an F32 copy for sgemm (backend.c says when),
- * and under --cpu-fast-gemm amx the tile copy of a BF16 one; for a Q4_K,
- * Q5_K or Q6_K matrix in a vector build the row-interleaved copy that
+ * and under --cpu-fast-gemm amx the tile copy of a BF16 one; for a matrix
+ * of a GGUF block type in a vector build the row-interleaved copy that
  * matmul_quant.c's products read (cpu_quant_pack). */
 typedef struct {
     float *f32;
