@@ -353,7 +353,7 @@ static void test_nan_and_inf_scales(void) {
                 float *x = rnd_x(N, cols), *ok = xmalloc(sizeof(float) * N * ROWS), *out = xmalloc(sizeof(float) * N * ROWS);
                 Weight w = make_weight(t, wd, ROWS, cols);
                 cpu_backend.matmul(ok, x, &w, N);
-                cpu_backend.weight_release(&w);   /* the vector builds copy the blocks when the weight is made */
+                cpu_backend.weight_release(&w);   /* the vector builds copy the blocks at a weight's first product */
                 memcpy(wd + 4 * rb + (at_min ? m_at(t) : d_at(t)), &bad_half[h], 2);   /* row 4, block 0 */
                 x[1 * cols + 7] = NAN;                                                   /* token 1 */
                 w = make_weight(t, wd, ROWS, cols);

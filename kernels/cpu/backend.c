@@ -20,11 +20,12 @@ static size_t f32_cache_used;
 
 /* GGUF's block types stay as stored (no F32 copy): for matrices only
  * (products, embedding rows), since norms and biases read their vectors
- * element by element.  In the vector builds every such matrix is also
- * copied once here, rows interleaved, for the products (cpu_quant_pack);
- * so its blocks are read when the weight is made and must not change
- * afterwards.  Embedding rows and the scalar build read the blocks in
- * place. */
+ * element by element.  In the vector builds a matrix's first product
+ * copies it once, rows interleaved, for every later one
+ * (cpu_quant_make_pack): a matrix only ever read by rows (an untied
+ * embedding) gets no copy, and a matrix's blocks must not change after
+ * its first product.  Embedding rows and the scalar build read the blocks
+ * in place. */
 static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
     if (rows < 2) {
         err_set("a %s weight must be a matrix (rows %lld): vectors must be F32, F16 or BF16", dtype_name(dt),
@@ -32,14 +33,8 @@ static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int
         return -1;
     }
     if (quant_row_bytes(dt, cols) < 0) return -1;
-    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
-    void *packed;
-    if (cpu_quant_pack(w, &packed)) return -1;
-    if (packed) {
-        CpuWeightCopies *c = xcalloc(1, sizeof *c);
-        c->kpack = packed;
-        w->priv = c;
-    }
+    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols;
+    w->priv = xcalloc(1, sizeof(CpuWeightCopies));
     return 0;
 }
 

@@ -150,7 +150,7 @@ void cpu_quant_row(const Weight *w, int64_t r, float *out);
 /* The copy of a block-type matrix that the vector builds multiply (rows
  * interleaved, matmul_quant.c): *packed NULL for other types and in the
  * scalar build; -1 with err_set when memory runs out. */
-int cpu_quant_pack(const Weight *w, void **packed);
+void cpu_quant_make_pack(const Weight *w);
 
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
  * everywhere): whether the process may use the tiles (asked of the kernel
@@ -169,7 +169,7 @@ void cpu_amx_rows(const Weight *w, const uint16_t *tiles, const uint16_t *xb, fl
  * weight op): for a 16-bit one an F32 copy for sgemm (backend.c says when),
  * and under --cpu-fast-gemm amx the tile copy of a BF16 one; for a matrix
  * of a GGUF block type in a vector build the row-interleaved copy that
- * matmul_quant.c's products read (cpu_quant_pack). */
+ * matmul_quant.c's products read, made by the first (cpu_quant_make_pack). */
 typedef struct {
     float *f32;
     uint16_t *tiles;

@@ -22,8 +22,8 @@
  * them), and greedy verification of any tree, at any size, sums each token
  * as decode does.
  *
- * The vector builds read every block type from a copy the backend makes
- * when the weight is made (cpu_quant_pack), rows interleaved in groups so
+ * The vector builds read every block type from a copy made by a matrix's
+ * first product (cpu_quant_make_pack), rows interleaved in groups so
  * that a vector lane is a row (the section "vector products on the
  * repacked copy" below has the layout): a dot of one row group's weight
  * bytes with 4 activation bytes broadcast adds into each row's own lane,
@@ -185,8 +185,8 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
 #if QISA
 /* ---- vector products on the repacked copy
  *
- * cpu_quant_pack copies a matrix of any of the block types once, when the
- * weight is made, into groups of KG rows (16 on AVX-512, 8 on AVX2; the
+ * cpu_quant_make_pack copies a matrix of any of the block types once, at
+ * its first product, into groups of KG rows (16 on AVX-512, 8 on AVX2; the
  * last group padded with zero rows, whose lanes are never stored) so that
  * a vector lane is a row: 4 bytes of each of the KG rows make one vector,
  * and one dot of unsigned weight bytes with 4 activation bytes broadcast
@@ -695,6 +695,7 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
         work += ws[i]->rows * ws[i]->cols * n;
     }
     if (!count || n <= 0) return;
+    for (int i = 0; i < count; i++) cpu_quant_make_pack(ws[i]);
     const int64_t cols = ws[0]->cols;
     if (need32) act_make(&act32, x, n, cols, 32);
     if (needk) act_make(&actk, x, n, cols, 256);
@@ -702,25 +703,23 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
     cpu_parallel(quant_part, &j, work > PAR_MIN_WORK);
 }
 
-int cpu_quant_pack(const Weight *w, void **packed) {
-    *packed = NULL;
+/* The row-interleaved copy of a block-type matrix, made by its first
+ * product (quant_weight in backend.c gives every such weight its
+ * CpuWeightCopies); called before any parallel region.  Out of memory is
+ * fatal, as for any buffer a forward needs. */
+void cpu_quant_make_pack(const Weight *w) {
 #if QISA
+    CpuWeightCopies *c = w->priv;
+    if (!c || c->kpack || !dtype_is_quant(w->dtype)) return;
     const DType dt = w->dtype;
-    if (!dtype_is_quant(dt)) return 0;
     const int64_t groups = (w->rows + KG - 1) / KG;
-    const size_t bytes = (size_t)groups * (size_t)(w->cols / quant_block_elems(dt)) * kp_block(dt);
-    uint8_t *p = malloc(bytes);
-    if (!p) {
-        err_set("no memory for the repacked copy of a %s weight (%zu bytes)", dtype_name(dt), bytes);
-        return -1;
-    }
+    uint8_t *p = xmalloc((size_t)groups * (size_t)(w->cols / quant_block_elems(dt)) * kp_block(dt));
     KPackJob j = {w, p};
     cpu_parallel(kpack_part, &j, groups > 1);
-    *packed = p;
+    c->kpack = p;
 #else
     (void)w;
 #endif
-    return 0;
 }
 
 void cpu_quant_row(const Weight *w, int64_t r, float *out) {
