@@ -33,9 +33,9 @@
  * in the checkpoint: y = W x computes rows outputs from cols inputs. */
 typedef struct {
     const void *data;  /* backend memory (CPU: points into the mmap'ed file) */
-    DType dtype;       /* F32, F16 or BF16 */
+    DType dtype;       /* F32, F16, BF16, or (a matrix) a GGUF block type */
     int64_t rows, cols;
-    void *priv;        /* backend's own (CPU: an F32 copy of 16-bit weights, or NULL) */
+    void *priv;        /* backend's own (CPU: kernels/cpu/cpu.h's CpuWeightCopies, or NULL) */
 } Weight;
 
 typedef struct KVCache KVCache;
