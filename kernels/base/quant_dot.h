@@ -203,10 +203,11 @@ QD_FN float qd_div(float a, float b) {
 QD_FN int qd_q8_scale(float amax, int bad, int block, float *d, float *id) {
     *id = 0.0f;
     if (bad) { *d = NAN; return 1; }
-    const float f = block == 256 ? qd_div(127.0f, amax) : qd_div(1.0f, qd_div(amax, 127.0f));   /* amax 0: inf */
+    const float d32 = qd_div(amax, 127.0f);
+    const float f = block == 256 ? qd_div(127.0f, amax) : qd_div(1.0f, d32);   /* amax 0: inf */
     if (!(f <= 3.402823466e38f)) { *d = 0.0f; return 1; }
     *id = f;
-    *d = block == 256 ? qd_div(1.0f, f) : qd_div(amax, 127.0f);
+    *d = block == 256 ? qd_div(1.0f, f) : d32;
     return 0;
 }
 

@@ -147,9 +147,10 @@ void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
  * thread split; and row r of such a weight dequantised. */
 void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);
 void cpu_quant_row(const Weight *w, int64_t r, float *out);
-/* The copy of a block-type matrix that the vector builds multiply (rows
- * interleaved, matmul_quant.c): *packed NULL for other types and in the
- * scalar build; -1 with err_set when memory runs out. */
+/* Makes the copy of a block-type matrix that the vector builds multiply
+ * (rows interleaved, matmul_quant.c) where it has none: at its first
+ * product, before any parallel region; nothing for other types and in the
+ * scalar build. */
 void cpu_quant_make_pack(const Weight *w);
 
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
