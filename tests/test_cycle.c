@@ -518,6 +518,82 @@ static void test_padding_bounds_recordings(void) {
            verify_buckets_seen);
 }
 
+/* Goldens for the cycle's rework: per draft, case and prompt, a greedy
+ * turn's tokens (FNV-1a hash), cycles, γ and cycle tokens on the demo
+ * family, recorded from the host cycle before the device program became the
+ * only cycle (C2T_RECORD_GOLDENS=1 rewrites tests/golden/cycle_goldens.txt
+ * from the host cycle).  The host cycle and, where a case runs there, the
+ * device cycle reproduce them line for line. */
+#define GOLDENS "tests/golden/cycle_goldens.txt"
+static void golden_line(const LlamaModel *m, Draft *d, const char *draft, const Case *c, int mode, const int *prompt,
+                        int np, int q, char *line, size_t size) {
+    const int max_new = 48;
+    Policy *p = NULL;
+    Decoder *dec = decoder_for(m, d, c, 0, MODE_HOST, np + max_new + 8, &p);
+    REQUIRE(dec, "%s %s: %s", c->policy, c->settings, err_get());
+    if (mode == MODE_DEVICE && decoder_device_cycle_blocker(dec)) {
+        line[0] = 0;
+    } else {
+        REQUIRE(mode == MODE_HOST || decoder_use_device_cycle(dec) == 0, "%s", err_get());
+        int out[48];
+        DecodeStats st;
+        const int n = decoder_run(dec, prompt, np, max_new, out, &st);
+        REQUIRE(n > 0, "%s %s: %s", c->policy, c->settings, err_get());
+        char settings[256];
+        snprintf(settings, sizeof settings, "%s", *c->settings ? c->settings : "-");
+        for (char *s = settings; *s; s++) if (*s == ' ') *s = ',';
+        snprintf(line, size, "%s %s %s %d: n=%d hash=%016llx cycles=%lld gamma=%lld cycle_tokens=%lld\n", draft,
+                 c->policy, settings, q, n, (unsigned long long)fnv1a(out, sizeof(int) * n, FNV1A_START),
+                 (long long)st.cycles, (long long)st.gamma, (long long)st.cycle_tokens);
+    }
+    decoder_free(dec);
+    policy_free(p);
+}
+
+static void test_cycle_goldens(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7};
+    static const Case eagle_cases[] = {
+        {"ar", ""}, {"static", ""}, {"eagle2", ""}, {"eagle2", "topk=4 depth=3 total=12"},
+        {"c2t", "classifier=data/demo/classifier.json"}, {"sage", ""}, {"wetap", ""}, {"chain", "draft_len=4"}};
+    static const Case lm_cases[] = {
+        {"chain", "draft_len=5"}, {"chain", "early_stop=c2t classifier=data/demo/classifier.json"},
+        {"eagle2", "topk=4 depth=4 total=16"}, {"sage", ""}, {"wetap", ""}};
+    const struct { const char *kind, *dir; const Case *cases; int n; } drafts[] = {
+        {"eagle", "data/demo/eagle", eagle_cases, (int)(sizeof eagle_cases / sizeof *eagle_cases)},
+        {"lm", "data/demo/draft", lm_cases, (int)(sizeof lm_cases / sizeof *lm_cases)}};
+    const int record = getenv("C2T_RECORD_GOLDENS") != NULL;
+    char *want = record ? NULL : read_text_file(GOLDENS, NULL);
+    REQUIRE(record || want, "%s: %s", GOLDENS, err_get());
+    FILE *f = record ? fopen(GOLDENS, "w") : NULL;
+    REQUIRE(!record || f, "%s: cannot write", GOLDENS);
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    int lines = 0, device_lines = 0;
+    for (int k = 0; k < 2; k++) {
+        Draft *d = draft_load(drafts[k].kind, drafts[k].dir, m, 4096);
+        REQUIRE(d, "%s", err_get());
+        for (int c = 0; c < drafts[k].n; c++)
+            for (int q = 0; q < 2; q++)
+                for (int mode = MODE_HOST; mode <= (record ? MODE_HOST : MODE_DEVICE); mode++) {
+                    char line[512];
+                    golden_line(m, d, drafts[k].kind, &drafts[k].cases[c], mode, prompts[q], lens[q], q, line,
+                                sizeof line);
+                    if (!line[0]) continue;
+                    lines++;
+                    device_lines += mode == MODE_DEVICE;
+                    if (record) fputs(line, f);
+                    else CHECK(strstr(want, line), "%s cycle: not in %s: %s", mode == MODE_HOST ? "host" : "device",
+                               GOLDENS, line);
+                }
+        draft_free(d);
+    }
+    if (f) fclose(f);
+    free(want);
+    llama_free(m);
+    printf("# %d golden turns %s (%d on the device cycle)\n", lines, record ? "recorded" : "reproduced", device_lines);
+}
+
 static void test_device_cycle_refused(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
@@ -570,6 +646,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_auto_sizes);
+    RUN(test_cycle_goldens);
     RUN(test_device_cycle_refused);
     RUN(test_padding_bounds_recordings);
     remove_classifiers();
