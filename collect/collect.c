@@ -315,10 +315,9 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
         free(qs); free(ctxs);
         if (brc) goto done;
     } else {
-        dec->hook = on_cycle;
-        dec->hook_reads_tree = 1;   /* the device cycle's trees, read to the host once a cycle */
         for (int i = 0; i < r.n; i++) {
-            dec->hook_ctx = &r.qt[i];
+            /* the device cycle's trees, read to the host once a cycle */
+            decoder_set_hook(dec, on_cycle, &r.qt[i], 1);
             if (session_question(s, dec, r.qt[i].q, on_turn, &r.qt[i]) || question_done(&r.qt[i])) goto done;
         }
     }

@@ -95,7 +95,7 @@ static int check_tree(void *ctx, const Tree *t, const int *path, int n_path, int
     (void)path; (void)n_path;
     TreeLog *log = ctx;
     /* a walk's tree is its host tree; a device run's the copy read for the hook */
-    const int copy_ok = !log->dec->dc || t == &log->dec->hook_tree;
+    const int copy_ok = !log->dec->dc || t == decoder_hook_tree(log->dec);
     log->mismatches += !t || !copy_ok || cycle >= log->n || !same_tree(t, &log->trees[cycle]);
     log->compared++;
     return 0;
@@ -150,15 +150,12 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, mode, lens[q] + max_new + 8, &pd) : NULL;
                 REQUIRE(host && dev, "%s %s %s: %s", what, cases[c].policy, cases[c].settings, err_get());
                 TreeLog log = {0};
-                host->hook = log_tree;
-                host->hook_ctx = &log;
+                decoder_set_hook(host, log_tree, &log, 0);
                 int *out_h = xmalloc(sizeof(int) * max_new), *out_d = xmalloc(sizeof(int) * max_new);
                 DecodeStats sh, sd;
                 int nh = decoder_run(host, prompts[q], lens[q], max_new, out_h, &sh);
                 log.dec = dev;
-                dev->hook = check_tree;
-                dev->hook_ctx = &log;
-                dev->hook_reads_tree = 1;
+                decoder_set_hook(dev, check_tree, &log, 1);
                 /* the device run on a backend that records as a GPU does
                  * (strict_backend.h): every unit issued twice */
                 strict_recording = mode == MODE_DEVICE;
@@ -475,9 +472,7 @@ static void test_device_auto_sizes(void) {
             DecodeStats sa, sd;
             const int na = decoder_run(plain, prompts[q], lens[q], max_new, out_a, &sa);
             KeysCheck k = {dev, 0, 0};
-            dev->hook = check_keys;
-            dev->hook_ctx = &k;
-            dev->hook_reads_tree = 1;
+            decoder_set_hook(dev, check_keys, &k, 1);
             strict_recording = 1;
             strict_recording_reset();
             const int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
@@ -488,15 +483,16 @@ static void test_device_auto_sizes(void) {
             CHECK(k.cycles > 0 && k.mismatches == 0 && dev->dc->key_reads == k.cycles,
                   "%s prompt %d: %d of %d trees not as sized, %ld key reads", autos[c].settings, q, k.mismatches,
                   k.cycles, dev->dc->key_reads);
-            CHECK(dev->cost.chosen == k.cycles && strict_unit_mismatches == 0 && strict_unit_transfers == 0,
+            const CostModel *cm = pd->cost;
+            CHECK(cm->chosen == k.cycles && strict_unit_mismatches == 0 && strict_unit_transfers == 0,
                   "%s prompt %d: %ld sizes chosen in %d cycles; %ld units issued differently, %ld transfers inside",
-                  autos[c].settings, q, (long)dev->cost.chosen, k.cycles, strict_unit_mismatches,
+                  autos[c].settings, q, (long)cm->chosen, k.cycles, strict_unit_mismatches,
                   strict_unit_transfers);
             if (q == 0)
                 printf("# demo eagle2 %s on the device: tau %.2f, %.1f nodes a tree (p10 %d, p90 %d), %ld of %ld "
                        "cycles' draft phases as units\n",
-                       autos[c].settings, decode_stats_tau(&sd), (double)dev->cost.chosen_sum / dev->cost.chosen,
-                       cost_chosen_quantile(&dev->cost, 0.1), cost_chosen_quantile(&dev->cost, 0.9), dev->dc->units,
+                       autos[c].settings, decode_stats_tau(&sd), (double)cm->chosen_sum / cm->chosen,
+                       cost_chosen_quantile(cm, 0.1), cost_chosen_quantile(cm, 0.9), dev->dc->units,
                        dev->dc->cycles);
             free(out_a); free(out_d);
             decoder_free(plain); decoder_free(dev);

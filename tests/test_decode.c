@@ -259,34 +259,42 @@ static void test_self_draft_accepts_everything(void) {
 
 /* ---- cycles that draft nothing (auto sizes' DraftSwitch) ---- */
 
-/* What each cycle drafted, keyed by the tokens emitted before it; the hook
- * also sets the next cycle's mode: stretches of three cycles without a
- * draft among drafting ones. */
+/* What each cycle drafted, keyed by the tokens emitted before it (a hook);
+ * an observer of the cycle (observer.h) turns drafting off in stretches of
+ * three cycles among drafting ones. */
 typedef struct {
     Decoder *dec;
-    DraftSwitch sw;
-    int switching, n;
+    int switching, n, begin_at;
     int at[64], nodes[64], len[64], tokens[64][8];
     float P[64][8];
 } SwitchRun;
 
 static int switch_hook(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
-    (void)path;
+    (void)path; (void)cycle;
     SwitchRun *r = ctx;
     if (r->n < 64) {
-        r->at[r->n] = r->dec->n_out;
+        r->at[r->n] = r->begin_at;
         r->nodes[r->n] = t->n;
         r->len[r->n] = n_path;
         for (int i = 1; i < t->n && i < 8; i++) { r->tokens[r->n][i] = t->token[i]; r->P[r->n][i] = t->P[i]; }
         r->n++;
     }
-    if (r->switching) {
-        r->sw.off = cycle % 7 >= 2 && cycle % 7 <= 4;
-        r->sw.chosen_off = r->sw.off;
-        r->sw.left = 1 << 30;   /* the pattern's, not the switch's choice */
-    }
     return 0;
 }
+
+typedef struct {
+    Observer base;
+    SwitchRun *run;
+} PauseWatch;
+
+static void pause_cycle_begin(Observer *o, Decoder *dec) {
+    SwitchRun *r = ((PauseWatch *)o)->run;
+    const int64_t c = dec->st->cycles;   /* this cycle's number */
+    r->begin_at = dec->n_out;
+    if (r->switching && c > 0) dec->cycle_off = (c - 1) % 7 >= 2 && (c - 1) % 7 <= 4;
+}
+
+static void pause_destroy(Observer *o) { free(o); }
 
 static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, int max_new, int switching,
                       SwitchRun *r, int *out) {
@@ -299,11 +307,12 @@ static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, 
     memset(r, 0, sizeof *r);
     r->dec = decoder_new(m, d, p, np + max_new + 16, sp);
     if (!r->dec) { policy_free(p); return -1; }
-    draft_switch_init(&r->sw, 1);
     r->switching = switching;
-    r->dec->sw = &r->sw;
-    r->dec->hook = switch_hook;
-    r->dec->hook_ctx = r;
+    PauseWatch *w = xcalloc(1, sizeof *w);
+    w->base = (Observer){.name = "pauses", .cycle_begin = pause_cycle_begin, .destroy = pause_destroy};
+    w->run = r;
+    decoder_watch(r->dec, &w->base);
+    decoder_set_hook(r->dec, switch_hook, r, 0);
     DecodeStats st;
     const int n = decoder_run(r->dec, prompt, np, max_new, out, &st);
     decoder_free(r->dec);
@@ -797,7 +806,7 @@ static void test_draft_vocab_auto_is_lossless(void) {
     SampleParams sp = {0};
     Decoder *dec = decoder_new(m, d, p, 8 + max_new + policy_max_nodes(p) + 8, sp);
     REQUIRE(dec, "%s", err_get());
-    dec->vocab = &va;
+    decoder_watch_vocab(dec, &va);
     CHECK(decoder_device_cycle_blocker(dec) != NULL, "the device cycle must refuse a host-chosen vocabulary");
     DecodeStats st;
     const int n = decoder_run(dec, prompt, 8, max_new, out, &st);
@@ -809,8 +818,9 @@ static void test_draft_vocab_auto_is_lossless(void) {
     CHECK(va.cycles == VOCAB_AUTO_EXPLORE && va.chosen >= 0 && d->Vd == va.cand[va.chosen],
           "explored %lld cycles, chose %d, Vd %d", va.cycles, va.chosen, d->Vd);
     CHECK(va.rows >= va.cycles, "%lld rows scored in %lld cycles", va.rows, va.cycles);
-    const long long judged = (long long)(dec->cost.sw.cycles[0] + dec->cost.sw.cycles[1]);
-    CHECK(dec->sw && judged > 0 && judged <= (long long)st.cycles - VOCAB_AUTO_EXPLORE,
+    const CostWatch *cw = decoder_cost_watch(dec);
+    const long long judged = (long long)(cw->model.sw.cycles[0] + cw->model.sw.cycles[1]);
+    CHECK(cw->sw && judged > 0 && judged <= (long long)st.cycles - VOCAB_AUTO_EXPLORE,
           "the draft switch judged %lld of %lld cycles: some while the vocabulary was explored", judged,
           (long long)st.cycles);
     printf("# candidates 64/128/%d/%d: steps %.2g/%.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen, V,

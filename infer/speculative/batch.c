@@ -198,9 +198,7 @@ static void fiber_main(void *arg) {
         }
         if (r->failed || r->next >= r->n) break;
         const int job = r->next++;
-        sl->dec->hook = r->o->hook;
-        sl->dec->hook_reads_tree = r->o->hook_reads_tree;
-        sl->dec->hook_ctx = r->ctxs[job];
+        if (r->o->hook) decoder_set_hook(sl->dec, r->o->hook, r->ctxs[job], r->o->hook_reads_tree);
         if (session_question(r->s, sl->dec, r->qs[job], r->fn, r->ctxs[job]) ||
             (r->o->question_done && r->o->question_done(r->ctxs[job]))) {
             fail(r);
@@ -268,13 +266,14 @@ static int calibrate(Run *r, Slot **w, int n) {
     const Backend *be = r->s->target->be;
     const double t0 = now_seconds();
     Decoder *d0 = w[0]->dec;
+    const char *cache = decoder_cost_watch(d0)->cache;
     char key[sizeof r->curve.cache_key];
     int rc = 0;
     if (!r->curve.n_pts && r->s->batch_curve.n_pts) r->curve = r->s->batch_curve;
     if (!r->curve.n_pts) {
         decoder_cost_key(d0, key, sizeof key - 32);
         snprintf(key + strlen(key), 32, "; batch %d", n);
-        int got = d0->cost_cache ? cost_cache_get(d0->cost_cache, key, &r->curve) : 0;
+        int got = cache ? cost_cache_get(cache, key, &r->curve) : 0;
         if (got < 0) return -1;
         r->curve.from_cache = got;
         if (!got) {
@@ -304,14 +303,14 @@ static int calibrate(Run *r, Slot **w, int n) {
             for (int i = 0; i < n; i++) { llama_truncate(w[i]->dec->target, n_past[i]); tree_free(&chains[i]); }
             free(chains); free(calls); free(cp); free(n_past);
             cost_settle_calibration(&r->curve);
-            if (!rc && d0->cost_cache && cost_cache_put(d0->cost_cache, key, &r->curve))
+            if (!rc && cache && cost_cache_put(cache, key, &r->curve))
                 fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
         }
         r->curve.calibration_s = now_seconds() - t0;
-        if (d0->cost_cache) snprintf(r->curve.cache_key, sizeof r->curve.cache_key, "%s", key);
+        if (cache) snprintf(r->curve.cache_key, sizeof r->curve.cache_key, "%s", key);
         if (!rc) r->s->batch_curve = r->curve;
     }
-    for (int i = 0; i < n && !rc; i++) w[i]->dec->cost = r->curve;
+    for (int i = 0; i < n && !rc; i++) *w[i]->policy->cost = r->curve;
     return rc;
 }
 
@@ -325,11 +324,11 @@ static void set_loads(Run *r) {
     for (int i = 0; i < ns; i++) {
         const Slot *sl = &r->slots[i];
         if (sl->state == FIBER_DONE || !sl->policy->cost) continue;
-        tokens += sl->dec->cost.last_tokens;
-        gain += sl->dec->cost.last_gain;
+        tokens += sl->policy->cost->last_tokens;
+        gain += sl->policy->cost->last_gain;
     }
     for (int i = 0; i < ns; i++) {
-        CostModel *m = &r->slots[i].dec->cost;
+        CostModel *m = r->slots[i].policy->cost;
         if (r->slots[i].state == FIBER_DONE || !r->slots[i].policy->cost) continue;
         m->load_tokens = tokens - m->last_tokens;
         m->load_gain = gain - m->last_gain;
@@ -347,9 +346,9 @@ static void observe_round(Run *r, int tokens, double verify_s) {
         const double round_s = now - r->round_end - r->round_aside, draft_s = round_s - verify_s;
         const int off = r->sw.off;   /* what this round's trees were built under */
         for (int i = 0; i < r->o->slots && !off; i++)
-            if (r->slots[i].state != FIBER_DONE && r->slots[i].policy->cost && r->slots[i].dec->cost.n_pts)
-                cost_observe(&r->slots[i].dec->cost, tokens, verify_s, draft_s > 0 ? draft_s : 0);
-        if (r->last_round_s > 0 && r->slots[0].dec->sw)   /* auto sizes only */
+            if (r->slots[i].state != FIBER_DONE && r->slots[i].policy->cost && r->slots[i].policy->cost->n_pts)
+                cost_observe(r->slots[i].policy->cost, tokens, verify_s, draft_s > 0 ? draft_s : 0);
+        if (r->last_round_s > 0 && r->slots[0].policy->cost && r->slots[0].draft)   /* auto sizes only */
             draft_switch_observe(&r->sw, r->last_off, r->sw.round_tokens, r->last_round_s);
         r->sw.round_tokens = 0;
         r->last_round_s = round_s;
@@ -505,7 +504,8 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
             slots_free(sl, i + 1);
             return NULL;
         }
-        if (sl[i].dec->sw) sl[i].dec->sw = &r->sw;   /* the rounds draft or not as one */
+        CostWatch *cw = decoder_cost_watch(sl[i].dec);
+        if (cw && cw->sw) cw->sw = &r->sw;   /* the rounds draft or not as one */
         sl[i].dec->gate = &sl[i].gate;
         if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
         if (decoder_choose_cycle(sl[i].dec, r->o->cycle)) {
@@ -539,9 +539,9 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
     *wall = now_seconds() - t0 - r.calibration_s;
     if (o->device) *o->device = r.device;
     if (o->cost && r.slots[0].policy->cost) {   /* the slots' models as one: slot 0's figures, all choices */
-        *o->cost = r.slots[0].dec->cost;
+        *o->cost = *r.slots[0].policy->cost;
         cost_clear_choices(o->cost);
-        for (int i = 0; i < o->slots; i++) cost_add_choices(o->cost, &r.slots[i].dec->cost);
+        for (int i = 0; i < o->slots; i++) cost_add_choices(o->cost, r.slots[i].policy->cost);
         o->cost->sw = r.sw;
     }
     llama_batch_free(r.lb);

@@ -34,7 +34,7 @@ typedef struct {
      * question; and each question's end, after its last turn (0, or -1
      * with err_set to stop the run). */
     CycleHook hook;
-    int hook_reads_tree;  /* Decoder.hook_reads_tree of every slot's decoder */
+    int hook_reads_tree;  /* decoder_set_hook's reads_tree, for every slot's decoder */
     int (*question_done)(void *ctx);
     /* --cycle (CYCLE_*, decode.h) of every slot's decoder; when ran_device
      * is given, it is set to whether they run the device cycle. */

@@ -19,13 +19,11 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     /* a scripted draft (tests) reads nothing: any width will do */
     dec->feat_width = draft && draft->feat_width ? draft->feat_width : target->cfg.hidden;
     dec->policy = policy;
-    cost_init(&dec->cost);
-    if (policy->wants_cost) policy->cost = &dec->cost;
-    if (policy->wants_cost && draft) dec->sw = &dec->cost.sw;
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
     tree_init(&dec->tree);
-    tree_init(&dec->hook_tree);
+    decoder_watch_threads(dec);
+    if (policy->wants_cost) decoder_watch_costs(dec);
     dec->row = xmalloc(sizeof(float) * target->cfg.vocab);
     return dec;
 }
@@ -38,7 +36,10 @@ void decoder_free(Decoder *dec) {
     llama_state_free(dec->target);
     cycle_free(dec->dc);
     tree_free(&dec->tree);
-    tree_free(&dec->hook_tree);
+    for (Observer *o = dec->observers, *next; o; o = next) {
+        next = o->next;
+        o->destroy(o);
+    }
     free(dec->pos); free(dec->path); free(dec->mask); free(dec->row); free(dec->pending);
     free(dec);
 }
@@ -183,62 +184,17 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     }
     dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
     st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
+    /* the draft catches up on the prompt when the first cycle drafts (its
+     * features copied: the calibration's forwards replace the target's) */
     dec->n_pending = 0;
-    dec->cycle_off = 0;
-    /* the draft reads the prompt's features before any other forward (the
-     * calibration's) replaces them; while drafting does not pay, they wait */
-    if (dec->draft && !dec->done && dec->sw && dec->sw->off) {
+    if (dec->draft && !dec->done) {
         reserve_hidden(dec, n_prompt);
         be->copy(dec->path_hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->feat_width);
         pending_add(dec, prompt, n_prompt);
-    } else if (dec->draft && !dec->done) {
-        double t0 = now_seconds();
-        if (draft_catch_up(dec->draft, prompt, draft_features(dec->draft, ts), n_prompt, dec->root)) return -1;
-        st->t.draft += now_seconds() - t0;
     }
-    if (dec->policy->wants_cost && !dec->done && dec->cost.n_pts == 0) {
-        const double t0 = now_seconds();
-        if (decoder_calibrate(dec)) return -1;
-        st->t.calibrate = now_seconds() - t0;
-    }
-    dec->draft_mark = drafting_s(st);
-    dec->cycle_mark = now_seconds();
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (o->turn_begin && o->turn_begin(o, dec)) return -1;
     return 0;
-}
-
-/* The token counts calibration times: dense where trees usually are, then
- * sparser; the curve interpolates between them and extends its last
- * segment beyond 128 (trees that large rarely pay; timing them would make
- * the pass several seconds on a CPU). */
-static const int calib_n[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
-
-int decoder_calib_counts(const Decoder *dec, int *counts) {
-    const int max_n = policy_max_nodes(dec->policy);
-    int n = 0;
-    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n) && calib_n[i] <= max_n; i++) counts[n++] = calib_n[i];
-    return n;
-}
-
-int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n) {
-    if (last_n <= 0) return 1;
-    double budget = DECODER_CALIB_BUDGET_ONES * first_s;
-    if (budget < DECODER_CALIB_BUDGET_S) budget = DECODER_CALIB_BUDGET_S;
-    return elapsed_s + 2 * last_s * next_n / last_n <= budget;
-}
-
-void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
-    static char exe[17];   /* this program's build: its kernels set the curve */
-    if (!exe[0] && file_hash_hex("/proc/self/exe", exe)) snprintf(exe, sizeof exe, "unknown");
-    const LlamaModel *m = dec->target->m;
-    int counts[DECODER_CALIB_MAX];
-    const int n = decoder_calib_counts(dec, counts);
-    size_t len = (size_t)snprintf(key, size, "exe %s; target %s, %zu weight bytes; %s on %s, %d threads; largest %d",
-                                  exe, m->config_hash, llama_weight_bytes(m), m->be->name, backend_device_name(m->be),
-                                  cpu_threads_max(), n ? counts[n - 1] : 0);
-    const char *k;
-    char v[64];
-    for (int i = 0; len < size && backend_setting_text(backend_settings(), i, &k, v, sizeof v) == 0; i++)
-        len += (size_t)snprintf(key + len, size - len, "; %s %s", k, v);
 }
 
 int lazy_logits_nodes(const Backend *be) {
@@ -257,65 +213,27 @@ void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
                        .mask = n > 1 ? dec->mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
 }
 
-int decoder_calibrate(Decoder *dec) {
-    if (dec->gate) {   /* batched: the batch times all its sequences' forwards together */
-        GateCall call = {.kind = GATE_CALIBRATE, .state = dec->target};
-        return dec->gate->pass(dec->gate, &call);
-    }
-    LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
-    const int n_past = ts->n_past;
+/* A cycle's start: its observers (drafting may be off for it), then the
+ * draft's catch-up on the tokens committed since it last drafted, under the
+ * next root. */
+static int decoder_cycle_begin(Decoder *dec) {
+    dec->cycle_off = 0;
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (o->cycle_begin) o->cycle_begin(o, dec);
+    dec->draft_mark = drafting_s(dec->st);
+    if (!dec->draft || dec->cycle_off || !dec->n_pending) return 0;
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (o->before_catch_up && o->before_catch_up(o, dec, dec->root)) return -1;
     const double t0 = now_seconds();
-    char key[1024];
-    if (dec->cost_cache) {
-        decoder_cost_key(dec, key, sizeof key);
-        CostModel cached;
-        int got = cost_cache_get(dec->cost_cache, key, &cached);
-        if (got < 0) return -1;
-        if (got) {
-            dec->cost = cached;
-            dec->cost.from_cache = 1;
-            dec->cost.calibration_s = now_seconds() - t0;
-            snprintf(dec->cost.cache_key, sizeof dec->cost.cache_key, "%s", key);
-            return 0;
-        }
-    }
-    Tree chain;   /* a chain of the root's token: the cost does not depend on the tokens */
-    tree_init(&chain);
-    cost_init(&dec->cost);
-    int counts[DECODER_CALIB_MAX], rc = 0;
-    const int n_counts = decoder_calib_counts(dec, counts);
-    double first = 0, last = 0;
-    for (int i = 0; i < n_counts && !rc; i++) {
-        if (!decoder_calib_next(now_seconds() - t0, first, last, i ? counts[i - 1] : 0, counts[i])) break;
-        GateCall c;
-        decoder_chain_call(dec, &chain, counts[i], &c);
-        double best = 0;
-        for (int rep = 0; rep < 2 + (i == 0) && !rc; rep++) {   /* the first point warms once; best of two */
-            double t1 = now_seconds();
-            rc = llama_forward(ts, c.tokens, c.pos, c.n, c.mask, c.mode);
-            if (!rc) be->to_host(dec->row, ts->logits, 1);   /* waits for the forward */
-            double dt = now_seconds() - t1;
-            if (rep >= (i == 0) && (best == 0 || dt < best)) best = dt;
-        }
-        if (!rc) cost_add_point(&dec->cost, counts[i], best);
-        last = best;
-        if (i == 0) first = best;
-    }
-    llama_truncate(ts, n_past);
-    tree_free(&chain);
-    cost_settle_calibration(&dec->cost);
-    dec->cost.calibration_s = now_seconds() - t0;
-    if (dec->cost_cache) snprintf(dec->cost.cache_key, sizeof dec->cost.cache_key, "%s", key);
-    if (!rc && dec->cost_cache && cost_cache_put(dec->cost_cache, key, &dec->cost))
-        fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
+    const int rc = draft_catch_up(dec->draft, dec->pending, dec->path_hidden, dec->n_pending, dec->root);
+    dec->n_pending = 0;
+    dec->st->t.draft += now_seconds() - t0;
     return rc;
 }
 
 static int decoder_draft(Decoder *dec) {
     LlamaState *ts = dec->target;
     tree_reset(&dec->tree, dec->root);
-    dec->cycle_off = dec->sw && dec->sw->off;
     if (!dec->cycle_off) {
         if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->st->t)) return -1;
         if (dec->draft) draft_end_cycle(dec->draft);
@@ -340,8 +258,9 @@ static int decoder_draft(Decoder *dec) {
 /* The rest of a cycle once the target accepted path[0..len) (dec->path;
  * their tokens toks) of a tree of n nodes (host tree t, or NULL on the
  * device cycle) and chose bonus: both caches keep the path, the tokens are
- * emitted, the next root is bonus.  The draft catches up on the committed
- * tokens when the next cycle drafts; until then they wait in pending. */
+ * emitted, the next root is bonus, and the observers see the cycle.  The
+ * draft catches up on the committed tokens when the next cycle drafts;
+ * until then they wait in pending. */
 static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, int len, int bonus) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
@@ -365,13 +284,6 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     st->t.verify += verify_s;
     st->cycles++;
     st->gamma += n - 1;
-    if (dec->hook) {
-        if (!t && dec->dc && dec->hook_reads_tree) {
-            cycle_read_tree(dec->dc, &dec->hook_tree);
-            t = &dec->hook_tree;
-        }
-        if (dec->hook(dec->hook_ctx, t, dec->path, len, (int)st->cycles - 1)) return -1;
-    }
     if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, t, len - 1);
 
     /* emit accepted nodes and the bonus token */
@@ -379,49 +291,15 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     for (int i = 1; i < len && !dec->done; i++) dec->done = emit(dec, &toks[i], 1, dec->out, &dec->n_out, dec->max_new);
     if (!dec->done) dec->done = emit(dec, &bonus, 1, dec->out, &dec->n_out, dec->max_new);
     st->cycle_tokens += dec->n_out - before;
-    if (dec->sw && dec->gate) {   /* batched: the batch times the round (batch.c) */
-        dec->sw->round_tokens += dec->n_out - before;
-    } else if (dec->sw) {
-        /* not while --draft-vocab auto explores: it drafts from its largest
-         * vocabulary then, slower than what it will choose, and a switch
-         * that turned drafting off would also stall the exploration */
-        const double now = now_seconds();
-        if (!dec->vocab || dec->vocab->chosen >= 0)
-            draft_switch_observe(dec->sw, dec->cycle_off, dec->n_out - before, now - dec->cycle_mark);
-        dec->cycle_mark = now;
-    }
-    if (dec->done) return 0;
-    if (dec->draft) pending_add(dec, toks, len);
-    if (dec->draft && !(dec->sw && dec->sw->off)) {
-        double t1 = now_seconds();
-        /* a vocabulary switch comes before the catch-up, which scores the next root in it;
-         * its calibration (timed steps at each candidate, once a run) is a one-time cost */
-        const int vocab_timed = dec->vocab && dec->vocab->calibrated;
-        int rc = dec->vocab ? vocab_auto_step(dec->vocab, dec->draft, bonus) : 0;
-        if (dec->vocab && !vocab_timed) {
-            const double now = now_seconds();
-            st->t.calibrate += now - t1;
-            t1 = now;
-        }
-        if (!rc) rc = draft_catch_up(dec->draft, dec->pending, dec->path_hidden, dec->n_pending, bonus);
-        dec->n_pending = 0;
-        st->t.draft += now_seconds() - t1;
-        if (rc) return -1;
-    }
-    /* batched, the round is observed by the batch (batch.c): this cycle's
-     * verify_s includes waiting for the other trees; a cycle that drafted
-     * nothing says nothing of drafting */
-    /* the verified tree's keys: the host's tree, or what a device program read to size it */
-    const Tree *keys = t ? t : dec->dc && dec->dc->keys.n ? &dec->dc->keys : NULL;
-    if (dec->policy->cost && !dec->cycle_off && keys)
-        cost_observe_acceptance(&dec->cost, keys->P, keys->depth, keys->n, len - 1);
-    if (dec->policy->cost && !dec->gate && !dec->cycle_off)
-        cost_observe(&dec->cost, n, verify_s, drafting_s(st) - dec->draft_mark);
-    if (dec->vocab && !dec->cycle_off)
-        vocab_auto_observe(dec->vocab, toks + 1, len - 1, verify_s, drafting_s(st) - dec->draft_mark,
-                           dec->draft->rows_scored, dec->draft->steps_scored);
-    dec->draft_mark = drafting_s(st);
+    if (dec->draft && !dec->done) pending_add(dec, toks, len);
     dec->root = bonus;
+    /* the verified tree's keys: the host's tree, or what a device program read to size it */
+    const CycleReport r = {.tree = t, .keys = t ? t : dec->dc && dec->dc->keys.n ? &dec->dc->keys : NULL,
+                           .path = dec->path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
+                           .emitted = dec->n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
+                           .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark};
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (o->cycle_end && o->cycle_end(o, dec, &r)) return -1;
     return 0;
 }
 
@@ -456,8 +334,9 @@ static int decoder_walk(Decoder *dec) {
     for (;;) {
         const int pos = ts->n_past;
         if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL, 0)) return -1;
-        if (dec->draft)
-            be->copy(dec->path_hidden + (size_t)len * dec->feat_width, draft_features(dec->draft, ts), dec->feat_width);
+        if (dec->draft)   /* after the pending rows */
+            be->copy(dec->path_hidden + (size_t)(dec->n_pending + len) * dec->feat_width, draft_features(dec->draft, ts),
+                     dec->feat_width);
         llama_commit(ts, NULL, 1);
         dec->path[len++] = node;
         be->argmax(ts->logits, 1, ts->m->cfg.vocab, &want);
@@ -582,7 +461,6 @@ static int decoder_cycle_dev(Decoder *dec) {
     LlamaState *ts = dec->target;
     Policy *p = dec->policy;
     /* drafting off (auto sizes' switch, draft_switch_observe): the root alone */
-    dec->cycle_off = dec->sw && dec->sw->off;
     if (dec->draft) draft_cycle_origin(dec->draft);
     backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root}, 2);
     const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
@@ -619,11 +497,9 @@ static int decoder_end(Decoder *dec) {
 
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
-    const Backend *be = dec->target->m->be;
-    const int64_t one_thread_before = dec->tuner.one_thread_units;
     while (!dec->done) {
-        if (!dec->gate) backend_unit_begin(be, &dec->tuner);   /* a gate's owner tunes its batches */
         const Tree *t = &dec->tree;
+        if (decoder_cycle_begin(dec)) return -1;
         if (dec->dc     ? decoder_cycle_dev(dec)
             : dec->walk ? decoder_draft(dec) || decoder_walk(dec)
                         : decoder_draft(dec) ||
@@ -631,9 +507,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
                                          dec->lazy ? LOGITS_NONE : LOGITS_ALL, 0) ||
                           decoder_accept(dec))
             return -1;
-        if (!dec->gate) backend_unit_end(be, &dec->tuner);
     }
-    st->one_thread_cycles = dec->tuner.one_thread_units - one_thread_before;
     return decoder_end(dec);
 }
 
@@ -643,7 +517,7 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
         return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
                              : "this policy (with these settings) has no device program";
     if (dec->sp.temperature > 0) return "sampling (temperature > 0) verifies on the host";
-    if (dec->vocab) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
+    if (decoder_vocab(dec)) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
     if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
                                               : "--verify walk walks on the host";
     if (p->feedback) return "the policy learns from each cycle on the host";

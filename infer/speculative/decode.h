@@ -18,6 +18,7 @@
 #include "infer/speculative/tree.h"
 #include "infer/speculative/verify.h"
 #include "infer/speculative/vocab_auto.h"
+#include "infer/speculative/observer.h"
 
 /* Trees of up to lazy_logits_nodes(be) nodes get logits for every node
  * from the verify forward; bigger ones only for the path verification
@@ -57,26 +58,13 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x);
 /* τ: cycle tokens per cycle (0 without cycles) */
 double decode_stats_tau(const DecodeStats *st);
 
-/* Called after each verification with the verified tree and the accepted
- * nodes (path[0] is the root, path[1..n_path) accepted).  On the device
- * cycle the tree is in backend memory: t is NULL, unless the decoder's
- * hook_reads_tree asks for a host copy (one read of it per cycle).  A
- * non-zero return gives up the turn there: decoder_run returns -1 (the error
- * text untouched; its out and stats are then incomplete), and the next
- * decoder_run begins afresh (spec-eval stops an interrupted run so). */
-typedef int (*CycleHook)(void *ctx, const Tree *t, const int *path, int n_path, int cycle);
-
-
-typedef struct {
+struct Decoder {
     LlamaState *target;
     Draft *draft;         /* NULL for ar */
     Policy *policy;
     SampleParams sp;
     Rng rng;
-    CycleHook hook;
-    void *hook_ctx;
-    int hook_reads_tree;  /* the device cycle hands the hook a host copy of its tree */
-    Tree hook_tree;       /* that copy */
+    Observer *observers;  /* what watches the cycle (observer.h), called in this order */
     int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
     int n_stop;
     Tree tree;
@@ -88,24 +76,18 @@ typedef struct {
      * (the pending ones, then the accepted path): its features of the target */
     float *path_hidden;
     int hidden_cap;       /* rows path_hidden holds */
-    /* Auto sizes: whether this cycle drafts at all (cost.h): the switch is
-     * dec->cost's, or a batch's (all its sequences draft or none).  The
-     * tokens committed since the draft last caught up: pending[0..n_pending),
-     * their features path_hidden's first rows. */
-    DraftSwitch *sw;
-    int cycle_off;        /* this cycle drafted nothing */
+    /* Whether this cycle drafts at all: an observer may turn it off (the
+     * cost model's switch, cost.h).  The tokens committed since the draft
+     * last caught up: pending[0..n_pending), their features path_hidden's
+     * first rows. */
+    int cycle_off;        /* this cycle drafts nothing */
     int *pending, n_pending, pending_cap;
-    double cycle_mark;    /* when the last cycle ended (a single sequence's switch times cycles) */
     int feat_width;       /* floats per row of path_hidden (Draft.feat_width) */
     float *row;           /* host logits row */
     int cap_nodes;
-    BackendTuner tuner;   /* a cycle is the backend's unit of tuning */
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
     DevCycle *dc;         /* the device cycle (cycle.h), or NULL: the host's */
-    CostModel cost;       /* lent to a policy that sizes its trees from costs (policy.wants_cost) */
-    VocabAuto *vocab;     /* the draft's vocabulary chosen from costs (--draft-vocab auto), or NULL */
-    const char *cost_cache;   /* its calibration cache file (cost.h), or NULL: calibrate every run */
-    double draft_mark;    /* the stats' drafting seconds at the last cycle's end */
+    double draft_mark;    /* the stats' drafting seconds when this cycle began */
     /* the turn in progress (decoder_begin .. decoder_end) */
     int *out;             /* its tokens so far */
     int n_out, max_new, done, root, lazy;
@@ -125,46 +107,16 @@ typedef struct {
     int walk_root_only;
     DecodeStats *st;
     double t_start, t_verify;
-} Decoder;
+};
 
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
-/* Times the target's forward over n = 1, 2, 3, 4, 6, 8, 12, ... tokens (up
- * to the policy's largest tree, at most 128, while decoder_calib_next
- * allows) after the current context, as verification runs them, into
- * dec->cost; the KV cache is left as it was.
- * With dec->cost_cache the curve is read from that file when it holds this
- * decoder's key (decoder_cost_key), else measured and added to it (a file
- * that cannot be written is a warning on stderr; one that is not a cost
- * cache is an error).  decoder_run calls it on the first turn of a policy
- * that wants costs.  With a gate it passes a GATE_CALIBRATE call instead:
- * the batch calibrates its sequences together (batch.c). */
-int decoder_calibrate(Decoder *dec);
-/* Its token counts, ascending, into counts[DECODER_CALIB_MAX]: how many. */
-#define DECODER_CALIB_MAX 16
-int decoder_calib_counts(const Decoder *dec, int *counts);
-/* Whether a calibration pass times its next count: its two forwards,
- * predicted as the last point's time scaled by the token counts (an
- * overestimate: a CPU's forward grows slower than its tokens), must end
- * within the pass's budget, DECODER_CALIB_BUDGET_S or the time of
- * DECODER_CALIB_BUDGET_ONES one-token forwards (first_s), whichever is
- * larger: the counts trees use (up to about 16 on a CPU) get timed on a
- * larger model too, where timing every count to 128 took 23 s on a 1.5B,
- * and the curve's last segment extends beyond. */
-#define DECODER_CALIB_BUDGET_S 2.5
-#define DECODER_CALIB_BUDGET_ONES 40
-int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n);
 /* A calibration point's forward: chain (empty at first, or a chain of the
  * root's token from an earlier call) grown to n nodes, and the call that
  * verifies it after the current context, as a tree of n nodes is verified
  * (dec's positions and mask).  The forward itself is the caller's. */
 void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
-/* The calibration cache's key for this decoder's curve (cost.h): this
- * program's build, the target (config and weight bytes), the backend and
- * its device, the threads, the largest token count timed and every backend
- * setting (arithmetic). */
-void decoder_cost_key(const Decoder *dec, char *key, size_t size);
 /* Why this decoder cannot run the device cycle (policy, sampling,
  * batching, draft), or NULL when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);

@@ -415,7 +415,7 @@ static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, Ev
     cJSON_AddStringToObject(jb, "name", c->bench_name);
     cJSON_AddStringToObject(jb, "file", file);
     cJSON *jqs = cJSON_AddArrayToObject(jb, "questions");
-    const CostModel before = dec->cost;
+    const CostModel before = dec->policy->cost ? *dec->policy->cost : (CostModel){0};
     int rc = 0;
     for (int j = 0; j < set->n && !rc; j++) {
         const Question *q = &set->q[j];
@@ -430,7 +430,7 @@ static int eval_bench(Decoder *dec, const QuestionSet *set, const char *file, Ev
     pairs_add(&c->all_pairs, c->bench_pairs.p, c->bench_pairs.n);
     c->bench_pairs.n = 0;
     cJSON_AddItemToObject(jb, "total", totals_json(&c->bench, 0));
-    if (dec->policy->cost) cost_choices_add(cJSON_AddObjectToObject(jb, "cost_model"), &dec->cost, &before);
+    if (dec->policy->cost) cost_choices_add(cJSON_AddObjectToObject(jb, "cost_model"), dec->policy->cost, &before);
     return rc;
 }
 
@@ -635,8 +635,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     progress_start(&prog, "spec-eval turns", total_turns);
     ctx.ar = ar;
     for (Decoder *d = dec; d; d = d == dec ? ar : NULL) {   /* single-sequence runs: a line every 10 s */
-        d->hook = eval_tick;
-        d->hook_ctx = &ctx;
+        decoder_set_hook(d, eval_tick, &ctx, 0);
     }
     r->n_bench = n;
     for (int i = 0; i < n; i++) benchmark_name(files[i], r->names[i], sizeof r->names[i]);
@@ -667,7 +666,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     cJSON_ReplaceItemInObject(r->report, "turns_done", cJSON_CreateNumber((double)r->turns));
     r->all.speedup = speedup_estimate(ctx.all_pairs.p, ctx.all_pairs.n);
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all, batched));
-    const CostModel *m = dec && dec->policy->cost ? &dec->cost : batch_cost;
+    const CostModel *m = dec && dec->policy->cost ? dec->policy->cost : batch_cost;
     if (m) {
         const int64_t cycles = m->sw.cycles[0] + m->sw.cycles[1];
         const int refreshed = cost_cache_refresh(s->cfg.cost_cache, m);
@@ -716,8 +715,8 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddNumberToObject(o, "read_batches", (double)b->read_batches);
         cJSON_AddNumberToObject(o, "reads_per_batch", b->read_batches ? (double)b->reads / b->read_batches : 0);
     }
-    if (dec && dec->vocab) {
-        const VocabAuto *va = dec->vocab;
+    const VocabAuto *va = dec ? decoder_vocab(dec) : NULL;
+    if (va) {
         cJSON_AddItemToObject(r->report, "draft_vocab_auto", vocab_auto_json(va));
         if (va->chosen >= 0)
             fprintf(stderr, "spec-eval: draft vocabulary %d chosen from costs (of %d candidates, %d to %d; coverage "

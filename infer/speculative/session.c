@@ -120,8 +120,8 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
     dec->walk = s->cfg.verify != VERIFY_TREE;
-    if (s->cfg.draft_vocab == DRAFT_VOCAB_AUTO && dec->draft == s->draft) dec->vocab = &s->vocab_auto;
-    dec->cost_cache = s->cfg.cost_cache;
+    if (s->cfg.draft_vocab == DRAFT_VOCAB_AUTO && dec->draft == s->draft) decoder_watch_vocab(dec, &s->vocab_auto);
+    if (decoder_cost_watch(dec)) decoder_cost_watch(dec)->cache = s->cfg.cost_cache;
     dec->walk_root_only = s->cfg.verify == VERIFY_ROOT;
     if (dec->walk && p->wants_cost) {   /* its curve would time tree forwards a walk never runs */
         decoder_free(dec);

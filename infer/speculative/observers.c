@@ -1,0 +1,283 @@
+/* The cycle's observers (observer.h): a caller's hook, the cost model with
+ * its draft switch and calibration, the draft-vocabulary chooser and the
+ * backend's thread tuner. */
+#include "infer/speculative/observer.h"
+#include "infer/speculative/cycle.h"
+#include "infer/speculative/decode.h"
+#include "kernels/base/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void decoder_watch(Decoder *dec, Observer *o) {
+    Observer **at = &dec->observers;
+    while (*at) at = &(*at)->next;
+    o->next = NULL;
+    *at = o;
+}
+
+Observer *decoder_observer(const Decoder *dec, const char *name) {
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (!strcmp(o->name, name)) return o;
+    return NULL;
+}
+
+static void free_observer(Observer *o) { free(o); }
+
+/* The caller's hook. */
+typedef struct {
+    Observer base;
+    CycleHook hook;
+    void *ctx;
+    int reads_tree;
+    Tree tree;   /* the device cycle's tree, read to the host for the hook */
+} HookWatch;
+
+static int hook_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
+    HookWatch *h = (HookWatch *)o;
+    const Tree *t = r->tree;
+    if (!t && dec->dc && h->reads_tree) {
+        cycle_read_tree(dec->dc, &h->tree);
+        t = &h->tree;
+    }
+    return h->hook(h->ctx, t, r->path, r->n_path, r->index);
+}
+
+static void hook_destroy(Observer *o) {
+    tree_free(&((HookWatch *)o)->tree);
+    free(o);
+}
+
+void decoder_set_hook(Decoder *dec, CycleHook hook, void *ctx, int reads_tree) {
+    HookWatch *h = (HookWatch *)decoder_observer(dec, "hook");
+    if (!h) {
+        h = xcalloc(1, sizeof *h);
+        h->base = (Observer){.name = "hook", .cycle_end = hook_cycle_end, .destroy = hook_destroy};
+        tree_init(&h->tree);
+        decoder_watch(dec, &h->base);
+    }
+    h->hook = hook;
+    h->ctx = ctx;
+    h->reads_tree = reads_tree;
+    h->base.cycle_end = hook ? hook_cycle_end : NULL;
+}
+
+const Tree *decoder_hook_tree(const Decoder *dec) {
+    const HookWatch *h = (const HookWatch *)decoder_observer(dec, "hook");
+    return h ? &h->tree : NULL;
+}
+
+/* The cost model and its switch. */
+CostWatch *decoder_cost_watch(const Decoder *dec) { return (CostWatch *)decoder_observer(dec, "cost"); }
+
+static int cost_turn_begin(Observer *o, Decoder *dec) {
+    CostWatch *cw = (CostWatch *)o;
+    if (!dec->done && cw->model.n_pts == 0) {
+        const double t0 = now_seconds();
+        if (decoder_calibrate(dec)) return -1;
+        dec->st->t.calibrate = now_seconds() - t0;
+    }
+    cw->cycle_mark = now_seconds();
+    return 0;
+}
+
+static void cost_cycle_begin(Observer *o, Decoder *dec) {
+    const CostWatch *cw = (const CostWatch *)o;
+    if (cw->sw && cw->sw->off) dec->cycle_off = 1;
+}
+
+/* A single sequence's switch learns each cycle's tokens per second (not
+ * while --draft-vocab auto explores: it drafts from its largest vocabulary
+ * then, slower than what it will choose, and a switch that turned drafting
+ * off would also stall the exploration); a batch's learns its rounds
+ * (batch.c), where this cycle's verification includes waiting for the other
+ * trees.  The model learns the acceptance of the verified tree's keys and,
+ * alone, the cycle's costs; a cycle that drafted nothing says nothing of
+ * drafting, nor does one that ended the turn (it was not caught up on). */
+static int cost_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
+    CostWatch *cw = (CostWatch *)o;
+    if (cw->sw && dec->gate) {
+        cw->sw->round_tokens += r->emitted;
+    } else if (cw->sw) {
+        const double now = now_seconds();
+        const VocabAuto *va = decoder_vocab(dec);
+        if (!va || va->chosen >= 0) draft_switch_observe(cw->sw, !r->drafted, r->emitted, now - cw->cycle_mark);
+        cw->cycle_mark = now;
+    }
+    if (!r->drafted || dec->done) return 0;
+    if (r->keys) cost_observe_acceptance(&cw->model, r->keys->P, r->keys->depth, r->keys->n, r->n_path - 1);
+    if (!dec->gate) cost_observe(&cw->model, r->n_nodes, r->verify_s, r->draft_s);
+    return 0;
+}
+
+/* Attached by decoder_new where the policy wants costs. */
+void decoder_watch_costs(Decoder *dec) {
+    CostWatch *cw = xcalloc(1, sizeof *cw);
+    cw->base = (Observer){.name = "cost", .turn_begin = cost_turn_begin, .cycle_begin = cost_cycle_begin,
+                          .cycle_end = cost_cycle_end, .destroy = free_observer};
+    cost_init(&cw->model);
+    if (dec->draft) cw->sw = &cw->model.sw;
+    dec->policy->cost = &cw->model;
+    decoder_watch(dec, &cw->base);
+}
+
+/* The token counts calibration times: dense where trees usually are, then
+ * sparser; the curve interpolates between them and extends its last
+ * segment beyond 128 (trees that large rarely pay; timing them would make
+ * the pass several seconds on a CPU). */
+static const int calib_n[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+
+int decoder_calib_counts(const Decoder *dec, int *counts) {
+    const int max_n = policy_max_nodes(dec->policy);
+    int n = 0;
+    for (int i = 0; i < (int)(sizeof calib_n / sizeof *calib_n) && calib_n[i] <= max_n; i++) counts[n++] = calib_n[i];
+    return n;
+}
+
+int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n) {
+    if (last_n <= 0) return 1;
+    double budget = DECODER_CALIB_BUDGET_ONES * first_s;
+    if (budget < DECODER_CALIB_BUDGET_S) budget = DECODER_CALIB_BUDGET_S;
+    return elapsed_s + 2 * last_s * next_n / last_n <= budget;
+}
+
+void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
+    static char exe[17];   /* this program's build: its kernels set the curve */
+    if (!exe[0] && file_hash_hex("/proc/self/exe", exe)) snprintf(exe, sizeof exe, "unknown");
+    const LlamaModel *m = dec->target->m;
+    int counts[DECODER_CALIB_MAX];
+    const int n = decoder_calib_counts(dec, counts);
+    size_t len = (size_t)snprintf(key, size, "exe %s; target %s, %zu weight bytes; %s on %s, %d threads; largest %d",
+                                  exe, m->config_hash, llama_weight_bytes(m), m->be->name, backend_device_name(m->be),
+                                  cpu_threads_max(), n ? counts[n - 1] : 0);
+    const char *k;
+    char v[64];
+    for (int i = 0; len < size && backend_setting_text(backend_settings(), i, &k, v, sizeof v) == 0; i++)
+        len += (size_t)snprintf(key + len, size - len, "; %s %s", k, v);
+}
+
+int decoder_calibrate(Decoder *dec) {
+    if (dec->gate) {   /* batched: the batch times all its sequences' forwards together */
+        GateCall call = {.kind = GATE_CALIBRATE, .state = dec->target};
+        return dec->gate->pass(dec->gate, &call);
+    }
+    CostWatch *cw = decoder_cost_watch(dec);
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    const int n_past = ts->n_past;
+    const double t0 = now_seconds();
+    char key[1024];
+    if (cw->cache) {
+        decoder_cost_key(dec, key, sizeof key);
+        CostModel cached;
+        int got = cost_cache_get(cw->cache, key, &cached);
+        if (got < 0) return -1;
+        if (got) {
+            cw->model = cached;
+            cw->model.from_cache = 1;
+            cw->model.calibration_s = now_seconds() - t0;
+            snprintf(cw->model.cache_key, sizeof cw->model.cache_key, "%s", key);
+            return 0;
+        }
+    }
+    Tree chain;   /* a chain of the root's token: the cost does not depend on the tokens */
+    tree_init(&chain);
+    cost_init(&cw->model);
+    int counts[DECODER_CALIB_MAX], rc = 0;
+    const int n_counts = decoder_calib_counts(dec, counts);
+    double first = 0, last = 0;
+    for (int i = 0; i < n_counts && !rc; i++) {
+        if (!decoder_calib_next(now_seconds() - t0, first, last, i ? counts[i - 1] : 0, counts[i])) break;
+        GateCall c;
+        decoder_chain_call(dec, &chain, counts[i], &c);
+        double best = 0;
+        for (int rep = 0; rep < 2 + (i == 0) && !rc; rep++) {   /* the first point warms once; best of two */
+            double t1 = now_seconds();
+            rc = llama_forward(ts, c.tokens, c.pos, c.n, c.mask, c.mode);
+            if (!rc) be->to_host(dec->row, ts->logits, 1);   /* waits for the forward */
+            double dt = now_seconds() - t1;
+            if (rep >= (i == 0) && (best == 0 || dt < best)) best = dt;
+        }
+        if (!rc) cost_add_point(&cw->model, counts[i], best);
+        last = best;
+        if (i == 0) first = best;
+    }
+    llama_truncate(ts, n_past);
+    tree_free(&chain);
+    cost_settle_calibration(&cw->model);
+    cw->model.calibration_s = now_seconds() - t0;
+    if (cw->cache) snprintf(cw->model.cache_key, sizeof cw->model.cache_key, "%s", key);
+    if (!rc && cw->cache && cost_cache_put(cw->cache, key, &cw->model))
+        fprintf(stderr, "warning: the calibrated cost curve is not cached: %s\n", err_get());
+    return rc;
+}
+
+/* The draft-vocabulary chooser: a switch comes before the catch-up, which
+ * scores the next root in it; its calibration (timed steps at each
+ * candidate, once a run) is a one-time cost, its other steps drafting. */
+typedef struct {
+    Observer base;
+    VocabAuto *va;
+} VocabWatch;
+
+static int vocab_before_catch_up(Observer *o, Decoder *dec, int bonus) {
+    VocabAuto *va = ((VocabWatch *)o)->va;
+    const int timed = va->calibrated;
+    const double t0 = now_seconds();
+    const int rc = vocab_auto_step(va, dec->draft, bonus);
+    *(timed ? &dec->st->t.draft : &dec->st->t.calibrate) += now_seconds() - t0;
+    return rc;
+}
+
+static int vocab_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
+    if (r->drafted && !dec->done)
+        vocab_auto_observe(((VocabWatch *)o)->va, r->tokens + 1, r->n_path - 1, r->verify_s, r->draft_s,
+                           dec->draft->rows_scored, dec->draft->steps_scored);
+    return 0;
+}
+
+void decoder_watch_vocab(Decoder *dec, VocabAuto *va) {
+    VocabWatch *w = xcalloc(1, sizeof *w);
+    w->base = (Observer){.name = "vocab", .before_catch_up = vocab_before_catch_up, .cycle_end = vocab_cycle_end,
+                         .destroy = free_observer};
+    w->va = va;
+    decoder_watch(dec, &w->base);
+}
+
+const VocabAuto *decoder_vocab(const Decoder *dec) {
+    const VocabWatch *w = (const VocabWatch *)decoder_observer(dec, "vocab");
+    return w ? w->va : NULL;
+}
+
+/* The thread tuner: a cycle is its unit. */
+typedef struct {
+    Observer base;
+    BackendTuner tuner;
+    int64_t turn_start;   /* one_thread_units when the turn began */
+} ThreadWatch;
+
+static int threads_turn_begin(Observer *o, Decoder *dec) {
+    (void)dec;
+    ThreadWatch *w = (ThreadWatch *)o;
+    w->turn_start = w->tuner.one_thread_units;
+    return 0;
+}
+
+static void threads_cycle_begin(Observer *o, Decoder *dec) {
+    if (!dec->gate) backend_unit_begin(dec->target->m->be, &((ThreadWatch *)o)->tuner);
+}
+
+static int threads_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
+    (void)r;
+    ThreadWatch *w = (ThreadWatch *)o;
+    if (!dec->gate) backend_unit_end(dec->target->m->be, &w->tuner);
+    dec->st->one_thread_cycles = w->tuner.one_thread_units - w->turn_start;
+    return 0;
+}
+
+void decoder_watch_threads(Decoder *dec) {
+    ThreadWatch *w = xcalloc(1, sizeof *w);
+    w->base = (Observer){.name = "threads", .turn_begin = threads_turn_begin, .cycle_begin = threads_cycle_begin,
+                         .cycle_end = threads_cycle_end, .destroy = free_observer};
+    decoder_watch(dec, &w->base);
+}
