@@ -110,6 +110,13 @@ typedef struct {
     const char *policy, *settings;   /* settings: KEY=VALUE lines */
 } Case;
 
+/* SAGE with α = 1 (k 1), so that its depth limit is Dmax', which a window
+ * of one cycle lowers after every cycle that accepted fewer than 1.5
+ * tokens (the demo eagle head accepts one, the test checkpoints' fewer)
+ * down to Dmin, and raises after one that accepted more than two. */
+#define SAGE_FEEDBACK "sage_k=1 sage_dmin=1 sage_dmax=4 sage_dceil=6 sage_wmin=2 sage_wmax=4 sage_window=1 " \
+                      "sage_lower=1.5 sage_upper=2 sage_theta=0 sage_nmax=24"
+
 /* How the second decoder of a comparison runs. */
 enum { MODE_HOST, MODE_DEVICE, MODE_WALK };
 
@@ -282,6 +289,23 @@ static const Case TREE_CASES[] = {
 #define N_TREE_CASES (int)(sizeof TREE_CASES / sizeof *TREE_CASES)
 static const Case CHAIN_CASE[] = {{"chain", "draft_len=5"}, {"ar", ""}};
 
+/* SAGE and WETAP, whose device programs choose on the host from the
+ * distributions they read: SAGE with the cap binding, with widths from α
+ * (θ low enough for the test models' flat drafts), and with α = 1 (k 1:
+ * depth limit Dmax') and a window of one cycle that moves Dmax' after
+ * nearly every cycle (feedback); WETAP pruned to its budget by both
+ * stages, with other γ and α, and unpruned. */
+static const Case SAGE_WETAP_CASES[] = {
+    {"sage", "sage_dmin=2 sage_dmax=4 sage_wmin=1 sage_wmax=3 sage_k=4 sage_nmax=8 sage_window=2 sage_dceil=6 "
+             "sage_theta=0.01"},
+    {"sage", "sage_theta=0.002 sage_nmax=20 sage_wmax=6 sage_k=6"},
+    {"sage", SAGE_FEEDBACK},
+    {"wetap", "wetap_wmin=4 wetap_wmax=16 wetap_budget=24"},
+    {"wetap", "wetap_depth=3 wetap_wmin=2 wetap_wmax=6 wetap_gamma=0.5 wetap_alpha=0.3 wetap_budget=8"},
+    {"wetap", "wetap_depth=4 wetap_wmin=3 wetap_wmax=5 wetap_budget=100"},
+};
+#define N_SAGE_WETAP (int)(sizeof SAGE_WETAP_CASES / sizeof *SAGE_WETAP_CASES)
+
 /* Two made-up classifiers for c2t (written once, to /tmp): one of every
  * known feature, P and p through log; one of depth and rank alone, whose
  * confidences tie within a layer and along paths, so that the frontier's
@@ -372,6 +396,7 @@ static void test_device_cycle_equals_host_every_draft(void) {
         c2t_cases();
         same_cycles(m, d, C2T_CASES, 5, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         same_cycles(m, d, STOP_CASES, 6, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles_walk(m, d, SAGE_WETAP_CASES, N_SAGE_WETAP, prompts, lens, np, max_new, 0, 0, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
@@ -506,6 +531,70 @@ static void test_device_auto_sizes(void) {
     llama_free(m);
 }
 
+/* The largest depth of the tree the hook is shown (the device cycle's,
+ * read for it), per cycle. */
+typedef struct { int depths[256], cycles; } DepthLog;
+static int log_depth(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path;
+    DepthLog *log = ctx;
+    if (cycle < 256) log->depths[cycle] = tree_max_depth(t);
+    log->cycles = cycle + 1;
+    return 0;
+}
+
+/* SAGE and WETAP on the device cycle, which the default choice now picks
+ * for them: ar's tokens (lossless greedy decoding) on the demo family;
+ * and SAGE's feedback at work there: its depth limit, Dmax' (α = 1),
+ * takes more than one value over the turn, which only the accepted
+ * counts fed back move. */
+static void test_device_sage_wetap_lossless(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7}, max_new = TEST_SIZE(32, 48);
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const Case ar = {"ar", ""};
+    for (int c = 0; c < N_SAGE_WETAP; c++)
+        for (int q = 0; q < N_PROMPTS; q++) {
+            Policy *pa = NULL, *pd = NULL;
+            Decoder *plain = decoder_for(m, d, &ar, 0, MODE_HOST, lens[q] + max_new + 8, &pa);
+            Decoder *dev = plain ? decoder_for(m, d, &SAGE_WETAP_CASES[c], 0, MODE_HOST, lens[q] + max_new + 8, &pd) : NULL;
+            REQUIRE(plain && dev, "%s: %s", SAGE_WETAP_CASES[c].settings, err_get());
+            REQUIRE(decoder_choose_cycle(dev, CYCLE_DEFAULT) == 0, "%s", err_get());
+            CHECK(dev->dc != NULL, "%s %s: the default cycle is the host's", SAGE_WETAP_CASES[c].policy,
+                  SAGE_WETAP_CASES[c].settings);
+            int *out_a = xmalloc(sizeof(int) * max_new), *out_d = xmalloc(sizeof(int) * max_new);
+            DecodeStats sa, sd;
+            DepthLog log = {{0}, 0};
+            dev->hook = log_depth;
+            dev->hook_ctx = &log;
+            dev->hook_reads_tree = 1;
+            const int na = decoder_run(plain, prompts[q], lens[q], max_new, out_a, &sa);
+            const int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+            REQUIRE(na > 0 && nd > 0, "%s: %s", SAGE_WETAP_CASES[c].settings, err_get());
+            CHECK(na == nd && !memcmp(out_a, out_d, sizeof(int) * na), "%s %s prompt %d: not ar's tokens",
+                  SAGE_WETAP_CASES[c].policy, SAGE_WETAP_CASES[c].settings, q);
+            CHECK(sd.gamma > sd.cycles, "%s %s prompt %d: %lld nodes drafted in %lld cycles, too few to tell",
+                  SAGE_WETAP_CASES[c].policy, SAGE_WETAP_CASES[c].settings, q, (long long)sd.gamma,
+                  (long long)sd.cycles);
+            if (!strcmp(SAGE_WETAP_CASES[c].settings, SAGE_FEEDBACK)) {
+                int lo = 64, hi = 0;
+                for (int i = 0; i < log.cycles && i < 256; i++) {
+                    if (log.depths[i] < lo) lo = log.depths[i];
+                    if (log.depths[i] > hi) hi = log.depths[i];
+                }
+                CHECK(hi > lo, "sage feedback prompt %d: every tree %d deep over %d cycles", q, hi, log.cycles);
+                if (q == 0) printf("# sage feedback on the device: depths %d to %d over %d cycles\n", lo, hi, log.cycles);
+            }
+            free(out_a); free(out_d);
+            decoder_free(plain); decoder_free(dev);
+            policy_free(pa); policy_free(pd);
+        }
+    draft_free(d);
+    llama_free(m);
+}
+
 /* Where the device cycle cannot run, asking for it is an error that says
  * why; by default spec-eval then runs the host cycle and records it. */
 /* Run after the comparisons: their trees of varying size took fewer
@@ -523,7 +612,7 @@ static void test_device_cycle_refused(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 512);
     REQUIRE(d, "%s", err_get());
-    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto min_p=0.1"}, {"chain", "draft_len=auto"},
+    const Case cases[] = {{"sage", "sage_nmax=auto"}, {"eagle2", "total=auto min_p=0.1"}, {"chain", "draft_len=auto"},
                           {"c2t", "classifier=data/demo/classifier.json total=auto"}};
     for (int i = 0; i < 4; i++) {
         Policy *p = NULL;
@@ -570,6 +659,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_auto_sizes);
+    RUN(test_device_sage_wetap_lossless);
     RUN(test_device_cycle_refused);
     RUN(test_padding_bounds_recordings);
     remove_classifiers();
