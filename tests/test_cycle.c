@@ -7,6 +7,7 @@
  * vocabulary), the demo family and SmolLM2 where it was made; and
  * --cycle device refused, in one line, where it cannot run. */
 #include "tests/harness.h"
+#include "tests/script_draft.h"
 #include "tests/strict_backend.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
@@ -200,6 +201,13 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     const int thresholds = !strcmp(cases[c].policy, "c2t") || strstr(cases[c].settings, "early_stop");
                     CHECK(thresholds || dev->dc->count_reads == 0, "%s %s %s: %ld pass counts read without a threshold",
                           what, cases[c].policy, cases[c].settings, dev->dc->count_reads);
+                    /* SAGE and WETAP read each expansion's distributions, a
+                     * draft without a model its inputs; nothing else does */
+                    const int dists = pd->needs_draft && (!strcmp(cases[c].policy, "sage") ||
+                                                          !strcmp(cases[c].policy, "wetap") || d->ops->expand);
+                    CHECK(dists ? dev->dc->expand_reads >= sd.cycles : dev->dc->expand_reads == 0,
+                          "%s %s %s: %ld expansions read in %lld cycles", what, cases[c].policy, cases[c].settings,
+                          dev->dc->expand_reads, (long long)sd.cycles);
                     /* c2t's fixed-shape program reads its counts once a cycle */
                     CHECK(!pd->build_dev_end || dev->dc->count_reads == sd.cycles, "%s %s %s: %ld count reads in %lld "
                           "cycles", what, cases[c].policy, cases[c].settings, dev->dc->count_reads, (long long)sd.cycles);
@@ -226,10 +234,11 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     /* a unit verifies and walks the tree too where every
                      * row gets logits: the cycle's one read is after it;
                      * a program that reads after drafting verifies in a
-                     * unit of its own, op by op where the tree is larger
-                     * than any before (it allocates) */
+                     * unit of its own where its draft phase was one, op by
+                     * op where the tree is larger than any before (it
+                     * allocates) */
                     CHECK(strict_walk_units == dc->walked_units &&
-                              dc->verify_units == (pd->build_dev_end ? verify_units_expected(&log, dc->pad_max) : dc->units) &&
+                              dc->verify_units == (pd->build_dev_end && unit ? verify_units_expected(&log, dc->pad_max) : dc->units) &&
                               (policy_max_nodes(pd) > lazy_logits_nodes(be) || dc->walked_units == dc->verify_units),
                           "%s %s %s: %ld of %ld units verified, %ld walked the tree (%ld seen)", what,
                           cases[c].policy, cases[c].settings, dc->verify_units, dc->units, dc->walked_units,
@@ -373,6 +382,18 @@ static void c2t_cases(void) {
     for (int i = 0; i < 6; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
 }
 
+/* A draft without a model (DraftOps.expand): children from the node's
+ * token, depth and rank alone, over the target's vocabulary of *ctx ids. */
+static int made_up_children(void *ctx, const Tree *t, int node, int k, int *ids, float *probs, float *entropy) {
+    const int V = *(const int *)ctx;
+    for (int r = 0; r < k; r++) {
+        ids[r] = (t->token[node] * 31 + t->depth[node] * 7 + r * 13) % V;
+        probs[r] = 0.6f / (float)(r + 1 + t->depth[node]);
+    }
+    if (entropy) *entropy = 0.25f * (float)(1 + t->depth[node]);
+    return 0;
+}
+
 /* Sizes: make test compares each case on one prompt over 24 new tokens, a
  * dozen cycles or more whose trees vary in size and shape (the padding
  * test below checks that sizes shared buckets); a second prompt and more
@@ -400,6 +421,23 @@ static void test_device_cycle_equals_host_every_draft(void) {
         draft_free(d);
         llama_free(m);
     }
+}
+
+/* A draft without a model expands on the host from the device cycle's
+ * pool (read, counted): the same trees, tokens and statistics as the
+ * host cycle's, for a fixed shape, a threshold and the policies that read
+ * their distributions. */
+static void test_device_cycle_draft_without_model(void) {
+    const int p0[] = {1, 21, 208, 255, 244, 151, 37, 9}, *prompts[] = {p0}, lens[] = {8};
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    int V = m->cfg.vocab;
+    Draft *d = draft_scripted(made_up_children, &V);
+    const Case cases[] = {{"eagle2", "topk=3 depth=3 total=10"}, {"chain", "draft_len=4 early_stop=dymax threshold=0.2"},
+                          SAGE_WETAP_CASES[0], SAGE_WETAP_CASES[4]};
+    same_cycles_walk(m, d, cases, 4, prompts, lens, 1, 16, 0, 0, "a draft without a model");
+    draft_free(d);
+    llama_free(m);
 }
 
 /* The demo family: its EAGLE head and its draft LM. */
@@ -657,6 +695,7 @@ int main(void) {
     be = strict_backend();
     RUN(test_device_cycle_equals_host_every_draft);
     RUN(test_device_cycle_equals_host_demo);
+    RUN(test_device_cycle_draft_without_model);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_auto_sizes);
     RUN(test_device_sage_wetap_lossless);
