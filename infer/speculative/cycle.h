@@ -7,7 +7,9 @@
  *
  * What the host reads: a threshold's pass count per layer (a per-layer
  * program), or every layer's at once after drafting (a fixed-shape one,
- * Policy.build_dev_end), or the pool's keys once (a size from costs); and,
+ * Policy.build_dev_end), or the pool's keys once (a size from costs), or
+ * each expansion's top-k (a policy that chooses from them: SAGE, WETAP;
+ * cycle_expand_read); and,
  * once a cycle, the walk (accepted path, its tokens, the bonus), a read per
  * path node where the tree is too large for every row's logits;
  * cycle_host_reads counts them.  Every forward, the draft's and the verification's, reads
