@@ -165,8 +165,9 @@ void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
  * its device, the threads, the largest token count timed and every backend
  * setting (arithmetic). */
 void decoder_cost_key(const Decoder *dec, char *key, size_t size);
-/* Why this decoder cannot run the device cycle (policy, sampling,
- * batching, draft), or NULL when it can. */
+/* Why this decoder cannot run the device cycle (a policy or size without
+ * a device program, sampling, --draft-vocab auto, --verify walk), or NULL
+ * when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);
 /* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
  * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set
