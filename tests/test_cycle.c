@@ -419,7 +419,7 @@ static void test_device_cycle_equals_host_every_draft(void) {
         c2t_cases();
         same_cycles(m, d, C2T_CASES, 5, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         same_cycles(m, d, STOP_CASES, 6, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
-        same_cycles_walk(m, d, SAGE_WETAP_CASES, N_SAGE_WETAP, prompts, lens, np, max_new, 0, 0, LOSSLESS_DRAFTS[i][2]);
+        same_cycles_walk(m, d, SAGE_WETAP_CASES, N_SAGE_WETAP, prompts, lens, np, max_new, 1, 0, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
