@@ -4,9 +4,12 @@
  * node (token, parent, depth, rank, p, P, H bit for bit), the tokens, τ and
  * γ (c2t on the shipped classifiers and on made-up ones of every
  * feature); on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
- * vocabulary), the demo family and SmolLM2 where it was made; and
- * --cycle device refused, in one line, where it cannot run. */
+ * vocabulary), the demo family and SmolLM2 where it was made, and a draft
+ * without a model; ar's tokens from SAGE and WETAP on the device cycle,
+ * which the default choice picks for them; and --cycle device refused, in
+ * one line, where it cannot run. */
 #include "tests/harness.h"
+#include "tests/script_draft.h"
 #include "tests/strict_backend.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
@@ -110,6 +113,13 @@ typedef struct {
     const char *policy, *settings;   /* settings: KEY=VALUE lines */
 } Case;
 
+/* SAGE with α = 1 (k 1), so that its depth limit is Dmax', which a window
+ * of one cycle lowers after every cycle that accepted fewer than 1.5
+ * tokens (the demo eagle head accepts one, the test checkpoints' fewer)
+ * down to Dmin, and raises after one that accepted more than two. */
+#define SAGE_FEEDBACK "sage_k=1 sage_dmin=1 sage_dmax=4 sage_dceil=6 sage_wmin=2 sage_wmax=4 sage_window=1 " \
+                      "sage_lower=1.5 sage_upper=2 sage_theta=0 sage_nmax=24"
+
 /* How the second decoder of a comparison runs. */
 enum { MODE_HOST, MODE_DEVICE, MODE_WALK };
 
@@ -190,6 +200,13 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     const int thresholds = !strcmp(cases[c].policy, "c2t") || strstr(cases[c].settings, "early_stop");
                     CHECK(thresholds || dev->dc->count_reads == 0, "%s %s %s: %ld pass counts read without a threshold",
                           what, cases[c].policy, cases[c].settings, dev->dc->count_reads);
+                    /* SAGE and WETAP read each expansion's distributions, a
+                     * draft without a model its inputs; nothing else does */
+                    const int dists = pd->needs_draft && (!strcmp(cases[c].policy, "sage") ||
+                                                          !strcmp(cases[c].policy, "wetap") || d->ops->expand);
+                    CHECK(dists ? dev->dc->expand_reads >= sd.cycles : dev->dc->expand_reads == 0,
+                          "%s %s %s: %ld expansions read in %lld cycles", what, cases[c].policy, cases[c].settings,
+                          dev->dc->expand_reads, (long long)sd.cycles);
                     /* c2t's fixed-shape program reads its counts once a cycle */
                     CHECK(!pd->build_dev_end || dev->dc->count_reads == sd.cycles, "%s %s %s: %ld count reads in %lld "
                           "cycles", what, cases[c].policy, cases[c].settings, dev->dc->count_reads, (long long)sd.cycles);
@@ -216,10 +233,11 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                     /* a unit verifies and walks the tree too where every
                      * row gets logits: the cycle's one read is after it;
                      * a program that reads after drafting verifies in a
-                     * unit of its own, op by op where the tree is larger
-                     * than any before (it allocates) */
+                     * unit of its own where its draft phase was one, op by
+                     * op where the tree is larger than any before (it
+                     * allocates) */
                     CHECK(strict_walk_units == dc->walked_units &&
-                              dc->verify_units == (pd->build_dev_end ? verify_units_expected(&log, dc->pad_max) : dc->units) &&
+                              dc->verify_units == (pd->build_dev_end && unit ? verify_units_expected(&log, dc->pad_max) : dc->units) &&
                               (policy_max_nodes(pd) > lazy_logits_nodes(be) || dc->walked_units == dc->verify_units),
                           "%s %s %s: %ld of %ld units verified, %ld walked the tree (%ld seen)", what,
                           cases[c].policy, cases[c].settings, dc->verify_units, dc->units, dc->walked_units,
@@ -278,6 +296,23 @@ static const Case TREE_CASES[] = {
 };
 #define N_TREE_CASES (int)(sizeof TREE_CASES / sizeof *TREE_CASES)
 static const Case CHAIN_CASE[] = {{"chain", "draft_len=5"}, {"ar", ""}};
+
+/* SAGE and WETAP, whose device programs choose on the host from the
+ * distributions they read: SAGE with the cap binding, with widths from α
+ * (θ low enough for the test models' flat drafts), and with α = 1 (k 1:
+ * depth limit Dmax') and a window of one cycle that moves Dmax' after
+ * nearly every cycle (feedback); WETAP pruned to its budget by both
+ * stages, with other γ and α, and unpruned. */
+static const Case SAGE_WETAP_CASES[] = {
+    {"sage", "sage_dmin=2 sage_dmax=4 sage_wmin=1 sage_wmax=3 sage_k=4 sage_nmax=8 sage_window=2 sage_dceil=6 "
+             "sage_theta=0.01"},
+    {"sage", "sage_theta=0.002 sage_nmax=20 sage_wmax=6 sage_k=6"},
+    {"sage", SAGE_FEEDBACK},
+    {"wetap", "wetap_wmin=4 wetap_wmax=16 wetap_budget=24"},
+    {"wetap", "wetap_depth=3 wetap_wmin=2 wetap_wmax=6 wetap_gamma=0.5 wetap_alpha=0.3 wetap_budget=8"},
+    {"wetap", "wetap_depth=4 wetap_wmin=3 wetap_wmax=5 wetap_budget=100"},
+};
+#define N_SAGE_WETAP (int)(sizeof SAGE_WETAP_CASES / sizeof *SAGE_WETAP_CASES)
 
 /* Two made-up classifiers for c2t (written once, to /tmp): one of every
  * known feature, P and p through log; one of depth and rank alone, whose
@@ -346,6 +381,18 @@ static void c2t_cases(void) {
     for (int i = 0; i < 6; i++) STOP_CASES[i] = (Case){"chain", c2t_settings[5 + i]};
 }
 
+/* A draft without a model (DraftOps.expand): children from the node's
+ * token, depth and rank alone, over the target's vocabulary of *ctx ids. */
+static int made_up_children(void *ctx, const Tree *t, int node, int k, int *ids, float *probs, float *entropy) {
+    const int V = *(const int *)ctx;
+    for (int r = 0; r < k; r++) {
+        ids[r] = (t->token[node] * 31 + t->depth[node] * 7 + r * 13) % V;
+        probs[r] = 0.6f / (float)(r + 1 + t->depth[node]);
+    }
+    if (entropy) *entropy = 0.25f * (float)(1 + t->depth[node]);
+    return 0;
+}
+
 /* Sizes: make test compares each case on one prompt over 24 new tokens, a
  * dozen cycles or more whose trees vary in size and shape (the padding
  * test below checks that sizes shared buckets); a second prompt and more
@@ -369,9 +416,27 @@ static void test_device_cycle_equals_host_every_draft(void) {
         c2t_cases();
         same_cycles(m, d, C2T_CASES, 5, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         same_cycles(m, d, STOP_CASES, 6, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
+        same_cycles_walk(m, d, SAGE_WETAP_CASES, N_SAGE_WETAP, prompts, lens, np, max_new, 1, 0, LOSSLESS_DRAFTS[i][2]);
         draft_free(d);
         llama_free(m);
     }
+}
+
+/* A draft without a model expands on the host from the device cycle's
+ * pool (read, counted): the same trees, tokens and statistics as the
+ * host cycle's, for a fixed shape, a threshold and the policies that read
+ * their distributions. */
+static void test_device_cycle_draft_without_model(void) {
+    const int p0[] = {1, 21, 208, 255, 244, 151, 37, 9}, *prompts[] = {p0}, lens[] = {8};
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    int V = m->cfg.vocab;
+    Draft *d = draft_scripted(made_up_children, &V);
+    const Case cases[] = {{"eagle2", "topk=3 depth=3 total=10"}, {"chain", "draft_len=4 early_stop=dymax threshold=0.2"},
+                          SAGE_WETAP_CASES[0], SAGE_WETAP_CASES[4]};
+    same_cycles_walk(m, d, cases, 4, prompts, lens, 1, 16, 0, 0, "a draft without a model");
+    draft_free(d);
+    llama_free(m);
 }
 
 /* The demo family: its EAGLE head and its draft LM. */
@@ -502,6 +567,68 @@ static void test_device_auto_sizes(void) {
     llama_free(m);
 }
 
+/* The largest depth of the tree the hook is shown (the device cycle's,
+ * read for it), per cycle. */
+typedef struct { int depths[256], cycles; } DepthLog;
+static int log_depth(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
+    (void)path; (void)n_path;
+    DepthLog *log = ctx;
+    if (cycle < 256) log->depths[cycle] = tree_max_depth(t);
+    log->cycles = cycle + 1;
+    return 0;
+}
+
+/* SAGE and WETAP on the device cycle, which the default choice now picks
+ * for them: ar's tokens (lossless greedy decoding) on the demo family;
+ * and SAGE's feedback at work there: its depth limit, Dmax' (α = 1),
+ * takes more than one value over the turn, which only the accepted
+ * counts fed back move. */
+static void test_device_sage_wetap_lossless(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7}, max_new = TEST_SIZE(32, 48);
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const Case ar = {"ar", ""};
+    for (int c = 0; c < N_SAGE_WETAP; c++)
+        for (int q = 0; q < N_PROMPTS; q++) {
+            Policy *pa = NULL, *pd = NULL;
+            Decoder *plain = decoder_for(m, d, &ar, 0, MODE_HOST, lens[q] + max_new + 8, &pa);
+            Decoder *dev = plain ? decoder_for(m, d, &SAGE_WETAP_CASES[c], 0, MODE_HOST, lens[q] + max_new + 8, &pd) : NULL;
+            REQUIRE(plain && dev, "%s: %s", SAGE_WETAP_CASES[c].settings, err_get());
+            REQUIRE(decoder_choose_cycle(dev, CYCLE_DEFAULT) == 0, "%s", err_get());
+            CHECK(dev->dc != NULL, "%s %s: the default cycle is the host's", SAGE_WETAP_CASES[c].policy,
+                  SAGE_WETAP_CASES[c].settings);
+            int *out_a = xmalloc(sizeof(int) * max_new), *out_d = xmalloc(sizeof(int) * max_new);
+            DecodeStats sa, sd;
+            DepthLog log = {{0}, 0};
+            decoder_set_hook(dev, log_depth, &log, 1);
+            const int na = decoder_run(plain, prompts[q], lens[q], max_new, out_a, &sa);
+            const int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+            REQUIRE(na > 0 && nd > 0, "%s: %s", SAGE_WETAP_CASES[c].settings, err_get());
+            CHECK(na == nd && !memcmp(out_a, out_d, sizeof(int) * na), "%s %s prompt %d: not ar's tokens",
+                  SAGE_WETAP_CASES[c].policy, SAGE_WETAP_CASES[c].settings, q);
+            CHECK(sd.gamma > sd.cycles, "%s %s prompt %d: %lld nodes drafted in %lld cycles, too few to tell",
+                  SAGE_WETAP_CASES[c].policy, SAGE_WETAP_CASES[c].settings, q, (long long)sd.gamma,
+                  (long long)sd.cycles);
+            if (!strcmp(SAGE_WETAP_CASES[c].settings, SAGE_FEEDBACK)) {
+                int lo = 64, hi = 0;
+                for (int i = 0; i < log.cycles && i < 256; i++) {
+                    if (log.depths[i] < lo) lo = log.depths[i];
+                    if (log.depths[i] > hi) hi = log.depths[i];
+                }
+                CHECK(hi > lo, "sage feedback prompt %d: every tree %d deep over %d cycles", q, hi, log.cycles);
+                if (q == 0) printf("# sage feedback on the device: depths %d to %d over %d cycles\n", lo, hi, log.cycles);
+            }
+            free(out_a); free(out_d);
+            decoder_free(plain); decoder_free(dev);
+            policy_free(pa); policy_free(pd);
+        }
+    draft_free(d);
+    llama_free(m);
+}
+
 /* Where the device cycle cannot run, asking for it is an error that says
  * why; by default spec-eval then runs the host cycle and records it. */
 /* Run after the comparisons: their trees of varying size took fewer
@@ -595,7 +722,7 @@ static void test_device_cycle_refused(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 512);
     REQUIRE(d, "%s", err_get());
-    const Case cases[] = {{"sage", ""}, {"eagle2", "total=auto min_p=0.1"}, {"chain", "draft_len=auto"},
+    const Case cases[] = {{"sage", "sage_nmax=auto"}, {"eagle2", "total=auto min_p=0.1"}, {"chain", "draft_len=auto"},
                           {"c2t", "classifier=data/demo/classifier.json total=auto"}};
     for (int i = 0; i < 4; i++) {
         Policy *p = NULL;
@@ -640,9 +767,11 @@ int main(void) {
     be = strict_backend();
     RUN(test_device_cycle_equals_host_every_draft);
     RUN(test_device_cycle_equals_host_demo);
+    RUN(test_device_cycle_draft_without_model);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_auto_sizes);
     RUN(test_cycle_goldens);
+    RUN(test_device_sage_wetap_lossless);
     RUN(test_device_cycle_refused);
     RUN(test_padding_bounds_recordings);
     remove_classifiers();

@@ -505,6 +505,12 @@ static void test_batched_device_cycle_equals_host(void) {
     const char *runs[] = {"--policy eagle2 --draft data/demo/eagle --topk 4 --depth 4 --total 12",
                           "--policy c2t --draft data/demo/eagle --classifier data/demo/classifier.json --total 10",
                           "--policy static --draft data/demo/eagle",
+                          /* thresholds on P: the same arithmetic on both cycles (a
+                           * host plain run's default is BF16 products) */
+                          "--policy sage --draft data/demo/eagle --param sage_theta=0.02 --param sage_nmax=24 "
+                          "--param sage_window=2 --param sage_lower=1.5 --cpu-fast-gemm off --kv-dtype f32",
+                          "--policy wetap --draft data/demo/eagle --param wetap_wmin=4 --param wetap_wmax=16 "
+                          "--param wetap_budget=24 --cpu-fast-gemm off --kv-dtype f32",
                           "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 4",
                           "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 6 --early-stop dymax --threshold 0.05",
                           "--policy ar"};

@@ -548,8 +548,9 @@ static void test_params_set_and_defaults(void) {
           param_of(wetap, "wetap_wmax") == 128 && param_of(wetap, "wetap_budget") == 64 &&
           fabs(param_of(wetap, "wetap_gamma") - 1.2) < 1e-6 && fabs(param_of(wetap, "wetap_alpha") - 0.6) < 1e-6,
           "WETAP defaults");
-    CHECK(policy_max_nodes(sage) == 65 && policy_max_nodes(wetap) == 65, "node bounds %d %d", policy_max_nodes(sage),
-          policy_max_nodes(wetap));
+    /* WETAP's: its unpruned pool, 1 + Wmin + (L − 1)·Wmax, which the device program holds */
+    CHECK(policy_max_nodes(sage) == 65 && policy_max_nodes(wetap) == 1 + 16 + 7 * 128, "node bounds %d %d",
+          policy_max_nodes(sage), policy_max_nodes(wetap));
     int n = 0;
     const char *key;
     double v;
@@ -979,8 +980,8 @@ static void test_bad_policy_parameters(void) {
     }
     Policy *s = make_policy("sage", NULL), *w = make_policy("wetap", NULL);
     REQUIRE(s && w, "%s", err_get());
-    CHECK(policy_max_nodes(s) == 65 && policy_max_nodes(w) == 65, "max nodes %d %d, expected 1 + 64",
-          policy_max_nodes(s), policy_max_nodes(w));
+    CHECK(policy_max_nodes(s) == 65 && policy_max_nodes(w) == 1 + 16 + 7 * 128,
+          "max nodes %d %d, expected 1 + 64 and WETAP's unpruned pool", policy_max_nodes(s), policy_max_nodes(w));
     CHECK(strstr(policy_names(), "sage") && strstr(policy_names(), "wetap"), "not registered: %s", policy_names());
     policy_free(s);
     policy_free(w);

@@ -22,6 +22,7 @@ DevCycle *cycle_new(const Backend *be, int cap) {
     c->keep = backend_alloc_ints(be, cap);   /* keep[0] = 0: the root, never rewritten */
     c->want = backend_alloc_ints(be, cap);
     c->walk = backend_alloc_ints(be, 3 + 2 * (size_t)cap);
+    c->picks = backend_alloc_ints(be, 2 * (size_t)cap);
     c->h_walk = xmalloc(sizeof(int) * (3 + 2 * cap));
     tree_inputs_reserve(&c->inputs, be, cap, cap);   /* never moves: verifications of every size read it there */
     tree_init(&c->keys);
@@ -34,7 +35,7 @@ void cycle_free(DevCycle *c) {
     backend_tree_release(be, &c->pool);
     backend_tree_release(be, &c->tree);
     backend_tree_release(be, &c->padded);
-    void *bufs[] = {c->iota, c->start, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk};
+    void *bufs[] = {c->iota, c->start, c->rows, c->keep, c->ids, c->probs, c->ent, c->want, c->walk, c->picks};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) if (bufs[i]) be->release(bufs[i]);
     tree_inputs_free(&c->inputs);
     tree_free(&c->keys);
@@ -50,6 +51,39 @@ void cycle_begin(DevCycle *c) {
     c->t_begin = now_seconds();
 }
 
+/* A tree of n nodes in backend memory as a host Tree (out is reset). */
+static void read_tree(const Backend *be, const DevTree *t, int n, Tree *out) {
+    tree_set_size(out, n);
+    backend_ints_to_host(be, out->token, t->token, n);
+    backend_ints_to_host(be, out->parent, t->parent, n);
+    backend_ints_to_host(be, out->depth, t->depth, n);
+    backend_ints_to_host(be, out->rank, t->rank, n);
+    be->to_host(out->p, t->p, n);
+    be->to_host(out->P, t->P, n);
+    be->to_host(out->H, t->H, n);
+}
+
+/* cycle_expand for a draft without a model: its DraftOps.expand on the
+ * pool read to the host, the results uploaded where tree_grow reads them. */
+static int expand_on_host(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent) {
+    const Backend *be = c->be;
+    Tree t;
+    tree_init(&t);
+    read_tree(be, &c->pool, c->n, &t);
+    if (root) m = 1;
+    int *nodes = xcalloc(m, sizeof(int)), *ids = xmalloc(sizeof(int) * m * k);
+    float *probs = xmalloc(sizeof(float) * m * k), *ent = xcalloc(m, sizeof(float));
+    if (!root) backend_ints_to_host(be, nodes, rows, m);
+    c->expand_reads++;
+    const int rc = draft_expand(d, &t, nodes, m, k, topm, ids, probs, want_ent ? ent : NULL);
+    backend_ints_to_device(be, c->ids, ids, (size_t)m * k);
+    be->to_device(c->probs, probs, (size_t)m * k);
+    be->to_device(c->ent, ent, m);
+    tree_free(&t);
+    free(nodes); free(ids); free(probs); free(ent);
+    return rc;
+}
+
 int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent,
                  StageTimes *tm) {
     if ((size_t)m * k > c->dist_cap) {   /* the distribution rows, grown to the largest expansion */
@@ -61,11 +95,43 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
         c->ent = be->alloc(c->dist_cap);
     }
     double t0 = now_seconds(), dist0 = d->t_dist;
-    int rc = draft_expand_dev(d, c->be, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs, want_ent ? c->ent : NULL);
+    int rc = d->ops->expand ? expand_on_host(c, d, root, rows, m, k, topm, want_ent)
+                            : draft_expand_dev(d, c->be, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs,
+                                               want_ent ? c->ent : NULL);
     double dist = d->t_dist - dist0;
     tm->dist += dist;
     tm->draft += now_seconds() - t0 - dist;
     return rc;
+}
+
+int cycle_expand_read(DevCycle *c, Draft *d, const int *nodes, int m, int k, int topm, int *ids, float *probs,
+                      float *ent, StageTimes *tm) {
+    backend_ints_to_device(c->be, c->rows, nodes, m);
+    if (cycle_expand(c, d, m == 1 && nodes[0] == 0, c->rows, m, k, topm, 1, tm)) return -1;
+    const size_t mk = (size_t)m * k, n[] = {mk, mk, (size_t)m};
+    float *host[] = {(float *)(void *)ids, probs, ent};
+    const float *dev[] = {(const float *)(const void *)c->ids, c->probs, c->ent};
+    backend_to_host_many(c->be, host, dev, n, ent ? 3 : 2);
+    c->expand_reads++;
+    if (d->d2t) for (size_t i = 0; i < mk; i++) if (ids[i] >= 0) ids[i] = d->d2t[ids[i]];
+    return 0;
+}
+
+void cycle_grow_cands(DevCycle *c, const Draft *d, const PolicyCand *cand, int count, int k) {
+    if (count <= 0) return;
+    int *picks = xmalloc(sizeof(int) * 2 * count);
+    for (int i = 0; i < count; i++) { picks[2 * i] = cand[i].row; picks[2 * i + 1] = cand[i].rank; }
+    backend_ints_to_device(c->be, c->picks, picks, 2 * (size_t)count);
+    free(picks);
+    cycle_grow(c, d, c->rows, k, c->picks, count, 1);
+}
+
+void cycle_keep_nodes(DevCycle *c, const int *keep, int m) {
+    if (m >= c->n) return;
+    backend_ints_to_device(c->be, c->keep, keep, m);
+    c->be->tree_compact(&c->tree, &c->pool, c->keep, m, m);
+    c->verified = &c->tree;
+    c->n_verified = m;
 }
 
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent) {
@@ -108,16 +174,7 @@ void cycle_read_keys(DevCycle *c, Tree *out) {
 }
 
 void cycle_read_tree(DevCycle *c, Tree *out) {
-    const int n = c->n_verified;
-    const DevTree *t = c->verified;
-    tree_set_size(out, n);
-    backend_ints_to_host(c->be, out->token, t->token, n);
-    backend_ints_to_host(c->be, out->parent, t->parent, n);
-    backend_ints_to_host(c->be, out->depth, t->depth, n);
-    backend_ints_to_host(c->be, out->rank, t->rank, n);
-    c->be->to_host(out->p, t->p, n);
-    c->be->to_host(out->P, t->P, n);
-    c->be->to_host(out->H, t->H, n);
+    read_tree(c->be, c->verified, c->n_verified, out);
     c->tree_reads++;
 }
 
@@ -169,4 +226,4 @@ int dev_scores_counts(DevScores *s, DevCycle *c, int layers) {
     return sum;
 }
 
-long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->key_reads + c->walk_reads + c->tree_reads; }
+long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->key_reads + c->expand_reads + c->walk_reads + c->tree_reads; }

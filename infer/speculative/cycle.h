@@ -7,7 +7,9 @@
  *
  * What the host reads: a threshold's pass count per layer (a per-layer
  * program), or every layer's at once after drafting (a fixed-shape one,
- * Policy.build_dev_end), or the pool's keys once (a size from costs); and,
+ * Policy.build_dev_end), or the pool's keys once (a size from costs), or
+ * each expansion's top-k (a policy that chooses from them: SAGE, WETAP;
+ * cycle_expand_read); and,
  * once a cycle, the walk (accepted path, its tokens, the bonus), a read per
  * path node where the tree is too large for every row's logits;
  * cycle_host_reads counts them.  Every forward, the draft's and the verification's, reads
@@ -47,12 +49,15 @@ struct DevCycle {
     int *iota;              /* 0, 1, ..., cap-1: fixed node lists */
     int *start;             /* {the target's committed length, the root's token}, uploaded before each cycle */
     int *rows, *keep, *ids, *want, *walk;
+    int *picks;             /* 2·cap: (row, rank) pairs a host choice grows (cycle_grow_cands) */
     float *probs, *ent;     /* with ids: the last expansion's rows, dist_cap entries */
     size_t dist_cap;
     TreeInputs inputs;      /* the verify forward's, made in backend memory */
     int *h_walk;            /* the walk, read to the host */
     long walk_reads, count_reads;   /* host reads of walks and of thresholds' pass counts */
     long key_reads;         /* host reads of the pool's P and depths (a size chosen from costs) */
+    long expand_reads;      /* host reads of expansions: distributions a policy chooses from
+                               (cycle_expand_read), a draft without a model's inputs (DraftOps.expand) */
     double t_begin;         /* when this cycle's tree began (cycle_begin) */
     /* The verified tree's P and depths on the host, where the program read
      * them to size it (n 0 otherwise): what the cost model learns from. */
@@ -96,9 +101,26 @@ void cycle_free(DevCycle *c);
 void cycle_begin(DevCycle *c);
 /* The draft's distributions under pool nodes rows[0..m) (root: the root
  * row alone) into c->ids, c->probs and, with want_ent, c->ent; timed into
- * tm as policy_expand times the host's. */
+ * tm as policy_expand times the host's.  A draft without a model
+ * (DraftOps.expand) expands on the host: the pool and rows read, its
+ * results uploaded (one read, counted in expand_reads). */
 int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent,
                  StageTimes *tm);
+/* The host's choices of a policy that reads the draft's distributions
+ * (SAGE, WETAP: widths and thresholds from probabilities), made on a host
+ * Tree that mirrors the pool node for node: cycle_expand_read expands pool
+ * nodes nodes[0..m) (host indices, uploaded; {0}: the root) as
+ * cycle_expand does, entropies too, and reads their rows to the host (one
+ * read, counted): ids (target ids), probs and, where ent is not NULL,
+ * entropies;
+ * cycle_grow_cands appends the chosen children cand[0..count) of that
+ * expansion (rows of nodes[], ranks < k) to the pool, in that order;
+ * cycle_keep_nodes verifies pool nodes keep[0..m) (host; ascending, closed
+ * under parents, keep[0] = 0), gathered by tree_compact. */
+int cycle_expand_read(DevCycle *c, Draft *d, const int *nodes, int m, int k, int topm, int *ids, float *probs,
+                      float *ent, StageTimes *tm);
+void cycle_grow_cands(DevCycle *c, const Draft *d, const PolicyCand *cand, int count, int k);
+void cycle_keep_nodes(DevCycle *c, const int *keep, int m);
 /* Appends count children of the last expansion to pool (tree_grow: picks
  * NULL takes every (row, rank) in order). */
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);
@@ -117,6 +139,6 @@ void cycle_read_keys(DevCycle *c, Tree *out);
 /* The verified tree of this cycle as a host Tree (out is reset; one read
  * of its arrays, counted). */
 void cycle_read_tree(DevCycle *c, Tree *out);
-/* Host reads so far: pass counts, walks and trees read. */
+/* Host reads so far: pass counts, keys, expansions, walks and trees read. */
 long cycle_host_reads(const DevCycle *c);
 #endif

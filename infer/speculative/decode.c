@@ -520,8 +520,6 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
     if (decoder_vocab(dec)) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
     if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
                                               : "--verify walk walks on the host";
-    if (p->feedback) return "the policy learns from each cycle on the host";
-    if (dec->draft && dec->draft->ops->expand) return "this draft has no device program";
     return NULL;
 }
 

@@ -117,8 +117,8 @@ void decoder_free(Decoder *dec);
  * verifies it after the current context, as a tree of n nodes is verified
  * (dec's positions and mask).  The forward itself is the caller's. */
 void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
-/* Why this decoder cannot run the device cycle (policy, sampling,
- * batching, draft), or NULL when it can. */
+/* Why this decoder cannot run the device cycle (a size without a device
+ * program, --draft-vocab auto, --verify walk), or NULL when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);
 /* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
  * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set

@@ -466,6 +466,7 @@ void draft_end_cycle(Draft *d) {
 }
 
 void draft_cycle_origin(Draft *d) {
+    if (d->ops->expand) return;   /* no model: no slots or positions */
     if (!d->past_dev) d->past_dev = backend_alloc_ints(d->be, 1);
     backend_ints_to_device(d->be, d->past_dev, &d->n_past, 1);
 }

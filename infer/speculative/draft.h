@@ -72,7 +72,8 @@ typedef struct {
     int (*clone)(Draft *dst, const Draft *src);
     void (*end_cycle)(Draft *d);         /* optional: drop this cycle's temporary entries */
     /* Optional: the whole of draft_expand, for a source without a model (the
-     * tests' scripted draft). */
+     * tests' scripted draft); on the device cycle too, over the pool read
+     * back (cycle_expand). */
     int (*expand)(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids, float *probs,
                   float *entropy);
     /* Optional: score only target tokens ids[0..n) (ascending) from now on;

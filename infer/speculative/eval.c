@@ -703,8 +703,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddNumberToObject(o, "walk_reads", c->walk_reads);
         cJSON_AddNumberToObject(o, "count_reads", c->count_reads);
         cJSON_AddNumberToObject(o, "key_reads", c->key_reads);
+        cJSON_AddNumberToObject(o, "expand_reads", c->expand_reads);
         cJSON_AddNumberToObject(o, "host_reads_per_cycle",
-                                c->cycles ? (double)(c->walk_reads + c->count_reads + c->key_reads) / c->cycles : 0);
+                                c->cycles ? (double)(cycle_host_reads(c) - c->tree_reads) / c->cycles : 0);
     } else if (batched && ctx.batch_device) {   /* the slots' tree ops and reads, batched at their gates */
         const BatchDevice *b = &ctx.batch_dev;
         cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");

@@ -88,8 +88,9 @@ struct Policy {
     /* Optional, set by init where the policy's settings have one: the same
      * tree as build's, built in backend memory by the device cycle's ops
      * into c (cycle.h: from cycle_begin's root; sets c->verified and
-     * c->n_verified).  Its host-side work may not depend on the tree's
-     * values (a device program: fixed shapes). */
+     * c->n_verified).  Its host-side work depends on the tree's values
+     * only through what it reads, counted (cycle.h: pass counts, keys, the
+     * distributions SAGE's and WETAP's choices need). */
     int (*build_dev)(Policy *p, Draft *d, DevCycle *c, StageTimes *tm);
     /* Set with build_dev where it reads nothing back to the host (no pass
      * count) and its host-side state after a build does not depend on how
@@ -105,7 +106,8 @@ struct Policy {
      * policy has more than one device program (C2T: a read per layer, or
      * fixed shapes and one read); it sets build_dev and the above. */
     void (*dev_program_for)(Policy *p, const Backend *be);
-    /* After verification: how many nodes were accepted (SAGE keeps a history). */
+    /* After verification, on either cycle: how many nodes were accepted (SAGE
+     * keeps a history); t is the verified tree, NULL on the device cycle. */
     void (*feedback)(Policy *p, const Tree *t, int accepted);
     void (*destroy)(Policy *p);
 };

@@ -75,6 +75,7 @@
  * 10. k and width: the draft is asked for max(k, Wmax) children per node; α
  *     uses the first k.  k = 1 gives α = 1 (log k = 0).
  */
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <math.h>
@@ -114,6 +115,7 @@ static const PolicyParamDef sage_params[] = {
 
 typedef struct {
     Tree scratch;       /* for sage_nmax auto's rerank */
+    Tree mirror;        /* the device program's pool on the host (sage_grow) */
     float alpha;        /* confidence for the next build */
     int dmax;           /* history-adjusted maximum depth Dmax' */
     int *hist, n_hist, next;   /* ring of the last `window` accepted counts */
@@ -140,7 +142,10 @@ static float sage_confidence(const float *probs, int k) {
     return (float)(a < 0 ? 0 : a > 1 ? 1 : a);
 }
 
-static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
+/* The cycle's tree into t; with c (the device program), the same tree
+ * grown in c's pool too, layer by layer from the host's choices, t
+ * mirroring it node for node (cycle_expand_read). */
+static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     SageState *s = p->state;
     const SageParams *q = p->own;
     if (d->n_past > 0) {   /* a draft without a context (a scripted test draft) cannot tell sequences apart */
@@ -174,7 +179,8 @@ static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
         if (!nf) break;
         /* auto: the first level always (α for the next cycle comes from it) */
         if (cost && l > 1 && !policy_layer_pays(t, front, nf, cost, expands)) break;
-        rc = policy_expand(d, t, front, nf, K, p->prm.topm, ids, probs, ent, tm);
+        rc = c ? cycle_expand_read(c, d, front, nf, K, p->prm.topm, ids, probs, ent, tm)
+               : policy_expand(d, t, front, nf, K, p->prm.topm, ids, probs, ent, tm);
         if (rc) break;
         expands++;
         if (l == 1) s->alpha = sage_confidence(probs, q->sage_k < K ? q->sage_k : K);   /* for the next cycle */
@@ -206,6 +212,7 @@ static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
             const int j = cand[c].row * K + cand[c].rank;
             next[c] = tree_add(t, front[cand[c].row], ids[j], probs[j], ent[cand[c].row], cand[c].rank);
         }
+        if (c) cycle_grow_cands(c, d, cand, nc, K);
         added += nc;
         free(front);
         front = next;
@@ -217,6 +224,16 @@ static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
         policy_rerank_by_P(t, POLICY_SIZE_AUTO, 0, &s->scratch, cost, cost_draft_s(cost, expands));
     }
     return rc;
+}
+
+static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return sage_grow(p, d, t, NULL, tm); }
+
+/* The device program (fixed nmax): the host's choices on a mirror of the
+ * pool, whose root's token stays on the device (no choice reads it). */
+static int sage_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    SageState *s = p->state;
+    tree_reset(&s->mirror, -1);
+    return sage_grow(p, d, &s->mirror, c, tm);
 }
 
 static void sage_feedback(Policy *p, const Tree *t, int accepted) {
@@ -239,6 +256,7 @@ static void sage_destroy(Policy *p) {
     SageState *s = p->state;
     free(s->hist);
     tree_free(&s->scratch);
+    tree_free(&s->mirror);
     free(s);
 }
 
@@ -268,10 +286,12 @@ static int sage_init(Policy *p) {
     SageState *s = xcalloc(1, sizeof *s);
     s->hist = xcalloc(q->sage_window, sizeof(int));
     tree_init(&s->scratch);
+    tree_init(&s->mirror);
     sage_reset(s, q);
     p->state = s;
     p->wants_cost = q->sage_nmax == POLICY_SIZE_AUTO;
     p->build = sage_build;
+    if (!p->wants_cost) p->build_dev = sage_build_dev;
     p->feedback = sage_feedback;
     p->destroy = sage_destroy;
     return 0;

@@ -61,6 +61,7 @@
  *     setting are outside this policy; at temperature 0 the loop's greedy
  *     verification gives exactly the ar tokens.
  */
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <limits.h>
@@ -88,7 +89,10 @@ static const PolicyParamDef wetap_params[] = {
     POLICY_FLOAT(WetapParams, wetap_alpha, 0.6, 0, 1, 0), POLICY_INT(WetapParams, wetap_budget, 64, 1, 100000),
 };
 
-typedef struct { Tree scratch; } WetapState;
+typedef struct {
+    Tree scratch;
+    Tree mirror;   /* the device program's pool on the host (wetap_pool) */
+} WetapState;
 
 /* H_norm of the layer nodes[0..n): entropy of their normalised joint
  * probabilities over log n. */
@@ -105,44 +109,44 @@ static double layer_entropy_norm(const Tree *t, const int *nodes, int n) {
     return hn < 0 ? 0 : hn > 1 ? 1 : hn;
 }
 
-/* Builds the unpruned pool of L layers into t. */
-static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, StageTimes *tm) {
+/* Builds the unpruned pool of L layers into t; with c (the device
+ * program), the same pool grown in c's pool too, layer by layer from the
+ * host's choices, t mirroring it node for node (cycle_expand_read).
+ * Layer 1 is the root's top-Wmin: every candidate, as W = Wmin keeps. */
+static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     const int L = q->wetap_depth, wmin = q->wetap_wmin, wmax = q->wetap_wmax;
     const int vcap = d->Vd > 0 ? d->Vd : INT_MAX;
-    int kroot = wmin < vcap ? wmin : vcap;
-    int *ids = xmalloc(sizeof(int) * kroot), root = 0;
-    float *probs = xmalloc(sizeof(float) * kroot), ent;
-    int rc = policy_expand(d, t, &root, 1, kroot, topm, ids, probs, &ent, tm);
-    int *cur = xmalloc(sizeof(int) * (kroot ? kroot : 1)), ncur = 0;
-    for (int j = 0; j < kroot && !rc; j++)
-        if (ids[j] >= 0 && probs[j] > 0) cur[ncur++] = tree_add(t, 0, ids[j], probs[j], ent, j);
-    free(ids); free(probs);
-    for (int layer = 1; layer < L && ncur > 0 && !rc; layer++) {
-        double hn = layer_entropy_norm(t, cur, ncur);
-        int w = policy_round_half_up(wmin + (wmax - wmin) * pow(hn, q->wetap_gamma));
-        if (w < wmin) w = wmin;
-        if (w > wmax) w = wmax;
+    int *cur = xcalloc(1, sizeof(int)), ncur = 1, rc = 0;
+    for (int layer = 0; layer < L && ncur > 0 && !rc; layer++) {
+        int w = wmin;
+        if (layer > 0) {
+            double hn = layer_entropy_norm(t, cur, ncur);
+            w = policy_round_half_up(wmin + (wmax - wmin) * pow(hn, q->wetap_gamma));
+            if (w < wmin) w = wmin;
+            if (w > wmax) w = wmax;
+        }
         const int K = w < vcap ? w : vcap;
-        ids = xmalloc(sizeof(int) * ncur * K);
-        probs = xmalloc(sizeof(float) * ncur * K);
-        float *ents = xmalloc(sizeof(float) * ncur);
+        int *ids = xmalloc(sizeof(int) * ncur * K);
+        float *probs = xmalloc(sizeof(float) * ncur * K), *ents = xmalloc(sizeof(float) * ncur);
         PolicyCand *cand = xmalloc(sizeof(PolicyCand) * ncur * K);
-        rc = policy_expand(d, t, cur, ncur, K, topm, ids, probs, ents, tm);
+        rc = c ? cycle_expand_read(c, d, cur, ncur, K, topm, ids, probs, ents, tm)
+               : policy_expand(d, t, cur, ncur, K, topm, ids, probs, ents, tm);
         int nc = 0;
         for (int i = 0; i < ncur && !rc; i++)
             for (int r = 0; r < K; r++) {
                 const int j = i * K + r;
                 if (ids[j] >= 0 && probs[j] > 0) cand[nc++] = (PolicyCand){t->P[cur[i]] * probs[j], i, r};
             }
-        nc = policy_keep_top_P(cand, nc, w);
+        nc = rc ? 0 : policy_keep_top_P(cand, nc, w);
         int *next = xmalloc(sizeof(int) * (nc ? nc : 1));
-        for (int c = 0; c < nc && !rc; c++) {
-            const int j = cand[c].row * K + cand[c].rank;
-            next[c] = tree_add(t, cur[cand[c].row], ids[j], probs[j], ents[cand[c].row], cand[c].rank);
+        for (int k = 0; k < nc; k++) {
+            const int j = cand[k].row * K + cand[k].rank;
+            next[k] = tree_add(t, cur[cand[k].row], ids[j], probs[j], ents[cand[k].row], cand[k].rank);
         }
+        if (c) cycle_grow_cands(c, d, cand, nc, K);
         free(cur);
         cur = next;
-        ncur = rc ? 0 : nc;
+        ncur = nc;
         free(ids); free(probs); free(ents); free(cand);
     }
     free(cur);
@@ -169,11 +173,11 @@ static int by_depth_then_P(const void *a, const void *b, void *ctx) {
     return y - x;
 }
 
-/* Prunes the pool in t to wetap_budget nodes (root excluded), in place
- * (scratch receives the old tree). */
-static void wetap_prune(Tree *t, const WetapParams *q, Tree *scratch) {
+/* The nodes of the pool in t that pruning to wetap_budget nodes (root
+ * excluded) keeps, ascending, into keep (t->n of them); returns how many. */
+static int wetap_prune_keep(const Tree *t, const WetapParams *q, int *keep) {
     const int n = t->n - 1, B = q->wetap_budget, L = q->wetap_depth;
-    if (n <= B) return;
+    if (n <= B) return t->n;
     double pmin = INFINITY, pmax = -INFINITY;
     for (int i = 1; i < t->n; i++) {
         if (t->P[i] < pmin) pmin = t->P[i];
@@ -220,25 +224,44 @@ static void wetap_prune(Tree *t, const WetapParams *q, Tree *scratch) {
         children[t->parent[worst]]--;
         count--;
     }
-    int *keep = xmalloc(sizeof(int) * t->n), m = 0;
+    int m = 0;
     for (int i = 0; i < t->n; i++) if (in[i]) keep[m++] = i;
-    tree_subset(t, keep, m, scratch);
-    Tree tmp = *t;
-    *t = *scratch;
-    *scratch = tmp;
-    free(score); free(order); free(in); free(children); free(keep);
+    free(score); free(order); free(in); free(children);
+    return m;
 }
 
 static int wetap_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
     WetapState *s = p->state;
-    if (wetap_pool(p->own, p->prm.topm, d, t, tm)) return -1;
-    wetap_prune(t, p->own, &s->scratch);
+    if (wetap_pool(p->own, p->prm.topm, d, t, NULL, tm)) return -1;
+    int *keep = xmalloc(sizeof(int) * t->n);
+    const int m = wetap_prune_keep(t, p->own, keep);
+    if (m < t->n) {
+        tree_subset(t, keep, m, &s->scratch);
+        Tree tmp = *t;
+        *t = s->scratch;
+        s->scratch = tmp;
+    }
+    free(keep);
+    return 0;
+}
+
+/* The device program: the pool by the host's choices on a mirror of it
+ * (whose root's token stays on the device: no choice reads it), pruned by
+ * the same choice there. */
+static int wetap_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    WetapState *s = p->state;
+    tree_reset(&s->mirror, -1);
+    if (wetap_pool(p->own, p->prm.topm, d, &s->mirror, c, tm)) return -1;
+    int *keep = xmalloc(sizeof(int) * s->mirror.n);
+    cycle_keep_nodes(c, keep, wetap_prune_keep(&s->mirror, p->own, keep));
+    free(keep);
     return 0;
 }
 
 static void wetap_destroy(Policy *p) {
     WetapState *s = p->state;
     tree_free(&s->scratch);
+    tree_free(&s->mirror);
     free(s);
 }
 
@@ -258,12 +281,18 @@ static int wetap_init(Policy *p) {
     }
     WetapState *s = xcalloc(1, sizeof *s);
     tree_init(&s->scratch);
+    tree_init(&s->mirror);
     p->state = s;
     p->build = wetap_build;
+    p->build_dev = wetap_build_dev;
     p->destroy = wetap_destroy;
     return 0;
 }
 
-static int wetap_max_nodes(const Policy *p) { return 1 + ((const WetapParams *)p->own)->wetap_budget; }
+/* The pool before pruning: the device program grows it whole. */
+static int wetap_max_nodes(const Policy *p) {
+    const WetapParams *q = p->own;
+    return 1 + q->wetap_wmin + (q->wetap_depth - 1) * q->wetap_wmax;
+}
 
 const PolicyClass policy_wetap = {"wetap", wetap_init, wetap_max_nodes, POLICY_PARAMS(wetap_params, WetapParams)};
