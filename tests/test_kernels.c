@@ -523,6 +523,13 @@ static void test_kv_bf16_against_naive(void) {
     backend_configure(&o);
 }
 
+/* sample_dev on the CPU draws from the distribution kernels.h defines
+ * (the parity against the naive backend, in test_cpu_against_naive, says
+ * it draws the ids of that definition bit for bit). */
+static void test_sample_distribution(void) {
+    CHECK(check_sample_distribution(&cpu_backend) == 0, "the CPU's sample_dev is not distributed as defined");
+}
+
 /* argmax's vector scan against the scalar rule (the first index whose
  * value no later one exceeds under >): ties across and within lanes, the
  * largest in the tail, NaNs (never chosen; one at 0 keeps 0), -inf rows. */
@@ -793,6 +800,7 @@ int main(void) {
     RUN(test_cpu_fast_gemm);
     RUN(test_cpu_amx_gemm);
     RUN(test_argmax_edge_cases);
+    RUN(test_sample_distribution);
     RUN(test_tree_query_sums_as_decode);
     return h_done();
 }

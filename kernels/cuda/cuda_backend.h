@@ -53,17 +53,6 @@ void cuda_graph_counts(long *launched, long *instantiated, long *not_recorded);
 int cuda_errors(void);
 const char *cuda_last_error(void);
 
-/* Sampling on the device, an extra outside the Backend struct (the decoding
- * loop samples on the host with sample_probs today; this is for a later
- * device-side loop).  For each of n rows of logits_dev[n][vocab] (device
- * memory, e.g. LlamaState.logits) draws one id from softmax(logits /
- * temperature) by inverse CDF in id order with one cuRAND Philox uniform
- * per row (seed -> the same ids every time), and writes the ids to the
- * host array ids_host[n].  temperature <= 0 means greedy (argmax, ties to
- * the lower id).  No top-k / top-p processing.  Returns 0, or -1 with
- * err_set. */
-int cuda_sample_rows(const float *logits_dev, int n, int vocab, float temperature, uint64_t seed,
-                     int *ids_host);
 
 #ifdef __cplusplus
 }
