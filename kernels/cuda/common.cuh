@@ -8,7 +8,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <curand.h>
 #include <stdint.h>
 
 #include "kernels/cuda/cuda_backend.h"
@@ -21,7 +20,6 @@ extern "C" {
  * "file:line: <error string> (<call>)" (err_set + stderr + cuda_errors())
  * and is false.  The CU_* macros abandon the enclosing function. */
 void cu_report(const char *file, int line, const char *call, const char *what);
-const char *curand_status_string(curandStatus_t s);
 
 static inline bool cu_ok(cudaError_t e, const char *file, int line, const char *call) {
     if (e == cudaSuccess) return true;
@@ -31,11 +29,6 @@ static inline bool cu_ok(cudaError_t e, const char *file, int line, const char *
 static inline bool cu_ok(cublasStatus_t e, const char *file, int line, const char *call) {
     if (e == CUBLAS_STATUS_SUCCESS) return true;
     cu_report(file, line, call, cublasGetStatusString(e));
-    return false;
-}
-static inline bool cu_ok(curandStatus_t e, const char *file, int line, const char *call) {
-    if (e == CURAND_STATUS_SUCCESS) return true;
-    cu_report(file, line, call, curand_status_string(e));
     return false;
 }
 
@@ -146,7 +139,7 @@ void cu_graphs_free(void);
  * and the cuBLAS handle (runtime.cu). */
 void cu_runtime_free(void);
 /* Frees the recording's dummy buffer and destroys the stream, last: cuBLAS
- * and cuRAND are bound to it (runtime.cu). */
+ * is bound to it (runtime.cu). */
 void cu_stream_free(void);
 
 /* ---- dtype loads (DType values of kernels.h) ----------------------------- */

@@ -82,14 +82,14 @@ struct AtLeast {
 };
 
 __global__ void __launch_bounds__(SAMPLE_THREADS)
-sample_kernel(const float *__restrict__ logits, int vocab, SampleParams sp, const uint32_t *__restrict__ key, int node0,
-              int *__restrict__ ids) {
+sample_kernel(const float *__restrict__ logits, int vocab, float temperature, int top_k, float top_p,
+              const uint32_t *__restrict__ key, int node0, int *__restrict__ ids) {
     __shared__ SampleTemp tmp;
     __shared__ float s_f;
     __shared__ double s_d;
     __shared__ int s_i;
     const int tid = threadIdx.x;
-    Weights w = {logits + (size_t)blockIdx.x * vocab, -INFINITY, -INFINITY, sp.temperature, 0.0f};
+    Weights w = {logits + (size_t)blockIdx.x * vocab, -INFINITY, -INFINITY, temperature, 0.0f};
 
     float mx = -INFINITY;
     for (int j = tid; j < vocab; j += SAMPLE_THREADS) mx = fmaxf(mx, w.l[j]);
@@ -99,7 +99,7 @@ sample_kernel(const float *__restrict__ logits, int vocab, SampleParams sp, cons
     w.mx = s_f;
     __syncthreads();
 
-    if (sp.top_k > 0 && sp.top_k < vocab) {   /* the largest key t with count(l >= t) >= top_k */
+    if (top_k > 0 && top_k < vocab) {   /* the largest key t with count(l >= t) >= top_k */
         uint32_t lo = 0, hi = 0xFFFFFFFFu;
         while (lo < hi) {
             const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2);
@@ -108,15 +108,15 @@ sample_kernel(const float *__restrict__ logits, int vocab, SampleParams sp, cons
             c = ReduceI(tmp.ri).Sum(c);
             if (tid == 0) s_i = c;
             __syncthreads();
-            if (s_i >= sp.top_k) lo = mid;
+            if (s_i >= top_k) lo = mid;
             else hi = mid - 1;
             __syncthreads();
         }
         w.kth = key_float(lo);
     }
     double total = row_sum(w, vocab, tmp, s_d);
-    if (sp.top_p > 0 && sp.top_p < 1) {   /* the largest q with Σ(w >= q) >= top_p · Σw */
-        const double need = (double)sp.top_p * total;
+    if (top_p > 0 && top_p < 1) {   /* the largest q with Σ(w >= q) >= top_p · Σw */
+        const double need = (double)top_p * total;
         uint32_t lo = 0, hi = 0x3f800000u;   /* the bits of 0 and of 1 */
         while (lo < hi) {
             const uint32_t mid = lo + (hi - lo + 1) / 2;
@@ -158,6 +158,7 @@ sample_kernel(const float *__restrict__ logits, int vocab, SampleParams sp, cons
 void cu_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
                    int *ids) {
     if (n <= 0 || vocab <= 0 || !ids) return;
-    cu_launch(sample_kernel, n, SAMPLE_THREADS, 0, logits, vocab, *sp, key, node0, ids);
+    /* the settings as scalars: a struct's padding would enter a recording's signature */
+    cu_launch(sample_kernel, n, SAMPLE_THREADS, 0, logits, vocab, sp->temperature, sp->top_k, sp->top_p, key, node0, ids);
     CU_LAUNCHED();
 }
