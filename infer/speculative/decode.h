@@ -72,7 +72,7 @@ typedef struct {
     Draft *draft;         /* NULL for ar */
     Policy *policy;
     SampleParams sp;
-    Rng rng;
+    Rng rng;              /* sampling: the prefill's key, then one key a cycle (verify_tree, sample_dev) */
     CycleHook hook;
     void *hook_ctx;
     int hook_reads_tree;  /* the device cycle hands the hook a host copy of its tree */
@@ -165,8 +165,8 @@ void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
  * its device, the threads, the largest token count timed and every backend
  * setting (arithmetic). */
 void decoder_cost_key(const Decoder *dec, char *key, size_t size);
-/* Why this decoder cannot run the device cycle (policy, sampling,
- * batching, draft), or NULL when it can. */
+/* Why this decoder cannot run the device cycle (policy, draft vocabulary
+ * from costs, walking, feedback, draft), or NULL when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);
 /* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
  * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set

@@ -5,17 +5,20 @@
  * (they are its top-k), and for such candidates EAGLE's rule — at a node
  * try the children in rank order, accept child x with the residual target
  * probability of x, else remove x's mass and renormalise; with none
- * accepted draw the bonus from the residual — accepts child x with
- * probability (1 - p(x1) - ... ) · p(x) / (1 - p(x1) - ...) = p(x) and
- * otherwise draws the bonus from p restricted to the ids no child holds.
- * One draw y ~ p does exactly that: the child holding y if any, else y is
- * the bonus.  So each path node draws one id from the target's distribution
- * and the walk is the greedy one with a draw in place of the argmax; every
- * emitted token is a draw from the target given its prefix.  The draw's
- * number is counter-based, rng_uniform_at(key, node) with one key a cycle
- * from the decoder's stream: no sequence of draws to replay, so the device
- * cycle draws every row at once (sample_dev) and walks (tree_accept) to the
- * same path and bonus as this host walk, which draws only along the path. */
+ * accepted draw the bonus from the residual — reaches child x untaken with
+ * probability 1 - S (S: the mass of the distinct tokens tried before it)
+ * and takes it with p(x) / (1 - S): p(x) in all; with none taken the bonus
+ * is drawn from p restricted to the ids no child holds.  One draw y ~ p
+ * does exactly that: the child holding y if any, else y is the bonus.
+ * So each path node draws one id from the target's distribution and the
+ * walk is the greedy one with a draw in place of the argmax; every emitted
+ * token is a draw from the target given its prefix.  The draw's number is
+ * counter-based, rng_uniform_at(key, node) with one key a cycle from the
+ * decoder's stream: no sequence of draws to replay (EAGLE's rule draws a
+ * number per child tried, then one for the bonus: a count known only as
+ * the walk goes), so the device cycle draws every row at once (sample_dev)
+ * and walks (tree_accept) to the same path and bonus as this host walk,
+ * which draws only along the path. */
 #include "infer/speculative/verify.h"
 
 int sample_row(const Backend *be, const float *logits, int V, const SampleParams *sp, uint64_t key, int node,
