@@ -4,8 +4,10 @@
  * node (token, parent, depth, rank, p, P, H bit for bit), the tokens, τ and
  * γ (c2t on the shipped classifiers and on made-up ones of every
  * feature); on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
- * vocabulary), the demo family and SmolLM2 where it was made; and
- * --cycle device refused, in one line, where it cannot run. */
+ * vocabulary), the demo family and SmolLM2 where it was made; sampled
+ * decoding (temperature, top-k, top-p) the same on both cycles from one
+ * seed, cycle by cycle and turn after turn; and --cycle device refused, in
+ * one line, where it cannot run. */
 #include "tests/harness.h"
 #include "tests/strict_backend.h"
 #include "infer/speculative/cycle.h"
