@@ -112,7 +112,7 @@ CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=s
 NVFLAGS   ?= -O2 -std=c++17 $(CUDA_ARCH) -Xptxas -warn-spills -Xcompiler -Wall,-Wextra,-Werror -I.
 CUDA_LIB  := $(BUILD)/libc2t_cuda.a
 CFLAGS    += -DC2T_CUDA
-LDLIBS    := $(CUDA_LIB) $(LIB) $(LDLIBS) -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lcurand -lstdc++
+LDLIBS    := $(CUDA_LIB) $(LIB) $(LDLIBS) -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@

@@ -40,6 +40,15 @@ typedef struct {
 
 typedef struct KVCache KVCache;
 
+/* Sampling settings: the target's distribution at a position is
+ * softmax(logits / temperature) after top-k and top-p (sample_dev). */
+typedef struct {
+    float temperature;    /* 0: greedy */
+    int top_k;            /* 0: off */
+    float top_p;          /* 1: off */
+    uint64_t seed;        /* the decoder's random stream (infer/speculative/decode.c) */
+} SampleParams;
+
 /* A token tree in backend memory, what the tree ops below build and read
  * (the device cycle, infer/speculative/cycle.h): per node, cap of them, its
  * token, parent (-1 for the root; parents precede their children), depth
@@ -75,15 +84,15 @@ typedef struct {
     int mask_w;
 } AttnSeq;
 
-/* One call of a device-cycle op below (tree_root .. tree_accept, or
- * argmax_dev) as data, for tree_batch: kind names the op, and the fields
+/* One call of a device-cycle op below (tree_root .. tree_accept,
+ * argmax_dev or sample_dev) as data, for tree_batch: kind names the op, and the fields
  * named as that op's parameters hold its arguments (the rest are unused).
- * tree_compact's dst is t and its pad is pad; argmax_dev's ids are out_ids; tree_pass's count
- * is count_out; tree_classify's net is copied whole (its weights stay in
+ * tree_compact's dst is t and its pad is pad; argmax_dev's and sample_dev's ids are out_ids,
+ * sample_dev's node0 is n0; tree_pass's count is count_out; tree_classify's net is copied whole (its weights stay in
  * backend memory). */
 typedef enum {
     TREE_OP_ROOT, TREE_OP_GROW, TREE_OP_TOP, TREE_OP_CLASSIFY, TREE_OP_PASS, TREE_OP_COMPACT, TREE_OP_INPUTS,
-    TREE_OP_ACCEPT, TREE_OP_ARGMAX, TREE_OP_KINDS
+    TREE_OP_ACCEPT, TREE_OP_ARGMAX, TREE_OP_SAMPLE, TREE_OP_KINDS
 } TreeOpKind;
 typedef struct {
     TreeOpKind kind;
@@ -92,6 +101,8 @@ typedef struct {
     float beta;
     const int *root, *rows, *ids, *picks, *map, *keep, *want, *at;
     const float *probs, *ent, *score, *logits;
+    SampleParams sp;
+    const uint32_t *key;
     NodeNet net;
     float *conf, *path_conf;
     int *sel, *count_out, *out, *walk, *out_ids;
@@ -197,6 +208,20 @@ typedef struct Backend {
     void (*softmax_topk_dev)(const float *logits, int n, int vocab, float temperature, int k, int *ids,
                              float *probs, int topm, float *entropy);
     void (*argmax_dev)(const float *logits, int n, int vocab, int *ids);
+    /* Per row i of logits[n][vocab], an id drawn from the row's sampling
+     * distribution (temperature > 0): w_j = expf((l_j - max) / temperature)
+     * for the logits at least the top_k-th largest (top_k 0 or >= vocab:
+     * all), the rest 0; then, where 0 < top_p < 1, w_j kept only where w_j
+     * >= q, q the largest weight such that the weights >= q sum to at least
+     * top_p of the total (ties at q all kept, as top-k keeps its ties).  The
+     * id: the first j in id order with w_j > 0 whose running sum (double)
+     * exceeds u · Σw, else the last j with w_j > 0, where u =
+     * rng_uniform_at(key, node0 + i) and key = key[0] | key[1] << 32
+     * (backend memory).  Sums in other orders than the CPU's (left to
+     * right; top-p's by descending weight) are allowed: ids then agree but
+     * within rounding of a boundary. */
+    void (*sample_dev)(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                       int *ids);
     /* Node 0 of t becomes the root: token *root, parent -1, depth 0, rank 0,
      * slot -1, p = P = 1, H = 0. */
     void (*tree_root)(const DevTree *t, const int *root);
@@ -290,7 +315,7 @@ typedef struct Backend {
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
     X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(add_rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(rope_kv) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
-    X(softmax_topk_dev) X(argmax_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_classify) X(tree_pass) X(tree_compact) X(tree_inputs) X(tree_accept)
+    X(softmax_topk_dev) X(argmax_dev) X(sample_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_classify) X(tree_pass) X(tree_compact) X(tree_inputs) X(tree_accept)
 
 /* The backends' settings: process-wide, given before any model loads
  * (backend_configure), as command-line options; the commands record them in

@@ -151,6 +151,7 @@ static void tree_op_run(const Backend *be, const TreeOp *o) {
         break;
     case TREE_OP_ACCEPT: be->tree_accept(&o->t, o->n, o->want, o->from_start, o->steps, o->walk); break;
     case TREE_OP_ARGMAX: be->argmax_dev(o->logits, o->n, o->vocab, o->out_ids); break;
+    case TREE_OP_SAMPLE: be->sample_dev(o->logits, o->n, o->vocab, &o->sp, o->key, o->n0, o->out_ids); break;
     case TREE_OP_KINDS: break;
     }
 }

@@ -5,6 +5,7 @@
 #ifndef C2T_NAIVE_BACKEND_H
 #define C2T_NAIVE_BACKEND_H
 #include "kernels/kernels.h"
+#include "kernels/base/rng.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,42 @@ static void nv_tree_accept(const DevTree *t, int n, const int *want, int from_st
     }
 }
 
+/* sample_dev by its definition (kernels.h): the cuts from sorted copies */
+static int nv_desc(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+static void nv_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                          int *ids) {
+    float *w = malloc(sizeof(float) * vocab), *s = malloc(sizeof(float) * vocab);
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * vocab;
+        memcpy(s, l, sizeof(float) * vocab);
+        qsort(s, vocab, sizeof(float), nv_desc);
+        const float mx = s[0], kth = sp->top_k > 0 && sp->top_k < vocab ? s[sp->top_k - 1] : -INFINITY;
+        double total = 0;
+        for (int j = 0; j < vocab; j++) total += w[j] = l[j] >= kth && mx > -INFINITY ? expf((l[j] - mx) / sp->temperature) : 0;
+        if (sp->top_p > 0 && sp->top_p < 1) {
+            memcpy(s, w, sizeof(float) * vocab);
+            qsort(s, vocab, sizeof(float), nv_desc);
+            double cum = 0;
+            int i = 0;
+            while (i < vocab - 1 && (cum += s[i]) < sp->top_p * total) i++;
+            total = 0;
+            for (int j = 0; j < vocab; j++) total += w[j] = w[j] >= s[i] ? w[j] : 0;
+        }
+        const double target = rng_uniform_at(key[0] | (uint64_t)key[1] << 32, (uint64_t)(node0 + r)) * total;
+        double c = 0;
+        ids[r] = 0;
+        for (int j = 0; j < vocab; j++)
+            if (w[j] > 0) {
+                ids[r] = j;
+                if (target < (c += w[j])) break;
+            }
+    }
+    free(w); free(s);
+}
+
 static const Backend naive_backend = {
     .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
@@ -319,6 +356,7 @@ static const Backend naive_backend = {
     .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .rope_kv = nv_rope_kv, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax, .softmax_topk_dev = nv_softmax_topk, .argmax_dev = nv_argmax,
+    .sample_dev = nv_sample_dev,
     .tree_root = nv_tree_root, .tree_grow = nv_tree_grow, .tree_top = nv_tree_top, .tree_classify = nv_tree_classify,
     .tree_pass = nv_tree_pass, .tree_compact = nv_tree_compact,
     .tree_inputs = nv_tree_inputs, .tree_accept = nv_tree_accept,

@@ -858,6 +858,110 @@ static int check_tree_batch(const Backend *B, const Backend *R, int n_trees, int
     return bad;
 }
 
+/* sample_dev over rows of every kind of setting (temperature alone, top-k,
+ * top-p, both, top-k 1, ties at either cut, -inf logits), two keys and
+ * node offsets, alone and as one tree_batch on B (R through single ops):
+ * the number of ids that differ, plus 1000 where the draws look stuck
+ * (rows of the same logits drawing one id). */
+static int check_sample(const Backend *B, const Backend *R) {
+    enum { ROWS = 24 };
+    const SampleParams sps[] = {{1.0f, 0, 1.0f, 0}, {0.7f, 50, 1.0f, 0}, {1.3f, 0, 0.9f, 0}, {0.8f, 20, 0.5f, 0},
+                                {1.0f, 1, 1.0f, 0}, {1.0f, 0, 0.99f, 0}, {2.0f, 7, 0.3f, 0}};
+    const int vocabs[] = {1000, 3000};
+    int bad = 0, varied = 0;
+    for (int vi = 0; vi < 2; vi++)
+        for (int shape = 0; shape < 3; shape++) {
+            const int V = vocabs[vi];
+            float *lg = xmalloc(sizeof(float) * ROWS * V);
+            fill(lg, (size_t)ROWS * V, 3);
+            for (size_t j = 0; j < (size_t)ROWS * V; j++) {
+                if (shape == 1) lg[j] = roundf(lg[j] * 2) / 2;   /* ties at the cuts */
+                if (shape == 2 && j % 7 == 3) lg[j] = -INFINITY;
+            }
+            if (shape == 0)   /* the last rows alike: their draws must differ */
+                for (int r = ROWS / 2; r < ROWS; r++) memcpy(lg + (size_t)r * V, lg, sizeof(float) * V);
+            float *lb = up(B, lg, (size_t)ROWS * V), *lr = up(R, lg, (size_t)ROWS * V);
+            int *kb = backend_alloc_ints(B, 2), *kr = backend_alloc_ints(R, 2);
+            int *ib = backend_alloc_ints(B, ROWS), *ir = backend_alloc_ints(R, ROWS);
+            int hb[ROWS], hr[ROWS];
+            for (size_t c = 0; c < sizeof sps / sizeof *sps; c++)
+                for (int k = 0; k < 2; k++) {
+                    const int key[2] = {(int)(0x9E3779B9u * (c + 1)), k ? -7 : 12345}, node0 = k ? 5 : 0;
+                    backend_ints_to_device(B, kb, key, 2);
+                    backend_ints_to_device(R, kr, key, 2);
+                    if (k) {
+                        TreeOp ops[3];
+                        for (int o = 0; o < 3; o++)   /* rows [8o, 8o+8) as three ops */
+                            ops[o] = (TreeOp){.kind = TREE_OP_SAMPLE, .logits = lb + (size_t)8 * o * V, .n = 8,
+                                              .vocab = V, .sp = sps[c], .key = (const uint32_t *)kb,
+                                              .n0 = node0 + 8 * o, .out_ids = ib + 8 * o};
+                        backend_tree_batch(B, ops, 3);
+                    } else {
+                        B->sample_dev(lb, ROWS, V, &sps[c], (const uint32_t *)kb, node0, ib);
+                    }
+                    R->sample_dev(lr, ROWS, V, &sps[c], (const uint32_t *)kr, node0, ir);
+                    backend_ints_to_host(B, hb, ib, ROWS);
+                    backend_ints_to_host(R, hr, ir, ROWS);
+                    for (int r = 0; r < ROWS; r++) bad += hb[r] != hr[r] || hr[r] < 0 || hr[r] >= V;
+                    if (shape == 0 && sps[c].top_k != 1)
+                        for (int r = ROWS / 2 + 1; r < ROWS; r++) varied += hr[r] != hr[ROWS / 2];
+                }
+            B->release(lb); R->release(lr); B->release(kb); R->release(kr); B->release(ib); R->release(ir);
+            free(lg);
+        }
+    return bad + (varied < 20 ? 1000 : 0);
+}
+
+/* sample_dev's draws against its distribution: 40000 rows of eight logits,
+ * each row its own node, under temperature alone, top-k and top-p; the
+ * expected probabilities worked out here in double from kernels.h's
+ * definition.  The number of settings whose counts fail a chi-square test
+ * at alpha 0.001 (Wilson-Hilferty's quantile), or that drew an id outside
+ * the kept set. */
+static int check_sample_distribution(const Backend *B) {
+    enum { V = 8, N = 40000 };
+    const float row[V] = {1.0f, 0.5f, -0.3f, 2.0f, 0.0f, -2.0f, 1.5f, 0.7f};   /* descending: 3 6 0 7 1 4 2 5 */
+    const int order[V] = {3, 6, 0, 7, 1, 4, 2, 5};
+    const SampleParams sps[] = {{0.8f, 0, 1.0f, 0}, {1.0f, 3, 1.0f, 0}, {1.2f, 0, 0.6f, 0}};
+    float *h = xmalloc(sizeof(float) * N * V);
+    for (int r = 0; r < N; r++) memcpy(h + (size_t)r * V, row, sizeof row);
+    float *d = up(B, h, (size_t)N * V);
+    int *key = backend_alloc_ints(B, 2), *ids = backend_alloc_ints(B, N), *got = xmalloc(sizeof(int) * N), failed = 0;
+    backend_ints_to_device(B, key, (const int[]){0x2545F491, 0x4F6CDD1D}, 2);
+    for (size_t c = 0; c < sizeof sps / sizeof *sps; c++) {
+        double p[V] = {0}, z = 0, cum = 0;
+        int kept = 0;
+        for (int i = 0; i < V && (sps[c].top_k == 0 || i < sps[c].top_k); i++, kept++)
+            z += p[order[i]] = exp((row[order[i]] - 2.0) / sps[c].temperature);
+        for (int i = 0; i < kept; i++)   /* top-p: the most probable until their mass reaches top_p */
+            if (cum >= sps[c].top_p * z) p[order[i]] = 0;
+            else cum += p[order[i]];
+        long count[V] = {0};
+        B->sample_dev(d, N, V, &sps[c], (const uint32_t *)key, 0, ids);
+        backend_ints_to_host(B, got, ids, N);
+        int outside = 0;
+        for (int r = 0; r < N; r++) {
+            outside += got[r] < 0 || got[r] >= V || p[got[r]] == 0;
+            if (!outside) count[got[r]]++;
+        }
+        double x = 0;
+        int cells = 0;
+        for (int j = 0; j < V; j++)
+            if (p[j] > 0) {
+                const double e = p[j] / cum * N;
+                x += (count[j] - e) * (count[j] - e) / e;
+                cells++;
+            }
+        const double a = 2.0 / (9.0 * (cells - 1)), crit = (cells - 1) * pow(1 - a + 3.090 * sqrt(a), 3);
+        printf("# %s sample_dev T=%.1f top_k=%d top_p=%.1f: chi2 %.1f (%d dof, critical %.1f), %d ids outside\n",
+               B->name, sps[c].temperature, sps[c].top_k, sps[c].top_p, x, cells - 1, crit, outside);
+        failed += outside > 0 || !(x < crit);
+    }
+    B->release(d); B->release(key); B->release(ids);
+    free(h); free(got);
+    return failed;
+}
+
 /* to_host_many: reads of several sizes (none among them) at once against
  * each read alone; the number of elements that differ. */
 static int check_to_host_many(const Backend *B) {
@@ -932,6 +1036,9 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     /* the same ops over many trees at once: a few (ties), and more than a launch takes */
     tree_bad += check_tree_batch(B, R, 3, 1);
     tree_bad += check_tree_batch(B, R, 53, 0);
+    const int sample_bad = check_sample(B, R);
+    if (verbose) printf("# %s vs %s: sample_dev: %d ids differ\n", B->name, R->name, sample_bad);
+    bad += sample_bad > 0;
     if (verbose) printf("# %s vs %s: tree ops: %d outputs differ\n", B->name, R->name, tree_bad);
     bad += tree_bad > 0;
     const int read_bad = check_to_host_many(B);

@@ -162,6 +162,18 @@ static void strict_tree_accept(const DevTree *t, int n, const int *want, int fro
     cpu_backend.tree_accept(t, n, want, from_start, steps, walk);
 }
 
+static void strict_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key,
+                              int node0, int *ids) {
+    uint32_t t, q;
+    memcpy(&t, &sp->temperature, 4);
+    memcpy(&q, &sp->top_p, 4);
+    STRICT_SIGN(19, SP(logits), (uint64_t)n, (uint64_t)vocab, t, (uint64_t)sp->top_k, q, SP(key), (uint64_t)node0,
+                SP(ids));
+    strict_check(key, 2 * sizeof(uint32_t), "sample_dev's key");
+    strict_check(ids, sizeof(int) * (size_t)n, "sample_dev's ids");
+    cpu_backend.sample_dev(logits, n, vocab, sp, key, node0, ids);
+}
+
 static float *strict_alloc(size_t n) {
     strict_no_transfer();
     float *p = cpu_backend.alloc(n);
@@ -271,6 +283,7 @@ static const Backend *strict_backend(void) {
     strict_be.tree_compact = strict_tree_compact;
     strict_be.tree_inputs = strict_tree_inputs;
     strict_be.tree_accept = strict_tree_accept;
+    strict_be.sample_dev = strict_sample_dev;
     strict_be.record_begin = strict_record_begin;
     strict_be.record_end = strict_record_end;
     return &strict_be;

@@ -15,7 +15,8 @@
  *  - batched forwards (three sequences, each its own cache, prompts then a
  *    tree, a decode token and a causal pair) and batched LM-head rows equal
  *    the CPU's; spec-eval --device cuda --batch 3 is lossless;
- *  - cuda_sample_rows: seeded, reproducible, distributed as softmax(l / T);
+ *  - sample_dev: distributed as kernels.h defines, the same key the same ids,
+ *    the CPU's ids on rows of a 50,000-id vocabulary;
  *  - GGUF block types (kernels/cuda/matmul_quant.cu), per type: products
  *    of 1, 2, 5, 16 and 64 tokens equal the CPU backend's bit for bit (odd
  *    row counts, rows of several blocks), matmul_many equals matmuls,
@@ -710,40 +711,32 @@ static void test_cuda_greedy_qwen2_quant(void) {
 
 /* ---- sampling ---- */
 
-static void test_cuda_sample_rows(void) {
+/* sample_dev on the GPU: distributed as defined (its ids equal the CPU's
+ * in the parity harness, test_cuda_parity_ops), and the same key gives the
+ * same ids, run after run. */
+static void test_cuda_sample_dev(void) {
     NEED_GPU();
     int before = cuda_errors();
-    const int V = 8, N = 40000;
-    const float T = 0.8f, row[8] = {1.0f, 0.5f, -0.3f, 2.0f, 0.0f, -2.0f, 1.5f, 0.7f};
+    CHECK(check_sample_distribution(&cuda_backend) == 0, "the GPU's sample_dev is not distributed as defined");
+    enum { N = 64, V = 50000 };
     float *h = xmalloc(sizeof(float) * N * V);
-    for (int r = 0; r < N; r++) memcpy(h + (size_t)r * V, row, sizeof row);
-    float *d = cuda_backend.alloc((size_t)N * V);
-    REQUIRE(d, "alloc: %s", err_get());
-    cuda_backend.to_device(d, h, (size_t)N * V);
-    int *a = xmalloc(sizeof(int) * N), *b = xmalloc(sizeof(int) * N), *c = xmalloc(sizeof(int) * N);
-    REQUIRE(cuda_sample_rows(d, N, V, T, 42, a) == 0 && cuda_sample_rows(d, N, V, T, 42, b) == 0 &&
-                cuda_sample_rows(d, N, V, T, 43, c) == 0, "sample: %s", err_get());
-    int same = 1, differ = 0;
-    long count[8] = {0};
-    for (int r = 0; r < N; r++) {
-        same &= a[r] == b[r];
-        differ += a[r] != c[r];
-        REQUIRE(a[r] >= 0 && a[r] < V, "id %d out of range", a[r]);
-        count[a[r]]++;
-    }
-    CHECK(same, "the same seed gave different ids");
-    CHECK(differ > N / 4, "another seed gave nearly the same ids (%d differ)", differ);
-    double p[8], z = 0, x = 0;
-    for (int j = 0; j < V; j++) z += p[j] = exp((row[j] - 2.0) / T);
-    for (int j = 0; j < V; j++) { double e = p[j] / z * N; x += (count[j] - e) * (count[j] - e) / e; }
-    /* chi-square, 7 dof, alpha 0.001: 24.32 */
-    printf("# cuda_sample_rows: chi2 %.1f (7 dof, critical 24.3)\n", x);
-    CHECK(x < 24.32, "sampled ids are not distributed as softmax(l/T): chi2 %.1f", x);
-    int g[2];
-    REQUIRE(cuda_sample_rows(d, 2, V, 0.0f, 1, g) == 0, "greedy: %s", err_get());
-    CHECK(g[0] == 3 && g[1] == 3, "temperature 0 is not argmax (%d %d)", g[0], g[1]);
-    cuda_backend.release(d);
-    free(h); free(a); free(b); free(c);
+    fill(h, (size_t)N * V, 4);
+    float *d = up(&cuda_backend, h, (size_t)N * V);
+    int *key = backend_alloc_ints(&cuda_backend, 2), *ids = backend_alloc_ints(&cuda_backend, N);
+    backend_ints_to_device(&cuda_backend, key, (const int[]){7, 9}, 2);
+    const SampleParams sp = {0.9f, 40, 0.95f, 0};
+    int a[N], b[N], c[N];
+    cuda_backend.sample_dev(d, N, V, &sp, (const uint32_t *)key, 3, ids);
+    backend_ints_to_host(&cuda_backend, a, ids, N);
+    cuda_backend.sample_dev(d, N, V, &sp, (const uint32_t *)key, 3, ids);
+    backend_ints_to_host(&cuda_backend, b, ids, N);
+    cpu_backend.sample_dev(h, N, V, &sp, (const uint32_t[]){7, 9}, 3, c);
+    int same = 1, as_cpu = 0;
+    for (int r = 0; r < N; r++) { same &= a[r] == b[r]; as_cpu += a[r] == c[r]; }
+    CHECK(same, "the same key gave other ids");
+    CHECK(as_cpu == N, "%d of %d rows of a 50,000-id vocabulary drew the CPU's id", as_cpu, N);
+    cuda_backend.release(d); cuda_backend.release(key); cuda_backend.release(ids);
+    free(h);
     NO_NEW_ERRORS(before);
 }
 
@@ -768,7 +761,7 @@ static void test_cuda_greedy_qwen2_lm_draft(void) { NO_CUDA(); }
 static void test_cuda_greedy_ar(void) { NO_CUDA(); }
 static void test_cuda_greedy_eagle2(void) { NO_CUDA(); }
 static void test_cuda_greedy_eagle3(void) { NO_CUDA(); }
-static void test_cuda_sample_rows(void) { NO_CUDA(); }
+static void test_cuda_sample_dev(void) { NO_CUDA(); }
 #endif
 
 /* test_cuda [--cuda-graphs on]: the backend options as the commands take
@@ -796,7 +789,7 @@ int main(int argc, char **argv) {
     RUN(test_cuda_greedy_qwen2_quant);
     RUN(test_cuda_batched_forward);
     RUN(test_cuda_batched_decoding);
-    RUN(test_cuda_sample_rows);
+    RUN(test_cuda_sample_dev);
 #ifdef C2T_CUDA
     backend_shutdown(&cuda_backend);   /* compute-sanitizer's leak check then sees only real leaks */
 #endif

@@ -6,7 +6,10 @@
  * feature); on the test checkpoints (every draft kind, a reduced EAGLE-3 draft
  * vocabulary), the demo family and SmolLM2 where it was made, and a draft
  * without a model; ar's tokens from SAGE and WETAP on the device cycle,
- * which the default choice picks for them; and --cycle device refused, in
+ * which the default choice picks for them; sampled decoding (temperature,
+ * top-k, top-p) the same on both cycles from one seed, cycle by cycle and
+ * turn after turn; goldens of every policy's greedy turns; and --cycle
+ * device refused, in
  * one line, where it cannot run. */
 #include "tests/harness.h"
 #include "tests/script_draft.h"
@@ -123,6 +126,9 @@ typedef struct {
 /* How the second decoder of a comparison runs. */
 enum { MODE_HOST, MODE_DEVICE, MODE_WALK };
 
+/* The sampling settings of the decoders decoder_for makes (zero: greedy). */
+static SampleParams case_sp;
+
 /* A decoder for the case, in that mode; NULL with err_set. */
 static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int want_entropy, int mode, int slots,
                             Policy **p) {
@@ -136,7 +142,7 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
     for (char *save, *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save))
         if (policy_params_set(&prm, kv, NULL)) return NULL;
     if (!(*p = policy_new(&prm))) return NULL;
-    Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), (SampleParams){0});
+    Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), case_sp);
     if (dec) dec->walk = mode == MODE_WALK;
     if (dec && mode == MODE_DEVICE && decoder_use_device_cycle(dec)) { decoder_free(dec); dec = NULL; }
     return dec;
@@ -495,6 +501,71 @@ static void test_device_cycle_equals_host_smollm2(void) {
     llama_free(m);
 }
 
+/* Sampled decoding, turn after turn on one decoder of each cycle: the
+ * tokens, cycles, accepted tokens and γ of every turn equal, and the walks
+ * went past the root.  Adds the turns' accepted tokens beyond one a cycle
+ * to *beyond. */
+static void same_turns(const LlamaModel *m, Draft *d, const Case *c, const int *const *prompts, const int *lens,
+                       int turns, int max_new, long *beyond) {
+    Policy *ph = NULL, *pd = NULL;
+    Decoder *host = decoder_for(m, d, c, 0, MODE_HOST, 64 + max_new, &ph);
+    Decoder *dev = host ? decoder_for(m, d, c, 0, MODE_DEVICE, 64 + max_new, &pd) : NULL;
+    REQUIRE(host && dev, "%s %s: %s", c->policy, c->settings, err_get());
+    int *out_h = xmalloc(sizeof(int) * max_new), *out_d = xmalloc(sizeof(int) * max_new);
+    for (int q = 0; q < turns; q++) {
+        DecodeStats sh, sd;
+        const int nh = decoder_run(host, prompts[q], lens[q], max_new, out_h, &sh);
+        const int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+        REQUIRE(nh > 0 && nd > 0, "%s %s: %s", c->policy, c->settings, err_get());
+        CHECK(nh == nd && !memcmp(out_h, out_d, sizeof(int) * nh) && sh.cycles == sd.cycles &&
+                  sh.cycle_tokens == sd.cycle_tokens && sh.gamma == sd.gamma,
+              "sampled %s %s turn %d: tokens or statistics differ (cycles %lld/%lld, tau %.3f/%.3f, gamma %lld/%lld)",
+              c->policy, c->settings, q, (long long)sh.cycles, (long long)sd.cycles, decode_stats_tau(&sh),
+              decode_stats_tau(&sd), (long long)sh.gamma, (long long)sd.gamma);
+        *beyond += sd.cycle_tokens - sd.cycles;
+    }
+    free(out_h); free(out_d);
+    decoder_free(host); decoder_free(dev);
+    policy_free(ph); policy_free(pd);
+}
+
+/* Sampling (temperature > 0, with and without top-k and top-p): the device
+ * cycle draws every row's id at once (sample_dev) and walks (tree_accept),
+ * the host draws along the path (verify_tree); with one seed both draw
+ * from the same keys and must take the same paths and bonuses.  Per cycle
+ * (same_cycles_as: trees, tokens, τ, γ, units, reads) on eagle2 (a small
+ * tree, and EAGLE-2's 60 nodes, whose logits are lazy on the CPU), c2t on
+ * the demo classifier and a chain of the demo draft LM; then three turns
+ * on one decoder pair, whose stream runs on from turn to turn. */
+static void test_device_cycle_equals_host_sampling(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19}, p2[] = {1, 31, 9};
+    const int *prompts[] = {p0, p1, p2}, lens[] = {10, 7, 3};
+    const SampleParams sps[] = {{0.8f, 0, 1.0f, 11}, {1.0f, 20, 0.9f, 12}};
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *eagle = draft_load("eagle", "data/demo/eagle", m, 4096), *lm = draft_load("lm", "data/demo/draft", m, 4096);
+    REQUIRE(eagle && lm, "%s", err_get());
+    const Case trees[] = {{"eagle2", "topk=3 depth=5 total=6"}, {"eagle2", ""},
+                          {"c2t", "classifier=data/demo/classifier.json"}},
+               chain[] = {{"chain", "draft_len=5"}};
+    long beyond = 0;
+    for (int i = 0; i < 2; i++) {
+        case_sp = sps[i];
+        char what[64];
+        snprintf(what, sizeof what, "demo sampled T=%.1f top_k=%d top_p=%.1f", sps[i].temperature, sps[i].top_k,
+                 sps[i].top_p);
+        same_cycles_as(MODE_DEVICE, m, eagle, trees, 3, prompts, lens, 1, 24, 0, what);
+        same_cycles_as(MODE_DEVICE, m, lm, chain, 1, prompts, lens, 1, 24, 0, what);
+        for (int c = 0; c < 3; c++) same_turns(m, eagle, &trees[c], prompts, lens, 3, 16, &beyond);
+        same_turns(m, lm, &chain[0], prompts, lens, 3, 16, &beyond);
+    }
+    case_sp = (SampleParams){0};
+    CHECK(beyond > 0, "no sampled walk went past the root: the comparison says nothing of the walks");
+    printf("# sampled turns: %ld tokens accepted beyond the bonus\n", beyond);
+    draft_free(eagle); draft_free(lm);
+    llama_free(m);
+}
+
 /* The keys a device program sized each drafted tree by against the tree
  * read back. */
 typedef struct {
@@ -732,24 +803,15 @@ static void test_device_cycle_refused(void) {
         decoder_free(dec);
         policy_free(p);
     }
-    Policy *p = NULL;
-    const Case e2 = {"eagle2", ""};
-    Decoder *dec = decoder_for(m, d, &e2, 0, 0, 64, &p);
-    REQUIRE(dec, "%s", err_get());
-    dec->sp.temperature = 0.7f;
-    CHECK(decoder_use_device_cycle(dec) != 0 && strstr(err_get(), "sampling"), "sampling on the device cycle: %s",
-          err_get());
-    decoder_free(dec);
-    policy_free(p);
     draft_free(d);
     llama_free(m);
     char err[512];
     /* batched, each slot's decoder refuses it alike */
     int rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --draft data/demo/eagle --template none "
                      "--questions data/demo/prompts/code_test.jsonl --max-questions 2 --max-new-tokens 4 "
-                     "--temperature 0.7 --cycle device --batch 2", bin_dir());
+                     "--policy sage --param sage_nmax=auto --cycle device --batch 2", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle device");
-    CHECK(strstr(err, "sampling"), "the refusal does not say why: %s", err);
+    CHECK(strstr(err, "measured costs"), "the refusal does not say why: %s", err);
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --cycle gpu", bin_dir());
     CHECK_ONE_LINE_ERROR(rc, err, "--cycle");
     rc = run_cmd(err, sizeof err, "%s/spec-eval --target tests/ckpt/llama3_f32 --questions x.jsonl --verify all", bin_dir());
@@ -769,6 +831,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_draft_without_model);
     RUN(test_device_cycle_equals_host_smollm2);
+    RUN(test_device_cycle_equals_host_sampling);
     RUN(test_device_auto_sizes);
     RUN(test_cycle_goldens);
     RUN(test_device_sage_wetap_lossless);

@@ -8,6 +8,7 @@
 #include "tests/script_draft.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
+#include "kernels/cpu/cpu.h"
 #include <limits.h>
 #include <stdlib.h>
 
@@ -380,10 +381,20 @@ static double chi2(const long *count, const double *p, int n, long total) {
     return x;
 }
 
+/* The target's sampling distribution of a row of logits (host): the CPU's
+ * weights (sample_dev's), normalised. */
+static void target_probs(const float *logits, int V, const SampleParams *sp, float *p) {
+    float *scratch = xmalloc(sizeof(float) * V);
+    const double total = cpu_sample_weights(logits, V, sp, p, scratch);
+    for (int j = 0; j < V; j++) p[j] = (float)(p[j] / total);
+    free(scratch);
+}
+
 /* The first two tokens after a fixed prompt: the first comes from the
- * prefill, the second from the first draft-verify cycle; their joint
- * distribution must be the target's. */
-static void sampling_case(const char *policy, SampleParams sp) {
+ * prefill, the second from the first draft-verify cycle (the host's, or
+ * the device cycle's where device); their joint distribution must be the
+ * target's. */
+static void sampling_case(const char *policy, SampleParams sp, int device) {
     LlamaModel *m = llama_load("tests/ckpt/v8_target", be);
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("lm", "tests/ckpt/v8_draft", m, 256);
@@ -397,11 +408,11 @@ static void sampling_case(const char *policy, SampleParams sp) {
     int pos[4] = {0, 1, 2, 3};
     llama_forward(s, prompt, pos, 3, NULL, LOGITS_LAST);
     llama_commit(s, NULL, 3);
-    sample_probs(s->logits, V, &sp, p1);
+    target_probs(s->logits, V, &sp, p1);
     for (int a = 0; a < V; a++) {
         llama_truncate(s, 3);
         llama_forward(s, &a, &pos[3], 1, NULL, LOGITS_LAST);
-        sample_probs(s->logits, V, &sp, p2);
+        target_probs(s->logits, V, &sp, p2);
         for (int b = 0; b < V; b++) expect[a * V + b] = (double)p1[a] * p2[b];
     }
     llama_state_free(s);
@@ -416,7 +427,7 @@ static void sampling_case(const char *policy, SampleParams sp) {
     Policy *p = policy_new(&prm);
     long count[64] = {0};
     Decoder *dec = decoder_new(m, d, p, 64, sp);
-    REQUIRE(dec, "%s", err_get());
+    REQUIRE(dec && (!device || decoder_use_device_cycle(dec) == 0), "%s", err_get());
     for (int i = 0; i < draws; i++) {
         int out[2];
         DecodeStats st;
@@ -428,8 +439,8 @@ static void sampling_case(const char *policy, SampleParams sp) {
     int cells = 0;
     for (int i = 0; i < 64; i++) cells += expect[i] > 0;
     double x = chi2(count, expect, 64, draws), crit = chi2_crit(cells - 1);
-    printf("# sampling %s T=%.1f top_k=%d top_p=%.2f: chi2 %.1f (dof %d, critical %.1f at alpha 0.001)\n", policy,
-           sp.temperature, sp.top_k, sp.top_p, x, cells - 1, crit);
+    printf("# sampling %s (%s cycle) T=%.1f top_k=%d top_p=%.2f: chi2 %.1f (dof %d, critical %.1f at alpha 0.001)\n",
+           policy, device ? "device" : "host", sp.temperature, sp.top_k, sp.top_p, x, cells - 1, crit);
     CHECK(x < crit, "%s: emitted tokens are not distributed as the target's (chi2 %.1f >= %.1f)", policy, x, crit);
 
     /* power: the same number of draws from a slightly biased sampler (5% of
@@ -457,11 +468,16 @@ static void sampling_case(const char *policy, SampleParams sp) {
 
 static void test_sampling_is_lossless_eagle2(void) {
     SampleParams sp = {1.0f, 0, 1.0f, 0};
-    sampling_case("eagle2", sp);
+    sampling_case("eagle2", sp, 0);
 }
 static void test_sampling_is_lossless_chain_with_processors(void) {
     SampleParams sp = {0.7f, 5, 0.9f, 0};
-    sampling_case("chain", sp);
+    sampling_case("chain", sp, 0);
+}
+/* The same on the device cycle (sample_dev and tree_accept). */
+static void test_sampling_is_lossless_on_device(void) {
+    sampling_case("eagle2", (SampleParams){1.0f, 0, 1.0f, 0}, 1);
+    sampling_case("chain", (SampleParams){0.7f, 5, 0.9f, 0}, 1);
 }
 
 static void test_bad_policy_parameters(void) {
@@ -854,6 +870,7 @@ int main(void) {
     RUN(test_cycles_without_draft_catch_up);
     RUN(test_sampling_is_lossless_eagle2);
     RUN(test_sampling_is_lossless_chain_with_processors);
+    RUN(test_sampling_is_lossless_on_device);
     RUN(test_bad_policy_parameters);
     RUN(test_reduced_draft_vocabulary);
     RUN(test_draft_vocab_choice_by_hand);

@@ -495,7 +495,7 @@ static void test_batched_decoding(void) {
  * slots' forwards batched with their inputs in backend memory, their tree
  * ops batched at the gates) decodes what the host cycle decodes at
  * --batch 3: every turn's tokens, tau and gamma, for every policy with a
- * program on the demo family; the report says which cycle ran, how many
+ * program on the demo family, greedy and (two) sampled; the report says which cycle ran, how many
  * tree ops ran a batch and how many reads a transfer made. */
 static void test_batched_device_cycle_equals_host(void) {
     char out[] = "/tmp/c2t_bcycleXXXXXX", err[4096];
@@ -513,7 +513,11 @@ static void test_batched_device_cycle_equals_host(void) {
                           "--param wetap_budget=24 --cpu-fast-gemm off --kv-dtype f32",
                           "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 4",
                           "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 6 --early-stop dymax --threshold 0.05",
-                          "--policy ar"};
+                          "--policy ar",
+                          /* sampled: each slot's stream gives both cycles the same keys */
+                          "--policy eagle2 --draft data/demo/eagle --topk 4 --depth 4 --total 12 --temperature 0.8 --seed 5",
+                          "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 4 --temperature 1 --top-k 20 "
+                          "--top-p 0.9 --seed 6"};
     for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
         cJSON *ids[2] = {NULL, NULL};
         double tau[2] = {0, 0}, gamma[2] = {0, 0};

@@ -224,6 +224,12 @@ static void batch_first_map(const TreeOp *ops, int n) {
     backend_tree_batch(&cpu_backend, o, n);
     free(o);
 }
+/* draws keyed by the row, not the node (a lazy walk's row would draw another number) */
+static void sample_ignores_node0(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key,
+                                 int node0, int *ids) {
+    (void)node0;
+    cpu_sample_dev(logits, n, vocab, sp, key, 0, ids);
+}
 static void test_harness_catches_wrong_kernels(void) {
     Backend broken = cpu_backend;
     broken.matmul = matmul_off_by_one;
@@ -255,6 +261,9 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.tree_compact = compact_without_padding;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "tree_compact leaving its padding stale not caught");
+    broken = cpu_backend;
+    broken.sample_dev = sample_ignores_node0;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "sample_dev drawing a row's number, not its node's, not caught");
     broken = cpu_backend;
     broken.tree_accept = accept_last_child;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "a wrong accepted path not caught");
@@ -521,6 +530,13 @@ static void test_kv_bf16_against_naive(void) {
     CHECK(w <= PARITY_TOL_ATTENTION, "BF16 cache: CPU attention differs from the naive reference by %.2e", w);
     backend_options_default(&o);
     backend_configure(&o);
+}
+
+/* sample_dev on the CPU draws from the distribution kernels.h defines
+ * (the parity against the naive backend, in test_cpu_against_naive, says
+ * it draws the ids of that definition bit for bit). */
+static void test_sample_distribution(void) {
+    CHECK(check_sample_distribution(&cpu_backend) == 0, "the CPU's sample_dev is not distributed as defined");
 }
 
 /* argmax's vector scan against the scalar rule (the first index whose
@@ -793,6 +809,7 @@ int main(void) {
     RUN(test_cpu_fast_gemm);
     RUN(test_cpu_amx_gemm);
     RUN(test_argmax_edge_cases);
+    RUN(test_sample_distribution);
     RUN(test_tree_query_sums_as_decode);
     return h_done();
 }

@@ -129,6 +129,11 @@ static void gated_accept(const DevTree *t, int n, const int *want, int from_star
 static void gated_argmax(const float *logits, int n, int vocab, int *ids) {
     gated(&(TreeOp){.kind = TREE_OP_ARGMAX, .logits = logits, .n = n, .vocab = vocab, .out_ids = ids});
 }
+static void gated_sample(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                         int *ids) {
+    gated(&(TreeOp){.kind = TREE_OP_SAMPLE, .logits = logits, .n = n, .vocab = vocab, .sp = *sp, .key = key, .n0 = node0,
+                    .out_ids = ids});
+}
 
 /* A read of the running slot's through its gate, made with the other
  * slots' in one transfer (run_calls); as gated's otherwise. */
@@ -150,6 +155,7 @@ static Backend gated_backend(const Backend *be) {
     g.tree_inputs = gated_inputs;
     g.tree_accept = gated_accept;
     g.argmax_dev = gated_argmax;
+    g.sample_dev = gated_sample;
     return g;
 }
 

@@ -17,7 +17,7 @@ DevCycle *cycle_new(const Backend *be, int cap) {
     c->iota = backend_alloc_ints(be, cap);
     backend_ints_to_device(be, c->iota, iota, cap);
     free(iota);
-    c->start = backend_alloc_ints(be, 2);
+    c->start = backend_alloc_ints(be, 4);
     c->rows = backend_alloc_ints(be, cap);
     c->keep = backend_alloc_ints(be, cap);   /* keep[0] = 0: the root, never rewritten */
     c->want = backend_alloc_ints(be, cap);

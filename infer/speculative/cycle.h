@@ -47,7 +47,8 @@ struct DevCycle {
     int n_rows_max;         /* the most rows of any cycle so far */
     /* backend memory */
     int *iota;              /* 0, 1, ..., cap-1: fixed node lists */
-    int *start;             /* {the target's committed length, the root's token}, uploaded before each cycle */
+    int *start;             /* {the target's committed length, the root's token, the draws' key's
+                             * low and high words (sampling)}, uploaded before each cycle */
     int *rows, *keep, *ids, *want, *walk;
     int *picks;             /* 2·cap: (row, rank) pairs a host choice grows (cycle_grow_cands) */
     float *probs, *ent;     /* with ids: the last expansion's rows, dist_cap entries */

@@ -173,15 +173,8 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     free(pos);
     if (rc) return -1;
     llama_commit(ts, NULL, n_prompt);
-    if (dec->sp.temperature > 0) {
-        float *p = xmalloc(sizeof(float) * V);
-        be->to_host(dec->row, ts->logits, V);
-        sample_probs(dec->row, V, &dec->sp, p);
-        dec->root = sample_from(p, V, &dec->rng);
-        free(p);
-    } else {
-        be->argmax(ts->logits, 1, V, &dec->root);
-    }
+    if (dec->sp.temperature > 0) dec->root = sample_row(be, ts->logits, V, &dec->sp, rng_next(&dec->rng), 0, dec->row);
+    else be->argmax(ts->logits, 1, V, &dec->root);
     dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
     st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
     /* the draft catches up on the prompt when the first cycle drafts (its
@@ -303,17 +296,19 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     return 0;
 }
 
+/* The key of a cycle's draws (verify_tree, sample_dev): one number of the
+ * decoder's stream a cycle where it samples, host cycle or device cycle
+ * alike, so that both draw the same. */
+static uint64_t cycle_key(Decoder *dec) { return dec->sp.temperature > 0 ? rng_next(&dec->rng) : 0; }
+
 static int decoder_accept(Decoder *dec) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
     const int V = ts->m->cfg.vocab;
     const Tree *t = &dec->tree;
     NodeLogits lg = {dec->lazy ? path_logits : all_logits, dec->lazy ? (void *)dec : (void *)ts};
-    int bonus, len;
-    if (dec->sp.temperature > 0)
-        len = verify_sample(&dec->tree, be, V, lg, &dec->sp, &dec->rng, dec->row, dec->path, &bonus);
-    else
-        len = verify_greedy(&dec->tree, be, V, lg, dec->path, &bonus);
+    int bonus;
+    const int len = verify_tree(t, be, V, lg, &dec->sp, cycle_key(dec), dec->row, dec->path, &bonus);
     if (len < 0) return -1;
     int *toks = xmalloc(sizeof(int) * len);
     for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
@@ -353,14 +348,22 @@ static int decoder_walk(Decoder *dec) {
     return rc;
 }
 
-/* The greedy walk on the device over every row's argmax at once: nothing
- * read, so it may join the cycle's unit; the host reads the walk after. */
+/* The target's choices at nodes node0.. of logits[n][V] into want (backend
+ * memory): argmaxes, or sampled with the cycle's key (DevCycle.start), the
+ * ids verify_tree draws at those nodes. */
+static void device_choices(Decoder *dec, const float *logits, int n, int node0, int *want) {
+    DevCycle *c = dec->dc;
+    const int V = dec->target->m->cfg.vocab;
+    if (dec->sp.temperature > 0) c->be->sample_dev(logits, n, V, &dec->sp, (const uint32_t *)(c->start + 2), node0, want);
+    else c->be->argmax_dev(logits, n, V, want);
+}
+
+/* The walk on the device over every row's choice at once: nothing read,
+ * so it may join the cycle's unit; the host reads the walk after. */
 static void walk_all_rows(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
-    LlamaState *ts = dec->target;
-    const Backend *be = c->be;
-    be->argmax_dev(ts->logits, n, ts->m->cfg.vocab, c->want);
-    be->tree_accept(c->rows_tree, n, c->want, 1, n, c->walk);
+    device_choices(dec, dec->target->logits, n, 0, c->want);
+    c->be->tree_accept(c->rows_tree, n, c->want, 1, n, c->walk);
 }
 
 /* The walk read to the host: its one read where all rows were scored
@@ -368,9 +371,7 @@ static void walk_all_rows(Decoder *dec, int n) {
  * of the walk after each. */
 static int device_walk(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
-    LlamaState *ts = dec->target;
     const Backend *be = c->be;
-    const int V = ts->m->cfg.vocab;
     const size_t words = 3 + 2 * (size_t)n;
     if (!dec->lazy) {
         backend_ints_to_host(be, c->h_walk, c->walk, words);
@@ -380,7 +381,7 @@ static int device_walk(Decoder *dec, int n) {
         for (int cur = 0;;) {
             const float *logits = path_logits(dec, cur);
             if (!logits) return -1;
-            be->argmax_dev(logits, 1, V, c->want + cur);
+            device_choices(dec, logits, 1, cur, c->want + cur);
             be->tree_accept(c->rows_tree, n, c->want, 0, 1, c->walk);
             backend_ints_to_host(be, c->h_walk, c->walk, words);
             c->walk_reads++;
@@ -462,7 +463,9 @@ static int decoder_cycle_dev(Decoder *dec) {
     Policy *p = dec->policy;
     /* drafting off (auto sizes' switch, draft_switch_observe): the root alone */
     if (dec->draft) draft_cycle_origin(dec->draft);
-    backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root}, 2);
+    const uint64_t key = cycle_key(dec);
+    backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root, (int)(uint32_t)key, (int)(key >> 32)},
+                           4);
     const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
                      !dec->cycle_off;
     int rc;
@@ -516,7 +519,6 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
     if (!p->build_dev)
         return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
                              : "this policy (with these settings) has no device program";
-    if (dec->sp.temperature > 0) return "sampling (temperature > 0) verifies on the host";
     if (decoder_vocab(dec)) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
     if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
                                               : "--verify walk walks on the host";

@@ -63,7 +63,7 @@ struct Decoder {
     Draft *draft;         /* NULL for ar */
     Policy *policy;
     SampleParams sp;
-    Rng rng;
+    Rng rng;              /* sampling: the prefill's key, then one key a cycle (verify_tree, sample_dev) */
     Observer *observers;  /* what watches the cycle (observer.h), called in this order */
     int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
     int n_stop;

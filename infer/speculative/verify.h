@@ -1,45 +1,35 @@
 /* Verification of a drafted tree against the target's logits
- * (infer/speculative/verify.c); the loop (decode.c) calls one of these per cycle. */
+ * (infer/speculative/verify.c); the host cycle (decode.c) calls it once a cycle. */
 #ifndef C2T_VERIFY_H
 #define C2T_VERIFY_H
 #include "infer/speculative/tree.h"
 #include "kernels/base/rng.h"
 #include "kernels/kernels.h"
 
-typedef struct {
-    float temperature;    /* 0: greedy */
-    int top_k;            /* 0: off */
-    float top_p;          /* 1: off */
-    uint64_t seed;
-} SampleParams;
-
-/* Target probabilities of one logits row after temperature, top-k and top-p
- * (as the reference's logits processors); host arrays. */
-void sample_probs(const float *logits, int vocab, const SampleParams *sp, float *probs);
-
-/* One id drawn from probabilities p[vocab] (host) by inverse CDF in id order. */
-int sample_from(const float *p, int vocab, Rng *rng);
+/* The target's sampled choice at one position: an id drawn from
+ * logits[V] (backend memory) by sample_dev's rule on the CPU (the reference:
+ * the row is read to the host scratch row[V]) with the number
+ * rng_uniform_at(key, node). */
+int sample_row(const Backend *be, const float *logits, int V, const SampleParams *sp, uint64_t key, int node,
+               float *row);
 
 /* The target's logits of a tree node: of(ctx, node) returns V floats in
  * backend memory, valid until the next call, or NULL with err_set when
- * they could not be computed (both rules then return -1).  Both rules read
- * them only along the path they walk, so the loop may compute them on
+ * they could not be computed (verify_tree then returns -1).  It reads
+ * them only along the path it walks, so the loop may compute them on
  * demand. */
 typedef struct {
     const float *(*of)(void *ctx, int node);
     void *ctx;
 } NodeLogits;
 
-/* Greedy: from the root follow the child whose token is the target's argmax.
- * Writes the path (root first) to path and returns its length; *bonus is the
- * target's token after the path. */
-int verify_greedy(const Tree *t, const Backend *be, int V, NodeLogits lg, int *path, int *bonus);
-
-/* Sampling, for deterministic candidates: at each node its children in rank
- * order, child x accepted with the residual target probability of x, else x's
- * mass removed and the rest renormalised; with none accepted the bonus is
- * drawn from the residual.  row is a host scratch row of V floats.  Emits
- * exactly the target's distribution. */
-int verify_sample(const Tree *t, const Backend *be, int V, NodeLogits lg, const SampleParams *sp, Rng *rng,
-                  float *row, int *path, int *bonus);
+/* From the root, at each node the target's choice (its argmax, or where
+ * sp->temperature > 0 sample_row's draw keyed by key and the node), then
+ * the first child holding it, until none does: that choice is the bonus.
+ * Writes the path (root first) to path and returns its length, -1 where
+ * logits fail; row is a host scratch row of V floats.  Sampled, it emits
+ * exactly the target's distribution (verify.c says why), and the device
+ * cycle walks the same path from the same key (sample_dev, tree_accept). */
+int verify_tree(const Tree *t, const Backend *be, int V, NodeLogits lg, const SampleParams *sp, uint64_t key,
+                float *row, int *path, int *bonus);
 #endif

@@ -8,11 +8,19 @@
 #define C2T_RNG_H
 #include <stdint.h>
 
+/* rng_splitmix and rng_uniform_at are device functions too (CUDA kernels
+ * draw the same numbers). */
+#ifdef __CUDACC__
+#define RNG_HD __host__ __device__
+#else
+#define RNG_HD
+#endif
+
 typedef struct { uint64_t s[4]; } Rng;
 
 enum { RNG_STREAM_SPLIT = 1, RNG_STREAM_INIT, RNG_STREAM_NEG, RNG_STREAM_SHUFFLE, RNG_STREAM_MISC };
 
-static inline uint64_t rng_splitmix(uint64_t *x) {
+RNG_HD static inline uint64_t rng_splitmix(uint64_t *x) {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -44,6 +52,18 @@ static inline uint64_t rng_next(Rng *r) {
 
 /* Uniform in [0, 1) with 53 random bits. */
 static inline double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* A counter-based draw: the index-th number after key of splitmix64's
+ * stream (the stream seeded with key, advanced index times, then drawn),
+ * uniform in [0, 1) with 53 random bits.  Draws at different indices of
+ * one key, or under keys taken from rng_next, are independent for any
+ * practical purpose, and each is computed alone: what lets the device
+ * cycle's sampling draw a node's number on any row of any device in any
+ * order (verify.c). */
+RNG_HD static inline double rng_uniform_at(uint64_t key, uint64_t index) {
+    uint64_t x = key + index * 0x9E3779B97F4A7C15ULL;
+    return (double)(rng_splitmix(&x) >> 11) * 0x1.0p-53;
+}
 
 /* Uniform integer in [0, n), unbiased (Lemire's multiply-and-reject). */
 static inline uint64_t rng_below(Rng *r, uint64_t n) {

@@ -149,6 +149,7 @@ const Backend cpu_backend = {
     .argmax = cpu_argmax,
     .softmax_topk_dev = cpu_softmax_topk,   /* backend memory is host memory */
     .argmax_dev = cpu_argmax,
+    .sample_dev = cpu_sample_dev,
     .tree_root = cpu_tree_root,
     .tree_grow = cpu_tree_grow,
     .tree_top = cpu_tree_top,

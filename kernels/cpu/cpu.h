@@ -212,6 +212,12 @@ void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, i
 void cpu_softmax_topk(const float *logits, int n, int vocab, float temperature, int k,
                       int *ids, float *probs, int topm, float *entropy);
 void cpu_argmax(const float *logits, int n, int vocab, int *ids);
+void cpu_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                    int *ids);
+/* The sampling weights w[vocab] of one row of logits (sample_dev's, before
+ * the draw) and their sum; scratch holds vocab floats.  w / sum is the
+ * target's distribution (the tests' expectation). */
+double cpu_sample_weights(const float *logits, int vocab, const SampleParams *sp, float *w, float *scratch);
 /* tree.c: the device cycle's tree ops (kernels.h) */
 void cpu_tree_root(const DevTree *t, const int *root);
 void cpu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,

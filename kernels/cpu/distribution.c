@@ -1,6 +1,7 @@
 /* Per-row distribution ops over logits: softmax, top-k, (top-M) entropy,
- * argmax. */
+ * argmax, sampling. */
 #include "kernels/cpu/cpu.h"
+#include "kernels/base/rng.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -166,4 +167,79 @@ static int argmax_row(const float *l, int vocab) {
 
 void cpu_argmax(const float *logits, int n, int vocab, int *ids) {
     for (int r = 0; r < n; r++) ids[r] = argmax_row(logits + (size_t)r * vocab, vocab);
+}
+
+static int descending(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x > y ? -1 : x < y;
+}
+
+double cpu_sample_weights(const float *l, int vocab, const SampleParams *sp, float *w, float *scratch) {
+    float mx = -INFINITY, kth = -INFINITY;
+    for (int j = 0; j < vocab; j++) if (l[j] > mx) mx = l[j];
+    if (sp->top_k > 0 && sp->top_k < vocab) {
+        memcpy(scratch, l, sizeof(float) * vocab);
+        kth = kth_largest(scratch, vocab, sp->top_k - 1);
+    }
+    double total = 0;
+    for (int j = 0; j < vocab; j++) {
+        w[j] = l[j] >= kth && mx > -INFINITY ? expf((l[j] - mx) / sp->temperature) : 0.0f;
+        total += w[j];
+    }
+    if (sp->top_p > 0 && sp->top_p < 1) {
+        int m = 0;
+        for (int j = 0; j < vocab; j++) if (w[j] > 0) scratch[m++] = w[j];
+        qsort(scratch, m, sizeof(float), descending);
+        const double need = sp->top_p * total;
+        double cum = 0;
+        float q = 0;
+        for (int i = 0; i < m && q == 0; i++) if ((cum += scratch[i]) >= need) q = scratch[i];
+        total = 0;
+        for (int j = 0; j < vocab; j++) {
+            if (w[j] < q) w[j] = 0;
+            total += w[j];
+        }
+    }
+    return total;
+}
+
+/* The first id whose running sum of w passes target, else the last with w > 0. */
+static int pick(const float *w, int vocab, double target) {
+    double c = 0;
+    int last = 0;
+    for (int j = 0; j < vocab; j++) {
+        if (!(w[j] > 0)) continue;
+        c += w[j];
+        last = j;
+        if (target < c) return j;
+    }
+    return last;
+}
+
+typedef struct {
+    const float *logits;
+    int n, vocab;
+    const SampleParams *sp;
+    uint64_t key;
+    int node0;
+    int *ids;
+} SampleJob;
+
+static void sample_part(void *v, int part, int parts) {
+    const SampleJob *d = v;
+    int64_t lo, hi;
+    part_range(d->n, part, parts, &lo, &hi);
+    if (lo >= hi) return;
+    float *w = malloc(sizeof(float) * 2 * (size_t)d->vocab);
+    for (int r = (int)lo; r < (int)hi; r++) {
+        const double total = cpu_sample_weights(d->logits + (size_t)r * d->vocab, d->vocab, d->sp, w, w + d->vocab);
+        d->ids[r] = pick(w, d->vocab, rng_uniform_at(d->key, (uint64_t)(d->node0 + r)) * total);
+    }
+    free(w);
+}
+
+void cpu_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                    int *ids) {
+    SampleJob d = {logits, n, vocab, sp, key[0] | (uint64_t)key[1] << 32, node0, ids};
+    cpu_parallel(sample_part, &d, n > 1 && (int64_t)n * vocab > PAR_MIN_WORK);
 }

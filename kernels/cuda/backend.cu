@@ -111,6 +111,7 @@ extern "C" const Backend cuda_backend = {
     .argmax = cu_argmax,
     .softmax_topk_dev = cu_softmax_topk_dev,
     .argmax_dev = cu_argmax_dev,
+    .sample_dev = cu_sample_dev,
     .tree_root = cu_tree_root,
     .tree_grow = cu_tree_grow,
     .tree_top = cu_tree_top,

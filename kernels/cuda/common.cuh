@@ -8,7 +8,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <curand.h>
 #include <stdint.h>
 
 #include "kernels/cuda/cuda_backend.h"
@@ -21,7 +20,6 @@ extern "C" {
  * "file:line: <error string> (<call>)" (err_set + stderr + cuda_errors())
  * and is false.  The CU_* macros abandon the enclosing function. */
 void cu_report(const char *file, int line, const char *call, const char *what);
-const char *curand_status_string(curandStatus_t s);
 
 static inline bool cu_ok(cudaError_t e, const char *file, int line, const char *call) {
     if (e == cudaSuccess) return true;
@@ -31,11 +29,6 @@ static inline bool cu_ok(cudaError_t e, const char *file, int line, const char *
 static inline bool cu_ok(cublasStatus_t e, const char *file, int line, const char *call) {
     if (e == CUBLAS_STATUS_SUCCESS) return true;
     cu_report(file, line, call, cublasGetStatusString(e));
-    return false;
-}
-static inline bool cu_ok(curandStatus_t e, const char *file, int line, const char *call) {
-    if (e == CURAND_STATUS_SUCCESS) return true;
-    cu_report(file, line, call, curand_status_string(e));
     return false;
 }
 
@@ -81,7 +74,7 @@ const void *cu_fetch(const void *dev, size_t bytes);
 
 /* Device temporaries: a growing buffer per slot (contents not kept across
  * calls that grow it).  NULL after reporting. */
-enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_SAMPLE, WS_GATHER, WS_QUANT, WS_COUNT };
+enum { WS_MATMUL = 0, WS_MATMUL_OUT, WS_ATTN, WS_KV, WS_DIST, WS_COPY, WS_GATHER, WS_QUANT, WS_COUNT };
 void *cu_workspace(int slot, size_t bytes);
 
 /* ---- recording (graph.cu drives it; the state lives in runtime.cu) -------
@@ -145,10 +138,8 @@ void cu_graphs_free(void);
 /* Frees the control and scratch buffers, the staging ring, the fetch buffer
  * and the cuBLAS handle (runtime.cu). */
 void cu_runtime_free(void);
-/* Frees the cuRAND generator (cuda_shutdown). */
-void cuda_sample_shutdown(void);
 /* Frees the recording's dummy buffer and destroys the stream, last: cuBLAS
- * and cuRAND are bound to it (runtime.cu). */
+ * is bound to it (runtime.cu). */
 void cu_stream_free(void);
 
 /* ---- dtype loads (DType values of kernels.h) ----------------------------- */
@@ -194,6 +185,8 @@ void cu_argmax(const float *logits, int n, int vocab, int *ids);
 void cu_softmax_topk_dev(const float *logits, int n, int vocab, float temperature, int k, int *ids,
                          float *probs, int topm, float *entropy);
 void cu_argmax_dev(const float *logits, int n, int vocab, int *ids);
+void cu_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                   int *ids);
 void cu_tree_root(const DevTree *t, const int *root);
 void cu_tree_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs, const float *ent,
                   int k, const int *picks, int count, const int *map);

@@ -13,7 +13,7 @@
  *    (record_begin / record_end, see backend_recorded in kernels.h).  One
  *    host thread at a time may use the backend (it keeps shared device
  *    scratch buffers).
- *  - Errors: every CUDA / cuBLAS / cuRAND status is checked.  A failure
+ *  - Errors: every CUDA / cuBLAS status is checked.  A failure
  *    records "file:line: <error string> (<call>)" with err_set (kernels/base/util.h),
  *    prints the same line on stderr (the first 16 failures), counts it in
  *    cuda_errors() and abandons the op.  Nothing exits.  Ops that can report
@@ -36,8 +36,8 @@ extern const Backend cuda_backend;
 int cuda_available(void);
 
 /* Waits for queued work and frees what the backend keeps for the whole
- * process: scratch and control buffers, the pinned staging ring, the cuBLAS
- * handle and the cuRAND generator (they are made again on next use).  Call
+ * process: scratch and control buffers, the pinned staging ring and the
+ * cuBLAS handle (they are made again on next use).  Call
  * after the last model is freed, so that compute-sanitizer's leak check
  * sees only real leaks. */
 void cuda_shutdown(void);
@@ -48,22 +48,11 @@ void cuda_shutdown(void);
  * ran op by op.  Since the process started. */
 void cuda_graph_counts(long *launched, long *instantiated, long *not_recorded);
 
-/* Failed CUDA / cuBLAS / cuRAND calls since the process started, and the
+/* Failed CUDA / cuBLAS calls since the process started, and the
  * message of the last one ("" when none). */
 int cuda_errors(void);
 const char *cuda_last_error(void);
 
-/* Sampling on the device, an extra outside the Backend struct (the decoding
- * loop samples on the host with sample_probs today; this is for a later
- * device-side loop).  For each of n rows of logits_dev[n][vocab] (device
- * memory, e.g. LlamaState.logits) draws one id from softmax(logits /
- * temperature) by inverse CDF in id order with one cuRAND Philox uniform
- * per row (seed -> the same ids every time), and writes the ids to the
- * host array ids_host[n].  temperature <= 0 means greedy (argmax, ties to
- * the lower id).  No top-k / top-p processing.  Returns 0, or -1 with
- * err_set. */
-int cuda_sample_rows(const float *logits_dev, int n, int vocab, float temperature, uint64_t seed,
-                     int *ids_host);
 
 #ifdef __cplusplus
 }

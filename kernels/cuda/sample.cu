@@ -1,129 +1,164 @@
-/* Device-side sampling with cuRAND (an extra beside the Backend struct; see
- * cuda_sample_rows in cuda_backend.h).
+/* sample_dev (kernels.h) on the GPU; its CPU twin is cpu_sample_dev
+ * (kernels/cpu/distribution.c).
  *
- * One Philox4_32_10 uniform per row from the cuRAND host API (generator
- * reseeded and rewound on every call, so a seed always gives the same ids),
- * then per row one block: the max logit, e_j = expf((l_j - max) / T), and
- * inverse-CDF selection in id order — the first j whose running sum (double)
- * exceeds u · Σe, skipping e_j = 0, falling back to the last id with e_j > 0
- * when rounding leaves the target past the end (as sample_from in
- * infer/speculative/decode.c).  cuRAND's uniforms lie in (0, 1]; 1 - u in [0, 1) is used.
- * Each thread owns a contiguous chunk of ids so that a block scan of the
- * chunk sums orders them. */
+ * One block per row.  The weights w_j are never stored: each pass
+ * recomputes them from the logits as the CPU does (expf of the rounded
+ * difference over the temperature).  The top_k-th largest logit and
+ * top-p's cut q come from bisections over ordered bit patterns, 32 block
+ * reductions each where the CPU selects and sorts: the largest key t with
+ * count(l >= t) >= top_k (a float's order as an unsigned key), and the
+ * largest weight q with Σ(w >= q) >= top_p · Σw (weights lie in [0, 1],
+ * the largest logit's is 1, and non-negative floats order like their
+ * bits).  The draw: u = rng_uniform_at (kernels/base/rng.h: the CPU's
+ * bits), target u · Σw, and the inverse CDF in id order over contiguous
+ * chunks, one per thread, a block scan of the chunks' sums ordering them.
+ * Sums are in double in another order than the CPU's: ids agree with the
+ * CPU's unless a boundary lies within their rounding. */
 #include "kernels/cuda/common.cuh"
+#include "kernels/base/rng.h"
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <pthread.h>
 
-#define SAMPLE_THREADS 256
+#define SAMPLE_THREADS 512
 
-struct MaxIntOp {
-    __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+typedef cub::BlockReduce<float, SAMPLE_THREADS> ReduceF;
+typedef cub::BlockReduce<int, SAMPLE_THREADS> ReduceI;
+typedef cub::BlockReduce<double, SAMPLE_THREADS> ReduceD;
+typedef cub::BlockScan<double, SAMPLE_THREADS> ScanD;
+union SampleTemp {
+    typename ReduceF::TempStorage rf;
+    typename ReduceI::TempStorage ri;
+    typename ReduceD::TempStorage rd;
+    typename ScanD::TempStorage sd;
 };
+
 struct MaxF {
     __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
+struct MaxI {
+    __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+/* a float's order as an unsigned key (NaNs aside) */
+__device__ __forceinline__ uint32_t order_key(float x) {
+    const uint32_t u = __float_as_uint(x);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+__device__ __forceinline__ float key_float(uint32_t k) {
+    return __uint_as_float(k & 0x80000000u ? k & 0x7fffffffu : ~k);
+}
+
+/* w_j of a row: 0 below the top-k cut kth or top-p's cut q (0: none yet) */
+struct Weights {
+    const float *l;
+    float mx, kth, temperature, q;
+    __device__ __forceinline__ float operator()(int j) const {
+        if (!(l[j] >= kth) || mx == -INFINITY) return 0.0f;
+        const float w = expf(__fdiv_rn(__fsub_rn(l[j], mx), temperature));
+        return w >= q ? w : 0.0f;
+    }
+};
+
+/* Σ f(j) over the row in double, to every thread. */
+template <class F> __device__ double row_sum(const F &f, int vocab, SampleTemp &tmp, double &shared) {
+    double s = 0;
+    for (int j = threadIdx.x; j < vocab; j += SAMPLE_THREADS) s += f(j);
+    s = ReduceD(tmp.rd).Sum(s);
+    if (threadIdx.x == 0) shared = s;
+    __syncthreads();
+    s = shared;
+    __syncthreads();
+    return s;
+}
+
+/* the weights at least q, for top-p's bisection */
+struct AtLeast {
+    Weights w;
+    float q;
+    __device__ __forceinline__ float operator()(int j) const {
+        const float x = w(j);
+        return x >= q ? x : 0.0f;
+    }
+};
 
 __global__ void __launch_bounds__(SAMPLE_THREADS)
-sample_kernel(const float *__restrict__ logits, int vocab, float temperature, const float *__restrict__ u,
-              int *__restrict__ out) {
-    typedef cub::BlockReduce<float, SAMPLE_THREADS> ReduceF;
-    typedef cub::BlockReduce<int, SAMPLE_THREADS> ReduceI;
-    typedef cub::BlockScan<double, SAMPLE_THREADS> ScanD;
-    __shared__ union {
-        typename ReduceF::TempStorage rf;
-        typename ReduceI::TempStorage ri;
-        typename ScanD::TempStorage sd;
-    } tmp;
-    __shared__ float s_mx;
-    __shared__ int s_pick;
-    const float *l = logits + (size_t)blockIdx.x * vocab;
+sample_kernel(const float *__restrict__ logits, int vocab, float temperature, int top_k, float top_p,
+              const uint32_t *__restrict__ key, int node0, int *__restrict__ ids) {
+    __shared__ SampleTemp tmp;
+    __shared__ float s_f;
+    __shared__ double s_d;
+    __shared__ int s_i;
     const int tid = threadIdx.x;
-    const int chunk = (vocab + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
-    const int j0 = tid * chunk, j1 = min(vocab, j0 + chunk);
+    Weights w = {logits + (size_t)blockIdx.x * vocab, -INFINITY, -INFINITY, temperature, 0.0f};
 
     float mx = -INFINITY;
-    for (int j = j0; j < j1; j++) mx = fmaxf(mx, l[j]);
+    for (int j = tid; j < vocab; j += SAMPLE_THREADS) mx = fmaxf(mx, w.l[j]);
     mx = ReduceF(tmp.rf).Reduce(mx, MaxF());
-    if (tid == 0) { s_mx = mx; s_pick = vocab; }
+    if (tid == 0) s_f = mx;
     __syncthreads();
-    mx = s_mx;
+    w.mx = s_f;
+    __syncthreads();
 
-    double csum = 0;
+    if (top_k > 0 && top_k < vocab) {   /* the largest key t with count(l >= t) >= top_k */
+        uint32_t lo = 0, hi = 0xFFFFFFFFu;
+        while (lo < hi) {
+            const uint32_t mid = lo + (uint32_t)(((uint64_t)hi - lo + 1) / 2);
+            int c = 0;
+            for (int j = tid; j < vocab; j += SAMPLE_THREADS) c += order_key(w.l[j]) >= mid;
+            c = ReduceI(tmp.ri).Sum(c);
+            if (tid == 0) s_i = c;
+            __syncthreads();
+            if (s_i >= top_k) lo = mid;
+            else hi = mid - 1;
+            __syncthreads();
+        }
+        w.kth = key_float(lo);
+    }
+    double total = row_sum(w, vocab, tmp, s_d);
+    if (top_p > 0 && top_p < 1) {   /* the largest q with Σ(w >= q) >= top_p · Σw */
+        const double need = (double)top_p * total;
+        uint32_t lo = 0, hi = 0x3f800000u;   /* the bits of 0 and of 1 */
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo + 1) / 2;
+            if (row_sum(AtLeast{w, __uint_as_float(mid)}, vocab, tmp, s_d) >= need) lo = mid;
+            else hi = mid - 1;
+        }
+        w.q = __uint_as_float(lo);
+        total = row_sum(w, vocab, tmp, s_d);
+    }
+
+    const double target = rng_uniform_at(key[0] | (uint64_t)key[1] << 32, (uint64_t)(node0 + (int)blockIdx.x)) * total;
+    const int chunk = (vocab + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
+    const int j0 = min(vocab, tid * chunk), j1 = min(vocab, j0 + chunk);
+    double csum = 0, before;
     int last = -1;
     for (int j = j0; j < j1; j++) {
-        const float e = expf(__fdiv_rn(__fsub_rn(l[j], mx), temperature));
-        csum += e;
-        if (e > 0) last = j;
+        const float x = w(j);
+        if (x > 0) { csum += x; last = j; }
     }
-    double before, total;
-    ScanD(tmp.sd).ExclusiveSum(csum, before, total);
-    const double target = (1.0 - (double)u[blockIdx.x]) * total;
-    if (target >= before && target < before + csum) {
+    if (tid == 0) s_i = vocab;
+    ScanD(tmp.sd).ExclusiveSum(csum, before);
+    __syncthreads();
+    if (csum > 0 && target >= before && target < before + csum) {
         double c = before;
+        int pick = last;   /* c summed in another order than the scan: past the chunk, its last */
         for (int j = j0; j < j1; j++) {
-            const float e = expf(__fdiv_rn(__fsub_rn(l[j], mx), temperature));
-            if (e <= 0) continue;
-            c += e;
-            if (target < c) { atomicMin(&s_pick, j); break; }
+            const float x = w(j);
+            if (!(x > 0)) continue;
+            c += x;
+            if (target < c) { pick = j; break; }
         }
-        /* c summed in another order than the scan: a target within the
-         * chunk's rounding goes to its last possible id */
-        if (!(target < c) && last >= 0) atomicMin(&s_pick, last);
+        atomicMin(&s_i, pick);
     }
     __syncthreads();
-    last = ReduceI(tmp.ri).Reduce(last, MaxIntOp());
-    if (tid == 0) out[blockIdx.x] = s_pick < vocab ? s_pick : (last >= 0 ? last : 0);
+    last = ReduceI(tmp.ri).Reduce(last, MaxI());
+    if (tid == 0) ids[blockIdx.x] = s_i < vocab ? s_i : last >= 0 ? last : 0;
 }
 
-static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER;
-static curandGenerator_t gen;
-
-static curandGenerator_t generator(void) {
-    pthread_mutex_lock(&gen_lock);
-    if (!gen) {
-        curandGenerator_t g;
-        if (CU_OK(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10))) {
-            if (CU_OK(curandSetStream(g, cu_stream()))) gen = g;
-            else curandDestroyGenerator(g);
-        }
-    }
-    curandGenerator_t g = gen;
-    pthread_mutex_unlock(&gen_lock);
-    return g;
-}
-
-void cuda_sample_shutdown(void) {
-    pthread_mutex_lock(&gen_lock);
-    if (gen) curandDestroyGenerator(gen);
-    gen = NULL;
-    pthread_mutex_unlock(&gen_lock);
-}
-
-extern "C" int cuda_sample_rows(const float *logits_dev, int n, int vocab, float temperature, uint64_t seed,
-                                int *ids_host) {
-    if (n <= 0) return 0;
-    if (vocab <= 0 || !logits_dev || !ids_host) {
-        CU_FAIL("cuda_sample_rows: %d rows of vocabulary %d", n, vocab);
-        return -1;
-    }
-    if (!(temperature > 0)) {   /* greedy */
-        const int before = cuda_errors();
-        cu_argmax(logits_dev, n, vocab, ids_host);
-        return cuda_errors() == before ? 0 : -1;
-    }
-    curandGenerator_t g = generator();
-    if (!g) return -1;
-    /* uniforms (rounded up to a multiple of 4: one Philox draw) then ids */
-    const size_t nu = ((size_t)n + 3) & ~(size_t)3;
-    float *u = (float *)cu_workspace(WS_SAMPLE, nu * sizeof(float) + (size_t)n * sizeof(int));
-    if (!u) return -1;
-    int *ids = (int *)(u + nu);
-    CU_CHECK_R(curandSetPseudoRandomGeneratorSeed(g, seed), -1);
-    CU_CHECK_R(curandSetGeneratorOffset(g, 0), -1);
-    CU_CHECK_R(curandGenerateUniform(g, u, nu), -1);
-    cu_launch(sample_kernel, n, SAMPLE_THREADS, 0, logits_dev, vocab, temperature, u, ids);
-    CU_LAUNCHED_R(-1);
-    CU_CHECK_R(cudaMemcpy(ids_host, ids, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost), -1);
-    return 0;
+void cu_sample_dev(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
+                   int *ids) {
+    if (n <= 0 || vocab <= 0 || !ids) return;
+    /* the settings as scalars: a struct's padding would enter a recording's signature */
+    cu_launch(sample_kernel, n, SAMPLE_THREADS, 0, logits, vocab, sp->temperature, sp->top_k, sp->top_p, key, node0, ids);
+    CU_LAUNCHED();
 }

@@ -348,7 +348,8 @@ static bool tree_op_works(const TreeOp *o) {
     case TREE_OP_CLASSIFY: return o->n > 0;
     case TREE_OP_COMPACT: return o->m > 0 || o->pad > 0;
     case TREE_OP_INPUTS: return o->m > 0;
-    case TREE_OP_ARGMAX: return o->n > 0 && o->vocab > 0 && o->out_ids;
+    case TREE_OP_ARGMAX:
+    case TREE_OP_SAMPLE: return o->n > 0 && o->vocab > 0 && o->out_ids;
     default: return true;
     }
 }
@@ -368,6 +369,9 @@ void cu_tree_batch(const TreeOp *ops, int n) {
     for (int i = 0; i < w; i += TREE_CHUNK) {
         const int c = min(TREE_CHUNK, w - i);
         if (work[0].kind == TREE_OP_ARGMAX) cu_argmax_batch(work + i, c);
+        else if (work[0].kind == TREE_OP_SAMPLE)   /* a launch each: sampled batches are rare */
+            for (int j = i; j < i + c; j++)
+                cu_sample_dev(work[j].logits, work[j].n, work[j].vocab, &work[j].sp, work[j].key, work[j].n0, work[j].out_ids);
         else if (c == 1) tree_launch<1>(work + i, 1);
         else tree_launch<TREE_CHUNK>(work + i, c);
     }
