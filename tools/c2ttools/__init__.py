@@ -1,4 +1,6 @@
-"""c2ttools: the helpers that the three draft-training pipelines under tools/ share.
+"""c2ttools: the helpers that the draft-training pipeline's call sites under tools/
+share (files, prompts, rows, progress; the models, training and evaluation steps are
+tools/drafts').
 
   tools/models/train_demo*.py, train_eagle3_demo.py   the demo family (data/demo/)
   tools/models/smollm2_drafts*.py                     SmolLM2's CPU drafts (data/smollm2/)

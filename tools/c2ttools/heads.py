@@ -7,8 +7,7 @@ measured at and a greedy chain's τ from it.
 Contract on config.json: the keys come in the order of the public checkpoints'
 files: architectures, model_type, the target's keys (EAGLE1_KEYS / EAGLE3_KEYS
 order), num_hidden_layers, then the head's own keys in the caller's order.  The
-head modules themselves are the pipelines' (EagleHead in
-tools/models/train_demo_eagle.py, Eagle3Head in tools/models/train_eagle3_demo.py)."""
+head modules themselves are tools/drafts/heads.py's (EagleHead, Eagle3Head)."""
 import json
 
 from c2ttools.files import write_json

@@ -46,8 +46,9 @@ smollm2_gpu_target.py (the target's weights, forward and greedy generation),
 smollm2_gpu_data.py (selfask, answers), smollm2_gpu_train.py (train, pack,
 profile) and smollm2_gpu_report.py (agree, compare, tau, readme).  The chat
 template, answer-row files, the head's recipe and files come from tools/c2ttools;
-the EAGLE head, its loss and the prompt templates from tools/models
-(train_demo_eagle.py, smollm2_prompts.py); this file puts both on the path."""
+the EAGLE head, its loss, the LR schedule and the held-out figures from the shared
+pipeline (tools/drafts); the prompt templates from tools/models/smollm2_prompts.py;
+this file puts tools/ and tools/models on the path."""
 import argparse
 import sys
 import time
@@ -56,8 +57,8 @@ from pathlib import Path
 import torch
 
 TOOLS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TOOLS / "models"))   # tools/models: the EAGLE head, the prompt templates
-sys.path.insert(0, str(TOOLS))   # tools/: the shared c2ttools package
+sys.path.insert(0, str(TOOLS / "models"))   # tools/models: the prompt templates
+sys.path.insert(0, str(TOOLS))   # tools/: the shared c2ttools and drafts packages
 from c2ttools.files import read_log  # noqa: E402
 from c2ttools.heads import SMOLLM2_HEAD_RECIPE  # noqa: E402
 from c2ttools.progress import fmt_secs, log  # noqa: E402

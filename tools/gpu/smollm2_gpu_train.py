@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from c2ttools.heads import (EAGLE1_KEYS, EVAL_STEPS, SMOLLM2_HEAD_RECIPE, eagle1_config, read_head, save_head,
-                            save_token_counts)
+from c2ttools.heads import EAGLE1_KEYS, SMOLLM2_HEAD_RECIPE, eagle1_config, read_head, save_head, save_token_counts
 from c2ttools.progress import Progress, log, smooth, train_status
 from c2ttools.prompts import IM_END
 from c2ttools.rows import length_batches, load_flat_rows
+from drafts.eval import eval_eagle
+from drafts.heads import EagleHead, answer_loss
+from drafts.train import lr_at, optimizer_step
 from smollm2_gpu_common import PROGRESS_EVERY, REPLAN, save_state
-from train_demo_common import lr_at
-from train_demo_eagle import EagleHead, eagle_batch_loss
 
 
 class Rows:
@@ -64,15 +64,6 @@ class Rows:
         for b, i in enumerate(sel):
             feat[b, :self.len[i]] = self.feat[self.off[i]:self.off[i + 1]].float()
         return ids, feat, answer
-
-
-def eagle_loss(head, frozen, batch, m, gen, deep_vocab, top1):
-    ids, feat, answer = batch
-    # slot j predicts f_{j+1}, whose greedy token is x_{j+2} (tools/models/smollm2_drafts.py)
-    mask = torch.cat([answer[:, 2:], torch.zeros((answer.shape[0], 1), dtype=torch.bool, device=ids.device)], 1)
-    labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END, device=ids.device)], 1)
-    loss, *_ = eagle_batch_loss(head, *frozen, ids, feat, m, gen, mask, labels, top1, deep_vocab)
-    return loss
 
 
 # SmolLM2-135M-Instruct's config.json values of the keys its GGUF (cfg) does not hold
@@ -132,15 +123,10 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
                 steps = pr.total = fit
                 log(f"train {name}: {steps} steps (planned {planned}) fit the time left ({rate:.3f} s a step)")
         lr = lr_at(step, steps, m["lr"], m["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
         top1 = []
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-            loss = eagle_loss(head, (emb, lm), rows.batch(plan[step]), m, ngen, deep_vocab, top1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_value_(head.parameters(), m["clip_value"])
-        opt.step()
+            loss = answer_loss(head, emb, lm, rows.batch(plan[step]), m, ngen, deep_vocab, top1)
+        optimizer_step(opt, head.parameters(), loss, lr, m["clip_value"])
         ema = smooth(ema, loss.item(), top1)
         pr.show(step + 1, train_status(ema, lr), force=step + 1 == steps)
         times.append(time.time())
@@ -153,29 +139,11 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
                       deep_vocab=len(deep_vocab) if deep_vocab is not None else "full", **m)
 
 
-@torch.no_grad()
 def eval_head(head, target, rows):
-    """Held-out agreement (tools/models/smollm2_drafts.py stage eval): at every answer position
-    the head's step-k top-1 on its own k-1 predictions against the target's greedy
-    token, k = 1..EVAL_STEPS; and step 1's top-3."""
-    deep, deep_n, t3 = [0] * EVAL_STEPS, [0] * EVAL_STEPS, 0
-    for i in range(len(rows.len)):
-        ids, feat, answer = rows.batch([i])
-        emb = target.emb[ids[:, 1:]].float()
-        preds = head.unroll(feat[:, :-1], emb, EVAL_STEPS)
-        keep = answer[:, 2:]
-        want = ids[:, 2:]
-        for k, pred in enumerate(preds):
-            kk = keep.clone()
-            kk[:, :k] = False
-            z = pred[:, :-1][kk] @ target.head.float().T
-            deep[k] += (z.argmax(-1) == want[kk]).sum().item()
-            deep_n[k] += kk.sum().item()
-            if k == 0:
-                t3 += (z.topk(3, -1).indices == want[kk][:, None]).any(-1).sum().item()
-    return dict(heldout_answer_positions=deep_n[0], eagle_step_top1=[round(a / max(b, 1), 4)
-                                                                     for a, b in zip(deep, deep_n)],
-                eagle_top3=round(t3 / max(deep_n[0], 1), 4))
+    """drafts.eval.eval_eagle on Rows (held-out answers), with the target's embedding
+    and lm_head in FP32."""
+    return eval_eagle(head, (rows.batch([i]) for i in range(len(rows.len))), lambda ids: target.emb[ids].float(),
+                      target.head.float())
 
 
 def stage_train(args, target, tok, work, st):

@@ -32,11 +32,11 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            where a prompt has one, is answered after the first
   features3  the inputs of target layers 2, 15, 27 at every answers position
            (transformers, FP32): an EAGLE-3 head's features
-  eagle3   an EAGLE-3 head (the published layout, tools/models/train_eagle3_demo.py's
+  eagle3   an EAGLE-3 head (the published layout, tools/drafts/heads.py's
            training-time test) -> models/smollm2-eagle3/, not shipped (see
            data/smollm2/README.md); eval reports it when it is there
   eagle    EAGLE head training (the EAGLE-1 recipe, see
-           tools/models/train_demo_eagle.py: feature SmoothL1 + CE with the
+           tools/drafts/heads.py: feature SmoothL1 + CE with the
            target's greedy token, input noise, AdamW, value clipping), unrolled --eagle-unroll steps on the head's
            own predictions (EagleHead.unroll, as EAGLE-3 trains); checkpoints
            every 50 steps, resumes
@@ -60,11 +60,11 @@ Progress (done/total, rate, ETA) goes to stderr.
 This file is the command line; the stages are in sibling modules:
 smollm2_drafts_common.py (paths, target loader, answer statistics),
 smollm2_drafts_data.py (prompts, selfask, answers), smollm2_drafts_train.py
-(the training loop; eagle, draft, counts), smollm2_drafts_eagle3.py (features3,
+(eagle, draft, counts), smollm2_drafts_eagle3.py (features3,
 eagle3), smollm2_drafts_eval.py (eval), smollm2_drafts_readme.py (readme) and
 smollm2_drafts_recipes.py (recipes).
-The EAGLE head, its loss and the LR schedule are train_demo's
-(train_demo_eagle.py, train_demo_common.py); the chat template, answer rows,
+The heads, their losses, the training loop and the held-out figures are the
+shared pipeline's (tools/drafts); the chat template, answer rows,
 head files, progress lines and JSON files are tools/c2ttools'."""
 import argparse
 import sys
@@ -83,7 +83,7 @@ from smollm2_drafts_eval import stage_eval  # noqa: E402
 from smollm2_drafts_readme import stage_readme  # noqa: E402
 from smollm2_drafts_recipes import DEFAULT_RECIPES, RECIPES, stage_recipes  # noqa: E402
 from smollm2_drafts_train import DRAFT, EAGLE, stage_counts, stage_draft, stage_eagle  # noqa: E402
-from train_demo_common import quiet_malloc  # noqa: E402
+from drafts.train import quiet_malloc  # noqa: E402
 
 
 STAGES = {"prompts": stage_prompts, "selfask": stage_selfask, "answers": stage_answers, "counts": stage_counts,

@@ -140,7 +140,7 @@ value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps a
 {E['epochs']} epochs over {E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens
 ({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).""" + (f"""
 Unrolled {E['unroll']} steps ("training-time test", as EAGLE-3 and HASS train their heads, here on the
-EAGLE-1 layout; `EagleHead.unroll` in tools/models/train_demo_eagle.py): step k feeds the head its own step-(k-1)
+EAGLE-1 layout; `EagleHead.unroll` in tools/drafts/heads.py): step k feeds the head its own step-(k-1)
 prediction as the feature, attending to what the decoding loop's draft cache holds at depth k (the
 context's keys from target features, then the node's ancestors), with the same targets; step k's loss
 weighs 0.8^(k-1); {f"for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers (EAGLE-3's reduced vocabulary: the LM head over all 49,152 rows dominates the cost on a CPU)" if isinstance(E['deep_vocab'], int) else "its cross-entropy runs over the whole vocabulary"}. A head
