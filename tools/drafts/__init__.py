@@ -1,7 +1,7 @@
-"""drafts: the one draft-training pipeline under tools/, shared by its three call
-sites.  Each call site is a command line with its own data source; the model,
-training, evaluation and export steps are these modules', parameterised by the
-profile (the recipe dicts each call site passes) and the device.
+"""drafts: the one draft-training pipeline under tools/, shared by its call sites.
+Each call site is a command line with its own data source; the model, training,
+evaluation and export steps are these modules', parameterised by the recipe
+(recipes.py: by model and device) and the device.
 
   call site                         data                                   drafts                           device
   tools/models/train_demo.py        this Python's standard library        target, draft LM, EAGLE-1 head   cpu
@@ -11,19 +11,18 @@ profile (the recipe dicts each call site passes) and the device.
 
 Modules, one job each:
 
-  heads  the EAGLE-1 head (EagleHead, unrollable) and the EAGLE-3 head (Eagle3Head),
-         their losses, loading a saved head
-  train  the LR schedule, the per-stage time cap, one optimizer step, checkpoints,
-         batches of answer rows and the epoch loop over them
-  eval   perplexity, a head's agreement with the target by depth, calibration
+  heads    the EAGLE-1 head (EagleHead, unrollable) and the EAGLE-3 head (Eagle3Head),
+           their losses, loading a saved head
+  train    the LR schedule, the per-stage time cap, one optimizer step, checkpoints,
+           batches of answer rows and the epoch loop over them
+  eval     perplexity, a head's agreement with the target by depth, calibration
+  recipes  every draft's sizes, step counts and learning rates, by model and
+           device (the profile table)
 
-The recipes (sizes, steps, learning rates) are the call sites' tables:
-train_demo.settings (demo), smollm2_drafts_train.EAGLE / DRAFT and
-smollm2_drafts_eagle3.E3 (SmolLM2 on the CPU), c2ttools.heads.SMOLLM2_HEAD_RECIPE
-(both SmolLM2 call sites' EAGLE heads).  The files a head is written to are
-c2ttools.heads'; progress lines c2ttools.progress'.  Importing: the entry script
-puts tools/ on sys.path; importing this package sets OMP_WAIT_POLICY (below), so
-an entry script imports it before torch."""
+The files a head is written to are c2ttools.heads'; progress lines
+c2ttools.progress'.  Importing: the entry script puts tools/ on sys.path;
+importing this package sets OMP_WAIT_POLICY (below), so an entry script imports
+it before torch."""
 import os
 
 # The C build/tests share these 2 cores: with the default (spinning) OpenMP wait

@@ -79,3 +79,10 @@ def eval_eagle(head, batches, embed, W, cal=None):
         n += want.numel()
     return dict(heldout_answer_positions=n, eagle_top1=round(e1 / max(n, 1), 4), eagle_top3=round(e3 / max(n, 1), 4),
                 eagle_step_top1=[round(a / max(b, 1), 4) for a, b in zip(deep, deep_n)])
+
+
+def calibration_table(cal):
+    """Calibration.result() cal as a markdown table, one row per bin of q."""
+    return "\n".join(["| q bin | candidates | mean q | accepted |", "|---|---|---|---|"] +
+                     [f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |"
+                      for b in cal["bins"]])

@@ -175,7 +175,7 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, la
     """EAGLE-1 objective, FP32. Slot j: input (embed(x_{j+1}), f_j) -> predict f_{j+1}.
     Loss = v_w * SmoothL1(pred, f_{j+1}) + p_w * CE(labels, lm_head pred), where the labels
     are the target's distribution softmax(lm_head f_{j+1}) (p_labels "soft", the reference)
-    or its greedy token argmax(lm_head f_{j+1}) (p_labels "greedy", see train_demo.settings).
+    or its greedy token argmax(lm_head f_{j+1}) (p_labels "greedy", see recipes.demo_settings).
     gen given = training (uniform noise on the input features). mask [B, T-1] (optional)
     picks the slots that count (EAGLE's loss_mask: the assistant's tokens); labels [B, T-1]
     (optional) are the target's greedy tokens where already known (answers the target

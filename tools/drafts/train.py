@@ -121,33 +121,48 @@ def pad_batch(rows, sel):
     return ids, feat, answer
 
 
-def train_loop(name, model, rows, m, loss_fn, seed, ckpt):
-    """Epochs over answer rows in length-sorted batches of m["tokens_per_batch"]
-    tokens: AdamW, warmup + cosine, one progress line every 10 steps, a checkpoint
-    (resumable) at ckpt every 50 steps.  loss_fn(model, pad_batch(...), gen) returns
-    the loss and the top-1 of each unrolled step."""
-    gen = torch.Generator().manual_seed(seed)
-    lengths = [len(r["ids"]) for r in rows]
-    epochs = [length_batches(range(len(rows)), lengths, m["tokens_per_batch"], gen) for _ in range(m["epochs"])]
-    plan = [b for e in epochs for b in e]
-    steps = len(plan)
+def train_loop(name, model, plan, m, loss_fn, gen, steps=None, ckpt=None, every=(10, 0.0), refit=None):
+    """steps (default len(plan)) optimizer steps, step i on the batch plan[i]: AdamW
+    over the trainable parameters (betas 0.9/0.95, m's lr and wd), warmup + cosine,
+    m's clipping (optimizer_step); running averages of the loss and each unrolled
+    step's top-1.  loss_fn(model, batch, gen) gives the loss and the top-1 (a float,
+    or one per unrolled step).  ckpt: a resumable checkpoint file, written every 50
+    steps and at the end.  every: a progress line every every[0] steps, at most one
+    per every[1] seconds.  refit(step, times, steps): the step count from step on (a
+    time budget); times holds when each step so far ended.  Returns the record and
+    times."""
+    steps = steps or len(plan)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=m["lr"],
                             betas=(0.9, 0.95), weight_decay=m.get("wd", 0.0))
-    ck = Checkpoint(ckpt, 50)
-    start, _ = ck.load(model, opt, gen)
-    pr = Progress(name, steps)
-    ema = None
+    ck = Checkpoint(ckpt, 50) if ckpt else None
+    step, _ = ck.load(model, opt, gen) if ck else (0, {})
+    pr = Progress(name, steps, every[1])
+    ema, times = None, []
     model.train()
-    for step in range(start, steps):
+    while step < steps:
+        steps = pr.total = refit(step, times, steps) if refit else steps
         lr = lr_at(step, steps, m["lr"], m["warmup"])
-        loss, acc = loss_fn(model, pad_batch(rows, plan[step]), gen)
+        loss, acc = loss_fn(model, plan[step], gen)
         optimizer_step(opt, model.parameters(), loss, lr, m.get("clip_value"))
-        acc = [acc] if isinstance(acc, float) else acc   # one top-1 per unrolled step
-        ema = smooth(ema, loss.item(), acc)
-        if (step + 1) % 10 == 0 or step + 1 == steps:
-            pr.show(step + 1, train_status(ema, lr))
-        ck.save(model, opt, gen, step + 1, force=step + 1 == steps)
+        ema = smooth(ema, loss.item(), [acc] if isinstance(acc, float) else acc)
+        step += 1
+        if step % every[0] == 0 or step == steps:
+            pr.show(step, train_status(ema, lr), force=step == steps)
+        if ck:
+            ck.save(model, opt, gen, step, force=step == steps)
+        times.append(time.time())
     model.eval()
     top1 = [round(a, 4) for a in ema[1]] if ema else None
     return dict(steps=steps, final_loss_ema=round(ema[0], 4) if ema else None,
-                final_top1_ema=top1[0] if top1 else None, final_step_top1_ema=top1, **m)
+                final_top1_ema=top1[0] if top1 else None, final_step_top1_ema=top1, **m), times
+
+
+def train_rows(name, model, rows, m, loss_fn, seed, ckpt):
+    """train_loop over m["epochs"] epochs of answer rows (c2ttools.rows' shards) in
+    length-sorted batches of about m["tokens_per_batch"] tokens, drawn with a
+    generator seeded by seed (also loss_fn's); loss_fn gets pad_batch's tensors."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = [len(r["ids"]) for r in rows]
+    plan = [b for _ in range(m["epochs"]) for b in length_batches(range(len(rows)), lengths, m["tokens_per_batch"], gen)]
+    rec, _ = train_loop(name, model, plan, m, lambda model, b, g: loss_fn(model, pad_batch(rows, b), g), gen, ckpt=ckpt)
+    return rec

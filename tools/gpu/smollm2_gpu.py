@@ -60,7 +60,7 @@ TOOLS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TOOLS / "models"))   # tools/models: the prompt templates
 sys.path.insert(0, str(TOOLS))   # tools/: the shared c2ttools and drafts packages
 from c2ttools.files import read_log  # noqa: E402
-from c2ttools.heads import SMOLLM2_HEAD_RECIPE  # noqa: E402
+from drafts.recipes import SMOLLM2_GPU, SMOLLM2_HEAD  # noqa: E402
 from c2ttools.progress import fmt_secs, log  # noqa: E402
 from smollm2_gpu_common import save_state  # noqa: E402
 from smollm2_gpu_data import stage_answers, stage_selfask  # noqa: E402
@@ -96,15 +96,15 @@ def main():
     ap.add_argument("--total-seconds", type=float, default=660, help="the heads' training ends by this")
     ap.add_argument("--points", type=lambda s: [int(x) for x in s.split(",")], default=[736656, 3000000, 10000000,
                                                                                        10 ** 9])
-    ap.add_argument("--epochs", type=float, default=3)
-    ap.add_argument("--min-steps", type=int, default=600)
+    ap.add_argument("--epochs", type=float, default=SMOLLM2_GPU["epochs"])
+    ap.add_argument("--min-steps", type=int, default=SMOLLM2_GPU["min_steps"])
     ap.add_argument("--init-head", default="", help="train: every head starts from this head's weights (a "
                                                     "directory as data/smollm2/eagle; continued training, recorded)")
-    ap.add_argument("--unroll", type=int, default=SMOLLM2_HEAD_RECIPE["unroll"],
+    ap.add_argument("--unroll", type=int, default=SMOLLM2_HEAD["unroll"],
                     help="train: steps on the head's own predictions (1: EAGLE-1's recipe)")
-    ap.add_argument("--labels", default=SMOLLM2_HEAD_RECIPE["p_labels"], choices=["greedy", "soft"],
+    ap.add_argument("--labels", default=SMOLLM2_HEAD["p_labels"], choices=["greedy", "soft"],
                     help="train: the token loss against the target's greedy token or its whole distribution")
-    ap.add_argument("--max-batch-tokens", type=int, default=32768)
+    ap.add_argument("--max-batch-tokens", type=int, default=SMOLLM2_GPU["max_batch_tokens"])
     ap.add_argument("--heads", nargs="*", default=[], help="compare: head directories")
     ap.add_argument("--cpu-head", default="cpu_head", help="readme: the compare/tau name of the CPU-trained head")
     ap.add_argument("--readme-dir", default="data/smollm2", help="readme: where README.md and the PNG go")

@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from c2ttools.heads import EAGLE1_KEYS, SMOLLM2_HEAD_RECIPE, eagle1_config, read_head, save_head, save_token_counts
-from c2ttools.progress import Progress, log, smooth, train_status
+from c2ttools.heads import EAGLE1_KEYS, eagle1_config, read_head, save_head, save_token_counts
+from c2ttools.progress import Progress, log
 from c2ttools.prompts import IM_END
 from c2ttools.rows import length_batches, load_flat_rows
 from drafts.eval import eval_eagle
 from drafts.heads import EagleHead, answer_loss
-from drafts.train import lr_at, optimizer_step
+from drafts.recipes import SMOLLM2_HEAD
+from drafts.train import train_loop
 from smollm2_gpu_common import PROGRESS_EVERY, REPLAN, save_state
 
 
@@ -96,47 +97,45 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
     plan = []
     while len(plan) < max(steps, max_steps or 0):
         plan += length_batches(sel, rows.len, tokens_per_batch, gen)
-    m = dict(SMOLLM2_HEAD_RECIPE, unroll=args.unroll, p_labels=args.labels)
+    m = dict(SMOLLM2_HEAD, unroll=args.unroll, p_labels=args.labels)
     # greedy labels: the deeper steps' cross-entropy over the answer tokens; soft labels
     # (the target's distribution) need the whole vocabulary
     deep_vocab = (torch.unique(torch.cat([rows.ids[rows.off[i] + rows.n_prompt[i]:rows.off[i + 1]] for i in sel]))
                   if m["p_labels"] == "greedy" else None)
-    opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
     # the target's embedding and lm_head, frozen (FP32, as the CPU recipe trains)
     emb = torch.nn.Embedding.from_pretrained(target.emb.float())
     lm = torch.nn.Linear(target.h, target.emb.shape[0], bias=False, device=dev)
     lm.weight = torch.nn.Parameter(target.head.float(), requires_grad=False)
-    pr = Progress(f"train {name}", steps, PROGRESS_EVERY)
-    ema = None
-    head.train()
-    times = []
-    planned = steps
-    step = 0
-    while step < steps:
-        if deadline and step == REPLAN:
-            rate = (times[-1] - times[REPLAN // 2]) / (REPLAN - 1 - REPLAN // 2)
-            fit = REPLAN + int((deadline - time.time()) / rate)
-            # the plan's rate came from a short timing run and can be far off either way:
-            # fit the steps to the time left, up to max_steps (the recipe's epochs)
-            fit = max(REPLAN + 1, min(fit, max(steps, max_steps or 0)))
-            if fit != steps:
-                steps = pr.total = fit
-                log(f"train {name}: {steps} steps (planned {planned}) fit the time left ({rate:.3f} s a step)")
-        lr = lr_at(step, steps, m["lr"], m["warmup"])
+
+    def loss_fn(head, batch, _gen):
         top1 = []
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-            loss = answer_loss(head, emb, lm, rows.batch(plan[step]), m, ngen, deep_vocab, top1)
-        optimizer_step(opt, head.parameters(), loss, lr, m["clip_value"])
-        ema = smooth(ema, loss.item(), top1)
-        pr.show(step + 1, train_status(ema, lr), force=step + 1 == steps)
-        times.append(time.time())
-        step += 1
-    head.eval()
+            loss = answer_loss(head, emb, lm, rows.batch(batch), m, ngen, deep_vocab, top1)
+        return loss, top1
+
+    refit = fit_deadline(deadline, max_steps, name) if deadline else None
+    rec, times = train_loop(f"train {name}", head, plan, m, loss_fn, gen, steps, every=(1, PROGRESS_EVERY),
+                            refit=refit)
     late = times[len(times) // 2:]
-    per_step = (late[-1] - late[0]) / max(len(late) - 1, 1)
-    return head, dict(steps=steps, planned_steps=planned, seconds_per_step=round(per_step, 4), tokens_per_batch=tokens_per_batch, final_loss_ema=round(ema[0], 4),
-                      final_step_top1_ema=[round(a, 4) for a in ema[1]],
-                      deep_vocab=len(deep_vocab) if deep_vocab is not None else "full", **m)
+    rec.update(planned_steps=steps, seconds_per_step=round((late[-1] - late[0]) / max(len(late) - 1, 1), 4),
+               tokens_per_batch=tokens_per_batch, deep_vocab=len(deep_vocab) if deep_vocab is not None else "full")
+    return head, rec
+
+
+def fit_deadline(deadline, max_steps, name):
+    """train_loop's refit for a deadline: after REPLAN steps (the first steps load
+    kernels and run slow) the step count is fit to the time left, up to max_steps."""
+    def refit(step, times, steps):
+        if step != REPLAN:
+            return steps
+        rate = (times[-1] - times[REPLAN // 2]) / (REPLAN - 1 - REPLAN // 2)
+        # the plan's rate came from a short timing run and can be far off either way:
+        # fit the steps to the time left, up to max_steps (the recipe's epochs)
+        fit = max(REPLAN + 1, min(REPLAN + int((deadline - time.time()) / rate), max(steps, max_steps or 0)))
+        if fit != steps:
+            log(f"train {name}: {fit} steps (planned {steps}) fit the time left ({rate:.3f} s a step)")
+        return fit
+    return refit
 
 
 def eval_head(head, target, rows):

@@ -12,7 +12,8 @@ from c2ttools.heads import (EAGLE3_KEYS, EVAL_STEPS, draft_vocab_maps, eagle3_co
 from c2ttools.progress import Progress
 from drafts.eval import Calibration
 from drafts.heads import Eagle3Head, load_eagle3, unrolled_loss
-from drafts.train import pad_batch, train_loop
+from drafts.recipes import SMOLLM2_EAGLE3 as E3
+from drafts.train import pad_batch, train_rows
 from smollm2_drafts_common import ANSWERS, VOCAB, WORK, answer_counts, load_target
 
 
@@ -56,9 +57,6 @@ def stage_features3(args, out, st):
         os.replace(str(dst) + ".tmp", dst)
         pr.show(i + 1, f"{tokens / (time.time() - pr.t0):.0f} tok/s")
     st["features3"] = dict(layers=E3_LAYERS, shards=len(shards))
-
-
-E3 = dict(epochs=3, tokens_per_batch=4096, lr=1e-3, warmup=50, clip_value=0.5, length=7, draft_vocab=8192)
 
 
 def load_rows3(split):
@@ -119,7 +117,7 @@ def stage_eagle3(args, out, st):
         return loss, accs + [float("nan")] * (m["length"] - len(accs))
 
     name = f"eagle3_{len(rows)}rows"
-    rec = train_loop(name, head, rows, m, loss_fn, args.seed + 3, WORK / f"{name}_ckpt.pt")
+    rec = train_rows(name, head, rows, m, loss_fn, args.seed + 3, WORK / f"{name}_ckpt.pt")
     d = E3_DIR
     maps = draft_vocab_maps(used, VOCAB)
     sd = save_head(d, head, c, maps)

@@ -7,6 +7,7 @@ import torch
 from c2ttools.heads import chain_tau
 from c2ttools.progress import fmt_secs, log
 from c2ttools.rows import SPLITS
+from drafts.eval import calibration_table
 from smollm2_drafts_common import DEFAULT_STAGES, VOCAB, shard_stats
 
 
@@ -55,8 +56,6 @@ def stage_readme(args, out, st):
     S = st.get("selfask") if args.self_prompts else None
     secs = st.get("seconds", {})
     cats = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
-    rows = "\n".join(f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |"
-                     for b in V["eagle_calibration"]["bins"])
     text = f"""# Drafts for SmolLM2-135M-Instruct
 
 Trained on the CPU by `tools/models/smollm2_drafts.py` for the target that `make smollm2` installs
@@ -192,9 +191,7 @@ Chain τ: EAGLE head {chain_tau(V['eagle_step_top1']):.2f}""" + (
 is the target's greedy token, i.e. accepted at temperature 0. Expected calibration error
 **{V['eagle_calibration']['ece']}**.
 
-| q bin | candidates | mean q | accepted |
-|---|---|---|---|
-{rows}
+{calibration_table(V["eagle_calibration"])}
 """ + (f"""
 Calibration of the EAGLE-3 head (probabilities over its draft vocabulary, the same bins): expected
 calibration error **{V['eagle3_calibration']['ece']}**.

@@ -15,7 +15,8 @@ from c2ttools.rows import load_shards
 from smollm2_drafts_common import ANSWERS, WORK, load_target
 from smollm2_drafts_eagle3 import eval_eagle3, load_rows3, stage_eagle3, stage_features3
 from smollm2_drafts_eval import held_eagle
-from smollm2_drafts_train import EAGLE, eagle_rows, save_eagle, train_eagle
+from drafts.recipes import SMOLLM2_EAGLE as EAGLE
+from smollm2_drafts_train import eagle_rows, save_eagle, train_eagle
 
 # name: (what it is, the EAGLE keys it changes); eagle3 is the EAGLE-3 stages'
 RECIPES = {

@@ -4,16 +4,14 @@ and its loss are tools/drafts'."""
 import torch
 import torch.nn.functional as F
 
-from c2ttools.heads import SMOLLM2_HEAD_RECIPE, save_head, save_token_counts, saved_size, target_keys
+from c2ttools.heads import save_head, save_token_counts, saved_size, target_keys
 from c2ttools.progress import log
 from c2ttools.prompts import IM_END
 from c2ttools.rows import load_shards
 from drafts.heads import EagleHead, SoftCrossEntropy, answer_loss, eagle_config
-from drafts.train import train_loop
+from drafts.recipes import SMOLLM2_DRAFT as DRAFT, SMOLLM2_EAGLE as EAGLE
+from drafts.train import train_rows
 from smollm2_drafts_common import ANSWERS, TARGET, WORK, answer_counts, load_target
-
-
-EAGLE = dict(epochs=4, tokens_per_batch=4096, **SMOLLM2_HEAD_RECIPE)
 
 
 def eagle_rows(args):
@@ -45,7 +43,7 @@ def train_eagle(args, target, rows, m, name):
         top1 = []
         return answer_loss(model, embed, lm_head, batch, m, gen, deep_vocab, top1), top1
 
-    rec = train_loop(name, head, rows, m, loss_fn, args.seed + 1, WORK / f"{name}_ckpt.pt")
+    rec = train_rows(name, head, rows, m, loss_fn, args.seed + 1, WORK / f"{name}_ckpt.pt")
     rec.update(config=c, train_tokens=sum(len(r["ids"]) for r in rows),
                answer_tokens=sum(len(r["ids"]) - r["n_prompt"] for r in rows))
     return head, rec
@@ -64,10 +62,6 @@ def stage_eagle(args, out, st):
     head, rec = train_eagle(args, target, rows, m, f"eagle_{len(rows)}rows")
     rec.update(save_eagle(head, rec.pop("config"), out / "eagle"))
     st["eagle"] = rec
-
-
-DRAFT = dict(epochs=3, tokens_per_batch=4096, lr=3e-3, warmup=50, wd=0.1, kd_w=0.5,
-             hidden=192, layers=4, heads=3, kv_heads=1, ffn=512)
 
 
 def stage_draft(args, out, st):
@@ -104,7 +98,7 @@ def stage_draft(args, out, st):
         return loss, (z.argmax(-1) == want).float().mean().item()
 
     name = f"draft_{len(rows)}rows"
-    rec = train_loop(name, draft, rows, m, loss_fn, args.seed + 2, WORK / f"{name}_ckpt.pt")
+    rec = train_rows(name, draft, rows, m, loss_fn, args.seed + 2, WORK / f"{name}_ckpt.pt")
     d = out / "draft"
     draft = draft.to(torch.bfloat16)
     draft.config.torch_dtype = torch.bfloat16

@@ -35,11 +35,12 @@ if a stage would overrun it (other processes on the cores), its step count and
 LR schedule are cut to fit, which is logged and recorded in the README.
 Progress (step/total, loss, tokens/s, ETA) goes to stderr.
 
-This file is the command line and the settings; the stages are in sibling
+This file is the command line; the stages are in sibling
 modules: train_demo_data.py (corpus, tokenizer, prompts: tok), train_demo_lm.py
 (target, draft, eagle), train_demo_eval.py (eval) and train_demo_readme.py
-(readme).  The EAGLE head, its loss, the LR schedule, time cap and held-out
-figures are the shared pipeline's (tools/drafts); progress lines, the log file
+(readme).  The settings (drafts.recipes.demo_settings), the EAGLE head, its
+loss, the LR schedule, time cap and held-out figures are the shared pipeline's
+(tools/drafts); progress lines, the log file
 and the head's files are tools/c2ttools'.
 """
 import argparse
@@ -50,6 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools package
 import drafts  # noqa: E402,F401  (first: it sets OMP_WAIT_POLICY)
+from drafts.recipes import demo_settings  # noqa: E402
 from drafts.train import quiet_malloc  # noqa: E402
 from c2ttools.files import read_log, write_json  # noqa: E402
 from c2ttools.progress import T0, fmt_secs, log  # noqa: E402
@@ -59,42 +61,6 @@ from train_demo_data import stage_tok  # noqa: E402
 from train_demo_eval import stage_eval  # noqa: E402
 from train_demo_lm import stage_eagle, stage_lm  # noqa: E402
 from train_demo_readme import write_readme  # noqa: E402
-
-
-def settings(args):
-    """All sizes and step counts. The defaults were measured on 2 cores."""
-    s = dict(
-        vocab_size=8192,          # incl. the 2 special tokens
-        heldout_frac=0.2,         # >= 80 held-out modules are needed for the `continue` prompts
-        seq_len=512, long_seq_len=1024,
-        target=dict(hidden_size=256, intermediate_size=688, num_hidden_layers=6,
-                    num_attention_heads=8, num_key_value_heads=2,
-                    steps=1200, batch=8, long_frac=0.2, lr=2e-3, warmup=100, wd=0.1),
-        # The draft must be clearly weaker than the target: at equal tokens a 2-layer
-        # model learns as fast as the 6-layer target early on (measured), so it gets a
-        # narrower width and about a third of the target's training tokens.
-        draft=dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2,
-                   num_attention_heads=4, num_key_value_heads=2,
-                   steps=500, batch=8, long_frac=0.2, lr=3e-3, warmup=50, wd=0.1),
-        # p_labels "greedy": the head's token loss uses the target's greedy token, not its
-        # distribution (the reference's soft labels). The demo decodes at temperature 0, where
-        # a draft token is accepted iff it is the target's argmax; this 8M target is uncertain
-        # (mean top-1 probability 0.33), so a head that copies its distribution states about
-        # half the acceptance rate (a candidate of confidence 0.2-0.3 was accepted 59% of the
-        # time) and EAGLE-2's premise, confidence ~ acceptance, fails. Trained on greedy
-        # tokens, the head's probabilities estimate exactly that acceptance (eval: calibration);
-        # p_w 1.0 (reference 0.1) so the token loss is not drowned by the feature loss.
-        eagle=dict(feature_windows=4000, steps=1000, batch=8, lr=1.5e-3, warmup=60,
-                   noise=0.2, v_w=1.0, p_w=1.0, grad_clip_value=0.5, p_labels="greedy"),
-        eval_windows=1000, eagle_eval_windows=300,
-    )
-    if args.smoke:
-        s["target"].update(steps=12, warmup=2)
-        s["draft"].update(steps=8, warmup=2)
-        s["eagle"].update(feature_windows=24, steps=10, warmup=2)
-        s["eval_windows"] = 8
-        s["eagle_eval_windows"] = 6
-    return s
 
 
 def main():
@@ -114,7 +80,7 @@ def main():
     random.seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    s = settings(args)
+    s = demo_settings(args.smoke)
     log_path = out / "train_log.json"
     st = read_log(log_path)
     import safetensors

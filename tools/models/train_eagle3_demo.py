@@ -46,6 +46,7 @@ from c2ttools.files import write_json  # noqa: E402
 from c2ttools.heads import EAGLE3_KEYS, draft_vocab_maps, eagle3_config, save_head, target_keys  # noqa: E402
 from c2ttools.progress import fmt_secs, log  # noqa: E402
 from drafts.heads import Eagle3Head, unrolled_loss  # noqa: E402
+from drafts.recipes import DEMO_EAGLE3  # noqa: E402
 from drafts.train import Checkpoint, lr_at, optimizer_step  # noqa: E402
 # train_demo's corpus, tokenizer, target loader
 from train_demo_data import Corpus, list_corpus, load_tokenizer  # noqa: E402
@@ -77,13 +78,13 @@ def main():
     ap.add_argument("--work", default="build/eagle3_train", help="checkpoints (resumed from)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--length", type=int, default=7, help="unrolled steps (EAGLE-3: 7)")
-    ap.add_argument("--draft-vocab", type=int, default=2048)
-    ap.add_argument("--lr", type=float, default=1.5e-3)
-    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=DEMO_EAGLE3["steps"])
+    ap.add_argument("--batch", type=int, default=DEMO_EAGLE3["batch"])
+    ap.add_argument("--seq", type=int, default=DEMO_EAGLE3["seq"])
+    ap.add_argument("--length", type=int, default=DEMO_EAGLE3["length"], help="unrolled steps (EAGLE-3: 7)")
+    ap.add_argument("--draft-vocab", type=int, default=DEMO_EAGLE3["draft_vocab"])
+    ap.add_argument("--lr", type=float, default=DEMO_EAGLE3["lr"])
+    ap.add_argument("--warmup", type=int, default=DEMO_EAGLE3["warmup"])
     ap.add_argument("--save-every", type=int, default=20)
     ap.add_argument("--export-only", action="store_true")
     args = ap.parse_args()
