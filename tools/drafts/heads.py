@@ -231,10 +231,12 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, la
             first = (vloss, ploss, logits, t_greedy)
     return (total, *first)
 
+
 def answer_loss(head, embed, lm_head, batch, m, gen, deep_vocab, top1):
     """eagle_batch_loss on a batch of greedy answers (ids, feat, answer: pad_batch's):
     slot j predicts f_{j+1}, whose greedy token is x_{j+2}: the slots whose x_{j+2} is
-    an answer token count, with that token as the label (known from the answers)."""
+    an answer token count, with that token as the label (known from the answers); the
+    last slot has none.  top1 (a list) receives each unrolled step's top-1."""
     ids, feat, answer = batch
     mask = torch.cat([answer[:, 2:], torch.zeros((answer.shape[0], 1), dtype=torch.bool, device=ids.device)], 1)
     labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END, device=ids.device)], 1)
