@@ -12,7 +12,7 @@ from c2ttools.heads import (EAGLE3_KEYS, EVAL_STEPS, draft_vocab_maps, eagle3_co
 from c2ttools.progress import Progress
 from drafts.eval import Calibration
 from drafts.heads import Eagle3Head, load_eagle3, unrolled_loss
-from drafts.recipes import SMOLLM2_EAGLE3 as E3
+from drafts.recipes import SMOLLM2_EAGLE3
 from drafts.train import pad_batch, train_rows
 from smollm2_drafts_common import ANSWERS, VOCAB, WORK, answer_counts, load_target
 
@@ -99,7 +99,7 @@ def stage_eagle3(args, out, st):
     gives them; lm_head over the draft vocabulary, started from the target's rows."""
     target, _ = load_target()
     rows = load_rows3("train")
-    m = dict(E3, epochs=args.eagle3_epochs, length=args.eagle3_length)
+    m = dict(SMOLLM2_EAGLE3, epochs=args.eagle3_epochs, length=args.eagle3_length)
     used = e3_vocabulary(rows, m["draft_vocab"])
     col = torch.full((VOCAB + 1,), -100, dtype=torch.long)   # target id -> draft column; VOCAB: no label
     col[used] = torch.arange(len(used))

@@ -9,7 +9,7 @@ from c2ttools.progress import log
 from c2ttools.prompts import IM_END
 from c2ttools.rows import load_shards
 from drafts.heads import EagleHead, SoftCrossEntropy, answer_loss, eagle_config
-from drafts.recipes import SMOLLM2_DRAFT as DRAFT, SMOLLM2_EAGLE as EAGLE
+from drafts.recipes import SMOLLM2_DRAFT, SMOLLM2_EAGLE
 from drafts.train import train_rows
 from smollm2_drafts_common import ANSWERS, TARGET, WORK, answer_counts, load_target
 
@@ -57,7 +57,7 @@ def save_eagle(head, c, d):
 def stage_eagle(args, out, st):
     target, _ = load_target()
     rows = eagle_rows(args)
-    m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll, p_labels=args.eagle_labels)
+    m = dict(SMOLLM2_EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll, p_labels=args.eagle_labels)
     # each training set (a share of the answers, the self-written prompts) has its own checkpoint
     head, rec = train_eagle(args, target, rows, m, f"eagle_{len(rows)}rows")
     rec.update(save_eagle(head, rec.pop("config"), out / "eagle"))
@@ -68,7 +68,7 @@ def stage_draft(args, out, st):
     from transformers import LlamaConfig, LlamaForCausalLM
     target, tok = load_target()
     rows = load_shards(ANSWERS, "train")
-    m = dict(DRAFT, epochs=args.draft_epochs)
+    m = dict(SMOLLM2_DRAFT, epochs=args.draft_epochs)
     tc = target.config
     cfg = LlamaConfig(vocab_size=tc.vocab_size, hidden_size=m["hidden"], intermediate_size=m["ffn"],
                       num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
