@@ -559,7 +559,7 @@ static void test_demo_eagle_head_matches_transformers(void) {
            wp[0], worst, ent, went);
     /* Down the head's greedy chain: a node's distribution comes from its
      * parent's output feature, attending to the context and its ancestors
-     * (what EagleHead.unroll in tools/models/train_demo_eagle.py trains the
+     * (what EagleHead.unroll in tools/drafts/heads.py trains the
      * head for). */
     const StTensor *ci = st_find(g, "chain_ids"), *cl = st_find(g, "chain_logits");
     REQUIRE(ci && cl && cl->shape[1] == V, "golden chain tensors missing");

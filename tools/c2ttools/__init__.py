@@ -1,4 +1,6 @@
-"""c2ttools: the helpers that the three draft-training pipelines under tools/ share.
+"""c2ttools: the helpers that the draft-training pipeline's call sites under tools/
+share (files, prompts, rows, progress; the models, training and evaluation steps are
+tools/drafts').
 
   tools/models/train_demo*.py, train_eagle3_demo.py   the demo family (data/demo/)
   tools/models/smollm2_drafts*.py                     SmolLM2's CPU drafts (data/smollm2/)
@@ -14,7 +16,7 @@ Modules, one job each:
   rows      the SmolLM2 answer rows on disk (both pipelines' formats), their
             statistics, batches of similar length
   heads     EAGLE heads as files: config.json from the target's config, BF16
-            safetensors, token counts; the SmolLM2 heads' recipe; chain τ
+            safetensors, token counts; chain τ
 
 Importing: an entry script puts tools/ on sys.path before it imports any of its
 modules (sys.path.insert(0, str(Path(__file__).resolve().parents[1]))); its

@@ -1,14 +1,12 @@
 """EAGLE heads as files, for every pipeline that trains one: config.json built from
 the target's config, model.safetensors in BF16 (EAGLE-3 heads with their draft
-vocabulary's d2t/t2d), token_counts.safetensors beside a draft; the recipe both
-SmolLM2 pipelines train their heads with; the depths their held-out agreement is
-measured at and a greedy chain's τ from it.
+vocabulary's d2t/t2d), token_counts.safetensors beside a draft; the depths a
+head's held-out agreement is measured at and a greedy chain's τ from it.
 
 Contract on config.json: the keys come in the order of the public checkpoints'
 files: architectures, model_type, the target's keys (EAGLE1_KEYS / EAGLE3_KEYS
 order), num_hidden_layers, then the head's own keys in the caller's order.  The
-head modules themselves are the pipelines' (EagleHead in
-tools/models/train_demo_eagle.py, Eagle3Head in tools/models/train_eagle3_demo.py)."""
+head modules themselves are tools/drafts/heads.py's (EagleHead, Eagle3Head)."""
 import json
 
 from c2ttools.files import write_json
@@ -22,10 +20,6 @@ EAGLE1_KEYS = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_
 EAGLE3_KEYS = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
                "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
                "bos_token_id", "eos_token_id", "tie_word_embeddings"]
-# the SmolLM2 heads' recipe (tools/models/smollm2_drafts.py's EAGLE, tools/gpu/smollm2_gpu.py's
-# heads): the EAGLE-1 loss with greedy labels, input noise, value clipping, 3 unrolled steps
-SMOLLM2_HEAD_RECIPE = dict(lr=1e-3, warmup=50, noise=0.2, v_w=1.0, p_w=1.0, p_labels="greedy", clip_value=0.5,
-                           unroll=3)
 EVAL_STEPS = 4   # held-out agreement of a head's first EVAL_STEPS unrolled steps (depths 1-4)
 
 

@@ -9,8 +9,7 @@
 #   turns (10 ABBA blocks), MAX_NEW=64, ARITH="" (the plain command's own
 #   arithmetic; e.g. "--cpu-fast-gemm on --kv-dtype bf16" to pin it)
 # Needs ../shared/benchmarks (SMOLLM2_BENCH) and make smollm2's target.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 RUNS=${RUNS:-10}
 Q=${Q:-20}
 MAX_NEW=${MAX_NEW:-64}

@@ -11,8 +11,7 @@
 #   the script).
 #   REPS=2 (default), Q=8 prompts, NEW=96 tokens each
 # Needs a CPU with AMX-BF16 and a build for it (make ARCH=-march=native).
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 REPS=${REPS:-2}
 Q=${Q:-8}
 NEW=${NEW:-96}

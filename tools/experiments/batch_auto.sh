@@ -17,8 +17,7 @@
 # auto runs' chosen sizes and share of cycles without a draft, and auto's
 # speedup over the best fixed one.  ARITH as every experiment's
 # (tools/experiments/arith.sh); OUT the results directory.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/smollm2-135m-instruct
 D=data/smollm2
 B=${SMOLLM2_BENCH:-../shared/benchmarks}
@@ -30,10 +29,8 @@ REPEATS=${REPEATS:-2}
 BETA=${BETA:-0.5}
 MAX_CTX=${MAX_CTX:-2048}
 . tools/experiments/arith.sh
-[ -f "$T/config.json" ] || { echo "batch-auto: $T is missing (make smollm2)" >&2; exit 1; }
-for b in alpaca sum gsm8k; do
-    [ -f "$B/$b/question.jsonl" ] || { echo "batch-auto: $B/$b/question.jsonl is missing (SMOLLM2_BENCH=DIR)" >&2; exit 1; }
-done
+need batch-auto "make smollm2" "$T/config.json"
+need batch-auto "SMOLLM2_BENCH=DIR" "$B/alpaca/question.jsonl" "$B/sum/question.jsonl" "$B/gsm8k/question.jsonl"
 CLS=${CLS:-$D/classifier.json}
 [ -f "$CLS" ] || { echo "batch-auto: $CLS is missing (CLS=FILE)" >&2; exit 1; }
 mkdir -p "$R"

@@ -13,8 +13,7 @@
 #   THREADS=2 (default) sets both runtimes' threads.
 # Where pip cannot fetch the model or llama.cpp, that part says so and is
 # skipped.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 THREADS=${THREADS:-2}
 OUT=results/bench
 mkdir -p $OUT

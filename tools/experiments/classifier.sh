@@ -12,18 +12,12 @@
 # prompts), R (work folder), OUT; sizes Q, MAX_NEW, BATCH; COLLECT_ARGS, more
 # spec-collect options (e.g. --verify walk, where the target's forward
 # dominates).
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 : "${NAME:?}" "${T:?}" "${DRAFT:?}" "${KIND:?}" "${PROMPTS:?}" "${R:?}" "${OUT:?}" "${Q:?}" "${MAX_NEW:?}" "${BATCH:?}"
-for f in "$T/config.json" "$DRAFT/config.json" "$PROMPTS"; do
-    [ -f "$f" ] || { echo "$NAME: $f is missing" >&2; exit 1; }
-done
+need "$NAME" "" "$T/config.json" "$DRAFT/config.json" "$PROMPTS"
 mkdir -p "$R" "$(dirname "$OUT")"
-resume=""; [ -f "$R/traces.h5" ] && resume=--resume
 echo "== 1/2 spec-collect: full EAGLE-2 trees on $Q collection prompts (first turns, $MAX_NEW tokens, batch $BATCH)"
-bin/spec-collect $resume --target "$T" --draft "$DRAFT" --draft-kind "$KIND" --questions "$PROMPTS" \
-    --max-questions "$Q" --max-turns 1 --max-new-tokens "$MAX_NEW" --topk 10 --depth 7 --batch "$BATCH" \
-    ${COLLECT_ARGS:-} --out "$R/traces.h5"
+collect "$R/traces.h5" --target "$T" --draft "$DRAFT" --draft-kind "$KIND" --questions "$PROMPTS" \
+    --max-questions "$Q" --max-turns 1 --max-new-tokens "$MAX_NEW" --topk 10 --depth 7 --batch "$BATCH" ${COLLECT_ARGS:-}
 echo "== 2/2 spec-train -> $OUT"
-bin/spec-train --traces "$R/traces.h5" --out "$OUT" --report "$R/train_report.json" \
-    --transform P=log --standardize --epochs 200 --neg-ratio 2.5
+train_classifier "$OUT" "$R/train_report.json" 200 --traces "$R/traces.h5"

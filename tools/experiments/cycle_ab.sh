@@ -12,8 +12,7 @@
 #   only the settings whose name holds it); BATCH (1: sequences decoded
 #   together, --batch); ARITH as tools/experiments/arith.sh.  Rows to
 #   results/bench/cycle_ab.csv.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/smollm2-135m-instruct
 D=data/smollm2
 REPS=${REPS:-5}

@@ -15,8 +15,7 @@
 # Sizes are chosen to finish within 15 minutes on 2 cores; override with
 # DEMO_TRAIN_Q (questions per train file), DEMO_TEST_Q, DEMO_MAX_NEW (tokens
 # per test answer), DEMO_COLLECT_MAX_NEW (per train answer).
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 D=data/demo
 R=results
 TRAIN_Q=${DEMO_TRAIN_Q:-40}
@@ -30,11 +29,8 @@ DMAX=$((E2_DEPTH + 1))     # C2T's maximum node depth in the sweep: the same tre
 # cycle, which a CPU pays for in draft time; the demo uses 4..32.
 WETAP="--param wetap_wmin=4 --param wetap_wmax=32"
 mkdir -p "$R"
-for f in "$D/target/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$D/prompts/code_train.jsonl"; do
-    [ -f "$f" ] || { echo "demo: $f is missing (see data/demo/README.md)" >&2; exit 1; }
-done
-t0=$(date +%s)
-stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
+need demo "see data/demo/README.md" "$D/target/config.json" "$D/eagle/config.json" "$D/draft/config.json" \
+    "$D/prompts/code_train.jsonl"
 common="--target $D/target --template none --max-new-tokens $MAX_NEW"
 eagle="--draft $D/eagle --draft-kind eagle"
 test_q="--questions $D/prompts/code_test.jsonl --questions $D/prompts/continue_test.jsonl --max-questions $TEST_Q"
@@ -52,8 +48,7 @@ echo "== 2/4 spec-train"
 # trains poorly, so log P, standardised (stored with the weights).  2.5
 # negatives per positive put beta 0.5 near EAGLE-2's default acceptance
 # length (chosen on the train prompts' traces; README "make demo").
-bin/spec-train --traces "$R/traces.h5" --out "$R/classifier.json" --report "$R/train_report.json" \
-    --transform P=log --standardize --epochs 1000 --neg-ratio 2.5
+train_classifier "$R/classifier.json" "$R/train_report.json" 1000 --traces "$R/traces.h5"
 stamp
 [ "${1:-}" = --traces-only ] && exit 0
 

@@ -16,8 +16,7 @@
 #                                          rounded by llama-quantize: the same
 #                                          values as our spec-convert --dtype T)
 # Exit 3 (one line on stderr) when pip cannot fetch the sdist.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 VER=0.3.36
 SDIST=models/download/llama_cpp_python-$VER.tar.gz
 SRC=build/llama.cpp-src

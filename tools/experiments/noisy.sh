@@ -11,8 +11,7 @@
 #   LOADS="0 1 2" (default): the conditions, by busy loops (make bench: 0)
 #   OTHER=path/to/bench_forward  also another build's, in the same rounds
 #                                (e.g. a worktree of an earlier commit)
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 REPS=${REPS:-3}
 M=models/smollm2-135m-instruct
 [ -f $M/model.safetensors ] || { echo "noisy: $M is missing (make smollm2)" >&2; exit 1; }

@@ -96,8 +96,7 @@
 # qwen-paper: Qwen2.5-Coder 1.5B with its 0.5B sibling).
 # $eagle, $qs, $traces and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=${PAPER_TARGET:-models/smollm2-135m-instruct}
 D=data/smollm2
 R=${PAPER_OUT:-results/paper}
@@ -129,15 +128,10 @@ DEMO_CLS=results/classifier.json
 
 [ -f "$T/config.json" ] || [ -n "${PAPER_TARGET:-}" ] || make --no-print-directory smollm2
 [ -f build/plugins/libh5zstd.so ] || make --no-print-directory build/plugins/libh5zstd.so
-for b in spec-collect spec-train spec-analyze spec-eval; do
-    [ -x bin/$b ] || make --no-print-directory bin/$b
-done
-for f in "$T/config.json" "$HEAD/config.json" "$D/prompts/collect.jsonl"; do
-    [ -f "$f" ] || { echo "paper: $f is missing (make smollm2 or make qwen; data/smollm2/README.md)" >&2; exit 1; }
-done
+need_bins spec-collect spec-train spec-analyze spec-eval
+need paper "make smollm2 or make qwen; data/smollm2/README.md" "$T/config.json" "$HEAD/config.json" \
+    "$D/prompts/collect.jsonl"
 mkdir -p "$R/prompts" "$R/transfer" "$R/eval"
-t0=$(date +%s)
-stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 eagle="--target $T --draft $HEAD --draft-kind $DRAFT_KIND --draft-vocab full $DRAFT_ARGS"   # fixed sizes: never auto
 run="$ARITH --batch $BATCH --max-ctx 2048"   # every decoding run's arithmetic and batch
 # record the sizes for the report
@@ -194,9 +188,8 @@ for c in $cats; do
         continue
     fi
     rm -f "$R/traces_$c.h5.done"
-    resume=""; [ -f "$R/traces_$c.h5" ] && resume=--resume
     echo "-- $c"
-    bin/spec-collect $resume $collect_args --questions "$R/prompts/$c.jsonl" --out "$R/traces_$c.h5" ||
+    collect "$R/traces_$c.h5" $collect_args --questions "$R/prompts/$c.jsonl" ||
         { echo "paper: spec-collect failed on $c (after changing sizes: rm $R/traces_*.h5)" >&2; exit 1; }
     echo "$collect_args" > "$R/traces_$c.h5.done"
 done
@@ -206,8 +199,7 @@ echo "== 2/5 spec-train: all categories, then each category alone ($EPOCHS epoch
 train() {   # out report trace...
     o=$1; rep=$2; shift 2
     args=""; for t in "$@"; do args="$args --traces $t"; done
-    bin/spec-train $args --out "$o" --report "$rep" --quiet \
-        --transform P=log --standardize --epochs "$EPOCHS" --neg-ratio 2.5 --features "$FEATURES" --select "$SELECT"
+    train_classifier "$o" "$rep" "$EPOCHS" $args --quiet --features "$FEATURES" --select "$SELECT"
 }
 train "$R/classifier.json" "$R/train_report.json" $traces
 for c in $cats; do

@@ -28,8 +28,7 @@
 # (a killed run continues); ARITH as tools/experiments/arith.sh.
 # $run and $args are word lists, split on purpose:
 # shellcheck disable=SC2086
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/smollm2-135m-instruct
 D=data/smollm2
 R=${CAL_OUT:-results/paper_calibration}
@@ -42,11 +41,8 @@ run="$ARITH --batch 8 --max-ctx 2048 --verify walk"
 
 [ -f "$T/config.json" ] || make --no-print-directory smollm2
 [ -f build/plugins/libh5zstd.so ] || make --no-print-directory build/plugins/libh5zstd.so
-for b in spec-collect spec-train spec-analyze spec-eval; do
-    [ -x bin/$b ] || make --no-print-directory bin/$b
-done
+need_bins spec-collect spec-train spec-analyze spec-eval
 mkdir -p "$R/heads"
-t0=$(date +%s)
 
 # head NAME SOURCE -> its directory on stdout ("" when it cannot be had)
 head_dir() {
@@ -80,7 +76,7 @@ for h in $HEADS; do
     cal_args="$cal_args $name=$out"
 done
 [ -f results/traces.h5 ] && cal_args="$cal_args demo=results/traces.h5"
-echo "   ($(( $(date +%s) - t0 )) s so far)"
+stamp
 
 echo "== 2/3 calibration tables"
 HDF5_PLUGIN_PATH=build/plugins python3 tools/experiments/calibration.py --out "$R/calibration" $cal_args

@@ -21,8 +21,7 @@
 # ARCH=-march=haswell in build-avx2/, llama.cpp by LLAMACPP_ISA=avx2) into
 # results/quant_bench_avx2/; the report names the CPU's flags and the builds.
 # MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 REPS=${REPS:-3}
 MODELS=${MODELS:-smollm2 qwen smollm2-bf16 qwen-bf16}
 case ${QUANT_ISA:-native} in

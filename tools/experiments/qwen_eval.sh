@@ -20,8 +20,7 @@
 # Sizes: EVAL_Q (5 a benchmark), MAX_NEW (128), THREADS (2).  ARITH: our
 # arithmetic (tools/experiments/arith.sh).  QWEN_OUT: the results folder.
 # ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/qwen2.5-coder-1.5b-instruct
 D=models/qwen2.5-coder-0.5b-instruct
 DL=models/download/qwen
@@ -36,12 +35,10 @@ QWEN_SYSTEM="You are Qwen, created by Alibaba Cloud. You are a helpful assistant
 export OMP_NUM_THREADS=$THREADS
 . tools/experiments/arith.sh
 . tools/experiments/llamacpp_prompts.sh
-for f in "$T/config.json" "$D/config.json"; do
-    [ -f "$f" ] || { echo "qwen-eval: $f is missing (make qwen)" >&2; exit 1; }
-done
+need qwen-eval "make qwen" "$T/config.json" "$D/config.json"
 files=""
 for b in $BENCHES; do
-    [ -f "$B/$b/question.jsonl" ] || { echo "qwen-eval: $B/$b/question.jsonl is missing" >&2; exit 1; }
+    need qwen-eval "" "$B/$b/question.jsonl"
     files="$files $B/$b/question.jsonl"
 done
 mkdir -p "$R"

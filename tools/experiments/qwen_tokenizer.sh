@@ -22,8 +22,7 @@
 # Needs python3 with tokenizers, transformers (tools/requirements.txt) and gguf.
 # tools/experiments/qwen_tokenizer.py --from-gguf DIR writes a stand-in
 # tokenizer folder from the GGUF, to try this before make qwen exists.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 MODEL=${1:-models/qwen2.5-coder-1.5b-instruct}
 GGUF=${2:-models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf}
 if [ ! -f "$MODEL/tokenizer.json" ]; then

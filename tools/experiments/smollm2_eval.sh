@@ -21,8 +21,7 @@
 # features3,eagle3; not shipped) instead of the EAGLE head data/smollm2/eagle,
 # into results/smollm2-eagle3.  Without data/smollm2/draft (the GPU
 # machine's carried tree leaves it out) the chain rows are skipped.
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/smollm2-135m-instruct
 D=data/smollm2
 HEAD=${HEAD:-eagle}
@@ -38,27 +37,20 @@ EVAL_Q=${EVAL_Q:-40}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 LOSSLESS_Q=${LOSSLESS_Q:-10}
 LOSSLESS_MAX_NEW=${LOSSLESS_MAX_NEW:-32}
-for f in "$T/config.json" "$H/config.json" "$D/prompts/collect.jsonl"; do
-    [ -f "$f" ] || { echo "smollm2-eval: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
-done
+need smollm2-eval "make smollm2; data/smollm2/README.md" "$T/config.json" "$H/config.json" "$D/prompts/collect.jsonl"
 mkdir -p "$R"
-t0=$(date +%s)
-stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 dev=${DEVICE:+--device $DEVICE}
 eagle="$dev --target $T --draft $H --draft-kind $HEAD"
 lm=""; [ -f "$D/draft/config.json" ] && lm="$dev --target $T --draft $D/draft --draft-kind lm"
 [ -n "$lm" ] || echo "smollm2-eval: $D/draft is missing: the chain rows are skipped" >&2
 
 echo "== 1/4 spec-collect: full EAGLE-2 trees on $COLLECT_Q collect prompts (first turns)"
-# an existing trace file is continued (--resume refuses one written with other settings)
-resume=""; [ -f "$R/traces.h5" ] && resume=--resume
-bin/spec-collect $resume $eagle --questions "$D/prompts/collect.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
-    --max-new-tokens "$COLLECT_MAX_NEW" --topk 10 --depth 7 --out "$R/traces.h5"
+collect "$R/traces.h5" $eagle --questions "$D/prompts/collect.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
+    --max-new-tokens "$COLLECT_MAX_NEW" --topk 10 --depth 7
 stamp
 
 echo "== 2/4 spec-train"
-bin/spec-train --traces "$R/traces.h5" --out "$R/classifier.json" --report "$R/train_report.json" \
-    --transform P=log --standardize --epochs 200 --neg-ratio 2.5
+train_classifier "$R/classifier.json" "$R/train_report.json" 200 --traces "$R/traces.h5"
 stamp
 
 if [ ! -f "$B/mt_bench/question.jsonl" ]; then

@@ -33,8 +33,7 @@
 # CLS: c2t's classifier (default data/smollm2/classifier.json, the shipped one,
 # trained on collection prompts for this target and head; make smollm2-eval's
 # results/smollm2/classifier.json is another).
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/smollm2-135m-instruct
 D=data/smollm2
 R=${SPEED_OUT:-results/smollm2}
@@ -51,10 +50,9 @@ export OMP_NUM_THREADS=$THREADS
 . tools/experiments/llamacpp_prompts.sh
 echo "arithmetic: $(arith_name)"
 CLS=${CLS:-$D/classifier.json}
-for f in "$T/config.json" "$D/eagle/config.json" "$D/draft/config.json" "$CLS"; do
-    [ -f "$f" ] || { echo "smollm2-speed: $f is missing (make smollm2; CLS= names another classifier)" >&2; exit 1; }
-done
-[ -f "$B/mt_bench/question.jsonl" ] || { echo "smollm2-speed: $B/mt_bench/question.jsonl is missing" >&2; exit 1; }
+need smollm2-speed "make smollm2; CLS= names another classifier" "$T/config.json" "$D/eagle/config.json" \
+    "$D/draft/config.json" "$CLS"
+need smollm2-speed "" "$B/mt_bench/question.jsonl"
 mkdir -p "$R"
 # the swept rows are fixed sizes, over the full draft vocabulary unless a row says otherwise
 eagle="--target $T --draft $D/eagle --draft-vocab full $ARITH"

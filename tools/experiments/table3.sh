@@ -36,8 +36,7 @@
 # AVX512-BF16, else "" (F32 products and cache); each report records it;
 # DEVICE (cpu; cuda runs every spec-collect and spec-eval there and leaves
 # out step 4, the CPU anchor).
-set -eu
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 T=models/smollm2-135m-instruct
 D=data/smollm2
 R=results/table3
@@ -58,15 +57,9 @@ NPP=${NPP:-128}
 NTG=${NTG:-128}
 DEV=${DEVICE:-cpu}
 . tools/experiments/arith.sh
-for f in "$T/config.json" "$D/eagle/config.json" "$D/prompts/collect.jsonl"; do
-    [ -f "$f" ] || { echo "table3: $f is missing (make smollm2; data/smollm2/README.md)" >&2; exit 1; }
-done
-for b in alpaca sum gsm8k; do
-    [ -f "$B/$b/question.jsonl" ] || { echo "table3: $B/$b/question.jsonl is missing (SMOLLM2_BENCH=DIR)" >&2; exit 1; }
-done
+need table3 "make smollm2; data/smollm2/README.md" "$T/config.json" "$D/eagle/config.json" "$D/prompts/collect.jsonl"
+need table3 "SMOLLM2_BENCH=DIR" "$B/alpaca/question.jsonl" "$B/sum/question.jsonl" "$B/gsm8k/question.jsonl"
 mkdir -p "$R"
-t0=$(date +%s)
-stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
 eagle="--target $T --draft $D/eagle --draft-kind eagle --device $DEV --draft-vocab full"
 echo "arithmetic: $(arith_name)"
 
@@ -74,9 +67,8 @@ CLS=results/smollm2/classifier.json
 if [ ! -f "$CLS" ]; then
     CLS=$R/classifier.json
     echo "== 1/5 the classifier: full trees on $COLLECT_Q collection prompts, spec-train"
-    resume=""; [ -f "$R/traces.h5" ] && resume=--resume
-    bin/spec-collect $resume $eagle --questions "$D/prompts/collect.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
-        --max-new-tokens 48 --topk 10 --depth 7 --out "$R/traces.h5"
+    collect "$R/traces.h5" $eagle --questions "$D/prompts/collect.jsonl" --max-questions "$COLLECT_Q" --max-turns 1 \
+        --max-new-tokens 48 --topk 10 --depth 7
     bin/spec-train "$R/traces.h5" --out "$CLS" --report "$R/train_report.json" --quiet
 else
     echo "== 1/5 the classifier: $CLS (make smollm2-eval's)"

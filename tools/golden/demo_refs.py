@@ -90,7 +90,7 @@ def eagle_root_and_chain(demo, target, ids, depth):
     root's logits, then `depth` nodes down the head's own greedy chain (node i:
     its token, its parent's output feature as input, causal over the context and
     its ancestors). Also checks that EagleHead.unroll
-    (tools/models/train_demo_eagle.py), the training's view of depth, gives the
+    (tools/drafts/heads.py), the training's view of depth, gives the
     same chain."""
     cfgd = json.load(open(demo / "eagle" / "config.json"))
     cfg = LlamaConfig(**{k: v for k, v in cfgd.items() if k != "bias"})
@@ -125,9 +125,8 @@ def eagle_root_and_chain(demo, target, ids, depth):
         z = target.lm_head(out).float()
         chain_logits.append(z)
 
-    sys.path.insert(0, str(ROOT / "tools" / "models"))
-    sys.path.insert(0, str(ROOT / "tools"))   # the c2ttools package train_demo_eagle imports
-    from train_demo_eagle import EagleHead
+    sys.path.insert(0, str(ROOT / "tools"))   # the drafts and c2ttools packages
+    from drafts.heads import EagleHead
     head = EagleHead(cfgd)
     head.load_state_dict(w)
     T = len(ids)

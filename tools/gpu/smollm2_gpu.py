@@ -46,8 +46,9 @@ smollm2_gpu_target.py (the target's weights, forward and greedy generation),
 smollm2_gpu_data.py (selfask, answers), smollm2_gpu_train.py (train, pack,
 profile) and smollm2_gpu_report.py (agree, compare, tau, readme).  The chat
 template, answer-row files, the head's recipe and files come from tools/c2ttools;
-the EAGLE head, its loss and the prompt templates from tools/models
-(train_demo_eagle.py, smollm2_prompts.py); this file puts both on the path."""
+the EAGLE head, its loss, the LR schedule and the held-out figures from the shared
+pipeline (tools/drafts); the prompt templates from tools/models/smollm2_prompts.py;
+this file puts tools/ and tools/models on the path."""
 import argparse
 import sys
 import time
@@ -56,10 +57,10 @@ from pathlib import Path
 import torch
 
 TOOLS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TOOLS / "models"))   # tools/models: the EAGLE head, the prompt templates
-sys.path.insert(0, str(TOOLS))   # tools/: the shared c2ttools package
+sys.path.insert(0, str(TOOLS / "models"))   # tools/models: the prompt templates
+sys.path.insert(0, str(TOOLS))   # tools/: the shared c2ttools and drafts packages
 from c2ttools.files import read_log  # noqa: E402
-from c2ttools.heads import SMOLLM2_HEAD_RECIPE  # noqa: E402
+from drafts.recipes import SMOLLM2_GPU, SMOLLM2_HEAD  # noqa: E402
 from c2ttools.progress import fmt_secs, log  # noqa: E402
 from smollm2_gpu_common import save_state  # noqa: E402
 from smollm2_gpu_data import stage_answers, stage_selfask  # noqa: E402
@@ -95,15 +96,15 @@ def main():
     ap.add_argument("--total-seconds", type=float, default=660, help="the heads' training ends by this")
     ap.add_argument("--points", type=lambda s: [int(x) for x in s.split(",")], default=[736656, 3000000, 10000000,
                                                                                        10 ** 9])
-    ap.add_argument("--epochs", type=float, default=3)
-    ap.add_argument("--min-steps", type=int, default=600)
+    ap.add_argument("--epochs", type=float, default=SMOLLM2_GPU["epochs"])
+    ap.add_argument("--min-steps", type=int, default=SMOLLM2_GPU["min_steps"])
     ap.add_argument("--init-head", default="", help="train: every head starts from this head's weights (a "
                                                     "directory as data/smollm2/eagle; continued training, recorded)")
-    ap.add_argument("--unroll", type=int, default=SMOLLM2_HEAD_RECIPE["unroll"],
+    ap.add_argument("--unroll", type=int, default=SMOLLM2_HEAD["unroll"],
                     help="train: steps on the head's own predictions (1: EAGLE-1's recipe)")
-    ap.add_argument("--labels", default=SMOLLM2_HEAD_RECIPE["p_labels"], choices=["greedy", "soft"],
+    ap.add_argument("--labels", default=SMOLLM2_HEAD["p_labels"], choices=["greedy", "soft"],
                     help="train: the token loss against the target's greedy token or its whole distribution")
-    ap.add_argument("--max-batch-tokens", type=int, default=32768)
+    ap.add_argument("--max-batch-tokens", type=int, default=SMOLLM2_GPU["max_batch_tokens"])
     ap.add_argument("--heads", nargs="*", default=[], help="compare: head directories")
     ap.add_argument("--cpu-head", default="cpu_head", help="readme: the compare/tau name of the CPU-trained head")
     ap.add_argument("--readme-dir", default="data/smollm2", help="readme: where README.md and the PNG go")

@@ -1,8 +1,7 @@
 """smollm2_gpu.py's shared pieces: its constants, where the held-out answer rows
 are, the run's log.  The chat template, progress lines, answer-row files, the
 head's recipe and JSON files are tools/c2ttools'; the EAGLE head, its loss and the
-LR schedule come from tools/models (train_demo_*), which smollm2_gpu.py puts on
-the path."""
+LR schedule come from tools/drafts."""
 import json
 
 from c2ttools.files import write_json

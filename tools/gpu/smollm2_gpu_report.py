@@ -9,9 +9,9 @@ import torch
 
 from c2ttools.heads import EVAL_STEPS
 from c2ttools.progress import log
+from drafts.heads import load_eagle
 from smollm2_gpu_common import sample_rows
 from smollm2_gpu_train import Rows, eval_head
-from train_demo_eagle import load_eagle
 
 
 def stage_compare(args, target, tok, work, st):

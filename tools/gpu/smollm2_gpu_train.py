@@ -10,14 +10,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from c2ttools.heads import (EAGLE1_KEYS, EVAL_STEPS, SMOLLM2_HEAD_RECIPE, eagle1_config, read_head, save_head,
-                            save_token_counts)
-from c2ttools.progress import Progress, log, smooth, train_status
+from c2ttools.heads import EAGLE1_KEYS, eagle1_config, read_head, save_head, save_token_counts
+from c2ttools.progress import Progress, log
 from c2ttools.prompts import IM_END
 from c2ttools.rows import length_batches, load_flat_rows
+from drafts.eval import eval_eagle
+from drafts.heads import EagleHead, answer_loss
+from drafts.recipes import SMOLLM2_HEAD
+from drafts.train import train_loop
 from smollm2_gpu_common import PROGRESS_EVERY, REPLAN, save_state
-from train_demo_common import lr_at
-from train_demo_eagle import EagleHead, eagle_batch_loss
 
 
 class Rows:
@@ -66,15 +67,6 @@ class Rows:
         return ids, feat, answer
 
 
-def eagle_loss(head, frozen, batch, m, gen, deep_vocab, top1):
-    ids, feat, answer = batch
-    # slot j predicts f_{j+1}, whose greedy token is x_{j+2} (tools/models/smollm2_drafts.py)
-    mask = torch.cat([answer[:, 2:], torch.zeros((answer.shape[0], 1), dtype=torch.bool, device=ids.device)], 1)
-    labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END, device=ids.device)], 1)
-    loss, *_ = eagle_batch_loss(head, *frozen, ids, feat, m, gen, mask, labels, top1, deep_vocab)
-    return loss
-
-
 # SmolLM2-135M-Instruct's config.json values of the keys its GGUF (cfg) does not hold
 SMOLLM2_CONFIG = dict(hidden_act="silu", max_position_embeddings=8192, rope_scaling=None, initializer_range=0.02,
                       bos_token_id=1, eos_token_id=2, tie_word_embeddings=True, pretraining_tp=1,
@@ -105,77 +97,52 @@ def train_head(args, target, rows, sel, steps, tokens_per_batch, seed, name, dea
     plan = []
     while len(plan) < max(steps, max_steps or 0):
         plan += length_batches(sel, rows.len, tokens_per_batch, gen)
-    m = dict(SMOLLM2_HEAD_RECIPE, unroll=args.unroll, p_labels=args.labels)
+    m = dict(SMOLLM2_HEAD, unroll=args.unroll, p_labels=args.labels)
     # greedy labels: the deeper steps' cross-entropy over the answer tokens; soft labels
     # (the target's distribution) need the whole vocabulary
     deep_vocab = (torch.unique(torch.cat([rows.ids[rows.off[i] + rows.n_prompt[i]:rows.off[i + 1]] for i in sel]))
                   if m["p_labels"] == "greedy" else None)
-    opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
     # the target's embedding and lm_head, frozen (FP32, as the CPU recipe trains)
     emb = torch.nn.Embedding.from_pretrained(target.emb.float())
     lm = torch.nn.Linear(target.h, target.emb.shape[0], bias=False, device=dev)
     lm.weight = torch.nn.Parameter(target.head.float(), requires_grad=False)
-    pr = Progress(f"train {name}", steps, PROGRESS_EVERY)
-    ema = None
-    head.train()
-    times = []
-    planned = steps
-    step = 0
-    while step < steps:
-        if deadline and step == REPLAN:
-            rate = (times[-1] - times[REPLAN // 2]) / (REPLAN - 1 - REPLAN // 2)
-            fit = REPLAN + int((deadline - time.time()) / rate)
-            # the plan's rate came from a short timing run and can be far off either way:
-            # fit the steps to the time left, up to max_steps (the recipe's epochs)
-            fit = max(REPLAN + 1, min(fit, max(steps, max_steps or 0)))
-            if fit != steps:
-                steps = pr.total = fit
-                log(f"train {name}: {steps} steps (planned {planned}) fit the time left ({rate:.3f} s a step)")
-        lr = lr_at(step, steps, m["lr"], m["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
+
+    def loss_fn(head, batch, _gen):
         top1 = []
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-            loss = eagle_loss(head, (emb, lm), rows.batch(plan[step]), m, ngen, deep_vocab, top1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_value_(head.parameters(), m["clip_value"])
-        opt.step()
-        ema = smooth(ema, loss.item(), top1)
-        pr.show(step + 1, train_status(ema, lr), force=step + 1 == steps)
-        times.append(time.time())
-        step += 1
-    head.eval()
+            loss = answer_loss(head, emb, lm, rows.batch(batch), m, ngen, deep_vocab, top1)
+        return loss, top1
+
+    refit = fit_deadline(deadline, max_steps, name) if deadline else None
+    rec, times = train_loop(f"train {name}", head, plan, m, loss_fn, gen, steps, every=(1, PROGRESS_EVERY),
+                            refit=refit)
     late = times[len(times) // 2:]
-    per_step = (late[-1] - late[0]) / max(len(late) - 1, 1)
-    return head, dict(steps=steps, planned_steps=planned, seconds_per_step=round(per_step, 4), tokens_per_batch=tokens_per_batch, final_loss_ema=round(ema[0], 4),
-                      final_step_top1_ema=[round(a, 4) for a in ema[1]],
-                      deep_vocab=len(deep_vocab) if deep_vocab is not None else "full", **m)
+    rec.update(planned_steps=steps, seconds_per_step=round((late[-1] - late[0]) / max(len(late) - 1, 1), 4),
+               tokens_per_batch=tokens_per_batch, deep_vocab=len(deep_vocab) if deep_vocab is not None else "full")
+    return head, rec
 
 
-@torch.no_grad()
+def fit_deadline(deadline, max_steps, name):
+    """train_loop's refit for a deadline: after REPLAN steps (the first steps load
+    kernels and run slow) the step count is fit to the time left, up to max_steps."""
+    def refit(step, times, steps):
+        if step != REPLAN:
+            return steps
+        rate = (times[-1] - times[REPLAN // 2]) / (REPLAN - 1 - REPLAN // 2)
+        # the plan's rate came from a short timing run and can be far off either way:
+        # fit the steps to the time left, up to max_steps (the recipe's epochs)
+        fit = max(REPLAN + 1, min(REPLAN + int((deadline - time.time()) / rate), max(steps, max_steps or 0)))
+        if fit != steps:
+            log(f"train {name}: {fit} steps (planned {steps}) fit the time left ({rate:.3f} s a step)")
+        return fit
+    return refit
+
+
 def eval_head(head, target, rows):
-    """Held-out agreement (tools/models/smollm2_drafts.py stage eval): at every answer position
-    the head's step-k top-1 on its own k-1 predictions against the target's greedy
-    token, k = 1..EVAL_STEPS; and step 1's top-3."""
-    deep, deep_n, t3 = [0] * EVAL_STEPS, [0] * EVAL_STEPS, 0
-    for i in range(len(rows.len)):
-        ids, feat, answer = rows.batch([i])
-        emb = target.emb[ids[:, 1:]].float()
-        preds = head.unroll(feat[:, :-1], emb, EVAL_STEPS)
-        keep = answer[:, 2:]
-        want = ids[:, 2:]
-        for k, pred in enumerate(preds):
-            kk = keep.clone()
-            kk[:, :k] = False
-            z = pred[:, :-1][kk] @ target.head.float().T
-            deep[k] += (z.argmax(-1) == want[kk]).sum().item()
-            deep_n[k] += kk.sum().item()
-            if k == 0:
-                t3 += (z.topk(3, -1).indices == want[kk][:, None]).any(-1).sum().item()
-    return dict(heldout_answer_positions=deep_n[0], eagle_step_top1=[round(a / max(b, 1), 4)
-                                                                     for a, b in zip(deep, deep_n)],
-                eagle_top3=round(t3 / max(deep_n[0], 1), 4))
+    """drafts.eval.eval_eagle on Rows (held-out answers), with the target's embedding
+    and lm_head in FP32."""
+    return eval_eagle(head, (rows.batch([i]) for i in range(len(rows.len))), lambda ids: target.emb[ids].float(),
+                      target.head.float())
 
 
 def stage_train(args, target, tok, work, st):

@@ -32,11 +32,11 @@ Stages (each resumable; intermediates in models/smollm2-work/, ignored by git):
            where a prompt has one, is answered after the first
   features3  the inputs of target layers 2, 15, 27 at every answers position
            (transformers, FP32): an EAGLE-3 head's features
-  eagle3   an EAGLE-3 head (the published layout, tools/models/train_eagle3_demo.py's
+  eagle3   an EAGLE-3 head (the published layout, tools/drafts/heads.py's
            training-time test) -> models/smollm2-eagle3/, not shipped (see
            data/smollm2/README.md); eval reports it when it is there
   eagle    EAGLE head training (the EAGLE-1 recipe, see
-           tools/models/train_demo_eagle.py: feature SmoothL1 + CE with the
+           tools/drafts/heads.py: feature SmoothL1 + CE with the
            target's greedy token, input noise, AdamW, value clipping), unrolled --eagle-unroll steps on the head's
            own predictions (EagleHead.unroll, as EAGLE-3 trains); checkpoints
            every 50 steps, resumes
@@ -60,11 +60,11 @@ Progress (done/total, rate, ETA) goes to stderr.
 This file is the command line; the stages are in sibling modules:
 smollm2_drafts_common.py (paths, target loader, answer statistics),
 smollm2_drafts_data.py (prompts, selfask, answers), smollm2_drafts_train.py
-(the training loop; eagle, draft, counts), smollm2_drafts_eagle3.py (features3,
+(eagle, draft, counts), smollm2_drafts_eagle3.py (features3,
 eagle3), smollm2_drafts_eval.py (eval), smollm2_drafts_readme.py (readme) and
 smollm2_drafts_recipes.py (recipes).
-The EAGLE head, its loss and the LR schedule are train_demo's
-(train_demo_eagle.py, train_demo_common.py); the chat template, answer rows,
+The heads, their losses, the training loop and the held-out figures are the
+shared pipeline's (tools/drafts); the chat template, answer rows,
 head files, progress lines and JSON files are tools/c2ttools'."""
 import argparse
 import sys
@@ -78,12 +78,13 @@ from c2ttools.files import read_log, write_json  # noqa: E402
 from c2ttools.progress import fmt_secs, log  # noqa: E402
 from smollm2_drafts_common import DEFAULT_STAGES, STAGE_NAMES  # noqa: E402
 from smollm2_drafts_data import stage_answers, stage_prompts, stage_selfask  # noqa: E402
-from smollm2_drafts_eagle3 import E3, stage_eagle3, stage_features3  # noqa: E402
+from smollm2_drafts_eagle3 import stage_eagle3, stage_features3  # noqa: E402
 from smollm2_drafts_eval import stage_eval  # noqa: E402
 from smollm2_drafts_readme import stage_readme  # noqa: E402
 from smollm2_drafts_recipes import DEFAULT_RECIPES, RECIPES, stage_recipes  # noqa: E402
-from smollm2_drafts_train import DRAFT, EAGLE, stage_counts, stage_draft, stage_eagle  # noqa: E402
-from train_demo_common import quiet_malloc  # noqa: E402
+from smollm2_drafts_train import stage_counts, stage_draft, stage_eagle  # noqa: E402
+from drafts.recipes import SMOLLM2_DRAFT, SMOLLM2_EAGLE, SMOLLM2_EAGLE3  # noqa: E402
+from drafts.train import quiet_malloc  # noqa: E402
 
 
 STAGES = {"prompts": stage_prompts, "selfask": stage_selfask, "answers": stage_answers, "counts": stage_counts,
@@ -109,18 +110,18 @@ def main():
     ap.add_argument("--turns", type=int, default=1, help="answer up to this many turns of a prompt")
     ap.add_argument("--gen-batch", type=int, default=32, help="sequences llama.cpp decodes together")
     ap.add_argument("--max-new", type=int, default=192)
-    ap.add_argument("--eagle-epochs", type=int, default=EAGLE["epochs"])
-    ap.add_argument("--eagle-unroll", type=int, default=EAGLE["unroll"],
+    ap.add_argument("--eagle-epochs", type=int, default=SMOLLM2_EAGLE["epochs"])
+    ap.add_argument("--eagle-unroll", type=int, default=SMOLLM2_EAGLE["unroll"],
                     help="train the head on its own predictions up to this depth (1: EAGLE-1's recipe)")
-    ap.add_argument("--eagle-labels", default=EAGLE["p_labels"], choices=["greedy", "soft"],
+    ap.add_argument("--eagle-labels", default=SMOLLM2_EAGLE["p_labels"], choices=["greedy", "soft"],
                     help="the head's token loss: the target's greedy token, or its whole distribution (soft)")
     ap.add_argument("--recipes", default=DEFAULT_RECIPES,
                     help=f"stage recipes: the recipes compared, of {', '.join(RECIPES)}")
     ap.add_argument("--eagle-rows-frac", type=float, default=1.0,
                     help="train the head on this share of the answers (a data-scaling point; write it to another --out)")
-    ap.add_argument("--draft-epochs", type=int, default=DRAFT["epochs"])
-    ap.add_argument("--eagle3-epochs", type=int, default=E3["epochs"])
-    ap.add_argument("--eagle3-length", type=int, default=E3["length"],
+    ap.add_argument("--draft-epochs", type=int, default=SMOLLM2_DRAFT["epochs"])
+    ap.add_argument("--eagle3-epochs", type=int, default=SMOLLM2_EAGLE3["epochs"])
+    ap.add_argument("--eagle3-length", type=int, default=SMOLLM2_EAGLE3["length"],
                     help="EAGLE-3 training-time test: unrolled steps (EAGLE-3: 7)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

@@ -1,7 +1,6 @@
 """smollm2_drafts.py's EAGLE-3 head (not shipped): the target's layer inputs
-(stage features3), the head trained with train_eagle3_demo.py's modules (stage
-eagle3) and its held-out figures."""
-import json
+(stage features3), the head trained with tools/drafts' modules (stage eagle3)
+and its held-out figures."""
 import os
 import time
 from pathlib import Path
@@ -11,9 +10,11 @@ import torch
 from c2ttools.heads import (EAGLE3_KEYS, EVAL_STEPS, draft_vocab_maps, eagle3_config, save_head, saved_size,
                             target_keys)
 from c2ttools.progress import Progress
+from drafts.eval import Calibration
+from drafts.heads import Eagle3Head, load_eagle3, unrolled_loss
+from drafts.recipes import SMOLLM2_EAGLE3
+from drafts.train import pad_batch, train_rows
 from smollm2_drafts_common import ANSWERS, VOCAB, WORK, answer_counts, load_target
-from smollm2_drafts_train import pad_batch, train_loop
-from train_demo_eval import Calibration
 
 
 FEAT3 = WORK / "features3"
@@ -58,9 +59,6 @@ def stage_features3(args, out, st):
     st["features3"] = dict(layers=E3_LAYERS, shards=len(shards))
 
 
-E3 = dict(epochs=3, tokens_per_batch=4096, lr=1e-3, warmup=50, clip_value=0.5, length=7, draft_vocab=8192)
-
-
 def load_rows3(split):
     """c2ttools.rows.load_shards, with each row's feature the E3_LAYERS inputs (stage features3)."""
     rows = []
@@ -95,31 +93,31 @@ def e3_labels(ids, answer):
 
 
 def stage_eagle3(args, out, st):
-    """An EAGLE-3 head (tools/models/train_eagle3_demo.py's modules and unrolled loss: the
+    """An EAGLE-3 head (tools/drafts/heads.py's Eagle3Head and unrolled loss: the
     published layout, training-time test over --eagle3-length steps, 0.8^k step
     weights) on the inputs of target layers 2, 15, 27; greedy labels where the answer
     gives them; lm_head over the draft vocabulary, started from the target's rows."""
-    import train_eagle3_demo as e3
     target, _ = load_target()
     rows = load_rows3("train")
-    m = dict(E3, epochs=args.eagle3_epochs, length=args.eagle3_length)
+    m = dict(SMOLLM2_EAGLE3, epochs=args.eagle3_epochs, length=args.eagle3_length)
     used = e3_vocabulary(rows, m["draft_vocab"])
     col = torch.full((VOCAB + 1,), -100, dtype=torch.long)   # target id -> draft column; VOCAB: no label
     col[used] = torch.arange(len(used))
     c = eagle3_config(target_keys(target.config, EAGLE3_KEYS), m["draft_vocab"], E3_LAYERS)
     c["tie_word_embeddings"] = False
     torch.manual_seed(args.seed + 3)
-    head = e3.Eagle3Head(c)
+    head = Eagle3Head(c)
     with torch.no_grad():
         head.lm_head.weight.copy_(target.lm_head.weight[used])
     embed = target.model.embed_tokens
 
     def loss_fn(model, batch, gen):
         ids, feat, answer = batch
-        loss, _, accs = e3.unrolled_loss(model, embed, ids, feat, e3_labels(ids, answer), col, m["length"])
+        loss, _, accs = unrolled_loss(model, embed, ids, feat, e3_labels(ids, answer), col, m["length"])
         return loss, accs + [float("nan")] * (m["length"] - len(accs))
 
-    rec = train_loop(f"eagle3_{len(rows)}rows", head, rows, args, m, loss_fn, args.seed + 3)
+    name = f"eagle3_{len(rows)}rows"
+    rec = train_rows(name, head, rows, m, loss_fn, args.seed + 3, WORK / f"{name}_ckpt.pt")
     d = E3_DIR
     maps = draft_vocab_maps(used, VOCAB)
     sd = save_head(d, head, c, maps)
@@ -128,24 +126,13 @@ def stage_eagle3(args, out, st):
     st["eagle3"] = rec
 
 
-def load_head3():
-    import train_eagle3_demo as e3
-    from safetensors.torch import load_file
-    sd = load_file(str(E3_DIR / "model.safetensors"))
-    head = e3.Eagle3Head(json.load(open(E3_DIR / "config.json")))
-    used = torch.arange(len(sd["d2t"])) + sd.pop("d2t")
-    sd.pop("t2d")
-    head.load_state_dict({k: v.float() for k, v in sd.items()})
-    return head.eval(), used
-
-
 @torch.no_grad()
 def eval_eagle3(target, rows):
     """The EAGLE-3 head on the held-out answers, unrolled as it drafts a chain:
     step k's top-1 agreement where the k-1 tokens before it were the target's (a
     target token outside the draft vocabulary counts as a miss), step 1's top-3
     and calibration."""
-    head, used = load_head3()
+    head, used = load_eagle3(E3_DIR)
     embed = target.model.embed_tokens
     cal = Calibration(10)
     hit, cnt, top3 = [0] * EVAL_STEPS, [0] * EVAL_STEPS, 0

@@ -7,6 +7,7 @@ import torch
 from c2ttools.heads import chain_tau
 from c2ttools.progress import fmt_secs, log
 from c2ttools.rows import SPLITS
+from drafts.eval import calibration_table
 from smollm2_drafts_common import DEFAULT_STAGES, VOCAB, shard_stats
 
 
@@ -55,8 +56,6 @@ def stage_readme(args, out, st):
     S = st.get("selfask") if args.self_prompts else None
     secs = st.get("seconds", {})
     cats = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
-    rows = "\n".join(f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |"
-                     for b in V["eagle_calibration"]["bins"])
     text = f"""# Drafts for SmolLM2-135M-Instruct
 
 Trained on the CPU by `tools/models/smollm2_drafts.py` for the target that `make smollm2` installs
@@ -140,7 +139,7 @@ value clipping {E['clip_value']}, lr {E['lr']} with {E['warmup']} warmup steps a
 {E['epochs']} epochs over {E['train_tokens']:,} tokens in batches of about {E['tokens_per_batch']} tokens
 ({E['steps']} steps), loss only where the predicted token is an answer token (EAGLE's loss mask).""" + (f"""
 Unrolled {E['unroll']} steps ("training-time test", as EAGLE-3 and HASS train their heads, here on the
-EAGLE-1 layout; `EagleHead.unroll` in tools/models/train_demo_eagle.py): step k feeds the head its own step-(k-1)
+EAGLE-1 layout; `EagleHead.unroll` in tools/drafts/heads.py): step k feeds the head its own step-(k-1)
 prediction as the feature, attending to what the decoding loop's draft cache holds at depth k (the
 context's keys from target features, then the node's ancestors), with the same targets; step k's loss
 weighs 0.8^(k-1); {f"for k > 1 its cross-entropy runs over the {E['deep_vocab']:,} tokens that occur in the answers (EAGLE-3's reduced vocabulary: the LM head over all 49,152 rows dominates the cost on a CPU)" if isinstance(E['deep_vocab'], int) else "its cross-entropy runs over the whole vocabulary"}. A head
@@ -192,9 +191,7 @@ Chain τ: EAGLE head {chain_tau(V['eagle_step_top1']):.2f}""" + (
 is the target's greedy token, i.e. accepted at temperature 0. Expected calibration error
 **{V['eagle_calibration']['ece']}**.
 
-| q bin | candidates | mean q | accepted |
-|---|---|---|---|
-{rows}
+{calibration_table(V["eagle_calibration"])}
 """ + (f"""
 Calibration of the EAGLE-3 head (probabilities over its draft vocabulary, the same bins): expected
 calibration error **{V['eagle3_calibration']['ece']}**.

@@ -14,8 +14,9 @@ from c2ttools.progress import fmt_secs, log
 from c2ttools.rows import load_shards
 from smollm2_drafts_common import ANSWERS, WORK, load_target
 from smollm2_drafts_eagle3 import eval_eagle3, load_rows3, stage_eagle3, stage_features3
-from smollm2_drafts_eval import eval_eagle
-from smollm2_drafts_train import EAGLE, eagle_rows, save_eagle, train_eagle
+from smollm2_drafts_eval import held_eagle
+from drafts.recipes import SMOLLM2_EAGLE
+from smollm2_drafts_train import eagle_rows, save_eagle, train_eagle
 
 # name: (what it is, the EAGLE keys it changes); eagle3 is the EAGLE-3 stages'
 RECIPES = {
@@ -57,10 +58,10 @@ def stage_recipes(args, out, st):
             rec = dict(steps=st["eagle3"]["steps"], parameters=st["eagle3"]["parameters"],
                        step_top1=ev["eagle3_step_top1"], top3=ev["eagle3_top3"])
         else:
-            m = dict(EAGLE, epochs=args.eagle_epochs, **RECIPES[n][1])
+            m = dict(SMOLLM2_EAGLE, epochs=args.eagle_epochs, **RECIPES[n][1])
             head, tr = train_eagle(args, target, rows, m, f"recipe_{n}_{len(rows)}rows_{args.eagle_epochs}ep")
             size = save_eagle(head, tr["config"], WORK / "recipes" / n)
-            ev = eval_eagle(head, target, held)
+            ev = held_eagle(head, target, held)
             rec = dict(steps=tr["steps"], parameters=size["parameters"], step_top1=ev["eagle_step_top1"],
                        top3=ev["eagle_top3"])
         rec.update(recipe=RECIPES[n][0], rows=len(rows), epochs=args.eagle_epochs,

@@ -1,101 +1,17 @@
-"""smollm2_drafts.py's training: batches of answer rows, the resumable training
-loop both drafts share, the EAGLE head (stage eagle), the draft LM (stage
-draft) and the answer-token counts (stage counts)."""
-import os
-from pathlib import Path
-
+"""smollm2_drafts.py's training: the EAGLE head (stage eagle), the draft LM (stage
+draft) and the answer-token counts (stage counts); the training loop, the head
+and its loss are tools/drafts'."""
 import torch
 import torch.nn.functional as F
 
-from c2ttools.heads import SMOLLM2_HEAD_RECIPE, save_head, save_token_counts, saved_size, target_keys
-from c2ttools.progress import Progress, log, smooth, train_status
+from c2ttools.heads import save_head, save_token_counts, saved_size, target_keys
+from c2ttools.progress import log
 from c2ttools.prompts import IM_END
-from c2ttools.rows import length_batches, load_shards
+from c2ttools.rows import load_shards
+from drafts.heads import EagleHead, SoftCrossEntropy, answer_loss, eagle_config
+from drafts.recipes import SMOLLM2_DRAFT, SMOLLM2_EAGLE
+from drafts.train import train_rows
 from smollm2_drafts_common import ANSWERS, TARGET, WORK, answer_counts, load_target
-from train_demo_common import lr_at
-from train_demo_eagle import EagleHead, eagle_batch_loss, eagle_config
-
-
-def pad_batch(rows, sel):
-    """ids [B, T] (long), feat [B, T, h] FP32, answer [B, T] bool: position t holds an
-    answer token (the prompt and the padding do not)."""
-    T = max(len(rows[i]["ids"]) for i in sel)
-    h = rows[sel[0]]["feat"].shape[-1]
-    ids = torch.full((len(sel), T), IM_END, dtype=torch.long)
-    feat = torch.zeros((len(sel), T, h))
-    answer = torch.zeros((len(sel), T), dtype=torch.bool)
-    for b, i in enumerate(sel):
-        r = rows[i]
-        n = len(r["ids"])
-        ids[b, :n] = r["ids"].long()
-        feat[b, :n] = r["feat"].float()
-        answer[b, r["n_prompt"]:n] = True
-    return ids, feat, answer
-
-
-class Checkpoint:
-    """Resumable training: model, optimizer, step and RNG state in one file, written
-    atomically every `every` steps and at the end."""
-
-    def __init__(self, path, every):
-        self.path, self.every = Path(path), every
-
-    def load(self, model, opt, gen):
-        if not self.path.exists():
-            return 0
-        c = torch.load(self.path, weights_only=False)
-        model.load_state_dict(c["model"])
-        opt.load_state_dict(c["opt"])
-        gen.set_state(c["gen"])
-        log(f"resuming {self.path} at step {c['step']}")
-        return c["step"]
-
-    def save(self, model, opt, gen, step, force=False):
-        if force or step % self.every == 0:
-            tmp = self.path.with_suffix(".tmp")
-            torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step), tmp)
-            os.replace(tmp, self.path)
-
-
-def train_loop(name, model, rows, args, m, loss_fn, seed):
-    """Shared loop of the two drafts: AdamW, warmup + cosine, epochs over length-sorted
-    batches, one progress line every 10 steps, checkpoints in WORK."""
-    gen = torch.Generator().manual_seed(seed)
-    lengths = [len(r["ids"]) for r in rows]
-    epochs = [length_batches(range(len(rows)), lengths, m["tokens_per_batch"], gen) for _ in range(m["epochs"])]
-    plan = [b for e in epochs for b in e]
-    steps = len(plan)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=m["lr"],
-                            betas=(0.9, 0.95), weight_decay=m.get("wd", 0.0))
-    ck = Checkpoint(WORK / f"{name}_ckpt.pt", 50)
-    start = ck.load(model, opt, gen)
-    pr = Progress(name, steps)
-    ema = None
-    model.train()
-    for step in range(start, steps):
-        lr = lr_at(step, steps, m["lr"], m["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
-        loss, acc = loss_fn(model, pad_batch(rows, plan[step]), gen)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if m.get("clip_value"):
-            torch.nn.utils.clip_grad_value_(model.parameters(), m["clip_value"])
-        else:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        acc = [acc] if isinstance(acc, float) else acc   # one top-1 per unrolled step
-        ema = smooth(ema, loss.item(), acc)
-        if (step + 1) % 10 == 0 or step + 1 == steps:
-            pr.show(step + 1, train_status(ema, lr))
-        ck.save(model, opt, gen, step + 1, force=step + 1 == steps)
-    model.eval()
-    top1 = [round(a, 4) for a in ema[1]] if ema else None
-    return dict(steps=steps, final_loss_ema=round(ema[0], 4) if ema else None,
-                final_top1_ema=top1[0] if top1 else None, final_step_top1_ema=top1, **m)
-
-
-EAGLE = dict(epochs=4, tokens_per_batch=4096, **SMOLLM2_HEAD_RECIPE)
 
 
 def eagle_rows(args):
@@ -124,17 +40,10 @@ def train_eagle(args, target, rows, m, name):
     m = dict(m, deep_vocab=len(deep_vocab) if deep_vocab is not None else "full")
 
     def loss_fn(model, batch, gen):
-        ids, feat, answer = batch
-        # slot j predicts f_{j+1}, whose greedy token is x_{j+2}: count the slots whose
-        # x_{j+2} is an answer token (labels known from the greedy answers)
-        mask = answer[:, 2:]
-        mask = torch.cat([mask, torch.zeros((mask.shape[0], 1), dtype=torch.bool)], 1)
-        labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END)], 1)
         top1 = []
-        loss, *_ = eagle_batch_loss(model, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
-        return loss, top1
+        return answer_loss(model, embed, lm_head, batch, m, gen, deep_vocab, top1), top1
 
-    rec = train_loop(name, head, rows, args, m, loss_fn, args.seed + 1)
+    rec = train_rows(name, head, rows, m, loss_fn, args.seed + 1, WORK / f"{name}_ckpt.pt")
     rec.update(config=c, train_tokens=sum(len(r["ids"]) for r in rows),
                answer_tokens=sum(len(r["ids"]) - r["n_prompt"] for r in rows))
     return head, rec
@@ -148,23 +57,18 @@ def save_eagle(head, c, d):
 def stage_eagle(args, out, st):
     target, _ = load_target()
     rows = eagle_rows(args)
-    m = dict(EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll, p_labels=args.eagle_labels)
+    m = dict(SMOLLM2_EAGLE, epochs=args.eagle_epochs, unroll=args.eagle_unroll, p_labels=args.eagle_labels)
     # each training set (a share of the answers, the self-written prompts) has its own checkpoint
     head, rec = train_eagle(args, target, rows, m, f"eagle_{len(rows)}rows")
     rec.update(save_eagle(head, rec.pop("config"), out / "eagle"))
     st["eagle"] = rec
 
 
-DRAFT = dict(epochs=3, tokens_per_batch=4096, lr=3e-3, warmup=50, wd=0.1, kd_w=0.5,
-             hidden=192, layers=4, heads=3, kv_heads=1, ffn=512)
-
-
 def stage_draft(args, out, st):
     from transformers import LlamaConfig, LlamaForCausalLM
-    from train_demo_eagle import SoftCrossEntropy
     target, tok = load_target()
     rows = load_shards(ANSWERS, "train")
-    m = dict(DRAFT, epochs=args.draft_epochs)
+    m = dict(SMOLLM2_DRAFT, epochs=args.draft_epochs)
     tc = target.config
     cfg = LlamaConfig(vocab_size=tc.vocab_size, hidden_size=m["hidden"], intermediate_size=m["ffn"],
                       num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
@@ -193,7 +97,8 @@ def stage_draft(args, out, st):
         loss = (1 - m["kd_w"]) * F.cross_entropy(z, want) + m["kd_w"] * SoftCrossEntropy.apply(z, p)
         return loss, (z.argmax(-1) == want).float().mean().item()
 
-    rec = train_loop(f"draft_{len(rows)}rows", draft, rows, args, m, loss_fn, args.seed + 2)
+    name = f"draft_{len(rows)}rows"
+    rec = train_rows(name, draft, rows, m, loss_fn, args.seed + 2, WORK / f"{name}_ckpt.pt")
     d = out / "draft"
     draft = draft.to(torch.bfloat16)
     draft.config.torch_dtype = torch.bfloat16

@@ -35,12 +35,13 @@ if a stage would overrun it (other processes on the cores), its step count and
 LR schedule are cut to fit, which is logged and recorded in the README.
 Progress (step/total, loss, tokens/s, ETA) goes to stderr.
 
-This file is the command line; the stages are in sibling modules:
-train_demo_common.py (settings, LR schedule, time cap),
-train_demo_data.py (corpus, tokenizer, prompts: tok), train_demo_lm.py (target,
-draft), train_demo_eagle.py (the EAGLE head and its loss: eagle),
-train_demo_eval.py (eval) and train_demo_readme.py (readme); progress lines,
-the log file and the EAGLE head's files are tools/c2ttools'.
+This file is the command line; the stages are in sibling
+modules: train_demo_data.py (corpus, tokenizer, prompts: tok), train_demo_lm.py
+(target, draft, eagle), train_demo_eval.py (eval) and train_demo_readme.py
+(readme).  The settings (drafts.recipes.demo_settings), the EAGLE head, its
+loss, the LR schedule, time cap and held-out figures are the shared pipeline's
+(tools/drafts); progress lines, the log file
+and the head's files are tools/c2ttools'.
 """
 import argparse
 import random
@@ -49,15 +50,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools package
-from train_demo_common import quiet_malloc, settings  # noqa: E402  (first: it sets OMP_WAIT_POLICY)
+import drafts  # noqa: E402,F401  (first: it sets OMP_WAIT_POLICY)
+from drafts.recipes import demo_settings  # noqa: E402
+from drafts.train import quiet_malloc  # noqa: E402
 from c2ttools.files import read_log, write_json  # noqa: E402
 from c2ttools.progress import T0, fmt_secs, log  # noqa: E402
 
-import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
+import torch  # noqa: E402  (after drafts: OMP_WAIT_POLICY)
 from train_demo_data import stage_tok  # noqa: E402
-from train_demo_eagle import stage_eagle  # noqa: E402
 from train_demo_eval import stage_eval  # noqa: E402
-from train_demo_lm import stage_lm  # noqa: E402
+from train_demo_lm import stage_eagle, stage_lm  # noqa: E402
 from train_demo_readme import write_readme  # noqa: E402
 
 
@@ -78,7 +80,7 @@ def main():
     random.seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    s = settings(args)
+    s = demo_settings(args.smoke)
     log_path = out / "train_log.json"
     st = read_log(log_path)
     import safetensors

@@ -1,28 +1,15 @@
 """train_demo.py's evaluation: held-out perplexities, the EAGLE head's top-1
-agreement and calibration, greedy samples; stage eval."""
+agreement and calibration (tools/drafts/eval.py's), greedy samples; stage eval."""
 import json
-import math
 import time
 
 import torch
-import torch.nn.functional as F
 
 from c2ttools.progress import log
+from drafts.eval import Calibration, perplexity
+from drafts.heads import load_eagle
 from train_demo_data import EOS, Corpus, list_corpus, load_tokenizer
-from train_demo_eagle import load_eagle
 from train_demo_lm import load_lm
-
-
-@torch.no_grad()
-def perplexity(model, windows, bs=8):
-    nll, n = 0.0, 0
-    for i in range(0, len(windows), bs):
-        x = torch.stack(windows[i:i + bs])
-        logits = model(input_ids=x).logits.float()
-        nll += F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1),
-                               reduction="sum").item()
-        n += x[:, 1:].numel()
-    return math.exp(nll / n), n
 
 
 def eagle_one_step(head, target, windows, bs=8):
@@ -46,35 +33,6 @@ def eagle_agreement(head, target, windows):
         top3 += (logits.topk(3, dim=-1).indices == want[:, None]).any(-1).sum().item()
         n += want.numel()
     return top1 / n, top3 / n, n
-
-
-class Calibration:
-    """Is the head's confidence an acceptance rate (EAGLE-2's premise)? For each of the
-    head's top-k candidates at a position: its probability q, and whether it is the
-    target's greedy token (accepted at temperature 0). result(): bins of q with mean q and
-    acceptance, and the expected calibration error over all candidates."""
-    edges = torch.tensor([0, .05, .1, .2, .3, .4, .5, .6, .7, .8, .9, 1.0001])
-
-    def __init__(self, k=10):
-        self.k, nb = k, len(self.edges) - 1
-        self.q_sum, self.acc_sum, self.cnt = torch.zeros(nb), torch.zeros(nb), torch.zeros(nb)
-
-    def add(self, logits, want):
-        nb = len(self.edges) - 1
-        val, idx = logits.softmax(-1).topk(self.k, -1)
-        acc = (idx == want[:, None]).float().reshape(-1)
-        val = val.reshape(-1)
-        b = (torch.bucketize(val, self.edges, right=True) - 1).clamp(0, nb - 1)
-        self.q_sum.index_add_(0, b, val)
-        self.acc_sum.index_add_(0, b, acc)
-        self.cnt.index_add_(0, b, torch.ones_like(val))
-
-    def result(self):
-        e, q, a, c = self.edges, self.q_sum, self.acc_sum, self.cnt
-        bins = [dict(lo=round(e[j].item(), 2), hi=round(min(e[j + 1].item(), 1.0), 2), count=int(c[j]),
-                     mean_q=round((q[j] / c[j]).item(), 4), accepted=round((a[j] / c[j]).item(), 4))
-                for j in range(len(e) - 1) if c[j] > 0]
-        return dict(topk=self.k, ece=round(((q - a).abs().sum() / c.sum()).item(), 4), bins=bins)
 
 
 @torch.no_grad()

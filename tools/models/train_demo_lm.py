@@ -1,14 +1,17 @@
-"""train_demo.py's language models: the LLaMA target and the draft LM (their
-config, the pretraining loop, saving and loading); stages target and draft."""
+"""train_demo.py's training: the LLaMA target and the draft LM (their config, the
+pretraining loop, saving and loading; stages target and draft) and the EAGLE head
+on the target's features (stage eagle; the head and its loss are tools/drafts')."""
 import shutil
 import time
 
+from c2ttools.heads import save_head
 from c2ttools.progress import fmt_secs, log
-from train_demo_common import StepBudget, lr_at
+from drafts.heads import EagleHead, eagle_batch_loss, eagle_config
+from drafts.train import StepBudget, lr_at, optimizer_step
 from train_demo_data import BOS, EOS, Corpus, list_corpus, load_tokenizer
 
-import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.nn.functional as F
 
 
 def llama_config(s, kind, vocab, bos_id, eos_id):
@@ -61,16 +64,11 @@ def train_lm(model, corpus, m, s, seed, max_minutes, name):
             x = next(it_long)
             long_steps += 1
         lr = lr_at(step, steps, m["lr"], m["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
         with torch.autocast("cpu", dtype=torch.bfloat16):
             logits = model(input_ids=x).logits
         loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]),
                                x[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimizer_step(opt, model.parameters(), loss, lr)
         tokens += x.numel()
         step = done = step + 1
         ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
@@ -119,3 +117,82 @@ def stage_lm(kind, args, s, out, st):
     save_lm(model, out / kind, out / "target")
     log(f"{kind}: saved to {out / kind}")
     return res
+
+
+@torch.no_grad()
+def target_features(target, windows, bs=8, name="features"):
+    """Final features (LlamaModel output, after the final RMSNorm), FP32 compute."""
+    feats = []
+    t0 = time.time()
+    for i in range(0, len(windows), bs):
+        x = torch.stack(windows[i:i + bs])
+        feats.append(target.model(input_ids=x).last_hidden_state)
+        if (i // bs) % 25 == 0:
+            n = i + x.shape[0]
+            el = time.time() - t0
+            log(f"{name}: {n}/{len(windows)} windows, {n * x.shape[1] / el:.0f} tok/s, "
+                f"ETA {fmt_secs(el / n * (len(windows) - n))}")
+    return torch.cat(feats)
+
+
+def stage_eagle(args, s, out, st):
+    m = s["eagle"]
+    tok = load_tokenizer(out)
+    root, _ = list_corpus()
+    train = Corpus(tok, root, st["split"]["train_files"])
+    target = load_lm(out / "target")            # the saved BF16 weights, FP32 compute
+    for p in target.parameters():
+        p.requires_grad_(False)
+    T = s["seq_len"]
+    gen = torch.Generator().manual_seed(args.seed + 2)
+    pos = train.epoch_windows(T, gen)[:m["feature_windows"]]
+    windows = [train.window(int(p), T) for p in pos]
+    t0 = time.time()
+    feats = target_features(target, windows, name="eagle features")
+    ids = torch.stack(windows)
+    feat_secs = time.time() - t0
+    log(f"eagle: {ids.numel()} feature tokens in {fmt_secs(feat_secs)}")
+    c = eagle_config(target.config)
+    torch.manual_seed(args.seed + 3)
+    head = EagleHead(c)
+    embed, lm_head = target.model.embed_tokens, target.lm_head
+    opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
+    B = m["batch"]
+    budget = StepBudget(m["steps"], args.max_minutes.get("eagle"), "eagle")
+    n = ids.shape[0]
+    order = torch.randperm(n, generator=gen)
+    cursor, ema, tokens = 0, None, 0
+    t1 = time.time()
+    done = step = 0
+    head.train()
+    while step < budget.total:
+        steps = budget.total
+        if cursor + B > n:
+            order, cursor = torch.randperm(n, generator=gen), 0
+        sel = order[cursor:cursor + B]
+        cursor += B
+        lr = lr_at(step, steps, m["lr"], m["warmup"])
+        loss, vloss, ploss, logits, t_greedy = eagle_batch_loss(head, embed, lm_head, ids[sel],
+                                                           feats[sel], m, gen)
+        optimizer_step(opt, head.parameters(), loss, lr, m["grad_clip_value"])
+        tokens += sel.numel() * (T - 1)
+        step = done = step + 1
+        el = time.time() - t1
+        if done % 20 == 1 or done == steps:
+            acc = (logits.argmax(-1) == t_greedy).float().mean().item()
+            ema = (loss.item(), acc) if ema is None else (0.8 * ema[0] + 0.2 * loss.item(),
+                                                          0.8 * ema[1] + 0.2 * acc)
+            log(f"eagle step {done}/{steps} loss {loss.item():.4f} (v {vloss.item():.4f} "
+                f"p {ploss.item():.3f}) top1 {acc:.3f} (ema {ema[1]:.3f}) lr {lr:.2e} "
+                f"{tokens / el:.0f} tok/s ETA {fmt_secs(el / done * (steps - done))}")
+        budget.update(done)
+    sd = save_head(out / "eagle", head, c)
+    log(f"eagle: saved {sorted(sd)}")
+    return dict(steps=done, tokens=tokens, feature_tokens=ids.numel(), **budget.record(),
+                feature_windows=len(windows), feature_seconds=round(feat_secs, 1),
+                seconds=round(time.time() - t1, 1),
+                final_top1_ema=round(ema[1], 4), parameters=sum(v.numel() for v in sd.values()),
+                lr=m["lr"], batch=B, seq_len=T, noise=m["noise"], v_w=m["v_w"], p_w=m["p_w"],
+                p_labels=m["p_labels"],
+                grad_clip_value=m["grad_clip_value"],
+                tensors={k: list(v.shape) for k, v in sorted(sd.items())})

@@ -3,6 +3,7 @@ figures (train_log.json) and the files written; stage readme."""
 import json
 
 from c2ttools.progress import fmt_secs
+from drafts.eval import calibration_table
 
 
 def dir_sizes(out):
@@ -162,10 +163,7 @@ def write_readme(out, st):
               f"target's greedy token, i.e. accepted at temperature 0. Expected calibration error "
               f"**{cal['ece']:.4f}**. EAGLE-2 ranks candidates by q on the premise that q tracks "
               "acceptance; see `p_labels` under Training for why this head is trained on greedy tokens.\n")
-            a("| q bin | candidates | mean q | accepted |")
-            a("|---|---|---|---|")
-            for b in cal["bins"]:
-                a(f"| {b['lo']:.2f}-{b['hi']:.2f} | {b['count']:,} | {b['mean_q']:.3f} | {b['accepted']:.3f} |")
+            a(calibration_table(cal))
         a("")
     a("## Prompt sets (`prompts/`)\n")
     a("question.jsonl format (`question_id`, `category`, `turns` with one turn), held-out files only; "

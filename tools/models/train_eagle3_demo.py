@@ -29,97 +29,30 @@ short training (--steps x --batch x --seq tokens, one pass over part of the
 corpus); target features are computed on the fly (FP32, from the BF16 weights).
 
 Seeded (--seed) and resumable: a checkpoint (head, optimizer, step, RNG state)
-goes to --work every --save-every steps, and a rerun continues from it.
+goes to --work every --save-every steps, and a rerun continues from it.  The
+head, its unrolled loss and the training steps are the shared pipeline's
+(tools/drafts).
 """
 import argparse
 import json
-import math
-import os
 import sys
 import time
 from pathlib import Path
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/: the shared c2ttools and drafts packages
+import drafts  # noqa: E402,F401  (first: it sets OMP_WAIT_POLICY)
+import torch  # noqa: E402
 from c2ttools.files import write_json  # noqa: E402
 from c2ttools.heads import EAGLE3_KEYS, draft_vocab_maps, eagle3_config, save_head, target_keys  # noqa: E402
 from c2ttools.progress import fmt_secs, log  # noqa: E402
-# train_demo's corpus, tokenizer, target loader, RMSNorm, rope, lr schedule
-from train_demo_common import lr_at  # noqa: E402
+from drafts.heads import Eagle3Head, unrolled_loss  # noqa: E402
+from drafts.recipes import DEMO_EAGLE3  # noqa: E402
+from drafts.train import Checkpoint, lr_at, optimizer_step  # noqa: E402
+# train_demo's corpus, tokenizer, target loader
 from train_demo_data import Corpus, list_corpus, load_tokenizer  # noqa: E402
-from train_demo_eagle import EagleMLP, RMSNorm, rope  # noqa: E402
 from train_demo_lm import load_lm  # noqa: E402
 
 LAYERS = [1, 3, 5]
-
-
-class Attention(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        h = c["hidden_size"]
-        self.nh, self.nkv, self.hd, self.theta = (c["num_attention_heads"], c["num_key_value_heads"],
-                                                  h // c["num_attention_heads"], c["rope_theta"])
-        self.q_proj = nn.Linear(2 * h, self.nh * self.hd, bias=False)
-        self.k_proj = nn.Linear(2 * h, self.nkv * self.hd, bias=False)
-        self.v_proj = nn.Linear(2 * h, self.nkv * self.hd, bias=False)
-        self.o_proj = nn.Linear(self.nh * self.hd, h, bias=False)
-
-    def forward(self, x, step, cache):
-        """x [B, T, 2h] at unrolled step `step` (positions j + step). cache
-        holds the (k, v) of earlier steps; step 0's serve as the context,
-        later ones only for their own slot."""
-        B, T, _ = x.shape
-        pos = torch.arange(T) + step
-        q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
-        k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
-        v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
-        rep = self.nh // self.nkv
-        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        cache.append((k, v))
-        k0, v0 = cache[0]
-        scale = 1.0 / math.sqrt(self.hd)
-        s0 = (q @ k0.transpose(2, 3)) * scale
-        s0 = s0.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-        diag = [((q * ki).sum(-1) * scale)[..., None] for ki, _ in cache[1:]]
-        a = torch.softmax(torch.cat([s0] + diag, -1), -1)
-        o = a[..., :T] @ v0
-        for i, (_, vi) in enumerate(cache[1:]):
-            o = o + a[..., T + i, None] * vi
-        return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
-
-
-MLP = EagleMLP   # the same SwiGLU block as the EAGLE-1 head's
-
-
-class MidLayer(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        h, eps = c["hidden_size"], c["rms_norm_eps"]
-        self.input_layernorm = RMSNorm(h, eps)
-        self.hidden_norm = RMSNorm(h, eps)
-        self.post_attention_layernorm = RMSNorm(h, eps)
-        self.self_attn = Attention(c)
-        self.mlp = MLP(c)
-
-    def forward(self, emb, feat, step, cache):
-        x = torch.cat([self.input_layernorm(emb), self.hidden_norm(feat)], -1)
-        h = feat + self.self_attn(x, step, cache)
-        return h + self.mlp(self.post_attention_layernorm(h))
-
-
-class Eagle3Head(nn.Module):
-    """Parameter names are those of the published EAGLE-3 checkpoints."""
-
-    def __init__(self, c):
-        super().__init__()
-        h = c["hidden_size"]
-        self.fc = nn.Linear(3 * h, h, bias=False)
-        self.midlayer = MidLayer(c)
-        self.norm = RMSNorm(h, c["rms_norm_eps"])
-        self.lm_head = nn.Linear(h, c["draft_vocab_size"], bias=False)
 
 
 def draft_vocabulary(corpus, n):
@@ -138,34 +71,6 @@ def target_pass(target, ids):
     return feats, out.logits.argmax(-1)
 
 
-def unrolled_loss(head, embed, ids, feats, greedy, col, length):
-    """Training-time test. Slot j at step k: token x_{j+1+k}, label the
-    target's greedy token after it (greedy[j+1+k]) as a draft column (-100:
-    outside the draft vocabulary, or past the window)."""
-    B, T = ids.shape
-    h = head.fc(feats)
-    cache, losses, accs = [], [], []
-    for k in range(length):
-        tok = torch.full_like(ids, 0)
-        lab = torch.full_like(ids, -100)
-        n = T - 1 - k
-        if n <= 0:
-            break
-        tok[:, :n] = ids[:, 1 + k:]
-        lab[:, :n] = col[greedy[:, 1 + k:]]
-        out = head.midlayer(embed(tok), h, k, cache)
-        logits = head.lm_head(head.norm(out))
-        ok = lab != -100
-        if not ok.any():   # no label at this depth (short answers): nothing to learn, and CE would be NaN
-            break
-        losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100))
-        with torch.no_grad():
-            accs.append(((logits.argmax(-1) == lab) & ok).sum().item() / max(1, ok.sum().item()))
-        h = out
-    loss = sum(0.8 ** k * l for k, l in enumerate(losses))
-    return loss, [l.item() for l in losses], accs
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--demo", default="data/demo")
@@ -173,13 +78,13 @@ def main():
     ap.add_argument("--work", default="build/eagle3_train", help="checkpoints (resumed from)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--length", type=int, default=7, help="unrolled steps (EAGLE-3: 7)")
-    ap.add_argument("--draft-vocab", type=int, default=2048)
-    ap.add_argument("--lr", type=float, default=1.5e-3)
-    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=DEMO_EAGLE3["steps"])
+    ap.add_argument("--batch", type=int, default=DEMO_EAGLE3["batch"])
+    ap.add_argument("--seq", type=int, default=DEMO_EAGLE3["seq"])
+    ap.add_argument("--length", type=int, default=DEMO_EAGLE3["length"], help="unrolled steps (EAGLE-3: 7)")
+    ap.add_argument("--draft-vocab", type=int, default=DEMO_EAGLE3["draft_vocab"])
+    ap.add_argument("--lr", type=float, default=DEMO_EAGLE3["lr"])
+    ap.add_argument("--warmup", type=int, default=DEMO_EAGLE3["warmup"])
     ap.add_argument("--save-every", type=int, default=20)
     ap.add_argument("--export-only", action="store_true")
     args = ap.parse_args()
@@ -205,13 +110,9 @@ def main():
     embed = target.model.embed_tokens
     opt = torch.optim.AdamW(head.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     gen = torch.Generator().manual_seed(args.seed + 1)
-    step, tokens, seconds, hist = 0, 0, 0.0, []
-    ck = work / "checkpoint.pt"
-    if ck.exists():
-        s = torch.load(ck, weights_only=False)
-        head.load_state_dict(s["head"]); opt.load_state_dict(s["opt"]); gen.set_state(s["gen"])
-        step, tokens, seconds, hist = s["step"], s["tokens"], s["seconds"], s["hist"]
-        log(f"resumed at step {step}")
+    ck = Checkpoint(work / "checkpoint.pt", args.save_every)
+    step, more = ck.load(head, opt, gen)
+    tokens, seconds, hist = more.get("tokens", 0), more.get("seconds", 0.0), more.get("hist", [])
     covered = counts[used].sum().item() / counts.sum().item()
     log(f"draft vocabulary {args.draft_vocab} of {V}: {covered:.1%} of the corpus tokens; "
         f"{sum(p.numel() for p in head.parameters())} parameters")
@@ -222,13 +123,8 @@ def main():
         ids = torch.stack([train.window(int(p), args.seq) for p in sel])
         feats, greedy = target_pass(target, ids)
         lr = lr_at(step, args.steps, args.lr, args.warmup)
-        for g in opt.param_groups:
-            g["lr"] = lr
         loss, losses, accs = unrolled_loss(head, embed, ids, feats, greedy, col, args.length)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_value_(head.parameters(), 0.5)
-        opt.step()
+        optimizer_step(opt, head.parameters(), loss, lr, 0.5)
         step += 1
         tokens += ids.numel()
         hist.append([step, loss.item()] + accs)
@@ -237,10 +133,7 @@ def main():
             log(f"step {step}/{args.steps} loss {loss.item():.3f} top-1 by step "
                 + " ".join(f"{a:.2f}" for a in accs) + f" lr {lr:.1e} {tokens / el:.0f} tok/s "
                 f"ETA {fmt_secs(el / step * (args.steps - step))}")
-        if step % args.save_every == 0 or step == args.steps:
-            torch.save(dict(head=head.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
-                            tokens=tokens, seconds=time.time() - t0, hist=hist), str(ck) + ".tmp")
-            os.replace(str(ck) + ".tmp", ck)
+        ck.save(head, opt, gen, step, force=step == args.steps, tokens=tokens, seconds=time.time() - t0, hist=hist)
     sd = save_head(out, head, c, draft_vocab_maps(used, V))   # BF16 weights, then d2t and t2d
     last = hist[-1] if hist else []
     record = dict(steps=step, tokens=tokens, seconds=round(time.time() - t0 if not args.export_only else 0, 1),

@@ -1,18 +1,17 @@
-"""train_demo.py's EAGLE head: the model (EAGLE-1 layout, unrollable as the
-decoding loop drafts), the target features it trains on, its loss (also the
-SmolLM2 drafts' and the GPU recipe's), training and export; stage eagle.  Its
-config.json and files are written by c2ttools.heads."""
-import time
+"""The draft heads every pipeline trains (tools/drafts/__init__.py): the EAGLE-1
+head (EagleHead; unrollable as the decoding loop drafts) and the EAGLE-3 head
+(Eagle3Head, the published layout, SafeAILab/EAGLE eagle/model/cnets.py), their
+losses, and loading a saved head.  Their config.json and files are written by
+c2ttools.heads; parameter names are those of the public checkpoints."""
+import json
+import math
 
-from c2ttools.heads import EAGLE1_KEYS, eagle1_config, read_head, save_head, target_keys
-from c2ttools.progress import fmt_secs, log
-from train_demo_common import StepBudget, lr_at
-from train_demo_data import Corpus, list_corpus, load_tokenizer
-from train_demo_lm import load_lm
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-import torch  # noqa: E402  (after train_demo_common: OMP_WAIT_POLICY)
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+from c2ttools.heads import EAGLE1_KEYS, eagle1_config, read_head, target_keys
+from c2ttools.prompts import IM_END
 
 
 class RMSNorm(nn.Module):
@@ -151,22 +150,6 @@ def eagle_config(tcfg):
     return eagle1_config(target_keys(tcfg, EAGLE1_KEYS), transformers_version=version)
 
 
-@torch.no_grad()
-def target_features(target, windows, bs=8, name="features"):
-    """Final features (LlamaModel output, after the final RMSNorm), FP32 compute."""
-    feats = []
-    t0 = time.time()
-    for i in range(0, len(windows), bs):
-        x = torch.stack(windows[i:i + bs])
-        feats.append(target.model(input_ids=x).last_hidden_state)
-        if (i // bs) % 25 == 0:
-            n = i + x.shape[0]
-            el = time.time() - t0
-            log(f"{name}: {n}/{len(windows)} windows, {n * x.shape[1] / el:.0f} tok/s, "
-                f"ETA {fmt_secs(el / n * (len(windows) - n))}")
-    return torch.cat(feats)
-
-
 class SoftCrossEntropy(torch.autograd.Function):
     """mean_n( -sum_v p_nv log_softmax(z_n)_v ) = mean_n( logsumexp(z_n) - <p_n, z_n> ),
     with a fused backward (softmax(z) - p) / N: the [N, vocab] passes dominate the
@@ -192,7 +175,7 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, la
     """EAGLE-1 objective, FP32. Slot j: input (embed(x_{j+1}), f_j) -> predict f_{j+1}.
     Loss = v_w * SmoothL1(pred, f_{j+1}) + p_w * CE(labels, lm_head pred), where the labels
     are the target's distribution softmax(lm_head f_{j+1}) (p_labels "soft", the reference)
-    or its greedy token argmax(lm_head f_{j+1}) (p_labels "greedy", see settings()).
+    or its greedy token argmax(lm_head f_{j+1}) (p_labels "greedy", see recipes.demo_settings).
     gen given = training (uniform noise on the input features). mask [B, T-1] (optional)
     picks the slots that count (EAGLE's loss_mask: the assistant's tokens); labels [B, T-1]
     (optional) are the target's greedy tokens where already known (answers the target
@@ -249,72 +232,16 @@ def eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen=None, mask=None, la
     return (total, *first)
 
 
-def stage_eagle(args, s, out, st):
-    m = s["eagle"]
-    tok = load_tokenizer(out)
-    root, _ = list_corpus()
-    train = Corpus(tok, root, st["split"]["train_files"])
-    target = load_lm(out / "target")            # the saved BF16 weights, FP32 compute
-    for p in target.parameters():
-        p.requires_grad_(False)
-    T = s["seq_len"]
-    gen = torch.Generator().manual_seed(args.seed + 2)
-    pos = train.epoch_windows(T, gen)[:m["feature_windows"]]
-    windows = [train.window(int(p), T) for p in pos]
-    t0 = time.time()
-    feats = target_features(target, windows, name="eagle features")
-    ids = torch.stack(windows)
-    feat_secs = time.time() - t0
-    log(f"eagle: {ids.numel()} feature tokens in {fmt_secs(feat_secs)}")
-    c = eagle_config(target.config)
-    torch.manual_seed(args.seed + 3)
-    head = EagleHead(c)
-    embed, lm_head = target.model.embed_tokens, target.lm_head
-    opt = torch.optim.AdamW(head.parameters(), lr=m["lr"], betas=(0.9, 0.95), weight_decay=0.0)
-    B = m["batch"]
-    budget = StepBudget(m["steps"], args.max_minutes.get("eagle"), "eagle")
-    n = ids.shape[0]
-    order = torch.randperm(n, generator=gen)
-    cursor, ema, tokens = 0, None, 0
-    t1 = time.time()
-    done = step = 0
-    head.train()
-    while step < budget.total:
-        steps = budget.total
-        if cursor + B > n:
-            order, cursor = torch.randperm(n, generator=gen), 0
-        sel = order[cursor:cursor + B]
-        cursor += B
-        lr = lr_at(step, steps, m["lr"], m["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
-        loss, vloss, ploss, logits, t_greedy = eagle_batch_loss(head, embed, lm_head, ids[sel],
-                                                           feats[sel], m, gen)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_value_(head.parameters(), m["grad_clip_value"])
-        opt.step()
-        tokens += sel.numel() * (T - 1)
-        step = done = step + 1
-        el = time.time() - t1
-        if done % 20 == 1 or done == steps:
-            acc = (logits.argmax(-1) == t_greedy).float().mean().item()
-            ema = (loss.item(), acc) if ema is None else (0.8 * ema[0] + 0.2 * loss.item(),
-                                                          0.8 * ema[1] + 0.2 * acc)
-            log(f"eagle step {done}/{steps} loss {loss.item():.4f} (v {vloss.item():.4f} "
-                f"p {ploss.item():.3f}) top1 {acc:.3f} (ema {ema[1]:.3f}) lr {lr:.2e} "
-                f"{tokens / el:.0f} tok/s ETA {fmt_secs(el / done * (steps - done))}")
-        budget.update(done)
-    sd = save_head(out / "eagle", head, c)
-    log(f"eagle: saved {sorted(sd)}")
-    return dict(steps=done, tokens=tokens, feature_tokens=ids.numel(), **budget.record(),
-                feature_windows=len(windows), feature_seconds=round(feat_secs, 1),
-                seconds=round(time.time() - t1, 1),
-                final_top1_ema=round(ema[1], 4), parameters=sum(v.numel() for v in sd.values()),
-                lr=m["lr"], batch=B, seq_len=T, noise=m["noise"], v_w=m["v_w"], p_w=m["p_w"],
-                p_labels=m["p_labels"],
-                grad_clip_value=m["grad_clip_value"],
-                tensors={k: list(v.shape) for k, v in sorted(sd.items())})
+def answer_loss(head, embed, lm_head, batch, m, gen, deep_vocab, top1):
+    """eagle_batch_loss on a batch of greedy answers (ids, feat, answer: pad_batch's):
+    slot j predicts f_{j+1}, whose greedy token is x_{j+2}: the slots whose x_{j+2} is
+    an answer token count, with that token as the label (known from the answers); the
+    last slot has none.  top1 (a list) receives each unrolled step's top-1."""
+    ids, feat, answer = batch
+    mask = torch.cat([answer[:, 2:], torch.zeros((answer.shape[0], 1), dtype=torch.bool, device=ids.device)], 1)
+    labels = torch.cat([ids[:, 2:], torch.full((ids.shape[0], 1), IM_END, device=ids.device)], 1)
+    loss, *_ = eagle_batch_loss(head, embed, lm_head, ids, feat, m, gen, mask, labels, top1, deep_vocab)
+    return loss
 
 
 def load_eagle(d):
@@ -323,3 +250,106 @@ def load_eagle(d):
     head = EagleHead(c)
     head.load_state_dict(weights)
     return head.eval()
+
+
+class Eagle3Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.nh, self.nkv, self.hd, self.theta = (c["num_attention_heads"], c["num_key_value_heads"],
+                                                  h // c["num_attention_heads"], c["rope_theta"])
+        self.q_proj = nn.Linear(2 * h, self.nh * self.hd, bias=False)
+        self.k_proj = nn.Linear(2 * h, self.nkv * self.hd, bias=False)
+        self.v_proj = nn.Linear(2 * h, self.nkv * self.hd, bias=False)
+        self.o_proj = nn.Linear(self.nh * self.hd, h, bias=False)
+
+    def forward(self, x, step, cache):
+        """x [B, T, 2h] at unrolled step `step` (positions j + step). cache
+        holds the (k, v) of earlier steps; step 0's serve as the context,
+        later ones only for their own slot."""
+        B, T, _ = x.shape
+        pos = torch.arange(T) + step
+        q = rope(self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2), pos, self.theta)
+        k = rope(self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2), pos, self.theta)
+        v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        rep = self.nh // self.nkv
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        cache.append((k, v))
+        k0, v0 = cache[0]
+        scale = 1.0 / math.sqrt(self.hd)
+        s0 = (q @ k0.transpose(2, 3)) * scale
+        s0 = s0.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        diag = [((q * ki).sum(-1) * scale)[..., None] for ki, _ in cache[1:]]
+        a = torch.softmax(torch.cat([s0] + diag, -1), -1)
+        o = a[..., :T] @ v0
+        for i, (_, vi) in enumerate(cache[1:]):
+            o = o + a[..., T + i, None] * vi
+        return self.o_proj(o.transpose(1, 2).reshape(B, T, self.nh * self.hd))
+
+
+class MidLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, eps = c["hidden_size"], c["rms_norm_eps"]
+        self.input_layernorm = RMSNorm(h, eps)
+        self.hidden_norm = RMSNorm(h, eps)
+        self.post_attention_layernorm = RMSNorm(h, eps)
+        self.self_attn = Eagle3Attention(c)
+        self.mlp = EagleMLP(c)   # the same SwiGLU block as the EAGLE-1 head's
+
+    def forward(self, emb, feat, step, cache):
+        x = torch.cat([self.input_layernorm(emb), self.hidden_norm(feat)], -1)
+        h = feat + self.self_attn(x, step, cache)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Eagle3Head(nn.Module):
+    """Parameter names are those of the published EAGLE-3 checkpoints."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.fc = nn.Linear(3 * h, h, bias=False)
+        self.midlayer = MidLayer(c)
+        self.norm = RMSNorm(h, c["rms_norm_eps"])
+        self.lm_head = nn.Linear(h, c["draft_vocab_size"], bias=False)
+
+
+def unrolled_loss(head, embed, ids, feats, greedy, col, length):
+    """Training-time test. Slot j at step k: token x_{j+1+k}, label the
+    target's greedy token after it (greedy[j+1+k]) as a draft column (-100:
+    outside the draft vocabulary, or past the window)."""
+    B, T = ids.shape
+    h = head.fc(feats)
+    cache, losses, accs = [], [], []
+    for k in range(length):
+        tok = torch.full_like(ids, 0)
+        lab = torch.full_like(ids, -100)
+        n = T - 1 - k
+        if n <= 0:
+            break
+        tok[:, :n] = ids[:, 1 + k:]
+        lab[:, :n] = col[greedy[:, 1 + k:]]
+        out = head.midlayer(embed(tok), h, k, cache)
+        logits = head.lm_head(head.norm(out))
+        ok = lab != -100
+        if not ok.any():   # no label at this depth (short answers): nothing to learn, and CE would be NaN
+            break
+        losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100))
+        with torch.no_grad():
+            accs.append(((logits.argmax(-1) == lab) & ok).sum().item() / max(1, ok.sum().item()))
+        h = out
+    loss = sum(0.8 ** k * l for k, l in enumerate(losses))
+    return loss, [l.item() for l in losses], accs
+
+
+def load_eagle3(d):
+    """The EAGLE-3 head saved in the directory d (FP32, eval mode) and its draft
+    vocabulary (ascending target ids, from d2t)."""
+    from safetensors.torch import load_file
+    sd = load_file(str(d / "model.safetensors"))
+    head = Eagle3Head(json.load(open(d / "config.json")))
+    used = torch.arange(len(sd["d2t"])) + sd.pop("d2t")
+    sd.pop("t2d")
+    head.load_state_dict({k: v.float() for k, v in sd.items()})
+    return head.eval(), used

@@ -1,0 +1,42 @@
+# tools/experiments/lib.sh: the steps the experiment scripts share, sourced as
+# their first command (`. "$(dirname "$0")/lib.sh"`): strict mode, the
+# repository root as working directory, input checks, and C2T's collect ->
+# train steps (spec-collect's full EAGLE-2 trees, spec-train's classifier
+# recipe); each script keeps its own evaluation.
+set -eu
+cd "$(dirname "$0")/../.."
+t0=$(date +%s)
+
+# stamp: the seconds since the script started, after a step
+stamp() { echo "   ($(( $(date +%s) - t0 )) s so far)"; }
+
+# need NAME HINT FILE...: each FILE exists, else one line naming it (and HINT,
+# where not empty) on stderr and exit 1
+need() {
+    _n=$1; _h=$2; shift 2
+    for _f; do
+        [ -f "$_f" ] || { echo "$_n: $_f is missing${_h:+ ($_h)}" >&2; exit 1; }
+    done
+}
+
+# need_bins BIN...: bin/BIN built where it is not
+need_bins() {
+    for _b; do [ -x "bin/$_b" ] || make --no-print-directory "bin/$_b"; done
+}
+
+# collect OUT ARGS...: spec-collect ARGS (target, draft, questions, tree sizes)
+# into OUT; an existing OUT is continued (--resume refuses one written with
+# other settings)
+collect() {
+    _o=$1; shift
+    _r=""; [ -f "$_o" ] && _r=--resume
+    bin/spec-collect $_r "$@" --out "$_o"
+}
+
+# train_classifier OUT REPORT EPOCHS ARGS...: C2T's classifier from traces
+# (ARGS: --traces FILE... and more spec-train options): log P standardised
+# (raw P, 1e-12..1, trains poorly), 2.5 negatives per positive
+train_classifier() {
+    _o=$1; _rep=$2; _ep=$3; shift 3
+    bin/spec-train "$@" --out "$_o" --report "$_rep" --transform P=log --standardize --epochs "$_ep" --neg-ratio 2.5
+}
