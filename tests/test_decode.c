@@ -290,8 +290,8 @@ typedef struct {
 
 static void pause_cycle_begin(Observer *o, Decoder *dec) {
     SwitchRun *r = ((PauseWatch *)o)->run;
-    const int64_t c = dec->st->cycles;   /* this cycle's number */
-    r->begin_at = dec->n_out;
+    const int64_t c = dec->turn.st->cycles;   /* this cycle's number */
+    r->begin_at = dec->turn.n_out;
     if (r->switching && c > 0) dec->cycle_off = (c - 1) % 7 >= 2 && (c - 1) % 7 <= 4;
 }
 

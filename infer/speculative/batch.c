@@ -298,7 +298,7 @@ static int calibrate(Run *r, Slot **w, int n) {
                 for (int rep = 0; rep < 2 + (c == 0) && !rc; rep++) {   /* the first point warms once; best of two */
                     const double t1 = now_seconds();
                     rc = forward_calls(r, cp, n);
-                    if (!rc) be->to_host(d0->row, d0->target->logits, 1);   /* waits for the forward */
+                    if (!rc) be->to_host(d0->v.row, d0->target->logits, 1);   /* waits for the forward */
                     const double dt = now_seconds() - t1;
                     if (rep >= (c == 0) && (best == 0 || dt < best)) best = dt;
                 }

@@ -17,22 +17,22 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     if (draft && draft_capture(draft, dec->target)) { llama_state_free(dec->target); free(dec); return NULL; }
     dec->draft = draft;
     /* a scripted draft (tests) reads nothing: any width will do */
-    dec->feat_width = draft && draft->feat_width ? draft->feat_width : target->cfg.hidden;
+    dec->pending.feat_width = draft && draft->feat_width ? draft->feat_width : target->cfg.hidden;
     dec->policy = policy;
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
     tree_init(&dec->tree);
     decoder_watch_threads(dec);
     if (policy->wants_cost) decoder_watch_costs(dec);
-    dec->row = xmalloc(sizeof(float) * target->cfg.vocab);
+    dec->v.row = xmalloc(sizeof(float) * target->cfg.vocab);
     return dec;
 }
 
 void decoder_free(Decoder *dec) {
     if (!dec) return;
     const Backend *be = dec->target->m->be;
-    if (dec->path_hidden) be->release(dec->path_hidden);
-    if (dec->path_rows) be->release(dec->path_rows);
+    if (dec->pending.hidden) be->release(dec->pending.hidden);
+    if (dec->v.path_rows) be->release(dec->v.path_rows);
     llama_state_free(dec->target);
     cycle_free(dec->dc);
     tree_free(&dec->tree);
@@ -40,47 +40,47 @@ void decoder_free(Decoder *dec) {
         next = o->next;
         o->destroy(o);
     }
-    free(dec->pos); free(dec->path); free(dec->mask); free(dec->row); free(dec->pending);
+    free(dec->v.pos); free(dec->v.path); free(dec->v.mask); free(dec->v.row); free(dec->pending.tokens);
     free(dec);
 }
 
 /* path_hidden for `rows` rows, its pending rows kept. */
 static void reserve_hidden(Decoder *dec, int rows) {
-    if (rows <= dec->hidden_cap) return;
+    if (rows <= dec->pending.hidden_cap) return;
     const Backend *be = dec->target->m->be;
     const int cap = rows * 2;
-    float *h = be->alloc((size_t)cap * dec->feat_width);
-    if (dec->path_hidden) {
-        if (dec->n_pending) be->copy(h, dec->path_hidden, (size_t)dec->n_pending * dec->feat_width);
-        be->release(dec->path_hidden);
+    float *h = be->alloc((size_t)cap * dec->pending.feat_width);
+    if (dec->pending.hidden) {
+        if (dec->pending.n) be->copy(h, dec->pending.hidden, (size_t)dec->pending.n * dec->pending.feat_width);
+        be->release(dec->pending.hidden);
     }
-    dec->path_hidden = h;
-    dec->hidden_cap = cap;
+    dec->pending.hidden = h;
+    dec->pending.hidden_cap = cap;
 }
 
 /* Appends n committed tokens to those the draft has not caught up on
  * (their features are the caller's to place in path_hidden). */
 static void pending_add(Decoder *dec, const int *tokens, int n) {
-    if (dec->n_pending + n > dec->pending_cap) {
-        dec->pending_cap = 2 * (dec->n_pending + n);
-        dec->pending = xrealloc(dec->pending, sizeof(int) * dec->pending_cap);
+    if (dec->pending.n + n > dec->pending.cap) {
+        dec->pending.cap = 2 * (dec->pending.n + n);
+        dec->pending.tokens = xrealloc(dec->pending.tokens, sizeof(int) * dec->pending.cap);
     }
-    memcpy(dec->pending + dec->n_pending, tokens, sizeof(int) * n);
-    dec->n_pending += n;
+    memcpy(dec->pending.tokens + dec->pending.n, tokens, sizeof(int) * n);
+    dec->pending.n += n;
 }
 
 static void reserve_nodes(Decoder *dec, int n) {
     size_t need = (size_t)n * n;   /* the mask over the tree's window */
-    if (need > dec->mask_cap) { dec->mask_cap = need * 2; dec->mask = xrealloc(dec->mask, dec->mask_cap); }
-    if (n > dec->cap_nodes) {
+    if (need > dec->v.mask_cap) { dec->v.mask_cap = need * 2; dec->v.mask = xrealloc(dec->v.mask, dec->v.mask_cap); }
+    if (n > dec->v.cap_nodes) {
         const Backend *be = dec->target->m->be;
-        dec->cap_nodes = n * 2;
-        dec->pos = xrealloc(dec->pos, sizeof(int) * dec->cap_nodes);
-        dec->path = xrealloc(dec->path, sizeof(int) * dec->cap_nodes);
-        if (dec->path_rows) be->release(dec->path_rows);
-        dec->path_rows = backend_alloc_ints(be, dec->cap_nodes);
+        dec->v.cap_nodes = n * 2;
+        dec->v.pos = xrealloc(dec->v.pos, sizeof(int) * dec->v.cap_nodes);
+        dec->v.path = xrealloc(dec->v.path, sizeof(int) * dec->v.cap_nodes);
+        if (dec->v.path_rows) be->release(dec->v.path_rows);
+        dec->v.path_rows = backend_alloc_ints(be, dec->v.cap_nodes);
     }
-    reserve_hidden(dec, dec->n_pending + n);
+    reserve_hidden(dec, dec->pending.n + n);
 }
 
 /* Appends tokens to out; returns 1 when generation must stop (eos or
@@ -156,13 +156,13 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     const Backend *be = ts->m->be;
     const int V = ts->m->cfg.vocab;
     memset(st, 0, sizeof *st);
-    dec->st = st;
-    dec->out = out;
-    dec->n_out = 0;
-    dec->max_new = max_new;
-    dec->done = 1;
+    dec->turn.st = st;
+    dec->turn.out = out;
+    dec->turn.n_out = 0;
+    dec->turn.max_new = max_new;
+    dec->turn.done = 1;
     if (n_prompt <= 0) { err_set("empty prompt"); return -1; }
-    dec->t_start = now_seconds();
+    dec->turn.t_start = now_seconds();
     llama_truncate(ts, 0);
     if (dec->draft) draft_reset(dec->draft);
 
@@ -173,16 +173,16 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     free(pos);
     if (rc) return -1;
     llama_commit(ts, NULL, n_prompt);
-    if (dec->sp.temperature > 0) dec->root = sample_row(be, ts->logits, V, &dec->sp, rng_next(&dec->rng), 0, dec->row);
-    else be->argmax(ts->logits, 1, V, &dec->root);
-    dec->done = emit(dec, &dec->root, 1, out, &dec->n_out, max_new);
-    st->t.prefill = now_seconds() - dec->t_start;   /* the target's; the draft's catch-up is draft time */
+    if (dec->sp.temperature > 0) dec->turn.root = sample_row(be, ts->logits, V, &dec->sp, rng_next(&dec->rng), 0, dec->v.row);
+    else be->argmax(ts->logits, 1, V, &dec->turn.root);
+    dec->turn.done = emit(dec, &dec->turn.root, 1, out, &dec->turn.n_out, max_new);
+    st->t.prefill = now_seconds() - dec->turn.t_start;   /* the target's; the draft's catch-up is draft time */
     /* the draft catches up on the prompt when the first cycle drafts (its
      * features copied: the calibration's forwards replace the target's) */
-    dec->n_pending = 0;
-    if (dec->draft && !dec->done) {
+    dec->pending.n = 0;
+    if (dec->draft && !dec->turn.done) {
         reserve_hidden(dec, n_prompt);
-        be->copy(dec->path_hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->feat_width);
+        be->copy(dec->pending.hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->pending.feat_width);
         pending_add(dec, prompt, n_prompt);
     }
     for (Observer *o = dec->observers; o; o = o->next)
@@ -197,13 +197,13 @@ int lazy_logits_nodes(const Backend *be) {
 
 void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
     LlamaState *ts = dec->target;
-    if (chain->n == 0) tree_reset(chain, dec->root);
-    while (chain->n < n) tree_add(chain, chain->n - 1, dec->root, 1, 0, 0);
+    if (chain->n == 0) tree_reset(chain, dec->turn.root);
+    while (chain->n < n) tree_add(chain, chain->n - 1, dec->turn.root, 1, 0, 0);
     reserve_nodes(dec, n);
-    tree_positions(chain, ts->n_past, dec->pos);
-    tree_mask(chain, dec->mask);
-    *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->pos, .n = n,
-                       .mask = n > 1 ? dec->mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
+    tree_positions(chain, ts->n_past, dec->v.pos);
+    tree_mask(chain, dec->v.mask);
+    *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->v.pos, .n = n,
+                       .mask = n > 1 ? dec->v.mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
 }
 
 /* A cycle's start: its observers (drafting may be off for it), then the
@@ -213,22 +213,22 @@ static int decoder_cycle_begin(Decoder *dec) {
     dec->cycle_off = 0;
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->cycle_begin) o->cycle_begin(o, dec);
-    dec->draft_mark = drafting_s(dec->st);
-    if (!dec->draft || dec->cycle_off || !dec->n_pending) return 0;
+    dec->draft_mark = drafting_s(dec->turn.st);
+    if (!dec->draft || dec->cycle_off || !dec->pending.n) return 0;
     for (Observer *o = dec->observers; o; o = o->next)
-        if (o->before_catch_up && o->before_catch_up(o, dec, dec->root)) return -1;
+        if (o->before_catch_up && o->before_catch_up(o, dec, dec->turn.root)) return -1;
     const double t0 = now_seconds();
-    const int rc = draft_catch_up(dec->draft, dec->pending, dec->path_hidden, dec->n_pending, dec->root);
-    dec->n_pending = 0;
-    dec->st->t.draft += now_seconds() - t0;
+    const int rc = draft_catch_up(dec->draft, dec->pending.tokens, dec->pending.hidden, dec->pending.n, dec->turn.root);
+    dec->pending.n = 0;
+    dec->turn.st->t.draft += now_seconds() - t0;
     return rc;
 }
 
 static int decoder_draft(Decoder *dec) {
     LlamaState *ts = dec->target;
-    tree_reset(&dec->tree, dec->root);
+    tree_reset(&dec->tree, dec->turn.root);
     if (!dec->cycle_off) {
-        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->st->t)) return -1;
+        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->turn.st->t)) return -1;
         if (dec->draft) draft_end_cycle(dec->draft);
     }
     /* what the target's forward of the tree needs */
@@ -239,8 +239,8 @@ static int decoder_draft(Decoder *dec) {
         return 0;
     }
     reserve_nodes(dec, t->n);
-    tree_positions(t, ts->n_past, dec->pos);
-    tree_mask(t, dec->mask);
+    tree_positions(t, ts->n_past, dec->v.pos);
+    tree_mask(t, dec->v.mask);
     /* Up to lazy_logits_nodes nodes one product scores them all, reading
      * the LM head once; a bigger tree scores only the path verification walks
      * (one LM-head product per accepted node, against one per node). */
@@ -248,7 +248,7 @@ static int decoder_draft(Decoder *dec) {
     return 0;
 }
 
-/* The rest of a cycle once the target accepted path[0..len) (dec->path;
+/* The rest of a cycle once the target accepted path[0..len) (dec->v.path;
  * their tokens toks) of a tree of n nodes (host tree t, or NULL on the
  * device cycle) and chose bonus: both caches keep the path, the tokens are
  * emitted, the next root is bonus, and the observers see the cycle.  The
@@ -257,19 +257,19 @@ static int decoder_draft(Decoder *dec) {
 static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, int len, int bonus) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
-    DecodeStats *st = dec->st;
+    DecodeStats *st = dec->turn.st;
     if (!dec->walk) {   /* a walk kept each node and its features as it went */
         /* the path's rows in backend memory: where the device walk left
          * them, else uploaded; a path of the tree's first len nodes (a
          * chain's) needs no cache compaction */
         int prefix = 1;
-        for (int i = 0; i < len && prefix; i++) prefix = dec->path[i] == i;
-        const int *rows = dec->dc ? dec->dc->walk + 3 : dec->path_rows;
-        if (!dec->dc && (dec->draft || !prefix)) backend_ints_to_device(be, dec->path_rows, dec->path, len);
+        for (int i = 0; i < len && prefix; i++) prefix = dec->v.path[i] == i;
+        const int *rows = dec->dc ? dec->dc->walk + 3 : dec->v.path_rows;
+        if (!dec->dc && (dec->draft || !prefix)) backend_ints_to_device(be, dec->v.path_rows, dec->v.path, len);
         if (dec->draft) {   /* the path's features before the cache compaction, after the pending ones */
-            reserve_hidden(dec, dec->n_pending + len);
-            be->copy_rows(dec->path_hidden + (size_t)dec->n_pending * dec->feat_width, NULL,
-                          draft_features(dec->draft, ts), rows, len, dec->feat_width);
+            reserve_hidden(dec, dec->pending.n + len);
+            be->copy_rows(dec->pending.hidden + (size_t)dec->pending.n * dec->pending.feat_width, NULL,
+                          draft_features(dec->draft, ts), rows, len, dec->pending.feat_width);
         }
         llama_commit(ts, prefix ? NULL : rows, len);
     }
@@ -280,16 +280,16 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, t, len - 1);
 
     /* emit accepted nodes and the bonus token */
-    int before = dec->n_out;
-    for (int i = 1; i < len && !dec->done; i++) dec->done = emit(dec, &toks[i], 1, dec->out, &dec->n_out, dec->max_new);
-    if (!dec->done) dec->done = emit(dec, &bonus, 1, dec->out, &dec->n_out, dec->max_new);
-    st->cycle_tokens += dec->n_out - before;
-    if (dec->draft && !dec->done) pending_add(dec, toks, len);
-    dec->root = bonus;
+    int before = dec->turn.n_out;
+    for (int i = 1; i < len && !dec->turn.done; i++) dec->turn.done = emit(dec, &toks[i], 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
+    if (!dec->turn.done) dec->turn.done = emit(dec, &bonus, 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
+    st->cycle_tokens += dec->turn.n_out - before;
+    if (dec->draft && !dec->turn.done) pending_add(dec, toks, len);
+    dec->turn.root = bonus;
     /* the verified tree's keys: the host's tree, or what a device program read to size it */
     const CycleReport r = {.tree = t, .keys = t ? t : dec->dc && dec->dc->keys.n ? &dec->dc->keys : NULL,
-                           .path = dec->path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
-                           .emitted = dec->n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
+                           .path = dec->v.path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
+                           .emitted = dec->turn.n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
                            .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark};
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->cycle_end && o->cycle_end(o, dec, &r)) return -1;
@@ -308,10 +308,10 @@ static int decoder_accept(Decoder *dec) {
     const Tree *t = &dec->tree;
     NodeLogits lg = {dec->lazy ? path_logits : all_logits, dec->lazy ? (void *)dec : (void *)ts};
     int bonus;
-    const int len = verify_tree(t, be, V, lg, &dec->sp, cycle_key(dec), dec->row, dec->path, &bonus);
+    const int len = verify_tree(t, be, V, lg, &dec->sp, cycle_key(dec), dec->v.row, dec->v.path, &bonus);
     if (len < 0) return -1;
     int *toks = xmalloc(sizeof(int) * len);
-    for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
+    for (int i = 0; i < len; i++) toks[i] = t->token[dec->v.path[i]];
     int rc = decoder_advance(dec, t, t->n, toks, len, bonus);
     free(toks);
     return rc;
@@ -330,10 +330,10 @@ static int decoder_walk(Decoder *dec) {
         const int pos = ts->n_past;
         if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL, 0)) return -1;
         if (dec->draft)   /* after the pending rows */
-            be->copy(dec->path_hidden + (size_t)(dec->n_pending + len) * dec->feat_width, draft_features(dec->draft, ts),
-                     dec->feat_width);
+            be->copy(dec->pending.hidden + (size_t)(dec->pending.n + len) * dec->pending.feat_width, draft_features(dec->draft, ts),
+                     dec->pending.feat_width);
         llama_commit(ts, NULL, 1);
-        dec->path[len++] = node;
+        dec->v.path[len++] = node;
         be->argmax(ts->logits, 1, ts->m->cfg.vocab, &want);
         int next = 0;
         for (int c = node + 1; c < t->n && !next; c++)
@@ -342,7 +342,7 @@ static int decoder_walk(Decoder *dec) {
         node = next;
     }
     int *toks = xmalloc(sizeof(int) * len);
-    for (int i = 0; i < len; i++) toks[i] = t->token[dec->path[i]];
+    for (int i = 0; i < len; i++) toks[i] = t->token[dec->v.path[i]];
     int rc = decoder_advance(dec, t, t->n, toks, len, want);
     free(toks);
     return rc;
@@ -432,10 +432,10 @@ static void cycle_ops(void *arg) {
     CycleOps *co = arg;
     Decoder *dec = co->dec;
     if (dec->draft) draft_counts_restore(dec->draft, &co->counts);
-    dec->st->t = co->times;
+    dec->turn.st->t = co->times;
     co->rc = 0;
     if (co->draft) cycle_begin(dec->dc);
-    if (co->draft && !co->root_only) co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->st->t);
+    if (co->draft && !co->root_only) co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->turn.st->t);
     if (!co->rc && co->verify && co->draft) cycle_pad(dec->dc);   /* else the caller padded after its read */
     if (!co->rc && co->verify) co->rc = verify_ops(dec);
 }
@@ -443,7 +443,7 @@ static void cycle_ops(void *arg) {
 /* cycle_ops as one recorded unit where unit is set, else op by op. */
 static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
     CycleOps co = {dec,           draft, dec->cycle_off, verify, dec->draft ? draft_counts(dec->draft) : (DraftCounts){0},
-                   dec->st->t, 0};
+                   dec->turn.st->t, 0};
     if (unit) backend_recorded(dec->dc->be, cycle_ops, &co);
     else cycle_ops(&co);
     dec->dc->verify_units += unit && verify;
@@ -464,7 +464,7 @@ static int decoder_cycle_dev(Decoder *dec) {
     /* drafting off (auto sizes' switch, draft_switch_observe): the root alone */
     if (dec->draft) draft_cycle_origin(dec->draft);
     const uint64_t key = cycle_key(dec);
-    backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->root, (int)(uint32_t)key, (int)(key >> 32)},
+    backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->turn.root, (int)(uint32_t)key, (int)(key >> 32)},
                            4);
     const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
                      !dec->cycle_off;
@@ -475,7 +475,7 @@ static int decoder_cycle_dev(Decoder *dec) {
         /* the tree's size changes from cycle to cycle: a verification
          * larger than any before allocates, so it runs op by op */
         rc = run_cycle_ops(dec, 1, 0, unit);
-        if (!rc) rc = p->build_dev_end(p, c, &dec->st->t);
+        if (!rc) rc = p->build_dev_end(p, c, &dec->turn.st->t);
         if (!rc) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
         if (!rc) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
     }
@@ -488,25 +488,25 @@ static int decoder_cycle_dev(Decoder *dec) {
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
     if (device_walk(dec, rows)) return -1;
     const int len = c->h_walk[1];
-    memcpy(dec->path, c->h_walk + 3, sizeof(int) * len);
+    memcpy(dec->v.path, c->h_walk + 3, sizeof(int) * len);
     return decoder_advance(dec, NULL, n, c->h_walk + 3 + rows, len, c->h_walk[2]);
 }
 
 static int decoder_end(Decoder *dec) {
-    dec->st->new_tokens = dec->n_out;
-    dec->st->t.total = now_seconds() - dec->t_start;
-    return dec->n_out;
+    dec->turn.st->new_tokens = dec->turn.n_out;
+    dec->turn.st->t.total = now_seconds() - dec->turn.t_start;
+    return dec->turn.n_out;
 }
 
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
-    while (!dec->done) {
+    while (!dec->turn.done) {
         const Tree *t = &dec->tree;
         if (decoder_cycle_begin(dec)) return -1;
         if (dec->dc     ? decoder_cycle_dev(dec)
             : dec->walk ? decoder_draft(dec) || decoder_walk(dec)
                         : decoder_draft(dec) ||
-                          target_forward(dec, GATE_VERIFY, t->token, dec->pos, t->n, t->n > 1 ? dec->mask : NULL,
+                          target_forward(dec, GATE_VERIFY, t->token, dec->v.pos, t->n, t->n > 1 ? dec->v.mask : NULL,
                                          dec->lazy ? LOGITS_NONE : LOGITS_ALL, 0) ||
                           decoder_accept(dec))
             return -1;

@@ -58,6 +58,38 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x);
 /* τ: cycle tokens per cycle (0 without cycles) */
 double decode_stats_tau(const DecodeStats *st);
 
+/* A verification's buffers: the tree's positions and attention mask, the
+ * accepted path (host, and backend memory for copy_rows), a host logits
+ * row; for trees of up to cap_nodes nodes. */
+typedef struct {
+    int *pos, *path;
+    int *path_rows;
+    uint8_t *mask;
+    size_t mask_cap;
+    float *row;
+    int cap_nodes;
+} VerifyBuffers;
+
+/* The tokens committed since the draft last caught up, tokens[0..n), and
+ * their target features, hidden's first n rows (backend memory,
+ * feat_width floats a row, Draft.feat_width); a cycle's accepted path joins
+ * them after its verification, and the draft catches up on them all when
+ * it next drafts. */
+typedef struct {
+    int *tokens, n, cap;
+    float *hidden;
+    int hidden_cap, feat_width;
+} Pending;
+
+/* The turn in progress (decoder_begin .. decoder_end). */
+typedef struct {
+    int *out;             /* its tokens so far */
+    int n_out, max_new, done;
+    int root;             /* the next cycle's root: the last token emitted */
+    DecodeStats *st;
+    double t_start;
+} Turn;
+
 struct Decoder {
     LlamaState *target;
     Draft *draft;         /* NULL for ar */
@@ -67,30 +99,16 @@ struct Decoder {
     Observer *observers;  /* what watches the cycle (observer.h), called in this order */
     int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
     int n_stop;
-    Tree tree;
-    int *pos, *path;
-    int *path_rows;       /* backend memory, cap_nodes: the path for copy_rows */
-    uint8_t *mask;
-    size_t mask_cap;
-    /* device rows of the committed tokens the draft has not caught up on
-     * (the pending ones, then the accepted path): its features of the target */
-    float *path_hidden;
-    int hidden_cap;       /* rows path_hidden holds */
-    /* Whether this cycle drafts at all: an observer may turn it off (the
-     * cost model's switch, cost.h).  The tokens committed since the draft
-     * last caught up: pending[0..n_pending), their features path_hidden's
-     * first rows. */
-    int cycle_off;        /* this cycle drafts nothing */
-    int *pending, n_pending, pending_cap;
-    int feat_width;       /* floats per row of path_hidden (Draft.feat_width) */
-    float *row;           /* host logits row */
-    int cap_nodes;
+    Turn turn;
+    Tree tree;            /* the host cycle's tree */
+    VerifyBuffers v;
+    Pending pending;
+    int cycle_off;        /* this cycle drafts nothing: an observer turned drafting off (the cost model's switch) */
+    int lazy;             /* this cycle's verification scores only the path's rows (lazy_logits_nodes) */
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
     DevCycle *dc;         /* the device cycle (cycle.h), or NULL: the host's */
     double draft_mark;    /* the stats' drafting seconds when this cycle began */
-    /* the turn in progress (decoder_begin .. decoder_end) */
-    int *out;             /* its tokens so far */
-    int n_out, max_new, done, root, lazy;
+    double t_verify;      /* when this cycle's verification began */
     /* Verification by walking (--verify walk, greedy only): the target
      * forwards the root, then each child holding its greedy choice, a token
      * at a time, instead of the whole tree in one forward.  What greedy
@@ -105,8 +123,6 @@ struct Decoder {
      * token and no node (VERIFY_ROOT): a tree at every position of the
      * greedy output, for spec-collect --every-position. */
     int walk_root_only;
-    DecodeStats *st;
-    double t_start, t_verify;
 };
 
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */

@@ -72,10 +72,10 @@ CostWatch *decoder_cost_watch(const Decoder *dec) { return (CostWatch *)decoder_
 
 static int cost_turn_begin(Observer *o, Decoder *dec) {
     CostWatch *cw = (CostWatch *)o;
-    if (!dec->done && cw->model.n_pts == 0) {
+    if (!dec->turn.done && cw->model.n_pts == 0) {
         const double t0 = now_seconds();
         if (decoder_calibrate(dec)) return -1;
-        dec->st->t.calibrate = now_seconds() - t0;
+        dec->turn.st->t.calibrate = now_seconds() - t0;
     }
     cw->cycle_mark = now_seconds();
     return 0;
@@ -104,7 +104,7 @@ static int cost_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
         if (!va || va->chosen >= 0) draft_switch_observe(cw->sw, !r->drafted, r->emitted, now - cw->cycle_mark);
         cw->cycle_mark = now;
     }
-    if (!r->drafted || dec->done) return 0;
+    if (!r->drafted || dec->turn.done) return 0;
     if (r->keys) cost_observe_acceptance(&cw->model, r->keys->P, r->keys->depth, r->keys->n, r->n_path - 1);
     if (!dec->gate) cost_observe(&cw->model, r->n_nodes, r->verify_s, r->draft_s);
     return 0;
@@ -194,7 +194,7 @@ int decoder_calibrate(Decoder *dec) {
         for (int rep = 0; rep < 2 + (i == 0) && !rc; rep++) {   /* the first point warms once; best of two */
             double t1 = now_seconds();
             rc = llama_forward(ts, c.tokens, c.pos, c.n, c.mask, c.mode);
-            if (!rc) be->to_host(dec->row, ts->logits, 1);   /* waits for the forward */
+            if (!rc) be->to_host(dec->v.row, ts->logits, 1);   /* waits for the forward */
             double dt = now_seconds() - t1;
             if (rep >= (i == 0) && (best == 0 || dt < best)) best = dt;
         }
@@ -225,12 +225,12 @@ static int vocab_before_catch_up(Observer *o, Decoder *dec, int bonus) {
     const int timed = va->calibrated;
     const double t0 = now_seconds();
     const int rc = vocab_auto_step(va, dec->draft, bonus);
-    *(timed ? &dec->st->t.draft : &dec->st->t.calibrate) += now_seconds() - t0;
+    *(timed ? &dec->turn.st->t.draft : &dec->turn.st->t.calibrate) += now_seconds() - t0;
     return rc;
 }
 
 static int vocab_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
-    if (r->drafted && !dec->done)
+    if (r->drafted && !dec->turn.done)
         vocab_auto_observe(((VocabWatch *)o)->va, r->tokens + 1, r->n_path - 1, r->verify_s, r->draft_s,
                            dec->draft->rows_scored, dec->draft->steps_scored);
     return 0;
@@ -271,7 +271,7 @@ static int threads_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     (void)r;
     ThreadWatch *w = (ThreadWatch *)o;
     if (!dec->gate) backend_unit_end(dec->target->m->be, &w->tuner);
-    dec->st->one_thread_cycles = w->tuner.one_thread_units - w->turn_start;
+    dec->turn.st->one_thread_cycles = w->tuner.one_thread_units - w->turn_start;
     return 0;
 }
 
