@@ -584,8 +584,9 @@ static int check_keys(void *ctx, const Tree *t, const int *path, int n_path, int
     return 0;
 }
 
-/* eagle2's total auto on the device cycle (the whole pool drafted, one
- * read of its keys, the host's ranking and cost rule, the rerank there):
+/* eagle2's total auto on the device cycle, the fixed program a GPU runs
+ * (the whole pool drafted, one read of its keys, the host's ranking and
+ * cost rule, the rerank there):
  * ar's tokens; one key read a drafted cycle; each verified tree holds the
  * nodes the host ranked and kept (tree_top's order is the host's); every
  * unit issued alike, nothing read inside.  Which size it keeps depends on
@@ -597,7 +598,8 @@ static void test_device_auto_sizes(void) {
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
     REQUIRE(d, "%s", err_get());
-    const Case ar = {"ar", ""}, autos[] = {{"eagle2", "total=auto"}, {"eagle2", "topk=4 depth=3 total=auto"}};
+    const Case ar = {"ar", ""}, autos[] = {{"eagle2", "total=auto program=fixed"},
+                                            {"eagle2", "topk=4 depth=3 total=auto program=fixed"}};
     for (int c = 0; c < 2; c++)
         for (int q = 0; q < 2; q++) {
             Policy *pa = NULL, *pd = NULL;
@@ -633,6 +635,103 @@ static void test_device_auto_sizes(void) {
             free(out_a); free(out_d);
             decoder_free(plain); decoder_free(dev);
             policy_free(pa); policy_free(pd);
+        }
+    draft_free(d);
+    llama_free(m);
+}
+
+/* A cost model that every cycle of a decoder starts from (an observer
+ * after the decoder's own "cost", which measures): the decisions of two
+ * decoders holding it depend on their trees alone.  Its times are in units
+ * of 2^60 seconds, so that the build's own measured expansion time
+ * (cost_observe_expand, before its rerank) is lost in rounding. */
+typedef struct {
+    Observer base;
+    CostModel costs;
+} FixedCosts;
+static void fixed_costs_begin(Observer *o, Decoder *dec) { *dec->policy->cost = ((FixedCosts *)o)->costs; }
+static void fixed_costs_free(Observer *o) { free(o); }
+static void fix_costs(Decoder *dec) {
+    FixedCosts *f = xcalloc(1, sizeof *f);
+    const double unit = 0x1p60;
+    const int n[] = {1, 2, 4, 8, 16, 32, 64, 128};
+    cost_init(&f->costs);
+    for (int i = 0; i < 8; i++) cost_add_point(&f->costs, n[i], unit * (1 + 0.01 * n[i]));
+    f->costs.draft_s = 0.15 * unit;
+    f->costs.expand_s = 0.03 * unit;
+    f->costs.expands = 4;
+    f->costs.expand_cycles = f->costs.cycles = 100;
+    /* acceptance below P, less so near the root (cost_estimate's factors) */
+    for (int d = 1; d <= COST_DEPTHS; d++) f->costs.accept_ratio[d] = 1 - 0.04 * (d < 8 ? d : 8);
+    f->base = (Observer){.name = "fixed costs", .cycle_begin = fixed_costs_begin, .destroy = fixed_costs_free};
+    *dec->policy->cost = f->costs;   /* calibrated: the turn does not time a pass */
+    decoder_watch(dec, &f->base);
+}
+
+/* The auto sizes' device programs that read each expansion (a CPU's
+ * default; eagle2's program=layers), against the host cycle under the same
+ * cost model (fix_costs): the same trees node for node, pruned as the host
+ * build prunes them while drafting; ar's tokens; one expansion read (and
+ * nothing else but the walk) per expansion, no key or count read. */
+static void test_device_auto_sizes_as_host(void) {
+    const int p0[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, p1[] = {1, 7, 7, 7, 8000, 12, 19};
+    const int *prompts[] = {p0, p1}, lens[] = {10, 7}, max_new = 32;
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const Case ar = {"ar", ""}, autos[] = {
+        {"eagle2", "total=auto program=layers"}, {"eagle2", "topk=4 depth=5 total=auto min_p=0.02"},
+        {"chain", "draft_len=auto"}, {"c2t", "classifier=data/demo/classifier.json total=auto"},
+        {"sage", "sage_nmax=auto"}};
+    for (int c = 0; c < (int)(sizeof autos / sizeof *autos); c++)
+        for (int q = 0; q < N_PROMPTS; q++) {
+            Policy *pa = NULL, *ph = NULL, *pd = NULL;
+            const int slots = lens[q] + max_new + 8;
+            Decoder *plain = decoder_for(m, d, &ar, 0, MODE_HOST, slots, &pa);
+            Decoder *host = plain ? decoder_for(m, d, &autos[c], 0, MODE_HOST, slots, &ph) : NULL;
+            Decoder *dev = host ? decoder_for(m, d, &autos[c], 0, MODE_DEVICE, slots, &pd) : NULL;
+            REQUIRE(plain && host && dev, "%s %s: %s", autos[c].policy, autos[c].settings, err_get());
+            CHECK(!pd->build_dev_end && !pd->build_dev_unit, "%s %s: not the program that reads each expansion",
+                  autos[c].policy, autos[c].settings);
+            fix_costs(host);
+            fix_costs(dev);
+            int *out_a = xmalloc(sizeof(int) * max_new), *out_h = xmalloc(sizeof(int) * max_new),
+                *out_d = xmalloc(sizeof(int) * max_new);
+            DecodeStats sa, sh, sd;
+            TreeLog log = {0};
+            decoder_set_hook(host, log_tree, &log, 0);
+            const int na = decoder_run(plain, prompts[q], lens[q], max_new, out_a, &sa);
+            const int nh = decoder_run(host, prompts[q], lens[q], max_new, out_h, &sh);
+            log.dec = dev;
+            decoder_set_hook(dev, check_tree, &log, 1);
+            const int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
+            REQUIRE(na > 0 && nh > 0 && nd > 0, "%s %s: %s", autos[c].policy, autos[c].settings, err_get());
+            CHECK(na == nd && !memcmp(out_a, out_d, sizeof(int) * na), "%s %s prompt %d: not ar's tokens",
+                  autos[c].policy, autos[c].settings, q);
+            CHECK(log.mismatches == 0 && log.compared == log.n && log.n == sd.cycles && sh.gamma == sd.gamma,
+                  "%s %s prompt %d: %d of %d trees differ (%d compared), gamma %lld/%lld", autos[c].policy,
+                  autos[c].settings, q, log.mismatches, log.n, log.compared, (long long)sh.gamma,
+                  (long long)sd.gamma);
+            /* the sizes chosen: not all of the pool, nor the root alone */
+            const int most = policy_max_nodes(pd) - 1;
+            CHECK(sd.gamma > sd.cycles && sd.gamma < (long long)most * sd.cycles,
+                  "%s %s prompt %d: %lld nodes in %lld cycles of at most %d: the costs decide nothing",
+                  autos[c].policy, autos[c].settings, q, (long long)sd.gamma, (long long)sd.cycles, most);
+            const DevCycle *dc = dev->dc;
+            CHECK(dc->key_reads == 0 && dc->count_reads == 0 && dc->expand_reads >= sd.cycles &&
+                      cycle_host_reads(dc) - dc->tree_reads == dc->expand_reads + dc->walk_reads,
+                  "%s %s prompt %d: %ld expansion, %ld key, %ld count and %ld walk reads in %lld cycles",
+                  autos[c].policy, autos[c].settings, q, dc->expand_reads, dc->key_reads, dc->count_reads,
+                  dc->walk_reads, (long long)sd.cycles);
+            if (q == 0)
+                printf("# %s %s on the device: %.1f nodes a tree, %.1f expansion reads a cycle (tau %.2f)\n",
+                       autos[c].policy, autos[c].settings, (double)sd.gamma / sd.cycles,
+                       (double)dc->expand_reads / sd.cycles, decode_stats_tau(&sd));
+            log_free(&log);
+            free(out_a); free(out_h); free(out_d);
+            decoder_free(plain); decoder_free(host); decoder_free(dev);
+            policy_free(pa); policy_free(ph); policy_free(pd);
         }
     draft_free(d);
     llama_free(m);
@@ -833,6 +932,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_cycle_equals_host_sampling);
     RUN(test_device_auto_sizes);
+    RUN(test_device_auto_sizes_as_host);
     RUN(test_cycle_goldens);
     RUN(test_device_sage_wetap_lossless);
     RUN(test_device_cycle_refused);

@@ -107,7 +107,8 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
 int cycle_expand_read(DevCycle *c, Draft *d, const int *nodes, int m, int k, int topm, int *ids, float *probs,
                       float *ent, StageTimes *tm) {
     backend_ints_to_device(c->be, c->rows, nodes, m);
-    if (cycle_expand(c, d, m == 1 && nodes[0] == 0, c->rows, m, k, topm, 1, tm)) return -1;
+    c->cands_ent = ent != NULL;
+    if (cycle_expand(c, d, m == 1 && nodes[0] == 0, c->rows, m, k, topm, c->cands_ent, tm)) return -1;
     const size_t mk = (size_t)m * k, n[] = {mk, mk, (size_t)m};
     float *host[] = {(float *)(void *)ids, probs, ent};
     const float *dev[] = {(const float *)(const void *)c->ids, c->probs, c->ent};
@@ -123,7 +124,7 @@ void cycle_grow_cands(DevCycle *c, const Draft *d, const PolicyCand *cand, int c
     for (int i = 0; i < count; i++) { picks[2 * i] = cand[i].row; picks[2 * i + 1] = cand[i].rank; }
     backend_ints_to_device(c->be, c->picks, picks, 2 * (size_t)count);
     free(picks);
-    cycle_grow(c, d, c->rows, k, c->picks, count, 1);
+    cycle_grow(c, d, c->rows, k, c->picks, count, c->cands_ent);
 }
 
 void cycle_keep_nodes(DevCycle *c, const int *keep, int m) {
@@ -132,6 +133,12 @@ void cycle_keep_nodes(DevCycle *c, const int *keep, int m) {
     c->be->tree_compact(&c->tree, &c->pool, c->keep, m, m);
     c->verified = &c->tree;
     c->n_verified = m;
+}
+
+void cycle_keys_from(DevCycle *c, const Tree *t) {
+    tree_set_size(&c->keys, t->n);
+    memcpy(c->keys.P, t->P, sizeof(float) * t->n);
+    memcpy(c->keys.depth, t->depth, sizeof(int) * t->n);
 }
 
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent) {

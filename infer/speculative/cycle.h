@@ -8,8 +8,9 @@
  * What the host reads: a threshold's pass count per layer (a per-layer
  * program), or every layer's at once after drafting (a fixed-shape one,
  * Policy.build_dev_end), or the pool's keys once (a size from costs), or
- * each expansion's top-k (a policy that chooses from them: SAGE, WETAP;
- * cycle_expand_read); and,
+ * each expansion's top-k (a policy that chooses from them: SAGE, WETAP,
+ * and the sizes from costs where reads are free, which prune as the host
+ * build does; cycle_expand_read); and,
  * once a cycle, the walk (accepted path, its tokens, the bonus), a read per
  * path node where the tree is too large for every row's logits;
  * cycle_host_reads counts them.  Every forward, the draft's and the verification's, reads
@@ -52,6 +53,7 @@ struct DevCycle {
     int *rows, *keep, *ids, *want, *walk;
     int *picks;             /* 2·cap: (row, rank) pairs a host choice grows (cycle_grow_cands) */
     float *probs, *ent;     /* with ids: the last expansion's rows, dist_cap entries */
+    int cands_ent;          /* whether cycle_expand_read read entropies: cycle_grow_cands keeps them as H, else 0 */
     size_t dist_cap;
     TreeInputs inputs;      /* the verify forward's, made in backend memory */
     int *h_walk;            /* the walk, read to the host */
@@ -111,9 +113,9 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
  * (SAGE, WETAP: widths and thresholds from probabilities), made on a host
  * Tree that mirrors the pool node for node: cycle_expand_read expands pool
  * nodes nodes[0..m) (host indices, uploaded; {0}: the root) as
- * cycle_expand does, entropies too, and reads their rows to the host (one
- * read, counted): ids (target ids), probs and, where ent is not NULL,
- * entropies;
+ * cycle_expand does, and reads their rows to the host (one read, counted):
+ * ids (target ids), probs and, where ent is not NULL, entropies (H 0
+ * without);
  * cycle_grow_cands appends the chosen children cand[0..count) of that
  * expansion (rows of nodes[], ranks < k) to the pool, in that order;
  * cycle_keep_nodes verifies pool nodes keep[0..m) (host; ascending, closed
@@ -122,6 +124,9 @@ int cycle_expand_read(DevCycle *c, Draft *d, const int *nodes, int m, int k, int
                       float *ent, StageTimes *tm);
 void cycle_grow_cands(DevCycle *c, const Draft *d, const PolicyCand *cand, int count, int k);
 void cycle_keep_nodes(DevCycle *c, const int *keep, int m);
+/* A program that sized the verified tree on a host mirror t of it (node
+ * for node): t's P and depths as c->keys, what the cost model learns. */
+void cycle_keys_from(DevCycle *c, const Tree *t);
 /* Appends count children of the last expansion to pool (tree_grow: picks
  * NULL takes every (row, rank) in order). */
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent);

@@ -516,9 +516,7 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
 
 const char *decoder_device_cycle_blocker(const Decoder *dec) {
     const Policy *p = dec->policy;
-    if (!p->build_dev)
-        return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
-                             : "this policy (with these settings) has no device program";
+    if (!p->build_dev) return "this policy (with these settings) has no device program";
     if (decoder_vocab(dec)) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
     if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
                                               : "--verify walk walks on the host";
@@ -527,9 +525,6 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
 
 int decoder_choose_cycle(Decoder *dec, int choice) {
     if (choice == CYCLE_HOST || (choice == CYCLE_DEFAULT && decoder_device_cycle_blocker(dec))) return 0;
-    /* sizes from costs: a CPU's host cycle prunes the pool as it drafts,
-     * cheaper there than the device program's whole pool; a GPU's waits */
-    if (choice == CYCLE_DEFAULT && dec->policy->wants_cost && !dec->target->m->be->record_begin) return 0;
     return decoder_use_device_cycle(dec);
 }
 

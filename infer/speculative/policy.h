@@ -167,8 +167,10 @@ int policy_by_joint_prob(const void *a, const void *b, void *tree);
 /* Keeps the root and the `total` nodes first in that order (-1: all), of
  * them those with P >= min_p; with total POLICY_SIZE_AUTO the prefix
  * cost_best_prefix picks (each node's acceptance estimated by its P) for a
- * cycle whose drafting took draft_s.  scratch: a tree to build into. */
-void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s);
+ * cycle whose drafting took draft_s.  scratch: a tree to build into.
+ * With c (a device program's pool, t its host mirror): the same nodes kept
+ * there (cycle_keep_nodes). */
+void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s, DevCycle *c);
 /* Every node of t but the root in policy_by_joint_prob's order into order,
  * their acceptance estimates (cost_estimate; t's P and depths alone are
  * read) into est; returns how many. */

@@ -1,5 +1,6 @@
 /* The helpers every policy module may call (declared in policy.h): apart
  * from the registry in policy.c, which calls the modules. */
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <math.h>
@@ -101,7 +102,7 @@ int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel
     return kept;
 }
 
-void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s) {
+void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s, DevCycle *c) {
     const int n = t->n - 1;
     if (min_p <= 0 && (total == -1 || (total >= n && total != POLICY_SIZE_AUTO))) return;
     int *order = xmalloc(sizeof(int) * t->n);
@@ -122,6 +123,7 @@ void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostMode
     keep[0] = 0;
     memcpy(keep + 1, order, sizeof(int) * total);
     qsort(keep, total + 1, sizeof(int), cmp_node);
+    if (c) cycle_keep_nodes(c, keep, total + 1);
     tree_subset(t, keep, total + 1, scratch);
     /* swap the reranked tree into t */
     Tree tmp = *t;

@@ -55,9 +55,13 @@ typedef struct {
     ChainStop stop;
     Classifier *cls;
     DevScores dev;   /* the device program's early stop */
+    Tree mirror;     /* draft_len auto's device program: its chain on the host */
 } ChainState;
 
-static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
+/* The host build; with c (draft_len auto's device program), the same
+ * chain grown in c's pool from the host's choices, t mirroring it node for
+ * node (cycle_expand_read). */
+static int chain_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     const ChainState *s = p->state;
     const ChainParams *q = p->own;
     int node = 0, id;
@@ -74,7 +78,9 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
         /* the next token's P is at most its parent's */
         if (cost && i > 0 && !cost_layer_pays(cost, est, i, expands, cost_estimate(cost, t->P[node], t->depth[node] + 1)))
             break;
-        if (policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)) return -1;
+        if (c ? cycle_expand_read(c, d, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)
+              : policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm))
+            return -1;
         expands++;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
          * draft's top probability is low, DyJoint when the chain's joint
@@ -94,13 +100,28 @@ static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
             if (conf < q->beta) break;
         }
         node = tree_add(t, node, id, prob, ent, 0);
+        if (c) cycle_grow_cands(c, d, &(PolicyCand){P, 0, 0}, 1, 1);
         if (cost) est[i] = cost_estimate(cost, t->P[node], t->depth[node]);
     }
     if (cost) {   /* a chain's prefix is its first nodes */
         cost_observe_expand(cost, expands, now_seconds() - t_start);
         t->n = 1 + cost_best_prefix(cost, est, t->n - 1, cost_draft_s(cost, expands));
     }
+    if (c) {
+        c->n = c->n_verified = t->n;
+        cycle_keys_from(c, t);
+    }
     return 0;
+}
+
+static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return chain_grow(p, d, t, NULL, tm); }
+
+/* draft_len auto's device program: a read per token, each choice the host
+ * build's on a mirror of the chain. */
+static int chain_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    ChainState *s = p->state;
+    tree_reset(&s->mirror, -1);   /* the root's token stays on the device: no choice reads it */
+    return chain_grow(p, d, &s->mirror, c, tm);
 }
 
 /* Node i+1 is the top child of node i.  Early stopping keeps it only
@@ -174,6 +195,7 @@ static void chain_destroy(Policy *p) {
     ChainState *s = p->state;
     classifier_free(s->cls);
     dev_scores_release(&s->dev);
+    tree_free(&s->mirror);
     free(s);
 }
 static int chain_init(Policy *p) {
@@ -191,14 +213,14 @@ static int chain_init(Policy *p) {
         s->cls = classifier_load(q->classifier);
         if (!s->cls) { free(s); return -1; }
     }
+    tree_init(&s->mirror);
     p->state = s;
     p->build = chain_build;
     p->wants_cost = q->draft_len == POLICY_SIZE_AUTO;
-    if (!p->wants_cost) {
-        p->build_dev = chain_build_dev;
-        p->dev_program_for = chain_dev_program_for;
-    }
-    p->build_dev_unit = s->stop == STOP_NONE;   /* an early stop's per-node program reads whether each passed */
+    p->build_dev = p->wants_cost ? chain_build_dev_auto : chain_build_dev;
+    if (!p->wants_cost) p->dev_program_for = chain_dev_program_for;
+    /* an early stop's per-node program reads whether each passed, auto's each token */
+    p->build_dev_unit = s->stop == STOP_NONE && !p->wants_cost;   /* an early stop's per-node program reads whether each passed */
     p->destroy = chain_destroy;
     return 0;
 }

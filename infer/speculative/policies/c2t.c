@@ -58,12 +58,14 @@ typedef struct {
     int cap;
     int *ids, *cand_parent, *order, *frontier;
     float *probs, *ent, *conf;
+    PolicyCand *cand;      /* the device program's: a layer's passing candidates */
     ClsNode *node;         /* per candidate: its features */
     int node_cap;
     float *path_conf;      /* per tree node: the smallest confidence from the root to it */
     float *est;            /* per kept candidate of the cap: its P, in rank order */
     int *rank;             /* tree nodes in the cap's order */
     Tree scratch;
+    Tree mirror;           /* total auto's device program: its pool on the host */
     DevScores dev;         /* the device program's classifier and scores */
 } C2TState;
 
@@ -86,6 +88,7 @@ static void c2t_reserve(C2TState *s, int n) {
     s->ent = xrealloc(s->ent, sizeof(float) * n);
     s->node = xrealloc(s->node, sizeof(ClsNode) * n);
     s->conf = xrealloc(s->conf, sizeof(float) * n);
+    s->cand = xrealloc(s->cand, sizeof(PolicyCand) * n);
 }
 
 static int cmp_node(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -129,8 +132,9 @@ static int c2t_layer_pays(const Tree *t, C2TState *s, int nf, const CostModel *c
 }
 
 /* Keeps the root and the first `total` nodes of the cap's order (auto: the
- * prefix cost_best_prefix picks for drafting that took draft_s). */
-static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double draft_s) {
+ * prefix cost_best_prefix picks for drafting that took draft_s); with c, in
+ * c's pool too (t its mirror). */
+static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double draft_s, DevCycle *c) {
     const int n = c2t_rank_nodes(t, s, cost);
     if (total == POLICY_SIZE_AUTO) total = cost_best_prefix(cost, s->est, n, draft_s);
     if (total < 0 || total >= n) return;
@@ -138,6 +142,7 @@ static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double dra
     kept[0] = 0;
     memcpy(kept + 1, s->rank, sizeof(int) * total);
     qsort(kept, total + 1, sizeof(int), cmp_node);
+    if (c) cycle_keep_nodes(c, kept, total + 1);
     tree_subset(t, kept, total + 1, &s->scratch);
     Tree tmp = *t;
     *t = s->scratch;
@@ -145,8 +150,11 @@ static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double dra
     free(kept);
 }
 
-static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int dmax, float beta, int topm,
-                   StageTimes *tm, C2TState *s, CostModel *cost) {
+/* Algorithm 1 into t; with c (total auto's device program), the same tree
+ * grown in c's pool from the host's choices, t mirroring it node for node
+ * (cycle_expand_read). */
+static int c2t_build_tree(Draft *d, Tree *t, DevCycle *c, const Classifier *cls, int K, int dmax, float beta,
+                          int topm, StageTimes *tm, C2TState *s, CostModel *cost) {
     c2t_reserve(s, K * K > K ? K * K : K);
     c2t_reserve_nodes(s, 1);
     s->path_conf[0] = 2;   /* above every confidence */
@@ -160,15 +168,17 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
         expands++;
         int nc = nf * K;
         c2t_reserve(s, nc);
-        if (policy_expand(d, t, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)) return -1;
+        if (c ? cycle_expand_read(c, d, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)
+              : policy_expand(d, t, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm))
+            return -1;
         double t0 = now_seconds();
         for (int i = 0; i < nf; i++) {
             const int par = s->frontier[i];
             const float parent_H = par == 0 ? s->ent[i] : t->H[par];
             for (int j = 0; j < K; j++) {
-                int c = i * K + j;
-                s->cand_parent[c] = par;
-                s->node[c] = cls_node(t->P[par] * s->probs[c], s->ent[i], depth, s->probs[c], j, parent_H);
+                const int x = i * K + j;
+                s->cand_parent[x] = par;
+                s->node[x] = cls_node(t->P[par] * s->probs[x], s->ent[i], depth, s->probs[x], j, parent_H);
             }
         }
         double t1 = now_seconds();
@@ -177,15 +187,17 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
         /* first pruning: the threshold; passing nodes join the tree */
         int np = 0;
         c2t_reserve_nodes(s, t->n + nc);
-        for (int c = 0; c < nc; c++) {
-            if (s->conf[c] < beta || s->ids[c] < 0) continue;
-            int node = tree_add(t, s->cand_parent[c], s->ids[c], s->probs[c], s->ent[c / K], c % K);
-            const float up = s->path_conf[s->cand_parent[c]];
-            s->path_conf[node] = s->conf[c] < up ? s->conf[c] : up;
-            s->order[np] = c;
-            s->ids[c] = node;    /* reuse: candidate -> tree node */
+        for (int x = 0; x < nc; x++) {
+            if (s->conf[x] < beta || s->ids[x] < 0) continue;
+            int node = tree_add(t, s->cand_parent[x], s->ids[x], s->probs[x], s->ent[x / K], x % K);
+            const float up = s->path_conf[s->cand_parent[x]];
+            s->path_conf[node] = s->conf[x] < up ? s->conf[x] : up;
+            s->cand[np] = (PolicyCand){t->P[node], x / K, x % K};
+            s->order[np] = x;
+            s->ids[x] = node;    /* reuse: candidate -> tree node */
             np++;
         }
+        if (c) cycle_grow_cands(c, d, s->cand, np, K);
         /* second pruning: the K most confident passing nodes expand next */
         qsort_r(s->order, np, sizeof(int), by_conf, s->conf);
         nf = np < K ? np : K;
@@ -202,14 +214,28 @@ static int c2t_build_tree(Draft *d, Tree *t, const Classifier *cls, int K, int d
     return expands;
 }
 
-static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
+/* The host build; with c, total auto's device program (the same tree from
+ * the host's choices on a mirror of c's pool). */
+static int c2t_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     C2TState *s = p->state;
     const C2TParams *q = p->own;
     CostModel *cost = q->total == POLICY_SIZE_AUTO ? p->cost : NULL;
-    const int expands = c2t_build_tree(d, t, s->cls, q->topk, q->depth, q->beta, p->prm.topm, tm, s, cost);
+    const int expands = c2t_build_tree(d, t, c, s->cls, q->topk, q->depth, q->beta, p->prm.topm, tm, s, cost);
     if (expands < 0) return -1;
-    if (q->total != -1) c2t_cap(t, s, q->total, cost, cost ? cost_draft_s(cost, expands) : 0);
+    if (q->total != -1) c2t_cap(t, s, q->total, cost, cost ? cost_draft_s(cost, expands) : 0, c);
+    if (c) cycle_keys_from(c, t);
     return 0;
+}
+
+static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return c2t_grow(p, d, t, NULL, tm); }
+
+/* total auto's device program: a read per layer (its expansion), the
+ * layer's classifier, pruning and the cap on the host's mirror, as the
+ * host build makes them. */
+static int c2t_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    C2TState *s = p->state;
+    tree_reset(&s->mirror, -1);   /* the root's token stays on the device: no choice reads it */
+    return c2t_grow(p, d, &s->mirror, c, tm);
 }
 
 /* The device programs of the same tree (c2t_build_tree without a cost
@@ -291,9 +317,10 @@ static void c2t_destroy(Policy *p) {
     C2TState *s = p->state;
     classifier_free(s->cls);
     free(s->ids); free(s->cand_parent); free(s->order); free(s->frontier);
-    free(s->probs); free(s->ent); free(s->node); free(s->conf);
+    free(s->probs); free(s->ent); free(s->node); free(s->conf); free(s->cand);
     free(s->path_conf); free(s->est); free(s->rank);
     tree_free(&s->scratch);
+    tree_free(&s->mirror);
     dev_scores_release(&s->dev);
     free(s);
 }
@@ -307,13 +334,12 @@ static int c2t_init(Policy *p) {
     s->cls = classifier_load(q->classifier);
     if (!s->cls) { free(s); return -1; }
     tree_init(&s->scratch);
+    tree_init(&s->mirror);
     p->state = s;
     p->build = c2t_build;
     p->wants_cost = q->total == POLICY_SIZE_AUTO;
-    if (!p->wants_cost) {   /* fixed sizes: no cost model on the device */
-        p->build_dev = c2t_build_dev;
-        p->dev_program_for = c2t_dev_program_for;
-    }
+    p->build_dev = p->wants_cost ? c2t_build_dev_auto : c2t_build_dev;
+    if (!p->wants_cost) p->dev_program_for = c2t_dev_program_for;   /* auto: the one program above */
     p->destroy = c2t_destroy;
     return 0;
 }

@@ -221,14 +221,15 @@ static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) 
     free(front); free(ids); free(probs); free(ent); free(cand);
     if (cost && !rc) {
         cost_observe_expand(cost, expands, now_seconds() - t_start);
-        policy_rerank_by_P(t, POLICY_SIZE_AUTO, 0, &s->scratch, cost, cost_draft_s(cost, expands));
+        policy_rerank_by_P(t, POLICY_SIZE_AUTO, 0, &s->scratch, cost, cost_draft_s(cost, expands), c);
+        if (c) cycle_keys_from(c, t);
     }
     return rc;
 }
 
 static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return sage_grow(p, d, t, NULL, tm); }
 
-/* The device program (fixed nmax): the host's choices on a mirror of the
+/* The device program: the host's choices on a mirror of the
  * pool, whose root's token stays on the device (no choice reads it). */
 static int sage_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     SageState *s = p->state;
@@ -291,7 +292,7 @@ static int sage_init(Policy *p) {
     p->state = s;
     p->wants_cost = q->sage_nmax == POLICY_SIZE_AUTO;
     p->build = sage_build;
-    if (!p->wants_cost) p->build_dev = sage_build_dev;
+    p->build_dev = sage_build_dev;
     p->feedback = sage_feedback;
     p->destroy = sage_destroy;
     return 0;
