@@ -559,6 +559,24 @@ static void test_batched_device_cycle_equals_host(void) {
         }
         cJSON_Delete(ids[0]); cJSON_Delete(ids[1]);
     }
+    /* sizes from measured costs: the default cycle is the device's, batched
+     * too, and lossless (their sizes follow timings: not compared) */
+    const char *autos[] = {"--policy eagle2 --draft data/demo/eagle --topk 4 --depth 4 --total auto",
+                           "--policy c2t --draft data/demo/eagle --classifier data/demo/classifier.json --total auto",
+                           "--policy sage --draft data/demo/eagle --param sage_nmax=auto",
+                           "--policy chain --draft data/demo/draft --draft-kind lm --draft-len auto"};
+    for (size_t r = 0; r < sizeof autos / sizeof *autos; r++) {
+        int rc = run_cmd(err, sizeof err, "%s/spec-eval --target data/demo/target --template none --questions "
+                         "data/demo/prompts/code_test.jsonl --max-questions 3 --max-new-tokens 16 --quiet --batch 3 "
+                         "--check-lossless %s --json %s", bin_dir(), autos[r], out);
+        CHECK(rc == 0, "%s --batch 3: exit %d: %s", autos[r], rc, err);
+        cJSON *j = rc ? NULL : read_json_file(out);
+        const cJSON *dcy = cJSON_GetObjectItem(j, "device_cycle");
+        const char *ran = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "settings"), "cycle"));
+        CHECK(!rc && ran && !strcmp(ran, "device") && cJSON_GetNumberValue(cJSON_GetObjectItem(dcy, "reads")) > 0,
+              "%s --batch 3: settings.cycle %s, no device_cycle reads", autos[r], ran ? ran : "(absent)");
+        cJSON_Delete(j);
+    }
     unlink(out);
 }
 
