@@ -600,7 +600,7 @@ static void test_params_set_and_defaults(void) {
         {"sage", "sage_fanout=3", "sage_fanout"}, {"sage", "sage_dmin=x", "'x'"}, {"sage", "sage_dmin=3.5", "sage_dmin"},
         {"sage", "sage_nmax=", "sage_nmax"},      {"wetap", "wetap_alpha=1.5", "wetap_alpha"},
         {"wetap", "wetap_gamma=0", "wetap_gamma"}, {"wetap", "wetap_budget=0", "wetap_budget"},
-        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "(topk depth total min_p)"},
+        {"wetap", "sage_dmax=8", "sage_dmax"},    {"eagle2", "sage_dmax=8", "(topk depth total min_p program)"},
         {"ar", "topk=4", "has none"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
