@@ -682,15 +682,16 @@ static void test_device_auto_sizes_as_host(void) {
     REQUIRE(d, "%s", err_get());
     const Case ar = {"ar", ""}, autos[] = {
         {"eagle2", "total=auto program=layers"}, {"eagle2", "topk=4 depth=5 total=auto min_p=0.02"},
-        {"chain", "draft_len=auto"}, {"c2t", "classifier=data/demo/classifier.json total=auto"},
-        {"sage", "sage_nmax=auto"}};
+        {"chain", "draft_len=auto"}, {"chain", "draft_len=auto early_stop=dymax threshold=0.2"},
+        {"c2t", "classifier=data/demo/classifier.json total=auto"}, {"sage", "sage_nmax=auto"}};
+    /* the second prompt with entropies kept (H read with each expansion) */
     for (int c = 0; c < (int)(sizeof autos / sizeof *autos); c++)
-        for (int q = 0; q < N_PROMPTS; q++) {
+        for (int q = 0; q < 2; q++) {
             Policy *pa = NULL, *ph = NULL, *pd = NULL;
             const int slots = lens[q] + max_new + 8;
             Decoder *plain = decoder_for(m, d, &ar, 0, MODE_HOST, slots, &pa);
-            Decoder *host = plain ? decoder_for(m, d, &autos[c], 0, MODE_HOST, slots, &ph) : NULL;
-            Decoder *dev = host ? decoder_for(m, d, &autos[c], 0, MODE_DEVICE, slots, &pd) : NULL;
+            Decoder *host = plain ? decoder_for(m, d, &autos[c], q, MODE_HOST, slots, &ph) : NULL;
+            Decoder *dev = host ? decoder_for(m, d, &autos[c], q, MODE_DEVICE, slots, &pd) : NULL;
             REQUIRE(plain && host && dev, "%s %s: %s", autos[c].policy, autos[c].settings, err_get());
             CHECK(!pd->build_dev_end && !pd->build_dev_unit, "%s %s: not the program that reads each expansion",
                   autos[c].policy, autos[c].settings);
