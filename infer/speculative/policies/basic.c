@@ -220,7 +220,7 @@ static int chain_init(Policy *p) {
     p->build_dev = p->wants_cost ? chain_build_dev_auto : chain_build_dev;
     if (!p->wants_cost) p->dev_program_for = chain_dev_program_for;
     /* an early stop's per-node program reads whether each passed, auto's each token */
-    p->build_dev_unit = s->stop == STOP_NONE && !p->wants_cost;   /* an early stop's per-node program reads whether each passed */
+    p->build_dev_unit = s->stop == STOP_NONE && !p->wants_cost;
     p->destroy = chain_destroy;
     return 0;
 }
