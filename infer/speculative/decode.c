@@ -190,21 +190,7 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     return 0;
 }
 
-int lazy_logits_nodes(const Backend *be) {
-    const int group = backend_product_tokens(be);
-    return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
-}
 
-void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
-    LlamaState *ts = dec->target;
-    if (chain->n == 0) tree_reset(chain, dec->turn.root);
-    while (chain->n < n) tree_add(chain, chain->n - 1, dec->turn.root, 1, 0, 0);
-    reserve_nodes(dec, n);
-    tree_positions(chain, ts->n_past, dec->v.pos);
-    tree_mask(chain, dec->v.mask);
-    *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->v.pos, .n = n,
-                       .mask = n > 1 ? dec->v.mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
-}
 
 /* A cycle's start: its observers (drafting may be off for it), then the
  * draft's catch-up on the tokens committed since it last drafted, under the
