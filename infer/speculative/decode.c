@@ -442,7 +442,8 @@ static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
  * cycle, and the host reads the walk once), or as two where the program
  * reads once after drafting (Policy.build_dev_end); a cycle's first one
  * runs op by op, since it allocates the buffers the later ones reuse
- * (nothing may be allocated inside a recording). */
+ * (nothing may be allocated inside a recording).  Walking (Decoder.walk)
+ * issues the draft phase alone; the host walks the tree it reads. */
 static int decoder_cycle_dev(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
@@ -456,14 +457,14 @@ static int decoder_cycle_dev(Decoder *dec) {
                      !dec->cycle_off;
     int rc;
     if (!p->build_dev_end || dec->cycle_off) {
-        rc = run_cycle_ops(dec, 1, 1, unit);
+        rc = run_cycle_ops(dec, 1, !dec->walk, unit);
     } else {
         /* the tree's size changes from cycle to cycle: a verification
          * larger than any before allocates, so it runs op by op */
         rc = run_cycle_ops(dec, 1, 0, unit);
         if (!rc) rc = p->build_dev_end(p, c, &dec->turn.st->t);
-        if (!rc) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
-        if (!rc) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
+        if (!rc && !dec->walk) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
+        if (!rc && !dec->walk) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
     }
     if (c->n_rows > c->n_rows_max) c->n_rows_max = c->n_rows;
     c->cycles++;
@@ -472,6 +473,11 @@ static int decoder_cycle_dev(Decoder *dec) {
     if (dec->draft && !dec->cycle_off) draft_end_cycle(dec->draft);
     const int n = c->n_verified, rows = c->n_rows;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
+    if (dec->walk) {   /* the tree read (counted), walked by the host cycle's walk */
+        cycle_read_tree(c, &dec->tree);
+        dec->t_verify = now_seconds();
+        return decoder_walk(dec);
+    }
     if (device_walk(dec, rows)) return -1;
     const int len = c->h_walk[1];
     memcpy(dec->v.path, c->h_walk + 3, sizeof(int) * len);
@@ -505,9 +511,6 @@ const char *decoder_device_cycle_blocker(const Decoder *dec) {
     if (!p->build_dev)
         return p->wants_cost ? "trees sized from measured costs (auto) are chosen on the host"
                              : "this policy (with these settings) has no device program";
-    if (decoder_vocab(dec)) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
-    if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
-                                              : "--verify walk walks on the host";
     return NULL;
 }
 

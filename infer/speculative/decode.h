@@ -115,7 +115,7 @@ struct Decoder {
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
 /* Why this decoder cannot run the device cycle (a size without a device
- * program, --draft-vocab auto, --verify walk), or NULL when it can. */
+ * program), or NULL when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);
 /* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
  * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set
