@@ -454,7 +454,8 @@ static int decoder_cycle_dev(Decoder *dec) {
     backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->turn.root, (int)(uint32_t)key, (int)(key >> 32)},
                            4);
     const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
-                     !dec->cycle_off;
+                     !dec->cycle_off && !c->op_by_op;
+    c->op_by_op = 0;
     int rc;
     if (!p->build_dev_end || dec->cycle_off) {
         rc = run_cycle_ops(dec, 1, !dec->walk, unit);

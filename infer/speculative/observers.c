@@ -245,10 +245,13 @@ typedef struct {
 
 static int vocab_before_catch_up(Observer *o, Decoder *dec, int bonus) {
     VocabAuto *va = ((VocabWatch *)o)->va;
-    const int timed = va->calibrated;
+    const int timed = va->calibrated, chosen = va->chosen;
     const double t0 = now_seconds();
     const int rc = vocab_auto_step(va, dec->draft, bonus);
     *(timed ? &dec->turn.st->t.draft : &dec->turn.st->t.calibrate) += now_seconds() - t0;
+    /* a switch released the draft's buffers: the device cycle's next draft
+     * phase grows them again, op by op (no allocation inside a unit) */
+    if (dec->dc && (va->calibrated != timed || va->chosen != chosen)) dec->dc->op_by_op = 1;
     return rc;
 }
 
