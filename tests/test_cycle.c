@@ -101,7 +101,7 @@ static int check_tree(void *ctx, const Tree *t, const int *path, int n_path, int
     (void)path; (void)n_path;
     TreeLog *log = ctx;
     /* a walk's tree is its host tree; a device run's the copy read for the hook */
-    const int copy_ok = !log->dec->dc || t == decoder_hook_tree(log->dec);
+    const int copy_ok = !log->dec->dc || log->dec->walk || t == decoder_hook_tree(log->dec);
     log->mismatches += !t || !copy_ok || cycle >= log->n || !same_tree(t, &log->trees[cycle]);
     log->compared++;
     return 0;
@@ -123,8 +123,13 @@ typedef struct {
 #define SAGE_FEEDBACK "sage_k=1 sage_dmin=1 sage_dmax=4 sage_dceil=6 sage_wmin=2 sage_wmax=4 sage_window=1 " \
                       "sage_lower=1.5 sage_upper=2 sage_theta=0 sage_nmax=24"
 
-/* How the second decoder of a comparison runs. */
-enum { MODE_HOST, MODE_DEVICE, MODE_WALK };
+/* How the second decoder of a comparison runs: the device cycle, or
+ * walking on the host cycle (against the host cycle's tree forward), or
+ * walking on the device cycle (against the host cycle's walk). */
+enum { MODE_HOST, MODE_DEVICE, MODE_WALK, MODE_WALK_DEVICE };
+
+/* Walks verify the root alone (Decoder.walk_root_only) where set. */
+static int case_root_only;
 
 /* The sampling settings of the decoders decoder_for makes (zero: greedy). */
 static SampleParams case_sp;
@@ -143,8 +148,12 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
         if (policy_params_set(&prm, kv, NULL)) return NULL;
     if (!(*p = policy_new(&prm))) return NULL;
     Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), case_sp);
-    if (dec) dec->walk = mode == MODE_WALK;
-    if (dec && mode == MODE_DEVICE && decoder_use_device_cycle(dec)) { decoder_free(dec); dec = NULL; }
+    if (dec) dec->walk = mode == MODE_WALK || mode == MODE_WALK_DEVICE;
+    if (dec) dec->walk_root_only = dec->walk && case_root_only;
+    if (dec && (mode == MODE_DEVICE || mode == MODE_WALK_DEVICE) && decoder_use_device_cycle(dec)) {
+        decoder_free(dec);
+        dec = NULL;
+    }
     return dec;
 }
 
@@ -162,7 +171,8 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
         for (int q = 0; q < n_prompts; q++)
             for (int ent = 0; ent < 1 + entropy_too; ent++) {
                 Policy *ph = NULL, *pd = NULL;
-                Decoder *host = decoder_for(m, d, &cases[c], ent, MODE_HOST, lens[q] + max_new + 8, &ph);
+                const int ref_mode = mode == MODE_WALK_DEVICE ? MODE_WALK : MODE_HOST;
+                Decoder *host = decoder_for(m, d, &cases[c], ent, ref_mode, lens[q] + max_new + 8, &ph);
                 Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, mode, lens[q] + max_new + 8, &pd) : NULL;
                 REQUIRE(host && dev, "%s %s %s: %s", what, cases[c].policy, cases[c].settings, err_get());
                 TreeLog log = {0};
@@ -174,7 +184,7 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 decoder_set_hook(dev, check_tree, &log, 1);
                 /* the device run on a backend that records as a GPU does
                  * (strict_backend.h): every unit issued twice */
-                strict_recording = mode == MODE_DEVICE;
+                strict_recording = mode == MODE_DEVICE || mode == MODE_WALK_DEVICE;
                 strict_recording_reset();
                 int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
                 strict_recording = 0;
@@ -202,6 +212,18 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 /* Every forward reads its inputs on the device: the host
                  * reads the walk, once a cycle where it is not lazy, and
                  * pass counts only where a threshold prunes. */
+                /* a walk on the device cycle reads each tree once, then
+                 * forwards its path on the host; its draft phases are
+                 * units as the device cycle's are, without the verification */
+                if (mode == MODE_WALK_DEVICE) {
+                    CHECK(dev->dc->tree_reads == sd.cycles && dev->dc->walk_reads == 0 && dev->dc->verify_units == 0,
+                          "%s %s %s: %ld trees and %ld walks read in %lld cycles, %ld verifications in units", what,
+                          cases[c].policy, cases[c].settings, dev->dc->tree_reads, dev->dc->walk_reads,
+                          (long long)sd.cycles, dev->dc->verify_units);
+                    CHECK(strict_unit_mismatches == 0 && strict_unit_transfers == 0,
+                          "%s %s %s: %ld units issued differently, %ld transfers inside", what, cases[c].policy,
+                          cases[c].settings, strict_unit_mismatches, strict_unit_transfers);
+                }
                 if (mode == MODE_DEVICE) {
                     const int thresholds = !strcmp(cases[c].policy, "c2t") || strstr(cases[c].settings, "early_stop");
                     CHECK(thresholds || dev->dc->count_reads == 0, "%s %s %s: %ld pass counts read without a threshold",
@@ -423,6 +445,30 @@ static void test_device_cycle_equals_host_every_draft(void) {
         same_cycles(m, d, C2T_CASES, 5, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         same_cycles(m, d, STOP_CASES, 6, prompts, lens, np, max_new, 1, LOSSLESS_DRAFTS[i][2]);
         same_cycles_walk(m, d, SAGE_WETAP_CASES, N_SAGE_WETAP, prompts, lens, np, max_new, 1, 0, LOSSLESS_DRAFTS[i][2]);
+        draft_free(d);
+        llama_free(m);
+    }
+}
+
+/* Walking on the device cycle (the program's tree read, then the host's
+ * walk) against walking on the host cycle: the same trees, tokens, τ and
+ * γ, over each kind of program (fixed shape, one read after drafting, a
+ * threshold per layer, SAGE's feedback, WETAP), an EAGLE-3 draft, and
+ * verifying the root alone (--every-position). */
+static void test_device_cycle_walks(void) {
+    const int p0[] = {1, 21, 208, 255, 244, 151, 37, 9}, *prompts[] = {p0}, lens[] = {8}, max_new = 24;
+    c2t_cases();
+    const Case cases[] = {TREE_CASES[4], TREE_CASES[5], CHAIN_CASE[0], C2T_CASES[1], C2T_CASES[3], STOP_CASES[2],
+                          SAGE_WETAP_CASES[2], SAGE_WETAP_CASES[3]};
+    for (int i = 2; i < 4; i++) {
+        LlamaModel *m = llama_load(LOSSLESS_DRAFTS[i][0], be);
+        REQUIRE(m, "%s", err_get());
+        Draft *d = draft_load(LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2], m, 4096);
+        REQUIRE(d, "%s", err_get());
+        same_cycles_as(MODE_WALK_DEVICE, m, d, cases, i == 2 ? 8 : 2, prompts, lens, 1, max_new, 0, LOSSLESS_DRAFTS[i][2]);
+        case_root_only = 1;
+        same_cycles_as(MODE_WALK_DEVICE, m, d, cases, 4, prompts, lens, 1, max_new, 0, "the root alone");
+        case_root_only = 0;
         draft_free(d);
         llama_free(m);
     }
@@ -930,6 +976,7 @@ int main(void) {
     RUN(test_device_cycle_equals_host_every_draft);
     RUN(test_device_cycle_equals_host_demo);
     RUN(test_device_cycle_draft_without_model);
+    RUN(test_device_cycle_walks);
     RUN(test_device_cycle_equals_host_smollm2);
     RUN(test_device_cycle_equals_host_sampling);
     RUN(test_device_auto_sizes);

@@ -7,6 +7,7 @@
 #include "tests/harness.h"
 #include "infer/speculative/decode.h"
 #include "tests/script_draft.h"
+#include "tests/example_policy.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
 #include "collect/collect.h"
@@ -1327,6 +1328,61 @@ static void test_policy_features_match_traces(void) {
     if (system(cmd)) {}
 }
 
+/* The example policy of one file (tests/example_policy.h): its tree by
+ * hand from the scripted draft, a setting the policy does not have refused,
+ * and on the demo family ar's tokens with the same tokens, τ and γ on the
+ * host and the device cycle. */
+static void test_example_policy_in_one_file(void) {
+    PolicyParams prm;
+    policy_params_default(&prm);
+    snprintf(prm.name, sizeof prm.name, "fan");
+    policy_params_set(&prm, "width", "3");
+    Policy *p = policy_new_with(&policy_fan, &prm);
+    REQUIRE(p, "%s", err_get());
+    static const Edge edges[] = {{7, 70, 0.5f}, {7, 71, 0.3f}, {7, 72, 0.1f}, {70, 700, 0.9f}, {71, 710, 0.6f},
+                                 {72, 720, 0.2f}};
+    Script sc = {edges, sizeof edges / sizeof *edges, 0.0f, 0};
+    Tree t;
+    tree_init(&t);
+    REQUIRE(build_tree(p, &sc, 7, &t) == 0, "%s", err_get());
+    const int tok[] = {70, 71, 72, 700, 710, 720}, par[] = {7, 7, 7, 70, 71, 72};
+    CHECK(tree_is(&t, tok, par, 6) && policy_max_nodes(p) == 7 && fabsf(t.P[4] - 0.45f) < 1e-6f,
+          "fan's tree differs from the one worked out by hand");
+    tree_free(&t);
+    policy_free(p);
+    PolicyParams bad = prm;
+    policy_params_set(&bad, "topk", "3");
+    CHECK(!policy_new_with(&policy_fan, &bad) && strstr(err_get(), "topk"), "a setting fan lacks was accepted: %s",
+          err_get());
+
+    LlamaModel *m = llama_load("data/demo/target", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *d = draft_load("eagle", "data/demo/eagle", m, 4096);
+    REQUIRE(d, "%s", err_get());
+    const int prompt[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, np = 10, max_new = 32;
+    LlamaState *s = llama_state_new(m, np + max_new + 8);
+    int ref[64], out[2][64];
+    const int nref = greedy_generate(s, prompt, np, max_new, ref);
+    llama_state_free(s);
+    DecodeStats st[2];
+    for (int device = 0; device < 2; device++) {
+        Policy *q = policy_new_with(&policy_fan, &prm);
+        Decoder *dec = decoder_new(m, d, q, np + max_new + policy_max_nodes(q) + 8, (SampleParams){0});
+        REQUIRE(dec && (!device || decoder_use_device_cycle(dec) == 0), "%s", err_get());
+        const int n = decoder_run(dec, prompt, np, max_new, out[device], &st[device]);
+        CHECK(n == nref && !memcmp(out[device], ref, sizeof(int) * n), "fan on the %s cycle: not ar's tokens",
+              device ? "device" : "host");
+        decoder_free(dec);
+        policy_free(q);
+    }
+    CHECK(st[0].cycles == st[1].cycles && st[0].gamma == st[1].gamma && st[0].gamma == 6 * st[0].cycles,
+          "fan: host %lld cycles, gamma %lld; device %lld, %lld", (long long)st[0].cycles, (long long)st[0].gamma,
+          (long long)st[1].cycles, (long long)st[1].gamma);
+    printf("# fan width 3 on the demo family: tau %.2f on both cycles\n", decode_stats_tau(&st[1]));
+    draft_free(d);
+    llama_free(m);
+}
+
 int main(void) {
     RUN(test_sage_tree_by_hand);
     RUN(test_sage_alpha_from_previous_cycle);
@@ -1343,5 +1399,6 @@ int main(void) {
     RUN(test_cost_batch_load);
     RUN(test_draft_switch_synthetic);
     RUN(test_policy_features_match_traces);
+    RUN(test_example_policy_in_one_file);
     return h_done();
 }

@@ -67,6 +67,8 @@ struct DevCycle {
     Tree keys;
     long tree_reads;        /* verified trees read to the host (cycle_read_tree) */
     long cycles;            /* cycles begun (decoder_cycle_dev) */
+    int op_by_op;           /* the next cycle's draft phase runs op by op, not as a unit: the draft's
+                             * buffers were released (a vocabulary switch) and grow again */
     long units;             /* of them, cycles issued as one unit (backend_recorded) */
     long verify_units;      /* cycles whose verification ran in a unit (with the draft phase, or after a read) */
     long walked_units;      /* of them, those that walked the tree too (no read on the way) */

@@ -190,21 +190,7 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     return 0;
 }
 
-int lazy_logits_nodes(const Backend *be) {
-    const int group = backend_product_tokens(be);
-    return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
-}
 
-void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
-    LlamaState *ts = dec->target;
-    if (chain->n == 0) tree_reset(chain, dec->turn.root);
-    while (chain->n < n) tree_add(chain, chain->n - 1, dec->turn.root, 1, 0, 0);
-    reserve_nodes(dec, n);
-    tree_positions(chain, ts->n_past, dec->v.pos);
-    tree_mask(chain, dec->v.mask);
-    *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = dec->v.pos, .n = n,
-                       .mask = n > 1 ? dec->v.mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
-}
 
 /* A cycle's start: its observers (drafting may be off for it), then the
  * draft's catch-up on the tokens committed since it last drafted, under the
@@ -456,7 +442,8 @@ static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
  * cycle, and the host reads the walk once), or as two where the program
  * reads once after drafting (Policy.build_dev_end); a cycle's first one
  * runs op by op, since it allocates the buffers the later ones reuse
- * (nothing may be allocated inside a recording). */
+ * (nothing may be allocated inside a recording).  Walking (Decoder.walk)
+ * issues the draft phase alone; the host walks the tree it reads. */
 static int decoder_cycle_dev(Decoder *dec) {
     DevCycle *c = dec->dc;
     LlamaState *ts = dec->target;
@@ -467,17 +454,18 @@ static int decoder_cycle_dev(Decoder *dec) {
     backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->turn.root, (int)(uint32_t)key, (int)(key >> 32)},
                            4);
     const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
-                     !dec->cycle_off;
+                     !dec->cycle_off && !c->op_by_op;
+    c->op_by_op = 0;
     int rc;
     if (!p->build_dev_end || dec->cycle_off) {
-        rc = run_cycle_ops(dec, 1, 1, unit);
+        rc = run_cycle_ops(dec, 1, !dec->walk, unit);
     } else {
         /* the tree's size changes from cycle to cycle: a verification
          * larger than any before allocates, so it runs op by op */
         rc = run_cycle_ops(dec, 1, 0, unit);
         if (!rc) rc = p->build_dev_end(p, c, &dec->turn.st->t);
-        if (!rc) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
-        if (!rc) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
+        if (!rc && !dec->walk) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
+        if (!rc && !dec->walk) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
     }
     if (c->n_rows > c->n_rows_max) c->n_rows_max = c->n_rows;
     c->cycles++;
@@ -486,6 +474,11 @@ static int decoder_cycle_dev(Decoder *dec) {
     if (dec->draft && !dec->cycle_off) draft_end_cycle(dec->draft);
     const int n = c->n_verified, rows = c->n_rows;
     reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
+    if (dec->walk) {   /* the tree read (counted), walked by the host cycle's walk */
+        cycle_read_tree(c, &dec->tree);
+        dec->t_verify = now_seconds();
+        return decoder_walk(dec);
+    }
     if (device_walk(dec, rows)) return -1;
     const int len = c->h_walk[1];
     memcpy(dec->v.path, c->h_walk + 3, sizeof(int) * len);
@@ -517,9 +510,6 @@ int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int 
 const char *decoder_device_cycle_blocker(const Decoder *dec) {
     const Policy *p = dec->policy;
     if (!p->build_dev) return "this policy (with these settings) has no device program";
-    if (decoder_vocab(dec)) return "the draft vocabulary chosen from costs (--draft-vocab auto) is chosen on the host";
-    if (dec->walk) return dec->walk_root_only ? "verifying the root alone (--every-position) runs on the host"
-                                              : "--verify walk walks on the host";
     return NULL;
 }
 

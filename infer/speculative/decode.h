@@ -20,20 +20,6 @@
 #include "infer/speculative/vocab_auto.h"
 #include "infer/speculative/observer.h"
 
-/* Trees of up to lazy_logits_nodes(be) nodes get logits for every node
- * from the verify forward; bigger ones only for the path verification
- * walks (one one-token LM-head product per accepted node).  With the pair
- * dot an n-token LM-head product reads the head once but costs n times the
- * arithmetic (kernels/cpu/matmul.c): around LAZY_LOGITS_NODES nodes that
- * equals reading it once per accepted node.  Where a product of
- * backend_product_tokens(be) tokens costs about one token's (AMX tiles:
- * 16), two such groups of nodes cost less than the walk's two or three
- * one-token products: eagle2's plain command under --cpu-fast-gemm amx
- * decoded 1.10x faster with 32 than with 8 (16 and 64 alike; SmolLM2,
- * held-out prompts).  On a GPU (64 tokens) eagle2's trees are scored
- * whole, so the device cycle's walk needs no read on the way. */
-#define LAZY_LOGITS_NODES 8
-int lazy_logits_nodes(const Backend *be);
 
 /* How the target verifies a tree: all of it in one forward (tree); the
  * root and then each child holding its greedy choice, a token at a time
@@ -128,13 +114,8 @@ struct Decoder {
 /* slots: target KV capacity (prompt + new tokens + the largest tree). */
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
-/* A calibration point's forward: chain (empty at first, or a chain of the
- * root's token from an earlier call) grown to n nodes, and the call that
- * verifies it after the current context, as a tree of n nodes is verified
- * (dec's positions and mask).  The forward itself is the caller's. */
-void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
 /* Why this decoder cannot run the device cycle (a size without a device
- * program, --draft-vocab auto, --verify walk), or NULL when it can. */
+ * program), or NULL when it can. */
 const char *decoder_device_cycle_blocker(const Decoder *dec);
 /* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
  * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set

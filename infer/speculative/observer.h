@@ -4,7 +4,8 @@
  * logs).  The decoder (decode.c) calls its observers at four points of a
  * turn and knows nothing of what they measure; each observer is one struct
  * whose first member is an Observer, listed on the decoder by
- * decoder_watch, in observers.c. */
+ * decoder_watch, in observers.c, which calls nothing of the decoder's: the
+ * decoder calls down to its observers. */
 #ifndef C2T_OBSERVER_H
 #define C2T_OBSERVER_H
 #include "infer/speculative/cost.h"
@@ -80,6 +81,8 @@ typedef struct {
     DraftSwitch *sw;      /* &model.sw, or a batch's; NULL without a draft */
     const char *cache;    /* the calibration cache file (cost.h), or NULL: calibrate every run */
     double cycle_mark;    /* when the last cycle ended (a single sequence's switch times cycles) */
+    int *pos, cap;        /* a calibration chain's positions and mask (decoder_chain_call), cap tokens */
+    uint8_t *mask;
 } CostWatch;
 /* Attaches one (decoder_new, where the policy wants costs). */
 void decoder_watch_costs(Decoder *dec);
@@ -110,6 +113,11 @@ int decoder_calib_counts(const Decoder *dec, int *counts);
 #define DECODER_CALIB_BUDGET_S 2.5
 #define DECODER_CALIB_BUDGET_ONES 40
 int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n);
+/* A calibration point's forward: chain (empty at first, or a chain of the
+ * root's token from an earlier call) grown to n nodes, and the call that
+ * verifies it after the current context, as a tree of n nodes is verified
+ * (positions and mask in the cost watch's buffers).  The forward itself is the caller's. */
+void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);
 /* The calibration cache's key for this decoder's curve (cost.h): this
  * program's build, the target (config and weight bytes), the backend and
  * its device, the threads, the largest token count timed and every backend

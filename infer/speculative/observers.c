@@ -110,15 +110,38 @@ static int cost_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     return 0;
 }
 
+static void cost_destroy(Observer *o) {
+    CostWatch *cw = (CostWatch *)o;
+    free(cw->pos);
+    free(cw->mask);
+    free(cw);
+}
+
 /* Attached by decoder_new where the policy wants costs. */
 void decoder_watch_costs(Decoder *dec) {
     CostWatch *cw = xcalloc(1, sizeof *cw);
     cw->base = (Observer){.name = "cost", .turn_begin = cost_turn_begin, .cycle_begin = cost_cycle_begin,
-                          .cycle_end = cost_cycle_end, .destroy = free_observer};
+                          .cycle_end = cost_cycle_end, .destroy = cost_destroy};
     cost_init(&cw->model);
     if (dec->draft) cw->sw = &cw->model.sw;
     dec->policy->cost = &cw->model;
     decoder_watch(dec, &cw->base);
+}
+
+void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
+    CostWatch *cw = decoder_cost_watch(dec);
+    LlamaState *ts = dec->target;
+    if (chain->n == 0) tree_reset(chain, dec->turn.root);
+    while (chain->n < n) tree_add(chain, chain->n - 1, dec->turn.root, 1, 0, 0);
+    if (n > cw->cap) {
+        cw->cap = n;
+        cw->pos = xrealloc(cw->pos, sizeof(int) * n);
+        cw->mask = xrealloc(cw->mask, (size_t)n * n);
+    }
+    tree_positions(chain, ts->n_past, cw->pos);
+    tree_mask(chain, cw->mask);
+    *call = (GateCall){.kind = GATE_VERIFY, .state = ts, .tokens = chain->token, .pos = cw->pos, .n = n,
+                       .mask = n > 1 ? cw->mask : NULL, .mode = n > lazy_logits_nodes(ts->m->be) ? LOGITS_NONE : LOGITS_ALL};
 }
 
 /* The token counts calibration times: dense where trees usually are, then
@@ -222,10 +245,13 @@ typedef struct {
 
 static int vocab_before_catch_up(Observer *o, Decoder *dec, int bonus) {
     VocabAuto *va = ((VocabWatch *)o)->va;
-    const int timed = va->calibrated;
+    const int timed = va->calibrated, chosen = va->chosen;
     const double t0 = now_seconds();
     const int rc = vocab_auto_step(va, dec->draft, bonus);
     *(timed ? &dec->turn.st->t.draft : &dec->turn.st->t.calibrate) += now_seconds() - t0;
+    /* a switch released the draft's buffers: the device cycle's next draft
+     * phase grows them again, op by op (no allocation inside a unit) */
+    if (dec->dc && (va->calibrated != timed || va->chosen != chosen)) dec->dc->op_by_op = 1;
     return rc;
 }
 

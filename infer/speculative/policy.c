@@ -176,17 +176,19 @@ const char *policy_names(void) {
     return buf;
 }
 
+Policy *policy_new_with(const PolicyClass *cls, const PolicyParams *prm) {
+    Policy *p = xcalloc(1, sizeof *p);
+    p->cls = cls;
+    p->name = cls->name;
+    p->prm = *prm;
+    p->needs_draft = 1;
+    if (params_apply(p) || cls->init(p)) { free(p->own); free(p); return NULL; }
+    return p;
+}
+
 Policy *policy_new(const PolicyParams *prm) {
-    for (int i = 0; i < N_POLICIES; i++) {
-        if (strcmp(prm->name, registry[i]->name)) continue;
-        Policy *p = xcalloc(1, sizeof *p);
-        p->cls = registry[i];
-        p->name = registry[i]->name;
-        p->prm = *prm;
-        p->needs_draft = 1;
-        if (params_apply(p) || registry[i]->init(p)) { free(p->own); free(p); return NULL; }
-        return p;
-    }
+    for (int i = 0; i < N_POLICIES; i++)
+        if (!strcmp(prm->name, registry[i]->name)) return policy_new_with(registry[i], prm);
     err_set("unknown policy '%s' (%s)", prm->name, policy_names());
     return NULL;
 }

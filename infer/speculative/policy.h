@@ -133,6 +133,9 @@ void policy_params_set_int_if_owned(PolicyParams *p, const char *key, int value)
 
 /* Unknown policy or an invalid parameter: NULL with a one-line error. */
 Policy *policy_new(const PolicyParams *prm);
+/* The policy of class cls (one not in the registry: a module being
+ * written, a test's), its settings checked as policy_new checks them. */
+Policy *policy_new_with(const PolicyClass *cls, const PolicyParams *prm);
 void policy_free(Policy *p);
 /* Names of the registered policies, space separated (for --help). */
 const char *policy_names(void);

@@ -48,3 +48,8 @@ int verify_tree(const Tree *t, const Backend *be, int V, NodeLogits lg, const Sa
     *bonus = want;
     return len;
 }
+
+int lazy_logits_nodes(const Backend *be) {
+    const int group = backend_product_tokens(be);
+    return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
+}

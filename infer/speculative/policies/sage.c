@@ -208,9 +208,9 @@ static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) 
         }
         /* front[] still names the parents: add first, then make the new front */
         int *next = xmalloc(sizeof(int) * (nc ? nc : 1));
-        for (int c = 0; c < nc; c++) {
-            const int j = cand[c].row * K + cand[c].rank;
-            next[c] = tree_add(t, front[cand[c].row], ids[j], probs[j], ent[cand[c].row], cand[c].rank);
+        for (int i = 0; i < nc; i++) {
+            const int j = cand[i].row * K + cand[i].rank;
+            next[i] = tree_add(t, front[cand[i].row], ids[j], probs[j], ent[cand[i].row], cand[i].rank);
         }
         if (c) cycle_grow_cands(c, d, cand, nc, K);
         added += nc;
