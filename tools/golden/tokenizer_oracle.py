@@ -238,21 +238,8 @@ def train():
 
 # ---------------------------------------------------------------- goldens
 
-def bench_turns():
-    """[(key, text)] for every turn of ../shared/benchmarks/*/question.jsonl."""
-    out = []
-    for f in sorted(glob.glob(os.path.join(SHARED, "benchmarks", "*", "question.jsonl"))):
-        bench = os.path.basename(os.path.dirname(f))
-        for line in open(f, encoding="utf-8"):
-            if not line.strip():
-                continue
-            q = json.loads(line)
-            for k, t in enumerate(q["turns"]):
-                out.append(("%s/%s/%d" % (bench, q["question_id"], k), t))
-    return out
-
-
 def bench_questions():
+    """[(bench, question)] of every line of ../shared/benchmarks/*/question.jsonl."""
     out = []
     for f in sorted(glob.glob(os.path.join(SHARED, "benchmarks", "*", "question.jsonl"))):
         bench = os.path.basename(os.path.dirname(f))
@@ -260,6 +247,11 @@ def bench_questions():
             if line.strip():
                 out.append((bench, json.loads(line)))
     return out
+
+
+def bench_turns():
+    """[(key, text)] for every turn of the benchmark questions, keyed bench/question_id/turn."""
+    return [("%s/%s/%d" % (b, q["question_id"], k), t) for b, q in bench_questions() for k, t in enumerate(q["turns"])]
 
 
 def fnv64(path):
@@ -373,6 +365,19 @@ def chat_conversations():
                     if j < k - 1:
                         msgs.append({"role": "assistant", "content": answers[j]})
                 yield system, users[:k], answers[:k - 1], msgs
+
+
+def chat_template_rows(tok, template):
+    """Rows of chat_conversations() rendered by transformers' apply_chat_template
+    (add_generation_prompt=True) with template: system, user, assistant, prompt, ids."""
+    tok.chat_template = template
+    rows = []
+    for system, users, answers, msgs in chat_conversations():
+        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        ids = tok(prompt, add_special_tokens=False).input_ids
+        assert ids == tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True)
+        rows.append({"system": system, "user": users, "assistant": answers, "prompt": prompt, "ids": ids})
+    return rows
 
 
 def fastchat_prompt(template, system, users, answers):
@@ -734,14 +739,7 @@ def golden_chat_qwen():
     assert QWEN_SYSTEM in tmpl
     tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(GOLD, "bytelevel_qwen2.json")),
                                   eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    tok.chat_template = tmpl
-    rows = []
-    for system, users, answers, msgs in chat_conversations():
-        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        ids = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True)
-        assert ids == tok(prompt, add_special_tokens=False).input_ids
-        rows.append({"system": system, "user": users, "assistant": answers, "prompt": prompt,
-                     "ids": ids})
+    rows = chat_template_rows(tok, tmpl)
     # Qwen2.5-*-Instruct's tokenizer_config.json / generation_config.json, ids of this tokenizer
     cfg = {"add_bos_token": False, "add_prefix_space": False, "bos_token": None, "eos_token": "<|im_end|>",
            "pad_token": "<|endoftext|>", "unk_token": None, "clean_up_tokenization_spaces": False,
@@ -764,7 +762,6 @@ def golden_chat_qwen():
 def speed(args):
     texts = [json.loads(l) for l in open(args.text, encoding="utf-8") if l.strip()]
     nbytes = sum(len(t.encode()) for t in texts)
-    res = {}
     if args.tokenizer.endswith(".model"):
         import sentencepiece as spm
         sp = spm.SentencePieceProcessor(model_file=args.tokenizer)
@@ -861,19 +858,12 @@ def golden_chatml(ckpt):
     from tokenizers import Tokenizer
     cfg = json.load(open(os.path.join(ckpt, "tokenizer_config.json")))
     tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(ckpt, "tokenizer.json")))
-    tok.chat_template = cfg["chat_template"]
-    rows = []
-    for system, users, answers, msgs in chat_conversations():
-        prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        rows.append({"template": "chatml", "system": system, "user": users, "assistant": answers,
-                     "prompt": prompt, "ids": tok(prompt, add_special_tokens=False).input_ids})
+    rows = [dict(template="chatml", **r) for r in chat_template_rows(tok, cfg["chat_template"])]
     write_json("chat_chatml_golden.json", {"source": "transformers %s apply_chat_template with SmolLM2-135M-Instruct's "
                                            "chat_template" % transformers.__version__,
                                            "chat_template": cfg["chat_template"], "prompts": rows})
     print("chatml: %d rendered prompts" % len(rows))
 
-
-# ---------------------------------------------------------------- NFC tables
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -892,22 +882,10 @@ def main():
     qw = sub.add_parser("qwen2", help="only Qwen2's: bytelevel_qwen2 goldens and chat_qwen_golden.json")
     qw.add_argument("--train", action="store_true", help="retrain bytelevel_qwen2.json first")
     a = ap.parse_args()
-    if a.cmd == "qwen2":
-        if a.train:
-            train_qwen2()
-        golden_qwen2()
-        golden_chat_qwen()
-    elif a.cmd == "train":
-        train()
-    elif a.cmd == "speed":
-        speed(a)
-    elif a.cmd == "fuzz":
-        fuzz(a)
-    elif a.cmd == "chatml":
-        golden_chatml(a.ckpt)
-    else:
-        golden()
-
+    if a.cmd == "qwen2" and a.train:
+        train_qwen2()
+    {"qwen2": lambda: (golden_qwen2(), golden_chat_qwen()), "train": train, "speed": lambda: speed(a),
+     "fuzz": lambda: fuzz(a), "chatml": lambda: golden_chatml(a.ckpt)}.get(a.cmd, golden)()
 
 if __name__ == "__main__":
     main()
