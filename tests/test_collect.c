@@ -225,6 +225,21 @@ static void same_collection_within(const char *a, const char *b, const char *wha
 
 static void same_collection(const char *a, const char *b, const char *what) { same_collection_within(a, b, what, 1e-3f); }
 
+/* spec-collect with extra options on the host cycle and on the default
+ * one, which must be the device cycle: the same records, P and H bit for
+ * bit. */
+static void default_equals_host(const char *args, const char *extra, const char *name, const char *what) {
+    char host[256], dflt[256], err[4096];
+    snprintf(host, sizeof host, "%s/%s_host.h5", dir, name);
+    snprintf(dflt, sizeof dflt, "%s/%s_default.h5", dir, name);
+    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host %s --out %s", bin_dir(), qfile, args, extra, host);
+    REQUIRE(rc == 0, "host cycle %s: %s", what, err);
+    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s %s --out %s", bin_dir(), qfile, args, extra, dflt);
+    REQUIRE(rc == 0, "default cycle %s: %s", what, err);
+    CHECK(strstr(err, "device cycle"), "the default %s is not the device cycle: %s", what, err);
+    same_collection_within(host, dflt, what, 0);
+}
+
 /* --cycle device (the default) writes what the host cycle writes, P and H
  * bit for bit, at --batch 1 and 3, and with --every-position. */
 static void test_device_cycle_collection_equals_host(void) {
@@ -244,28 +259,10 @@ static void test_device_cycle_collection_equals_host(void) {
     REQUIRE(rc == 0, "default cycle: %s", err);
     CHECK(strstr(err, "device cycle"), "the default at --batch 1 is not the device cycle: %s", err);
     same_collection_within(a, c, "default cycle vs host cycle", 0);
-    /* batched: each slot on the device cycle, the same records as the host cycle's at --batch 3 */
-    char d3[256], h3[256];
-    snprintf(d3, sizeof d3, "%s/cycle_device_b3.h5", dir);
-    snprintf(h3, sizeof h3, "%s/cycle_host_b3.h5", dir);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host --batch 3 --out %s", bin_dir(), qfile, args, h3);
-    REQUIRE(rc == 0, "host cycle, batch 3: %s", err);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --batch 3 --out %s", bin_dir(), qfile, args, d3);
-    REQUIRE(rc == 0, "default cycle, batch 3: %s", err);
-    CHECK(strstr(err, "device cycle"), "the default at --batch 3 is not the device cycle: %s", err);
-    same_collection_within(h3, d3, "device cycle vs host cycle at batch 3", 0);
-    /* every position (the root verified alone, on the host after the
-     * device program's tree is read): the same trace, the device cycle
-     * the default */
-    char ea[256], eb[256];
-    snprintf(ea, sizeof ea, "%s/every_host.h5", dir);
-    snprintf(eb, sizeof eb, "%s/every_default.h5", dir);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host --every-position --out %s", bin_dir(), qfile, args, ea);
-    REQUIRE(rc == 0, "host cycle, every position: %s", err);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --every-position --out %s", bin_dir(), qfile, args, eb);
-    REQUIRE(rc == 0, "default cycle, every position: %s", err);
-    CHECK(strstr(err, "device cycle"), "the default with --every-position is not the device cycle: %s", err);
-    same_collection_within(ea, eb, "every position: device cycle vs host cycle", 0);
+    /* batched: each slot on the device cycle; every position: the root
+     * verified alone, on the host after the device program's tree is read */
+    default_equals_host(args, "--batch 3", "b3", "at --batch 3");
+    default_equals_host(args, "--every-position", "every", "with --every-position");
 }
 
 /* --batch 3 over the three questions (four turns, continuous batching):
