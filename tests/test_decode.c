@@ -269,6 +269,8 @@ typedef struct {
     int switching, n, begin_at;
     int at[64], nodes[64], len[64], tokens[64][8];
     float P[64][8];
+    int n_report, drafted[64];
+    double deferred_s[64];
 } SwitchRun;
 
 static int switch_hook(void *ctx, const Tree *t, const int *path, int n_path, int cycle) {
@@ -296,6 +298,16 @@ static void pause_cycle_begin(Observer *o, Decoder *dec) {
     if (r->switching && c > 0) dec->cycle_off = (c - 1) % 7 >= 2 && (c - 1) % 7 <= 4;
 }
 
+static int pause_cycle_end(Observer *o, Decoder *dec, const CycleReport *rep) {
+    (void)dec;
+    SwitchRun *r = ((PauseWatch *)o)->run;
+    if (r->n_report < 64) {
+        r->drafted[r->n_report] = rep->drafted;
+        r->deferred_s[r->n_report++] = rep->deferred_s;
+    }
+    return 0;
+}
+
 static void pause_destroy(Observer *o) { free(o); }
 
 static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, int max_new, int switching,
@@ -311,7 +323,8 @@ static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, 
     if (!r->dec) { policy_free(p); return -1; }
     r->switching = switching;
     PauseWatch *w = xcalloc(1, sizeof *w);
-    w->base = (Observer){.name = "pauses", .cycle_begin = pause_cycle_begin, .destroy = pause_destroy};
+    w->base = (Observer){.name = "pauses", .cycle_begin = pause_cycle_begin, .cycle_end = pause_cycle_end,
+                         .destroy = pause_destroy};
     w->run = r;
     decoder_watch(r->dec, &w->base);
     decoder_set_hook(r->dec, switch_hook, r, 0);
@@ -357,6 +370,16 @@ static void test_cycles_without_draft_catch_up(void) {
             }
         }
         CHECK(off >= 3, "%s: %d cycles without a draft", cases[c][2], off);
+        /* a catch-up is drafting's cost where the cycle before drafted; on
+         * the prompt or after a pause it is apart (CycleReport.deferred_s) */
+        int deferred_ok = 1;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < run[k].n_report; i++) {
+                const int apart = run[k].drafted[i] && (i == 0 || !run[k].drafted[i - 1]);
+                deferred_ok &= apart ? run[k].deferred_s[i] > 0 : run[k].deferred_s[i] == 0;
+            }
+        CHECK(deferred_ok, "%s: a catch-up on the prompt's or a pause's tokens was not reported apart, "
+                           "or a drafting cycle's was", cases[c][2]);
         if (c == 0) CHECK(all_accepted, "the self-draft lost nodes after a pause: its catch-up is wrong");
         else CHECK(compared >= 3 && same_tree, "%s: %d trees at shared positions, the same: %d", cases[c][2], compared,
                    same_tree);

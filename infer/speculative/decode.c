@@ -180,6 +180,7 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     /* the draft catches up on the prompt when the first cycle drafts (its
      * features copied: the calibration's forwards replace the target's) */
     dec->pending.n = 0;
+    dec->pending.owed = 0;
     if (dec->draft && !dec->turn.done) {
         reserve_hidden(dec, n_prompt);
         be->copy(dec->pending.hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->pending.feat_width);
@@ -199,14 +200,20 @@ static int decoder_cycle_begin(Decoder *dec) {
     dec->cycle_off = 0;
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->cycle_begin) o->cycle_begin(o, dec);
-    dec->draft_mark = drafting_s(dec->turn.st);
-    if (!dec->draft || dec->cycle_off || !dec->pending.n) return 0;
+    dec->turn.deferred_s = 0;
+    if (!dec->draft || dec->cycle_off || !dec->pending.n) {
+        dec->draft_mark = drafting_s(dec->turn.st);
+        return 0;
+    }
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->before_catch_up && o->before_catch_up(o, dec, dec->turn.root)) return -1;
     const double t0 = now_seconds();
     const int rc = draft_catch_up(dec->draft, dec->pending.tokens, dec->pending.hidden, dec->pending.n, dec->turn.root);
+    const double s = now_seconds() - t0;
+    dec->turn.st->t.draft += s;
+    if (!dec->pending.owed) dec->turn.deferred_s = s;
     dec->pending.n = 0;
-    dec->turn.st->t.draft += now_seconds() - t0;
+    dec->draft_mark = drafting_s(dec->turn.st) - (dec->pending.owed ? s : 0);
     return rc;
 }
 
@@ -270,13 +277,17 @@ static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, 
     for (int i = 1; i < len && !dec->turn.done; i++) dec->turn.done = emit(dec, &toks[i], 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
     if (!dec->turn.done) dec->turn.done = emit(dec, &bonus, 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
     st->cycle_tokens += dec->turn.n_out - before;
-    if (dec->draft && !dec->turn.done) pending_add(dec, toks, len);
+    if (dec->draft && !dec->turn.done) {
+        dec->pending.owed = !dec->cycle_off;   /* a drafting cycle caught up at its start */
+        pending_add(dec, toks, len);
+    }
     dec->turn.root = bonus;
     /* the verified tree's keys: the host's tree, or what a device program read to size it */
     const CycleReport r = {.tree = t, .keys = t ? t : dec->dc && dec->dc->keys.n ? &dec->dc->keys : NULL,
                            .path = dec->v.path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
                            .emitted = dec->turn.n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
-                           .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark};
+                           .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark,
+                           .deferred_s = dec->turn.deferred_s};
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->cycle_end && o->cycle_end(o, dec, &r)) return -1;
     return 0;

@@ -65,6 +65,12 @@ typedef struct {
     int *tokens, n, cap;
     float *hidden;
     int hidden_cap, feat_width;
+    /* 1: tokens are the last cycle's, which drafted: catching up on them is
+     * that drafting's cost.  0: some were deferred (the prompt's, those of
+     * cycles that drafted nothing): catching up on them is a one-time cost
+     * of drafting again, kept out of the cost model's draft time and the
+     * switch's cycle time (CycleReport.deferred_s) lest it decide by it. */
+    int owed;
 } Pending;
 
 /* The turn in progress (decoder_begin .. decoder_end). */
@@ -74,6 +80,7 @@ typedef struct {
     int root;             /* the next cycle's root: the last token emitted */
     DecodeStats *st;
     double t_start;
+    double deferred_s;    /* this cycle's catch-up on deferred tokens (Pending.owed 0), seconds */
 } Turn;
 
 struct Decoder {

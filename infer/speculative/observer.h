@@ -29,6 +29,8 @@ typedef struct {
     int index;            /* the cycle's number in the turn, from 0 */
     double verify_s;      /* the target's forward and the acceptance */
     double draft_s;       /* drafting since the last cycle ended, the catch-up on its tokens included */
+    double deferred_s;    /* the catch-up on tokens drafting did not cover (the prompt's, drafting-off
+                             cycles'): in neither draft_s nor, for the switch, the cycle's time */
 } CycleReport;
 
 /* The interface: every callback optional; a non-zero return is -1 with

@@ -101,7 +101,7 @@ static int cost_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     } else if (cw->sw) {
         const double now = now_seconds();
         const VocabAuto *va = decoder_vocab(dec);
-        if (!va || va->chosen >= 0) draft_switch_observe(cw->sw, !r->drafted, r->emitted, now - cw->cycle_mark);
+        if (!va || va->chosen >= 0) draft_switch_observe(cw->sw, !r->drafted, r->emitted, now - cw->cycle_mark - r->deferred_s);
         cw->cycle_mark = now;
     }
     if (!r->drafted || dec->turn.done) return 0;
