@@ -122,8 +122,9 @@ static int eagle2_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm
 
 static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return eagle2_grow(p, d, t, NULL, tm); }
 
-/* total auto's program where reads are free (a CPU): it prunes as it
- * drafts, as the host build does, reading each expansion (cycle_expand_read). */
+/* total auto's program where reads are free (a CPU), and min_p's: it
+ * prunes as it drafts, as the host build does, reading each expansion
+ * (cycle_expand_read). */
 static int eagle2_build_dev_layers(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     Eagle2State *s = p->state;
     tree_reset(&s->mirror, -1);   /* the root's token stays on the device: no choice reads it */
@@ -225,14 +226,16 @@ static int eagle2_init(Policy *p) {
     p->state = s;
     p->wants_cost = q->total == POLICY_SIZE_AUTO;
     p->build = eagle2_build;
-    /* fixed sizes: the device program's shapes follow from topk and depth
-     * alone (no threshold) */
+    /* fixed sizes without a threshold: the device program's shapes follow
+     * from topk and depth alone */
     if (p->wants_cost) {
         p->build_dev = eagle2_build_dev_layers;
         p->dev_program_for = eagle2_dev_program_for;
     } else if (q->min_p <= 0) {
         p->build_dev = eagle2_build_dev;
         p->build_dev_unit = 1;
+    } else {   /* min_p's threshold: the program that prunes on a mirror, reading each expansion */
+        p->build_dev = eagle2_build_dev_layers;
     }
     p->destroy = eagle2_destroy;
     return 0;
