@@ -1,18 +1,34 @@
 /* Batched decoding (infer/speculative/batch.h).  Each slot is a fiber (fiber.h)
- * running the one-sequence code, session_question over
- * decoder_run; its decoder's and draft's gate suspends it at every model
- * product.  The scheduler resumes the fibers until each waits, then runs
- * the calls of one kind of every waiting slot as one batched product and
- * resumes those slots.  Waiting prompts are prefilled first, together and
- * apart from verification (a prompt of hundreds of tokens would change how
- * the trees' products are summed, see batch.h), so that new sequences join
- * the next round; then the device cycle's tree ops (GATE_TREE: those of
- * one kind as one tree_batch, a launch for all the trees instead of one
- * per slot) and its reads (GATE_READ: one transfer), the distributions of draft logits (all rows in one call),
- * verification rows (a slot whose walk ended waits for the others' walks,
- * so that the slots catch up and draft in step) and draft forwards, so
- * that the slots whose trees are ready wait for the rest and the target's
- * forward verifies as many trees as possible. */
+ * running the one-sequence code, session_question over decoder_run, with
+ * its gate (slot_pass) as its decoder's, its draft's and its device
+ * cycle's (Decoder.gate, Draft.gate, DevCycle.gate).
+ *
+ * Where a sequence waits: at every call of a gate's pass (gate.h lists
+ * them): the target's forwards and rows (decode.c: target_forward,
+ * path_logits), the draft's forwards and distributions (draft.c:
+ * draft_step, dist_pass), calibration (observers.c: decoder_calibrate), and
+ * the device cycle's tree ops and reads (gate.c: gate_tree_op and
+ * gate_to_host, which a policy's or the decoder's cycle_op_*,
+ * cycle_to_host and tree_inputs_make reach).  slot_pass suspends the
+ * fiber there until the scheduler has run the call.
+ *
+ * The scheduler's order (schedule): resume every ready fiber until each
+ * waits, then run the calls of the first kind in this order that has any,
+ * every waiting slot's as one product, and resume those slots:
+ *   GATE_PREFILL: prompts, together and apart from verification (a prompt
+ *     of hundreds of tokens would change how the trees' products are
+ *     summed, see batch.h), so that new sequences join the next round;
+ *   GATE_CALIBRATE: the round's cost curve, once;
+ *   GATE_TREE: tree ops, those of one kind as one tree_batch (a launch for
+ *     all the trees instead of one per slot; tree_calls);
+ *   GATE_READ: reads of backend memory, one transfer (read_calls);
+ *   GATE_DIST: the distributions of draft logits, all rows in one call;
+ *   GATE_ROW: verification rows (a slot whose walk ended waits for the
+ *     others' walks, so that the slots catch up and draft in step);
+ *   GATE_DRAFT: draft forwards;
+ *   GATE_VERIFY: the target's forward, last, so that the slots whose trees
+ *     are ready wait for the rest and it verifies as many trees as
+ *     possible. */
 #include "infer/speculative/batch.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/fiber.h"
@@ -64,99 +80,22 @@ struct Run {
     double last_round_s;
     int last_off;
     double calibration_s;   /* what calibrating took: not decoding time */
-    /* the backend of the slots' device cycles: the session's, but for the
-     * tree ops, which pass the running slot's gate (gated_*); and the tree
-     * ops the slots issued, and the tree_batch calls that ran them */
-    Backend tree_be;
-    BatchDevice device;   /* what went through the gates */
+    BatchDevice device;   /* the device cycles' tree ops and reads that went through the gates, and their batches */
     int failed;
     char err[1024];       /* the first failure */
     int stopped;          /* BatchOptions.stop ended the run (failed is set too, to unwind the fibers) */
 };
 
+/* The slots' Gate.pass: the fiber waits here until run_calls has run the
+ * call with the other slots' of its kind, and returns its result (-1 where
+ * the run failed and unwinds: a GATE_TREE or GATE_READ caller then runs it
+ * alone, gate.h). */
 static int slot_pass(Gate *g, GateCall *call) {
     Slot *sl = (Slot *)g;
     sl->call = call;
     sl->state = FIBER_WAITING;
     fiber_switch(&sl->fiber, &sl->run->sched);
     return sl->rc;
-}
-
-/* The slot whose fiber runs (NULL: the scheduler), and the session's
- * backend: the gated ops' context, which a Backend's entries do not take. */
-static _Thread_local Slot *running;
-static _Thread_local const Backend *tree_real;
-
-/* A tree op of the running slot through its gate, batched with the other
- * slots' (run_calls); at once outside a fiber.  Where the run has failed
- * the gate returns without running it: it runs then, alone, so that a
- * fiber unwinding reads what the op writes. */
-static void gated(const TreeOp *op) {
-    GateCall call = {.kind = GATE_TREE, .tree = op};
-    if (!running || slot_pass(&running->gate, &call)) backend_tree_batch(tree_real, op, 1);
-}
-
-static void gated_root(const DevTree *t, const int *root) {
-    gated(&(TreeOp){.kind = TREE_OP_ROOT, .t = *t, .root = root});
-}
-static void gated_grow(const DevTree *t, int n0, const int *rows, const int *ids, const float *probs,
-                       const float *ent, int k, const int *picks, int count, const int *map) {
-    gated(&(TreeOp){.kind = TREE_OP_GROW, .t = *t, .n0 = n0, .rows = rows, .ids = ids, .probs = probs, .ent = ent,
-                    .k = k, .picks = picks, .count = count, .map = map});
-}
-static void gated_top(const DevTree *t, const float *score, int from, int n, int m, int *sel) {
-    gated(&(TreeOp){.kind = TREE_OP_TOP, .t = *t, .score = score, .from = from, .n = n, .m = m, .sel = sel});
-}
-static void gated_classify(const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
-    gated(&(TreeOp){.kind = TREE_OP_CLASSIFY, .t = *t, .from = from, .n = n, .net = *net, .conf = conf});
-}
-static void gated_pass(const DevTree *t, int from, int n, float *conf, float beta, float *path_conf, int *count) {
-    gated(&(TreeOp){.kind = TREE_OP_PASS, .t = *t, .from = from, .n = n, .conf = conf, .beta = beta,
-                    .path_conf = path_conf, .count_out = count});
-}
-static void gated_compact(const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
-    gated(&(TreeOp){.kind = TREE_OP_COMPACT, .t = *dst, .src = *src, .keep = keep, .m = m, .pad = pad});
-}
-static void gated_inputs(const DevTree *t, const int *rows, int m, const int *at, int base, int ones, int pos0,
-                         int nctx, int *out, uint8_t *mask) {
-    gated(&(TreeOp){.kind = TREE_OP_INPUTS, .t = *t, .rows = rows, .m = m, .at = at, .base = base, .ones = ones,
-                    .pos0 = pos0, .nctx = nctx, .out = out, .mask = mask});
-}
-static void gated_accept(const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
-    gated(&(TreeOp){.kind = TREE_OP_ACCEPT, .t = *t, .n = n, .want = want, .from_start = from_start,
-                    .steps = steps, .walk = walk});
-}
-static void gated_argmax(const float *logits, int n, int vocab, int *ids) {
-    gated(&(TreeOp){.kind = TREE_OP_ARGMAX, .logits = logits, .n = n, .vocab = vocab, .out_ids = ids});
-}
-static void gated_sample(const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key, int node0,
-                         int *ids) {
-    gated(&(TreeOp){.kind = TREE_OP_SAMPLE, .logits = logits, .n = n, .vocab = vocab, .sp = *sp, .key = key, .n0 = node0,
-                    .out_ids = ids});
-}
-
-/* A read of the running slot's through its gate, made with the other
- * slots' in one transfer (run_calls); as gated's otherwise. */
-static void gated_to_host(float *host, const float *dev, size_t n) {
-    GateCall call = {.kind = GATE_READ, .host = host, .dev = dev, .words = n};
-    if (!running || slot_pass(&running->gate, &call)) tree_real->to_host(host, dev, n);
-}
-
-/* The session's backend with its tree ops and reads gated. */
-static Backend gated_backend(const Backend *be) {
-    Backend g = *be;
-    g.to_host = gated_to_host;
-    g.tree_root = gated_root;
-    g.tree_grow = gated_grow;
-    g.tree_top = gated_top;
-    g.tree_classify = gated_classify;
-    g.tree_pass = gated_pass;
-    g.tree_compact = gated_compact;
-    g.tree_inputs = gated_inputs;
-    g.tree_accept = gated_accept;
-    g.argmax_dev = gated_argmax;
-    g.sample_dev = gated_sample;
-    return g;
 }
 
 /* The waiting slots' tree ops w[0..n): those of each kind as one batch. */
@@ -441,9 +380,7 @@ static void schedule(Run *r) {
         for (int i = 0; i < ns; i++) {
             Slot *sl = &r->slots[i];
             if (sl->state != FIBER_READY) continue;
-            running = sl;
             fiber_switch(&r->sched, &sl->fiber);
-            running = NULL;
         }
         int waiting[GATE_KINDS] = {0}, live = 0, at_barrier = 0;
         for (int i = 0; i < ns; i++) {
@@ -519,7 +456,7 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
             return NULL;
         }
         if (r->o->ran_device) *r->o->ran_device = sl[i].dec->dc != NULL;
-        if (sl[i].dec->dc) sl[i].dec->dc->be = &r->tree_be;
+        if (sl[i].dec->dc) sl[i].dec->dc->gate = &sl[i].gate;
         if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {
             slots_free(sl, i + 1);
             return NULL;
@@ -533,8 +470,7 @@ int batch_run(Session *s, const PolicyParams *prm, const BatchOptions *o, const 
               TurnFn fn, void *const *ctxs, double *wall) {
     *wall = 0;
     if (o->slots < 1) { err_set("--batch must be at least 1"); return -1; }
-    Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs, .tree_be = gated_backend(s->target->be)};
-    tree_real = s->target->be;
+    Run r = {.s = s, .o = o, .qs = qs, .n = n, .fn = fn, .ctxs = ctxs};
     draft_switch_init(&r.sw, o->slots);
     fiber_init_thread(&r.sched);
     r.slots = slots_new(&r, prm);

@@ -43,8 +43,56 @@ void cycle_free(DevCycle *c) {
     free(c);
 }
 
+void cycle_tree_op(DevCycle *c, const TreeOp *op) { gate_tree_op(c->gate, c->be, op); }
+
+void cycle_op_root(DevCycle *c, const DevTree *t, const int *root) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_ROOT, .t = *t, .root = root});
+}
+void cycle_op_grow(DevCycle *c, const DevTree *t, int n0, const int *rows, const int *ids, const float *probs,
+                   const float *ent, int k, const int *picks, int count, const int *map) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_GROW, .t = *t, .n0 = n0, .rows = rows, .ids = ids, .probs = probs,
+                               .ent = ent, .k = k, .picks = picks, .count = count, .map = map});
+}
+void cycle_op_top(DevCycle *c, const DevTree *t, const float *score, int from, int n, int m, int *sel) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_TOP, .t = *t, .score = score, .from = from, .n = n, .m = m, .sel = sel});
+}
+void cycle_op_classify(DevCycle *c, const DevTree *t, int from, int n, const NodeNet *net, float *conf) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_CLASSIFY, .t = *t, .from = from, .n = n, .net = *net, .conf = conf});
+}
+void cycle_op_pass(DevCycle *c, const DevTree *t, int from, int n, float *conf, float beta, float *path_conf,
+                   int *count) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_PASS, .t = *t, .from = from, .n = n, .conf = conf, .beta = beta,
+                               .path_conf = path_conf, .count_out = count});
+}
+void cycle_op_compact(DevCycle *c, const DevTree *dst, const DevTree *src, const int *keep, int m, int pad) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_COMPACT, .t = *dst, .src = *src, .keep = keep, .m = m, .pad = pad});
+}
+void cycle_op_accept(DevCycle *c, const DevTree *t, int n, const int *want, int from_start, int steps, int *walk) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_ACCEPT, .t = *t, .n = n, .want = want, .from_start = from_start,
+                               .steps = steps, .walk = walk});
+}
+void cycle_op_argmax(DevCycle *c, const float *logits, int n, int vocab, int *ids) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_ARGMAX, .logits = logits, .n = n, .vocab = vocab, .out_ids = ids});
+}
+void cycle_op_sample(DevCycle *c, const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key,
+                     int node0, int *ids) {
+    cycle_tree_op(c, &(TreeOp){.kind = TREE_OP_SAMPLE, .logits = logits, .n = n, .vocab = vocab, .sp = *sp, .key = key,
+                               .n0 = node0, .out_ids = ids});
+}
+
+void cycle_to_host(DevCycle *c, float *host, const float *dev, size_t words) {
+    gate_to_host(c->gate, c->be, host, dev, words);
+}
+void cycle_ints_to_host(DevCycle *c, int *host, const int *dev, size_t n) {
+    cycle_to_host(c, (float *)(void *)host, (const float *)(const void *)dev, n);
+}
+void cycle_to_host_many(DevCycle *c, float *const *host, const float *const *dev, const size_t *words, int count) {
+    if (!c->gate) backend_to_host_many(c->be, host, dev, words, count);
+    else for (int i = 0; i < count; i++) cycle_to_host(c, host[i], dev[i], words[i]);
+}
+
 void cycle_begin(DevCycle *c) {
-    c->be->tree_root(&c->pool, c->start + 1);
+    cycle_op_root(c, &c->pool, c->start + 1);
     c->n = c->n_verified = 1;
     c->verified = &c->pool;
     c->keys.n = 0;
@@ -52,15 +100,15 @@ void cycle_begin(DevCycle *c) {
 }
 
 /* A tree of n nodes in backend memory as a host Tree (out is reset). */
-static void read_tree(const Backend *be, const DevTree *t, int n, Tree *out) {
+static void read_tree(DevCycle *c, const DevTree *t, int n, Tree *out) {
     tree_set_size(out, n);
-    backend_ints_to_host(be, out->token, t->token, n);
-    backend_ints_to_host(be, out->parent, t->parent, n);
-    backend_ints_to_host(be, out->depth, t->depth, n);
-    backend_ints_to_host(be, out->rank, t->rank, n);
-    be->to_host(out->p, t->p, n);
-    be->to_host(out->P, t->P, n);
-    be->to_host(out->H, t->H, n);
+    cycle_ints_to_host(c, out->token, t->token, n);
+    cycle_ints_to_host(c, out->parent, t->parent, n);
+    cycle_ints_to_host(c, out->depth, t->depth, n);
+    cycle_ints_to_host(c, out->rank, t->rank, n);
+    cycle_to_host(c, out->p, t->p, n);
+    cycle_to_host(c, out->P, t->P, n);
+    cycle_to_host(c, out->H, t->H, n);
 }
 
 /* cycle_expand for a draft without a model: its DraftOps.expand on the
@@ -69,11 +117,11 @@ static int expand_on_host(DevCycle *c, Draft *d, int root, const int *rows, int 
     const Backend *be = c->be;
     Tree t;
     tree_init(&t);
-    read_tree(be, &c->pool, c->n, &t);
+    read_tree(c, &c->pool, c->n, &t);
     if (root) m = 1;
     int *nodes = xcalloc(m, sizeof(int)), *ids = xmalloc(sizeof(int) * m * k);
     float *probs = xmalloc(sizeof(float) * m * k), *ent = xcalloc(m, sizeof(float));
-    if (!root) backend_ints_to_host(be, nodes, rows, m);
+    if (!root) cycle_ints_to_host(c, nodes, rows, m);
     c->expand_reads++;
     const int rc = draft_expand(d, &t, nodes, m, k, topm, ids, probs, want_ent ? ent : NULL);
     backend_ints_to_device(be, c->ids, ids, (size_t)m * k);
@@ -96,7 +144,7 @@ int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k,
     }
     double t0 = now_seconds(), dist0 = d->t_dist;
     int rc = d->ops->expand ? expand_on_host(c, d, root, rows, m, k, topm, want_ent)
-                            : draft_expand_dev(d, c->be, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs,
+                            : draft_expand_dev(d, c->be, c->gate, &c->pool, c->n, root, rows, m, k, topm, c->ids, c->probs,
                                                want_ent ? c->ent : NULL);
     double dist = d->t_dist - dist0;
     tm->dist += dist;
@@ -112,7 +160,7 @@ int cycle_expand_read(DevCycle *c, Draft *d, const int *nodes, int m, int k, int
     const size_t mk = (size_t)m * k, n[] = {mk, mk, (size_t)m};
     float *host[] = {(float *)(void *)ids, probs, ent};
     const float *dev[] = {(const float *)(const void *)c->ids, c->probs, c->ent};
-    backend_to_host_many(c->be, host, dev, n, ent ? 3 : 2);
+    cycle_to_host_many(c, host, dev, n, ent ? 3 : 2);
     c->expand_reads++;
     if (d->d2t) for (size_t i = 0; i < mk; i++) if (ids[i] >= 0) ids[i] = d->d2t[ids[i]];
     return 0;
@@ -130,7 +178,7 @@ void cycle_grow_cands(DevCycle *c, const Draft *d, const PolicyCand *cand, int c
 void cycle_keep_nodes(DevCycle *c, const int *keep, int m) {
     if (m >= c->n) return;
     backend_ints_to_device(c->be, c->keep, keep, m);
-    c->be->tree_compact(&c->tree, &c->pool, c->keep, m, m);
+    cycle_op_compact(c, &c->tree, &c->pool, c->keep, m, m);
     c->verified = &c->tree;
     c->n_verified = m;
 }
@@ -142,16 +190,16 @@ void cycle_keys_from(DevCycle *c, const Tree *t) {
 }
 
 void cycle_grow(DevCycle *c, const Draft *d, const int *rows, int k, const int *picks, int count, int want_ent) {
-    c->be->tree_grow(&c->pool, c->n, rows, c->ids, c->probs, want_ent ? c->ent : NULL, k, picks, count,
-                     d ? d->d2t_dev : NULL);
+    cycle_op_grow(c, &c->pool, c->n, rows, c->ids, c->probs, want_ent ? c->ent : NULL, k, picks, count,
+                  d ? d->d2t_dev : NULL);
     c->n += count;
     if (c->verified == &c->pool) c->n_verified = c->n;
 }
 
 void cycle_keep_best(DevCycle *c, const float *score, int total) {
     if (total == -1 || total >= c->n - 1) return;
-    c->be->tree_top(&c->pool, score, 1, c->n - 1, total, c->keep + 1);
-    c->be->tree_compact(&c->tree, &c->pool, c->keep, total + 1, total + 1);
+    cycle_op_top(c, &c->pool, score, 1, c->n - 1, total, c->keep + 1);
+    cycle_op_compact(c, &c->tree, &c->pool, c->keep, total + 1, total + 1);
     c->verified = &c->tree;
     c->n_verified = total + 1;
 }
@@ -164,7 +212,7 @@ void cycle_pad(DevCycle *c) {
     /* always from the same tree, so that a bucket's verification launches
      * alike whether or not its tree fills it */
     c->n_rows = n <= c->pad_max ? verify_rows_bound(n, c->pad_max) : n;
-    c->be->tree_compact(&c->padded, c->verified, c->iota, n, c->n_rows);
+    cycle_op_compact(c, &c->padded, c->verified, c->iota, n, c->n_rows);
     c->rows_tree = &c->padded;
 }
 
@@ -172,7 +220,7 @@ void cycle_read_keys(DevCycle *c, Tree *out) {
     const int n = c->n, cap = c->cap;
     const DevTree *t = &c->pool;
     float *block = xmalloc(sizeof(float) * 5 * (size_t)cap);   /* depth, rank, slot, p, P */
-    c->be->to_host(block, (const float *)(const void *)t->depth, 5 * (size_t)cap);
+    cycle_to_host(c, block, (const float *)(const void *)t->depth, 5 * (size_t)cap);
     tree_set_size(out, n);
     memcpy(out->depth, block, sizeof(int) * n);
     memcpy(out->P, block + 4 * (size_t)cap, sizeof(float) * n);
@@ -181,7 +229,7 @@ void cycle_read_keys(DevCycle *c, Tree *out) {
 }
 
 void cycle_read_tree(DevCycle *c, Tree *out) {
-    read_tree(c->be, c->verified, c->n_verified, out);
+    read_tree(c, c->verified, c->n_verified, out);
     c->tree_reads++;
 }
 
@@ -218,15 +266,15 @@ void dev_scores_reserve(DevScores *s, const DevCycle *c, const Classifier *cls) 
 
 int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, float beta) {
     int passed;
-    c->be->tree_pass(&c->pool, from, n, score, beta, s->path_conf, s->count);
-    backend_ints_to_host(c->be, &passed, s->count, 1);
+    cycle_op_pass(c, &c->pool, from, n, score, beta, s->path_conf, s->count);
+    cycle_ints_to_host(c, &passed, s->count, 1);
     c->count_reads++;
     return passed;
 }
 
 int dev_scores_counts(DevScores *s, DevCycle *c, int layers) {
     int *counts = xmalloc(sizeof(int) * layers), sum = 0;
-    backend_ints_to_host(c->be, counts, s->count, layers);
+    cycle_ints_to_host(c, counts, s->count, layers);
     c->count_reads++;
     for (int i = 0; i < layers; i++) sum += counts[i];
     free(counts);

@@ -24,13 +24,15 @@
 #define C2T_CYCLE_H
 #include "kernels/kernels.h"
 #include "infer/speculative/classifier.h"
+#include "infer/speculative/gate.h"
 #include "infer/speculative/policy.h"
 
 struct DevCycle {
-    /* where its buffers live and its ops run; a batched sequence's is its
-     * run's copy of the backend whose tree ops wait at the sequence's gate
-     * and run with the other sequences' as one launch (batch.c) */
-    const Backend *be;
+    const Backend *be;      /* where its buffers live and its ops run */
+    /* NULL: one sequence, its tree ops and reads run at once; a batched
+     * sequence's gate (batch.c), where each waits and runs with the other
+     * sequences' as one launch or transfer (cycle_tree_op, cycle_to_host) */
+    Gate *gate;
     int cap;                /* nodes of a tree */
     DevTree pool;           /* the tree as grown */
     DevTree tree;           /* a reranked copy (tree_compact's destination) */
@@ -98,6 +100,28 @@ int dev_scores_pass(DevScores *s, DevCycle *c, int from, int n, float *score, fl
  * (a fixed-shape program's tree_pass calls), read to the host at once (one
  * read, counted). */
 int dev_scores_counts(DevScores *s, DevCycle *c, int layers);
+
+/* The cycle's tree ops and reads of backend memory: every one goes through
+ * these, so that a batched sequence waits at its gate here (gate_tree_op,
+ * gate_to_host) and nowhere else.  cycle_op_* are Backend's tree entries
+ * (kernels.h) with the cycle first; cycle_to_host_many reads count arrays,
+ * gated one by one, else in one backend_to_host_many. */
+void cycle_tree_op(DevCycle *c, const TreeOp *op);
+void cycle_op_root(DevCycle *c, const DevTree *t, const int *root);
+void cycle_op_grow(DevCycle *c, const DevTree *t, int n0, const int *rows, const int *ids, const float *probs,
+                   const float *ent, int k, const int *picks, int count, const int *map);
+void cycle_op_top(DevCycle *c, const DevTree *t, const float *score, int from, int n, int m, int *sel);
+void cycle_op_classify(DevCycle *c, const DevTree *t, int from, int n, const NodeNet *net, float *conf);
+void cycle_op_pass(DevCycle *c, const DevTree *t, int from, int n, float *conf, float beta, float *path_conf,
+                   int *count);
+void cycle_op_compact(DevCycle *c, const DevTree *dst, const DevTree *src, const int *keep, int m, int pad);
+void cycle_op_accept(DevCycle *c, const DevTree *t, int n, const int *want, int from_start, int steps, int *walk);
+void cycle_op_argmax(DevCycle *c, const float *logits, int n, int vocab, int *ids);
+void cycle_op_sample(DevCycle *c, const float *logits, int n, int vocab, const SampleParams *sp, const uint32_t *key,
+                     int node0, int *ids);
+void cycle_to_host(DevCycle *c, float *host, const float *dev, size_t words);
+void cycle_ints_to_host(DevCycle *c, int *host, const int *dev, size_t n);
+void cycle_to_host_many(DevCycle *c, float *const *host, const float *const *dev, const size_t *words, int count);
 
 /* A cycle for trees of up to cap nodes, in be's memory. */
 DevCycle *cycle_new(const Backend *be, int cap);

@@ -351,8 +351,8 @@ static int decoder_walk(Decoder *dec) {
 static void device_choices(Decoder *dec, const float *logits, int n, int node0, int *want) {
     DevCycle *c = dec->dc;
     const int V = dec->target->m->cfg.vocab;
-    if (dec->sp.temperature > 0) c->be->sample_dev(logits, n, V, &dec->sp, (const uint32_t *)(c->start + 2), node0, want);
-    else c->be->argmax_dev(logits, n, V, want);
+    if (dec->sp.temperature > 0) cycle_op_sample(c, logits, n, V, &dec->sp, (const uint32_t *)(c->start + 2), node0, want);
+    else cycle_op_argmax(c, logits, n, V, want);
 }
 
 /* The walk on the device over every row's choice at once: nothing read,
@@ -360,7 +360,7 @@ static void device_choices(Decoder *dec, const float *logits, int n, int node0, 
 static void walk_all_rows(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
     device_choices(dec, dec->target->logits, n, 0, c->want);
-    c->be->tree_accept(c->rows_tree, n, c->want, 1, n, c->walk);
+    cycle_op_accept(c, c->rows_tree, n, c->want, 1, n, c->walk);
 }
 
 /* The walk read to the host: its one read where all rows were scored
@@ -368,19 +368,18 @@ static void walk_all_rows(Decoder *dec, int n) {
  * of the walk after each. */
 static int device_walk(Decoder *dec, int n) {
     DevCycle *c = dec->dc;
-    const Backend *be = c->be;
     const size_t words = 3 + 2 * (size_t)n;
     if (!dec->lazy) {
-        backend_ints_to_host(be, c->h_walk, c->walk, words);
+        cycle_ints_to_host(c, c->h_walk, c->walk, words);
         c->walk_reads++;
     } else {
-        be->tree_accept(c->rows_tree, n, c->want, 1, 0, c->walk);
+        cycle_op_accept(c, c->rows_tree, n, c->want, 1, 0, c->walk);
         for (int cur = 0;;) {
             const float *logits = path_logits(dec, cur);
             if (!logits) return -1;
             device_choices(dec, logits, 1, cur, c->want + cur);
-            be->tree_accept(c->rows_tree, n, c->want, 0, 1, c->walk);
-            backend_ints_to_host(be, c->h_walk, c->walk, words);
+            cycle_op_accept(c, c->rows_tree, n, c->want, 0, 1, c->walk);
+            cycle_ints_to_host(c, c->h_walk, c->walk, words);
             c->walk_reads++;
             if (c->h_walk[0]) break;
             cur = c->h_walk[3 + c->h_walk[1] - 1];
@@ -407,7 +406,7 @@ static int verify_ops(Decoder *dec) {
     LlamaState *ts = dec->target;
     dec->t_verify = now_seconds();
     const int n = c->n_rows;
-    tree_inputs_make(&c->inputs, c->be, c->rows_tree, NULL, n, c->start, 0, 0, 0, n);
+    tree_inputs_make(&c->inputs, c->be, c->gate, c->rows_tree, NULL, n, c->start, 0, 0, 0, n);
     dec->lazy = n > lazy_logits_nodes(ts->m->be);
     const int *in = c->inputs.dev;
     ts->past_dev = in + 4 * n;   /* the tree's first KV slot, where tree_inputs wrote it */

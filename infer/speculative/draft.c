@@ -428,8 +428,8 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     return rc;
 }
 
-int draft_expand_dev(Draft *d, const Backend *tree_be, const DevTree *t, int n, int root, const int *rows, int m,
-                     int k, int topm, int *ids, float *probs, float *entropy) {
+int draft_expand_dev(Draft *d, const Backend *tree_be, Gate *tree_gate, const DevTree *t, int n, int root,
+                     const int *rows, int m, int k, int topm, int *ids, float *probs, float *entropy) {
     const float *logits = d->root_logits;
     if (!root) {
         const int base = d->n_past + d->n_temp, nctx = base + m;
@@ -443,7 +443,7 @@ int draft_expand_dev(Draft *d, const Backend *tree_be, const DevTree *t, int n, 
         }
         /* counted from n_past where draft_cycle_origin put it: the same
          * arguments every cycle */
-        tree_inputs_make(&d->dev_inputs, tree_be, t, rows, m, d->past_dev, d->n_temp, 0, -1, d->n_temp + m);
+        tree_inputs_make(&d->dev_inputs, tree_be, tree_gate, t, rows, m, d->past_dev, d->n_temp, 0, -1, d->n_temp + m);
         const int *in = d->dev_inputs.dev;   /* the forward reads them where they are */
         DraftStep step = {.d = d, .nodes = in + 3 * m, .par = in + 2 * m, .tok = in, .pos = in + m, .n = m,
                           .tree_n = n, .mask = d->dev_inputs.dev_mask, .mask_w = nctx - d->n_past, .on_device = 1,

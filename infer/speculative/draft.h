@@ -205,9 +205,9 @@ void draft_counts_restore(Draft *d, const DraftCounts *c);
  * nodes rows[0..m) (backend memory) of t, a tree of n nodes in backend
  * memory, or under the root (root 1, rows unused), into ids/probs[m][k]
  * and entropy[m] (backend memory; NULL skips it), in the draft's columns
- * (tree_grow maps them with d2t_dev); the step's inputs by tree_be's
- * tree_inputs (the cycle's backend: a batched sequence's passes its tree
- * ops through its gate, batch.c). */
-int draft_expand_dev(Draft *d, const Backend *tree_be, const DevTree *t, int n, int root, const int *rows, int m,
-                     int k, int topm, int *ids, float *probs, float *entropy);
+ * (tree_grow maps them with d2t_dev); the step's inputs by the cycle's
+ * tree_inputs, on tree_be through tree_gate (the cycle's backend and gate,
+ * DevCycle.gate: a batched sequence's waits there, batch.c). */
+int draft_expand_dev(Draft *d, const Backend *tree_be, Gate *tree_gate, const DevTree *t, int n, int root,
+                     const int *rows, int m, int k, int topm, int *ids, float *probs, float *entropy);
 #endif

@@ -36,11 +36,10 @@ static void asan_arrive(void *save, Fiber *from) {
 #endif
 }
 
-/* makecontext passes ints only: the fiber being started. */
-static _Thread_local Fiber *fiber_starting;
-
-static void fiber_entry(void) {
-    Fiber *f = fiber_starting;
+/* The fiber being started, its address in two ints: makecontext passes
+ * ints only. */
+static void fiber_entry(int lo, int hi) {
+    Fiber *f = (Fiber *)(uintptr_t)((uint64_t)(uint32_t)hi << 32 | (uint32_t)lo);
     asan_arrive(NULL, f->link);
     f->fn(f->arg);
     asan_leave(NULL, f->link);   /* this stack is done: its fake frames go */
@@ -74,12 +73,12 @@ int fiber_init(Fiber *f, size_t stack_size, void (*fn)(void *), void *arg, Fiber
     f->ctx.uc_stack.ss_sp = map + page;
     f->ctx.uc_stack.ss_size = stack_size;
     f->ctx.uc_link = NULL;   /* fiber_entry switches to link itself */
-    makecontext(&f->ctx, fiber_entry, 0);
+    const uint64_t at = (uintptr_t)f;
+    makecontext(&f->ctx, (void (*)(void))fiber_entry, 2, (int)(uint32_t)at, (int)(uint32_t)(at >> 32));
     return 0;
 }
 
 void fiber_switch(Fiber *from, Fiber *to) {
-    fiber_starting = to;
     asan_leave(&from->asan_fake, to);
     swapcontext(&from->ctx, &to->ctx);
     asan_arrive(from->asan_fake, NULL);

@@ -55,9 +55,28 @@ typedef struct {
     const float *logits;    /* GATE_ROW's result */
 } GateCall;
 
+/* Where a sequence waits: every call of pass.  The callers, one per kind:
+ * GATE_PREFILL and GATE_VERIFY target_forward, GATE_ROW path_logits
+ * (decode.c); GATE_DRAFT draft_step and GATE_DIST dist_pass (draft.c);
+ * GATE_CALIBRATE decoder_calibrate (observers.c); GATE_TREE and GATE_READ
+ * gate_tree_op and gate_to_host below, which the device cycle's ops reach
+ * through cycle_tree_op and cycle_to_host (cycle.c) and tree_inputs_make
+ * (tree.c).  In what order the waiting kinds run: batch.c's schedule. */
 typedef struct Gate Gate;
 struct Gate {
-    /* Runs the call, alone or with others; 0, or -1 with err_set. */
+    /* Runs the call, alone or with others: 0.  Non-zero where it did not
+     * run it as asked: for GATE_TREE and GATE_READ, that the caller runs
+     * it alone (a batch unwinding after a failure still reads what its ops
+     * write); for the other kinds a failure, -1 with err_set. */
     int (*pass)(Gate *g, GateCall *call);
 };
+
+/* A device cycle's tree op (GATE_TREE) on be: through g, batched with the
+ * other sequences' ops of its kind, or at once by backend_tree_batch where
+ * g is NULL (one sequence) or its pass did not run it. */
+void gate_tree_op(Gate *g, const Backend *be, const TreeOp *op);
+/* A device cycle's read of be's memory (GATE_READ): through g, in one
+ * transfer with the other sequences' reads, or at once by be->to_host as
+ * gate_tree_op runs an op. */
+void gate_to_host(Gate *g, const Backend *be, float *host, const float *dev, size_t words);
 #endif

@@ -1,4 +1,5 @@
 #include "infer/speculative/tree.h"
+#include "infer/speculative/gate.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>
@@ -109,12 +110,14 @@ void tree_inputs_reserve(TreeInputs *in, const Backend *be, int m, int w) {
     inputs_room(in, be, input_words(m, w), input_words(m, w));
 }
 
-void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, const int *at,
-                      int base, int ones, int pos0, int nctx) {
+void tree_inputs_make(TreeInputs *in, const Backend *be, Gate *gate, const DevTree *t, const int *rows, int m,
+                      const int *at, int base, int ones, int pos0, int nctx) {
     const size_t ints = 4 * (size_t)m + 1, words = input_words(m, nctx - ones);
     inputs_room(in, be, words, 2 * words);
     in->dev_mask = (const uint8_t *)(const void *)(in->dev + ints);
-    be->tree_inputs(t, rows, m, at, base, ones, pos0, nctx, in->dev, (uint8_t *)(void *)(in->dev + ints));
+    gate_tree_op(gate, be, &(TreeOp){.kind = TREE_OP_INPUTS, .t = *t, .rows = rows, .m = m, .at = at, .base = base,
+                                     .ones = ones, .pos0 = pos0, .nctx = nctx, .out = in->dev,
+                                     .mask = (uint8_t *)(void *)(in->dev + ints)});
 }
 
 void tree_inputs_free(TreeInputs *in) {

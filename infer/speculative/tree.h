@@ -6,6 +6,8 @@
 #include "kernels/kernels.h"
 #include <stdint.h>
 
+typedef struct Gate Gate;   /* gate.h */
+
 typedef struct {
     int n, cap;
     int *token;
@@ -40,7 +42,7 @@ int tree_max_depth(const Tree *t);
 
 /* The inputs of a forward over rows of a tree, made in backend memory by
  * the tree op tree_inputs (kernels.h; base, ones, pos0 and nctx counted
- * from *at, NULL: from 0), where the forward reads them: dev[0..m) tokens,
+ * from *at, NULL: from 0), through gate (gate_tree_op; NULL: at once), where the forward reads them: dev[0..m) tokens,
  * [m..2m) positions, [2m..3m) parents, [3m..4m) nodes, dev[4m] the first
  * KV slot (SeqView.past), then the mask [m][nctx - ones] over the window
  * [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows to the
@@ -53,8 +55,8 @@ typedef struct {
     const uint8_t *dev_mask;  /* into dev */
     size_t cap;
 } TreeInputs;
-void tree_inputs_make(TreeInputs *in, const Backend *be, const DevTree *t, const int *rows, int m, const int *at,
-                      int base, int ones, int pos0, int nctx);
+void tree_inputs_make(TreeInputs *in, const Backend *be, Gate *gate, const DevTree *t, const int *rows, int m,
+                      const int *at, int base, int ones, int pos0, int nctx);
 /* Room for forwards over up to m rows with masks of up to w slots. */
 void tree_inputs_reserve(TreeInputs *in, const Backend *be, int m, int w);
 void tree_inputs_free(TreeInputs *in);

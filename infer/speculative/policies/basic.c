@@ -139,7 +139,7 @@ static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
         if (s->stop == STOP_NONE) continue;
         const double t0 = s->stop == STOP_C2T ? now_seconds() : 0;
         float *score = s->stop == STOP_DYMAX ? c->pool.p : s->stop == STOP_DYJOINT ? c->pool.P : s->dev.conf;
-        if (s->stop == STOP_C2T) c->be->tree_classify(&c->pool, i + 1, 1, &s->dev.net, s->dev.conf);
+        if (s->stop == STOP_C2T) cycle_op_classify(c, &c->pool, i + 1, 1, &s->dev.net, s->dev.conf);
         const int kept = dev_scores_pass(&s->dev, c, i + 1, 1, score, s->stop == STOP_C2T ? q->beta : q->threshold);
         if (s->stop == STOP_C2T) tm->classifier += now_seconds() - t0;
         if (!kept) {
@@ -164,9 +164,9 @@ static int chain_build_dev_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *t
         cycle_grow(c, d, c->iota + i, 1, NULL, 1, want);
         const double t0 = now_seconds();
         float *score = s->stop == STOP_DYMAX ? c->pool.p : s->stop == STOP_DYJOINT ? c->pool.P : s->dev.conf;
-        if (s->stop == STOP_C2T) c->be->tree_classify(&c->pool, i + 1, 1, &s->dev.net, s->dev.conf);
-        c->be->tree_pass(&c->pool, i + 1, 1, score, s->stop == STOP_C2T ? q->beta : q->threshold, s->dev.path_conf,
-                         s->dev.count + i);
+        if (s->stop == STOP_C2T) cycle_op_classify(c, &c->pool, i + 1, 1, &s->dev.net, s->dev.conf);
+        cycle_op_pass(c, &c->pool, i + 1, 1, score, s->stop == STOP_C2T ? q->beta : q->threshold, s->dev.path_conf,
+                      s->dev.count + i);
         tm->classifier += now_seconds() - t0;
     }
     return 0;

@@ -258,7 +258,6 @@ static int c2t_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) 
 static int c2t_program_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm, int fixed) {
     C2TState *s = p->state;
     const C2TParams *q = p->own;
-    const Backend *be = c->be;
     const int K = q->topk, topm = p->prm.topm;
     dev_scores_reserve(&s->dev, c, s->cls);
     int nf = 1;
@@ -267,17 +266,17 @@ static int c2t_program_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm, int
         const int from = c->n, nc = nf * K;
         cycle_grow(c, d, depth == 1 ? c->iota : c->rows, K, NULL, nc, 1);
         const double t0 = now_seconds();
-        be->tree_classify(&c->pool, from, nc, &s->dev.net, s->dev.conf);
+        cycle_op_classify(c, &c->pool, from, nc, &s->dev.net, s->dev.conf);
         const double t1 = now_seconds();
         int layer = nc;   /* the nodes the next frontier is picked from */
         if (fixed) {
-            be->tree_pass(&c->pool, from, nc, s->dev.conf, q->beta, s->dev.path_conf, s->dev.count + depth - 1);
+            cycle_op_pass(c, &c->pool, from, nc, s->dev.conf, q->beta, s->dev.path_conf, s->dev.count + depth - 1);
         } else {
             layer = dev_scores_pass(&s->dev, c, from, nc, s->dev.conf, q->beta);
             c->n = c->n_verified = from + layer;
         }
         nf = fixed ? K : layer < K ? layer : K;
-        if (nf > 0 && depth < q->depth) be->tree_top(&c->pool, s->dev.conf, from, layer, K, c->rows);
+        if (nf > 0 && depth < q->depth) cycle_op_top(c, &c->pool, s->dev.conf, from, layer, K, c->rows);
         tm->classifier += t1 - t0;
         tm->features += now_seconds() - t1;
     }

@@ -142,7 +142,7 @@ static int eagle2_pool_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     int newest = 1, n_newest = k;
     for (int step = 0; step < q->depth; step++) {
         const int m = n_newest < k ? n_newest : k;
-        c->be->tree_top(&c->pool, NULL, newest, n_newest, k, c->rows);
+        cycle_op_top(c, &c->pool, NULL, newest, n_newest, k, c->rows);
         if (cycle_expand(c, d, 0, c->rows, m, k, topm, want, tm)) return -1;
         newest = c->n;
         n_newest = m * k;
