@@ -42,10 +42,11 @@ int tree_max_depth(const Tree *t);
 
 /* The inputs of a forward over rows of a tree, made in backend memory by
  * the tree op tree_inputs (kernels.h; base, ones, pos0 and nctx counted
- * from *at, NULL: from 0), through gate (gate_tree_op; NULL: at once), where the forward reads them: dev[0..m) tokens,
- * [m..2m) positions, [2m..3m) parents, [3m..4m) nodes, dev[4m] the first
- * KV slot (SeqView.past), then the mask [m][nctx - ones] over the window
- * [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows to the
+ * from *at, NULL: from 0) through gate (gate_tree_op: a batched sequence
+ * waits there; NULL: at once), where the forward reads them: dev[0..m)
+ * tokens, [m..2m) positions, [2m..3m) parents, [3m..4m) nodes, dev[4m]
+ * the first KV slot (SeqView.past), then the mask [m][nctx - ones] over the
+ * window [ones, nctx) (dev_mask).  Zero-initialise; the buffer grows to the
  * largest call, or is reserved for it at once (tree_inputs_reserve), so
  * that it stays where every forward of the run reads it (a recorded
  * forward's signature holds its address). */
