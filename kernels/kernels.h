@@ -418,7 +418,8 @@ int *backend_alloc_ints(const Backend *be, size_t n);
 void backend_ints_to_host(const Backend *be, int *host, const int *dev, size_t n);
 void backend_ints_to_device(const Backend *be, int *dev, const int *host, size_t n);
 /* ops[0..n) (tree_batch's contract) by be->tree_batch, or each through its
- * own entry of be where the backend has none. */
+ * own entry of be where the backend has none or n is 1 (one op launches
+ * its own kernel, not a grid of one). */
 void backend_tree_batch(const Backend *be, const TreeOp *ops, int n);
 /* The count reads of to_host_many by it, or one by one where be has none. */
 void backend_to_host_many(const Backend *be, float *const *host, const float *const *dev, const size_t *n, int count);

@@ -158,7 +158,7 @@ static void tree_op_run(const Backend *be, const TreeOp *o) {
 
 void backend_tree_batch(const Backend *be, const TreeOp *ops, int n) {
     if (n <= 0) return;
-    if (be->tree_batch) {
+    if (be->tree_batch && n > 1) {   /* one op: its own entry, the kernel it always launches */
         be->tree_batch(ops, n);
         return;
     }
