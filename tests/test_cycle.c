@@ -128,8 +128,9 @@ typedef struct {
 
 /* How a decoder of a comparison verifies: the tree forward (the reference
  * runs op by op, MODE_PLAIN; the compared one recording, MODE_DEVICE), or
- * walking the tree read back (MODE_WALK, recording its draft phases). */
-enum { MODE_PLAIN, MODE_DEVICE, MODE_WALK };
+ * walking the tree read back, op by op (MODE_WALK) or recording its draft
+ * phases (MODE_WALK_RECORDED). */
+enum { MODE_PLAIN, MODE_DEVICE, MODE_WALK, MODE_WALK_RECORDED };
 
 /* Walks verify the root alone (Decoder.walk_root_only) where set. */
 static int case_root_only;
@@ -151,7 +152,7 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
         if (policy_params_set(&prm, kv, NULL)) return NULL;
     if (!(*p = policy_new(&prm))) return NULL;
     Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), case_sp);
-    if (dec) dec->walk = mode == MODE_WALK || case_root_only;
+    if (dec) dec->walk = mode == MODE_WALK || mode == MODE_WALK_RECORDED || case_root_only;
     if (dec) dec->walk_root_only = dec->walk && case_root_only;
     return dec;
 }
@@ -161,10 +162,9 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
 static long verify_sizes_seen, verify_buckets_seen;
 
 /* Runs of each case over each prompt op by op with the tree forward (the
- * reference; walking the root alone where case_root_only) against runs in
- * mode (recording, or walking): the same trees, tokens and statistics, and
- * greedy, ar's tokens; with entropies recorded (topm 16) too when
- * entropy_too. */
+ * reference; walking op by op against MODE_WALK_RECORDED) against runs in
+ * mode: the same trees, tokens and statistics, and greedy, ar's tokens;
+ * with entropies recorded (topm 16) too when entropy_too. */
 static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *cases, int n_cases,
                            const int *const *prompts, const int *lens, int n_prompts, int max_new, int entropy_too,
                            const char *what) {
@@ -178,7 +178,8 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
         for (int q = 0; q < n_prompts; q++)
             for (int ent = 0; ent < 1 + entropy_too; ent++) {
                 Policy *ph = NULL, *pd = NULL;
-                Decoder *host = decoder_for(m, d, &cases[c], ent, MODE_PLAIN, lens[q] + max_new + 8, &ph);
+                const int ref_mode = mode == MODE_WALK_RECORDED ? MODE_WALK : MODE_PLAIN;
+                Decoder *host = decoder_for(m, d, &cases[c], ent, ref_mode, lens[q] + max_new + 8, &ph);
                 Decoder *dev = host ? decoder_for(m, d, &cases[c], ent, mode, lens[q] + max_new + 8, &pd) : NULL;
                 REQUIRE(host && dev, "%s %s %s: %s", what, cases[c].policy, cases[c].settings, err_get());
                 TreeLog log = {0};
@@ -190,7 +191,7 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 decoder_set_hook(dev, check_tree, &log, 1);
                 /* the compared run on a backend that records as a GPU does
                  * (strict_backend.h): every unit issued twice */
-                strict_recording = 1;
+                strict_recording = mode == MODE_DEVICE || mode == MODE_WALK_RECORDED;
                 strict_recording_reset();
                 int nd = decoder_run(dev, prompts[q], lens[q], max_new, out_d, &sd);
                 strict_recording = 0;
@@ -204,7 +205,7 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 /* A walk's draft features come from one-token products: the
                  * tree forward's bit for bit up to FEW_TOKENS nodes (cpu.h),
                  * in the last bits beyond (its tokens are still ar's). */
-                if (mode == MODE_WALK && !case_root_only && policy_max_nodes(ph) > FEW_TOKENS) {
+                if (mode == MODE_WALK && policy_max_nodes(ph) > FEW_TOKENS) {
                     printf("# %s %s %s prompt %d: %d of %d trees bit for bit (tau %.2f against %.2f)\n", what,
                            cases[c].policy, cases[c].settings, q, log.n - log.mismatches, log.n,
                            decode_stats_tau(&sd), decode_stats_tau(&sh));
@@ -225,7 +226,7 @@ static void same_cycles_as(int mode, const LlamaModel *m, Draft *d, const Case *
                 /* a walk reads each tree once, then forwards its path
                  * from the host; its draft phases are units as the tree
                  * forward's are, without the verification */
-                if (mode == MODE_WALK) {
+                if (mode == MODE_WALK_RECORDED) {
                     CHECK(dev->dc->tree_reads == sd.cycles && dev->dc->walk_reads == 0 && dev->dc->verify_units == 0,
                           "%s %s %s: %ld trees and %ld walks read in %lld cycles, %ld verifications in units", what,
                           cases[c].policy, cases[c].settings, dev->dc->tree_reads, dev->dc->walk_reads,
@@ -462,9 +463,9 @@ static void test_cycle_recorded_every_draft(void) {
     }
 }
 
-/* Walking (the program's tree read, then the host's walk) against the
- * tree forward: the same tokens, and trees, τ and γ bit for bit up to
- * FEW_TOKENS nodes, over each kind of program (fixed shape, one read after drafting, a
+/* Walking (the program's tree read, then the host's walk) with its draft
+ * phases recorded against walking op by op: the same trees, tokens, τ and
+ * γ, over each kind of program (fixed shape, one read after drafting, a
  * threshold per layer, SAGE's feedback, WETAP), an EAGLE-3 draft, and
  * verifying the root alone (--every-position). */
 static void test_cycle_walks(void) {
@@ -477,9 +478,10 @@ static void test_cycle_walks(void) {
         REQUIRE(m, "%s", err_get());
         Draft *d = draft_load(LOSSLESS_DRAFTS[i][1], LOSSLESS_DRAFTS[i][2], m, 4096);
         REQUIRE(d, "%s", err_get());
-        same_cycles_as(MODE_WALK, m, d, cases, i == 2 ? 8 : 2, prompts, lens, 1, max_new, 0, LOSSLESS_DRAFTS[i][2]);
+        same_cycles_as(MODE_WALK_RECORDED, m, d, cases, i == 2 ? 8 : 2, prompts, lens, 1, max_new, 0,
+                       LOSSLESS_DRAFTS[i][2]);
         case_root_only = 1;
-        same_cycles_as(MODE_WALK, m, d, cases, 4, prompts, lens, 1, max_new, 0, "the root alone");
+        same_cycles_as(MODE_WALK_RECORDED, m, d, cases, 4, prompts, lens, 1, max_new, 0, "the root alone");
         case_root_only = 0;
         draft_free(d);
         llama_free(m);
