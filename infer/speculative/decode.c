@@ -1,8 +1,6 @@
 #include "infer/speculative/decode.h"
 #include "infer/speculative/cycle.h"
 #include "kernels/base/util.h"
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
