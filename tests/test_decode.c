@@ -326,7 +326,7 @@ static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, 
                          .destroy = pause_destroy};
     w->run = r;
     decoder_watch(r->dec, &w->base);
-    decoder_set_hook(r->dec, switch_hook, r, 0);
+    decoder_set_hook(r->dec, switch_hook, r, 1);
     DecodeStats st;
     const int n = decoder_run(r->dec, prompt, np, max_new, out, &st);
     decoder_free(r->dec);

@@ -418,7 +418,7 @@ static int decode_with(const LlamaModel *m, Draft *d, Policy *p, const int *prom
     SampleParams sp = {0};
     Decoder *dec = decoder_new(m, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
     if (!dec) return -1;
-    decoder_set_hook(dec, check_tree, h, 0);
+    decoder_set_hook(dec, check_tree, h, 1);
     h->p = p;
     DecodeStats st;
     int n = decoder_run(dec, prompt, np, max_new, out, &st);
@@ -1222,7 +1222,7 @@ static void check_c2t_decoding(const char *weights, const char *target_dir, cons
         SampleParams sp = {0};
         Decoder *dec = decoder_new(m, d, p, 8 + 24 + policy_max_nodes(p) + 8, sp);
         REQUIRE(dec, "%s", err_get());
-        decoder_set_hook(dec, check_rows_hook, &h, 0);
+        decoder_set_hook(dec, check_rows_hook, &h, 1);
         int out[32];
         DecodeStats st;
         REQUIRE(decoder_run(dec, prompt, 8, 24, out, &st) >= 0, "decode: %s", err_get());
