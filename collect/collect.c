@@ -285,10 +285,9 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
     const int batched = o->batch > 1;   /* batch_run makes its own decoders */
     Decoder *dec = batched ? NULL : session_decoder(s, policy);
     if (!batched && !dec) return -1;
-    if (dec && decoder_choose_cycle(dec, o->cycle)) { decoder_free(dec); return -1; }
     TraceWriter *w = open_trace(s, o, set, ns);
     if (!w) { decoder_free(dec); return -1; }
-    int rc = -1, ran_device = dec && dec->dc;
+    int rc = -1;
     CollectRun r = {.w = w, .qt = xcalloc(mine ? mine : 1, sizeof(QuestionTrees)),
                     .every_position = s->cfg.verify == VERIFY_ROOT};
     int64_t skip = trace_n_questions(w);
@@ -308,24 +307,23 @@ int collect_run(Session *s, Policy *policy, QuestionSet *const *sets, const char
         const Question **qs = xcalloc(r.n ? r.n : 1, sizeof *qs);
         void **ctxs = xcalloc(r.n ? r.n : 1, sizeof *ctxs);
         for (int i = 0; i < r.n; i++) { qs[i] = r.qt[i].q; ctxs[i] = &r.qt[i]; }
-        BatchOptions bo = {.slots = o->batch, .hook = on_cycle, .hook_reads_tree = 1, .question_done = question_done,
-                           .cycle = o->cycle, .ran_device = &ran_device};
+        BatchOptions bo = {.slots = o->batch, .hook = on_cycle, .hook_reads_tree = 1, .question_done = question_done};
         double wall;
         int brc = batch_run(s, &policy->prm, &bo, qs, r.n, on_turn, ctxs, &wall);
         free(qs); free(ctxs);
         if (brc) goto done;
     } else {
         for (int i = 0; i < r.n; i++) {
-            /* the device cycle's trees, read to the host once a cycle */
+            /* the cycle's trees, read to the host once a cycle */
             decoder_set_hook(dec, on_cycle, &r.qt[i], 1);
             if (session_question(s, dec, r.qt[i].q, on_turn, &r.qt[i]) || question_done(&r.qt[i])) goto done;
         }
     }
     double el = now_seconds() - r.t0;
     char extra[160];
-    snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time  %s cycle",
+    snprintf(extra, sizeof extra, "trees %lld  records %lld  features %.2f%%  writing %.2f%% of the time",
              (long long)r.trees, (long long)r.records, 100 * r.t_features / (el > 0 ? el : 1),
-             100 * r.t_write / (el > 0 ? el : 1), ran_device ? "device" : "host");
+             100 * r.t_write / (el > 0 ? el : 1));
     progress_end(&r.bar, r.skip + r.next, extra);
     rc = 0;
 done:

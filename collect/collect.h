@@ -14,7 +14,6 @@ typedef struct {
     int shard_i, shard_n;     /* take questions q with q % shard_n == shard_i */
     int max_questions, max_turns;   /* as the question files were cut (recorded) */
     int batch;                /* sequences decoded together (continuous batching, infer/speculative/batch.h) */
-    int cycle;                /* CYCLE_* (decode.h): the device cycle by default where it runs */
 } CollectOptions;
 
 /* The trace rows of a verified tree's nodes 1..t->n-1 (the root has no

@@ -36,9 +36,6 @@ CLI_QUESTIONS_HELP
 "                         e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT\n"
 "  --batch N              decode N questions at once (default 1), a finished one's slot\n"
 "                         taking the next; questions are written in file order (recorded)\n"
-"  --cycle host|device    where each cycle's tree is built and walked (default: device\n"
-"                         where the decoder can, else host); the same trees and records\n"
-"                         (docs/cuda.md)\n"
 "  --every-position       a tree at every position of the greedy answer, not only where a\n"
 "                         cycle starts: each cycle commits the target's next token alone\n"
 "                         (--verify root, recorded as verify; greedy only), and each tree's\n"
@@ -79,10 +76,10 @@ typedef struct {
 } CollectArgs;
 
 static void parse_args(int argc, char **argv, CollectArgs *a) {
-    enum { O_OUT = CLI_OWN, O_COMPRESS, O_RESUME, O_SHARD, O_BATCH, O_EVERY, O_CYCLE };
+    enum { O_OUT = CLI_OWN, O_COMPRESS, O_RESUME, O_SHARD, O_BATCH, O_EVERY };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"out", 1, 0, O_OUT}, {"compress", 1, 0, O_COMPRESS}, {"resume", 0, 0, O_RESUME},
-        {"shard", 1, 0, O_SHARD}, {"batch", 1, 0, O_BATCH}, {"every-position", 0, 0, O_EVERY}, {"cycle", 1, 0, O_CYCLE},
+        {"shard", 1, 0, O_SHARD}, {"batch", 1, 0, O_BATCH}, {"every-position", 0, 0, O_EVERY},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     SessionConfig *cfg = &a->cfg;
     session_config_default(cfg);
@@ -109,7 +106,6 @@ static void parse_args(int argc, char **argv, CollectArgs *a) {
             break;
         case O_BATCH: a->run.batch = (int)cli_int(prog, "--batch", optarg, 1, 4096); break;
         case O_EVERY: every_position = 1; break;
-        case O_CYCLE: a->run.cycle = cli_cycle(prog, optarg); break;
         case 'h': usage(stdout); exit(0);
         default: cli_unknown_option(prog, argv[optind - 1]);
         }

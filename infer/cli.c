@@ -20,11 +20,6 @@ long cli_int(const char *prog, const char *opt, const char *v, long lo, long hi)
     return x;
 }
 
-int cli_cycle(const char *prog, const char *v) {
-    if (strcmp(v, "host") && strcmp(v, "device")) die(prog, "--cycle: expected host or device, got '%s'", v);
-    return strcmp(v, "host") ? CYCLE_DEVICE : CYCLE_HOST;
-}
-
 double cli_num(const char *prog, const char *opt, const char *v, double lo, double hi) {
     char *end;
     errno = 0;

@@ -12,8 +12,6 @@
 
 /* An integer in [lo, hi]. */
 long cli_int(const char *prog, const char *opt, const char *v, long lo, long hi);
-/* --cycle host|device: CYCLE_HOST or CYCLE_DEVICE (decode.h). */
-int cli_cycle(const char *prog, const char *v);
 /* A finite number in [lo, hi] (pass -HUGE_VAL / HUGE_VAL for no bound). */
 double cli_num(const char *prog, const char *opt, const char *v, double lo, double hi);
 /* A non-negative 64-bit integer (seeds). */

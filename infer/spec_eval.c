@@ -48,7 +48,7 @@ CLI_BACKEND_HELP
 "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
 "  --param KEY=VALUE      any setting a policy owns (repeatable), e.g. sage_dmax=8,\n"
 "                         wetap_budget=64, topk=4; see docs for each policy's keys\n"
-"  a plain run            on the CPU with --temperature 0, --verify tree and no --cycle device:\n"
+"  a plain run            on the CPU with --temperature 0 and --verify tree:\n"
 "                         a size not given (--total, --draft-len without --early-stop,\n"
 "                         sage_nmax) is auto (batched: the round's trees sized together),\n"
 "                         --draft-vocab auto with --batch 1 where the draft has token counts,\n"
@@ -65,10 +65,6 @@ CLI_QUESTIONS_HELP
 "                         the policy, then with ar at the same batch size; a finished\n"
 "                         sequence's slot takes the next question (continuous batching)\n"
 "  --static-batches       with --batch: a new group of N questions only when the last is done\n"
-"  --cycle host|device    where a cycle's tree is built and walked (default: device where the\n"
-"                         policy has a device program - ar, chain with a fixed --draft-len,\n"
-"                         static, eagle2 and c2t with a fixed --total - at temperature 0,\n"
-"                         else host); the same tokens, trees, tau and gamma (docs/cuda.md)\n"
 "  --check-lossless       also decode with ar and fail on any differing token (temperature 0)\n"
 "  --no-baseline          skip the ar run (no speedup column)\n"
 "  --repeats N            A/B pairs per question (batched: per run) for the speedup (default 1):\n"
@@ -95,13 +91,13 @@ typedef struct {
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
-           O_BATCH, O_STATIC, O_FORCE, O_REPEATS, O_CYCLE, O_COST_CACHE };
+           O_BATCH, O_STATIC, O_FORCE, O_REPEATS, O_COST_CACHE };
     static const struct option opts[] = {
         CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
         {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
-        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS}, {"cycle", 1, 0, O_CYCLE},
+        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS},
         {"cost-cache", 1, 0, O_COST_CACHE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
@@ -127,9 +123,6 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_STATIC: a->eval.batch.static_batches = 1; break;
         case O_FORCE: a->force = 1; break;
         case O_REPEATS: a->eval.repeats = (int)cli_int(prog, "--repeats", optarg, 1, 1000); break;
-        case O_CYCLE:
-            a->eval.cycle = cli_cycle(prog, optarg);
-            break;
         case O_COST_CACHE: a->cfg.cost_cache = strcmp(optarg, "none") ? optarg : NULL; break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
@@ -194,19 +187,19 @@ static void check_classifier(const Policy *policy, const Session *s, const EvalA
 }
 
 /* Where tree sizes chosen from costs are the default (greedy, the tree
- * forward, not --cycle device; any batch size: batched, the round's cost
- * is modelled); the draft vocabulary, unless given, is auto for one
+ * forward; any batch size: batched, the round's cost is modelled); the draft vocabulary, unless given, is auto for one
  * sequence where it can be (session_open: the CPU, a draft with token
  * counts). */
 static int sizes_can_be_auto(const EvalArgs *a) {
-    return a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE && a->eval.cycle != CYCLE_DEVICE;
+    return a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE;
 }
 
 /* On the CPU backend, a policy's size the command did not give is auto
  * (docs/policies.md "Defaults"): eagle2's and c2t's --total, chain's
  * --draft-len (without --early-stop), sage's sage_nmax.  The fixed defaults
- * stay on a GPU, where those sizes run as device programs and auto would
- * keep the host cycle.  Returns the policy to use (policy, or a new one). */
+ * stay on a GPU, where their programs read nothing while drafting (auto's
+ * read the pool's keys, or each expansion).  Returns the policy to use
+ * (policy, or a new one). */
 static Policy *default_sizes(Policy *policy, EvalArgs *a, const Session *s) {
     if (!sizes_can_be_auto(a) || strcmp(s->target->be->name, "cpu")) return policy;
     const char *name = a->cfg.prm.name, *key = NULL;

@@ -3,8 +3,8 @@
  * by its own most likely child (1 + 2·width nodes, the same shape every
  * cycle).  Made selectable by name it would be this file in
  * infer/speculative/policies/ and one line in policy.c's registry; the tests
- * build it with policy_new_with.  Its host build and its device program
- * make the same tree (test_policies.c checks both, and ar's tokens). */
+ * build it with policy_new_with (test_policies.c checks its tree, read
+ * back, against the draft's own choices, and its tokens against ar's). */
 #ifndef C2T_EXAMPLE_POLICY_H
 #define C2T_EXAMPLE_POLICY_H
 #include "infer/speculative/cycle.h"
@@ -14,22 +14,10 @@
 typedef struct { int width; } FanParams;
 static const PolicyParamDef fan_params[] = {POLICY_INT(FanParams, width, 4, 1, FAN_MAX)};
 
-/* The host cycle's build: the root's expansion, then one of every child. */
-static int fan_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
-    const int w = ((const FanParams *)p->own)->width, root = 0;
-    int ids[FAN_MAX], first[FAN_MAX];
-    float probs[FAN_MAX], ent[FAN_MAX] = {0};
-    float *want = p->prm.want_entropy ? ent : NULL;
-    if (policy_expand(d, t, &root, 1, w, p->prm.topm, ids, probs, want, tm)) return -1;
-    for (int r = 0; r < w; r++) first[r] = tree_add(t, 0, ids[r], probs[r], ent[0], r);
-    if (policy_expand(d, t, first, w, 1, p->prm.topm, ids, probs, want, tm)) return -1;
-    for (int i = 0; i < w; i++) tree_add(t, first[i], ids[i], probs[i], ent[i], 0);
-    return 0;
-}
-
-/* The device program: the same two expansions as tree ops in backend
- * memory; nothing read back, so a GPU may record the draft phase whole. */
-static int fan_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* The program: the root's expansion, then one of every child, as tree ops
+ * in backend memory; nothing read back, so a GPU may record the draft
+ * phase whole. */
+static int fan_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     const int w = ((const FanParams *)p->own)->width, want = p->prm.want_entropy;
     if (cycle_expand(c, d, 1, NULL, 1, w, p->prm.topm, want, tm)) return -1;
     cycle_grow(c, d, c->iota, w, NULL, w, want);
@@ -40,8 +28,7 @@ static int fan_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
 
 static int fan_init(Policy *p) {
     p->build = fan_build;
-    p->build_dev = fan_build_dev;
-    p->build_dev_unit = 1;
+    p->build_unit = 1;
     return 0;
 }
 

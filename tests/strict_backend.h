@@ -16,7 +16,7 @@
  * what they were given, pointers, sizes and an attention's sequence table,
  * as a GPU launch would be signed.  The CPU runs both issues, so a unit
  * that advances host state on each issue gives other results than the
- * host cycle; the emulation counts what a GPU could not record: issues
+ * same cycle op by op; the emulation counts what a GPU could not record: issues
  * signed differently, and host transfers or allocations inside a unit.
  * Units that grow a tree (a device program's cycle) keep their
  * signatures, and so do those that verify a tree without growing one (after
@@ -247,7 +247,7 @@ static void strict_copy_rows(float *dst, const int *dst_rows, const float *src, 
     cpu_backend.copy_rows(dst, dst_rows, src, src_rows, n, width);
 }
 
-/* the device cycle's distribution outputs */
+/* the cycle's distribution outputs in backend memory */
 static void strict_softmax_topk_dev(const float *logits, int n, int vocab, float temperature, int k, int *ids,
                                     float *probs, int topm, float *entropy) {
     const size_t nk = (size_t)n * (k > 0 ? k : 0);

@@ -137,7 +137,7 @@ static void test_batch_overflow_is_an_error(void) {
 /* draft_dists: calls of one shape run as one softmax_topk over their
  * gathered rows, others apart; every call's ids, probabilities and
  * entropies are those of a softmax_topk of its own.  Outputs in backend
- * memory (the device cycle's: softmax_topk_dev, copied out of the gathered
+ * memory (the cycle's: softmax_topk_dev, copied out of the gathered
  * rows on the device) are a shape of their own; the strict backend checks
  * that the device outputs it is given are its memory.  Modes: every call's
  * outputs on the host, every call's in backend memory, and alternating;

@@ -225,46 +225,6 @@ static void same_collection_within(const char *a, const char *b, const char *wha
 
 static void same_collection(const char *a, const char *b, const char *what) { same_collection_within(a, b, what, 1e-3f); }
 
-/* spec-collect with extra options on the host cycle and on the default
- * one, which must be the device cycle: the same records, P and H bit for
- * bit. */
-static void default_equals_host(const char *args, const char *extra, const char *name, const char *what) {
-    char host[256], dflt[256], err[4096];
-    snprintf(host, sizeof host, "%s/%s_host.h5", dir, name);
-    snprintf(dflt, sizeof dflt, "%s/%s_default.h5", dir, name);
-    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host %s --out %s", bin_dir(), qfile, args, extra, host);
-    REQUIRE(rc == 0, "host cycle %s: %s", what, err);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s %s --out %s", bin_dir(), qfile, args, extra, dflt);
-    REQUIRE(rc == 0, "default cycle %s: %s", what, err);
-    CHECK(strstr(err, "device cycle"), "the default %s is not the device cycle: %s", what, err);
-    same_collection_within(host, dflt, what, 0);
-}
-
-/* --cycle device (the default) writes what the host cycle writes, P and H
- * bit for bit, at --batch 1 and 3, and with --every-position. */
-static void test_device_cycle_collection_equals_host(void) {
-    char a[256], b[256], c[256], err[4096];
-    snprintf(a, sizeof a, "%s/cycle_host.h5", dir);
-    snprintf(b, sizeof b, "%s/cycle_device.h5", dir);
-    snprintf(c, sizeof c, "%s/cycle_default.h5", dir);
-    const char *args = "--draft data/demo/eagle --topk 4 --depth 4";
-    int rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle host --out %s", bin_dir(), qfile, args, a);
-    REQUIRE(rc == 0, "host cycle: %s", err);
-    CHECK(strstr(err, "host cycle"), "--cycle host: the summary does not say which cycle ran: %s", err);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --cycle device --out %s", bin_dir(), qfile, args, b);
-    REQUIRE(rc == 0, "device cycle: %s", err);
-    CHECK(strstr(err, "device cycle"), "--cycle device: the summary does not say which cycle ran: %s", err);
-    same_collection_within(a, b, "device cycle vs host cycle", 0);
-    rc = run_cmd(err, sizeof err, COLLECT_DEMO "%s --out %s", bin_dir(), qfile, args, c);
-    REQUIRE(rc == 0, "default cycle: %s", err);
-    CHECK(strstr(err, "device cycle"), "the default at --batch 1 is not the device cycle: %s", err);
-    same_collection_within(a, c, "default cycle vs host cycle", 0);
-    /* batched: each slot on the device cycle; every position: the root
-     * verified alone, on the host after the device program's tree is read */
-    default_equals_host(args, "--batch 3", "b3", "at --batch 3");
-    default_equals_host(args, "--every-position", "every", "with --every-position");
-}
-
 /* --batch 3 over the three questions (four turns, continuous batching):
  * the file holds what --batch 1 writes, questions in file order, and the
  * batch size is recorded; a --resume at another batch size is refused. */
@@ -844,7 +804,6 @@ int main(void) {
     RUN(test_interrupt_says_what_is_safe);
     RUN(test_shards_merge_to_the_whole);
     RUN(test_batched_collection_equals_single);
-    RUN(test_device_cycle_collection_equals_host);
     RUN(test_topm_entropy_bound);
     RUN(test_every_position_replays_eagle2);
     RUN(test_cuda_collection_equals_cpu);

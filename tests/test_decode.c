@@ -7,6 +7,7 @@
 #include "infer/speculative/decode.h"
 #include "infer/speculative/cycle.h"
 #include "tests/script_draft.h"
+#include "tests/build_tree.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
@@ -44,9 +45,7 @@ static int build_with(const PolicyParams *prm, Tree *t, int *calls) {
     if (!p) return -1;
     *calls = 0;
     Draft *d = draft_scripted(script, calls);
-    tree_reset(t, 0);
-    StageTimes tm = {0};
-    int rc = p->build(p, d, t, &tm);
+    int rc = build_tree_on_cpu(p, d, 0, t);
     draft_free(d);
     policy_free(p);
     return rc;
@@ -327,7 +326,7 @@ static int switch_run(const LlamaModel *m, Draft *d, const int *prompt, int np, 
                          .destroy = pause_destroy};
     w->run = r;
     decoder_watch(r->dec, &w->base);
-    decoder_set_hook(r->dec, switch_hook, r, 0);
+    decoder_set_hook(r->dec, switch_hook, r, 1);
     DecodeStats st;
     const int n = decoder_run(r->dec, prompt, np, max_new, out, &st);
     decoder_free(r->dec);
@@ -415,10 +414,9 @@ static void target_probs(const float *logits, int V, const SampleParams *sp, flo
 }
 
 /* The first two tokens after a fixed prompt: the first comes from the
- * prefill, the second from the first draft-verify cycle (the host's, or
- * the device cycle's where device); their joint distribution must be the
- * target's. */
-static void sampling_case(const char *policy, SampleParams sp, int device) {
+ * prefill, the second from the first draft-verify cycle (sample_dev and
+ * tree_accept); their joint distribution must be the target's. */
+static void sampling_case(const char *policy, SampleParams sp) {
     LlamaModel *m = llama_load("tests/ckpt/v8_target", be);
     REQUIRE(m, "%s", err_get());
     Draft *d = draft_load("lm", "tests/ckpt/v8_draft", m, 256);
@@ -451,7 +449,7 @@ static void sampling_case(const char *policy, SampleParams sp, int device) {
     Policy *p = policy_new(&prm);
     long count[64] = {0};
     Decoder *dec = decoder_new(m, d, p, 64, sp);
-    REQUIRE(dec && (!device || decoder_use_device_cycle(dec) == 0), "%s", err_get());
+    REQUIRE(dec, "%s", err_get());
     for (int i = 0; i < draws; i++) {
         int out[2];
         DecodeStats st;
@@ -463,8 +461,8 @@ static void sampling_case(const char *policy, SampleParams sp, int device) {
     int cells = 0;
     for (int i = 0; i < 64; i++) cells += expect[i] > 0;
     double x = chi2(count, expect, 64, draws), crit = chi2_crit(cells - 1);
-    printf("# sampling %s (%s cycle) T=%.1f top_k=%d top_p=%.2f: chi2 %.1f (dof %d, critical %.1f at alpha 0.001)\n",
-           policy, device ? "device" : "host", sp.temperature, sp.top_k, sp.top_p, x, cells - 1, crit);
+    printf("# sampling %s T=%.1f top_k=%d top_p=%.2f: chi2 %.1f (dof %d, critical %.1f at alpha 0.001)\n",
+           policy, sp.temperature, sp.top_k, sp.top_p, x, cells - 1, crit);
     CHECK(x < crit, "%s: emitted tokens are not distributed as the target's (chi2 %.1f >= %.1f)", policy, x, crit);
 
     /* power: the same number of draws from a slightly biased sampler (5% of
@@ -492,16 +490,11 @@ static void sampling_case(const char *policy, SampleParams sp, int device) {
 
 static void test_sampling_is_lossless_eagle2(void) {
     SampleParams sp = {1.0f, 0, 1.0f, 0};
-    sampling_case("eagle2", sp, 0);
+    sampling_case("eagle2", sp);
 }
 static void test_sampling_is_lossless_chain_with_processors(void) {
     SampleParams sp = {0.7f, 5, 0.9f, 0};
-    sampling_case("chain", sp, 0);
-}
-/* The same on the device cycle (sample_dev and tree_accept). */
-static void test_sampling_is_lossless_on_device(void) {
-    sampling_case("eagle2", (SampleParams){1.0f, 0, 1.0f, 0}, 1);
-    sampling_case("chain", (SampleParams){0.7f, 5, 0.9f, 0}, 1);
+    sampling_case("chain", sp);
 }
 
 static void test_bad_policy_parameters(void) {
@@ -810,14 +803,15 @@ static void test_draft_vocab_choice_by_hand(void) {
  * tokens stay those of greedy decoding.  With --total auto the draft switch
  * judges only the cycles after the choice (the exploration drafts from the
  * largest vocabulary: judged by those, drafting was turned off where it
- * paid).  On both cycles (the chooser's choice follows measured times, so
- * the two need not choose alike: tokens equal ar's on each). */
+ * paid).  On the CPU backend as it is and recording as a GPU does (the
+ * chooser's choice follows measured times, so the two need not choose
+ * alike: tokens equal ar's on each). */
 static void test_draft_vocab_auto_is_lossless(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
     const int V = m->cfg.vocab;
     VocabAuto va;
-    for (int on_device = 0; on_device < 2; on_device++) {
+    for (int recording = 0; recording < 2; recording++) {
         char dir[32];
         draft_with_counts("tests/ckpt/eagle_tiny", dir, V);
         Draft *d = draft_load("eagle", dir, m, 4096);
@@ -849,18 +843,17 @@ static void test_draft_vocab_auto_is_lossless(void) {
         Decoder *dec = decoder_new(m, d, p, 8 + max_new + policy_max_nodes(p) + 8, sp);
         REQUIRE(dec, "%s", err_get());
         decoder_watch_vocab(dec, &va);
-        /* on the device cycle, on a backend that records as a GPU does: the
-         * switches come between cycles, and every unit is issued twice */
-        REQUIRE(!on_device || decoder_use_device_cycle(dec) == 0, "%s", err_get());
-        strict_recording = on_device;
+        /* recording as a GPU does: the switches come between cycles, and
+         * every unit is issued twice */
+        strict_recording = recording;
         strict_recording_reset();
         DecodeStats st;
         const int n = decoder_run(dec, prompt, 8, max_new, out, &st);
         strict_recording = 0;
-        CHECK(!on_device || (dec->dc->cycles == st.cycles && strict_units > 0 && strict_unit_mismatches == 0 &&
-                             strict_unit_transfers == 0),
-              "device cycle: %ld of %lld cycles, %ld units, %ld issued differently, %ld transfers inside",
-              dec->dc ? dec->dc->cycles : 0, (long long)st.cycles, strict_units, strict_unit_mismatches,
+        CHECK(dec->dc->cycles == st.cycles && (!recording || (strict_units > 0 && strict_unit_mismatches == 0 &&
+                                                              strict_unit_transfers == 0)),
+              "recording %d: %ld of %lld cycles, %ld units, %ld issued differently, %ld transfers inside", recording,
+              dec->dc->cycles, (long long)st.cycles, strict_units, strict_unit_mismatches,
               strict_unit_transfers);
         int same = n == nref;
         for (int i = 0; same && i < n; i++) same = out[i] == ref[i];
@@ -907,7 +900,6 @@ int main(void) {
     RUN(test_cycles_without_draft_catch_up);
     RUN(test_sampling_is_lossless_eagle2);
     RUN(test_sampling_is_lossless_chain_with_processors);
-    RUN(test_sampling_is_lossless_on_device);
     RUN(test_bad_policy_parameters);
     RUN(test_reduced_draft_vocabulary);
     RUN(test_draft_vocab_choice_by_hand);

@@ -8,6 +8,7 @@
 #include "infer/speculative/decode.h"
 #include "tests/script_draft.h"
 #include "tests/example_policy.h"
+#include "tests/build_tree.h"
 #include "infer/model/generate.h"
 #include "kernels/base/util.h"
 #include "collect/collect.h"
@@ -53,11 +54,10 @@ static Policy *make_policy(const char *name, const char *const *params) {
     return policy_new(&prm);
 }
 
+/* The policy's tree from the scripted draft (tests/build_tree.h). */
 static int build_tree(Policy *p, Script *s, int root, Tree *t) {
     Draft *d = draft_scripted(script, s);
-    tree_reset(t, root);
-    StageTimes tm = {0};
-    int rc = p->build(p, d, t, &tm);
+    int rc = build_tree_on_cpu(p, d, root, t);
     draft_free(d);
     return rc;
 }
@@ -225,7 +225,7 @@ static void test_sage_history_adjusts_max_depth(void) {
         CHECK(d == expect[c] && t.n == d + 1, "cycle %d: chain depth %d (%d nodes), expected %d", c, d, t.n - 1,
               expect[c]);
         int accepted = c <= 10 ? 0 : c <= 20 ? 10 : 0;
-        p->feedback(p, &t, accepted);
+        p->feedback(p, accepted);
     }
     policy_free(p);
 
@@ -241,7 +241,7 @@ static void test_sage_history_adjusts_max_depth(void) {
     for (int c = 0; c < 4; c++) {
         REQUIRE(build_tree(p, &s, 500, &t) == 0, "%s", err_get());
         got[c] = tree_max_depth(&t);
-        p->feedback(p, &t, 9);
+        p->feedback(p, 9);
     }
     CHECK(got[0] == 4 && got[1] == 5 && got[2] == 6 && got[3] == 6, "window 2: depths %d %d %d %d, expected 4 5 6 6",
           got[0], got[1], got[2], got[3]);
@@ -418,7 +418,7 @@ static int decode_with(const LlamaModel *m, Draft *d, Policy *p, const int *prom
     SampleParams sp = {0};
     Decoder *dec = decoder_new(m, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
     if (!dec) return -1;
-    decoder_set_hook(dec, check_tree, h, 0);
+    decoder_set_hook(dec, check_tree, h, 1);
     h->p = p;
     DecodeStats st;
     int n = decoder_run(dec, prompt, np, max_new, out, &st);
@@ -1053,9 +1053,7 @@ static float *build_varied(const char *name, const char *const *params, int root
     Policy *p = make_policy(name, params);
     if (!p) return NULL;
     Draft *d = draft_scripted(varied_script, NULL);
-    tree_reset(t, root);
-    StageTimes tm = {0};
-    int rc = p->build(p, d, t, &tm);
+    int rc = build_tree_on_cpu(p, d, root, t);
     draft_free(d);
     policy_free(p);
     if (rc) return NULL;
@@ -1224,7 +1222,7 @@ static void check_c2t_decoding(const char *weights, const char *target_dir, cons
         SampleParams sp = {0};
         Decoder *dec = decoder_new(m, d, p, 8 + 24 + policy_max_nodes(p) + 8, sp);
         REQUIRE(dec, "%s", err_get());
-        decoder_set_hook(dec, check_rows_hook, &h, 0);
+        decoder_set_hook(dec, check_rows_hook, &h, 1);
         int out[32];
         DecodeStats st;
         REQUIRE(decoder_run(dec, prompt, 8, 24, out, &st) >= 0, "decode: %s", err_get());
@@ -1330,8 +1328,7 @@ static void test_policy_features_match_traces(void) {
 
 /* The example policy of one file (tests/example_policy.h): its tree by
  * hand from the scripted draft, a setting the policy does not have refused,
- * and on the demo family ar's tokens with the same tokens, τ and γ on the
- * host and the device cycle. */
+ * and on the demo family ar's tokens, with γ its 6 nodes every cycle. */
 static void test_example_policy_in_one_file(void) {
     PolicyParams prm;
     policy_params_default(&prm);
@@ -1361,24 +1358,20 @@ static void test_example_policy_in_one_file(void) {
     REQUIRE(d, "%s", err_get());
     const int prompt[] = {1, 450, 3, 77, 1200, 31, 9, 600, 42, 5}, np = 10, max_new = 32;
     LlamaState *s = llama_state_new(m, np + max_new + 8);
-    int ref[64], out[2][64];
+    int ref[64], out[64];
     const int nref = greedy_generate(s, prompt, np, max_new, ref);
     llama_state_free(s);
-    DecodeStats st[2];
-    for (int device = 0; device < 2; device++) {
-        Policy *q = policy_new_with(&policy_fan, &prm);
-        Decoder *dec = decoder_new(m, d, q, np + max_new + policy_max_nodes(q) + 8, (SampleParams){0});
-        REQUIRE(dec && (!device || decoder_use_device_cycle(dec) == 0), "%s", err_get());
-        const int n = decoder_run(dec, prompt, np, max_new, out[device], &st[device]);
-        CHECK(n == nref && !memcmp(out[device], ref, sizeof(int) * n), "fan on the %s cycle: not ar's tokens",
-              device ? "device" : "host");
-        decoder_free(dec);
-        policy_free(q);
-    }
-    CHECK(st[0].cycles == st[1].cycles && st[0].gamma == st[1].gamma && st[0].gamma == 6 * st[0].cycles,
-          "fan: host %lld cycles, gamma %lld; device %lld, %lld", (long long)st[0].cycles, (long long)st[0].gamma,
-          (long long)st[1].cycles, (long long)st[1].gamma);
-    printf("# fan width 3 on the demo family: tau %.2f on both cycles\n", decode_stats_tau(&st[1]));
+    DecodeStats st;
+    Policy *q = policy_new_with(&policy_fan, &prm);
+    Decoder *dec = decoder_new(m, d, q, np + max_new + policy_max_nodes(q) + 8, (SampleParams){0});
+    REQUIRE(dec, "%s", err_get());
+    const int n = decoder_run(dec, prompt, np, max_new, out, &st);
+    CHECK(n == nref && !memcmp(out, ref, sizeof(int) * n), "fan: not ar's tokens");
+    CHECK(st.cycles > 0 && st.gamma == 6 * st.cycles, "fan: %lld cycles, gamma %lld", (long long)st.cycles,
+          (long long)st.gamma);
+    printf("# fan width 3 on the demo family: tau %.2f\n", decode_stats_tau(&st));
+    decoder_free(dec);
+    policy_free(q);
     draft_free(d);
     llama_free(m);
 }

@@ -451,12 +451,7 @@ static Slot *slots_new(Run *r, const PolicyParams *prm) {
         if (cw && cw->sw) cw->sw = &r->sw;   /* the rounds draft or not as one */
         sl[i].dec->gate = &sl[i].gate;
         if (sl[i].draft) sl[i].draft->gate = &sl[i].gate;
-        if (decoder_choose_cycle(sl[i].dec, r->o->cycle)) {
-            slots_free(sl, i + 1);
-            return NULL;
-        }
-        if (r->o->ran_device) *r->o->ran_device = sl[i].dec->dc != NULL;
-        if (sl[i].dec->dc) sl[i].dec->dc->gate = &sl[i].gate;
+        sl[i].dec->dc->gate = &sl[i].gate;
         if (fiber_init(&sl[i].fiber, FIBER_STACK, fiber_main, &sl[i], &r->sched)) {
             slots_free(sl, i + 1);
             return NULL;

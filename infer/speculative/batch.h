@@ -19,7 +19,7 @@
 #include "infer/speculative/session.h"
 #include <signal.h>
 
-/* The device cycle's work at the slots' gates: the tree ops the slots
+/* The cycle's work at the slots' gates: the tree ops the slots
  * issued and the Backend.tree_batch calls that ran them (a launch per op
  * kind where the backend batches), the reads of backend memory and the
  * to_host_many calls that made them (one wait each). */
@@ -36,10 +36,6 @@ typedef struct {
     CycleHook hook;
     int hook_reads_tree;  /* decoder_set_hook's reads_tree, for every slot's decoder */
     int (*question_done)(void *ctx);
-    /* --cycle (CYCLE_*, decode.h) of every slot's decoder; when ran_device
-     * is given, it is set to whether they run the device cycle. */
-    int cycle;
-    int *ran_device;
     /* Optional: set to what the slots' device cycles issued and how it ran
      * batched (BatchDevice). */
     BatchDevice *device;

@@ -1,22 +1,21 @@
-/* The device cycle: a policy's tree built by the tree ops in backend memory
- * (kernels.h), verified by one target forward and walked there, so that a
- * GPU keeps the cycle's state on the device.  Policies that have such a
- * program (Policy.build_dev) build exactly the tree their host build makes
- * (the tests compare them node by node); decode.c runs it when
- * decoder_use_device_cycle says it may.
+/* The speculative cycle's state in backend memory: a policy's tree built by
+ * the tree ops (kernels.h; Policy.build, the policy's program), verified by
+ * one target forward and walked there, so that a GPU keeps the cycle's
+ * state on the device.  decode.c runs it every cycle; the trees it builds
+ * are those tests/golden/cycle_goldens.txt records.
  *
  * What the host reads: a threshold's pass count per layer (a per-layer
  * program), or every layer's at once after drafting (a fixed-shape one,
- * Policy.build_dev_end), or the pool's keys once (a size from costs), or
+ * Policy.build_end), or the pool's keys once (a size from costs), or
  * each expansion's top-k (a policy that chooses from them: SAGE, WETAP,
- * and the sizes from costs where reads are free, which prune as the host
- * build does; cycle_expand_read); and,
+ * and the sizes from costs where reads are free, which prune as they
+ * grow; cycle_expand_read); and,
  * once a cycle, the walk (accepted path, its tokens, the bonus), a read per
  * path node where the tree is too large for every row's logits;
  * cycle_host_reads counts them.  Every forward, the draft's and the verification's, reads
  * its inputs where tree_inputs made them (DraftStep.on_device,
  * llama_forward_dev).  Where nothing is read while the program drafts
- * (Policy.build_dev_unit) and the sequence decodes alone (draft_unit_ok),
+ * (Policy.build_unit) and the sequence decodes alone (draft_unit_ok),
  * the decoder issues the whole cycle, draft phase, verification and (every
  * row scored) the walk, as one recorded unit (decode.c, cycle_ops), or as
  * two around a program's one read after drafting. */
@@ -130,9 +129,9 @@ void cycle_free(DevCycle *c);
 void cycle_begin(DevCycle *c);
 /* The draft's distributions under pool nodes rows[0..m) (root: the root
  * row alone) into c->ids, c->probs and, with want_ent, c->ent; timed into
- * tm as policy_expand times the host's.  A draft without a model
- * (DraftOps.expand) expands on the host: the pool and rows read, its
- * results uploaded (one read, counted in expand_reads). */
+ * tm (the draft's forwards as draft, its distribution step as dist).  A
+ * draft without a model (DraftOps.expand) expands on the host: the pool
+ * and rows read, its results uploaded (one read, counted in expand_reads). */
 int cycle_expand(DevCycle *c, Draft *d, int root, const int *rows, int m, int k, int topm, int want_ent,
                  StageTimes *tm);
 /* The host's choices of a policy that reads the draft's distributions

@@ -1,10 +1,10 @@
 #include "infer/speculative/decode.h"
 #include "infer/speculative/cycle.h"
 #include "kernels/base/util.h"
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void reserve_nodes(Decoder *dec, int n);
 
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp) {
     if (policy->needs_draft && !draft) {
@@ -25,6 +25,16 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     decoder_watch_threads(dec);
     if (policy->wants_cost) decoder_watch_costs(dec);
     dec->v.row = xmalloc(sizeof(float) * target->cfg.vocab);
+    /* the cycle's buffers in the target's backend memory (a batched run
+     * then points dc->be at its gated copy of that backend) */
+    const Backend *be = dec->target->m->be;
+    const int cap = policy_max_nodes(policy);
+    dec->dc = cycle_new(be, cap);
+    /* a recording backend replays each bucket's verification: the target's
+     * buffers hold every padded size from the start */
+    if (be->record_begin) llama_reserve(dec->target, dec->dc->pad_max);
+    if (policy->program_for) policy->program_for(policy, be);
+    reserve_nodes(dec, cap);
     return dec;
 }
 
@@ -32,7 +42,6 @@ void decoder_free(Decoder *dec) {
     if (!dec) return;
     const Backend *be = dec->target->m->be;
     if (dec->pending.hidden) be->release(dec->pending.hidden);
-    if (dec->v.path_rows) be->release(dec->v.path_rows);
     llama_state_free(dec->target);
     cycle_free(dec->dc);
     tree_free(&dec->tree);
@@ -40,7 +49,7 @@ void decoder_free(Decoder *dec) {
         next = o->next;
         o->destroy(o);
     }
-    free(dec->v.pos); free(dec->v.path); free(dec->v.mask); free(dec->v.row); free(dec->pending.tokens);
+    free(dec->v.path); free(dec->v.tokens); free(dec->v.row); free(dec->pending.tokens);
     free(dec);
 }
 
@@ -69,16 +78,12 @@ static void pending_add(Decoder *dec, const int *tokens, int n) {
     dec->pending.n += n;
 }
 
+/* The accepted path of a tree of n nodes, and its features. */
 static void reserve_nodes(Decoder *dec, int n) {
-    size_t need = (size_t)n * n;   /* the mask over the tree's window */
-    if (need > dec->v.mask_cap) { dec->v.mask_cap = need * 2; dec->v.mask = xrealloc(dec->v.mask, dec->v.mask_cap); }
     if (n > dec->v.cap_nodes) {
-        const Backend *be = dec->target->m->be;
         dec->v.cap_nodes = n * 2;
-        dec->v.pos = xrealloc(dec->v.pos, sizeof(int) * dec->v.cap_nodes);
         dec->v.path = xrealloc(dec->v.path, sizeof(int) * dec->v.cap_nodes);
-        if (dec->v.path_rows) be->release(dec->v.path_rows);
-        dec->v.path_rows = backend_alloc_ints(be, dec->v.cap_nodes);
+        dec->v.tokens = xrealloc(dec->v.tokens, sizeof(int) * dec->v.cap_nodes);
     }
     reserve_hidden(dec, dec->pending.n + n);
 }
@@ -122,14 +127,9 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
 
 double decode_stats_tau(const DecodeStats *st) { return st->cycles ? (double)st->cycle_tokens / st->cycles : 0; }
 
-/* The target's logits of a verified node (NodeLogits): all rows computed by
- * the forward, or the node's row computed now. */
-static const float *all_logits(void *ctx, int node) {
-    const LlamaState *ts = ctx;
-    return ts->logits + (size_t)node * ts->m->cfg.vocab;
-}
-static const float *path_logits(void *ctx, int node) {
-    Decoder *dec = ctx;
+/* The target's logits of a path node, computed now (lazy logits), through
+ * the decoder's gate when it has one. */
+static const float *path_logits(Decoder *dec, int node) {
     if (!dec->gate) return llama_row_logits(dec->target, node);
     GateCall call = {.kind = GATE_ROW, .state = dec->target, .row = node};
     return dec->gate->pass(dec->gate, &call) ? NULL : call.logits;
@@ -191,8 +191,6 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     return 0;
 }
 
-
-
 /* A cycle's start: its observers (drafting may be off for it), then the
  * draft's catch-up on the tokens committed since it last drafted, under the
  * next root. */
@@ -217,137 +215,12 @@ static int decoder_cycle_begin(Decoder *dec) {
     return rc;
 }
 
-static int decoder_draft(Decoder *dec) {
-    LlamaState *ts = dec->target;
-    tree_reset(&dec->tree, dec->turn.root);
-    if (!dec->cycle_off) {
-        if (dec->policy->build(dec->policy, dec->draft, &dec->tree, &dec->turn.st->t)) return -1;
-        if (dec->draft) draft_end_cycle(dec->draft);
-    }
-    /* what the target's forward of the tree needs */
-    dec->t_verify = now_seconds();
-    const Tree *t = &dec->tree;
-    if (dec->walk) {   /* the path and its features only */
-        reserve_nodes(dec, t->n);
-        return 0;
-    }
-    reserve_nodes(dec, t->n);
-    tree_positions(t, ts->n_past, dec->v.pos);
-    tree_mask(t, dec->v.mask);
-    /* Up to lazy_logits_nodes nodes one product scores them all, reading
-     * the LM head once; a bigger tree scores only the path verification walks
-     * (one LM-head product per accepted node, against one per node). */
-    dec->lazy = t->n > lazy_logits_nodes(ts->m->be);
-    return 0;
-}
-
-/* The rest of a cycle once the target accepted path[0..len) (dec->v.path;
- * their tokens toks) of a tree of n nodes (host tree t, or NULL on the
- * device cycle) and chose bonus: both caches keep the path, the tokens are
- * emitted, the next root is bonus, and the observers see the cycle.  The
- * draft catches up on the committed tokens when the next cycle drafts;
- * until then they wait in pending. */
-static int decoder_advance(Decoder *dec, const Tree *t, int n, const int *toks, int len, int bonus) {
-    LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
-    DecodeStats *st = dec->turn.st;
-    if (!dec->walk) {   /* a walk kept each node and its features as it went */
-        /* the path's rows in backend memory: where the device walk left
-         * them, else uploaded; a path of the tree's first len nodes (a
-         * chain's) needs no cache compaction */
-        int prefix = 1;
-        for (int i = 0; i < len && prefix; i++) prefix = dec->v.path[i] == i;
-        const int *rows = dec->dc ? dec->dc->walk + 3 : dec->v.path_rows;
-        if (!dec->dc && (dec->draft || !prefix)) backend_ints_to_device(be, dec->v.path_rows, dec->v.path, len);
-        if (dec->draft) {   /* the path's features before the cache compaction, after the pending ones */
-            reserve_hidden(dec, dec->pending.n + len);
-            be->copy_rows(dec->pending.hidden + (size_t)dec->pending.n * dec->pending.feat_width, NULL,
-                          draft_features(dec->draft, ts), rows, len, dec->pending.feat_width);
-        }
-        llama_commit(ts, prefix ? NULL : rows, len);
-    }
-    const double verify_s = now_seconds() - dec->t_verify;
-    st->t.verify += verify_s;
-    st->cycles++;
-    st->gamma += n - 1;
-    if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, t, len - 1);
-
-    /* emit accepted nodes and the bonus token */
-    int before = dec->turn.n_out;
-    for (int i = 1; i < len && !dec->turn.done; i++) dec->turn.done = emit(dec, &toks[i], 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
-    if (!dec->turn.done) dec->turn.done = emit(dec, &bonus, 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
-    st->cycle_tokens += dec->turn.n_out - before;
-    if (dec->draft && !dec->turn.done) {
-        dec->pending.owed = !dec->cycle_off;   /* a drafting cycle caught up at its start */
-        pending_add(dec, toks, len);
-    }
-    dec->turn.root = bonus;
-    /* the verified tree's keys: the host's tree, or what a device program read to size it */
-    const CycleReport r = {.tree = t, .keys = t ? t : dec->dc && dec->dc->keys.n ? &dec->dc->keys : NULL,
-                           .path = dec->v.path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
-                           .emitted = dec->turn.n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
-                           .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark,
-                           .deferred_s = dec->turn.deferred_s};
-    for (Observer *o = dec->observers; o; o = o->next)
-        if (o->cycle_end && o->cycle_end(o, dec, &r)) return -1;
-    return 0;
-}
-
-/* The key of a cycle's draws (verify_tree, sample_dev): one number of the
- * decoder's stream a cycle where it samples, host cycle or device cycle
- * alike, so that both draw the same. */
+/* The key of a cycle's draws (sample_dev): one number of the decoder's
+ * stream a cycle where it samples. */
 static uint64_t cycle_key(Decoder *dec) { return dec->sp.temperature > 0 ? rng_next(&dec->rng) : 0; }
 
-static int decoder_accept(Decoder *dec) {
-    LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
-    const int V = ts->m->cfg.vocab;
-    const Tree *t = &dec->tree;
-    NodeLogits lg = {dec->lazy ? path_logits : all_logits, dec->lazy ? (void *)dec : (void *)ts};
-    int bonus;
-    const int len = verify_tree(t, be, V, lg, &dec->sp, cycle_key(dec), dec->v.row, dec->v.path, &bonus);
-    if (len < 0) return -1;
-    int *toks = xmalloc(sizeof(int) * len);
-    for (int i = 0; i < len; i++) toks[i] = t->token[dec->v.path[i]];
-    int rc = decoder_advance(dec, t, t->n, toks, len, bonus);
-    free(toks);
-    return rc;
-}
-
-/* Verification by walking (Decoder.walk): the root, then the child holding
- * the target's choice, one forward each, every node kept in the cache with
- * its features as it is forwarded; the first choice no child holds is the
- * bonus. */
-static int decoder_walk(Decoder *dec) {
-    LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
-    const Tree *t = &dec->tree;
-    int len = 0, node = 0, want = 0;
-    for (;;) {
-        const int pos = ts->n_past;
-        if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL, 0)) return -1;
-        if (dec->draft)   /* after the pending rows */
-            be->copy(dec->pending.hidden + (size_t)(dec->pending.n + len) * dec->pending.feat_width, draft_features(dec->draft, ts),
-                     dec->pending.feat_width);
-        llama_commit(ts, NULL, 1);
-        dec->v.path[len++] = node;
-        be->argmax(ts->logits, 1, ts->m->cfg.vocab, &want);
-        int next = 0;
-        for (int c = node + 1; c < t->n && !next; c++)
-            if (t->parent[c] == node && t->token[c] == want) next = c;
-        if (!next || dec->walk_root_only) break;
-        node = next;
-    }
-    int *toks = xmalloc(sizeof(int) * len);
-    for (int i = 0; i < len; i++) toks[i] = t->token[dec->v.path[i]];
-    int rc = decoder_advance(dec, t, t->n, toks, len, want);
-    free(toks);
-    return rc;
-}
-
 /* The target's choices at nodes node0.. of logits[n][V] into want (backend
- * memory): argmaxes, or sampled with the cycle's key (DevCycle.start), the
- * ids verify_tree draws at those nodes. */
+ * memory): argmaxes, or sampled with the cycle's key (DevCycle.start). */
 static void device_choices(Decoder *dec, const float *logits, int n, int node0, int *want) {
     DevCycle *c = dec->dc;
     const int V = dec->target->m->cfg.vocab;
@@ -388,8 +261,8 @@ static int device_walk(Decoder *dec, int n) {
     return 0;
 }
 
-/* A device cycle's ops, from the host counts they start from: the draft
- * phase (draft: the root, and the policy's program unless root_only), the
+/* A cycle's ops, from the host counts they start from: the draft phase
+ * (draft: the root, and the policy's program unless root_only), the
  * verification (verify), or both. */
 typedef struct {
     Decoder *dec;
@@ -407,6 +280,9 @@ static int verify_ops(Decoder *dec) {
     dec->t_verify = now_seconds();
     const int n = c->n_rows;
     tree_inputs_make(&c->inputs, c->be, c->gate, c->rows_tree, NULL, n, c->start, 0, 0, 0, n);
+    /* Up to lazy_logits_nodes nodes one product scores them all, reading
+     * the LM head once; a bigger tree scores only the path the walk takes
+     * (one LM-head product per accepted node, against one per node). */
     dec->lazy = n > lazy_logits_nodes(ts->m->be);
     const int *in = c->inputs.dev;
     ts->past_dev = in + 4 * n;   /* the tree's first KV slot, where tree_inputs wrote it */
@@ -431,7 +307,7 @@ static void cycle_ops(void *arg) {
     dec->turn.st->t = co->times;
     co->rc = 0;
     if (co->draft) cycle_begin(dec->dc);
-    if (co->draft && !co->root_only) co->rc = dec->policy->build_dev(dec->policy, dec->draft, dec->dc, &dec->turn.st->t);
+    if (co->draft && !co->root_only) co->rc = dec->policy->build(dec->policy, dec->draft, dec->dc, &dec->turn.st->t);
     if (!co->rc && co->verify && co->draft) cycle_pad(dec->dc);   /* else the caller padded after its read */
     if (!co->rc && co->verify) co->rc = verify_ops(dec);
 }
@@ -447,52 +323,143 @@ static int run_cycle_ops(Decoder *dec, int draft, int verify, int unit) {
     return co.rc;
 }
 
-/* One cycle of the device program: build, verify and walk, as one recorded
- * unit where the policy and draft allow it (a GPU then replays one graph a
- * cycle, and the host reads the walk once), or as two where the program
- * reads once after drafting (Policy.build_dev_end); a cycle's first one
- * runs op by op, since it allocates the buffers the later ones reuse
- * (nothing may be allocated inside a recording).  Walking (Decoder.walk)
- * issues the draft phase alone; the host walks the tree it reads. */
-static int decoder_cycle_dev(Decoder *dec) {
+/* A cycle's draft phase: the root (its token, the target's committed
+ * length and the draws' key uploaded to DevCycle.start) and the policy's
+ * program, or the root alone where drafting is off.  Where the policy and
+ * draft allow it (Policy.build_unit, draft_unit_ok) the phase is one
+ * recorded unit (a GPU replays one graph a cycle), and where the program
+ * reads nothing after drafting (no Policy.build_end) the verification joins
+ * that unit (Decoder.unit_verified); a cycle's first phase runs op by op,
+ * since it allocates the buffers the later ones reuse (nothing may be
+ * allocated inside a recording). */
+static int decoder_draft(Decoder *dec) {
     DevCycle *c = dec->dc;
-    LlamaState *ts = dec->target;
     Policy *p = dec->policy;
-    /* drafting off (auto sizes' switch, draft_switch_observe): the root alone */
     if (dec->draft) draft_cycle_origin(dec->draft);
     const uint64_t key = cycle_key(dec);
-    backend_ints_to_device(c->be, c->start, (const int[]){ts->n_past, dec->turn.root, (int)(uint32_t)key, (int)(key >> 32)},
-                           4);
-    const int unit = dec->draft && !dec->gate && p->build_dev_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
-                     !dec->cycle_off && !c->op_by_op;
+    backend_ints_to_device(c->be, c->start,
+                           (const int[]){dec->target->n_past, dec->turn.root, (int)(uint32_t)key, (int)(key >> 32)}, 4);
+    dec->unit = dec->draft && !dec->gate && p->build_unit && draft_unit_ok(dec->draft) && c->cycles > 0 &&
+                !dec->cycle_off && !c->op_by_op;
     c->op_by_op = 0;
-    int rc;
-    if (!p->build_dev_end || dec->cycle_off) {
-        rc = run_cycle_ops(dec, 1, !dec->walk, unit);
-    } else {
-        /* the tree's size changes from cycle to cycle: a verification
-         * larger than any before allocates, so it runs op by op */
-        rc = run_cycle_ops(dec, 1, 0, unit);
-        if (!rc) rc = p->build_dev_end(p, c, &dec->turn.st->t);
-        if (!rc && !dec->walk) cycle_pad(c);   /* with the cap, before the unit: its ops depend on the rows alone */
-        if (!rc && !dec->walk) rc = run_cycle_ops(dec, 0, 1, unit && c->n_rows <= c->n_rows_max);
+    dec->unit_verified = dec->unit && !p->build_end && !dec->walk;
+    int rc = run_cycle_ops(dec, 1, dec->unit_verified, dec->unit);
+    if (!rc && p->build_end && !dec->cycle_off) rc = p->build_end(p, c, &dec->turn.st->t);
+    /* with the cap, before the verification's unit: its ops depend on the rows alone */
+    if (!rc && !dec->unit_verified && !dec->walk) cycle_pad(c);
+    return rc;
+}
+
+/* Verification by walking (Decoder.walk): the tree read to the host
+ * (counted), then the root and the child holding the target's choice, one
+ * forward each, every node kept in the cache with its features as it is
+ * forwarded; the first choice no child holds is the bonus. */
+static int decoder_walk(Decoder *dec) {
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    const Tree *t = &dec->tree;
+    cycle_read_tree(dec->dc, &dec->tree);
+    dec->t_verify = now_seconds();
+    int len = 0, node = 0, want = 0;
+    for (;;) {
+        const int pos = ts->n_past;
+        if (target_forward(dec, GATE_VERIFY, &t->token[node], &pos, 1, NULL, LOGITS_ALL, 0)) return -1;
+        if (dec->draft)   /* after the pending rows */
+            be->copy(dec->pending.hidden + (size_t)(dec->pending.n + len) * dec->pending.feat_width, draft_features(dec->draft, ts),
+                     dec->pending.feat_width);
+        llama_commit(ts, NULL, 1);
+        dec->v.tokens[len] = t->token[node];
+        dec->v.path[len++] = node;
+        be->argmax(ts->logits, 1, ts->m->cfg.vocab, &want);
+        int next = 0;
+        for (int c = node + 1; c < t->n && !next; c++)
+            if (t->parent[c] == node && t->token[c] == want) next = c;
+        if (!next || dec->walk_root_only) break;
+        node = next;
     }
+    dec->v.len = len;
+    dec->v.bonus = want;
+    return 0;
+}
+
+/* A cycle's verification: the target's forward over the tree (unless the
+ * draft phase's unit issued it: Decoder.unit_verified; as a unit of its own
+ * where the tree fits the largest so far) and the walk read to the host,
+ * the accepted path into dec->v; or, walking (Decoder.walk), the host's
+ * walk of the tree read back. */
+static int decoder_verify(Decoder *dec) {
+    DevCycle *c = dec->dc;
+    int rc = 0;
+    if (!dec->walk && !dec->unit_verified) rc = run_cycle_ops(dec, 0, 1, dec->unit && c->n_rows <= c->n_rows_max);
     if (c->n_rows > c->n_rows_max) c->n_rows_max = c->n_rows;
     c->cycles++;
-    c->units += unit;
+    c->units += dec->unit;
     if (rc) return -1;
     if (dec->draft && !dec->cycle_off) draft_end_cycle(dec->draft);
-    const int n = c->n_verified, rows = c->n_rows;
-    reserve_nodes(dec, n);   /* the path and its features; the mask is the cycle's */
-    if (dec->walk) {   /* the tree read (counted), walked by the host cycle's walk */
-        cycle_read_tree(c, &dec->tree);
-        dec->t_verify = now_seconds();
-        return decoder_walk(dec);
-    }
+    reserve_nodes(dec, c->n_verified);   /* the path and its features; the mask is the cycle's */
+    if (dec->walk) return decoder_walk(dec);
+    const int rows = c->n_rows;
     if (device_walk(dec, rows)) return -1;
-    const int len = c->h_walk[1];
-    memcpy(dec->v.path, c->h_walk + 3, sizeof(int) * len);
-    return decoder_advance(dec, NULL, n, c->h_walk + 3 + rows, len, c->h_walk[2]);
+    dec->v.len = c->h_walk[1];
+    dec->v.bonus = c->h_walk[2];
+    memcpy(dec->v.path, c->h_walk + 3, sizeof(int) * dec->v.len);
+    memcpy(dec->v.tokens, c->h_walk + 3 + rows, sizeof(int) * dec->v.len);
+    return 0;
+}
+
+/* A cycle's commit of the accepted path dec->v (path, tokens, len) of the
+ * n_verified nodes and the bonus: both caches keep the path, the tokens are
+ * emitted, the next root is the bonus, and the observers see the cycle.
+ * The draft catches up on the committed tokens when the next cycle drafts;
+ * until then they wait in pending. */
+static int decoder_commit(Decoder *dec) {
+    LlamaState *ts = dec->target;
+    const Backend *be = ts->m->be;
+    DevCycle *c = dec->dc;
+    DecodeStats *st = dec->turn.st;
+    const int len = dec->v.len, n = c->n_verified, bonus = dec->v.bonus;
+    const int *toks = dec->v.tokens;
+    if (!dec->walk) {   /* a walk kept each node and its features as it went */
+        /* the path's rows in backend memory, where the device walk left
+         * them; a path of the tree's first len nodes (a chain's) needs no
+         * cache compaction */
+        int prefix = 1;
+        for (int i = 0; i < len && prefix; i++) prefix = dec->v.path[i] == i;
+        const int *rows = c->walk + 3;
+        if (dec->draft) {   /* the path's features before the cache compaction, after the pending ones */
+            reserve_hidden(dec, dec->pending.n + len);
+            be->copy_rows(dec->pending.hidden + (size_t)dec->pending.n * dec->pending.feat_width, NULL,
+                          draft_features(dec->draft, ts), rows, len, dec->pending.feat_width);
+        }
+        llama_commit(ts, prefix ? NULL : rows, len);
+    }
+    const double verify_s = now_seconds() - dec->t_verify;
+    st->t.verify += verify_s;
+    st->cycles++;
+    st->gamma += n - 1;
+    if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, len - 1);
+
+    /* emit accepted nodes and the bonus token */
+    int before = dec->turn.n_out;
+    for (int i = 1; i < len && !dec->turn.done; i++) dec->turn.done = emit(dec, &toks[i], 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
+    if (!dec->turn.done) dec->turn.done = emit(dec, &bonus, 1, dec->turn.out, &dec->turn.n_out, dec->turn.max_new);
+    st->cycle_tokens += dec->turn.n_out - before;
+    if (dec->draft && !dec->turn.done) {
+        dec->pending.owed = !dec->cycle_off;   /* a drafting cycle caught up at its start */
+        pending_add(dec, toks, len);
+    }
+    dec->turn.root = bonus;
+    /* the tree where a walk read it; the keys where the host has them (the
+     * walk's tree, or what a program read to size it) */
+    const Tree *t = dec->walk ? &dec->tree : NULL;
+    const CycleReport r = {.tree = t, .keys = t ? t : c->keys.n ? &c->keys : NULL,
+                           .path = dec->v.path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
+                           .emitted = dec->turn.n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
+                           .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark,
+                           .deferred_s = dec->turn.deferred_s};
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (o->cycle_end && o->cycle_end(o, dec, &r)) return -1;
+    return 0;
 }
 
 static int decoder_end(Decoder *dec) {
@@ -503,40 +470,7 @@ static int decoder_end(Decoder *dec) {
 
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
-    while (!dec->turn.done) {
-        const Tree *t = &dec->tree;
-        if (decoder_cycle_begin(dec)) return -1;
-        if (dec->dc     ? decoder_cycle_dev(dec)
-            : dec->walk ? decoder_draft(dec) || decoder_walk(dec)
-                        : decoder_draft(dec) ||
-                          target_forward(dec, GATE_VERIFY, t->token, dec->v.pos, t->n, t->n > 1 ? dec->v.mask : NULL,
-                                         dec->lazy ? LOGITS_NONE : LOGITS_ALL, 0) ||
-                          decoder_accept(dec))
-            return -1;
-    }
+    while (!dec->turn.done)
+        if (decoder_cycle_begin(dec) || decoder_draft(dec) || decoder_verify(dec) || decoder_commit(dec)) return -1;
     return decoder_end(dec);
-}
-
-const char *decoder_device_cycle_blocker(const Decoder *dec) {
-    const Policy *p = dec->policy;
-    if (!p->build_dev) return "this policy (with these settings) has no device program";
-    return NULL;
-}
-
-int decoder_choose_cycle(Decoder *dec, int choice) {
-    if (choice == CYCLE_HOST || (choice == CYCLE_DEFAULT && decoder_device_cycle_blocker(dec))) return 0;
-    return decoder_use_device_cycle(dec);
-}
-
-int decoder_use_device_cycle(Decoder *dec) {
-    const char *why = decoder_device_cycle_blocker(dec);
-    if (why) { err_set("--cycle device: %s", why); return -1; }
-    const int cap = policy_max_nodes(dec->policy);
-    dec->dc = cycle_new(dec->target->m->be, cap);
-    /* a recording backend replays each bucket's verification: the target's
-     * buffers hold every padded size from the start */
-    if (dec->dc->be->record_begin) llama_reserve(dec->target, dec->dc->pad_max);
-    if (dec->policy->dev_program_for) dec->policy->dev_program_for(dec->policy, dec->dc->be);
-    reserve_nodes(dec, cap);
-    return 0;
 }

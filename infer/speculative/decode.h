@@ -1,9 +1,11 @@
 /* infer/speculative/: the speculative loop.  This file's decode.c is the
- * draft→verify cycle read top to bottom; beside it verify.c, the tree
- * (tree.c), draft sources (draft.c, draft_eagle.c, draft_lm.c), policies
- * (policy.c and policies/), the classifier and sessions (session.c). */
-/* The speculative decoding loop: draft a tree with a policy, verify it with
- * one target forward, keep the accepted path in both KV caches, repeat.
+ * draft→verify→commit cycle read top to bottom; beside it the cycle's
+ * buffers and tree ops (cycle.c), the tree (tree.c), draft sources (draft.c,
+ * draft_eagle.c, draft_lm.c), policies (policy.c and policies/), the
+ * classifier and sessions (session.c). */
+/* The speculative decoding loop: draft a tree with a policy's program in
+ * backend memory, verify it with one target forward, walk it there, keep
+ * the accepted path in both KV caches, repeat.
  *
  * Accounting (README "Metrics"): the first new token comes from the prompt's
  * prefill; every later token comes from a draft–verify cycle, which yields
@@ -44,14 +46,13 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x);
 /* τ: cycle tokens per cycle (0 without cycles) */
 double decode_stats_tau(const DecodeStats *st);
 
-/* A verification's buffers: the tree's positions and attention mask, the
- * accepted path (host, and backend memory for copy_rows), a host logits
- * row; for trees of up to cap_nodes nodes. */
+/* A verification's result on the host: the accepted path (tree nodes,
+ * path[0] the root) and its tokens, len of them, for trees of up to
+ * cap_nodes nodes; the target's bonus token after it; and a logits row
+ * (the prefill's sampling). */
 typedef struct {
-    int *pos, *path;
-    int *path_rows;
-    uint8_t *mask;
-    size_t mask_cap;
+    int *path, *tokens;
+    int len, bonus;
     float *row;
     int cap_nodes;
 } VerifyBuffers;
@@ -88,18 +89,20 @@ struct Decoder {
     Draft *draft;         /* NULL for ar */
     Policy *policy;
     SampleParams sp;
-    Rng rng;              /* sampling: the prefill's key, then one key a cycle (verify_tree, sample_dev) */
+    Rng rng;              /* sampling: the prefill's key, then one key a cycle (sample_dev) */
     Observer *observers;  /* what watches the cycle (observer.h), called in this order */
     int stop_ids[8];      /* further ids that end an answer (chat templates), beside the config's eos */
     int n_stop;
     Turn turn;
-    Tree tree;            /* the host cycle's tree */
+    Tree tree;            /* the verified tree read to the host, where the host walks it (walk) */
     VerifyBuffers v;
     Pending pending;
     int cycle_off;        /* this cycle drafts nothing: an observer turned drafting off (the cost model's switch) */
     int lazy;             /* this cycle's verification scores only the path's rows (lazy_logits_nodes) */
     Gate *gate;           /* where the target's forwards go (batched decoding); NULL: at once */
-    DevCycle *dc;         /* the device cycle (cycle.h), or NULL: the host's */
+    DevCycle *dc;         /* the cycle's buffers in backend memory (cycle.h) */
+    int unit;             /* this cycle's draft phase runs as one recorded unit (decoder_draft) */
+    int unit_verified;    /* ... and its verification with it */
     double draft_mark;    /* the stats' drafting seconds when this cycle began */
     double t_verify;      /* when this cycle's verification began */
     /* Verification by walking (--verify walk, greedy only): the target
@@ -118,22 +121,12 @@ struct Decoder {
     int walk_root_only;
 };
 
-/* slots: target KV capacity (prompt + new tokens + the largest tree). */
+/* slots: target KV capacity (prompt + new tokens + the largest tree).  The
+ * cycle's buffers (dc) are in the target's backend memory; a caller that
+ * gates the forwards sets gate and may point dc->be at a copy of that
+ * backend before the first decoder_run. */
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
-/* Why this decoder cannot run the device cycle (a size without a device
- * program), or NULL when it can. */
-const char *decoder_device_cycle_blocker(const Decoder *dec);
-/* Switches the decoder to the device cycle (Policy.build_dev, cycle.h):
- * the same tokens, trees, τ and γ as the host cycle.  -1 with err_set
- * naming the blocker.  Call before decoder_run, after setting gate. */
-int decoder_use_device_cycle(Decoder *dec);
-/* --cycle: CYCLE_DEFAULT runs the device cycle where the decoder can and
- * the host's elsewhere; CYCLE_HOST and CYCLE_DEVICE insist (DEVICE is an
- * error where it cannot run). */
-enum { CYCLE_DEFAULT, CYCLE_HOST, CYCLE_DEVICE };
-/* Applies a CYCLE_* choice; 0, or -1 with err_set. */
-int decoder_choose_cycle(Decoder *dec, int choice);
 /* Decodes up to max_new tokens after the prompt (stops after an eos);
  * returns how many were written to out, or -1 with err_set. */
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st);

@@ -34,8 +34,7 @@ typedef struct {
     EvalResult *r;
     const char *bench_name;
     int in_ar;                /* the ar baseline is decoding (progress line) */
-    int batch_device;         /* batched: the policy's slots ran the device cycle */
-    BatchDevice batch_dev;    /* batched device cycle: what went through the gates */
+    BatchDevice batch_dev;    /* batched: what the policy's slots' cycles sent through the gates */
     const volatile sig_atomic_t *stop;   /* EvalOptions.stop */
 } EvalCtx;
 
@@ -228,7 +227,7 @@ static cJSON *vocab_auto_json(const VocabAuto *va) {
 
 /* Every setting that shapes the run: models, template, the policy's own
  * settings as it resolved them, sampling. */
-static cJSON *settings_json(const Session *s, const Policy *policy, const Decoder *dec, const EvalOptions *eo) {
+static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOptions *eo) {
     const SessionConfig *cfg = &s->cfg;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "target", cfg->target_dir);
@@ -255,7 +254,6 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const Decode
         if (text) cJSON_AddStringToObject(o, key, text);
         else cJSON_AddNumberToObject(o, key, num);
     }
-    cJSON_AddStringToObject(o, "cycle", dec && dec->dc ? "device" : "host");
     cJSON_AddStringToObject(o, "verify", verify_mode_name(cfg->verify));
     cJSON_AddNumberToObject(o, "batch", eo->batch.slots);
     cJSON_AddBoolToObject(o, "static_batches", eo->batch.static_batches);
@@ -542,8 +540,6 @@ static int eval_batched(Session *s, Policy *policy, QuestionSet *const *sets, co
             double wall = 0;
             BatchOptions bo = o->batch;
             bo.cost = k == 0 && !run_ar && policy->wants_cost ? cost : NULL;   /* the recorded run's */
-            bo.cycle = o->cycle;
-            bo.ran_device = run_ar ? NULL : &c->batch_device;
             bo.device = k == 0 && !run_ar ? &c->batch_dev : NULL;
             bo.stop = o->stop;
             rc = batch_run(s, run_ar ? &ap : &policy->prm, &bo, qs, nq, fn, ctxs, &wall);
@@ -609,8 +605,6 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
             ap.settings[0] = 0;   /* the policy's settings are not ar's */
             if (!(ar_policy = policy_new(&ap)) || !(ar = session_decoder(s, ar_policy))) goto done;
         }
-        for (Decoder *d = dec; d; d = d == dec ? ar : NULL)
-            if (decoder_choose_cycle(d, o->cycle)) goto done;
         if (warm_up(s, dec, ar)) goto done;
     }
 
@@ -629,7 +623,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     cJSON_AddBoolToObject(r->report, "partial", 0);
     cJSON_AddNumberToObject(r->report, "turns_done", 0);
     cJSON_AddNumberToObject(r->report, "turns_total", (double)total_turns);
-    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, dec, o));
+    cJSON_AddItemToObject(r->report, "settings", settings_json(s, policy, o));
     cJSON *jbench = cJSON_AddArrayToObject(r->report, "benchmarks");
 
     progress_start(&prog, "spec-eval turns", total_turns);
@@ -644,8 +638,6 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         const int st = eval_batched(s, policy, sets, files, n, o, &ctx, jbench, batch_cost);
         if (st < 0) goto done;
         r->partial = st > 0;
-        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r->report, "settings"), "cycle",
-                                  cJSON_CreateString(ctx.batch_device ? "device" : "host"));
         n = 0;   /* done: no single-sequence pass below */
     }
     for (int i = 0; i < n && !r->partial; i++) {
@@ -692,7 +684,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
             fprintf(stderr, "spec-eval: why so little drafting: %s; %s\n", arith, why);
         }
     }
-    if (dec && dec->dc) {   /* what the host waited for: the device cycle's reads and recorded cycles */
+    if (dec) {   /* what the host waited for: the cycle's reads and recorded cycles */
         const DevCycle *c = dec->dc;
         cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");
         cJSON_AddNumberToObject(o, "cycles", c->cycles);
@@ -706,7 +698,7 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         cJSON_AddNumberToObject(o, "expand_reads", c->expand_reads);
         cJSON_AddNumberToObject(o, "host_reads_per_cycle",
                                 c->cycles ? (double)(cycle_host_reads(c) - c->tree_reads) / c->cycles : 0);
-    } else if (batched && ctx.batch_device) {   /* the slots' tree ops and reads, batched at their gates */
+    } else if (batched) {   /* the slots' tree ops and reads, batched at their gates */
         const BatchDevice *b = &ctx.batch_dev;
         cJSON *o = cJSON_AddObjectToObject(r->report, "device_cycle");
         cJSON_AddNumberToObject(o, "tree_ops", (double)b->tree_ops);

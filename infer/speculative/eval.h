@@ -25,7 +25,6 @@ typedef struct {
     BatchOptions batch;   /* slots 1: one turn at a time, ar beside it; more: the policy over
                              every question batched, and ar batched the same way */
     int repeats;          /* A/B pairs per question (batched: per run); 0 counts as 1 */
-    int cycle;            /* --cycle: CYCLE_* (decode.h); ar, the baseline, runs the same */
     /* Optional: non-zero stops the run (a signal handler sets it): one
      * sequence at a time, at the end of the cycle in progress (the turn it
      * cuts short is not counted) or between turns; batched, at the next

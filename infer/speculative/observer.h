@@ -16,8 +16,9 @@ typedef struct Decoder Decoder;
 
 /* One committed cycle, as the decoder reports it. */
 typedef struct {
-    const Tree *tree;     /* the verified tree on the host, or NULL (the device cycle's is in backend memory) */
-    const Tree *keys;     /* its nodes' P and depths where the host has them (the tree, or what a device
+    const Tree *tree;     /* the verified tree on the host where a walk read it, else NULL (it is in
+                             backend memory) */
+    const Tree *keys;     /* its nodes' P and depths where the host has them (the tree, or what the
                              program read to size it), else NULL */
     const int *path;      /* accepted nodes, path[0] the root */
     const int *tokens;    /* their tokens */
@@ -61,8 +62,8 @@ Observer *decoder_observer(const Decoder *dec, const char *name);
 /* The observers (observers.c). */
 
 /* A caller's view of every cycle: hook(ctx, tree, path, n_path, cycle)
- * after each, the tree NULL on the device cycle unless reads_tree asks for a
- * host copy of it (one read a cycle).  A non-zero return gives up the turn
+ * after each, the tree NULL (it is in backend memory) unless reads_tree
+ * asks for a host copy of it (one read a cycle).  A non-zero return gives up the turn
  * (the error text untouched; the turn's out and stats are then incomplete),
  * and the next decoder_run begins afresh.  Setting a hook again replaces
  * it; hook NULL removes it. */

@@ -30,13 +30,13 @@ typedef struct {
     CycleHook hook;
     void *ctx;
     int reads_tree;
-    Tree tree;   /* the device cycle's tree, read to the host for the hook */
+    Tree tree;   /* the cycle's tree, read to the host for the hook */
 } HookWatch;
 
 static int hook_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     HookWatch *h = (HookWatch *)o;
     const Tree *t = r->tree;
-    if (!t && dec->dc && h->reads_tree) {
+    if (!t && h->reads_tree) {
         cycle_read_tree(dec->dc, &h->tree);
         t = &h->tree;
     }
@@ -249,9 +249,9 @@ static int vocab_before_catch_up(Observer *o, Decoder *dec, int bonus) {
     const double t0 = now_seconds();
     const int rc = vocab_auto_step(va, dec->draft, bonus);
     *(timed ? &dec->turn.st->t.draft : &dec->turn.st->t.calibrate) += now_seconds() - t0;
-    /* a switch released the draft's buffers: the device cycle's next draft
+    /* a switch released the draft's buffers: the cycle's next draft
      * phase grows them again, op by op (no allocation inside a unit) */
-    if (dec->dc && (va->calibrated != timed || va->chosen != chosen)) dec->dc->op_by_op = 1;
+    if (va->calibrated != timed || va->chosen != chosen) dec->dc->op_by_op = 1;
     return rc;
 }
 

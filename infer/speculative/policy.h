@@ -1,6 +1,7 @@
 /* Tree policies: how the draft tree is built each cycle.  Each policy is a
  * small module registered in infer/speculative/policy.c; the decoding loop only calls
- * build() and feedback(), so new methods plug in without touching it. */
+ * build() (and build_end(), program_for(), feedback() where set), so new
+ * methods plug in without touching it. */
 #ifndef C2T_POLICY_H
 #define C2T_POLICY_H
 #include "infer/speculative/cost.h"
@@ -83,32 +84,29 @@ struct Policy {
      * model (calibrated, refined each cycle) in `cost` before the first build. */
     int wants_cost;
     CostModel *cost;
-    /* Builds the tree under t's root (set by the loop). */
-    int (*build)(Policy *p, Draft *d, Tree *t, StageTimes *tm);
-    /* Optional, set by init where the policy's settings have one: the same
-     * tree as build's, built in backend memory by the device cycle's ops
+    /* Builds the cycle's tree in backend memory by the cycle's tree ops
      * into c (cycle.h: from cycle_begin's root; sets c->verified and
      * c->n_verified).  Its host-side work depends on the tree's values
      * only through what it reads, counted (cycle.h: pass counts, keys, the
      * distributions SAGE's and WETAP's choices need). */
-    int (*build_dev)(Policy *p, Draft *d, DevCycle *c, StageTimes *tm);
-    /* Set with build_dev where it reads nothing back to the host (no pass
-     * count) and its host-side state after a build does not depend on how
-     * often it ran: then the decoder may issue the whole draft phase as
-     * one recorded unit (backend_recorded: one graph on a GPU). */
-    int build_dev_unit;
-    /* Optional, with build_dev: the rest of a program that reads once
-     * after drafting (C2T's fixed shapes: the tree's size), run by the
-     * decoder after the draft phase and before the verification; sets
-     * c->verified and c->n_verified. */
-    int (*build_dev_end)(Policy *p, DevCycle *c, StageTimes *tm);
-    /* Optional: told the backend before the first build_dev, where a
-     * policy has more than one device program (C2T: a read per layer, or
-     * fixed shapes and one read); it sets build_dev and the above. */
-    void (*dev_program_for)(Policy *p, const Backend *be);
-    /* After verification, on either cycle: how many nodes were accepted (SAGE
-     * keeps a history); t is the verified tree, NULL on the device cycle. */
-    void (*feedback)(Policy *p, const Tree *t, int accepted);
+    int (*build)(Policy *p, Draft *d, DevCycle *c, StageTimes *tm);
+    /* Set where build reads nothing back to the host (no pass count) and
+     * its host-side state after a build does not depend on how often it
+     * ran: then the decoder may issue the whole draft phase as one
+     * recorded unit (backend_recorded: one graph on a GPU). */
+    int build_unit;
+    /* Optional: the rest of a program that reads once after drafting
+     * (C2T's fixed shapes: the tree's size), run by the decoder after the
+     * draft phase and before the verification; sets c->verified and
+     * c->n_verified. */
+    int (*build_end)(Policy *p, DevCycle *c, StageTimes *tm);
+    /* Optional: told the backend before the first build, where a policy
+     * has more than one program (C2T: a read per layer, or fixed shapes
+     * and one read); it sets build and the above. */
+    void (*program_for)(Policy *p, const Backend *be);
+    /* Optional, after verification: how many nodes were accepted (SAGE
+     * keeps a history). */
+    void (*feedback)(Policy *p, int accepted);
     void (*destroy)(Policy *p);
 };
 
@@ -148,11 +146,6 @@ int policy_param_get(const Policy *p, int i, const char **key, double *num, cons
  * policy has no such numeric setting. */
 int policy_param_num(const Policy *p, const char *key, double *num);
 
-/* Shared by the policies (policy_helpers.c): expand nodes through the
- * draft, timing it. */
-int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
-                  float *probs, float *ent, StageTimes *tm);
-
 /* A candidate child: joint probability P, the row of its parent in an
  * expansion and its rank among that parent's top-k. */
 typedef struct { float P; int row, rank; } PolicyCand;
@@ -170,9 +163,9 @@ int policy_by_joint_prob(const void *a, const void *b, void *tree);
 /* Keeps the root and the `total` nodes first in that order (-1: all), of
  * them those with P >= min_p; with total POLICY_SIZE_AUTO the prefix
  * cost_best_prefix picks (each node's acceptance estimated by its P) for a
- * cycle whose drafting took draft_s.  scratch: a tree to build into.
- * With c (a device program's pool, t its host mirror): the same nodes kept
- * there (cycle_keep_nodes). */
+ * cycle whose drafting took draft_s.  t is the host mirror of c's pool:
+ * the same nodes are kept there (cycle_keep_nodes).  scratch: a tree to
+ * build into. */
 void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s, DevCycle *c);
 /* Every node of t but the root in policy_by_joint_prob's order into order,
  * their acceptance estimates (cost_estimate; t's P and depths alone are

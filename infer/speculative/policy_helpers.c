@@ -7,16 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int policy_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int topm, int *ids,
-                  float *probs, float *ent, StageTimes *tm) {
-    double t0 = now_seconds(), dist0 = d->t_dist;
-    int rc = draft_expand(d, t, nodes, n, k, topm, ids, probs, ent);
-    double dist = d->t_dist - dist0;   /* softmax, top-k, top-M entropy */
-    tm->dist += dist;
-    tm->draft += now_seconds() - t0 - dist;
-    return rc;
-}
-
 static int by_P_then_order(const void *a, const void *b) {
     const PolicyCand *x = a, *y = b;
     if (x->P != y->P) return x->P > y->P ? -1 : 1;
@@ -123,7 +113,7 @@ void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostMode
     keep[0] = 0;
     memcpy(keep + 1, order, sizeof(int) * total);
     qsort(keep, total + 1, sizeof(int), cmp_node);
-    if (c) cycle_keep_nodes(c, keep, total + 1);
+    cycle_keep_nodes(c, keep, total + 1);
     tree_subset(t, keep, total + 1, scratch);
     /* swap the reranked tree into t */
     Tree tmp = *t;

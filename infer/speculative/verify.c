@@ -1,5 +1,8 @@
 /* Verification: which path of a drafted tree the target accepts, greedily
- * (the target's argmax at every node) or by sampling.
+ * (the target's argmax at every node) or by sampling.  The cycle walks the
+ * tree in backend memory (decode.c: sample_dev or argmax_dev at every row,
+ * then tree_accept); this file holds the rule's reasons, the prefill's
+ * one-row draw and the lazy-logits bound.
  *
  * Sampling.  The tree's tokens do not depend on the draft's randomness
  * (they are its top-k), and for such candidates EAGLE's rule — at a node
@@ -16,9 +19,9 @@
  * counter-based, rng_uniform_at(key, node) with one key a cycle from the
  * decoder's stream: no sequence of draws to replay (EAGLE's rule draws a
  * number per child tried, then one for the bonus: a count known only as
- * the walk goes), so the device cycle draws every row at once (sample_dev)
- * and walks (tree_accept) to the same path and bonus as this host walk,
- * which draws only along the path. */
+ * the walk goes), so the cycle draws every row at once (sample_dev) and
+ * walks (tree_accept) to the path and bonus a walk drawing only along the
+ * path would reach (the lazy-logits walk, one row at a time, does). */
 #include "infer/speculative/verify.h"
 
 int sample_row(const Backend *be, const float *logits, int V, const SampleParams *sp, uint64_t key, int node,
@@ -28,25 +31,6 @@ int sample_row(const Backend *be, const float *logits, int V, const SampleParams
     be->to_host(row, logits, V);
     cpu_backend.sample_dev(row, 1, V, sp, words, node, &id);   /* the CPU's memory is the host's */
     return id;
-}
-
-int verify_tree(const Tree *t, const Backend *be, int V, NodeLogits lg, const SampleParams *sp, uint64_t key,
-                float *row, int *path, int *bonus) {
-    int len = 0, cur = 0, want;
-    path[len++] = 0;
-    for (;;) {
-        int next = -1;
-        const float *logits = lg.of(lg.ctx, cur);
-        if (!logits) return -1;
-        if (sp->temperature > 0) want = sample_row(be, logits, V, sp, key, cur, row);
-        else be->argmax(logits, 1, V, &want);
-        for (int c = cur + 1; c < t->n && next < 0; c++)
-            if (t->parent[c] == cur && t->token[c] == want) next = c;
-        if (next < 0) break;
-        path[len++] = cur = next;
-    }
-    *bonus = want;
-    return len;
 }
 
 int lazy_logits_nodes(const Backend *be) {

@@ -1,6 +1,7 @@
 /* The tree ops of the device cycle on the CPU (kernels.h): the same
- * arithmetic and orders as the host tree code (infer/speculative/tree.c,
- * the EAGLE-2 and C2T policies, greedy verification), over DevTree arrays. */
+ * arithmetic and orders as the host tree code (infer/speculative/tree.c:
+ * tree_add, tree_subset; the policies' rankings, policy_by_joint_prob's
+ * ties), over DevTree arrays. */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>

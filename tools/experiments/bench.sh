@@ -4,9 +4,8 @@
 # (copy bandwidth, sgemm peak: build/tests/bench_forward) and against llama.cpp
 # on the same SmolLM2 weights, precision and thread count (llama-bench tg128
 # and pp n; llama.cpp built by tools/experiments/llamacpp.sh from the PyPI
-# sdist); then spec-eval --cycle device against --cycle host
-# (tools/experiments/cycle_ab.sh); where the CPU has AMX-BF16, --cpu-fast-gemm
-# amx against on (tools/experiments/amx.sh).
+# sdist); then, where the CPU has AMX-BF16, --cpu-fast-gemm amx against on
+# (tools/experiments/amx.sh).
 # Rows are written to results/bench/forward.tsv and results/bench/llamacpp_T.csv;
 # the table printed last has ours / llama.cpp per row; then the threads row
 # (ours and llama.cpp at 1 and 2 threads in the same rounds, tools/experiments/noisy.sh).
@@ -29,9 +28,6 @@ for t in bf16 f16; do
     fi
 done
 build/tests/bench_forward --tsv $TSV --threads "$THREADS" $models 1b
-
-# the device cycle against the host cycle (same trees; speed only)
-case "$models" in *smollm2-135m-instruct\ *|*smollm2-135m-instruct) echo; THREADS=$THREADS tools/experiments/cycle_ab.sh ;; esac
 
 # the tile multiply against the pair dot product, where the CPU has AMX-BF16
 case "$models" in *smollm2-135m-instruct\ *|*smollm2-135m-instruct)

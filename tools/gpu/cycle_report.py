@@ -4,8 +4,7 @@ docs/cuda/latest.json.
 
 Reads, from the steps' log folders (each file from the first folder that has
 it): device.txt (the GPU's name), cycle_eagle2.json, cycle_c2t.json (spec-eval
-with the ar baseline, --check-lossless), cycle_eagle2_host.json (the same
-eagle2 run on the host cycle), cycle_eagle2_graphs.json (eagle2 with
+with the ar baseline, --check-lossless), cycle_eagle2_graphs.json (eagle2 with
 --cuda-graphs on: forwards signed and replayed), cycle_rc.txt (each run's exit status),
 bench_cuda.log (tests/bench_cuda --7b) and collect.log (spec-collect's last
 progress line: questions done at a rate, records).  Writes the JSON to stdout; a figure whose input is missing is
@@ -63,10 +62,9 @@ def phases(rep):
 def main():
     folder = sys.argv[1:]
     device = text(folder, "device.txt").strip() or None
-    e2, c2t, host, graphs, c2t_layers, e2_auto, e2_batch, e2_batch_host = (
-        load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_host.json",
-                                  "cycle_eagle2_graphs.json", "cycle_c2t_layers.json", "cycle_eagle2_auto.json",
-                                  "cycle_eagle2_batch.json", "cycle_eagle2_batch_host.json"))
+    e2, c2t, graphs, c2t_layers, e2_auto, e2_batch = (
+        load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_graphs.json",
+                                  "cycle_c2t_layers.json", "cycle_eagle2_auto.json", "cycle_eagle2_batch.json"))
     rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
     bench = text(folder, "bench_cuda.log")
     m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
@@ -80,12 +78,7 @@ def main():
         "smollm2_c2t_speedup": c2t["total"].get("speedup") if c2t else None,
         "smollm2_c2t_speedup_ci95": c2t["total"].get("speedup_ci95") if c2t else None,
         "smollm2_lossless": (rcs.get("eagle2") == "0" and rcs.get("c2t") == "0") if e2 and c2t else None,
-        "smollm2_cycles": {"eagle2": e2["settings"].get("cycle") if e2 else None,
-                           "c2t": c2t["settings"].get("cycle") if c2t else None},
-        "smollm2_device_cycle_equals_host": (e2["total"]["tau"] == host["total"]["tau"] and
-                                             e2["total"]["gamma"] == host["total"]["gamma"]) if e2 and host else None,
-        "smollm2_eagle2_tok_s": {"device_cycle": e2["total"].get("v") if e2 else None,
-                                 "host_cycle": host["total"].get("v") if host else None},
+        "smollm2_eagle2_tok_s": e2["total"].get("v") if e2 else None,
         "smollm2_eagle2_phase_s_per_cycle": phases(e2) if e2 else None,
         # host reads a cycle and cycles recorded as units (spec-eval's device_cycle)
         "smollm2_eagle2_device_cycle": e2.get("device_cycle") if e2 else None,
@@ -102,7 +95,7 @@ def main():
                                   "speedup_ci95": graphs["total"].get("speedup_ci95"),
                                   "tok_s": graphs["total"].get("v"),
                                   "lossless": rcs.get("eagle2_graphs") == "0"} if graphs else None,
-        # eagle2 --total auto on the device cycle against the fixed total 60 (issue: auto >= the best fixed size)
+        # eagle2 --total auto against the fixed total 60 (issue: auto >= the best fixed size)
         "smollm2_eagle2_auto": {"speedup": e2_auto["total"].get("speedup"),
                                 "speedup_ci95": e2_auto["total"].get("speedup_ci95"),
                                 "tau": e2_auto["total"].get("tau"),
@@ -110,14 +103,10 @@ def main():
                                 "cost_model": {k: e2_auto.get("cost_model", {}).get(k)
                                                for k in ("chosen_mean", "chosen_p10", "chosen_p90", "draft_switch")},
                                 "device_cycle": e2_auto.get("device_cycle")} if e2_auto else None,
-        # eagle2 at --batch 8: the device cycle (tree ops batched over the slots) against ar and the host cycle
+        # eagle2 at --batch 8: the tree ops batched over the slots, against ar
         "smollm2_eagle2_batch8": {"speedup": e2_batch["total"].get("speedup"),
                                   "speedup_ci95": e2_batch["total"].get("speedup_ci95"),
                                   "tok_s": e2_batch["total"].get("v"),
-                                  "host_cycle_tok_s": e2_batch_host["total"].get("v") if e2_batch_host else None,
-                                  "same_tau_gamma": (e2_batch_host["total"]["tau"] == e2_batch["total"]["tau"] and
-                                                     e2_batch_host["total"]["gamma"] == e2_batch["total"]["gamma"])
-                                  if e2_batch_host else None,
                                   "lossless": rcs.get("eagle2_batch") == "0",
                                   "device_cycle": e2_batch.get("device_cycle")} if e2_batch else None,
         "decode_1b_fraction_of_bound": fraction_of_bound(bench, "1B"),

@@ -57,16 +57,15 @@
 #                    --cuda-graphs on, spec-collect on the demo family
 #     cycle-smollm2  SmolLM2 mt_bench (CYCLE_Q 20 x CYCLE_MAX_NEW 128, first
 #                    turns): eagle2 and c2t with the ar baseline, lossless
-#                    checked; eagle2 on the host cycle (same tau and gamma);
-#                    c2t by its per-layer program (against the fixed-shape
-#                    one auto takes on a GPU); eagle2 --total auto on the
-#                    device cycle (sizes from the GPU's measured costs);
-#                    eagle2 at --batch 8 on both cycles (the slots' tree ops
-#                    batched, one launch per op kind); on a GPU eagle2 with
+#                    checked; c2t by its per-layer program (against the
+#                    fixed-shape one auto takes on a GPU); eagle2 --total
+#                    auto (sizes from the GPU's measured costs); eagle2 at
+#                    --batch 8 (the slots' tree ops batched, one launch per
+#                    op kind); on a GPU eagle2 with
 #                    replayed graphs (--cuda-graphs on)
 #   CYCLE_DEVICE=cpu tools/gpu/gpu_remote.sh cycle runs both here, on the CPU
 #   (no setup, no GPU tests; CYCLE_Q 2, CYCLE_MAX_NEW 32; eagle2 and c2t at the
-#   GPU's fixed sizes, so the device cycles run), and the report:
+#   GPU's fixed sizes, so the GPU's programs run), and the report:
 #   the script is proven before GPU minutes are spent on it.
 # SmolLM2's EAGLE head at GPU scale (tools/gpu/smollm2_gpu.py): the GGUF again
 # in two calls, data/ left out of the tree (the prompts travel in the first
@@ -203,8 +202,8 @@ step_cycle() {
     rm -f /tmp/c2t_collect.h5
 }
 
-# The device cycle's SmolLM2 figures: ar, eagle2 and c2t lossless-checked
-# (device cycle where it applies), eagle2 on the host cycle.
+# The cycle's SmolLM2 figures: ar, eagle2 and c2t lossless-checked, c2t's
+# per-layer program, eagle2's auto total and --batch 8.
 step_cycle_smollm2() {
     dev=${CYCLE_DEVICE:-cuda}
     echo "== cycle-smollm2: SmolLM2 mt_bench on $dev"
@@ -217,19 +216,17 @@ step_cycle_smollm2() {
     : > "$LOG/cycle_rc.txt"
     graphs=""   # on a GPU: eagle2 with its forwards signed and replayed
     [ "$dev" = cuda ] && graphs="eagle2_graphs|--policy eagle2 --cuda-graphs on --check-lossless"
-    # The plain commands run the device programs on a GPU; on the CPU a plain
-    # run sizes its trees on the host, so the dry run pins the fixed sizes
-    # (the GPU's defaults) and c2t's fixed-shape program (what auto takes on
-    # a GPU) to run the same cycles as a GPU would.
+    # The plain commands run the fixed sizes on a GPU; on the CPU a plain
+    # run sizes its trees from measured costs, so the dry run pins the fixed
+    # sizes (the GPU's defaults) and c2t's fixed-shape program (what auto
+    # takes on a GPU) to run the same cycles as a GPU would.
     e2="" c2=""
     [ "$dev" = cuda ] || { e2="--total 60 --draft-vocab full"; c2="--total all --draft-vocab full --param program=fixed"; }
     for run in "eagle2|--policy eagle2 $e2 --check-lossless" \
                "c2t|--policy c2t --classifier data/smollm2/classifier.json $c2 --check-lossless" \
-               "eagle2_host|--policy eagle2 $e2 --cycle host --no-baseline" \
                "c2t_layers|--policy c2t --classifier data/smollm2/classifier.json $c2 --param program=layers --no-baseline" \
-               "eagle2_auto|--policy eagle2 --total auto --cycle device --draft-vocab full --check-lossless" \
+               "eagle2_auto|--policy eagle2 --total auto --draft-vocab full --check-lossless" \
                "eagle2_batch|--policy eagle2 $e2 --batch 8 --check-lossless" \
-               "eagle2_batch_host|--policy eagle2 $e2 --batch 8 --cycle host --no-baseline" \
                ${graphs:+"$graphs"}; do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null

@@ -10,17 +10,12 @@
 #include <string.h>
 
 /* ---- ar ---- */
-static int ar_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
-    (void)p; (void)d; (void)t; (void)tm;
-    return 0;   /* the root alone: the target decodes one token per cycle */
-}
-static int ar_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+static int ar_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     (void)p; (void)d; (void)c; (void)tm;
-    return 0;
+    return 0;   /* the root alone: the target decodes one token per cycle */
 }
 static int ar_init(Policy *p) {
     p->build = ar_build;
-    p->build_dev = ar_build_dev;
     p->needs_draft = 0;
     return 0;
 }
@@ -55,12 +50,11 @@ typedef struct {
     ChainStop stop;
     Classifier *cls;
     DevScores dev;   /* the device program's early stop */
-    Tree mirror;     /* draft_len auto's device program: its chain on the host */
+    Tree mirror;     /* draft_len auto's program: its chain on the host */
 } ChainState;
 
-/* The host build; with c (draft_len auto's device program), the same
- * chain grown in c's pool from the host's choices, t mirroring it node for
- * node (cycle_expand_read). */
+/* draft_len auto's program: the chain grown in c's pool from the host's
+ * choices, t mirroring it node for node (cycle_expand_read). */
 static int chain_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     const ChainState *s = p->state;
     const ChainParams *q = p->own;
@@ -78,9 +72,7 @@ static int chain_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm)
         /* the next token's P is at most its parent's */
         if (cost && i > 0 && !cost_layer_pays(cost, est, i, expands, cost_estimate(cost, t->P[node], t->depth[node] + 1)))
             break;
-        if (c ? cycle_expand_read(c, d, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)
-              : policy_expand(d, t, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm))
-            return -1;
+        if (cycle_expand_read(c, d, &node, 1, 1, p->prm.topm, &id, &prob, want_ent, tm)) return -1;
         expands++;
         /* Early stopping (C2T paper, App. I / Table 7): DyMax when the
          * draft's top probability is low, DyJoint when the chain's joint
@@ -100,25 +92,21 @@ static int chain_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm)
             if (conf < q->beta) break;
         }
         node = tree_add(t, node, id, prob, ent, 0);
-        if (c) cycle_grow_cands(c, d, &(PolicyCand){P, 0, 0}, 1, 1);
+        cycle_grow_cands(c, d, &(PolicyCand){P, 0, 0}, 1, 1);
         if (cost) est[i] = cost_estimate(cost, t->P[node], t->depth[node]);
     }
     if (cost) {   /* a chain's prefix is its first nodes */
         cost_observe_expand(cost, expands, now_seconds() - t_start);
         t->n = 1 + cost_best_prefix(cost, est, t->n - 1, cost_draft_s(cost, expands));
     }
-    if (c) {
-        c->n = c->n_verified = t->n;
-        cycle_keys_from(c, t);
-    }
+    c->n = c->n_verified = t->n;
+    cycle_keys_from(c, t);
     return 0;
 }
 
-static int chain_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return chain_grow(p, d, t, NULL, tm); }
-
-/* draft_len auto's device program: a read per token, each choice the host
- * build's on a mirror of the chain. */
-static int chain_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* draft_len auto's program: a read per token, each choice made on a host
+ * mirror of the chain. */
+static int chain_build_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     ChainState *s = p->state;
     tree_reset(&s->mirror, -1);   /* the root's token stays on the device: no choice reads it */
     return chain_grow(p, d, &s->mirror, c, tm);
@@ -128,7 +116,7 @@ static int chain_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm
  * where tree_pass passes it: by its own p (DyMax), its P (DyJoint) or the
  * classifier's confidence (tree_classify: C2T) against the threshold, the
  * host reading whether it passed. */
-static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+static int chain_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     ChainState *s = p->state;
     const ChainParams *q = p->own;
     const int want = p->prm.want_entropy || s->stop == STOP_C2T;
@@ -154,7 +142,7 @@ static int chain_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
  * drafted, each thresholded by tree_pass into its own count (a node
  * under a dead one is dead: tree_pass), the counts read once after the
  * draft phase (chain_end_fixed): the live nodes are the chain's first. */
-static int chain_build_dev_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+static int chain_build_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     ChainState *s = p->state;
     const ChainParams *q = p->own;
     const int want = p->prm.want_entropy || s->stop == STOP_C2T;
@@ -182,13 +170,13 @@ static int chain_end_fixed(Policy *p, DevCycle *c, StageTimes *tm) {
 
 /* An early stop's program on be (ChainParams.program): without one the
  * chain reads nothing anyway. */
-static void chain_dev_program_for(Policy *p, const Backend *be) {
+static void chain_program_for(Policy *p, const Backend *be) {
     ChainState *s = p->state;
     ChainParams *q = p->own;
     const int fixed = policy_program_fixed(q->program, sizeof q->program, be) && s->stop != STOP_NONE;
-    p->build_dev = fixed ? chain_build_dev_fixed : chain_build_dev;
-    p->build_dev_end = fixed ? chain_end_fixed : NULL;
-    p->build_dev_unit = fixed || s->stop == STOP_NONE;
+    p->build = fixed ? chain_build_fixed : chain_build;
+    p->build_end = fixed ? chain_end_fixed : NULL;
+    p->build_unit = fixed || s->stop == STOP_NONE;
 }
 
 static void chain_destroy(Policy *p) {
@@ -215,12 +203,11 @@ static int chain_init(Policy *p) {
     }
     tree_init(&s->mirror);
     p->state = s;
-    p->build = chain_build;
     p->wants_cost = q->draft_len == POLICY_SIZE_AUTO;
-    p->build_dev = p->wants_cost ? chain_build_dev_auto : chain_build_dev;
-    if (!p->wants_cost) p->dev_program_for = chain_dev_program_for;
+    p->build = p->wants_cost ? chain_build_auto : chain_build;
+    if (!p->wants_cost) p->program_for = chain_program_for;
     /* an early stop's per-node program reads whether each passed, auto's each token */
-    p->build_dev_unit = s->stop == STOP_NONE && !p->wants_cost;
+    p->build_unit = s->stop == STOP_NONE && !p->wants_cost;
     p->destroy = chain_destroy;
     return 0;
 }
@@ -299,38 +286,9 @@ static int static_parse(const char *spec, StaticTree *s) {
     return rc;
 }
 
-static int static_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
-    const StaticTree *s = p->state;
-    const int k = s->max_rank + 1;
-    int *node_of = xmalloc(sizeof(int) * (s->n + 1));     /* static index -> tree node */
-    int *expand = xmalloc(sizeof(int) * (s->n + 1));
-    int *ids = xmalloc(sizeof(int) * (s->n + 1) * k);
-    float *probs = xmalloc(sizeof(float) * (s->n + 1) * k), *ent = xmalloc(sizeof(float) * (s->n + 1));
-    int *row_of = xmalloc(sizeof(int) * (s->n + 1));
-    node_of[0] = 0;
-    int rc = 0;
-    for (int depth = 1; depth <= s->max_depth && !rc; depth++) {
-        /* expand every node that has a child at this depth, once */
-        int ne = 0;
-        for (int j = 0; j < s->n; j++) {
-            if (s->depth[j] != depth) continue;
-            int par = s->parent[j], seen = 0;
-            for (int q = 0; q < ne; q++) if (expand[q] == node_of[par]) seen = 1;
-            if (!seen) { row_of[par] = ne; expand[ne++] = node_of[par]; }
-        }
-        rc = policy_expand(d, t, expand, ne, k, p->prm.topm, ids, probs, ent, tm);
-        for (int j = 0; j < s->n && !rc; j++) {
-            if (s->depth[j] != depth) continue;
-            int r = row_of[s->parent[j]], rank = s->rank[j];
-            node_of[j + 1] = tree_add(t, node_of[s->parent[j]], ids[r * k + rank], probs[r * k + rank], ent[r], rank);
-        }
-    }
-    free(node_of); free(expand); free(ids); free(probs); free(ent); free(row_of);
-    return rc;
-}
-
-/* static_build's node numbering and expansions, which depend only on the
- * paths, as index lists in be's memory. */
+/* The tree's node numbering (depth by depth, in path order) and
+ * expansions, which depend only on the paths, as index lists in be's
+ * memory. */
 static void static_program(StaticTree *s, const Backend *be) {
     int *node_of = xmalloc(sizeof(int) * (s->n + 1)), *row_of = xmalloc(sizeof(int) * (s->n + 1));
     int *rows = xmalloc(sizeof(int) * (s->n + 1)), *picks = xmalloc(sizeof(int) * 2 * (s->n + 1));
@@ -374,7 +332,7 @@ static void static_program_free(StaticTree *s) {
     s->be = NULL;
 }
 
-static int static_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+static int static_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     StaticTree *s = p->state;
     if (s->be != c->be) {
         static_program_free(s);
@@ -408,8 +366,7 @@ static int static_init(Policy *p) {
     if (static_parse(spec, s)) { free(s->parent); free(s->rank); free(s->depth); free(s); return -1; }
     p->state = s;
     p->build = static_build;
-    p->build_dev = static_build_dev;
-    p->build_dev_unit = 1;
+    p->build_unit = 1;
     p->destroy = static_destroy;
     return 0;
 }

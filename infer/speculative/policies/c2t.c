@@ -58,15 +58,15 @@ typedef struct {
     int cap;
     int *ids, *cand_parent, *order, *frontier;
     float *probs, *ent, *conf;
-    PolicyCand *cand;      /* the device program's: a layer's passing candidates */
+    PolicyCand *cand;      /* a layer's passing candidates (total auto) */
     ClsNode *node;         /* per candidate: its features */
     int node_cap;
     float *path_conf;      /* per tree node: the smallest confidence from the root to it */
     float *est;            /* per kept candidate of the cap: its P, in rank order */
     int *rank;             /* tree nodes in the cap's order */
     Tree scratch;
-    Tree mirror;           /* total auto's device program: its pool on the host */
-    DevScores dev;         /* the device program's classifier and scores */
+    Tree mirror;           /* total auto's program: its pool on the host */
+    DevScores dev;         /* the fixed-total programs' classifier and scores */
 } C2TState;
 
 static void c2t_reserve_nodes(C2TState *s, int n) {
@@ -132,8 +132,8 @@ static int c2t_layer_pays(const Tree *t, C2TState *s, int nf, const CostModel *c
 }
 
 /* Keeps the root and the first `total` nodes of the cap's order (auto: the
- * prefix cost_best_prefix picks for drafting that took draft_s); with c, in
- * c's pool too (t its mirror). */
+ * prefix cost_best_prefix picks for drafting that took draft_s), in c's
+ * pool and in t, its mirror. */
 static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double draft_s, DevCycle *c) {
     const int n = c2t_rank_nodes(t, s, cost);
     if (total == POLICY_SIZE_AUTO) total = cost_best_prefix(cost, s->est, n, draft_s);
@@ -142,7 +142,7 @@ static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double dra
     kept[0] = 0;
     memcpy(kept + 1, s->rank, sizeof(int) * total);
     qsort(kept, total + 1, sizeof(int), cmp_node);
-    if (c) cycle_keep_nodes(c, kept, total + 1);
+    cycle_keep_nodes(c, kept, total + 1);
     tree_subset(t, kept, total + 1, &s->scratch);
     Tree tmp = *t;
     *t = s->scratch;
@@ -150,9 +150,8 @@ static void c2t_cap(Tree *t, C2TState *s, int total, CostModel *cost, double dra
     free(kept);
 }
 
-/* Algorithm 1 into t; with c (total auto's device program), the same tree
- * grown in c's pool from the host's choices, t mirroring it node for node
- * (cycle_expand_read). */
+/* Algorithm 1 in c's pool from the host's choices on t, which mirrors it
+ * node for node (cycle_expand_read): total auto's program. */
 static int c2t_build_tree(Draft *d, Tree *t, DevCycle *c, const Classifier *cls, int K, int dmax, float beta,
                           int topm, StageTimes *tm, C2TState *s, CostModel *cost) {
     c2t_reserve(s, K * K > K ? K * K : K);
@@ -168,9 +167,7 @@ static int c2t_build_tree(Draft *d, Tree *t, DevCycle *c, const Classifier *cls,
         expands++;
         int nc = nf * K;
         c2t_reserve(s, nc);
-        if (c ? cycle_expand_read(c, d, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)
-              : policy_expand(d, t, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm))
-            return -1;
+        if (cycle_expand_read(c, d, s->frontier, nf, K, topm, s->ids, s->probs, s->ent, tm)) return -1;
         double t0 = now_seconds();
         for (int i = 0; i < nf; i++) {
             const int par = s->frontier[i];
@@ -197,7 +194,7 @@ static int c2t_build_tree(Draft *d, Tree *t, DevCycle *c, const Classifier *cls,
             s->ids[x] = node;    /* reuse: candidate -> tree node */
             np++;
         }
-        if (c) cycle_grow_cands(c, d, s->cand, np, K);
+        cycle_grow_cands(c, d, s->cand, np, K);
         /* second pruning: the K most confident passing nodes expand next */
         qsort_r(s->order, np, sizeof(int), by_conf, s->conf);
         nf = np < K ? np : K;
@@ -214,8 +211,8 @@ static int c2t_build_tree(Draft *d, Tree *t, DevCycle *c, const Classifier *cls,
     return expands;
 }
 
-/* The host build; with c, total auto's device program (the same tree from
- * the host's choices on a mirror of c's pool). */
+/* total auto's program: the tree from the host's choices on t, a mirror
+ * of c's pool, then the cap. */
 static int c2t_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     C2TState *s = p->state;
     const C2TParams *q = p->own;
@@ -223,22 +220,19 @@ static int c2t_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     const int expands = c2t_build_tree(d, t, c, s->cls, q->topk, q->depth, q->beta, p->prm.topm, tm, s, cost);
     if (expands < 0) return -1;
     if (q->total != -1) c2t_cap(t, s, q->total, cost, cost ? cost_draft_s(cost, expands) : 0, c);
-    if (c) cycle_keys_from(c, t);
+    cycle_keys_from(c, t);
     return 0;
 }
 
-static int c2t_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return c2t_grow(p, d, t, NULL, tm); }
-
-/* total auto's device program: a read per layer (its expansion), the
- * layer's classifier, pruning and the cap on the host's mirror, as the
- * host build makes them. */
-static int c2t_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* total auto's program: a read per layer (its expansion), the layer's
+ * classifier, pruning and the cap on the host's mirror. */
+static int c2t_build_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     C2TState *s = p->state;
     tree_reset(&s->mirror, -1);   /* the root's token stays on the device: no choice reads it */
     return c2t_grow(p, d, &s->mirror, c, tm);
 }
 
-/* The device programs of the same tree (c2t_build_tree without a cost
+/* The programs at a fixed total (c2t_build_tree's tree without a cost
  * model, then the cap): each layer's children grown by tree_grow, scored
  * by tree_classify, thresholded by tree_pass; the next frontier is tree_top
  * by confidence over the layer (one layer shares a depth, so its ties go
@@ -255,7 +249,7 @@ static int c2t_build_dev_auto(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) 
  *    children never pass; all d_max layers run, also where the tree died
  *    early.  Within a layer the live nodes keep the order the layers
  *    program gives them.  c2t_end_fixed reads the layers' counts once. */
-static int c2t_program_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm, int fixed) {
+static int c2t_program(Policy *p, Draft *d, DevCycle *c, StageTimes *tm, int fixed) {
     C2TState *s = p->state;
     const C2TParams *q = p->own;
     const int K = q->topk, topm = p->prm.topm;
@@ -284,9 +278,9 @@ static int c2t_program_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm, int
     return 0;
 }
 
-static int c2t_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) { return c2t_program_dev(p, d, c, tm, 0); }
-static int c2t_build_dev_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
-    return c2t_program_dev(p, d, c, tm, 1);
+static int c2t_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) { return c2t_program(p, d, c, tm, 0); }
+static int c2t_build_fixed(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+    return c2t_program(p, d, c, tm, 1);
 }
 
 /* The fixed program's end: the live nodes counted (one read of every
@@ -302,14 +296,14 @@ static int c2t_end_fixed(Policy *p, DevCycle *c, StageTimes *tm) {
     return 0;
 }
 
-/* Which device program runs on be (C2TParams.program), recorded in the
- * settings for the report. */
-static void c2t_dev_program_for(Policy *p, const Backend *be) {
+/* Which program runs on be (C2TParams.program), recorded in the settings
+ * for the report. */
+static void c2t_program_for(Policy *p, const Backend *be) {
     C2TParams *q = p->own;
     const int fixed = policy_program_fixed(q->program, sizeof q->program, be);
-    p->build_dev = fixed ? c2t_build_dev_fixed : c2t_build_dev;
-    p->build_dev_end = fixed ? c2t_end_fixed : NULL;
-    p->build_dev_unit = fixed;
+    p->build = fixed ? c2t_build_fixed : c2t_build;
+    p->build_end = fixed ? c2t_end_fixed : NULL;
+    p->build_unit = fixed;
 }
 
 static void c2t_destroy(Policy *p) {
@@ -335,10 +329,9 @@ static int c2t_init(Policy *p) {
     tree_init(&s->scratch);
     tree_init(&s->mirror);
     p->state = s;
-    p->build = c2t_build;
     p->wants_cost = q->total == POLICY_SIZE_AUTO;
-    p->build_dev = p->wants_cost ? c2t_build_dev_auto : c2t_build_dev;
-    if (!p->wants_cost) p->dev_program_for = c2t_dev_program_for;   /* auto: the one program above */
+    p->build = p->wants_cost ? c2t_build_auto : c2t_build;
+    if (!p->wants_cost) p->program_for = c2t_program_for;   /* auto: the one program above */
     p->destroy = c2t_destroy;
     return 0;
 }

@@ -15,9 +15,9 @@
  * acceptance estimated by its P, expands only the frontier nodes whose P
  * reaches the price of a verified token (cost_node_price: cheaper children
  * could never be kept) and stops expanding (before `depth`) once no further
- * layer can pay for its draft step.  Its device programs (program):
- * layers, the host build run on a mirror of the device pool (a read per
- * expansion); fixed, the whole pool and one read of its keys. */
+ * layer can pay for its draft step.  Its programs (program): layers, the
+ * choices made on a host mirror of the device pool (a read per expansion);
+ * fixed, the whole pool and one read of its keys. */
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
@@ -38,44 +38,36 @@ static int top_by_P(const Tree *t, const int *nodes, int n, int k, int *sel) {
     return m;
 }
 
-/* One expansion of nodes[0..m) of t: the draft's, or with c (the device
- * program) that of c's pool, t its mirror, read to the host. */
-static int expand(Draft *d, Tree *t, DevCycle *c, const int *nodes, int m, int k, int topm, int *ids, float *probs,
-                  float *ent, StageTimes *tm) {
-    return c ? cycle_expand_read(c, d, nodes, m, k, topm, ids, probs, ent, tm)
-             : policy_expand(d, t, nodes, m, k, topm, ids, probs, ent, tm);
-}
-
-/* Builds the pool into t (no rerank): all `depth` steps, or with a cost
- * model (total auto) until a further layer cannot pay; with c, the same
- * pool in c's, grown from the host's choices (t mirrors it node for node).
+/* Builds the pool in c's (no rerank) from the host's choices on t, which
+ * mirrors it node for node: all `depth` steps, or with a cost model (total
+ * auto) until a further layer cannot pay.
  * Returns -1 on a draft failure, else the expansion steps run (the root's
  * included). */
 static int eagle2_expand_pool(Draft *d, Tree *t, DevCycle *c, int k, int depth, int topm, int want_entropy,
                               StageTimes *tm, CostModel *cost) {
     int *ids = xmalloc(sizeof(int) * k * k), *sel = xmalloc(sizeof(int) * k);
     float *probs = xmalloc(sizeof(float) * k * k), *ent = xcalloc(k, sizeof(float));
-    PolicyCand *cand = c ? xmalloc(sizeof(PolicyCand) * k * k) : NULL;   /* every child, in order */
-    for (int i = 0; c && i < k * k; i++) cand[i] = (PolicyCand){0, i / k, i % k};
+    PolicyCand *cand = xmalloc(sizeof(PolicyCand) * k * k);   /* every child, in order */
+    for (int i = 0; i < k * k; i++) cand[i] = (PolicyCand){0, i / k, i % k};
     /* the entropy is a feature for traces and classifiers; plain EAGLE-2
      * does not need it (want_entropy 0 leaves H at 0) */
     float *want = want_entropy ? ent : NULL;
     int *newest = xmalloc(sizeof(int) * k * k), n_newest = 0, root = 0, rc, expands = 1;
     const double t0 = now_seconds();
-    rc = expand(d, t, c, &root, 1, k, topm, ids, probs, want, tm);
+    rc = cycle_expand_read(c, d, &root, 1, k, topm, ids, probs, want, tm);
     for (int j = 0; j < k && !rc; j++) newest[n_newest++] = tree_add(t, 0, ids[j], probs[j], ent[0], j);
-    if (c && !rc) cycle_grow_cands(c, d, cand, k, k);
+    if (!rc) cycle_grow_cands(c, d, cand, k, k);
     for (int step = 0; step < depth && !rc; step++) {
         int m = top_by_P(t, newest, n_newest, k, sel), pays = 1;
         if (cost) m = policy_front_worth(t, sel, m, k, cost, expands, &pays);
         if (!pays) break;
-        rc = expand(d, t, c, sel, m, k, topm, ids, probs, want, tm);
+        rc = cycle_expand_read(c, d, sel, m, k, topm, ids, probs, want, tm);
         expands++;
         n_newest = 0;
         for (int i = 0; i < m && !rc; i++)
             for (int j = 0; j < k; j++)
                 newest[n_newest++] = tree_add(t, sel[i], ids[i * k + j], probs[i * k + j], ent[i], j);
-        if (c && !rc) cycle_grow_cands(c, d, cand, m * k, k);
+        if (!rc) cycle_grow_cands(c, d, cand, m * k, k);
     }
     if (cost && !rc) cost_observe_expand(cost, expands, now_seconds() - t0);
     free(ids); free(sel); free(probs); free(ent); free(newest); free(cand);
@@ -107,8 +99,8 @@ typedef struct {
     int cap;
 } Eagle2State;
 
-/* The host build; with c, total auto's layers program (eagle2_dev_program_for):
- * the same tree grown in c's pool from the host's choices on a mirror of it. */
+/* The layers program (eagle2_program_for, min_p): the tree grown in c's
+ * pool from the host's choices on t, a mirror of it. */
 static int eagle2_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     Eagle2State *s = p->state;
     const Eagle2Params *q = p->own;
@@ -116,16 +108,13 @@ static int eagle2_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm
     int expands = eagle2_expand_pool(d, t, c, q->topk, q->depth, p->prm.topm, p->prm.want_entropy, tm, cost);
     if (expands < 0) return -1;
     policy_rerank_by_P(t, q->total, q->min_p, &s->scratch, cost, cost ? cost_draft_s(cost, expands) : 0, c);
-    if (c) cycle_keys_from(c, t);
+    cycle_keys_from(c, t);
     return 0;
 }
 
-static int eagle2_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return eagle2_grow(p, d, t, NULL, tm); }
-
 /* total auto's program where reads are free (a CPU), and min_p's: it
- * prunes as it drafts, as the host build does, reading each expansion
- * (cycle_expand_read). */
-static int eagle2_build_dev_layers(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+ * prunes as it drafts, reading each expansion (cycle_expand_read). */
+static int eagle2_build_layers(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     Eagle2State *s = p->state;
     tree_reset(&s->mirror, -1);   /* the root's token stays on the device: no choice reads it */
     return eagle2_grow(p, d, &s->mirror, c, tm);
@@ -134,7 +123,7 @@ static int eagle2_build_dev_layers(Policy *p, Draft *d, DevCycle *c, StageTimes 
 /* The device program's pool: grown by tree_grow, each step's frontier
  * chosen by tree_top (the k best of the newest layer).  Every shape follows
  * from topk and depth. */
-static int eagle2_pool_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+static int eagle2_build_pool(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     const Eagle2Params *q = p->own;
     const int k = q->topk, want = p->prm.want_entropy, topm = p->prm.topm;
     if (cycle_expand(c, d, 1, NULL, 1, k, topm, want, tm)) return -1;
@@ -151,11 +140,10 @@ static int eagle2_pool_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     return 0;
 }
 
-/* The device program of the same tree as the host's at a fixed total: the
- * pool, then the rerank. */
-static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* The program at a fixed total: the pool, then the rerank. */
+static int eagle2_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     const Eagle2Params *q = p->own;
-    if (eagle2_pool_dev(p, d, c, tm)) return -1;
+    if (eagle2_build_pool(p, d, c, tm)) return -1;
     cycle_keep_best(c, NULL, q->total);   /* tree_top's ties are policy_by_joint_prob's */
     return 0;
 }
@@ -163,8 +151,8 @@ static int eagle2_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
 /* total auto's fixed program (a GPU): the whole pool is drafted (no frontier is cut
  * by price, so its shapes follow from topk and depth and the draft phase
  * reads nothing), then one read of the pool's P and depths, the host's
- * ranking and cost_best_prefix's prefix of it (the host cycle's rule, over
- * the full pool), the rerank to that size on the device.  The phase's time
+ * ranking and cost_best_prefix's prefix of it (the layers program's rule,
+ * over the full pool), the rerank to that size on the device.  The phase's time
  * up to the read (which waits for it) is the cost model's expansion time. */
 static int eagle2_end_auto(Policy *p, DevCycle *c, StageTimes *tm) {
     Eagle2State *s = p->state;
@@ -205,15 +193,15 @@ static void eagle2_destroy(Policy *p) {
 }
 
 /* total auto's program on be (Eagle2Params.program): layers (a read per
- * expansion, the pool pruned as the host build prunes it) or, where the
+ * expansion, the pool pruned as it grows) or, where the
  * backend records units (a GPU) and no min_p prunes, fixed (the whole pool,
  * one read of its keys). */
-static void eagle2_dev_program_for(Policy *p, const Backend *be) {
+static void eagle2_program_for(Policy *p, const Backend *be) {
     Eagle2Params *q = p->own;
     const int fixed = policy_program_fixed(q->program, sizeof q->program, be) && q->min_p <= 0;
-    p->build_dev = fixed ? eagle2_pool_dev : eagle2_build_dev_layers;
-    p->build_dev_end = fixed ? eagle2_end_auto : NULL;
-    p->build_dev_unit = fixed;
+    p->build = fixed ? eagle2_build_pool : eagle2_build_layers;
+    p->build_end = fixed ? eagle2_end_auto : NULL;
+    p->build_unit = fixed;
 }
 
 static int eagle2_init(Policy *p) {
@@ -225,17 +213,16 @@ static int eagle2_init(Policy *p) {
     tree_init(&s->keys);
     p->state = s;
     p->wants_cost = q->total == POLICY_SIZE_AUTO;
-    p->build = eagle2_build;
-    /* fixed sizes without a threshold: the device program's shapes follow
-     * from topk and depth alone */
+    /* fixed sizes without a threshold: the program's shapes follow from
+     * topk and depth alone */
     if (p->wants_cost) {
-        p->build_dev = eagle2_build_dev_layers;
-        p->dev_program_for = eagle2_dev_program_for;
+        p->build = eagle2_build_layers;
+        p->program_for = eagle2_program_for;
     } else if (q->min_p <= 0) {
-        p->build_dev = eagle2_build_dev;
-        p->build_dev_unit = 1;
+        p->build = eagle2_build;
+        p->build_unit = 1;
     } else {   /* min_p's threshold: the program that prunes on a mirror, reading each expansion */
-        p->build_dev = eagle2_build_dev_layers;
+        p->build = eagle2_build_layers;
     }
     p->destroy = eagle2_destroy;
     return 0;

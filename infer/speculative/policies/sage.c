@@ -115,7 +115,7 @@ static const PolicyParamDef sage_params[] = {
 
 typedef struct {
     Tree scratch;       /* for sage_nmax auto's rerank */
-    Tree mirror;        /* the device program's pool on the host (sage_grow) */
+    Tree mirror;        /* the pool on the host (sage_grow) */
     float alpha;        /* confidence for the next build */
     int dmax;           /* history-adjusted maximum depth Dmax' */
     int *hist, n_hist, next;   /* ring of the last `window` accepted counts */
@@ -142,9 +142,8 @@ static float sage_confidence(const float *probs, int k) {
     return (float)(a < 0 ? 0 : a > 1 ? 1 : a);
 }
 
-/* The cycle's tree into t; with c (the device program), the same tree
- * grown in c's pool too, layer by layer from the host's choices, t
- * mirroring it node for node (cycle_expand_read). */
+/* The cycle's tree grown in c's pool layer by layer from the host's
+ * choices on t, which mirrors it node for node (cycle_expand_read). */
 static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     SageState *s = p->state;
     const SageParams *q = p->own;
@@ -179,8 +178,7 @@ static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) 
         if (!nf) break;
         /* auto: the first level always (α for the next cycle comes from it) */
         if (cost && l > 1 && !policy_layer_pays(t, front, nf, cost, expands)) break;
-        rc = c ? cycle_expand_read(c, d, front, nf, K, p->prm.topm, ids, probs, ent, tm)
-               : policy_expand(d, t, front, nf, K, p->prm.topm, ids, probs, ent, tm);
+        rc = cycle_expand_read(c, d, front, nf, K, p->prm.topm, ids, probs, ent, tm);
         if (rc) break;
         expands++;
         if (l == 1) s->alpha = sage_confidence(probs, q->sage_k < K ? q->sage_k : K);   /* for the next cycle */
@@ -212,7 +210,7 @@ static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) 
             const int j = cand[i].row * K + cand[i].rank;
             next[i] = tree_add(t, front[cand[i].row], ids[j], probs[j], ent[cand[i].row], cand[i].rank);
         }
-        if (c) cycle_grow_cands(c, d, cand, nc, K);
+        cycle_grow_cands(c, d, cand, nc, K);
         added += nc;
         free(front);
         front = next;
@@ -222,23 +220,20 @@ static int sage_grow(Policy *p, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) 
     if (cost && !rc) {
         cost_observe_expand(cost, expands, now_seconds() - t_start);
         policy_rerank_by_P(t, POLICY_SIZE_AUTO, 0, &s->scratch, cost, cost_draft_s(cost, expands), c);
-        if (c) cycle_keys_from(c, t);
+        cycle_keys_from(c, t);
     }
     return rc;
 }
 
-static int sage_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) { return sage_grow(p, d, t, NULL, tm); }
-
-/* The device program: the host's choices on a mirror of the
- * pool, whose root's token stays on the device (no choice reads it). */
-static int sage_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* The program: the host's choices on a mirror of the pool, whose root's
+ * token stays on the device (no choice reads it). */
+static int sage_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     SageState *s = p->state;
     tree_reset(&s->mirror, -1);
     return sage_grow(p, d, &s->mirror, c, tm);
 }
 
-static void sage_feedback(Policy *p, const Tree *t, int accepted) {
-    (void)t;
+static void sage_feedback(Policy *p, int accepted) {
     SageState *s = p->state;
     const SageParams *q = p->own;
     if (s->build_n_past >= 0) s->expect_n_past = s->build_n_past + accepted + 1;
@@ -292,7 +287,6 @@ static int sage_init(Policy *p) {
     p->state = s;
     p->wants_cost = q->sage_nmax == POLICY_SIZE_AUTO;
     p->build = sage_build;
-    p->build_dev = sage_build_dev;
     p->feedback = sage_feedback;
     p->destroy = sage_destroy;
     return 0;

@@ -90,8 +90,7 @@ static const PolicyParamDef wetap_params[] = {
 };
 
 typedef struct {
-    Tree scratch;
-    Tree mirror;   /* the device program's pool on the host (wetap_pool) */
+    Tree mirror;   /* the pool on the host (wetap_pool) */
 } WetapState;
 
 /* H_norm of the layer nodes[0..n): entropy of their normalised joint
@@ -109,9 +108,8 @@ static double layer_entropy_norm(const Tree *t, const int *nodes, int n) {
     return hn < 0 ? 0 : hn > 1 ? 1 : hn;
 }
 
-/* Builds the unpruned pool of L layers into t; with c (the device
- * program), the same pool grown in c's pool too, layer by layer from the
- * host's choices, t mirroring it node for node (cycle_expand_read).
+/* Builds the unpruned pool of L layers in c's, layer by layer from the
+ * host's choices on t, which mirrors it node for node (cycle_expand_read).
  * Layer 1 is the root's top-Wmin: every candidate, as W = Wmin keeps. */
 static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, DevCycle *c, StageTimes *tm) {
     const int L = q->wetap_depth, wmin = q->wetap_wmin, wmax = q->wetap_wmax;
@@ -129,8 +127,7 @@ static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, DevCycl
         int *ids = xmalloc(sizeof(int) * ncur * K);
         float *probs = xmalloc(sizeof(float) * ncur * K), *ents = xmalloc(sizeof(float) * ncur);
         PolicyCand *cand = xmalloc(sizeof(PolicyCand) * ncur * K);
-        rc = c ? cycle_expand_read(c, d, cur, ncur, K, topm, ids, probs, ents, tm)
-               : policy_expand(d, t, cur, ncur, K, topm, ids, probs, ents, tm);
+        rc = cycle_expand_read(c, d, cur, ncur, K, topm, ids, probs, ents, tm);
         int nc = 0;
         for (int i = 0; i < ncur && !rc; i++)
             for (int r = 0; r < K; r++) {
@@ -143,7 +140,7 @@ static int wetap_pool(const WetapParams *q, int topm, Draft *d, Tree *t, DevCycl
             const int j = cand[k].row * K + cand[k].rank;
             next[k] = tree_add(t, cur[cand[k].row], ids[j], probs[j], ents[cand[k].row], cand[k].rank);
         }
-        if (c) cycle_grow_cands(c, d, cand, nc, K);
+        cycle_grow_cands(c, d, cand, nc, K);
         free(cur);
         cur = next;
         ncur = nc;
@@ -230,25 +227,10 @@ static int wetap_prune_keep(const Tree *t, const WetapParams *q, int *keep) {
     return m;
 }
 
-static int wetap_build(Policy *p, Draft *d, Tree *t, StageTimes *tm) {
-    WetapState *s = p->state;
-    if (wetap_pool(p->own, p->prm.topm, d, t, NULL, tm)) return -1;
-    int *keep = xmalloc(sizeof(int) * t->n);
-    const int m = wetap_prune_keep(t, p->own, keep);
-    if (m < t->n) {
-        tree_subset(t, keep, m, &s->scratch);
-        Tree tmp = *t;
-        *t = s->scratch;
-        s->scratch = tmp;
-    }
-    free(keep);
-    return 0;
-}
-
-/* The device program: the pool by the host's choices on a mirror of it
- * (whose root's token stays on the device: no choice reads it), pruned by
- * the same choice there. */
-static int wetap_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
+/* The pool by the host's choices on a mirror of it (whose root's token
+ * stays on the device: no choice reads it), pruned by the choice made
+ * there. */
+static int wetap_build(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
     WetapState *s = p->state;
     tree_reset(&s->mirror, -1);
     if (wetap_pool(p->own, p->prm.topm, d, &s->mirror, c, tm)) return -1;
@@ -260,7 +242,6 @@ static int wetap_build_dev(Policy *p, Draft *d, DevCycle *c, StageTimes *tm) {
 
 static void wetap_destroy(Policy *p) {
     WetapState *s = p->state;
-    tree_free(&s->scratch);
     tree_free(&s->mirror);
     free(s);
 }
@@ -280,11 +261,9 @@ static int wetap_init(Policy *p) {
         return -1;
     }
     WetapState *s = xcalloc(1, sizeof *s);
-    tree_init(&s->scratch);
     tree_init(&s->mirror);
     p->state = s;
     p->build = wetap_build;
-    p->build_dev = wetap_build_dev;
     p->destroy = wetap_destroy;
     return 0;
 }
