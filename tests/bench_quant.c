@@ -8,8 +8,9 @@
  * only, not a kernel of the backend), to weigh the Q8 activations against
  * F32 ones.  Random weights and activations; threads: the backend's (set
  * OMP_NUM_THREADS to choose).
- * Usage: build/tests/bench_quant [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16]
- *   --quick: one small shape, to check that it runs. */
+ * Usage: build/tests/bench_quant [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,Q6_K]
+ *   --quick: one small shape, to check that it runs; --types: those types
+ *   alone (dtype names as the report prints them), e.g. to profile one. */
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
@@ -121,14 +122,24 @@ static int parse_list(const char *s, int *v, int max) {
     return k;
 }
 
+/* name is one of the comma-separated names of list */
+static int name_listed(const char *list, const char *name) {
+    const size_t len = strlen(name);
+    for (const char *s = list; *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ','))
+        if (strcspn(s, ",") == len && !strncmp(s, name, len)) return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static const int64_t SHAPES[4][2] = {{1536, 1536}, {8960, 1536}, {1536, 8960}, {151936, 1536}};
     int shapes[4] = {0, 1, 2, 3}, nshapes = 4, ns[8] = {1, 2, 4, 8, 16}, nns = 5, quick = 0;
+    const char *types = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) nshapes = parse_list(argv[++i], shapes, 4);
         else if (!strcmp(argv[i], "--ns") && i + 1 < argc) nns = parse_list(argv[++i], ns, 8);
-        else { fprintf(stderr, "usage: %s [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,...]\n", argv[0]); return 2; }
     }
     BackendOptions o;
     backend_options_default(&o);
@@ -144,6 +155,7 @@ int main(int argc, char **argv) {
         for (int ti = 0; ti < NTYPES; ti++)
             for (int variant = 0; variant < 2; variant++) {
                 const DType t = TYPES[ti];
+                if (types && !name_listed(types, dtype_name(t))) continue;
                 void (*mm)(float *, const float *, const Weight *, int) = cpu_backend.matmul;
                 if (variant) {
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

@@ -427,6 +427,18 @@ static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const in
     return q;
 }
 
+/* The bytes [p, p + len) on their way to L2 (a tile's first pass over a
+ * row block fetches the next block's, which the passes' jumps back would
+ * hide from the hardware's stream detection). */
+static inline void prefetch_l2(const uint8_t *p, size_t len) {
+    for (size_t o = 0; o < len; o += 64) __builtin_prefetch(p + o, 0, 2);
+}
+
+/* group gi's copy, or NULL past the last group */
+static inline const uint8_t *ahead(const uint8_t *pk, int64_t gi, int64_t groups, int64_t nb, const DType DT) {
+    return gi < groups ? pk + (size_t)(gi * nb) * kp_block(DT) : NULL;
+}
+
 /* out[t][r] = acc[t - t0]'s lane r - gi * KG for the rows r in [r0, r1) of
  * group gi and tokens t0 .. t0 + T - 1 */
 static inline __attribute__((always_inline)) void k_store(const Weight *w, float *out, const kf *acc, int64_t gi,
@@ -440,7 +452,7 @@ static inline __attribute__((always_inline)) void k_store(const Weight *w, float
 /* out[t][r] for the rows r in [r0, r1) of group gi, tokens t0 .. t0 + T - 1 */
 static inline __attribute__((always_inline)) void tilek(const Weight *w, const uint8_t *pk, const Act *a, float *out,
                                                         int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
-                                                        const DType DT) {
+                                                        const DType DT, const uint8_t *pf) {
     const int64_t nb = a->nb, n = a->n;
     const size_t blk = kp_block(DT), gb = kp_g(DT);
     kf acc[KT_MAX];
@@ -448,6 +460,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
     for (int t = 0; t < T; t++) acc[t] = kf_zero();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *hd = pk + (size_t)(gi * nb + b) * blk, *body = hd + kp_head(DT);
+        if (pf) prefetch_l2(pf + (size_t)b * blk, blk);
         kv isum[KT_MAX];
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = kv_zero();
@@ -580,7 +593,7 @@ static inline __attribute__((always_inline)) kv dot32(const kv wq[8], const int8
  * of a 32-element type */
 static inline __attribute__((always_inline)) void tile32(const Weight *w, const uint8_t *pk, const Act *a, float *out,
                                                          int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
-                                                         const DType DT) {
+                                                         const DType DT, const uint8_t *pf) {
     const int64_t nb = a->nb, n = a->n;
     const size_t blk = kp_block(DT);
     const int off = DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 ? Q8_OFF : 0;
@@ -589,6 +602,7 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
     for (int t = 0; t < T; t++) acc[t] = kf_zero();
     const uint8_t *hd = pk + (size_t)gi * (size_t)nb * blk;
     for (int64_t b = 0; b < nb; b++, hd += blk) {
+        if (pf) prefetch_l2(pf + (size_t)b * blk, blk);
         kv wq[8];
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) wq[v] = k_vec(hd + kp_head(DT), v, DT);
@@ -607,51 +621,73 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
 
 static inline __attribute__((always_inline)) void tile(const Weight *w, const uint8_t *pk, const Act *a, float *out,
                                                        int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
-                                                       const DType DT) {
-    if (is_k(DT)) tilek(w, pk, a, out, gi, r0, r1, t0, T, DT);
-    else tile32(w, pk, a, out, gi, r0, r1, t0, T, DT);
+                                                       const DType DT, const uint8_t *pf) {
+    if (is_k(DT)) tilek(w, pk, a, out, gi, r0, r1, t0, T, DT, pf);
+    else tile32(w, pk, a, out, gi, r0, r1, t0, T, DT, pf);
 }
 
 /* Rows [r0, r1) of every token: blocks of QROW_BLOCK rows (whole groups),
- * in each the tokens KT_MAX at a time, then the rest at once. */
+ * in each the tokens in passes of at most KT_MAX, as even as they come (9
+ * tokens 5 + 4, not 8 + 1: a pass of one token waits on its dot chain).
+ * The first pass over a block fetches the next block's bytes. */
 static inline __attribute__((always_inline)) void rows_typed(const Weight *w, const Act *a, float *out, int64_t r0,
                                                              int64_t r1, const DType DT) {
     const uint8_t *pk = ((const CpuWeightCopies *)w->priv)->kpack;
     const int64_t G0 = r0 / KG, G1 = (r1 + KG - 1) / KG, per = QROW_BLOCK / KG;
+    const int64_t groups = (w->rows + KG - 1) / KG, nb = a->nb;
+    const int passes = (a->n + KT_MAX - 1) / KT_MAX;
     for (int64_t b0 = G0; b0 < G1; b0 += per) {
         const int64_t b1 = b0 + per < G1 ? b0 + per : G1;
-        int t = 0;
-        for (; t + KT_MAX <= a->n; t += KT_MAX)
-            for (int64_t gi = b0; gi < b1; gi++) tile(w, pk, a, out, gi, r0, r1, t, KT_MAX, DT);
-        const int left = a->n - t;
-        if (!left) continue;
-        for (int64_t gi = b0; gi < b1; gi++) switch (left) {
-            case 1: tile(w, pk, a, out, gi, r0, r1, t, 1, DT); break;
-            case 2: tile(w, pk, a, out, gi, r0, r1, t, 2, DT); break;
-            case 3: tile(w, pk, a, out, gi, r0, r1, t, 3, DT); break;
+        for (int p = 0, t = 0; p < passes; p++) {
+            const int T = (a->n - t + passes - p - 1) / (passes - p);
+            for (int64_t gi = b0; gi < b1; gi++) {
+                const uint8_t *pf = p ? NULL : ahead(pk, gi + per, groups, nb, DT);
+                switch (T) {
+                case 1: tile(w, pk, a, out, gi, r0, r1, t, 1, DT, NULL); break;   /* one token: memory-bound, and faster without */
+                case 2: tile(w, pk, a, out, gi, r0, r1, t, 2, DT, pf); break;
+                case 3: tile(w, pk, a, out, gi, r0, r1, t, 3, DT, pf); break;
+                case 4: tile(w, pk, a, out, gi, r0, r1, t, 4, DT, pf); break;
 #if KT_MAX > 4
-            case 4: tile(w, pk, a, out, gi, r0, r1, t, 4, DT); break;
-            case 5: tile(w, pk, a, out, gi, r0, r1, t, 5, DT); break;
+                case 5: tile(w, pk, a, out, gi, r0, r1, t, 5, DT, pf); break;
+                case 6: tile(w, pk, a, out, gi, r0, r1, t, 6, DT, pf); break;
 #endif
 #if KT_MAX > 6
-            case 6: tile(w, pk, a, out, gi, r0, r1, t, 6, DT); break;
-            case 7: tile(w, pk, a, out, gi, r0, r1, t, 7, DT); break;
+                case 7: tile(w, pk, a, out, gi, r0, r1, t, 7, DT, pf); break;
+                case 8: tile(w, pk, a, out, gi, r0, r1, t, 8, DT, pf); break;
 #endif
-            default: break;
+                default: break;
+                }
             }
+            t += T;
+        }
     }
 }
 
+/* one function per type (GCC schedules each loop as well as alone, which
+ * it does not inside one function holding all eight) */
+#define ROWS_OF(T)                                                                                  \
+    static __attribute__((noinline)) void rows_##T(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) { \
+        rows_typed(w, a, out, r0, r1, DT_##T);                                                      \
+    }
+ROWS_OF(Q8_0)
+ROWS_OF(Q4_0)
+ROWS_OF(Q4_1)
+ROWS_OF(Q5_0)
+ROWS_OF(Q5_1)
+ROWS_OF(Q4_K)
+ROWS_OF(Q5_K)
+ROWS_OF(Q6_K)
+
 static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
     switch (w->dtype) {
-    case DT_Q8_0: rows_typed(w, a, out, r0, r1, DT_Q8_0); break;
-    case DT_Q4_0: rows_typed(w, a, out, r0, r1, DT_Q4_0); break;
-    case DT_Q4_1: rows_typed(w, a, out, r0, r1, DT_Q4_1); break;
-    case DT_Q5_0: rows_typed(w, a, out, r0, r1, DT_Q5_0); break;
-    case DT_Q5_1: rows_typed(w, a, out, r0, r1, DT_Q5_1); break;
-    case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K); break;
-    case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
-    case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
+    case DT_Q8_0: rows_Q8_0(w, a, out, r0, r1); break;
+    case DT_Q4_0: rows_Q4_0(w, a, out, r0, r1); break;
+    case DT_Q4_1: rows_Q4_1(w, a, out, r0, r1); break;
+    case DT_Q5_0: rows_Q5_0(w, a, out, r0, r1); break;
+    case DT_Q5_1: rows_Q5_1(w, a, out, r0, r1); break;
+    case DT_Q4_K: rows_Q4_K(w, a, out, r0, r1); break;
+    case DT_Q5_K: rows_Q5_K(w, a, out, r0, r1); break;
+    case DT_Q6_K: rows_Q6_K(w, a, out, r0, r1); break;
     default: break;
     }
 }
