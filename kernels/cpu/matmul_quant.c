@@ -434,6 +434,11 @@ static inline void prefetch_l2(const uint8_t *p, size_t len) {
     for (size_t o = 0; o < len; o += 64) __builtin_prefetch(p + o, 0, 2);
 }
 
+/* Products of up to this many tokens (trees, a draft's steps) fetch ahead;
+ * a prompt's, of more, run as before: measured on a Zen 4, fetching ahead
+ * in the prompt's products left the decode after it about 8% slower. */
+#define PREFETCH_TOKENS 16
+
 /* group gi's copy, or NULL past the last group */
 static inline const uint8_t *ahead(const uint8_t *pk, int64_t gi, int64_t groups, int64_t nb, const DType DT) {
     return gi < groups ? pk + (size_t)(gi * nb) * kp_block(DT) : NULL;
@@ -635,15 +640,18 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     const uint8_t *pk = ((const CpuWeightCopies *)w->priv)->kpack;
     const int64_t G0 = r0 / KG, G1 = (r1 + KG - 1) / KG, per = QROW_BLOCK / KG;
     const int64_t groups = (w->rows + KG - 1) / KG, nb = a->nb;
+    if (a->n == 1) {   /* one pass in order, nothing to fetch ahead: decode is bound by memory alone */
+        for (int64_t gi = G0; gi < G1; gi++) tile(w, pk, a, out, gi, r0, r1, 0, 1, DT, NULL);
+        return;
+    }
     const int passes = (a->n + KT_MAX - 1) / KT_MAX;
     for (int64_t b0 = G0; b0 < G1; b0 += per) {
         const int64_t b1 = b0 + per < G1 ? b0 + per : G1;
         for (int p = 0, t = 0; p < passes; p++) {
             const int T = (a->n - t + passes - p - 1) / (passes - p);
             for (int64_t gi = b0; gi < b1; gi++) {
-                const uint8_t *pf = p ? NULL : ahead(pk, gi + per, groups, nb, DT);
+                const uint8_t *pf = p || a->n > PREFETCH_TOKENS ? NULL : ahead(pk, gi + per, groups, nb, DT);
                 switch (T) {
-                case 1: tile(w, pk, a, out, gi, r0, r1, t, 1, DT, NULL); break;   /* one token: memory-bound, and faster without */
                 case 2: tile(w, pk, a, out, gi, r0, r1, t, 2, DT, pf); break;
                 case 3: tile(w, pk, a, out, gi, r0, r1, t, 3, DT, pf); break;
                 case 4: tile(w, pk, a, out, gi, r0, r1, t, 4, DT, pf); break;
@@ -663,31 +671,16 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     }
 }
 
-/* one function per type (GCC schedules each loop as well as alone, which
- * it does not inside one function holding all eight) */
-#define ROWS_OF(T)                                                                                  \
-    static __attribute__((noinline)) void rows_##T(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) { \
-        rows_typed(w, a, out, r0, r1, DT_##T);                                                      \
-    }
-ROWS_OF(Q8_0)
-ROWS_OF(Q4_0)
-ROWS_OF(Q4_1)
-ROWS_OF(Q5_0)
-ROWS_OF(Q5_1)
-ROWS_OF(Q4_K)
-ROWS_OF(Q5_K)
-ROWS_OF(Q6_K)
-
 static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
     switch (w->dtype) {
-    case DT_Q8_0: rows_Q8_0(w, a, out, r0, r1); break;
-    case DT_Q4_0: rows_Q4_0(w, a, out, r0, r1); break;
-    case DT_Q4_1: rows_Q4_1(w, a, out, r0, r1); break;
-    case DT_Q5_0: rows_Q5_0(w, a, out, r0, r1); break;
-    case DT_Q5_1: rows_Q5_1(w, a, out, r0, r1); break;
-    case DT_Q4_K: rows_Q4_K(w, a, out, r0, r1); break;
-    case DT_Q5_K: rows_Q5_K(w, a, out, r0, r1); break;
-    case DT_Q6_K: rows_Q6_K(w, a, out, r0, r1); break;
+    case DT_Q8_0: rows_typed(w, a, out, r0, r1, DT_Q8_0); break;
+    case DT_Q4_0: rows_typed(w, a, out, r0, r1, DT_Q4_0); break;
+    case DT_Q4_1: rows_typed(w, a, out, r0, r1, DT_Q4_1); break;
+    case DT_Q5_0: rows_typed(w, a, out, r0, r1, DT_Q5_0); break;
+    case DT_Q5_1: rows_typed(w, a, out, r0, r1, DT_Q5_1); break;
+    case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K); break;
+    case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
+    case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
     default: break;
     }
 }
