@@ -927,6 +927,10 @@ static void test_cycle_goldens(void) {
                 lines++;
                 CHECK(strstr(want, line), "not in %s: %s", GOLDENS, line);
             }
+        /* the LM's catch-ups kept the entries drafting wrote for accepted
+         * paths (DraftOps.keeps_path) and the turns stayed the goldens' */
+        if (d->ops->keeps_path) CHECK(d->kept_tokens > 0, "%s: no catch-up kept a drafted entry", drafts[k].dir);
+        printf("# %s draft: %lld catch-up tokens kept from drafting\n", drafts[k].kind, d->kept_tokens);
         draft_free(d);
     }
     int golden_lines = 0;   /* every golden turn is one the cycle ran */

@@ -637,6 +637,63 @@ static void remove_draft_dir(const char *dir) {
 /* --draft-vocab N: the draft's children are among the N most frequent ids
  * (count descending, ties to the lower id), with the full draft's
  * probabilities renormalised over those N; greedy decoding stays lossless. */
+/* A draft LM's catch-up keeps the entries drafting wrote for the accepted
+ * path (DraftOps.keeps_path) and forwards only the rest: its state after
+ * is that of a draft that forwarded the whole path, the next root's
+ * distribution and a step under it the same. */
+static void test_lm_catch_up_keeps_drafted_path(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    Draft *kept = draft_load("lm", "tests/ckpt/llama2_f32", m, 256), *whole = draft_load("lm", "tests/ckpt/llama2_f32", m, 256);
+    REQUIRE(kept && whole, "%s", err_get());
+    const int V = m->cfg.vocab;
+    int prompt[6] = {1, 21, 208, 255, 244, 151};
+    REQUIRE(draft_catch_up(kept, prompt, NULL, 6, 37) == 0 && draft_catch_up(whole, prompt, NULL, 6, 37) == 0, "%s",
+            err_get());
+    /* a tree of two branches, three layers deep; the accepted path runs
+     * down the second branch past its last expanded node */
+    enum { K = 2 };
+    Tree t;
+    tree_init(&t);
+    tree_reset(&t, 37);
+    int ids[2 * K], root = 0, layer[2];
+    float p[2 * K], ent[2];
+    REQUIRE(draft_expand(kept, &t, &root, 1, K, 0, ids, p, ent) == 0, "%s", err_get());
+    for (int j = 0; j < K; j++) layer[j] = tree_add(&t, 0, ids[j], p[j], 0, j);
+    for (int depth = 2; depth <= 3; depth++) {
+        REQUIRE(draft_expand(kept, &t, layer, 2, K, 0, ids, p, ent) == 0, "%s", err_get());
+        for (int i = 0; i < 2; i++) layer[i] = tree_add(&t, layer[i], ids[i * K], p[i * K], 0, 0);
+    }
+    int path[8], n = tree_path(&t, layer[1], path), tokens[8];
+    for (int i = 0; i < n; i++) tokens[i] = t.token[path[i]];
+    draft_end_cycle(kept);
+    REQUIRE(draft_catch_up(kept, tokens, NULL, n, 99) == 0 && draft_catch_up(whole, tokens, NULL, n, 99) == 0, "%s",
+            err_get());
+    CHECK(kept->kept_tokens == n - 2 && whole->kept_tokens == 0, "kept %lld of the %d expanded path tokens",
+          kept->kept_tokens, n - 2);
+    CHECK(kept->n_past == whole->n_past, "committed %d against %d", kept->n_past, whole->n_past);
+    float *a = xmalloc(sizeof(float) * V), *b = xmalloc(sizeof(float) * V), worst = 0;
+    be->to_host(a, kept->root_logits, V);
+    be->to_host(b, whole->root_logits, V);
+    for (int i = 0; i < V; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
+    CHECK(worst <= 1e-5f, "the next root's logits differ by %g", worst);
+    tree_reset(&t, 99);
+    int next = tree_add(&t, 0, 5, 1, 0, 0), ia[K], ib[K];
+    float pa[K], pb[K], ea, eb;
+    REQUIRE(draft_expand(kept, &t, &next, 1, K, 0, ia, pa, &ea) == 0 && draft_expand(whole, &t, &next, 1, K, 0, ib, pb, &eb) == 0,
+            "%s", err_get());
+    for (int j = 0; j < K; j++)
+        CHECK(ia[j] == ib[j] && fabsf(pa[j] - pb[j]) <= 1e-5f, "a step after: rank %d id %d p %g against %d %g", j, ia[j],
+              pa[j], ib[j], pb[j]);
+    printf("# catch-up of %d tokens kept %lld drafted entries; logits within %.1e of forwarding them\n", n - 1,
+           kept->kept_tokens, worst);
+    free(a); free(b);
+    tree_free(&t);
+    draft_free(kept);
+    draft_free(whole);
+    llama_free(m);
+}
+
 static void test_reduced_draft_vocabulary(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
@@ -902,6 +959,7 @@ int main(void) {
     RUN(test_sampling_is_lossless_chain_with_processors);
     RUN(test_bad_policy_parameters);
     RUN(test_reduced_draft_vocabulary);
+    RUN(test_lm_catch_up_keeps_drafted_path);
     RUN(test_draft_vocab_choice_by_hand);
     RUN(test_draft_vocab_auto_is_lossless);
     RUN(test_forward_inputs_in_backend_memory);

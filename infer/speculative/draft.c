@@ -115,6 +115,8 @@ Draft *draft_clone(const Draft *src) {
     d->slot_of = NULL;
     d->node_cap = 0;
     d->n_past = d->n_temp = 0;
+    d->ent_token = d->ent_parent = d->keep_dev = NULL;
+    d->ent_n = d->ent_cap = d->keep_cap = 0;
     d->gate = NULL;
     d->t_dist = 0;
     d->d2t = NULL;
@@ -144,7 +146,10 @@ void draft_free(Draft *d) {
     if (d->d2t_dev) d->be->release(d->d2t_dev);
     tree_inputs_free(&d->dev_inputs);
     if (d->past_dev) d->be->release(d->past_dev);
+    if (d->keep_dev) d->be->release(d->keep_dev);
     free(d->slot_of);
+    free(d->ent_token);
+    free(d->ent_parent);
     free(d->d2t);
     free(d);
 }
@@ -254,6 +259,7 @@ static void to_target_ids(const Draft *d, int *ids, int n) {
 
 void draft_reset(Draft *d) {
     d->n_past = d->n_temp = 0;
+    d->ent_n = 0;
     if (d->ops->reset) d->ops->reset(d);
 }
 
@@ -286,10 +292,69 @@ int draft_run_steps(DraftStep *const *steps, int n) {
     return rc;
 }
 
+/* Whether d records its entries for a catch-up to keep: a source that can
+ * (DraftOps.keeps_path) with the tree and the KV cache in host memory (the
+ * CPU backend; on a GPU the catch-up's forward costs about one token's
+ * whatever it holds, and reading the tree back would wait on the device). */
+static int entries_readable(const Draft *d, const Backend *tree_be) {
+    return d->ops->keeps_path && !strcmp(d->be->name, "cpu") && !strcmp(tree_be->name, "cpu");
+}
+
+/* Entries [base, base + m) of this cycle: tokens tok[i] under the entries
+ * parent[i] (-1: the root).  A record is whole from a cycle's first step
+ * (base 0) while n_past stays. */
+static void note_entries(Draft *d, int base, int m, const int *tok, const int *parent) {
+    if (base == 0) {
+        d->ent_n = 0;
+        d->ent_past = d->n_past;
+    }
+    if (d->ent_n != base || d->ent_past != d->n_past) {
+        d->ent_n = -1;
+        return;
+    }
+    if (base + m > d->ent_cap) {
+        d->ent_cap = 2 * (base + m);
+        d->ent_token = xrealloc(d->ent_token, sizeof(int) * d->ent_cap);
+        d->ent_parent = xrealloc(d->ent_parent, sizeof(int) * d->ent_cap);
+    }
+    for (int i = 0; i < m; i++) {
+        d->ent_token[base + i] = tok[i];
+        d->ent_parent[base + i] = parent[i] < base + i ? parent[i] : -2;   /* -2: matches nothing */
+    }
+    d->ent_n = base + m;
+}
+
+/* The longest prefix tokens[1..1+k) of an accepted path (tokens[0] the
+ * root) that this cycle's entries hold, their entries into keep[0..k)
+ * (ascending: a child's entry follows its parent's); k. */
+static int kept_path(const Draft *d, const int *tokens, int m, int *keep) {
+    if (d->ent_n <= 0 || d->ent_past != d->n_past) return 0;
+    int k = 0, cur = -1;
+    for (int j = 1; j < m; j++) {
+        int e = cur + 1;
+        while (e < d->ent_n && (d->ent_parent[e] != cur || d->ent_token[e] != tokens[j])) e++;
+        if (e == d->ent_n) break;
+        keep[k++] = cur = e;
+    }
+    return k;
+}
+
 int draft_catch_up(Draft *d, const int *tokens, const float *hidden, int m, int next) {
     d->n_temp = 0;
-    DraftStep step = {.d = d, .catch_up = 1, .tokens = tokens, .hidden = hidden, .m = m, .next = next};
+    int *keep = d->ent_n > 0 && m > 1 ? xmalloc(sizeof(int) * (m - 1)) : NULL;
+    const int kept = keep ? kept_path(d, tokens, m, keep) : 0;
+    d->ent_n = 0;   /* the catch-up writes over them */
+    if (kept > d->keep_cap) {
+        if (d->keep_dev) d->be->release(d->keep_dev);
+        d->keep_cap = 2 * kept;
+        d->keep_dev = backend_alloc_ints(d->be, d->keep_cap);
+    }
+    if (kept) backend_ints_to_device(d->be, d->keep_dev, keep, kept);
+    free(keep);
+    DraftStep step = {.d = d, .catch_up = 1, .tokens = tokens, .hidden = hidden, .m = m, .next = next,
+                      .keep = d->keep_dev, .kept = kept};
     if (draft_step(d, &step)) return -1;
+    d->kept_tokens += kept;
     d->rows_scored++;   /* the new root's */
     d->steps_scored++;
     d->n_past += step.added;
@@ -420,6 +485,10 @@ int draft_expand(Draft *d, const Tree *t, const int *nodes, int n, int k, int to
     DraftStep step = {.d = d, .nodes = nodes, .par = par, .tok = tok, .pos = pos, .n = n, .tree_n = t->n, .mask = mask,
                       .mask_w = w};
     int rc = draft_step(d, &step);
+    if (!rc && entries_readable(d, d->be)) {   /* the entries' parents, for note_entries */
+        for (int i = 0; i < n; i++) par[i] = t->parent[nodes[i]] > 0 ? d->slot_of[t->parent[nodes[i]]] - d->n_past : -1;
+        note_entries(d, d->n_temp, n, tok, par);
+    }
     if (!rc) {
         d->n_temp += n;
         rc = draft_dist(d, step.logits, n, k, topm, ids, probs, entropy);
@@ -449,6 +518,15 @@ int draft_expand_dev(Draft *d, const Backend *tree_be, Gate *tree_gate, const De
                           .tree_n = n, .mask = d->dev_inputs.dev_mask, .mask_w = nctx - d->n_past, .on_device = 1,
                           .past = in + 4 * m};
         if (draft_step(d, &step)) return -1;
+        if (entries_readable(d, tree_be)) {   /* t and the inputs are host memory */
+            int *par = xmalloc(sizeof(int) * m);
+            for (int i = 0; i < m; i++) {
+                const int p = t->parent[in[3 * m + i]];
+                par[i] = p > 0 ? t->slot[p] - d->n_past : -1;   /* slots count from 0 there */
+            }
+            note_entries(d, d->n_temp, m, in, par);
+            free(par);
+        }
         d->n_temp += m;
         d->rows_scored += m;
         d->steps_scored++;

@@ -44,6 +44,12 @@ struct DraftStep {
      * backend memory (tree_inputs' out[4m]), where every source reads it,
      * so that none of the step's inputs is an upload */
     const int *past;
+    /* a catch-up's entries kept from the cycle's drafting (DraftOps.keeps_path):
+     * tokens[1..kept] are already in entries keep[0..kept) (backend memory)
+     * counted from d->n_past, ascending; only the rest and next are
+     * forwarded */
+    const int *keep;
+    int kept;
     /* results: a catch-up's committed entries (the root's logits go to
      * d->root_logits); the nodes' logits [n][Vd] (backend memory, valid
      * until the next step of any draft of the run that made them) */
@@ -80,6 +86,13 @@ typedef struct {
      * logits then have n columns, column j for token ids[j]; ids NULL (n
      * the full vocabulary): every token again. */
     int (*set_vocab)(Draft *d, const int *ids, int n);
+    /* Whether a catch-up may keep the entries this cycle's steps wrote for
+     * the accepted path (DraftStep.keep) instead of forwarding those tokens
+     * again: a model's entry for a node sees the committed context and the
+     * node's ancestors at the node's position, what a forward of the path
+     * computes (a draft LM; not an EAGLE head, whose catch-up takes the
+     * target's features in place of its own). */
+    int keeps_path;
 } DraftOps;
 
 struct Draft {
@@ -91,6 +104,14 @@ struct Draft {
     int n_past;              /* committed entries (the last one is the root) */
     int n_temp;              /* temporary tree entries of this cycle */
     int *slot_of;            /* per tree node: its temporary slot, -1 if none */
+    /* This cycle's entries where a catch-up can read them (DraftOps.keeps_path
+     * on the CPU backend, whose tree is host memory): entry e, slot n_past +
+     * e, holds token ent_token[e] under entry ent_parent[e] (-1: the root);
+     * ent_n of them (-1: not a whole record), written while n_past was
+     * ent_past. */
+    int *ent_token, *ent_parent;
+    int ent_n, ent_cap, ent_past;
+    int *keep_dev, keep_cap;   /* backend memory: a catch-up's kept entries (DraftStep.keep) */
     int node_cap;
     int V, H;
     int Vd;                  /* columns of the draft's logits: V, or a reduced draft vocabulary */
@@ -110,6 +131,7 @@ struct Draft {
     double t_dist;           /* seconds in softmax / top-k / entropy, cumulative */
     long long rows_scored;   /* logit rows computed (tree nodes expanded, catch-ups' roots), cumulative */
     long long steps_scored;  /* the LM-head products that computed them (one per catch-up or expansion) */
+    long long kept_tokens;   /* catch-up tokens whose drafted entries were kept (DraftStep.keep), cumulative */
     TreeInputs dev_inputs;   /* the device cycle's forward inputs, in backend memory */
     int *past_dev;           /* backend memory, one int: n_past as draft_cycle_origin left it */
     Gate *gate;              /* where its forwards go when several sequences decode together; NULL: at once */

@@ -58,8 +58,10 @@ static void lm_reset(Draft *d) {
 }
 
 /* A catch-up's inputs are tokens[1..m) then next, and on a draft's very
- * first catch-up also tokens[0]; tree nodes are temporary entries that
- * draft_end_cycle truncates away.  All steps' tokens in one forward. */
+ * first catch-up also tokens[0], less the tokens whose entries it keeps
+ * (DraftStep.keep: moved to the committed slots first); tree nodes are
+ * temporary entries that draft_end_cycle truncates away.  All steps'
+ * tokens in one forward. */
 static int lm_run(DraftStep *const *steps, int n_seq) {
     const int catch_up = steps[0]->catch_up;
     LlamaState **states = xmalloc(sizeof *states * n_seq);
@@ -70,7 +72,7 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
     for (int i = 0; i < n_seq; i++) {
         const DraftStep *s = steps[i];
         const DraftLM *l = s->d->impl;
-        total += catch_up ? s->m - (l->started ? 1 : 0) + 1 : s->n;
+        total += catch_up ? s->m - (l->started ? 1 : 0) - s->kept + 1 : s->n;
     }
     int *tok = xmalloc(sizeof(int) * total), *pos = xmalloc(sizeof(int) * total), rc = 0;
     off[0] = 0;
@@ -78,16 +80,20 @@ static int lm_run(DraftStep *const *steps, int n_seq) {
         const DraftStep *s = steps[i];
         const Draft *d = s->d;
         const DraftLM *l = d->impl;
-        const int o = off[i], first = l->started ? 1 : 0;
+        const int o = off[i], first = (l->started ? 1 : 0) + s->kept;
         const int ni = catch_up ? s->m - first + 1 : s->n;
-        if (catch_up && d->n_past + ni > d->slots) {
-            err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + ni, d->slots);
+        if (catch_up && d->n_past + s->kept + ni > d->slots) {
+            err_set("draft context of %d exceeds its KV cache (%d slots)", d->n_past + s->kept + ni, d->slots);
             rc = -1;
+        }
+        if (catch_up && !rc) {   /* the kept entries to the committed slots, then the rest */
+            llama_truncate(l->lms, d->n_past);
+            llama_commit(l->lms, s->kept ? s->keep : NULL, s->kept);
         }
         if (catch_up) {
             for (int j = 0; j < ni - 1; j++) tok[o + j] = s->tokens[first + j];
             tok[o + ni - 1] = s->next;
-            for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + j;
+            for (int j = 0; j < ni; j++) pos[o + j] = d->n_past + s->kept + j;
         } else if (!s->on_device) {
             memcpy(tok + o, s->tok, sizeof(int) * ni);
             memcpy(pos + o, s->pos, sizeof(int) * ni);
@@ -189,4 +195,5 @@ const DraftOps draft_lm_ops = {
     .clone = lm_clone,
     .end_cycle = lm_end_cycle,
     .set_vocab = lm_set_vocab,
+    .keeps_path = 1,
 };
