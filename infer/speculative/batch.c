@@ -207,8 +207,28 @@ static int forward_calls(Run *r, const GateCall *const *calls, int n) {
  * Once a session (Session.batch_curve: the A/B repeats reuse
  * it); from and to the cost cache under the decoder's key and the batch
  * size.  Each waiting slot's decoder gets the curve. */
+typedef struct {
+    Run *r;
+    Slot **w;
+    int n;
+    Tree *chains;
+    GateCall *calls;
+    const GateCall **cp;
+    const int *counts;
+} CalibBatch;
+
+/* One batched forward of a chain of counts[c] tokens in each waiting
+ * sequence, waited for. */
+static int calib_forward(void *ctx, int c) {
+    const CalibBatch *f = ctx;
+    for (int i = 0; i < f->n; i++) decoder_chain_call(f->w[i]->dec, &f->chains[i], f->counts[c], &f->calls[i]);
+    if (forward_calls(f->r, f->cp, f->n)) return -1;
+    const Decoder *d0 = f->w[0]->dec;
+    d0->target->m->be->to_host(d0->v.row, d0->target->logits, 1);
+    return 0;
+}
+
 static int calibrate(Run *r, Slot **w, int n) {
-    const Backend *be = r->s->target->be;
     const double t0 = now_seconds();
     Decoder *d0 = w[0]->dec;
     const char *cache = decoder_cost_watch(d0)->cache;
@@ -229,22 +249,11 @@ static int calibrate(Run *r, Slot **w, int n) {
             int *n_past = xcalloc(n, sizeof(int)), counts[DECODER_CALIB_MAX];
             const int n_counts = decoder_calib_counts(d0, counts);
             for (int i = 0; i < n; i++) { tree_init(&chains[i]); n_past[i] = w[i]->dec->target->n_past; cp[i] = &calls[i]; }
-            double first = 0, last = 0;   /* the first and last points' times */
-            for (int c = 0; c < n_counts && !rc; c++) {
-                if (!decoder_calib_next(now_seconds() - t0, first, last, c ? counts[c - 1] : 0, counts[c])) break;
-                for (int i = 0; i < n; i++) decoder_chain_call(w[i]->dec, &chains[i], counts[c], &calls[i]);
-                double best = 0;
-                for (int rep = 0; rep < 2 + (c == 0) && !rc; rep++) {   /* the first point warms once; best of two */
-                    const double t1 = now_seconds();
-                    rc = forward_calls(r, cp, n);
-                    if (!rc) be->to_host(d0->v.row, d0->target->logits, 1);   /* waits for the forward */
-                    const double dt = now_seconds() - t1;
-                    if (rep >= (c == 0) && (best == 0 || dt < best)) best = dt;
-                }
-                if (!rc) cost_add_point(&r->curve, n * counts[c], best);
-                last = best;
-                if (c == 0) first = best;
-            }
+            double best[DECODER_CALIB_MAX];
+            CalibBatch f = {r, w, n, chains, calls, cp, counts};
+            const int timed = decoder_calib_rounds(counts, n_counts, calib_forward, &f, best);
+            rc = timed < 0 ? -1 : 0;
+            for (int c = 0; c < timed; c++) cost_add_point(&r->curve, n * counts[c], best[c]);
             for (int i = 0; i < n; i++) { llama_truncate(w[i]->dec->target, n_past[i]); tree_free(&chains[i]); }
             free(chains); free(calls); free(cp); free(n_past);
             cost_settle_calibration(&r->curve);

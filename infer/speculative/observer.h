@@ -105,19 +105,33 @@ int decoder_calibrate(Decoder *dec);
 /* Its token counts, ascending, into counts[DECODER_CALIB_MAX]: how many. */
 #define DECODER_CALIB_MAX 16
 int decoder_calib_counts(const Decoder *dec, int *counts);
-/* Whether a calibration pass times its next count: its two forwards,
- * predicted as the last point's time scaled by the token counts (an
- * overestimate: a CPU's forward grows slower than its tokens), must end
- * within the pass's budget, DECODER_CALIB_BUDGET_S or the time of
- * DECODER_CALIB_BUDGET_ONES one-token forwards (first_s), whichever is
- * larger: the counts trees use (up to about 16 on a CPU) get timed on a
- * larger model too, where timing every count to 128 took 23 s on a 1.5B,
- * and the curve's last segment extends beyond. */
+/* Whether a calibration times its next count, decided in its first round
+ * (elapsed_s so far): every round's forward of it, predicted as the last
+ * point's time scaled by the token counts (an overestimate: a CPU's
+ * forward grows slower than its tokens), must end within the budget,
+ * DECODER_CALIB_BUDGET_S or the time of DECODER_CALIB_BUDGET_ONES
+ * one-token forwards (first_s), whichever is larger: the counts trees use
+ * (up to about 16 on a CPU) get timed on a larger model too, where timing
+ * every count to 128 took 23 s on a 1.5B, and the curve's last segment
+ * extends beyond. */
 #define DECODER_CALIB_BUDGET_S 2.5
 #define DECODER_CALIB_BUDGET_ONES 40
 int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last_n, int next_n);
+/* A calibration's forwards: DECODER_CALIB_ROUNDS rounds over the counts
+ * (the first round decides how many, decoder_calib_next; the very first
+ * forward warms, untimed), each count's forward timed next to a one-token
+ * forward; the curve is the best one-token time and, at each count, its
+ * median ratio over the rounds.  A shared machine's speed drifts over
+ * seconds (by 40% on a 2-vCPU VM) and its phases left repeats back to back
+ * each in one of them, so the curve's shape, which sets the tree sizes,
+ * came out of the drift (8 tokens 1.3x to 3.4x one token in calibrations
+ * of the same build); a ratio of neighbours holds.  forward(ctx, i) runs
+ * count i's forward (counts[0] is 1) and waits for it; best[i] gets the
+ * seconds.  Returns the counts timed, or -1 when a forward failed. */
+#define DECODER_CALIB_ROUNDS 3
+int decoder_calib_rounds(const int *counts, int n_counts, int (*forward)(void *ctx, int i), void *ctx, double *best);
 /* A calibration point's forward: chain (empty at first, or a chain of the
- * root's token from an earlier call) grown to n nodes, and the call that
+ * root's token from an earlier call) made n nodes, and the call that
  * verifies it after the current context, as a tree of n nodes is verified
  * (positions and mask in the cost watch's buffers).  The forward itself is the caller's. */
 void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call);

@@ -131,7 +131,7 @@ void decoder_watch_costs(Decoder *dec) {
 void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
     CostWatch *cw = decoder_cost_watch(dec);
     LlamaState *ts = dec->target;
-    if (chain->n == 0) tree_reset(chain, dec->turn.root);
+    if (chain->n == 0 || chain->n > n) tree_reset(chain, dec->turn.root);
     while (chain->n < n) tree_add(chain, chain->n - 1, dec->turn.root, 1, 0, 0);
     if (n > cw->cap) {
         cw->cap = n;
@@ -161,7 +161,47 @@ int decoder_calib_next(double elapsed_s, double first_s, double last_s, int last
     if (last_n <= 0) return 1;
     double budget = DECODER_CALIB_BUDGET_ONES * first_s;
     if (budget < DECODER_CALIB_BUDGET_S) budget = DECODER_CALIB_BUDGET_S;
-    return elapsed_s + 2 * last_s * next_n / last_n <= budget;
+    return DECODER_CALIB_ROUNDS * (elapsed_s + last_s * next_n / last_n) <= budget;
+}
+
+static int timed(int (*forward)(void *ctx, int i), void *ctx, int i, double *seconds) {
+    const double t0 = now_seconds();
+    const int rc = forward(ctx, i);
+    *seconds = now_seconds() - t0;
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int decoder_calib_rounds(const int *counts, int n_counts, int (*forward)(void *ctx, int i), void *ctx, double *best) {
+    enum { R = DECODER_CALIB_ROUNDS };
+    const double t0 = now_seconds();
+    double one, dt, ratio[DECODER_CALIB_MAX][R];
+    int n = 0;
+    if (n_counts <= 0) return 0;
+    if (timed(forward, ctx, 0, &dt)) return -1;   /* warms */
+    for (int r = 0; r < R; r++) {
+        const int last = r ? n : n_counts;
+        for (int i = 0; i < last; i++) {
+            if (!r && i && !decoder_calib_next(now_seconds() - t0, best[0], best[i - 1], counts[i - 1], counts[i])) break;
+            if (timed(forward, ctx, 0, &one)) return -1;   /* one token's, beside each point */
+            if (i && timed(forward, ctx, i, &dt)) return -1;
+            if (!i && (!r || one < best[0])) best[0] = one;
+            if (i) ratio[i][r] = dt / one;
+            if (!r) {
+                if (i) best[i] = dt;
+                n = i + 1;
+            }
+        }
+    }
+    for (int i = 1; i < n; i++) {   /* the median ratio over the rounds, at the best one-token time */
+        qsort(ratio[i], R, sizeof(double), cmp_double);
+        best[i] = best[0] * ratio[i][R / 2];
+    }
+    return n;
 }
 
 void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
@@ -179,6 +219,20 @@ void decoder_cost_key(const Decoder *dec, char *key, size_t size) {
         len += (size_t)snprintf(key + len, size - len, "; %s %s", k, v);
 }
 
+typedef struct { Decoder *dec; Tree *chain; const int *counts; } CalibForward;
+
+/* The target's forward over a chain of counts[i] tokens after the context,
+ * waited for. */
+static int calib_forward(void *ctx, int i) {
+    const CalibForward *f = ctx;
+    LlamaState *ts = f->dec->target;
+    GateCall c;
+    decoder_chain_call(f->dec, f->chain, f->counts[i], &c);
+    if (llama_forward(ts, c.tokens, c.pos, c.n, c.mask, c.mode)) return -1;
+    ts->m->be->to_host(f->dec->v.row, ts->logits, 1);
+    return 0;
+}
+
 int decoder_calibrate(Decoder *dec) {
     if (dec->gate) {   /* batched: the batch times all its sequences' forwards together */
         GateCall call = {.kind = GATE_CALIBRATE, .state = dec->target};
@@ -186,7 +240,6 @@ int decoder_calibrate(Decoder *dec) {
     }
     CostWatch *cw = decoder_cost_watch(dec);
     LlamaState *ts = dec->target;
-    const Backend *be = ts->m->be;
     const int n_past = ts->n_past;
     const double t0 = now_seconds();
     char key[1024];
@@ -206,25 +259,12 @@ int decoder_calibrate(Decoder *dec) {
     Tree chain;   /* a chain of the root's token: the cost does not depend on the tokens */
     tree_init(&chain);
     cost_init(&cw->model);
-    int counts[DECODER_CALIB_MAX], rc = 0;
+    int counts[DECODER_CALIB_MAX];
+    double best[DECODER_CALIB_MAX];
     const int n_counts = decoder_calib_counts(dec, counts);
-    double first = 0, last = 0;
-    for (int i = 0; i < n_counts && !rc; i++) {
-        if (!decoder_calib_next(now_seconds() - t0, first, last, i ? counts[i - 1] : 0, counts[i])) break;
-        GateCall c;
-        decoder_chain_call(dec, &chain, counts[i], &c);
-        double best = 0;
-        for (int rep = 0; rep < 2 + (i == 0) && !rc; rep++) {   /* the first point warms once; best of two */
-            double t1 = now_seconds();
-            rc = llama_forward(ts, c.tokens, c.pos, c.n, c.mask, c.mode);
-            if (!rc) be->to_host(dec->v.row, ts->logits, 1);   /* waits for the forward */
-            double dt = now_seconds() - t1;
-            if (rep >= (i == 0) && (best == 0 || dt < best)) best = dt;
-        }
-        if (!rc) cost_add_point(&cw->model, counts[i], best);
-        last = best;
-        if (i == 0) first = best;
-    }
+    CalibForward f = {dec, &chain, counts};
+    const int n = decoder_calib_rounds(counts, n_counts, calib_forward, &f, best), rc = n < 0 ? -1 : 0;
+    for (int i = 0; i < n; i++) cost_add_point(&cw->model, counts[i], best[i]);
     llama_truncate(ts, n_past);
     tree_free(&chain);
     cost_settle_calibration(&cw->model);
