@@ -321,6 +321,15 @@ int llama_forward(LlamaState *s, const int *tokens, const int *pos, int n, const
     return forward_solo(s, tokens, pos, n, mask, mode, 1);
 }
 
+int llama_warm(LlamaModel *m) {
+    LlamaState *s = llama_state_new(m, 1);
+    if (!s) return -1;
+    const int token = 0, pos = 0;
+    const int rc = llama_forward(s, &token, &pos, 1, NULL, LOGITS_LAST);
+    llama_state_free(s);
+    return rc;
+}
+
 int llama_forward_dev(LlamaState *s, const int *tokens, const int *pos, int n, const uint8_t *mask,
                       LogitsMode mode) {
     return forward_solo(s, tokens, pos, n, mask, mode, 0);

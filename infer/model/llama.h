@@ -150,6 +150,12 @@ typedef struct {
 
 LlamaState *llama_state_new(const LlamaModel *m, int slots);
 void llama_state_free(LlamaState *s);
+/* One forward of one token on a scratch state: the one-time work a
+ * backend does at a matrix's first product (the CPU's copy of a block-type
+ * matrix in its product layout: seconds for a 0.5B) is done now, at load,
+ * instead of inside the first timed forward (a prefill, a draft's first
+ * cycle).  0, or -1 with err_set. */
+int llama_warm(LlamaModel *m);
 /* From the next forward on, also keeps the inputs of decoder layers
  * layers[0..n) (the residual stream before each; 0 = the embeddings) in
  * s->aux.  Nothing is captured, and nothing costs, unless asked. */

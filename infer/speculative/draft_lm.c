@@ -31,7 +31,7 @@ static int lm_load(Draft *d, const char *dir) {
     memcpy(d->config_hash, l->lm->config_hash, sizeof d->config_hash);
     memcpy(d->weight_types, l->lm->weight_types, sizeof d->weight_types);
     l->lms = llama_state_new(l->lm, d->slots);
-    return l->lms ? 0 : -1;
+    return l->lms && !llama_warm(l->lm) ? 0 : -1;
 }
 
 static void lm_free(Draft *d) {

@@ -57,6 +57,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         if (bf16) s->cfg.backend.kv_dtype = DT_BF16;
         if (backend_configure(&s->cfg.backend)) return -1;
     }
+    if (llama_warm(s->target)) return -1;
     s->tok = tokenizer_load(cfg->tokenizer_path ? cfg->tokenizer_path : cfg->target_dir);
     if (!s->tok) return -1;
     if (tokenizer_vocab_size(s->tok) > s->target->cfg.vocab) {
