@@ -1,9 +1,9 @@
 /* spec-eval: τ, γ and speed of a tree policy on benchmark question files,
  * against plain autoregressive decoding (ar) measured in the same run
- * (the work is infer/speculative/eval.c's). */
+ * (the work is infer/eval.c's). */
 #include "infer/cli.h"
 #include "infer/speculative/classifier.h"
-#include "infer/speculative/eval.h"
+#include "infer/eval.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
 #include <signal.h>

@@ -3,9 +3,9 @@
 #include "tests/harness.h"
 #include "kernels/base/util.h"
 #include "infer/speculative/classifier.h"
-#include "infer/speculative/speedup.h"
+#include "infer/speedup.h"
 #include "infer/speculative/cost.h"
-#include "infer/speculative/eval.h"
+#include "infer/eval.h"
 #include "kernels/base/rng.h"
 #include "infer/model/safetensors.h"
 #include <cjson/cJSON.h>

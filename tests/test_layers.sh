@@ -16,7 +16,7 @@ layer() {   # path -> "rank group"
     infer/model/*) echo "2 model" ;;
     infer/text/*) echo "2 text" ;;
     infer/speculative/*) echo "3 speculative" ;;
-    infer/spec_*.c|collect/spec_*.c|train/spec_*.c|infer/cli.*) echo "6 commands" ;;
+    infer/spec_*.c|collect/spec_*.c|train/spec_*.c|infer/cli.*|infer/eval.*|infer/speedup.*) echo "6 commands" ;;
     collect/*) echo "4 collect" ;;
     train/*) echo "5 train" ;;
     *) echo "" ;;

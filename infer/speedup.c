@@ -1,5 +1,5 @@
-/* A/B speedups (infer/speculative/speedup.h). */
-#include "infer/speculative/speedup.h"
+/* A/B speedups (infer/speedup.h). */
+#include "infer/speedup.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* spec-eval's engine (infer/speculative/eval.h). */
-#include "infer/speculative/eval.h"
+/* spec-eval's engine (infer/eval.h). */
+#include "infer/eval.h"
 #include "infer/speculative/cycle.h"
 #include "kernels/base/util.h"
 #include <errno.h>

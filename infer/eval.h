@@ -7,7 +7,7 @@
 #define C2T_EVAL_H
 #include "infer/speculative/batch.h"
 #include "infer/speculative/session.h"
-#include "infer/speculative/speedup.h"
+#include "infer/speedup.h"
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
