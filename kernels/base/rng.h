@@ -59,7 +59,7 @@ static inline double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 
  * one key, or under keys taken from rng_next, are independent for any
  * practical purpose, and each is computed alone: what lets the device
  * cycle's sampling draw a node's number on any row of any device in any
- * order (verify.c). */
+ * order (infer/speculative/decode.c, on verification). */
 RNG_HD static inline double rng_uniform_at(uint64_t key, uint64_t index) {
     uint64_t x = key + index * 0x9E3779B97F4A7C15ULL;
     return (double)(rng_splitmix(&x) >> 11) * 0x1.0p-53;
