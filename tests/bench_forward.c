@@ -38,6 +38,7 @@
  * --pp N1,N2,...: the pp figure alone at those prompt lengths (llama-bench's
  * pp512 is --pp 512). */
 #include "infer/model/llama.h"
+#include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
 #include "tests/bench_model.h"
 #include "kernels/base/util.h"

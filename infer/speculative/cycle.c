@@ -282,3 +282,8 @@ int dev_scores_counts(DevScores *s, DevCycle *c, int layers) {
 }
 
 long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->key_reads + c->expand_reads + c->walk_reads + c->tree_reads; }
+
+int lazy_logits_nodes(const Backend *be) {
+    const int group = backend_product_tokens(be);
+    return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
+}

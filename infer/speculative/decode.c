@@ -9,8 +9,8 @@ static void reserve_nodes(Decoder *dec, int n);
 /* Verification: which path of a drafted tree the target accepts, greedily
  * (the target's argmax at every node) or by sampling.  The cycle walks the
  * tree in backend memory (below: sample_dev or argmax_dev at every row,
- * then tree_accept); here are the rule's reasons, the prefill's one-row
- * draw and the lazy-logits bound.
+ * then tree_accept); here are the rule's reasons and the prefill's
+ * one-row draw (the lazy-logits bound: cycle.h).
  *
  * Sampling.  The tree's tokens do not depend on the draft's randomness
  * (they are its top-k), and for such candidates EAGLE's rule — at a node
@@ -37,11 +37,6 @@ int sample_row(const Backend *be, const float *logits, int V, const SampleParams
     be->to_host(row, logits, V);
     cpu_backend.sample_dev(row, 1, V, sp, words, node, &id);   /* the CPU's memory is the host's */
     return id;
-}
-
-int lazy_logits_nodes(const Backend *be) {
-    const int group = backend_product_tokens(be);
-    return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
 }
 
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp) {
