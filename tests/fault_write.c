@@ -14,7 +14,15 @@
  *                          dying disk; a request the device half wrote
  *                          inside the file is a torn write, which HDF5's
  *                          metadata checksums detect but cannot undo:
- *                          docs/trace_format.md).
+ *                          docs/trace_format.md);
+ *   C2T_FAULT_MODE=tear    C2T_FAULT_AFTER counts writes that cross a 4 KiB
+ *                          page boundary instead of bytes: that many go
+ *                          through, the next lands up to its first page
+ *                          boundary and the process is killed (SIGKILL).
+ *                          What kill -9 can do to a multi-page write: the
+ *                          kernel copies a write into the page cache page
+ *                          by page and stops between pages on a fatal
+ *                          signal; the bytes within one page land together.
  * Used by tests/test_collect.c (spec-collect stops with one line and the
  * file it leaves resumes to the uninterrupted result). */
 #define _GNU_SOURCE
@@ -29,7 +37,7 @@
 #include <unistd.h>
 
 static long long budget = -1;   /* bytes left before faults; -1: not read yet */
-static int eio_mode, kill_mode;
+static int eio_mode, kill_mode, tear_mode;
 static const char *target;
 
 static void setup(void) {
@@ -39,6 +47,7 @@ static void setup(void) {
     budget = a ? atoll(a) : 0;
     eio_mode = m && !strcmp(m, "eio");
     kill_mode = m && !strcmp(m, "kill");
+    tear_mode = m && !strcmp(m, "tear");
 }
 
 static int is_target(int fd) {
@@ -55,7 +64,7 @@ static int is_target(int fd) {
 /* How many of len bytes at off (off < 0: the current position) may be
  * written; 0 with errno set when none may. */
 static size_t allowed(int fd, size_t len, off_t off) {
-    if (!is_target(fd)) return len;
+    if (!is_target(fd) || tear_mode) return len;
     if (budget >= (long long)len) { budget -= (long long)len; return len; }
     if (kill_mode) raise(SIGKILL);
     if (eio_mode) {
@@ -71,7 +80,21 @@ static size_t allowed(int fd, size_t len, off_t off) {
     return 0;
 }
 
+/* Tear mode: a write to the target that crosses a page boundary, once the
+ * budget of such writes is spent, lands its first page's part; then the
+ * process dies. */
+enum { PAGE = 4096 };
+static void maybe_tear(int fd, const void *buf, size_t len, off_t off) {
+    if (!is_target(fd) || !tear_mode) return;
+    if (off < 0) off = lseek(fd, 0, SEEK_CUR);
+    size_t first = PAGE - (size_t)(off % PAGE);
+    if (len <= first || budget-- > 0) return;
+    if (syscall(SYS_pwrite64, fd, buf, first, off) < 0) _exit(96);
+    raise(SIGKILL);
+}
+
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
+    maybe_tear(fd, buf, len, off);
     size_t n = allowed(fd, len, off);
     if (n == 0 && len > 0) return -1;
     return syscall(SYS_pwrite64, fd, buf, n, off);
@@ -80,6 +103,7 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off) { return pwrite(fd, buf, len, off); }
 
 ssize_t write(int fd, const void *buf, size_t len) {
+    maybe_tear(fd, buf, len, -1);
     size_t n = allowed(fd, len, -1);
     if (n == 0 && len > 0) return -1;
     return syscall(SYS_write, fd, buf, n);

@@ -72,6 +72,14 @@ __attribute__((unused)) static const char *bin_dir(void) {
     return b && *b ? b : "bin";
 }
 
+/* The write-fault shim (tests/fault_write.c) beside the test binaries of
+ * this build: build/ or, under make test-asan, build-asan/. */
+__attribute__((unused)) static const char *fault_lib(void) {
+    static char p[512];
+    snprintf(p, sizeof p, "%s/tests/libfault_write.so", strcmp(bin_dir(), "bin") ? "build-asan" : "build");
+    return p;
+}
+
 /* Runs a shell command, captures its stderr (first line kept in err), and
  * returns the exit status, or 128+signal when it died of a signal. */
 __attribute__((unused)) static int run_cmd(char *err, size_t errlen, const char *fmt, ...) {

@@ -393,14 +393,6 @@ static void test_resume_refuses_other_weights(void) {
 
 /* ---- write faults ---- */
 
-/* The fault shim (tests/fault_write.c) beside the test binaries of this
- * build: build/ or, under make test-asan, build-asan/. */
-static const char *fault_lib(void) {
-    static char p[512];
-    snprintf(p, sizeof p, "%s/tests/libfault_write.so", strcmp(bin_dir(), "bin") ? "build-asan" : "build");
-    return p;
-}
-
 static long long file_size(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;

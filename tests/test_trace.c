@@ -573,8 +573,9 @@ static void test_h5dump_reads_zstd_through_plugin(void) {
 static int CRASH_Q = 60;
 
 /* Child: create (first round) or resume the file and write the remaining
- * questions, reporting each finished one; exits 0 when all are written. */
-static void crash_child(const char *path, const Gen *g, int first, int fd) {
+ * questions up to q1, reporting each finished one; exits 0 when all are
+ * written. */
+static void crash_child(const char *path, const Gen *g, int first, int q1, int fd) {
     TraceWriter *w;
     if (first) {
         w = trace_create(path, TRACE_ZSTD);
@@ -586,7 +587,7 @@ static void crash_child(const char *path, const Gen *g, int first, int fd) {
     int32_t ready = -1;
     if (write(fd, &ready, sizeof ready) != (ssize_t)sizeof ready) _exit(5);
     int q0 = (int)trace_n_questions(w);
-    if (write_questions(w, g, q0, CRASH_Q, fd) != 0) _exit(6);
+    if (write_questions(w, g, q0, q1, fd) != 0) _exit(6);
     if (trace_close(w) != 0) _exit(7);
     _exit(0);
 }
@@ -614,7 +615,7 @@ static void test_kill9_then_resume(void) {
         REQUIRE(pid >= 0, "fork");
         if (pid == 0) {
             close(fds[0]);
-            crash_child(p, &g, round == 0, fds[1]);
+            crash_child(p, &g, round == 0, CRASH_Q, fds[1]);
         }
         close(fds[1]);
         int32_t x;
@@ -681,6 +682,115 @@ static void test_kill9_then_resume(void) {
     free(p);
     free(ref);
     free(killed);
+}
+
+/* kill -9 in the middle of each multi-page write in turn: a writer re-run
+ * under tests/fault_write.c's tear mode (this binary again, in the child
+ * role below) lands the first page of its k-th page-crossing write and is
+ * killed.  Every finished question must survive whatever HDF5 was writing
+ * then (metadata, chunks, the counts), and resuming must give the
+ * uninterrupted file: first while creating and writing, then while
+ * resuming a closed file.  Before the writer kept each metadata entry in
+ * one page, a dataset's object header across a page boundary was torn this
+ * way and the whole file lost (1 in ~2,000 random kills). */
+enum { TEAR_Q = 12, TEAR_SEED = 77 };
+
+/* The exec'ed child: C2T_TRACE_CHILD="path first q1 fd". */
+static int tear_child(const char *spec) {
+    char path[4096];
+    int first, q1, fd;
+    if (sscanf(spec, "%4095s %d %d %d", path, &first, &q1, &fd) != 4) return 2;
+    Gen g = {TEAR_SEED, 0, 0};
+    crash_child(path, &g, first, q1, fd);
+    return 0;
+}
+
+/* Runs the child with its k-th page-crossing write torn; 1 if it was
+ * killed (else it finished: no k-th such write), with the questions it
+ * reported finished in *reported. */
+static int torn_run(const char *p, int first, int k, int *reported) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        char spec[4200], after[32];
+        snprintf(spec, sizeof spec, "%s %d %d %d", p, first, TEAR_Q, fds[1]);
+        snprintf(after, sizeof after, "%d", k);
+        const char *asan = getenv("ASAN_OPTIONS");
+        char asan_opts[1024];
+        snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "", asan ? ":" : "");
+        setenv("C2T_TRACE_CHILD", spec, 1);
+        setenv("C2T_FAULT_FILE", strrchr(p, '/') + 1, 1);
+        setenv("C2T_FAULT_MODE", "tear", 1);
+        setenv("C2T_FAULT_AFTER", after, 1);
+        setenv("ASAN_OPTIONS", asan_opts, 1);
+        setenv("LD_PRELOAD", fault_lib(), 1);
+        execl("/proc/self/exe", "test_trace", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    int st;
+    waitpid(pid, &st, 0);
+    int32_t x;
+    *reported = 0;
+    while (read(fds[0], &x, sizeof x) == (ssize_t)sizeof x) if (x >= 0) *reported = x + 1;
+    close(fds[0]);
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) return 1;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    return -st - 1;
+}
+
+static void test_kill9_mid_multipage_write(void) {
+    char *p = tpath("tear.h5"), *ref = tpath("tear_ref.h5"), *half = tpath("tear_half.h5");
+    Gen g = {TEAR_SEED, 0, 0};
+    TraceWriter *w = trace_create(ref, TRACE_ZSTD);
+    REQUIRE(w && trace_set_attr_str(w, "target_model", "m") == 0, "%s", err_get());
+    REQUIRE(write_questions(w, &g, 0, TEAR_Q, -1) == 0 && trace_close(w) == 0, "%s", err_get());
+    w = trace_create(half, TRACE_ZSTD);
+    REQUIRE(w && trace_set_attr_str(w, "target_model", "m") == 0, "%s", err_get());
+    REQUIRE(write_questions(w, &g, 0, TEAR_Q / 2, -1) == 0 && trace_close(w) == 0, "%s", err_get());
+    int tears[2] = {0, 0};
+    for (int resume = 0; resume < 2 && !h_failed; resume++) {
+        for (int k = 0; !h_failed; k++) {
+            unlink(p);
+            if (resume) {
+                size_t n;
+                char *b = read_text_file(half, &n);
+                FILE *f = fopen(p, "wb");
+                REQUIRE(b && f && fwrite(b, 1, n, f) == n, "copy %s", half);
+                fclose(f);
+                free(b);
+            }
+            int reported, rc = torn_run(p, !resume, k, &reported);
+            REQUIRE(rc >= 0, "%s, tear %d: the writer failed (status %d)", resume ? "resume" : "create", k, -rc - 1);
+            if (rc == 0) break;
+            tears[resume]++;
+            if (!file_exists(p)) { CHECK(!resume && reported == 0, "tear %d: no file after %d questions", k, reported); continue; }
+            int done = resume ? TEAR_Q / 2 > reported ? TEAR_Q / 2 : reported : reported;
+            TraceReader *r = trace_open(p);
+            CHECK(r, "%s, tear %d: the killed file does not open: %s", resume ? "resume" : "create", k, err_get());
+            if (!r) break;
+            int have = (int)trace_reader_questions(r);
+            trace_reader_close(r);
+            CHECK(have == done || have == done + 1, "%s, tear %d: %d questions, %d finished", resume ? "resume" : "create", k, have, done);
+            const char *why = verify_file(p, &g, have);
+            CHECK(!why, "%s, tear %d (%d questions): %s", resume ? "resume" : "create", k, have, why);
+            w = trace_resume(p);
+            CHECK(w, "%s, tear %d: resume: %s", resume ? "resume" : "create", k, err_get());
+            if (!w) break;
+            REQUIRE(write_questions(w, &g, (int)trace_n_questions(w), TEAR_Q, -1) == 0 && trace_close(w) == 0, "%s", err_get());
+            why = same_records(p, ref);
+            CHECK(!why, "%s, tear %d: resumed vs uninterrupted: %s", resume ? "resume" : "create", k, why);
+        }
+    }
+    CHECK(tears[0] >= 10 && tears[1] >= 3, "only %d + %d page-crossing writes torn", tears[0], tears[1]);
+    printf("# %d writes torn while creating, %d while resuming: every finished question kept\n", tears[0], tears[1]);
+    free(p);
+    free(ref);
+    free(half);
 }
 
 /* Dies at every step of finishing a question in turn (collect/trace_writer.c's
@@ -1107,6 +1217,7 @@ static void test_bad_input(void) {
 }
 
 int main(void) {
+    if (getenv("C2T_TRACE_CHILD")) return tear_child(getenv("C2T_TRACE_CHILD"));
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     RUN(test_roundtrip_zstd);
     RUN(test_roundtrip_gzip);
@@ -1119,6 +1230,7 @@ int main(void) {
     RUN(test_crash_at_every_step);
     RUN(test_torn_inplace_rewrite);
     RUN(test_kill9_then_resume);
+    RUN(test_kill9_mid_multipage_write);
     RUN(test_merge);
     RUN(test_bad_input);
     RUN(test_bit_flip_detected);
