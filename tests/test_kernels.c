@@ -33,11 +33,14 @@ static void test_cpu_against_naive(void) {
  * thread count changes nothing (1037 rows: split over the threads from n
  * 4).  Shapes: odd row counts leave a row outside the row pairs and tiles;
  * 83 columns end in a 3-column tail, 200 in an 8-column one, 7 have no
- * 16-column step at all, 64 no tail. */
+ * 16-column step at all, 64 no tail; 37 x 4100 (a 4-column tail) makes
+ * the AVX2 tile's later token groups run by column ranges, carrying each
+ * chain across 512-column ranges, in row blocks cut by bytes (22 rows of
+ * BF16, an odd row left in the last block). */
 static void test_matmul_tokens_independent(void) {
     const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
-    enum { NSHAPES = 4 };
-    const int shape_rows[NSHAPES] = {1037, 131, 45, 66}, shape_cols[NSHAPES] = {83, 200, 7, 64};
+    enum { NSHAPES = 5 };
+    const int shape_rows[NSHAPES] = {1037, 131, 45, 66, 37}, shape_cols[NSHAPES] = {83, 200, 7, 64, 4100};
     const int nmax = FEW_TOKENS;
     int bad = 0, products = 0;
     for (int s = 0; s < NSHAPES; s++) {

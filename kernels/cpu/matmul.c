@@ -122,9 +122,10 @@ static inline __attribute__((always_inline)) void rows_span(const char *base, si
  * [r0, r1) and, inside each, groups of at most G of the n tokens; the body
  * sees the block [b0, b1), the group's first token t and its size k, and
  * dispatches k to a tile specialised at compile time. */
-#define FOR_BLOCKS_AND_GROUPS(r0, r1, n, G, body)                                                          \
-    for (int64_t b0 = (r0); b0 < (r1); b0 += ROW_BLOCK) {                                                   \
-        const int64_t b1 = b0 + ROW_BLOCK < (r1) ? b0 + ROW_BLOCK : (r1);                                   \
+#define FOR_BLOCKS_AND_GROUPS(r0, r1, n, G, body) FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, G, ROW_BLOCK, body)
+#define FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, G, BR, body)                                                  \
+    for (int64_t b0 = (r0); b0 < (r1); b0 += (BR)) {                                                        \
+        const int64_t b1 = b0 + (BR) < (r1) ? b0 + (BR) : (r1);                                             \
         for (int t = 0; t < (n); t += (G)) {                                                                 \
             const int k = (n) - t < (G) ? (n) - t : (G);                                                     \
             body                                                                                             \
@@ -182,21 +183,23 @@ static inline __attribute__((always_inline)) v8f load8_avx2(const void *base, DT
     return (v8f)_mm256_slli_epi32(u, 16);
 }
 
-/* acc[i][t] = the chain over columns h..h+7 of every 16-column step of
- * row i · x[t] (h 0: rows_dot_tile's a0, h 8: its a1) for NR <= 2 rows and
- * N <= HALF_TOKENS tokens. */
+/* acc[i][t] = the chain over columns h..h+7 of the 16-column steps in
+ * [j0, j1) of row i · x[t] (h 0: rows_dot_tile's a0, h 8: its a1) for
+ * NR <= 2 rows and N <= HALF_TOKENS tokens, continued from acc's values
+ * when CARRY (else from 0): a chain cut into column ranges, each continued
+ * from the last, makes the same multiply-adds in the same order. */
 static inline __attribute__((always_inline)) void half_chains(const char *row, size_t rb, const float *x, int64_t C,
-                                                              const int64_t h, v8f acc[HALF_ROWS][HALF_TOKENS],
-                                                              const int NR, const int N, const DType DT,
-                                                              const int PREFETCH) {
-    const int64_t C16 = C & ~15LL;
+                                                              const int64_t h, int64_t j0, int64_t j1,
+                                                              v8f acc[HALF_ROWS][HALF_TOKENS], const int NR,
+                                                              const int N, const DType DT, const int PREFETCH,
+                                                              const int CARRY) {
     const int es = DT == DT_F32 ? 4 : 2;
     v8f a[HALF_ROWS][HALF_TOKENS];
 #pragma GCC unroll 4
     for (int i = 0; i < NR; i++)
 #pragma GCC unroll 6
-        for (int t = 0; t < N; t++) a[i][t] = (v8f){0};
-    for (int64_t j = h; j < C16; j += 16) {
+        for (int t = 0; t < N; t++) a[i][t] = CARRY ? acc[i][t] : (v8f){0};
+    for (int64_t j = j0 + h; j < j1; j += 16) {
         v8f w[HALF_ROWS];
 #pragma GCC unroll 4
         for (int i = 0; i < NR; i++) {
@@ -235,20 +238,71 @@ static inline __attribute__((always_inline)) void rows_dot_halves(const char *ro
                                                                   float *out, int64_t R, const int NR, const int N,
                                                                   const DType DT, const int PREFETCH) {
     v8f a0[HALF_ROWS][HALF_TOKENS], a1[HALF_ROWS][HALF_TOKENS];
-    half_chains(row, rb, x, C, 0, a0, NR, N, DT, PREFETCH);
-    half_chains(row, rb, x, C, 8, a1, NR, N, DT, 0);
+    half_chains(row, rb, x, C, 0, 0, C & ~15LL, a0, NR, N, DT, PREFETCH, 0);
+    half_chains(row, rb, x, C, 8, 0, C & ~15LL, a1, NR, N, DT, 0, 0);
 #pragma GCC unroll 4
     for (int i = 0; i < NR; i++)
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) out[t * R + i] = dot_finish(a0[i][t], a1[i][t], row + i * rb, x + t * C, C, DT);
 }
 
-static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
-                                                                   float *out, int64_t R, int64_t r, int64_t r1,
-                                                                   const int N, const DType DT, const int PREFETCH) {
+static inline __attribute__((always_inline)) void rows_span_whole(const char *base, size_t rb, const float *x, int64_t C,
+                                                                  float *out, int64_t R, int64_t r, int64_t r1,
+                                                                  const int N, const DType DT, const int PREFETCH) {
     for (; r + HALF_ROWS <= r1; r += HALF_ROWS)
         rows_dot_halves(base + r * rb, rb, x, C, out + r, R, HALF_ROWS, N, DT, PREFETCH);
     for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, 1, N, DT, PREFETCH);
+}
+
+/* A group's x of more than X_L1_BYTES does not stay in L1 while a row pair
+ * sweeps it (6 tokens of 1536 columns: 36 KB), and each sweep reads it from
+ * L2 again: one 32-byte load of x per two multiply-adds, what L2 delivers
+ * at best.  So such a group runs column range by column range (K_COLS
+ * columns of x: 12 KB for 6 tokens), every row pair of the block carrying
+ * its chains from one range to the next in acc: the same sums. */
+#define X_L1_BYTES 16384
+#define K_COLS 512
+
+static inline __attribute__((always_inline)) void rows_span_ranges(const char *base, size_t rb, const float *x,
+                                                                   int64_t C, float *out, int64_t R, int64_t r,
+                                                                   int64_t r1, const int N, const DType DT,
+                                                                   const int PREFETCH) {
+    v8f acc[ROW_BLOCK / HALF_ROWS][2][HALF_ROWS][HALF_TOKENS];
+    const int64_t C16 = C & ~15LL;
+    for (int64_t j0 = 0; j0 < C16; j0 += K_COLS) {
+        const int64_t j1 = j0 + K_COLS < C16 ? j0 + K_COLS : C16;
+        for (int64_t q = r; q < r1; q += HALF_ROWS) {
+            v8f(*a)[HALF_ROWS][HALF_TOKENS] = acc[(q - r) / HALF_ROWS];
+            const char *row = base + q * rb;
+            if (q + HALF_ROWS <= r1 && j0) {
+                half_chains(row, rb, x, C, 0, j0, j1, a[0], HALF_ROWS, N, DT, PREFETCH, 1);
+                half_chains(row, rb, x, C, 8, j0, j1, a[1], HALF_ROWS, N, DT, 0, 1);
+            } else if (q + HALF_ROWS <= r1) {
+                half_chains(row, rb, x, C, 0, j0, j1, a[0], HALF_ROWS, N, DT, PREFETCH, 0);
+                half_chains(row, rb, x, C, 8, j0, j1, a[1], HALF_ROWS, N, DT, 0, 0);
+            } else if (j0) {
+                half_chains(row, rb, x, C, 0, j0, j1, a[0], 1, N, DT, PREFETCH, 1);
+                half_chains(row, rb, x, C, 8, j0, j1, a[1], 1, N, DT, 0, 1);
+            } else {
+                half_chains(row, rb, x, C, 0, j0, j1, a[0], 1, N, DT, PREFETCH, 0);
+                half_chains(row, rb, x, C, 8, j0, j1, a[1], 1, N, DT, 0, 0);
+            }
+        }
+    }
+    for (int64_t q = r; q < r1; q++) {
+        v8f(*a)[HALF_ROWS][HALF_TOKENS] = acc[(q - r) / HALF_ROWS];
+        const int i = (int)((q - r) % HALF_ROWS);
+        for (int t = 0; t < N; t++) out[t * R + q] = dot_finish(a[0][i][t], a[1][i][t], base + q * rb, x + t * C, C, DT);
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
+                                                                   float *out, int64_t R, int64_t r, int64_t r1,
+                                                                   const int N, const DType DT, const int PREFETCH) {
+    if (!PREFETCH && (C & ~15LL) > K_COLS && (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES)
+        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH);
+    else
+        rows_span_whole(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH);
 }
 
 static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w, const float *x, float *out,
@@ -256,7 +310,13 @@ static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w,
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     const char *base = (const char *)w->data;
-    FOR_BLOCKS_AND_GROUPS(r0, r1, n, HALF_TOKENS, {
+    /* blocks of at most ROW_BLOCK rows and of at most the bytes 64 rows of
+     * 1536 BF16 columns take, so that a block stays in L2 for every token
+     * group also on wide matrices (8960 columns: 10 rows, not 64, whose
+     * 1.1 MB each group read from memory again) */
+    int64_t br = (int64_t)(ROW_BLOCK * 3072) / (int64_t)rb;
+    br = br >= ROW_BLOCK ? ROW_BLOCK : br < HALF_ROWS ? HALF_ROWS : br & ~(int64_t)(HALF_ROWS - 1);
+    FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, HALF_TOKENS, br, {
         const float *xt = x + t * C;
         float *ot = out + t * R;
         switch (k + (t == 0 ? 0 : 8)) {   /* prefetch on the first group */
