@@ -209,7 +209,7 @@ static inline __attribute__((always_inline)) void half_chains(const char *row, s
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) {
             v8f xv;
-            memcpy(&xv, x + t * C + j, 32);
+            xv = (v8f)_mm256_loadu_ps(x + t * C + j);
             __asm__("" : "+x"(xv));   /* one load of x per token, not one per row */
 #pragma GCC unroll 4
             for (int i = 0; i < NR; i++) a[i][t] += w[i] * xv;
