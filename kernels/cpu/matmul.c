@@ -491,8 +491,9 @@ static inline __attribute__((always_inline)) void rows_dot_bf16(const char *row,
         }
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) {
-            __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + t * C + j);
-            __asm__("" : "+v"(xv));   /* one load of x per token, not one per row */
+            __m512i xi = _mm512_loadu_si512(xb + t * C + j);
+            __asm__("" : "+v"(xi));   /* one load of x per token, not one per row */
+            const __m512bh xv = (__m512bh)xi;
 #pragma GCC unroll 4
             for (int i = 0; i < NR; i++) a[i][t] = _mm512_dpbf16_ps(a[i][t], w[i], xv);
         }
