@@ -265,8 +265,7 @@ static inline __attribute__((always_inline)) void rows_span_whole(const char *ba
 
 static inline __attribute__((always_inline)) void rows_span_ranges(const char *base, size_t rb, const float *x,
                                                                    int64_t C, float *out, int64_t R, int64_t r,
-                                                                   int64_t r1, const int N, const DType DT,
-                                                                   const int PREFETCH) {
+                                                                   int64_t r1, const int N, const DType DT) {
     v8f acc[ROW_BLOCK / HALF_ROWS][2][HALF_ROWS][HALF_TOKENS];
     const int64_t C16 = C & ~15LL;
     for (int64_t j0 = 0; j0 < C16; j0 += K_COLS) {
@@ -274,18 +273,12 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
         for (int64_t q = r; q < r1; q += HALF_ROWS) {
             v8f(*a)[HALF_ROWS][HALF_TOKENS] = acc[(q - r) / HALF_ROWS];
             const char *row = base + q * rb;
-            if (q + HALF_ROWS <= r1 && j0) {
-                half_chains(row, rb, x, C, 0, j0, j1, a[0], HALF_ROWS, N, DT, PREFETCH, 1);
-                half_chains(row, rb, x, C, 8, j0, j1, a[1], HALF_ROWS, N, DT, 0, 1);
-            } else if (q + HALF_ROWS <= r1) {
-                half_chains(row, rb, x, C, 0, j0, j1, a[0], HALF_ROWS, N, DT, PREFETCH, 0);
-                half_chains(row, rb, x, C, 8, j0, j1, a[1], HALF_ROWS, N, DT, 0, 0);
-            } else if (j0) {
-                half_chains(row, rb, x, C, 0, j0, j1, a[0], 1, N, DT, PREFETCH, 1);
-                half_chains(row, rb, x, C, 8, j0, j1, a[1], 1, N, DT, 0, 1);
-            } else {
-                half_chains(row, rb, x, C, 0, j0, j1, a[0], 1, N, DT, PREFETCH, 0);
-                half_chains(row, rb, x, C, 8, j0, j1, a[1], 1, N, DT, 0, 0);
+            const int pair = q + HALF_ROWS <= r1;
+            for (int h = 0; h < 2; h++) {   /* NR and CARRY compile-time in each call */
+                if (pair && j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0, 1);
+                else if (pair) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0, 0);
+                else if (j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 0, 1);
+                else half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 0, 0);
             }
         }
     }
@@ -296,11 +289,14 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
     }
 }
 
+/* The first token group (PREFETCH) streams the block from memory whole
+ * rows at a time, the way the prefetchers follow; later groups find it in
+ * L2 and run by ranges where their x is large. */
 static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
                                                                    float *out, int64_t R, int64_t r, int64_t r1,
                                                                    const int N, const DType DT, const int PREFETCH) {
     if (!PREFETCH && (C & ~15LL) > K_COLS && (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES)
-        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH);
+        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT);
     else
         rows_span_whole(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH);
 }
@@ -314,7 +310,7 @@ static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w,
      * 1536 BF16 columns take, so that a block stays in L2 for every token
      * group also on wide matrices (8960 columns: 10 rows, not 64, whose
      * 1.1 MB each group read from memory again) */
-    int64_t br = (int64_t)(ROW_BLOCK * 3072) / (int64_t)rb;
+    int64_t br = (int64_t)(ROW_BLOCK * 1536 * 2) / (int64_t)rb;
     br = br >= ROW_BLOCK ? ROW_BLOCK : br < HALF_ROWS ? HALF_ROWS : br & ~(int64_t)(HALF_ROWS - 1);
     FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, HALF_TOKENS, br, {
         const float *xt = x + t * C;
