@@ -49,7 +49,7 @@ BIN   := bin
 # (spec_<name>.c), which become bin/spec-<name>.
 # SKIP_SRCS: sources to leave out while they are being written
 SKIP_SRCS ?=
-LIB_DIRS := kernels/base kernels kernels/cpu infer infer/model infer/text infer/speculative infer/speculative/policies collect train
+LIB_DIRS := kernels/base kernels kernels/cpu infer infer/model infer/text infer/speculative infer/speculative/policies infer/session collect train
 LIB_SRCS := $(filter-out $(wildcard */spec_*.c) collect/h5plugin_zstd.c $(SKIP_SRCS),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CMD_DIRS := infer collect train
 CMD_SRCS := $(wildcard $(addsuffix /spec_*.c,$(CMD_DIRS)))

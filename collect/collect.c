@@ -1,7 +1,7 @@
 /* spec-collect's engine (collect/collect.h). */
 #include "collect/collect.h"
 #include "infer/model/safetensors.h"
-#include "infer/speculative/batch.h"
+#include "infer/session/batch.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +190,7 @@ static int run_settings(const Session *s, const Policy *policy, const char *cons
     SET("questions", "%s", qlist);
     SET("n_shards", "%d", o->shard_n);
     /* batched products of more than FEW_TOKENS rows sum in another order
-     * (infer/speculative/batch.h), so a resume must not mix batch sizes */
+     * (infer/session/batch.h), so a resume must not mix batch sizes */
     SET("batch", "%d", o->batch);
     /* a walk's draft features come from one-token forwards (decode.h) */
     SET("verify", "%s", verify_mode_name(cfg->verify));

@@ -5,7 +5,7 @@
 #ifndef C2T_COLLECT_H
 #define C2T_COLLECT_H
 #include "collect/trace.h"
-#include "infer/speculative/session.h"
+#include "infer/session/session.h"
 
 typedef struct {
     const char *out;          /* the trace file */
@@ -13,7 +13,7 @@ typedef struct {
     int resume;               /* continue out after its last finished question */
     int shard_i, shard_n;     /* take questions q with q % shard_n == shard_i */
     int max_questions, max_turns;   /* as the question files were cut (recorded) */
-    int batch;                /* sequences decoded together (continuous batching, infer/speculative/batch.h) */
+    int batch;                /* sequences decoded together (continuous batching, infer/session/batch.h) */
 } CollectOptions;
 
 /* The trace rows of a verified tree's nodes 1..t->n-1 (the root has no

@@ -5,7 +5,7 @@
  * exit 1. */
 #ifndef C2T_CLI_H
 #define C2T_CLI_H
-#include "infer/speculative/session.h"
+#include "infer/session/session.h"
 #include <getopt.h>
 #include <signal.h>
 #include <stdint.h>

@@ -5,8 +5,8 @@
  * table and the CSV row. */
 #ifndef C2T_EVAL_H
 #define C2T_EVAL_H
-#include "infer/speculative/batch.h"
-#include "infer/speculative/session.h"
+#include "infer/session/batch.h"
+#include "infer/session/session.h"
 #include "infer/speedup.h"
 #include <cjson/cJSON.h>
 #include <signal.h>

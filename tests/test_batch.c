@@ -8,7 +8,7 @@
  * guard page instead of writing below the stack. */
 #include "tests/harness.h"
 #include "tests/strict_backend.h"
-#include "infer/speculative/fiber.h"
+#include "infer/session/fiber.h"
 #include <signal.h>
 #include "infer/model/llama.h"
 #include "infer/speculative/draft.h"

@@ -190,6 +190,7 @@ static void test_cuda_quant_steps_on_host(void) {
 #include "kernels/cuda/cuda_backend.h"
 #include "tests/parity.h"
 #include "infer/speculative/decode.h"
+#include "infer/session/observers.h"
 #include "infer/model/generate.h"
 #include "infer/model/llama.h"
 
@@ -616,6 +617,7 @@ static int decode(const LlamaModel *target, Draft *d, const char *policy, const 
     if (!p) return -1;
     SampleParams sp = {0};
     Decoder *dec = decoder_new(target, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
+    if (dec && p->wants_cost) decoder_watch_costs(dec);
     DecodeStats st;
     int n = dec ? decoder_run(dec, prompt, np, max_new, out, &st) : -1;
     decoder_free(dec);

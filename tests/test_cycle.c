@@ -18,6 +18,7 @@
 #include "tests/strict_backend.h"
 #include "infer/speculative/cycle.h"
 #include "infer/speculative/decode.h"
+#include "infer/session/observers.h"
 #include "infer/model/generate.h"
 #include "kernels/base/replay.h"
 #include "kernels/base/util.h"
@@ -152,6 +153,7 @@ static Decoder *decoder_for(const LlamaModel *m, Draft *d, const Case *c, int wa
         if (policy_params_set(&prm, kv, NULL)) return NULL;
     if (!(*p = policy_new(&prm))) return NULL;
     Decoder *dec = decoder_new(m, (*p)->needs_draft ? d : NULL, *p, slots + policy_max_nodes(*p), case_sp);
+    if (dec && (*p)->wants_cost) decoder_watch_costs(dec);
     if (dec) dec->walk = mode == MODE_WALK || mode == MODE_WALK_RECORDED || case_root_only;
     if (dec) dec->walk_root_only = dec->walk && case_root_only;
     return dec;

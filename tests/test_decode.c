@@ -5,6 +5,7 @@
 #include "tests/harness.h"
 #include "tests/strict_backend.h"
 #include "infer/speculative/decode.h"
+#include "infer/session/observers.h"
 #include "infer/speculative/cycle.h"
 #include "tests/script_draft.h"
 #include "tests/build_tree.h"
@@ -177,6 +178,7 @@ static int decode(const LlamaModel *target, Draft *d, const PolicyParams *prm, c
     if (!p) return -1;
     SampleParams sp = {0};
     Decoder *dec = decoder_new(target, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
+    if (dec && p->wants_cost) decoder_watch_costs(dec);
     int n = dec ? decoder_run(dec, prompt, np, max_new, out, st) : -1;
     decoder_free(dec);
     policy_free(p);
@@ -899,6 +901,7 @@ static void test_draft_vocab_auto_is_lossless(void) {
         SampleParams sp = {0};
         Decoder *dec = decoder_new(m, d, p, 8 + max_new + policy_max_nodes(p) + 8, sp);
         REQUIRE(dec, "%s", err_get());
+        if (p->wants_cost) decoder_watch_costs(dec);
         decoder_watch_vocab(dec, &va);
         /* recording as a GPU does: the switches come between cycles, and
          * every unit is issued twice */

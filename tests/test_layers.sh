@@ -1,6 +1,6 @@
 #!/bin/sh
 # The layers point one way: basics <- kernels <- model, text <- speculative <-
-# collect <- train <- commands.  Every #include "x" of a source may name a
+# session <- collect <- train <- commands.  Every #include "x" of a source may name a
 # file of its own layer or of a lower one, never a higher one; model/ and
 # text/ (side by side) may not include each other; and a command lives in
 # the folder of what it runs, so nothing under collect/ includes train/
@@ -16,9 +16,10 @@ layer() {   # path -> "rank group"
     infer/model/*) echo "2 model" ;;
     infer/text/*) echo "2 text" ;;
     infer/speculative/*) echo "3 speculative" ;;
-    infer/spec_*.c|collect/spec_*.c|train/spec_*.c|infer/cli.*|infer/eval.*|infer/speedup.*) echo "6 commands" ;;
-    collect/*) echo "4 collect" ;;
-    train/*) echo "5 train" ;;
+    infer/session/*) echo "4 session" ;;
+    infer/spec_*.c|collect/spec_*.c|train/spec_*.c|infer/cli.*|infer/eval.*|infer/speedup.*) echo "7 commands" ;;
+    collect/*) echo "5 collect" ;;
+    train/*) echo "6 train" ;;
     *) echo "" ;;
     esac
 }

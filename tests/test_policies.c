@@ -6,6 +6,7 @@
  * --param parsing and parameter checks. */
 #include "tests/harness.h"
 #include "infer/speculative/decode.h"
+#include "infer/session/observers.h"
 #include "tests/script_draft.h"
 #include "tests/example_policy.h"
 #include "tests/build_tree.h"
@@ -418,6 +419,7 @@ static int decode_with(const LlamaModel *m, Draft *d, Policy *p, const int *prom
     SampleParams sp = {0};
     Decoder *dec = decoder_new(m, d, p, np + max_new + policy_max_nodes(p) + 8, sp);
     if (!dec) return -1;
+    if (p->wants_cost) decoder_watch_costs(dec);
     decoder_set_hook(dec, check_tree, h, 1);
     h->p = p;
     DecodeStats st;
@@ -1222,6 +1224,7 @@ static void check_c2t_decoding(const char *weights, const char *target_dir, cons
         SampleParams sp = {0};
         Decoder *dec = decoder_new(m, d, p, 8 + 24 + policy_max_nodes(p) + 8, sp);
         REQUIRE(dec, "%s", err_get());
+        if (p->wants_cost) decoder_watch_costs(dec);
         decoder_set_hook(dec, check_rows_hook, &h, 1);
         int out[32];
         DecodeStats st;

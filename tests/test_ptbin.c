@@ -8,6 +8,7 @@
 #include "infer/model/safetensors.h"
 #include "infer/model/torch_pickle.h"
 #include "infer/speculative/decode.h"
+#include "infer/session/observers.h"
 #include "kernels/base/util.h"
 #include <sys/stat.h>
 
@@ -196,6 +197,7 @@ static int decode(const LlamaModel *target, Draft *d, int *out, DecodeStats *st)
     SampleParams sp = {0};
     int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9};
     Decoder *dec = decoder_new(target, d, p, 8 + 40 + policy_max_nodes(p) + 8, sp);
+    if (dec && p->wants_cost) decoder_watch_costs(dec);
     int n = dec ? decoder_run(dec, prompt, 8, 40, out, st) : -1;
     decoder_free(dec);
     policy_free(p);

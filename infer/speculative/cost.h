@@ -127,7 +127,7 @@ typedef struct {
     int64_t hist[COST_HIST];            /* how often each size was chosen */
     int from_cache;                     /* the curve came from the calibration cache */
     char cache_key[1024];               /* its key there (decoder_cost_key), "" without a cache */
-    /* Batched decoding (batch.c): the round's other trees share the
+    /* Batched decoding (infer/session/batch.c): the round's other trees share the
      * target's forward, so the curve's token count is the whole round's;
      * the others' verified tokens (roots included) and expected tokens
      * count beside this tree's in every rate (cost_best_rate).  0 alone. */
@@ -206,25 +206,4 @@ int cost_chosen_quantile(const CostModel *m, double q);
  * cycle's drafting adds, the tau such a tree needs to beat plain decoding
  * ((D + V(k + 1)) / V(1)) against the tau its drafting cycles measured. */
 void cost_explain(const CostModel *m, char *buf, size_t size);
-
-/* The calibration cache (cost_cache.c; spec-eval --cost-cache): a JSON file
- * of curves, each under a key naming everything the curve depends on
- * (decoder_cost_key).  cost_cache_get: 1 with key's curve in m (a fresh
- * model: the points only), 0 when the file does not exist or lacks the key,
- * -1 + err_set when the file is not a cost cache or a curve is malformed.
- * cost_cache_put adds or replaces key's curve (m's points), creating the
- * file and its directory; -1 + err_set.  A file that is not a cost cache is
- * never overwritten. */
-#define COST_CACHE_CURVES 32   /* the newest kept; older ones are dropped as new ones are written */
-int cost_cache_get(const char *path, const char *key, CostModel *m);
-int cost_cache_put(const char *path, const char *key, const CostModel *m);
-/* At a run's end, with COST_REFRESH_CYCLES cycles observed or more: m's
- * corrected curve replaces its key's in the cache (an earlier run's curve,
- * or this run's calibration), so one noisy calibration does not persist.
- * 1 when written, 0 when not due (fewer cycles, no cache key), -1 + err_set. */
-#define COST_REFRESH_CYCLES 64
-int cost_cache_refresh(const char *path, const CostModel *m);
-/* $XDG_CACHE_HOME/c2t/cost.json, else $HOME/.cache/c2t/cost.json, into buf;
- * NULL when neither variable is set. */
-const char *cost_cache_default_path(char *buf, size_t size);
 #endif

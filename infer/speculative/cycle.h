@@ -29,7 +29,7 @@
 struct DevCycle {
     const Backend *be;      /* where its buffers live and its ops run */
     /* NULL: one sequence, its tree ops and reads run at once; a batched
-     * sequence's gate (batch.c), where each waits and runs with the other
+     * sequence's gate (infer/session/batch.c), where each waits and runs with the other
      * sequences' as one launch or transfer (cycle_tree_op, cycle_to_host) */
     Gate *gate;
     int cap;                /* nodes of a tree */

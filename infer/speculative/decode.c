@@ -55,8 +55,6 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     dec->sp = sp;
     rng_seed(&dec->rng, sp.seed);
     tree_init(&dec->tree);
-    decoder_watch_threads(dec);
-    if (policy->wants_cost) decoder_watch_costs(dec);
     dec->v.row = xmalloc(sizeof(float) * target->cfg.vocab);
     /* the cycle's buffers in the target's backend memory (a batched run
      * then points dc->be at its gated copy of that backend) */
@@ -69,6 +67,19 @@ Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int
     if (policy->program_for) policy->program_for(policy, be);
     reserve_nodes(dec, cap);
     return dec;
+}
+
+void decoder_watch(Decoder *dec, Observer *o) {
+    Observer **at = &dec->observers;
+    while (*at) at = &(*at)->next;
+    o->next = NULL;
+    *at = o;
+}
+
+Observer *decoder_observer(const Decoder *dec, const char *name) {
+    for (Observer *o = dec->observers; o; o = o->next)
+        if (!strcmp(o->name, name)) return o;
+    return NULL;
 }
 
 void decoder_free(Decoder *dec) {
@@ -195,6 +206,11 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
     dec->turn.max_new = max_new;
     dec->turn.done = 1;
     if (n_prompt <= 0) { err_set("empty prompt"); return -1; }
+    if (dec->policy->wants_cost && !dec->policy->cost) {
+        err_set("policy %s sizes its trees from measured costs: its decoder has no cost model (decoder_watch_costs)",
+                dec->policy->name);
+        return -1;
+    }
     dec->turn.t_start = now_seconds();
     llama_truncate(ts, 0);
     if (dec->draft) draft_reset(dec->draft);

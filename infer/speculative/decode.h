@@ -2,8 +2,9 @@
  * draft→verify→commit cycle read top to bottom, verification's rule
  * included; beside it the cycle's
  * buffers and tree ops (cycle.c), the tree (tree.c), draft sources (draft.c,
- * draft_eagle.c, draft_lm.c), policies (policy.c and policies/), the
- * classifier and sessions (session.c). */
+ * draft_eagle.c, draft_lm.c), policies (policy.c and policies/) and the
+ * classifier.  What runs the cycle (sessions, batches) and what measures
+ * it (observers) live in infer/session/. */
 /* The speculative decoding loop: draft a tree with a policy's program in
  * backend memory, verify it with one target forward, walk it there, keep
  * the accepted path in both KV caches, repeat.
@@ -19,7 +20,6 @@
 #include "infer/speculative/policy.h"
 #include "kernels/base/rng.h"
 #include "infer/speculative/tree.h"
-#include "infer/speculative/vocab_auto.h"
 #include "infer/speculative/observer.h"
 
 

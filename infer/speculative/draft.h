@@ -229,7 +229,7 @@ void draft_counts_restore(Draft *d, const DraftCounts *c);
  * and entropy[m] (backend memory; NULL skips it), in the draft's columns
  * (tree_grow maps them with d2t_dev); the step's inputs by the cycle's
  * tree_inputs, on tree_be through tree_gate (the cycle's backend and gate,
- * DevCycle.gate: a batched sequence's waits there, batch.c). */
+ * DevCycle.gate: a batched sequence's waits there, infer/session/batch.c). */
 int draft_expand_dev(Draft *d, const Backend *tree_be, Gate *tree_gate, const DevTree *t, int n, int root,
                      const int *rows, int m, int k, int topm, int *ids, float *probs, float *entropy);
 #endif

@@ -1,5 +1,5 @@
 /* Where a sequence's model products go.  Decoding one sequence runs each
- * product at once; decoding several together (infer/speculative/batch.c) hands
+ * product at once; decoding several together (infer/session/batch.c) hands
  * each to a gate, which suspends the sequence until the products of every
  * sequence waiting on the same kind of call have run as one batched
  * product, and then returns as if the call had run alone.  The decoding
@@ -58,10 +58,10 @@ typedef struct {
 /* Where a sequence waits: every call of pass.  The callers, one per kind:
  * GATE_PREFILL and GATE_VERIFY target_forward, GATE_ROW path_logits
  * (decode.c); GATE_DRAFT draft_step and GATE_DIST dist_pass (draft.c);
- * GATE_CALIBRATE decoder_calibrate (observers.c); GATE_TREE and GATE_READ
+ * GATE_CALIBRATE decoder_calibrate (infer/session/observers.c); GATE_TREE and GATE_READ
  * gate_tree_op and gate_to_host below, which the device cycle's ops reach
  * through cycle_tree_op and cycle_to_host (cycle.c) and tree_inputs_make
- * (tree.c).  In what order the waiting kinds run: batch.c's schedule. */
+ * (tree.c).  In what order the waiting kinds run: infer/session/batch.c's schedule. */
 typedef struct Gate Gate;
 struct Gate {
     /* Runs the call, alone or with others: 0.  Non-zero where it did not

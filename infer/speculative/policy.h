@@ -80,8 +80,9 @@ struct Policy {
     void *own;           /* the policy's settings struct (cls->params), or NULL */
     void *state;
     int needs_draft;
-    /* Set by init when a size is "auto"; the decoder then lends its cost
-     * model (calibrated, refined each cycle) in `cost` before the first build. */
+    /* Set by init when a size is "auto"; the decoder's cost observer
+     * (infer/session/observers.h) then lends its model (calibrated, refined
+     * each cycle) in `cost` before the first build. */
     int wants_cost;
     CostModel *cost;
     /* Builds the cycle's tree in backend memory by the cycle's tree ops

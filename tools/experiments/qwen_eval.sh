@@ -19,12 +19,22 @@
 #   3. the table -> results/qwen/eval.txt (the CPU's ISA flags on its first line).
 # Sizes: EVAL_Q (5 a benchmark), MAX_NEW (128), THREADS (2).  ARITH: our
 # arithmetic (tools/experiments/arith.sh).  QWEN_OUT: the results folder.
+# QWEN_WEIGHTS=keep: ours on the GGUFs' own blocks (the -keep folders of
+# `make qwen QWEN_DTYPE=keep`) against llama.cpp on the original files only,
+# into results/qwen-keep; bf16 (default): the BF16 conversion, as above.
+# QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
+# ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).
 # ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2.
 . "$(dirname "$0")/lib.sh"
-T=models/qwen2.5-coder-1.5b-instruct
-D=models/qwen2.5-coder-0.5b-instruct
+QWEN_WEIGHTS=${QWEN_WEIGHTS:-bf16}
+case $QWEN_WEIGHTS in
+bf16) T=models/qwen2.5-coder-1.5b-instruct D=models/qwen2.5-coder-0.5b-instruct
+      R=${QWEN_OUT:-results/qwen} BASE=plain-bf16 MAKE_PAIR="make qwen" ;;
+keep) T=models/qwen2.5-coder-1.5b-instruct-keep D=models/qwen2.5-coder-0.5b-instruct-keep
+      R=${QWEN_OUT:-results/qwen-keep} BASE=plain-q4_k_m MAKE_PAIR="make qwen QWEN_DTYPE=keep" ;;
+*) echo "qwen-eval: QWEN_WEIGHTS is bf16 or keep, not '$QWEN_WEIGHTS'" >&2; exit 2 ;;
+esac
 DL=models/download/qwen
-R=${QWEN_OUT:-results/qwen}
 B=${QWEN_BENCH:-../shared/benchmarks}
 EVAL_Q=${EVAL_Q:-5}
 MAX_NEW=${MAX_NEW:-128}
@@ -35,7 +45,7 @@ QWEN_SYSTEM="You are Qwen, created by Alibaba Cloud. You are a helpful assistant
 export OMP_NUM_THREADS=$THREADS
 . tools/experiments/arith.sh
 . tools/experiments/llamacpp_prompts.sh
-need qwen-eval "make qwen" "$T/config.json" "$D/config.json"
+need qwen-eval "$MAKE_PAIR" "$T/config.json" "$D/config.json"
 files=""
 for b in $BENCHES; do
     need qwen-eval "" "$B/$b/question.jsonl"
@@ -53,7 +63,7 @@ if [ -z "${ONLY_LLAMACPP:-}" ]; then
     run() {
         label=$1 policy=$2; shift 2
         echo "-- $label"
-        bin/spec-eval --target $T --draft $D --draft-kind lm --policy "$policy" $qs --max-questions "$EVAL_Q" \
+        ${QWEN_BIN:-bin}/spec-eval --target $T --draft $D --draft-kind lm --policy "$policy" $qs --max-questions "$EVAL_Q" \
             --max-turns 1 --max-new-tokens "$MAX_NEW" --check-lossless --json "$R/$label.json" --csv "$R/eval.csv" \
             --label "setting=$label" "$@" || echo "qwen-eval: $label failed or was not lossless" >&2
     }
@@ -71,13 +81,17 @@ if [ -z "${ONLY_OURS:-}" ]; then
     if LB=$(tools/experiments/llamacpp.sh); then
         TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf DQ=$DL/qwen2.5-coder-0.5b-instruct.gguf
         TB=models/qwen2.5-coder-1.5b-instruct.bf16.gguf DB=models/qwen2.5-coder-0.5b-instruct.bf16.gguf
-        python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
-requantize('$TQ', '$TB', 'BF16'); requantize('$DQ', '$DB', 'BF16')"
         lc_prompts "$R/prompts" "$QWEN_SYSTEM" "$EVAL_Q" $files
-        lc_bench "$R/llamacpp_rows.csv" plain-bf16 $TB "$MAX_NEW" "$THREADS"
+        if [ "$QWEN_WEIGHTS" = bf16 ]; then
+            python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
+requantize('$TQ', '$TB', 'BF16'); requantize('$DQ', '$DB', 'BF16')"
+            lc_bench "$R/llamacpp_rows.csv" plain-bf16 $TB "$MAX_NEW" "$THREADS"
+        fi
         lc_bench "$R/llamacpp_rows.csv" plain-q4_k_m $TQ "$MAX_NEW" "$THREADS"
-        lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_bf16.txt" speculative-bf16 "$R/prompts" "$MAX_NEW" "$THREADS" \
-            "$LB/llama-speculative-simple" -m $TB -md $DB --spec-type draft-simple
+        if [ "$QWEN_WEIGHTS" = bf16 ]; then
+            lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_bf16.txt" speculative-bf16 "$R/prompts" "$MAX_NEW" "$THREADS" \
+                "$LB/llama-speculative-simple" -m $TB -md $DB --spec-type draft-simple
+        fi
         lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_q4_k_m.txt" speculative-q4_k_m "$R/prompts" "$MAX_NEW" "$THREADS" \
             "$LB/llama-speculative-simple" -m $TQ -md $DQ --spec-type draft-simple
     else
@@ -86,15 +100,15 @@ requantize('$TQ', '$TB', 'BF16'); requantize('$DQ', '$DB', 'BF16')"
 fi
 
 echo "== 3/3 the table"
-{ echo "CPU flags: $isa; $THREADS threads; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON)"
+{ echo "CPU flags: $isa; $THREADS threads; weights: $QWEN_WEIGHTS; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON)"
 # ours: the A/B speedup against ar in the same process with its 95% interval;
 # llama.cpp's rows and "vs llama.cpp bf16" divide tok/s of different processes
-awk -F, 'FILENAME ~ /eval.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6
+awk -F, -v base="$BASE" 'FILENAME ~ /eval.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6
                                             sp[n] = ($7 == "" ? "-" : sprintf("%.2fx [%.2f, %.2f]", $7, $8, $9)) }
-    FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; la[m] = $5; if ($1 == "plain-bf16") lp = $4 }
+    FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; la[m] = $5; if ($1 == base) lp = $4 }
     END {
         printf "%-26s %-14s %9s %6s %8s %-20s %8s %9s\n", "runtime/policy", "setting", "gamma(k)", "tau", "tok/s",
-               "vs our ar (A/B)", "accept%", "vs lc bf16"
+               "vs our ar (A/B)", "accept%", "vs lc " substr(base, 7)
         for (i = 1; i <= n; i++)
             printf "%-26s %-14s %9.2f %6.2f %8.2f %-20s %8s %9s\n", "ours/" p[i], s[i], g[i] / 1000, t[i], v[i], sp[i], "-",
                    (lp > 0 ? sprintf("%.2fx", v[i] / lp) : "-")

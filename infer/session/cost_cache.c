@@ -1,4 +1,4 @@
-/* The calibration cache of cost.h (spec-eval --cost-cache): one JSON file
+/* The calibration cache of observers.h (spec-eval --cost-cache): one JSON file
  * of verification curves, each under the key of everything it depends on.
  *
  *   {"format": "c2t-cost-cache", "version": 1,
@@ -10,7 +10,7 @@
  * order they were written, and only the COST_CACHE_CURVES newest: every
  * build has its own key, so without a bound the file would grow by a curve
  * per build. */
-#include "infer/speculative/cost.h"
+#include "infer/session/observers.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
 #include <errno.h>

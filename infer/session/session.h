@@ -8,7 +8,7 @@
 #include "infer/speculative/decode.h"
 #include "infer/text/questions.h"
 #include "infer/text/tokenizer.h"
-#include "infer/speculative/vocab_auto.h"
+#include "infer/session/observers.h"
 
 #define C2T_VERSION "0.1.0"
 #define DRAFT_VOCAB_AUTO (-1)          /* --draft-vocab auto (vocab_auto.h) */

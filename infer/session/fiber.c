@@ -1,5 +1,5 @@
-/* Fibers (infer/speculative/fiber.h). */
-#include "infer/speculative/fiber.h"
+/* Fibers (infer/session/fiber.h). */
+#include "infer/session/fiber.h"
 #include "kernels/base/util.h"
 #include <errno.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "infer/speculative/vocab_auto.h"
+#include "infer/session/vocab_auto.h"
 #include "kernels/base/util.h"
 #include <math.h>
 #include <stdlib.h>

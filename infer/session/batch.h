@@ -16,7 +16,7 @@
  * differently. */
 #ifndef C2T_BATCH_H
 #define C2T_BATCH_H
-#include "infer/speculative/session.h"
+#include "infer/session/session.h"
 #include <signal.h>
 
 /* The cycle's work at the slots' gates: the tree ops the slots

@@ -1,26 +1,12 @@
-/* The cycle's observers (observer.h): a caller's hook, the cost model with
+/* The cycle's observers (observers.h): a caller's hook, the cost model with
  * its draft switch and calibration, the draft-vocabulary chooser and the
  * backend's thread tuner. */
-#include "infer/speculative/observer.h"
+#include "infer/session/observers.h"
 #include "infer/speculative/cycle.h"
-#include "infer/speculative/decode.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void decoder_watch(Decoder *dec, Observer *o) {
-    Observer **at = &dec->observers;
-    while (*at) at = &(*at)->next;
-    o->next = NULL;
-    *at = o;
-}
-
-Observer *decoder_observer(const Decoder *dec, const char *name) {
-    for (Observer *o = dec->observers; o; o = o->next)
-        if (!strcmp(o->name, name)) return o;
-    return NULL;
-}
 
 static void free_observer(Observer *o) { free(o); }
 

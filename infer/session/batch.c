@@ -1,4 +1,4 @@
-/* Batched decoding (infer/speculative/batch.h).  Each slot is a fiber (fiber.h)
+/* Batched decoding (infer/session/batch.h).  Each slot is a fiber (fiber.h)
  * running the one-sequence code, session_question over decoder_run, with
  * its gate (slot_pass) as its decoder's, its draft's and its device
  * cycle's (Decoder.gate, Draft.gate, DevCycle.gate).
@@ -29,9 +29,9 @@
  *   GATE_VERIFY: the target's forward, last, so that the slots whose trees
  *     are ready wait for the rest and it verifies as many trees as
  *     possible. */
-#include "infer/speculative/batch.h"
+#include "infer/session/batch.h"
 #include "infer/speculative/cycle.h"
-#include "infer/speculative/fiber.h"
+#include "infer/session/fiber.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "infer/speculative/session.h"
+#include "infer/session/session.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +120,8 @@ Decoder *session_decoder_with(Session *s, Policy *p, Draft *draft) {
     Decoder *dec = decoder_new(s->target, p->needs_draft ? draft : NULL, p,
                                s->slots + policy_max_nodes(p), s->cfg.sp);
     if (!dec) return NULL;
+    decoder_watch_threads(dec);
+    if (p->wants_cost) decoder_watch_costs(dec);
     dec->walk = s->cfg.verify != VERIFY_TREE;
     if (s->cfg.draft_vocab == DRAFT_VOCAB_AUTO && dec->draft == s->draft) decoder_watch_vocab(dec, &s->vocab_auto);
     if (decoder_cost_watch(dec)) decoder_cost_watch(dec)->cache = s->cfg.cost_cache;
