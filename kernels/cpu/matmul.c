@@ -259,21 +259,34 @@ static inline __attribute__((always_inline)) void rows_span_whole(const char *ba
  * L2 again: one 32-byte load of x per two multiply-adds, what L2 delivers
  * at best.  So such a group runs column range by column range (K_COLS
  * columns of x: 12 KB for 6 tokens), every row pair of the block carrying
- * its chains from one range to the next in acc: the same sums. */
+ * its chains from one range to the next in acc: the same sums.  A block's
+ * first group (pf: the block's bytes) also fetches, range by range, the
+ * same columns of the next block's rows into L2, so that the weights
+ * arrive from memory while this block computes: the hardware prefetchers
+ * do not follow ranges that jump from row to row. */
 #define X_L1_BYTES 16384
 #define K_COLS 512
+/* A first group sweeps whole rows while its x and the row pair take at
+ * most three quarters of a 32 KB L1 (1536 columns: up to 3 tokens); with
+ * 4 tokens a 16-node tree's forward took 2.7x one token's, 1.6x by ranges. */
+#define L1_WHOLE_BYTES 24576
 
 static inline __attribute__((always_inline)) void rows_span_ranges(const char *base, size_t rb, const float *x,
                                                                    int64_t C, float *out, int64_t R, int64_t r,
-                                                                   int64_t r1, const int N, const DType DT) {
+                                                                   int64_t r1, const int N, const DType DT,
+                                                                   int64_t pf) {
     v8f acc[ROW_BLOCK / HALF_ROWS][2][HALF_ROWS][HALF_TOKENS];
     const int64_t C16 = C & ~15LL;
+    const int es = DT == DT_F32 ? 4 : 2;
     for (int64_t j0 = 0; j0 < C16; j0 += K_COLS) {
         const int64_t j1 = j0 + K_COLS < C16 ? j0 + K_COLS : C16;
         for (int64_t q = r; q < r1; q += HALF_ROWS) {
             v8f(*a)[HALF_ROWS][HALF_TOKENS] = acc[(q - r) / HALF_ROWS];
             const char *row = base + q * rb;
             const int pair = q + HALF_ROWS <= r1;
+            if (pf)
+                for (int i = 0; i < 1 + pair; i++)
+                    for (int64_t b = j0 * es; b < j1 * es; b += 64) __builtin_prefetch(row + i * rb + pf + b, 0, 2);
             for (int h = 0; h < 2; h++) {   /* NR and CARRY compile-time in each call */
                 if (pair && j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0, 1);
                 else if (pair) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0, 0);
@@ -289,14 +302,16 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
     }
 }
 
-/* The first token group (PREFETCH) streams the block from memory whole
- * rows at a time, the way the prefetchers follow; later groups find it in
- * L2 and run by ranges where their x is large. */
+/* A group whose x is large runs by ranges, the block's first (PREFETCH)
+ * fetching the next block as it goes; a smaller one sweeps whole rows,
+ * the first streaming the block from memory the way the prefetchers
+ * follow, the later ones finding it in L2. */
 static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
                                                                    float *out, int64_t R, int64_t r, int64_t r1,
                                                                    const int N, const DType DT, const int PREFETCH) {
-    if (!PREFETCH && (C & ~15LL) > K_COLS && (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES)
-        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT);
+    const int64_t xbytes = (int64_t)N * C * (int64_t)sizeof(float);
+    if ((C & ~15LL) > K_COLS && (PREFETCH ? xbytes + HALF_ROWS * (int64_t)rb > L1_WHOLE_BYTES : xbytes > X_L1_BYTES))
+        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH ? (r1 - r) * (int64_t)rb : 0);
     else
         rows_span_whole(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH);
 }

@@ -71,7 +71,11 @@ if [ -z "${ONLY_LLAMACPP:-}" ]; then
     run eagle2-paper eagle2 --topk 10 --depth 6 --total 60 $ARITH
     run chain-plain chain
     run eagle2-plain eagle2
-    if [ -f "$CLS" ]; then run c2t-plain c2t --classifier "$CLS"
+    # the shipped classifier was trained on the BF16 pair's traces, whose
+    # weights are these blocks' values rounded to BF16: keep applies it as is
+    # (--force: spec-eval otherwise refuses a classifier of another pair)
+    force=""; [ "$QWEN_WEIGHTS" = keep ] && force=--force
+    if [ -f "$CLS" ]; then run c2t-plain c2t --classifier "$CLS" $force
     else echo "qwen-eval: $CLS is missing; c2t's row is left out" >&2; fi
 fi
 
