@@ -74,6 +74,50 @@ static void test_matmul_tokens_independent(void) {
           products);
 }
 
+/* A 16-bit matrix without an F32 copy (cache budget 0) keeps the fused loop
+ * up to FEW_TOKENS_UNCACHED tokens: each token of such a product equals
+ * the token alone, bit for bit, where sgemm (over the copy, or a per-call
+ * widening) would not promise it; past the bound sgemm takes over.  Shapes
+ * that run whole rows (200 columns) and column ranges (4100). */
+static void test_matmul_uncached_tokens_independent(void) {
+    enum { NSHAPES = 2 };
+    const int shape_rows[NSHAPES] = {131, 37}, shape_cols[NSHAPES] = {200, 4100}, ns[] = {17, 24, 33, FEW_TOKENS_UNCACHED};
+    const DType dts[2] = {DT_BF16, DT_F16};
+    BackendOptions o;
+    backend_options_default(&o);
+    o.cpu_f32_cache_mb = 0;
+    REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+    int bad = 0, products = 0, copies = 0;
+    for (int s = 0; s < NSHAPES; s++) {
+        const int rows = shape_rows[s], cols = shape_cols[s], nmax = FEW_TOKENS_UNCACHED;
+        float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * nmax * cols);
+        uint16_t *wd = xmalloc(sizeof(uint16_t) * (size_t)rows * cols);
+        float *all = xmalloc(sizeof(float) * nmax * rows), *one = xmalloc(sizeof(float) * rows);
+        fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)nmax * cols, 1);
+        for (int d = 0; d < 2; d++) {
+            f32_to(dts[d], wf, wd, (size_t)rows * cols);
+            Weight w;
+            cpu_backend.weight(&w, wd, dts[d], rows, cols);
+            copies += cpu_weight_f32(&w) != NULL;
+            for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+                cpu_backend.matmul(all, x, &w, ns[i]);
+                for (int t = 0; t < ns[i]; t++) {
+                    cpu_backend.matmul(one, x + (size_t)t * cols, &w, 1);
+                    bad += memcmp(one, all + (size_t)t * rows, sizeof(float) * rows) != 0;
+                    products++;
+                }
+            }
+            cpu_backend.weight_release(&w);
+        }
+        free(wf); free(x); free(wd); free(all); free(one);
+    }
+    backend_options_default(&o);
+    backend_configure(&o);
+    CHECK(copies == 0, "%d weights got an F32 copy with a cache budget of 0", copies);
+    CHECK(products > 0 && bad == 0, "%d of %d token rows of an uncached many-token matmul differ from the token alone",
+          bad, products);
+}
+
 /* matmul_many gives each weight's product bit for bit as matmul does, for
  * any token count up to FEW_TOKENS (one shared parallel region) and above
  * (sgemm), with 1 and 2 threads (its split of the joint rows moves with the
@@ -807,6 +851,7 @@ int main(void) {
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);
+    RUN(test_matmul_uncached_tokens_independent);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_harness_catches_wrong_kernels);
     RUN(test_kv_bf16_against_naive);

@@ -103,7 +103,7 @@ static void cost_destroy(Observer *o) {
     free(cw);
 }
 
-/* Attached by decoder_new where the policy wants costs. */
+/* Attached by session_decoder where the policy wants costs. */
 void decoder_watch_costs(Decoder *dec) {
     CostWatch *cw = xcalloc(1, sizeof *cw);
     cw->base = (Observer){.name = "cost", .turn_begin = cost_turn_begin, .cycle_begin = cost_cycle_begin,

@@ -132,7 +132,9 @@ struct Decoder {
 /* slots: target KV capacity (prompt + new tokens + the largest tree).  The
  * cycle's buffers (dc) are in the target's backend memory; a caller that
  * gates the forwards sets gate and may point dc->be at a copy of that
- * backend before the first decoder_run. */
+ * backend before the first decoder_run.  It has no observer: its caller
+ * attaches what measures it (infer/session/observers.h; a policy that
+ * sizes from costs needs decoder_watch_costs before the first run). */
 Decoder *decoder_new(const LlamaModel *target, Draft *draft, Policy *policy, int slots, SampleParams sp);
 void decoder_free(Decoder *dec);
 /* Decodes up to max_new tokens after the prompt (stops after an eos);

@@ -1,6 +1,7 @@
 /* Weight products.  Many tokens: OpenBLAS sgemm (F16/BF16 weights are
  * widened to F32 a block of rows at a time).  Few tokens (decode, EAGLE
- * steps, trees and batches of up to FEW_TOKENS tokens): a fused convert-and-dot loop
+ * steps, trees and batches of up to FEW_TOKENS tokens, FEW_TOKENS_UNCACHED
+ * for a 16-bit matrix without an F32 copy): a fused convert-and-dot loop
  * split over both cores, which reads every weight byte once — decode speed
  * is memory bandwidth — and sums each token exactly as decode does. */
 #include "kernels/cpu/cpu.h"
@@ -718,6 +719,7 @@ void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     if (n <= FEW_TOKENS || fast_bf16(w)) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */
     const float *wf = w->dtype == DT_F32 ? (const float *)w->data : cpu_weight_f32(w);
+    if (!wf && n <= FEW_TOKENS_UNCACHED) { matmul_few(out, x, w, n); return; }
     if (wf) {
         sgemm_rows(out, R, x, wf, n, R, C);
         return;
