@@ -24,6 +24,37 @@ static void test_cpu_against_naive(void) {
     CHECK(parity(&cpu_backend, &naive_backend, 1) == 0, "the CPU backend differs from the naive reference");
 }
 
+/* Adds to *bad each token row of the n-token products of a rows x cols
+ * weight in dt (n in ns[0..count), each with 1 and 2 threads) that differs
+ * from the token alone, to *products every row compared, and to *copies 1
+ * where the backend kept an F32 copy of the weight. */
+static void count_tokens_apart(int rows, int cols, DType dt, const int *ns, int count, int *bad, int *products,
+                               int *copies) {
+    int nmax = 1;
+    for (int i = 0; i < count; i++) nmax = ns[i] > nmax ? ns[i] : nmax;
+    float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * nmax * cols);
+    void *wd = xmalloc(4 * (size_t)rows * cols);
+    float *all = xmalloc(sizeof(float) * nmax * rows), *one = xmalloc(sizeof(float) * rows);
+    fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)nmax * cols, 1);
+    f32_to(dt, wf, wd, (size_t)rows * cols);
+    Weight w;
+    cpu_backend.weight(&w, wd, dt, rows, cols);
+    *copies += cpu_weight_f32(&w) != NULL;
+    for (int i = 0; i < count; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            cpu_threads_set(threads);
+            cpu_backend.matmul(all, x, &w, ns[i]);
+            for (int t = 0; t < ns[i]; t++) {
+                cpu_backend.matmul(one, x + (size_t)t * cols, &w, 1);
+                *bad += memcmp(one, all + (size_t)t * rows, sizeof(float) * rows) != 0;
+                (*products)++;
+            }
+        }
+    cpu_threads_set(cpu_threads_max());
+    cpu_backend.weight_release(&w);
+    free(wf); free(x); free(wd); free(all); free(one);
+}
+
 /* Small trees and EAGLE steps must compute each token exactly as decode
  * does: every token of an n-token product, at every n up to the few-token
  * loop's limit (FEW_TOKENS), equals the same token alone, bit for bit, in
@@ -42,34 +73,10 @@ static void test_matmul_tokens_independent(void) {
     const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
     enum { NSHAPES = 5 };
     const int shape_rows[NSHAPES] = {1037, 131, 45, 66, 37}, shape_cols[NSHAPES] = {83, 200, 7, 64, 4100};
-    const int nmax = FEW_TOKENS;
-    int bad = 0, products = 0;
-    for (int s = 0; s < NSHAPES; s++) {
-        const int rows = shape_rows[s], cols = shape_cols[s];
-        float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * nmax * cols);
-        void *wd = xmalloc(4 * (size_t)rows * cols);
-        float *all = xmalloc(sizeof(float) * nmax * rows), *one = xmalloc(sizeof(float) * rows);
-        fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)nmax * cols, 1);
-        for (int d = 0; d < 3; d++) {
-            f32_to(dts[d], wf, wd, (size_t)rows * cols);
-            Weight w;
-            cpu_backend.weight(&w, wd, dts[d], rows, cols);
-            for (int n = 2; n <= nmax; n++) {
-                for (int threads = 1; threads <= 2; threads++) {
-                    cpu_threads_set(threads);
-                    cpu_backend.matmul(all, x, &w, n);
-                    for (int t = 0; t < n; t++) {
-                        cpu_backend.matmul(one, x + (size_t)t * cols, &w, 1);
-                        bad += memcmp(one, all + (size_t)t * rows, sizeof(float) * rows) != 0;
-                        products++;
-                    }
-                }
-            }
-            cpu_backend.weight_release(&w);
-        }
-        free(wf); free(x); free(wd); free(all); free(one);
-    }
-    cpu_threads_set(cpu_threads_max());
+    int ns[FEW_TOKENS], count = 0, bad = 0, products = 0, copies = 0;
+    for (int n = 2; n <= FEW_TOKENS; n++) ns[count++] = n;
+    for (int s = 0; s < NSHAPES; s++)
+        for (int d = 0; d < 3; d++) count_tokens_apart(shape_rows[s], shape_cols[s], dts[d], ns, count, &bad, &products, &copies);
     CHECK(products > 0 && bad == 0, "%d of %d token rows of a many-token matmul differ from the token alone", bad,
           products);
 }
@@ -80,36 +87,16 @@ static void test_matmul_tokens_independent(void) {
  * widening) would not promise it; past the bound sgemm takes over.  Shapes
  * that run whole rows (200 columns) and column ranges (4100). */
 static void test_matmul_uncached_tokens_independent(void) {
-    enum { NSHAPES = 2 };
-    const int shape_rows[NSHAPES] = {131, 37}, shape_cols[NSHAPES] = {200, 4100}, ns[] = {17, 24, 33, FEW_TOKENS_UNCACHED};
+    const int ns[] = {17, 24, 33, FEW_TOKENS_UNCACHED};
     const DType dts[2] = {DT_BF16, DT_F16};
     BackendOptions o;
     backend_options_default(&o);
     o.cpu_f32_cache_mb = 0;
     REQUIRE(backend_configure(&o) == 0, "%s", err_get());
     int bad = 0, products = 0, copies = 0;
-    for (int s = 0; s < NSHAPES; s++) {
-        const int rows = shape_rows[s], cols = shape_cols[s], nmax = FEW_TOKENS_UNCACHED;
-        float *wf = xmalloc(sizeof(float) * rows * cols), *x = xmalloc(sizeof(float) * nmax * cols);
-        uint16_t *wd = xmalloc(sizeof(uint16_t) * (size_t)rows * cols);
-        float *all = xmalloc(sizeof(float) * nmax * rows), *one = xmalloc(sizeof(float) * rows);
-        fill(wf, (size_t)rows * cols, 0.5f); fill(x, (size_t)nmax * cols, 1);
-        for (int d = 0; d < 2; d++) {
-            f32_to(dts[d], wf, wd, (size_t)rows * cols);
-            Weight w;
-            cpu_backend.weight(&w, wd, dts[d], rows, cols);
-            copies += cpu_weight_f32(&w) != NULL;
-            for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-                cpu_backend.matmul(all, x, &w, ns[i]);
-                for (int t = 0; t < ns[i]; t++) {
-                    cpu_backend.matmul(one, x + (size_t)t * cols, &w, 1);
-                    bad += memcmp(one, all + (size_t)t * rows, sizeof(float) * rows) != 0;
-                    products++;
-                }
-            }
-            cpu_backend.weight_release(&w);
-        }
-        free(wf); free(x); free(wd); free(all); free(one);
+    for (int d = 0; d < 2; d++) {
+        count_tokens_apart(131, 200, dts[d], ns, 4, &bad, &products, &copies);
+        count_tokens_apart(37, 4100, dts[d], ns, 4, &bad, &products, &copies);
     }
     backend_options_default(&o);
     backend_configure(&o);
