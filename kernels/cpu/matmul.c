@@ -269,7 +269,7 @@ static inline __attribute__((always_inline)) void rows_span_whole(const char *ba
 #define K_COLS 512
 /* A first group sweeps whole rows while its x and the row pair take at
  * most three quarters of a 32 KB L1 (1536 columns: up to 3 tokens); with
- * 4 tokens a 16-node tree's forward took 2.7x one token's, 1.6x by ranges. */
+ * 4 tokens a 4-node tree's forward took 2.7x one token's, 1.6x by ranges. */
 #define L1_WHOLE_BYTES 24576
 
 static inline __attribute__((always_inline)) void rows_span_ranges(const char *base, size_t rb, const float *x,

@@ -106,7 +106,7 @@ fi
 echo "== 3/3 the table"
 { echo "CPU flags: $isa; $THREADS threads; weights: $QWEN_WEIGHTS; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON)"
 # ours: the A/B speedup against ar in the same process with its 95% interval;
-# llama.cpp's rows and "vs llama.cpp bf16" divide tok/s of different processes
+# llama.cpp's rows and "vs lc bf16" (or q4_k_m) divide tok/s of different processes
 awk -F, -v base="$BASE" 'FILENAME ~ /eval.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6
                                             sp[n] = ($7 == "" ? "-" : sprintf("%.2fx [%.2f, %.2f]", $7, $8, $9)) }
     FILENAME ~ /llamacpp_rows/ { m++; ln[m] = $1; lv[m] = $4; la[m] = $5; if ($1 == base) lp = $4 }
