@@ -386,6 +386,11 @@ int main(int argc, char **argv) {
             o.cpu_fast_gemm = !strcmp(argv[first + 1], "amx") ? CPU_GEMM_AMX : !strcmp(argv[first + 1], "on") ? CPU_GEMM_BF16 : CPU_GEMM_F32;
             if (backend_configure(&o)) die_err("bench_forward");
         }
+        else if (!strcmp(argv[first], "--cpu-f32-cache-mb")) {
+            BackendOptions o = *backend_settings();
+            o.cpu_f32_cache_mb = atoi(argv[first + 1]);
+            if (backend_configure(&o)) die_err("bench_forward");
+        }
         else if (!strcmp(argv[first], "--batched") || !strcmp(argv[first], "--tree") || !strcmp(argv[first], "--pp")) {
             const int tree = !strcmp(argv[first], "--tree"), pp = !strcmp(argv[first], "--pp");
             int *v = tree ? tree_ns : pp ? pp_ns : bs, *count = tree ? &ntree : pp ? &npp_only : &nb;
@@ -401,7 +406,7 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] [--cpu-f32-cache-mb MB] "
                             "[--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] "
                             "MODEL_DIR|1b ...\n");
             return 2;

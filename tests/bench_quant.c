@@ -8,9 +8,12 @@
  * only, not a kernel of the backend), to weigh the Q8 activations against
  * F32 ones.  Random weights and activations; threads: the backend's (set
  * OMP_NUM_THREADS to choose).
- * Usage: build/tests/bench_quant [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,Q6_K]
- *   --quick: one small shape, to check that it runs; --types: those types
- *   alone (dtype names as the report prints them), e.g. to profile one. */
+ * First line: the machine's 8-bit dot peak (int8_peak), the bound of a
+ * product of many tokens.
+ * Usage: build/tests/bench_quant [--quick] [--peak] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,Q6_K]
+ *   --quick: one small shape, to check that it runs; --peak: the peak
+ *   alone; --types: those types alone (dtype names as the report prints
+ *   them), e.g. to profile one. */
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
@@ -107,6 +110,70 @@ static double best_time(void (*mm)(float *, const float *, const Weight *, int),
     return best;
 }
 
+/* The machine's 8-bit dot peak in the instructions the quantised products
+ * use (matmul_quant.c): VNNI's dpbusd on 512-bit vectors (64 multiply-adds
+ * each), else AVX2's maddubs and one madd to widen its int16 pair sums (32
+ * multiply-adds per two multiplies, as the AVX2 tile spends them): 8
+ * independent accumulators, no memory, every thread; GMAC/s, the best of 3.
+ * A product of many tokens (a tree of 16 nodes) cannot run faster than its
+ * multiply-adds at this rate; 0 where the build has neither. */
+static volatile long peak_sink;
+
+static double int8_peak(void) {
+#if (defined(__AVX512VNNI__) && defined(__AVX512BW__)) || defined(__AVX2__)
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+    const double macs = 64.0 * 8;
+#else
+    const double macs = 32.0 * 8;
+#endif
+    const long iters = 40000000;
+    const int threads = cpu_threads_max();
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        long sink = 0;
+        const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        {
+            /* eight named accumulators of different values: an array would
+             * live in memory, equal ones would be computed once */
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+            __m512i u = _mm512_set1_epi8(3);
+            const __m512i s = _mm512_set1_epi8(-2);
+            __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
+                    a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
+                    a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7);
+#define PEAK_STEP(a) a = _mm512_dpbusd_epi32(a, u, s)
+#define PEAK_LANE(a) _mm_cvtsi128_si32(_mm512_castsi512_si128(a))
+#else
+            __m256i u = _mm256_set1_epi8(3);
+            const __m256i s = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+            __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
+                    a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
+                    a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7);
+#define PEAK_STEP(a) a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), one))
+#define PEAK_LANE(a) _mm256_extract_epi32(a, 0)
+#endif
+            for (long i = 0; i < iters; i++) {
+                __asm__ volatile("" : "+x"(u));   /* a fresh product every time: nothing hoisted */
+                PEAK_STEP(a0); PEAK_STEP(a1); PEAK_STEP(a2); PEAK_STEP(a3);
+                PEAK_STEP(a4); PEAK_STEP(a5); PEAK_STEP(a6); PEAK_STEP(a7);
+            }
+            sink += PEAK_LANE(a0) + PEAK_LANE(a1) + PEAK_LANE(a2) + PEAK_LANE(a3) + PEAK_LANE(a4) + PEAK_LANE(a5) +
+                    PEAK_LANE(a6) + PEAK_LANE(a7);
+#undef PEAK_STEP
+#undef PEAK_LANE
+        }
+        const double dt = now_seconds() - t0;
+        const double rate = macs * (double)iters * threads / dt * 1e-9;
+        peak_sink = sink;   /* the sums are used: the loop stays */
+        if (rate > best) best = rate;
+    }
+    return best;
+#else
+    return 0;
+#endif
+}
+
 static double max_rel(const float *a, const float *b, size_t n) {
     double d = 0, m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -132,14 +199,15 @@ static int name_listed(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     static const int64_t SHAPES[4][2] = {{1536, 1536}, {8960, 1536}, {1536, 8960}, {151936, 1536}};
-    int shapes[4] = {0, 1, 2, 3}, nshapes = 4, ns[8] = {1, 2, 4, 8, 16}, nns = 5, quick = 0;
+    int shapes[4] = {0, 1, 2, 3}, nshapes = 4, ns[8] = {1, 2, 4, 8, 16}, nns = 5, quick = 0, peak_only = 0;
     const char *types = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--peak")) peak_only = 1;
         else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) nshapes = parse_list(argv[++i], shapes, 4);
         else if (!strcmp(argv[i], "--ns") && i + 1 < argc) nns = parse_list(argv[++i], ns, 8);
-        else { fprintf(stderr, "usage: %s [--quick] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,...]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--quick] [--peak] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,...]\n", argv[0]); return 2; }
     }
     BackendOptions o;
     backend_options_default(&o);
@@ -147,6 +215,8 @@ int main(int argc, char **argv) {
     if (backend_configure(&o)) die_err("bench_quant");
     printf("# ISA %s, %d threads; ms = best of >= 3 runs; GB/s = weight bytes / time\n", backend_cpu_isa(),
            cpu_threads_max());
+    printf("# 8-bit dot peak (the quantised products' instructions, every thread): %.1f GMAC/s\n", int8_peak());
+    if (peak_only) return 0;
     printf("%-14s %-7s %3s %10s %8s\n", "shape", "type", "n", "ms", "GB/s");
     for (int si = 0; si < (quick ? 1 : nshapes); si++) {
         const int64_t rows = quick ? 256 : SHAPES[shapes[si] & 3][0], cols = quick ? 512 : SHAPES[shapes[si] & 3][1];

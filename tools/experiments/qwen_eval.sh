@@ -24,7 +24,8 @@
 # into results/qwen-keep; bf16 (default): the BF16 conversion, as above.
 # QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
 # ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).
-# ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2.
+# ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2;
+# ONLY_TABLE=1 prints the table again from the results folder's files.
 . "$(dirname "$0")/lib.sh"
 QWEN_WEIGHTS=${QWEN_WEIGHTS:-bf16}
 case $QWEN_WEIGHTS in
@@ -54,7 +55,7 @@ done
 mkdir -p "$R"
 isa=$(grep -owE 'avx2|avx512f|avx512_bf16|avx512_vnni|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 
-if [ -z "${ONLY_LLAMACPP:-}" ]; then
+if [ -z "${ONLY_LLAMACPP:-}${ONLY_TABLE:-}" ]; then
     echo "== 1/3 ours: $EVAL_Q first turns of each of $BENCHES, $MAX_NEW tokens, $THREADS threads"
     rm -f "$R/eval.csv"
     qs=""
@@ -79,7 +80,7 @@ if [ -z "${ONLY_LLAMACPP:-}" ]; then
     else echo "qwen-eval: $CLS is missing; c2t's row is left out" >&2; fi
 fi
 
-if [ -z "${ONLY_OURS:-}" ]; then
+if [ -z "${ONLY_OURS:-}${ONLY_TABLE:-}" ]; then
     echo "== 2/3 llama.cpp on the same prompts"
     : >"$R/llamacpp_rows.csv"
     if LB=$(tools/experiments/llamacpp.sh); then
