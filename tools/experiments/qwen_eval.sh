@@ -12,26 +12,29 @@
 #   2. llama.cpp (tools/experiments/llamacpp.sh): plain decoding of the 1.5B
 #      (llama-bench tg MAX_NEW) in BF16 (the Q4_K_M values rounded by
 #      llama-quantize: the values of our BF16 conversion) and in the original
-#      Q4_K_M; llama-speculative-simple with the 0.5B as draft (its defaults,
-#      --spec-type draft-simple) on the same prompts (our ChatML rendering
-#      with Qwen's default system prompt), BF16 pair and original pair, with
-#      its acceptance -> llamacpp_rows.csv, llamacpp_*.txt;
+#      Q4_K_M; llama-speculative-simple with the 0.5B's original GGUF as
+#      draft (the blocks make qwen keeps; its defaults, --spec-type
+#      draft-simple) on the same prompts (our ChatML rendering with Qwen's
+#      default system prompt), with the BF16 target and with the original
+#      one, with its acceptance -> llamacpp_rows.csv, llamacpp_*.txt;
 #   3. the table -> results/qwen/eval.txt (the CPU's ISA flags on its first line).
 # Sizes: EVAL_Q (5 a benchmark), MAX_NEW (128), THREADS (2).  ARITH: our
 # arithmetic (tools/experiments/arith.sh).  QWEN_OUT: the results folder.
-# QWEN_WEIGHTS=keep: ours on the GGUFs' own blocks (the -keep folders of
-# `make qwen QWEN_DTYPE=keep`) against llama.cpp on the original files only,
-# into results/qwen-keep; bf16 (default): the BF16 conversion, as above.
+# QWEN_WEIGHTS=keep: ours with the target in the GGUF's own blocks (the
+# -keep folder of `make qwen QWEN_DTYPE=keep`) against llama.cpp on the
+# original files only, into results/qwen-keep; bf16 (default): the BF16
+# target, as above.  The draft is make qwen's in both: the 0.5B's own blocks.
 # QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
 # ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).
 # ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2;
 # ONLY_TABLE=1 prints the table again from the results folder's files.
 . "$(dirname "$0")/lib.sh"
 QWEN_WEIGHTS=${QWEN_WEIGHTS:-bf16}
+D=models/qwen2.5-coder-0.5b-instruct
 case $QWEN_WEIGHTS in
-bf16) T=models/qwen2.5-coder-1.5b-instruct D=models/qwen2.5-coder-0.5b-instruct
+bf16) T=models/qwen2.5-coder-1.5b-instruct
       R=${QWEN_OUT:-results/qwen} BASE=plain-bf16 MAKE_PAIR="make qwen" ;;
-keep) T=models/qwen2.5-coder-1.5b-instruct-keep D=models/qwen2.5-coder-0.5b-instruct-keep
+keep) T=models/qwen2.5-coder-1.5b-instruct-keep
       R=${QWEN_OUT:-results/qwen-keep} BASE=plain-q4_k_m MAKE_PAIR="make qwen QWEN_DTYPE=keep" ;;
 *) echo "qwen-eval: QWEN_WEIGHTS is bf16 or keep, not '$QWEN_WEIGHTS'" >&2; exit 2 ;;
 esac
@@ -72,9 +75,9 @@ if [ -z "${ONLY_LLAMACPP:-}${ONLY_TABLE:-}" ]; then
     run eagle2-paper eagle2 --topk 10 --depth 6 --total 60 $ARITH
     run chain-plain chain
     run eagle2-plain eagle2
-    # the shipped classifier was trained on the BF16 pair's traces, whose
-    # weights are these blocks' values rounded to BF16: keep applies it as is
-    # (--force: spec-eval otherwise refuses a classifier of another pair)
+    # the shipped classifier was trained on the BF16 target's traces, whose
+    # weights are the kept target's values rounded to BF16: keep applies it
+    # as is (--force: spec-eval otherwise refuses a classifier of another pair)
     force=""; [ "$QWEN_WEIGHTS" = keep ] && force=--force
     if [ -f "$CLS" ]; then run c2t-plain c2t --classifier "$CLS" $force
     else echo "qwen-eval: $CLS is missing; c2t's row is left out" >&2; fi
@@ -85,17 +88,17 @@ if [ -z "${ONLY_OURS:-}${ONLY_TABLE:-}" ]; then
     : >"$R/llamacpp_rows.csv"
     if LB=$(tools/experiments/llamacpp.sh); then
         TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf DQ=$DL/qwen2.5-coder-0.5b-instruct.gguf
-        TB=models/qwen2.5-coder-1.5b-instruct.bf16.gguf DB=models/qwen2.5-coder-0.5b-instruct.bf16.gguf
+        TB=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
         lc_prompts "$R/prompts" "$QWEN_SYSTEM" "$EVAL_Q" $files
         if [ "$QWEN_WEIGHTS" = bf16 ]; then
             python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
-requantize('$TQ', '$TB', 'BF16'); requantize('$DQ', '$DB', 'BF16')"
+requantize('$TQ', '$TB', 'BF16')"
             lc_bench "$R/llamacpp_rows.csv" plain-bf16 $TB "$MAX_NEW" "$THREADS"
         fi
         lc_bench "$R/llamacpp_rows.csv" plain-q4_k_m $TQ "$MAX_NEW" "$THREADS"
         if [ "$QWEN_WEIGHTS" = bf16 ]; then
             lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_bf16.txt" speculative-bf16 "$R/prompts" "$MAX_NEW" "$THREADS" \
-                "$LB/llama-speculative-simple" -m $TB -md $DB --spec-type draft-simple
+                "$LB/llama-speculative-simple" -m $TB -md $DQ --spec-type draft-simple
         fi
         lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_q4_k_m.txt" speculative-q4_k_m "$R/prompts" "$MAX_NEW" "$THREADS" \
             "$LB/llama-speculative-simple" -m $TQ -md $DQ --spec-type draft-simple

