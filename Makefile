@@ -96,7 +96,14 @@ $(BUILD)/%.o: %.c
 # are built at -O2 in every build (make test-asan's -O1 too: sanitized
 # kernels at -O1 made the sanitized tests' model forwards several times
 # slower; the sums are the same, as no option of fast-math is on).
-$(BUILD)/kernels/cpu/%.o: CFLAGS += -ffp-contract=fast -O2
+# Contraction must not depend on the CPU the build tunes for: GCC's
+# -march=native on AMD Zen 2/3 sets avoid-fma-max-bits=256, which leaves a
+# multiply-add unfused where it feeds a loop's accumulation chain, in some
+# inlined copies of a tile and not in others, so a token's sum would change
+# with the number of tokens beside it (AVX2-only EPYC: 7 of 4050 F32 products
+# of test_matmul_tokens_independent differed in the last bit).  0 fuses all.
+KERNEL_FMA := $(shell $(CC) --param=avoid-fma-max-bits=0 -E -x c /dev/null >/dev/null 2>&1 && echo --param=avoid-fma-max-bits=0)
+$(BUILD)/kernels/cpu/%.o: CFLAGS += -ffp-contract=fast -O2 $(KERNEL_FMA)
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@

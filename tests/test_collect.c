@@ -456,7 +456,8 @@ static void test_write_faults_then_resume(void) {
             unlink(part);
             rc = run_cmd(err, sizeof err,
                          "C2T_FAULT_FILE=fault_part.h5 C2T_FAULT_MODE=%s C2T_FAULT_AFTER=%lld LD_PRELOAD=%s "
-                         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" " COLLECT_DEMO "%s --out %s",
+                         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" " COLLECT_DEMO
+                         "%s --quiet --out %s",   /* no progress line on a slow machine: the error alone */
                          modes[m], (long long)(at[k] * size), fault_lib(), bin_dir(), qfile, args, part);
             if (rc == 0) continue;   /* the run wrote less than this time (metadata varies): no fault */
             faults++;
@@ -472,7 +473,8 @@ static void test_write_faults_then_resume(void) {
         char what[64];
         snprintf(what, sizeof what, "ulimit -f %lld", blocks[k]);
         unlink(part);
-        rc = run_cmd(err, sizeof err, "ulimit -f %lld; " COLLECT_DEMO "%s --out %s", blocks[k], bin_dir(), qfile, args, part);
+        rc = run_cmd(err, sizeof err, "ulimit -f %lld; " COLLECT_DEMO "%s --quiet --out %s", blocks[k], bin_dir(), qfile,
+                     args, part);
         if (rc == 0) continue;
         faults++;
         CHECK_ONE_LINE_ERROR(rc, err, "File too large");
