@@ -771,6 +771,23 @@ static void test_cost_curve_corrected(void) {
     CHECK(cost_verify_s(&m, 4) >= cost_verify_s(&m, 2) && cost_verify_s(&m, 3) >= cost_verify_s(&m, 2),
           "the corrected curve decreases: %g %g %g", cost_verify_s(&m, 2), cost_verify_s(&m, 3), cost_verify_s(&m, 4));
 
+    /* past the last point the curve grows in proportion to it, whatever its
+     * last segment's slope: a calibration cut short after 4 tokens (the
+     * 1.5B in BF16 on 2 AVX2 cores), settled flat from 3 to 4, must not make
+     * 400 weak nodes look free */
+    cost_init(&m);
+    const int cut_n[4] = {1, 2, 3, 4};
+    const double cut_s[4] = {0.061, 0.132, 0.2007, 0.2007};
+    for (int i = 0; i < 4; i++) cost_add_point(&m, cut_n[i], cut_s[i]);
+    cost_settle_calibration(&m);
+    CHECK(fabs(cost_verify_s(&m, 400) / (0.2007 * 100) - 1) < 1e-9, "400 tokens cost %g s past a last point of %g s at 4",
+          cost_verify_s(&m, 400), cost_verify_s(&m, 4));
+    float weak[400];
+    for (int i = 0; i < 400; i++) weak[i] = 0.05f;
+    int kept = -1;
+    cost_best_rate(&m, weak, 400, 0.010, 0, 0, &kept);
+    CHECK(kept >= 0 && kept < 4, "%d nodes of acceptance 0.05 kept past a calibration of 4 tokens", kept);
+
     /* the cache: corrected after COST_REFRESH_CYCLES, not before */
     char dir[] = "/tmp/c2t_costXXXXXX", path[64];
     REQUIRE(mkdtemp(dir), "mkdtemp");
