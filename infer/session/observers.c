@@ -131,9 +131,10 @@ void decoder_chain_call(Decoder *dec, Tree *chain, int n, GateCall *call) {
 }
 
 /* The token counts calibration times: dense where trees usually are, then
- * sparser; the curve interpolates between them and goes on in proportion
- * to its last point beyond it (trees past 128 rarely pay; timing them
- * would make the pass several seconds on a CPU). */
+ * sparser; the curve interpolates between them and goes on past the last
+ * along its last segment, at least in proportion to the last point (trees
+ * past 128 rarely pay; timing them would make the pass several seconds on
+ * a CPU). */
 static const int calib_n[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
 
 int decoder_calib_counts(const Decoder *dec, int *counts) {

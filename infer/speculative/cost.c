@@ -110,21 +110,22 @@ static void segment(const CostModel *m, int n, int *lo, double *right) {
     *right = (double)(n - m->n[i - 1]) / (double)(m->n[i] - m->n[i - 1]);
 }
 
-/* ys at the points interpolated at n; past the last point (and with one
- * point) in proportion to it, a line through the origin: the last
- * segment's slope is no bound on what more tokens cost (a calibration cut
- * short by its time budget can end in a flat segment, a few tokens apart,
- * which made a forward over hundreds of tree nodes look as cheap as one
- * over 4: trees of ~470 nodes, 11 s a cycle, on an AVX2-only EPYC).
- * Never negative. */
+/* ys at the points interpolated at n; past the last point along the last
+ * segment's line, but never below the line through the origin and the
+ * last point (with one point, that line): a calibration cut short by its
+ * time budget can end in a flat segment a few tokens apart, which made a
+ * forward over hundreds of tree nodes look as cheap as one over 4 (trees
+ * of ~470 nodes, 11 s a cycle, on an AVX2-only EPYC).  Never negative. */
 static double interpolate(const CostModel *m, const double *ys, int n) {
     if (m->n_pts == 0) return 0;
     const int last = m->n_pts - 1;
-    if (m->n_pts == 1 || n > m->n[last]) return ys[last] * n / m->n[last];
+    const double along = ys[last] * n / m->n[last];
+    if (m->n_pts == 1) return along;
     int lo;
     double right;
     segment(m, n, &lo, &right);
-    const double y = ys[lo] + (ys[lo + 1] - ys[lo]) * right;
+    double y = ys[lo] + (ys[lo + 1] - ys[lo]) * right;
+    if (n > m->n[last] && y < along) y = along;
     return y > 0 ? y : 0;
 }
 

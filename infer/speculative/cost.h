@@ -9,8 +9,9 @@
  * expected tokens per second (the root is verified too, hence k + 1).
  *
  * V comes from a calibration pass (the target's forward timed at a few
- * token counts on the turn's own context, interpolated between them, in
- * proportion to the last past it), and the cycles' own verification times
+ * token counts on the turn's own context, interpolated between them, past
+ * the last along the last segment but never below proportion to the last
+ * point), and the cycles' own verification times
  * correct it, so the curve follows what
  * they really cost (lazy logits, cache effects, load):
  *   - a running ratio of measured to calibrated times, the whole curve's;
