@@ -771,8 +771,8 @@ static void test_cost_curve_corrected(void) {
     CHECK(cost_verify_s(&m, 4) >= cost_verify_s(&m, 2) && cost_verify_s(&m, 3) >= cost_verify_s(&m, 2),
           "the corrected curve decreases: %g %g %g", cost_verify_s(&m, 2), cost_verify_s(&m, 3), cost_verify_s(&m, 4));
 
-    /* past the last point the curve grows in proportion to it, whatever its
-     * last segment's slope: a calibration cut short after 4 tokens (the
+    /* past the last point the curve grows at least in proportion to it,
+     * however flat its last segment: a calibration cut short after 4 tokens (the
      * 1.5B in BF16 on 2 AVX2 cores), settled flat from 3 to 4, must not make
      * 400 weak nodes look free */
     cost_init(&m);

@@ -11,9 +11,8 @@
  * V comes from a calibration pass (the target's forward timed at a few
  * token counts on the turn's own context, interpolated between them, past
  * the last along the last segment but never below proportion to the last
- * point), and the cycles' own verification times
- * correct it, so the curve follows what
- * they really cost (lazy logits, cache effects, load):
+ * point), and the cycles' own verification times correct it, so the
+ * curve follows what they really cost (lazy logits, cache effects, load):
  *   - a running ratio of measured to calibrated times, the whole curve's;
  *   - each calibration point's own ratio, learnt from the cycles whose
  *     token count lies beside it (shared by interpolation weight), and
