@@ -28,6 +28,9 @@
 # ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).
 # ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2;
 # ONLY_TABLE=1 prints the table again from the results folder's files.
+# RUNS: the labels of step 1 to run (default all five: chain-len4
+# eagle2-paper chain-plain eagle2-plain c2t-plain); the rows of the others
+# are kept from eval.csv.
 . "$(dirname "$0")/lib.sh"
 QWEN_WEIGHTS=${QWEN_WEIGHTS:-bf16}
 D=models/qwen2.5-coder-0.5b-instruct
@@ -60,12 +63,18 @@ isa=$(grep -owE 'avx2|avx512f|avx512_bf16|avx512_vnni|amx_bf16' /proc/cpuinfo | 
 
 if [ -z "${ONLY_LLAMACPP:-}${ONLY_TABLE:-}" ]; then
     echo "== 1/3 ours: $EVAL_Q first turns of each of $BENCHES, $MAX_NEW tokens, $THREADS threads"
-    rm -f "$R/eval.csv"
+    RUNS=${RUNS:-chain-len4 eagle2-paper chain-plain eagle2-plain c2t-plain}
+    # the rows of this step's runs are replaced, the others kept
+    if [ -f "$R/eval.csv" ]; then
+        awk -F, -v runs=" $RUNS " '{ split($3, v, ";") } FNR == 1 || index(runs, " " v[1] " ") == 0' "$R/eval.csv" >"$R/eval.csv.new"
+        mv "$R/eval.csv.new" "$R/eval.csv"
+    fi
     qs=""
     for f in $files; do qs="$qs --questions $f"; done
     # run LABEL POLICY ARGS...: one spec-eval run, A/B against ar, into LABEL.json and a row of eval.csv
     run() {
         label=$1 policy=$2; shift 2
+        case " $RUNS " in *" $label "*) ;; *) return 0 ;; esac
         echo "-- $label"
         ${QWEN_BIN:-bin}/spec-eval --target $T --draft $D --draft-kind lm --policy "$policy" $qs --max-questions "$EVAL_Q" \
             --max-turns 1 --max-new-tokens "$MAX_NEW" --check-lossless --json "$R/$label.json" --csv "$R/eval.csv" \
