@@ -114,7 +114,10 @@ typedef struct {
 typedef struct {
     int unit, best, slot;
     int window;   /* units in the current window (0 before the first) */
-    double secs[2], t0;
+    double secs[2], works[2], t0;
+    double work;  /* set by the caller before unit_end: the unit's expected cost (a cost
+                     model's predicted seconds) where units differ in size; 0: not known,
+                     every unit counts as 1 */
     int64_t one_thread_units;   /* units run on one thread where the backend had more */
 } BackendTuner;
 

@@ -705,6 +705,35 @@ static void test_tuner_backs_off(void) {
     cpu_threads_set(cpu_threads_max());
 }
 
+/* Units of different sizes: all threads take 100 us per unit of work and one
+ * thread 160, but the one-thread probes meet cycles of work 1 and the
+ * all-thread probes cycles of work 10 (a chain that grew).  Weighed by
+ * work (t.work, as the decoder's cost model sets it) the tuner keeps all
+ * threads; by time alone it would choose one thread for the window. */
+static int sized_units(BackendTuner *t, int n, int weigh) {
+    int all = 0;
+    for (int i = 0; i < n; i++) {
+        cpu_backend.unit_begin(t);
+        const int work = t->slot ? 10 : 1;
+        nanosleep(&(struct timespec){0, (t->slot ? 100 : 160) * work * 1000L}, NULL);
+        all += t->slot;
+        t->work = weigh ? work : 0;
+        cpu_backend.unit_end(t);
+    }
+    return all;
+}
+
+static void test_tuner_weighs_units(void) {
+    if (cpu_threads_max() < 2) SKIP("one CPU thread only");
+    BackendTuner weighed = {0}, timed = {0};
+    const int all_weighed = sized_units(&weighed, 48, 1), all_timed = sized_units(&timed, 48, 0);
+    CHECK(weighed.best == 1 && all_weighed == 46, "weighed by work: best %d, %d of 48 units on all threads (want 46)",
+          weighed.best, all_weighed);
+    CHECK(timed.best == 0 && all_timed == 2, "by time alone the probes' sizes decide: best %d, %d of 48 on all threads",
+          timed.best, all_timed);
+    cpu_threads_set(cpu_threads_max());
+}
+
 static void test_thread_pool(void) {
     if (cpu_threads_max() < 2) SKIP("one CPU thread only");
     const int nt = cpu_threads_max() < 64 ? cpu_threads_max() : 64;
@@ -835,6 +864,7 @@ int main(void) {
     RUN(test_recorded_protocol);
     RUN(test_thread_pool);
     RUN(test_tuner_backs_off);
+    RUN(test_tuner_weighs_units);
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);

@@ -302,7 +302,9 @@ const VocabAuto *decoder_vocab(const Decoder *dec) {
     return w ? w->va : NULL;
 }
 
-/* The thread tuner: a cycle is its unit. */
+/* The thread tuner: a cycle is its unit, weighed by what the policy's cost
+ * model predicts it costs at its size (one expansion per draft level), so
+ * that the probes compare threads, not tree sizes. */
 typedef struct {
     Observer base;
     BackendTuner tuner;
@@ -323,6 +325,17 @@ static void threads_cycle_begin(Observer *o, Decoder *dec) {
 static int threads_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     (void)r;
     ThreadWatch *w = (ThreadWatch *)o;
+    const CostModel *m = dec->policy->cost;
+    w->tuner.work = 0;
+    if (m && m->n_pts) {
+        int levels = r->n_nodes - 1;
+        if (r->keys) {
+            levels = 0;
+            for (int i = 0; i < r->keys->n; i++)
+                if (r->keys->depth[i] > levels) levels = r->keys->depth[i];
+        }
+        w->tuner.work = cost_verify_s(m, r->n_nodes) + (r->drafted ? cost_draft_s(m, levels) : 0);
+    }
     if (!dec->gate) backend_unit_end(dec->target->m->be, &w->tuner);
     dec->turn.st->one_thread_cycles = w->tuner.one_thread_units - w->turn_start;
     return 0;

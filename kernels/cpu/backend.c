@@ -87,7 +87,11 @@ static void cpu_weight_release(Weight *w) {
  * changed choice starts again at TUNE_WINDOW.  Per unit
  * (cycle), not per emitted token: how many tokens a cycle accepts does not
  * depend on the thread count, and dividing by it made the choice a coin
- * toss.  The thread count changes no result (matmul.c's splits do not
+ * toss.  Where the caller knows what each unit should cost (t->work: a
+ * cycle of 1 node and one of 30 differ tenfold), each setting's time is
+ * divided by its units' summed work: else a one-thread probe that met
+ * small cycles beat all threads on large ones, and the window ran on one
+ * thread.  The thread count changes no result (matmul.c's splits do not
  * depend on it). */
 #define TUNE_WINDOW 48
 #define TUNE_WINDOW_MAX 768
@@ -96,7 +100,7 @@ static void cpu_weight_release(Weight *w) {
 static void cpu_unit_begin(BackendTuner *t) {
     if (cpu_threads_max() < 2) return;
     int u = t->unit;
-    if (u == 0) t->secs[0] = t->secs[1] = 0;
+    if (u == 0) t->secs[0] = t->secs[1] = t->works[0] = t->works[1] = 0;
     t->slot = u < 2 * TUNE_PROBE ? u % 2 : t->best;   /* 0: one thread, 1: all */
     cpu_threads_set(t->slot ? cpu_threads_max() : 1);
     t->t0 = now_seconds();
@@ -108,8 +112,9 @@ static void cpu_unit_end(BackendTuner *t) {
     int u = t->unit++;
     if (u < 2 * TUNE_PROBE) {
         t->secs[t->slot] += now_seconds() - t->t0;
+        t->works[t->slot] += t->work > 0 ? t->work : 1;
         if (u == 2 * TUNE_PROBE - 1) {
-            const int best = t->secs[1] <= t->secs[0];
+            const int best = t->secs[1] * t->works[0] <= t->secs[0] * t->works[1];
             const int longer = t->window * 2 < TUNE_WINDOW_MAX ? t->window * 2 : TUNE_WINDOW_MAX;
             t->window = t->window && best == t->best ? longer : TUNE_WINDOW;
             t->best = best;
