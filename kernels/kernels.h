@@ -119,6 +119,8 @@ typedef struct {
                      model's predicted seconds) where units differ in size; 0: not known,
                      every unit counts as 1 */
     int64_t one_thread_units;   /* units run on one thread where the backend had more */
+    int probe;    /* set by unit_begin: the unit runs a setting only to compare it (one not
+                     chosen, or before any choice), so its time is not the run's */
 } BackendTuner;
 
 typedef struct Backend {

@@ -763,9 +763,13 @@ static void test_total_auto(void) {
     cJSON_ArrayForEach(b, benches) {
         const cJSON *bc = cJSON_GetObjectItem(b, "cost_model");
         const double bt = cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "predicted_tau")),
-                     bm = cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "chosen_mean"));
-        CHECK(bc && bt >= 1 && bt <= 1 + bm + 1e-9, "benchmark %d: predicted_tau %g, chosen mean %g", nb, bt, bm);
-        choices += cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "choices"));
+                     bm = cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "chosen_mean")),
+                     bn = cJSON_GetNumberValue(cJSON_GetObjectItem(bc, "choices"));
+        /* a benchmark the draft switch ran without drafting (this target is
+         * so small that it may) chose nothing and promised nothing */
+        CHECK(bc && (bn > 0 ? bt >= 1 && bt <= 1 + bm + 1e-9 : bn == 0 && bt == 0 && bm == 0),
+              "benchmark %d: %g choices, predicted_tau %g, chosen mean %g", nb, bn, bt, bm);
+        choices += bn;
         nb++;
     }
     CHECK(nb >= 2 && choices == cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "choices")) && choices > 0,

@@ -710,10 +710,11 @@ static void test_tuner_backs_off(void) {
  * all-thread probes cycles of work 10 (a chain that grew).  Weighed by
  * work (t.work, as the decoder's cost model sets it) the tuner keeps all
  * threads; by time alone it would choose one thread for the window. */
-static int sized_units(BackendTuner *t, int n, int weigh) {
+static int sized_units(BackendTuner *t, int n, int weigh, int *probes) {
     int all = 0;
     for (int i = 0; i < n; i++) {
         cpu_backend.unit_begin(t);
+        if (probes) *probes += t->probe;
         const int work = t->slot ? 10 : 1;
         nanosleep(&(struct timespec){0, (t->slot ? 100 : 160) * work * 1000L}, NULL);
         all += t->slot;
@@ -726,11 +727,17 @@ static int sized_units(BackendTuner *t, int n, int weigh) {
 static void test_tuner_weighs_units(void) {
     if (cpu_threads_max() < 2) SKIP("one CPU thread only");
     BackendTuner weighed = {0}, timed = {0};
-    const int all_weighed = sized_units(&weighed, 48, 1), all_timed = sized_units(&timed, 48, 0);
+    const int all_weighed = sized_units(&weighed, 48, 1, NULL), all_timed = sized_units(&timed, 48, 0, NULL);
     CHECK(weighed.best == 1 && all_weighed == 46, "weighed by work: best %d, %d of 48 units on all threads (want 46)",
           weighed.best, all_weighed);
     CHECK(timed.best == 0 && all_timed == 2, "by time alone the probes' sizes decide: best %d, %d of 48 on all threads",
           timed.best, all_timed);
+    /* probes: the first window's four (nothing chosen yet), then the two of
+     * one thread in the next (all threads chosen) */
+    BackendTuner two = {0};
+    int probes = 0;
+    sized_units(&two, 96, 1, &probes);
+    CHECK(two.best == 1 && probes == 6, "over two windows: best %d, %d probe units (want 6)", two.best, probes);
     cpu_threads_set(cpu_threads_max());
 }
 

@@ -757,6 +757,18 @@ static void test_cost_curve_corrected(void) {
         if (rate > best) { best = rate; k_true = j; }
     }
     CHECK(k == k_true && k < 7, "after correction: %d nodes kept, the true curve's best %d", k, k_true);
+    {   /* a held cycle (a thread tuner's probe) teaches nothing of time */
+        const CostModel before = m;
+        m.hold = 1;
+        for (int i = 0; i < 10; i++) cost_observe(&m, 8, 0.100, 0.050);
+        cost_observe_expand(&m, 3, 0.090);
+        m.hold = 0;
+        CHECK(m.cycles == before.cycles && m.scale == before.scale && m.draft_s == before.draft_s &&
+                  m.expand_cycles == before.expand_cycles && m.expand_s == before.expand_s &&
+                  !memcmp(m.ratio, before.ratio, sizeof m.ratio) && !memcmp(m.weight, before.weight, sizeof m.weight),
+              "held cycles changed the model: %g s at 8 tokens (was %g), draft %g s", cost_verify_s(&m, 8),
+              cost_verify_s(&before, 8), m.draft_s);
+    }
 
     /* calibration noise only adds time: a point above a later one is lowered */
     cost_init(&m);

@@ -87,7 +87,8 @@ static int cost_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     } else if (cw->sw) {
         const double now = now_seconds();
         const VocabAuto *va = decoder_vocab(dec);
-        if (!va || va->chosen >= 0) draft_switch_observe(cw->sw, !r->drafted, r->emitted, now - cw->cycle_mark - r->deferred_s);
+        if ((!va || va->chosen >= 0) && !cw->model.hold)
+            draft_switch_observe(cw->sw, !r->drafted, r->emitted, now - cw->cycle_mark - r->deferred_s);
         cw->cycle_mark = now;
     }
     if (!r->drafted || dec->turn.done) return 0;
@@ -304,7 +305,10 @@ const VocabAuto *decoder_vocab(const Decoder *dec) {
 
 /* The thread tuner: a cycle is its unit, weighed by what the policy's cost
  * model predicts it costs at its size (one expansion per draft level), so
- * that the probes compare threads, not tree sizes. */
+ * that the probes compare threads, not tree sizes.  A probe of the setting
+ * not chosen holds the cost model's learning for its cycle: a curve that
+ * learnt one thread's times while two run (or the reverse) would size the
+ * trees for a machine the run is not on. */
 typedef struct {
     Observer base;
     BackendTuner tuner;
@@ -319,7 +323,10 @@ static int threads_turn_begin(Observer *o, Decoder *dec) {
 }
 
 static void threads_cycle_begin(Observer *o, Decoder *dec) {
-    if (!dec->gate) backend_unit_begin(dec->target->m->be, &((ThreadWatch *)o)->tuner);
+    if (dec->gate) return;
+    BackendTuner *t = &((ThreadWatch *)o)->tuner;
+    backend_unit_begin(dec->target->m->be, t);
+    if (dec->policy->cost) dec->policy->cost->hold = t->probe;
 }
 
 static int threads_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {

@@ -213,6 +213,7 @@ static double mean_step(double count) {
 }
 
 void cost_observe(CostModel *m, int n, double verify_s, double draft_s) {
+    if (m->hold) return;
     const double calibrated = interpolate(m, m->verify_s, n);
     m->cycles++;
     const double w = mean_step((double)m->cycles);
@@ -286,7 +287,7 @@ double cost_node_price(const CostModel *m, const float *est, int n, double draft
 }
 
 void cost_observe_expand(CostModel *m, int expands, double seconds) {
-    if (expands <= 0) return;
+    if (expands <= 0 || m->hold) return;
     m->expand_cycles++;
     double w = 1.0 / (double)m->expand_cycles;
     if (w < COST_EMA) w = COST_EMA;

@@ -138,6 +138,9 @@ typedef struct {
     int last_tokens;
     double last_gain;
     DraftSwitch sw;                     /* whether drafting pays (a batch's: the slots' shared one) */
+    int hold;                           /* 1 while the cycle is not the run's kind (a thread tuner's
+                                         * probe of a setting it has not chosen): its times are not
+                                         * learnt, by the curve, the draft's costs or the switch */
 } CostModel;
 
 /* An empty model (scale 1, no points). */

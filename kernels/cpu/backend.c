@@ -102,6 +102,7 @@ static void cpu_unit_begin(BackendTuner *t) {
     int u = t->unit;
     if (u == 0) t->secs[0] = t->secs[1] = t->works[0] = t->works[1] = 0;
     t->slot = u < 2 * TUNE_PROBE ? u % 2 : t->best;   /* 0: one thread, 1: all */
+    t->probe = u < 2 * TUNE_PROBE && (!t->window || t->slot != t->best);
     cpu_threads_set(t->slot ? cpu_threads_max() : 1);
     t->t0 = now_seconds();
 }
