@@ -5,7 +5,8 @@ docs/cuda/latest.json.
 Reads, from the steps' log folders (each file from the first folder that has
 it): device.txt (the GPU's name), cycle_eagle2.json, cycle_c2t.json (spec-eval
 with the ar baseline, --check-lossless), cycle_eagle2_graphs.json (eagle2 with
---cuda-graphs on: forwards signed and replayed), cycle_rc.txt (each run's exit status),
+--cuda-graphs on: forwards signed and replayed), cycle_eagle2_t{4,8,16}.json
+(eagle2 at fixed totals, against which --total auto is held), cycle_rc.txt (each run's exit status),
 bench_cuda.log (tests/bench_cuda --7b) and collect.log (spec-collect's last
 progress line: questions done at a rate, records).  Writes the JSON to stdout; a figure whose input is missing is
 null, never guessed.
@@ -65,6 +66,10 @@ def main():
     e2, c2t, graphs, c2t_layers, e2_auto, e2_batch = (
         load(folder, n) for n in ("cycle_eagle2.json", "cycle_c2t.json", "cycle_eagle2_graphs.json",
                                   "cycle_c2t_layers.json", "cycle_eagle2_auto.json", "cycle_eagle2_batch.json"))
+    fixed = {n: load(folder, "cycle_eagle2_t%d.json" % n) for n in (4, 8, 16)}
+    fixed = {n: r for n, r in fixed.items() if r}
+    if e2:
+        fixed[60] = e2
     rcs = dict(line.split() for line in text(folder, "cycle_rc.txt").splitlines() if len(line.split()) == 2)
     bench = text(folder, "bench_cuda.log")
     m = re.search(r"(\d+)/\d+\s+([\d.]+) \S+/s.*records (\d+)", text(folder, "collect.log"))
@@ -103,6 +108,15 @@ def main():
                                 "cost_model": {k: e2_auto.get("cost_model", {}).get(k)
                                                for k in ("chosen_mean", "chosen_p10", "chosen_p90", "draft_switch")},
                                 "device_cycle": e2_auto.get("device_cycle")} if e2_auto else None,
+        # eagle2 at fixed totals (60: the paper's, cycle_eagle2.json) and auto's speedup over the best of theirs
+        # (each against the ar of its own run)
+        "smollm2_eagle2_fixed": {str(n): {"speedup": r["total"].get("speedup"),
+                                          "speedup_ci95": r["total"].get("speedup_ci95"),
+                                          "tau": r["total"].get("tau"), "tok_s": r["total"].get("v")}
+                                 for n, r in sorted(fixed.items())} or None,
+        "smollm2_eagle2_auto_over_best_fixed": (
+            e2_auto["total"]["speedup"] / max(r["total"]["speedup"] for r in fixed.values()))
+        if e2_auto and fixed and all(r["total"].get("speedup") for r in list(fixed.values()) + [e2_auto]) else None,
         # eagle2 at --batch 8: the tree ops batched over the slots, against ar
         "smollm2_eagle2_batch8": {"speedup": e2_batch["total"].get("speedup"),
                                   "speedup_ci95": e2_batch["total"].get("speedup_ci95"),

@@ -60,7 +60,8 @@
 #                    turns): eagle2 and c2t with the ar baseline, lossless
 #                    checked; c2t by its per-layer program (against the
 #                    fixed-shape one auto takes on a GPU); eagle2 --total
-#                    auto (sizes from the GPU's measured costs); eagle2 at
+#                    auto (sizes from the GPU's measured costs) and at the
+#                    fixed totals 4, 8 and 16 to hold it against; eagle2 at
 #                    --batch 8 (the slots' tree ops batched, one launch per
 #                    op kind); on a GPU eagle2 with
 #                    replayed graphs (--cuda-graphs on)
@@ -85,7 +86,9 @@
 #                --points 1000000000" trains the shipped head on, one point) and follows its log for
 #                SECONDS (570); head-wait follows it on and, once it has ended,
 #                copies its files (prompts, heads, answer sample, log) to $OUT
-# Logs go to $OUT when it is set (the device tool brings them back).
+# Logs go to $OUT when it is set (the device tool brings them back; it brings
+# 8 files at most, so end each call's command with
+# cd "$OUT" && tar -czf NAME.tgz --remove-files $(ls)).
 set -u
 cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp/c2t-gpu}
@@ -201,6 +204,11 @@ step_cycle() {
         echo "== cycle: bench_cuda --cuda-graphs on"
         build/tests/bench_cuda --cuda-graphs on 2>&1 | tee "$LOG/bench_cuda_graphs.log" |
             grep -E 'shape|decode 1 token|enqueues|forward passes'
+        # a tree forward cost 1.5-2.2 tokens' at SmolLM2's shape: the exact
+        # path's doubled tensor work (BF16 hi + lo activations) or not
+        echo "== cycle: bench_cuda --cuda-fast-gemm on (activations rounded to BF16 once)"
+        build/tests/bench_cuda --cuda-fast-gemm on --cuda-graphs on 2>&1 | tee "$LOG/bench_cuda_fast.log" |
+            grep -E 'shape|decode 1 token|tree forward'
     else
         echo cpu > "$LOG/device.txt"
     fi
@@ -238,6 +246,9 @@ step_cycle_smollm2() {
                "c2t_layers|--policy c2t --classifier data/smollm2/classifier.json $c2 --param program=layers --no-baseline" \
                "eagle2_auto|--policy eagle2 --total auto --draft-vocab full --check-lossless" \
                "eagle2_batch|--policy eagle2 $e2 --batch 8 --check-lossless" \
+               "eagle2_t4|--policy eagle2 --total 4 --draft-vocab full" \
+               "eagle2_t8|--policy eagle2 --total 8 --draft-vocab full" \
+               "eagle2_t16|--policy eagle2 --total 16 --draft-vocab full" \
                ${graphs:+"$graphs"}; do
         name=${run%%|*}
         $ev ${run#*|} --json "$LOG/cycle_$name.json" 2> "$LOG/cycle_$name.log" >/dev/null
