@@ -63,6 +63,35 @@ static void random_tree(int n, int n_past, uint8_t *mask, int *pos, unsigned *rn
     free(depth);
 }
 
+/* One decode op of layer 0, issued as the forward issues it. */
+enum { OP_MATMUL, OP_ATTENTION, OP_ROPE, OP_RMSNORM };
+typedef struct {
+    const char *name;
+    int kind;
+    const Weight *w;    /* OP_MATMUL: out = in . w^T, one token */
+    float *out, *in;
+    LlamaState *st;
+    const LlamaModel *m;
+    const LlamaLayer *L0;
+    int *dctl;          /* the context before the query, and its position (device) */
+    int p;
+} OpCall;
+
+static void op_call(void *v) {
+    const OpCall *o = v;
+    const ModelConfig *c = &o->m->cfg;
+    LayerScratch *ls = &o->st->solo->ls;
+    switch (o->kind) {
+    case OP_MATMUL: cuda_backend.matmul(o->out, o->in, o->w, 1); break;
+    case OP_ATTENTION:
+        cuda_backend.attention(ls->att, ls->q, &(AttnSeq){o->st->kv, 0, 1, o->dctl, o->p, NULL, 0}, 1, 0, c->heads,
+                               c->kv_heads, c->head_dim);
+        break;
+    case OP_ROPE: cuda_backend.rope(ls->q, o->dctl + 1, 1, c->heads, c->head_dim, o->m->inv_freq); break;
+    default: cuda_backend.rmsnorm(ls->xb, o->st->solo->x, &o->L0->attn_norm, 1, c->rms_eps); break;
+    }
+}
+
 /* Decode tok/s against the bandwidth bound, where one forward's time goes
  * (ops alone when ops is set; host enqueue vs GPU time always), and forwards
  * of random trees of the given sizes, for one random model. */
@@ -99,44 +128,54 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
     }
 
     /* Where a decode step's time goes: each op of layer 0 alone, repeated
-     * (the stream stays full, so launch gaps hide behind kernel time as
-     * they would in a captured graph), and the host time to enqueue one
-     * whole forward without waiting for it. */
-    const ModelConfig *c = &m->cfg;
+     * in a stream (the host launches them as fast as it can: where a
+     * launch costs the host more than the kernel costs the GPU, this is
+     * the host's rate) and as nodes of a replayed graph (the GPU's time
+     * alone, as in a recorded forward); the floor of a node (an empty
+     * kernel); and the host time to enqueue one whole forward without
+     * waiting for it. */
     const int p = st->n_past;
     if (ops) {
         const LlamaLayer *L0 = &m->layer[0];
         LayerScratch *ls = &st->solo->ls;
         const int reps = 200;
-        struct { const char *name; const Weight *w; } mm[] = {
-            {"q_proj", &L0->wq}, {"k_proj", &L0->wk}, {"o_proj", &L0->wo}, {"gate_proj", &L0->gate},
-            {"down_proj", &L0->down}, {"lm_head", &m->lm_head}};
-        printf("decode ops, one call of each (microseconds; GB/s of weights read):\n");
-        for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
-            const Weight *w = mm[i].w;
-            float *out = w == &m->lm_head ? st->logits : ls->gate, *in = w->cols == c->hidden ? ls->xb : ls->gate;
-            double t0 = seconds_synced();
-            for (int r = 0; r < reps; r++) cuda_backend.matmul(out, in, w, 1);
-            double us = (seconds_synced() - t0) / reps * 1e6;
-            printf("  matmul %-9s %6lldx%-6lld %8.1f us %7.0f GB/s\n", mm[i].name, (long long)w->rows,
-                   (long long)w->cols, us, (double)w->rows * w->cols * dtype_size(w->dtype) / us * 1e-3);
-        }
         /* the ops' control values in device memory (kernels.h): the context
          * before the query, and its position */
         const int ctl[2] = {p - 1, p};
         int *dctl = backend_alloc_ints(&cuda_backend, 2);
         backend_ints_to_device(&cuda_backend, dctl, ctl, 2);
-        double t0 = seconds_synced();
-        for (int r = 0; r < reps; r++)
-            cuda_backend.attention(ls->att, ls->q, &(AttnSeq){st->kv, 0, 1, dctl, p, NULL, 0}, 1, 0, c->heads,
-                                   c->kv_heads, c->head_dim);
-        printf("  attention over %d slots  %8.1f us\n", p, (seconds_synced() - t0) / reps * 1e6);
-        t0 = seconds_synced();
-        for (int r = 0; r < reps; r++) cuda_backend.rope(ls->q, dctl + 1, 1, c->heads, c->head_dim, m->inv_freq);
-        printf("  rope q                   %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
-        t0 = seconds_synced();
-        for (int r = 0; r < reps; r++) cuda_backend.rmsnorm(ls->xb, st->solo->x, &L0->attn_norm, 1, c->rms_eps);
-        printf("  rmsnorm                  %8.1f us\n", (seconds_synced() - t0) / reps * 1e6);
+        OpCall calls[] = {
+            {.name = "matmul q_proj", .kind = OP_MATMUL, .w = &L0->wq, .out = ls->gate, .in = ls->xb},
+            {.name = "matmul k_proj", .kind = OP_MATMUL, .w = &L0->wk, .out = ls->gate, .in = ls->xb},
+            {.name = "matmul o_proj", .kind = OP_MATMUL, .w = &L0->wo, .out = ls->gate, .in = ls->xb},
+            {.name = "matmul gate_proj", .kind = OP_MATMUL, .w = &L0->gate, .out = ls->gate, .in = ls->xb},
+            {.name = "matmul down_proj", .kind = OP_MATMUL, .w = &L0->down, .out = ls->xb, .in = ls->gate},
+            {.name = "matmul lm_head", .kind = OP_MATMUL, .w = &m->lm_head, .out = st->logits, .in = ls->xb},
+            {.name = "attention", .kind = OP_ATTENTION}, {.name = "rope q", .kind = OP_ROPE},
+            {.name = "rmsnorm", .kind = OP_RMSNORM}};
+        printf("decode ops of layer 0, microseconds a call: %d in a stream | as nodes of a replayed graph "
+               "(GB/s of weights read)\n", reps);
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+            OpCall *oc = &calls[i];
+            oc->st = st; oc->m = m; oc->L0 = L0; oc->dctl = dctl; oc->p = p;
+            op_call(oc);
+            const double t0 = seconds_synced();
+            for (int r = 0; r < reps; r++) op_call(oc);
+            const double us = (seconds_synced() - t0) / reps * 1e6;
+            double nodes = 0;
+            const double gus = cuda_graph_call_us(op_call, oc, reps, &nodes);
+            char what[48];
+            if (oc->w) snprintf(what, sizeof what, "%s %lldx%lld", oc->name, (long long)oc->w->rows, (long long)oc->w->cols);
+            else if (oc->kind == OP_ATTENTION) snprintf(what, sizeof what, "attention over %d slots", p);
+            else snprintf(what, sizeof what, "%s", oc->name);
+            printf("  %-32s %8.1f | %8.1f us (%.0f nodes)", what, us, gus, nodes);
+            if (oc->w && gus > 0)
+                printf(" %7.0f GB/s", (double)oc->w->rows * oc->w->cols * dtype_size(oc->w->dtype) / gus * 1e-3);
+            printf("\n");
+        }
+        double stream_us = 0;
+        const double node_us = cuda_empty_node_us(reps, &stream_us);
+        printf("  %-32s %8.1f | %8.1f us\n", "empty kernel (a node's floor)", stream_us, node_us);
         cuda_backend.release(dctl);
     }
     double t0 = seconds_synced();
