@@ -40,6 +40,7 @@ extern "C" {
 
 #define GEMV_MAX 4
 #define GEMV_THREADS 256
+#define GEMV_AHEAD 4   /* a lane's vector steps whose weight loads are in flight together */
 #define SPLIT_STACK_MAX 64
 #define TILED_N_MAX 64
 
@@ -104,15 +105,26 @@ __global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(GemvGroup g, const f
 #pragma unroll
     for (int t = 0; t < N; t++) acc[t] = 0.0f;
     if (VEC) {
-        for (int c = lane * 8; c < C; c += 32 * 8) {
-            float wv[8];
-            Ld<WT>::eight(wr + c, wv);
+        /* GEMV_AHEAD steps' weights are loaded before the first is used, so
+         * a lane waits on memory once per GEMV_AHEAD steps rather than once
+         * a step (a 2048-wide BF16 row is 8 steps a lane); the sums run in
+         * the same order as one step at a time. */
+        for (int c0 = lane * 8; c0 < C; c0 += GEMV_AHEAD * 32 * 8) {
+            float wv[GEMV_AHEAD][8];
 #pragma unroll
-            for (int t = 0; t < N; t++) {
-                const float4 *xp = (const float4 *)(x + (size_t)t * C + c);
-                float4 a = __ldg(xp), b = __ldg(xp + 1);
-                acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w +
-                          wv[4] * b.x + wv[5] * b.y + wv[6] * b.z + wv[7] * b.w;
+            for (int u = 0; u < GEMV_AHEAD; u++)
+                if (c0 + u * 32 * 8 < C) Ld<WT>::eight(wr + c0 + u * 32 * 8, wv[u]);
+#pragma unroll
+            for (int u = 0; u < GEMV_AHEAD; u++) {
+                const int c = c0 + u * 32 * 8;
+                if (c >= C) break;
+#pragma unroll
+                for (int t = 0; t < N; t++) {
+                    const float4 *xp = (const float4 *)(x + (size_t)t * C + c);
+                    float4 a = __ldg(xp), b = __ldg(xp + 1);
+                    acc[t] += wv[u][0] * a.x + wv[u][1] * a.y + wv[u][2] * a.z + wv[u][3] * a.w +
+                              wv[u][4] * b.x + wv[u][5] * b.y + wv[u][6] * b.z + wv[u][7] * b.w;
+                }
             }
         }
     } else {

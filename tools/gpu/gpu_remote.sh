@@ -41,6 +41,9 @@
 #                tools/experiments/smollm2_eval.sh on the GPU (COLLECT_Q,
 #                EVAL_Q, LOSSLESS_Q as there; results under $OUT; BENCH_ALL=1
 #                adds ar and eagle2 with recorded graphs)
+#     profile    ncu's time for every kernel of SmolLM2's ar and eagle2 at
+#                batch 1 and ar at batch 64, summed per kernel
+#                (tools/gpu/ncu_summary.py; PROFILE_TIMEOUT, 150 s a run)
 #     table3     the C2T paper's Table 3 on the GPU at batch 64, 128, 256
 #                (T3_BATCHES, T3_Q, T3_REPEATS, T3_TREE_BATCH, T3_TREE_Q); its reports
 #                and table3.md to $OUT (after smollm2 in the same call, or
@@ -186,6 +189,32 @@ step_table3() {
         REPEATS=${T3_REPEATS:-1} TREE_BATCH=${T3_TREE_BATCH:-64} TREE_Q=${T3_TREE_Q:-32} tools/experiments/table3.sh 2>&1 |
         stdbuf -oL tr '\r' '\n' | grep --line-buffered -v '^ *$' | tee "$LOG/table3.log"
     cp results/table3/*.json results/table3/table3.* "$LOG/" 2>/dev/null
+}
+
+# Kernel by kernel (Nsight Compute, one metric: each kernel's GPU time,
+# clocks and caches left as they run): SmolLM2 ar at batch 1 (decode tokens
+# after the prompt's), eagle2 (a few cycles) and ar at batch 64 (the whole
+# short run, prefill included); each CSV and its summary
+# (tools/gpu/ncu_summary.py) to $OUT.
+step_profile() {
+    echo "== profile: ncu on SmolLM2 (ar and eagle2 at batch 1, ar at batch 64)"
+    smollm2_model || return 1
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+    [ -n "$NCU" ] || { echo "profile: no ncu on this machine"; return 1; }
+    bench=${SMOLLM2_BENCH:-$STAGE/benchmarks}
+    ev="bin/spec-eval --device cuda --target models/smollm2-135m-instruct --draft data/smollm2/eagle --quiet
+        --no-baseline --max-turns 1"
+    for run in "ar|--launch-skip 2000 --launch-count 1500|--policy ar --questions $bench/mt_bench/question.jsonl --max-questions 1 --max-new-tokens 24" \
+               "eagle2|--launch-skip 3000 --launch-count 3000|--policy eagle2 --questions $bench/mt_bench/question.jsonl --max-questions 1 --max-new-tokens 48" \
+               "ar_b64|--launch-count 20000|--policy ar --batch 64 --static-batches --questions $bench/alpaca/question.jsonl --max-questions 64 --max-new-tokens 16"; do
+        name=${run%%|*} rest=${run#*|}
+        # shellcheck disable=SC2086
+        timeout "${PROFILE_TIMEOUT:-150}" "$NCU" --clock-control none --cache-control none --csv --print-units base \
+            --metrics gpu__time_duration.sum --log-file "$LOG/profile_$name.csv" ${rest%%|*} $ev ${rest#*|} \
+            > "$LOG/profile_$name.log" 2>&1
+        echo "-- $name (rc $?)"
+        python3 tools/gpu/ncu_summary.py "$LOG/profile_$name.csv" --top 20 | tee "$LOG/profile_$name.txt"
+    done
 }
 
 # The device cycle's GPU checks and the figures that need no SmolLM2.
@@ -475,7 +504,7 @@ for s in "$@"; do
     shift
     case $s in
     exec) exec "$@" ;;
-    cuda|test|sanitize|bench|smollm2|table3|cycle) step_$s ;;
+    cuda|test|sanitize|bench|smollm2|table3|cycle|profile) step_$s ;;
     cycle-smollm2) step_cycle_smollm2 ;;
     *) echo "unknown step $s"; exit 2 ;;
     esac
