@@ -52,7 +52,7 @@
 # to back while the machine is warm, since SmolLM2's GGUF travels in two:
 #   1. (pack; hide; carry build-gpu/{lib,bins}.tar.xz) cycle
 #   2. stage .gpu-smollm2-1                            (carry it)
-#   3. stage .gpu-smollm2-2 cycle-smollm2              (carry it)
+#   3. stage .gpu-smollm2-2 profile cycle-smollm2      (carry it)
 #   here: tools/gpu/cycle_report.py OUT_OF_1 OUT_OF_3 > docs/cuda/latest.json
 #     cycle          test_cuda (every parity test: the tree ops, the ragged
 #                    attention of batched decoding; then with --cuda-graphs on:
