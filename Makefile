@@ -163,7 +163,7 @@ QUIET_BUILD = $(if $(filter 1,$(V)),,-s)
 # the test targets build on every core (JOBS=1 for one at a time)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_SCRIPTS := tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py \
-                tests/test_drafts.py
+                tests/test_drafts.py tests/test_ncu_summary.py
 TEST_RUNS := $(TESTS) $(FUZZ_REPLAYS) $(TEST_SCRIPTS)
 test: deps
 	@echo "make test: building (V=1 shows the commands)"
