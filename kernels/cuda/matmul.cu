@@ -40,7 +40,9 @@ extern "C" {
 
 #define GEMV_MAX 4
 #define GEMV_THREADS 256
-#define GEMV_AHEAD 4   /* a lane's vector steps whose weight loads are in flight together */
+/* a lane's vector steps whose weight loads are in flight together: 4 for
+ * one token (decode), 2 for several, whose activations take the registers */
+#define GEMV_AHEAD(n) ((n) == 1 ? 4 : 2)
 #define SPLIT_STACK_MAX 64
 #define TILED_N_MAX 64
 
@@ -105,17 +107,18 @@ __global__ void __launch_bounds__(GEMV_THREADS) gemv_kernel(GemvGroup g, const f
 #pragma unroll
     for (int t = 0; t < N; t++) acc[t] = 0.0f;
     if (VEC) {
-        /* GEMV_AHEAD steps' weights are loaded before the first is used, so
-         * a lane waits on memory once per GEMV_AHEAD steps rather than once
-         * a step (a 2048-wide BF16 row is 8 steps a lane); the sums run in
-         * the same order as one step at a time. */
-        for (int c0 = lane * 8; c0 < C; c0 += GEMV_AHEAD * 32 * 8) {
-            float wv[GEMV_AHEAD][8];
+        /* A steps' weights are loaded before the first is used, so a lane
+         * waits on memory once per A steps rather than once a step (a
+         * 2048-wide BF16 row is 8 steps a lane); the sums run in the same
+         * order as one step at a time. */
+        constexpr int A = GEMV_AHEAD(N);
+        for (int c0 = lane * 8; c0 < C; c0 += A * 32 * 8) {
+            float wv[A][8];
 #pragma unroll
-            for (int u = 0; u < GEMV_AHEAD; u++)
+            for (int u = 0; u < A; u++)
                 if (c0 + u * 32 * 8 < C) Ld<WT>::eight(wr + c0 + u * 32 * 8, wv[u]);
 #pragma unroll
-            for (int u = 0; u < GEMV_AHEAD; u++) {
+            for (int u = 0; u < A; u++) {
                 const int c = c0 + u * 32 * 8;
                 if (c >= C) break;
 #pragma unroll
