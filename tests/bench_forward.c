@@ -2,6 +2,7 @@
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
  *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx]
+ *                 [--quant-tiles on|off]
  *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
@@ -35,6 +36,9 @@
  * --tree N1,N2,...: the tree figure alone at those node counts, each as ms
  * per verification forward and as a multiple of the first count's (what
  * verifying N nodes costs against one token's forward when N1 is 1).
+ * --quant-tiles off: products of GGUF block types on the dot products
+ * alone, where the build and CPU would take AMX-INT8 tiles for several
+ * tokens (the same bits; on, the default there: the tiles).
  * --pp N1,N2,...: the pp figure alone at those prompt lengths (llama-bench's
  * pp512 is --pp 512). */
 #include "infer/model/llama.h"
@@ -42,6 +46,7 @@
 #include "infer/speculative/decode.h"
 #include "tests/bench_model.h"
 #include "kernels/base/util.h"
+#include "kernels/cpu/cpu.h"
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -386,6 +391,12 @@ int main(int argc, char **argv) {
             o.cpu_fast_gemm = !strcmp(argv[first + 1], "amx") ? CPU_GEMM_AMX : !strcmp(argv[first + 1], "on") ? CPU_GEMM_BF16 : CPU_GEMM_F32;
             if (backend_configure(&o)) die_err("bench_forward");
         }
+        else if (!strcmp(argv[first], "--quant-tiles") && (!strcmp(argv[first + 1], "on") || !strcmp(argv[first + 1], "off"))) {
+            if (!cpu_quant_tiles(!strcmp(argv[first + 1], "on")) && !strcmp(argv[first + 1], "on")) {
+                fprintf(stderr, "bench_forward: --quant-tiles on: this build or CPU has no AMX-INT8\n");
+                return 2;
+            }
+        }
         else if (!strcmp(argv[first], "--cpu-f32-cache-mb")) {
             BackendOptions o = *backend_settings();
             o.cpu_f32_cache_mb = atoi(argv[first + 1]);
@@ -406,7 +417,7 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] [--cpu-f32-cache-mb MB] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] [--quant-tiles on|off] [--cpu-f32-cache-mb MB] "
                             "[--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] "
                             "MODEL_DIR|1b ...\n");
             return 2;

@@ -6,7 +6,9 @@
  * Also "F32act": the same Q8_0 and Q4_0 weights times F32 activations,
  * each block dequantised in registers and multiplied with FMA (AVX2; here
  * only, not a kernel of the backend), to weigh the Q8 activations against
- * F32 ones.  Random weights and activations; threads: the backend's (set
+ * F32 ones.  "dots (AMX tiles off)": where the build and CPU have AMX-INT8,
+ * the same products with the tile multiply turned off (cpu_quant_tiles):
+ * the dot products beside the tiles (Q4_K and Q5_K from 8 tokens).  Random weights and activations; threads: the backend's (set
  * OMP_NUM_THREADS to choose).
  * First line: the machine's 8-bit dot peak (int8_peak), the bound of a
  * product of many tokens.
@@ -223,11 +225,16 @@ int main(int argc, char **argv) {
         float *x = xmalloc(sizeof(float) * 16 * (size_t)cols), *out = xmalloc(sizeof(float) * 16 * (size_t)rows);
         for (int64_t i = 0; i < 16 * cols; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) / 1000.0f;
         for (int ti = 0; ti < NTYPES; ti++)
-            for (int variant = 0; variant < 2; variant++) {
+            for (int variant = 0; variant < 3; variant++) {
                 const DType t = TYPES[ti];
                 if (types && !name_listed(types, dtype_name(t))) continue;
                 void (*mm)(float *, const float *, const Weight *, int) = cpu_backend.matmul;
-                if (variant) {
+                /* variant 2: the dot products where the kernel has the tile multiply */
+                if (variant == 2) {
+                    if (!cpu_quant_tiles(1)) continue;
+                    cpu_quant_tiles(0);
+                }
+                if (variant == 1) {
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
                     if (t != DT_Q8_0 && t != DT_Q4_0) continue;
                     mm = fma_matmul;
@@ -245,7 +252,8 @@ int main(int argc, char **argv) {
                     char shape[32];
                     snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
                     printf("%-14s %-7s %3d %10.3f %8.2f", shape, dtype_name(t), n, s * 1e3, bytes / s * 1e-9);
-                    if (variant) {   /* a sanity check of the bench's own loop: its distance from the kernel */
+                    if (variant == 2) printf("  dots (AMX tiles off)");
+                    if (variant == 1) {   /* a sanity check of the bench's own loop: its distance from the kernel */
                         float *ref = xmalloc(sizeof(float) * (size_t)n * (size_t)rows);
                         cpu_backend.matmul(ref, x, &w, n);
                         printf("  F32act (max |diff| / max |y| against the kernel: %.1e)",
@@ -257,6 +265,7 @@ int main(int argc, char **argv) {
                 }
                 cpu_backend.weight_release(&w);
                 free(wd);
+                cpu_quant_tiles(1);
             }
         free(x); free(out);
     }

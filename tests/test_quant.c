@@ -14,6 +14,9 @@
  *  - every type, whose rows the vector builds interleave in groups, equals
  *    that order on row counts around the group size, for 1 .. FEW_TOKENS +
  *    3 tokens at once and 1 and 2 threads;
+ *  - where the build and CPU have AMX-INT8, the tile multiply equals the
+ *    dot products bit for bit for 2 .. 40 tokens (a line says it is
+ *    skipped elsewhere);
  *  - matmul_many equals separate matmuls; embed and weight_row(s) equal
  *    quant_dequant_row; NaN and infinite scales stay in their rows; bad
  *    shapes are refused in one line;
@@ -271,6 +274,42 @@ static void test_row_groups(void) {
     CHECK(products > 0 && bad == 0, "%d of %d row-group products differ from the stated order", bad, products);
 }
 
+/* Where the build and the CPU have AMX-INT8 (matmul_quant.c's tile
+ * multiply, taken by Q4_K and Q5_K products of several tokens): products
+ * of 2 .. 40 tokens equal the dot products' bit for bit, every type, odd
+ * row counts, 1 and 2 threads; skipped with a line elsewhere. */
+static void test_tiles_equal_dots(void) {
+    if (!cpu_quant_tiles(1)) SKIP("this build or CPU has no AMX-INT8");
+    enum { NMAX = 40 };
+    static const int ns[] = {2, 3, 5, 8, 15, 16, 17, 31, 33, NMAX};
+    int bad = 0, products = 0;
+    for (int ti = 0; ti < NTYPES; ti++)
+        for (int s = 0; s < 2; s++) {
+            const DType t = TYPES[ti];
+            const int rows = s ? 67 : 33;
+            const int64_t cols = quant_block_elems(t) == 256 ? (s ? 768 : 256) : (s ? 1536 : 96);
+            uint8_t *wd = rnd_weight(t, rows, cols);
+            float *x = rnd_x(NMAX, cols), *dots = xmalloc(sizeof(float) * NMAX * rows),
+                  *tiles = xmalloc(sizeof(float) * NMAX * rows);
+            Weight w = make_weight(t, wd, rows, cols);
+            for (int threads = 1; threads <= 2; threads++) {
+                cpu_threads_set(threads);
+                for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+                    cpu_quant_tiles(0);
+                    cpu_backend.matmul(dots, x, &w, ns[k]);
+                    cpu_quant_tiles(1);
+                    cpu_backend.matmul(tiles, x, &w, ns[k]);
+                    bad += memcmp(dots, tiles, sizeof(float) * ns[k] * rows) != 0;
+                    products++;
+                }
+            }
+            cpu_backend.weight_release(&w);
+            free(wd); free(x); free(dots); free(tiles);
+        }
+    cpu_threads_set(cpu_threads_max());
+    CHECK(products > 0 && bad == 0, "%d of %d tile products differ from the dot products", bad, products);
+}
+
 /* matmul_many over weights of several block types (one activation
  * quantisation per kind), of one type, and beside a BF16 weight equals
  * separate matmuls, for 1, 3, 17 and 70 tokens and 1 and 2 threads. */
@@ -415,6 +454,7 @@ int main(void) {
     RUN(test_against_references);
     RUN(test_tokens_independent);
     RUN(test_row_groups);
+    RUN(test_tiles_equal_dots);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
     RUN(test_nan_and_inf_scales);

@@ -158,6 +158,12 @@ void cpu_quant_row(const Weight *w, int64_t r, float *out);
  * product, before any parallel region; nothing for other types and in the
  * scalar build. */
 void cpu_quant_make_pack(const Weight *w);
+/* Whether Q4_K / Q5_K products of several tokens may take the AMX-INT8
+ * tile multiply (matmul_quant.c; the same bits as the dot products, so
+ * only their speed changes): allowed by default where the build and the
+ * CPU have it; returns whether they now take it (0 where either lacks it).
+ * For benchmarks and tests comparing the two paths. */
+int cpu_quant_tiles(int allow);
 
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
  * everywhere): whether the process may use the tiles (asked of the kernel
@@ -169,6 +175,9 @@ int cpu_amx_ready(void);
 uint16_t *cpu_amx_tiles(const Weight *w);
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
 #define CPU_AMX 1
+/* loads the calling thread's tile configuration: tile i (0..7) rows[i] rows
+ * of colsb[i] bytes */
+void cpu_amx_configure(const int rows[8], const int colsb[8]);
 void cpu_amx_rows(const Weight *w, const uint16_t *tiles, const uint16_t *xb, float *out, int64_t r0, int64_t r1, int n);
 #endif
 

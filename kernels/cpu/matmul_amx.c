@@ -51,9 +51,8 @@ int cpu_amx_ready(void) {
     return state;
 }
 
-/* The tile configuration (palette 1): tiles 0 and 1 the sums of two row
- * blocks for `tokens` tokens, 4 the activations, 6 and 7 the blocks'
- * weights. */
+/* The tile configuration (palette 1) of the calling thread: tile i has
+ * rows[i] rows of colsb[i] bytes (0 and 0: unused). */
 typedef struct __attribute__((packed)) {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
@@ -61,19 +60,25 @@ typedef struct __attribute__((packed)) {
 } TileConfig;
 
 /* (LDTILECFG is issued through asm with the whole 64-byte block as its
- * operand: through GCC's builtin, once amx_configure was not inlined, the
- * stores to the rows and column widths were dropped as dead and the
- * instruction faulted on a half-written block.) */
-static void amx_configure(int tokens) {
+ * operand: through GCC's builtin, once the configuring function was not
+ * inlined, the stores to the rows and column widths were dropped as dead
+ * and the instruction faulted on a half-written block.) */
+void cpu_amx_configure(const int rows[8], const int colsb[8]) {
     TileConfig c __attribute__((aligned(64)));
     memset(&c, 0, sizeof c);
     c.palette = 1;
-    const int tiles[5] = {0, 1, 4, 6, 7};
-    for (int i = 0; i < 5; i++) {
-        c.rows[tiles[i]] = (uint8_t)(tiles[i] < 6 ? tokens : 16);
-        c.colsb[tiles[i]] = 64;
+    for (int i = 0; i < 8; i++) {
+        c.rows[i] = (uint8_t)rows[i];
+        c.colsb[i] = (uint16_t)colsb[i];
     }
     __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+/* Tiles 0 and 1 the sums of two row blocks for `tokens` tokens, 4 the
+ * activations, 6 and 7 the blocks' weights. */
+static void amx_configure(int tokens) {
+    const int rows[8] = {tokens, tokens, 0, 0, tokens, 0, 16, 16}, colsb[8] = {64, 64, 0, 0, 64, 0, 64, 64};
+    cpu_amx_configure(rows, colsb);
 }
 
 /* Elements of the tile copy: ceil(rows / 16) blocks of cols / 32 tiles of

@@ -35,7 +35,9 @@
  * building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's dpbusd
  * where the build has it) takes 16-row groups, AVX2 8-row groups with
  * maddubs/madd; anything else the scalar loop on the blocks as stored,
- * with no copy. */
+ * with no copy.  Where the CPU also has AMX-INT8, Q4_K and Q5_K products of
+ * several tokens take the tile multiply instead, with the same sums (the
+ * section "the tile multiply" below). */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
@@ -454,11 +456,49 @@ static inline __attribute__((always_inline)) void k_store(const Weight *w, float
     for (int t = 0; t < T; t++) kf_store(out + (int64_t)(t0 + t) * w->rows + g0, acc[t], lo, hi);
 }
 
+/* The float chain of a K block b after its integer sums: acc[t] += isum[t]
+ * times d * dx, less the minimums' (Q6_K: the -32 offsets') part, for
+ * tokens t0 .. t0 + T - 1 (the contract's order). */
+static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, const Act *a, int64_t b, int t0,
+                                                          const int T, const kv *isum, kf *acc, const DType DT) {
+    const int64_t nb = a->nb, n = a->n;
+    const kf dw = kf_half(hd);
+    const float *dx = a->d + (size_t)b * n + t0;
+    if (DT == DT_Q6_K) {   /* -32 sc_j times the activations' sums of 16, by pairs of sub-blocks */
+        kv pr[8];
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const int16_t *bs = a->bs + ((size_t)(t0 + t) * nb + b) * 16;
+            kv o = kv_zero();
+#pragma GCC unroll 8
+            for (int p = 0; p < 8; p++) o = kv_madd_add(o, pr[p], kv_b32(bs + 2 * p));
+            acc[t] = kf_fmadd(kv_sub32(isum[t], kv_sll32(o, 5)), kf_mul(dw, kf_set1(dx[t])), acc[t]);
+        }
+    } else {   /* the minimum sums, by pairs of sub-blocks */
+        const kf dm = kf_half(hd + 2 * KG);
+        kv mn[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) mn[p] = kv_u8_16(hd + 12 * KG + p * 2 * KG);
+        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            kv ms = kv_zero();
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; p++) ms = kv_madd_add(ms, mn[p], kv_b32(xs + 8 * t + 2 * p));
+            const kf dxv = kf_set1(dx[t]);
+            acc[t] = kf_fmadd(isum[t], kf_mul(dw, dxv), acc[t]);
+            acc[t] = kf_fnmadd(ms, kf_mul(dm, dxv), acc[t]);
+        }
+    }
+}
+
 /* out[t][r] for the rows r in [r0, r1) of group gi, tokens t0 .. t0 + T - 1 */
 static inline __attribute__((always_inline)) void tilek(const Weight *w, const uint8_t *pk, const Act *a, float *out,
                                                         int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
                                                         const DType DT, const uint8_t *pf) {
-    const int64_t nb = a->nb, n = a->n;
+    const int64_t nb = a->nb;
     const size_t blk = kp_block(DT), gb = kp_g(DT);
     kf acc[KT_MAX];
 #pragma GCC unroll 8
@@ -527,36 +567,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
             }
 #endif
         }
-        const kf dw = kf_half(hd);
-        const float *dx = a->d + (size_t)b * n + t0;
-        if (DT == DT_Q6_K) {   /* -32 sc_j times the activations' sums of 16, by pairs of sub-blocks */
-            kv pr[8];
-#pragma GCC unroll 8
-            for (int p = 0; p < 8; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
-#pragma GCC unroll 8
-            for (int t = 0; t < T; t++) {
-                const int16_t *bs = a->bs + ((size_t)(t0 + t) * nb + b) * 16;
-                kv o = kv_zero();
-#pragma GCC unroll 8
-                for (int p = 0; p < 8; p++) o = kv_madd_add(o, pr[p], kv_b32(bs + 2 * p));
-                acc[t] = kf_fmadd(kv_sub32(isum[t], kv_sll32(o, 5)), kf_mul(dw, kf_set1(dx[t])), acc[t]);
-            }
-        } else {   /* the minimum sums, by pairs of sub-blocks */
-            const kf dm = kf_half(hd + 2 * KG);
-            kv mn[4];
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; p++) mn[p] = kv_u8_16(hd + 12 * KG + p * 2 * KG);
-            const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
-#pragma GCC unroll 8
-            for (int t = 0; t < T; t++) {
-                kv ms = kv_zero();
-#pragma GCC unroll 4
-                for (int p = 0; p < 4; p++) ms = kv_madd_add(ms, mn[p], kv_b32(xs + 8 * t + 2 * p));
-                const kf dxv = kf_set1(dx[t]);
-                acc[t] = kf_fmadd(isum[t], kf_mul(dw, dxv), acc[t]);
-                acc[t] = kf_fnmadd(ms, kf_mul(dm, dxv), acc[t]);
-            }
-        }
+        kfinish(hd, a, b, t0, T, isum, acc, DT);
     }
     k_store(w, out, acc, gi, r0, r1, t0, T);
 }
@@ -631,12 +642,153 @@ static inline __attribute__((always_inline)) void tile(const Weight *w, const ui
     else tile32(w, pk, a, out, gi, r0, r1, t0, T, DT, pf);
 }
 
+/* ---- the tile multiply (AMX-INT8) for Q4_K and Q5_K products of several tokens
+ *
+ * Where the build and the CPU have AMX-INT8, a Q4_K or Q5_K product of at
+ * least QAMX_MIN_TOKENS tokens takes its integer sums from TDPBSUD (signed
+ * activation bytes times unsigned weight bytes, int32 sums).  A group's 16
+ * rows are a B tile's 16 columns, and a vector v of the repacked copy
+ * (elements 4v .. 4v + 3 of each of the 16 rows) is B's row v.  The
+ * sub-block scales sc_j (6 bits, unsigned) go into the weight bytes, split
+ * so that every byte fits: sc = 8 hi + lo (hi, lo <= 7), and q * lo, q * hi
+ * <= 31 * 7 < 256, so that over a super-block
+ *   isum_b = sum_j sc_j S_j = C_lo + 8 C_hi,
+ *   C_lo = sum over its 256 elements of x * (q * lo_j), C_hi likewise,
+ * two int32 sums the tile multiply accumulates over the whole super-block
+ * (4 products of K = 64 each) — the same exact integer as the dot path's,
+ * then the same float chain (kfinish): the same bits at any token count
+ * (tests/test_quant.c compares the two paths).  The products q * lo of a
+ * 16-bit lane's two bytes are one vpmullw (no carry crosses a byte: each is
+ * < 256).  Per group and super-block the tile work is 8 products, 12 tile
+ * loads and 2 stores whatever the token count (1 to 16), where the dots
+ * grow with each token.  Q6_K's scales are signed bytes and its integers 6
+ * bits, the 32-element types carry a float scale per 32: those stay on the
+ * dot path (measured: their tiles of K = 32 with a store per block were no
+ * faster). */
+#if QISA == 512 && defined(CPU_AMX) && defined(__AMX_INT8__) && defined(__AVX512VNNI__)
+#define QAMX 1
+#define QAMX_TOKENS 16     /* tokens of an A or C tile */
+#define QAMX_MIN_TOKENS 8  /* fewer take the dot path (measured: slower there) */
+static int qamx_allowed = -1;   /* -1: not asked yet (cpu_quant_matmul_many asks, before any thread) */
+
+static int qamx_type(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K; }
+
+/* tiles 0, 1 the lo and hi sums (T tokens x 16 rows, int32), 2 the
+ * activations (T x 64 bytes), 4, 5 the lo and hi weights (16 x 64 bytes) */
+static void qamx_configure(int T) {
+    const int rows[8] = {T, T, T, 0, 16, 16, 0, 0}, colsb[8] = {64, 64, 64, 0, 64, 64, 0, 0};
+    cpu_amx_configure(rows, colsb);
+}
+
+/* One super-block of a group as the lo and hi B tiles: w[h][p] (h 0 lo, 1
+ * hi; p the pair of sub-blocks 2p, 2p + 1, K = 64) */
+static inline __attribute__((always_inline)) void qamx_weights(const uint8_t *hd, uint8_t (*w)[4][1024], const DType DT) {
+    const uint8_t *body = hd + kp_head(DT);
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; g++) {
+        const kv s = kv_u8_32(hd + 4 * KG + g * KG), s16 = kv_or(s, kv_sll32(s, 16));   /* sc in both halves */
+        const kv lo = kv_and8(s16, 7), hi = kv_srl16(s16, 3);
+        uint8_t *l = w[0][g / 2] + (g % 2) * 512, *h = w[1][g / 2] + (g % 2) * 512;
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) {
+            const kv q = k_vec(body + g * kp_g(DT), v, DT);
+            _mm512_store_si512(l + 64 * v, _mm512_mullo_epi16(q, lo));
+            _mm512_store_si512(h + 64 * v, _mm512_mullo_epi16(q, hi));
+        }
+    }
+    /* (GCC's tile load is an asm without a memory operand: the barrier
+     * keeps these stores, which nothing else reads, before it) */
+    __asm__ volatile("" : : : "memory");
+}
+
+/* The lo and hi sums of one super-block (weights w, activations at x, T
+ * rows ld apart) to lo[T][16], hi[T][16] */
+static inline __attribute__((always_inline)) void qamx_sums(uint8_t (*w)[4][1024], const int8_t *x, int64_t ld,
+                                                            int32_t *lo, int32_t *hi) {
+    _tile_zero(0);
+    _tile_zero(1);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+        _tile_loadd(2, x + 64 * p, ld);
+        _tile_loadd(4, w[0][p], 64);
+        _tile_dpbsud(0, 2, 4);
+        _tile_loadd(5, w[1][p], 64);
+        _tile_dpbsud(1, 2, 5);
+    }
+    _tile_stored(0, lo, 64);
+    _tile_stored(1, hi, 64);
+}
+
+/* tilek on the tile multiply, T <= QAMX_TOKENS: block b's tile products
+ * are issued, then block b + 1's weights made and block b - 1's sums read
+ * back, so that no tile load waits on the stores just before it and the
+ * tile unit and the vector units overlap */
+static inline __attribute__((always_inline)) void qamx_tilek(const Weight *w, const uint8_t *pk, const Act *a, float *out,
+                                                             int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
+                                                             const DType DT, const uint8_t *pf) {
+    const int64_t nb = a->nb, ld = a->cols;
+    const size_t blk = kp_block(DT);
+    uint8_t wt[2][2][4][1024] __attribute__((aligned(64)));
+    int32_t lo[2][QAMX_TOKENS * 16] __attribute__((aligned(64))), hi[2][QAMX_TOKENS * 16] __attribute__((aligned(64)));
+    kf acc[QAMX_TOKENS];
+    kv isum[QAMX_TOKENS];
+    for (int t = 0; t < T; t++) acc[t] = kf_zero();
+    const uint8_t *g0 = pk + (size_t)(gi * nb) * blk;
+    qamx_weights(g0, wt[0], DT);
+    for (int64_t b = 0; b <= nb; b++) {
+        if (b < nb) {
+            if (pf) prefetch_l2(pf + (size_t)b * blk, blk);
+            qamx_sums(wt[b % 2], a->q + (size_t)t0 * ld + b * 256, ld, lo[b % 2], hi[b % 2]);
+            if (b + 1 < nb) qamx_weights(g0 + (size_t)(b + 1) * blk, wt[(b + 1) % 2], DT);
+        }
+        if (b > 0) {
+            const int e = (int)((b - 1) % 2);
+            for (int t = 0; t < T; t++) isum[t] = kv_add32(kv_load(lo[e] + 16 * t), kv_sll32(kv_load(hi[e] + 16 * t), 3));
+            kfinish(g0 + (size_t)(b - 1) * blk, a, b - 1, t0, T, isum, acc, DT);
+        }
+    }
+    k_store(w, out, acc, gi, r0, r1, t0, T);
+}
+
+/* rows_typed's loop on the tile multiply: passes of at most QAMX_TOKENS */
+static inline __attribute__((always_inline)) void qamx_rows(const Weight *w, const Act *a, float *out, int64_t r0,
+                                                            int64_t r1, const DType DT) {
+    const uint8_t *pk = ((const CpuWeightCopies *)w->priv)->kpack;
+    const int64_t G0 = r0 / KG, G1 = (r1 + KG - 1) / KG, per = QROW_BLOCK / KG;
+    const int64_t groups = (w->rows + KG - 1) / KG, nb = a->nb;
+    const int passes = (a->n + QAMX_TOKENS - 1) / QAMX_TOKENS;
+    int configured = 0;
+    for (int64_t b0 = G0; b0 < G1; b0 += per) {
+        const int64_t b1 = b0 + per < G1 ? b0 + per : G1;
+        for (int p = 0, t = 0; p < passes; p++) {
+            const int T = (a->n - t + passes - p - 1) / (passes - p);
+            if (T != configured) {
+                qamx_configure(T);
+                configured = T;
+            }
+            for (int64_t gi = b0; gi < b1; gi++) {
+                const uint8_t *pf = p || a->n > PREFETCH_TOKENS ? NULL : ahead(pk, gi + per, groups, nb, DT);
+                qamx_tilek(w, pk, a, out, gi, r0, r1, t, T, DT, pf);
+            }
+            t += T;
+        }
+    }
+    _tile_release();   /* the tile state back to its initial one: cheaper context switches */
+}
+#endif
+
 /* Rows [r0, r1) of every token: blocks of QROW_BLOCK rows (whole groups),
  * in each the tokens in passes of at most KT_MAX, as even as they come (9
  * tokens 5 + 4, not 8 + 1: a pass of one token waits on its dot chain).
  * The first pass over a block fetches the next block's bytes. */
 static inline __attribute__((always_inline)) void rows_typed(const Weight *w, const Act *a, float *out, int64_t r0,
                                                              int64_t r1, const DType DT) {
+#ifdef QAMX
+    if (qamx_type(DT) && qamx_allowed > 0 && a->n >= QAMX_MIN_TOKENS) {
+        qamx_rows(w, a, out, r0, r1, DT);
+        return;
+    }
+#endif
     const uint8_t *pk = ((const CpuWeightCopies *)w->priv)->kpack;
     const int64_t G0 = r0 / KG, G1 = (r1 + KG - 1) / KG, per = QROW_BLOCK / KG;
     const int64_t groups = (w->rows + KG - 1) / KG, nb = a->nb;
@@ -725,6 +877,9 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
     }
     if (!count || n <= 0) return;
     for (int i = 0; i < count; i++) cpu_quant_make_pack(ws[i]);
+#ifdef QAMX
+    if (qamx_allowed < 0) qamx_allowed = cpu_amx_ready();
+#endif
     const int64_t cols = ws[0]->cols;
     if (need32) act_make(&act32, x, n, cols, 32);
     if (needk) act_make(&actk, x, n, cols, 256);
@@ -748,6 +903,16 @@ void cpu_quant_make_pack(const Weight *w) {
     c->kpack = p;
 #else
     (void)w;
+#endif
+}
+
+int cpu_quant_tiles(int allow) {
+#ifdef QAMX
+    qamx_allowed = allow && cpu_amx_ready();
+    return qamx_allowed;
+#else
+    (void)allow;
+    return 0;
 #endif
 }
 
