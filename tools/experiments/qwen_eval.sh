@@ -25,7 +25,8 @@
 # original files only, into results/qwen-keep; bf16 (default): the BF16
 # target, as above.  The draft is make qwen's in both: the 0.5B's own blocks.
 # QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
-# ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).
+# ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).  On a CPU
+# with AMX, LLAMACPP_ISA=noamx (tools/experiments/llamacpp.sh says why).
 # ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2;
 # ONLY_TABLE=1 prints the table again from the results folder's files.
 # RUNS: the labels of step 1 to run (default all five: chain-len4
@@ -117,7 +118,7 @@ requantize('$TQ', '$TB', 'BF16')"
 fi
 
 echo "== 3/3 the table"
-{ echo "CPU flags: $isa; $THREADS threads; weights: $QWEN_WEIGHTS; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON)"
+{ echo "CPU flags: $isa; $THREADS threads; weights: $QWEN_WEIGHTS; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON); llama.cpp build: ${LLAMACPP_ISA:-native}"
 # ours: the A/B speedup against ar in the same process with its 95% interval;
 # llama.cpp's rows and "vs lc bf16" (or q4_k_m) divide tok/s of different processes
 awk -F, -v base="$BASE" 'FILENAME ~ /eval.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6
