@@ -21,6 +21,8 @@
 # ARCH=-march=haswell in build-avx2/, llama.cpp by LLAMACPP_ISA=avx2) into
 # results/quant_bench_avx2/; the report names the CPU's flags and the builds.
 # MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks.
+# LLAMACPP_ISA=noamx on a CPU with AMX: llama.cpp without its AMX path,
+# which dies of SIGILL there (tools/experiments/llamacpp.sh).
 . "$(dirname "$0")/lib.sh"
 REPS=${REPS:-3}
 MODELS=${MODELS:-smollm2 qwen smollm2-bf16 qwen-bf16}
@@ -32,7 +34,8 @@ avx2)   R=results/quant_bench_avx2; B=build-avx2
 *) echo "quant_bench: QUANT_ISA is native or avx2, not $QUANT_ISA" >&2; exit 2 ;;
 esac
 mkdir -p $R
-LB=$(LLAMACPP_ISA=${QUANT_ISA:-native} tools/experiments/llamacpp.sh) || { echo "quant_bench: llama.cpp is not available" >&2; exit 1; }
+export LLAMACPP_ISA=${LLAMACPP_ISA:-${QUANT_ISA:-native}}
+LB=$(tools/experiments/llamacpp.sh) || { echo "quant_bench: llama.cpp is not available" >&2; exit 1; }
 
 for name in $MODELS; do
     case $name in

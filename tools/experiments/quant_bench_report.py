@@ -68,7 +68,9 @@ def main():
     md = ["# GGUF block types in place against llama.cpp on the same file (`make bench-quant`)", "",
           f"CPU flags: {cpu_flags()}; " + ("both built for AVX2 only (ours `make ARCH=-march=haswell`, llama.cpp "
                                             "`GGML_NATIVE=OFF`, AVX2/FMA/F16C on)." if os.environ.get("QUANT_ISA") == "avx2"
-                                            else "ours as built (`cpu_isa` of the build), llama.cpp with its native detection."),
+                                            else "ours as built (`cpu_isa` of the build), llama.cpp with its native detection"
+                                            + (" and its AMX off (`LLAMACPP_ISA=noamx`)." if os.environ.get("LLAMACPP_ISA") == "noamx"
+                                               else ".")),
           ""]
     for m in models:
         d = os.path.join(root, m)
