@@ -7,8 +7,9 @@
  * each block dequantised in registers and multiplied with FMA (AVX2; here
  * only, not a kernel of the backend), to weigh the Q8 activations against
  * F32 ones.  "dots (AMX tiles off)": where the build and CPU have AMX-INT8,
- * the same products with the tile multiply turned off (cpu_quant_tiles):
- * the dot products beside the tiles (Q4_K and Q5_K from 8 tokens).  Random weights and activations; threads: the backend's (set
+ * Q4_K and Q5_K again with the tile multiply turned off (cpu_quant_tiles),
+ * the dot products beside the tiles (which take 8 tokens and more).
+ * Random weights and activations; threads: the backend's (set
  * OMP_NUM_THREADS to choose).
  * First line: the machine's 8-bit dot peak (int8_peak), the bound of a
  * product of many tokens.
@@ -229,9 +230,9 @@ int main(int argc, char **argv) {
                 const DType t = TYPES[ti];
                 if (types && !name_listed(types, dtype_name(t))) continue;
                 void (*mm)(float *, const float *, const Weight *, int) = cpu_backend.matmul;
-                /* variant 2: the dot products where the kernel has the tile multiply */
+                /* variant 2: the dot products, for the types the tile multiply takes where it has it */
                 if (variant == 2) {
-                    if (!cpu_quant_tiles(1)) continue;
+                    if ((t != DT_Q4_K && t != DT_Q5_K) || !cpu_quant_tiles(1)) continue;
                     cpu_quant_tiles(0);
                 }
                 if (variant == 1) {
