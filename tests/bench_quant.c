@@ -7,7 +7,7 @@
  * each block dequantised in registers and multiplied with FMA (AVX2; here
  * only, not a kernel of the backend), to weigh the Q8 activations against
  * F32 ones.  "dots (AMX tiles off)": where the build and CPU have AMX-INT8,
- * Q4_K and Q5_K again with the tile multiply turned off (cpu_quant_tiles),
+ * Q4_K, Q5_K and Q6_K again with the tile multiply turned off (cpu_quant_tiles),
  * the dot products beside the tiles (which take 8 tokens and more).
  * Random weights and activations; threads: the backend's (set
  * OMP_NUM_THREADS to choose).
@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
                 void (*mm)(float *, const float *, const Weight *, int) = cpu_backend.matmul;
                 /* variant 2: the dot products, for the types the tile multiply takes where it has it */
                 if (variant == 2) {
-                    if ((t != DT_Q4_K && t != DT_Q5_K) || !cpu_quant_tiles(1)) continue;
+                    if ((t != DT_Q4_K && t != DT_Q5_K && t != DT_Q6_K) || !cpu_quant_tiles(1)) continue;
                     cpu_quant_tiles(0);
                 }
                 if (variant == 1) {

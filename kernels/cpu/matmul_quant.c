@@ -35,7 +35,7 @@
  * building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's dpbusd
  * where the build has it) takes 16-row groups, AVX2 8-row groups with
  * maddubs/madd; anything else the scalar loop on the blocks as stored,
- * with no copy.  Where the CPU also has AMX-INT8, Q4_K and Q5_K products of
+ * with no copy.  Where the CPU also has AMX-INT8, Q4_K, Q5_K and Q6_K products of
  * several tokens take the tile multiply instead, with the same sums (the
  * section "the tile multiply" below). */
 #include "kernels/cpu/cpu.h"
@@ -431,7 +431,11 @@ static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const in
 
 /* The bytes [p, p + len) on their way to L2 (a tile's first pass over a
  * row block fetches the next block's, which the passes' jumps back would
- * hide from the hardware's stream detection). */
+ * hide from the hardware's stream detection).  The K types fetch a block's
+ * eighth beside each of its eight 32-element runs, not the block at once:
+ * on a Xeon a burst of a block's 36-53 lines stalled the core (16-node
+ * trees of the 1.5B Q4_K_M 118-122 ms against 104-108 spread, 4 nodes on
+ * the dots 1.18x one token against 1.07x). */
 static inline void prefetch_l2(const uint8_t *p, size_t len) {
     for (size_t o = 0; o < len; o += 64) __builtin_prefetch(p + o, 0, 2);
 }
@@ -505,12 +509,12 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
     for (int t = 0; t < T; t++) acc[t] = kf_zero();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *hd = pk + (size_t)(gi * nb + b) * blk, *body = hd + kp_head(DT);
-        if (pf) prefetch_l2(pf + (size_t)b * blk, blk);
         kv isum[KT_MAX];
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = kv_zero();
         const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 256;
         for (int g = 0; g < 8; g++) {
+            if (pf) prefetch_l2(pf + (size_t)b * blk + g * blk / 8, blk / 8);
             const uint8_t *o = body + g * gb;
             kv wq[8];
 #pragma GCC unroll 8
@@ -642,28 +646,31 @@ static inline __attribute__((always_inline)) void tile(const Weight *w, const ui
     else tile32(w, pk, a, out, gi, r0, r1, t0, T, DT, pf);
 }
 
-/* ---- the tile multiply (AMX-INT8) for Q4_K and Q5_K products of several tokens
+/* ---- the tile multiply (AMX-INT8) for the K types' products of several tokens
  *
- * Where the build and the CPU have AMX-INT8, a Q4_K or Q5_K product of at
- * least QAMX_MIN_TOKENS tokens takes its integer sums from TDPBSUD (signed
- * activation bytes times unsigned weight bytes, int32 sums).  A group's 16
- * rows are a B tile's 16 columns, and a vector v of the repacked copy
- * (elements 4v .. 4v + 3 of each of the 16 rows) is B's row v.  The
- * sub-block scales sc_j (6 bits, unsigned) go into the weight bytes, split
- * so that every byte fits: sc = 8 hi + lo (hi, lo <= 7), and q * lo, q * hi
- * <= 31 * 7 < 256, so that over a super-block
- *   isum_b = sum_j sc_j S_j = C_lo + 8 C_hi,
- *   C_lo = sum over its 256 elements of x * (q * lo_j), C_hi likewise,
- * two int32 sums the tile multiply accumulates over the whole super-block
- * (4 products of K = 64 each) — the same exact integer as the dot path's,
- * then the same float chain (kfinish): the same bits at any token count
- * (tests/test_quant.c compares the two paths).  The products q * lo of a
- * 16-bit lane's two bytes are one vpmullw (no carry crosses a byte: each is
- * < 256).  Per group and super-block the tile work is 8 products, 12 tile
- * loads and 2 stores whatever the token count (1 to 16), where the dots
- * grow with each token.  Q6_K's scales are signed bytes and its integers 6
- * bits, the 32-element types carry a float scale per 32: those stay on the
- * dot path (measured: their tiles of K = 32 with a store per block were no
+ * Where the build and the CPU have AMX-INT8, a Q4_K, Q5_K or Q6_K product of
+ * at least QAMX_MIN_TOKENS tokens takes its integer sums from the tile
+ * multiply (int32 sums of activation bytes, signed, times weight bytes).  A
+ * group's 16 rows are a B tile's 16 columns, and a vector v of the repacked
+ * copy (elements 4v .. 4v + 3 of each of the 16 rows) is B's row v.  The
+ * sub-block scales go into the weight bytes, split so that every byte fits,
+ * and a super-block's exact sum is two tile sums over its 256 elements (4
+ * products of K = 64 each), lo and hi:
+ *   Q4_K, Q5_K: sc_j (6 bits, unsigned) = 8 hi + lo (hi, lo <= 7): bytes
+ *               q lo and q hi (<= 31 * 7 < 256; one vpmullw per vector, no
+ *               carry crossing a byte), TDPBSUD both, isum_b = C_lo + 8 C_hi;
+ *   Q6_K:       P = q sc_j (q <= 63, sc_j a signed byte: |P| <= 8064, an
+ *               exact int16) = 256 hi + lo: lo its low byte (unsigned,
+ *               TDPBSUD), hi its high byte (signed, TDPBSSD), isum_b = C_lo
+ *               + 256 C_hi before the -32 offsets (kfinish subtracts them
+ *               as the dot path does);
+ * sums of at most 256 * 127 * 8064 < 2^31: the same exact integer as the dot
+ * path's, then the same float chain (kfinish): the same bits at any token
+ * count (tests/test_quant.c compares the two paths).  Per group and
+ * super-block the tile work is 8 products, 12 tile loads and 2 stores
+ * whatever the token count (1 to 16), where the dots grow with each token.
+ * The 32-element types carry a float scale per 32: those stay on the dot
+ * path (measured: their tiles of K = 32 with a store per block were no
  * faster). */
 #if QISA == 512 && defined(CPU_AMX) && defined(__AMX_INT8__) && defined(__AVX512VNNI__)
 #define QAMX 1
@@ -671,7 +678,7 @@ static inline __attribute__((always_inline)) void tile(const Weight *w, const ui
 #define QAMX_MIN_TOKENS 8  /* fewer take the dot path (measured: slower there) */
 static int qamx_allowed = -1;   /* -1: not asked yet (cpu_quant_matmul_many asks, before any thread) */
 
-static int qamx_type(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K; }
+static int qamx_type(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K; }
 
 /* tiles 0, 1 the lo and hi sums (T tokens x 16 rows, int32), 2 the
  * activations (T x 64 bytes), 4, 5 the lo and hi weights (16 x 64 bytes) */
@@ -681,14 +688,32 @@ static void qamx_configure(int T) {
 }
 
 /* One super-block of a group as the lo and hi B tiles: w[h][p] (h 0 lo, 1
- * hi; p the pair of sub-blocks 2p, 2p + 1, K = 64) */
-static inline __attribute__((always_inline)) void qamx_weights(const uint8_t *hd, uint8_t (*w)[4][1024], const DType DT) {
+ * hi; p the pair of 32-element runs 2p, 2p + 1, K = 64) */
+static inline __attribute__((always_inline)) void qamx_weights(const uint8_t *hd, uint8_t (*w)[4][1024], const DType DT,
+                                                               const uint8_t *pf) {
     const uint8_t *body = hd + kp_head(DT);
+    const size_t blk = kp_block(DT);
 #pragma GCC unroll 8
     for (int g = 0; g < 8; g++) {
+        if (pf) prefetch_l2(pf + g * blk / 8, blk / 8);
+        uint8_t *l = w[0][g / 2] + (g % 2) * 512, *h = w[1][g / 2] + (g % 2) * 512;
+        if (DT == DT_Q6_K) {   /* P = q sc (int16) = 256 hi + lo: lo, hi its bytes */
+            const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);   /* sc_2g, sc_2g+1 of each row */
+            const kv s0 = kv_odd16(pr, kv_sll32(pr, 16)), s1 = kv_odd16(kv_srl32(pr, 16), pr);
+            const kv even = kv_set16(0x00FF);
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) {
+                const kv q = k_vec(body + g * kp_g(DT), v, DT), s = v < 4 ? s0 : s1;
+                const kv pe = _mm512_mullo_epi16(_mm512_and_si512(q, even), s);   /* even bytes' P */
+                const kv po = _mm512_mullo_epi16(kv_srl16(q, 8), s);              /* odd bytes' P */
+                /* (0xE4: per bit, the third operand's bit selects the first's, else the second's) */
+                _mm512_store_si512(l + 64 * v, _mm512_ternarylogic_epi32(pe, kv_sll16(po, 8), even, 0xE4));
+                _mm512_store_si512(h + 64 * v, _mm512_ternarylogic_epi32(kv_srl16(pe, 8), po, even, 0xE4));
+            }
+            continue;
+        }
         const kv s = kv_u8_32(hd + 4 * KG + g * KG), s16 = kv_or(s, kv_sll32(s, 16));   /* sc in both halves */
         const kv lo = kv_and8(s16, 7), hi = kv_srl16(s16, 3);
-        uint8_t *l = w[0][g / 2] + (g % 2) * 512, *h = w[1][g / 2] + (g % 2) * 512;
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++) {
             const kv q = k_vec(body + g * kp_g(DT), v, DT);
@@ -704,7 +729,7 @@ static inline __attribute__((always_inline)) void qamx_weights(const uint8_t *hd
 /* The lo and hi sums of one super-block (weights w, activations at x, T
  * rows ld apart) to lo[T][16], hi[T][16] */
 static inline __attribute__((always_inline)) void qamx_sums(uint8_t (*w)[4][1024], const int8_t *x, int64_t ld,
-                                                            int32_t *lo, int32_t *hi) {
+                                                            int32_t *lo, int32_t *hi, const DType DT) {
     _tile_zero(0);
     _tile_zero(1);
 #pragma GCC unroll 4
@@ -713,7 +738,8 @@ static inline __attribute__((always_inline)) void qamx_sums(uint8_t (*w)[4][1024
         _tile_loadd(4, w[0][p], 64);
         _tile_dpbsud(0, 2, 4);
         _tile_loadd(5, w[1][p], 64);
-        _tile_dpbsud(1, 2, 5);
+        if (DT == DT_Q6_K) _tile_dpbssd(1, 2, 5);   /* Q6_K's hi bytes are signed */
+        else _tile_dpbsud(1, 2, 5);
     }
     _tile_stored(0, lo, 64);
     _tile_stored(1, hi, 64);
@@ -728,22 +754,22 @@ static inline __attribute__((always_inline)) void qamx_tilek(const Weight *w, co
                                                              const DType DT, const uint8_t *pf) {
     const int64_t nb = a->nb, ld = a->cols;
     const size_t blk = kp_block(DT);
+    const int shift = DT == DT_Q6_K ? 8 : 3;   /* isum = C_lo + 2^shift C_hi */
     uint8_t wt[2][2][4][1024] __attribute__((aligned(64)));
     int32_t lo[2][QAMX_TOKENS * 16] __attribute__((aligned(64))), hi[2][QAMX_TOKENS * 16] __attribute__((aligned(64)));
     kf acc[QAMX_TOKENS];
     kv isum[QAMX_TOKENS];
     for (int t = 0; t < T; t++) acc[t] = kf_zero();
     const uint8_t *g0 = pk + (size_t)(gi * nb) * blk;
-    qamx_weights(g0, wt[0], DT);
+    qamx_weights(g0, wt[0], DT, pf);
     for (int64_t b = 0; b <= nb; b++) {
         if (b < nb) {
-            if (pf) prefetch_l2(pf + (size_t)b * blk, blk);
-            qamx_sums(wt[b % 2], a->q + (size_t)t0 * ld + b * 256, ld, lo[b % 2], hi[b % 2]);
-            if (b + 1 < nb) qamx_weights(g0 + (size_t)(b + 1) * blk, wt[(b + 1) % 2], DT);
+            qamx_sums(wt[b % 2], a->q + (size_t)t0 * ld + b * 256, ld, lo[b % 2], hi[b % 2], DT);
+            if (b + 1 < nb) qamx_weights(g0 + (size_t)(b + 1) * blk, wt[(b + 1) % 2], DT, pf ? pf + (size_t)(b + 1) * blk : NULL);
         }
         if (b > 0) {
             const int e = (int)((b - 1) % 2);
-            for (int t = 0; t < T; t++) isum[t] = kv_add32(kv_load(lo[e] + 16 * t), kv_sll32(kv_load(hi[e] + 16 * t), 3));
+            for (int t = 0; t < T; t++) isum[t] = kv_add32(kv_load(lo[e] + 16 * t), kv_sll32(kv_load(hi[e] + 16 * t), shift));
             kfinish(g0 + (size_t)(b - 1) * blk, a, b - 1, t0, T, isum, acc, DT);
         }
     }
