@@ -185,6 +185,8 @@ static cJSON *cost_json(const CostModel *m, const char *cache, int refreshed) {
         cJSON_AddNullToObject(o, "cache");
     }
     cJSON_AddNumberToObject(o, "verify_scale", m->scale);
+    cJSON_AddNumberToObject(o, "lazy_nodes", m->lazy_nodes);   /* past it, each walked row adds row_s */
+    cJSON_AddNumberToObject(o, "row_s", m->row_s);
     cJSON_AddNumberToObject(o, "draft_s", m->draft_s);
     cJSON_AddNumberToObject(o, "expand_s", m->expand_s);
     cJSON_AddNumberToObject(o, "expands_mean", m->expands);

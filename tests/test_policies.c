@@ -725,6 +725,43 @@ static void test_cost_batch_load(void) {
           cost_node_price(&ma, a, 4, 0, 4), rate * 0.002);
 }
 
+/* Lazily scored trees pay their walk: past lazy_nodes the curve times a
+ * forward without logits, and each row the walk scores (one per token the
+ * tree yields) costs row_s more.  The Qwen2.5 1.5B Q4_K_M on a Xeon: 8
+ * tokens with logits 80 ms, 12 without 93, one head row 13 ms, one token 64:
+ * a 12-node tree yielding 6.6 tokens costs 93 + 86 ms, where 8 nodes
+ * yielding 5.35 cost 80, so the prefix stops at 7 nodes; without row_s it
+ * took all 11.  A lazy
+ * cycle's time is net of its rows before it corrects the curve: the
+ * forward's own cost teaches no ratio. */
+static void test_cost_prices_lazy_rows(void) {
+    const float est[] = {0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.45f, 0.4f, 0.35f, 0.3f, 0.3f, 0.3f};
+    CostModel m;
+    cost_init(&m);
+    cost_add_point(&m, 1, 0.064);
+    cost_add_point(&m, 8, 0.080);
+    cost_add_point(&m, 12, 0.093);
+    cost_settle_calibration(&m);
+    CHECK(cost_best_prefix(&m, est, 11, 0.020) == 11, "without walk pricing: %d nodes kept", m.last_tokens - 1);
+    m.lazy_nodes = 8;
+    m.row_s = 0.013;
+    const int k = cost_best_prefix(&m, est, 11, 0.020);
+    CHECK(k == 7, "a walk of 13 ms rows past 8 tokens: %d nodes kept (want 7)", k);
+    int kb;
+    double gain = 1;
+    for (int i = 0; i < 11; i++) gain += est[i];
+    const double all = cost_best_rate(&m, est, 11, 0.020, 0, 0, &kb), want = (1 + 0.9 + 0.8 + 0.7 + 0.6 + 0.5 + 0.45 + 0.4) / (0.020 + 0.080);
+    CHECK(kb == 7 && fabs(all / want - 1) < 1e-6 && gain / (0.020 + 0.093 + gain * 0.013) < want,
+          "the best rate %g at %d nodes (want %g at 7)", all, kb, want);
+    for (int i = 0; i < 200; i++) cost_observe(&m, 12, 0.093 + 4 * 0.013, 0.020, 4);
+    CHECK(fabs(cost_verify_s(&m, 12) / 0.093 - 1) < 1e-6 && fabs(m.scale - 1) < 1e-6,
+          "lazy cycles of 12 tokens walking 4 rows moved the curve: %g s at 12 (calibrated 0.093), scale %g",
+          cost_verify_s(&m, 12), m.scale);
+    for (int i = 0; i < 200; i++) cost_observe(&m, 12, 0.110 + 4 * 0.013, 0.020, 4);
+    CHECK(fabs(cost_verify_s(&m, 12) / 0.110 - 1) < 0.05, "a slower forward is learnt net of the rows: %g s (want 0.110)",
+          cost_verify_s(&m, 12));
+}
+
 /* The cycles correct the calibrated curve's shape, not only its level: a
  * calibration that timed 8 tokens at 11 ms where they cost 16 made a tree
  * of 7 nodes look nearly free; verifications at 1 and 8 tokens teach each
@@ -741,8 +778,8 @@ static void test_cost_curve_corrected(void) {
     cost_settle_calibration(&m);
     CHECK(cost_best_prefix(&m, est, 7, 0.002) == 7, "the flat calibration keeps %d nodes", m.last_tokens - 1);
     for (int i = 0; i < 100; i++) {
-        cost_observe(&m, 8, 0.016, 0.002);
-        cost_observe(&m, 1, 0.010, 0.002);
+        cost_observe(&m, 8, 0.016, 0.002, 0);
+        cost_observe(&m, 1, 0.010, 0.002, 0);
     }
     CHECK(fabs(cost_verify_s(&m, 8) / 0.016 - 1) < 0.05 && fabs(cost_verify_s(&m, 1) / 0.010 - 1) < 0.05,
           "corrected curve: %g s at 8 tokens (want 0.016), %g s at 1 (want 0.010)", cost_verify_s(&m, 8),
@@ -760,7 +797,7 @@ static void test_cost_curve_corrected(void) {
     {   /* a held cycle (a thread tuner's probe) teaches nothing of time */
         const CostModel before = m;
         m.hold = 1;
-        for (int i = 0; i < 10; i++) cost_observe(&m, 8, 0.100, 0.050);
+        for (int i = 0; i < 10; i++) cost_observe(&m, 8, 0.100, 0.050, 0);
         cost_observe_expand(&m, 3, 0.090);
         m.hold = 0;
         CHECK(m.cycles == before.cycles && m.scale == before.scale && m.draft_s == before.draft_s &&
@@ -779,7 +816,7 @@ static void test_cost_curve_corrected(void) {
     CHECK(m.verify_s[0] == 0.010 && m.verify_s[1] == 0.010 && m.verify_s[2] == 0.011, "settled: %g %g %g",
           m.verify_s[0], m.verify_s[1], m.verify_s[2]);
     /* the cycles teach point 4 a lower ratio than point 2's: the curve stays flat there */
-    for (int i = 0; i < 50; i++) { cost_observe(&m, 2, 0.014, 0); cost_observe(&m, 4, 0.011, 0); }
+    for (int i = 0; i < 50; i++) { cost_observe(&m, 2, 0.014, 0, 0); cost_observe(&m, 4, 0.011, 0, 0); }
     CHECK(cost_verify_s(&m, 4) >= cost_verify_s(&m, 2) && cost_verify_s(&m, 3) >= cost_verify_s(&m, 2),
           "the corrected curve decreases: %g %g %g", cost_verify_s(&m, 2), cost_verify_s(&m, 3), cost_verify_s(&m, 4));
 
@@ -810,9 +847,9 @@ static void test_cost_curve_corrected(void) {
     cost_add_point(&few, 8, 0.011);
     snprintf(few.cache_key, sizeof few.cache_key, "test key");
     REQUIRE(cost_cache_put(path, few.cache_key, &few) == 0, "%s", err_get());
-    for (int i = 0; i < COST_REFRESH_CYCLES - 1; i++) cost_observe(&few, 8, 0.016, 0);
+    for (int i = 0; i < COST_REFRESH_CYCLES - 1; i++) cost_observe(&few, 8, 0.016, 0, 0);
     CHECK(cost_cache_refresh(path, &few) == 0, "refreshed after %d cycles", COST_REFRESH_CYCLES - 1);
-    cost_observe(&few, 8, 0.016, 0);
+    cost_observe(&few, 8, 0.016, 0, 0);
     CHECK(cost_cache_refresh(path, &few) == 1, "not refreshed after %d cycles: %s", COST_REFRESH_CYCLES, err_get());
     CostModel got;
     REQUIRE(cost_cache_get(path, "test key", &got) == 1, "the refreshed curve: %s", err_get());
@@ -904,11 +941,11 @@ static void test_cost_prefix_synthetic(void) {
     CHECK(fabs(cost_verify_s(&m, 5) - 0.05) < 1e-12, "interpolation: %g", cost_verify_s(&m, 5));
     const float none[] = {0, 0, 0};
     CHECK(cost_best_prefix(&m, none, 3, 0) == 0, "worthless nodes kept");
-    for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.10, 0.02);   /* twice the curve, 20 ms drafts */
+    for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.10, 0.02, 0);   /* twice the curve, 20 ms drafts */
     CHECK(fabs(m.scale - 2) < 1e-9 && fabs(m.draft_s - 0.02) < 1e-9 && m.cycles == 200,
           "observed: scale %g draft %g", m.scale, m.draft_s);
     CHECK(fabs(cost_verify_s(&m, 5) - 0.10) < 1e-12, "scaled curve %g", cost_verify_s(&m, 5));
-    for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.05, 0.02);   /* the load goes: back to the curve */
+    for (int i = 0; i < 200; i++) cost_observe(&m, 5, 0.05, 0.02, 0);   /* the load goes: back to the curve */
     CHECK(fabs(m.scale - 1) < 1e-3, "the ratio does not follow a change: %g", m.scale);
     CHECK(cost_add_point(&m, 9, 1) == -1 && cost_add_point(&m, 3, 1) == -1, "points out of order accepted");
     /* the chosen sizes so far: 0 (worthless) only */
@@ -919,7 +956,7 @@ static void test_cost_prefix_synthetic(void) {
     cost_init(&m);
     cost_add_point(&m, 1, 0.010);
     cost_add_point(&m, 64, 0.073);
-    cost_observe(&m, 1, 0.010, 0.030);
+    cost_observe(&m, 1, 0.010, 0.030, 0);
     cost_observe_expand(&m, 2, 0.020);
     CHECK(fabs(cost_draft_s(&m, 2) - 0.030) < 1e-12 && fabs(cost_draft_s(&m, 5) - 0.060) < 1e-12,
           "draft time by steps: %g %g", cost_draft_s(&m, 2), cost_draft_s(&m, 5));
@@ -1420,6 +1457,7 @@ int main(void) {
     RUN(test_bad_policy_parameters);
     RUN(test_cost_prefix_synthetic);
     RUN(test_cost_curve_corrected);
+    RUN(test_cost_prices_lazy_rows);
     RUN(test_cost_acceptance_by_depth);
     RUN(test_cost_batch_load);
     RUN(test_draft_switch_synthetic);

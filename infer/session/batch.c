@@ -301,7 +301,7 @@ static void observe_round(Run *r, int tokens, double verify_s) {
         const int off = r->sw.off;   /* what this round's trees were built under */
         for (int i = 0; i < r->o->slots && !off; i++)
             if (r->slots[i].state != FIBER_DONE && r->slots[i].policy->cost && r->slots[i].policy->cost->n_pts)
-                cost_observe(r->slots[i].policy->cost, tokens, verify_s, draft_s > 0 ? draft_s : 0);
+                cost_observe(r->slots[i].policy->cost, tokens, verify_s, draft_s > 0 ? draft_s : 0, 0);
         if (r->last_round_s > 0 && r->slots[0].policy->cost && r->slots[0].draft)   /* auto sizes only */
             draft_switch_observe(&r->sw, r->last_off, r->sw.round_tokens, r->last_round_s);
         r->sw.round_tokens = 0;

@@ -3,7 +3,10 @@
  *
  *   {"format": "c2t-cost-cache", "version": 1,
  *    "curves": [{"key": "...", "verify_n": [1, 2, ...], "verify_s": [...],
- *                "calibration_s": 1.2, "measured_unix": 1764300000}]}
+ *                "row_s": 0.012, "calibration_s": 1.2, "measured_unix": 1764300000}]}
+ *
+ * (row_s: cost.h's one-row LM-head time for lazily scored trees; 0 or
+ * absent where none was measured.)
  *
  * A file that is not such a cache (another file named by mistake, a
  * truncated one) is refused, never overwritten.  Curves are kept in the
@@ -68,6 +71,12 @@ static int curve_read(const char *path, int index, const cJSON *e, CostModel *m)
             return -1;
         }
     }
+    const cJSON *row = cJSON_GetObjectItem(e, "row_s");   /* absent: no row measured */
+    if (row && !(cJSON_IsNumber(row) && row->valuedouble >= 0 && isfinite(row->valuedouble))) {
+        err_set("%s: curve %d: row_s must be a number of seconds >= 0; delete the file", path, index);
+        return -1;
+    }
+    c.row_s = row ? row->valuedouble : 0;
     *m = c;
     return 0;
 }
@@ -121,6 +130,7 @@ int cost_cache_put(const char *path, const char *key, const CostModel *m) {
         cJSON_AddItemToArray(n, cJSON_CreateNumber(m->n[i]));
         cJSON_AddItemToArray(s, cJSON_CreateNumber(m->verify_s[i]));
     }
+    cJSON_AddNumberToObject(e, "row_s", m->row_s);
     cJSON_AddNumberToObject(e, "calibration_s", m->calibration_s);
     cJSON_AddNumberToObject(e, "measured_unix", (double)time(NULL));
     cJSON_AddItemToArray(curves, e);

@@ -93,7 +93,7 @@ static int cost_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     }
     if (!r->drafted || dec->turn.done) return 0;
     if (r->keys) cost_observe_acceptance(&cw->model, r->keys->P, r->keys->depth, r->keys->n, r->n_path - 1);
-    if (!dec->gate) cost_observe(&cw->model, r->n_nodes, r->verify_s, r->draft_s);
+    if (!dec->gate) cost_observe(&cw->model, r->n_nodes, r->verify_s, r->draft_s, r->walked_rows);
     return 0;
 }
 
@@ -221,6 +221,23 @@ static int calib_forward(void *ctx, int i) {
     return 0;
 }
 
+/* One path row's LM-head product after a forward without logits over
+ * `count` tokens, what a lazily scored tree's walk pays a row (cost.h's
+ * row_s): the least of 3. */
+static int calib_row(CalibForward *f, int count, double *row_s) {
+    LlamaState *ts = f->dec->target;
+    GateCall c;
+    decoder_chain_call(f->dec, f->chain, count, &c);
+    if (llama_forward(ts, c.tokens, c.pos, c.n, c.mask, LOGITS_NONE)) return -1;
+    for (int r = 0; r < 3; r++) {
+        const double t0 = now_seconds();
+        ts->m->be->to_host(f->dec->v.row, llama_row_logits(ts, 0), 1);
+        const double dt = now_seconds() - t0;
+        if (!r || dt < *row_s) *row_s = dt;
+    }
+    return 0;
+}
+
 int decoder_calibrate(Decoder *dec) {
     if (dec->gate) {   /* batched: the batch times all its sequences' forwards together */
         GateCall call = {.kind = GATE_CALIBRATE, .state = dec->target};
@@ -238,6 +255,7 @@ int decoder_calibrate(Decoder *dec) {
         if (got < 0) return -1;
         if (got) {
             cw->model = cached;
+            cw->model.lazy_nodes = lazy_logits_nodes(ts->m->be);
             cw->model.from_cache = 1;
             cw->model.calibration_s = now_seconds() - t0;
             snprintf(cw->model.cache_key, sizeof cw->model.cache_key, "%s", key);
@@ -251,8 +269,11 @@ int decoder_calibrate(Decoder *dec) {
     double best[DECODER_CALIB_MAX];
     const int n_counts = decoder_calib_counts(dec, counts);
     CalibForward f = {dec, &chain, counts};
-    const int n = decoder_calib_rounds(counts, n_counts, calib_forward, &f, best), rc = n < 0 ? -1 : 0;
+    const int n = decoder_calib_rounds(counts, n_counts, calib_forward, &f, best), lazy = lazy_logits_nodes(ts->m->be);
+    int rc = n < 0 ? -1 : 0;
     for (int i = 0; i < n; i++) cost_add_point(&cw->model, counts[i], best[i]);
+    cw->model.lazy_nodes = lazy;
+    if (!rc && policy_max_nodes(dec->policy) > lazy) rc = calib_row(&f, lazy + 1, &cw->model.row_s);
     llama_truncate(ts, n_past);
     tree_free(&chain);
     cost_settle_calibration(&cw->model);

@@ -151,6 +151,16 @@ void cost_corrected_curve(const CostModel *m, CostModel *out) {
     cost_init(out);
     for (int i = 0; i < m->n_pts; i++) cost_add_point(out, m->n[i], ys[i]);
     out->calibration_s = m->calibration_s;
+    out->lazy_nodes = m->lazy_nodes;
+    out->row_s = m->row_s;
+}
+
+/* A verification of `tokens` that yields `gain` tokens: the corrected
+ * curve's time, and the walk's rows (one per token yielded) where that many
+ * are scored lazily. */
+static double verify_cost(const CostModel *m, const double *ys, int tokens, double gain) {
+    const double forward = interpolate(m, ys, tokens);
+    return m->lazy_nodes > 0 && tokens > m->lazy_nodes ? forward + gain * m->row_s : forward;
 }
 
 double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
@@ -159,11 +169,11 @@ double cost_best_rate(const CostModel *m, const float *est, int n, double draft_
     extra_tokens += m->load_tokens;
     double ys[COST_MAX_POINTS];   /* the corrected curve, once for every k */
     corrected(m, ys);
-    double gain = 1 + extra_gain, best = gain / (draft_s + interpolate(m, ys, 1 + extra_tokens));
+    double gain = 1 + extra_gain, best = gain / (draft_s + verify_cost(m, ys, 1 + extra_tokens, gain));
     *k_best = 0;
     for (int k = 1; k <= n; k++) {
         gain += est[k - 1] > 0 ? est[k - 1] : 0;
-        double rate = gain / (draft_s + interpolate(m, ys, k + 1 + extra_tokens));
+        double rate = gain / (draft_s + verify_cost(m, ys, k + 1 + extra_tokens, gain));
         if (rate > best) { best = rate; *k_best = k; }
     }
     return best;
@@ -212,8 +222,12 @@ static double mean_step(double count) {
     return w > COST_EMA ? w : COST_EMA;
 }
 
-void cost_observe(CostModel *m, int n, double verify_s, double draft_s) {
+void cost_observe(CostModel *m, int n, double verify_s, double draft_s, int walked_rows) {
     if (m->hold) return;
+    if (walked_rows > 0) {   /* the forward's share (a row costing more than row_s leaves at least a tenth) */
+        const double forward = verify_s - walked_rows * m->row_s;
+        verify_s = forward > 0.1 * verify_s ? forward : 0.1 * verify_s;
+    }
     const double calibrated = interpolate(m, m->verify_s, n);
     m->cycles++;
     const double w = mean_step((double)m->cycles);
@@ -275,12 +289,13 @@ double cost_node_price(const CostModel *m, const float *est, int n, double draft
     int k;
     const double rate = cost_best_rate(m, est, n, draft_s, 0, 0, &k);
     const int verified = k + 1 + m->load_tokens;
-    double ys[COST_MAX_POINTS];
+    double ys[COST_MAX_POINTS], gain = 1 + m->load_gain;
+    for (int i = 0; i < k; i++) gain += est[i] > 0 ? est[i] : 0;
     corrected(m, ys);
-    const double base = interpolate(m, ys, verified);
+    const double base = verify_cost(m, ys, verified, gain);
     double cheapest = -1;
     for (int j = 1; j <= max_new; j++) {
-        const double per = (interpolate(m, ys, verified + j) - base) / j;
+        const double per = (verify_cost(m, ys, verified + j, gain) - base) / j;
         if (cheapest < 0 || per < cheapest) cheapest = per;
     }
     return cheapest > 0 ? rate * cheapest : 0;

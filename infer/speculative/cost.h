@@ -134,6 +134,16 @@ typedef struct {
      * count beside this tree's in every rate (cost_best_rate).  0 alone. */
     int load_tokens;
     double load_gain;
+    /* Trees of more tokens than lazy_nodes are scored lazily (cycle.h's
+     * lazy_logits_nodes): the curve times their forward without logits, and
+     * the walk after it scores each path row alone, row_s seconds a row (an
+     * LM-head product of one token, calibrated), 1 + accepted rows a cycle.
+     * So such a tree's verification is priced V(n) + (expected tokens) *
+     * row_s, and its observed time is net of its rows' before it corrects
+     * the curve.  0 and 0 where nothing is scored lazily (and in a batch,
+     * whose rounds score their rows together). */
+    int lazy_nodes;
+    double row_s;
     /* The latest choice: tokens verified (k + 1) and expected (1 + estimates). */
     int last_tokens;
     double last_gain;
@@ -159,7 +169,8 @@ double cost_verify_s(const CostModel *m, int n);
  * the next run starts from what this one learnt. */
 void cost_corrected_curve(const CostModel *m, CostModel *out);
 /* The largest (1 + extra_gain + est[0] + ... + est[k-1]) /
- * (draft_s + cost_verify_s(k + 1 + extra_tokens)) over k in [0, n], and that
+ * (draft_s + cost_verify_s(k + 1 + extra_tokens), plus the walk's rows
+ * where that many tokens are scored lazily) over k in [0, n], and that
  * k in *k_best; est in the policy's rank order (negative values count 0).
  * The batch's load adds to extra_gain and extra_tokens. */
 double cost_best_rate(const CostModel *m, const float *est, int n, double draft_s, double extra_gain, int extra_tokens,
@@ -196,8 +207,10 @@ void cost_observe_acceptance(CostModel *m, const float *P, const int *depth, int
 /* One cycle's expansions: `expands` steps that took `seconds` in all. */
 void cost_observe_expand(CostModel *m, int expands, double seconds);
 /* One cycle seen: n tokens verified in verify_s seconds after draft_s
- * seconds of drafting; updates the running ratio and draft time. */
-void cost_observe(CostModel *m, int n, double verify_s, double draft_s);
+ * seconds of drafting, walked_rows of them scored one at a time after the
+ * forward (lazy logits; their row_s each is taken out of verify_s);
+ * updates the running ratio and draft time. */
+void cost_observe(CostModel *m, int n, double verify_s, double draft_s, int walked_rows);
 /* Adds x's choices (counts, histogram, predicted tokens, acceptance
  * totals) to sum's: the slots of a batch reported as one. */
 void cost_add_choices(CostModel *sum, const CostModel *x);

@@ -504,7 +504,7 @@ static int decoder_commit(Decoder *dec) {
     const CycleReport r = {.tree = t, .keys = t ? t : c->keys.n ? &c->keys : NULL,
                            .path = dec->v.path, .tokens = toks, .n_path = len, .n_nodes = n, .bonus = bonus,
                            .emitted = dec->turn.n_out - before, .drafted = !dec->cycle_off, .index = (int)st->cycles - 1,
-                           .verify_s = verify_s, .draft_s = drafting_s(st) - dec->draft_mark,
+                           .verify_s = verify_s, .walked_rows = !dec->walk && dec->lazy ? len : 0, .draft_s = drafting_s(st) - dec->draft_mark,
                            .deferred_s = dec->turn.deferred_s};
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->cycle_end && o->cycle_end(o, dec, &r)) return -1;

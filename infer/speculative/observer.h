@@ -26,6 +26,7 @@ typedef struct {
     int drafted;          /* 0: drafting was off, the root alone verified */
     int index;            /* the cycle's number in the turn, from 0 */
     double verify_s;      /* the target's forward and the acceptance */
+    int walked_rows;      /* path rows scored one at a time after the forward (lazy logits), else 0 */
     double draft_s;       /* drafting since the last cycle ended, the catch-up on its tokens included */
     double deferred_s;    /* the catch-up on tokens drafting did not cover (the prompt's, drafting-off
                              cycles'): in neither draft_s nor, for the switch, the cycle's time */
