@@ -1001,6 +1001,13 @@ static void test_cost_cache(void) {
         cJSON_ArrayForEach(e, curves) has += key && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "key")), key);
         CHECK(has == 1 && cJSON_GetArraySize(curves) == (k < 2 ? 1 : 2), "run %d: %d curves, %d under the run's key", k,
               cJSON_GetArraySize(curves), has);
+        /* the one-row LM-head time travels with the curve (measured where the pool passes lazy_logits_nodes) */
+        const double row = cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "row_s"));
+        cJSON_ArrayForEach(e, curves) if (key && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "key")), key))
+            CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(e, "row_s")) == row &&
+                      (cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "lazy_nodes")) >= 8) && row > 0,
+                  "run %d: row_s %g in the report, %g in the cache", k, row,
+                  cJSON_GetNumberValue(cJSON_GetObjectItem(e, "row_s")));
         CHECK(!key || strstr(key, extra[k][0] ? "kv_dtype bf16" : "kv_dtype f32"), "run %d: the key lacks the arithmetic: %s",
               k, key ? key : "(none)");
         if (k == 0 && key) snprintf(first_key, sizeof first_key, "%s", key);
@@ -1023,12 +1030,14 @@ static void test_cost_cache(void) {
         cJSON_Delete(j);
     }
     /* not a cost cache, a malformed curve: one line, the file untouched */
-    char bad[2][1400];
+    char bad[3][1400];
     snprintf(bad[0], sizeof bad[0], "{\"colour\": \"blue\"}\n");
     snprintf(bad[1], sizeof bad[1], "{\"format\": \"c2t-cost-cache\", \"version\": 1, \"curves\": [{\"key\": \"%s\", "
              "\"verify_n\": [4, 2], \"verify_s\": [0.1, 0.2]}]}\n", first_key);
-    const char *says[2] = {"not a cost cache", "must ascend"};
-    for (int k = 0; k < 2; k++) {
+    snprintf(bad[2], sizeof bad[2], "{\"format\": \"c2t-cost-cache\", \"version\": 1, \"curves\": [{\"key\": \"%s\", "
+             "\"verify_n\": [1, 2], \"verify_s\": [0.1, 0.2], \"row_s\": -0.01}]}\n", first_key);
+    const char *says[3] = {"not a cost cache", "must ascend", "row_s must be"};
+    for (int k = 0; k < 3; k++) {
         write_file(other, bad[k]);
         char opt[128];
         snprintf(opt, sizeof opt, "--cost-cache %s", other);
