@@ -498,6 +498,14 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
     }
 }
 
+/* Q6_K's scales of the 32-element run g, sub-blocks 2g (*s0) and 2g + 1
+ * (*s1): each row's in both int16 halves of its lane */
+static inline __attribute__((always_inline)) void q6_scales16(const uint8_t *hd, int g, kv *s0, kv *s1) {
+    const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);   /* sc_2g, sc_2g+1 of each row */
+    *s0 = kv_odd16(pr, kv_sll32(pr, 16));
+    *s1 = kv_odd16(kv_srl32(pr, 16), pr);
+}
+
 /* out[t][r] for the rows r in [r0, r1) of group gi, tokens t0 .. t0 + T - 1 */
 static inline __attribute__((always_inline)) void tilek(const Weight *w, const uint8_t *pk, const Act *a, float *out,
                                                         int64_t gi, int64_t r0, int64_t r1, int t0, const int T,
@@ -541,9 +549,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
 #else
             /* the scale in both int16 halves of each lane */
             if (DT == DT_Q6_K) {
-                const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);
-                s0 = kv_odd16(pr, kv_sll32(pr, 16));
-                s1 = kv_odd16(kv_srl32(pr, 16), pr);
+                q6_scales16(hd, g, &s0, &s1);
             } else {
                 const kv s = kv_u8_32(hd + 4 * KG + g * KG);
                 s0 = s1 = kv_or(s, kv_sll32(s, 16));
@@ -698,8 +704,8 @@ static inline __attribute__((always_inline)) void qamx_weights(const uint8_t *hd
         if (pf) prefetch_l2(pf + g * blk / 8, blk / 8);
         uint8_t *l = w[0][g / 2] + (g % 2) * 512, *h = w[1][g / 2] + (g % 2) * 512;
         if (DT == DT_Q6_K) {   /* P = q sc (int16) = 256 hi + lo: lo, hi its bytes */
-            const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);   /* sc_2g, sc_2g+1 of each row */
-            const kv s0 = kv_odd16(pr, kv_sll32(pr, 16)), s1 = kv_odd16(kv_srl32(pr, 16), pr);
+            kv s0, s1;
+            q6_scales16(hd, g, &s0, &s1);
             const kv even = kv_set16(0x00FF);
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) {
