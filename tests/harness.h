@@ -73,10 +73,12 @@ __attribute__((unused)) static const char *bin_dir(void) {
 }
 
 /* The write-fault shim (tests/fault_write.c) beside the test binaries of
- * this build: build/ or, under make test-asan, build-asan/. */
+ * this build: $C2T_BUILD (make test-asan sets build-asan; another build
+ * folder, e.g. an AVX2-only build-avx2, sets its own), default build/. */
 __attribute__((unused)) static const char *fault_lib(void) {
     static char p[512];
-    snprintf(p, sizeof p, "%s/tests/libfault_write.so", strcmp(bin_dir(), "bin") ? "build-asan" : "build");
+    const char *b = getenv("C2T_BUILD");
+    snprintf(p, sizeof p, "%s/tests/libfault_write.so", b && *b ? b : "build");
     return p;
 }
 
