@@ -233,13 +233,16 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
 #else
 #define Q8_OFF 0
 #endif
+/* Tokens a tile serves, on every instruction set: on AVX2 (and AVX-512
+ * without VNNI) their sums do not all fit the registers beside the 8
+ * weight vectors, yet 8 a pass beat 4 (6): each vector's unpacking serves
+ * more tokens.  Measured on a Xeon, AVX2 build: 8960 x 1536 Q4_K / Q6_K at
+ * 16 tokens 10-17% faster than 4 a pass, Q4_0 / Q8_0 the same; AVX-512
+ * without VNNI: 8 tokens 10-20% faster than 6, 16 up to 9%; 12 or 16 a
+ * pass no faster anywhere, VNNI included. */
+#define KT_MAX 8
 #if QISA == 512
 #define KG 16
-#if defined(__AVX512VNNI__)
-#define KT_MAX 8
-#else
-#define KT_MAX 6
-#endif
 typedef __m512i kv;
 typedef __m512 kf;
 static inline kv kv_load(const void *p) { return _mm512_loadu_si512(p); }
@@ -290,12 +293,6 @@ static inline void kf_store(float *p, kf v, int lo, int hi) {
 }
 #else
 #define KG 8
-/* 8 tokens a pass as on AVX-512: their sums no longer fit the 16 ymm
- * registers beside the 8 weight vectors, but each vector's unpacking
- * serves twice the tokens (8960 x 1536 Q4_K / Q6_K at 16 tokens 10-17%
- * faster than passes of 4, Q4_0 / Q8_0 the same; 12 or 16 a pass no
- * faster, on the Xeon's AVX2 build) */
-#define KT_MAX 8
 typedef __m256i kv;
 typedef __m256 kf;
 static inline kv kv_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -844,14 +841,10 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
                 case 2: tile(w, pk, a, out, gi, r0, r1, t, 2, DT, pf); break;
                 case 3: tile(w, pk, a, out, gi, r0, r1, t, 3, DT, pf); break;
                 case 4: tile(w, pk, a, out, gi, r0, r1, t, 4, DT, pf); break;
-#if KT_MAX > 4
                 case 5: tile(w, pk, a, out, gi, r0, r1, t, 5, DT, pf); break;
                 case 6: tile(w, pk, a, out, gi, r0, r1, t, 6, DT, pf); break;
-#endif
-#if KT_MAX > 6
                 case 7: tile(w, pk, a, out, gi, r0, r1, t, 7, DT, pf); break;
                 case 8: tile(w, pk, a, out, gi, r0, r1, t, 8, DT, pf); break;
-#endif
                 default: break;
                 }
             }
