@@ -233,13 +233,14 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
 #else
 #define Q8_OFF 0
 #endif
-/* Tokens a tile serves, on every instruction set: on AVX2 (and AVX-512
- * without VNNI) their sums do not all fit the registers beside the 8
- * weight vectors, yet 8 a pass beat 4 (6): each vector's unpacking serves
- * more tokens.  Measured on a Xeon, AVX2 build: 8960 x 1536 Q4_K / Q6_K at
- * 16 tokens 10-17% faster than 4 a pass, Q4_0 / Q8_0 the same; AVX-512
- * without VNNI: 8 tokens 10-20% faster than 6, 16 up to 9%; 12 or 16 a
- * pass no faster anywhere, VNNI included. */
+/* Tokens a tile serves, the same on every instruction set.  On AVX2 and
+ * on AVX-512 without VNNI the 8 tokens' sums do not all fit the registers
+ * beside the 8 weight vectors, yet 8 a pass beat the 4 (AVX2) and 6 they
+ * took before, each vector's unpacking serving more tokens.  Measured on a
+ * Xeon, 8960 x 1536: AVX2 build, Q4_K / Q6_K at 16 tokens 10-17% faster
+ * than 4 a pass, Q4_0 / Q8_0 the same; without VNNI, 8 tokens 10-20%
+ * faster than 6 a pass, 16 up to 9%; 12 or 16 a pass no faster anywhere,
+ * VNNI included. */
 #define KT_MAX 8
 #if QISA == 512
 #define KG 16
