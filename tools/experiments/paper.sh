@@ -32,7 +32,8 @@
 #      EAGLE-2's sweep is replayed (E2_REPLAY=1): one spec-collect
 #      --every-position run on the benchmark questions (eval/positions.h5,
 #      a full tree at every position of the greedy answers, grown
-#      POS_DEPTH=8 steps deep, C2T's d_max, so that depths 6 and 8 replay) gives
+#      POS_DEPTH=E2_EQ_DEPTH steps deep, so that depths 6 and E2_EQ_DEPTH
+#      replay) gives
 #      every total by spec-analyze replay (eval/replay/), exactly the
 #      decoding run's τ and γ (train/replay.h; tested against spec-eval in
 #      test_collect), for about 2.5 decoding runs' time however many
@@ -41,10 +42,14 @@
 #      same total question by question.  E2_REPLAY=0 decodes every total.
 #      The same trace also gives EAGLE-2 with one threshold on P instead of
 #      a fixed total (--param min_p, E2_MIN_PS, total all) at depth 6
-#      (EAGLE-2's pool) and 8 (C2T's d_max): what sizing each tree by the
+#      (EAGLE-2's pool) and E2_EQ_DEPTH: what sizing each tree by the
 #      draft's own confidence saves without a classifier; and EAGLE-2's
-#      totals at depth 8 (eval/replay/eagle2_d8_total*.json): C2T against
-#      EAGLE-2 given the same depth.
+#      totals at E2_EQ_DEPTH (eval/replay/eagle2_d<E2_EQ_DEPTH>_total*.json):
+#      C2T against EAGLE-2 given the same tree depth.  E2_EQ_DEPTH is
+#      C2T_DEPTH - 1: EAGLE-2's --depth counts expansion steps after the
+#      root's, so its deepest nodes sit at depth + 1, while C2T's d_max is
+#      the deepest node itself (Algorithm 1); EAGLE-2 --depth 7 and C2T
+#      --depth 8 grow the same trees before pruning.
 #   5. tools/experiments/paper_report.py -> report.md (Table 2, tau-gamma
 #      curves with the gamma reduction at equal tau, transfer, analyses, goal
 #      check) + CSVs and PNGs; tools/experiments/recall_bound.py on the traces
@@ -117,7 +122,9 @@ EVAL_TURNS=${EVAL_TURNS:-1}
 EVAL_MAX_NEW=${EVAL_MAX_NEW:-128}
 E2_TOTALS=${E2_TOTALS:-5 10 15 20 25 30 35 40 45 50 55 60 65 70 75 80 85 90 95 100 105 110 115 120 125 130 135 140 145 150}
 E2_REPLAY=${E2_REPLAY:-1}
-POS_DEPTH=${POS_DEPTH:-8}
+C2T_DEPTH=${C2T_DEPTH:-8}               # C2T's d_max: its deepest node's depth
+E2_EQ_DEPTH=$((C2T_DEPTH - 1))         # EAGLE-2's --depth whose deepest nodes sit at C2T_DEPTH
+POS_DEPTH=${POS_DEPTH:-$E2_EQ_DEPTH}   # the every-position trace's --depth (>= E2_EQ_DEPTH and 6)
 E2_MIN_PS=${E2_MIN_PS-0.3 0.2 0.15 0.12 0.1 0.08 0.06 0.05 0.04 0.03 0.025 0.02 0.015 0.012 0.01 0.008 0.006 0.005 0.004 0.003 0.0025 0.002 0.0015 0.001 0.0008 0.0006 0.0004 0.0003 0.0002 0.00015 0.0001 0.00005 0.00002 0.00001}
 C2T_BETAS=${C2T_BETAS:-0.2 0.3 0.4 0.45 0.5 0.55 0.6 0.7}
 SPEED_Q=${SPEED_Q:-10}
@@ -149,6 +156,9 @@ E2_TOTALS="$E2_TOTALS"
 E2_REPLAY=$E2_REPLAY
 E2_MIN_PS="$E2_MIN_PS"
 C2T_BETAS="$C2T_BETAS"
+C2T_DEPTH=$C2T_DEPTH
+E2_EQ_DEPTH=$E2_EQ_DEPTH
+POS_DEPTH=$POS_DEPTH
 SPEED_Q=$SPEED_Q
 BATCH=$BATCH
 VERIFY=$VERIFY
@@ -287,7 +297,7 @@ print(hashlib.sha256(json.dumps([d[k] for k in ("features", "hidden", "weights")
     sweep="$qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW $run --verify $VERIFY"
     e2() { ev eval "eagle2_total$1" "$2" $eagle --policy eagle2 --topk 10 --depth 6 --total "$1" $sweep; }
     c2t() { ev eval "c2t_beta$1" "$2" $eagle --policy c2t --classifier "$R/classifier.json" --beta "$1" --total all --topk 10 \
-        --depth 8 $sweep; }
+        --depth $C2T_DEPTH $sweep; }
     # the headline pair first, then each sweep in an order that spreads its
     # points (the value farthest, in the sorted list, from those already
     # run), the two sweeps interleaved: a run cut short leaves both curves
@@ -311,6 +321,10 @@ PY
     if [ "$E2_REPLAY" = 1 ]; then
         # EAGLE-2's totals from one trace of every position (step 4's note)
         pos="$R/eval/positions.h5"
+        if [ "$POS_DEPTH" -lt "$E2_EQ_DEPTH" ] || [ "$POS_DEPTH" -lt 6 ]; then
+            echo "paper: POS_DEPTH $POS_DEPTH: the every-position trace must reach depth 6 and E2_EQ_DEPTH $E2_EQ_DEPTH" >&2
+            exit 2
+        fi
         pos_args="$eagle $qs --max-questions $EVAL_Q $turns --max-new-tokens $EVAL_MAX_NEW --topk 10 --depth $POS_DEPTH $run --every-position"
         if ! { [ -f "$pos" ] && [ "$(cat "$pos.done" 2>/dev/null)" = "$pos_args" ]; }; then
             rm -f "$pos.done"
@@ -331,18 +345,18 @@ PY
                 cp "$R/eval/replay/eagle2_total$t.json" "$dec"
             fi
         done
-        # the same totals at C2T's depth (POS_DEPTH): EAGLE-2 given the depth
-        # C2T has, the comparison at equal depth (the report's "where the
-        # saving comes from"; kept out of eval/, so not one of the curves)
-        if [ "$POS_DEPTH" -gt 6 ]; then
+        # the same totals at E2_EQ_DEPTH: EAGLE-2's trees as deep as C2T's,
+        # the comparison at equal depth (the report's "where the saving
+        # comes from"; kept out of eval/, so not one of the curves)
+        rm -f "$R"/eval/replay/eagle2_d*_total*.json
+        if [ "$E2_EQ_DEPTH" != 6 ]; then
             for t in $E2_TOTALS; do
-                bin/spec-analyze replay "$pos" --depth "$POS_DEPTH" --total "$t" \
-                    --json "$R/eval/replay/eagle2_d${POS_DEPTH}_total$t.json" > /dev/null
+                bin/spec-analyze replay "$pos" --depth "$E2_EQ_DEPTH" --total "$t" \
+                    --json "$R/eval/replay/eagle2_d${E2_EQ_DEPTH}_total$t.json" > /dev/null
             done
         fi
         rm -f "$R"/eval/eagle2_d*_minp*.json "$R"/eval/replay/eagle2_d*_minp*.json
-        for d in 6 8; do
-            [ "$d" -le "$POS_DEPTH" ] || continue
+        for d in $(printf '%s\n' 6 "$E2_EQ_DEPTH" | sort -nu); do
             for x in $E2_MIN_PS; do
                 f="eagle2_d${d}_minp$x.json"
                 bin/spec-analyze replay "$pos" --depth "$d" --total all --min-p "$x" --json "$R/eval/replay/$f" |
@@ -363,7 +377,7 @@ PY
         # speed as users decode: one sequence, tree verification, A/B against ar
         speed="$qs --max-questions $SPEED_Q $turns --max-new-tokens $EVAL_MAX_NEW $ARITH"
         ev speed eagle2_total60 1 $eagle --policy eagle2 --topk 10 --depth 6 --total 60 $speed
-        ev speed c2t_beta0.5 1 $eagle --policy c2t --classifier "$R/classifier.json" --beta 0.5 --total all --topk 10 --depth 8 $speed
+        ev speed c2t_beta0.5 1 $eagle --policy c2t --classifier "$R/classifier.json" --beta 0.5 --total all --topk 10 --depth $C2T_DEPTH $speed
     fi
 fi
 stamp
@@ -378,6 +392,10 @@ if [ -z "${SKIP_BOUND:-}" ] && grep -q '^goal_met=no' "$R/goal.txt" 2>/dev/null;
         echo "paper: tools/experiments/recall_bound.py failed ($(tail -1 "$R/recall_bound.err"); it needs h5py, numpy, scikit-learn: tools/requirements.txt)"
         rm -f "$R/recall_bound.txt"
     fi
+    echo "-- and tools/experiments/calibration.py on them (is the draft's P calibrated?)"
+    HDF5_PLUGIN_PATH=build/plugins python3 tools/experiments/calibration.py --out "$R/calibration" \
+        "draft=$(echo $traces | tr ' ' ',')" > /dev/null 2> "$R/calibration.err" ||
+        echo "paper: tools/experiments/calibration.py failed ($(tail -1 "$R/calibration.err"))"
     python3 tools/experiments/paper_report.py "$R" --bench-order "$BENCHES" --categories "$cats" --elapsed "$(( $(date +%s) - t0 ))" > /dev/null
 fi
 echo "report: $R/report.md   make paper took $(( $(date +%s) - t0 )) s"

@@ -113,7 +113,7 @@ md = ["# The calibration hypothesis (`make paper-calibration`)", "",
       "acceptance (held-out prompts, full trees). Part 2: C2T's γ reduction against EAGLE-2 at equal τ, pooled over "
       "questions with its 95% bootstrap interval, for the shipped head (make paper, results/paper) and the heads "
       "swept here (each sweep's report.md gives its sizes).", "",
-      "The last two columns split the saving: EAGLE-2's pool cut by one threshold on P at C2T's depth 8 "
+      "The last two columns split the saving: EAGLE-2's pool cut by one threshold on P, its trees as deep as C2T's "
       "(`--param min_p`, replayed) against EAGLE-2's fixed totals, and C2T against that threshold: what the "
       "classifier's features add beyond sizing each tree by P.", "",
       "| head | γ reduction at equal τ, pooled [95%] | mean over benchmarks | threshold on P vs totals [95%] | "
@@ -127,7 +127,7 @@ for name, g in rows:
     rep = "results/paper/report.md" if name.startswith("shipped (") else os.path.join(R, "sweep_%s" % name, "report.md")
     md.append("| %s | %s [%s, %s] | %s | %s | %s | %s |" % (name, pct(g.get("pooled_reduction")), pct(g.get("pooled_lo")),
                                                             pct(g.get("pooled_hi")), pct(g.get("mean_reduction")),
-                                                            interval(g, "min_p_d8_vs_total"), interval(g, "c2t_vs_min_p_d8"), rep))
+                                                            interval(g, "min_p_eqdepth_vs_total"), interval(g, "c2t_vs_min_p_eqdepth"), rep))
 md += ["", open(os.path.join(R, "calibration.md")).read()]
 open(os.path.join(R, "report.md"), "w").write("\n".join(md) + "\n")
 print("\n".join(md[8:8 + len(rows)]))

@@ -109,6 +109,19 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def calibration_row(path):
+    """(overall ECE, ECE by depth 1-4) from calibration.py's CSV, or None"""
+    err, nodes = {}, {}   # per depth: sum of nodes x |mean P - acceptance rate|, nodes
+    for r in read_csv(path):
+        n = int(r["nodes"])
+        err[r["depth"]] = err.get(r["depth"], 0) + n * abs(float(r["mean_P"]) - float(r["acceptance_rate"]))
+        nodes[r["depth"]] = nodes.get(r["depth"], 0) + n
+    if not nodes.get("all"):
+        return None
+    ece = {d: "%.4f" % (err[d] / nodes[d]) for d in nodes if nodes[d]}
+    return ece["all"], " / ".join(ece.get(str(d), "–") for d in range(1, 5))
+
+
 def transfer_cell(d):
     """recall and theta of C2T at beta 0.5 on all trees of one trace, and EAGLE-2's
     recall interpolated at the same theta on its top-N curve"""
@@ -127,7 +140,12 @@ def transfer_cell(d):
             "trees": int(row["trees"]), "accepted": int(row["accepted"]), "tau_full": float(row["tau"])}
 
 
-def gnuplot_curves(rdir, benches, curves):
+def minp_series(eq):
+    """(policy, title, point type) of the min_p curves: EAGLE-2's depth 6 and eq"""
+    return [("eagle2_minp_d%d" % d, "EAGLE-2 min_p, depth %d" % d, pt) for d, pt in [(6, 9)] + [(eq, 11)] * (eq != 6)]
+
+
+def gnuplot_curves(rdir, benches, curves, eq):
     if not shutil.which("gnuplot"):
         return "gnuplot not found: no PNG (make deps installs gnuplot-nox)"
     panels = [b for b in benches + ["all"] if curves.get(b, {}).get("eagle2") or curves.get(b, {}).get("c2t")]
@@ -143,8 +161,7 @@ def gnuplot_curves(rdir, benches, curves):
     for b in panels:
         s.append("set title '%s'" % b)
         plots = []
-        for pol, title, pt in (("eagle2", "EAGLE-2 total", 7), ("eagle2_minp_d6", "EAGLE-2 min_p, depth 6", 9),
-                               ("eagle2_minp_d8", "EAGLE-2 min_p, depth 8", 11), ("c2t", "C2T beta", 5)):
+        for pol, title, pt in [("eagle2", "EAGLE-2 total", 7)] + minp_series(eq) + [("c2t", "C2T beta", 5)]:
             pts = sorted(curves[b].get(pol, []))
             if not pts:
                 continue
@@ -164,8 +181,7 @@ def gnuplot_curves(rdir, benches, curves):
         s.append("set title '%s'" % b)
         e2 = [(t, g) for t, g, _ in curves[b].get("eagle2", [])]
         plots = ["1 with lines lc rgb 'gray' notitle"]
-        for pol, title, pt in (("eagle2_minp_d6", "EAGLE-2 min_p, depth 6", 9), ("eagle2_minp_d8", "EAGLE-2 min_p, depth 8", 11),
-                               ("c2t", "C2T beta", 5)):
+        for pol, title, pt in minp_series(eq) + [("c2t", "C2T beta", 5)]:
             pts = sorted((t, g / interp(e2, t), lab) for t, g, lab in curves[b].get(pol, []) if interp(e2, t))
             if not pts:
                 continue
@@ -188,6 +204,8 @@ def main():
     a = ap.parse_args()
     R = a.rdir
     sizes = read_env(os.path.join(R, "sizes.env"))
+    # EAGLE-2's --depth whose deepest nodes sit at C2T's d_max (paper.sh)
+    eq = int(sizes.get("E2_EQ_DEPTH", int(sizes.get("C2T_DEPTH", 8)) - 1))
     runs = load_runs(R)
     speed_runs = load_runs(R, "speed")   # tree verification, A/B against ar (the sweeps walk)
     have_eval = bool(runs)
@@ -212,7 +230,7 @@ def main():
       "`data/smollm2/prompts/collect.jsonl` (training prompts, not from any benchmark), %s new tokens each. "
       "Classifier: `spec-train --transform P=log --standardize --epochs %s --neg-ratio 2.5 --features %s --select %s`. "
       "Benchmarks: %s questions of each of %s, %s, %s new tokens per turn, temperature 0. "
-      "Sweeps: EAGLE-2 `--topk 10 --depth 6 --total` %s; C2T `--topk 10 --depth 8 --beta` %s. "
+      "Sweeps: EAGLE-2 `--topk 10 --depth 6 --total` %s; C2T `--topk 10 --depth %s --beta` %s. "
       "Collection and sweeps: `--verify %s --batch %s` (with `walk` the target forwards only each cycle's accepted "
       "path: the same tokens, τ and γ as verifying the whole tree; docs/commands.md), arithmetic: %s. "
       "Nothing was chosen on benchmark questions: the β values are fixed in advance (0.5 is the paper's default) and "
@@ -221,7 +239,7 @@ def main():
          sizes.get("EPOCHS", "?"), sizes.get("FEATURES", "P,H,depth"), sizes.get("SELECT", "beta"), sizes.get("EVAL_Q", "?"),
          ", ".join(benches) or "(no benchmarks)",
          "every turn" if sizes.get("EVAL_TURNS", "0") == "0" else "first %s turn(s)" % sizes.get("EVAL_TURNS"),
-         sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_BETAS", "?"),
+         sizes.get("EVAL_MAX_NEW", "?"), sizes.get("E2_TOTALS", "?"), sizes.get("C2T_DEPTH", eq + 1), sizes.get("C2T_BETAS", "?"),
          sizes.get("VERIFY", "tree"), sizes.get("BATCH", "1"), sizes.get("ARITH", "?")))
     w("")
     # where the time went: spec-eval's own timers per run (wall, prefill,
@@ -334,7 +352,7 @@ def main():
                         continue
                     gpc = t["gamma"] / t["cycles"] if t["cycles"] else 0
                     cw.writerow([b, pol, param, val, "%.4f" % t["tau"], t["gamma"], t["cycles"], "%.3f" % gpc, "%.3f" % t["v"] if "v" in t else ""])
-                    if pol in ("eagle2", "eagle2_minp_d6", "eagle2_minp_d8", "c2t"):
+                    if pol in ["eagle2", "c2t"] + [m[0] for m in minp_series(eq)]:
                         curves[b].setdefault(pol, []).append((t["tau"], gpc, val))
         w("γ per cycle against τ, one curve per policy (`tau_gamma.csv`, ![τ–γ](tau_gamma.png); the same points as "
           "a ratio to EAGLE-2's total curve at their τ: ![γ ratio](gamma_ratio.png)). "
@@ -400,7 +418,7 @@ def main():
         # where a saving comes from: one threshold on P (EAGLE-2's pool, --param
         # min_p) sizes each tree by the draft's confidence without a classifier
         parts = []
-        for d in (6, 8):
+        for d in sorted({6, eq}):
             minp = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "eagle2_d%d_minp*.json" % d)))]
             if not (minp and all(sweeps.values())):
                 continue
@@ -410,26 +428,35 @@ def main():
                          "totals (depth 6) at equal τ, and C2T verifies %s [%s, %s] fewer than it" % (
                              d, len(minp), pct(e_t), pct(lo_t), pct(hi_t), pct(e_c), pct(lo_c), pct(hi_c)))
             goal["min_p_d%d" % d] = (e_t, lo_t, hi_t, e_c, lo_c, hi_c)
-        # EAGLE-2's fixed totals replayed at C2T's depth (paper.sh: eval/replay/eagle2_d8_total*.json)
-        d8 = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "replay", "eagle2_d8_total*.json")))]
-        if d8 and sweeps["c2t"]:
+            if d == eq:
+                goal["min_p_eqdepth"] = goal["min_p_d%d" % d]
+        # EAGLE-2's fixed totals replayed as deep as C2T's trees (paper.sh:
+        # eval/replay/eagle2_d<eq>_total*.json)
+        eqd = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "replay", "eagle2_d%d_total*.json" % eq)))]
+        minp_eq = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "eagle2_d%d_minp*.json" % eq)))]
+        if eqd and minp_eq and eq != 6:
+            e, lo, hi, _ = bootstrap(eqd, minp_eq)
+            parts.append("at depth %d the threshold verifies %s [%s, %s] fewer tokens than EAGLE-2's fixed totals at "
+                         "the same depth" % (eq, pct(e), pct(lo), pct(hi)))
+            goal["min_p_vs_total_eqdepth"] = (e, lo, hi)
+        if eqd and sweeps["c2t"]:
             per = []
             for b in benches + ["all"]:
                 sel = (lambda runs: runs) if b == "all" else \
                     (lambda runs, b=b: [{k: v for k, v in r.items() if k[0] == b} for r in runs])
-                e, lo, hi, _ = bootstrap(sel(d8), sel(sweeps["c2t"]))
+                e, lo, hi, _ = bootstrap(sel(eqd), sel(sweeps["c2t"]))
                 per.append("%s %s [%s, %s]" % ("overall" if b == "all" else b, pct(e), pct(lo), pct(hi)))
                 if b == "all":
-                    goal["total_d8"] = (e, lo, hi)
-            parts.append("against EAGLE-2's fixed totals at C2T's depth 8 (%d totals, replayed), C2T verifies %s fewer "
-                         "tokens at equal τ" % (len(d8), ", ".join(per)))
+                    goal["total_eqdepth"] = (e, lo, hi)
+            parts.append("against EAGLE-2's fixed totals at depth %d (nodes to depth %d, C2T's d_max; %d totals, "
+                         "replayed), C2T verifies %s fewer tokens at equal τ" % (eq, eq + 1, len(eqd), ", ".join(per)))
         if parts:
             w("**Where the saving comes from.** EAGLE-2's pool cut by one threshold on P instead of a fixed total "
               "(`--param min_p`, total all, replayed) sizes each tree by the draft's own confidence without a "
               "classifier: %s (95%% bootstrap over questions). What C2T saves beyond the threshold at its own "
-              "depth (8) is what its classifier's features add." % "; ".join(parts))
+              "depth is what its classifier's features add." % "; ".join(parts))
             w("")
-        msg = gnuplot_curves(R, benches, curves)
+        msg = gnuplot_curves(R, benches, curves, eq)
         if msg:
             w("(%s)" % msg)
             w("")
@@ -459,13 +486,18 @@ def main():
             f.write("goal_met=%s\nmean_reduction=%s\ntau_ok=%s\n" % ("yes" if met else "no", avg, tau_ok))
             if goal.get("interval"):
                 f.write("pooled_reduction=%s\npooled_lo=%s\npooled_hi=%s\n" % goal["interval"])
-            if goal.get("total_d8"):
-                f.write("c2t_vs_total_d8=%s\nc2t_vs_total_d8_lo=%s\nc2t_vs_total_d8_hi=%s\n" % goal["total_d8"])
-            for d in (6, 8):
-                if "min_p_d%d" % d in goal:
-                    f.write(("min_p_d{0}_vs_total=%s\nmin_p_d{0}_vs_total_lo=%s\nmin_p_d{0}_vs_total_hi=%s\n"
-                             "c2t_vs_min_p_d{0}=%s\nc2t_vs_min_p_d{0}_lo=%s\nc2t_vs_min_p_d{0}_hi=%s\n").format(d)
-                            % goal["min_p_d%d" % d])
+            f.write("e2_eq_depth=%d\n" % eq)
+            if goal.get("min_p_vs_total_eqdepth"):
+                f.write("min_p_vs_total_eqdepth=%s\nmin_p_vs_total_eqdepth_lo=%s\nmin_p_vs_total_eqdepth_hi=%s\n"
+                        % goal["min_p_vs_total_eqdepth"])
+            if goal.get("total_eqdepth"):
+                f.write("c2t_vs_total_eqdepth=%s\nc2t_vs_total_eqdepth_lo=%s\nc2t_vs_total_eqdepth_hi=%s\n"
+                        % goal["total_eqdepth"])
+            for d in ("d6", "eqdepth"):
+                if "min_p_" + d in goal:
+                    f.write(("min_p_{0}_vs_total=%s\nmin_p_{0}_vs_total_lo=%s\nmin_p_{0}_vs_total_hi=%s\n"
+                             "c2t_vs_min_p_{0}=%s\nc2t_vs_min_p_{0}_lo=%s\nc2t_vs_min_p_{0}_hi=%s\n").format(d)
+                            % goal["min_p_" + d])
         rb = os.path.join(R, "recall_bound.txt")
         if not met:
             w("")
@@ -507,6 +539,13 @@ def main():
             else:
                 w("(`tools/experiments/recall_bound.py` has not run yet or failed: it needs h5py, numpy and scikit-learn, "
                   "see tools/requirements.txt; `make paper` runs it when the goal is missed.)")
+            cal = calibration_row(os.path.join(R, "calibration.csv"))
+            if cal:
+                w("")
+                w("**Calibration of P** on the collect traces (`tools/experiments/calibration.py`, `calibration.md`): "
+                  "ECE %s overall, by depth 1–4 %s (0 = a node of joint probability P is accepted with probability "
+                  "P). Where P is calibrated and its acceptance rate does not move with depth, (P, H, d) has little "
+                  "to tell beyond P, and a threshold on P is what a classifier can at best reproduce." % cal)
         w("")
 
     # ---------------- transfer ----------------
