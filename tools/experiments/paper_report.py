@@ -417,9 +417,10 @@ def main():
                 goal["interval"] = (est, lo, hi)
         # where a saving comes from: one threshold on P (EAGLE-2's pool, --param
         # min_p) sizes each tree by the draft's confidence without a classifier
-        parts = []
+        parts, minp_at = [], {}
         for d in sorted({6, eq}):
-            minp = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "eagle2_d%d_minp*.json" % d)))]
+            minp = minp_at[d] = [question_stats(p) for p in
+                                 sorted(glob.glob(os.path.join(R, "eval", "eagle2_d%d_minp*.json" % d)))]
             if not (minp and all(sweeps.values())):
                 continue
             e_t, lo_t, hi_t, _ = bootstrap(sweeps["eagle2"], minp)
@@ -433,9 +434,8 @@ def main():
         # EAGLE-2's fixed totals replayed as deep as C2T's trees (paper.sh:
         # eval/replay/eagle2_d<eq>_total*.json)
         eqd = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "replay", "eagle2_d%d_total*.json" % eq)))]
-        minp_eq = [question_stats(p) for p in sorted(glob.glob(os.path.join(R, "eval", "eagle2_d%d_minp*.json" % eq)))]
-        if eqd and minp_eq and eq != 6:
-            e, lo, hi, _ = bootstrap(eqd, minp_eq)
+        if eqd and minp_at[eq] and eq != 6:
+            e, lo, hi, _ = bootstrap(eqd, minp_at[eq])
             parts.append("at depth %d the threshold verifies %s [%s, %s] fewer tokens than EAGLE-2's fixed totals at "
                          "the same depth" % (eq, pct(e), pct(lo), pct(hi)))
             goal["min_p_vs_total_eqdepth"] = (e, lo, hi)
