@@ -153,7 +153,13 @@ static double int8_peak(void) {
             __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
                     a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
                     a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7);
-#define PEAK_STEP(a) a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), one))
+/* the barrier makes each step's u a fresh value: without it the compiler
+ * computes maddubs and madd once for all eight and times the adds alone */
+#define PEAK_STEP(a)                                                                                                   \
+    do {                                                                                                               \
+        __asm__ volatile("" : "+x"(u));                                                                                \
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), one));                                  \
+    } while (0)
 #define PEAK_LANE(a) _mm256_extract_epi32(a, 0)
 #endif
             for (long i = 0; i < iters; i++) {

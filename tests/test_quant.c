@@ -409,6 +409,51 @@ static void test_nan_and_inf_scales(void) {
     CHECK(bad == 0, "%d results wrong around NaN / infinite scales", bad);
 }
 
+/* Activation blocks at the edges of the quantisation rule (quant_q8_row:
+ * the products quantise with a vector copy of it on AVX2 and AVX-512): a
+ * block so small that its scale's inverse overflows (all integers 0),
+ * halves exactly between two integers (round to even: largest |x| 127
+ * makes the factor 1), a largest element of either sign and -0.0.  Every
+ * (row, token) equal bit for bit to the contract's order on
+ * quant_q8_row's integers, for every type, 1 to 9 tokens. */
+static void test_activation_edges(void) {
+    enum { ROWS = 9, N = 9 };
+    const int64_t cols = 512;
+    int bad = 0, compared = 0;
+    float *x = xmalloc(sizeof(float) * N * cols);
+    for (int tok = 0; tok < N; tok++) {
+        float *xr = x + tok * cols;
+        for (int64_t e = 0; e < cols; e++) xr[e] = rndf() * (1 + tok);
+        for (int e = 0; e < 32; e++) xr[e] = ldexpf(rndf(), -140);               /* subnormal: a zero block */
+        for (int e = 32; e < 64; e++) xr[e] = (float)((int)(rnd() % 254) - 127) + 0.5f * (e % 2);
+        xr[40] = tok % 2 ? -127.0f : 127.0f;                                     /* ties at factor 1 */
+        for (int e = 256; e < 288; e++) xr[e] = e % 3 ? -0.0f : 0.0f;            /* signed zeros */
+    }
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const DType t = TYPES[ti];
+        const int64_t rb = quant_row_bytes(t, cols);
+        uint8_t *wd = rnd_weight(t, ROWS, cols);
+        float *out = xmalloc(sizeof(float) * N * ROWS);
+        Weight w = make_weight(t, wd, ROWS, cols);
+        for (int n = 1; n <= N; n++) {
+            cpu_backend.matmul(out, x, &w, n);
+            for (int tok = 0; tok < n; tok++)
+                for (int r = 0; r < ROWS; r++) {
+                    double A;
+                    int K;
+                    const float want = order_ref(t, wd + r * rb, cols, x + tok * cols, &A, &K);
+                    bad += memcmp(&want, &out[tok * ROWS + r], 4) != 0;
+                    compared++;
+                }
+        }
+        cpu_backend.weight_release(&w);
+        free(wd); free(out);
+    }
+    free(x);
+    CHECK(bad == 0 && compared > 0, "%d of %d results differ from the contract's order at the activations' edges", bad,
+          compared);
+}
+
 /* Rows that are not whole blocks, and vectors, are refused in one line;
  * quant_dequant_row refuses part blocks and types it cannot read. */
 static void test_bad_shapes_refused(void) {
@@ -458,6 +503,7 @@ int main(void) {
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
     RUN(test_nan_and_inf_scales);
+    RUN(test_activation_edges);
     RUN(test_bad_shapes_refused);
     RUN(test_checks_can_fail);
     return h_done();

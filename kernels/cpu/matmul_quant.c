@@ -40,6 +40,7 @@
  * section "the tile multiply" below). */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/quant.h"
+#include "kernels/base/quant_dot.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
 #ifdef __AVX2__
@@ -95,6 +96,61 @@ static void act_grow(Act *a, int n, int64_t cols, int block) {
     a->n = n; a->cols = cols; a->nb = nb; a->block = block;
 }
 
+#ifdef __AVX2__
+/* quant_q8_row (kernels/base/quant.c) eight lanes at a time, the same bits:
+ * the block's largest |x| is exact in any order once every element is
+ * finite (else the block is bad whatever the maximum), and each integer is
+ * rintf's round to nearest even of the same product, clamped as there.  As
+ * a scalar loop it took about 7% of a 16-token forward of the Qwen 1.5B
+ * Q4_K_M (AVX-512 build). */
+static void q8_row_vec(const float *x, int64_t n, int block, int8_t *q, float *d, int16_t *sums) {
+    const int group = block == 256 ? 16 : 32;
+    const __m256 sign = _mm256_set1_ps(-0.0f), fmax = _mm256_set1_ps(3.402823466e38f);
+    const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);   /* the packs' lanes back in order */
+    for (int64_t b = 0; b < n / block; b++) {
+        const float *xb = x + b * block;
+        int8_t *qb = q + b * block;
+        int16_t *sb = sums + b * (block / group);
+        __m256 mx = _mm256_setzero_ps(), finite = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int j = 0; j < block; j += 8) {
+            const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j));
+            finite = _mm256_and_ps(finite, _mm256_cmp_ps(a, fmax, _CMP_LE_OQ));
+            mx = _mm256_max_ps(mx, a);
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        float id;
+        const int zero = qd_q8_scale(_mm_cvtss_f32(m4), _mm256_movemask_ps(finite) != 0xFF, block, &d[b], &id);
+        if (zero) {
+            memset(qb, 0, (size_t)block);
+            memset(sb, 0, sizeof(int16_t) * (size_t)(block / group));
+            continue;
+        }
+        const __m256 vid = _mm256_set1_ps(id);
+        for (int j = 0; j < block; j += 32) {
+            __m256i v[4];
+            for (int k = 0; k < 4; k++) {
+                const __m256 r = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(xb + j + 8 * k), vid),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                v[k] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
+            }
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+            _mm256_storeu_si256((__m256i *)(qb + j), _mm256_permutevar8x32_epi32(p, order));
+            for (int g = 0; g < 32 / group; g++) {   /* the sums of 16 or 32 integers */
+                __m256i t = group == 32 ? _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]))
+                                        : _mm256_add_epi32(v[2 * g], v[2 * g + 1]);
+                __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+                h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+                h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+                sb[j / group + g] = (int16_t)_mm_cvtsi128_si32(h);
+            }
+        }
+    }
+}
+#endif
+
 /* x[n][cols] quantised as quant_q8_row does (blocks of `block`), the
  * tokens split over the threads (each token's blocks depend on it alone). */
 typedef struct {
@@ -112,7 +168,11 @@ static void act_part(void *v, int part, int parts) {
     for (int64_t t = t0; t < t1; t++) {
         float *dt = a->tmp_d + t * nb;
         int16_t *sums = block == 256 ? a->bs + t * nb * 16 : a->tmp_s + t * nb;
+#ifdef __AVX2__
+        q8_row_vec(j->x + t * cols, cols, block, a->q + t * cols, dt, sums);
+#else
         quant_q8_row(j->x + t * cols, cols, block, a->q + t * cols, dt, sums);
+#endif
         for (int64_t b = 0; b < nb; b++) {
             a->d[b * n + t] = dt[b];
             if (block == 32) {
