@@ -10,11 +10,25 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static inline int fuzz_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+/* The per-process directory and what the inputs left in it, removed at a
+ * normal exit (a run that crashes keeps its files to look at). */
+static inline void fuzz_remove_dir(void) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/c2t_fuzz_%d", (int)getpid());
+    nftw(dir, fuzz_remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 /* The input as a file named `name` in a per-process directory (parsers
  * take paths, and some find siblings by name); returns its path. */
@@ -23,6 +37,7 @@ static inline const char *fuzz_file(const char *name, const uint8_t *data, size_
     if (!dir[0]) {
         snprintf(dir, sizeof dir, "/tmp/c2t_fuzz_%d", (int)getpid());
         mkdir(dir, 0700);
+        atexit(fuzz_remove_dir);
     }
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
