@@ -54,14 +54,16 @@ def main():
     torch.manual_seed(0)
     rows = [dict(ids=torch.randint(0, 50, (n,), dtype=torch.int32), feat=torch.randn(n, 8).to(torch.bfloat16),
                  n_prompt=2) for n in torch.randint(5, 30, (200,)).tolist()]
-    d = Path(tempfile.mkdtemp())
     old_stderr = sys.stderr
     sys.stderr = open(os.devnull, "w")   # the runs' progress lines
     try:
-        whole, rec = train(rows, d / "whole.pt")
-        train(rows, d / "cut.pt", stop_at=56)   # the checkpoint of step 50 is on disk
-        resumed, _ = train(rows, d / "cut.pt")
+        with tempfile.TemporaryDirectory() as tmp:   # the checkpoints, removed after
+            d = Path(tmp)
+            whole, rec = train(rows, d / "whole.pt")
+            train(rows, d / "cut.pt", stop_at=56)   # the checkpoint of step 50 is on disk
+            resumed, _ = train(rows, d / "cut.pt")
     finally:
+        sys.stderr.close()
         sys.stderr = old_stderr
     same = all(torch.equal(whole[k], resumed[k]) for k in whole)
     check("test_drafts_resume_same_weights", rec["steps"] > 56 and same,
