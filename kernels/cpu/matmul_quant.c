@@ -302,6 +302,12 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  * faster than 6 a pass, 16 up to 9%; 12 or 16 a pass no faster anywhere,
  * VNNI included. */
 #define KT_MAX 8
+/* Without VNNI (maddubs, madd): the weight vectors of a 32-element run
+ * that one pass over the tile's tokens holds in registers.  AVX-512's 32
+ * registers hold all 8 beside the 8 tokens' sums; with AVX2's 16 they
+ * spilled, and two passes of 4 took Q4_K and Q6_K products of 4, 8 and 16
+ * tokens 3-13% less time on a Xeon (medians of 5 alternating rounds). */
+#define K_PASS_VECTORS (QISA == 512 ? 8 : 4)
 #if QISA == 512
 #define KG 16
 typedef __m512i kv;
@@ -397,6 +403,11 @@ static inline void kf_store(float *p, kf v, int lo, int hi) {
 #endif
 
 static inline int is_k(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K; }
+/* maddubs results (pair sums) a K tile adds in int16 before one madd with
+ * the sub-block's scale: at most 16 products of q <= 15, 8 of q <= 31 or 4
+ * of q <= 63, times |x| <= 127: <= 32004 (Q6_K's vectors 0-3 and 4-7 are
+ * two sub-blocks of 16, each with its own scale) */
+static inline int k_int16_group(const DType DT) { return DT == DT_Q4_K ? 8 : DT == DT_Q5_K ? 4 : 2; }
 static inline int has_min32(const DType DT) { return DT == DT_Q4_1 || DT == DT_Q5_1; }
 /* bits of an integer: 4, 5, 6 or 8 */
 static inline int q_bits(const DType DT) {
@@ -590,11 +601,11 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
         for (int g = 0; g < 8; g++) {
             if (pf) prefetch_l2(pf + (size_t)b * blk + g * blk / 8, blk / 8);
             const uint8_t *o = body + g * gb;
+            kv s0, s1;   /* the scales of the sub-blocks (Q6_K: 2g, 2g + 1; else g) */
+#if defined(__AVX512VNNI__)
             kv wq[8];
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) wq[v] = k_vec(o, v, DT);
-            kv s0, s1;   /* the scales of the sub-blocks (Q6_K: 2g, 2g + 1; else g) */
-#if defined(__AVX512VNNI__)
             if (DT == DT_Q6_K) {
                 const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);
                 s0 = kv_sra32(kv_sll32(pr, 16), 16);
@@ -620,25 +631,27 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
                 const kv s = kv_u8_32(hd + 4 * KG + g * KG);
                 s0 = s1 = kv_or(s, kv_sll32(s, 16));
             }
+            /* K_PASS_VECTORS weight vectors at a time serve every token */
+#pragma GCC unroll 2
+            for (int v0 = 0; v0 < 8; v0 += K_PASS_VECTORS) {
+                kv wq[K_PASS_VECTORS];
 #pragma GCC unroll 8
-            for (int t = 0; t < T; t++) {
-                const int8_t *x = xb + (size_t)t * a->cols + 32 * g;
-                kv m[8];
+                for (int v = 0; v < K_PASS_VECTORS; v++) wq[v] = k_vec(o, v0 + v, DT);
+                const int G = k_int16_group(DT) < K_PASS_VECTORS ? k_int16_group(DT) : K_PASS_VECTORS;
 #pragma GCC unroll 8
-                for (int v = 0; v < 8; v++) m[v] = kv_maddubs(wq[v], kv_b32(x + 4 * v));
-                /* int16 sums of at most 16 products of q <= 15, 8 of q <= 31, 4 of q <= 63: <= 32004 */
-                if (DT == DT_Q4_K) {
-                    const kv s = kv_add16(kv_add16(kv_add16(m[0], m[1]), kv_add16(m[2], m[3])),
-                                          kv_add16(kv_add16(m[4], m[5]), kv_add16(m[6], m[7])));
-                    isum[t] = kv_madd_add(isum[t], s, s0);
-                } else if (DT == DT_Q5_K) {
-                    isum[t] = kv_madd_add(isum[t], kv_add16(kv_add16(m[0], m[1]), kv_add16(m[2], m[3])), s0);
-                    isum[t] = kv_madd_add(isum[t], kv_add16(kv_add16(m[4], m[5]), kv_add16(m[6], m[7])), s0);
-                } else {
-                    isum[t] = kv_madd_add(isum[t], kv_add16(m[0], m[1]), s0);
-                    isum[t] = kv_madd_add(isum[t], kv_add16(m[2], m[3]), s0);
-                    isum[t] = kv_madd_add(isum[t], kv_add16(m[4], m[5]), s1);
-                    isum[t] = kv_madd_add(isum[t], kv_add16(m[6], m[7]), s1);
+                for (int t = 0; t < T; t++) {
+                    const int8_t *x = xb + (size_t)t * a->cols + 32 * g + 4 * v0;
+#pragma GCC unroll 8
+                    for (int v = 0; v < K_PASS_VECTORS; v += G) {
+                        kv m[8];   /* G products, added pairwise */
+#pragma GCC unroll 8
+                        for (int u = 0; u < G; u++) m[u] = kv_maddubs(wq[v + u], kv_b32(x + 4 * (v + u)));
+#pragma GCC unroll 3
+                        for (int w = 1; w < G; w *= 2)
+#pragma GCC unroll 4
+                            for (int u = 0; u + w < G; u += 2 * w) m[u] = kv_add16(m[u], m[u + w]);
+                        isum[t] = kv_madd_add(isum[t], m[0], DT == DT_Q6_K && v0 + v >= 4 ? s1 : s0);
+                    }
                 }
             }
 #endif
