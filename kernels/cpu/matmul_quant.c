@@ -306,7 +306,7 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  * that one pass over the tile's tokens holds in registers.  AVX-512's 32
  * registers hold all 8 beside the 8 tokens' sums; with AVX2's 16 they
  * spilled, and two passes of 4 took Q4_K and Q6_K products of 4, 8 and 16
- * tokens 3-13% less time on a Xeon (medians of 5 alternating rounds). */
+ * tokens 3-12% less time on a Xeon (medians of 5 alternating rounds). */
 #define K_PASS_VECTORS (QISA == 512 ? 8 : 4)
 #if QISA == 512
 #define KG 16
