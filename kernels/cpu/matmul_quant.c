@@ -293,10 +293,10 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
 #else
 #define Q8_OFF 0
 #endif
-/* Tokens a tile serves, the same on every instruction set.  On AVX2 and
- * on AVX-512 without VNNI the 8 tokens' sums do not all fit the registers
- * beside the 8 weight vectors, yet 8 a pass beat the 4 (AVX2) and 6 they
- * took before, each vector's unpacking serving more tokens.  Measured on a
+/* Tokens a tile serves, the same on every instruction set.  8 a pass beat
+ * the 4 (AVX2) and 6 (AVX-512 without VNNI) they took before, each weight
+ * vector's unpacking serving more tokens (on AVX2 the K tiles then hold 4
+ * weight vectors at a time: K_PASS_VECTORS below).  Measured on a
  * Xeon, 8960 x 1536: AVX2 build, Q4_K / Q6_K at 16 tokens 10-17% faster
  * than 4 a pass, Q4_0 / Q8_0 the same; without VNNI, 8 tokens 10-20%
  * faster than 6 a pass, 16 up to 9%; 12 or 16 a pass no faster anywhere,
