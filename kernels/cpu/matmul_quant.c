@@ -105,7 +105,7 @@ static void act_grow(Act *a, int n, int64_t cols, int block) {
  * Q4_K_M (AVX-512 build). */
 static void q8_row_vec(const float *x, int64_t n, int block, int8_t *q, float *d, int16_t *sums) {
     const int group = block == 256 ? 16 : 32;
-    const __m256 sign = _mm256_set1_ps(-0.0f), fmax = _mm256_set1_ps(3.402823466e38f);
+    const __m256 sign = _mm256_set1_ps(-0.0f), largest = _mm256_set1_ps(3.402823466e38f);
     const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);   /* the packs' lanes back in order */
     for (int64_t b = 0; b < n / block; b++) {
@@ -115,7 +115,7 @@ static void q8_row_vec(const float *x, int64_t n, int block, int8_t *q, float *d
         __m256 mx = _mm256_setzero_ps(), finite = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
         for (int j = 0; j < block; j += 8) {
             const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j));
-            finite = _mm256_and_ps(finite, _mm256_cmp_ps(a, fmax, _CMP_LE_OQ));
+            finite = _mm256_and_ps(finite, _mm256_cmp_ps(a, largest, _CMP_LE_OQ));
             mx = _mm256_max_ps(mx, a);
         }
         __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
