@@ -56,6 +56,17 @@ CMD_SRCS := $(wildcard $(addsuffix /spec_*.c,$(CMD_DIRS)))
 CMDS     := $(patsubst spec_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# test_quant once more for each instruction-set path of
+# kernels/cpu/matmul_quant.c (the scalar loop, AVX2, AVX2 with AVX-VNNI,
+# AVX-512 without VNNI; named as cpu_isa names them): its object compiled
+# for that -march, linked ahead of the library as built.
+# tests/test_quant_isa.sh runs those this CPU can.
+QUANT_PATHS := x86-64 avx2 avx2-vnni avx512
+QUANT_PATH_x86-64 := -march=x86-64
+QUANT_PATH_avx2 := -march=haswell
+QUANT_PATH_avx2-vnni := -march=haswell -mavxvnni
+QUANT_PATH_avx512 := -march=skylake-avx512
+QUANT_PATH_TESTS := $(patsubst %,$(BUILD)/tests/isa/test_quant_%,$(QUANT_PATHS))
 BENCH_SRCS := $(wildcard tests/bench_*.c)
 BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRCS))
 # libFuzzer harnesses (tests/fuzz/): replayed over their corpus by make test,
@@ -77,7 +88,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 .SECONDARY:
 
 .PHONY: all deps deps-llamacpp test test-long test-asan bench bench-quant demo install clean check-deps fuzz smollm2 qwen qwen-eval qwen-classifier qwen-paper smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
-all: check-deps $(LIB) $(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
+all: check-deps $(LIB) $(CMDS) $(TESTS) $(QUANT_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
 	@pkg-config --exists $(PKGS) || { echo "missing build dependencies: run 'make deps'" >&2; exit 1; }
@@ -126,7 +137,7 @@ $(BUILD)/%.o: %.cu
 $(CUDA_LIB): $(patsubst %.cu,$(BUILD)/%.o,$(wildcard kernels/cuda/*.cu))
 	@rm -f $@
 	ar rcs $@ $^
-$(CMDS) $(TESTS) $(BENCHES) $(FUZZ_REPLAYS): $(CUDA_LIB)
+$(CMDS) $(TESTS) $(QUANT_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS): $(CUDA_LIB)
 endif
 
 $(PLUGIN): collect/h5plugin_zstd.c collect/zstd_filter.c collect/zstd_filter.h
@@ -151,6 +162,13 @@ $(foreach s,$(CMD_SRCS),$(eval $(call cmd_rule,$(s))))
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+$(patsubst %,$(BUILD)/isa/matmul_quant_%.o,$(QUANT_PATHS)): $(BUILD)/isa/matmul_quant_%.o: kernels/cpu/matmul_quant.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(ARCH),$(CFLAGS)) $(QUANT_PATH_$*) -ffp-contract=fast -O2 $(KERNEL_FMA) -MMD -MP -c $< -o $@
+$(QUANT_PATH_TESTS): $(BUILD)/tests/isa/test_quant_%: $(BUILD)/tests/test_quant.o $(BUILD)/isa/matmul_quant_%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 $(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests/fuzz/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIB) -o $@ $(LDLIBS)
@@ -163,7 +181,7 @@ QUIET_BUILD = $(if $(filter 1,$(V)),,-s)
 # the test targets build on every core (JOBS=1 for one at a time)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_SCRIPTS := tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py \
-                tests/test_drafts.py tests/test_ncu_summary.py
+                tests/test_drafts.py tests/test_ncu_summary.py tests/test_quant_isa.sh
 TEST_RUNS := $(TESTS) $(FUZZ_REPLAYS) $(TEST_SCRIPTS)
 test: deps
 	@echo "make test: building (V=1 shows the commands)"

@@ -53,6 +53,8 @@ const char *backend_cpu_isa(void) {
     const char *vec = "avx512-bf16";
 #elif defined(__AVX512F__)
     const char *vec = "avx512";
+#elif defined(__AVX2__) && defined(__AVXVNNI__)
+    const char *vec = "avx2-vnni";   /* the quantized products' dots on AVX-VNNI */
 #elif defined(__AVX2__)
     const char *vec = "avx2";
 #else

@@ -34,8 +34,8 @@
  * per tile and serves its tokens.  The instruction set is chosen when
  * building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's dpbusd
  * where the build has it) takes 16-row groups, AVX2 8-row groups with
- * maddubs/madd; anything else the scalar loop on the blocks as stored,
- * with no copy.  Where the CPU also has AMX-INT8, Q4_K, Q5_K and Q6_K products of
+ * maddubs/madd (AVX-VNNI's dpbusd where the build has it); anything else
+ * the scalar loop on the blocks as stored, with no copy.  Where the CPU also has AMX-INT8, Q4_K, Q5_K and Q6_K products of
  * several tokens take the tile multiply instead, with the same sums (the
  * section "the tile multiply" below). */
 #include "kernels/cpu/cpu.h"
@@ -53,6 +53,16 @@
 #define QISA 256
 #else
 #define QISA 0
+#endif
+/* VNNI's dpbusd (int32 sums of 4 unsigned-times-signed byte products) on
+ * the vectors of the build: AVX512-VNNI on 512-bit vectors; AVX-VNNI on
+ * 256-bit ones, which CPUs without AVX-512 have (Intel's since Alder
+ * Lake): where it is there, the AVX2 build's dots and K tiles use it
+ * instead of maddubs and madd, the same exact integer sums. */
+#if (QISA == 512 && defined(__AVX512VNNI__)) || (QISA == 256 && defined(__AVXVNNI__))
+#define QVNNI 1
+#else
+#define QVNNI 0
 #endif
 
 /* Rows per block of the token-group loop (as matmul.c's ROW_BLOCK): the
@@ -288,7 +298,7 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  * 128 * sx) where VNNI sums in int32; maddubs would saturate at 2 * 255 *
  * 127, so there the copy keeps the int8 and the sign moves to x instead
  * (|q| <= 128 times |x| <= 127, 2 a pair: fits int16). */
-#if defined(__AVX512VNNI__)
+#if QVNNI
 #define Q8_OFF 128
 #else
 #define Q8_OFF 0
@@ -341,7 +351,7 @@ static inline kv kv_set32(int x) { return _mm512_set1_epi32(x); }
 static inline kv kv_abs8(kv a) { return _mm512_abs_epi8(a); }
 /* x times the sign of w where w is not 0 (where it is: anything, |w| is 0) */
 static inline kv kv_sign8(kv x, kv w) { return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x); }
-#if defined(__AVX512VNNI__)
+#if QVNNI
 static inline kv kv_dpbusd(kv acc, kv u, kv s) { return _mm512_dpbusd_epi32(acc, u, s); }
 #endif
 static inline kv kv_u8_32(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)); }
@@ -378,7 +388,16 @@ static inline kv kv_srl32(kv a, const int k) { return _mm256_srli_epi32(a, k); }
 static inline kv kv_sra32(kv a, const int k) { return _mm256_srai_epi32(a, k); }
 static inline kv kv_maddubs(kv u, kv s) { return _mm256_maddubs_epi16(u, s); }
 static inline kv kv_madd(kv a, kv b) { return _mm256_madd_epi16(a, b); }
-static inline kv kv_madd_add(kv acc, kv a, kv b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+static inline kv kv_madd_add(kv acc, kv a, kv b) {
+#if QVNNI
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+#if QVNNI
+static inline kv kv_dpbusd(kv acc, kv u, kv s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+#endif
 static inline kv kv_odd16(kv lo, kv hi) { return _mm256_blend_epi16(lo, hi, 0xAA); }
 static inline kv kv_set16(int x) { return _mm256_set1_epi16((short)x); }
 static inline kv kv_set32(int x) { return _mm256_set1_epi32(x); }
@@ -602,7 +621,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
             if (pf) prefetch_l2(pf + (size_t)b * blk + g * blk / 8, blk / 8);
             const uint8_t *o = body + g * gb;
             kv s0, s1;   /* the scales of the sub-blocks (Q6_K: 2g, 2g + 1; else g) */
-#if defined(__AVX512VNNI__)
+#if QVNNI
             kv wq[8];
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) wq[v] = k_vec(o, v, DT);
@@ -617,8 +636,8 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
                 kv p0 = kv_zero(), p1 = kv_zero();
 #pragma GCC unroll 8
                 for (int v = 0; v < 8; v++) {
-                    if (DT == DT_Q6_K ? v < 4 : v % 2 == 0) p0 = _mm512_dpbusd_epi32(p0, wq[v], kv_b32(x + 4 * v));
-                    else p1 = _mm512_dpbusd_epi32(p1, wq[v], kv_b32(x + 4 * v));
+                    if (DT == DT_Q6_K ? v < 4 : v % 2 == 0) p0 = kv_dpbusd(p0, wq[v], kv_b32(x + 4 * v));
+                    else p1 = kv_dpbusd(p1, wq[v], kv_b32(x + 4 * v));
                 }
                 if (DT == DT_Q6_K) isum[t] = kv_add32(isum[t], kv_add32(kv_mul32(p0, s0), kv_mul32(p1, s1)));
                 else isum[t] = kv_add32(isum[t], kv_mul32(kv_add32(p0, p1), s0));
@@ -665,7 +684,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
  * exact sum over the 32 elements of row i's unsigned integer (Q8_0 without
  * VNNI: its int8, the sign moved to x) times x. */
 static inline __attribute__((always_inline)) kv dot32(const kv wq[8], const int8_t *x, kv init, const DType DT) {
-#if defined(__AVX512VNNI__)
+#if QVNNI
     (void)DT;
     kv p0 = init, p1 = kv_zero();
 #pragma GCC unroll 4

@@ -5,7 +5,10 @@
 # OpenMP), cached: build/llama.cpp/bin/ holds the tools once built.
 # LLAMACPP_ISA=avx2 builds it for AVX2 only instead (native detection off;
 # AVX, AVX2, FMA, F16C, BMI2 on; what ours is with make ARCH=-march=haswell)
-# into build/llama.cpp-avx2/bin/.  LLAMACPP_ISA=noamx: native detection
+# into build/llama.cpp-avx2/bin/; LLAMACPP_ISA=avx2-vnni the same with
+# AVX-VNNI on (what ours is with ARCH="-march=haswell -mavxvnni": Intel's
+# CPUs without AVX-512 from Alder Lake on), build/llama.cpp-avx2-vnni/bin/.
+# LLAMACPP_ISA=noamx: native detection
 # off, AVX2 and AVX-512 (F, VBMI, VNNI, BF16) and AVX-VNNI on, AMX off, into
 # build/llama.cpp-noamx/bin/: on a Xeon with AMX, this vendored llama.cpp's
 # AMX matrix path (products of several tokens of Q8_0/Q4_K/... weights) dies
@@ -30,10 +33,12 @@ case ${LLAMACPP_ISA:-native} in
 native) OUT=build/llama.cpp; ISA_FLAGS= ;;
 avx2)   OUT=build/llama.cpp-avx2
         ISA_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" ;;
+avx2-vnni) OUT=build/llama.cpp-avx2-vnni
+        ISA_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=ON" ;;
 noamx)  OUT=build/llama.cpp-noamx
         ISA_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
                    -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON" ;;
-*) echo "llamacpp: LLAMACPP_ISA is native, noamx or avx2, not ${LLAMACPP_ISA}" >&2; exit 2 ;;
+*) echo "llamacpp: LLAMACPP_ISA is native, noamx, avx2 or avx2-vnni, not ${LLAMACPP_ISA}" >&2; exit 2 ;;
 esac
 TOOLS="llama-bench llama-batched-bench llama-quantize llama-speculative-simple llama-lookup llama-tokenize llama-simple"
 

@@ -19,7 +19,9 @@
 # Both runtimes for the CPU at hand (ours as built, llama.cpp with its native
 # detection), or with QUANT_ISA=avx2 both for AVX2 only (ours built with
 # ARCH=-march=haswell in build-avx2/, llama.cpp by LLAMACPP_ISA=avx2) into
-# results/quant_bench_avx2/; the report names the CPU's flags and the builds.
+# results/quant_bench_avx2/, or with QUANT_ISA=avx2-vnni both for AVX2 with
+# AVX-VNNI (build-avx2-vnni/, results/quant_bench_avx2_vnni/); the report
+# names the CPU's flags and the builds.
 # MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks.
 # LLAMACPP_ISA=noamx on a CPU with AMX: llama.cpp without its AMX path,
 # which dies of SIGILL there (tools/experiments/llamacpp.sh).
@@ -31,7 +33,9 @@ native) R=results/quant_bench; B=build
         make --no-print-directory build/tests/bench_forward >/dev/null ;;
 avx2)   R=results/quant_bench_avx2; B=build-avx2
         make --no-print-directory BUILD=build-avx2 BIN=bin-avx2 ARCH=-march=haswell build-avx2/tests/bench_forward >/dev/null ;;
-*) echo "quant_bench: QUANT_ISA is native or avx2, not $QUANT_ISA" >&2; exit 2 ;;
+avx2-vnni) R=results/quant_bench_avx2_vnni; B=build-avx2-vnni
+        make --no-print-directory BUILD=$B BIN=bin-avx2-vnni ARCH="-march=haswell -mavxvnni" $B/tests/bench_forward >/dev/null ;;
+*) echo "quant_bench: QUANT_ISA is native, avx2 or avx2-vnni, not $QUANT_ISA" >&2; exit 2 ;;
 esac
 mkdir -p $R
 export LLAMACPP_ISA=${LLAMACPP_ISA:-${QUANT_ISA:-native}}

@@ -33,7 +33,7 @@ def cpu_flags():
         flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
     except (OSError, StopIteration):
         return "unknown"
-    have = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in flags]
+    have = [f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f in flags]
     return " ".join(have) or "no AVX2"
 
 
@@ -65,13 +65,14 @@ def fmt(v):
 
 def main():
     root, models = sys.argv[1], sys.argv[2:] or sorted(os.path.basename(p) for p in glob.glob(sys.argv[1] + "/*/"))
+    builds = {"avx2": "both built for AVX2 only (ours `make ARCH=-march=haswell`, llama.cpp `GGML_NATIVE=OFF`, "
+                      "AVX2/FMA/F16C on).",
+              "avx2-vnni": "both built for AVX2 with AVX-VNNI, no AVX-512 (ours `make ARCH=\"-march=haswell -mavxvnni\"`, "
+                           "llama.cpp `GGML_NATIVE=OFF`, AVX2/FMA/F16C and `GGML_AVX_VNNI` on)."}
+    native = ("ours as built (`cpu_isa` of the build), llama.cpp with its native detection"
+              + (" and its AMX off (`LLAMACPP_ISA=noamx`)." if os.environ.get("LLAMACPP_ISA") == "noamx" else "."))
     md = ["# GGUF block types in place against llama.cpp on the same file (`make bench-quant`)", "",
-          f"CPU flags: {cpu_flags()}; " + ("both built for AVX2 only (ours `make ARCH=-march=haswell`, llama.cpp "
-                                            "`GGML_NATIVE=OFF`, AVX2/FMA/F16C on)." if os.environ.get("QUANT_ISA") == "avx2"
-                                            else "ours as built (`cpu_isa` of the build), llama.cpp with its native detection"
-                                            + (" and its AMX off (`LLAMACPP_ISA=noamx`)." if os.environ.get("LLAMACPP_ISA") == "noamx"
-                                               else ".")),
-          ""]
+          f"CPU flags: {cpu_flags()}; " + builds.get(os.environ.get("QUANT_ISA", "native"), native), ""]
     for m in models:
         d = os.path.join(root, m)
         if not os.path.isdir(d):
