@@ -35,9 +35,10 @@
  * building, as the rest of kernels/cpu: AVX-512 (BW and VL; VNNI's dpbusd
  * where the build has it) takes 16-row groups, AVX2 8-row groups with
  * maddubs/madd (AVX-VNNI's dpbusd where the build has it); anything else
- * the scalar loop on the blocks as stored, with no copy.  Where the CPU also has AMX-INT8, Q4_K, Q5_K and Q6_K products of
- * several tokens take the tile multiply instead, with the same sums (the
- * section "the tile multiply" below). */
+ * the scalar loop on the blocks as stored, with no copy.  Where the CPU
+ * also has AMX-INT8, Q4_K, Q5_K and Q6_K products of several tokens take
+ * the tile multiply instead, with the same sums (the section "the tile
+ * multiply" below). */
 #include "kernels/cpu/cpu.h"
 #include "kernels/base/quant.h"
 #include "kernels/base/quant_dot.h"
@@ -339,7 +340,7 @@ static inline kv kv_sra32(kv a, const int k) { return _mm512_srai_epi32(a, k); }
 static inline kv kv_maddubs(kv u, kv s) { return _mm512_maddubs_epi16(u, s); }
 static inline kv kv_madd(kv a, kv b) { return _mm512_madd_epi16(a, b); }
 static inline kv kv_madd_add(kv acc, kv a, kv b) {
-#if defined(__AVX512VNNI__)
+#if QVNNI
     return _mm512_dpwssd_epi32(acc, a, b);
 #else
     return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
