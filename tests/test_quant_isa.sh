@@ -20,7 +20,7 @@ run() {
     [ $rc -eq 0 ] || grep -q '^FAIL' "$out" || echo "FAIL test_quant[$n]: exited with status $rc"
 }
 run x86-64
-run avx2 avx2 fma f16c
-run avx2-vnni avx2 fma f16c avx_vnni
+run avx2 avx2 fma f16c bmi2 movbe
+run avx2-vnni avx2 fma f16c bmi2 movbe avx_vnni
 run avx512 avx512f avx512bw avx512vl avx512dq avx512cd
 exit 0
