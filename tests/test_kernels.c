@@ -686,22 +686,29 @@ static int tuner_units(BackendTuner *t, int n, int us_one, int us_all, int tail,
  * settles on one thread, its windows growing so that probes on all threads
  * become rare (about 14 of 3,000 cycles; under 4% allows one window of 48
  * misjudged by a probe that a neighbouring test run disturbed); when the
- * costs turn, it follows within the longest window (768 cycles) and stays. */
+ * costs turn, it follows within the longest window (768 cycles) and stays.
+ * A stall in a late probe misjudges a window of 768, so the whole run gets
+ * three tries (test_tuner_weighs_units says why). */
 static void test_tuner_backs_off(void) {
     if (cpu_threads_max() < 2) SKIP("one CPU thread only");
-    BackendTuner t = {0};
-    int tail;
-    const int all = tuner_units(&t, 3000, 300, 900, 500, &tail);
+    BackendTuner t;
+    int all = 0, all2 = 0, tail = 0, tail2 = 0, window = 0;
+    int64_t one_before = 0;
+    for (int try = 0; try < 3; try++) {
+        t = (BackendTuner){0};
+        all = tuner_units(&t, 3000, 300, 900, 500, &tail);
+        one_before = t.one_thread_units;
+        window = t.window;
+        all2 = tuner_units(&t, 1600, 900, 300, 500, &tail2);
+        if (all < 120 && tail <= 4 && window == 768 && tail2 >= 490) break;
+    }
     CHECK(all < 120 && tail <= 4, "one thread is faster: %d of 3000 cycles on all threads, %d of the last 500", all,
           tail);
-    CHECK(t.window == 768, "windows confirmed again and again did not grow to 768 cycles (%d)", t.window);
-    CHECK(t.one_thread_units == 3000 - all, "%lld units counted on one thread, %d ran there",
-          (long long)t.one_thread_units, 3000 - all);
-    const int64_t one_before = t.one_thread_units;
-    const int all2 = tuner_units(&t, 1600, 900, 300, 500, &tail);
+    CHECK(window == 768, "windows confirmed again and again did not grow to 768 cycles (%d)", window);
+    CHECK(one_before == 3000 - all, "%lld units counted on one thread, %d ran there", (long long)one_before, 3000 - all);
     CHECK(t.one_thread_units - one_before == 1600 - all2, "then %lld units counted on one thread, %d ran there",
           (long long)(t.one_thread_units - one_before), 1600 - all2);
-    CHECK(tail >= 490, "all threads became faster: only %d of the last 500 cycles on them", tail);
+    CHECK(tail2 >= 490, "all threads became faster: only %d of the last 500 cycles on them", tail2);
     cpu_threads_set(cpu_threads_max());
 }
 
