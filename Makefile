@@ -340,12 +340,12 @@ fuzz: deps
 	$(call apt_install,$(FUZZ_DEB_PKGS))
 	@# no parser in the CPU kernels (clang-14 lacks their _Float16 on x86) or the trainer: left out
 	@$(MAKE) --no-print-directory BUILD=build-fuzz BIN=bin-fuzz NVCC= CC=clang-14 ARCH= OPT="-O1 -g" \
-	  SKIP_SRCS="$(wildcard kernels/cpu/*.c train/*.c) kernels/select.c" \
+	  SKIP_SRCS="$(wildcard kernels/cpu/*.c train/*.c) kernels/select.c kernels/settings.c" \
 	  WARN_EXTRA="-Wno-unknown-warning-option -Wno-unused-function" SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
 	  build-fuzz/libc2t.a
 	@mkdir -p build-fuzz/fuzz build-fuzz/findings
 	@set -e; for f in $(FUZZ_ONLY); do \
-	  clang-14 -O1 -g -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fopenmp \
+	  clang-14 -O1 -g -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fopenmp \
 	    tests/fuzz/fuzz_$$f.c build-fuzz/libc2t.a -o build-fuzz/fuzz/fuzz_$$f $(PKG_LIBS) -lm -lpthread; \
 	  mkdir -p build-fuzz/corpus/$$f; \
 	  echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \

@@ -806,8 +806,16 @@ int eval_json_write(const char *path, const EvalResult *r) {
     char *text = cJSON_Print(r->report);
     FILE *f = fopen(path, "w");
     int rc = 0;
-    if (!f) { err_set("%s: cannot write the report: %s", path, strerror(errno)); rc = -1; }
-    else if ((fputs(text, f) < 0) | (fclose(f) != 0)) { err_set("%s: writing the report failed: %s", path, strerror(errno)); rc = -1; }
+    if (!f) {
+        err_set("%s: cannot write the report: %s", path, strerror(errno));
+        rc = -1;
+    } else {
+        const int put_failed = !text || fputs(text, f) < 0;   /* fclose either way */
+        if (fclose(f) != 0 || put_failed) {
+            err_set("%s: writing the report failed: %s", path, text ? strerror(errno) : "out of memory");
+            rc = -1;
+        }
+    }
     free(text);
     return rc;
 }
