@@ -100,9 +100,6 @@ static int load_pre(Tokenizer *t, const cJSON *n, const char *file) {
     PreOp op = {0};
     if (!strcmp(type, "Split")) {
         op.type = PRE_SPLIT;
-        char *lit; size_t ll;
-        if (load_pattern(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Split pre-tokenizer", &lit, &ll, &op.re)) return -1;
-        op.lit = lit; op.litlen = ll;
         const char *b = jstr(n, "behavior");
         if (!b) b = "Removed";
         if (!strcmp(b, "Removed")) op.behavior = SPLIT_REMOVED;
@@ -112,6 +109,10 @@ static int load_pre(Tokenizer *t, const cJSON *n, const char *file) {
         else if (!strcmp(b, "Contiguous")) op.behavior = SPLIT_CONTIGUOUS;
         else { err_set("%s: Split behavior '%s' is not known", file, b); return -1; }
         op.invert = jbool(n, "invert", 0);
+        /* the pattern last: nothing after it fails, so nothing it holds leaks */
+        char *lit; size_t ll;
+        if (load_pattern(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Split pre-tokenizer", &lit, &ll, &op.re)) return -1;
+        op.lit = lit; op.litlen = ll;
     } else if (!strcmp(type, "Digits")) {
         op.type = PRE_SPLIT;
         op.re = pattern_compile(jbool(n, "individual_digits", 0) ? "\\p{N}" : "\\p{N}+", "Digits");
