@@ -39,7 +39,9 @@ OPT     ?= -O2
 ARCH    ?= -march=native
 SAN     ?=
 WARN_EXTRA ?=
-CFLAGS  += $(OPT) $(ARCH) $(SAN) $(WARN_EXTRA) -Wno-psabi -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS)
+# the language, warnings and includes every C source builds with (make fuzz-syntax too)
+LANG_CFLAGS := -Wno-psabi -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS)
+CFLAGS  += $(OPT) $(ARCH) $(SAN) $(WARN_EXTRA) $(LANG_CFLAGS)
 LDLIBS  += $(SAN) $(PKG_LIBS) -fopenmp -lm -lpthread
 
 BUILD := build
@@ -365,7 +367,7 @@ fuzz: deps fuzz-deps
 # fuzzing campaign.
 fuzz-syntax:
 	@for f in $(filter-out $(FUZZ_SKIP),$(LIB_SRCS)); do \
-	  clang-14 -fsyntax-only $(FUZZ_WARN) -Wno-psabi -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -I. $(PKG_CFLAGS) $$f || exit 1; \
+	  clang-14 -fsyntax-only $(FUZZ_WARN) $(LANG_CFLAGS) $$f || exit 1; \
 	done
 	@for f in $(FUZZ_NAMES); do clang-14 -fsyntax-only $(FUZZ_HARNESS_CFLAGS) tests/fuzz/fuzz_$$f.c || exit 1; done
 
