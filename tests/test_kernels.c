@@ -721,7 +721,7 @@ static int sized_units(BackendTuner *t, int n, int weigh, int *probes) {
     int all = 0;
     for (int i = 0; i < n; i++) {
         cpu_backend.unit_begin(t);
-        if (probes) *probes += t->probe;
+        *probes += t->probe;
         const int work = t->slot ? 10 : 1;
         nanosleep(&(struct timespec){0, (t->slot ? 300 : 480) * work * 1000L}, NULL);
         all += t->slot;
@@ -732,34 +732,34 @@ static int sized_units(BackendTuner *t, int n, int weigh, int *probes) {
 }
 
 /* A probe is one sleep, and a process beside the test (make test runs two
- * at once) can stall it by a scheduler slice: each window gets three tries,
- * and a tuner that decides wrongly fails all three. */
+ * at once) can stall it by a scheduler slice: a window of n units from a
+ * fresh tuner gets three tries to end on want_best with want units on all
+ * threads (or, with count_probes, want probe units); the last try's count.
+ * A tuner that decides wrongly fails all three. */
+static int sized_tries(BackendTuner *t, int n, int weigh, int count_probes, int want_best, int want) {
+    int count = 0;
+    for (int try = 0; try < 3; try++) {
+        *t = (BackendTuner){0};
+        int probes = 0;
+        const int all = sized_units(t, n, weigh, &probes);
+        count = count_probes ? probes : all;
+        if (t->best == want_best && count == want) break;
+    }
+    return count;
+}
+
 static void test_tuner_weighs_units(void) {
     if (cpu_threads_max() < 2) SKIP("one CPU thread only");
     BackendTuner weighed, timed, two;
-    int all_weighed = 0, all_timed = 0, probes = 0;
-    for (int try = 0; try < 3; try++) {
-        weighed = (BackendTuner){0};
-        all_weighed = sized_units(&weighed, 48, 1, NULL);
-        if (weighed.best == 1 && all_weighed == 46) break;
-    }
+    const int all_weighed = sized_tries(&weighed, 48, 1, 0, 1, 46);
     CHECK(weighed.best == 1 && all_weighed == 46, "weighed by work: best %d, %d of 48 units on all threads (want 46)",
           weighed.best, all_weighed);
-    for (int try = 0; try < 3; try++) {
-        timed = (BackendTuner){0};
-        all_timed = sized_units(&timed, 48, 0, NULL);
-        if (timed.best == 0 && all_timed == 2) break;
-    }
+    const int all_timed = sized_tries(&timed, 48, 0, 0, 0, 2);
     CHECK(timed.best == 0 && all_timed == 2, "by time alone the probes' sizes decide: best %d, %d of 48 on all threads",
           timed.best, all_timed);
     /* probes: the first window's four (nothing chosen yet), then the two of
      * one thread in the next (all threads chosen) */
-    for (int try = 0; try < 3; try++) {
-        two = (BackendTuner){0};
-        probes = 0;
-        sized_units(&two, 96, 1, &probes);
-        if (two.best == 1 && probes == 6) break;
-    }
+    const int probes = sized_tries(&two, 96, 1, 1, 1, 6);
     CHECK(two.best == 1 && probes == 6, "over two windows: best %d, %d probe units (want 6)", two.best, probes);
     cpu_threads_set(cpu_threads_max());
 }
