@@ -92,6 +92,19 @@ static void read_shape(const Gguf *g, Shape *s) {
  * expect. */
 typedef struct { void *data; DType dt; size_t row_bytes; } Vals;
 
+/* Dies naming the tensor when one of its n values (rows of cols; a vector:
+ * cols 0) is NaN or infinite, stored so (the GGUF) or made so (too large
+ * for --dtype). */
+static void need_finite(const char *name, DType dt, const void *data, int64_t n, int64_t cols, const char *why) {
+    const int64_t bad = quant_first_nonfinite(dt, data, n);
+    if (bad < 0) return;
+    char at[64];
+    if (cols) snprintf(at, sizeof at, "[%lld, %lld]", (long long)(bad / cols), (long long)(bad % cols));
+    else snprintf(at, sizeof at, "%lld", (long long)bad);
+    die(prog, "tensor %s: %s %s is NaN or infinite%s", name,
+        dtype_is_quant(dt) ? "the scale of the block at element" : "element", at, why);
+}
+
 static Vals load(const Gguf *g, const char *name, int64_t rows, int64_t cols, int keep) {
     const GgufTensor *t = gguf_find_tensor(g, name);
     if (!t) die(prog, "tensor %s is missing", name);
@@ -105,10 +118,12 @@ static Vals load(const Gguf *g, const char *name, int64_t rows, int64_t cols, in
         if (rb < 0 || (uint64_t)(rb * want1) != t->bytes) die(prog, "tensor %s: %s", name, rb < 0 ? err_get() : "size");
         void *v = xmalloc((size_t)t->bytes);
         memcpy(v, gguf_tensor_data(g, t), (size_t)t->bytes);
+        need_finite(name, st, v, want0 * want1, cols, " in the GGUF (weights must be finite numbers)");
         return (Vals){v, st, (size_t)rb};
     }
     float *v = xmalloc(sizeof(float) * (size_t)(want0 * want1));
     if (gguf_tensor_f32(g, t, v)) die(prog, "%s", err_get());
+    need_finite(name, DT_F32, v, want0 * want1, cols, " in the GGUF (weights must be finite numbers)");
     return (Vals){v, DT_F32, sizeof(float) * (size_t)want0};
 }
 
@@ -153,6 +168,10 @@ static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols)
         free(v);
         data = h;
     }
+    if (o->dt == DT_BF16 || o->dt == DT_F16)   /* finite in F32, so too large for the type */
+        need_finite(name, o->dt, data, (int64_t)n, cols,
+                    o->dt == DT_F16 ? " in F16, too large for it (--dtype bf16 or f32 keeps it)"
+                                    : " in BF16, too large for it (--dtype f32 keeps it)");
     *w = (StWrite){o->names[o->n], o->dt == DT_COUNT ? DT_F32 : o->dt, cols ? 2 : 1, {rows, cols}, data};
     if (!cols) w->shape[0] = rows;
     o->n++;

@@ -26,12 +26,16 @@ static void write_raw(const char *path, const char *header, size_t data) {
     fclose(f);
 }
 
-/* Rewrites the good checkpoint's tensors into dir/model.safetensors, with
- * `drop` left out and `reshape` declared [64, 172] instead of [172, 64]. */
-static void rewrite_model(const char *drop, const char *reshape) {
-    char *src = path_join(good, "model.safetensors");
+/* len bytes of value written at byte `at` of a tensor's data */
+typedef struct { const char *tensor; size_t at; uint32_t value; size_t len; } Poke;
+
+/* Rewrites src's tensors into dir/model.safetensors, with `drop` left out,
+ * `reshape` declared [64, 172] instead of [172, 64] and `poke` applied. */
+static void rewrite_model_from(const char *src_dir, const char *drop, const char *reshape, const Poke *poke) {
+    char *src = path_join(src_dir, "model.safetensors");
     SafeTensors *st = st_open(src);
     StWrite *w = xcalloc(st->ntensors, sizeof *w);
+    uint8_t *poked = NULL;
     int n = 0;
     for (int i = 0; i < st->ntensors; i++) {
         const StTensor *t = &st->tensors[i];
@@ -39,13 +43,21 @@ static void rewrite_model(const char *drop, const char *reshape) {
         w[n] = (StWrite){t->name, t->dtype, t->ndim, {0}, t->data};
         memcpy(w[n].shape, t->shape, sizeof t->shape);
         if (reshape && !strcmp(t->name, reshape)) { int64_t a = w[n].shape[0]; w[n].shape[0] = w[n].shape[1]; w[n].shape[1] = a; }
+        if (poke && !strcmp(t->name, poke->tensor)) {
+            poked = xmalloc(t->nbytes);
+            memcpy(poked, t->data, t->nbytes);
+            memcpy(poked + poke->at, &poke->value, poke->len);
+            w[n].data = poked;
+        }
         n++;
     }
     char *dst = path_join(dir, "model.safetensors");
     st_write(dst, w, n);
-    free(dst); free(w); free(src);
+    free(dst); free(w); free(src); free(poked);
     st_close(st);
 }
+
+static void rewrite_model(const char *drop, const char *reshape) { rewrite_model_from(good, drop, reshape, NULL); }
 
 /* Loads dir through the library and the CLI; both must fail naming needle. */
 static void expect_failure(const char *what, const char *needle) {
@@ -58,11 +70,13 @@ static void expect_failure(const char *what, const char *needle) {
     CHECK_ONE_LINE_ERROR(rc, err, needle);
 }
 
-static void setup(void) {
-    char *cfg = path_join(dir, "config.json"), *src = path_join(good, "config.json");
+static void setup_from(const char *src_dir) {
+    char *cfg = path_join(dir, "config.json"), *src = path_join(src_dir, "config.json");
     copy_file(src, cfg);
     free(cfg); free(src);
 }
+
+static void setup(void) { setup_from(good); }
 
 static void test_missing_tensor(void) {
     setup();
@@ -141,6 +155,30 @@ static void test_block_type_lies(void) {
         char what[32];
         snprintf(what, sizeof what, "block type case %zu", i);
         expect_failure(what, cases[i].needle);
+    }
+}
+
+/* A NaN or an infinity among the weights decodes garbage without a word,
+ * so loading refuses it naming the tensor and the element: in an F32
+ * matrix and vector, a BF16 matrix, and the scales of block types (a
+ * Q4_K block's d, a Q4_1 block's minimum, a Q6_K block's d, which it
+ * stores last). */
+static void test_nonfinite_weights(void) {
+    static const struct { const char *src; Poke poke; const char *needle; } cases[] = {
+        {"tests/ckpt/llama2_f32", {"model.layers.1.mlp.down_proj.weight", 4 * (172 * 3 + 5), 0x7FC00000u, 4}, "element [3, 5] is NaN"},
+        {"tests/ckpt/llama2_f32", {"model.norm.weight", 4 * 7, 0xFF800000u, 4}, "element 7 is NaN or infinite"},
+        {"tests/ckpt/llama3_bf16", {"model.layers.0.self_attn.o_proj.weight", 2 * 9, 0x7F80, 2}, "element [0, 9] is NaN"},
+        {"tests/ckpt/qwen2_quant", {"model.layers.0.mlp.up_proj.weight", 144 * 1, 0x7E00, 2}, "block at element [1, 0]"},
+        {"tests/ckpt/qwen2_quant", {"model.layers.0.self_attn.v_proj.weight", 20 * 8 + 2, 0x7C00, 2}, "block at element [1, 0]"},
+        {"tests/ckpt/qwen2_quant", {"model.layers.0.mlp.down_proj.weight", 208, 0xFC00, 2}, "block at element [0, 0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        setup_from(cases[i].src);
+        rewrite_model_from(cases[i].src, NULL, NULL, &cases[i].poke);
+        char what[96];
+        snprintf(what, sizeof what, "non-finite %s", cases[i].poke.tensor);
+        expect_failure(what, cases[i].poke.tensor);
+        CHECK(strstr(err_get(), cases[i].needle), "%s: the error does not say '%s': %s", what, cases[i].needle, err_get());
     }
 }
 
@@ -252,6 +290,7 @@ int main(void) {
     RUN(test_unknown_dtype);
     RUN(test_unsupported_weight_dtype);
     RUN(test_block_type_lies);
+    RUN(test_nonfinite_weights);
     RUN(test_truncated_file);
     RUN(test_malformed_header_json);
     RUN(test_malformed_config);

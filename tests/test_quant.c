@@ -18,8 +18,9 @@
  *    dot products bit for bit for 2 .. 40 tokens (a line says it is
  *    skipped elsewhere);
  *  - matmul_many equals separate matmuls; embed and weight_row(s) equal
- *    quant_dequant_row; NaN and infinite scales stay in their rows; bad
- *    shapes are refused in one line;
+ *    quant_dequant_row; NaN and infinite scales stay in their rows, and
+ *    quant_first_nonfinite finds them (and NaN / infinite F32, F16, BF16
+ *    elements); bad shapes are refused in one line;
  *  - and the checks can fail: a changed weight byte is caught.
  * The build's instruction set picks the kernel's path (AVX-512 on an
  * AVX-512 machine); the AVX2 path is checked by building this test with
@@ -409,6 +410,62 @@ static void test_nan_and_inf_scales(void) {
     CHECK(bad == 0, "%d results wrong around NaN / infinite scales", bad);
 }
 
+/* quant_first_nonfinite (what loading a checkpoint refuses): in F32, F16
+ * and BF16 every NaN and infinity is found at its index (in the first run
+ * of 4096 elements, a later run, the tail past the last whole run; at an
+ * odd address), the first of two, and no finite value is (the largest of
+ * either sign, the smallest subnormal, -0); in every block type a NaN or
+ * infinite d or minimum gives its block's first element, and random finite
+ * blocks none. */
+static void test_first_nonfinite(void) {
+    static const struct { DType t; size_t size; uint32_t bad[3], finite[4]; } E[] = {
+        {DT_F32, 4, {0x7FC00000u, 0x7F800000u, 0xFF800001u}, {0x7F7FFFFFu, 0xFF7FFFFFu, 1u, 0x80000000u}},
+        {DT_F16, 2, {0x7E00, 0x7C00, 0xFC01}, {0x7BFF, 0xFBFF, 1, 0x8000}},
+        {DT_BF16, 2, {0x7FC0, 0x7F80, 0xFF81}, {0x7F7F, 0xFF7F, 1, 0x8000}},
+    };
+    enum { N = 3 * 4096 + 37 };
+    static const int64_t at[] = {0, 7, 4095, 4096, 9000, N - 37, N - 1};
+    uint8_t *buf = xmalloc(4 * N + 1), *p = buf + 1;
+    int wrong = 0;
+    for (int e = 0; e < 3; e++) {
+        const size_t sz = E[e].size;
+        for (int64_t i = 0; i < N; i++) memcpy(p + i * sz, &E[e].finite[i % 4], sz);
+        wrong += quant_first_nonfinite(E[e].t, p, N) != -1;
+        for (size_t k = 0; k < sizeof at / sizeof *at; k++)
+            for (int b = 0; b < 3; b++) {
+                uint8_t keep[4];
+                memcpy(keep, p + at[k] * sz, sz);
+                memcpy(p + at[k] * sz, &E[e].bad[b], sz);
+                const int64_t got = quant_first_nonfinite(E[e].t, p, N);
+                if (got != at[k]) { wrong++; fprintf(stderr, "# %s: bad value at %lld found at %lld\n", dtype_name(E[e].t), (long long)at[k], (long long)got); }
+                memcpy(p + at[k] * sz, keep, sz);
+            }
+        memcpy(p + 5000 * sz, &E[e].bad[0], sz);
+        memcpy(p + 9000 * sz, &E[e].bad[1], sz);
+        wrong += quant_first_nonfinite(E[e].t, p, N) != 5000;
+    }
+    free(buf);
+    static const uint16_t bad_half[3] = {0x7E00, 0x7C00, 0xFC00};
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const DType t = TYPES[ti];
+        const int64_t el = quant_block_elems(t), bb = (int64_t)quant_block_bytes(t);
+        uint8_t *w = rnd_weight(t, 1, 5 * el);
+        wrong += quant_first_nonfinite(t, w, 5 * el) != -1;
+        for (int h = 0; h < 3; h++)
+            for (int at_min = 0; at_min < 2; at_min++) {
+                if (at_min && m_at(t) < 0) continue;
+                uint8_t *s = w + 3 * bb + (at_min ? m_at(t) : d_at(t)), keep[2];
+                memcpy(keep, s, 2);
+                memcpy(s, &bad_half[h], 2);
+                const int64_t got = quant_first_nonfinite(t, w, 5 * el);
+                if (got != 3 * el) { wrong++; fprintf(stderr, "# %s: a bad scale in block 3 found at %lld\n", dtype_name(t), (long long)got); }
+                memcpy(s, keep, 2);
+            }
+        free(w);
+    }
+    CHECK(wrong == 0, "%d answers of quant_first_nonfinite wrong", wrong);
+}
+
 /* Activation blocks at the edges of the quantisation rule (quant_q8_row:
  * the products quantise with a vector copy of it on AVX2 and AVX-512): a
  * block so small that its scale's inverse overflows (all integers 0),
@@ -503,6 +560,7 @@ int main(void) {
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
     RUN(test_nan_and_inf_scales);
+    RUN(test_first_nonfinite);
     RUN(test_activation_edges);
     RUN(test_bad_shapes_refused);
     RUN(test_checks_can_fail);

@@ -3,6 +3,7 @@
  * equals decoding each root-to-node path, KV keep equals recomputation. */
 #include "tests/harness.h"
 #include "infer/model/generate.h"
+#include "infer/model/gguf.h"
 #include "infer/model/llama.h"
 #include "infer/text/chat.h"
 #include "infer/text/questions.h"
@@ -219,6 +220,48 @@ static void test_convert_keep_block_types(void) {
     llama_state_free(sk); llama_state_free(sf);
     llama_free(mk); llama_free(mf);
     run_cmd(err, sizeof err, "rm -rf %s %s", keep, f32);
+}
+
+/* spec-convert refuses a GGUF that holds a NaN or an infinity (a Q4_K
+ * block's d, with --dtype keep and f32; an F32 vector's element) and a
+ * value too large for --dtype f16, each in one line naming the tensor and
+ * the element; --dtype bf16 converts the large value. */
+static void test_convert_refuses_nonfinite(void) {
+    const char *src = "tests/golden/qwen2_quant.gguf";
+    size_t n = 0;
+    char *bytes = read_text_file(src, &n);
+    Gguf *g = gguf_open(src);
+    REQUIRE(bytes && g, "%s", err_get());
+    static const struct { const char *tensor; size_t at; uint32_t value; size_t len; const char *dtype, *needle; } cases[] = {
+        {"blk.0.ffn_up.weight", 144 * 2, 0x7E00, 2, "keep", "tensor blk.0.ffn_up.weight: the scale of the block at element [2, 0] is NaN"},
+        {"blk.0.ffn_up.weight", 144 * 2 + 2, 0x7C00, 2, "f32", "tensor blk.0.ffn_up.weight: element [2, 0] is NaN or infinite"},
+        {"blk.1.attn_k.bias", 4 * 5, 0xFF800000u, 4, "bf16", "tensor blk.1.attn_k.bias: element 5 is NaN or infinite in the GGUF"},
+        {"blk.0.attn_q.bias", 4 * 3, 0x49742400u, 4, "f16", "tensor model.layers.0.self_attn.q_proj.bias: element 3 is NaN or infinite in F16"},
+        {"blk.0.attn_q.bias", 4 * 3, 0x49742400u, 4, "bf16", NULL},   /* 1e6 */
+    };
+    char path[96], out[96], err[2048];
+    snprintf(path, sizeof path, "/tmp/c2t_nonfinite_%d.gguf", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/c2t_nonfinite_%d", (int)getpid());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const GgufTensor *t = gguf_find_tensor(g, cases[i].tensor);
+        REQUIRE(t, "%s: no tensor %s", src, cases[i].tensor);
+        const char *at = memmem(bytes, n, gguf_tensor_data(g, t), 64);   /* random bytes: found once */
+        REQUIRE(at, "%s: tensor %s not found in the file's bytes", src, cases[i].tensor);
+        char *copy = xmalloc(n);
+        memcpy(copy, bytes, n);
+        memcpy(copy + (at - bytes) + cases[i].at, &cases[i].value, cases[i].len);
+        FILE *f = fopen(path, "wb");
+        REQUIRE(f && fwrite(copy, 1, n, f) == n, "cannot write %s", path);
+        fclose(f);
+        free(copy);
+        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype %s", out, bin_dir(), path, out,
+                         cases[i].dtype);
+        if (cases[i].needle) CHECK_ONE_LINE_ERROR(rc, err, cases[i].needle);
+        else CHECK(rc == 0, "%s --dtype %s: %s", cases[i].tensor, cases[i].dtype, err);
+    }
+    gguf_close(g);
+    free(bytes);
+    run_cmd(err, sizeof err, "rm -rf %s %s", out, path);
 }
 
 /* dir/config.json: config.json of src with `from` replaced by `to`; dir's
@@ -606,6 +649,7 @@ int main(void) {
     RUN(test_parity_qwen2_f32_qkv_bias);
     RUN(test_parity_qwen2_bf16);
     RUN(test_convert_keep_block_types);
+    RUN(test_convert_refuses_nonfinite);
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
     RUN(test_parity_demo_target);

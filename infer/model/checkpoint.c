@@ -180,5 +180,15 @@ const StTensor *st_get(const SafeTensors *st, const char *name, int64_t d0, int6
         else err_set("%s: tensor %s: wrong shape [%s], expected [%lld]", where, name, got, (long long)d0);
         return NULL;
     }
+    /* one pass over the weights: a NaN or an infinity would decode garbage without a word */
+    const int64_t bad = quant_first_nonfinite(t->dtype, t->data, d1 ? d0 * d1 : d0);
+    if (bad >= 0) {
+        char at[64];
+        if (d1) snprintf(at, sizeof at, "[%lld, %lld]", (long long)(bad / d1), (long long)(bad % d1));
+        else snprintf(at, sizeof at, "%lld", (long long)bad);
+        err_set("%s: tensor %s: %s %s is NaN or infinite (weights must be finite numbers)", where, name,
+                dtype_is_quant(t->dtype) ? "the scale of the block at element" : "element", at);
+        return NULL;
+    }
     return t;
 }

@@ -35,6 +35,60 @@ int64_t quant_row_bytes(DType t, int64_t cols) {
     return cols / e * (int64_t)quant_block_bytes(t);
 }
 
+/* NaN or infinite: every exponent bit set (F32 and BF16 8 bits, F16 5) */
+static inline int bad5(uint8_t hi) { return (hi & 0x7C) == 0x7C; }
+#define RUN 4096   /* elements a branch-free pass looks at (a constant count, so GCC vectorises it) */
+
+/* 1 when one of the RUN elements at p (16 or 32 bits, exponent mask m in
+ * the top half) is NaN or infinite */
+static int run_bad16(const uint8_t *p, uint16_t m) {
+    int any = 0;
+    for (int i = 0; i < RUN; i++) {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        any |= (v & m) == m;
+    }
+    return any;
+}
+static int run_bad32(const uint8_t *p) {
+    int any = 0;
+    for (int i = 0; i < RUN; i++) {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        any |= (v & 0x7F800000u) == 0x7F800000u;
+    }
+    return any;
+}
+
+static int elem_bad(const uint8_t *p, int64_t i, size_t size, uint16_t m) {
+    uint16_t hi;
+    memcpy(&hi, p + (size_t)i * size + size - 2, 2);   /* F32: its top half */
+    return (hi & m) == m;
+}
+
+static int64_t first_bad_element(const uint8_t *p, int64_t n, size_t size, uint16_t m) {
+    int64_t i0 = 0;
+    for (; i0 + RUN <= n; i0 += RUN)
+        if (size == 4 ? run_bad32(p + (size_t)i0 * 4) : run_bad16(p + (size_t)i0 * 2, m)) break;
+    for (int64_t i = i0; i < n; i++)
+        if (elem_bad(p, i, size, m)) return i;
+    return -1;
+}
+
+int64_t quant_first_nonfinite(DType t, const void *data, int64_t n) {
+    const uint8_t *p = data;
+    if (t == DT_F32 || t == DT_BF16 || t == DT_F16) return first_bad_element(p, n, dtype_size(t), t == DT_F16 ? 0x7C00 : 0x7F80);
+    if (!dtype_is_quant(t)) return -1;
+    /* the halves a block stores: d at 0 (Q6_K: at 208), the minimum or dmin at 2 */
+    const int d_at = t == DT_Q6_K ? 208 : 0, m_at = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K ? 2 : -1;
+    const int64_t blocks = n / BLOCKS[t].elems;
+    for (int64_t b = 0; b < blocks; b++) {
+        const uint8_t *blk = p + (size_t)b * (size_t)BLOCKS[t].bytes;
+        if (bad5(blk[d_at + 1]) || (m_at >= 0 && bad5(blk[m_at + 1]))) return b * BLOCKS[t].elems;
+    }
+    return -1;
+}
+
 float quant_half(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF, u;
     if (exp == 0) {

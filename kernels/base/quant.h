@@ -52,6 +52,14 @@ void quant_unpack(DType t, const void *block, QuantBlock *b);
  * packed bytes (the block's bytes 4-15). */
 void quant_k_scales(const uint8_t *packed, int sc[8], int mn[8]);
 
+/* The index of the first of the n elements at data (n whole blocks for a
+ * block type) that is not a finite number, or -1 when all are: an F32,
+ * F16 or BF16 element that is NaN or infinite, or an element of a block
+ * whose stored scale is (d; Q4_1 and Q5_1's m; Q4_K and Q5_K's dmin),
+ * given as the block's first element.  Other types: -1.  Reads bytes, so
+ * data need not be aligned. */
+int64_t quant_first_nonfinite(DType t, const void *data, int64_t n);
+
 /* Activations as the block products take them (kernels/cpu/matmul_quant.c):
  * blocks of 32 for the 32-element types, of 256 for the K types. */
 int quant_act_block(DType t);
