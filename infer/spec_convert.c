@@ -65,6 +65,31 @@ static const char *akey(const Shape *s, const char *key) {
     return k;
 }
 
+/* What the GGUF says of its attention beyond the shapes, where it is not
+ * what config.json will say (RoPE unscaled over whole heads of
+ * hidden / heads): refused in one line, since the converted model would
+ * decode garbage without a word.  A key present with a type that is not
+ * an integer counts as a lie. */
+static void need_plain_rope(const Gguf *g, const Shape *s) {
+    const int64_t head = s->hidden / s->heads;
+    static const char *const same_as_head[] = {"rope.dimension_count", "attention.key_length", "attention.value_length"};
+    for (int i = 0; i < 3; i++) {
+        const char *key = akey(s, same_as_head[i]);
+        int64_t v;
+        if (!gguf_find(g, key)) continue;
+        if (gguf_get_i64(g, key, &v)) die(prog, "%s", err_get());
+        if (v != head) die(prog, "%s = %lld, not the head size %lld (hidden / heads): not supported", key, (long long)v, (long long)head);
+    }
+    char *type = gguf_find(g, akey(s, "rope.scaling.type")) ? gguf_get_str(g, akey(s, "rope.scaling.type")) : NULL;
+    if (gguf_find(g, akey(s, "rope.scaling.type")) && (!type || strcmp(type, "none")))
+        die(prog, "%s = '%s': scaled RoPE is not converted (convert the Hugging Face checkpoint, whose config.json's "
+            "rope_scaling the runtime reads)", akey(s, "rope.scaling.type"), type ? type : "?");
+    free(type);
+    if (gguf_find_tensor(g, "rope_freqs.weight"))
+        die(prog, "tensor rope_freqs.weight: per-frequency RoPE factors (LLaMA 3's scaling) are not converted (convert the "
+            "Hugging Face checkpoint, whose config.json's rope_scaling the runtime reads)");
+}
+
 static void read_shape(const Gguf *g, Shape *s) {
     char *arch = gguf_get_str(g, "general.architecture");
     if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2")))
@@ -85,6 +110,7 @@ static void read_shape(const Gguf *g, Shape *s) {
     if (gguf_get_f64(g, akey(s, "attention.layer_norm_rms_epsilon"), &s->eps)) die(prog, "%s", err_get());
     if (s->hidden % s->heads || s->heads % s->kv_heads || (s->hidden / s->heads) % 2)
         die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
+    need_plain_rope(g, s);
 }
 
 /* One GGUF tensor's values [rows][cols]: as F32, or with keep as stored

@@ -264,6 +264,84 @@ static void test_convert_refuses_nonfinite(void) {
     run_cmd(err, sizeof err, "rm -rf %s %s", out, path);
 }
 
+/* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
+ * NULL, an unsigned 32-bit integer (num) */
+static void kv_put(uint8_t *b, size_t *n, const char *key, const char *val, uint32_t num) {
+    const uint64_t klen = strlen(key);
+    const uint32_t type = val ? 8 : 4;   /* GGUF_TYPE_STRING, GGUF_TYPE_UINT32 */
+    memcpy(b + *n, &klen, 8); memcpy(b + *n + 8, key, klen); *n += 8 + klen;
+    memcpy(b + *n, &type, 4); *n += 4;
+    if (val) {
+        const uint64_t vlen = strlen(val);
+        memcpy(b + *n, &vlen, 8); memcpy(b + *n + 8, val, vlen); *n += 8 + vlen;
+    } else {
+        memcpy(b + *n, &num, 4); *n += 4;
+    }
+}
+
+/* src (a GGUF v3 without general.alignment) rewritten to path with the
+ * pairs kvs[0..kvlen) (nkv of them) first in its metadata, then a padding
+ * string so that the tensors' data keeps its 32-byte alignment, and the
+ * tensor named `from` renamed `to` (the same length) when from is given. */
+static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, size_t kvlen, int nkv, const char *from,
+                         const char *to) {
+    size_t n = 0;
+    uint8_t *b = (uint8_t *)read_text_file(src, &n), pad[96];
+    REQUIRE(b, "%s", err_get());
+    size_t np = 0;
+    char fill[40] = "";
+    memset(fill, 'x', (32 - (kvlen + 8 + 12 + 4 + 8) % 32) % 32);   /* "c2t.test.pad" is 12 bytes */
+    kv_put(pad, &np, "c2t.test.pad", fill, 0);
+    uint64_t count;
+    memcpy(&count, b + 16, 8);
+    count += (uint64_t)nkv + 1;
+    memcpy(b + 16, &count, 8);
+    if (from) {
+        uint8_t *at = memmem(b, n, from, strlen(from));
+        REQUIRE(at && strlen(to) == strlen(from), "%s: no tensor name %s", src, from);
+        memcpy(at, to, strlen(to));
+    }
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f, "cannot write %s", path);
+    fwrite(b, 1, 24, f);
+    fwrite(kvs, 1, kvlen, f);
+    fwrite(pad, 1, np, f);
+    fwrite(b + 24, 1, n - 24, f);
+    fclose(f);
+    free(b);
+}
+
+/* What a GGUF says of its attention that config.json would not carry —
+ * scaled RoPE (a scaling type, LLaMA 3's rope_freqs tensor), RoPE over part
+ * of a head, keys or values of another size than the head — is refused in
+ * one line naming the key or tensor; the same file with a scaling type
+ * "none" and sizes equal to the head converts. */
+static void test_convert_refuses_other_attention(void) {
+    static const struct { const char *key, *val; uint32_t num; const char *from, *to, *needle; } cases[] = {
+        {"qwen2.rope.scaling.type", "yarn", 0, NULL, NULL, "qwen2.rope.scaling.type = 'yarn'"},
+        {"qwen2.rope.scaling.type", "linear", 0, NULL, NULL, "scaled RoPE is not converted"},
+        {"qwen2.rope.dimension_count", NULL, 8, NULL, NULL, "qwen2.rope.dimension_count = 8, not the head size 16"},
+        {"qwen2.attention.key_length", NULL, 32, NULL, NULL, "qwen2.attention.key_length = 32"},
+        {"qwen2.attention.value_length", "16", 0, NULL, NULL, "qwen2.attention.value_length"},
+        {NULL, NULL, 0, "blk.0.attn_q.bias", "rope_freqs.weight", "tensor rope_freqs.weight"},
+        {"qwen2.rope.scaling.type", "none", 0, NULL, NULL, NULL},
+        {"qwen2.rope.dimension_count", NULL, 16, NULL, NULL, NULL},
+    };
+    char path[96], out[96], err[2048];
+    snprintf(path, sizeof path, "/tmp/c2t_attn_%d.gguf", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/c2t_attn_%d", (int)getpid());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint8_t kvs[256];
+        size_t kvlen = 0;
+        if (cases[i].key) kv_put(kvs, &kvlen, cases[i].key, cases[i].val, cases[i].num);
+        gguf_variant("tests/golden/qwen2_tiny.gguf", path, kvs, kvlen, cases[i].key != NULL, cases[i].from, cases[i].to);
+        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", out, bin_dir(), path, out);
+        if (cases[i].needle) CHECK_ONE_LINE_ERROR(rc, err, cases[i].needle);
+        else CHECK(rc == 0, "%s = %s: %s", cases[i].key, cases[i].val ? cases[i].val : "16", err);
+    }
+    run_cmd(err, sizeof err, "rm -rf %s %s", out, path);
+}
+
 /* dir/config.json: config.json of src with `from` replaced by `to`; dir's
  * model.safetensors a link to src's. */
 static void config_variant(const char *dir, const char *src, const char *from, const char *to) {
@@ -650,6 +728,7 @@ int main(void) {
     RUN(test_parity_qwen2_bf16);
     RUN(test_convert_keep_block_types);
     RUN(test_convert_refuses_nonfinite);
+    RUN(test_convert_refuses_other_attention);
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
     RUN(test_parity_demo_target);
