@@ -221,6 +221,18 @@ static void test_malformed_config(void) {
     write_text(cfg, "{\"hidden_size\": 64, \"intermediate_size\": 172, \"num_hidden_layers\": 2,"
                     "\"num_attention_heads\": 4, \"vocab_size\": 256, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2}}");
     expect_failure("unsupported rope scaling", "yarn");
+    write_text(cfg, "{\"model_type\": \"mistral\", \"sliding_window\": 4096, \"hidden_size\": 64, \"intermediate_size\": 172,"
+                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 256}");
+    expect_failure("mistral's sliding window", "sliding_window 4096");
+    write_text(cfg, "{\"model_type\": \"llama\", \"mlp_bias\": true, \"hidden_size\": 64, \"intermediate_size\": 172,"
+                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 256}");
+    expect_failure("mlp bias", "mlp_bias");
+    /* a window of null (Mistral from v0.2 on) and mlp_bias false load */
+    write_text(cfg, "{\"model_type\": \"mistral\", \"sliding_window\": null, \"mlp_bias\": false, \"hidden_size\": 64,"
+                    "\"intermediate_size\": 172, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 256}");
+    LlamaModel *m = llama_load(dir, &cpu_backend);
+    CHECK(m != NULL, "mistral without a window: %s", err_get());
+    if (m) llama_free(m);
     free(cfg);
 }
 

@@ -106,6 +106,18 @@ int config_load(const char *path, ModelConfig *c) {
         err_set("%s: use_sliding_window true is not supported (full attention only)", path);
         goto out;
     }
+    /* Mistral's window (v0.1: 4096) limits each position's attention; a
+     * context past it would be attended whole here, without a word */
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
+    if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "mistral") && sw && !cJSON_IsNull(sw)) {
+        err_set("%s: sliding_window %g is not supported (full attention only; Mistral from v0.2 on has none)", path,
+                cJSON_IsNumber(sw) ? sw->valuedouble : -1.0);
+        goto out;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "mlp_bias"))) {
+        err_set("%s: mlp_bias true (biases on gate, up and down) is not supported", path);
+        goto out;
+    }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
     if (cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
         err_set("%s: hidden_act %s is not supported (silu)", path, act->valuestring);
