@@ -30,9 +30,9 @@ static const char *prog = "spec-convert";
 
 static void usage(FILE *f) {
     fprintf(f,
-"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep]\n"
+"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep] [--tokenizer-only]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
-"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt2, smollm or qwen2) into a\n"
+"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm or qwen2) into a\n"
 "Hugging Face checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
 "tokenizer.json, tokenizer_config.json, generation_config.json.  Tensors may be F32,\n"
 "F16 or any quantized type the GGUF reader knows (dequantised as llama.cpp does);\n"
@@ -42,6 +42,8 @@ static void usage(FILE *f) {
 "                dequantised values), or keep: every tensor as the GGUF stores it, the\n"
 "                quantized ones in their blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,\n"
 "                Q6_K), which the runtime computes with in place (docs/models.md)\n"
+"  --tokenizer-only  tokenizer.json and tokenizer_config.json alone, from any GGUF\n"
+"                that holds a tokenizer (llama.cpp's vocabulary-only files too)\n"
 "  -h, --help\n");
 }
 
@@ -361,8 +363,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     char *model = gguf_get_str(g, "tokenizer.ggml.model"), *pre = gguf_get_str(g, "tokenizer.ggml.pre");
     if (!model || strcmp(model, "gpt2")) die(prog, "tokenizer model '%s': only gpt2 (byte-level BPE) is supported", model ? model : "?");
-    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt2") && strcmp(pre, "qwen2")))
-        die(prog, "pre-tokenizer '%s': only smollm, gpt2 and qwen2 are supported", pre ? pre : "?");
+    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2")))
+        die(prog, "pre-tokenizer '%s': only smollm, gpt-2 and qwen2 are supported", pre ? pre : "?");
     const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens"), *types = gguf_find(g, "tokenizer.ggml.token_type"),
                  *merges = gguf_find(g, "tokenizer.ggml.merges");
     if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
@@ -495,13 +497,16 @@ static void check_out_dir(const char *dir, const char *in) {
 
 int main(int argc, char **argv) {
     const char *dtype = "bf16";
-    enum { O_DTYPE = 256 };
-    static const struct option opts[] = {{"dtype", 1, 0, O_DTYPE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int tokenizer_only = 0;
+    enum { O_DTYPE = 256, O_TOKENIZER_ONLY };
+    static const struct option opts[] = {
+        {"dtype", 1, 0, O_DTYPE}, {"tokenizer-only", 0, 0, O_TOKENIZER_ONLY}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case O_DTYPE: dtype = optarg; break;
+        case O_TOKENIZER_ONLY: tokenizer_only = 1; break;
         case 'h': usage(stdout); return 0;
         default: cli_unknown_option(prog, argv[optind - 1]);
         }
@@ -516,6 +521,16 @@ int main(int argc, char **argv) {
     double t0 = now_seconds();
     Gguf *g = gguf_open(in);
     if (!g) die(prog, "%s", err_get());
+    if (tokenizer_only) {   /* no shapes asked: a vocabulary-only file of any architecture */
+        if (mkdir(dir, 0777) && errno != EEXIST) die(prog, "%s: cannot create: %s", dir, strerror(errno));
+        char *arch = gguf_get_str(g, "general.architecture"), key[96];
+        snprintf(key, sizeof key, "%s.context_length", arch ? arch : "?");
+        write_tokenizer(g, dir, (int)opt_int(g, key, 0));
+        free(arch);
+        gguf_close(g);
+        fprintf(stderr, "spec-convert: %s -> %s (tokenizer only) in %.1f s\n", in, dir, now_seconds() - t0);
+        return 0;
+    }
     Shape s;
     read_shape(g, &s);
     if (mkdir(dir, 0777) && errno != EEXIST) die(prog, "%s: cannot create: %s", dir, strerror(errno));

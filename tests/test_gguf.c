@@ -273,6 +273,24 @@ static void test_data_section_a_byte_short(void) {
     }
 }
 
+/* A file of no tensors may end right after its metadata, before the
+ * padding that would start a data section (llama.cpp's vocabulary-only
+ * files do); a file with a tensor may not. */
+static void test_no_tensors_no_padding(void) {
+    const char *path = made_file(NULL, 0, NULL, 0);
+    CHECK(truncate(path, 24) == 0, "cannot truncate %s", path);
+    Gguf *g = gguf_open(path);
+    CHECK(g && gguf_n_tensors(g) == 0, "no tensors, no padding: %s", g ? "" : err_get());
+    gguf_close(g);
+    static unsigned char data[34];
+    const Made t = {"w", GGML_Q8_0, 32, 1};
+    path = made_file(&t, 1, data, 0);
+    g = gguf_open(path);
+    CHECK(!g && strstr(err_get(), "do not lie in"), "a tensor without its data: %s", g ? "opened" : err_get());
+    gguf_close(g);
+    unlink(path);
+}
+
 /* A NaN or infinite scale is not refused, as ggml does not refuse it (and
  * this reader never did for Q8_0, nor for an F32 or F16 NaN): the block
  * comes out as ggml computes it, NaN for a NaN d or minimum, inf or NaN
@@ -340,6 +358,7 @@ int main(void) {
     RUN(test_hostile_copies);
     RUN(test_rows_must_be_whole_blocks);
     RUN(test_data_section_a_byte_short);
+    RUN(test_no_tensors_no_padding);
     RUN(test_nan_and_inf_scales_pass_through);
     RUN(test_types_not_read_are_refused_by_name);
     return h_done();

@@ -264,6 +264,20 @@ static void test_convert_refuses_nonfinite(void) {
     run_cmd(err, sizeof err, "rm -rf %s %s", out, path);
 }
 
+/* spec-convert --tokenizer-only writes the same tokenizer.json and
+ * tokenizer_config.json as the whole conversion, and nothing else. */
+static void test_convert_tokenizer_only(void) {
+    char a[96], b[96], err[2048];
+    snprintf(a, sizeof a, "/tmp/c2t_tokonly_%d", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/c2t_tokall_%d", (int)getpid());
+    int rc = run_cmd(err, sizeof err, "rm -rf %s %s && %s/spec-convert tests/golden/qwen2_tiny.gguf %s --tokenizer-only && "
+                     "%s/spec-convert tests/golden/qwen2_tiny.gguf %s && cmp %s/tokenizer.json %s/tokenizer.json && "
+                     "cmp %s/tokenizer_config.json %s/tokenizer_config.json && [ \"$(ls %s)\" = \"$(printf 'tokenizer.json\\ntokenizer_config.json')\" ]",
+                     a, b, bin_dir(), a, bin_dir(), b, a, b, a, b, a);
+    CHECK(rc == 0, "--tokenizer-only: %s", err);
+    run_cmd(err, sizeof err, "rm -rf %s %s", a, b);
+}
+
 /* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
  * NULL, an unsigned 32-bit integer (num) */
 static void kv_put(uint8_t *b, size_t *n, const char *key, const char *val, uint32_t num) {
@@ -729,6 +743,7 @@ int main(void) {
     RUN(test_convert_keep_block_types);
     RUN(test_convert_refuses_nonfinite);
     RUN(test_convert_refuses_other_attention);
+    RUN(test_convert_tokenizer_only);
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
     RUN(test_parity_demo_target);

@@ -235,6 +235,8 @@ static int parse(Gguf *g) {
     }
     size_t head = (size_t)(c.p - g->map);
     size_t start = (size_t)((head + alignment - 1) / alignment * alignment);
+    /* a file of no tensors (llama.cpp's vocabulary-only files) may end before the padding */
+    if (start > g->size && !g->n_tensors) start = g->size;
     if (start > g->size) { err_set("%s: truncated before the data section", g->path); return -1; }
     g->data = g->map + start;
     size_t data_size = g->size - start;

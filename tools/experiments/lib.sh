@@ -40,3 +40,17 @@ train_classifier() {
     _o=$1; _rep=$2; _ep=$3; shift 3
     bin/spec-train "$@" --out "$_o" --report "$_rep" --transform P=log --standardize --epochs "$_ep" --neg-ratio 2.5
 }
+
+# llamacpp_sdist: the PyPI sdist llama-cpp-python==$LLAMACPP_VER (llama.cpp's
+# source and its test vocabularies) in models/download, fetched with pip once;
+# its path on stdout, or one line on stderr and exit 3 when pip cannot fetch it
+LLAMACPP_VER=0.3.36
+llamacpp_sdist() {
+    _s=models/download/llama_cpp_python-$LLAMACPP_VER.tar.gz
+    if [ ! -f "$_s" ]; then
+        mkdir -p models/download
+        python3 -m pip download -q --no-deps --no-binary :all: -d models/download "llama-cpp-python==$LLAMACPP_VER" \
+            >/dev/null 2>&1 || { echo "llamacpp: pip could not fetch llama-cpp-python==$LLAMACPP_VER (no network?)" >&2; exit 3; }
+    fi
+    echo "$_s"
+}

@@ -26,8 +26,6 @@
 #                                          values as our spec-convert --dtype T)
 # Exit 3 (one line on stderr) when pip cannot fetch the sdist.
 . "$(dirname "$0")/lib.sh"
-VER=0.3.36
-SDIST=models/download/llama_cpp_python-$VER.tar.gz
 SRC=build/llama.cpp-src
 case ${LLAMACPP_ISA:-native} in
 native) OUT=build/llama.cpp; ISA_FLAGS= ;;
@@ -45,16 +43,12 @@ TOOLS="llama-bench llama-batched-bench llama-quantize llama-speculative-simple l
 have_all() { for t in $TOOLS; do [ -x "$OUT/bin/$t" ] || return 1; done; }
 
 if ! have_all; then
-    mkdir -p models/download
-    if [ ! -f "$SDIST" ]; then
-        python3 -m pip download -q --no-deps --no-binary :all: -d models/download "llama-cpp-python==$VER" \
-            >/dev/null 2>&1 || { echo "llamacpp: pip could not fetch llama-cpp-python==$VER (no network?)" >&2; exit 3; }
-    fi
+    SDIST=$(llamacpp_sdist)
     # cmake and g++: the Makefile's LLAMACPP_DEB_PKGS (stdout is the bin dir's alone)
     make --no-print-directory deps-llamacpp >&2
     if [ ! -f "$SRC/.unpacked" ]; then   # once: a fresh unpack would make cmake rebuild everything
         rm -rf "$SRC" && mkdir -p "$SRC"
-        tar xzf "$SDIST" -C "$SRC" --strip-components=3 "llama_cpp_python-$VER/vendor/llama.cpp"
+        tar xzf "$SDIST" -C "$SRC" --strip-components=3 "llama_cpp_python-$LLAMACPP_VER/vendor/llama.cpp"
         touch "$SRC/.unpacked"
     fi
     echo "llamacpp: building $TOOLS (a few minutes, once)" >&2
