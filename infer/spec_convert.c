@@ -32,11 +32,11 @@ static void usage(FILE *f) {
     fprintf(f,
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep] [--tokenizer-only]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
-"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm or qwen2) into a\n"
-"Hugging Face checkpoint directory: model.safetensors (BF16 by default), config.json,\n"
-"tokenizer.json, tokenizer_config.json, generation_config.json.  Tensors may be F32,\n"
-"F16 or any quantized type the GGUF reader knows (dequantised as llama.cpp does);\n"
-"other types are refused.\n"
+"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2 or\n"
+"llama-bpe) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
+"default), config.json, tokenizer.json, tokenizer_config.json, generation_config.json.\n"
+"Tensors may be F32, F16 or any quantized type the GGUF reader knows (dequantised as\n"
+"llama.cpp does); other types are refused.\n"
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
 "  --dtype D     bf16 (default) or f16 (both rounded to nearest even), f32 (the exact\n"
 "                dequantised values), or keep: every tensor as the GGUF stores it, the\n"
@@ -342,6 +342,10 @@ static cJSON *byte_level(const char *type, int use_regex) {
 static const char QWEN2_SPLIT[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* LLaMA 3's (pre-tokenizer llama-bpe): Qwen2's with digits in runs of up to three */
+static const char LLAMA3_SPLIT[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 static char *token_str(const GgufKV *kv, uint64_t i) {
     const char *s;
@@ -358,13 +362,15 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* tokenizer.json for a GGUF "gpt2" BPE: byte-level, merges, the control
  * tokens as special added tokens; pre-tokenizer smollm = each digit alone,
- * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM); qwen2 =
- * NFC, then QWEN2_SPLIT, then bytes, as Qwen2's published tokenizer.json. */
+ * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM); gpt-2 =
+ * GPT-2's regex; qwen2 = NFC, then QWEN2_SPLIT, then bytes, as Qwen2's
+ * published tokenizer.json; llama-bpe = LLAMA3_SPLIT, then bytes, as
+ * LLaMA 3's. */
 static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     char *model = gguf_get_str(g, "tokenizer.ggml.model"), *pre = gguf_get_str(g, "tokenizer.ggml.pre");
     if (!model || strcmp(model, "gpt2")) die(prog, "tokenizer model '%s': only gpt2 (byte-level BPE) is supported", model ? model : "?");
-    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2")))
-        die(prog, "pre-tokenizer '%s': only smollm, gpt-2 and qwen2 are supported", pre ? pre : "?");
+    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2") && strcmp(pre, "llama-bpe")))
+        die(prog, "pre-tokenizer '%s': only smollm, gpt-2, qwen2 and llama-bpe are supported", pre ? pre : "?");
     const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens"), *types = gguf_find(g, "tokenizer.ggml.token_type"),
                  *merges = gguf_find(g, "tokenizer.ggml.merges");
     if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
@@ -403,6 +409,8 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     }
     cJSON_AddItemToObject(j, "added_tokens", added);
     const int qwen2 = !strcmp(pre, "qwen2");
+    /* qwen2 and llama-bpe: their split regex, then bytes to characters alone */
+    const char *split = qwen2 ? QWEN2_SPLIT : !strcmp(pre, "llama-bpe") ? LLAMA3_SPLIT : NULL;
     if (qwen2) {
         cJSON *nfc = cJSON_CreateObject();
         cJSON_AddStringToObject(nfc, "type", "NFC");
@@ -411,13 +419,13 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
         cJSON_AddNullToObject(j, "normalizer");
     }
     cJSON *pt = cJSON_CreateObject();
-    if (!strcmp(pre, "smollm") || qwen2) {
+    if (!strcmp(pre, "smollm") || split) {
         cJSON_AddStringToObject(pt, "type", "Sequence");
         cJSON *list = cJSON_AddArrayToObject(pt, "pretokenizers"), *first = cJSON_CreateObject();
-        if (qwen2) {
+        if (split) {
             cJSON_AddStringToObject(first, "type", "Split");
             cJSON *pat = cJSON_AddObjectToObject(first, "pattern");
-            cJSON_AddStringToObject(pat, "Regex", QWEN2_SPLIT);
+            cJSON_AddStringToObject(pat, "Regex", split);
             cJSON_AddStringToObject(first, "behavior", "Isolated");
             cJSON_AddBoolToObject(first, "invert", 0);
         } else {
@@ -425,14 +433,14 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
             cJSON_AddBoolToObject(first, "individual_digits", 1);
         }
         cJSON_AddItemToArray(list, first);
-        cJSON_AddItemToArray(list, byte_level("ByteLevel", !qwen2));
+        cJSON_AddItemToArray(list, byte_level("ByteLevel", !split));
     } else {
         cJSON_Delete(pt);
         pt = byte_level("ByteLevel", 1);
     }
     cJSON_AddItemToObject(j, "pre_tokenizer", pt);
-    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel", !qwen2));
-    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel", !qwen2));
+    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel", !split));
+    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel", !split));
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "type", "BPE");
     cJSON_AddNullToObject(m, "dropout");
@@ -441,7 +449,8 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     cJSON_AddNullToObject(m, "end_of_word_suffix");
     cJSON_AddBoolToObject(m, "fuse_unk", 0);
     cJSON_AddBoolToObject(m, "byte_fallback", 0);
-    cJSON_AddBoolToObject(m, "ignore_merges", 0);
+    /* LLaMA 3's: a piece that is a token is that token, whatever the merges (llama.cpp: llama-bpe) */
+    cJSON_AddBoolToObject(m, "ignore_merges", split == LLAMA3_SPLIT);
     cJSON_AddItemToObject(m, "vocab", vocab);
     cJSON_AddItemToObject(m, "merges", mg);
     cJSON_AddItemToObject(j, "model", m);

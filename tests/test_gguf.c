@@ -291,6 +291,19 @@ static void test_no_tensors_no_padding(void) {
     unlink(path);
 }
 
+/* Two tensors of one name: refused naming it (the reader would take the
+ * first and leave the second unread). */
+static void test_duplicate_tensor_refused(void) {
+    static unsigned char data[2 * 34];
+    const Made t[2] = {{"w", GGML_Q8_0, 32, 1}, {"w", GGML_Q8_0, 32, 1}};
+    const char *path = made_file(t, 2, data, sizeof data);
+    Gguf *g = gguf_open(path);
+    CHECK(!g && strstr(err_get(), "tensor 'w' appears twice") && strstr(err_get(), path), "duplicate: %s",
+          g ? "opened" : err_get());
+    gguf_close(g);
+    unlink(path);
+}
+
 /* A NaN or infinite scale is not refused, as ggml does not refuse it (and
  * this reader never did for Q8_0, nor for an F32 or F16 NaN): the block
  * comes out as ggml computes it, NaN for a NaN d or minimum, inf or NaN
@@ -359,6 +372,7 @@ int main(void) {
     RUN(test_rows_must_be_whole_blocks);
     RUN(test_data_section_a_byte_short);
     RUN(test_no_tensors_no_padding);
+    RUN(test_duplicate_tensor_refused);
     RUN(test_nan_and_inf_scales_pass_through);
     RUN(test_types_not_read_are_refused_by_name);
     return h_done();

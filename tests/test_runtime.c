@@ -294,33 +294,38 @@ static void kv_put(uint8_t *b, size_t *n, const char *key, const char *val, uint
 }
 
 /* src (a GGUF v3 without general.alignment) rewritten to path with the
- * pairs kvs[0..kvlen) (nkv of them) first in its metadata, then a padding
- * string so that the tensors' data keeps its 32-byte alignment, and the
- * tensor named `from` renamed `to` (the same length) when from is given. */
-static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, size_t kvlen, int nkv, const char *from,
-                         const char *to) {
+ * pairs kvs[0..kvlen) (nkv of them) first in its metadata, the first
+ * occurrence of the bytes from[0..from_len) replaced by to[0..to_len) (a
+ * tensor renamed, a value rewritten; none when from is NULL), then a
+ * padding string so that the tensors' data keeps its 32-byte alignment. */
+static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, size_t kvlen, int nkv, const void *from,
+                         size_t from_len, const void *to, size_t to_len) {
     size_t n = 0;
     uint8_t *b = (uint8_t *)read_text_file(src, &n), pad[96];
     REQUIRE(b, "%s", err_get());
+    const uint8_t *at = from ? memmem(b, n, from, from_len) : NULL;
+    REQUIRE(!from || at, "%s: the bytes to replace are not there", src);
+    const size_t grow = kvlen + to_len - (from ? from_len : 0) + 8 + 12 + 4 + 8;   /* "c2t.test.pad" is 12 bytes */
     size_t np = 0;
     char fill[40] = "";
-    memset(fill, 'x', (32 - (kvlen + 8 + 12 + 4 + 8) % 32) % 32);   /* "c2t.test.pad" is 12 bytes */
+    memset(fill, 'x', (32 - grow % 32) % 32);
     kv_put(pad, &np, "c2t.test.pad", fill, 0);
     uint64_t count;
     memcpy(&count, b + 16, 8);
     count += (uint64_t)nkv + 1;
     memcpy(b + 16, &count, 8);
-    if (from) {
-        uint8_t *at = memmem(b, n, from, strlen(from));
-        REQUIRE(at && strlen(to) == strlen(from), "%s: no tensor name %s", src, from);
-        memcpy(at, to, strlen(to));
-    }
     FILE *f = fopen(path, "wb");
     REQUIRE(f, "cannot write %s", path);
     fwrite(b, 1, 24, f);
-    fwrite(kvs, 1, kvlen, f);
+    if (kvlen) fwrite(kvs, 1, kvlen, f);
     fwrite(pad, 1, np, f);
-    fwrite(b + 24, 1, n - 24, f);
+    if (at) {
+        fwrite(b + 24, 1, (size_t)(at - b) - 24, f);
+        fwrite(to, 1, to_len, f);
+        fwrite(at + from_len, 1, n - (size_t)(at - b) - from_len, f);
+    } else {
+        fwrite(b + 24, 1, n - 24, f);
+    }
     fclose(f);
     free(b);
 }
@@ -329,7 +334,8 @@ static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, 
  * scaled RoPE (a scaling type, LLaMA 3's rope_freqs tensor), RoPE over part
  * of a head, keys or values of another size than the head — is refused in
  * one line naming the key or tensor; the same file with a scaling type
- * "none" and sizes equal to the head converts. */
+ * "none" and sizes equal to the head converts.  A key given twice is
+ * refused by the GGUF reader. */
 static void test_convert_refuses_other_attention(void) {
     static const struct { const char *key, *val; uint32_t num; const char *from, *to, *needle; } cases[] = {
         {"qwen2.rope.scaling.type", "yarn", 0, NULL, NULL, "qwen2.rope.scaling.type = 'yarn'"},
@@ -340,6 +346,8 @@ static void test_convert_refuses_other_attention(void) {
         {NULL, NULL, 0, "blk.0.attn_q.bias", "rope_freqs.weight", "tensor rope_freqs.weight"},
         {"qwen2.rope.scaling.type", "none", 0, NULL, NULL, NULL},
         {"qwen2.rope.dimension_count", NULL, 16, NULL, NULL, NULL},
+        /* a key given twice (here one that the file holds already): a lie, whichever value is meant */
+        {"qwen2.rope.freq_base", NULL, 10000, NULL, NULL, "metadata key 'qwen2.rope.freq_base' appears twice"},
     };
     char path[96], out[96], err[2048];
     snprintf(path, sizeof path, "/tmp/c2t_attn_%d.gguf", (int)getpid());
@@ -348,10 +356,60 @@ static void test_convert_refuses_other_attention(void) {
         uint8_t kvs[256];
         size_t kvlen = 0;
         if (cases[i].key) kv_put(kvs, &kvlen, cases[i].key, cases[i].val, cases[i].num);
-        gguf_variant("tests/golden/qwen2_tiny.gguf", path, kvs, kvlen, cases[i].key != NULL, cases[i].from, cases[i].to);
+        gguf_variant("tests/golden/qwen2_tiny.gguf", path, kvs, kvlen, cases[i].key != NULL, cases[i].from,
+                     cases[i].from ? strlen(cases[i].from) : 0, cases[i].to, cases[i].to ? strlen(cases[i].to) : 0);
         int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", out, bin_dir(), path, out);
         if (cases[i].needle) CHECK_ONE_LINE_ERROR(rc, err, cases[i].needle);
         else CHECK(rc == 0, "%s = %s: %s", cases[i].key, cases[i].val ? cases[i].val : "16", err);
+    }
+    run_cmd(err, sizeof err, "rm -rf %s %s", out, path);
+}
+
+/* The tokenizer.json spec-convert writes for a pre-tokenizer (the tiny
+ * GGUF's qwen2, and llama-bpe and gpt-2 written in its place): NFC and
+ * Qwen2's split for qwen2, LLaMA 3's split (digits in threes) with
+ * ignore_merges for llama-bpe, GPT-2's regex inside the byte-level step
+ * for gpt-2; an unknown one refused by name.  (llama.cpp's own test cases
+ * check the ids: tools/experiments/vocab_tests.sh.) */
+static void test_convert_pre_tokenizers(void) {
+    static const struct { const char *pre, *split, *normalizer; int ignore_merges, byte_regex; } cases[] = {
+        {"qwen2", "\\p{N}| ?", "NFC", 0, 0},
+        {"llama-bpe", "\\p{N}{1,3}| ?", NULL, 1, 0},
+        {"gpt-2", NULL, NULL, 0, 1},
+        {"falcon", NULL, NULL, 0, 0},
+    };
+    char path[96], out[96], err[2048];
+    snprintf(path, sizeof path, "/tmp/c2t_pre_%d.gguf", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/c2t_pre_%d", (int)getpid());
+    const char *key = "tokenizer.ggml.pre";
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint8_t from[64], to[64];   /* the pair's key, string type, length and "qwen2" */
+        size_t nf = 0, nt = 0;
+        kv_put(from, &nf, key, "qwen2", 0);
+        kv_put(to, &nt, key, cases[i].pre, 0);
+        gguf_variant("tests/golden/qwen2_tiny.gguf", path, NULL, 0, 0, from + 8, nf - 8, to + 8, nt - 8);
+        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --tokenizer-only", out, bin_dir(), path, out);
+        if (!strcmp(cases[i].pre, "falcon")) {
+            CHECK_ONE_LINE_ERROR(rc, err, "pre-tokenizer 'falcon'");
+            continue;
+        }
+        REQUIRE(rc == 0, "%s: %s", cases[i].pre, err);
+        char *tj = path_join(out, "tokenizer.json");
+        cJSON *j = read_json_file(tj);
+        REQUIRE(j, "%s", err_get());
+        const cJSON *pt = cJSON_GetObjectItem(j, "pre_tokenizer"), *nm = cJSON_GetObjectItem(j, "normalizer"),
+                    *model = cJSON_GetObjectItem(j, "model");
+        const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(pt, "pretokenizers"), 0);
+        const char *regex = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(first, "pattern"), "Regex"));
+        const cJSON *bl = cases[i].split ? cJSON_GetArrayItem(cJSON_GetObjectItem(pt, "pretokenizers"), 1) : pt;
+        CHECK(cases[i].split ? regex && strstr(regex, cases[i].split) : !regex, "%s: split '%s'", cases[i].pre, regex ? regex : "none");
+        CHECK(cases[i].normalizer ? !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(nm, "type")), cases[i].normalizer)
+                                  : cJSON_IsNull(nm), "%s: normalizer", cases[i].pre);
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(model, "ignore_merges")) == cases[i].ignore_merges, "%s: ignore_merges",
+              cases[i].pre);
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(bl, "use_regex")) == cases[i].byte_regex, "%s: ByteLevel use_regex", cases[i].pre);
+        cJSON_Delete(j);
+        free(tj);
     }
     run_cmd(err, sizeof err, "rm -rf %s %s", out, path);
 }
@@ -744,6 +802,7 @@ int main(void) {
     RUN(test_convert_refuses_nonfinite);
     RUN(test_convert_refuses_other_attention);
     RUN(test_convert_tokenizer_only);
+    RUN(test_convert_pre_tokenizers);
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
     RUN(test_parity_demo_target);

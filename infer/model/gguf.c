@@ -159,6 +159,32 @@ static uint64_t tensor_bytes(int type, uint64_t n) {
     return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * (uint64_t)quant_block_bytes(t);
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* -1 with a line naming the first name of names[0..n) given twice (what
+ * would take the first and ignore the second: a lying file, which ggml
+ * refuses too) */
+static int unique_names(const Gguf *g, const char **names, int n, const char *what) {
+    qsort(names, (size_t)n, sizeof *names, cmp_name);
+    for (int i = 1; i < n; i++)
+        if (!strcmp(names[i - 1], names[i])) {
+            err_set("%s: %s '%s' appears twice", g->path, what, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static int names_unique(const Gguf *g) {
+    const int most = g->n_kv > g->n_tensors ? g->n_kv : g->n_tensors;
+    const char **names = xmalloc(sizeof *names * (size_t)(most + 1));
+    for (int i = 0; i < g->n_kv; i++) names[i] = g->kv[i].key;
+    int rc = unique_names(g, names, g->n_kv, "metadata key");
+    for (int i = 0; !rc && i < g->n_tensors; i++) names[i] = g->tensors[i].name;
+    if (!rc) rc = unique_names(g, names, g->n_tensors, "tensor");
+    free(names);
+    return rc;
+}
+
 static int parse(Gguf *g) {
     Cur c = {g->map, g->map + g->size, g->path};
     const uint8_t *magic;
@@ -233,6 +259,7 @@ static int parse(Gguf *g) {
         }
         t->bytes = tensor_bytes(t->type, n);
     }
+    if (names_unique(g)) return -1;
     size_t head = (size_t)(c.p - g->map);
     size_t start = (size_t)((head + alignment - 1) / alignment * alignment);
     /* a file of no tensors (llama.cpp's vocabulary-only files) may end before the padding */
