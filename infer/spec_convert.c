@@ -52,6 +52,9 @@ typedef struct {
     int qwen2;
     int layers, hidden, ffn, heads, kv_heads, vocab, ctx;
     double rope_theta, eps;
+    /* LLaMA 3's RoPE scaling (rope_freqs.weight), or factor 0: none */
+    double rope_factor, rope_low, rope_high;
+    int rope_orig_ctx;
 } Shape;
 
 static int64_t need_int(const Gguf *g, const char *key) {
@@ -87,9 +90,64 @@ static void need_plain_rope(const Gguf *g, const Shape *s) {
         die(prog, "%s = '%s': scaled RoPE is not converted (convert the Hugging Face checkpoint, whose config.json's "
             "rope_scaling the runtime reads)", akey(s, "rope.scaling.type"), type ? type : "?");
     free(type);
-    if (gguf_find_tensor(g, "rope_freqs.weight"))
-        die(prog, "tensor rope_freqs.weight: per-frequency RoPE factors (LLaMA 3's scaling) are not converted (convert the "
-            "Hugging Face checkpoint, whose config.json's rope_scaling the runtime reads)");
+}
+
+/* LLaMA 3's divisor of frequency i (of half, base^(-2i/head)) under
+ * rope_scaling llama3 (factor, low, high, original context), in float as
+ * llama.cpp's converter and transformers compute it */
+static float llama3_divisor(const Shape *s, int i, double factor, double low, double high, double ctx) {
+    const int head = s->hidden / s->heads;
+    const float f = (float)(1.0 / pow(s->rope_theta, (double)(2 * i) / head));
+    const double wl = 2 * M_PI / f;
+    if (wl < ctx / high) return 1.0f;
+    if (wl > ctx / low) return (float)factor;
+    const double sm = (ctx / wl - low) / (high - low);
+    return (float)(1.0 / ((1 - sm) / factor + sm));
+}
+
+/* rope_freqs.weight (llama.cpp's converter's form of rope_type llama3: the
+ * divisors of the head / 2 frequencies) back to config.json's rope_scaling.
+ * The divisors fix factor (the largest) but not low_freq_factor,
+ * high_freq_factor and the original context apart: with LLaMA 3.1 and 3.2's
+ * 1 and 4, the original context is what a divisor between the bands asks
+ * (else the largest power of two the bands allow); every divisor is then
+ * computed again from those and must agree, else the tensor is refused. */
+static void read_llama3_rope(const Gguf *g, Shape *s) {
+    const GgufTensor *t = gguf_find_tensor(g, "rope_freqs.weight");
+    if (!t) return;
+    const int half = s->hidden / s->heads / 2;
+    if (t->type != GGML_F32 || t->ne[0] != half || t->ne[1] != 1)
+        die(prog, "tensor rope_freqs.weight: expected %d F32 values (a divisor per frequency)", half);
+    float *r = xmalloc(sizeof(float) * (size_t)half);
+    if (gguf_tensor_f32(g, t, r)) die(prog, "%s", err_get());
+    const double low = 1, high = 4;
+    double factor = 0, ctx = 0;
+    for (int i = 0; i < half; i++)
+        if (r[i] > factor) factor = r[i];
+    if (!(factor > 1) || !isfinite(factor)) die(prog, "tensor rope_freqs.weight: no divisor above 1 (largest %g)", factor);
+    double most = INFINITY, least = 0;   /* the original context the bands allow: (least, most) */
+    for (int i = 0; i < half; i++) {
+        const double wl = 2 * M_PI * pow(s->rope_theta, (double)(2 * i) / (2 * half));
+        if (r[i] == 1.0f) { if (wl * high > least) least = wl * high; }
+        else if (r[i] == (float)factor) { if (wl * low < most) most = wl * low; }
+        else if (ctx == 0) ctx = round(wl * (low + (1 / r[i] - 1 / factor) / (1 - 1 / factor) * (high - low)));
+    }
+    if (ctx == 0)
+        for (double p = 1 << 20; p >= 1 && ctx == 0; p /= 2)
+            if (p > least && p < most) ctx = p;
+    int agree = ctx > 0;
+    for (int i = 0; agree && i < half; i++) {
+        const float want = llama3_divisor(s, i, factor, low, high, ctx);
+        agree = fabsf(want - r[i]) <= 1e-5f * want;
+    }
+    free(r);
+    if (!agree)
+        die(prog, "tensor rope_freqs.weight: its divisors are not LLaMA 3's scaling with low_freq_factor 1 and "
+            "high_freq_factor 4 (convert the Hugging Face checkpoint, whose config.json's rope_scaling the runtime reads)");
+    s->rope_factor = factor;
+    s->rope_low = low;
+    s->rope_high = high;
+    s->rope_orig_ctx = (int)ctx;
 }
 
 static void read_shape(const Gguf *g, Shape *s) {
@@ -113,6 +171,7 @@ static void read_shape(const Gguf *g, Shape *s) {
     if (s->hidden % s->heads || s->heads % s->kv_heads || (s->hidden / s->heads) % 2)
         die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
     need_plain_rope(g, s);
+    read_llama3_rope(g, s);
 }
 
 /* One GGUF tensor's values [rows][cols]: as F32, or with keep as stored
@@ -288,7 +347,16 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_AddNumberToObject(c, "max_position_embeddings", s->ctx);
     cJSON_AddNumberToObject(c, "rms_norm_eps", (float)s->eps);
     cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
-    cJSON_AddNullToObject(c, "rope_scaling");
+    if (s->rope_factor > 0) {
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        cJSON_AddNumberToObject(rs, "factor", s->rope_factor);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", s->rope_low);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", s->rope_high);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", s->rope_orig_ctx);
+    } else {
+        cJSON_AddNullToObject(c, "rope_scaling");
+    }
     cJSON_AddStringToObject(c, "hidden_act", "silu");
     if (s->qwen2) {   /* Qwen2Config: q/k/v biases implied; full attention */
         cJSON_AddBoolToObject(c, "use_sliding_window", 0);

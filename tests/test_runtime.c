@@ -137,6 +137,58 @@ static void test_parity_llama3_bf16(void) { parity("llama3_bf16"); }
 static void test_parity_qwen2_f32_qkv_bias(void) { parity("qwen2_f32"); }
 static void test_parity_qwen2_bf16(void) { parity("qwen2_bf16"); }
 
+/* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
+ * NULL, an unsigned 32-bit integer (num) */
+static void kv_put(uint8_t *b, size_t *n, const char *key, const char *val, uint32_t num) {
+    const uint64_t klen = strlen(key);
+    const uint32_t type = val ? 8 : 4;   /* GGUF_TYPE_STRING, GGUF_TYPE_UINT32 */
+    memcpy(b + *n, &klen, 8); memcpy(b + *n + 8, key, klen); *n += 8 + klen;
+    memcpy(b + *n, &type, 4); *n += 4;
+    if (val) {
+        const uint64_t vlen = strlen(val);
+        memcpy(b + *n, &vlen, 8); memcpy(b + *n + 8, val, vlen); *n += 8 + vlen;
+    } else {
+        memcpy(b + *n, &num, 4); *n += 4;
+    }
+}
+
+/* src (a GGUF v3 without general.alignment) rewritten to path with the
+ * pairs kvs[0..kvlen) (nkv of them) first in its metadata, the first
+ * occurrence of the bytes from[0..from_len) replaced by to[0..to_len) (a
+ * tensor renamed, a value rewritten; none when from is NULL), then a
+ * padding string so that the tensors' data keeps its 32-byte alignment. */
+static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, size_t kvlen, int nkv, const void *from,
+                         size_t from_len, const void *to, size_t to_len) {
+    size_t n = 0;
+    uint8_t *b = (uint8_t *)read_text_file(src, &n), pad[96];
+    REQUIRE(b, "%s", err_get());
+    const uint8_t *at = from ? memmem(b, n, from, from_len) : NULL;
+    REQUIRE(!from || at, "%s: the bytes to replace are not there", src);
+    const size_t grow = kvlen + to_len - (from ? from_len : 0) + 8 + 12 + 4 + 8;   /* "c2t.test.pad" is 12 bytes */
+    size_t np = 0;
+    char fill[40] = "";
+    memset(fill, 'x', (32 - grow % 32) % 32);
+    kv_put(pad, &np, "c2t.test.pad", fill, 0);
+    uint64_t count;
+    memcpy(&count, b + 16, 8);
+    count += (uint64_t)nkv + 1;
+    memcpy(b + 16, &count, 8);
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f, "cannot write %s", path);
+    fwrite(b, 1, 24, f);
+    if (kvlen) fwrite(kvs, 1, kvlen, f);
+    fwrite(pad, 1, np, f);
+    if (at) {
+        fwrite(b + 24, 1, (size_t)(at - b) - 24, f);
+        fwrite(to, 1, to_len, f);
+        fwrite(at + from_len, 1, n - (size_t)(at - b) - from_len, f);
+    } else {
+        fwrite(b + 24, 1, n - 24, f);
+    }
+    fclose(f);
+    free(b);
+}
+
 /* spec-convert of a qwen2 GGUF (tools/golden/qwen2_golden.py wrote
  * qwen2_f32's weights as llama.cpp's converter names and lays them out)
  * gives transformers' logits back: F32 exactly as qwen2_f32, BF16 as
@@ -164,6 +216,42 @@ static void test_convert_qwen2_gguf(void) {
         free(tok);
         run_cmd(err, sizeof err, "rm -rf %s", dir);
     }
+}
+
+/* spec-convert of a llama GGUF with LLaMA 3's RoPE scaling
+ * (tools/golden/qwen2_golden.py wrote tests/golden/llama3_tiny.gguf from
+ * tests/ckpt/llama3_f32 as llama.cpp's converter does: q / k permuted,
+ * rope_freqs.weight, no output.weight): config.json's rope_scaling as
+ * llama3_f32's (factor 8, 1, 4, original context 64), the logits and greedy
+ * tokens of transformers on llama3_f32; a divisor changed is refused. */
+static void test_convert_llama3_gguf(void) {
+    char dir[128], path[96], err[2048];
+    snprintf(dir, sizeof dir, "/tmp/c2t_llama3_conv_%d", (int)getpid());
+    snprintf(path, sizeof path, "/tmp/c2t_llama3_%d.gguf", (int)getpid());
+    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/llama3_tiny.gguf %s --dtype f32", dir,
+                     bin_dir(), dir);
+    REQUIRE(rc == 0, "spec-convert: %s", err);
+    char *cfg = path_join(dir, "config.json");
+    cJSON *c = read_json_file(cfg);
+    REQUIRE(c, "%s", err_get());
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(rs, "rope_type"));
+    CHECK(type && !strcmp(type, "llama3") &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "factor")) == 8 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "low_freq_factor")) == 1 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "high_freq_factor")) == 4 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "original_max_position_embeddings")) == 64,
+          "%s: rope_scaling is not llama3_f32's", cfg);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")), "%s: not tied", cfg);
+    cJSON_Delete(c);
+    free(cfg);
+    parity_dir(dir, "llama3_f32");
+    /* the divisors 1, 2.44..., 8 of the tensor's first three frequencies, the middle one changed */
+    const float was[3] = {1.0f, 2.44225955f, 8.0f}, now[3] = {1.0f, 2.5f, 8.0f};
+    gguf_variant("tests/golden/llama3_tiny.gguf", path, NULL, 0, 0, was, sizeof was, now, sizeof now);
+    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "tensor rope_freqs.weight: its divisors are not LLaMA 3's scaling");
+    run_cmd(err, sizeof err, "rm -rf %s %s", dir, path);
 }
 
 /* Logits of the keep conversion against the F32 one (the same weights,
@@ -278,58 +366,6 @@ static void test_convert_tokenizer_only(void) {
     run_cmd(err, sizeof err, "rm -rf %s %s", a, b);
 }
 
-/* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
- * NULL, an unsigned 32-bit integer (num) */
-static void kv_put(uint8_t *b, size_t *n, const char *key, const char *val, uint32_t num) {
-    const uint64_t klen = strlen(key);
-    const uint32_t type = val ? 8 : 4;   /* GGUF_TYPE_STRING, GGUF_TYPE_UINT32 */
-    memcpy(b + *n, &klen, 8); memcpy(b + *n + 8, key, klen); *n += 8 + klen;
-    memcpy(b + *n, &type, 4); *n += 4;
-    if (val) {
-        const uint64_t vlen = strlen(val);
-        memcpy(b + *n, &vlen, 8); memcpy(b + *n + 8, val, vlen); *n += 8 + vlen;
-    } else {
-        memcpy(b + *n, &num, 4); *n += 4;
-    }
-}
-
-/* src (a GGUF v3 without general.alignment) rewritten to path with the
- * pairs kvs[0..kvlen) (nkv of them) first in its metadata, the first
- * occurrence of the bytes from[0..from_len) replaced by to[0..to_len) (a
- * tensor renamed, a value rewritten; none when from is NULL), then a
- * padding string so that the tensors' data keeps its 32-byte alignment. */
-static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, size_t kvlen, int nkv, const void *from,
-                         size_t from_len, const void *to, size_t to_len) {
-    size_t n = 0;
-    uint8_t *b = (uint8_t *)read_text_file(src, &n), pad[96];
-    REQUIRE(b, "%s", err_get());
-    const uint8_t *at = from ? memmem(b, n, from, from_len) : NULL;
-    REQUIRE(!from || at, "%s: the bytes to replace are not there", src);
-    const size_t grow = kvlen + to_len - (from ? from_len : 0) + 8 + 12 + 4 + 8;   /* "c2t.test.pad" is 12 bytes */
-    size_t np = 0;
-    char fill[40] = "";
-    memset(fill, 'x', (32 - grow % 32) % 32);
-    kv_put(pad, &np, "c2t.test.pad", fill, 0);
-    uint64_t count;
-    memcpy(&count, b + 16, 8);
-    count += (uint64_t)nkv + 1;
-    memcpy(b + 16, &count, 8);
-    FILE *f = fopen(path, "wb");
-    REQUIRE(f, "cannot write %s", path);
-    fwrite(b, 1, 24, f);
-    if (kvlen) fwrite(kvs, 1, kvlen, f);
-    fwrite(pad, 1, np, f);
-    if (at) {
-        fwrite(b + 24, 1, (size_t)(at - b) - 24, f);
-        fwrite(to, 1, to_len, f);
-        fwrite(at + from_len, 1, n - (size_t)(at - b) - from_len, f);
-    } else {
-        fwrite(b + 24, 1, n - 24, f);
-    }
-    fclose(f);
-    free(b);
-}
-
 /* What a GGUF says of its attention that config.json would not carry —
  * scaled RoPE (a scaling type, LLaMA 3's rope_freqs tensor), RoPE over part
  * of a head, keys or values of another size than the head — is refused in
@@ -403,8 +439,9 @@ static void test_convert_pre_tokenizers(void) {
         const char *regex = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(first, "pattern"), "Regex"));
         const cJSON *bl = cases[i].split ? cJSON_GetArrayItem(cJSON_GetObjectItem(pt, "pretokenizers"), 1) : pt;
         CHECK(cases[i].split ? regex && strstr(regex, cases[i].split) : !regex, "%s: split '%s'", cases[i].pre, regex ? regex : "none");
-        CHECK(cases[i].normalizer ? !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(nm, "type")), cases[i].normalizer)
-                                  : cJSON_IsNull(nm), "%s: normalizer", cases[i].pre);
+        const char *norm = cJSON_GetStringValue(cJSON_GetObjectItem(nm, "type"));
+        CHECK(cases[i].normalizer ? norm && !strcmp(norm, cases[i].normalizer) : cJSON_IsNull(nm), "%s: normalizer",
+              cases[i].pre);
         CHECK(cJSON_IsTrue(cJSON_GetObjectItem(model, "ignore_merges")) == cases[i].ignore_merges, "%s: ignore_merges",
               cases[i].pre);
         CHECK(cJSON_IsTrue(cJSON_GetObjectItem(bl, "use_regex")) == cases[i].byte_regex, "%s: ByteLevel use_regex", cases[i].pre);
@@ -805,6 +842,7 @@ int main(void) {
     RUN(test_convert_pre_tokenizers);
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
+    RUN(test_convert_llama3_gguf);
     RUN(test_parity_demo_target);
     RUN(test_parity_demo_draft);
     RUN(test_generate_command);

@@ -25,6 +25,12 @@ are quantized here by a plain min/max rule (llama.cpp's quantizer searches
 its scales; any valid blocks serve a test of what they decode to).
 
     python3 tools/golden/qwen2_golden.py --quant-only   # rewrites qwen2_quant.gguf alone
+    python3 tools/golden/qwen2_golden.py --llama3-only  # rewrites llama3_tiny.gguf alone
+
+And tests/golden/llama3_tiny.gguf: tests/ckpt/llama3_f32 (LLaMA 3 shape, rope_type
+llama3) as llama.cpp's converter writes a llama GGUF (q / k rows permuted, the
+rope_freqs.weight divisors, pre-tokenizer llama-bpe), for spec-convert's test
+(its conversion must give llama3_f32's logits back).
 """
 import os, sys
 import torch
@@ -167,10 +173,39 @@ def quantize(t, kind):
     return q, qt
 
 
+def llama_permute(t, heads):
+    """q / k rows as llama.cpp's converter stores them for arch llama: within each
+    head, the two rotary halves interleaved (what spec-convert undoes)"""
+    return t.reshape(heads, 2, t.shape[0] // heads // 2, *t.shape[1:]).swapaxes(1, 2).reshape(t.shape)
+
+
+def llama3_rope_freqs(cfg):
+    """rope_freqs.weight as llama.cpp's converter writes it for rope_type llama3:
+    per frequency of base^(-2i/d) its divisor (1 short wavelengths, factor long,
+    1 / ((1 - s) / factor + s) between), F32"""
+    import math
+    import numpy as np
+    rs, d = cfg.rope_scaling, cfg.head_dim
+    freqs = 1.0 / (cfg.rope_theta ** (np.arange(0, d, 2, dtype=np.float32) / d))
+    ctx, lo, hi, factor = rs["original_max_position_embeddings"], rs["low_freq_factor"], rs["high_freq_factor"], rs["factor"]
+    out = []
+    for f in freqs:
+        wl = 2 * math.pi / f
+        if wl < ctx / hi:
+            out.append(1.0)
+        elif wl > ctx / lo:
+            out.append(factor)
+        else:
+            s = (ctx / wl - lo) / (hi - lo)
+            out.append(1 / ((1 - s) / factor + s))
+    return np.array(out, dtype=np.float32)
+
+
 def write_gguf(model, path, quant=None):
     import gguf
     cfg = model.config
-    w = gguf.GGUFWriter(path, "qwen2")
+    llama = cfg.model_type == "llama"
+    w = gguf.GGUFWriter(path, cfg.model_type)
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
@@ -179,8 +214,10 @@ def write_gguf(model, path, quant=None):
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if llama:
+        w.add_rope_dimension_count(cfg.head_dim)
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
+    w.add_tokenizer_pre("llama-bpe" if llama else "qwen2")
     # the 256 byte characters, but byte 0xFF (never in UTF-8 text) gives its
     # id to one merge's product, so the file has a merge as real ones do
     tokens = bytelevel_chars()
@@ -200,16 +237,23 @@ def write_gguf(model, path, quant=None):
                  "self_attn.v_proj.bias": "attn_v.bias", "mlp.gate_proj.weight": "ffn_gate.weight",
                  "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
     for name, t in model.state_dict().items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue   # tied: llama.cpp writes no output.weight
         if name.startswith("model.layers."):
             layer, rest = name[len("model.layers."):].split(".", 1)
             gname = f"blk.{layer}.{per_layer[rest]}"
         else:
             gname = names[name]
+        t = t.float().numpy()
+        if llama and gname.endswith(("attn_q.weight", "attn_k.weight")):
+            t = llama_permute(t, cfg.num_attention_heads if gname.endswith("attn_q.weight") else cfg.num_key_value_heads)
         if quant and gname in quant:
-            q, qt = quantize(t.float().numpy(), quant[gname])
+            q, qt = quantize(t, quant[gname])
             w.add_tensor(gname, q, raw_dtype=qt)
         else:
-            w.add_tensor(gname, t.float().numpy())
+            w.add_tensor(gname, t)
+    if llama and (cfg.rope_scaling or {}).get("rope_type") == "llama3":
+        w.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -223,10 +267,23 @@ def write_quant():
     write_gguf(model, os.path.join(CKPT, "..", "golden", "qwen2_quant.gguf"), QUANT_TYPES)
 
 
+def write_llama3():
+    """tests/golden/llama3_tiny.gguf: tests/ckpt/llama3_f32 (make_test_checkpoints.py:
+    GQA, llama3 rope scaling, tied embeddings) as llama.cpp's converter writes a llama
+    GGUF: q / k permuted, rope_freqs.weight, pre-tokenizer llama-bpe, F32"""
+    from transformers import LlamaForCausalLM
+    model = LlamaForCausalLM.from_pretrained(os.path.join(CKPT, "llama3_f32"), torch_dtype=torch.float32).eval()
+    write_gguf(model, os.path.join(CKPT, "..", "golden", "llama3_tiny.gguf"))
+
+
 def main():
     if "--quant-only" in sys.argv:
         write_quant()
         return
+    if "--llama3-only" in sys.argv:
+        write_llama3()
+        return
+    write_llama3()
     write_quant()
     g = torch.Generator().manual_seed(4321)
     ids = torch.randint(3, 256, (40,), generator=g).tolist()
