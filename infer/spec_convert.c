@@ -376,15 +376,23 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_Delete(c);
     cJSON *gc = cJSON_CreateObject();
     cJSON_AddNumberToObject(gc, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
-    /* Qwen2 publishes generation to stop at <|im_end|> (the GGUF's eos) and
-     * at <|endoftext|>, which its GGUF holds only as a token */
-    const int64_t eos = opt_int(g, "tokenizer.ggml.eos_token_id", 2), eot = s->qwen2 ? token_id(g, "<|endoftext|>") : -1;
-    if (eot >= 0 && eot != eos) {
+    /* generation stops at the GGUF's eos and at its end of turn and end of
+     * message (llama.cpp's eot / eom: LLaMA 3's <|eot_id|>, <|eom_id|>);
+     * Qwen2 publishes <|endoftext|> as a stop too, which its GGUF holds only
+     * as a token */
+    int64_t stop[4] = {opt_int(g, "tokenizer.ggml.eos_token_id", 2), opt_int(g, "tokenizer.ggml.eot_token_id", -1),
+                       opt_int(g, "tokenizer.ggml.eom_token_id", -1), s->qwen2 ? token_id(g, "<|endoftext|>") : -1};
+    int n_stop = 0;
+    for (int i = 0; i < 4; i++) {
+        int seen = stop[i] < 0 || stop[i] >= s->vocab;
+        for (int k = 0; k < n_stop && !seen; k++) seen = stop[k] == stop[i];
+        if (!seen) stop[n_stop++] = stop[i];
+    }
+    if (n_stop > 1) {
         cJSON *list = cJSON_AddArrayToObject(gc, "eos_token_id");
-        cJSON_AddItemToArray(list, cJSON_CreateNumber((double)eos));
-        cJSON_AddItemToArray(list, cJSON_CreateNumber((double)eot));
+        for (int i = 0; i < n_stop; i++) cJSON_AddItemToArray(list, cJSON_CreateNumber((double)stop[i]));
     } else {
-        cJSON_AddNumberToObject(gc, "eos_token_id", (double)eos);
+        cJSON_AddNumberToObject(gc, "eos_token_id", (double)stop[0]);
     }
     cJSON_AddNumberToObject(gc, "pad_token_id", (double)opt_int(g, "tokenizer.ggml.padding_token_id",
                                                                 opt_int(g, "tokenizer.ggml.eos_token_id", 2)));

@@ -223,7 +223,8 @@ static void test_convert_qwen2_gguf(void) {
  * tests/ckpt/llama3_f32 as llama.cpp's converter does: q / k permuted,
  * rope_freqs.weight, no output.weight): config.json's rope_scaling as
  * llama3_f32's (factor 8, 1, 4, original context 64), the logits and greedy
- * tokens of transformers on llama3_f32; a divisor changed is refused. */
+ * tokens of transformers on llama3_f32; a divisor changed is refused; an
+ * end-of-turn id joins the eos in generation_config.json. */
 static void test_convert_llama3_gguf(void) {
     char dir[128], path[96], err[2048];
     snprintf(dir, sizeof dir, "/tmp/c2t_llama3_conv_%d", (int)getpid());
@@ -251,6 +252,22 @@ static void test_convert_llama3_gguf(void) {
     gguf_variant("tests/golden/llama3_tiny.gguf", path, NULL, 0, 0, was, sizeof was, now, sizeof now);
     rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
     CHECK_ONE_LINE_ERROR(rc, err, "tensor rope_freqs.weight: its divisors are not LLaMA 3's scaling");
+    /* an end-of-turn and an end-of-message id (LLaMA 3's <|eot_id|>, <|eom_id|>; here one id) stop generation
+     * beside the eos */
+    uint8_t kvs[128];
+    size_t kvlen = 0;
+    kv_put(kvs, &kvlen, "tokenizer.ggml.eot_token_id", NULL, 7);
+    kv_put(kvs, &kvlen, "tokenizer.ggml.eom_token_id", NULL, 7);
+    gguf_variant("tests/golden/llama3_tiny.gguf", path, kvs, kvlen, 2, NULL, 0, NULL, 0);
+    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
+    REQUIRE(rc == 0, "spec-convert: %s", err);
+    char *gen = path_join(dir, "generation_config.json");
+    cJSON *gc = read_json_file(gen);
+    const cJSON *eos = cJSON_GetObjectItem(gc, "eos_token_id");
+    CHECK(cJSON_GetArraySize(eos) == 2 && cJSON_GetNumberValue(cJSON_GetArrayItem(eos, 0)) == 2 &&
+              cJSON_GetNumberValue(cJSON_GetArrayItem(eos, 1)) == 7, "%s: eos_token_id is not [2, 7]", gen);
+    cJSON_Delete(gc);
+    free(gen);
     run_cmd(err, sizeof err, "rm -rf %s %s", dir, path);
 }
 
