@@ -65,6 +65,10 @@ static int quant_tensor(StTensor *t, const cJSON *v, const char *path) {
  * [first, st->ntensors), which becomes that block type. */
 static int quant_tensors(SafeTensors *st, int first, const cJSON *meta, const char *path) {
     const size_t kl = strlen(QUANT_KEY);
+    if (meta && !cJSON_IsObject(meta)) {   /* the format's __metadata__ maps strings to strings */
+        err_set("%s: __metadata__ is not an object", path);
+        return -1;
+    }
     for (const cJSON *m = meta ? meta->child : NULL; m; m = m->next) {
         if (strncmp(m->string, QUANT_KEY, kl)) continue;
         StTensor *t = NULL;
