@@ -151,6 +151,7 @@ static void read_llama3_rope(const Gguf *g, Shape *s) {
 }
 
 static void read_shape(const Gguf *g, Shape *s) {
+    memset(s, 0, sizeof *s);   /* what the file does not set stays 0 (the RoPE scaling: none) */
     char *arch = gguf_get_str(g, "general.architecture");
     if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2")))
         die(prog, "architecture '%s': only llama and qwen2 are supported", arch ? arch : "?");
