@@ -477,6 +477,18 @@ static void config_variant(const char *dir, const char *src, const char *from, c
     REQUIRE(system(cmd) == 0, "%s", cmd);
 }
 
+/* rope_scaling linear (factor 4: every position divided by 4) against
+ * transformers: llama2_f32's weights under that config.json, its inputs
+ * (goldens: tools/golden/make_test_checkpoints.py --linear-only). */
+static void test_parity_llama2_rope_linear(void) {
+    const char *dir = "/tmp/c2t_rope_linear";
+    config_variant(dir, "tests/ckpt/llama2_f32", "\"rope_scaling\": null",
+                   "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 4.0}");
+    parity_dir(dir, "llama2_linear_f32");
+    char err[256];
+    run_cmd(err, sizeof err, "rm -rf %s", dir);
+}
+
 /* What a Qwen2 config asks and the runtime cannot do is refused by name,
  * and a qwen2 config over weights without biases names the missing bias. */
 static void test_qwen2_refusals(void) {
@@ -850,6 +862,7 @@ int main(void) {
     RUN(test_parity_llama2_f16_sharded);
     RUN(test_parity_llama3_f32_gqa_rope_scaling_tied);
     RUN(test_parity_llama3_bf16);
+    RUN(test_parity_llama2_rope_linear);
     RUN(test_parity_qwen2_f32_qkv_bias);
     RUN(test_parity_qwen2_bf16);
     RUN(test_convert_keep_block_types);

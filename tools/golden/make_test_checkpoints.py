@@ -60,7 +60,21 @@ def references(model, name, ids, prompt, native=None):
             ref["logits_native"] = native(torch.tensor([ids])).logits[0].float().contiguous()
     save_file(ref, os.path.join(GOLD, name + ".safetensors"))
 
+def linear_reference():
+    """tests/golden/llama2_linear_f32.safetensors: llama2_f32's weights under rope_scaling
+    linear, factor 4 (positions divided by 4), on llama2_f32's own inputs; test_runtime
+    loads the checkpoint with that config.json"""
+    from safetensors.torch import load_file
+    cfg = LlamaConfig.from_pretrained(os.path.join(CKPT, "llama2_f32"))
+    cfg.rope_scaling = {"rope_type": "linear", "factor": 4.0}
+    model = LlamaForCausalLM.from_pretrained(os.path.join(CKPT, "llama2_f32"), config=cfg, torch_dtype=torch.float32).eval()
+    g = load_file(os.path.join(GOLD, "llama2_f32.safetensors"))
+    references(model, "llama2_linear_f32", g["input_ids"].tolist(), g["gen_prompt"].tolist())
+
 def main():
+    if "--linear-only" in sys.argv:
+        linear_reference()
+        return
     os.makedirs(CKPT, exist_ok=True); os.makedirs(GOLD, exist_ok=True)
     g = torch.Generator().manual_seed(1234)
     ids = torch.randint(3, 256, (40,), generator=g).tolist()
@@ -92,6 +106,7 @@ def main():
 
 def loop_checkpoints():
     torch.manual_seed(11)
+    linear_reference()
     head_cfg = config("llama3")
     head_cfg.num_hidden_layers = 1
     head_cfg.initializer_range = 0.1
