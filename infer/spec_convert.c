@@ -12,7 +12,9 @@
  * it leaves qwen2's as published, rotated by halves as in Hugging Face; and
  * a tied LM head, which GGUF stores only as token_embd (tie_word_embeddings
  * true).  --dtype keep writes every tensor as stored, a quantized one as its
- * blocks (safetensors.h says how), for the runtime's block products. */
+ * blocks (safetensors.h says how), for the runtime's block products;
+ * --dtype q4_0 every matrix in Q4_0 blocks from its dequantised values, as
+ * llama.cpp's quantize with --allow-requantize makes them. */
 #include "infer/cli.h"
 #include "infer/model/gguf.h"
 #include "infer/model/safetensors.h"
@@ -30,7 +32,7 @@ static const char *prog = "spec-convert";
 
 static void usage(FILE *f) {
     fprintf(f,
-"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep] [--tokenizer-only]\n"
+"usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep|q4_0] [--tokenizer-only]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
 "GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2 or\n"
 "llama-bpe) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
@@ -41,7 +43,10 @@ static void usage(FILE *f) {
 "  --dtype D     bf16 (default) or f16 (both rounded to nearest even), f32 (the exact\n"
 "                dequantised values), or keep: every tensor as the GGUF stores it, the\n"
 "                quantized ones in their blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,\n"
-"                Q6_K), which the runtime computes with in place (docs/models.md)\n"
+"                Q6_K), which the runtime computes with in place (docs/models.md); or\n"
+"                q4_0: every matrix (embeddings and LM head too) in Q4_0 blocks of its\n"
+"                dequantised values (4.5 bits a weight, as llama.cpp's quantize writes\n"
+"                them), norms and biases F32: a cheaper draft step for a draft LM\n"
 "  --tokenizer-only  tokenizer.json and tokenizer_config.json alone, from any GGUF\n"
 "                that holds a tokenizer (llama.cpp's vocabulary-only files too)\n"
 "  -h, --help\n");
@@ -231,7 +236,7 @@ static void unpermute(Vals w, int n_head, int head_dim) {
 }
 
 /* the tensors written; dt the element type of F32 values (keep: DT_COUNT,
- * every tensor as stored) */
+ * every tensor as stored; DT_Q4_0: matrices in its blocks, vectors F32) */
 typedef struct { StWrite *w; char (*names)[96]; int n; DType dt; } Out;
 
 static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols) {
@@ -242,6 +247,17 @@ static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols)
     void *data = v;
     if (vals.dt != DT_F32) {   /* kept as stored */
         *w = (StWrite){o->names[o->n], vals.dt, cols ? 2 : 1, {rows, cols}, data};
+        o->n++;
+        return;
+    }
+    if (o->dt == DT_Q4_0 && cols) {
+        const int64_t rb = quant_row_bytes(DT_Q4_0, cols);
+        if (rb < 0) die(prog, "tensor %s: %s (--dtype q4_0)", name, err_get());
+        char *q = xmalloc((size_t)(rows * rb));
+        for (int64_t r = 0; r < rows; r++) quant_q4_0_row(v + r * cols, cols, q + r * rb);
+        free(v);
+        need_finite(name, DT_Q4_0, q, rows * cols, cols, " in Q4_0, too large for its F16 scale (--dtype f32 keeps it)");
+        *w = (StWrite){o->names[o->n], DT_Q4_0, 2, {rows, cols}, q};
         o->n++;
         return;
     }
@@ -260,7 +276,8 @@ static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols)
         need_finite(name, o->dt, data, (int64_t)n, cols,
                     o->dt == DT_F16 ? " in F16, too large for it (--dtype bf16 or f32 keeps it)"
                                     : " in BF16, too large for it (--dtype f32 keeps it)");
-    *w = (StWrite){o->names[o->n], o->dt == DT_COUNT ? DT_F32 : o->dt, cols ? 2 : 1, {rows, cols}, data};
+    *w = (StWrite){o->names[o->n], o->dt == DT_COUNT || o->dt == DT_Q4_0 ? DT_F32 : o->dt, cols ? 2 : 1, {rows, cols},
+                   data};
     if (!cols) w->shape[0] = rows;
     o->n++;
 }
@@ -601,7 +618,8 @@ int main(int argc, char **argv) {
     /* keep is DT_COUNT: no one element type */
     DType dt = !strcmp(dtype, "bf16") ? DT_BF16 : !strcmp(dtype, "f16") ? DT_F16 : !strcmp(dtype, "f32") ? DT_F32 : DT_U8;
     if (!strcmp(dtype, "keep")) dt = DT_COUNT;
-    if (dt == DT_U8) die(prog, "--dtype: expected bf16, f16, f32 or keep, got '%s'", dtype);
+    if (!strcmp(dtype, "q4_0")) dt = DT_Q4_0;
+    if (dt == DT_U8) die(prog, "--dtype: expected bf16, f16, f32, keep or q4_0, got '%s'", dtype);
     const char *in = argv[optind], *dir = argv[optind + 1];
     check_out_dir(dir, in);
     double t0 = now_seconds();

@@ -5,9 +5,12 @@
  * (llama.cpp's reference; the block types from random block bytes, edge
  * scales included).  Then hostile copies: every truncation, lying counts and
  * lengths, bad offsets; and files made here: rows that are not whole blocks,
- * a data section a byte short, NaN and infinite scales, types not read. */
+ * a data section a byte short, NaN and infinite scales, types not read.
+ * And the other way: quant_q4_0_row (spec-convert --dtype q4_0) writes the
+ * bytes gguf.quants.quantize writes for Q4_0, edge blocks included. */
 #include "tests/harness.h"
 #include "infer/model/gguf.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 
 #define GOLD "tests/golden/gguf/"
@@ -115,6 +118,43 @@ static int open_bytes(const unsigned char *b, size_t n, char *err, size_t errlen
     }
     unlink(path);
     return ok;
+}
+
+/* q4_0_from.f32's rows quantised here equal q4_0_from.bin byte for byte
+ * (zeros, a negative largest value, +m before -m, half steps and the clamp
+ * at 15, a scale below F16's subnormals, random rows); each value then
+ * dequantises to within half a step of itself; rows not of whole blocks
+ * are refused. */
+static void test_q4_0_quantisation_equals_gguf(void) {
+    size_t nx, nq;
+    float *x = (float *)read_text_file(GOLD "q4_0_from.f32", &nx);
+    unsigned char *want = (unsigned char *)read_text_file(GOLD "q4_0_from.bin", &nq);
+    REQUIRE(x && want, "%s", err_get());
+    const int64_t cols = 96, rows = (int64_t)(nx / 4) / cols, rb = quant_row_bytes(DT_Q4_0, cols);
+    REQUIRE(rows == 6 && (int64_t)nq == rows * rb, "golden sizes %zu, %zu", nx, nq);
+    unsigned char *got = xmalloc(nq);
+    for (int64_t r = 0; r < rows; r++) CHECK(quant_q4_0_row(x + r * cols, cols, got + r * rb) == 0, "row %lld", (long long)r);
+    int64_t first = -1;
+    for (size_t i = 0; i < nq && first < 0; i++)
+        if (got[i] != want[i]) first = (int64_t)i;
+    CHECK(first < 0, "block %lld differs from gguf.quants.quantize (byte %lld of its 18)", (long long)(first / 18),
+          (long long)(first % 18));
+    float back[96];
+    for (int64_t r = 0; r < rows; r++) {
+        REQUIRE(quant_dequant_row(DT_Q4_0, got + r * rb, back, cols) == 0, "%s", err_get());
+        for (int j = 0; j < cols; j++) {
+            const int64_t b = r * (cols / 32) + j / 32;
+            uint16_t h;
+            memcpy(&h, got + b * 18, 2);
+            const float step = fabsf(quant_half(h)), err = fabsf(back[j] - x[r * cols + j]);
+            /* half a step, one more at the clamp; a scale F16 cannot hold
+             * (below its subnormals) loses the block */
+            CHECK(err <= step * 1.001f + 1e-6f || step == 0, "row %lld element %d: %g back as %g (step %g)",
+                  (long long)r, j, x[r * cols + j], back[j], step);
+        }
+    }
+    CHECK(quant_q4_0_row(x, 48, got) == -1 && strstr(err_get(), "whole blocks of 32"), "48 values: %s", err_get());
+    free(x); free(want); free(got);
 }
 
 static void test_hostile_copies(void) {
@@ -368,6 +408,7 @@ static void test_types_not_read_are_refused_by_name(void) {
 int main(void) {
     RUN(test_metadata);
     RUN(test_tensors_equal_llamacpp_dequantisation);
+    RUN(test_q4_0_quantisation_equals_gguf);
     RUN(test_hostile_copies);
     RUN(test_rows_must_be_whole_blocks);
     RUN(test_data_section_a_byte_short);

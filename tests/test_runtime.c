@@ -327,10 +327,74 @@ static void test_convert_keep_block_types(void) {
     run_cmd(err, sizeof err, "rm -rf %s %s", keep, f32);
 }
 
+/* spec-convert --dtype q4_0 of the same all-block-types GGUF: every matrix
+ * (embeddings and LM head included) in Q4_0, its rows the bytes
+ * quant_q4_0_row makes of --dtype f32's values (test_gguf holds that
+ * function to gguf.quants.quantize), vectors F32 as in f32's; the types
+ * reported; and the model computing with its blocks in place gives logits
+ * within KEEP_REL of an F32 checkpoint of its dequantised weights (how far
+ * 4 bits move this random model's logits from f32's is not the check: its
+ * random Q6_K / K sub-block scales differ by up to 2^12 inside a Q4_0
+ * block, 0.56 of max|logit|). */
+static void test_convert_q4_0(void) {
+    char q4[128], f32[128], deq[128], err[2048];
+    snprintf(q4, sizeof q4, "/tmp/c2t_q4_0_%d", (int)getpid());
+    snprintf(f32, sizeof f32, "/tmp/c2t_q4_0_f32_%d", (int)getpid());
+    snprintf(deq, sizeof deq, "/tmp/c2t_q4_0_deq_%d", (int)getpid());
+    int rc = run_cmd(err, sizeof err, "rm -rf %s %s %s && %s/spec-convert tests/golden/qwen2_quant.gguf %s --dtype q4_0 && "
+                     "%s/spec-convert tests/golden/qwen2_quant.gguf %s --dtype f32 && mkdir %s && cp %s/*.json %s/",
+                     q4, f32, deq, bin_dir(), q4, bin_dir(), f32, deq, q4, deq);
+    REQUIRE(rc == 0, "spec-convert --dtype q4_0: %s", err);
+    LlamaModel *mq = llama_load(q4, be), *mf = llama_load(f32, be);
+    REQUIRE(mq && mf, "%s", err_get());
+    CHECK(!strcmp(mq->weight_types, "F32 11, Q4_0 16"), "weight types '%s'", mq->weight_types);
+    const int nt = mq->st->ntensors;
+    StWrite *w = xcalloc((size_t)nt, sizeof *w);
+    for (int i = 0; i < nt; i++) {
+        const StTensor *t = &mq->st->tensors[i], *u = st_find(mf->st, t->name);
+        REQUIRE(u && u->dtype == DT_F32 && u->shape[0] == t->shape[0], "%s: no F32 twin", t->name);
+        const int64_t rows = t->shape[0], cols = t->ndim == 2 ? t->shape[1] : 1;
+        float *v = xmalloc(sizeof(float) * (size_t)(rows * cols));
+        w[i] = (StWrite){t->name, DT_F32, t->ndim, {rows, t->ndim == 2 ? cols : 0}, v};
+        if (t->ndim == 1) {
+            CHECK(t->dtype == DT_F32 && !memcmp(t->data, u->data, u->nbytes), "%s: the vector is not f32's", t->name);
+            memcpy(v, t->data, t->nbytes);
+            continue;
+        }
+        const int64_t rb = quant_row_bytes(DT_Q4_0, cols);
+        REQUIRE(t->dtype == DT_Q4_0 && (int64_t)t->nbytes == rows * rb, "%s: %s, %zu bytes", t->name, t->dtype_name, t->nbytes);
+        uint8_t *want = xmalloc((size_t)(rows * rb));
+        for (int64_t r = 0; r < rows; r++) quant_q4_0_row((const float *)u->data + r * cols, cols, want + r * rb);
+        CHECK(!memcmp(want, t->data, t->nbytes), "%s: blocks differ from quant_q4_0_row of f32's values", t->name);
+        free(want);
+        REQUIRE(quant_dequant_row(DT_Q4_0, t->data, v, rows * cols) == 0, "%s", err_get());
+    }
+    char *p = path_join(deq, "model.safetensors");
+    REQUIRE(st_write(p, w, nt) == 0, "%s", err_get());
+    free(p);
+    for (int i = 0; i < nt; i++) free((void *)w[i].data);
+    free(w);
+    LlamaModel *md = llama_load(deq, be);
+    REQUIRE(md, "%s", err_get());
+    int ids[24], pos[24];
+    for (int i = 0; i < 24; i++) { ids[i] = (i * 37 + 11) % 256; pos[i] = i; }
+    LlamaState *sq = llama_state_new(mq, 24), *sd = llama_state_new(md, 24);
+    REQUIRE(llama_forward(sq, ids, pos, 24, NULL, LOGITS_ALL) == 0 && llama_forward(sd, ids, pos, 24, NULL, LOGITS_ALL) == 0,
+            "forward: %s", err_get());
+    const size_t n = (size_t)24 * mq->cfg.vocab;
+    float scale = max_abs(sd->logits, n), d = max_diff(sq->logits, sd->logits, n);
+    CHECK(d <= KEEP_REL * scale, "q4_0 logits vs its dequantised weights in f32: %g > %g", d, KEEP_REL * scale);
+    printf("# qwen2_quant: q4_0 vs its weights in F32 |Δlogit|/max|logit| = %.2e\n", d / scale);
+    llama_state_free(sq); llama_state_free(sd);
+    llama_free(mq); llama_free(mf); llama_free(md);
+    run_cmd(err, sizeof err, "rm -rf %s %s %s", q4, f32, deq);
+}
+
 /* spec-convert refuses a GGUF that holds a NaN or an infinity (a Q4_K
  * block's d, with --dtype keep and f32; an F32 vector's element) and a
- * value too large for --dtype f16, each in one line naming the tensor and
- * the element; --dtype bf16 converts the large value. */
+ * value too large for --dtype f16 or for a Q4_0 block's scale, each in one
+ * line naming the tensor and the element; --dtype bf16 (f32) converts the
+ * large value. */
 static void test_convert_refuses_nonfinite(void) {
     const char *src = "tests/golden/qwen2_quant.gguf";
     size_t n = 0;
@@ -343,6 +407,9 @@ static void test_convert_refuses_nonfinite(void) {
         {"blk.1.attn_k.bias", 4 * 5, 0xFF800000u, 4, "bf16", "tensor blk.1.attn_k.bias: element 5 is NaN or infinite in the GGUF"},
         {"blk.0.attn_q.bias", 4 * 3, 0x49742400u, 4, "f16", "tensor model.layers.0.self_attn.q_proj.bias: element 3 is NaN or infinite in F16"},
         {"blk.0.attn_q.bias", 4 * 3, 0x49742400u, 4, "bf16", NULL},   /* 1e6 */
+        /* a Q8_0 scale of 65504: values past 8 x 65504, a Q4_0 scale F16 cannot hold */
+        {"output.weight", 34 * 3, 0x7BFF, 2, "q4_0", "tensor lm_head.weight: the scale of the block at element [0, 96] is NaN or infinite in Q4_0"},
+        {"output.weight", 34 * 3, 0x7BFF, 2, "f32", NULL},
     };
     char path[96], out[96], err[2048];
     snprintf(path, sizeof path, "/tmp/c2t_nonfinite_%d.gguf", (int)getpid());
@@ -866,6 +933,7 @@ int main(void) {
     RUN(test_parity_qwen2_f32_qkv_bias);
     RUN(test_parity_qwen2_bf16);
     RUN(test_convert_keep_block_types);
+    RUN(test_convert_q4_0);
     RUN(test_convert_refuses_nonfinite);
     RUN(test_convert_refuses_other_attention);
     RUN(test_convert_tokenizer_only);

@@ -270,3 +270,28 @@ void quant_q8_row(const float *x, int64_t n, int block_elems, int8_t *q, float *
         }
     }
 }
+
+int quant_q4_0_row(const float *x, int64_t n, void *out) {
+    if (n <= 0 || n % 32) {
+        err_set("Q4_0 rows of %lld are not whole blocks of 32", (long long)n);
+        return -1;
+    }
+    uint8_t *y = out;
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 18) {
+        float amax = 0, max = 0;   /* the first element of largest magnitude, with its sign */
+        for (int j = 0; j < 32; j++)
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const float d = max / -8, id = d != 0 ? 1.0f / d : 0.0f;
+        const _Float16 h = (_Float16)d;   /* to nearest even */
+        memcpy(y, &h, 2);
+        for (int j = 0; j < 16; j++) {
+            const float lo = x[j] * id + 8.5f, hi = x[16 + j] * id + 8.5f;
+            const int qlo = (int)lo < 15 ? (int)lo : 15, qhi = (int)hi < 15 ? (int)hi : 15;
+            y[2 + j] = (uint8_t)(qlo | qhi << 4);
+        }
+    }
+    return 0;
+}

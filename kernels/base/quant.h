@@ -71,4 +71,12 @@ int quant_act_block(DType t);
  * (its products come out NaN, as an F32 product with them would be NaN or
  * infinite). */
 void quant_q8_row(const float *x, int64_t n, int block, int8_t *q, float *d, int16_t *sums);
+
+/* x[0..n) (finite; n whole blocks of 32) as Q4_0 blocks at out, bit for bit
+ * what ggml's quantize_row_q4_0_ref (and gguf-py's gguf.quants.quantize)
+ * write: per block d = the first element of the largest magnitude, signed,
+ * over -8, stored in F16 (to nearest even); element j's nibble
+ * min(15, trunc(x[j] * (1/d) + 8.5)) in F32 (1/d taken as 0 where d is 0).
+ * 0, or -1 with err_set when n is not whole blocks. */
+int quant_q4_0_row(const float *x, int64_t n, void *out);
 #endif

@@ -16,15 +16,16 @@ def bin_dir():
     return Path(out.strip().splitlines()[-1])
 
 
-def requantize(src, out, qtype):
-    """out = src requantised to qtype (BF16, F16, F32, Q8_0, ...) by llama-quantize, once."""
+def requantize(src, out, qtype, *options):
+    """out = src requantised to qtype (BF16, F16, F32, Q8_0, ...) by llama-quantize, once; options go
+    before the files (e.g. --output-tensor-type q4_0)."""
     out = Path(out)
     if out.exists():
         return out
     tmp = out.with_name(out.name + ".tmp")
     log = out.with_name(out.name + ".log")
     with open(log, "w") as f:
-        subprocess.run([str(bin_dir() / "llama-quantize"), "--allow-requantize", str(src), str(tmp), qtype, "2"],
+        subprocess.run([str(bin_dir() / "llama-quantize"), "--allow-requantize", *options, str(src), str(tmp), qtype, "2"],
                        check=True, stdout=f, stderr=subprocess.STDOUT)
     tmp.rename(out)
     return out

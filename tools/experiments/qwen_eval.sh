@@ -12,8 +12,10 @@
 #   2. llama.cpp (tools/experiments/llamacpp.sh): plain decoding of the 1.5B
 #      (llama-bench tg MAX_NEW) in BF16 (the Q4_K_M values rounded by
 #      llama-quantize: the values of our BF16 conversion) and in the original
-#      Q4_K_M; llama-speculative-simple with the 0.5B's original GGUF as
-#      draft (the blocks make qwen keeps; its defaults, --spec-type
+#      Q4_K_M; llama-speculative-simple with the 0.5B as draft in the same
+#      weights as ours (make qwen's Q4_0: the original GGUF requantised by
+#      llama-quantize, the blocks spec-convert --dtype q4_0 writes; with
+#      QWEN_DRAFT=keep the original GGUF) (its defaults, --spec-type
 #      draft-simple) on the same prompts (our ChatML rendering with Qwen's
 #      default system prompt), with the BF16 target and with the original
 #      one, with its acceptance -> llamacpp_rows.csv, llamacpp_*.txt;
@@ -23,7 +25,8 @@
 # QWEN_WEIGHTS=keep: ours with the target in the GGUF's own blocks (the
 # -keep folder of `make qwen QWEN_DTYPE=keep`) against llama.cpp on the
 # original files only, into results/qwen-keep; bf16 (default): the BF16
-# target, as above.  The draft is make qwen's in both: the 0.5B's own blocks.
+# target, as above.  The draft is make qwen's in both, the 0.5B in Q4_0;
+# QWEN_DRAFT=keep: the 0.5B's own blocks (make qwen QWEN_DRAFT_DTYPE=keep).
 # QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
 # ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).  On a CPU
 # with AMX, LLAMACPP_ISA=noamx (tools/experiments/llamacpp.sh says why).
@@ -34,7 +37,13 @@
 # are kept from eval.csv.
 . "$(dirname "$0")/lib.sh"
 QWEN_WEIGHTS=${QWEN_WEIGHTS:-bf16}
-D=models/qwen2.5-coder-0.5b-instruct
+QWEN_DRAFT=${QWEN_DRAFT:-q4_0}
+DL=models/download/qwen
+case $QWEN_DRAFT in
+q4_0) D=models/qwen2.5-coder-0.5b-instruct DQ=$DL/qwen2.5-coder-0.5b-instruct-q4_0.gguf ;;
+keep) D=models/qwen2.5-coder-0.5b-instruct-keep DQ=$DL/qwen2.5-coder-0.5b-instruct.gguf ;;
+*) echo "qwen-eval: QWEN_DRAFT is q4_0 or keep, not '$QWEN_DRAFT'" >&2; exit 2 ;;
+esac
 case $QWEN_WEIGHTS in
 bf16) T=models/qwen2.5-coder-1.5b-instruct
       R=${QWEN_OUT:-results/qwen} BASE=plain-bf16 MAKE_PAIR="make qwen" ;;
@@ -42,7 +51,7 @@ keep) T=models/qwen2.5-coder-1.5b-instruct-keep
       R=${QWEN_OUT:-results/qwen-keep} BASE=plain-q4_k_m MAKE_PAIR="make qwen QWEN_DTYPE=keep" ;;
 *) echo "qwen-eval: QWEN_WEIGHTS is bf16 or keep, not '$QWEN_WEIGHTS'" >&2; exit 2 ;;
 esac
-DL=models/download/qwen
+[ "$QWEN_DRAFT" = keep ] && MAKE_PAIR="$MAKE_PAIR QWEN_DRAFT_DTYPE=keep"
 B=${QWEN_BENCH:-../shared/benchmarks}
 EVAL_Q=${EVAL_Q:-5}
 MAX_NEW=${MAX_NEW:-128}
@@ -85,10 +94,11 @@ if [ -z "${ONLY_LLAMACPP:-}${ONLY_TABLE:-}" ]; then
     run eagle2-paper eagle2 --topk 10 --depth 6 --total 60 $ARITH
     run chain-plain chain
     run eagle2-plain eagle2
-    # the shipped classifier was trained on the BF16 target's traces, whose
-    # weights are the kept target's values rounded to BF16: keep applies it
-    # as is (--force: spec-eval otherwise refuses a classifier of another pair)
-    force=""; [ "$QWEN_WEIGHTS" = keep ] && force=--force
+    # the shipped classifier was trained on the traces of make qwen's pair:
+    # the kept target's values rounded to BF16 and the Q4_0 draft; another
+    # dtype of either applies it as is (--force: spec-eval otherwise refuses
+    # a classifier of another pair)
+    force=""; [ "$QWEN_WEIGHTS$QWEN_DRAFT" = bf16q4_0 ] || force=--force
     if [ -f "$CLS" ]; then run c2t-plain c2t --classifier "$CLS" $force
     else echo "qwen-eval: $CLS is missing; c2t's row is left out" >&2; fi
 fi
@@ -97,8 +107,10 @@ if [ -z "${ONLY_OURS:-}${ONLY_TABLE:-}" ]; then
     echo "== 2/3 llama.cpp on the same prompts"
     : >"$R/llamacpp_rows.csv"
     if LB=$(tools/experiments/llamacpp.sh); then
-        TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf DQ=$DL/qwen2.5-coder-0.5b-instruct.gguf
+        TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
         TB=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
+        [ "$QWEN_DRAFT" = q4_0 ] && python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
+requantize('$DL/qwen2.5-coder-0.5b-instruct.gguf', '$DQ', 'Q4_0', '--output-tensor-type', 'q4_0', '--token-embedding-type', 'q4_0')"
         lc_prompts "$R/prompts" "$QWEN_SYSTEM" "$EVAL_Q" $files
         if [ "$QWEN_WEIGHTS" = bf16 ]; then
             python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
@@ -118,7 +130,8 @@ requantize('$TQ', '$TB', 'BF16')"
 fi
 
 echo "== 3/3 the table"
-{ echo "CPU flags: $isa; $THREADS threads; weights: $QWEN_WEIGHTS; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON); llama.cpp build: ${LLAMACPP_ISA:-native}"
+[ -f "$R/llamacpp_rows.csv" ] || : >"$R/llamacpp_rows.csv"   # ONLY_OURS on a new folder: no llama.cpp rows
+{ echo "CPU flags: $isa; $THREADS threads; weights: $QWEN_WEIGHTS, draft $QWEN_DRAFT; arithmetic of ours: $(arith_name) (plain rows: their own, see the JSON); llama.cpp build: ${LLAMACPP_ISA:-native}"
 # ours: the A/B speedup against ar in the same process with its 95% interval;
 # llama.cpp's rows and "vs lc bf16" (or q4_k_m) divide tok/s of different processes
 awk -F, -v base="$BASE" 'FILENAME ~ /eval.csv/ && FNR > 1 { n++; p[n] = $1; s[n] = $3; t[n] = $4; g[n] = $5; v[n] = $6

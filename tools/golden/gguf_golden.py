@@ -118,3 +118,20 @@ for fname, items in [("quant_32.gguf", [("a", Q.Q4_0, 32), ("b", Q.Q5_0, 32), ("
     w.write_tensors_to_file()
     w.close()
 print("wrote", seeds)
+
+# Q4_0 quantisation (spec-convert --dtype q4_0) against gguf.quants.quantize:
+# q4_0_from.f32 holds rows of values, q4_0_from.bin their Q4_0 blocks.
+# Edge blocks first: zeros; the largest magnitude negative; +m before -m
+# (the first wins); exact half steps and a value that rounds past 15 (the
+# clamp); a scale below half precision's subnormals; then random rows.
+qrng = np.random.default_rng(2029)
+edge = np.zeros((6, 32), dtype=np.float32)
+edge[1] = qrng.uniform(-2, 2, 32); edge[1][5] = -3.0
+edge[2] = qrng.uniform(-1, 1, 32); edge[2][3] = 2.5; edge[2][9] = -2.5
+edge[3] = (np.arange(32) % 17 - 8.5).astype(np.float32); edge[3][0] = -8.0; edge[3][31] = 8.0
+edge[4] = qrng.uniform(-1, 1, 32).astype(np.float32) * np.float32(1e-9)
+edge[5] = qrng.standard_normal(32).astype(np.float32) * np.float32(60000)
+vals = np.concatenate([edge.reshape(2, 96), (qrng.standard_normal((4, 96)) * 0.05).astype(np.float32)])
+vals.astype("<f4").tofile(os.path.join(out, "q4_0_from.f32"))
+quants.quantize(vals, Q.Q4_0).tofile(os.path.join(out, "q4_0_from.bin"))
+print("wrote", os.path.join(out, "q4_0_from.*"))

