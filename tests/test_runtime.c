@@ -280,6 +280,23 @@ static void test_convert_llama3_gguf(void) {
  * max|logit| measured here; the bound is 5e-2. */
 #define KEEP_REL 5e-2f
 
+/* The largest difference of a's logits from b's over one 24-token forward
+ * (ids below 256), as a share of b's largest logit. */
+static double logits_rel_diff(LlamaModel *a, LlamaModel *b) {
+    int ids[24], pos[24];
+    for (int i = 0; i < 24; i++) { ids[i] = (i * 37 + 11) % 256; pos[i] = i; }
+    LlamaState *sa = llama_state_new(a, 24), *sb = llama_state_new(b, 24);
+    if (llama_forward(sa, ids, pos, 24, NULL, LOGITS_ALL) || llama_forward(sb, ids, pos, 24, NULL, LOGITS_ALL)) {
+        CHECK(0, "forward: %s", err_get());
+        llama_state_free(sa); llama_state_free(sb);
+        return INFINITY;
+    }
+    const size_t n = (size_t)24 * a->cfg.vocab;
+    const double rel = max_diff(sa->logits, sb->logits, n) / max_abs(sb->logits, n);
+    llama_state_free(sa); llama_state_free(sb);
+    return rel;
+}
+
 /* spec-convert --dtype keep of tests/golden/qwen2_quant.gguf, a random
  * Qwen2 whose matrices hold all eight GGUF block types
  * (tools/golden/qwen2_golden.py): the same bytes as the committed
@@ -313,16 +330,9 @@ static void test_convert_keep_block_types(void) {
         free(v);
     }
     CHECK(blocks == 16, "%d block-type matrices, expected 16", blocks);
-    int ids[24], pos[24];
-    for (int i = 0; i < 24; i++) { ids[i] = (i * 37 + 11) % 256; pos[i] = i; }
-    LlamaState *sk = llama_state_new(mk, 24), *sf = llama_state_new(mf, 24);
-    REQUIRE(llama_forward(sk, ids, pos, 24, NULL, LOGITS_ALL) == 0 && llama_forward(sf, ids, pos, 24, NULL, LOGITS_ALL) == 0,
-            "forward: %s", err_get());
-    const size_t n = (size_t)24 * mk->cfg.vocab;
-    float scale = max_abs(sf->logits, n), d = max_diff(sk->logits, sf->logits, n);
-    CHECK(d <= KEEP_REL * scale, "keep logits vs f32: %g > %g", d, KEEP_REL * scale);
-    printf("# qwen2_quant: keep vs f32 |Δlogit|/max|logit| = %.2e\n", d / scale);
-    llama_state_free(sk); llama_state_free(sf);
+    const double rel = logits_rel_diff(mk, mf);
+    CHECK(rel <= KEEP_REL, "keep logits vs f32: %g of max|logit| > %g", rel, KEEP_REL);
+    printf("# qwen2_quant: keep vs f32 |Δlogit|/max|logit| = %.2e\n", rel);
     llama_free(mk); llama_free(mf);
     run_cmd(err, sizeof err, "rm -rf %s %s", keep, f32);
 }
@@ -376,16 +386,9 @@ static void test_convert_q4_0(void) {
     free(w);
     LlamaModel *md = llama_load(deq, be);
     REQUIRE(md, "%s", err_get());
-    int ids[24], pos[24];
-    for (int i = 0; i < 24; i++) { ids[i] = (i * 37 + 11) % 256; pos[i] = i; }
-    LlamaState *sq = llama_state_new(mq, 24), *sd = llama_state_new(md, 24);
-    REQUIRE(llama_forward(sq, ids, pos, 24, NULL, LOGITS_ALL) == 0 && llama_forward(sd, ids, pos, 24, NULL, LOGITS_ALL) == 0,
-            "forward: %s", err_get());
-    const size_t n = (size_t)24 * mq->cfg.vocab;
-    float scale = max_abs(sd->logits, n), d = max_diff(sq->logits, sd->logits, n);
-    CHECK(d <= KEEP_REL * scale, "q4_0 logits vs its dequantised weights in f32: %g > %g", d, KEEP_REL * scale);
-    printf("# qwen2_quant: q4_0 vs its weights in F32 |Δlogit|/max|logit| = %.2e\n", d / scale);
-    llama_state_free(sq); llama_state_free(sd);
+    const double rel = logits_rel_diff(mq, md);
+    CHECK(rel <= KEEP_REL, "q4_0 logits vs its dequantised weights in f32: %g of max|logit| > %g", rel, KEEP_REL);
+    printf("# qwen2_quant: q4_0 vs its weights in F32 |Δlogit|/max|logit| = %.2e\n", rel);
     llama_free(mq); llama_free(mf); llama_free(md);
     run_cmd(err, sizeof err, "rm -rf %s %s %s", q4, f32, deq);
 }
