@@ -267,8 +267,8 @@ static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols)
         free(v);
         data = b;
     } else if (o->dt == DT_F16) {
-        _Float16 *h = xmalloc(2 * n);
-        for (size_t i = 0; i < n; i++) h[i] = (_Float16)v[i];   /* round to nearest even */
+        uint16_t *h = xmalloc(2 * n);
+        for (size_t i = 0; i < n; i++) h[i] = quant_f16_bits(v[i]);
         free(v);
         data = h;
     }

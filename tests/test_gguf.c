@@ -7,7 +7,8 @@
  * lengths, bad offsets; and files made here: rows that are not whole blocks,
  * a data section a byte short, NaN and infinite scales, types not read.
  * And the other way: quant_q4_0_row (spec-convert --dtype q4_0) writes the
- * bytes gguf.quants.quantize writes for Q4_0, edge blocks included. */
+ * bytes gguf.quants.quantize writes for Q4_0, edge blocks included, with
+ * its F16 scales rounded as the compiler's _Float16 rounds them. */
 #include "tests/harness.h"
 #include "infer/model/gguf.h"
 #include "kernels/base/quant.h"
@@ -118,6 +119,44 @@ static int open_bytes(const unsigned char *b, size_t n, char *err, size_t errlen
     }
     unlink(path);
     return ok;
+}
+
+/* quant_f16_bits against the compiler's conversion to _Float16 (GCC's,
+ * round to nearest even): every half value, the midpoints between
+ * neighbours (ties) and a float either side of each, 2^24 random bit
+ * patterns (NaN compared as NaN: its payload may differ), and the edges
+ * (65504, 65520, the subnormals, 2^-25). */
+static float f32_of(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+static int f16_agrees(float x) {
+    const _Float16 c = (_Float16)x;
+    uint16_t want, got = quant_f16_bits(x);
+    memcpy(&want, &c, 2);
+    if (x != x) return (got & 0x7C00u) == 0x7C00u && (got & 0x3FFu) != 0;
+    return got == want;
+}
+static void test_f16_conversion_rounds_as_the_compiler(void) {
+    long bad = 0, n = 0;
+    float first = 0;
+    for (uint32_t h = 0; h < 0x7C00u; h++) {   /* finite halves of both signs, their ties and neighbours */
+        for (int sg = 0; sg < 2; sg++) {
+            const float lo = quant_half((uint16_t)(h | (sg ? 0x8000u : 0))), hi = quant_half((uint16_t)((h + 1) | (sg ? 0x8000u : 0)));
+            const float mid = (float)(((double)lo + (double)hi) / 2);
+            const float xs[4] = {lo, mid, nextafterf(mid, 0), nextafterf(mid, 2 * mid)};
+            for (int k = 0; k < 4; k++, n++)
+                if (!f16_agrees(xs[k]) && !bad++) first = xs[k];
+        }
+    }
+    uint32_t r = 2463534242u;
+    for (long i = 0; i < (1L << 24); i++, n++) {
+        r ^= r << 13; r ^= r >> 17; r ^= r << 5;
+        if (!f16_agrees(f32_of(r)) && !bad++) first = f32_of(r);
+    }
+    const float edges[] = {65504.0f, 65519.99f, 65520.0f, 1e9f, INFINITY, -INFINITY, NAN, 0x1p-24f, 0x1p-25f,
+                           0x1.000002p-25f, 0x1.8p-24f, 0x1.ffcp-15f, 0x1.ffep-15f, 0.0f, -0.0f};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++, n++)
+        if (!f16_agrees(edges[i]) && !bad++) first = edges[i];
+    CHECK(bad == 0, "%ld of %ld conversions differ from (_Float16), the first of %a", bad, n, (double)first);
+    printf("# quant_f16_bits: %ld conversions equal to (_Float16)\n", n);
 }
 
 /* q4_0_from.f32's rows quantised here equal q4_0_from.bin byte for byte
@@ -408,6 +447,7 @@ static void test_types_not_read_are_refused_by_name(void) {
 int main(void) {
     RUN(test_metadata);
     RUN(test_tensors_equal_llamacpp_dequantisation);
+    RUN(test_f16_conversion_rounds_as_the_compiler);
     RUN(test_q4_0_quantisation_equals_gguf);
     RUN(test_hostile_copies);
     RUN(test_rows_must_be_whole_blocks);

@@ -271,6 +271,25 @@ void quant_q8_row(const float *x, int64_t n, int block_elems, int8_t *q, float *
     }
 }
 
+uint16_t quant_f16_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));   /* NaN, quiet */
+    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);   /* 65520 and above round to infinity */
+    if (a >= 0x38800000u) {   /* normal: exponent rebiased from 127 to 15, 13 bits rounded off */
+        const uint32_t r = a - 0x38000000u;
+        return (uint16_t)(sign | ((r + 0xFFFu + ((r >> 13) & 1u)) >> 13));
+    }
+    const int e = (int)(a >> 23);   /* subnormal in half: units of 2^-24 */
+    if (e < 102) return (uint16_t)sign;   /* below 2^-25: zero (2^-25 itself ties to even zero below) */
+    const uint32_t m = (a & 0x7FFFFFu) | 0x800000u, s = (uint32_t)(126 - e), half = 1u << (s - 1);
+    uint32_t q = m >> s;
+    const uint32_t rem = m & ((1u << s) - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
 int quant_q4_0_row(const float *x, int64_t n, void *out) {
     if (n <= 0 || n % 32) {
         err_set("Q4_0 rows of %lld are not whole blocks of 32", (long long)n);
@@ -285,7 +304,7 @@ int quant_q4_0_row(const float *x, int64_t n, void *out) {
                 max = x[j];
             }
         const float d = max / -8, id = d != 0 ? 1.0f / d : 0.0f;
-        const _Float16 h = (_Float16)d;   /* to nearest even */
+        const uint16_t h = quant_f16_bits(d);
         memcpy(y, &h, 2);
         for (int j = 0; j < 16; j++) {
             const float lo = x[j] * id + 8.5f, hi = x[16 + j] * id + 8.5f;

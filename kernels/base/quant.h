@@ -26,6 +26,10 @@ size_t quant_block_bytes(DType t);
 int64_t quant_row_bytes(DType t, int64_t cols);
 /* IEEE half precision to F32 (exact; subnormals, inf and NaN kept). */
 float quant_half(uint16_t h);
+/* F32 to IEEE half precision, rounded to nearest even (as a cast to
+ * _Float16 or F16C's vcvtps2ph do; subnormals kept, too large to
+ * infinity, NaN quiet), in plain C for every compiler and build. */
+uint16_t quant_f16_bits(float x);
 
 /* out[0..n) = the n elements that start at blocks, bit for bit what ggml's
  * dequantize_row_* (and gguf-py's gguf.quants.dequantize) give: d times a
