@@ -25,6 +25,11 @@
 # MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks.
 # LLAMACPP_ISA=noamx on a CPU with AMX: llama.cpp without its AMX path,
 # which dies of SIGILL there (tools/experiments/llamacpp.sh).
+# ARITH: our arithmetic for every bench_forward run (tools/experiments/arith.sh:
+# unset, llama.cpp's --cpu-fast-gemm on --kv-dtype bf16 where the CPU has
+# AVX512-BF16 and the build is native, else F32 products and KV cache; the
+# BF16 rows are llama.cpp's BF16 arithmetic only with the former); the
+# report names it.
 . "$(dirname "$0")/lib.sh"
 REPS=${REPS:-3}
 MODELS=${MODELS:-smollm2 qwen smollm2-bf16 qwen-bf16}
@@ -37,6 +42,10 @@ avx2-vnni) R=results/quant_bench_avx2_vnni; B=build-avx2-vnni
         make --no-print-directory BUILD=$B BIN=bin-avx2-vnni ARCH="-march=haswell -mavxvnni" $B/tests/bench_forward >/dev/null ;;
 *) echo "quant_bench: QUANT_ISA is native, avx2 or avx2-vnni, not $QUANT_ISA" >&2; exit 2 ;;
 esac
+# an AVX2 build refuses --cpu-fast-gemm on (it has no BF16 dot products)
+[ "$B" = build ] || [ -n "${ARITH+set}" ] || ARITH=
+. "$(dirname "$0")/arith.sh"
+export QUANT_ARITH="$(arith_name)"
 mkdir -p $R
 export LLAMACPP_ISA=${LLAMACPP_ISA:-${QUANT_ISA:-native}}
 LB=$(tools/experiments/llamacpp.sh) || { echo "quant_bench: llama.cpp is not available" >&2; exit 1; }
@@ -74,16 +83,16 @@ requantize('$q', '$gguf', 'BF16')" ;;
     for t in 1 2; do
         i=0
         while [ $i -lt "$REPS" ]; do
-            $B/tests/bench_forward --tsv $out/ours_tg$t.tsv --threads $t --tg-only "$dir"
+            $B/tests/bench_forward $ARITH --tsv $out/ours_tg$t.tsv --threads $t --tg-only "$dir"
             i=$((i + 1))
         done
         "$LB/llama-bench" -m "$gguf" -t $t -p 0 -n 128 -r "$REPS" -o csv > $out/llama_tg$t.csv 2>> $out/llama.log
     done
-    $B/tests/bench_forward --tsv $out/ours.tsv --threads 2 --pp 512 "$dir"
+    $B/tests/bench_forward $ARITH --tsv $out/ours.tsv --threads 2 --pp 512 "$dir"
     "$LB/llama-bench" -m "$gguf" -t 2 -p 512 -n 0 -r "$REPS" -o csv > $out/llama_pp.csv 2>> $out/llama.log
-    $B/tests/bench_forward --tsv $out/ours.tsv --threads 2 --batched 8,32 --npp 128 --ntg 128 "$dir"
+    $B/tests/bench_forward $ARITH --tsv $out/ours.tsv --threads 2 --batched 8,32 --npp 128 --ntg 128 "$dir"
     "$LB/llama-batched-bench" -m "$gguf" -t 2 -c $((32 * 256)) -b 2048 -ub 512 -npp 128 -ntg 128 -npl 8,32 \
         > $out/llama_batched.txt 2>> $out/llama.log
-    $B/tests/bench_forward --tsv $out/ours.tsv --threads 2 --tree 1,2,4,8,16,32,64 "$dir"
+    $B/tests/bench_forward $ARITH --tsv $out/ours.tsv --threads 2 --tree 1,2,4,8,16,32,64 "$dir"
 done
 QUANT_ISA=${QUANT_ISA:-native} python3 tools/experiments/quant_bench_report.py $R $MODELS

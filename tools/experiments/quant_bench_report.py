@@ -53,7 +53,7 @@ def model_rows(d):
     bt = os.path.join(d, "llama_batched.txt")
     lcb = batched_stg(bt) if os.path.exists(bt) else {}
     for b in (8, 32):
-        rows.append((f"batched S_TG, batch {b}", next((v for test, n, v in main if test == "batched_tg" and n == b), None),
+        rows.append((f"batched S_TG, batch {b}", next((v for test, n, v in main if test.startswith("batched_tg") and n == b), None),
                      lcb.get(b), AIMS["batched"]))
     tree = [(n, v) for test, n, v in main if test == "tree_ms"]
     return rows, tree
@@ -72,7 +72,8 @@ def main():
     native = ("ours as built (`cpu_isa` of the build), llama.cpp with its native detection"
               + (" and its AMX off (`LLAMACPP_ISA=noamx`)." if os.environ.get("LLAMACPP_ISA") == "noamx" else "."))
     md = ["# GGUF block types in place against llama.cpp on the same file (`make bench-quant`)", "",
-          f"CPU flags: {cpu_flags()}; " + builds.get(os.environ.get("QUANT_ISA", "native"), native), ""]
+          f"CPU flags: {cpu_flags()}; " + builds.get(os.environ.get("QUANT_ISA", "native"), native),
+          f"Our arithmetic: {os.environ.get('QUANT_ARITH', 'not recorded')}.", ""]
     for m in models:
         d = os.path.join(root, m)
         if not os.path.isdir(d):
