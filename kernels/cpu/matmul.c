@@ -521,9 +521,16 @@ static inline __attribute__((always_inline)) void rows_dot_bf16(const char *row,
         }
 }
 
+/* Rows [r, r1) in tiles of 4 rows, 2 for one token: decode has no loads of
+ * x to share, and two weight streams instead of four read faster from one
+ * core (measured on a Zen 4, alternating: the 1.5B BF16's decode 1.07-1.13x
+ * on one thread, 1.05x on two; SmolLM2's 1.07x / 1.13x).  The sums do not
+ * depend on the tile. */
 static inline __attribute__((always_inline)) void rows_span_bf16(const char *base, size_t rb, const uint16_t *xb,
                                                                  int64_t C, float *out, int64_t R, int64_t r, int64_t r1,
                                                                  const int N, const int PREFETCH) {
+    if (N == 1)
+        for (; r + 2 <= r1; r += 2) rows_dot_bf16(base + r * rb, rb, xb, C, out + r, R, 2, 1, PREFETCH);
     for (; r + 4 <= r1; r += 4) rows_dot_bf16(base + r * rb, rb, xb, C, out + r, R, 4, N, PREFETCH);
     for (; r < r1; r++) rows_dot_bf16(base + r * rb, rb, xb, C, out + r, R, 1, N, PREFETCH);
 }
