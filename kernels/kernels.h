@@ -208,7 +208,7 @@ typedef struct Backend {
     /* ---- The device cycle's ops: as softmax_topk / argmax, and the tree
      * ops, with every array (ids, probs, entropy, index lists, masks) in
      * backend memory; the host reads only what it asks for.  Each gives what
-     * the host code of infer/speculative/ (tree.c, the policies, decode.c)
+     * the host code of infer/speculative/ (cycle.c, the policies, decode.c)
      * computes for the same tree, bit for bit. */
     void (*softmax_topk_dev)(const float *logits, int n, int vocab, float temperature, int k, int *ids,
                              float *probs, int topm, float *entropy);

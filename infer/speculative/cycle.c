@@ -1,6 +1,8 @@
 #include "infer/speculative/cycle.h"
 #include "kernels/base/replay.h"
 #include "kernels/base/util.h"
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,4 +288,217 @@ long cycle_host_reads(const DevCycle *c) { return c->count_reads + c->key_reads 
 int lazy_logits_nodes(const Backend *be) {
     const int group = backend_product_tokens(be);
     return 2 * group > LAZY_LOGITS_NODES ? 2 * group : LAZY_LOGITS_NODES;
+}
+
+/* ---- The tree on the host (tree.h): what a policy grows beside its
+ * program, what observers and the tests read. */
+
+void tree_init(Tree *t) { memset(t, 0, sizeof *t); }
+
+void tree_free(Tree *t) {
+    free(t->token); free(t->parent); free(t->depth); free(t->rank);
+    free(t->p); free(t->P); free(t->H);
+    memset(t, 0, sizeof *t);
+}
+
+static void tree_grow(Tree *t, int cap) {
+    if (cap <= t->cap) return;
+    t->cap = cap;
+    t->token = xrealloc(t->token, sizeof(int) * cap);
+    t->parent = xrealloc(t->parent, sizeof(int) * cap);
+    t->depth = xrealloc(t->depth, sizeof(int) * cap);
+    t->rank = xrealloc(t->rank, sizeof(int) * cap);
+    t->p = xrealloc(t->p, sizeof(float) * cap);
+    t->P = xrealloc(t->P, sizeof(float) * cap);
+    t->H = xrealloc(t->H, sizeof(float) * cap);
+}
+
+void tree_set_size(Tree *t, int n) {
+    tree_grow(t, n);
+    t->n = n;
+}
+
+void tree_reset(Tree *t, int root_token) {
+    tree_grow(t, 64);
+    t->n = 1;
+    t->token[0] = root_token;
+    t->parent[0] = -1;
+    t->depth[0] = 0;
+    t->rank[0] = 0;
+    t->p[0] = t->P[0] = 1.0f;
+    t->H[0] = 0.0f;
+}
+
+int tree_add(Tree *t, int parent, int token, float p, float H, int rank) {
+    if (t->n == t->cap) tree_grow(t, t->cap * 2);
+    int i = t->n++;
+    t->token[i] = token;
+    t->parent[i] = parent;
+    t->depth[i] = t->depth[parent] + 1;
+    t->rank[i] = rank;
+    t->p[i] = p;
+    t->P[i] = t->P[parent] * p;
+    t->H[i] = H;
+    return i;
+}
+
+void tree_positions(const Tree *t, int n_past, int *pos) {
+    for (int i = 0; i < t->n; i++) pos[i] = n_past + t->depth[i];
+}
+
+void tree_mask(const Tree *t, uint8_t *mask) {
+    memset(mask, 0, (size_t)t->n * t->n);
+    for (int i = 0; i < t->n; i++)
+        for (int a = i; a >= 0; a = t->parent[a]) mask[(size_t)i * t->n + a] = 1;
+}
+
+void tree_subset(const Tree *t, const int *keep, int m, Tree *out) {
+    int *new_index = xmalloc(sizeof(int) * t->n);
+    for (int i = 0; i < t->n; i++) new_index[i] = -1;
+    tree_grow(out, m > 64 ? m : 64);
+    out->n = m;
+    for (int j = 0; j < m; j++) {
+        int i = keep[j];
+        new_index[i] = j;
+        out->token[j] = t->token[i];
+        out->parent[j] = t->parent[i] < 0 ? -1 : new_index[t->parent[i]];
+        out->depth[j] = t->depth[i];
+        out->rank[j] = t->rank[i];
+        out->p[j] = t->p[i];
+        out->P[j] = t->P[i];
+        out->H[j] = t->H[i];
+    }
+    free(new_index);
+}
+
+int tree_path(const Tree *t, int node, int *path) {
+    int len = t->depth[node] + 1;
+    for (int v = node, k = len - 1; v >= 0; v = t->parent[v], k--) path[k] = v;
+    return len;
+}
+
+int tree_max_depth(const Tree *t) {
+    int d = 0;
+    for (int i = 0; i < t->n; i++) if (t->depth[i] > d) d = t->depth[i];
+    return d;
+}
+
+/* ---- The choices every policy module may call (declared in policy.h):
+ * top-P candidates, programs, pool estimates from costs, the rerank by P.
+ * They sit here, below the modules, so that only the registry (policy.c)
+ * calls the modules. */
+
+static int by_P_then_order(const void *a, const void *b) {
+    const PolicyCand *x = a, *y = b;
+    if (x->P != y->P) return x->P > y->P ? -1 : 1;
+    if (x->row != y->row) return x->row - y->row;
+    return x->rank - y->rank;
+}
+static int by_order(const void *a, const void *b) {
+    const PolicyCand *x = a, *y = b;
+    if (x->row != y->row) return x->row - y->row;
+    return x->rank - y->rank;
+}
+
+int policy_keep_top_P(PolicyCand *c, int n, int keep) {
+    if (n <= keep) return n;
+    qsort(c, n, sizeof *c, by_P_then_order);
+    qsort(c, keep, sizeof *c, by_order);
+    return keep;
+}
+
+int policy_program_valid(const char *policy, const char *program) {
+    if (!strcmp(program, "auto") || !strcmp(program, "layers") || !strcmp(program, "fixed")) return 0;
+    err_set("%s: program must be auto, layers or fixed, not '%s'", policy, program);
+    return -1;
+}
+
+int policy_program_fixed(char *program, size_t size, const Backend *be) {
+    if (!strcmp(program, "auto")) snprintf(program, size, "%s", be->record_begin ? "fixed" : "layers");
+    return !strcmp(program, "fixed");
+}
+
+int policy_round_half_up(double x) { return (int)floor(x + 0.5); }
+
+int policy_by_joint_prob(const void *a, const void *b, void *tree) {
+    int x = *(const int *)a, y = *(const int *)b;
+    const Tree *t = tree;
+    if (t->P[x] != t->P[y]) return t->P[x] > t->P[y] ? -1 : 1;
+    if (t->depth[x] != t->depth[y]) return t->depth[x] - t->depth[y];
+    return x - y;
+}
+
+static int cmp_node(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+int policy_pool_estimates(const Tree *t, const CostModel *cost, int *order, float *est) {
+    const int n = t->n - 1;
+    for (int i = 0; i < n; i++) order[i] = i + 1;
+    qsort_r(order, n, sizeof(int), policy_by_joint_prob, (void *)t);
+    for (int i = 0; i < n; i++) est[i] = cost_estimate(cost, t->P[order[i]], t->depth[order[i]]);
+    return n;
+}
+
+/* The most a child of `node` can be estimated at (its P is at most its parent's). */
+static float child_bound(const Tree *t, const CostModel *cost, int node) {
+    return cost_estimate(cost, t->P[node], t->depth[node] + 1);
+}
+
+int policy_layer_pays(const Tree *t, const int *front, int nf, const CostModel *cost, int expands) {
+    int *order = xmalloc(sizeof(int) * t->n);
+    float *est = xmalloc(sizeof(float) * t->n);
+    const int n = policy_pool_estimates(t, cost, order, est);
+    double bound = 0;
+    for (int i = 0; i < nf; i++) bound += child_bound(t, cost, front[i]);
+    const int pays = cost_layer_pays(cost, est, n, expands, bound);
+    free(order); free(est);
+    return pays;
+}
+
+int policy_front_worth(const Tree *t, int *front, int nf, int k, const CostModel *cost, int expands, int *pays) {
+    int *order = xmalloc(sizeof(int) * t->n);
+    float *est = xmalloc(sizeof(float) * t->n);
+    const int n = policy_pool_estimates(t, cost, order, est);
+    const double price = cost_node_price(cost, est, n, cost_draft_s(cost, expands + 1), nf * k);
+    int kept = 0;
+    double bound = 0;
+    for (int i = 0; i < nf; i++) {
+        const float most = child_bound(t, cost, front[i]);
+        if (most >= price) {
+            bound += most;
+            front[kept++] = front[i];
+        }
+    }
+    if (pays) *pays = kept > 0 && cost_layer_pays(cost, est, n, expands, bound);
+    free(order); free(est);
+    return kept;
+}
+
+void policy_rerank_by_P(Tree *t, int total, float min_p, Tree *scratch, CostModel *cost, double draft_s, DevCycle *c) {
+    const int n = t->n - 1;
+    if (min_p <= 0 && (total == -1 || (total >= n && total != POLICY_SIZE_AUTO))) return;
+    int *order = xmalloc(sizeof(int) * t->n);
+    if (total == POLICY_SIZE_AUTO) {
+        float *est = xmalloc(sizeof(float) * t->n);
+        policy_pool_estimates(t, cost, order, est);
+        total = cost_best_prefix(cost, est, n, draft_s);
+        free(est);
+    } else {
+        for (int i = 0; i < n; i++) order[i] = i + 1;
+        qsort_r(order, n, sizeof(int), policy_by_joint_prob, t);
+    }
+    if (total == -1 || total > n) total = n;
+    for (int i = 0; i < total; i++)
+        if (t->P[order[i]] < min_p) { total = i; break; }
+    if (total == n) { free(order); return; }
+    int *keep = xmalloc(sizeof(int) * (total + 1));
+    keep[0] = 0;
+    memcpy(keep + 1, order, sizeof(int) * total);
+    qsort(keep, total + 1, sizeof(int), cmp_node);
+    cycle_keep_nodes(c, keep, total + 1);
+    tree_subset(t, keep, total + 1, scratch);
+    /* swap the reranked tree into t */
+    Tree tmp = *t;
+    *t = *scratch;
+    *scratch = tmp;
+    free(order); free(keep);
 }

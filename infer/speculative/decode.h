@@ -1,7 +1,8 @@
 /* infer/speculative/: the speculative loop.  This file's decode.c is the
  * draft→verify→commit cycle read top to bottom, verification's rule
  * included; beside it the cycle's
- * buffers and tree ops (cycle.c), the tree (tree.c), draft sources (draft.c,
+ * buffers and tree ops, the host tree and the policies' shared choices
+ * (cycle.c), draft sources (draft.c,
  * draft_eagle.c, draft_lm.c), policies (policy.c and policies/) and the
  * classifier.  What runs the cycle (sessions, batches) and what measures
  * it (observers) live in infer/session/. */

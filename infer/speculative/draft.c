@@ -559,3 +559,38 @@ void draft_counts_restore(Draft *d, const DraftCounts *c) {
     d->steps_scored = c->steps_scored;
     d->t_dist = c->t_dist;
 }
+
+/* ---- A forward's inputs over rows of a tree (TreeInputs, tree.h): made in
+ * backend memory by the tree op, read by the draft's and the target's
+ * forwards. */
+
+/* words of an input buffer of m rows with masks of w slots */
+static size_t input_words(int m, int w) { return 4 * (size_t)m + 1 + ((size_t)m * w + 3) / 4; }
+
+/* at least `words` words in in's buffer (twice that where it grows) */
+static void inputs_room(TreeInputs *in, const Backend *be, size_t words, size_t grow_to) {
+    if (in->be != be) { tree_inputs_free(in); in->be = be; }
+    if (words <= in->cap) return;
+    if (in->dev) be->release(in->dev);
+    in->cap = grow_to;
+    in->dev = backend_alloc_ints(be, in->cap);
+}
+
+void tree_inputs_reserve(TreeInputs *in, const Backend *be, int m, int w) {
+    inputs_room(in, be, input_words(m, w), input_words(m, w));
+}
+
+void tree_inputs_make(TreeInputs *in, const Backend *be, Gate *gate, const DevTree *t, const int *rows, int m,
+                      const int *at, int base, int ones, int pos0, int nctx) {
+    const size_t ints = 4 * (size_t)m + 1, words = input_words(m, nctx - ones);
+    inputs_room(in, be, words, 2 * words);
+    in->dev_mask = (const uint8_t *)(const void *)(in->dev + ints);
+    gate_tree_op(gate, be, &(TreeOp){.kind = TREE_OP_INPUTS, .t = *t, .rows = rows, .m = m, .at = at, .base = base,
+                                     .ones = ones, .pos0 = pos0, .nctx = nctx, .out = in->dev,
+                                     .mask = (uint8_t *)(void *)(in->dev + ints)});
+}
+
+void tree_inputs_free(TreeInputs *in) {
+    if (in->dev) in->be->release(in->dev);
+    memset(in, 0, sizeof *in);
+}

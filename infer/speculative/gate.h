@@ -61,7 +61,7 @@ typedef struct {
  * GATE_CALIBRATE decoder_calibrate (infer/session/observers.c); GATE_TREE and GATE_READ
  * gate_tree_op and gate_to_host below, which the device cycle's ops reach
  * through cycle_tree_op and cycle_to_host (cycle.c) and tree_inputs_make
- * (tree.c).  In what order the waiting kinds run: infer/session/batch.c's schedule. */
+ * (draft.c).  In what order the waiting kinds run: infer/session/batch.c's schedule. */
 typedef struct Gate Gate;
 struct Gate {
     /* Runs the call, alone or with others: 0.  Non-zero where it did not

@@ -1,6 +1,6 @@
 /* Policy registry and parameters.  The helpers the policies share are in
- * policy_helpers.c, so that the modules call down to them and only the
- * registry calls the modules. */
+ * cycle.c (declared in policy.h), so that the modules call down to them and
+ * only the registry calls the modules. */
 #include "infer/speculative/policy.h"
 #include "kernels/base/util.h"
 #include <errno.h>

@@ -147,7 +147,8 @@ int policy_param_get(const Policy *p, int i, const char **key, double *num, cons
  * policy has no such numeric setting. */
 int policy_param_num(const Policy *p, const char *key, double *num);
 
-/* A candidate child: joint probability P, the row of its parent in an
+/* The choices the policy modules share (defined in cycle.c, below them).
+ * A candidate child: joint probability P, the row of its parent in an
  * expansion and its rank among that parent's top-k. */
 typedef struct { float P; int row, rank; } PolicyCand;
 /* Keeps the `keep` candidates with the largest P (ties: earlier row, then

@@ -1,6 +1,8 @@
 /* The token tree a policy builds and the target verifies.  Node 0 is the
  * root: the last token the target emitted, already part of the output but
- * not yet in the target's KV cache.  Parents precede their children. */
+ * not yet in the target's KV cache.  Parents precede their children.
+ * Defined in cycle.c (the tree's functions, beside the ops that grow it on
+ * the device) and draft.c (TreeInputs, which the forwards read). */
 #ifndef C2T_TREE_H
 #define C2T_TREE_H
 #include "kernels/kernels.h"

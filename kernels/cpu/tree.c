@@ -1,5 +1,5 @@
 /* The tree ops of the device cycle on the CPU (kernels.h): the same
- * arithmetic and orders as the host tree code (infer/speculative/tree.c:
+ * arithmetic and orders as the host tree code (infer/speculative/cycle.c:
  * tree_add, tree_subset; the policies' rankings, policy_by_joint_prob's
  * ties), over DevTree arrays. */
 #include "kernels/cpu/cpu.h"
