@@ -55,7 +55,9 @@ CLI_BACKEND_HELP
 "                         and a BF16 target gets llama.cpp's arithmetic\n"
 "                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16,\n"
 "                         amx instead where the CPU has AMX-BF16 and the run speculates or is\n"
-"                         batched, unless either option is given; the report's settings say which\n"
+"                         batched, --kv-dtype bf16 alone elsewhere; a target of GGUF block types\n"
+"                         --kv-dtype bf16; unless either option is given; the report's settings\n"
+"                         say which\n"
 "decoding\n"
 CLI_QUESTIONS_HELP
 "  --temperature T        0 = greedy (default 0)\n"

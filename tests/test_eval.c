@@ -903,24 +903,29 @@ static void test_draft_vocab_auto(void) {
 /* A plain run's arithmetic for a BF16 target: the tile multiply where the
  * CPU has AMX-BF16 and the run's products take many tokens (a speculative
  * policy, or several sequences), else llama.cpp's where the build has
- * AVX512-BF16 (plain ar at batch 1 among them); F32 for an F32 target, and
- * never when an arithmetic option is given or the run is not a plain one
- * (here: walk verification); the report records it. */
+ * AVX512-BF16 (plain ar at batch 1 among them), the KV cache in BF16 on
+ * every build; a target of GGUF block types: its own products, the KV cache
+ * in BF16; F32 for an F32 target, and never when an arithmetic option is
+ * given or the run is not a plain one (here: walk verification); the report
+ * records it. */
 static void test_plain_arithmetic(void) {
     const int fast = backend_cpu_gemm_runs(CPU_GEMM_BF16), amx = backend_cpu_gemm_runs(CPU_GEMM_AMX);
-    const char *tiles = amx ? "amx" : fast ? "on" : "off", *kv16 = fast || amx ? "bf16" : "f32";
+    const char *tiles = amx ? "amx" : fast ? "on" : "off";
     const struct { const char *target, *extra; int auto_rule; const char *gemm, *kv; } runs[] = {
-        {"data/demo/target", "--policy eagle2 --topk 4 --depth 3", 1, tiles, kv16},
-        {"data/demo/target", "--policy ar", 1, fast ? "on" : "off", fast ? "bf16" : "f32"},
-        {"data/demo/target", "--policy ar --batch 2", 1, tiles, kv16},
+        {"data/demo/target", "--policy eagle2 --topk 4 --depth 3", 1, tiles, "bf16"},
+        {"data/demo/target", "--policy ar", 1, fast ? "on" : "off", "bf16"},
+        {"data/demo/target", "--policy ar --batch 2", 1, tiles, "bf16"},
         {"data/demo/target", "--policy eagle2 --topk 4 --depth 3 --kv-dtype f32", 0, "off", "f32"},
-        {"data/demo/target", "--policy eagle2 --topk 4 --depth 3 --batch 2", 1, tiles, kv16},
+        {"data/demo/target", "--policy eagle2 --topk 4 --depth 3 --batch 2", 1, tiles, "bf16"},
         {"data/demo/target", "--policy eagle2 --topk 4 --depth 3 --verify walk", 0, "off", "f32"},
+        {"tests/ckpt/qwen2_quant", "--policy eagle2 --topk 4 --depth 3", 1, "off", "bf16"},
         {"tests/ckpt/tiny_chat", "--policy eagle2 --topk 4 --depth 3", 1, "off", "f32"}};
     char err[4096], out[96];
     snprintf(out, sizeof out, "%s.arith.json", qfile);
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
-        const char *draft = strstr(runs[i].target, "demo") ? "data/demo/eagle" : "tests/ckpt/tiny_chat_eagle";
+        const char *draft = strstr(runs[i].target, "demo")    ? "data/demo/eagle"
+                            : strstr(runs[i].target, "qwen2") ? "tests/ckpt/qwen2_quant_bf16"
+                                                              : "tests/ckpt/tiny_chat_eagle";
         int rc = run_cmd(err, sizeof err, "%s/spec-eval --target %s --draft %s --template none --questions %s "
                          "--max-new-tokens 8 --check-lossless %s --quiet --json %s",
                          bin_dir(), runs[i].target, draft, qfile, runs[i].extra, out);

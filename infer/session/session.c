@@ -1,4 +1,5 @@
 #include "infer/session/session.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +41,11 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         return -1;
     }
     /* fast products are set before the weights load (they keep BF16
-     * weights as they are); kept for a BF16 target on the CPU, with the
-     * KV cache in BF16 too, else undone before anything computes */
+     * weights as they are); kept for a BF16 target on the CPU, else undone
+     * before anything computes.  The KV cache goes to BF16 for a BF16 or
+     * block-type target on the CPU with any build (llama.cpp keeps its
+     * cache in 16 bits on every CPU; attention then reads half the bytes);
+     * an F32 or F16 target keeps F32. */
     const int fast = !cfg->arith_auto ? CPU_GEMM_F32
                      : cfg->arith_tiles && backend_cpu_gemm_runs(CPU_GEMM_AMX) ? CPU_GEMM_AMX
                      : backend_cpu_gemm_runs(CPU_GEMM_BF16) ? CPU_GEMM_BF16 : CPU_GEMM_F32;
@@ -51,10 +55,10 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     if (!be) return -1;
     s->target = llama_load(cfg->target_dir, be);
     if (!s->target) return -1;
-    if (fast) {
-        const int bf16 = !strcmp(be->name, "cpu") && s->target->cfg.layers > 0 && s->target->layer[0].wq.dtype == DT_BF16;
-        s->cfg.backend.cpu_fast_gemm = bf16 ? fast : cfg->backend.cpu_fast_gemm;
-        if (bf16) s->cfg.backend.kv_dtype = DT_BF16;
+    if (cfg->arith_auto && !strcmp(be->name, "cpu") && s->target->cfg.layers > 0) {
+        const DType wt = s->target->layer[0].wq.dtype;
+        s->cfg.backend.cpu_fast_gemm = wt == DT_BF16 ? fast : cfg->backend.cpu_fast_gemm;
+        if (wt == DT_BF16 || dtype_is_quant(wt)) s->cfg.backend.kv_dtype = DT_BF16;
         if (backend_configure(&s->cfg.backend)) return -1;
     }
     if (llama_warm(s->target)) return -1;

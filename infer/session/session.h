@@ -23,9 +23,10 @@ typedef struct {
     int draft_vocab_given; /* --draft-vocab was on the command line */
     int arith_given;       /* --cpu-fast-gemm or --kv-dtype was on the command line */
     /* the arithmetic default of a plain run (docs/policies.md "Defaults"):
-     * for a BF16 target on the CPU, BF16 products and KV cache (kv_dtype
-     * bf16): cpu_fast_gemm amx where arith_tiles and the CPU has AMX-BF16,
-     * else on (llama.cpp's) where the build has AVX512-BF16; session_open
+     * for a BF16 target on the CPU, BF16 products: cpu_fast_gemm amx where
+     * arith_tiles and the CPU has AMX-BF16, else on (llama.cpp's) where the
+     * build has AVX512-BF16; for a BF16 or block-type target on the CPU the
+     * KV cache in BF16 (kv_dtype bf16) on every build; session_open
      * decides, backend records it */
     int arith_auto;
     int arith_tiles;       /* the run's products take many tokens at once: it speculates (trees and

@@ -27,9 +27,10 @@
 # which dies of SIGILL there (tools/experiments/llamacpp.sh).
 # ARITH: our arithmetic for every bench_forward run (tools/experiments/arith.sh:
 # unset, llama.cpp's --cpu-fast-gemm on --kv-dtype bf16 where the CPU has
-# AVX512-BF16 and the build is native, else F32 products and KV cache; the
-# BF16 rows are llama.cpp's BF16 arithmetic only with the former); the
-# report names it.
+# AVX512-BF16 and the build is native, else F32 products with the KV cache
+# in BF16, as a plain spec-eval run decodes and as llama.cpp keeps its cache
+# in 16 bits; the BF16 rows are llama.cpp's BF16 arithmetic only with the
+# former); the report names it.
 . "$(dirname "$0")/lib.sh"
 REPS=${REPS:-3}
 MODELS=${MODELS:-smollm2 qwen smollm2-bf16 qwen-bf16}
@@ -43,7 +44,7 @@ avx2-vnni) R=results/quant_bench_avx2_vnni; B=build-avx2-vnni
 *) echo "quant_bench: QUANT_ISA is native, avx2 or avx2-vnni, not $QUANT_ISA" >&2; exit 2 ;;
 esac
 # an AVX2 build refuses --cpu-fast-gemm on (it has no BF16 dot products)
-[ "$B" = build ] || [ -n "${ARITH+set}" ] || ARITH=
+[ "$B" = build ] || [ -n "${ARITH+set}" ] || ARITH="--cpu-fast-gemm off --kv-dtype bf16"
 . "$(dirname "$0")/arith.sh"
 export QUANT_ARITH="$(arith_name)"
 mkdir -p $R
