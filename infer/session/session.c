@@ -55,8 +55,9 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     if (!be) return -1;
     s->target = llama_load(cfg->target_dir, be);
     if (!s->target) return -1;
-    if (cfg->arith_auto && !strcmp(be->name, "cpu") && s->target->cfg.layers > 0) {
-        const DType wt = s->target->layer[0].wq.dtype;
+    if (cfg->arith_auto) {
+        const int cpu = !strcmp(be->name, "cpu") && s->target->cfg.layers > 0;
+        const DType wt = cpu ? s->target->layer[0].wq.dtype : DT_F32;
         s->cfg.backend.cpu_fast_gemm = wt == DT_BF16 ? fast : cfg->backend.cpu_fast_gemm;
         if (wt == DT_BF16 || dtype_is_quant(wt)) s->cfg.backend.kv_dtype = DT_BF16;
         if (backend_configure(&s->cfg.backend)) return -1;
