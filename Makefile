@@ -58,17 +58,23 @@ CMD_SRCS := $(wildcard $(addsuffix /spec_*.c,$(CMD_DIRS)))
 CMDS     := $(patsubst spec_%,$(BIN)/spec-%,$(basename $(notdir $(CMD_SRCS))))
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-# test_quant once more for each instruction-set path of
+# The kernels with instruction-set paths, tested once more on each path
+# (named as cpu_isa names them), their objects compiled for that -march and
+# linked ahead of the library as built: test_quant for
 # kernels/cpu/matmul_quant.c (the scalar loop, AVX2, AVX2 with AVX-VNNI,
-# AVX-512 without VNNI; named as cpu_isa names them): its object compiled
-# for that -march, linked ahead of the library as built.
-# tests/test_quant_isa.sh runs those this CPU can.
+# AVX-512 without VNNI), test_kernels for the 8- and 16-lane loops of
+# kernels/cpu/attention.c, elementwise.c and distribution.c (VEC_SRCS: the
+# generic loops, AVX2, AVX-512).  tests/test_isa_paths.sh runs those this
+# CPU can.
+ISA_FLAGS_x86-64 := -march=x86-64
+ISA_FLAGS_avx2 := -march=haswell
+ISA_FLAGS_avx2-vnni := -march=haswell -mavxvnni
+ISA_FLAGS_avx512 := -march=skylake-avx512
 QUANT_PATHS := x86-64 avx2 avx2-vnni avx512
-QUANT_PATH_x86-64 := -march=x86-64
-QUANT_PATH_avx2 := -march=haswell
-QUANT_PATH_avx2-vnni := -march=haswell -mavxvnni
-QUANT_PATH_avx512 := -march=skylake-avx512
-QUANT_PATH_TESTS := $(patsubst %,$(BUILD)/tests/isa/test_quant_%,$(QUANT_PATHS))
+VEC_PATHS := x86-64 avx2 avx512
+VEC_SRCS := attention elementwise distribution
+ISA_PATH_TESTS := $(patsubst %,$(BUILD)/tests/isa/test_quant_%,$(QUANT_PATHS)) \
+                  $(patsubst %,$(BUILD)/tests/isa/test_kernels_%,$(VEC_PATHS))
 BENCH_SRCS := $(wildcard tests/bench_*.c)
 BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRCS))
 # libFuzzer harnesses (tests/fuzz/): replayed over their corpus by make test,
@@ -90,7 +96,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 .SECONDARY:
 
 .PHONY: all deps deps-llamacpp test test-long test-asan bench bench-quant demo install clean check-deps fuzz fuzz-deps fuzz-syntax smollm2 qwen qwen-eval qwen-classifier qwen-paper smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
-all: check-deps $(LIB) $(CMDS) $(TESTS) $(QUANT_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
+all: check-deps $(LIB) $(CMDS) $(TESTS) $(ISA_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
 	@pkg-config --exists $(PKGS) || { echo "missing build dependencies: run 'make deps'" >&2; exit 1; }
@@ -139,7 +145,7 @@ $(BUILD)/%.o: %.cu
 $(CUDA_LIB): $(patsubst %.cu,$(BUILD)/%.o,$(wildcard kernels/cuda/*.cu))
 	@rm -f $@
 	ar rcs $@ $^
-$(CMDS) $(TESTS) $(QUANT_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS): $(CUDA_LIB)
+$(CMDS) $(TESTS) $(ISA_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS): $(CUDA_LIB)
 endif
 
 $(PLUGIN): collect/h5plugin_zstd.c collect/zstd_filter.c collect/zstd_filter.h
@@ -164,10 +170,23 @@ $(foreach s,$(CMD_SRCS),$(eval $(call cmd_rule,$(s))))
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+ISA_CC = $(CC) $(filter-out $(ARCH),$(CFLAGS)) $(ISA_FLAGS_$*) -ffp-contract=fast -O2 $(KERNEL_FMA) -MMD -MP -c $< -o $@
 $(patsubst %,$(BUILD)/isa/matmul_quant_%.o,$(QUANT_PATHS)): $(BUILD)/isa/matmul_quant_%.o: kernels/cpu/matmul_quant.c
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out $(ARCH),$(CFLAGS)) $(QUANT_PATH_$*) -ffp-contract=fast -O2 $(KERNEL_FMA) -MMD -MP -c $< -o $@
-$(QUANT_PATH_TESTS): $(BUILD)/tests/isa/test_quant_%: $(BUILD)/tests/test_quant.o $(BUILD)/isa/matmul_quant_%.o $(LIB)
+	$(ISA_CC)
+define vec_path_rule
+$$(BUILD)/isa/%/$(1).o: kernels/cpu/$(1).c
+	@mkdir -p $$(dir $$@)
+	$$(ISA_CC)
+endef
+$(foreach f,$(VEC_SRCS),$(eval $(call vec_path_rule,$(f))))
+$(BUILD)/tests/isa/test_quant_%: $(BUILD)/tests/test_quant.o $(BUILD)/isa/matmul_quant_%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+# (the path's objects: $* is the path once prerequisites expand again)
+VEC_PATH_OBJS = $(foreach f,$(VEC_SRCS),$(BUILD)/isa/$*/$(f).o)
+.SECONDEXPANSION:
+$(BUILD)/tests/isa/test_kernels_%: $(BUILD)/tests/test_kernels.o $$(VEC_PATH_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -183,7 +202,7 @@ QUIET_BUILD = $(if $(filter 1,$(V)),,-s)
 # the test targets build on every core (JOBS=1 for one at a time)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_SCRIPTS := tests/test_layers.sh tests/test_docs.sh tests/test_walkthrough.sh tests/test_equal_tau.py tests/test_calibration.py \
-                tests/test_drafts.py tests/test_ncu_summary.py tests/test_quant_isa.sh tests/test_fuzz_build.sh
+                tests/test_drafts.py tests/test_ncu_summary.py tests/test_isa_paths.sh tests/test_fuzz_build.sh
 TEST_RUNS := $(TESTS) $(FUZZ_REPLAYS) $(TEST_SCRIPTS)
 test: deps
 	@echo "make test: building (V=1 shows the commands)"

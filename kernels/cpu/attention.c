@@ -79,6 +79,26 @@ static inline int visible(const AttnSeq *a, int i, int j) {
     return j < w0 || a->mask[(size_t)i * a->mask_w + (j - w0)] != 0;
 }
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+/* The slots query i of a's sees, in order, into at; returns their count
+ * (attend16's and attend8's list). */
+static int visible_slots(const AttnSeq *a, int i, int *at) {
+    const int nctx = seq_ctx(a);
+    int m = 0;
+    if (a->mask) {   /* the slots before the window, then the window's marked ones */
+        const int w0 = nctx - a->mask_w;
+        const uint8_t *row = a->mask + (size_t)i * a->mask_w;
+        for (int j = 0; j < w0; j++) at[m++] = j;
+        for (int j = 0; j < a->mask_w; j++)
+            if (row[j]) at[m++] = w0 + j;
+    } else {
+        m = nctx - a->n + i + 1;   /* causal: slots [0, nctx - n + i] */
+        for (int j = 0; j < m; j++) at[j] = j;
+    }
+    return m;
+}
+#endif
+
 /* Masked softmax of query i's score row in place; masked entries become 0. */
 static void softmax_row(float *s, const AttnSeq *a, int i) {
     const int nctx = seq_ctx(a);
@@ -184,17 +204,8 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
     const int g = h0 / (nheads / nkv), qdim = nheads * HD;
     const float *qi = q + (size_t)i * qdim;
     const void *K = c->k, *Vc = c->v;
-    int *at = (int *)(s + (size_t)nh * nctx), m = 0;
-    if (sq->mask) {   /* the slots before the window, then the window's marked ones */
-        const int w0 = nctx - sq->mask_w;
-        const uint8_t *row = sq->mask + (size_t)i * sq->mask_w;
-        for (int j = 0; j < w0; j++) at[m++] = j;
-        for (int j = 0; j < sq->mask_w; j++)
-            if (row[j]) at[m++] = w0 + j;
-    } else {
-        m = nctx - sq->n + i + 1;   /* causal: slots [0, nctx - n + i] */
-        for (int j = 0; j < m; j++) at[j] = j;
-    }
+    int *at = (int *)(s + (size_t)nh * nctx);
+    const int m = visible_slots(sq, i, at);
     for (int x = 0; x < m; x++) {
         const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD;
         __m512 k[V];
@@ -237,8 +248,82 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
     } while (0)
 #endif
 
-/* attend16 for the head sizes of the LLaMA family's shapes, else attend_dt;
- * the element type a constant in each copy */
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+/* Eight of the cache's elements from index i as floats. */
+static inline __m256 kv_load8(const void *base, DType dt, size_t i) {
+    if (dt == DT_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i))), 16));
+    return _mm256_loadu_ps((const float *)base + i);
+}
+
+/* attend16 on 8 lanes (AVX2), for head sizes a multiple of 8 (HD, DT
+ * compile-time), with its contract: the visible slots listed in order
+ * first, each score one 8-lane chain over the head then a fixed reduction,
+ * the exponentials and their sum by list position (exp_shifted8), each
+ * head's weighted sum of the values in registers over the list, at most
+ * O_VECTORS of them a pass (AVX2's 16 registers: a head of 128 takes two
+ * passes, each over its half of every value row).  So a tree's query sums
+ * exactly as the same token decoded alone.  s: nh * nctx floats, then nctx
+ * ints. */
+static inline __attribute__((always_inline)) void attend8(float *out, const float *q, const AttnSeq *sq, int layer,
+                                                          int i, int h0, int nh, int nheads, int nkv, float *s,
+                                                          const DType DT, const int HD) {
+    enum { O_VECTORS = 8 };
+    const KVCache *c = sq->kv;
+    const int nctx = seq_ctx(sq);
+    const float scale = 1.0f / sqrtf((float)HD);
+    const int g = h0 / (nheads / nkv), qdim = nheads * HD;
+    const float *qi = q + (size_t)i * qdim;
+    const void *K = c->k, *Vc = c->v;
+    int *at = (int *)(s + (size_t)nh * nctx);
+    const int m = visible_slots(sq, i, at);
+    for (int x = 0; x < m; x++) {
+        const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD;
+        for (int a = 0; a < nh; a++) {
+            const float *qa = qi + (size_t)(h0 + a) * HD;
+            __m256 acc = _mm256_mul_ps(_mm256_loadu_ps(qa), kv_load8(K, DT, base));
+#pragma GCC unroll 16
+            for (int v = 1; v < HD / 8; v++) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qa + 8 * v), kv_load8(K, DT, base + 8 * v), acc);
+            __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+            t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+            s[(size_t)a * nctx + x] = _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1))) * scale;
+        }
+    }
+    for (int a = 0; a < nh; a++) {
+        float *sa = s + (size_t)a * nctx;
+        float top;
+        const double sum = exp_shifted8(sa, m, 1.0f, sa, &top);
+        const __m256 inv = _mm256_set1_ps(sum > 0 ? (float)(1.0 / sum) : 0.0f);
+        float *oa = out + (size_t)i * qdim + (size_t)(h0 + a) * HD;
+        for (int v0 = 0; v0 < HD / 8; v0 += O_VECTORS) {
+            const int nv = HD / 8 - v0 < O_VECTORS ? HD / 8 - v0 : O_VECTORS;
+            __m256 o[O_VECTORS];
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) o[v] = _mm256_setzero_ps();
+            for (int x = 0; x < m; x++) {
+                if (sa[x] == 0) continue;
+                const __m256 w = _mm256_set1_ps(sa[x]);
+                const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD + 8 * (size_t)v0;
+#pragma GCC unroll 8
+                for (int v = 0; v < nv; v++) o[v] = _mm256_fmadd_ps(w, kv_load8(Vc, DT, base + 8 * v), o[v]);
+            }
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) _mm256_storeu_ps(oa + 8 * (v0 + v), _mm256_mul_ps(o[v], inv));
+        }
+    }
+}
+
+#define ATTEND8(HD)                                                                                                \
+    do {                                                                                                           \
+        if (sq->kv->dt == DT_BF16) attend8(out, q, sq, layer, i, h0, nh, nheads, nkv, s, DT_BF16, HD);            \
+        else attend8(out, q, sq, layer, i, h0, nh, nheads, nkv, s, DT_F32, HD);                                  \
+        return;                                                                                                    \
+    } while (0)
+#endif
+
+/* attend16 (AVX-512) or attend8 (AVX2) for the head sizes of the LLaMA
+ * family's shapes, else attend_dt; the element type a constant in each copy */
 static void attend(float *out, const float *q, const AttnSeq *sq, int layer, int i, int h0, int nh, int nheads,
                    int nkv, int hd, float *s) {
 #ifdef __AVX512F__
@@ -246,6 +331,12 @@ static void attend(float *out, const float *q, const AttnSeq *sq, int layer, int
     case 32: ATTEND16(32);
     case 64: ATTEND16(64);
     case 128: ATTEND16(128);
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    switch (hd) {
+    case 32: ATTEND8(32);
+    case 64: ATTEND8(64);
+    case 128: ATTEND8(128);
     }
 #endif
     if (sq->kv->dt == DT_BF16) attend_dt(out, q, sq, layer, i, h0, nh, nheads, nkv, hd, s, DT_BF16);

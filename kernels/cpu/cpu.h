@@ -88,6 +88,52 @@ static inline double exp_shifted16(const float *x, int64_t m, float scale, float
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+/* glibc's libmvec (pulled in by -lm): expf on 8 lanes, under the x86_64
+ * vector function ABI's name for the AVX2 variant. */
+__m256 _ZGVdN8v_expf(__m256);
+#define exp8 _ZGVdN8v_expf
+
+/* The lanes of an 8-float block of which left remain, as a lane mask. */
+static inline __m256i tail_mask8(int64_t left) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(left >= 8 ? 8 : (int)left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* exp_shifted16 on 8 lanes: out[j] = exp((x[j] - max) * scale) over
+ * x[0..m) (out may be x), *mx = the max; returns the sum, in four double
+ * lanes twice then a fixed tree.  Each element is computed alike wherever
+ * it sits (the tail under a mask), and -INFINITY entries give 0; a row of
+ * nothing else gives zeros and sum 0. */
+static inline double exp_shifted8(const float *x, int64_t m, float scale, float *out, float *mx) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 top = ninf;
+    for (int64_t j = 0; j < m; j += 8) {
+        const __m256i k = tail_mask8(m - j);
+        top = _mm256_max_ps(top, _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + j, k), _mm256_castsi256_ps(k)));
+    }
+    __m128 t = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+    t = _mm_max_ps(t, _mm_movehl_ps(t, t));
+    *mx = _mm_cvtss_f32(_mm_max_ss(t, _mm_shuffle_ps(t, t, 1)));
+    if (*mx == -INFINITY) {
+        memset(out, 0, sizeof(float) * m);
+        return 0;
+    }
+    const __m256 tv = _mm256_set1_ps(*mx), sv = _mm256_set1_ps(scale);
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    for (int64_t j = 0; j < m; j += 8) {
+        const __m256i k = tail_mask8(m - j);
+        const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(k),
+                                       exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, k), tv), sv)));
+        _mm256_maskstore_ps(out + j, k, e);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    const __m256d d = _mm256_add_pd(lo, hi);
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(d), _mm256_extractf128_pd(d, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+#endif
+
 /* dst[i] = src[i] rounded to BF16 as f32_to_bf16 rounds (nearest even,
  * NaN kept quiet), sixteen at a time. */
 typedef uint32_t v16u32 __attribute__((vector_size(64)));

@@ -79,10 +79,13 @@ static void topk_insert(int *ids, float *ps, int *count, int k, int id, float p)
 }
 
 /* p[j] = exp((l[j] - max) * invt) over the row, *mx = its largest logit;
- * returns the sum in double (exp_shifted16 with AVX-512). */
+ * returns the sum in double (exp_shifted16 with AVX-512, exp_shifted8 with
+ * AVX2). */
 static double exp_shifted(const float *l, int vocab, float invt, float *p, float *mx) {
 #ifdef __AVX512F__
     return exp_shifted16(l, vocab, invt, p, mx);
+#elif defined(__AVX2__) && defined(__FMA__)
+    return exp_shifted8(l, vocab, invt, p, mx);
 #else
     float top = -INFINITY;
     for (int j = 0; j < vocab; j++) if (l[j] > top) top = l[j];

@@ -68,8 +68,9 @@ void cpu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int 
 }
 
 /* gate = silu(gate) * up; sixteen lanes at a time through libmvec's expf
- * where there is AVX-512 (the tail under a lane mask, so every element is
- * computed the same wherever it sits: batch invariance). */
+ * where there is AVX-512, eight where there is AVX2 (the tail under a lane
+ * mask, so every element is computed the same wherever it sits: batch
+ * invariance). */
 typedef struct { float *gate; const float *up; int64_t m; } SwigluJob;
 
 /* A contiguous share of the blocks of 256 elements. */
@@ -90,6 +91,15 @@ static void swiglu_part(void *v, int part, int parts) {
             const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
             const __m512 y = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(k, up + j));
             _mm512_mask_storeu_ps(gate + j, k, y);
+        }
+#elif defined(__AVX2__) && defined(__FMA__)
+        const __m256 one = _mm256_set1_ps(1.0f);
+        for (int64_t j = i; j < end; j += 8) {
+            const __m256i k = tail_mask8(end - j);
+            const __m256 g = _mm256_maskload_ps(gate + j, k);
+            const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+            const __m256 y = _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_maskload_ps(up + j, k));
+            _mm256_maskstore_ps(gate + j, k, y);
         }
 #else
         for (int64_t j = i; j < end; j++) gate[j] = gate[j] / (1.0f + expf(-gate[j])) * up[j];
