@@ -216,11 +216,15 @@ static cJSON *vocab_auto_json(const VocabAuto *va) {
         cJSON_AddNumberToObject(x, "coverage", va->coverage[i]);
         cJSON_AddNumberToObject(x, "step_s", va->step_s[i]);
         cJSON_AddNumberToObject(x, "step1_s", va->step1_s[i]);
+        cJSON_AddNumberToObject(x, "step_fit_s", va->step_fit_s[i]);
+        cJSON_AddNumberToObject(x, "step1_fit_s", va->step1_fit_s[i]);
         cJSON_AddNumberToObject(x, "predicted_tokens_per_s", va->rate[i]);
+        cJSON_AddNumberToObject(x, "cycles", (double)va->drafted[i]);
         cJSON_AddItemToArray(c, x);
     }
     cJSON_AddNumberToObject(o, "explored", va->cand[va->n_cand - 1]);
-    cJSON_AddNumberToObject(o, "explored_cycles", (double)va->cycles);
+    cJSON_AddNumberToObject(o, "choices", (double)va->choices);
+    cJSON_AddNumberToObject(o, "reexplored", (double)va->reexplored);
     if (va->chosen >= 0) cJSON_AddNumberToObject(o, "chosen", va->cand[va->chosen]);
     else cJSON_AddNullToObject(o, "chosen");   /* the run ended while exploring */
     cJSON_AddNumberToObject(o, "calibration_s", va->calibration_s);
@@ -713,12 +717,15 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     const VocabAuto *va = dec ? decoder_vocab(dec) : NULL;
     if (va) {
         cJSON_AddItemToObject(r->report, "draft_vocab_auto", vocab_auto_json(va));
-        if (va->chosen >= 0)
-            fprintf(stderr, "spec-eval: draft vocabulary %d chosen from costs (of %d candidates, %d to %d; coverage "
-                    "%.3f; %.2fx the explored %d's predicted tokens per second) after %lld cycles; calibration %.2f s\n",
-                    va->cand[va->chosen], va->n_cand, va->cand[0], va->cand[va->n_cand - 1],
-                    va->coverage[va->chosen], va->rate[va->chosen] / va->rate[va->n_cand - 1],
-                    va->cand[va->n_cand - 1], va->cycles, va->calibration_s);
+        if (va->choices > 0)
+            fprintf(stderr, "spec-eval: draft vocabulary %d %s from costs (of %d candidates, %d to %d; coverage %.3f; "
+                    "%.2fx the explored %d's predicted tokens per second); %lld choice%s of %d cycles each, %lld "
+                    "return%s to exploring; calibration %.2f s\n",
+                    va->cand[va->chosen >= 0 ? va->chosen : va->n_cand - 1], va->chosen >= 0 ? "chosen" : "explored",
+                    va->n_cand, va->cand[0], va->cand[va->n_cand - 1], va->coverage[va->chosen >= 0 ? va->chosen : va->n_cand - 1],
+                    va->chosen >= 0 ? va->rate[va->chosen] / va->rate[va->n_cand - 1] : 1.0, va->cand[va->n_cand - 1],
+                    va->choices, va->choices == 1 ? "" : "s", VOCAB_AUTO_EXPLORE, va->reexplored,
+                    va->reexplored == 1 ? "" : "s", va->calibration_s);
         else
             fprintf(stderr, "spec-eval: --draft-vocab auto: the run ended after %lld of the %d cycles explored before "
                     "a choice; every cycle drafted from %d\n", va->cycles, VOCAB_AUTO_EXPLORE, va->cand[va->n_cand - 1]);

@@ -56,8 +56,8 @@ CLI_BACKEND_HELP
 "                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16,\n"
 "                         amx instead where the CPU has AMX-BF16 and the run speculates or is\n"
 "                         batched, --kv-dtype bf16 alone elsewhere; a target of GGUF block types\n"
-"                         --kv-dtype bf16; unless either option is given; the report's settings\n"
-"                         say which\n"
+"                         gets --kv-dtype bf16 (an option given on the command line wins; the\n"
+"                         report's settings say which)\n"
 "decoding\n"
 CLI_QUESTIONS_HELP
 "  --temperature T        0 = greedy (default 0)\n"

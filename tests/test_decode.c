@@ -795,66 +795,95 @@ static void test_reduced_draft_vocabulary(void) {
     llama_free(m);
 }
 
-/* --draft-vocab auto's choice on synthetic measurements: the in-vocabulary
- * prefixes of accepted paths counted per candidate, and the predicted
- * tokens per second of each, by the formula of vocab_auto.h. */
+/* --draft-vocab auto's choice on synthetic measurements: the accepted and
+ * bonus tokens outside each candidate counted, the lines through the timed
+ * steps, and the predicted tokens per second of each, by the formulas of
+ * vocab_auto.h; then the watch after a choice of fewer ids. */
 static void test_draft_vocab_choice_by_hand(void) {
     VocabAuto va = {.n_cand = 2, .cand = {64, 128}, .coverage = {0.5, 1}, .chosen = -1, .calibrated = 1, .V = 200};
     int rank[200];
     for (int i = 0; i < 200; i++) rank[i] = 199 - i;   /* id 199 the most frequent */
     va.rank = rank;
     const int path_a[2] = {189, 99}, path_b[3] = {120, 194, 190};   /* ranks 10, 100; 79, 5, 9 */
-    vocab_auto_observe(&va, path_a, 2, 0.1, 0.05, 8, 3);
-    vocab_auto_observe(&va, path_b, 3, 0.1, 0.05, 16, 7);
-    CHECK(va.cycles == 2 && va.rows == 16 && va.steps == 7, "cycles %lld, rows %lld, steps %lld", va.cycles, va.rows,
-          va.steps);
-    CHECK(va.reach[0][0] == 2 && va.reach[0][1] == 1 && va.reach[0][2] == 0 && va.reach[1][1] == 2 &&
-          va.reach[1][2] == 2 && va.reach[1][3] == 1 && va.reach[1][4] == 0,
-          "in-vocabulary prefixes: 64 tokens %lld %lld %lld, 128 tokens %lld %lld %lld %lld", va.reach[0][0],
-          va.reach[0][1], va.reach[0][2], va.reach[1][1], va.reach[1][2], va.reach[1][3], va.reach[1][4]);
-    memset(va.reach, 0, sizeof va.reach);
-    /* 10 cycles: all accepted at least one node, half two (at 64 tokens: half of the first
-     * nodes and two of the second lay inside); 0.1 s verifying, 0.05 s drafting and 8 rows in
-     * one step a cycle; a calibration step 0.008 s at 128 columns (8 rows; 0.001 s for one), 0
+    vocab_auto_observe(&va, path_a, 2, 190, 0.1, 0.05, 8, 3);   /* bonus rank 9 */
+    vocab_auto_observe(&va, path_b, 3, 30, 0.1, 0.05, 16, 7);   /* bonus rank 169: outside both */
+    CHECK(va.cycles == 2 && va.accepted == 5 && va.rows == 16 && va.steps == 7, "cycles %lld, accepted %lld, rows %lld, steps %lld",
+          va.cycles, va.accepted, va.rows, va.steps);
+    CHECK(va.outside[0] == 2 && va.outside[1] == 0 && va.bonus_outside[0] == 1 && va.bonus_outside[1] == 1,
+          "outside 64: %lld accepted, %lld bonus; 128: %lld, %lld", va.outside[0], va.bonus_outside[0], va.outside[1],
+          va.bonus_outside[1]);
+    /* the lines through the timed steps: exact where the times lie on one */
+    VocabAuto line = {.n_cand = 3, .cand = {64, 128, 256}, .step1_s = {0.0011, 0.0012, 0.0014}, .step_s = {0.0030, 0.0040, 0.0060}};
+    vocab_auto_fit(&line);
+    CHECK(fabs(line.step1_fit_s[1] - 0.0012) < 1e-12 && fabs(line.step_fit_s[2] - 0.0060) < 1e-12,
+          "fit through a line: %g %g", line.step1_fit_s[1], line.step_fit_s[2]);
+    line.step1_s[1] = 0.0030;   /* one noisy time moves the line less than itself */
+    line.step_s[0] = line.step_s[1] = line.step_s[2] = 0.004;
+    vocab_auto_fit(&line);
+    CHECK(line.step1_fit_s[1] < 0.0030 && line.step1_fit_s[1] > 0.0012 && fabs(line.step_fit_s[0] - 0.004) < 1e-12,
+          "fit: %g (a noisy 0.003), %g (flat)", line.step1_fit_s[1], line.step_fit_s[0]);
+    line.step_s[0] = 0.005;   /* falling with the columns: no column saves anything */
+    vocab_auto_fit(&line);
+    CHECK(line.step_fit_s[0] == line.step_fit_s[2], "a falling line: %g %g", line.step_fit_s[0], line.step_fit_s[2]);
+    /* 10 cycles: 15 accepted tokens, 5 of them outside 64 ids; 0.1 s verifying, 0.05 s drafting
+     * and 8 rows in one step a cycle; a step 0.008 s at 128 columns (8 rows; 0.001 s for one), 0
      * at 64 */
+    memset(va.outside, 0, sizeof va.outside);
+    memset(va.bonus_outside, 0, sizeof va.bonus_outside);
     va.cycles = 10;
+    va.accepted = 15;
+    va.outside[0] = 5;
     va.verify_s = 1;
     va.draft_s = 0.5;
     va.rows = 80;
     va.steps = 10;
-    va.step1_s[1] = 0.001;
-    va.reach[1][0] = 10; va.reach[1][1] = 10; va.reach[1][2] = 5;
-    va.reach[0][0] = 10; va.reach[0][1] = 5; va.reach[0][2] = 2;
-    va.step_s[1] = 0.008;
+    va.step1_fit_s[1] = 0.001;
+    va.step_fit_s[1] = 0.008;
     int c = vocab_auto_choose(&va);
-    const double want1 = (1 + 1 + 0.5) / 0.15, want0 = (1 + 0.5 + 0.2) / (0.15 - 0.001 - 7 * (0.008 - 0.001) / 7);
+    /* at 64 ids: the 25 tokens take 15 cycles; each cycle saves its step's 0.008 s */
+    const double want1 = 2.5 / 0.15, want0 = (25.0 / 15) / (0.15 - 0.001 - 7 * (0.008 - 0.001) / 7);
     CHECK(fabs(va.rate[1] - want1) < 1e-9 && fabs(va.rate[0] - want0) < 1e-9, "rates %g %g, want %g %g", va.rate[0],
           va.rate[1], want0, want1);
     CHECK(c == 1, "chose %d: the full vocabulary pays here", c);
-    /* nothing accepted: only cost counts, the cheaper vocabulary wins */
-    va.reach[0][1] = va.reach[0][2] = va.reach[1][1] = va.reach[1][2] = 0;
+    /* every accepted token inside: the same tokens, the cheaper vocabulary wins */
+    va.outside[0] = 0;
     c = vocab_auto_choose(&va);
-    CHECK(c == 0, "nothing accepted: chose %d, want the cheapest", c);
+    CHECK(c == 0, "nothing outside: chose %d, want the cheapest", c);
     /* equal step times: the larger vocabulary (ties go to it) */
-    va.reach[0][1] = va.reach[1][1] = 10;
-    va.step_s[1] = va.step1_s[1] = 0;
+    va.step_fit_s[1] = va.step1_fit_s[1] = 0;
     c = vocab_auto_choose(&va);
     CHECK(c == 1, "equal costs: chose %d, want the larger vocabulary", c);
     /* a drafting-bound cycle where the small vocabulary loses little */
-    va.reach[1][2] = 5;
-    va.reach[0][2] = 4;
-    va.step_s[1] = 0.1;
-    va.step1_s[1] = 0.1;   /* the head's read: one row costs as much as eight */
-    va.draft_s = 10;       /* 1 s a cycle, 0.1 s of it saved at 64 */
+    va.outside[0] = 1;
+    va.step_fit_s[1] = 0.1;
+    va.step1_fit_s[1] = 0.1;   /* the head's read: one row costs as much as eight */
+    va.draft_s = 10;           /* 1 s a cycle, 0.1 s of it saved at 64 */
     c = vocab_auto_choose(&va);
     CHECK(c == 0, "drafting-bound: chose %d (rates %g %g)", c, va.rate[0], va.rate[1]);
     /* the same cost spread over one-row steps: 8 steps a cycle save 8 x 0.1 s at 64 columns,
-     * where pricing by rows alone would save 0.1 s (the same tokens, so the cheaper wins by more) */
+     * where pricing by rows alone would save 0.1 s */
     va.steps = 80;
-    va.draft_s = 10;
     c = vocab_auto_choose(&va);
-    CHECK(c == 0 && fabs(va.rate[0] - (1 + 1 + 0.4) / (1.1 - 0.8)) < 1e-9, "one-row steps: chose %d (rate %g, want %g)",
-          c, va.rate[0], (1 + 1 + 0.4) / (1.1 - 0.8));
+    CHECK(c == 0 && fabs(va.rate[0] - (25.0 / 11) / (1.1 - 0.8)) < 1e-9, "one-row steps: chose %d (rate %g, want %g)", c,
+          va.rate[0], (25.0 / 11) / (1.1 - 0.8));
+    /* the watch: 64 chosen, where exploration saw 2 of 12 cycle ends outside (q = 3/13 with
+     * its pseudo-counts); a run of bonuses outside sends the draft back to exploring */
+    va.chosen = 0;
+    va.cut_share = 3.0 / 13;
+    va.watch_cycles = va.watch_cuts = 0;
+    int k = 0;
+    const int inside_path[1] = {199};
+    while (va.chosen == 0 && k < 200) {
+        vocab_auto_observe(&va, inside_path, 1, k % 2 ? 30 : 199, 0.1, 0.05, 0, 0);   /* half the bonuses outside */
+        k++;
+    }
+    CHECK(va.chosen == -1 && va.reexplored == 1 && va.cycles == 0 && k >= 8 && k <= 64,
+          "half the bonuses outside where a quarter were: back to exploring after %d cycles (chosen %d)", k, va.chosen);
+    va.chosen = 0;
+    va.watch_cycles = va.watch_cuts = 0;
+    for (k = 0; k < 1000; k++) vocab_auto_observe(&va, inside_path, 1, k % 5 ? 199 : 30, 0.1, 0.05, 0, 0);
+    CHECK(va.chosen == 0 && va.reexplored == 1 && va.drafted[0] >= 1000, "a fifth outside where a quarter were: kept (%d, %lld)",
+          va.chosen, va.reexplored);
 }
 
 /* --draft-vocab auto in a decoder: candidates from the counts, a timed
@@ -920,21 +949,25 @@ static void test_draft_vocab_auto_is_lossless(void) {
         CHECK(same, "--draft-vocab auto: tokens differ from ar (%d against %d)", n, nref);
         CHECK(st.cycles > VOCAB_AUTO_EXPLORE, "only %lld cycles", (long long)st.cycles);
         CHECK(va.calibrated && va.step_s[0] > 0 && va.step_s[2] > 0, "calibration: %g %g", va.step_s[0], va.step_s[2]);
-        CHECK(va.cycles == VOCAB_AUTO_EXPLORE && va.chosen >= 0 && d->Vd == va.cand[va.chosen],
-              "explored %lld cycles, chose %d, Vd %d", va.cycles, va.chosen, d->Vd);
-        CHECK(va.rows >= va.cycles, "%lld rows scored in %lld cycles", va.rows, va.cycles);
+        long long drafted = 0;
+        for (int i = 0; i < va.n_cand; i++) drafted += va.drafted[i];
+        CHECK(va.choices >= 1 && va.chosen >= 0 && d->Vd == va.cand[va.chosen] && drafted <= (long long)st.cycles - 1 &&
+                  va.drafted[va.n_cand - 1] >= VOCAB_AUTO_EXPLORE,
+              "%lld choices, chose %d, Vd %d; %lld of %lld cycles drafted (%lld from the whole vocabulary)", va.choices,
+              va.chosen, d->Vd, drafted, (long long)st.cycles, va.drafted[va.n_cand - 1]);
         const CostWatch *cw = decoder_cost_watch(dec);
         const long long judged = (long long)(cw->model.sw.cycles[0] + cw->model.sw.cycles[1]);
         CHECK(cw->sw && judged > 0 && judged <= (long long)st.cycles - VOCAB_AUTO_EXPLORE,
               "the draft switch judged %lld of %lld cycles: some while the vocabulary was explored", judged,
               (long long)st.cycles);
-        printf("# candidates 64/128/%d/%d: steps %.2g/%.2g/%.2g/%.2g s; chose %d after %lld cycles (tau %.2f)\n", seen, V,
-               va.step_s[0], va.step_s[1], va.step_s[2], va.step_s[3], va.cand[va.chosen], va.cycles, decode_stats_tau(&st));
-        int monotone = 1;   /* a larger vocabulary keeps at least as long a prefix; no depth reached more than a shallower */
-        for (int i = 0; i < va.n_cand; i++)
-            for (int dd = 1; dd <= VOCAB_AUTO_DEPTH; dd++)
-                monotone &= va.reach[i][dd] <= va.reach[i][dd - 1] && (i == 0 || va.reach[i][dd] >= va.reach[i - 1][dd]);
-        CHECK(monotone && va.reach[va.n_cand - 1][0] == va.cycles, "in-vocabulary prefixes not monotone in size and depth");
+        printf("# candidates 64/128/%d/%d: steps %.2g/%.2g/%.2g/%.2g s; chose %d (%lld choices, %lld returns) (tau %.2f)\n",
+               seen, V, va.step_s[0], va.step_s[1], va.step_s[2], va.step_s[3], va.cand[va.chosen], va.choices, va.reexplored,
+               decode_stats_tau(&st));
+        int monotone = 1;   /* a larger vocabulary holds every id a smaller one does */
+        for (int i = 1; i < va.n_cand; i++)
+            monotone &= va.outside[i] <= va.outside[i - 1] && va.bonus_outside[i] <= va.bonus_outside[i - 1];
+        CHECK(monotone && va.outside[va.n_cand - 1] == 0 && va.bonus_outside[va.n_cand - 1] == 0,
+              "tokens outside not monotone in size, or outside the whole vocabulary");
         decoder_free(dec);
         policy_free(p);
         draft_free(d);

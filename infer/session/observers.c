@@ -294,19 +294,19 @@ typedef struct {
 
 static int vocab_before_catch_up(Observer *o, Decoder *dec, int bonus) {
     VocabAuto *va = ((VocabWatch *)o)->va;
-    const int timed = va->calibrated, chosen = va->chosen;
+    const int timed = va->calibrated, vocab = dec->draft->Vd;
     const double t0 = now_seconds();
     const int rc = vocab_auto_step(va, dec->draft, bonus);
     *(timed ? &dec->turn.st->t.draft : &dec->turn.st->t.calibrate) += now_seconds() - t0;
     /* a switch released the draft's buffers: the cycle's next draft
      * phase grows them again, op by op (no allocation inside a unit) */
-    if (va->calibrated != timed || va->chosen != chosen) dec->dc->op_by_op = 1;
+    if (va->calibrated != timed || dec->draft->Vd != vocab) dec->dc->op_by_op = 1;
     return rc;
 }
 
 static int vocab_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
     if (r->drafted && !dec->turn.done)
-        vocab_auto_observe(((VocabWatch *)o)->va, r->tokens + 1, r->n_path - 1, r->verify_s, r->draft_s,
+        vocab_auto_observe(((VocabWatch *)o)->va, r->tokens + 1, r->n_path - 1, r->bonus, r->verify_s, r->draft_s,
                            dec->draft->rows_scored, dec->draft->steps_scored);
     return 0;
 }

@@ -79,52 +79,108 @@ static int calibrate(VocabAuto *va, Draft *d, int token) {
     }
     d->rows_scored = rows;
     d->steps_scored = steps;
+    vocab_auto_fit(va);
     va->calibrated = 1;
     va->calibration_s = now_seconds() - t0;
     return draft_set_vocab(d, va->cand[va->n_cand - 1]);
 }
 
-int vocab_auto_step(VocabAuto *va, Draft *d, int token) {
-    if (va->chosen >= 0) return 0;
-    if (!va->calibrated) return calibrate(va, d, token);
-    if (va->cycles < VOCAB_AUTO_EXPLORE) return 0;
-    va->chosen = vocab_auto_choose(va);
-    return draft_set_vocab(d, va->cand[va->chosen]);
+/* Least squares of ys on the candidates' sizes: the slope, never negative
+ * (a column costs nothing less than nothing), and the line's values. */
+static double fit_line(const VocabAuto *va, const double *ys, double *fitted) {
+    double mx = 0, my = 0;
+    for (int i = 0; i < va->n_cand; i++) { mx += va->cand[i]; my += ys[i]; }
+    mx /= va->n_cand;
+    my /= va->n_cand;
+    double sxy = 0, sxx = 0;
+    for (int i = 0; i < va->n_cand; i++) {
+        sxy += (va->cand[i] - mx) * (ys[i] - my);
+        sxx += (va->cand[i] - mx) * (va->cand[i] - mx);
+    }
+    const double b = sxx > 0 && sxy > 0 ? sxy / sxx : 0;
+    for (int i = 0; i < va->n_cand; i++) fitted[i] = my + b * (va->cand[i] - mx);
+    return b;
 }
 
-void vocab_auto_observe(VocabAuto *va, const int *tokens, int accepted, double verify_s, double draft_s,
+void vocab_auto_fit(VocabAuto *va) {
+    fit_line(va, va->step1_s, va->step1_fit_s);
+    fit_line(va, va->step_s, va->step_fit_s);
+}
+
+static void explore_again(VocabAuto *va) {
+    va->cycles = va->accepted = va->rows = va->steps = 0;
+    va->verify_s = va->draft_s = 0;
+    memset(va->outside, 0, sizeof va->outside);
+    memset(va->bonus_outside, 0, sizeof va->bonus_outside);
+    va->watch_cycles = va->watch_cuts = 0;
+}
+
+int vocab_auto_step(VocabAuto *va, Draft *d, int token) {
+    const int x = va->n_cand - 1;
+    if (!va->calibrated) return calibrate(va, d, token);
+    if (va->chosen < 0 && d->Vd != va->cand[x]) return draft_set_vocab(d, va->cand[x]);   /* the watch's return */
+    if (va->cycles < VOCAB_AUTO_EXPLORE || (va->chosen >= 0 && va->chosen < x)) return 0;
+    const int was = va->chosen;
+    va->chosen = vocab_auto_choose(va);
+    va->choices++;
+    const long long o = va->outside[va->chosen], b = va->bonus_outside[va->chosen];
+    va->cut_share = (double)(o + b + 1) / (double)(va->cycles + o + 2);
+    explore_again(va);
+    return va->chosen == was ? 0 : draft_set_vocab(d, va->cand[va->chosen]);
+}
+
+static int outside(const VocabAuto *va, int i, int token) {
+    return token < 0 || token >= va->V || va->rank[token] >= va->cand[i];
+}
+
+void vocab_auto_observe(VocabAuto *va, const int *tokens, int accepted, int bonus, double verify_s, double draft_s,
                         long long rows_scored, long long steps_scored) {
+    const int x = va->n_cand - 1;
     const long long rows = rows_scored - va->rows_mark, steps = steps_scored - va->steps_mark;
     va->rows_mark = rows_scored;
     va->steps_mark = steps_scored;
-    if (va->chosen >= 0 || !va->calibrated) return;
+    if (!va->calibrated) return;
+    if (va->chosen >= 0) va->drafted[va->chosen]++;
+    else va->drafted[x]++;
+    if (va->chosen >= 0 && va->chosen < x) {   /* the watch */
+        va->watch_cycles++;
+        va->watch_cuts += outside(va, va->chosen, bonus);
+        const double k = (double)va->watch_cycles, q = va->cut_share;
+        if (va->watch_cuts > k * q + 4 * sqrt(k * q * (1 - q)) + 2) {
+            va->chosen = -1;
+            va->reexplored++;
+            explore_again(va);
+        } else if (va->watch_cycles == VOCAB_AUTO_EXPLORE) {
+            va->watch_cycles = va->watch_cuts = 0;
+        }
+        return;
+    }
     va->cycles++;
+    va->accepted += accepted;
     va->verify_s += verify_s;
     va->draft_s += draft_s;
     va->rows += rows;
     va->steps += steps;
-    if (accepted > VOCAB_AUTO_DEPTH) accepted = VOCAB_AUTO_DEPTH;
     for (int i = 0; i < va->n_cand; i++) {
-        int inside = 0;   /* the path's first tokens inside candidate i's vocabulary */
-        while (inside < accepted && tokens[inside] >= 0 && tokens[inside] < va->V && va->rank[tokens[inside]] < va->cand[i])
-            inside++;
-        for (int dd = 0; dd <= inside; dd++) va->reach[i][dd]++;
+        for (int a = 0; a < accepted; a++) va->outside[i] += outside(va, i, tokens[a]);
+        va->bonus_outside[i] += outside(va, i, bonus);
     }
 }
-
-/* A calibration step's seconds per row past the first at candidate i. */
-static double row_s(const VocabAuto *va, int i) { return (va->step_s[i] - va->step1_s[i]) / (VOCAB_AUTO_ROWS - 1); }
 
 int vocab_auto_choose(VocabAuto *va) {
     const int x = va->n_cand - 1;
     if (va->cycles <= 0) return x;
     const double c = (double)va->cycles, verify = va->verify_s / c, draft = va->draft_s / c, rows = (double)va->rows / c,
                  steps = (double)va->steps / c;
+    /* the seconds a column adds to a one-row step and to each further row */
+    const double b1 = (va->step1_fit_s[x] - va->step1_fit_s[0]) / (va->cand[x] - va->cand[0]);
+    double b_row = (va->step_fit_s[x] - va->step_fit_s[0] - (va->step1_fit_s[x] - va->step1_fit_s[0])) /
+                   ((double)(va->cand[x] - va->cand[0]) * (VOCAB_AUTO_ROWS - 1));
+    if (b_row < 0) b_row = 0;
     for (int i = 0; i < va->n_cand; i++) {
-        double tokens = 1;
-        for (int dd = 1; dd <= VOCAB_AUTO_DEPTH && va->reach[i][dd]; dd++) tokens += (double)va->reach[i][dd] / c;
-        double seconds = verify + draft - steps * (va->step1_s[x] - va->step1_s[i]) -
-                         (rows - steps) * (row_s(va, x) - row_s(va, i));
+        const double tokens = ((double)va->accepted + c) / (c + (double)va->outside[i]);
+        const double fewer = (double)(va->cand[x] - va->cand[i]);
+        double seconds = verify + draft - steps * b1 * fewer - (rows - steps) * b_row * fewer;
         if (seconds < 1e-9) seconds = 1e-9;
         va->rate[i] = tokens / seconds;
     }

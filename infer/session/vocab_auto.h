@@ -18,23 +18,42 @@
  *      a step of r rows costs s1(n) + (r - 1) * slope(n); a one-time
  *      cost (8 candidates of a 0.5B draft: about 7 s), which the decoder
  *      counts as calibration, not drafting, as it does the cost curve's;
- *   3. exploration: the first VOCAB_AUTO_EXPLORE cycles draft from V and
- *      record, for each candidate, how many of their accepted paths
- *      keep their first d tokens inside its vocabulary (L_n >= d: a path
- *      drafted from n tokens ends at its first token outside them), the
- *      verification and drafting seconds and the draft's steps and rows;
- *   4. the choice: for each candidate, predicted tokens a cycle
- *          1 + sum_d P(L_n >= d)
- *      over predicted seconds a cycle
- *          verify + draft - steps * (s1(V) - s1(n))
- *                         - (rows - steps) * (slope(V) - slope(n));
- *      the largest ratio is kept for the rest of the decoder's run.
- *      Accepted tokens are the draft's likeliest guesses, which are frequent
- *      tokens more often than the counts' average: estimating L_n as L times
- *      the counts' share c(n) per token, independently along the path,
- *      overvalued the small vocabularies; and a step's LM head is read once
- *      whatever its rows, so pricing a step by its rows alone undervalued
- *      them (a cycle's steps have 1 to a few rows).
+ *   3. exploration: cycles drafted from V record, for each candidate n,
+ *      how many of their accepted tokens lie outside its n ids, and
+ *      whether the bonus token does; the verification and drafting seconds
+ *      and the draft's steps and rows;
+ *   4. the choice, after VOCAB_AUTO_EXPLORE such cycles: for each
+ *      candidate, predicted tokens a cycle over predicted seconds a cycle.
+ *      Tokens: an accepted token outside n ids ends a cycle drafted from n
+ *      there (the target's own token is the bonus), and the next cycle
+ *      drafts on from it; the path's later tokens are not lost, a cycle is
+ *      added.  So the explored cycles' A accepted and C bonus tokens take
+ *      C + O_n cycles at n (O_n: accepted tokens outside it):
+ *          tokens a cycle (A + C) / (C + O_n).
+ *      (Counting a cycle at n as the explored path up to its first token
+ *      outside undervalued n where that token came early, the rest of the
+ *      path being drafted in the next cycle, not lost, and overvalued it
+ *      where it came late: the next cycle still meets the explored
+ *      path's miss.)  Seconds:
+ *          verify + draft - steps * b1 * (V - n)
+ *                         - (rows - steps) * b_row * (V - n),
+ *      b1 and b_row the seconds a column adds to a step of one row and to
+ *      each further row: least-squares lines through every candidate's
+ *      timed steps (a step's head product and softmax grow with its
+ *      columns, its layers do not; one candidate's timing moved by as much
+ *      as the head's whole difference between neighbours, 1-3 ms of a
+ *      10 ms step);
+ *   5. after a choice of n < V, the chosen ids are watched: a cycle whose
+ *      bonus token lies outside them ended there or would have anyway;
+ *      exploration measured that share, q = (O_n + B_n) / (C + O_n) (B_n:
+ *      bonus tokens outside).  Where the cycles since the choice (counted
+ *      in windows of VOCAB_AUTO_EXPLORE) hold more such bonuses than
+ *      exploration's share allows (past k q + 4 sqrt(k q (1 - q)) + 2 of
+ *      k cycles, q with one pseudo-count each way), the text has left the
+ *      ids chosen on (a code benchmark after prose, say): the draft goes
+ *      back to V and explores again.  After a choice of V every cycle is
+ *      an explored one, so each further VOCAB_AUTO_EXPLORE cycles choose
+ *      again, at no cost.
  * Greedy decoding stays lossless whatever is chosen (verification is the
  * target's). */
 #ifndef C2T_VOCAB_AUTO_H
@@ -43,8 +62,7 @@
 
 #define VOCAB_AUTO_MAX 16       /* candidates */
 #define VOCAB_AUTO_ROWS 8       /* rows of a calibration step */
-#define VOCAB_AUTO_EXPLORE 64   /* cycles observed before choosing */
-#define VOCAB_AUTO_DEPTH 64     /* accepted lengths tracked (longer ones count as this) */
+#define VOCAB_AUTO_EXPLORE 64   /* cycles observed before choosing; the watch's window */
 
 typedef struct {
     int n_cand;
@@ -54,14 +72,19 @@ typedef struct {
     int V;
     double step_s[VOCAB_AUTO_MAX];     /* a calibration step's seconds at each (VOCAB_AUTO_ROWS rows); 0 until calibrated */
     double step1_s[VOCAB_AUTO_MAX];    /* the same, one row */
-    double rate[VOCAB_AUTO_MAX];       /* predicted tokens per second at each, once chosen */
+    double step1_fit_s[VOCAB_AUTO_MAX], step_fit_s[VOCAB_AUTO_MAX];   /* the lines through them there */
+    double rate[VOCAB_AUTO_MAX];       /* predicted tokens per second at each, at the last choice */
     double calibration_s;
-    int calibrated, chosen;            /* chosen: the index kept, -1 while exploring */
-    /* exploration */
-    long long cycles, rows_mark, rows, steps_mark, steps;
+    int calibrated, chosen;            /* chosen: the index drafted from, -1 while exploring */
+    long long choices, reexplored;     /* choices made; returns to exploring from a chosen n < V */
+    long long drafted[VOCAB_AUTO_MAX]; /* cycles drafted from each */
+    /* the explored cycles since the last choice (drafted from V) */
+    long long cycles, accepted, rows_mark, rows, steps_mark, steps;
     double verify_s, draft_s;
-    /* reach[i][d]: cycles whose first d accepted tokens lie in candidate i's vocabulary */
-    long long reach[VOCAB_AUTO_MAX][VOCAB_AUTO_DEPTH + 1];
+    long long outside[VOCAB_AUTO_MAX];        /* accepted tokens outside candidate i's ids */
+    long long bonus_outside[VOCAB_AUTO_MAX];  /* cycles whose bonus token lies outside them */
+    double cut_share;                  /* the chosen one's q at its choice */
+    long long watch_cycles, watch_cuts;   /* since the choice, this window: cycles, those with a bonus outside */
 } VocabAuto;
 
 /* Candidates, coverage and ranks from d's token counts; sets d to the
@@ -70,15 +93,19 @@ typedef struct {
 int vocab_auto_init(VocabAuto *va, Draft *d);
 void vocab_auto_free(VocabAuto *va);
 /* Between two cycles, before the draft's catch-up (which scores the next
- * root in the vocabulary then set): calibrates on the first call, switches
- * to the chosen vocabulary once exploration is over.  token: any id the
- * draft can embed (the timed rows' tokens).  -1 + err_set. */
+ * root in the vocabulary then set): calibrates on the first call, sets the
+ * vocabulary chosen once an exploration is over, and V again when the
+ * watch sends it back to exploring.  token: any id the draft can embed (the
+ * timed rows' tokens).  -1 + err_set. */
 int vocab_auto_step(VocabAuto *va, Draft *d, int token);
 /* One cycle done: `accepted` nodes with these target token ids, in path
- * order, its verification and drafting seconds, the draft's cumulative
- * rows_scored and steps_scored after it. */
-void vocab_auto_observe(VocabAuto *va, const int *tokens, int accepted, double verify_s, double draft_s,
+ * order, and the bonus token after them; its verification and drafting
+ * seconds, the draft's cumulative rows_scored and steps_scored after it. */
+void vocab_auto_observe(VocabAuto *va, const int *tokens, int accepted, int bonus, double verify_s, double draft_s,
                         long long rows_scored, long long steps_scored);
+/* The lines through the calibration's step times (fills step1_fit_s and
+ * step_fit_s); called by the calibration. */
+void vocab_auto_fit(VocabAuto *va);
 /* The choice from what exploration recorded (fills rate[]): the index of
  * the candidate of highest predicted tokens per second. */
 int vocab_auto_choose(VocabAuto *va);
