@@ -628,7 +628,8 @@ static void test_params_set_and_defaults(void) {
  * cycles give more tokens per second it stops drafting after its first
  * probe and drafts in under 5% of a long run; where drafting pays it
  * drafts in over 95% and never changes; when the costs change it follows
- * within its longest period; a probe much slower than the chosen mode is
+ * within its longest period and a confirming probe; one probe alone does
+ * not stop drafting; a probe much slower than the chosen mode is
  * put off to the longest period at once, a near-tie's is not; a cycle of
  * the other mode than the stretch's (a batch's round built before a
  * change) moves nothing. */
@@ -646,6 +647,8 @@ static void test_draft_switch_synthetic(void) {
     draft_switch_init(&s, 1);
     CHECK(!s.off, "starts drafting");
     double f = switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 2, 0.010, 0.004);   /* 200 against 250 tokens/s */
+    CHECK(!s.off && !s.chosen_off && s.confirming, "one probe turned drafting off (off %d)", s.off);
+    f = switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 2, 0.010, 0.004);
     CHECK(s.off && s.chosen_off && s.changes == 1, "drafting at 200 tokens/s kept against 250 without: off %d", s.off);
     f = switch_fraction_off(&s, 4000, 2, 0.010, 0.004);
     CHECK(f > 0.95 && s.changes == 1, "not drafting in %.3f of the cycles, %lld changes", f, (long long)s.changes);
@@ -655,19 +658,28 @@ static void test_draft_switch_synthetic(void) {
     CHECK(f < 0.05 && s.changes == 0 && !s.chosen_off, "paying drafts: off in %.3f, %lld changes", f,
           (long long)s.changes);
     /* the load changes: drafting now costs twice as much */
-    f = switch_fraction_off(&s, SWITCH_PERIOD_MAX + 3 * SWITCH_PROBE, 3, 0.020, 0.004);
+    f = switch_fraction_off(&s, SWITCH_PERIOD_MAX + SWITCH_REF + 3 * SWITCH_PROBE, 3, 0.020, 0.004);
     CHECK(s.chosen_off && s.changes == 1, "the change of costs not followed within %d cycles",
-          SWITCH_PERIOD_MAX + 3 * SWITCH_PROBE);
+          SWITCH_PERIOD_MAX + SWITCH_REF + 3 * SWITCH_PROBE);
+    /* one lucky probe (a window where not drafting ran at 500 tokens/s against drafting's 300)
+     * followed by one as usual (250): drafting stays */
+    draft_switch_init(&s, 1);
+    switch_fraction_off(&s, SWITCH_REF, 3, 0.010, 0.002);
+    switch_fraction_off(&s, SWITCH_PROBE, 3, 0.010, 0.002);
+    CHECK(s.confirming && !s.chosen_off && !s.off, "a lucky probe: confirming %d, off %d", s.confirming, s.off);
+    switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 3, 0.010, 0.004);
+    CHECK(!s.confirming && !s.chosen_off && s.changes == 0, "a lucky probe then a usual one: off chosen %d, %lld changes",
+          s.chosen_off, (long long)s.changes);
     /* a probe's period follows its cost: drafting at a fifth of the chosen
      * rate is next probed after the longest period, a near-tie soon */
     draft_switch_init(&s, 1);
-    switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE, 1, 0.020, 0.004);   /* 50 against 250 tokens/s */
+    switch_fraction_off(&s, 2 * (SWITCH_REF + SWITCH_PROBE), 1, 0.020, 0.004);   /* 50 against 250 tokens/s */
     CHECK(s.chosen_off && s.period == SWITCH_PERIOD, "50 against 250 tokens/s: off %d, period %d", s.chosen_off, s.period);
     switch_fraction_off(&s, SWITCH_PERIOD + SWITCH_PROBE, 1, 0.020, 0.004);
     CHECK(s.chosen_off && s.period == SWITCH_PERIOD_MAX, "a probe 5x slower: the next in %d cycles, not %d", s.period,
           SWITCH_PERIOD_MAX);
     draft_switch_init(&s, 1);
-    switch_fraction_off(&s, SWITCH_REF + SWITCH_PROBE + SWITCH_PERIOD + SWITCH_PROBE, 2.4, 0.010, 0.004);   /* 240 against 250 */
+    switch_fraction_off(&s, 2 * (SWITCH_REF + SWITCH_PROBE) + SWITCH_PERIOD + SWITCH_PROBE, 2.4, 0.010, 0.004);   /* 240 against 250 */
     CHECK(s.chosen_off && s.period > SWITCH_PERIOD && s.period < 2 * SWITCH_PERIOD,
           "a near-tie's probe (2%% of its period): the next in %d cycles", s.period);
     /* a straggler of the other mode only counts */

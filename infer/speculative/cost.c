@@ -70,6 +70,14 @@ void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds
     if (--s->left > 0) return;
     s->rate[off] = s->probe_seconds > 0 ? s->probe_tokens / s->probe_seconds : 0;
     const double chosen = s->rate[s->chosen_off], probe = s->rate[off];
+    if (probe > chosen && off && !s->confirming) {   /* drafting is given up on two probes in a row */
+        s->confirming = 1;
+        s->off = s->chosen_off;
+        s->left = s->ref_cycles;
+        s->ref_tokens = s->ref_seconds = 0;
+        return;
+    }
+    s->confirming = 0;
     if (probe > chosen) {
         s->chosen_off = off;
         s->changes++;
