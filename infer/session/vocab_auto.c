@@ -85,9 +85,9 @@ static int calibrate(VocabAuto *va, Draft *d, int token) {
     return draft_set_vocab(d, va->cand[va->n_cand - 1]);
 }
 
-/* Least squares of ys on the candidates' sizes: the slope, never negative
- * (a column costs nothing less than nothing), and the line's values. */
-static double fit_line(const VocabAuto *va, const double *ys, double *fitted) {
+/* The least-squares line of ys on the candidates' sizes, its values at
+ * them; its slope never negative (fewer columns never cost more). */
+static void fit_line(const VocabAuto *va, const double *ys, double *fitted) {
     double mx = 0, my = 0;
     for (int i = 0; i < va->n_cand; i++) { mx += va->cand[i]; my += ys[i]; }
     mx /= va->n_cand;
@@ -99,7 +99,6 @@ static double fit_line(const VocabAuto *va, const double *ys, double *fitted) {
     }
     const double b = sxx > 0 && sxy > 0 ? sxy / sxx : 0;
     for (int i = 0; i < va->n_cand; i++) fitted[i] = my + b * (va->cand[i] - mx);
-    return b;
 }
 
 void vocab_auto_fit(VocabAuto *va) {
