@@ -717,15 +717,14 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     const VocabAuto *va = dec ? decoder_vocab(dec) : NULL;
     if (va) {
         cJSON_AddItemToObject(r->report, "draft_vocab_auto", vocab_auto_json(va));
+        const int x = va->n_cand - 1, k = va->chosen >= 0 ? va->chosen : x;   /* exploring again at the end: x */
         if (va->choices > 0)
             fprintf(stderr, "spec-eval: draft vocabulary %d %s from costs (of %d candidates, %d to %d; coverage %.3f; "
                     "%.2fx the explored %d's predicted tokens per second); %lld choice%s of %d cycles each, %lld "
                     "return%s to exploring; calibration %.2f s\n",
-                    va->cand[va->chosen >= 0 ? va->chosen : va->n_cand - 1], va->chosen >= 0 ? "chosen" : "explored",
-                    va->n_cand, va->cand[0], va->cand[va->n_cand - 1], va->coverage[va->chosen >= 0 ? va->chosen : va->n_cand - 1],
-                    va->chosen >= 0 ? va->rate[va->chosen] / va->rate[va->n_cand - 1] : 1.0, va->cand[va->n_cand - 1],
-                    va->choices, va->choices == 1 ? "" : "s", VOCAB_AUTO_EXPLORE, va->reexplored,
-                    va->reexplored == 1 ? "" : "s", va->calibration_s);
+                    va->cand[k], va->chosen >= 0 ? "chosen" : "explored", va->n_cand, va->cand[0], va->cand[x],
+                    va->coverage[k], va->rate[k] / va->rate[x], va->cand[x], va->choices, va->choices == 1 ? "" : "s",
+                    VOCAB_AUTO_EXPLORE, va->reexplored, va->reexplored == 1 ? "" : "s", va->calibration_s);
         else
             fprintf(stderr, "spec-eval: --draft-vocab auto: the run ended after %lld of the %d cycles explored before "
                     "a choice; every cycle drafted from %d\n", va->cycles, VOCAB_AUTO_EXPLORE, va->cand[va->n_cand - 1]);
