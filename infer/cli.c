@@ -1,5 +1,6 @@
 /* The shared command-line layer (infer/cli.h). */
 #include "infer/cli.h"
+#include "infer/speculative/classifier.h"
 #include "infer/speculative/decode.h"
 #include "infer/text/questions.h"
 #include "kernels/base/util.h"
@@ -101,6 +102,12 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
         if (strcmp(arg, "tree") && strcmp(arg, "walk")) die(prog, "--verify: expected tree or walk, got '%s'", arg);
         cfg->verify = !strcmp(arg, "walk") ? VERIFY_WALK : VERIFY_TREE;
         return 1;
+    case CLI_POLICY: snprintf(cfg->prm.name, sizeof cfg->prm.name, "%s", arg); return 1;
+    case CLI_TEMPERATURE: cfg->sp.temperature = (float)cli_num(prog, "--temperature", arg, 0, 100); return 1;
+    case CLI_TOP_K: cfg->sp.top_k = (int)cli_int(prog, "--top-k", arg, 0, 1 << 30); return 1;
+    case CLI_TOP_P: cfg->sp.top_p = (float)cli_num(prog, "--top-p", arg, 0, 1); return 1;
+    case CLI_SEED: cfg->sp.seed = cli_u64(prog, "--seed", arg); return 1;
+    case CLI_COST_CACHE: cfg->cost_cache = strcmp(arg, "none") ? arg : NULL; return 1;
     default: break;
     }
     static const char *const policy_flags[] = {"--topk", "--depth", "--total", "--draft-len", "--classifier",
@@ -109,6 +116,42 @@ int cli_session_option(const char *prog, int code, const char *arg, SessionConfi
     if (i < 0 || i >= (int)(sizeof policy_flags / sizeof *policy_flags)) return 0;
     if (policy_params_set(&cfg->prm, policy_flags[i], arg)) die_err(prog);
     return 1;
+}
+
+int cli_plain_run(const SessionConfig *cfg) { return cfg->sp.temperature == 0 && cfg->verify == VERIFY_TREE; }
+
+void cli_plain_arith(SessionConfig *cfg, int slots) {
+    cfg->arith_auto = cli_plain_run(cfg) && !cfg->arith_given;
+    cfg->arith_tiles = slots > 1 || strcmp(cfg->prm.name, "ar") != 0;
+}
+
+Policy *cli_default_sizes(const char *prog, Policy *policy, SessionConfig *cfg, const Session *s) {
+    if (!cli_plain_run(cfg) || strcmp(s->target->be->name, "cpu")) return policy;
+    const char *name = cfg->prm.name, *key = NULL;
+    if (!strcmp(name, "eagle2") || !strcmp(name, "c2t")) key = "total";
+    else if (!strcmp(name, "sage")) key = "sage_nmax";
+    else if (!strcmp(name, "chain") && !policy_params_given(&cfg->prm, "early_stop")) key = "draft_len";
+    if (!key || policy_params_given(&cfg->prm, key)) return policy;
+    if (policy_params_set(&cfg->prm, key, "auto")) die_err(prog);
+    Policy *p = policy_new(&cfg->prm);
+    if (!p) die_err(prog);
+    policy_free(policy);
+    return p;
+}
+
+void cli_check_classifier(const char *prog, const Policy *policy, const Session *s, int force) {
+    const char *key, *path = NULL;
+    double num;
+    for (int i = 0; !path && policy_param_get(policy, i, &key, &num, &path) == 0; i++)
+        if (strcmp(key, "classifier")) path = NULL;
+    if (!path || !*path) return;
+    int unknown;
+    if (classifier_check_trained_for(path, s->cfg.target_dir, s->target->config_hash, s->cfg.draft_dir, &unknown)) {
+        if (!force) die_err(prog);
+        fprintf(stderr, "%s: --force: %s\n", prog, err_get());
+    } else if (unknown) {
+        fprintf(stderr, "%s: note: %s does not record the target and draft it was trained for; not checked\n", prog, path);
+    }
 }
 
 /* What cli_on_interrupt's handler writes: composed beforehand, since a

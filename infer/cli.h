@@ -22,7 +22,8 @@ uint64_t cli_u64(const char *prog, const char *opt, const char *v);
 enum {
     CLI_TARGET = 256, CLI_DRAFT, CLI_DRAFT_KIND, CLI_TOKENIZER, CLI_TEMPLATE, CLI_SYSTEM, CLI_DEVICE,
     CLI_QUESTIONS, CLI_MAX_QUESTIONS, CLI_MAX_TURNS, CLI_MAX_NEW, CLI_MAX_CTX, CLI_TOPM, CLI_DRAFT_VOCAB, CLI_QUIET,
-    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_VERIFY, CLI_DRAFT_TEMP, CLI_POLICY_FLAG,
+    CLI_PARAM, CLI_CPU_F32_CACHE, CLI_CUDA_GRAPHS, CLI_CUDA_TILED_MAX, CLI_CUDA_FAST_GEMM, CLI_KV_DTYPE, CLI_CPU_FAST_GEMM, CLI_VERIFY, CLI_DRAFT_TEMP,
+    CLI_POLICY, CLI_TEMPERATURE, CLI_TOP_K, CLI_TOP_P, CLI_SEED, CLI_COST_CACHE, CLI_POLICY_FLAG,
     CLI_OWN = CLI_POLICY_FLAG + 16
 };
 /* The backends' settings (BackendOptions), for every command that loads a
@@ -70,6 +71,55 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
         {"draft-temperature", 1, 0, CLI_DRAFT_TEMP},                                                         \
         CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS
 
+/* The options of a command that decodes with a policy of the user's
+ * choice (spec-eval, spec-generate; spec-collect's policy is fixed): the
+ * policy, sampling and the cost cache of auto sizes, applied by
+ * cli_session_option.  Help: CLI_POLICY_HELP (its %s is policy_names())
+ * and CLI_SAMPLING_HELP. */
+#define CLI_DECODE_OPTIONS                                                                                   \
+    {"policy", 1, 0, CLI_POLICY}, {"temperature", 1, 0, CLI_TEMPERATURE}, {"top-k", 1, 0, CLI_TOP_K},         \
+        {"top-p", 1, 0, CLI_TOP_P}, {"seed", 1, 0, CLI_SEED}, {"cost-cache", 1, 0, CLI_COST_CACHE}
+#define CLI_POLICY_HELP                                                                                      \
+    "policy (a setting the policy does not have is an error)\n"                                             \
+    "  --policy NAME          %s (default eagle2)\n"                                                         \
+    "  --topk K               eagle2, c2t: children per expanded node (default 10)\n"                        \
+    "  --depth D              eagle2: expansion steps after the root's, tree depth D+1 (default 6);\n"      \
+    "                         c2t: d_max, the maximum node depth (default 8 = EAGLE-2's depth + 2)\n"      \
+    "  --total N|all|auto     eagle2: nodes kept by rerank, root excluded; c2t: a cap, the nodes of\n"     \
+    "                         highest path confidence; auto: each cycle the prefix that maximises\n"       \
+    "                         expected tokens per second under measured costs, or no draft at all\n"       \
+    "                         where plain cycles are faster (docs/policies.md); batched, those of\n"       \
+    "                         the round's trees together (default: auto for a plain run, below;\n"        \
+    "                         else eagle2 60, c2t all)\n"                                                   \
+    "  --draft-len K|auto     chain: draft tokens per cycle (default: auto for a plain run; else 5)\n"     \
+    "  --cost-cache FILE|none where auto sizes keep their cost curves (calibrated; a run of 64+\n"        \
+    "                         cycles writes back the curve it corrected), keyed by build,\n"              \
+    "                         model, device, threads and arithmetic (default\n"                           \
+    "                         $XDG_CACHE_HOME/c2t/cost.json or ~/.cache/c2t/cost.json; none: calibrate\n"  \
+    "                         every run)\n"                                                                \
+    "  --classifier FILE      c2t, chain --early-stop c2t (required there): weights spec-train\n"         \
+    "                         wrote from this target's traces\n"                                           \
+    "  --beta B               c2t, chain --early-stop c2t: confidence threshold (default 0.5)\n"          \
+    "  --early-stop S         chain: none | c2t | dymax | dyjoint (default none)\n"                        \
+    "  --threshold X          chain --early-stop dymax|dyjoint: threshold (default 0.5)\n"                 \
+    "  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"         \
+    "  --param KEY=VALUE      any setting a policy owns (repeatable), e.g. sage_dmax=8,\n"                 \
+    "                         wetap_budget=64, topk=4; see docs for each policy's keys\n"                  \
+    "  a plain run            on the CPU with --temperature 0 and --verify tree:\n"                        \
+    "                         a size not given (--total, --draft-len without --early-stop,\n"              \
+    "                         sage_nmax) is auto (batched: the round's trees sized together),\n"          \
+    "                         --draft-vocab auto with --batch 1 where the draft has token counts,\n"      \
+    "                         and a BF16 target gets llama.cpp's arithmetic\n"                            \
+    "                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16,\n"   \
+    "                         amx instead where the CPU has AMX-BF16 and the run speculates or is\n"      \
+    "                         batched, --kv-dtype bf16 alone elsewhere; a target of GGUF block types\n"   \
+    "                         gets --kv-dtype bf16 (an option given on the command line wins; the\n"    \
+    "                         report's settings say which)\n"
+#define CLI_SAMPLING_HELP                                                                                    \
+    "  --temperature T        0 = greedy (default 0)\n"                                                    \
+    "  --top-k K, --top-p P   sampling processors (default off)\n"                                         \
+    "  --seed S               sampling seed (default 0)\n"
+
 /* The help of the session options, one copy for every command that takes
  * them; its two %s are draft_kind_help() and CHAT_TEMPLATE_NAMES. */
 #define CLI_MODELS_HELP                                                                                    \
@@ -81,7 +131,7 @@ int cli_backend_option(const char *prog, int code, const char *arg, BackendOptio
     "                         the draft scores only the N most frequent target tokens of its\n"         \
     "                         training data (a reduced vocabulary as EAGLE-3's; needs the draft's\n"     \
     "                         token_counts.safetensors; an EAGLE-3 head brings its own);\n"              \
-    "                         lossless, verification is unchanged; auto (spec-eval, one sequence):\n"    \
+    "                         lossless, verification is unchanged; auto (one sequence):\n"    \
     "                         the size of most expected tokens per second from step times and the\n"    \
     "                         first cycles' acceptance (docs/policies.md) (default full; spec-eval:\n"    \
     "                         auto for a plain run, see its --help)\n"                                   \
@@ -119,9 +169,27 @@ typedef struct {
  * a bad file is one line and exit 1. */
 QuestionSet *cli_questions_load(const char *prog, const CliQuestions *q, int i);
 
-/* Applies one session option (getopt code and its argument); returns 1 when
- * code was one of them, 0 otherwise. */
+/* Applies one session option or CLI_DECODE_OPTIONS' (getopt code and its
+ * argument); returns 1 when code was one of them, 0 otherwise. */
 int cli_session_option(const char *prog, int code, const char *arg, SessionConfig *cfg, CliQuestions *q);
+
+/* A plain run (docs/policies.md "Defaults"): greedy, each tree in one
+ * forward; its sizes, draft vocabulary and arithmetic are chosen from
+ * measured costs unless the command line gives them. */
+int cli_plain_run(const SessionConfig *cfg);
+/* Before session_open: a plain run's arithmetic (cfg->arith_auto, and
+ * cfg->arith_tiles where it speculates or decodes several sequences,
+ * slots of them), where the command line did not give it. */
+void cli_plain_arith(SessionConfig *cfg, int slots);
+/* After session_open, on the CPU backend: a plain run's policy size the
+ * command did not give is auto (eagle2's and c2t's total, chain's
+ * draft_len without early_stop, sage's sage_nmax); the fixed defaults stay
+ * on a GPU, where their programs read nothing while drafting.  Returns the
+ * policy to use (policy, or a new one in its place). */
+Policy *cli_default_sizes(const char *prog, Policy *policy, SessionConfig *cfg, const Session *s);
+/* The policy's classifier, if it has one, must have been trained for the
+ * session's target and draft: one line and exit 1, or with force a notice. */
+void cli_check_classifier(const char *prog, const Policy *policy, const Session *s, int force);
 /* On SIGINT or SIGTERM: one line on stderr, "PROG: interrupted by SIGINT:
  * " and what is safe and how to go on — kept when file (may be NULL)
  * exists at that moment, none otherwise — then exit 128 + the signal

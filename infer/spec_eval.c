@@ -2,7 +2,6 @@
  * against plain autoregressive decoding (ar) measured in the same run
  * (the work is infer/eval.c's). */
 #include "infer/cli.h"
-#include "infer/speculative/classifier.h"
 #include "infer/eval.h"
 #include "kernels/base/util.h"
 #include <getopt.h>
@@ -23,46 +22,10 @@ static void usage(FILE *f) {
 "models\n"
 CLI_MODELS_HELP
 CLI_BACKEND_HELP
-"policy (a setting the policy does not have is an error)\n"
-"  --policy NAME          %s (default eagle2)\n"
-"  --topk K               eagle2, c2t: children per expanded node (default 10)\n"
-"  --depth D              eagle2: expansion steps after the root's, tree depth D+1 (default 6);\n"
-"                         c2t: d_max, the maximum node depth (default 8 = EAGLE-2's depth + 2)\n"
-"  --total N|all|auto     eagle2: nodes kept by rerank, root excluded; c2t: a cap, the nodes of\n"
-"                         highest path confidence; auto: each cycle the prefix that maximises\n"
-"                         expected tokens per second under measured costs, or no draft at all\n"
-"                         where plain cycles are faster (docs/policies.md); batched, those of\n"
-"                         the round's trees together (default: auto for a plain run, below;\n"
-"                         else eagle2 60, c2t all)\n"
-"  --draft-len K|auto     chain: draft tokens per cycle (default: auto for a plain run; else 5)\n"
-"  --cost-cache FILE|none where auto sizes keep their cost curves (calibrated; a run of 64+\n"
-"                         cycles writes back the curve it corrected), keyed by build,\n"
-"                         model, device, threads and arithmetic (default\n"
-"                         $XDG_CACHE_HOME/c2t/cost.json or ~/.cache/c2t/cost.json; none: calibrate\n"
-"                         every run)\n"
-"  --classifier FILE      c2t, chain --early-stop c2t (required there): weights spec-train\n"
-"                         wrote from this target's traces\n"
-"  --beta B               c2t, chain --early-stop c2t: confidence threshold (default 0.5)\n"
-"  --early-stop S         chain: none | c2t | dymax | dyjoint (default none)\n"
-"  --threshold X          chain --early-stop dymax|dyjoint: threshold (default 0.5)\n"
-"  --static-tree PATHS    static: \"0;1;0,0;...\" sibling-rank paths, or eagle1 (default)\n"
-"  --param KEY=VALUE      any setting a policy owns (repeatable), e.g. sage_dmax=8,\n"
-"                         wetap_budget=64, topk=4; see docs for each policy's keys\n"
-"  a plain run            on the CPU with --temperature 0 and --verify tree:\n"
-"                         a size not given (--total, --draft-len without --early-stop,\n"
-"                         sage_nmax) is auto (batched: the round's trees sized together),\n"
-"                         --draft-vocab auto with --batch 1 where the draft has token counts,\n"
-"                         and a BF16 target gets llama.cpp's arithmetic\n"
-"                         (--cpu-fast-gemm on --kv-dtype bf16) where this build has AVX512-BF16,\n"
-"                         amx instead where the CPU has AMX-BF16 and the run speculates or is\n"
-"                         batched, --kv-dtype bf16 alone elsewhere; a target of GGUF block types\n"
-"                         gets --kv-dtype bf16 (an option given on the command line wins; the\n"
-"                         report's settings say which)\n"
+CLI_POLICY_HELP
 "decoding\n"
 CLI_QUESTIONS_HELP
-"  --temperature T        0 = greedy (default 0)\n"
-"  --top-k K, --top-p P   sampling processors (default off)\n"
-"  --seed S               sampling seed (default 0)\n"
+CLI_SAMPLING_HELP
 "  --batch N              decode N sequences at once (default 1): every question batched with\n"
 "                         the policy, then with ar at the same batch size; a finished\n"
 "                         sequence's slot takes the next question (continuous batching)\n"
@@ -92,15 +55,12 @@ typedef struct {
 } EvalArgs;
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
-    enum { O_POLICY = CLI_OWN, O_TEMPERATURE, O_TOP_K, O_TOP_P, O_SEED, O_LOSSLESS, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL,
-           O_BATCH, O_STATIC, O_FORCE, O_REPEATS, O_COST_CACHE };
+    enum { O_LOSSLESS = CLI_OWN, O_NO_BASELINE, O_JSON, O_CSV, O_LABEL, O_BATCH, O_STATIC, O_FORCE, O_REPEATS };
     static const struct option opts[] = {
-        CLI_SESSION_OPTIONS, {"policy", 1, 0, O_POLICY}, {"temperature", 1, 0, O_TEMPERATURE},
-        {"top-k", 1, 0, O_TOP_K}, {"top-p", 1, 0, O_TOP_P}, {"seed", 1, 0, O_SEED},
+        CLI_SESSION_OPTIONS, CLI_DECODE_OPTIONS,
         {"check-lossless", 0, 0, O_LOSSLESS}, {"no-baseline", 0, 0, O_NO_BASELINE}, {"json", 1, 0, O_JSON},
         {"csv", 1, 0, O_CSV}, {"label", 1, 0, O_LABEL}, {"batch", 1, 0, O_BATCH}, {"static-batches", 0, 0, O_STATIC},
-        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS},
-        {"cost-cache", 1, 0, O_COST_CACHE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"force", 0, 0, O_FORCE}, {"repeats", 1, 0, O_REPEATS}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     a->eval.baseline = 1;
     a->eval.batch.slots = 1;
@@ -110,13 +70,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         if (c == CLI_CLASSIFIER) a->classifier = optarg;
         if (c == CLI_PARAM && !strncmp(optarg, "classifier=", 11)) a->classifier = optarg + 11;
         if (cli_session_option(prog, c, optarg, &a->cfg, &a->qs)) continue;
-        SampleParams *sp = &a->cfg.sp;
         switch (c) {
-        case O_POLICY: snprintf(a->cfg.prm.name, sizeof a->cfg.prm.name, "%s", optarg); break;
-        case O_TEMPERATURE: sp->temperature = (float)cli_num(prog, "--temperature", optarg, 0, 100); break;
-        case O_TOP_K: sp->top_k = (int)cli_int(prog, "--top-k", optarg, 0, 1 << 30); break;
-        case O_TOP_P: sp->top_p = (float)cli_num(prog, "--top-p", optarg, 0, 1); break;
-        case O_SEED: sp->seed = cli_u64(prog, "--seed", optarg); break;
         case O_LOSSLESS: a->eval.check_lossless = 1; break;
         case O_NO_BASELINE: a->eval.baseline = 0; break;
         case O_JSON: a->json_out = optarg; break;
@@ -125,7 +79,6 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         case O_STATIC: a->eval.batch.static_batches = 1; break;
         case O_FORCE: a->force = 1; break;
         case O_REPEATS: a->eval.repeats = (int)cli_int(prog, "--repeats", optarg, 1, 1000); break;
-        case O_COST_CACHE: a->cfg.cost_cache = strcmp(optarg, "none") ? optarg : NULL; break;
         case O_LABEL:
             if (!strchr(optarg, '=') || strchr(optarg, ',')) die(prog, "--label: expected KEY=VALUE without commas, got '%s'", optarg);
             a->label = optarg;
@@ -169,51 +122,6 @@ static void check_args(const EvalArgs *a) {
     if (a->label && !a->csv_out) die(prog, "--label names the columns of the --csv row: give --csv FILE too");
     if (a->eval.batch.static_batches && a->eval.batch.slots < 2) die(prog, "--static-batches needs --batch N with N >= 2");
     check_outputs(a);
-}
-
-/* The policy's classifier, if it has one, must have been trained for this
- * session's target and draft (--force: a notice instead). */
-static void check_classifier(const Policy *policy, const Session *s, const EvalArgs *a) {
-    const char *key, *path = NULL;
-    double num;
-    for (int i = 0; !path && policy_param_get(policy, i, &key, &num, &path) == 0; i++)
-        if (strcmp(key, "classifier")) path = NULL;
-    if (!path || !*path) return;
-    int unknown;
-    if (classifier_check_trained_for(path, a->cfg.target_dir, s->target->config_hash, a->cfg.draft_dir, &unknown)) {
-        if (!a->force) die_err(prog);
-        fprintf(stderr, "%s: --force: %s\n", prog, err_get());
-    } else if (unknown) {
-        fprintf(stderr, "%s: note: %s does not record the target and draft it was trained for; not checked\n", prog, path);
-    }
-}
-
-/* Where tree sizes chosen from costs are the default (greedy, the tree
- * forward; any batch size: batched, the round's cost is modelled); the draft vocabulary, unless given, is auto for one
- * sequence where it can be (session_open: the CPU, a draft with token
- * counts). */
-static int sizes_can_be_auto(const EvalArgs *a) {
-    return a->cfg.sp.temperature == 0 && a->cfg.verify == VERIFY_TREE;
-}
-
-/* On the CPU backend, a policy's size the command did not give is auto
- * (docs/policies.md "Defaults"): eagle2's and c2t's --total, chain's
- * --draft-len (without --early-stop), sage's sage_nmax.  The fixed defaults
- * stay on a GPU, where their programs read nothing while drafting (auto's
- * read the pool's keys, or each expansion).  Returns the policy to use
- * (policy, or a new one). */
-static Policy *default_sizes(Policy *policy, EvalArgs *a, const Session *s) {
-    if (!sizes_can_be_auto(a) || strcmp(s->target->be->name, "cpu")) return policy;
-    const char *name = a->cfg.prm.name, *key = NULL;
-    if (!strcmp(name, "eagle2") || !strcmp(name, "c2t")) key = "total";
-    else if (!strcmp(name, "sage")) key = "sage_nmax";
-    else if (!strcmp(name, "chain") && !policy_params_given(&a->cfg.prm, "early_stop")) key = "draft_len";
-    if (!key || policy_params_given(&a->cfg.prm, key)) return policy;
-    if (policy_params_set(&a->cfg.prm, key, "auto")) die_err(prog);
-    Policy *p = policy_new(&a->cfg.prm);
-    if (!p) die_err(prog);
-    policy_free(policy);
-    return p;
 }
 
 /* Set by the first SIGINT or SIGTERM once decoding began (cli_on_interrupt_stop):
@@ -275,10 +183,9 @@ int main(int argc, char **argv) {
     EvalArgs a = {0};
     parse_args(argc, argv, &a);
     check_args(&a);
-    if (sizes_can_be_auto(&a) && a.eval.batch.slots == 1 && !a.cfg.draft_vocab_given)
+    if (cli_plain_run(&a.cfg) && a.eval.batch.slots == 1 && !a.cfg.draft_vocab_given)
         a.cfg.draft_vocab = DRAFT_VOCAB_AUTO_IF_ABLE;
-    a.cfg.arith_auto = sizes_can_be_auto(&a) && !a.cfg.arith_given;
-    a.cfg.arith_tiles = a.eval.batch.slots > 1 || strcmp(a.cfg.prm.name, "ar") != 0;
+    cli_plain_arith(&a.cfg, a.eval.batch.slots);
     cli_on_interrupt(prog, NULL, NULL, "no report written (no turn was decoded yet); run the command again");
     Policy *policy = policy_new(&a.cfg.prm);
     if (!policy) die_err(prog);
@@ -290,8 +197,8 @@ int main(int argc, char **argv) {
     Session s;
     EvalResult r;
     if (session_open(&s, &a.cfg, prog)) die_err(prog);
-    policy = default_sizes(policy, &a, &s);
-    check_classifier(policy, &s, &a);
+    policy = cli_default_sizes(prog, policy, &a.cfg, &s);
+    cli_check_classifier(prog, policy, &s, a.force);
     /* from here a first signal stops the run, which reports what it finished */
     a.eval.stop = &stop_signal;
     cli_on_interrupt_stop(prog, &stop_signal, "a second time: stopped at once, no report written; run the command again");

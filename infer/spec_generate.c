@@ -1,5 +1,9 @@
-/* spec-generate: greedy generation with the target model alone — the first
- * thing to run on a new checkpoint, and the `ar` baseline in miniature. */
+/* spec-generate: one prompt's answer, streamed as text.  With the target
+ * alone it decodes greedily (the first thing to run on a new checkpoint,
+ * the `ar` baseline in miniature, and the steps' logit gaps for exactness
+ * studies); with --draft (or --policy, or --temperature) it decodes with a
+ * policy through a session, as spec-eval's turns do, each cycle's tokens
+ * printed as they are committed. */
 #include "infer/cli.h"
 #include "infer/model/generate.h"
 #include "infer/text/chat.h"
@@ -14,25 +18,32 @@ static const char *prog = "spec-generate";
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT) [options]\n"
-        "Greedy (temperature 0) generation with a Hugging Face LLaMA-family checkpoint.\n"
-        "  --target DIR           checkpoint dir: config.json + model.safetensors[.index.json]\n"
+        "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT) [--draft DIR] [options]\n"
+        "One prompt's answer, streamed as text: greedy with the target alone, or speculative with\n"
+        "--draft (a policy's trees verified by the target: at --temperature 0 the same tokens as\n"
+        "the target alone) and a summary line on stderr (tokens, cycles, tau, gamma, tok/s).\n"
         "  --ids LIST             prompt as comma-separated token ids (no bos added, no template)\n"
         "  --prompt TEXT          a user message in the chat template (as spec-eval applies it), or\n"
         "                         plain text with --template none; the answer is streamed as text\n"
-        "  --template NAME        %s (default: guessed, with a\n"
-        "                         notice; plain text when the checkpoint has none we recognise)\n"
-        "  --system TEXT          system prompt (default: the template's; \"\" for none)\n"
-        "  --tokenizer PATH       tokenizer.json / tokenizer.model / dir (default: --target)\n"
         "  --max-new-tokens N     tokens to generate (default 256); stops early at eos\n"
-        "  --max-ctx N            KV cache slots (default: prompt + new tokens)\n"
-        "  --device D             cpu | cuda | auto (default auto: cuda when a GPU is visible)\n"
-        CLI_BACKEND_HELP
+        "  --max-ctx N            KV cache slots (default: prompt + new tokens; speculative: new\n"
+        "                         tokens + 4096)\n"
         "  --print-ids            print the generated ids as a JSON array (default with --ids)\n"
         "  --print-gaps           then, as a second JSON array, each step's largest logit minus the\n"
-        "                         runner-up's (how near a tie each greedy choice was)\n"
+        "                         runner-up's (how near a tie each greedy choice was; target alone)\n"
+        "  --force                use a --classifier trained for another target or draft\n"
         "  -h, --help             this text\n"
-        "(--model and --ctx, the old names of --target and --max-ctx, still work)\n", CHAT_TEMPLATE_NAMES);
+        "(--model and --ctx, the old names of --target and --max-ctx, still work)\n"
+        "models\n"
+        CLI_MODELS_HELP
+        CLI_BACKEND_HELP
+        CLI_POLICY_HELP
+        "  (the policy: eagle2 with --draft, ar without; a plain run as spec-eval's for one sequence,\n"
+        "  but with the full draft vocabulary unless --draft-vocab: auto explores the full one for\n"
+        "  its first 64 cycles, more than most single answers take)\n"
+        "sampling (speculative; exact in distribution)\n"
+        CLI_SAMPLING_HELP,
+        draft_kind_help(), CHAT_TEMPLATE_NAMES, policy_names());
 }
 
 static int parse_ids(const char *s, int **ids) {
@@ -52,67 +63,72 @@ static int parse_ids(const char *s, int **ids) {
 }
 
 typedef struct {
-    const char *model_dir, *ids_arg, *prompt_text, *tok_path, *device, *template_name, *system;
-    int max_new, ctx, print_ids, print_gaps;
-    BackendOptions backend;
+    SessionConfig cfg;   /* the models, text, lengths, backend, policy and sampling */
+    const char *ids_arg, *prompt_text;
+    int print_ids, print_gaps, force;
+    int policy_given;    /* --policy on the command line */
 } GenArgs;
 
+/* Whether the answer is decoded with a policy (a session) rather than by
+ * the target alone. */
+static int speculative(const GenArgs *a) {
+    return a->cfg.draft_dir || a->policy_given || a->cfg.sp.temperature > 0;
+}
+
 static void parse_args(int argc, char **argv, GenArgs *a) {
+    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE };
     static const struct option opts[] = {
-        {"target", required_argument, 0, 'm'}, {"model", required_argument, 0, 'M'}, {"ids", required_argument, 0, 'i'},
-        {"prompt", required_argument, 0, 'p'}, {"max-new-tokens", required_argument, 0, 'n'},
-        {"max-ctx", required_argument, 0, 'c'}, {"ctx", required_argument, 0, 'C'}, {"print-ids", no_argument, 0, 'P'},
-        {"print-gaps", no_argument, 0, 'G'},
-        {"template", required_argument, 0, 'T'}, {"system", required_argument, 0, 'S'},
-        {"tokenizer", required_argument, 0, 't'}, {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
-        CLI_BACKEND_OPTIONS, {0, 0, 0, 0}};
-    a->device = "auto";
-    backend_options_default(&a->backend);
-    a->max_new = 256;
+        {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},
+        {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"draft-temperature", 1, 0, CLI_DRAFT_TEMP},
+        {"tokenizer", 1, 0, CLI_TOKENIZER}, {"template", 1, 0, CLI_TEMPLATE}, {"system", 1, 0, CLI_SYSTEM},
+        {"device", 1, 0, CLI_DEVICE}, {"max-new-tokens", 1, 0, CLI_MAX_NEW}, {"max-ctx", 1, 0, CLI_MAX_CTX},
+        CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS, CLI_DECODE_OPTIONS,
+        {"model", 1, 0, O_MODEL}, {"ctx", 1, 0, O_CTX}, {"ids", 1, 0, O_IDS}, {"prompt", 1, 0, O_PROMPT},
+        {"print-ids", 0, 0, O_PRINT_IDS}, {"print-gaps", 0, 0, O_PRINT_GAPS}, {"force", 0, 0, O_FORCE},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    session_config_default(&a->cfg);
+    CliQuestions none = {0};
     int c;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_backend_option(prog, c, optarg, &a->backend)) continue;
+        a->policy_given |= c == CLI_POLICY;
+        if (cli_session_option(prog, c, optarg, &a->cfg, &none)) continue;
         switch (c) {
-        case 'M': fprintf(stderr, "%s: --model is now --target (still accepted)\n", prog); /* fall through */
-        case 'm': a->model_dir = optarg; break;
-        case 'T': a->template_name = optarg; break;
-        case 'S': a->system = optarg; break;
-        case 'i': a->ids_arg = optarg; break;
-        case 'p': a->prompt_text = optarg; break;
-        case 'n': a->max_new = (int)cli_int(prog, "--max-new-tokens", optarg, 1, 1 << 20); break;
-        case 'C': fprintf(stderr, "%s: --ctx is now --max-ctx (still accepted)\n", prog); /* fall through */
-        case 'c': a->ctx = (int)cli_int(prog, "--max-ctx", optarg, 0, 1 << 22); break;
-        case 'P': a->print_ids = 1; break;
-        case 'G': a->print_gaps = 1; break;
-        case 't': a->tok_path = optarg; break;
-        case 'd': a->device = optarg; break;
+        case O_MODEL:
+            fprintf(stderr, "%s: --model is now --target (still accepted)\n", prog);
+            a->cfg.target_dir = optarg;
+            break;
+        case O_CTX:
+            fprintf(stderr, "%s: --ctx is now --max-ctx (still accepted)\n", prog);
+            cli_session_option(prog, CLI_MAX_CTX, optarg, &a->cfg, &none);
+            break;
+        case O_IDS: a->ids_arg = optarg; break;
+        case O_PROMPT: a->prompt_text = optarg; break;
+        case O_PRINT_IDS: a->print_ids = 1; break;
+        case O_PRINT_GAPS: a->print_gaps = 1; break;
+        case O_FORCE: a->force = 1; break;
         case 'h': usage(stdout); exit(0);
         default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (!a->model_dir) die(prog, "--target is required (see --help)");
+    if (!a->cfg.target_dir) die(prog, "--target is required (see --help)");
     if (!a->ids_arg && !a->prompt_text) die(prog, "give a prompt with --ids or --prompt");
+    if (a->ids_arg && a->prompt_text) die(prog, "give one prompt: --ids or --prompt, not both");
+    if (a->ids_arg) a->print_ids = 1;
+    if (speculative(a) && a->print_gaps)
+        die(prog, "--print-gaps: the target alone's greedy steps; not with --draft, --policy or --temperature");
+    if (!a->policy_given && !a->cfg.draft_dir) snprintf(a->cfg.prm.name, sizeof a->cfg.prm.name, "ar");
 }
 
-/* --prompt: the text in the chat template (given, or guessed with a
- * notice; plain text for a checkpoint without one) as token ids. */
-static int prompt_from_text(const GenArgs *a, const Tokenizer *tok, ChatTemplate *tmpl, int **prompt) {
-    char why[256];
-    if (!a->template_name && chat_template_guess(tok, a->model_dir, tmpl, why, sizeof why) == 0) {
-        fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog, chat_template_name(*tmpl), why);
-    } else if (!a->template_name) {   /* a base model: the prompt is plain text */
-        *tmpl = CHAT_NONE;
-        fprintf(stderr, "%s: no chat template recognised for %s; the prompt is plain text, as --template none\n", prog,
-                a->model_dir);
-    }
+/* The prompt as token ids: --ids as given, --prompt in the chat template
+ * tmpl (plain text for CHAT_NONE). */
+static int prompt_ids(const GenArgs *a, const Tokenizer *tok, ChatTemplate tmpl, int **prompt) {
+    if (a->ids_arg) return parse_ids(a->ids_arg, prompt);
     int32_t *ids;
     size_t n;
     const char *user[1] = {a->prompt_text};
-    if (*tmpl == CHAT_NONE ? tokenizer_encode(tok, a->prompt_text, 1, &ids, &n)
-                           : chat_encode(tok, *tmpl, a->system, user, NULL, 1, &ids, &n))
-        die_err(prog);
+    if (chat_encode(tok, tmpl, a->cfg.system, user, NULL, 1, &ids, &n)) die_err(prog);
     if (!n) die(prog, "--prompt: the prompt encodes to no tokens");
     *prompt = xmalloc(sizeof(int) * n);
     for (size_t i = 0; i < n; i++) (*prompt)[i] = ids[i];
@@ -120,59 +136,91 @@ static int prompt_from_text(const GenArgs *a, const Tokenizer *tok, ChatTemplate
     return (int)n;
 }
 
-/* The answer streamed as text, never splitting a character; a
+static void check_vocab(const int *prompt, int n, int vocab) {
+    for (int i = 0; i < n; i++)
+        if (prompt[i] >= vocab) die(prog, "--ids: token %d outside the vocabulary (%d)", prompt[i], vocab);
+}
+
+/* The answer's text as it grows, never splitting a character; a
  * continuation (no template) is printed after its prompt. */
-static void print_answer(const GenArgs *a, const Tokenizer *tok, ChatTemplate tmpl, const int *out, int n) {
-    TokenizerStream *ts = tokenizer_stream_new(tok, 1);
-    if (tmpl == CHAT_NONE) fputs(a->prompt_text, stdout);
+typedef struct {
+    TokenizerStream *ts;   /* NULL: --ids, the answer is printed as ids only */
+    int printed;           /* tokens of the answer printed so far */
+} TextOut;
+
+static void text_begin(TextOut *o, const GenArgs *a, const Tokenizer *tok, ChatTemplate tmpl) {
+    o->printed = 0;
+    o->ts = a->prompt_text ? tokenizer_stream_new(tok, 1) : NULL;
+    if (o->ts && tmpl == CHAT_NONE) fputs(a->prompt_text, stdout);
+}
+
+/* Prints out[o->printed .. n); -1 with err_set on an id the tokenizer
+ * does not have. */
+static int text_push(TextOut *o, const int *out, int n) {
+    for (; o->ts && o->printed < n; o->printed++) {
+        const char *piece = tokenizer_stream_push(o->ts, out[o->printed]);
+        if (!piece) { err_set("generated id %d is outside the tokenizer's vocabulary", out[o->printed]); return -1; }
+        fputs(piece, stdout);
+    }
+    fflush(stdout);
+    return 0;
+}
+
+static void text_end(TextOut *o, const Tokenizer *tok, ChatTemplate tmpl, const int *out, int n) {
+    if (!o->ts) return;
+    if (text_push(o, out, n)) die_err(prog);
+    fputs(tokenizer_stream_flush(o->ts), stdout);
+    fputs("\n", stdout);
+    tokenizer_stream_free(o->ts);
+    o->ts = NULL;
     int32_t stop[8];
     int n_stop = chat_stop_ids(tok, tmpl, stop, 8), at_once = n == 0;
     for (int k = 0; k < n_stop && n > 0; k++) at_once |= out[0] == stop[k];
     if (at_once) fprintf(stderr, "%s: the model ended its answer at once (end-of-sequence first)\n", prog);
-    for (int i = 0; i < n; i++) {
-        const char *piece = tokenizer_stream_push(ts, out[i]);
-        if (!piece) die(prog, "generated id %d is outside the tokenizer's vocabulary", out[i]);
-        fputs(piece, stdout);
-    }
-    fputs(tokenizer_stream_flush(ts), stdout);
-    fputs("\n", stdout);
-    tokenizer_stream_free(ts);
 }
 
-int main(int argc, char **argv) {
-    GenArgs a = {0};
-    parse_args(argc, argv, &a);
-    int *prompt, n_prompt;
+static void print_json_ids(const int *out, int n) {
+    printf("[");
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", out[i]);
+    printf("]\n");
+}
+
+/* The target alone, greedy. */
+static void generate_alone(const GenArgs *a) {
+    const SessionConfig *cfg = &a->cfg;
     Tokenizer *tok = NULL;
     ChatTemplate tmpl = CHAT_NONE;
-    if (a.template_name && chat_template_parse(a.template_name, &tmpl)) die_err(prog);
-    if (a.prompt_text) {
-        if (!(tok = tokenizer_load(a.tok_path ? a.tok_path : a.model_dir))) die_err(prog);
-        n_prompt = prompt_from_text(&a, tok, &tmpl, &prompt);
-    } else {
-        n_prompt = parse_ids(a.ids_arg, &prompt);
-        a.print_ids = 1;
+    if (cfg->template_name && chat_template_parse(cfg->template_name, &tmpl)) die_err(prog);
+    if (a->prompt_text) {
+        if (!(tok = tokenizer_load(cfg->tokenizer_path ? cfg->tokenizer_path : cfg->target_dir))) die_err(prog);
+        char why[256];
+        if (!cfg->template_name && chat_template_guess(tok, cfg->target_dir, &tmpl, why, sizeof why) == 0) {
+            fprintf(stderr, "%s: chat template %s (%s; set --template to choose)\n", prog, chat_template_name(tmpl), why);
+        } else if (!cfg->template_name) {   /* a base model: the prompt is plain text */
+            tmpl = CHAT_NONE;
+            fprintf(stderr, "%s: no chat template recognised for %s; the prompt is plain text, as --template none\n",
+                    prog, cfg->target_dir);
+        }
     }
-    if (backend_configure(&a.backend)) die_err(prog);
-    const Backend *be = backend_by_name(a.device);
+    int *prompt, n_prompt = prompt_ids(a, tok, tmpl, &prompt);
+    BackendOptions bo = cfg->backend;
+    if (backend_configure(&bo)) die_err(prog);
+    const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
     if (!be) die_err(prog);
-    LlamaModel *m = llama_load(a.model_dir, be);
+    LlamaModel *m = llama_load(cfg->target_dir, be);
     if (!m) die_err(prog);
-    for (int i = 0; i < n_prompt; i++)
-        if (prompt[i] >= m->cfg.vocab) die(prog, "--ids: token %d outside the vocabulary (%d)", prompt[i], m->cfg.vocab);
-    LlamaState *s = llama_state_new(m, a.ctx ? a.ctx : n_prompt + a.max_new);
+    check_vocab(prompt, n_prompt, m->cfg.vocab);
+    LlamaState *s = llama_state_new(m, cfg->max_ctx ? cfg->max_ctx : n_prompt + cfg->max_new);
     if (!s) die_err(prog);
-    int *out = xmalloc(sizeof(int) * a.max_new);
-    float *gap = a.print_gaps ? xmalloc(sizeof(float) * a.max_new) : NULL;
-    int n = greedy_generate_gaps(s, prompt, n_prompt, a.max_new, out, gap);
+    int *out = xmalloc(sizeof(int) * cfg->max_new);
+    float *gap = a->print_gaps ? xmalloc(sizeof(float) * cfg->max_new) : NULL;
+    int n = greedy_generate_gaps(s, prompt, n_prompt, cfg->max_new, out, gap);
     if (n < 0) die_err(prog);
     if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
-    if (tok) print_answer(&a, tok, tmpl, out, n);
-    if (a.print_ids) {
-        printf("[");
-        for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", out[i]);
-        printf("]\n");
-    }
+    TextOut o;
+    text_begin(&o, a, tok, tmpl);
+    text_end(&o, tok, tmpl, out, n);
+    if (a->print_ids) print_json_ids(out, n);
     if (gap) {   /* after the ids: how near a tie each step's choice was */
         printf("[");
         for (int i = 0; i < n; i++) printf("%s%.6g", i ? "," : "", gap[i]);
@@ -184,5 +232,79 @@ int main(int argc, char **argv) {
     free(prompt);
     llama_state_free(s);
     llama_free(m);
+}
+
+/* Prints each cycle's committed tokens as the decoder reports them: an
+ * observer of the cycle (observer.h), after the prefill's token and after
+ * every cycle. */
+typedef struct {
+    Observer base;
+    TextOut *text;
+} StreamWatch;
+
+static int stream_turn_begin(Observer *o, Decoder *dec) {
+    return text_push(((StreamWatch *)o)->text, dec->turn.out, dec->turn.n_out);
+}
+static int stream_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
+    (void)r;
+    return text_push(((StreamWatch *)o)->text, dec->turn.out, dec->turn.n_out);
+}
+static void stream_destroy(Observer *o) { free(o); }
+
+/* With a policy: the session's target, draft and defaults, as one turn of
+ * spec-eval decodes. */
+static void generate_with_policy(GenArgs *a) {
+    SessionConfig *cfg = &a->cfg;
+    if (!cfg->max_ctx) cfg->max_ctx = cfg->max_new + 4096;
+    if (a->ids_arg && !cfg->template_name) cfg->template_name = "none";   /* the ids are the whole prompt */
+    cli_plain_arith(cfg, 1);
+    Policy *policy = policy_new(&cfg->prm);
+    if (!policy) die_err(prog);
+    if (policy->needs_draft && !cfg->draft_dir) die(prog, "policy %s needs --draft", policy->name);
+    if (!policy->needs_draft && cfg->draft_dir) die(prog, "policy %s decodes without a draft: drop --draft", policy->name);
+    Session s;
+    if (session_open(&s, cfg, prog)) die_err(prog);
+    policy = cli_default_sizes(prog, policy, cfg, &s);
+    cli_check_classifier(prog, policy, &s, a->force);
+    int *prompt, n_prompt = prompt_ids(a, s.tok, s.tmpl, &prompt);
+    check_vocab(prompt, n_prompt, s.target->cfg.vocab);
+    if (n_prompt + cfg->max_new + 1 > s.slots)
+        die(prog, "the prompt's %d tokens + %d new exceed the context (%d); raise --max-ctx", n_prompt, cfg->max_new,
+            s.slots);
+    Decoder *dec = session_decoder(&s, policy);
+    if (!dec) die_err(prog);
+    TextOut text;
+    text_begin(&text, a, s.tok, s.tmpl);
+    StreamWatch *w = xcalloc(1, sizeof *w);
+    w->base = (Observer){.name = "stream", .turn_begin = stream_turn_begin, .cycle_end = stream_cycle_end,
+                         .destroy = stream_destroy};
+    w->text = &text;
+    decoder_watch(dec, &w->base);
+    int *out = xmalloc(sizeof(int) * (cfg->max_new + 1));
+    DecodeStats st;
+    int n = decoder_run(dec, prompt, n_prompt, cfg->max_new, out, &st);
+    if (n < 0) die_err(prog);
+    if (backend_failure(s.target->be)) die(prog, "%s backend failed: %s", s.target->be->name, backend_failure(s.target->be));
+    text_end(&text, s.tok, s.tmpl, out, n);
+    if (a->print_ids) print_json_ids(out, n);
+    const double secs = stage_decode_s(&st.t);
+    fprintf(stderr, "%s: %s: %d tokens", prog, policy->name, n);
+    if (policy->needs_draft) fprintf(stderr, ", %lld cycles, tau %.2f, gamma %lld", (long long)st.cycles, decode_stats_tau(&st),
+                           (long long)st.gamma);
+    fprintf(stderr, "; %.1f tok/s after a %.2f s prefill", secs > 0 ? n / secs : 0, st.t.prefill);
+    if (st.t.calibrate > 0) fprintf(stderr, " (calibration %.2f s left out)", st.t.calibrate);
+    fputs("\n", stderr);
+    free(out);
+    free(prompt);
+    decoder_free(dec);
+    policy_free(policy);
+    session_close(&s);
+}
+
+int main(int argc, char **argv) {
+    GenArgs a = {0};
+    parse_args(argc, argv, &a);
+    if (speculative(&a)) generate_with_policy(&a);
+    else generate_alone(&a);
     return 0;
 }

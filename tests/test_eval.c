@@ -401,6 +401,81 @@ static void test_first_hour_messages(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "nonesuch");
 }
 
+/* cmd's stdout (a new string; "" when it printed nothing), its exit status
+ * in *rc and its stderr in err. */
+static char *run_stdout(int *rc, char *err, size_t errlen, const char *cmd) {
+    char path[] = "/tmp/c2t_stdoutXXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    *rc = run_cmd(err, errlen, "{ %s > %s; }", cmd, path);
+    char *text = read_text_file(path, NULL);
+    unlink(path);
+    return text ? text : xstrdup("");
+}
+
+/* spec-generate with a draft decodes one prompt as spec-eval's turns do:
+ * at temperature 0 its ids and its streamed text equal the target alone's
+ * in the same arithmetic (an EAGLE head under eagle2 at a fixed size and in
+ * a plain run, a draft LM under chain), with the cycles on stderr; a seed
+ * repeats a sampled answer; the combinations that make no sense are one
+ * line each. */
+static void test_generate_with_draft(void) {
+    char err[4096], cmd[1024];
+    const char *gen = "%s/spec-generate --target tests/ckpt/tiny_chat --device cpu --kv-dtype f32 --cost-cache none "
+                      "--max-new-tokens 24 %s";
+    int rc;
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), "--ids 1,2,3");
+    char *alone = run_stdout(&rc, err, sizeof err, cmd);
+    REQUIRE(rc == 0 && alone[0] == '[', "the target alone: rc %d, %s", rc, err);
+    static const char *const drafts[] = {"--draft tests/ckpt/tiny_chat_eagle --total 10",
+                                         "--draft tests/ckpt/tiny_chat --draft-kind lm --policy chain --draft-len 3",
+                                         "--draft tests/ckpt/tiny_chat_eagle"};
+    for (int i = 0; i < 3; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "--ids 1,2,3 %s", drafts[i]);
+        snprintf(cmd, sizeof cmd, gen, bin_dir(), args);
+        char *got = run_stdout(&rc, err, sizeof err, cmd);
+        CHECK(rc == 0 && !strcmp(got, alone), "%s: rc %d, ids %s against the target alone's %s (%s)", drafts[i], rc, got,
+              alone, err);
+        int tokens = 0;
+        long long cycles = 0, gamma = -1;
+        double tau = 0;
+        CHECK(sscanf(err, "spec-generate: %*[a-z0-9]: %d tokens, %lld cycles, tau %lf, gamma %lld", &tokens, &cycles, &tau,
+                     &gamma) == 4 && tokens == 24 && cycles > 0 && tau >= 1,
+              "%s: no summary line of 24 tokens, cycles, tau and gamma: %s", drafts[i], err);
+        if (i < 2) CHECK(gamma > 0, "%s: a fixed size verified no drafted token (gamma %lld)", drafts[i], gamma);
+        free(got);
+    }
+    free(alone);
+    /* the text streamed a cycle at a time is the text the target alone prints */
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), "--template none --prompt 'static int'");
+    char *text = run_stdout(&rc, err, sizeof err, cmd);
+    REQUIRE(rc == 0 && !strncmp(text, "static int", 10), "the target alone's text: rc %d, %s", rc, err);
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), "--template none --prompt 'static int' --draft tests/ckpt/tiny_chat_eagle --total 6");
+    char *streamed = run_stdout(&rc, err, sizeof err, cmd);
+    CHECK(rc == 0 && !strcmp(streamed, text), "streamed with a draft: %s, alone: %s (%s)", streamed, text, err);
+    free(text); free(streamed);
+    /* a seeded sampled answer repeats */
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), "--ids 1,2,3 --draft tests/ckpt/tiny_chat_eagle --total 6 --temperature 0.9 --seed 5");
+    char *s1 = run_stdout(&rc, err, sizeof err, cmd);
+    CHECK(rc == 0 && s1[0] == '[', "sampled: rc %d, %s", rc, err);
+    char *s2 = run_stdout(&rc, err, sizeof err, cmd);
+    CHECK(rc == 0 && !strcmp(s1, s2), "the same seed drew %s, then %s", s1, s2);
+    free(s1); free(s2);
+    static const char *const bad[][2] = {
+        {"--ids 1,2 --draft tests/ckpt/tiny_chat_eagle --print-gaps", "--print-gaps"},
+        {"--ids 1,2 --policy chain", "needs --draft"},
+        {"--ids 1,2 --policy ar --draft tests/ckpt/tiny_chat_eagle", "drop --draft"},
+        {"--ids 1,2 --prompt hi", "not both"},
+        {"--ids 1,2 --draft tests/ckpt/tiny_chat_eagle --beta 0.5", "beta"},
+        {"--ids 1,2,3 --draft tests/ckpt/tiny_chat_eagle --max-ctx 16 --max-new-tokens 20", "raise --max-ctx"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = run_cmd(err, sizeof err, gen, bin_dir(), bad[i][0]);
+        CHECK_ONE_LINE_ERROR(rc, err, bad[i][1]);
+    }
+}
+
 /* The output ids of every turn of a report, "id/turn" -> ids text; each
  * question must appear once with each of its turns. */
 static cJSON *ids_by_turn(const char *path, int *n_turns) {
@@ -1338,6 +1413,7 @@ int main(void) {
     RUN(test_sampling_runs_and_is_seeded);
     RUN(test_device_option);
     RUN(test_draft_temperature);
+    RUN(test_generate_with_draft);
     unlink(qfile);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", cache_home);

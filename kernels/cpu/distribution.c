@@ -163,6 +163,28 @@ static int argmax_row(const float *l, int vocab) {
                                _mm512_cmp_epi32_mask(at, _mm512_setzero_si512(), _MM_CMPINT_NLT);
         if (hold) best = _mm512_mask_reduce_min_epi32(hold, at);
     }
+#elif defined(__AVX2__)
+    if (vocab >= 16 && !isnan(l[0])) {   /* the same in 8 lanes */
+        __m256 top = _mm256_set1_ps(-INFINITY);
+        __m256i at = _mm256_set1_epi32(-1), idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i step = _mm256_set1_epi32(8);
+        for (; j + 8 <= vocab; j += 8, idx = _mm256_add_epi32(idx, step)) {
+            const __m256 x = _mm256_loadu_ps(l + j);
+            const __m256 gt = _mm256_cmp_ps(x, top, _CMP_GT_OQ);
+            top = _mm256_blendv_ps(top, x, gt);
+            at = _mm256_blendv_epi8(at, idx, _mm256_castps_si256(gt));
+        }
+        float tv[8];
+        int ta[8];
+        _mm256_storeu_ps(tv, top);
+        _mm256_storeu_si256((__m256i *)ta, at);
+        float m = tv[0];
+        for (int i = 1; i < 8; i++) m = tv[i] > m ? tv[i] : m;
+        best = -1;
+        for (int i = 0; i < 8; i++)
+            if (ta[i] >= 0 && tv[i] == m && (best < 0 || ta[i] < best)) best = ta[i];
+        if (best < 0) best = 0;
+    }
 #endif
     for (; j < vocab; j++) if (l[j] > l[best]) best = j;
     return best;
