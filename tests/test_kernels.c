@@ -39,7 +39,6 @@ static void count_tokens_apart(int rows, int cols, DType dt, const int *ns, int 
     f32_to(dt, wf, wd, (size_t)rows * cols);
     Weight w;
     cpu_backend.weight(&w, wd, dt, rows, cols);
-    *copies += cpu_weight_f32(&w) != NULL;
     for (int i = 0; i < count; i++)
         for (int threads = 1; threads <= 2; threads++) {
             cpu_threads_set(threads);
@@ -51,6 +50,7 @@ static void count_tokens_apart(int rows, int cols, DType dt, const int *ns, int 
             }
         }
     cpu_threads_set(cpu_threads_max());
+    *copies += cpu_weight_f32(&w) != NULL;   /* made by a product of more than FEW_TOKENS tokens, if any */
     cpu_backend.weight_release(&w);
     free(wf); free(x); free(wd); free(all); free(one);
 }
@@ -103,6 +103,49 @@ static void test_matmul_uncached_tokens_independent(void) {
     CHECK(copies == 0, "%d weights got an F32 copy with a cache budget of 0", copies);
     CHECK(products > 0 && bad == 0, "%d of %d token rows of an uncached many-token matmul differ from the token alone",
           bad, products);
+}
+
+/* The F32 copy of a 16-bit matrix is made by its first product of more than
+ * FEW_TOKENS tokens, not at load (an embedding read by rows and few-token
+ * products take none of the budget), holds the widened rows, and a matrix
+ * the budget once had no room for keeps its path when room appears. */
+static void test_f32_copy_at_first_many_token_product(void) {
+    enum { R = 300, C = 200, BR = 1024, BC = 512, N = FEW_TOKENS_UNCACHED + 1 };
+    float *wf = xmalloc(sizeof(float) * BR * BC), *x = xmalloc(sizeof(float) * N * BC), *out = xmalloc(sizeof(float) * N * BR);
+    uint16_t *wb = xmalloc(sizeof(uint16_t) * BR * BC);
+    fill(wf, (size_t)BR * BC, 0.5f); fill(x, (size_t)N * BC, 1);
+    f32_to(DT_BF16, wf, wb, (size_t)BR * BC);
+    BackendOptions o;
+    backend_options_default(&o);
+    REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+    Weight w;
+    cpu_backend.weight(&w, wb, DT_BF16, R, C);
+    CHECK(cpu_weight_f32(&w) == NULL, "an F32 copy made at load");
+    float *row = xmalloc(sizeof(float) * C);
+    cpu_backend.embed(row, &w, (const int[]){7}, 1);
+    cpu_backend.matmul(out, x, &w, FEW_TOKENS);
+    CHECK(cpu_weight_f32(&w) == NULL, "an F32 copy made by a row read or a product of %d tokens", FEW_TOKENS);
+    cpu_backend.matmul(out, x, &w, FEW_TOKENS + 1);
+    const float *copy = cpu_weight_f32(&w);
+    CHECK(copy != NULL, "no F32 copy after a product of %d tokens", FEW_TOKENS + 1);
+    for (int r = 0; copy && r < R; r += 37) {
+        cpu_weight_row(&w, r, row);
+        CHECK(!memcmp(row, copy + (size_t)r * C, sizeof(float) * C), "row %d of the copy is not the widened row", r);
+    }
+    cpu_backend.weight_release(&w);
+    /* a 2 MB copy past a 1 MB budget: refused, and for good */
+    o.cpu_f32_cache_mb = 1;
+    REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+    cpu_backend.weight(&w, wb, DT_BF16, BR, BC);
+    cpu_backend.matmul(out, x, &w, FEW_TOKENS + 1);
+    cpu_backend.matmul(out, x, &w, N);
+    CHECK(cpu_weight_f32(&w) == NULL, "a copy past the budget");
+    backend_options_default(&o);
+    REQUIRE(backend_configure(&o) == 0, "%s", err_get());
+    cpu_backend.matmul(out, x, &w, N);
+    CHECK(cpu_weight_f32(&w) == NULL, "a matrix refused a copy got one later: its products changed path");
+    cpu_backend.weight_release(&w);
+    free(wf); free(x); free(out); free(wb); free(row);
 }
 
 /* matmul_many gives each weight's product bit for bit as matmul does, for
@@ -363,7 +406,6 @@ static void fast_gemm_case(int mode) {
         cpu_backend.weight_release(&w32);
         REQUIRE(backend_configure(&o) == 0, "%s", err_get());
         cpu_backend.weight(&w, wb, DT_BF16, R, C);
-        CHECK(cpu_weight_f32(&w) == NULL, "an F32 copy of a BF16 weight kept although it is never widened");
         CHECK((cpu_weight_tiles(&w) != NULL) == (mode == CPU_GEMM_AMX), "%s: a tile copy %s", cpu_gemm_name(mode),
               mode == CPU_GEMM_AMX ? "missing" : "made although the tiles are not used");
         for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
@@ -376,6 +418,8 @@ static void fast_gemm_case(int mode) {
                 }
             }
         cpu_threads_set(cpu_threads_max());
+        CHECK(cpu_weight_f32(&w) == NULL, "an F32 copy of a BF16 weight made although it is never widened (%d tokens)",
+              NMAX);
         /* against double sums of BF16 products, and against the F32 path */
         cpu_backend.matmul(all, x, &w, NMAX);
         for (int t = 0; t < NMAX; t += 7)
@@ -899,6 +943,7 @@ int main(void) {
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);
     RUN(test_matmul_uncached_tokens_independent);
+    RUN(test_f32_copy_at_first_many_token_product);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_harness_catches_wrong_kernels);
     RUN(test_kv_bf16_against_naive);

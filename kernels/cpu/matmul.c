@@ -725,7 +725,7 @@ void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     const int64_t R = w->rows, C = w->cols;
     if (n <= FEW_TOKENS || fast_bf16(w)) { matmul_few(out, x, w, n); return; }
     /* F32 weights, or the F32 copy the backend keeps of 16-bit ones */
-    const float *wf = w->dtype == DT_F32 ? (const float *)w->data : cpu_weight_f32(w);
+    const float *wf = w->dtype == DT_F32 ? (const float *)w->data : cpu_weight_f32_make(w);
     if (!wf && n <= FEW_TOKENS_UNCACHED) { matmul_few(out, x, w, n); return; }
     if (wf) {
         sgemm_rows(out, R, x, wf, n, R, C);
