@@ -41,7 +41,7 @@ static void usage(FILE *f) {
         "  (the policy: eagle2 with --draft, ar without; a plain run as spec-eval's for one sequence,\n"
         "  but with the full draft vocabulary unless --draft-vocab: auto explores the full one for\n"
         "  its first 64 cycles, more than most single answers take)\n"
-        "sampling (speculative; exact in distribution)\n"
+        "sampling (a policy's: with a draft exact in distribution; without one, ar)\n"
         CLI_SAMPLING_HELP,
         draft_kind_help(), CHAT_TEMPLATE_NAMES, policy_names());
 }
