@@ -144,12 +144,12 @@ static void unpack_k45(const uint8_t *p, const uint8_t *qh, const uint8_t *qs, Q
     b->m = half_at(p + 2);
     b->sub = 32;
     quant_k_scales(p + 4, b->sc, b->mn);
-    for (int s = 0; s < 8; s++) {
-        const uint8_t *q = qs + 32 * (s / 2);
+    for (int j = 0; j < 4; j++) {   /* sub-blocks 2j (low nibbles) and 2j + 1 (high) share 32 bytes */
+        const uint8_t *q = qs + 32 * j;
         for (int l = 0; l < 32; l++) {
-            int v = s & 1 ? q[l] >> 4 : q[l] & 0x0F;
-            if (qh) v |= (qh[l] >> s & 1) << 4;
-            b->q[32 * s + l] = (int16_t)v;
+            const int h0 = qh ? (qh[l] >> (2 * j) & 1) << 4 : 0, h1 = qh ? (qh[l] >> (2 * j + 1) & 1) << 4 : 0;
+            b->q[64 * j + l] = (int16_t)((q[l] & 0x0F) | h0);
+            b->q[64 * j + 32 + l] = (int16_t)((q[l] >> 4) | h1);
         }
     }
 }

@@ -228,7 +228,7 @@ void cpu_amx_rows(const Weight *w, const uint16_t *tiles, const uint16_t *xb, fl
 #endif
 
 /* What the CPU backend keeps beside a weight (Weight.priv, made by its
- * weight op): for a 16-bit one an F32 copy for sgemm (backend.c says when;
+ * weight op): for a 16-bit one an F32 copy for sgemm (matmul.c says when;
  * f32_refused: the budget had no room at its first many-token product),
  * and under --cpu-fast-gemm amx the tile copy of a BF16 one; for a matrix
  * of a GGUF block type in a vector build the row-interleaved copy that
@@ -241,9 +241,11 @@ typedef struct {
 } CpuWeightCopies;
 /* The F32 copy of 16-bit matrix w for sgemm: made at the first call while
  * the copies fit BackendOptions.cpu_f32_cache_mb, else NULL from then on.
- * Called by a product of more than FEW_TOKENS tokens before any parallel
- * region (backend.c). */
+ * Called by a product of more than FEW_TOKENS tokens, before any parallel
+ * region (matmul.c: why then, not at load). */
 const float *cpu_weight_f32_make(const Weight *w);
+/* Frees w's F32 copy, if any, returning its bytes to the budget. */
+void cpu_weight_f32_release(const Weight *w);
 static inline const float *cpu_weight_f32(const Weight *w) {
     return w->priv ? ((CpuWeightCopies *)w->priv)->f32 : NULL;
 }

@@ -720,6 +720,41 @@ void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out) {
     cpu_parallel(widen_part, &j, n * w->cols > PAR_MIN_WORK);
 }
 
+/* Products over many tokens (prefill, tree verification) run through sgemm,
+ * which needs F32 weights; widening a 16-bit matrix on every call costs as
+ * much as the product for small trees.  So the backend keeps an F32 copy of
+ * 16-bit matrices while the copies fit BackendOptions.cpu_f32_cache_mb,
+ * each made by the matrix's first product of more than FEW_TOKENS tokens
+ * (cpu_weight_f32_make), not at load: a matrix only ever read by rows (an
+ * embedding) or in few-token products (decode, small trees; an LM head
+ * under few logits) takes none of the budget, which goes to the matrices
+ * that many-token products use, in the order they first use them, and
+ * loading a BF16 1.5B no longer writes 4 GB of copies first.  Decode keeps
+ * reading the 16-bit weights (half the bytes). */
+static size_t f32_cache_budget(void) { return (size_t)backend_settings()->cpu_f32_cache_mb << 20; }
+static size_t f32_cache_used;
+
+const float *cpu_weight_f32_make(const Weight *w) {
+    CpuWeightCopies *c = w->priv;
+    if (!c || c->f32 || c->f32_refused) return c ? c->f32 : NULL;
+    const size_t bytes = (size_t)w->rows * w->cols * sizeof(float);
+    if (w->rows > 1 && f32_cache_used + bytes <= f32_cache_budget() && (c->f32 = malloc(bytes))) {
+        cpu_weight_rows(w, 0, w->rows, c->f32);
+        f32_cache_used += bytes;
+    } else {
+        c->f32_refused = 1;   /* for good: the matrix's products keep one path */
+    }
+    return c->f32;
+}
+
+void cpu_weight_f32_release(const Weight *w) {
+    CpuWeightCopies *c = w->priv;
+    if (!c || !c->f32) return;
+    f32_cache_used -= (size_t)w->rows * w->cols * sizeof(float);
+    free(c->f32);
+    c->f32 = NULL;
+}
+
 void cpu_matmul(float *out, const float *x, const Weight *w, int n) {
     if (dtype_is_quant(w->dtype)) { cpu_quant_matmul_many(&out, x, &w, 1, n); return; }
     const int64_t R = w->rows, C = w->cols;

@@ -445,25 +445,36 @@ static inline size_t kp_g(const DType DT) {
 static inline size_t kp_block(const DType DT) { return kp_head(DT) + (is_k(DT) ? 8 : 1) * kp_g(DT); }
 
 /* Row i's 32 integers q (as quant_unpack gives them) into the group's 32
- * elements at o (zeroed before). */
+ * elements at o, each byte of row i written once: vector v (elements
+ * 4v .. 4v + 3) in the low (v even) or high nibble of pair v / 2's bytes,
+ * a 5-bit type's fifth bits at bit v of one plane, a 6-bit type's top two
+ * at bits 2(v % 4) of plane v / 4. */
 static void kpack32(uint8_t *o, const int16_t *q, int i, int bits) {
-    for (int v = 0; v < 8; v++)
+    if (bits == 8) {
+        for (int e = 0; e < 32; e++) o[((e / 4) * KG + i) * 4 + e % 4] = (uint8_t)(q[e] + Q8_OFF);
+        return;
+    }
+    for (int c = 0; c < 4; c++)
+        for (int m = 0; m < 4; m++)
+            o[(c * KG + i) * 4 + m] = (uint8_t)((q[8 * c + m] & 15) | (q[8 * c + 4 + m] & 15) << 4);
+    for (int m = 0; m < 4 && bits == 5; m++) {
+        unsigned b = 0;
+        for (int v = 0; v < 8; v++) b |= (unsigned)((q[4 * v + m] >> 4) & 1) << v;
+        o[16 * KG + i * 4 + m] = (uint8_t)b;
+    }
+    for (int p = 0; p < 2 && bits == 6; p++)
         for (int m = 0; m < 4; m++) {
-            const int e = 4 * v + m, c = v / 2, h = v % 2;
-            if (bits == 8) {
-                o[(v * KG + i) * 4 + m] = (uint8_t)(q[e] + Q8_OFF);
-                continue;
-            }
-            o[(c * KG + i) * 4 + m] |= (uint8_t)((q[e] & 15) << (4 * h));
-            if (bits == 5) o[16 * KG + i * 4 + m] |= (uint8_t)(((q[e] >> 4) & 1) << v);
-            if (bits == 6) o[16 * KG + (v / 4) * 4 * KG + i * 4 + m] |= (uint8_t)(((q[e] >> 4) & 3) << (2 * (v % 4)));
+            unsigned b = 0;
+            for (int u = 0; u < 4; u++) b |= (unsigned)((q[4 * (4 * p + u) + m] >> 4) & 3) << (2 * u);
+            o[16 * KG + p * 4 * KG + i * 4 + m] = (uint8_t)b;
         }
 }
 
-/* One group's block b from the stored rows (n of them, at most KG). */
+/* One group's block b from the stored rows (n of them, at most KG; every
+ * byte of a row is written, those of rows past n are zero). */
 static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
     const size_t bb = quant_block_bytes(dt);
-    memset(p, 0, kp_block(dt));
+    if (n < KG) memset(p, 0, kp_block(dt));
     uint8_t *hd = p, *body = p + kp_head(dt);
     const size_t gb = kp_g(dt);
     QuantBlock qb;
