@@ -45,7 +45,7 @@ int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
  * (sub 32; Q6_K: sub 16, no minimum), (q[e] - off) * d for Q4_0, Q5_0,
  * Q8_0, q[e] * d + m for Q4_1 and Q5_1 (sub 0: no sub-block scales). */
 typedef struct {
-    int16_t q[256];       /* unsigned as stored; Q8_0: the int8 */
+    int16_t q[256];       /* unsigned as stored; Q8_0: the int8 (32-element types: q[0..31]) */
     int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
     float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K), else 0 */
     int sub;              /* elements per sub-block scale: 32, 16, or 0 */
