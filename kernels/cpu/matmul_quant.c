@@ -470,6 +470,21 @@ static void kpack32(uint8_t *o, const int16_t *q, int i, int bits) {
         }
 }
 
+/* Q4_K's 256 nibbles (sub-block g in nibble g % 2 of the 32 bytes at
+ * qs + 32 (g / 2)) straight into row i's bytes of the eight groups as
+ * kpack32 lays out the integers, without unpacking them. */
+static void kpack_q4k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
+    for (int g = 0; g < 8; g++) {
+        const uint8_t *q = qs + 32 * (g / 2);
+        uint8_t *o = body + g * gb;
+        for (int c = 0; c < 4; c++)
+            for (int m = 0; m < 4; m++) {
+                const uint8_t lo = q[8 * c + m], hi = q[8 * c + 4 + m];
+                o[(c * KG + i) * 4 + m] = g % 2 ? (uint8_t)(lo >> 4 | (hi & 0xF0)) : (uint8_t)((lo & 15) | hi << 4);
+            }
+    }
+}
+
 /* One group's block b from the stored rows (n of them, at most KG; every
  * byte of a row is written, those of rows past n are zero). */
 static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
@@ -480,7 +495,8 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
     QuantBlock qb;
     for (int i = 0; i < n; i++) {
         const uint8_t *s = src + (size_t)i * rb + (size_t)b * bb;
-        quant_unpack(dt, s, &qb);
+        if (dt == DT_Q4_K) quant_k_scales(s + 4, qb.sc, qb.mn);   /* its nibbles move as stored, below */
+        else quant_unpack(dt, s, &qb);
         if (dt == DT_Q6_K) {
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qb.sc[j];
@@ -493,7 +509,9 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
                     hd[12 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)qb.mn[j];
                 }
         }
-        for (int g = 0; g < (is_k(dt) ? 8 : 1); g++) kpack32(body + g * gb, qb.q + 32 * g, i, q_bits(dt));
+        if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
+        else
+            for (int g = 0; g < (is_k(dt) ? 8 : 1); g++) kpack32(body + g * gb, qb.q + 32 * g, i, q_bits(dt));
     }
 }
 
