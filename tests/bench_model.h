@@ -50,7 +50,7 @@ static void bench_add_tensor(StWrite *w, char (*names)[96], int *k, const char *
 /* Writes config.json + model.safetensors of a random `layers`-layer model of
  * the given shape into a fresh directory under /tmp, whose path goes to dir
  * (char[64]).  Exits with a message on failure (benchmarks only). */
-static void bench_write_model(char *dir, const BenchShape *sh, int layers) {
+__attribute__((unused)) static void bench_write_model(char *dir, const BenchShape *sh, int layers) {
     strcpy(dir, "/tmp/c2t_benchXXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
     char *cfgp = path_join(dir, "config.json"), *stp = path_join(dir, "model.safetensors");
@@ -97,7 +97,7 @@ static void bench_write_model(char *dir, const BenchShape *sh, int layers) {
 }
 
 /* Removes what bench_write_model wrote (a loaded model keeps its mapping). */
-static void bench_remove_model(const char *dir) {
+__attribute__((unused)) static void bench_remove_model(const char *dir) {
     char *cfgp = path_join(dir, "config.json"), *stp = path_join(dir, "model.safetensors");
     unlink(stp); unlink(cfgp); rmdir(dir);
     free(cfgp); free(stp);
