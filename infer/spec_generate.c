@@ -260,8 +260,12 @@ static void generate_with_policy(GenArgs *a) {
     cli_plain_arith(cfg, 1);
     Policy *policy = policy_new(&cfg->prm);
     if (!policy) die_err(prog);
-    if (policy->needs_draft && !cfg->draft_dir) die(prog, "policy %s needs --draft", policy->name);
-    if (!policy->needs_draft && cfg->draft_dir) die(prog, "policy %s decodes without a draft: drop --draft", policy->name);
+    if (policy->needs_draft != (cfg->draft_dir != NULL)) {   /* freed first: nothing left for a leak check */
+        const int needs = policy->needs_draft;
+        policy_free(policy);
+        if (needs) die(prog, "policy %s needs --draft", cfg->prm.name);
+        die(prog, "policy %s decodes without a draft: drop --draft", cfg->prm.name);
+    }
     Session s;
     if (session_open(&s, cfg, prog)) die_err(prog);
     policy = cli_default_sizes(prog, policy, cfg, &s);
