@@ -36,6 +36,11 @@ typedef struct {
     DType dtype;       /* F32, F16, BF16, or (a matrix) a GGUF block type */
     int64_t rows, cols;
     void *priv;        /* backend's own (CPU: kernels/cpu/cpu.h's CpuWeightCopies, or NULL) */
+    int mapped;        /* 1, set by the caller after be->weight (which sets 0): the host bytes
+                        * lie in a read-only private file mapping, so a backend that keeps its
+                        * own copy of every byte its products read may drop their pages from
+                        * memory (a later read takes them from the file again); any other
+                        * memory is never dropped */
 } Weight;
 
 typedef struct KVCache KVCache;

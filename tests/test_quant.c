@@ -18,7 +18,8 @@
  *    dot products bit for bit for 2 .. 40 tokens (a line says it is
  *    skipped elsewhere);
  *  - matmul_many equals separate matmuls; embed and weight_row(s) equal
- *    quant_dequant_row; NaN and infinite scales stay in their rows, and
+ *    quant_dequant_row; a mapped matrix's pages leave memory at its first
+ *    product and every read after it is unchanged; NaN and infinite scales stay in their rows, and
  *    quant_first_nonfinite finds them (and NaN / infinite F32, F16, BF16
  *    elements); bad shapes are refused in one line;
  *  - and the checks can fail: a changed weight byte is caught.
@@ -31,6 +32,8 @@
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
 #include "tests/matmul_many_check.h"
+#include <sys/mman.h>
+#include <unistd.h>
 
 static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
 #define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
@@ -376,6 +379,86 @@ static void test_rows_are_dequantised(void) {
     CHECK(bad == 0, "%d rows differ from quant_dequant_row", bad);
 }
 
+/* The resident KiB of the mapping that holds p (its "Rss:" in
+ * /proc/self/smaps, counted from the page tables, so exact, unlike
+ * /proc/self/status's per-thread counters); -1 where the kernel does not
+ * say. */
+static long mapping_rss_kib(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    long kib = -1;
+    int inside = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (inside && sscanf(line, "Rss: %ld", &kib) == 1) break;
+    }
+    fclose(f);
+    return kib;
+}
+
+/* A matrix in a read-only private file mapping (w.mapped, as the
+ * checkpoint loader marks them) leaves this process's memory at its first
+ * product, the vector builds' copy then holding every byte a product
+ * reads: the mapping's resident size falls by exactly its whole pages (it
+ * lies 100 bytes into the file, so the pages it shares are kept), and products of 1 and 5 tokens,
+ * rows and embeddings read after the drop equal those of the same bytes in
+ * heap memory, which is never dropped.  Where the build has no copy (the
+ * scalar loop) nothing may drop: a line says so. */
+static void test_mapped_pages_dropped(void) {
+    enum { ROWS = 512, OFF = 100 };
+    const DType types[2] = {DT_Q4_0, DT_Q6_K};
+    int bad = 0;
+    for (int ti = 0; ti < 2; ti++) {
+        const DType t = types[ti];
+        const int64_t cols = 2048, bytes = ROWS * quant_row_bytes(t, cols);
+        uint8_t *wd = rnd_weight(t, ROWS, cols);
+        char path[] = "/tmp/c2t_mapped_XXXXXX";
+        const int fd = mkstemp(path);
+        uint8_t head[OFF] = {0}, *map = MAP_FAILED;
+        if (fd >= 0 && write(fd, head, OFF) == OFF && write(fd, wd, (size_t)bytes) == bytes)
+            map = mmap(NULL, (size_t)(OFF + bytes), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (fd >= 0) { close(fd); unlink(path); }
+        if (map == MAP_FAILED) {
+            CHECK(0, "%s: cannot write and map %s", dtype_name(t), path);
+            free(wd);
+            return;
+        }
+        Weight wm = make_weight(t, map + OFF, ROWS, cols), wh = make_weight(t, wd, ROWS, cols);
+        wm.mapped = 1;
+        float *x = rnd_x(5, cols), *got = xmalloc(sizeof(float) * 5 * cols), *want = xmalloc(sizeof(float) * 5 * cols);
+        const long before = mapping_rss_kib(map);
+        cpu_backend.matmul(got, x, &wm, 5);
+        const long after = mapping_rss_kib(map);
+        cpu_backend.matmul(want, x, &wh, 5);
+        bad += memcmp(got, want, sizeof(float) * 5 * ROWS) != 0;
+        cpu_backend.matmul(got, x + cols, &wm, 1);
+        cpu_backend.matmul(want, x + cols, &wh, 1);
+        bad += memcmp(got, want, sizeof(float) * ROWS) != 0;
+        const int ids[2] = {ROWS - 1, 7};
+        cpu_backend.embed(got, &wm, ids, 2);
+        cpu_backend.embed(want, &wh, ids, 2);
+        bad += memcmp(got, want, sizeof(float) * 2 * cols) != 0;
+        cpu_weight_row(&wm, 300, got);
+        cpu_weight_row(&wh, 300, want);
+        bad += memcmp(got, want, sizeof(float) * cols) != 0;
+        const long page_kib = sysconf(_SC_PAGESIZE) / 1024, whole_kib = (OFF + bytes) / 1024 / page_kib * page_kib - page_kib;
+        if (!((const CpuWeightCopies *)wm.priv)->kpack)
+            printf("# %s: this build reads the blocks in place (no copy): nothing to drop\n", dtype_name(t));
+        else if (before < 0)
+            printf("# %s: /proc/self/smaps says nothing of the mapping: the drop is not measured\n", dtype_name(t));
+        else
+            CHECK(before - after == whole_kib, "%s: the mapping's resident size fell by %ld KiB, the matrix's whole pages are %ld",
+                  dtype_name(t), before - after, whole_kib);
+        cpu_backend.weight_release(&wm);
+        cpu_backend.weight_release(&wh);
+        munmap(map, (size_t)(OFF + bytes));
+        free(wd); free(x); free(got); free(want);
+    }
+    CHECK(bad == 0, "%d reads of a dropped matrix differ from the same bytes in heap memory", bad);
+}
+
 /* A NaN or infinite weight scale (or minimum) makes its row's results
  * non-finite and leaves every other row as it was; a NaN activation does
  * the same to its token.  No crash, no refusal (as ggml). */
@@ -559,6 +642,7 @@ int main(void) {
     RUN(test_tiles_equal_dots);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
+    RUN(test_mapped_pages_dropped);
     RUN(test_nan_and_inf_scales);
     RUN(test_first_nonfinite);
     RUN(test_activation_edges);

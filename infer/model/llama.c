@@ -15,6 +15,7 @@ int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name
         err_set("%s: tensor %s: %s", st_file_of(st, t), name, err_get());
         return -1;
     }
+    w->mapped = !st->files[t->file].owned;   /* the CPU's repacked matrices then drop the file's pages */
     return 0;
 }
 

@@ -25,7 +25,7 @@ static int quant_weight(Weight *w, const void *host, DType dt, int64_t rows, int
         return -1;
     }
     if (quant_row_bytes(dt, cols) < 0) return -1;
-    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols;
+    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->mapped = 0;
     w->priv = xcalloc(1, sizeof(CpuWeightCopies));
     return 0;
 }
@@ -36,7 +36,7 @@ static int cpu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64
         err_set("weights must be F32, F16, BF16 or a GGUF block type, not %s", dtype_name(dt));
         return -1;
     }
-    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
+    w->data = host; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL; w->mapped = 0;
     if (dt == DT_F32) return 0;
     CpuWeightCopies *c = xcalloc(1, sizeof *c);
     w->priv = c;

@@ -44,6 +44,8 @@
 #include "kernels/base/quant_dot.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
@@ -1043,10 +1045,26 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
     cpu_parallel(quant_part, &j, work > PAR_MIN_WORK);
 }
 
+#if QISA
+/* A mapped matrix's pages, once its copy holds every byte a product reads:
+ * the whole pages inside it leave this process's memory (the pages it
+ * shares with its neighbours in the file stay), so a checkpoint of block
+ * types takes its size in memory once rather than twice.  The mapping is
+ * read-only and private: an embedding row read later, or a second copy of
+ * rows (llama_lm_head_rows), faults its page in from the file again. */
+static void drop_mapped_pages(const Weight *w, size_t bytes) {
+    if (!w->mapped) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)w->data,
+                    lo = (start + page - 1) & ~(page - 1), hi = (start + bytes) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);   /* advice: a refusal changes no result */
+}
+#endif
+
 /* The row-interleaved copy of a block-type matrix, made by its first
  * product (quant_weight in backend.c gives every such weight its
  * CpuWeightCopies); called before any parallel region.  Out of memory is
- * fatal, as for any buffer a forward needs. */
+ * fatal, as for any buffer a forward needs.  A mapped matrix's pages are
+ * then dropped (drop_mapped_pages). */
 void cpu_quant_make_pack(const Weight *w) {
 #if QISA
     CpuWeightCopies *c = w->priv;
@@ -1057,6 +1075,7 @@ void cpu_quant_make_pack(const Weight *w) {
     KPackJob j = {w, p};
     cpu_parallel(kpack_part, &j, groups > 1);
     c->kpack = p;
+    drop_mapped_pages(w, (size_t)w->rows * (size_t)quant_row_bytes(dt, w->cols));
 #else
     (void)w;
 #endif

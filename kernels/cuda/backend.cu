@@ -67,7 +67,7 @@ static int cu_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_
     void *d = NULL;
     CU_CHECK_R(cudaMalloc(&d, bytes), -1);
     if (!CU_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice))) { cudaFree(d); return -1; }
-    w->data = d; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL;
+    w->data = d; w->dtype = dt; w->rows = rows; w->cols = cols; w->priv = NULL; w->mapped = 0;
     return 0;
 }
 
