@@ -21,7 +21,9 @@ static void usage(FILE *f) {
         "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT) [--draft DIR] [options]\n"
         "One prompt's answer, streamed as text: greedy with the target alone, or speculative with\n"
         "--draft (a policy's trees verified by the target: at --temperature 0 the same tokens as\n"
-        "the target alone) and a summary line on stderr (tokens, cycles, tau, gamma, tok/s).\n"
+        "the target alone with the same options) and a summary line on stderr (tokens, cycles, tau,\n"
+        "gamma, tok/s).  Both compute as a plain run does unless --cpu-fast-gemm or --kv-dtype is\n"
+        "given (--kv-dtype f32 --cpu-fast-gemm off: F32 throughout).\n"
         "  --ids LIST             prompt as comma-separated token ids (no bos added, no template)\n"
         "  --prompt TEXT          a user message in the chat template (as spec-eval applies it), or\n"
         "                         plain text with --template none; the answer is streamed as text\n"
@@ -185,9 +187,12 @@ static void print_json_ids(const int *out, int n) {
     printf("]\n");
 }
 
-/* The target alone, greedy. */
-static void generate_alone(const GenArgs *a) {
-    const SessionConfig *cfg = &a->cfg;
+/* The target alone, greedy, in the arithmetic a speculative run of the
+ * same options computes in (a plain run's, chosen for the weights, unless
+ * --cpu-fast-gemm or --kv-dtype is given), so that --draft changes how
+ * fast the answer comes, never what it is. */
+static void generate_alone(GenArgs *a) {
+    SessionConfig *cfg = &a->cfg;
     Tokenizer *tok = NULL;
     ChatTemplate tmpl = CHAT_NONE;
     if (cfg->template_name && chat_template_parse(cfg->template_name, &tmpl)) die_err(prog);
@@ -203,12 +208,10 @@ static void generate_alone(const GenArgs *a) {
         }
     }
     int *prompt, n_prompt = prompt_ids(a, tok, tmpl, &prompt);
-    BackendOptions bo = cfg->backend;
-    if (backend_configure(&bo)) die_err(prog);
-    const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
-    if (!be) die_err(prog);
-    LlamaModel *m = llama_load(cfg->target_dir, be);
+    cli_plain_arith(cfg, 1);   /* cfg->prm names the default policy, as --draft alone would */
+    LlamaModel *m = session_load_target(cfg);
     if (!m) die_err(prog);
+    const Backend *be = m->be;
     check_vocab(prompt, n_prompt, m->cfg.vocab);
     LlamaState *s = llama_state_new(m, cfg->max_ctx ? cfg->max_ctx : n_prompt + cfg->max_new);
     if (!s) die_err(prog);

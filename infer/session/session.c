@@ -32,6 +32,34 @@ void session_arith_text(const Session *s, char *buf, size_t size) {
              s->cfg.backend.kv_dtype == DT_BF16 ? "bf16" : "f32", backend_cpu_isa());
 }
 
+LlamaModel *session_load_target(SessionConfig *cfg) {
+    /* fast products are set before the weights load (they keep BF16
+     * weights as they are); kept for a BF16 target on the CPU, else undone
+     * before anything computes.  The KV cache goes to BF16 for a BF16 or
+     * block-type target on the CPU with any build (llama.cpp keeps its
+     * cache in 16 bits on every CPU; attention then reads half the bytes);
+     * an F32 or F16 target keeps F32. */
+    const int given = cfg->backend.cpu_fast_gemm;
+    const int fast = !cfg->arith_auto ? CPU_GEMM_F32
+                     : cfg->arith_tiles && backend_cpu_gemm_runs(CPU_GEMM_AMX) ? CPU_GEMM_AMX
+                     : backend_cpu_gemm_runs(CPU_GEMM_BF16) ? CPU_GEMM_BF16 : CPU_GEMM_F32;
+    if (fast) cfg->backend.cpu_fast_gemm = fast;
+    if (backend_configure(&cfg->backend)) return NULL;
+    const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
+    if (!be) return NULL;
+    LlamaModel *m = llama_load(cfg->target_dir, be);
+    if (!m || !cfg->arith_auto) return m;
+    const int cpu = !strcmp(be->name, "cpu") && m->cfg.layers > 0;
+    const DType wt = cpu ? m->layer[0].wq.dtype : DT_F32;
+    cfg->backend.cpu_fast_gemm = wt == DT_BF16 ? fast : given;
+    if (wt == DT_BF16 || dtype_is_quant(wt)) cfg->backend.kv_dtype = DT_BF16;
+    if (backend_configure(&cfg->backend)) {
+        llama_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
@@ -40,28 +68,8 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         err_set("--verify %s: greedy decoding only (temperature 0); sampling verifies the whole tree", verify_mode_name(cfg->verify));
         return -1;
     }
-    /* fast products are set before the weights load (they keep BF16
-     * weights as they are); kept for a BF16 target on the CPU, else undone
-     * before anything computes.  The KV cache goes to BF16 for a BF16 or
-     * block-type target on the CPU with any build (llama.cpp keeps its
-     * cache in 16 bits on every CPU; attention then reads half the bytes);
-     * an F32 or F16 target keeps F32. */
-    const int fast = !cfg->arith_auto ? CPU_GEMM_F32
-                     : cfg->arith_tiles && backend_cpu_gemm_runs(CPU_GEMM_AMX) ? CPU_GEMM_AMX
-                     : backend_cpu_gemm_runs(CPU_GEMM_BF16) ? CPU_GEMM_BF16 : CPU_GEMM_F32;
-    if (fast) s->cfg.backend.cpu_fast_gemm = fast;
-    if (backend_configure(&s->cfg.backend)) return -1;
-    const Backend *be = backend_by_name(cfg->device ? cfg->device : "auto");
-    if (!be) return -1;
-    s->target = llama_load(cfg->target_dir, be);
+    s->target = session_load_target(&s->cfg);
     if (!s->target) return -1;
-    if (cfg->arith_auto) {
-        const int cpu = !strcmp(be->name, "cpu") && s->target->cfg.layers > 0;
-        const DType wt = cpu ? s->target->layer[0].wq.dtype : DT_F32;
-        s->cfg.backend.cpu_fast_gemm = wt == DT_BF16 ? fast : cfg->backend.cpu_fast_gemm;
-        if (wt == DT_BF16 || dtype_is_quant(wt)) s->cfg.backend.kv_dtype = DT_BF16;
-        if (backend_configure(&s->cfg.backend)) return -1;
-    }
     if (llama_warm(s->target)) return -1;
     s->tok = tokenizer_load(cfg->tokenizer_path ? cfg->tokenizer_path : cfg->target_dir);
     if (!s->tok) return -1;
@@ -91,7 +99,7 @@ int session_open(Session *s, const SessionConfig *cfg, const char *prog) {
         if (!s->draft) return -1;
         if (cfg->draft_vocab == DRAFT_VOCAB_AUTO_IF_ABLE) {
             char *counts = path_join(s->draft->dir, DRAFT_COUNTS_FILE);
-            const int able = !strcmp(be->name, "cpu") && s->draft->ops->set_vocab && file_exists(counts);
+            const int able = !strcmp(s->target->be->name, "cpu") && s->draft->ops->set_vocab && file_exists(counts);
             free(counts);
             s->cfg.draft_vocab = able ? DRAFT_VOCAB_AUTO : 0;
         }

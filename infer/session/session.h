@@ -59,6 +59,12 @@ typedef struct {
  * guessed.  -1 with a one-line error naming what failed. */
 int session_open(Session *s, const SessionConfig *cfg, const char *prog);
 void session_close(Session *s);
+/* cfg's target, loaded in the arithmetic its options ask for, a plain
+ * run's (cfg->arith_auto) choosing it from the weights' type; cfg->backend
+ * becomes the options the backend runs with.  What session_open loads, and
+ * what a command that decodes with the target alone loads, so that both
+ * compute alike.  NULL with err_set. */
+LlamaModel *session_load_target(SessionConfig *cfg);
 /* The arithmetic the target's products run in and why, in words for one
  * stderr line ("bf16 products (AVX512-BF16 ...)", "f32: BF16 weights
  * widened, this build has no AVX512-BF16 ..."), the build's ISA named. */

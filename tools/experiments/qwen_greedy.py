@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Greedy tokens of our runtime against llama.cpp's on the same weights and dtype (make qwen first).
 
-Ours: bin/spec-generate on the converted folder (--print-gaps: each step's top-2 logit gap).
+Ours: bin/spec-generate on the converted folder in F32 arithmetic (--kv-dtype f32 --cpu-fast-gemm off;
+--print-gaps: each step's top-2 logit gap).
 llama.cpp: tools/models/llama_greedy.c (one sequence at a time) on the Q4_K_M GGUF requantised by
 llama-quantize to the same dtype (BF16: the values our --dtype bf16 conversion holds, except that
 llama.cpp keeps norms and biases in F32; F32: the same values everywhere), or with --dtype keep on
@@ -42,7 +43,7 @@ def prompt_ids(model, bench, n):
 def ours(model, ids, max_new, threads):
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     out = subprocess.run(["bin/spec-generate", "--target", model, "--ids", ",".join(map(str, ids)), "--max-new-tokens",
-                          str(max_new), "--print-gaps", "--device", "cpu"], env=env,
+                          str(max_new), "--print-gaps", "--device", "cpu", "--kv-dtype", "f32", "--cpu-fast-gemm", "off"], env=env,
                          capture_output=True, text=True, check=True).stdout.splitlines()
     return json.loads(out[0]), json.loads(out[1])
 

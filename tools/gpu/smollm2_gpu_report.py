@@ -37,7 +37,8 @@ def stage_agree(args, target, tok, work, st):
     for r in rows:
         n = len(r["answer"])
         out = subprocess.run(["bin/spec-generate", "--target", args.target_dir, "--ids",
-                              ",".join(map(str, r["prompt"])), "--max-new-tokens", str(n), "--device", "cpu"],
+                              ",".join(map(str, r["prompt"])), "--max-new-tokens", str(n), "--device", "cpu",
+                              "--kv-dtype", "f32", "--cpu-fast-gemm", "off"],
                              check=True, capture_output=True, text=True).stdout
         ours = json.loads(out[out.index("["):out.rindex("]") + 1])
         k = next((i for i, (a, b) in enumerate(zip(ours, r["answer"])) if a != b), min(len(ours), n))
