@@ -1,7 +1,8 @@
 /* spec-convert: a llama.cpp GGUF checkpoint to a Hugging Face checkpoint
  * directory our runtime (and transformers) load: model.safetensors,
- * config.json, tokenizer.json, tokenizer_config.json (with the GGUF's chat
- * template), generation_config.json.  No torch, no Python: the GGUF reader
+ * config.json, tokenizer.json (byte-level BPE) or tokenizer.model
+ * (SentencePiece), tokenizer_config.json (with the GGUF's chat template),
+ * generation_config.json.  No torch, no Python: the GGUF reader
  * (infer/model/gguf.c) dequantises as ggml does.
  *
  * Architectures: llama (LlamaForCausalLM) and qwen2 (Qwen2ForCausalLM:
@@ -18,6 +19,7 @@
 #include "infer/cli.h"
 #include "infer/model/gguf.h"
 #include "infer/model/safetensors.h"
+#include "infer/text/tokenizer.h"
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
@@ -35,8 +37,10 @@ static void usage(FILE *f) {
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep|q4_0] [--tokenizer-only]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
 "GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2 or\n"
-"llama-bpe) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
-"default), config.json, tokenizer.json, tokenizer_config.json, generation_config.json.\n"
+"llama-bpe) or a SentencePiece one (tokenizer model llama: LLaMA 2 and its kin) into\n"
+"a Hugging Face checkpoint directory: model.safetensors (BF16 by default),\n"
+"config.json, tokenizer.json (BPE) or tokenizer.model (SentencePiece),\n"
+"tokenizer_config.json, generation_config.json.\n"
 "Tensors may be F32, F16 or any quantized type the GGUF reader knows (dequantised as\n"
 "llama.cpp does); other types are refused.\n"
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
@@ -47,7 +51,7 @@ static void usage(FILE *f) {
 "                q4_0: every matrix (embeddings and LM head too) in Q4_0 blocks of its\n"
 "                dequantised values (4.5 bits a weight, as llama.cpp's quantize writes\n"
 "                them), norms and biases F32: a cheaper draft step for a draft LM\n"
-"  --tokenizer-only  tokenizer.json and tokenizer_config.json alone, from any GGUF\n"
+"  --tokenizer-only  the tokenizer files alone, from any GGUF\n"
 "                that holds a tokenizer (llama.cpp's vocabulary-only files too)\n"
 "  -h, --help\n");
 }
@@ -454,34 +458,49 @@ static char *token_str(const GgufKV *kv, uint64_t i) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The vocabulary's tokens as C strings; a token twice would make it
+ * ambiguous, so sorted neighbours must differ. */
+static char **token_names(const GgufKV *toks) {
+    char **names = xmalloc(sizeof(char *) * (size_t)toks->n), **sorted = xmalloc(sizeof(char *) * (size_t)toks->n);
+    for (uint64_t i = 0; i < toks->n; i++) sorted[i] = names[i] = token_str(toks, i);
+    qsort(sorted, (size_t)toks->n, sizeof *sorted, cmp_str);
+    for (uint64_t i = 1; i < toks->n; i++)
+        if (!strcmp(sorted[i - 1], sorted[i])) die(prog, "token '%s' appears twice", sorted[i]);
+    free(sorted);
+    return names;
+}
+
+/* token i's GGUF type (llama.cpp's: 1 normal, 2 unknown, 3 control, 4
+ * user-defined, 5 unused, 6 byte), 1 where the file gives none */
+static int token_type(const GgufKV *types, uint64_t i) {
+    double type = 1;
+    if (types) gguf_arr_num(types, i, &type);
+    return (int)type;
+}
+
 /* tokenizer.json for a GGUF "gpt2" BPE: byte-level, merges, the control
  * tokens as special added tokens; pre-tokenizer smollm = each digit alone,
  * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM); gpt-2 =
  * GPT-2's regex; qwen2 = NFC, then QWEN2_SPLIT, then bytes, as Qwen2's
  * published tokenizer.json; llama-bpe = LLAMA3_SPLIT, then bytes, as
  * LLaMA 3's. */
-static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
-    char *model = gguf_get_str(g, "tokenizer.ggml.model"), *pre = gguf_get_str(g, "tokenizer.ggml.pre");
-    if (!model || strcmp(model, "gpt2")) die(prog, "tokenizer model '%s': only gpt2 (byte-level BPE) is supported", model ? model : "?");
+static void write_bpe(const Gguf *g, const char *dir, const GgufKV *toks, const GgufKV *types, char *const *names) {
+    char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
     if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2") && strcmp(pre, "llama-bpe")))
         die(prog, "pre-tokenizer '%s': only smollm, gpt-2, qwen2 and llama-bpe are supported", pre ? pre : "?");
-    const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens"), *types = gguf_find(g, "tokenizer.ggml.token_type"),
-                 *merges = gguf_find(g, "tokenizer.ggml.merges");
+    const GgufKV *merges = gguf_find(g, "tokenizer.ggml.merges");
     if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
     cJSON *j = cJSON_CreateObject(), *added = cJSON_CreateArray(), *vocab = cJSON_CreateObject(), *mg = cJSON_CreateArray();
     cJSON_AddStringToObject(j, "version", "1.0");
     cJSON_AddNullToObject(j, "truncation");
     cJSON_AddNullToObject(j, "padding");
-    char **names = xmalloc(sizeof(char *) * (size_t)toks->n);
     for (uint64_t i = 0; i < toks->n; i++) {
-        char *t = names[i] = token_str(toks, i);
-        double type = 1;
-        if (types) gguf_arr_num(types, i, &type);
-        cJSON_AddNumberToObject(vocab, t, (double)i);
+        const int type = token_type(types, i);
+        cJSON_AddNumberToObject(vocab, names[i], (double)i);
         if (type == 3 || type == 4) {   /* control / user-defined: added tokens */
             cJSON *a = cJSON_CreateObject();
             cJSON_AddNumberToObject(a, "id", (double)i);
-            cJSON_AddStringToObject(a, "content", t);
+            cJSON_AddStringToObject(a, "content", names[i]);
             cJSON_AddBoolToObject(a, "single_word", 0);
             cJSON_AddBoolToObject(a, "lstrip", 0);
             cJSON_AddBoolToObject(a, "rstrip", 0);
@@ -490,12 +509,6 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
             cJSON_AddItemToArray(added, a);
         }
     }
-    /* a token twice would make the vocabulary ambiguous: sorted, neighbours differ */
-    qsort(names, (size_t)toks->n, sizeof *names, cmp_str);
-    for (uint64_t i = 1; i < toks->n; i++)
-        if (!strcmp(names[i - 1], names[i])) die(prog, "token '%s' appears twice", names[i]);
-    for (uint64_t i = 0; i < toks->n; i++) free(names[i]);
-    free(names);
     for (uint64_t i = 0; i < merges->n; i++) {
         char *m = token_str(merges, i);
         cJSON_AddItemToArray(mg, cJSON_CreateString(m));
@@ -552,39 +565,110 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     if (write_json(p, j)) die(prog, "%s", err_get());
     free(p);
     cJSON_Delete(j);
+    free(pre);
+}
 
-    /* tokenizer_config.json: special token names, no BOS unless the GGUF asks, the chat template */
+/* tokenizer.model for a GGUF "llama" vocabulary (SentencePiece BPE:
+ * LLaMA-2, Mistral, TinyLlama, Vicuna): the pieces with their scores and
+ * types, byte fallback where the vocabulary has byte pieces, and the dummy
+ * space prefix unless tokenizer.ggml.add_space_prefix says no, as llama.cpp
+ * tokenizes them.  The unknown piece is tokenizer.ggml.unknown_token_id's,
+ * whatever its type says (Phi-3's GGUF calls its <unk> control and its
+ * padding unknown); any other piece of type unknown is written as control:
+ * SentencePiece has one unknown piece, and neither is ever made from text. */
+static void write_spm(const Gguf *g, const char *dir, const GgufKV *toks, const GgufKV *types, char *const *names) {
+    const GgufKV *scores = gguf_find(g, "tokenizer.ggml.scores");
+    if (!scores || scores->type != GGUF_ARRAY || scores->n != toks->n)
+        die(prog, "tokenizer.ggml.scores: missing or not one score per token (%llu tokens)", (unsigned long long)toks->n);
+    SpmSpec spec = {(int)opt_int(g, "tokenizer.ggml.unknown_token_id", 0), (int)opt_int(g, "tokenizer.ggml.bos_token_id", 1),
+                    (int)opt_int(g, "tokenizer.ggml.eos_token_id", 2), 0, (int)opt_int(g, "tokenizer.ggml.add_space_prefix", 1)};
+    if (spec.unk_id < 0 || (uint64_t)spec.unk_id >= toks->n)
+        die(prog, "tokenizer.ggml.unknown_token_id %d: outside the %llu tokens", spec.unk_id, (unsigned long long)toks->n);
+    SpmPiece *pc = xmalloc(sizeof *pc * (size_t)toks->n);
+    for (uint64_t i = 0; i < toks->n; i++) {
+        double score;
+        if (gguf_arr_num(scores, i, &score)) die(prog, "tokenizer.ggml.scores: element %llu unreadable", (unsigned long long)i);
+        int type = token_type(types, i);
+        if (type < 1 || type > 6) type = 1;
+        if ((int64_t)i == spec.unk_id) type = 2;
+        else if (type == 2) type = 3;
+        spec.byte_fallback |= type == 6;
+        pc[i] = (SpmPiece){names[i], strlen(names[i]), (float)score, type};
+    }
+    char *p = path_join(dir, "tokenizer.model");
+    if (tokenizer_write_spm(p, pc, (size_t)toks->n, &spec)) die(prog, "%s", err_get());
+    free(p);
+    free(pc);
+}
+
+/* tokenizer_config.json: special token names, bos as the GGUF asks (a
+ * SentencePiece vocabulary adds one unless it says no, as llama.cpp), the
+ * chat template; for SentencePiece the control and user-defined tokens as
+ * added tokens (matched in text, as transformers' LlamaTokenizer lists
+ * them) and legacy on (every text between special tokens gets the dummy
+ * prefix, as llama.cpp's tokenizer gives it). */
+static void write_tokenizer_config(const Gguf *g, const char *dir, int ctx, int spm, const GgufKV *toks,
+                                   const GgufKV *types, char *const *names) {
     cJSON *tc = cJSON_CreateObject();
     const GgufKV *ab = gguf_find(g, "tokenizer.ggml.add_bos_token");
-    cJSON_AddBoolToObject(tc, "add_bos_token", ab && ab->type == GGUF_BOOL && ab->data[0]);
+    cJSON_AddBoolToObject(tc, "add_bos_token", ab && ab->type == GGUF_BOOL ? ab->data[0] : spm);
     cJSON_AddBoolToObject(tc, "add_eos_token", 0);
     static const struct { const char *key, *name; } sp[] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
         {"tokenizer.ggml.eos_token_id", "eos_token"}, {"tokenizer.ggml.unknown_token_id", "unk_token"},
         {"tokenizer.ggml.padding_token_id", "pad_token"}};
     for (size_t i = 0; i < sizeof sp / sizeof *sp; i++) {
         int64_t id = opt_int(g, sp[i].key, -1);
-        if (id < 0 || (uint64_t)id >= toks->n) continue;
-        char *t = token_str(toks, (uint64_t)id);
-        cJSON_AddStringToObject(tc, sp[i].name, t);
-        free(t);
+        if (id >= 0 && (uint64_t)id < toks->n) cJSON_AddStringToObject(tc, sp[i].name, names[id]);
+    }
+    if (spm) {
+        cJSON *atd = cJSON_AddObjectToObject(tc, "added_tokens_decoder");
+        for (uint64_t i = 0; i < toks->n; i++) {
+            const int type = token_type(types, i);
+            if (type != 3 && type != 4) continue;
+            char id[24];
+            snprintf(id, sizeof id, "%llu", (unsigned long long)i);
+            cJSON *a = cJSON_AddObjectToObject(atd, id);
+            cJSON_AddStringToObject(a, "content", names[i]);
+            cJSON_AddBoolToObject(a, "special", type == 3);
+        }
+        cJSON_AddBoolToObject(tc, "legacy", 1);
     }
     char *tmpl = gguf_get_str(g, "tokenizer.chat_template");
     if (tmpl) cJSON_AddStringToObject(tc, "chat_template", tmpl);
     free(tmpl);
     cJSON_AddBoolToObject(tc, "clean_up_tokenization_spaces", 0);
     cJSON_AddNumberToObject(tc, "model_max_length", (double)ctx);
-    cJSON_AddStringToObject(tc, "tokenizer_class", "GPT2Tokenizer");
-    p = path_join(dir, "tokenizer_config.json");
+    cJSON_AddStringToObject(tc, "tokenizer_class", spm ? "LlamaTokenizer" : "GPT2Tokenizer");
+    char *p = path_join(dir, "tokenizer_config.json");
     if (write_json(p, tc)) die(prog, "%s", err_get());
     free(p);
     cJSON_Delete(tc);
+}
+
+/* The GGUF's tokenizer in OUTDIR: tokenizer.json (gpt2: byte-level BPE)
+ * or tokenizer.model (llama: SentencePiece BPE), and tokenizer_config.json. */
+static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
+    char *model = gguf_get_str(g, "tokenizer.ggml.model");
+    const int spm = model && !strcmp(model, "llama");
+    if (!spm && (!model || strcmp(model, "gpt2")))
+        die(prog, "tokenizer model '%s': only gpt2 (byte-level BPE) and llama (SentencePiece BPE) are supported",
+            model ? model : "?");
     free(model);
-    free(pre);
+    const GgufKV *toks = gguf_find(g, "tokenizer.ggml.tokens"), *types = gguf_find(g, "tokenizer.ggml.token_type");
+    if (!toks || toks->type != GGUF_ARRAY || toks->elem_type != GGUF_STRING || !toks->n) die(prog, "no tokenizer.ggml.tokens");
+    if (types && (types->type != GGUF_ARRAY || types->n != toks->n))
+        die(prog, "tokenizer.ggml.token_type: not one type per token (%llu tokens)", (unsigned long long)toks->n);
+    char **names = token_names(toks);
+    if (spm) write_spm(g, dir, toks, types, names);
+    else write_bpe(g, dir, toks, types, names);
+    write_tokenizer_config(g, dir, ctx, spm, toks, types, names);
+    for (uint64_t i = 0; i < toks->n; i++) free(names[i]);
+    free(names);
 }
 
 /* Every file the writers above make in OUTDIR. */
 static const char *const out_files[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
-                                        "tokenizer_config.json"};
+                                        "tokenizer.model", "tokenizer_config.json"};
 
 /* Before the GGUF is read: OUTDIR can be made or written into, and none of
  * the files written there is the GGUF itself. */

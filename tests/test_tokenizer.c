@@ -387,14 +387,13 @@ static void test_llama_class_config(void) {
 
 /* ---------------------------------------------------------------- tokenizer.model */
 
-static void test_llama2_model_hard(void) {
-    if (!file_exists(LLAMA2_MODEL)) SKIP("%s absent", LLAMA2_MODEL);
+/* The hard strings through a LLaMA-2 tokenizer loaded from path: its ids
+ * equal expected_llama2_model.json's (sentencepiece's, LlamaTokenizer's
+ * with and without bos), and so do its decodes, whole and streamed. */
+static void check_llama2_hard(const char *path) {
     cJSON *hard = hard_strings(), *gold = read_json_file(GOLD "expected_llama2_model.json");
     REQUIRE(hard && gold, "%s", err_get());
-    char h[17];
-    REQUIRE(file_hash_hex(LLAMA2_MODEL, h) == 0 && !strcmp(h, cJSON_GetObjectItem(gold, "fnv64")->valuestring),
-            "../shared llama2 tokenizer.model differs from the one the goldens were made from");
-    Tokenizer *t = tokenizer_load(LLAMA2_MODEL);
+    Tokenizer *t = tokenizer_load(path);
     REQUIRE(t, "load: %s", err_get());
     CHECK(tokenizer_kind(t) == TOK_KIND_SPM_BPE && tokenizer_vocab_size(t) == 32000, "kind/vocab");
     CHECK(tokenizer_bos_id(t) == 1 && tokenizer_eos_id(t) == 2 && tokenizer_adds_bos(t) && !tokenizer_adds_eos(t), "bos/eos");
@@ -424,6 +423,43 @@ static void test_llama2_model_hard(void) {
     }
     tokenizer_free(t);
     cJSON_Delete(hard); cJSON_Delete(gold);
+}
+
+static void test_llama2_model_hard(void) {
+    if (!file_exists(LLAMA2_MODEL)) SKIP("%s absent", LLAMA2_MODEL);
+    cJSON *gold = read_json_file(GOLD "expected_llama2_model.json");
+    REQUIRE(gold, "%s", err_get());
+    char h[17];
+    REQUIRE(file_hash_hex(LLAMA2_MODEL, h) == 0 && !strcmp(h, cJSON_GetObjectItem(gold, "fnv64")->valuestring),
+            "../shared llama2 tokenizer.model differs from the one the goldens were made from");
+    cJSON_Delete(gold);
+    check_llama2_hard(LLAMA2_MODEL);
+}
+
+/* spec-convert of a GGUF "llama" (SentencePiece) vocabulary: LLaMA-2's, as
+ * llama.cpp's converter writes it (tools/golden/spm_gguf_golden.py, from the
+ * tokenizer.model above), becomes a tokenizer.model and tokenizer_config.json
+ * that tokenize the hard strings and the benchmark turns as sentencepiece and
+ * transformers do on the original file.  Needs no ../shared for the hard
+ * strings: the GGUF holds the vocabulary. */
+static void test_llama2_from_gguf(void) {
+    char *d = make_tmpdir();
+    REQUIRE(d, "mkdtemp");
+    size_t n;
+    char *gguf = load_zst(GOLD "llama2_vocab.gguf.zst", &n), *in = path_join(d, "vocab.gguf"), *out = path_join(d, "tok");
+    REQUIRE(gguf, "%s", err_get());
+    FILE *f = fopen(in, "wb");
+    REQUIRE(f && fwrite(gguf, 1, n, f) == n && fclose(f) == 0, "writing %s", in);
+    free(gguf);
+    char err[4096];
+    const int rc = run_cmd(err, sizeof err, "%s/spec-convert %s %s --tokenizer-only", bin_dir(), in, out);
+    REQUIRE(rc == 0, "spec-convert --tokenizer-only: %s", err);
+    char *model = path_join(out, "tokenizer.model");
+    CHECK(file_exists(model), "no tokenizer.model written");
+    check_llama2_hard(out);
+    if (load_bench()) check_bench(out, GOLD "bench_llama2_model.json.zst", TOK_SPLIT_SPECIAL);
+    rm_tmpdir(d);
+    free(model); free(in); free(out); free(d);
 }
 
 /* transformers LlamaTokenizer(legacy=False), chosen by tokenizer_config.json. */
@@ -684,6 +720,7 @@ int main(void) {
     RUN(test_bytelevel_bench);
     RUN(test_llama_class_config);
     RUN(test_llama2_model_hard);
+    RUN(test_llama2_from_gguf);
     RUN(test_llama2_model_nonlegacy);
     RUN(test_llama2_model_bench);
     RUN(test_demo_hard);

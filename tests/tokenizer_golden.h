@@ -11,27 +11,37 @@
 #define SHARED "../shared"
 #define LLAMA2_MODEL SHARED "/tokenizers/llama2/tokenizer.model"
 
-/* A zstd-compressed JSON golden; NULL with err_set on failure. */
-static inline cJSON *load_zst_json(const char *path) {
+/* A zstd-compressed golden's bytes (*len of them, then a NUL); NULL with
+ * err_set on failure. */
+static inline char *load_zst(const char *path, size_t *len) {
     size_t n;
     char *src = read_text_file(path, &n);
     if (!src) return NULL;
     ZSTD_DStream *ds = ZSTD_createDStream();
     ZSTD_initDStream(ds);
-    size_t cap = 1 << 20, len = 0;
+    size_t cap = 1 << 20;
     char *dst = xmalloc(cap);
+    *len = 0;
     ZSTD_inBuffer in = {src, n, 0};
     while (in.pos < in.size) {
-        if (cap - len < (1 << 16)) { cap *= 2; dst = xrealloc(dst, cap); }
-        ZSTD_outBuffer out = {dst + len, cap - len - 1, 0};
+        if (cap - *len < (1 << 16)) { cap *= 2; dst = xrealloc(dst, cap); }
+        ZSTD_outBuffer out = {dst + *len, cap - *len - 1, 0};
         size_t r = ZSTD_decompressStream(ds, &out, &in);
-        len += out.pos;
+        *len += out.pos;
         if (ZSTD_isError(r)) { free(src); free(dst); ZSTD_freeDStream(ds); err_set("%s: zstd: %s", path, ZSTD_getErrorName(r)); return NULL; }
         if (r == 0 && in.pos == in.size) break;
     }
     ZSTD_freeDStream(ds);
     free(src);
-    dst[len] = 0;
+    dst[*len] = 0;
+    return dst;
+}
+
+/* A zstd-compressed JSON golden; NULL with err_set on failure. */
+static inline cJSON *load_zst_json(const char *path) {
+    size_t len;
+    char *dst = load_zst(path, &len);
+    if (!dst) return NULL;
     cJSON *j = cJSON_ParseWithLength(dst, len);
     free(dst);
     if (!j) err_set("%s: bad JSON after decompression", path);

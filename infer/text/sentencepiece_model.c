@@ -5,9 +5,11 @@
  * byte_fallback, unk/bos/eos ids, unk_surface, treat_whitespace_as_suffix) and
  * normalizer_spec (name, precompiled_charsmap, add_dummy_prefix,
  * remove_extra_whitespaces, escape_whitespaces).  Hand-written: the project
- * links no protobuf library, and these few fields need none. */
+ * links no protobuf library, and these few fields need none.  The same
+ * fields are written back by tokenizer_write_spm (spec-convert). */
 #include "infer/text/tokenizer_internal.h"
 #include "kernels/base/util.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,4 +202,59 @@ bad:
     free(pieces);
     err_set("%s: malformed protobuf (not a SentencePiece tokenizer.model?)", path);
     return -1;
+}
+
+/* ---- writing a model ---- */
+
+static void pw_varint(Buf *b, uint64_t v) {
+    do {
+        buf_putc(b, (char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0)));
+        v >>= 7;
+    } while (v);
+}
+static void pw_key(Buf *b, uint32_t field, int wt) { pw_varint(b, (uint64_t)field << 3 | (uint64_t)wt); }
+/* an int32 field: negative values take ten bytes, as protobuf writes them */
+static void pw_int(Buf *b, uint32_t field, int64_t v) { pw_key(b, field, 0); pw_varint(b, (uint64_t)v); }
+static void pw_bytes(Buf *b, uint32_t field, const void *p, size_t n) {
+    pw_key(b, field, 2);
+    pw_varint(b, n);
+    buf_put(b, p, n);
+}
+
+int tokenizer_write_spm(const char *path, const SpmPiece *pieces, size_t n, const SpmSpec *spec) {
+    Buf out = {0}, sub = {0};
+    for (size_t i = 0; i < n; i++) {   /* ModelProto.pieces (1): piece (1), score (2, fixed32), type (3) */
+        sub.n = 0;
+        pw_bytes(&sub, 1, pieces[i].text, pieces[i].len);
+        uint32_t u;
+        memcpy(&u, &pieces[i].score, 4);
+        pw_key(&sub, 2, 5);
+        for (int k = 0; k < 4; k++) buf_putc(&sub, (char)(u >> 8 * k));
+        pw_int(&sub, 3, pieces[i].type);
+        pw_bytes(&out, 1, sub.v, sub.n);
+    }
+    /* trainer_spec (2): model_type BPE (3), vocab_size (4), byte_fallback (35), unk/bos/eos ids (40-42) */
+    sub.n = 0;
+    pw_int(&sub, 3, 2);
+    pw_int(&sub, 4, (int64_t)n);
+    pw_int(&sub, 35, spec->byte_fallback != 0);
+    pw_int(&sub, 40, spec->unk_id);
+    pw_int(&sub, 41, spec->bos_id);
+    pw_int(&sub, 42, spec->eos_id);
+    pw_bytes(&out, 2, sub.v, sub.n);
+    /* normalizer_spec (3): name (1), add_dummy_prefix (3), remove_extra_whitespaces (4, default on: written
+     * off), escape_whitespaces (5) */
+    sub.n = 0;
+    pw_bytes(&sub, 1, "identity", 8);
+    pw_int(&sub, 3, spec->add_dummy_prefix != 0);
+    pw_int(&sub, 4, 0);
+    pw_int(&sub, 5, 1);
+    pw_bytes(&out, 3, sub.v, sub.n);
+    free(sub.v);
+    char *tmp;
+    FILE *f = atomic_create(path, &tmp);
+    if (!f) { free(out.v); return -1; }
+    const int bad = fwrite(out.v, 1, out.n, f) != out.n;
+    free(out.v);
+    return atomic_finish(f, tmp, path, bad);
 }

@@ -115,4 +115,20 @@ int tokenizer_generation_eos(const Tokenizer *tok, const int32_t **ids);
  * special_tokens_map holds); NULL when absent.  which: "bos","eos","unk","pad". */
 const char *tokenizer_special_name(const Tokenizer *tok, const char *which);
 
+/* A SentencePiece BPE model to write as tokenizer.model (what spec-convert
+ * makes of a GGUF "llama" vocabulary): each piece's text, score and type
+ * (SentencePiece's numbers, which GGUF's token types share: 1 normal, 2
+ * unknown, 3 control, 4 user-defined, 5 unused, 6 byte), the ids of unk,
+ * bos and eos, byte fallback, and whether a dummy space starts the text;
+ * whitespace escaped to U+2581, nothing else normalised (the "identity"
+ * rules LLaMA-2's model has). */
+typedef struct { const char *text; size_t len; float score; int type; } SpmPiece;
+typedef struct {
+    int unk_id, bos_id, eos_id;
+    int byte_fallback, add_dummy_prefix;
+} SpmSpec;
+/* Writes the model (a protobuf ModelProto, the fields tokenizer_load reads)
+ * to path atomically; 0, or -1 with err_set. */
+int tokenizer_write_spm(const char *path, const SpmPiece *pieces, size_t n, const SpmSpec *spec);
+
 #endif

@@ -3,7 +3,9 @@
 and .out files (llama.cpp's test-tokenizer-0 cases: inputs separated by
 "\\n__ggml_vocab_test__\\n", one line of ids per case), spec-convert
 --tokenizer-only, then spec-tokenize --no-bos on every case; prints each
-vocabulary's count of equal cases, each difference, and the refusals."""
+vocabulary's count of equal cases, each difference, and the refusals.  Where
+spec-convert wrote a SentencePiece tokenizer.model (a "llama" vocabulary),
+Google's sentencepiece library encodes every case with that file too."""
 import json
 import subprocess
 import sys
@@ -47,6 +49,12 @@ def main():
         for t, g, w in bad:
             print(f"    {json.dumps(t)[:60]}: ours {g[:12]} llama.cpp {w[:12]}")
         differ += len(bad) + (len(got) != len(texts))
+        if (tok / "tokenizer.model").exists():
+            import sentencepiece
+            sp = sentencepiece.SentencePieceProcessor(model_file=str(tok / "tokenizer.model"))
+            spbad = sum(sp.encode(t) != w for t, w in zip(texts, want))
+            print(f"{'':18s} sentencepiece with our tokenizer.model: {len(texts) - spbad} of {len(texts)} equal")
+            differ += spbad
     if not compared:
         print(f"vocab_tests: no vocabulary with test cases in {d}", file=sys.stderr)
     sys.exit(1 if differ or not compared else 0)
