@@ -487,8 +487,43 @@ static void kpack_q4k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
     }
 }
 
+/* Q6_K's 256 integers straight into row i's bytes of the eight groups as
+ * kpack32 lays out a 6-bit type, without unpacking them: group g = 4h + k
+ * takes its low nibbles from nibble k / 2 of the 32 bytes at ql = s + 64h
+ * + 32 (k % 2) and its top two bits from bits 2k of qh = s + 128 + 32h. */
+static void kpack_q6k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
+    for (int g = 0; g < 8; g++) {
+        const int h = g / 4, k = g % 4, sh = 4 * (k / 2);
+        const uint8_t *ql = s + 64 * h + 32 * (k % 2), *qh = s + 128 + 32 * h;
+        uint8_t *o = body + g * gb;
+        for (int c = 0; c < 4; c++)
+            for (int m = 0; m < 4; m++)
+                o[(c * KG + i) * 4 + m] = (uint8_t)((ql[8 * c + m] >> sh & 15) | (ql[8 * c + 4 + m] >> sh & 15) << 4);
+        for (int p = 0; p < 2; p++)
+            for (int m = 0; m < 4; m++) {
+                unsigned b = 0;
+                for (int u = 0; u < 4; u++) b |= (unsigned)(qh[4 * (4 * p + u) + m] >> (2 * k) & 3) << (2 * u);
+                o[16 * KG + p * 4 * KG + i * 4 + m] = (uint8_t)b;
+            }
+    }
+}
+
+/* Q4_0's 32 nibbles (element e < 16 in the low nibble of qs[e], e >= 16 in
+ * the high nibble of qs[e - 16]) straight into row i's bytes as kpack32
+ * lays out a 4-bit type. */
+static void kpack_q4_0(uint8_t *o, const uint8_t *qs, int i) {
+    for (int c = 0; c < 4; c++)
+        for (int m = 0; m < 4; m++) {
+            const uint8_t lo = qs[8 * (c % 2) + m], hi = qs[8 * (c % 2) + 4 + m];
+            o[(c * KG + i) * 4 + m] = c < 2 ? (uint8_t)((lo & 15) | hi << 4) : (uint8_t)(lo >> 4 | (hi & 0xF0));
+        }
+}
+
 /* One group's block b from the stored rows (n of them, at most KG; every
- * byte of a row is written, those of rows past n are zero). */
+ * byte of a row is written, those of rows past n are zero).  Q4_K, Q6_K and
+ * Q4_0, most of a Q4_K_M checkpoint and a Q4_0 draft, move their integers
+ * as stored (kpack_q4k, kpack_q6k, kpack_q4_0); the other types through
+ * quant_unpack. */
 static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
     const size_t bb = quant_block_bytes(dt);
     if (n < KG) memset(p, 0, kp_block(dt));
@@ -497,11 +532,11 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
     QuantBlock qb;
     for (int i = 0; i < n; i++) {
         const uint8_t *s = src + (size_t)i * rb + (size_t)b * bb;
-        if (dt == DT_Q4_K) quant_k_scales(s + 4, qb.sc, qb.mn);   /* its nibbles move as stored, below */
-        else quant_unpack(dt, s, &qb);
-        if (dt == DT_Q6_K) {
+        if (dt == DT_Q4_K) quant_k_scales(s + 4, qb.sc, qb.mn);
+        else if (dt != DT_Q6_K && dt != DT_Q4_0) quant_unpack(dt, s, &qb);
+        if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
-            for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qb.sc[j];
+            for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
         } else {   /* d first; Q4_1, Q5_1's m and Q4_K, Q5_K's dmin next */
             memcpy(hd + 2 * i, s, 2);
             if (is_k(dt) || has_min32(dt)) memcpy(hd + 2 * KG + 2 * i, s + 2, 2);
@@ -512,6 +547,8 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
                 }
         }
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
+        else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
+        else if (dt == DT_Q4_0) kpack_q4_0(body, s + 2, i);
         else
             for (int g = 0; g < (is_k(dt) ? 8 : 1); g++) kpack32(body + g * gb, qb.q + 32 * g, i, q_bits(dt));
     }
