@@ -208,7 +208,8 @@ static void generate_alone(GenArgs *a) {
         }
     }
     int *prompt, n_prompt = prompt_ids(a, tok, tmpl, &prompt);
-    cli_plain_arith(cfg, 1);   /* cfg->prm names the default policy, as --draft alone would */
+    cli_plain_arith(cfg, 1);
+    cfg->arith_tiles = 1;   /* a tree policy's choice (AMX tiles where the CPU has them), as with --draft */
     LlamaModel *m = session_load_target(cfg);
     if (!m) die_err(prog);
     const Backend *be = m->be;
