@@ -27,6 +27,8 @@ static void usage(FILE *f) {
         "  --ids LIST             prompt as comma-separated token ids (no bos added, no template)\n"
         "  --prompt TEXT          a user message in the chat template (as spec-eval applies it), or\n"
         "                         plain text with --template none; the answer is streamed as text\n"
+        "  --prompt-file PATH     --prompt's text read from a file, every byte as it is (a final\n"
+        "                         newline too); - reads standard input\n"
         "  --max-new-tokens N     tokens to generate (default 256); stops early at eos\n"
         "  --max-ctx N            KV cache slots (default: prompt + new tokens; speculative: new\n"
         "                         tokens + 4096)\n"
@@ -67,6 +69,7 @@ static int parse_ids(const char *s, int **ids) {
 typedef struct {
     SessionConfig cfg;   /* the models, text, lengths, backend, policy and sampling */
     const char *ids_arg, *prompt_text;
+    char *prompt_read;   /* --prompt-file's text (prompt_text points at it) */
     int print_ids, print_gaps, force;
     int policy_given;    /* --policy on the command line */
 } GenArgs;
@@ -78,7 +81,7 @@ static int speculative(const GenArgs *a) {
 }
 
 static void parse_args(int argc, char **argv, GenArgs *a) {
-    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE };
+    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PROMPT_FILE, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE };
     static const struct option opts[] = {
         {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},
         {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"draft-temperature", 1, 0, CLI_DRAFT_TEMP},
@@ -86,11 +89,13 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         {"device", 1, 0, CLI_DEVICE}, {"max-new-tokens", 1, 0, CLI_MAX_NEW}, {"max-ctx", 1, 0, CLI_MAX_CTX},
         CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS, CLI_DECODE_OPTIONS,
         {"model", 1, 0, O_MODEL}, {"ctx", 1, 0, O_CTX}, {"ids", 1, 0, O_IDS}, {"prompt", 1, 0, O_PROMPT},
+        {"prompt-file", 1, 0, O_PROMPT_FILE},
         {"print-ids", 0, 0, O_PRINT_IDS}, {"print-gaps", 0, 0, O_PRINT_GAPS}, {"force", 0, 0, O_FORCE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
     CliQuestions none = {0};
-    int c;
+    const char *prompt_file = NULL;
+    int c, prompts = 0;
     opterr = 0;   /* one-line errors of our own */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         a->policy_given |= c == CLI_POLICY;
@@ -104,8 +109,9 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
             fprintf(stderr, "%s: --ctx is now --max-ctx (still accepted)\n", prog);
             cli_session_option(prog, CLI_MAX_CTX, optarg, &a->cfg, &none);
             break;
-        case O_IDS: a->ids_arg = optarg; break;
-        case O_PROMPT: a->prompt_text = optarg; break;
+        case O_IDS: a->ids_arg = optarg; prompts++; break;
+        case O_PROMPT: a->prompt_text = optarg; prompts++; break;
+        case O_PROMPT_FILE: prompt_file = optarg; prompts++; break;
         case O_PRINT_IDS: a->print_ids = 1; break;
         case O_PRINT_GAPS: a->print_gaps = 1; break;
         case O_FORCE: a->force = 1; break;
@@ -115,8 +121,16 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!a->cfg.target_dir) die(prog, "--target is required (see --help)");
-    if (!a->ids_arg && !a->prompt_text) die(prog, "give a prompt with --ids or --prompt");
-    if (a->ids_arg && a->prompt_text) die(prog, "give one prompt: --ids or --prompt, not both");
+    if (!prompts) die(prog, "give a prompt with --ids, --prompt or --prompt-file");
+    if (prompts > 1) die(prog, "give one prompt: --ids, --prompt or --prompt-file, not two");
+    if (prompt_file) {
+        const char *path = strcmp(prompt_file, "-") ? prompt_file : "/dev/stdin";
+        size_t n;
+        if (!(a->prompt_read = read_text_file(path, &n))) die_err(prog);
+        if (strlen(a->prompt_read) != n) die(prog, "--prompt-file %s: the text holds a NUL byte", prompt_file);
+        if (!n) die(prog, "--prompt-file %s: empty", prompt_file);
+        a->prompt_text = a->prompt_read;
+    }
     if (a->ids_arg) a->print_ids = 1;
     if (speculative(a) && a->print_gaps)
         die(prog, "--print-gaps: the target alone's greedy steps; not with --draft, --policy or --temperature");
@@ -314,5 +328,6 @@ int main(int argc, char **argv) {
     parse_args(argc, argv, &a);
     if (speculative(&a)) generate_with_policy(&a);
     else generate_alone(&a);
+    free(a.prompt_read);
     return 0;
 }

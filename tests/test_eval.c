@@ -413,6 +413,46 @@ static char *run_stdout(int *rc, char *err, size_t errlen, const char *cmd) {
     return text ? text : xstrdup("");
 }
 
+/* spec-generate --prompt-file reads the prompt's bytes as they are, from a
+ * file or from standard input: the same ids as --prompt with that text;
+ * a missing, empty or NUL-holding file, or two prompts, one line each. */
+static void test_generate_prompt_file(void) {
+    char err[4096], cmd[1024], path[] = "/tmp/c2t_promptXXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0 && write(fd, "static int\n", 11) == 11, "writing %s", path);
+    close(fd);
+    const char *gen = "%s/spec-generate --target tests/ckpt/tiny_chat --device cpu --template none --max-new-tokens 8 "
+                      "--print-ids %s";
+    int rc;
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), "--prompt 'static int\n'");
+    char *want = run_stdout(&rc, err, sizeof err, cmd);
+    REQUIRE(rc == 0 && strchr(want, '['), "--prompt: rc %d, %s", rc, err);
+    char args[256];
+    snprintf(args, sizeof args, "--prompt-file %s", path);
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), args);
+    char *got = run_stdout(&rc, err, sizeof err, cmd);
+    CHECK(rc == 0 && !strcmp(got, want), "--prompt-file: rc %d, %s against --prompt's %s (%s)", rc, got, want, err);
+    free(got);
+    snprintf(args, sizeof args, "--prompt-file - < %s", path);
+    snprintf(cmd, sizeof cmd, gen, bin_dir(), args);
+    got = run_stdout(&rc, err, sizeof err, cmd);
+    CHECK(rc == 0 && !strcmp(got, want), "--prompt-file -: rc %d, %s against --prompt's %s (%s)", rc, got, want, err);
+    free(got); free(want);
+    snprintf(args, sizeof args, "--prompt-file %s --ids 1,2", path);
+    rc = run_cmd(err, sizeof err, gen, bin_dir(), args);
+    CHECK_ONE_LINE_ERROR(rc, err, "not two");
+    rc = run_cmd(err, sizeof err, gen, bin_dir(), "--prompt-file /nonexistent/prompt.txt");
+    CHECK_ONE_LINE_ERROR(rc, err, "/nonexistent/prompt.txt");
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f && fwrite("a\0b", 1, 3, f) == 3 && fclose(f) == 0, "rewriting %s", path);
+    rc = run_cmd(err, sizeof err, gen, bin_dir(), "--prompt-file /dev/null");
+    CHECK_ONE_LINE_ERROR(rc, err, "empty");
+    snprintf(args, sizeof args, "--prompt-file %s", path);
+    rc = run_cmd(err, sizeof err, gen, bin_dir(), args);
+    CHECK_ONE_LINE_ERROR(rc, err, "NUL");
+    unlink(path);
+}
+
 /* spec-generate with a draft decodes one prompt as spec-eval's turns do:
  * at temperature 0 its ids and its streamed text equal the target alone's
  * with the same options (an EAGLE head under eagle2 at a fixed size and in
@@ -481,7 +521,7 @@ static void test_generate_with_draft(void) {
         {"--ids 1,2 --draft tests/ckpt/tiny_chat_eagle --print-gaps", "--print-gaps"},
         {"--ids 1,2 --policy chain", "needs --draft"},
         {"--ids 1,2 --policy ar --draft tests/ckpt/tiny_chat_eagle", "drop --draft"},
-        {"--ids 1,2 --prompt hi", "not both"},
+        {"--ids 1,2 --prompt hi", "not two"},
         {"--ids 1,2 --draft tests/ckpt/tiny_chat_eagle --beta 0.5", "beta"},
         {"--ids 1,2,3 --draft tests/ckpt/tiny_chat_eagle --max-ctx 16 --max-new-tokens 20", "raise --max-ctx"},
     };
@@ -1429,6 +1469,7 @@ int main(void) {
     RUN(test_device_option);
     RUN(test_draft_temperature);
     RUN(test_generate_with_draft);
+    RUN(test_generate_prompt_file);
     unlink(qfile);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", cache_home);
