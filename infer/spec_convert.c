@@ -36,9 +36,10 @@ static void usage(FILE *f) {
     fprintf(f,
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep|q4_0] [--tokenizer-only]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
-"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2 or\n"
-"llama-bpe) or a SentencePiece one (tokenizer model llama: LLaMA 2 and its kin) into\n"
-"a Hugging Face checkpoint directory: model.safetensors (BF16 by default),\n"
+"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2, llama-bpe\n"
+"or deepseek-coder) or a SentencePiece one (tokenizer model llama: LLaMA 2 and its kin)\n"
+"into"
+" a Hugging Face checkpoint directory: model.safetensors (BF16 by default),\n"
 "config.json, tokenizer.json (BPE) or tokenizer.model (SentencePiece),\n"
 "tokenizer_config.json, generation_config.json.\n"
 "Tensors may be F32, F16 or any quantized type the GGUF reader knows (dequantised as\n"
@@ -64,6 +65,7 @@ typedef struct {
     /* LLaMA 3's RoPE scaling (rope_freqs.weight), or factor 0: none */
     double rope_factor, rope_low, rope_high;
     int rope_orig_ctx;
+    double rope_linear;     /* rope.scaling.type linear: positions divided by it (0: none) */
 } Shape;
 
 static int64_t need_int(const Gguf *g, const char *key) {
@@ -79,12 +81,12 @@ static const char *akey(const Shape *s, const char *key) {
     return k;
 }
 
-/* What the GGUF says of its attention beyond the shapes, where it is not
- * what config.json will say (RoPE unscaled over whole heads of
- * hidden / heads): refused in one line, since the converted model would
- * decode garbage without a word.  A key present with a type that is not
- * an integer counts as a lie. */
-static void need_plain_rope(const Gguf *g, const Shape *s) {
+/* What the GGUF says of its attention beyond the shapes: RoPE over whole
+ * heads of hidden / heads, unscaled or scaled linearly (s->rope_linear);
+ * anything config.json will not say is refused in one line, since the
+ * converted model would decode garbage without a word.  A key present with
+ * a type that is not an integer counts as a lie. */
+static void read_rope_keys(const Gguf *g, Shape *s) {
     const int64_t head = s->hidden / s->heads;
     static const char *const same_as_head[] = {"rope.dimension_count", "attention.key_length", "attention.value_length"};
     for (int i = 0; i < 3; i++) {
@@ -95,9 +97,14 @@ static void need_plain_rope(const Gguf *g, const Shape *s) {
         if (v != head) die(prog, "%s = %lld, not the head size %lld (hidden / heads): not supported", key, (long long)v, (long long)head);
     }
     char *type = gguf_find(g, akey(s, "rope.scaling.type")) ? gguf_get_str(g, akey(s, "rope.scaling.type")) : NULL;
-    if (gguf_find(g, akey(s, "rope.scaling.type")) && (!type || strcmp(type, "none")))
-        die(prog, "%s = '%s': scaled RoPE is not converted (convert the Hugging Face checkpoint, whose config.json's "
-            "rope_scaling the runtime reads)", akey(s, "rope.scaling.type"), type ? type : "?");
+    if (type && !strcmp(type, "linear")) {   /* DeepSeek-Coder's: positions divided by the factor */
+        if (gguf_get_f64(g, akey(s, "rope.scaling.factor"), &s->rope_linear) || !(s->rope_linear > 0) ||
+            !isfinite(s->rope_linear))
+            die(prog, "%s.rope.scaling.type = linear needs a positive %s.rope.scaling.factor", s->arch, s->arch);
+    } else if (gguf_find(g, akey(s, "rope.scaling.type")) && (!type || strcmp(type, "none"))) {
+        die(prog, "%s = '%s': only linear RoPE scaling is converted (convert the Hugging Face checkpoint, whose "
+            "config.json's rope_scaling the runtime reads)", akey(s, "rope.scaling.type"), type ? type : "?");
+    }
     free(type);
 }
 
@@ -180,8 +187,10 @@ static void read_shape(const Gguf *g, Shape *s) {
     if (gguf_get_f64(g, akey(s, "attention.layer_norm_rms_epsilon"), &s->eps)) die(prog, "%s", err_get());
     if (s->hidden % s->heads || s->heads % s->kv_heads || (s->hidden / s->heads) % 2)
         die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
-    need_plain_rope(g, s);
+    read_rope_keys(g, s);
     read_llama3_rope(g, s);
+    if (s->rope_linear > 0 && s->rope_factor > 0)
+        die(prog, "%s = linear and a rope_freqs.weight tensor: two RoPE scalings", akey(s, "rope.scaling.type"));
 }
 
 /* One GGUF tensor's values [rows][cols]: as F32, or with keep as stored
@@ -376,6 +385,10 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
         cJSON_AddNumberToObject(rs, "low_freq_factor", s->rope_low);
         cJSON_AddNumberToObject(rs, "high_freq_factor", s->rope_high);
         cJSON_AddNumberToObject(rs, "original_max_position_embeddings", s->rope_orig_ctx);
+    } else if (s->rope_linear > 0) {
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddNumberToObject(rs, "factor", s->rope_linear);
     } else {
         cJSON_AddNullToObject(c, "rope_scaling");
     }
@@ -444,6 +457,13 @@ static const char QWEN2_SPLIT[] =
 static const char LLAMA3_SPLIT[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* DeepSeek-Coder's (pre-tokenizer deepseek-coder), as its published
+ * tokenizer.json splits: each line break alone, then letter runs and
+ * punctuation runs each with at most one leading space, then runs of CJK
+ * ideographs and Hangul, each split isolating what it matches; then every
+ * digit alone (Digits). */
+static const char *const DEEPSEEK_CODER_SPLITS[] = {
+    "[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"};
 
 static char *token_str(const GgufKV *kv, uint64_t i) {
     const char *s;
@@ -483,11 +503,13 @@ static int token_type(const GgufKV *types, uint64_t i) {
  * then GPT-2's regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_SMOLLM); gpt-2 =
  * GPT-2's regex; qwen2 = NFC, then QWEN2_SPLIT, then bytes, as Qwen2's
  * published tokenizer.json; llama-bpe = LLAMA3_SPLIT, then bytes, as
- * LLaMA 3's. */
+ * LLaMA 3's; deepseek-coder = DEEPSEEK_CODER_SPLITS, each digit alone,
+ * then bytes, as DeepSeek-Coder's. */
 static void write_bpe(const Gguf *g, const char *dir, const GgufKV *toks, const GgufKV *types, char *const *names) {
     char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
-    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2") && strcmp(pre, "llama-bpe")))
-        die(prog, "pre-tokenizer '%s': only smollm, gpt-2, qwen2 and llama-bpe are supported", pre ? pre : "?");
+    if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2") && strcmp(pre, "llama-bpe") &&
+                 strcmp(pre, "deepseek-coder")))
+        die(prog, "pre-tokenizer '%s': only smollm, gpt-2, qwen2, llama-bpe and deepseek-coder are supported", pre ? pre : "?");
     const GgufKV *merges = gguf_find(g, "tokenizer.ggml.merges");
     if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
     cJSON *j = cJSON_CreateObject(), *added = cJSON_CreateArray(), *vocab = cJSON_CreateObject(), *mg = cJSON_CreateArray();
@@ -525,29 +547,38 @@ static void write_bpe(const Gguf *g, const char *dir, const GgufKV *toks, const 
     } else {
         cJSON_AddNullToObject(j, "normalizer");
     }
-    cJSON *pt = cJSON_CreateObject();
-    if (!strcmp(pre, "smollm") || split) {
+    const int deepseek = !strcmp(pre, "deepseek-coder");
+    /* the regex splits, each isolating its matches; then each digit alone (smollm, deepseek-coder) */
+    const char *const *splits = split ? &split : deepseek ? DEEPSEEK_CODER_SPLITS : NULL;
+    const int n_splits = split ? 1 : deepseek ? (int)(sizeof DEEPSEEK_CODER_SPLITS / sizeof *DEEPSEEK_CODER_SPLITS) : 0;
+    const int digits = deepseek || !strcmp(pre, "smollm");
+    cJSON *pt;
+    if (n_splits || digits) {
+        pt = cJSON_CreateObject();
         cJSON_AddStringToObject(pt, "type", "Sequence");
-        cJSON *list = cJSON_AddArrayToObject(pt, "pretokenizers"), *first = cJSON_CreateObject();
-        if (split) {
-            cJSON_AddStringToObject(first, "type", "Split");
-            cJSON *pat = cJSON_AddObjectToObject(first, "pattern");
-            cJSON_AddStringToObject(pat, "Regex", split);
-            cJSON_AddStringToObject(first, "behavior", "Isolated");
-            cJSON_AddBoolToObject(first, "invert", 0);
-        } else {
-            cJSON_AddStringToObject(first, "type", "Digits");
-            cJSON_AddBoolToObject(first, "individual_digits", 1);
+        cJSON *list = cJSON_AddArrayToObject(pt, "pretokenizers");
+        for (int k = 0; k < n_splits; k++) {
+            cJSON *sp = cJSON_CreateObject();
+            cJSON_AddStringToObject(sp, "type", "Split");
+            cJSON *pat = cJSON_AddObjectToObject(sp, "pattern");
+            cJSON_AddStringToObject(pat, "Regex", splits[k]);
+            cJSON_AddStringToObject(sp, "behavior", "Isolated");
+            cJSON_AddBoolToObject(sp, "invert", 0);
+            cJSON_AddItemToArray(list, sp);
         }
-        cJSON_AddItemToArray(list, first);
-        cJSON_AddItemToArray(list, byte_level("ByteLevel", !split));
+        if (digits) {
+            cJSON *dg = cJSON_CreateObject();
+            cJSON_AddStringToObject(dg, "type", "Digits");
+            cJSON_AddBoolToObject(dg, "individual_digits", 1);
+            cJSON_AddItemToArray(list, dg);
+        }
+        cJSON_AddItemToArray(list, byte_level("ByteLevel", !n_splits));
     } else {
-        cJSON_Delete(pt);
         pt = byte_level("ByteLevel", 1);
     }
     cJSON_AddItemToObject(j, "pre_tokenizer", pt);
-    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel", !split));
-    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel", !split));
+    cJSON_AddItemToObject(j, "post_processor", byte_level("ByteLevel", !n_splits));
+    cJSON_AddItemToObject(j, "decoder", byte_level("ByteLevel", !n_splits));
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "type", "BPE");
     cJSON_AddNullToObject(m, "dropout");

@@ -271,6 +271,40 @@ static void test_convert_llama3_gguf(void) {
     run_cmd(err, sizeof err, "rm -rf %s %s", dir, path);
 }
 
+/* spec-convert of a llama GGUF with linear RoPE scaling (DeepSeek-Coder's;
+ * tools/golden/qwen2_golden.py wrote tests/golden/llama2_linear_tiny.gguf
+ * from tests/ckpt/llama2_f32 under factor 4): config.json's rope_scaling
+ * linear with factor 4, and transformers' logits and greedy tokens of that
+ * model (the llama2_linear_f32 references); another scaling type, or a
+ * factor of 0, is refused in one line. */
+static void test_convert_linear_rope_gguf(void) {
+    char dir[128], path[96], err[2048];
+    snprintf(dir, sizeof dir, "/tmp/c2t_linear_conv_%d", (int)getpid());
+    snprintf(path, sizeof path, "/tmp/c2t_linear_%d.gguf", (int)getpid());
+    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/llama2_linear_tiny.gguf %s --dtype f32",
+                     dir, bin_dir(), dir);
+    REQUIRE(rc == 0, "spec-convert: %s", err);
+    char *cfg = path_join(dir, "config.json");
+    cJSON *c = read_json_file(cfg);
+    REQUIRE(c, "%s", err_get());
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(rs, "rope_type"));
+    CHECK(type && !strcmp(type, "linear") && cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "factor")) == 4,
+          "%s: rope_scaling is not linear, factor 4", cfg);
+    cJSON_Delete(c);
+    free(cfg);
+    parity_dir(dir, "llama2_linear_f32");
+    static const char linear[] = "\x06\0\0\0\0\0\0\0linear", yarn[] = "\x04\0\0\0\0\0\0\0yarn";
+    gguf_variant("tests/golden/llama2_linear_tiny.gguf", path, NULL, 0, 0, linear, sizeof linear - 1, yarn, sizeof yarn - 1);
+    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "'yarn': only linear RoPE scaling is converted");
+    const float four = 4.0f, zero = 0.0f;
+    gguf_variant("tests/golden/llama2_linear_tiny.gguf", path, NULL, 0, 0, &four, sizeof four, &zero, sizeof zero);
+    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
+    CHECK_ONE_LINE_ERROR(rc, err, "needs a positive llama.rope.scaling.factor");
+    run_cmd(err, sizeof err, "rm -rf %s %s", dir, path);
+}
+
 /* Logits of the keep conversion against the F32 one (the same weights,
  * dequantised): the block products quantise each activation row to 8 bits
  * per block (kernels/base/quant.h, docs/runtime.md), a relative error of at
@@ -454,7 +488,8 @@ static void test_convert_tokenizer_only(void) {
 }
 
 /* What a GGUF says of its attention that config.json would not carry —
- * scaled RoPE (a scaling type, LLaMA 3's rope_freqs tensor), RoPE over part
+ * scaled RoPE (a scaling type other than linear, linear without its
+ * factor, LLaMA 3's rope_freqs tensor not of its shape), RoPE over part
  * of a head, keys or values of another size than the head — is refused in
  * one line naming the key or tensor; the same file with a scaling type
  * "none" and sizes equal to the head converts.  A key given twice is
@@ -462,7 +497,7 @@ static void test_convert_tokenizer_only(void) {
 static void test_convert_refuses_other_attention(void) {
     static const struct { const char *key, *val; uint32_t num; const char *from, *to, *needle; } cases[] = {
         {"qwen2.rope.scaling.type", "yarn", 0, NULL, NULL, "qwen2.rope.scaling.type = 'yarn'"},
-        {"qwen2.rope.scaling.type", "linear", 0, NULL, NULL, "scaled RoPE is not converted"},
+        {"qwen2.rope.scaling.type", "linear", 0, NULL, NULL, "linear needs a positive qwen2.rope.scaling.factor"},
         {"qwen2.rope.dimension_count", NULL, 8, NULL, NULL, "qwen2.rope.dimension_count = 8, not the head size 16"},
         {"qwen2.attention.key_length", NULL, 32, NULL, NULL, "qwen2.attention.key_length = 32"},
         {"qwen2.attention.value_length", "16", 0, NULL, NULL, "qwen2.attention.value_length"},
@@ -944,6 +979,7 @@ int main(void) {
     RUN(test_qwen2_refusals);
     RUN(test_convert_qwen2_gguf);
     RUN(test_convert_llama3_gguf);
+    RUN(test_convert_linear_rope_gguf);
     RUN(test_parity_demo_target);
     RUN(test_parity_demo_draft);
     RUN(test_generate_command);

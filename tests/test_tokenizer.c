@@ -436,30 +436,72 @@ static void test_llama2_model_hard(void) {
     check_llama2_hard(LLAMA2_MODEL);
 }
 
-/* spec-convert of a GGUF "llama" (SentencePiece) vocabulary: LLaMA-2's, as
- * llama.cpp's converter writes it (tools/golden/spm_gguf_golden.py, from the
- * tokenizer.model above), becomes a tokenizer.model and tokenizer_config.json
- * that tokenize the hard strings and the benchmark turns as sentencepiece and
- * transformers do on the original file.  Needs no ../shared for the hard
- * strings: the GGUF holds the vocabulary. */
-static void test_llama2_from_gguf(void) {
-    char *d = make_tmpdir();
-    REQUIRE(d, "mkdtemp");
+/* A vocabulary-only GGUF golden (tools/golden/gguf_vocab_golden.py),
+ * decompressed into a new directory *tmp and converted there by
+ * spec-convert --tokenizer-only: the tokenizer directory, or NULL (a check
+ * has failed). */
+static char *convert_vocab_gguf(const char *zst, char **tmp) {
+    *tmp = make_tmpdir();
+    if (!*tmp) { CHECK(0, "mkdtemp"); return NULL; }
     size_t n;
-    char *gguf = load_zst(GOLD "llama2_vocab.gguf.zst", &n), *in = path_join(d, "vocab.gguf"), *out = path_join(d, "tok");
-    REQUIRE(gguf, "%s", err_get());
-    FILE *f = fopen(in, "wb");
-    REQUIRE(f && fwrite(gguf, 1, n, f) == n && fclose(f) == 0, "writing %s", in);
+    char *gguf = load_zst(zst, &n), *in = path_join(*tmp, "vocab.gguf"), *out = path_join(*tmp, "tok");
+    FILE *f = gguf ? fopen(in, "wb") : NULL;
+    const int written = f && fwrite(gguf, 1, n, f) == n;
+    if (f && fclose(f)) CHECK(0, "closing %s", in);
     free(gguf);
     char err[4096];
-    const int rc = run_cmd(err, sizeof err, "%s/spec-convert %s %s --tokenizer-only", bin_dir(), in, out);
-    REQUIRE(rc == 0, "spec-convert --tokenizer-only: %s", err);
-    char *model = path_join(out, "tokenizer.model");
-    CHECK(file_exists(model), "no tokenizer.model written");
-    check_llama2_hard(out);
-    if (load_bench()) check_bench(out, GOLD "bench_llama2_model.json.zst", TOK_SPLIT_SPECIAL);
-    rm_tmpdir(d);
-    free(model); free(in); free(out); free(d);
+    const int rc = written ? run_cmd(err, sizeof err, "%s/spec-convert %s %s --tokenizer-only", bin_dir(), in, out) : -1;
+    free(in);
+    if (rc) {
+        CHECK(0, "%s: %s", zst, written ? err : "cannot decompress and write it");
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* spec-convert of a GGUF "llama" (SentencePiece) vocabulary: LLaMA-2's, as
+ * llama.cpp's converter writes it (from the tokenizer.model above), becomes
+ * a tokenizer.model and tokenizer_config.json that tokenize the hard
+ * strings and the benchmark turns as sentencepiece and transformers do on
+ * the original file.  Needs no ../shared for the hard strings: the GGUF
+ * holds the vocabulary. */
+static void test_llama2_from_gguf(void) {
+    char *d, *out = convert_vocab_gguf(GOLD "llama2_vocab.gguf.zst", &d);
+    if (out) {
+        char *model = path_join(out, "tokenizer.model");
+        CHECK(file_exists(model), "no tokenizer.model written");
+        free(model);
+        check_llama2_hard(out);
+        if (load_bench()) check_bench(out, GOLD "bench_llama2_model.json.zst", TOK_SPLIT_SPECIAL);
+    }
+    if (d) rm_tmpdir(d);
+    free(out); free(d);
+}
+
+/* spec-convert of a GGUF byte-level BPE with pre-tokenizer deepseek-coder
+ * (a small one trained with the tokenizers library and DeepSeek-Coder's
+ * published pre-tokenizer): its tokenizer.json gives that library's ids on
+ * the hard strings and on strings at the splits' edges (line breaks,
+ * punctuation runs, the ends of the CJK and Hangul ranges, digit runs). */
+static void test_deepseek_coder_from_gguf(void) {
+    char *d, *out = convert_vocab_gguf(GOLD "deepseek_coder_vocab.gguf.zst", &d);
+    cJSON *gold = read_json_file(GOLD "expected_deepseek_coder_vocab.json");
+    Tokenizer *t = out ? tokenizer_load(out) : NULL;
+    if (out) CHECK(t, "load: %s", err_get());
+    CHECK(gold, "%s", err_get());
+    if (t && gold) {
+        const cJSON *strings = cJSON_GetObjectItem(gold, "strings"), *ids = cJSON_GetObjectItem(gold, "ids");
+        const int n = cJSON_GetArraySize(strings);
+        CHECK(n > 100 && cJSON_GetArraySize(ids) == n, "golden: %d strings", n);
+        for (int i = 0; i < n && i < cJSON_GetArraySize(ids); i++)
+            check_encode(t, cJSON_GetArrayItem(strings, i)->valuestring, 0, cJSON_GetArrayItem(ids, i), "tokenizers", i);
+        strings_compared += n;
+    }
+    tokenizer_free(t);
+    cJSON_Delete(gold);
+    if (d) rm_tmpdir(d);
+    free(out); free(d);
 }
 
 /* transformers LlamaTokenizer(legacy=False), chosen by tokenizer_config.json. */
@@ -721,6 +763,7 @@ int main(void) {
     RUN(test_llama_class_config);
     RUN(test_llama2_model_hard);
     RUN(test_llama2_from_gguf);
+    RUN(test_deepseek_coder_from_gguf);
     RUN(test_llama2_model_nonlegacy);
     RUN(test_llama2_model_bench);
     RUN(test_demo_hard);

@@ -5,7 +5,8 @@ and .out files (llama.cpp's test-tokenizer-0 cases: inputs separated by
 --tokenizer-only, then spec-tokenize --no-bos on every case; prints each
 vocabulary's count of equal cases, each difference, and the refusals.  Where
 spec-convert wrote a SentencePiece tokenizer.model (a "llama" vocabulary),
-Google's sentencepiece library encodes every case with that file too."""
+Google's sentencepiece library encodes every case with that file too, and
+where it wrote a tokenizer.json, Hugging Face's tokenizers library."""
 import json
 import subprocess
 import sys
@@ -52,9 +53,15 @@ def main():
         if (tok / "tokenizer.model").exists():
             import sentencepiece
             sp = sentencepiece.SentencePieceProcessor(model_file=str(tok / "tokenizer.model"))
-            spbad = sum(sp.encode(t) != w for t, w in zip(texts, want))
-            print(f"{'':18s} sentencepiece with our tokenizer.model: {len(texts) - spbad} of {len(texts)} equal")
-            differ += spbad
+            libbad = sum(sp.encode(t) != w for t, w in zip(texts, want))
+            lib = "sentencepiece with our tokenizer.model"
+        else:
+            import tokenizers
+            hf = tokenizers.Tokenizer.from_file(str(tok / "tokenizer.json"))
+            libbad = sum(hf.encode(t, add_special_tokens=False).ids != w for t, w in zip(texts, want))
+            lib = "tokenizers with our tokenizer.json"
+        print(f"{'':18s} {lib}: {len(texts) - libbad} of {len(texts)} equal")
+        differ += libbad
     if not compared:
         print(f"vocab_tests: no vocabulary with test cases in {d}", file=sys.stderr)
     sys.exit(1 if differ or not compared else 0)

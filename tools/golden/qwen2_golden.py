@@ -26,11 +26,15 @@ its scales; any valid blocks serve a test of what they decode to).
 
     python3 tools/golden/qwen2_golden.py --quant-only   # rewrites qwen2_quant.gguf alone
     python3 tools/golden/qwen2_golden.py --llama3-only  # rewrites llama3_tiny.gguf alone
+    python3 tools/golden/qwen2_golden.py --linear-only  # rewrites llama2_linear_tiny.gguf alone
 
 And tests/golden/llama3_tiny.gguf: tests/ckpt/llama3_f32 (LLaMA 3 shape, rope_type
 llama3) as llama.cpp's converter writes a llama GGUF (q / k rows permuted, the
 rope_freqs.weight divisors, pre-tokenizer llama-bpe), for spec-convert's test
 (its conversion must give llama3_f32's logits back).
+And tests/golden/llama2_linear_tiny.gguf: tests/ckpt/llama2_f32 under linear RoPE scaling,
+factor 4, as llama.cpp's converter writes it (rope.scaling.type linear, rope.scaling.factor),
+whose conversion must give the llama2_linear_f32 references back.
 """
 import os, sys
 import torch
@@ -254,6 +258,9 @@ def write_gguf(model, path, quant=None):
             w.add_tensor(gname, t)
     if llama and (cfg.rope_scaling or {}).get("rope_type") == "llama3":
         w.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
+    if llama and (cfg.rope_scaling or {}).get("rope_type") == "linear":   # as for DeepSeek-Coder
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(cfg.rope_scaling["factor"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -276,7 +283,23 @@ def write_llama3():
     write_gguf(model, os.path.join(CKPT, "..", "golden", "llama3_tiny.gguf"))
 
 
+def write_llama2_linear():
+    """tests/golden/llama2_linear_tiny.gguf: tests/ckpt/llama2_f32 under rope_scaling linear,
+    factor 4 (the config of the llama2_linear_f32 references, make_test_checkpoints.py
+    --linear-only), as llama.cpp's converter writes it: rope.scaling.type linear and its
+    factor, q / k permuted, F32"""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig.from_pretrained(os.path.join(CKPT, "llama2_f32"))
+    cfg.rope_scaling = {"rope_type": "linear", "factor": 4.0}
+    model = LlamaForCausalLM.from_pretrained(os.path.join(CKPT, "llama2_f32"), config=cfg,
+                                             torch_dtype=torch.float32).eval()
+    write_gguf(model, os.path.join(CKPT, "..", "golden", "llama2_linear_tiny.gguf"))
+
+
 def main():
+    if "--linear-only" in sys.argv:
+        write_llama2_linear()
+        return
     if "--quant-only" in sys.argv:
         write_quant()
         return
@@ -284,6 +307,7 @@ def main():
         write_llama3()
         return
     write_llama3()
+    write_llama2_linear()
     write_quant()
     g = torch.Generator().manual_seed(4321)
     ids = torch.randint(3, 256, (40,), generator=g).tolist()
