@@ -519,11 +519,31 @@ static void kpack_q4_0(uint8_t *o, const uint8_t *qs, int i) {
         }
 }
 
+/* Q5_0's 32 integers: the nibbles at s + 6 as Q4_0's, the fifth bit of
+ * element e at bit e of the little-endian word at s + 2, into row i's
+ * plane bytes as kpack32 lays out a 5-bit type. */
+static void kpack_q5_0(uint8_t *o, const uint8_t *s, int i) {
+    kpack_q4_0(o, s + 6, i);
+    const uint32_t qh = (uint32_t)s[2] | (uint32_t)s[3] << 8 | (uint32_t)s[4] << 16 | (uint32_t)s[5] << 24;
+    for (int m = 0; m < 4; m++) {
+        unsigned b = 0;
+        for (int v = 0; v < 8; v++) b |= (qh >> (4 * v + m) & 1) << v;
+        o[16 * KG + i * 4 + m] = (uint8_t)b;
+    }
+}
+
+/* Q8_0's 32 int8 at qs into row i's bytes, offset by Q8_OFF, as kpack32
+ * lays out an 8-bit type. */
+static void kpack_q8_0(uint8_t *o, const uint8_t *qs, int i) {
+    for (int v = 0; v < 8; v++)
+        for (int m = 0; m < 4; m++) o[(v * KG + i) * 4 + m] = (uint8_t)((int8_t)qs[4 * v + m] + Q8_OFF);
+}
+
 /* One group's block b from the stored rows (n of them, at most KG; every
- * byte of a row is written, those of rows past n are zero).  Q4_K, Q6_K and
- * Q4_0, most of a Q4_K_M checkpoint and a Q4_0 draft, move their integers
- * as stored (kpack_q4k, kpack_q6k, kpack_q4_0); the other types through
- * quant_unpack. */
+ * byte of a row is written, those of rows past n are zero).  Q4_K, Q6_K,
+ * Q4_0, Q5_0 and Q8_0 (Q4_K_M and Q8_0 checkpoints, a Q4_0 draft) move
+ * their integers as stored (kpack_q4k, kpack_q6k, kpack_q4_0, kpack_q5_0,
+ * kpack_q8_0); Q4_1, Q5_1 and Q5_K go through quant_unpack. */
 static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
     const size_t bb = quant_block_bytes(dt);
     if (n < KG) memset(p, 0, kp_block(dt));
@@ -533,7 +553,7 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
     for (int i = 0; i < n; i++) {
         const uint8_t *s = src + (size_t)i * rb + (size_t)b * bb;
         if (dt == DT_Q4_K) quant_k_scales(s + 4, qb.sc, qb.mn);
-        else if (dt != DT_Q6_K && dt != DT_Q4_0) quant_unpack(dt, s, &qb);
+        else if (dt == DT_Q4_1 || dt == DT_Q5_1 || dt == DT_Q5_K) quant_unpack(dt, s, &qb);
         if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
@@ -549,6 +569,8 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
         else if (dt == DT_Q4_0) kpack_q4_0(body, s + 2, i);
+        else if (dt == DT_Q5_0) kpack_q5_0(body, s, i);
+        else if (dt == DT_Q8_0) kpack_q8_0(body, s + 2, i);
         else
             for (int g = 0; g < (is_k(dt) ? 8 : 1); g++) kpack32(body + g * gb, qb.q + 32 * g, i, q_bits(dt));
     }
