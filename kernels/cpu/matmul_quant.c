@@ -487,6 +487,14 @@ static void kpack_q4k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
     }
 }
 
+/* Multipliers that gather fields spread one per byte into one byte: the
+ * low bit of each of 8 bytes (x & 0x01..01) times PACK1, shifted right by
+ * 56, holds byte v's bit at bit v; the low two bits of each of 4 bytes
+ * (x & 0x03030303) times PACK2, shifted right by 18, byte u's at bits 2u
+ * (no sum of the products carries into those bits). */
+#define PACK1 0x0102040810204080ULL
+#define PACK2 0x41041u
+
 /* Q6_K's 256 integers straight into row i's bytes of the eight groups as
  * kpack32 lays out a 6-bit type, without unpacking them: group g = 4h + k
  * takes its low nibbles from nibble k / 2 of the 32 bytes at ql = s + 64h
@@ -500,10 +508,10 @@ static void kpack_q6k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
             for (int m = 0; m < 4; m++)
                 o[(c * KG + i) * 4 + m] = (uint8_t)((ql[8 * c + m] >> sh & 15) | (ql[8 * c + 4 + m] >> sh & 15) << 4);
         for (int p = 0; p < 2; p++)
-            for (int m = 0; m < 4; m++) {
-                unsigned b = 0;
-                for (int u = 0; u < 4; u++) b |= (unsigned)(qh[4 * (4 * p + u) + m] >> (2 * k) & 3) << (2 * u);
-                o[16 * KG + p * 4 * KG + i * 4 + m] = (uint8_t)b;
+            for (int m = 0; m < 4; m++) {   /* bits 2k, 2k + 1 of 4 bytes at stride 4, gathered by PACK2 */
+                const uint32_t x = (uint32_t)qh[16 * p + m] | (uint32_t)qh[16 * p + 4 + m] << 8 |
+                                   (uint32_t)qh[16 * p + 8 + m] << 16 | (uint32_t)qh[16 * p + 12 + m] << 24;
+                o[16 * KG + p * 4 * KG + i * 4 + m] = (uint8_t)(((x >> (2 * k) & 0x03030303u) * PACK2) >> 18);
             }
     }
 }
@@ -517,6 +525,20 @@ static void kpack_q4_0(uint8_t *o, const uint8_t *qs, int i) {
             const uint8_t lo = qs[8 * (c % 2) + m], hi = qs[8 * (c % 2) + 4 + m];
             o[(c * KG + i) * 4 + m] = c < 2 ? (uint8_t)((lo & 15) | hi << 4) : (uint8_t)(lo >> 4 | (hi & 0xF0));
         }
+}
+
+/* Q5_K's 256 integers: the nibbles at s + 48 as Q4_K's, the fifth bit of
+ * group g's element l at bit g of qh[l] (qh = s + 16), into row i's plane
+ * bytes of each group as kpack32 lays out a 5-bit type. */
+static void kpack_q5k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
+    kpack_q4k(body, gb, s + 48, i);
+    const uint8_t *qh = s + 16;
+    for (int m = 0; m < 4; m++) {   /* qh[m], qh[4 + m], ..., qh[28 + m]: bit g of each, gathered by PACK1 */
+        uint64_t x = 0;
+        for (int v = 0; v < 8; v++) x |= (uint64_t)qh[4 * v + m] << (8 * v);
+        for (int g = 0; g < 8; g++)
+            body[g * gb + 16 * KG + i * 4 + m] = (uint8_t)(((x >> g & 0x0101010101010101ULL) * PACK1) >> 56);
+    }
 }
 
 /* Q5_0's 32 integers: the nibbles at s + 6 as Q4_0's, the fifth bit of
@@ -540,10 +562,11 @@ static void kpack_q8_0(uint8_t *o, const uint8_t *qs, int i) {
 }
 
 /* One group's block b from the stored rows (n of them, at most KG; every
- * byte of a row is written, those of rows past n are zero).  Q4_K, Q6_K,
- * Q4_0, Q5_0 and Q8_0 (Q4_K_M and Q8_0 checkpoints, a Q4_0 draft) move
- * their integers as stored (kpack_q4k, kpack_q6k, kpack_q4_0, kpack_q5_0,
- * kpack_q8_0); Q4_1, Q5_1 and Q5_K go through quant_unpack. */
+ * byte of a row is written, those of rows past n are zero).  The K types,
+ * Q4_0, Q5_0 and Q8_0 (Q4_K_M, Q5_K_M and Q8_0 checkpoints, a Q4_0 draft)
+ * move their integers as stored (kpack_q4k, kpack_q5k, kpack_q6k,
+ * kpack_q4_0, kpack_q5_0, kpack_q8_0); Q4_1 and Q5_1 go through
+ * quant_unpack. */
 static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
     const size_t bb = quant_block_bytes(dt);
     if (n < KG) memset(p, 0, kp_block(dt));
@@ -552,8 +575,8 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
     QuantBlock qb;
     for (int i = 0; i < n; i++) {
         const uint8_t *s = src + (size_t)i * rb + (size_t)b * bb;
-        if (dt == DT_Q4_K) quant_k_scales(s + 4, qb.sc, qb.mn);
-        else if (dt == DT_Q4_1 || dt == DT_Q5_1 || dt == DT_Q5_K) quant_unpack(dt, s, &qb);
+        if (dt == DT_Q4_K || dt == DT_Q5_K) quant_k_scales(s + 4, qb.sc, qb.mn);
+        else if (dt == DT_Q4_1 || dt == DT_Q5_1) quant_unpack(dt, s, &qb);
         if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
@@ -567,6 +590,7 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
                 }
         }
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
+        else if (dt == DT_Q5_K) kpack_q5k(body, gb, s, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
         else if (dt == DT_Q4_0) kpack_q4_0(body, s + 2, i);
         else if (dt == DT_Q5_0) kpack_q5_0(body, s, i);
