@@ -36,11 +36,10 @@ static void usage(FILE *f) {
     fprintf(f,
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep|q4_0] [--tokenizer-only]\n"
 "Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
-"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2, llama-bpe\n"
-"or deepseek-coder) or a SentencePiece one (tokenizer model llama: LLaMA 2 and its kin)\n"
-"into"
-" a Hugging Face checkpoint directory: model.safetensors (BF16 by default),\n"
-"config.json, tokenizer.json (BPE) or tokenizer.model (SentencePiece),\n"
+"GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2, llama-bpe,\n"
+"deepseek-coder or deepseek-llm) or a SentencePiece one (tokenizer model llama: LLaMA 2\n"
+"and its kin) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
+"default), config.json, tokenizer.json (BPE) or tokenizer.model (SentencePiece),\n"
 "tokenizer_config.json, generation_config.json.\n"
 "Tensors may be F32, F16 or any quantized type the GGUF reader knows (dequantised as\n"
 "llama.cpp does); other types are refused.\n"
@@ -464,6 +463,28 @@ static const char LLAMA3_SPLIT[] =
  * digit alone (Digits). */
 static const char *const DEEPSEEK_CODER_SPLITS[] = {
     "[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"};
+/* DeepSeek-LLM's (pre-tokenizer deepseek-llm), as its published
+ * tokenizer.json splits: line breaks alone, runs of cased letters (its
+ * list of ranges) and of ASCII and fullwidth punctuation each with at most
+ * one leading space, trailing whitespace, CJK and Hangul runs, digit runs,
+ * each split isolating what it matches. */
+static const char *const DEEPSEEK_LLM_SPLITS[] = {
+    "[\\r\\n]",
+    "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af"
+    "\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5"
+    "\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba"
+    "\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45"
+    "\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-"
+    "\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107"
+    "\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f"
+    "\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d"
+    "\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17"
+    "\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb"
+    "\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+",
+    "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+",
+    "\\s+$",
+    "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+",
+    "\\p{N}+"};
 
 static char *token_str(const GgufKV *kv, uint64_t i) {
     const char *s;
@@ -504,12 +525,14 @@ static int token_type(const GgufKV *types, uint64_t i) {
  * GPT-2's regex; qwen2 = NFC, then QWEN2_SPLIT, then bytes, as Qwen2's
  * published tokenizer.json; llama-bpe = LLAMA3_SPLIT, then bytes, as
  * LLaMA 3's; deepseek-coder = DEEPSEEK_CODER_SPLITS, each digit alone,
- * then bytes, as DeepSeek-Coder's. */
+ * then bytes, as DeepSeek-Coder's; deepseek-llm = DEEPSEEK_LLM_SPLITS, then
+ * bytes, as DeepSeek-LLM's. */
 static void write_bpe(const Gguf *g, const char *dir, const GgufKV *toks, const GgufKV *types, char *const *names) {
     char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
     if (!pre || (strcmp(pre, "smollm") && strcmp(pre, "gpt-2") && strcmp(pre, "qwen2") && strcmp(pre, "llama-bpe") &&
-                 strcmp(pre, "deepseek-coder")))
-        die(prog, "pre-tokenizer '%s': only smollm, gpt-2, qwen2, llama-bpe and deepseek-coder are supported", pre ? pre : "?");
+                 strcmp(pre, "deepseek-coder") && strcmp(pre, "deepseek-llm")))
+        die(prog, "pre-tokenizer '%s': only smollm, gpt-2, qwen2, llama-bpe, deepseek-coder and deepseek-llm are supported",
+            pre ? pre : "?");
     const GgufKV *merges = gguf_find(g, "tokenizer.ggml.merges");
     if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING) die(prog, "no tokenizer.ggml.merges");
     cJSON *j = cJSON_CreateObject(), *added = cJSON_CreateArray(), *vocab = cJSON_CreateObject(), *mg = cJSON_CreateArray();
@@ -547,11 +570,13 @@ static void write_bpe(const Gguf *g, const char *dir, const GgufKV *toks, const 
     } else {
         cJSON_AddNullToObject(j, "normalizer");
     }
-    const int deepseek = !strcmp(pre, "deepseek-coder");
+    const int coder = !strcmp(pre, "deepseek-coder"), dsllm = !strcmp(pre, "deepseek-llm");
     /* the regex splits, each isolating its matches; then each digit alone (smollm, deepseek-coder) */
-    const char *const *splits = split ? &split : deepseek ? DEEPSEEK_CODER_SPLITS : NULL;
-    const int n_splits = split ? 1 : deepseek ? (int)(sizeof DEEPSEEK_CODER_SPLITS / sizeof *DEEPSEEK_CODER_SPLITS) : 0;
-    const int digits = deepseek || !strcmp(pre, "smollm");
+    const char *const *splits = split ? &split : coder ? DEEPSEEK_CODER_SPLITS : dsllm ? DEEPSEEK_LLM_SPLITS : NULL;
+    const int n_splits = split ? 1
+                         : coder ? (int)(sizeof DEEPSEEK_CODER_SPLITS / sizeof *DEEPSEEK_CODER_SPLITS)
+                         : dsllm ? (int)(sizeof DEEPSEEK_LLM_SPLITS / sizeof *DEEPSEEK_LLM_SPLITS) : 0;
+    const int digits = coder || !strcmp(pre, "smollm");
     cJSON *pt;
     if (n_splits || digits) {
         pt = cJSON_CreateObject();

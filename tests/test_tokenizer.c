@@ -479,21 +479,22 @@ static void test_llama2_from_gguf(void) {
     free(out); free(d);
 }
 
-/* spec-convert of a GGUF byte-level BPE with pre-tokenizer deepseek-coder
- * (a small one trained with the tokenizers library and DeepSeek-Coder's
- * published pre-tokenizer): its tokenizer.json gives that library's ids on
- * the hard strings and on strings at the splits' edges (line breaks,
- * punctuation runs, the ends of the CJK and Hangul ranges, digit runs). */
-static void test_deepseek_coder_from_gguf(void) {
-    char *d, *out = convert_vocab_gguf(GOLD "deepseek_coder_vocab.gguf.zst", &d);
-    cJSON *gold = read_json_file(GOLD "expected_deepseek_coder_vocab.json");
+/* spec-convert of a GGUF byte-level BPE with one of DeepSeek's
+ * pre-tokenizers (a small one trained with the tokenizers library and the
+ * published pre-tokenizer, tools/golden/gguf_vocab_golden.py): its
+ * tokenizer.json gives that library's ids on the hard strings and on
+ * strings at the splits' edges (line breaks, punctuation runs, the ends of
+ * the CJK and Hangul ranges, digit runs). */
+static void check_bpe_from_gguf(const char *zst, const char *expected) {
+    char *d, *out = convert_vocab_gguf(zst, &d);
+    cJSON *gold = read_json_file(expected);
     Tokenizer *t = out ? tokenizer_load(out) : NULL;
     if (out) CHECK(t, "load: %s", err_get());
     CHECK(gold, "%s", err_get());
     if (t && gold) {
         const cJSON *strings = cJSON_GetObjectItem(gold, "strings"), *ids = cJSON_GetObjectItem(gold, "ids");
         const int n = cJSON_GetArraySize(strings);
-        CHECK(n > 100 && cJSON_GetArraySize(ids) == n, "golden: %d strings", n);
+        CHECK(n > 100 && cJSON_GetArraySize(ids) == n, "%s: %d strings", expected, n);
         for (int i = 0; i < n && i < cJSON_GetArraySize(ids); i++)
             check_encode(t, cJSON_GetArrayItem(strings, i)->valuestring, 0, cJSON_GetArrayItem(ids, i), "tokenizers", i);
         strings_compared += n;
@@ -502,6 +503,14 @@ static void test_deepseek_coder_from_gguf(void) {
     cJSON_Delete(gold);
     if (d) rm_tmpdir(d);
     free(out); free(d);
+}
+
+static void test_deepseek_coder_from_gguf(void) {
+    check_bpe_from_gguf(GOLD "deepseek_coder_vocab.gguf.zst", GOLD "expected_deepseek_coder_vocab.json");
+}
+
+static void test_deepseek_llm_from_gguf(void) {
+    check_bpe_from_gguf(GOLD "deepseek_llm_vocab.gguf.zst", GOLD "expected_deepseek_llm_vocab.json");
 }
 
 /* transformers LlamaTokenizer(legacy=False), chosen by tokenizer_config.json. */
@@ -764,6 +773,7 @@ int main(void) {
     RUN(test_llama2_model_hard);
     RUN(test_llama2_from_gguf);
     RUN(test_deepseek_coder_from_gguf);
+    RUN(test_deepseek_llm_from_gguf);
     RUN(test_llama2_model_nonlegacy);
     RUN(test_llama2_model_bench);
     RUN(test_demo_hard);
