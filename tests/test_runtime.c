@@ -218,6 +218,19 @@ static void test_convert_qwen2_gguf(void) {
     }
 }
 
+/* gguf converted by spec-convert --dtype f32 into dir (emptied first):
+ * its config.json, or NULL (a check has failed). */
+static cJSON *convert_f32_config(const char *gguf, const char *dir) {
+    char err[2048];
+    const int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), gguf, dir);
+    if (rc) { CHECK(0, "spec-convert %s: %s", gguf, err); return NULL; }
+    char *cfg = path_join(dir, "config.json");
+    cJSON *c = read_json_file(cfg);
+    if (!c) CHECK(0, "%s", err_get());
+    free(cfg);
+    return c;
+}
+
 /* spec-convert of a llama GGUF with LLaMA 3's RoPE scaling
  * (tools/golden/qwen2_golden.py wrote tests/golden/llama3_tiny.gguf from
  * tests/ckpt/llama3_f32 as llama.cpp's converter does: q / k permuted,
@@ -229,12 +242,8 @@ static void test_convert_llama3_gguf(void) {
     char dir[128], path[96], err[2048];
     snprintf(dir, sizeof dir, "/tmp/c2t_llama3_conv_%d", (int)getpid());
     snprintf(path, sizeof path, "/tmp/c2t_llama3_%d.gguf", (int)getpid());
-    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/llama3_tiny.gguf %s --dtype f32", dir,
-                     bin_dir(), dir);
-    REQUIRE(rc == 0, "spec-convert: %s", err);
-    char *cfg = path_join(dir, "config.json");
-    cJSON *c = read_json_file(cfg);
-    REQUIRE(c, "%s", err_get());
+    cJSON *c = convert_f32_config("tests/golden/llama3_tiny.gguf", dir);
+    if (!c) return;
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
     const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(rs, "rope_type"));
     CHECK(type && !strcmp(type, "llama3") &&
@@ -242,15 +251,14 @@ static void test_convert_llama3_gguf(void) {
               cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "low_freq_factor")) == 1 &&
               cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "high_freq_factor")) == 4 &&
               cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "original_max_position_embeddings")) == 64,
-          "%s: rope_scaling is not llama3_f32's", cfg);
-    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")), "%s: not tied", cfg);
+          "%s/config.json: rope_scaling is not llama3_f32's", dir);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")), "%s/config.json: not tied", dir);
     cJSON_Delete(c);
-    free(cfg);
     parity_dir(dir, "llama3_f32");
     /* the divisors 1, 2.44..., 8 of the tensor's first three frequencies, the middle one changed */
     const float was[3] = {1.0f, 2.44225955f, 8.0f}, now[3] = {1.0f, 2.5f, 8.0f};
     gguf_variant("tests/golden/llama3_tiny.gguf", path, NULL, 0, 0, was, sizeof was, now, sizeof now);
-    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
+    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
     CHECK_ONE_LINE_ERROR(rc, err, "tensor rope_freqs.weight: its divisors are not LLaMA 3's scaling");
     /* an end-of-turn and an end-of-message id (LLaMA 3's <|eot_id|>, <|eom_id|>; here one id) stop generation
      * beside the eos */
@@ -281,22 +289,17 @@ static void test_convert_linear_rope_gguf(void) {
     char dir[128], path[96], err[2048];
     snprintf(dir, sizeof dir, "/tmp/c2t_linear_conv_%d", (int)getpid());
     snprintf(path, sizeof path, "/tmp/c2t_linear_%d.gguf", (int)getpid());
-    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/llama2_linear_tiny.gguf %s --dtype f32",
-                     dir, bin_dir(), dir);
-    REQUIRE(rc == 0, "spec-convert: %s", err);
-    char *cfg = path_join(dir, "config.json");
-    cJSON *c = read_json_file(cfg);
-    REQUIRE(c, "%s", err_get());
+    cJSON *c = convert_f32_config("tests/golden/llama2_linear_tiny.gguf", dir);
+    if (!c) return;
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
     const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(rs, "rope_type"));
     CHECK(type && !strcmp(type, "linear") && cJSON_GetNumberValue(cJSON_GetObjectItem(rs, "factor")) == 4,
-          "%s: rope_scaling is not linear, factor 4", cfg);
+          "%s/config.json: rope_scaling is not linear, factor 4", dir);
     cJSON_Delete(c);
-    free(cfg);
     parity_dir(dir, "llama2_linear_f32");
     static const char linear[] = "\x06\0\0\0\0\0\0\0linear", yarn[] = "\x04\0\0\0\0\0\0\0yarn";
     gguf_variant("tests/golden/llama2_linear_tiny.gguf", path, NULL, 0, 0, linear, sizeof linear - 1, yarn, sizeof yarn - 1);
-    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
+    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert %s %s --dtype f32", dir, bin_dir(), path, dir);
     CHECK_ONE_LINE_ERROR(rc, err, "'yarn': only linear RoPE scaling is converted");
     const float four = 4.0f, zero = 0.0f;
     gguf_variant("tests/golden/llama2_linear_tiny.gguf", path, NULL, 0, 0, &four, sizeof four, &zero, sizeof zero);

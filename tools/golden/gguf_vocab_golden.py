@@ -26,13 +26,16 @@ package the way llama.cpp's converter writes a vocabulary, which spec-convert
 
     pip install gguf==0.19.0 sentencepiece==0.2.0 tokenizers==0.20.3   # and the zstd tool
     python3 tools/golden/gguf_vocab_golden.py"""
-import glob
 import json
 import os
 import subprocess
 import tempfile
+import sys
 import gguf
 import sentencepiece
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tokenizer_oracle import train_bytelevel_words  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -107,17 +110,14 @@ def deepseek_bpe(name, pre_name, splits, digits):
     """A small byte-level BPE with one of DeepSeek's pre-tokenizers (splits,
     each isolating, then each digit alone where digits), as a vocabulary-only
     GGUF name_vocab.gguf.zst and its ids on the strings it is checked on.
-    Its merges are learned on the pre-tokenizer's pieces of this repository's
-    docs and tools and of those strings, and also on whole lines, so the
+    Its merges are learnt on the pre-tokenizer's pieces of the committed
+    tokenizer strings and of those strings, and also on whole lines, so the
     vocabulary holds tokens across the splits' cuts: a cut made differently
     (or not made) encodes differently."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, trainers
-    from tokenizers.models import BPE
+    from tokenizers import AddedToken, Regex, decoders, pre_tokenizers
     hard = json.load(open(os.path.join(GOLD, "hard_strings.json"), encoding="utf-8"))
-    lines = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")) + glob.glob(os.path.join(ROOT, "tools", "*", "*.py"))):
-        lines += open(path, encoding="utf-8").read().splitlines()
-    lines += hard * 5 + DEEPSEEK_STRINGS * 5
+    # the committed strings of the tokenizer goldens (code, digits, whitespace, CJK, ChatML), so a rerun learns the same merges
+    lines = json.load(open(os.path.join(GOLD, "qwen2_strings.json"), encoding="utf-8")) * 3 + hard * 5 + DEEPSEEK_STRINGS * 5
     pre = pre_tokenizers.Sequence(
         [pre_tokenizers.Split(Regex(r), behavior="isolated", invert=False) for r in splits] +
         ([pre_tokenizers.Digits(individual_digits=True)] if digits else []) +
@@ -130,12 +130,7 @@ def deepseek_bpe(name, pre_name, splits, digits):
         words += [w for w, _ in cut.pre_tokenize_str(line)]
         if i % 3 == 0:
             words.append(line)
-    tok = Tokenizer(BPE(dropout=None, unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
-                        fuse_unk=False, byte_fallback=False))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)   # each item one word
-    tr = trainers.BpeTrainer(vocab_size=3000, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                             special_tokens=[])
-    tok.train_from_iterator(words, tr)
+    tok = train_bytelevel_words(words, 3000)
     tok.pre_tokenizer = pre
     tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)
     tok.add_special_tokens([AddedToken(x, normalized=False, special=True) for x in DEEPSEEK_SPECIAL])

@@ -631,6 +631,21 @@ def qwen2_strings():
     return out
 
 
+def train_bytelevel_words(words, vocab_size):
+    """A byte-level BPE of vocab_size tokens (all 256 byte characters among
+    them) whose merges are learnt on words, each item one word: the caller
+    then sets the pre-tokenizer it is to run with."""
+    from tokenizers import Tokenizer, pre_tokenizers, trainers
+    from tokenizers.models import BPE
+    tok = Tokenizer(BPE(dropout=None, unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
+                        fuse_unk=False, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tr = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[])
+    tok.train_from_iterator(words, tr)
+    return tok
+
+
 def train_qwen2():
     """bytelevel_qwen2.json: a small byte-level BPE with exactly Qwen2's
     normalizer (NFC), pre-tokenizer (Split with Qwen2's regex, Isolated, then
@@ -657,12 +672,7 @@ def train_qwen2():
     # contractions glued to a capitalised word, as one coarse piece: Qwen2 cuts
     # "'S" off "'Sam" only because its contraction group is case-insensitive
     words += QWEN_CAPS * 300
-    tok = Tokenizer(BPE(dropout=None, unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
-                        fuse_unk=False, byte_fallback=False))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)   # each item one word
-    tr = trainers.BpeTrainer(vocab_size=4000, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                             special_tokens=[])
-    tok.train_from_iterator(words, tr)
+    tok = train_bytelevel_words(words, 4000)
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         qsplit, pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
