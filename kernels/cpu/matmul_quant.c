@@ -446,35 +446,16 @@ static inline size_t kp_g(const DType DT) {
 }
 static inline size_t kp_block(const DType DT) { return kp_head(DT) + (is_k(DT) ? 8 : 1) * kp_g(DT); }
 
-/* Row i's 32 integers q (as quant_unpack gives them) into the group's 32
- * elements at o, each byte of row i written once: vector v (elements
- * 4v .. 4v + 3) in the low (v even) or high nibble of pair v / 2's bytes,
- * a 5-bit type's fifth bits at bit v of one plane, a 6-bit type's top two
- * at bits 2(v % 4) of plane v / 4. */
-static void kpack32(uint8_t *o, const int16_t *q, int i, int bits) {
-    if (bits == 8) {
-        for (int e = 0; e < 32; e++) o[((e / 4) * KG + i) * 4 + e % 4] = (uint8_t)(q[e] + Q8_OFF);
-        return;
-    }
-    for (int c = 0; c < 4; c++)
-        for (int m = 0; m < 4; m++)
-            o[(c * KG + i) * 4 + m] = (uint8_t)((q[8 * c + m] & 15) | (q[8 * c + 4 + m] & 15) << 4);
-    for (int m = 0; m < 4 && bits == 5; m++) {
-        unsigned b = 0;
-        for (int v = 0; v < 8; v++) b |= (unsigned)((q[4 * v + m] >> 4) & 1) << v;
-        o[16 * KG + i * 4 + m] = (uint8_t)b;
-    }
-    for (int p = 0; p < 2 && bits == 6; p++)
-        for (int m = 0; m < 4; m++) {
-            unsigned b = 0;
-            for (int u = 0; u < 4; u++) b |= (unsigned)((q[4 * (4 * p + u) + m] >> 4) & 3) << (2 * u);
-            o[16 * KG + p * 4 * KG + i * 4 + m] = (uint8_t)b;
-        }
-}
+/* A group's 32 elements of row i, as the kpack_* functions below write them
+ * straight from the block bytes (each byte of row i written once): vector
+ * v (elements 4v .. 4v + 3) in the low (v even) or high nibble of pair
+ * v / 2's bytes, o[(v / 2 * KG + i) * 4 + m] for element 4v + m; a 5-bit
+ * type's fifth bits at bit v of plane byte o[16 KG + 4i + m]; a 6-bit
+ * type's top two at bits 2(v % 4) of o[16 KG + (v / 4) 4 KG + 4i + m];
+ * an 8-bit type's integers plus Q8_OFF whole, o[(v KG + i) * 4 + m]. */
 
 /* Q4_K's 256 nibbles (sub-block g in nibble g % 2 of the 32 bytes at
- * qs + 32 (g / 2)) straight into row i's bytes of the eight groups as
- * kpack32 lays out the integers, without unpacking them. */
+ * qs + 32 (g / 2)) straight into row i's bytes of the eight groups. */
 static void kpack_q4k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
     for (int g = 0; g < 8; g++) {
         const uint8_t *q = qs + 32 * (g / 2);
@@ -495,8 +476,8 @@ static void kpack_q4k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
 #define PACK1 0x0102040810204080ULL
 #define PACK2 0x41041u
 
-/* Q6_K's 256 integers straight into row i's bytes of the eight groups as
- * kpack32 lays out a 6-bit type, without unpacking them: group g = 4h + k
+/* Q6_K's 256 integers straight into row i's bytes of the eight groups:
+ * group g = 4h + k
  * takes its low nibbles from nibble k / 2 of the 32 bytes at ql = s + 64h
  * + 32 (k % 2) and its top two bits from bits 2k of qh = s + 128 + 32h. */
 static void kpack_q6k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
@@ -516,10 +497,10 @@ static void kpack_q6k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
     }
 }
 
-/* Q4_0's 32 nibbles (element e < 16 in the low nibble of qs[e], e >= 16 in
- * the high nibble of qs[e - 16]) straight into row i's bytes as kpack32
- * lays out a 4-bit type. */
-static void kpack_q4_0(uint8_t *o, const uint8_t *qs, int i) {
+/* A 32-element 4-bit block's nibbles (Q4_0, Q4_1: element e < 16 in the
+ * low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16]) straight
+ * into row i's bytes. */
+static void kpack_nib32(uint8_t *o, const uint8_t *qs, int i) {
     for (int c = 0; c < 4; c++)
         for (int m = 0; m < 4; m++) {
             const uint8_t lo = qs[8 * (c % 2) + m], hi = qs[8 * (c % 2) + 4 + m];
@@ -529,7 +510,7 @@ static void kpack_q4_0(uint8_t *o, const uint8_t *qs, int i) {
 
 /* Q5_K's 256 integers: the nibbles at s + 48 as Q4_K's, the fifth bit of
  * group g's element l at bit g of qh[l] (qh = s + 16), into row i's plane
- * bytes of each group as kpack32 lays out a 5-bit type. */
+ * byte of each group. */
 static void kpack_q5k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
     kpack_q4k(body, gb, s + 48, i);
     const uint8_t *qh = s + 16;
@@ -541,12 +522,12 @@ static void kpack_q5k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
     }
 }
 
-/* Q5_0's 32 integers: the nibbles at s + 6 as Q4_0's, the fifth bit of
- * element e at bit e of the little-endian word at s + 2, into row i's
- * plane bytes as kpack32 lays out a 5-bit type. */
-static void kpack_q5_0(uint8_t *o, const uint8_t *s, int i) {
-    kpack_q4_0(o, s + 6, i);
-    const uint32_t qh = (uint32_t)s[2] | (uint32_t)s[3] << 8 | (uint32_t)s[4] << 16 | (uint32_t)s[5] << 24;
+/* A 32-element 5-bit block (Q5_0, Q5_1): its nibbles at qs as
+ * kpack_nib32's, the fifth bit of element e at bit e of the little-endian
+ * word at qh, into row i's plane byte. */
+static void kpack_5bit32(uint8_t *o, const uint8_t *qh4, const uint8_t *qs, int i) {
+    kpack_nib32(o, qs, i);
+    const uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 | (uint32_t)qh4[3] << 24;
     for (int m = 0; m < 4; m++) {
         unsigned b = 0;
         for (int v = 0; v < 8; v++) b |= (qh >> (4 * v + m) & 1) << v;
@@ -554,29 +535,24 @@ static void kpack_q5_0(uint8_t *o, const uint8_t *s, int i) {
     }
 }
 
-/* Q8_0's 32 int8 at qs into row i's bytes, offset by Q8_OFF, as kpack32
- * lays out an 8-bit type. */
+/* Q8_0's 32 int8 at qs into row i's bytes, offset by Q8_OFF. */
 static void kpack_q8_0(uint8_t *o, const uint8_t *qs, int i) {
     for (int v = 0; v < 8; v++)
         for (int m = 0; m < 4; m++) o[(v * KG + i) * 4 + m] = (uint8_t)((int8_t)qs[4 * v + m] + Q8_OFF);
 }
 
 /* One group's block b from the stored rows (n of them, at most KG; every
- * byte of a row is written, those of rows past n are zero).  The K types,
- * Q4_0, Q5_0 and Q8_0 (Q4_K_M, Q5_K_M and Q8_0 checkpoints, a Q4_0 draft)
- * move their integers as stored (kpack_q4k, kpack_q5k, kpack_q6k,
- * kpack_q4_0, kpack_q5_0, kpack_q8_0); Q4_1 and Q5_1 go through
- * quant_unpack. */
+ * byte of a row is written, those of rows past n are zero): the scales
+ * into the head, the integers moved as stored (the kpack_* above). */
 static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t b, uint8_t *p) {
     const size_t bb = quant_block_bytes(dt);
     if (n < KG) memset(p, 0, kp_block(dt));
     uint8_t *hd = p, *body = p + kp_head(dt);
     const size_t gb = kp_g(dt);
-    QuantBlock qb;
+    int sc[8], mn[8];
     for (int i = 0; i < n; i++) {
         const uint8_t *s = src + (size_t)i * rb + (size_t)b * bb;
-        if (dt == DT_Q4_K || dt == DT_Q5_K) quant_k_scales(s + 4, qb.sc, qb.mn);
-        else if (dt == DT_Q4_1 || dt == DT_Q5_1) quant_unpack(dt, s, &qb);
+        if (dt == DT_Q4_K || dt == DT_Q5_K) quant_k_scales(s + 4, sc, mn);
         if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
@@ -585,18 +561,18 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
             if (is_k(dt) || has_min32(dt)) memcpy(hd + 2 * KG + 2 * i, s + 2, 2);
             if (is_k(dt))
                 for (int j = 0; j < 8; j++) {
-                    hd[4 * KG + j * KG + i] = (uint8_t)qb.sc[j];
-                    hd[12 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)qb.mn[j];
+                    hd[4 * KG + j * KG + i] = (uint8_t)sc[j];
+                    hd[12 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)mn[j];
                 }
         }
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
         else if (dt == DT_Q5_K) kpack_q5k(body, gb, s, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
-        else if (dt == DT_Q4_0) kpack_q4_0(body, s + 2, i);
-        else if (dt == DT_Q5_0) kpack_q5_0(body, s, i);
-        else if (dt == DT_Q8_0) kpack_q8_0(body, s + 2, i);
-        else
-            for (int g = 0; g < (is_k(dt) ? 8 : 1); g++) kpack32(body + g * gb, qb.q + 32 * g, i, q_bits(dt));
+        else if (dt == DT_Q4_0) kpack_nib32(body, s + 2, i);
+        else if (dt == DT_Q4_1) kpack_nib32(body, s + 4, i);
+        else if (dt == DT_Q5_0) kpack_5bit32(body, s + 2, s + 6, i);
+        else if (dt == DT_Q5_1) kpack_5bit32(body, s + 4, s + 8, i);
+        else kpack_q8_0(body, s + 2, i);
     }
 }
 
