@@ -74,20 +74,28 @@
 
 /* One product's activations as 8-bit blocks: q[n][cols]; per block b and
  * token t (block-major, so a tile's tokens are adjacent) the scale d, and
- * for the 32-element blocks the integer sum s and d * s; for the K blocks
- * the sums per 16, token-major [n][nb][16], and their sums per 32, block-major
- * [nb][n][8]. */
+ * for the 32-element blocks the integer sum s, d * s and -off * s for each
+ * offset a type's unsigned integers carry (s_off[OFF32_SLOTS][nb][n], so a
+ * tile's lanes start from one broadcast load, not a multiply and a move
+ * per token and block); for the K blocks the sums per 16, token-major
+ * [n][nb][16], and their sums per 32, block-major [nb][n][8]. */
 typedef struct {
     int n, block;
     int64_t cols, nb;
     int8_t *q;
     float *d, *sd;
-    int32_t *s;
+    int32_t *s, *s_off;
     int16_t *bs, *xs;
     size_t cap_q, cap_b;
     float *tmp_d;
     int16_t *tmp_s;
 } Act;
+
+/* The offsets of the 32-element types' unsigned integers (Q4_0 8, Q5_0 16,
+ * Q8_0 128 where VNNI sums it as unsigned: Q8_OFF below), each a slot of
+ * Act.s_off; Q4_1 and Q5_1 carry none. */
+#define OFF32_SLOTS 3
+static const int OFF32[OFF32_SLOTS] = {8, 16, 128};
 
 static void act_grow(Act *a, int n, int64_t cols, int block) {
     const int64_t nb = cols / block;
@@ -101,6 +109,7 @@ static void act_grow(Act *a, int n, int64_t cols, int block) {
         a->d = xrealloc(a->d, sizeof(float) * nbl);
         a->sd = xrealloc(a->sd, sizeof(float) * nbl);
         a->s = xrealloc(a->s, sizeof(int32_t) * nbl);
+        a->s_off = xrealloc(a->s_off, sizeof(int32_t) * nbl * OFF32_SLOTS);
         a->tmp_d = xrealloc(a->tmp_d, sizeof(float) * nbl);
         a->tmp_s = xrealloc(a->tmp_s, sizeof(int16_t) * nbl * 16);
         a->xs = xrealloc(a->xs, sizeof(int16_t) * nbl * 8);
@@ -191,6 +200,7 @@ static void act_part(void *v, int part, int parts) {
             if (block == 32) {
                 a->s[b * n + t] = sums[b];
                 a->sd[b * n + t] = dt[b] * (float)sums[b];
+                for (int k = 0; k < OFF32_SLOTS; k++) a->s_off[((size_t)k * nb + b) * n + t] = -OFF32[k] * sums[b];
             } else
                 for (int g = 0; g < 8; g++) a->xs[(b * n + t) * 8 + g] = (int16_t)(sums[b * 16 + 2 * g] + sums[b * 16 + 2 * g + 1]);
         }
@@ -812,6 +822,7 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
     const int64_t nb = a->nb, n = a->n;
     const size_t blk = kp_block(DT);
     const int off = DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 ? Q8_OFF : 0;
+    const int32_t *s_off = a->s_off + (size_t)(DT == DT_Q4_0 ? 0 : DT == DT_Q5_0 ? 1 : 2) * (size_t)(nb * n);
     kf acc[KT_MAX];
 #pragma GCC unroll 8
     for (int t = 0; t < T; t++) acc[t] = kf_zero();
@@ -826,7 +837,7 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
         const int8_t *xb = a->q + (size_t)t0 * a->cols + b * 32;
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
-            const kv isum = dot32(wq, xb + (size_t)t * a->cols, kv_set32(-off * a->s[at + t]), DT);
+            const kv isum = dot32(wq, xb + (size_t)t * a->cols, off ? kv_set32(s_off[at + t]) : kv_zero(), DT);
             acc[t] = kf_fmadd(isum, kf_mul(dw, kf_set1(a->d[at + t])), acc[t]);
             if (has_min32(DT)) acc[t] = kf_fma(kf_half(hd + 2 * KG), kf_set1(a->sd[at + t]), acc[t]);
         }
