@@ -262,6 +262,98 @@ static void test_chat_qwen(void) {
     cJSON_Delete(g);
 }
 
+/* The other families' templates (tools/golden/chat_families_golden.py):
+ * each published chat_template guessed as its template from
+ * tokenizer_config.json, every conversation rendered as transformers'
+ * apply_chat_template renders it, bos written by the template exactly where
+ * the encoder adds none; templates of llama.cpp's tests that share their
+ * markers but render otherwise (later Mistrals, Phi-3, OpenChat) guessed as
+ * none of them. */
+static void test_chat_families(void) {
+    cJSON *g = read_json_file(GOLD "chat_families_golden.json");
+    REQUIRE(g, "%s", err_get());
+    int nf = 0, np = 0;
+    const cJSON *fam;
+    cJSON_ArrayForEach(fam, cJSON_GetObjectItem(g, "families")) {
+        const char *name = cJSON_GetObjectItem(fam, "template")->valuestring,
+                   *model = cJSON_GetObjectItem(fam, "model")->valuestring,
+                   *bos = cJSON_GetObjectItem(fam, "bos_token")->valuestring;
+        ChatTemplate t;
+        REQUIRE(chat_template_parse(name, &t) == 0, "%s: %s", name, err_get());
+        CHECK(!strcmp(chat_template_name(t), name), "%s named %s", name, chat_template_name(t));
+        /* guessed whether its newlines are themselves or jinja escapes:
+         * forms 2 (every newline escaped), 1 (every escape a newline), 0 (as
+         * published) */
+        const char *src = cJSON_GetObjectItem(fam, "chat_template")->valuestring;
+        char *escaped = xmalloc(2 * strlen(src) + 1), *plain = xmalloc(strlen(src) + 1), *e = escaped, *q = plain;
+        for (const char *c = src; *c; c++) {
+            if (*c == '\n') { *e++ = '\\'; *e++ = 'n'; }
+            else *e++ = *c;
+        }
+        for (const char *c = src; *c; c++) {
+            if (c[0] == '\\' && c[1] == 'n') { *q++ = '\n'; c++; }
+            else *q++ = *c;
+        }
+        *e = *q = 0;
+        Tokenizer *tok = NULL;
+        char *d = NULL;
+        for (int form = 2; form >= 0; form--) {
+            cJSON *cfg = cJSON_CreateObject();
+            cJSON_AddStringToObject(cfg, "chat_template", form == 2 ? escaped : form ? plain : src);
+            d = tok_dir(GOLD "sp_bytefallback.json", cfg, NULL);
+            cJSON_Delete(cfg);
+            REQUIRE(d, "temporary checkpoint folder");
+            tok = tokenizer_load(d);
+            REQUIRE(tok, "%s", err_get());
+            char why[256] = "";
+            ChatTemplate guessed = CHAT_NONE;
+            CHECK(chat_template_guess(tok, d, &guessed, why, sizeof why) == 0 && guessed == t,
+                  "%s's template%s guessed as %s (%s)", model, form == 2 ? " (newlines as \\n)" : form ? " (\\n as newlines)" : "",
+                  chat_template_name(guessed), why);
+            if (form) { tokenizer_free(tok); rm_dir(d); }
+        }
+        free(escaped); free(plain);
+        const cJSON *row;
+        cJSON_ArrayForEach(row, cJSON_GetObjectItem(fam, "prompts")) {
+            const char *s, **u, **a;
+            int nu, na;
+            free(render_row(row, t, &s, &u, &nu, &a, &na));
+            char *p = chat_render_tok(tok, t, s, u, a, nu);
+            const char *exp = cJSON_GetObjectItem(row, "prompt")->valuestring;
+            CHECK(!strcmp(p, exp), "%s, %d turns, system %s:\nexpected \"%s\"\n     got \"%s\"", model, nu,
+                  s ? (*s ? "given" : "none") : "default", exp, p);
+            CHECK(chat_add_special(t) == (strncmp(exp, bos, strlen(bos)) != 0), "%s: the template %s bos, add_special %d",
+                  model, strncmp(exp, bos, strlen(bos)) ? "writes no" : "writes its", chat_add_special(t));
+            free(p); free(u); free(a);
+            np++;
+        }
+        tokenizer_free(tok);
+        rm_dir(d);
+        nf++;
+    }
+    CHECK(nf >= 7 && np >= 7 * 20, "only %d templates, %d prompts", nf, np);
+    int nn = 0;
+    cJSON_ArrayForEach(fam, cJSON_GetObjectItem(g, "not_ours")) {
+        cJSON *cfg = cJSON_CreateObject();
+        cJSON_AddStringToObject(cfg, "chat_template", cJSON_GetObjectItem(fam, "chat_template")->valuestring);
+        char *d = tok_dir(GOLD "sp_bytefallback.json", cfg, NULL);
+        REQUIRE(d, "temporary checkpoint folder");
+        Tokenizer *tok = tokenizer_load(d);
+        REQUIRE(tok, "%s", err_get());
+        ChatTemplate t = CHAT_NONE;
+        char why[256] = "";
+        CHECK(chat_template_guess(tok, d, &t, why, sizeof why) == -1, "%s's template guessed as %s (%s)",
+              cJSON_GetObjectItem(fam, "model")->valuestring, chat_template_name(t), why);
+        tokenizer_free(tok);
+        rm_dir(d);
+        cJSON_Delete(cfg);
+        nn++;
+    }
+    CHECK(nn >= 5, "only %d templates that are none of ours", nn);
+    printf("# %d published templates, %d prompts as transformers renders them; %d others not guessed\n", nf, np, nn);
+    cJSON_Delete(g);
+}
+
 static void test_chat_bench_ids(void) {
     if (!file_exists(LLAMA2_MODEL) || !file_exists(SHARED "/benchmarks/mt_bench/question.jsonl")) SKIP("../shared absent");
     cJSON *g = load_zst_json(GOLD "chat_bench_ids.json.zst");
@@ -523,6 +615,7 @@ int main(void) {
     RUN(test_chat_golden_prompts);
     RUN(test_chatml_golden);
     RUN(test_chat_qwen);
+    RUN(test_chat_families);
     RUN(test_chat_bench_ids);
     RUN(test_chat_names);
     RUN(test_chat_guess);

@@ -27,6 +27,17 @@ static const char *VICUNA_SYSTEM =
  * chat_template to read another one from (chat_template_system). */
 static const char *SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
 
+/* The system text deepseek-coder-*-instruct's chat_template writes when the
+ * conversation has none (its trailing newline included). */
+static const char *DEEPSEEK_CODER_SYSTEM =
+    "You are an AI programming assistant, utilizing the Deepseek Coder model, developed by Deepseek Company, and you "
+    "only answer questions related to computer science. For politically sensitive questions, security and privacy "
+    "issues, and other non-computer science questions, you will refuse to answer\n";
+
+/* DeepSeek's bos and eos tokens (fullwidth bars, U+2581 for the spaces) */
+#define DEEPSEEK_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+#define DEEPSEEK_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+
 typedef struct { char *v; size_t n, cap; } SB;
 static void sb_add(SB *b, const char *s) {
     size_t l = strlen(s);
@@ -44,6 +55,10 @@ int chat_template_parse(const char *name, ChatTemplate *out) {
         {"llama-3-instruct", CHAT_LLAMA3}, {"llama-3", CHAT_LLAMA3}, {"llama3", CHAT_LLAMA3}, {"llama3-instruct", CHAT_LLAMA3},
         {"vicuna", CHAT_VICUNA}, {"vicuna_v1.1", CHAT_VICUNA}, {"vicuna-v1.1", CHAT_VICUNA},
         {"chatml", CHAT_CHATML}, {"none", CHAT_NONE}, {"raw", CHAT_NONE},
+        {"llama-3.1", CHAT_LLAMA31}, {"llama3.1", CHAT_LLAMA31}, {"llama-3.1-instruct", CHAT_LLAMA31},
+        {"llama-3.2", CHAT_LLAMA31}, {"llama-3.3", CHAT_LLAMA31},
+        {"mistral", CHAT_MISTRAL}, {"mistral-instruct", CHAT_MISTRAL}, {"zephyr", CHAT_ZEPHYR},
+        {"deepseek-coder", CHAT_DEEPSEEK_CODER}, {"deepseek", CHAT_DEEPSEEK}, {"deepseek-llm", CHAT_DEEPSEEK},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcasecmp(name, names[i].n)) { *out = names[i].t; return 0; }
@@ -57,20 +72,27 @@ const char *chat_template_name(ChatTemplate t) {
     case CHAT_LLAMA3: return "llama-3-instruct";
     case CHAT_VICUNA: return "vicuna";
     case CHAT_CHATML: return "chatml";
+    case CHAT_LLAMA31: return "llama-3.1";
+    case CHAT_MISTRAL: return "mistral";
+    case CHAT_ZEPHYR: return "zephyr";
+    case CHAT_DEEPSEEK_CODER: return "deepseek-coder";
+    case CHAT_DEEPSEEK: return "deepseek";
     default: return "none";
     }
 }
 
 const char *chat_default_system(ChatTemplate t) {
     switch (t) {
-    case CHAT_LLAMA2: case CHAT_LLAMA3: return EAGLE_SYSTEM;
+    case CHAT_LLAMA2: case CHAT_LLAMA3: case CHAT_LLAMA31: return EAGLE_SYSTEM;
+    case CHAT_DEEPSEEK_CODER: return DEEPSEEK_CODER_SYSTEM;
     case CHAT_VICUNA: return VICUNA_SYSTEM;
     case CHAT_CHATML: return SMOLLM2_SYSTEM;
     default: return "";
     }
 }
 
-int chat_add_special(ChatTemplate t) { return t != CHAT_LLAMA3 && t != CHAT_CHATML; }
+/* llama-2, vicuna and zephyr write no bos: the encoder adds it */
+int chat_add_special(ChatTemplate t) { return t == CHAT_NONE || t == CHAT_LLAMA2 || t == CHAT_VICUNA || t == CHAT_ZEPHYR; }
 
 /* The system message a chatml chat_template writes when the conversation
  * has none: the text of a string literal '<|im_start|>system\n TEXT
@@ -130,28 +152,29 @@ static char *lower_dup(const char *s) {
 
 int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplate *out,
                         char *why, size_t whylen) {
+    /* each family by what its published chat_template writes (no newlines:
+     * one template spells them as jinja escapes, another as themselves), the
+     * more particular first (Llama 3.1's header before Llama 3's); a template
+     * none of these matches (a later Mistral's, say) is not guessed at all */
+    static const struct { ChatTemplate t; const char *s1, *s2, *s3; } sig[] = {
+        {CHAT_LLAMA31, "<|start_header_id|>", "Cutting Knowledge Date: December 2023", "Today Date: "},
+        {CHAT_LLAMA3, "<|start_header_id|>", NULL, NULL},
+        {CHAT_LLAMA2, "[INST]", "<<SYS>>", NULL},
+        {CHAT_MISTRAL, "{{ '[INST] ' + message['content'] + ' [/INST]' }}", "{{ message['content'] + eos_token}}", NULL},
+        {CHAT_CHATML, "<|im_start|>", "<|im_end|>", NULL},
+        {CHAT_VICUNA, "USER:", "ASSISTANT:", NULL},
+        {CHAT_ZEPHYR, "{{ '<|user|>", "{{ '<|assistant|>", "{{ '<|assistant|>' }}"},
+        {CHAT_DEEPSEEK_CODER, "{{'### Instruction:", "{{'### Response:", "<|EOT|>"},
+        {CHAT_DEEPSEEK, "{{ 'User: ' + message['content'] + '", "{{ 'Assistant: ' + message['content'] + eos_token }}",
+         "{{ 'Assistant:' }}"},
+    };
     const char *ct = tok ? tokenizer_chat_template(tok) : NULL;
-    if (ct) {
-        if (strstr(ct, "<|start_header_id|>")) {
-            *out = CHAT_LLAMA3;
-            snprintf(why, whylen, "tokenizer_config.json chat_template uses <|start_header_id|>");
-            return 0;
-        }
-        if (strstr(ct, "[INST]") && strstr(ct, "<<SYS>>")) {
-            *out = CHAT_LLAMA2;
-            snprintf(why, whylen, "tokenizer_config.json chat_template uses [INST] and <<SYS>>");
-            return 0;
-        }
-        if (strstr(ct, "<|im_start|>") && strstr(ct, "<|im_end|>")) {
-            *out = CHAT_CHATML;
-            snprintf(why, whylen, "tokenizer_config.json chat_template uses <|im_start|>/<|im_end|>");
-            return 0;
-        }
-        if (strstr(ct, "USER:") && strstr(ct, "ASSISTANT:")) {
-            *out = CHAT_VICUNA;
-            snprintf(why, whylen, "tokenizer_config.json chat_template uses USER:/ASSISTANT:");
-            return 0;
-        }
+    for (size_t i = 0; ct && i < sizeof sig / sizeof *sig; i++) {
+        if (!strstr(ct, sig[i].s1) || (sig[i].s2 && !strstr(ct, sig[i].s2)) || (sig[i].s3 && !strstr(ct, sig[i].s3))) continue;
+        *out = sig[i].t;
+        snprintf(why, whylen, "tokenizer_config.json chat_template writes %s%s%s", sig[i].s1, sig[i].s2 ? " and " : "",
+                 sig[i].s2 ? sig[i].s2 : "");
+        return 0;
     }
     if (tok && (tokenizer_token_to_id(tok, "<|start_header_id|>") >= 0 || tokenizer_token_to_id(tok, "<|eot_id|>") >= 0)) {
         *out = CHAT_LLAMA3;
@@ -291,6 +314,67 @@ char *chat_render(ChatTemplate t, const char *system, const char *const *user,
         sb_add(&b, "<|im_start|>assistant\n");
         break;
     }
+    case CHAT_LLAMA31: {
+        /* the system block always, its header before the (trimmed) system
+         * message; then each message as llama-3's, trimmed */
+        char *c = chat_py_strip(system);
+        sb_add(&b, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                   "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+        sb_add(&b, c);
+        sb_add(&b, "<|eot_id|>");
+        free(c);
+        for (int i = 0; i < n_msg - 1; i++) {
+            c = chat_py_strip(MSG(i) ? MSG(i) : "");
+            sb_add(&b, i % 2 == 0 ? "<|start_header_id|>user<|end_header_id|>\n\n" : "<|start_header_id|>assistant<|end_header_id|>\n\n");
+            sb_add(&b, c);
+            sb_add(&b, "<|eot_id|>");
+            free(c);
+        }
+        sb_add(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    }
+    case CHAT_MISTRAL:
+        /* [INST] user [/INST]answer</s>; a system message opens the first user turn */
+        sb_add(&b, "<s>");
+        for (int i = 0; i < n_msg - 1; i++) {
+            if (i % 2) { sb_add(&b, MSG(i) ? MSG(i) : ""); sb_add(&b, "</s>"); continue; }
+            sb_add(&b, "[INST] ");
+            if (i == 0 && *system) { sb_add(&b, system); sb_add(&b, "\n\n"); }
+            sb_add(&b, MSG(i));
+            sb_add(&b, " [/INST]");
+        }
+        break;
+    case CHAT_ZEPHYR:
+        if (*system) { sb_add(&b, "<|system|>\n"); sb_add(&b, system); sb_add(&b, "</s>\n"); }
+        for (int i = 0; i < n_msg - 1; i++) {
+            sb_add(&b, i % 2 == 0 ? "<|user|>\n" : "<|assistant|>\n");
+            sb_add(&b, MSG(i) ? MSG(i) : "");
+            sb_add(&b, "</s>\n");
+        }
+        sb_add(&b, "<|assistant|>\n");
+        break;
+    case CHAT_DEEPSEEK_CODER:
+        /* the system text as given (the template's default ends in a newline;
+         * one given does not get one) */
+        sb_add(&b, DEEPSEEK_BOS);
+        sb_add(&b, system);
+        for (int i = 0; i < n_msg - 1; i++) {
+            sb_add(&b, i % 2 == 0 ? "### Instruction:\n" : "### Response:\n");
+            sb_add(&b, MSG(i) ? MSG(i) : "");
+            sb_add(&b, i % 2 == 0 ? "\n" : "\n<|EOT|>\n");
+        }
+        sb_add(&b, "### Response:\n");
+        break;
+    case CHAT_DEEPSEEK:
+        sb_add(&b, DEEPSEEK_BOS);
+        if (*system) { sb_add(&b, system); sb_add(&b, "\n\n"); }
+        for (int i = 0; i < n_msg - 1; i++) {
+            sb_add(&b, i % 2 == 0 ? "User: " : "Assistant: ");
+            sb_add(&b, MSG(i) ? MSG(i) : "");
+            sb_add(&b, i % 2 == 0 ? "\n\n" : DEEPSEEK_EOS);
+        }
+        sb_add(&b, "Assistant:");
+        break;
     default:
         for (int i = 0; i < n_user; i++) {
             if (i) sb_add(&b, "\n");
@@ -323,11 +407,12 @@ int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max) {
     int32_t cand[3 + 8];
     for (int i = 0; i < 3 + 8; i++) cand[i] = -1;
     cand[0] = tokenizer_eos_id(tok);
-    if (t == CHAT_LLAMA3) {
+    if (t == CHAT_LLAMA3 || t == CHAT_LLAMA31) {
         cand[1] = tokenizer_token_to_id(tok, "<|eot_id|>");
         cand[2] = tokenizer_token_to_id(tok, "<|end_of_text|>");
     }
     if (t == CHAT_CHATML) cand[1] = tokenizer_token_to_id(tok, "<|im_end|>");
+    if (t == CHAT_DEEPSEEK_CODER) cand[1] = tokenizer_token_to_id(tok, "<|EOT|>");
     const int32_t *gen;
     int ng = tokenizer_generation_eos(tok, &gen);
     for (int i = 0; i < ng && i < 8; i++) cand[3 + i] = gen[i];

@@ -19,6 +19,32 @@
  *                     template: chat_template_system); encoded without adding
  *                     specials (the template writes them).
  *
+ *
+ * and the templates of the other families spec-convert reads, each as
+ * transformers' apply_chat_template renders its published chat_template
+ * (tests/golden/tokenizer/chat_families_golden.json):
+ *   llama-3.1         Llama 3.1 / 3.2 / 3.3 Instruct: a system block that
+ *                     always opens with "Cutting Knowledge Date: December
+ *                     2023\nToday Date: 26 Jul 2024\n\n" (3.2's template
+ *                     writes today's date where the renderer supplies one;
+ *                     this is its fallback, so a run's prompts do not depend
+ *                     on the day), EAGLE's system message; contents trimmed.
+ *   mistral           Mistral-7B-Instruct-v0.2 and Mixtral-8x7B-Instruct:
+ *                     <s>[INST] user [/INST]answer</s>...; the template has
+ *                     no system role, so a system message opens the first
+ *                     user turn, followed by a blank line (as Mistral's later
+ *                     templates place it); none by default.
+ *   zephyr            zephyr-7b-beta and TinyLlama-1.1B-Chat:
+ *                     <|system|>\n...</s>\n<|user|>\n...</s>\n<|assistant|>\n;
+ *                     none by default; encoded with bos (the template writes
+ *                     none; EAGLE's scripts and llama.cpp add it).
+ *   deepseek-coder    deepseek-coder-*-instruct: ### Instruction:\n...\n
+ *                     ### Response:\n...\n<|EOT|>\n, after the model's own
+ *                     default system text.
+ *   deepseek          DeepSeek-LLM chat and DeepSeek-V2: User: ...\n\n
+ *                     Assistant: ...<｜end▁of▁sentence｜>; none by default.
+ * Those that write their bos token are encoded without adding specials.
+ *
  * Multi-turn as in EAGLE: the prompt for turn k holds user turns 1..k and the
  * model's own answers to turns 1..k-1. */
 #ifndef C2T_CHAT_H
@@ -33,14 +59,21 @@ typedef enum {
     CHAT_LLAMA3 = 2,
     CHAT_VICUNA = 3,
     CHAT_CHATML = 4,
+    CHAT_LLAMA31 = 5,
+    CHAT_MISTRAL = 6,
+    CHAT_ZEPHYR = 7,
+    CHAT_DEEPSEEK_CODER = 8,
+    CHAT_DEEPSEEK = 9,
 } ChatTemplate;
 
 /* Accepts llama-2-chat (llama2, llama-2), llama-3-instruct (llama3, llama-3),
- * vicuna (vicuna_v1.1), chatml, none.  Returns 0, or -1 with an error listing the
+ * llama-3.1 (llama-3.2, llama-3.3), vicuna (vicuna_v1.1), chatml, mistral,
+ * zephyr, deepseek-coder, deepseek (deepseek-llm), none.  Returns 0, or -1 with an error listing the
  * names. */
 int chat_template_parse(const char *name, ChatTemplate *out);
 const char *chat_template_name(ChatTemplate t);
-#define CHAT_TEMPLATE_NAMES "llama-2-chat, llama-3-instruct, vicuna, chatml, none"
+#define CHAT_TEMPLATE_NAMES \
+    "llama-2-chat, llama-3-instruct, llama-3.1, vicuna, chatml, mistral, zephyr, deepseek-coder, deepseek, none"
 
 /* Guesses the template of a checkpoint from tokenizer_config.json's
  * chat_template, the special tokens of the vocabulary and the checkpoint's
@@ -49,8 +82,9 @@ const char *chat_template_name(ChatTemplate t);
 int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplate *out,
                         char *why, size_t whylen);
 
-/* EAGLE's system prompt for llama-2/3, fastchat's for vicuna, SmolLM2's for
- * chatml, "" for none: the defaults when there is no tokenizer to ask. */
+/* EAGLE's system prompt for llama-2/3/3.1, fastchat's for vicuna, SmolLM2's
+ * for chatml, DeepSeek-Coder's own text for deepseek-coder, "" for the
+ * others: the defaults when there is no tokenizer to ask. */
 const char *chat_default_system(ChatTemplate t);
 /* The default system prompt of template t for this tokenizer: for chatml,
  * the system message its tokenizer_config chat_template writes when the
@@ -74,8 +108,8 @@ int chat_add_special(ChatTemplate t);
 int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const char *const *user,
                 const char *const *assistant, int n_user, int32_t **ids, size_t *n);
 
-/* Token ids that end the model's answer: eos, <|eot_id|> for llama-3,
- * <|im_end|> for chatml, and generation_config.json's eos_token_id(s)
+/* Token ids that end the model's answer: eos, <|eot_id|> for llama-3 and
+ * 3.1, <|im_end|> for chatml, <|EOT|> for deepseek-coder, and generation_config.json's eos_token_id(s)
  * (Qwen2.5-Instruct: <|im_end|> and <|endoftext|>).
  * Returns how many were written to out (at most max). */
 int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max);
