@@ -156,24 +156,25 @@ int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplat
      * one template spells them as jinja escapes, another as themselves), the
      * more particular first (Llama 3.1's header before Llama 3's); a template
      * none of these matches (a later Mistral's, say) is not guessed at all */
-    static const struct { ChatTemplate t; const char *s1, *s2, *s3; } sig[] = {
-        {CHAT_LLAMA31, "<|start_header_id|>", "Cutting Knowledge Date: December 2023", "Today Date: "},
-        {CHAT_LLAMA3, "<|start_header_id|>", NULL, NULL},
-        {CHAT_LLAMA2, "[INST]", "<<SYS>>", NULL},
-        {CHAT_MISTRAL, "{{ '[INST] ' + message['content'] + ' [/INST]' }}", "{{ message['content'] + eos_token}}", NULL},
-        {CHAT_CHATML, "<|im_start|>", "<|im_end|>", NULL},
-        {CHAT_VICUNA, "USER:", "ASSISTANT:", NULL},
-        {CHAT_ZEPHYR, "{{ '<|user|>", "{{ '<|assistant|>", "{{ '<|assistant|>' }}"},
-        {CHAT_DEEPSEEK_CODER, "{{'### Instruction:", "{{'### Response:", "<|EOT|>"},
+    static const struct { ChatTemplate t; const char *s1, *s2, *s3, *what; } sig[] = {
+        {CHAT_LLAMA31, "<|start_header_id|>", "Cutting Knowledge Date: December 2023", "Today Date: ",
+         "is Llama 3.1's (its system block's knowledge date)"},
+        {CHAT_LLAMA3, "<|start_header_id|>", NULL, NULL, "uses <|start_header_id|>"},
+        {CHAT_LLAMA2, "[INST]", "<<SYS>>", NULL, "uses [INST] and <<SYS>>"},
+        {CHAT_MISTRAL, "{{ '[INST] ' + message['content'] + ' [/INST]' }}", "{{ message['content'] + eos_token}}", NULL,
+         "is Mistral-7B-Instruct-v0.2's"},
+        {CHAT_CHATML, "<|im_start|>", "<|im_end|>", NULL, "uses <|im_start|>/<|im_end|>"},
+        {CHAT_VICUNA, "USER:", "ASSISTANT:", NULL, "uses USER:/ASSISTANT:"},
+        {CHAT_ZEPHYR, "{{ '<|user|>", "{{ '<|assistant|>", "{{ '<|assistant|>' }}", "is zephyr's (TinyLlama-Chat's)"},
+        {CHAT_DEEPSEEK_CODER, "{{'### Instruction:", "{{'### Response:", "<|EOT|>", "is DeepSeek-Coder-Instruct's"},
         {CHAT_DEEPSEEK, "{{ 'User: ' + message['content'] + '", "{{ 'Assistant: ' + message['content'] + eos_token }}",
-         "{{ 'Assistant:' }}"},
+         "{{ 'Assistant:' }}", "is DeepSeek-LLM chat's"},
     };
     const char *ct = tok ? tokenizer_chat_template(tok) : NULL;
     for (size_t i = 0; ct && i < sizeof sig / sizeof *sig; i++) {
         if (!strstr(ct, sig[i].s1) || (sig[i].s2 && !strstr(ct, sig[i].s2)) || (sig[i].s3 && !strstr(ct, sig[i].s3))) continue;
         *out = sig[i].t;
-        snprintf(why, whylen, "tokenizer_config.json chat_template writes %s%s%s", sig[i].s1, sig[i].s2 ? " and " : "",
-                 sig[i].s2 ? sig[i].s2 : "");
+        snprintf(why, whylen, "tokenizer_config.json chat_template %s", sig[i].what);
         return 0;
     }
     if (tok && (tokenizer_token_to_id(tok, "<|start_header_id|>") >= 0 || tokenizer_token_to_id(tok, "<|eot_id|>") >= 0)) {
