@@ -3,7 +3,8 @@
  * the `ar` baseline in miniature, and the steps' logit gaps for exactness
  * studies); with --draft (or --policy, or --temperature) it decodes with a
  * policy through a session, as spec-eval's turns do, each cycle's tokens
- * printed as they are committed. */
+ * printed as they are committed.  --chat holds a conversation read from
+ * standard input through that session, turn after turn. */
 #include "infer/cli.h"
 #include "infer/model/generate.h"
 #include "infer/text/chat.h"
@@ -13,12 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *prog = "spec-generate";
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT) [--draft DIR] [options]\n"
+        "usage: spec-generate --target DIR (--ids 1,2,3 | --prompt TEXT | --chat) [--draft DIR] [options]\n"
         "One prompt's answer, streamed as text: greedy with the target alone, or speculative with\n"
         "--draft (a policy's trees verified by the target: at --temperature 0 the same tokens as\n"
         "the target alone with the same options) and a summary line on stderr (tokens, cycles, tau,\n"
@@ -29,6 +31,12 @@ static void usage(FILE *f) {
         "                         plain text with --template none; the answer is streamed as text\n"
         "  --prompt-file PATH     --prompt's text read from a file, every byte as it is (a final\n"
         "                         newline too); - reads standard input\n"
+        "  --chat                 a conversation: each line of standard input a user turn (a line\n"
+        "                         ending in \\ goes on into the next), its answer streamed, every\n"
+        "                         turn's prompt the whole conversation in the chat template with\n"
+        "                         the model's earlier answers, as spec-eval's later turns; ends at\n"
+        "                         end of input (with or without --draft; --print-ids: each turn's\n"
+        "                         ids after its text)\n"
         "  --max-new-tokens N     tokens to generate (default 256); stops early at eos\n"
         "  --max-ctx N            KV cache slots (default: prompt + new tokens; speculative: new\n"
         "                         tokens + 4096)\n"
@@ -72,6 +80,7 @@ typedef struct {
     char *prompt_read;   /* --prompt-file's text (prompt_text points at it) */
     int print_ids, print_gaps, force;
     int policy_given;    /* --policy on the command line */
+    int chat;            /* --chat: turns from standard input */
 } GenArgs;
 
 /* Whether the answer is decoded with a policy (a session) rather than by
@@ -81,7 +90,7 @@ static int speculative(const GenArgs *a) {
 }
 
 static void parse_args(int argc, char **argv, GenArgs *a) {
-    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PROMPT_FILE, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE };
+    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PROMPT_FILE, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE, O_CHAT };
     static const struct option opts[] = {
         {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},
         {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"draft-temperature", 1, 0, CLI_DRAFT_TEMP},
@@ -89,7 +98,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         {"device", 1, 0, CLI_DEVICE}, {"max-new-tokens", 1, 0, CLI_MAX_NEW}, {"max-ctx", 1, 0, CLI_MAX_CTX},
         CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS, CLI_DECODE_OPTIONS,
         {"model", 1, 0, O_MODEL}, {"ctx", 1, 0, O_CTX}, {"ids", 1, 0, O_IDS}, {"prompt", 1, 0, O_PROMPT},
-        {"prompt-file", 1, 0, O_PROMPT_FILE},
+        {"prompt-file", 1, 0, O_PROMPT_FILE}, {"chat", 0, 0, O_CHAT},
         {"print-ids", 0, 0, O_PRINT_IDS}, {"print-gaps", 0, 0, O_PRINT_GAPS}, {"force", 0, 0, O_FORCE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
@@ -115,13 +124,16 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         case O_PRINT_IDS: a->print_ids = 1; break;
         case O_PRINT_GAPS: a->print_gaps = 1; break;
         case O_FORCE: a->force = 1; break;
+        case O_CHAT: a->chat = 1; break;
         case 'h': usage(stdout); exit(0);
         default: cli_unknown_option(prog, argv[optind - 1]);
         }
     }
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!a->cfg.target_dir) die(prog, "--target is required (see --help)");
-    if (!prompts) die(prog, "give a prompt with --ids, --prompt or --prompt-file");
+    if (a->chat && prompts) die(prog, "--chat reads its turns from standard input: not with --ids, --prompt or --prompt-file");
+    if (a->chat && a->print_gaps) die(prog, "--print-gaps: the target alone's greedy steps for one prompt; not with --chat");
+    if (!prompts && !a->chat) die(prog, "give a prompt with --ids, --prompt or --prompt-file, or --chat");
     if (prompts > 1) die(prog, "give one prompt: --ids, --prompt or --prompt-file, not two");
     if (prompt_file) {
         const char *path = strcmp(prompt_file, "-") ? prompt_file : "/dev/stdin";
@@ -166,7 +178,7 @@ typedef struct {
 
 static void text_begin(TextOut *o, const GenArgs *a, const Tokenizer *tok, ChatTemplate tmpl) {
     o->printed = 0;
-    o->ts = a->prompt_text ? tokenizer_stream_new(tok, 1) : NULL;
+    o->ts = a->prompt_text || a->chat ? tokenizer_stream_new(tok, 1) : NULL;
     if (o->ts && tmpl == CHAT_NONE) fputs(a->prompt_text, stdout);
 }
 
@@ -269,9 +281,16 @@ static int stream_cycle_end(Observer *o, Decoder *dec, const CycleReport *r) {
 }
 static void stream_destroy(Observer *o) { free(o); }
 
-/* With a policy: the session's target, draft and defaults, as one turn of
- * spec-eval decodes. */
-static void generate_with_policy(GenArgs *a) {
+/* A policy's run: the session's target, draft and defaults, its decoder
+ * with the watcher that streams each turn's text. */
+typedef struct {
+    Session s;
+    Policy *policy;
+    Decoder *dec;
+    TextOut text;
+} PolicyRun;
+
+static void run_open(GenArgs *a, PolicyRun *r) {
     SessionConfig *cfg = &a->cfg;
     if (!cfg->max_ctx) cfg->max_ctx = cfg->max_new + 4096;
     if (a->ids_arg && !cfg->template_name) cfg->template_name = "none";   /* the ids are the whole prompt */
@@ -284,49 +303,127 @@ static void generate_with_policy(GenArgs *a) {
         if (needs) die(prog, "policy %s needs --draft", cfg->prm.name);
         die(prog, "policy %s decodes without a draft: drop --draft", cfg->prm.name);
     }
-    Session s;
-    if (session_open(&s, cfg, prog)) die_err(prog);
-    policy = cli_default_sizes(prog, policy, cfg, &s);
-    cli_check_classifier(prog, policy, &s, a->force);
-    int *prompt, n_prompt = prompt_ids(a, s.tok, s.tmpl, &prompt);
-    check_vocab(prompt, n_prompt, s.target->cfg.vocab);
-    if (n_prompt + cfg->max_new + 1 > s.slots)
-        die(prog, "the prompt's %d tokens + %d new exceed the context (%d); raise --max-ctx", n_prompt, cfg->max_new,
-            s.slots);
-    Decoder *dec = session_decoder(&s, policy);
-    if (!dec) die_err(prog);
-    TextOut text;
-    text_begin(&text, a, s.tok, s.tmpl);
+    if (session_open(&r->s, cfg, prog)) die_err(prog);
+    r->policy = cli_default_sizes(prog, policy, cfg, &r->s);
+    cli_check_classifier(prog, r->policy, &r->s, a->force);
+    if (!(r->dec = session_decoder(&r->s, r->policy))) die_err(prog);
     StreamWatch *w = xcalloc(1, sizeof *w);
     w->base = (Observer){.name = "stream", .turn_begin = stream_turn_begin, .cycle_end = stream_cycle_end,
                          .destroy = stream_destroy};
-    w->text = &text;
-    decoder_watch(dec, &w->base);
-    int *out = xmalloc(sizeof(int) * (cfg->max_new + 1));
+    w->text = &r->text;
+    decoder_watch(r->dec, &w->base);
+}
+
+/* One answer to prompt, streamed, with its summary line on stderr; its ids
+ * into out (max_new + 1 of them), their count returned. */
+static int run_turn(GenArgs *a, PolicyRun *r, const int *prompt, int n_prompt, int *out) {
+    const SessionConfig *cfg = &a->cfg;
+    check_vocab(prompt, n_prompt, r->s.target->cfg.vocab);
+    if (n_prompt + cfg->max_new + 1 > r->s.slots)
+        die(prog, "the prompt's %d tokens + %d new exceed the context (%d); raise --max-ctx", n_prompt, cfg->max_new,
+            r->s.slots);
+    text_begin(&r->text, a, r->s.tok, r->s.tmpl);
     DecodeStats st;
-    int n = decoder_run(dec, prompt, n_prompt, cfg->max_new, out, &st);
+    int n = decoder_run(r->dec, prompt, n_prompt, cfg->max_new, out, &st);
     if (n < 0) die_err(prog);
-    if (backend_failure(s.target->be)) die(prog, "%s backend failed: %s", s.target->be->name, backend_failure(s.target->be));
-    text_end(&text, s.tok, s.tmpl, out, n);
+    const Backend *be = r->s.target->be;
+    if (backend_failure(be)) die(prog, "%s backend failed: %s", be->name, backend_failure(be));
+    text_end(&r->text, r->s.tok, r->s.tmpl, out, n);
     if (a->print_ids) print_json_ids(out, n);
     const double secs = stage_decode_s(&st.t);
-    fprintf(stderr, "%s: %s: %d tokens", prog, policy->name, n);
-    if (policy->needs_draft) fprintf(stderr, ", %lld cycles, tau %.2f, gamma %lld", (long long)st.cycles, decode_stats_tau(&st),
-                           (long long)st.gamma);
+    fprintf(stderr, "%s: %s: %d tokens", prog, r->policy->name, n);
+    if (r->policy->needs_draft)
+        fprintf(stderr, ", %lld cycles, tau %.2f, gamma %lld", (long long)st.cycles, decode_stats_tau(&st), (long long)st.gamma);
     fprintf(stderr, "; %.1f tok/s after a %.2f s prefill", secs > 0 ? n / secs : 0, st.t.prefill);
     if (st.t.calibrate > 0) fprintf(stderr, " (calibration %.2f s left out)", st.t.calibrate);
     fputs("\n", stderr);
+    return n;
+}
+
+static void run_close(PolicyRun *r) {
+    decoder_free(r->dec);
+    policy_free(r->policy);
+    session_close(&r->s);
+}
+
+/* With a policy: one prompt, as one turn of spec-eval decodes. */
+static void generate_with_policy(GenArgs *a) {
+    PolicyRun r;
+    run_open(a, &r);
+    int *prompt, n_prompt = prompt_ids(a, r.s.tok, r.s.tmpl, &prompt);
+    int *out = xmalloc(sizeof(int) * (a->cfg.max_new + 1));
+    run_turn(a, &r, prompt, n_prompt, out);
     free(out);
     free(prompt);
-    decoder_free(dec);
-    policy_free(policy);
-    session_close(&s);
+    run_close(&r);
+}
+
+/* The next user turn from f: a line without its newline, a line ending in
+ * a backslash joined to the next by a newline; blank turns skipped.  NULL
+ * at the end of input (a turn cut off by it still counts). */
+static char *read_turn(FILE *f, int prompt_tty) {
+    char *turn = NULL, *line = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (prompt_tty) fputs(turn ? "... " : "> ", stderr);
+        ssize_t n = getline(&line, &cap, f);
+        if (n < 0) break;
+        if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
+        const int more = n > 0 && line[n - 1] == '\\';
+        if (more) line[--n] = 0;
+        turn = xrealloc(turn, len + (size_t)n + 2);
+        memcpy(turn + len, line, (size_t)n);
+        len += (size_t)n;
+        if (more) { turn[len++] = '\n'; turn[len] = 0; continue; }
+        turn[len] = 0;
+        if (strspn(turn, " \t\r\n") == len) { len = 0; continue; }   /* blank: not a turn */
+        break;
+    }
+    free(line);
+    if (turn && strspn(turn, " \t\r\n") == len) { free(turn); turn = NULL; }
+    return turn;
+}
+
+/* --chat: each turn's prompt is the whole conversation in the template,
+ * the model's earlier answers as spec-eval's later turns hold them (one
+ * question of spec-eval's, its turns as they come: session_prompt,
+ * session_answer), decoded from its start. */
+static void generate_chat(GenArgs *a) {
+    PolicyRun r;
+    run_open(a, &r);
+    if (r.s.tmpl == CHAT_NONE) {
+        run_close(&r);
+        die(prog, "--chat: a conversation needs a chat template (%s has none recognised; give --template)",
+            a->cfg.target_dir);
+    }
+    int *out = xmalloc(sizeof(int) * (a->cfg.max_new + 1));
+    Question q = {.id = "chat"};
+    const char **answer = NULL;
+    const int tty = isatty(0) && isatty(2);
+    for (char *turn; (turn = read_turn(stdin, tty)); q.n_turns++) {
+        q.turns = xrealloc(q.turns, sizeof(char *) * (size_t)(q.n_turns + 1));
+        answer = xrealloc(answer, sizeof(char *) * (size_t)(q.n_turns + 1));
+        q.turns[q.n_turns] = turn;
+        int32_t *ids;
+        size_t n_ids;
+        if (session_prompt(&r.s, &q, answer, q.n_turns, &ids, &n_ids)) die_err(prog);
+        int *prompt = xmalloc(sizeof(int) * n_ids);
+        for (size_t i = 0; i < n_ids; i++) prompt[i] = ids[i];
+        free(ids);
+        answer[q.n_turns] = session_answer(&r.s, out, run_turn(a, &r, prompt, (int)n_ids, out));
+        free(prompt);
+        if (tty) fputs("\n", stdout);
+    }
+    for (int i = 0; i < q.n_turns; i++) { free(q.turns[i]); free((char *)answer[i]); }
+    free(q.turns); free(answer); free(out);
+    run_close(&r);
 }
 
 int main(int argc, char **argv) {
     GenArgs a = {0};
     parse_args(argc, argv, &a);
-    if (speculative(&a)) generate_with_policy(&a);
+    if (a.chat) generate_chat(&a);
+    else if (speculative(&a)) generate_with_policy(&a);
     else generate_alone(&a);
     free(a.prompt_read);
     return 0;

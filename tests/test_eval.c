@@ -554,6 +554,77 @@ static cJSON *ids_by_turn(const char *path, int *n_turns) {
     return map;
 }
 
+/* The JSON id arrays among a command's stdout lines, in order, one per
+ * line ("[1,2,3]": a line of digits and commas in brackets). */
+static int id_lines(const char *text, char lines[][512], int max) {
+    int n = 0;
+    for (const char *p = text; *p && n < max;) {
+        const char *e = strchr(p, '\n');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len >= 2 && len < 512 && p[0] == '[' && p[len - 1] == ']' && strspn(p + 1, "0123456789,") == len - 2) {
+            memcpy(lines[n], p, len);
+            lines[n++][len] = 0;
+        }
+        p += len + (e != NULL);
+    }
+    return n;
+}
+
+/* spec-generate --chat: a conversation on standard input is one question
+ * of spec-eval's, turn after turn: each turn's ids equal spec-eval's
+ * output_ids for that question (its later turn's prompt holding the
+ * model's first answer), with the target alone and with a draft LM under
+ * chain; a line ending in a backslash goes on into the next; no template,
+ * a prompt beside it or --print-gaps is one line. */
+static void test_generate_chat(void) {
+    char err[4096], cmd[1024], dir[] = "/tmp/c2t_chatXXXXXX", qfile[128], report[128];
+    REQUIRE(mkdtemp(dir), "mkdtemp");
+    snprintf(qfile, sizeof qfile, "%s/q.jsonl", dir);
+    snprintf(report, sizeof report, "%s/r.json", dir);
+    write_file(qfile, "{\"question_id\": 7, \"category\": \"chat\", \"turns\": [\"def add(a, b):\", \"class Stack:\\n  pass\"]}\n");
+    const char *opts = "--target data/demo/target --template chatml --device cpu --kv-dtype f32 --cost-cache none "
+                       "--max-new-tokens 12";
+    static const char *const policies[] = {"--policy ar", "--policy chain --draft data/demo/draft --draft-kind lm --draft-len 3"};
+    int rc;
+    for (int i = 0; i < 2; i++) {
+        rc = run_cmd(err, sizeof err, "%s/spec-eval %s %s --no-baseline --questions %s --json %s", bin_dir(), opts,
+                     policies[i], qfile, report);
+        REQUIRE(rc == 0, "spec-eval %s: %s", policies[i], err);
+        int n_turns;
+        cJSON *want = ids_by_turn(report, &n_turns);
+        REQUIRE(n_turns == 2, "spec-eval %s: %d turns", policies[i], n_turns);
+        snprintf(cmd, sizeof cmd, "printf 'def add(a, b):\\n\\nclass Stack:\\\\\\n  pass\\n' | %s/spec-generate %s %s --chat --print-ids",
+                 bin_dir(), opts, policies[i]);
+        char *out = run_stdout(&rc, err, sizeof err, cmd), got[4][512];
+        const int n = id_lines(out, got, 4);
+        CHECK(rc == 0 && n == 2, "--chat %s: rc %d, %d id lines in %s (%s)", policies[i], rc, n, out, err);
+        CHECK(n < 2 || strcmp(got[0], got[1]), "--chat %s: both turns answered %s (the test cannot tell them apart)",
+              policies[i], got[0]);
+        for (int t = 0; t < 2 && n == 2; t++) {
+            char key[16];
+            snprintf(key, sizeof key, "7/%d", t + 1);   /* spec-eval's turns count from 1 */
+            const cJSON *w = cJSON_GetObjectItem(want, key);
+            CHECK(w && !strcmp(w->valuestring, got[t]), "--chat %s, turn %d: %s, spec-eval's %s", policies[i], t + 1, got[t],
+                  w ? w->valuestring : "(none)");
+        }
+        free(out);
+        cJSON_Delete(want);
+    }
+    unlink(qfile); unlink(report); rmdir(dir);
+    static const char *const bad[][2] = {
+        {"--chat --prompt hi", "not with"},
+        {"--chat --template none", "chat template"},
+        {"--chat --print-gaps", "--print-gaps"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = run_cmd(err, sizeof err, "echo hi | %s/spec-generate --target tests/ckpt/tiny_chat --device cpu --max-new-tokens 4 %s",
+                     bin_dir(), bad[i][0]);
+        CHECK_ONE_LINE_ERROR(rc, err, bad[i][1]);
+    }
+    rc = run_cmd(err, sizeof err, "%s/spec-generate %s --chat < /dev/null", bin_dir(), opts);
+    CHECK(rc == 0, "--chat on an empty input: rc %d, %s", rc, err);
+}
+
 /* --batch N: lossless for every policy; every question decoded exactly
  * once, each turn's tokens those of decoding it alone (continuous and
  * static batches); a prompt that cannot fit the cache is one line. */
@@ -1470,6 +1541,7 @@ int main(void) {
     RUN(test_draft_temperature);
     RUN(test_generate_with_draft);
     RUN(test_generate_prompt_file);
+    RUN(test_generate_chat);
     unlink(qfile);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", cache_home);
