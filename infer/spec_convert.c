@@ -47,7 +47,8 @@ static void usage(FILE *f) {
 "  --dtype D     bf16 (default) or f16 (both rounded to nearest even), f32 (the exact\n"
 "                dequantised values), or keep: every tensor as the GGUF stores it, the\n"
 "                quantized ones in their blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,\n"
-"                Q6_K), which the runtime computes with in place (docs/models.md); or\n"
+"                Q6_K; Q3_K as the Q6_K blocks of its exact values), which the runtime\n"
+"                computes with in place (docs/models.md); or\n"
 "                q4_0: every matrix (embeddings and LM head too) in Q4_0 blocks of its\n"
 "                dequantised values (4.5 bits a weight, as llama.cpp's quantize writes\n"
 "                them), norms and biases F32: a cheaper draft step for a draft LM\n"
@@ -218,11 +219,11 @@ static Vals load(const Gguf *g, const char *name, int64_t rows, int64_t cols, in
         die(prog, "tensor %s: shape [%lld, %lld], expected [%lld, %lld]", name, (long long)t->ne[1],
             (long long)t->ne[0], (long long)want1, (long long)want0);
     const DType st = gguf_tensor_dtype(t);
-    if (keep && st != DT_COUNT) {
+    if (keep && st != DT_COUNT) {   /* its blocks (a Q3_K tensor's as Q6_K: gguf_tensor_dtype) */
         int64_t rb = quant_row_bytes(st, want0);
-        if (rb < 0 || (uint64_t)(rb * want1) != t->bytes) die(prog, "tensor %s: %s", name, rb < 0 ? err_get() : "size");
-        void *v = xmalloc((size_t)t->bytes);
-        memcpy(v, gguf_tensor_data(g, t), (size_t)t->bytes);
+        if (rb < 0) die(prog, "tensor %s: %s", name, err_get());
+        void *v = xmalloc((size_t)(rb * want1));
+        if (gguf_tensor_blocks(g, t, v)) die(prog, "%s", err_get());
         need_finite(name, st, v, want0 * want1, cols, " in the GGUF (weights must be finite numbers)");
         return (Vals){v, st, (size_t)rb};
     }

@@ -71,7 +71,7 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
         {"f32", GGML_F32, 64, 3},      {"f16", GGML_F16, 32, 2},      {"q8_0", GGML_Q8_0, 64, 4},
         {"q4_1", GGML_Q4_1, 96, 2},    {"q4_0", GGML_Q4_0, 128, 3},   {"q5_0", GGML_Q5_0, 128, 3},
         {"q5_1", GGML_Q5_1, 128, 3},   {"q4_k", GGML_Q4_K, 1536, 2},  {"q5_k", GGML_Q5_K, 1536, 2},
-        {"q6_k", GGML_Q6_K, 1536, 2}};
+        {"q6_k", GGML_Q6_K, 1536, 2},  {"q3_k", GGML_Q3_K, 1536, 2}};
     const int nwant = (int)(sizeof want / sizeof *want);
     REQUIRE(gguf_n_tensors(g) == nwant, "%d tensors", gguf_n_tensors(g));
     size_t at = 0;
@@ -92,6 +92,46 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
     }
     CHECK(at == nexp, "expected file holds %zu values, tensors %zu", nexp, at);
     free(exp);
+    gguf_close(g);
+}
+
+/* A Q3_K tensor is read as the Q6_K blocks of its values: its blocks
+ * (gguf_tensor_blocks) dequantised as Q6_K give gguf.quants.dequantize's
+ * values bit for bit, with the same d and every integer in [28, 35]
+ * (q + 28 for q = 0..7); the other types' blocks are their bytes. */
+static void test_q3_k_read_as_q6_k(void) {
+    Gguf *g = gguf_open(GOLD "small.gguf");
+    REQUIRE(g, "%s", err_get());
+    size_t nexp = 0;
+    float *exp = (float *)read_text_file(GOLD "small.expected.f32", &nexp);
+    REQUIRE(exp, "%s", err_get());
+    const GgufTensor *t = gguf_find_tensor(g, "q3_k");
+    REQUIRE(t && gguf_tensor_dtype(t) == DT_Q6_K, "q3_k is read as Q6_K");
+    const int64_t n = t->ne[0] * t->ne[1], nb = n / 256;
+    CHECK(t->bytes == (uint64_t)nb * QUANT_Q3_K_BYTES, "stored as %llu bytes", (unsigned long long)t->bytes);
+    REQUIRE((size_t)n <= nexp / 4, "expected values");
+    const float *want = exp + nexp / 4 - (size_t)n;   /* the last tensor of the file */
+    uint8_t *q6 = malloc((size_t)nb * quant_block_bytes(DT_Q6_K));
+    float *v = malloc(sizeof(float) * (size_t)n);
+    REQUIRE(gguf_tensor_blocks(g, t, q6) == 0 && quant_dequant_row(DT_Q6_K, q6, v, n) == 0, "%s", err_get());
+    size_t diff = 0, out_of_range = 0, d_moved = 0;
+    for (int64_t i = 0; i < n; i++) diff += memcmp(&v[i], &want[i], 4) != 0;
+    const uint8_t *q3 = gguf_tensor_data(g, t);
+    for (int64_t b = 0; b < nb; b++) {
+        QuantBlock qb;
+        quant_unpack(DT_Q6_K, q6 + b * quant_block_bytes(DT_Q6_K), &qb);
+        for (int e = 0; e < 256; e++) out_of_range += qb.q[e] < 28 || qb.q[e] > 35;
+        d_moved += memcmp(q6 + b * quant_block_bytes(DT_Q6_K) + 208, q3 + b * QUANT_Q3_K_BYTES + 108, 2) != 0;
+    }
+    CHECK(diff == 0, "q3_k as Q6_K: %zu of %lld values differ from gguf.quants.dequantize", diff, (long long)n);
+    CHECK(out_of_range == 0 && d_moved == 0, "q3_k as Q6_K: %zu integers outside [28, 35], %zu scales d changed",
+          out_of_range, d_moved);
+    const GgufTensor *k = gguf_find_tensor(g, "q4_k");
+    uint8_t *kb = malloc((size_t)k->bytes);
+    REQUIRE(gguf_tensor_blocks(g, k, kb) == 0, "%s", err_get());
+    CHECK(!memcmp(kb, gguf_tensor_data(g, k), (size_t)k->bytes), "q4_k's blocks are not its bytes");
+    printf("# q3_k: %lld values as Q6_K blocks, %zu differ from gguf-py's\n", (long long)n, diff);
+    free(kb); free(q6); free(v); free(exp);
     gguf_close(g);
 }
 
@@ -447,6 +487,7 @@ static void test_types_not_read_are_refused_by_name(void) {
 int main(void) {
     RUN(test_metadata);
     RUN(test_tensors_equal_llamacpp_dequantisation);
+    RUN(test_q3_k_read_as_q6_k);
     RUN(test_f16_conversion_rounds_as_the_compiler);
     RUN(test_q4_0_quantisation_equals_gguf);
     RUN(test_hostile_copies);

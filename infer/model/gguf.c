@@ -144,6 +144,7 @@ static DType read_type(int type) {
     case GGML_Q5_0: return DT_Q5_0;
     case GGML_Q5_1: return DT_Q5_1;
     case GGML_Q8_0: return DT_Q8_0;
+    case GGML_Q3_K: return DT_Q6_K;   /* read as (quant_q3_k_as_q6_k) */
     case GGML_Q4_K: return DT_Q4_K;
     case GGML_Q5_K: return DT_Q5_K;
     case GGML_Q6_K: return DT_Q6_K;
@@ -153,10 +154,11 @@ static DType read_type(int type) {
 
 DType gguf_tensor_dtype(const GgufTensor *t) { return read_type(t->type); }
 
-/* bytes of a tensor of n elements (whole blocks), or 0 for a type we do not read */
+/* bytes of a tensor of n elements (whole blocks) as stored, or 0 for a type we do not read */
 static uint64_t tensor_bytes(int type, uint64_t n) {
     const DType t = read_type(type);
-    return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * (uint64_t)quant_block_bytes(t);
+    const uint64_t block = type == GGML_Q3_K ? QUANT_Q3_K_BYTES : quant_block_bytes(t);
+    return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * block;
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
@@ -404,16 +406,45 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out) {
 
 const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t) { return g->data + t->offset; }
 
-int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out) {
+static int unread_type(const Gguf *g, const GgufTensor *t) {
+    err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, "
+            "Q5_K and Q6_K are)", g->path, t->name, t->type, gguf_type_name(t->type));
+    return -1;
+}
+
+static uint64_t tensor_elems(const GgufTensor *t) {
     uint64_t n = 1;
     for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d];
+    return n;
+}
+
+int gguf_tensor_blocks(const Gguf *g, const GgufTensor *t, void *out) {
     const DType dt = read_type(t->type);
-    if (dt == DT_COUNT) {
-        err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, "
-                "Q5_K and Q6_K are)", g->path, t->name, t->type, gguf_type_name(t->type));
-        return -1;
+    if (dt == DT_COUNT) return unread_type(g, t);
+    if (t->type != GGML_Q3_K) {
+        memcpy(out, g->data + t->offset, (size_t)t->bytes);
+        return 0;
     }
-    if (quant_dequant_row(dt, g->data + t->offset, out, (int64_t)n)) {
+    const uint64_t blocks = tensor_elems(t) / 256;
+    for (uint64_t b = 0; b < blocks; b++)
+        quant_q3_k_as_q6_k(g->data + t->offset + b * QUANT_Q3_K_BYTES, (uint8_t *)out + b * quant_block_bytes(DT_Q6_K));
+    return 0;
+}
+
+int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out) {
+    const uint64_t n = tensor_elems(t);
+    const DType dt = read_type(t->type);
+    if (dt == DT_COUNT) return unread_type(g, t);
+    const void *blocks = g->data + t->offset;
+    void *read = NULL;
+    if (t->type == GGML_Q3_K) {
+        read = xmalloc((size_t)(n / 256) * quant_block_bytes(DT_Q6_K));
+        gguf_tensor_blocks(g, t, read);
+        blocks = read;
+    }
+    const int rc = quant_dequant_row(dt, blocks, out, (int64_t)n);
+    free(read);
+    if (rc) {
         err_set("%s: tensor %s: %s", g->path, t->name, err_get());
         return -1;
     }

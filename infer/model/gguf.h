@@ -29,7 +29,7 @@ enum {
 /* tensor types this reader dequantises (ggml_type numbers) */
 enum {
     GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8,
-    GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14
+    GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14
 };
 
 typedef struct {
@@ -76,11 +76,17 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out);
 
 /* ggml's name of a tensor type ("Q4_K"), or "unknown". */
 const char *gguf_type_name(int type);
-/* The tensor's type as the kernels' DType (F32, F16 or a block type,
- * kernels/base/quant.h), or DT_COUNT for a type this reader does not read. */
+/* The kernels' DType the tensor is read as (F32, F16 or a block type,
+ * kernels/base/quant.h): its own type, or for Q3_K Q6_K, which holds every
+ * Q3_K block's values exactly (quant_q3_k_as_q6_k); DT_COUNT for a type
+ * this reader does not read. */
 DType gguf_tensor_dtype(const GgufTensor *t);
 /* The tensor's bytes as stored (its blocks), inside the file's mapping. */
 const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t);
+/* The tensor's blocks in gguf_tensor_dtype's layout into out (as stored;
+ * Q3_K rewritten as Q6_K); -1 with a one-line error for a type this reader
+ * does not read. */
+int gguf_tensor_blocks(const Gguf *g, const GgufTensor *t, void *out);
 /* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with a one-line
  * error naming the file, the tensor and its type for a type this reader does
  * not dequantise. */

@@ -319,3 +319,20 @@ int quant_q4_0_row(const float *x, int64_t n, void *out) {
     }
     return 0;
 }
+
+void quant_q3_k_as_q6_k(const void *q3, void *q6) {
+    const uint8_t *hmask = q3, *qs = hmask + 32, *sc = qs + 64;
+    uint8_t *ql = q6, *qh = ql + 128, *scales = qh + 64;
+    memset(q6, 0, 208);
+    for (int i = 0; i < 16; i++) {   /* 4 low bits in bytes 0-7 (low nibbles 0-7, high 8-15), 2 high in 8-11 */
+        const int lo = i < 8 ? sc[i] & 0x0F : sc[i - 8] >> 4, hi = sc[8 + i % 4] >> (2 * (i / 4)) & 3;
+        scales[i] = (uint8_t)(int8_t)((lo | hi << 4) - 32);
+    }
+    for (int e = 0; e < 256; e++) {
+        const int h = e / 128, j = e % 128 / 32, l = e % 32;   /* Q3_K: e = 128h + 32j + l */
+        const int q = (qs[32 * h + l] >> (2 * j) & 3) | (hmask[l] >> (4 * h + j) & 1) << 2, v = q + 28;
+        ql[64 * h + 32 * (j & 1) + l] |= (uint8_t)((v & 0x0F) << (4 * (j >> 1)));   /* Q6_K: k = j */
+        qh[32 * h + l] |= (uint8_t)((v >> 4) << (2 * j));
+    }
+    memcpy((uint8_t *)q6 + 208, sc + 12, 2);   /* d */
+}

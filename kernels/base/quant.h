@@ -83,4 +83,15 @@ void quant_q8_row(const float *x, int64_t n, int block, int8_t *q, float *d, int
  * min(15, trunc(x[j] * (1/d) + 8.5)) in F32 (1/d taken as 0 where d is 0).
  * 0, or -1 with err_set when n is not whole blocks. */
 int quant_q4_0_row(const float *x, int64_t n, void *out);
+
+/* GGUF's Q3_K, read as Q6_K.  A Q3_K super-block (110 bytes: hmask[32]
+ * the third bit of each integer, qs[64] its low two bits, 12 bytes of
+ * 16 6-bit scales, f16 d) holds element e = (d * (sc_{e/16} - 32)) *
+ * (q_e - 4), q_e = 0..7; the Q6_K block with the same d, the int8 scales
+ * sc - 32 and the integers q + 28 (its offset is 32) holds the same
+ * values, and each product being exact in F32, its dequantisation gives
+ * ggml's bit for bit.  So a Q3_K tensor is read, converted and multiplied
+ * as Q6_K (1.9 times its bytes; nothing rounds).  One block, q3 to q6. */
+#define QUANT_Q3_K_BYTES 110
+void quant_q3_k_as_q6_k(const void *q3, void *q6);
 #endif

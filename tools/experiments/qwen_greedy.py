@@ -14,8 +14,10 @@ arithmetic legitimately picks either). --llama-kv: llama.cpp's KV cache type (f1
 as our default cache keeps K and V).
 
     python3 tools/experiments/qwen_greedy.py [--dtype bf16|f32|keep] [--per-bench 10] [--max-new 64]
-                                             [--llama-kv f16|f32]
+                                             [--llama-kv f16|f32] [--gguf G --model DIR]
       -> results/qwen_greedy/<dtype>[_kvf32].json and a summary on stdout
+--gguf with --model: any GGUF against the folder spec-convert made of it (--dtype keep for a folder
+of its blocks; the result is named after the GGUF).
 """
 import argparse
 import json
@@ -68,13 +70,17 @@ def main():
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--llama-kv", choices=["f16", "f32"], default="f16")
+    ap.add_argument("--gguf", help="a GGUF of the same model (with --model: the folder converted from it)")
+    ap.add_argument("--model")
     a = ap.parse_args()
-    model = "models/qwen2.5-coder-1.5b-instruct" + ("" if a.dtype == "bf16" else "-" + a.dtype)
+    if (a.gguf is None) != (a.model is None):
+        sys.exit("qwen_greedy: --gguf and --model go together")
+    model = a.model or "models/qwen2.5-coder-1.5b-instruct" + ("" if a.dtype == "bf16" else "-" + a.dtype)
     if not Path(model, "model.safetensors").exists():
         sys.exit(f"qwen_greedy: {model} is missing (make qwen{'' if a.dtype == 'bf16' else ' QWEN_DTYPE=' + a.dtype})")
     work = Path("results/qwen_greedy")
     work.mkdir(parents=True, exist_ok=True)
-    gguf = GGUF if a.dtype == "keep" else \
+    gguf = Path(a.gguf) if a.gguf else GGUF if a.dtype == "keep" else \
         requantize(GGUF, Path("models") / f"qwen2.5-coder-1.5b-instruct.{a.dtype}.gguf", a.dtype.upper())
     prompts = {}
     for bench in ("humaneval", "mt_bench"):
@@ -97,7 +103,7 @@ def main():
             f"differs at token {first} (our top-2 gap there {row['gap_at_difference']:.4g})"))
     summary = {"dtype": a.dtype, "llama_kv": a.llama_kv, "prompts": len(rows), "equal": same, "max_new": a.max_new,
                "gguf": str(gguf), "model": model, "rows": rows}
-    name = a.dtype + ("" if a.llama_kv == "f16" else "_kv" + a.llama_kv)
+    name = (Path(a.gguf).stem if a.gguf else a.dtype) + ("" if a.llama_kv == "f16" else "_kv" + a.llama_kv)
     (work / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(f"{a.dtype}: {same} of {len(rows)} prompts x {a.max_new} tokens equal to llama.cpp's (its KV cache {a.llama_kv})")
     for r in rows:
