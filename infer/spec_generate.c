@@ -368,6 +368,7 @@ static char *read_turn(FILE *f, int prompt_tty) {
         if (prompt_tty) fputs(turn ? "... " : "> ", stderr);
         ssize_t n = getline(&line, &cap, f);
         if (n < 0) break;
+        if (memchr(line, 0, (size_t)n)) die(prog, "--chat: standard input holds a NUL byte (turns are text)");
         if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
         const int more = n > 0 && line[n - 1] == '\\';
         if (more) line[--n] = 0;

@@ -623,6 +623,10 @@ static void test_generate_chat(void) {
     }
     rc = run_cmd(err, sizeof err, "%s/spec-generate %s --chat < /dev/null", bin_dir(), opts);
     CHECK(rc == 0, "--chat on an empty input: rc %d, %s", rc, err);
+    rc = run_cmd(err, sizeof err, "printf 'a\\000b\\n' | %s/spec-generate %s --chat", bin_dir(), opts);
+    CHECK_ONE_LINE_ERROR(rc, err, "NUL");
+    rc = run_cmd(err, sizeof err, "printf 'def add(a, b):\\n' | %s/spec-generate %s --chat --max-ctx 20", bin_dir(), opts);
+    CHECK_ONE_LINE_ERROR(rc, err, "raise --max-ctx");
 }
 
 /* --batch N: lossless for every policy; every question decoded exactly
