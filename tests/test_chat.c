@@ -422,6 +422,8 @@ static void test_chat_guess(void) {
     REQUIRE(sp, "%s", err_get());
     CHECK(chat_template_guess(sp, "/models/vicuna-7b-v1.3", &t, why, sizeof why) == 0 && t == CHAT_VICUNA, "vicuna path");
     CHECK(chat_template_guess(sp, "/models/Llama-2-7b-chat-hf", &t, why, sizeof why) == 0 && t == CHAT_LLAMA2, "llama-2 path");
+    CHECK(chat_template_guess(sp, "/models/Meta-Llama-3-8B-Instruct", &t, why, sizeof why) == 0 && t == CHAT_LLAMA3, "llama-3 path");
+    CHECK(chat_template_guess(sp, "/models/Llama-3.2-1B-Instruct", &t, why, sizeof why) == 0 && t == CHAT_LLAMA31, "llama-3.2 path");
     CHECK(chat_template_guess(sp, "/models/mystery", &t, why, sizeof why) == -1 && strstr(err_get(), "llama-2-chat"), "unknown: %s", err_get());
     /* tokenizer_config.json chat_template wins */
     char d[] = "/tmp/c2t_chat_XXXXXX";

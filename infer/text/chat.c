@@ -192,6 +192,10 @@ int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplat
         *out = CHAT_LLAMA2;
         snprintf(why, whylen, "the checkpoint path names a llama-2 chat model");
         rc = 0;
+    } else if ((strstr(lp, "llama-3.") || strstr(lp, "llama3.")) && strstr(lp, "instruct")) {
+        *out = CHAT_LLAMA31;
+        snprintf(why, whylen, "the checkpoint path names a llama-3.x instruct model");
+        rc = 0;
     } else if ((strstr(lp, "llama-3") || strstr(lp, "llama3")) && strstr(lp, "instruct")) {
         *out = CHAT_LLAMA3;
         snprintf(why, whylen, "the checkpoint path names a llama-3 instruct model");
