@@ -808,6 +808,26 @@ static void test_tuner_weighs_units(void) {
     cpu_threads_set(cpu_threads_max());
 }
 
+/* A unit the tuner runs on one thread leaves every thread to what runs
+ * after it, outside any unit (a prompt's prefill, a calibration). */
+static void test_tuner_unit_restores_threads(void) {
+    if (cpu_threads_max() < 2) SKIP("one CPU thread only");
+    BackendTuner t = {0};
+    static _Atomic long sum;
+    cpu_backend.unit_begin(&t);   /* the first probe: one thread */
+    atomic_store(&sum, 0);
+    cpu_parallel(count_piece, (void *)&sum, 1);
+    const long inside = atomic_load(&sum);
+    cpu_backend.unit_end(&t);
+    atomic_store(&sum, 0);
+    cpu_parallel(count_piece, (void *)&sum, 1);
+    const long nt = cpu_threads_max(), after = atomic_load(&sum);
+    CHECK(t.slot == 0 && inside == 1, "the first unit: slot %d, pieces summing to %ld (want one thread's 1)", t.slot, inside);
+    CHECK(after == nt * (nt + 1) / 2, "after a one-thread unit: pieces summing to %ld, want all %ld threads' %ld", after,
+          nt, nt * (nt + 1) / 2);
+    cpu_threads_set(cpu_threads_max());
+}
+
 static void test_thread_pool(void) {
     if (cpu_threads_max() < 2) SKIP("one CPU thread only");
     const int nt = cpu_threads_max() < 64 ? cpu_threads_max() : 64;
@@ -939,6 +959,7 @@ int main(void) {
     RUN(test_thread_pool);
     RUN(test_tuner_backs_off);
     RUN(test_tuner_weighs_units);
+    RUN(test_tuner_unit_restores_threads);
     RUN(test_cpu_backend_is_complete);
     RUN(test_cpu_against_naive);
     RUN(test_matmul_tokens_independent);

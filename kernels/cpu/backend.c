@@ -88,8 +88,11 @@ static void cpu_unit_begin(BackendTuner *t) {
     t->t0 = now_seconds();
 }
 
+/* Every thread again after the unit: what runs between units (a prompt's
+ * prefill, a calibration) is not the tuner's to slow. */
 static void cpu_unit_end(BackendTuner *t) {
     if (cpu_threads_max() < 2) return;
+    cpu_threads_set(cpu_threads_max());
     t->one_thread_units += t->slot == 0;
     int u = t->unit++;
     if (u < 2 * TUNE_PROBE) {
