@@ -37,6 +37,9 @@ static void usage(FILE *f) {
         "                         the model's earlier answers, as spec-eval's later turns; ends at\n"
         "                         end of input (with or without --draft; --print-ids: each turn's\n"
         "                         ids after its text)\n"
+        "  --fresh-turns          --chat: forward each turn's whole prompt; by default a turn keeps\n"
+        "                         the cache entries of the conversation so far and forwards only\n"
+        "                         what follows them (the same answers, a prefill of the new text)\n"
         "  --max-new-tokens N     tokens to generate (default 256); stops early at eos\n"
         "  --max-ctx N            KV cache slots (default: prompt + new tokens; speculative: new\n"
         "                         tokens + 4096)\n"
@@ -81,6 +84,7 @@ typedef struct {
     int print_ids, print_gaps, force;
     int policy_given;    /* --policy on the command line */
     int chat;            /* --chat: turns from standard input */
+    int fresh_turns;     /* --fresh-turns: no turn keeps the conversation's cache entries */
 } GenArgs;
 
 /* Whether the answer is decoded with a policy (a session) rather than by
@@ -90,7 +94,7 @@ static int speculative(const GenArgs *a) {
 }
 
 static void parse_args(int argc, char **argv, GenArgs *a) {
-    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PROMPT_FILE, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE, O_CHAT };
+    enum { O_MODEL = CLI_OWN, O_CTX, O_IDS, O_PROMPT, O_PROMPT_FILE, O_PRINT_IDS, O_PRINT_GAPS, O_FORCE, O_CHAT, O_FRESH };
     static const struct option opts[] = {
         {"target", 1, 0, CLI_TARGET}, {"draft", 1, 0, CLI_DRAFT}, {"draft-kind", 1, 0, CLI_DRAFT_KIND},
         {"draft-vocab", 1, 0, CLI_DRAFT_VOCAB}, {"draft-temperature", 1, 0, CLI_DRAFT_TEMP},
@@ -98,7 +102,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         {"device", 1, 0, CLI_DEVICE}, {"max-new-tokens", 1, 0, CLI_MAX_NEW}, {"max-ctx", 1, 0, CLI_MAX_CTX},
         CLI_POLICY_OPTIONS, CLI_BACKEND_OPTIONS, CLI_DECODE_OPTIONS,
         {"model", 1, 0, O_MODEL}, {"ctx", 1, 0, O_CTX}, {"ids", 1, 0, O_IDS}, {"prompt", 1, 0, O_PROMPT},
-        {"prompt-file", 1, 0, O_PROMPT_FILE}, {"chat", 0, 0, O_CHAT},
+        {"prompt-file", 1, 0, O_PROMPT_FILE}, {"chat", 0, 0, O_CHAT}, {"fresh-turns", 0, 0, O_FRESH},
         {"print-ids", 0, 0, O_PRINT_IDS}, {"print-gaps", 0, 0, O_PRINT_GAPS}, {"force", 0, 0, O_FORCE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     session_config_default(&a->cfg);
@@ -125,6 +129,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
         case O_PRINT_GAPS: a->print_gaps = 1; break;
         case O_FORCE: a->force = 1; break;
         case O_CHAT: a->chat = 1; break;
+        case O_FRESH: a->fresh_turns = 1; break;
         case 'h': usage(stdout); exit(0);
         default: cli_unknown_option(prog, argv[optind - 1]);
         }
@@ -132,6 +137,7 @@ static void parse_args(int argc, char **argv, GenArgs *a) {
     if (optind < argc) die(prog, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!a->cfg.target_dir) die(prog, "--target is required (see --help)");
     if (a->chat && prompts) die(prog, "--chat reads its turns from standard input: not with --ids, --prompt or --prompt-file");
+    if (a->fresh_turns && !a->chat) die(prog, "--fresh-turns: how --chat's turns are prefilled; give --chat");
     if (a->chat && a->print_gaps) die(prog, "--print-gaps: the target alone's greedy steps for one prompt; not with --chat");
     if (!prompts && !a->chat) die(prog, "give a prompt with --ids, --prompt or --prompt-file, or --chat");
     if (prompts > 1) die(prog, "give one prompt: --ids, --prompt or --prompt-file, not two");
@@ -335,6 +341,7 @@ static int run_turn(GenArgs *a, PolicyRun *r, const int *prompt, int n_prompt, i
     if (r->policy->needs_draft)
         fprintf(stderr, ", %lld cycles, tau %.2f, gamma %lld", (long long)st.cycles, decode_stats_tau(&st), (long long)st.gamma);
     fprintf(stderr, "; %.1f tok/s after a %.2f s prefill", secs > 0 ? n / secs : 0, st.t.prefill);
+    if (st.prompt_kept) fprintf(stderr, " (%lld of the prompt's %d tokens kept)", (long long)st.prompt_kept, n_prompt);
     if (st.t.calibrate > 0) fprintf(stderr, " (calibration %.2f s left out)", st.t.calibrate);
     fputs("\n", stderr);
     return n;
@@ -388,7 +395,9 @@ static char *read_turn(FILE *f, int prompt_tty) {
 /* --chat: each turn's prompt is the whole conversation in the template,
  * the model's earlier answers as spec-eval's later turns hold them (one
  * question of spec-eval's, its turns as they come: session_prompt,
- * session_answer), decoded from its start. */
+ * session_answer), decoded from its start; the cache entries of the
+ * prefix it shares with the turn before are kept (Decoder.cache) unless
+ * --fresh-turns. */
 static void generate_chat(GenArgs *a) {
     PolicyRun r;
     run_open(a, &r);
@@ -397,6 +406,7 @@ static void generate_chat(GenArgs *a) {
         die(prog, "--chat: a conversation needs a chat template (%s has none recognised; give --template)",
             a->cfg.target_dir);
     }
+    r.dec->cache.keep_prefix = !a->fresh_turns;
     int *out = xmalloc(sizeof(int) * (a->cfg.max_new + 1));
     Question q = {.id = "chat"};
     const char **answer = NULL;

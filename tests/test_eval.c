@@ -570,8 +570,8 @@ static int id_lines(const char *text, char lines[][512], int max) {
     return n;
 }
 
-/* spec-generate --chat: a conversation on standard input is one question
- * of spec-eval's, turn after turn: each turn's ids equal spec-eval's
+/* spec-generate --chat --fresh-turns: a conversation on standard input is
+ * one question of spec-eval's, turn after turn: each turn's ids equal spec-eval's
  * output_ids for that question (its later turn's prompt holding the
  * model's first answer), with the target alone and with a draft LM under
  * chain; a line ending in a backslash goes on into the next; no template,
@@ -593,7 +593,7 @@ static void test_generate_chat(void) {
         int n_turns;
         cJSON *want = ids_by_turn(report, &n_turns);
         REQUIRE(n_turns == 2, "spec-eval %s: %d turns", policies[i], n_turns);
-        snprintf(cmd, sizeof cmd, "printf 'def add(a, b):\\n\\nclass Stack:\\\\\\n  pass\\n' | %s/spec-generate %s %s --chat --print-ids",
+        snprintf(cmd, sizeof cmd, "printf 'def add(a, b):\\n\\nclass Stack:\\\\\\n  pass\\n' | %s/spec-generate %s %s --chat --fresh-turns --print-ids",
                  bin_dir(), opts, policies[i]);
         char *out = run_stdout(&rc, err, sizeof err, cmd), got[4][512];
         const int n = id_lines(out, got, 4);
@@ -627,6 +627,69 @@ static void test_generate_chat(void) {
     CHECK_ONE_LINE_ERROR(rc, err, "NUL");
     rc = run_cmd(err, sizeof err, "printf 'def add(a, b):\\n' | %s/spec-generate %s --chat --max-ctx 20", bin_dir(), opts);
     CHECK_ONE_LINE_ERROR(rc, err, "raise --max-ctx");
+}
+
+/* --chat keeps the cache entries a turn's prompt shares with the turn
+ * before (Decoder.cache) and forwards only the rest; the later turns say
+ * how much they kept.  Three turns: every greedy policy's ids equal the
+ * target alone's keeping the same entries (lossless: the cycle's rows sum
+ * as decode does), and on these checkpoints the ids, cycles, τ and γ of
+ * each turn equal --fresh-turns' (each prompt forwarded whole), which
+ * checks the bookkeeping of both caches (a position or a draft entry off
+ * by one fails it).  The two need not agree on a real model: a prompt of
+ * more than 8 rows sums its attention through sgemm, in another order
+ * than decode's rows, and a near tie can fall either way (docs). */
+static void test_chat_keeps_prefix(void) {
+    static const char *const setups[][2] = {   /* the target; the policy (ar first: the others' reference) */
+        {"tests/ckpt/tiny_chat", "--policy ar"},
+        {"tests/ckpt/tiny_chat", "--draft tests/ckpt/tiny_chat_eagle --total 10"},
+        {"tests/ckpt/tiny_chat", "--draft tests/ckpt/tiny_chat_eagle"},
+        {"tests/ckpt/tiny_chat", "--draft tests/ckpt/tiny_chat_draft --draft-kind lm --policy chain --draft-len 3"},
+        {"tests/ckpt/tiny_chat", "--draft tests/ckpt/tiny_chat_eagle --total 8 --temperature 0.9 --seed 5"},
+        {"tests/ckpt/qwen2_quant", "--policy ar"},
+        {"tests/ckpt/qwen2_quant", "--draft tests/ckpt/qwen2_quant --draft-kind lm --policy chain --draft-len 3"},
+    };
+    char alone[3][512] = {{0}};
+    for (size_t i = 0; i < sizeof setups / sizeof *setups; i++) {
+        char err[4096], cmd[1024], got[2][4][512], sums[2][4][128];
+        int rc, n[2], n_sums[2] = {0, 0};
+        for (int fresh = 0; fresh < 2; fresh++) {
+            snprintf(cmd, sizeof cmd, "printf 'static int\\nint main(void) {\\nreturn\\n' | %s/spec-generate --target %s %s "
+                     "--device cpu --template chatml --cost-cache none --max-new-tokens 16 --chat --print-ids%s", bin_dir(),
+                     setups[i][0], setups[i][1], fresh ? " --fresh-turns" : "");
+            char *out = run_stdout(&rc, err, sizeof err, cmd);
+            n[fresh] = id_lines(out, got[fresh], 4);
+            CHECK(rc == 0 && n[fresh] == 3, "%s %s%s: rc %d, %d id lines (%s)", setups[i][0], setups[i][1],
+                  fresh ? " --fresh-turns" : "", rc, n[fresh], err);
+            int kept = 0;
+            for (const char *p = err; (p = strstr(p, " tokens kept)")); p++) kept++;
+            CHECK(kept == (fresh ? 0 : 2), "%s %s%s: %d turns kept cache entries: %s", setups[i][0], setups[i][1],
+                  fresh ? " --fresh-turns" : "", kept, err);
+            for (const char *p = err; (p = strstr(p, "spec-generate: ")) && n_sums[fresh] < 4; p++) {
+                const size_t len = strcspn(p, ";\n");   /* tokens, cycles, tau, gamma */
+                snprintf(sums[fresh][n_sums[fresh]++], sizeof sums[0][0], "%.*s", (int)len, p);
+            }
+            free(out);
+        }
+        if (n[0] != 3 || n[1] != 3) continue;
+        const int greedy = !strstr(setups[i][1], "--temperature");
+        for (int t = 0; t < 3; t++) {
+            if (!strcmp(setups[i][1], "--policy ar")) snprintf(alone[t], sizeof alone[t], "%.511s", got[0][t]);
+            else if (greedy)
+                CHECK(!strcmp(got[0][t], alone[t]), "%s %s, turn %d: %s, the target alone's %s keeping the same entries",
+                      setups[i][0], setups[i][1], t + 1, got[0][t], alone[t]);
+            CHECK(!strcmp(got[0][t], got[1][t]), "%s %s, turn %d: %s keeping the prefix, %s forwarding it again",
+                  setups[i][0], setups[i][1], t + 1, got[0][t], got[1][t]);
+        }
+        CHECK(n_sums[0] == 3 && n_sums[1] == 3, "%s %s: %d and %d summary lines", setups[i][0], setups[i][1], n_sums[0],
+              n_sums[1]);
+        for (int t = 0; t < 3 && n_sums[0] == 3 && n_sums[1] == 3; t++)
+            CHECK(!strcmp(sums[0][t], sums[1][t]), "%s %s, turn %d: '%s' keeping the prefix, '%s' forwarding it again",
+                  setups[i][0], setups[i][1], t + 1, sums[0][t], sums[1][t]);
+    }
+    char err[4096];
+    const int rc = run_cmd(err, sizeof err, "%s/spec-generate --target tests/ckpt/tiny_chat --prompt hi --fresh-turns", bin_dir());
+    CHECK_ONE_LINE_ERROR(rc, err, "--fresh-turns");
 }
 
 /* --batch N: lossless for every policy; every question decoded exactly
@@ -1546,6 +1609,7 @@ int main(void) {
     RUN(test_generate_with_draft);
     RUN(test_generate_prompt_file);
     RUN(test_generate_chat);
+    RUN(test_chat_keeps_prefix);
     unlink(qfile);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", cache_home);

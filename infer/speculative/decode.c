@@ -93,7 +93,7 @@ void decoder_free(Decoder *dec) {
         next = o->next;
         o->destroy(o);
     }
-    free(dec->v.path); free(dec->v.tokens); free(dec->v.row); free(dec->pending.tokens);
+    free(dec->v.path); free(dec->v.tokens); free(dec->v.row); free(dec->pending.tokens); free(dec->cache.ids);
     free(dec);
 }
 
@@ -159,6 +159,7 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
     sum->cycles += x->cycles;
     sum->gamma += x->gamma;
     sum->one_thread_cycles += x->one_thread_cycles;
+    sum->prompt_kept += x->prompt_kept;
     sum->t.prefill += x->t.prefill;
     sum->t.draft += x->t.draft;
     sum->t.dist += x->t.dist;
@@ -195,6 +196,30 @@ static int target_forward(Decoder *dec, GateKind kind, const int *tokens, const 
  * step, a classifier's features and forward. */
 static double drafting_s(const DecodeStats *st) { return st->t.draft + st->t.dist + st->t.features + st->t.classifier; }
 
+/* Appends n ids to those whose entries the target's cache holds. */
+static void cache_add(Decoder *dec, const int *ids, int n) {
+    if (dec->cache.n + n > dec->cache.cap) {
+        dec->cache.cap = 2 * (dec->cache.n + n);
+        dec->cache.ids = xrealloc(dec->cache.ids, sizeof(int) * dec->cache.cap);
+    }
+    memcpy(dec->cache.ids + dec->cache.n, ids, sizeof(int) * n);
+    dec->cache.n += n;
+}
+
+/* The prompt tokens whose entries a turn keeps (Decoder.cache): the prefix
+ * it shares with the cache's ids, less its last token (whose row gives the
+ * first token's logits), within the entries the draft holds; the token
+ * after them is the draft's root (draft_rewind), so it is shared too. */
+static int kept_prefix(const Decoder *dec, const int *prompt, int n_prompt) {
+    if (!dec->cache.keep_prefix) return 0;
+    int shared = 0;
+    const int n = dec->cache.n < dec->target->n_past ? dec->cache.n : dec->target->n_past;
+    while (shared < n && shared < n_prompt && dec->cache.ids[shared] == prompt[shared]) shared++;
+    int k = shared - 1 < n_prompt - 1 ? shared - 1 : n_prompt - 1;
+    if (dec->draft && k > draft_prefix_max(dec->draft)) k = draft_prefix_max(dec->draft);
+    return k > 0 ? k : 0;
+}
+
 static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
     LlamaState *ts = dec->target;
     const Backend *be = ts->m->be;
@@ -212,28 +237,34 @@ static int decoder_begin(Decoder *dec, const int *prompt, int n_prompt, int max_
         return -1;
     }
     dec->turn.t_start = now_seconds();
-    llama_truncate(ts, 0);
-    if (dec->draft) draft_reset(dec->draft);
+    const int kept = kept_prefix(dec, prompt, n_prompt);
+    llama_truncate(ts, kept);
+    if (dec->draft) draft_rewind(dec->draft, kept);
+    dec->cache.n = kept;
+    st->prompt_kept = kept;
 
-    /* prefill: the prompt, then the target's first token */
-    int *pos = xmalloc(sizeof(int) * n_prompt);
-    for (int i = 0; i < n_prompt; i++) pos[i] = i;
-    int rc = target_forward(dec, GATE_PREFILL, prompt, pos, n_prompt, NULL, LOGITS_LAST, 0);
+    /* prefill: the prompt past its kept entries, then the target's first token */
+    const int n_fwd = n_prompt - kept;
+    int *pos = xmalloc(sizeof(int) * n_fwd);
+    for (int i = 0; i < n_fwd; i++) pos[i] = kept + i;
+    int rc = target_forward(dec, GATE_PREFILL, prompt + kept, pos, n_fwd, NULL, LOGITS_LAST, 0);
     free(pos);
     if (rc) return -1;
-    llama_commit(ts, NULL, n_prompt);
+    llama_commit(ts, NULL, n_fwd);
+    cache_add(dec, prompt + kept, n_fwd);
     if (dec->sp.temperature > 0) dec->turn.root = sample_row(be, ts->logits, V, &dec->sp, rng_next(&dec->rng), 0, dec->v.row);
     else be->argmax(ts->logits, 1, V, &dec->turn.root);
     dec->turn.done = emit(dec, &dec->turn.root, 1, out, &dec->turn.n_out, max_new);
     st->t.prefill = now_seconds() - dec->turn.t_start;   /* the target's; the draft's catch-up is draft time */
-    /* the draft catches up on the prompt when the first cycle drafts (its
-     * features copied: the calibration's forwards replace the target's) */
+    /* the draft catches up on the prompt past its kept entries when the
+     * first cycle drafts (its features copied: the calibration's forwards
+     * replace the target's) */
     dec->pending.n = 0;
     dec->pending.owed = 0;
     if (dec->draft && !dec->turn.done) {
-        reserve_hidden(dec, n_prompt);
-        be->copy(dec->pending.hidden, draft_features(dec->draft, ts), (size_t)n_prompt * dec->pending.feat_width);
-        pending_add(dec, prompt, n_prompt);
+        reserve_hidden(dec, n_fwd);
+        be->copy(dec->pending.hidden, draft_features(dec->draft, ts), (size_t)n_fwd * dec->pending.feat_width);
+        pending_add(dec, prompt + kept, n_fwd);
     }
     for (Observer *o = dec->observers; o; o = o->next)
         if (o->turn_begin && o->turn_begin(o, dec)) return -1;
@@ -482,6 +513,7 @@ static int decoder_commit(Decoder *dec) {
         }
         llama_commit(ts, prefix ? NULL : rows, len);
     }
+    cache_add(dec, toks, len);
     const double verify_s = now_seconds() - dec->t_verify;
     st->t.verify += verify_s;
     st->cycles++;
@@ -518,8 +550,12 @@ static int decoder_end(Decoder *dec) {
 }
 
 int decoder_run(Decoder *dec, const int *prompt, int n_prompt, int max_new, int *out, DecodeStats *st) {
-    if (decoder_begin(dec, prompt, n_prompt, max_new, out, st)) return -1;
-    while (!dec->turn.done)
-        if (decoder_cycle_begin(dec) || decoder_draft(dec) || decoder_verify(dec) || decoder_commit(dec)) return -1;
+    int rc = decoder_begin(dec, prompt, n_prompt, max_new, out, st);
+    while (!rc && !dec->turn.done)
+        rc = decoder_cycle_begin(dec) || decoder_draft(dec) || decoder_verify(dec) || decoder_commit(dec);
+    if (rc) {
+        dec->cache.n = 0;   /* what the caches hold is unknown */
+        return -1;
+    }
     return decoder_end(dec);
 }

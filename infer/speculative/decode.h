@@ -47,6 +47,8 @@ typedef struct {
     int64_t gamma;
     int64_t one_thread_cycles;   /* cycles the backend's tuner ran on one thread of several
                                     (its probes, or its choice on a busy machine); batch 1 */
+    int64_t prompt_kept;    /* prompt tokens whose cache entries the turn kept from the
+                               turn before (Decoder.cache), not forwarded again */
     StageTimes t;
 } DecodeStats;
 
@@ -128,6 +130,15 @@ struct Decoder {
      * token and no node (VERIFY_ROOT): a tree at every position of the
      * greedy output, for spec-collect --every-position. */
     int walk_root_only;
+    /* The ids whose entries the target's cache holds, in order: the last
+     * turn's prompt and the tokens its cycles committed.  With keep_prefix
+     * set (a conversation's turns, each prompt the one before with its
+     * answer and a new turn), a turn keeps the target's and the draft's
+     * entries of the longest prefix its prompt shares with them and
+     * forwards only the rest: the same entries a forward of the whole
+     * prompt writes, since each row's sums do not depend on the rows
+     * beside it (tests/test_eval.c holds the answers equal). */
+    struct { int *ids, n, cap, keep_prefix; } cache;
 };
 
 /* slots: target KV capacity (prompt + new tokens + the largest tree).  The

@@ -257,10 +257,16 @@ static void to_target_ids(const Draft *d, int *ids, int n) {
         if (ids[i] >= 0) ids[i] = d->d2t[ids[i]];
 }
 
-void draft_reset(Draft *d) {
-    d->n_past = d->n_temp = 0;
+void draft_rewind(Draft *d, int k) {
+    d->n_past = k > 0 ? k + d->ops->first_token_entry : 0;
+    d->n_temp = 0;
     d->ent_n = 0;
-    if (d->ops->reset) d->ops->reset(d);
+    if (d->ops->rewind) d->ops->rewind(d);
+}
+
+int draft_prefix_max(const Draft *d) {
+    const int k = d->n_past - d->ops->first_token_entry;
+    return k > 0 ? k : 0;
 }
 
 /* A step through the draft's gate, or at once. */

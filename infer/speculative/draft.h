@@ -68,7 +68,9 @@ typedef struct {
     /* Reads the checkpoint in dir: sets d->impl, d->cfg, d->config_hash. */
     int (*load)(Draft *d, const char *dir);
     void (*free)(Draft *d);              /* d->impl and what it holds */
-    void (*reset)(Draft *d);             /* optional: a new prompt */
+    /* Optional: the source's own state cut to the d->n_past entries
+     * draft_rewind kept (0: a new prompt). */
+    void (*rewind)(Draft *d);
     /* Runs the steps of n different drafts of this source, all of one type,
      * as one batched forward where the source can (n is 1 for a draft
      * decoding alone); 0, or -1 with err_set. */
@@ -93,6 +95,12 @@ typedef struct {
      * computes (a draft LM; not an EAGLE head, whose catch-up takes the
      * target's features in place of its own). */
     int keeps_path;
+    /* A draft's first catch-up gives tokens[0] an entry of its own (a draft
+     * LM: an entry a token, the root's the last), so the entries of k
+     * committed tokens under root token k number k + 1; an EAGLE head's
+     * entry pairs a feature with the next token, none holds tokens[0]:
+     * k of them. */
+    int first_token_entry;
 } DraftOps;
 
 struct Draft {
@@ -194,8 +202,14 @@ int draft_run_steps(DraftStep *const *steps, int n);
 Draft *draft_new(const DraftOps *ops, void *impl);
 void draft_free(Draft *d);
 const char *draft_kind_name(const Draft *d);
-/* Forget everything (a new prompt). */
-void draft_reset(Draft *d);
+/* Keeps the entries of the first k committed tokens, token k being the
+ * root, and forgets the rest; k 0: everything (a new prompt).  The next
+ * catch-up's tokens[0] is then token k, its features those of tokens k...
+ * k at most draft_prefix_max. */
+void draft_rewind(Draft *d, int k);
+/* The most committed tokens whose entries draft_rewind can keep: those the
+ * draft has caught up on, less the root's entry. */
+int draft_prefix_max(const Draft *d);
 /* The target committed m tokens (tokens[0] is the previous root) with
  * features hidden[m][feat_width] (device; draft_features) and emitted
  * `next`, the new root. */

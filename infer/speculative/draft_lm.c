@@ -51,10 +51,10 @@ static void lm_free(Draft *d) {
     free(l);
 }
 
-static void lm_reset(Draft *d) {
+static void lm_rewind(Draft *d) {
     DraftLM *l = d->impl;
-    l->started = 0;
-    llama_truncate(l->lms, 0);
+    l->started = d->n_past > 0;
+    llama_truncate(l->lms, d->n_past);
 }
 
 /* A catch-up's inputs are tokens[1..m) then next, and on a draft's very
@@ -190,10 +190,11 @@ const DraftOps draft_lm_ops = {
     .detect_rule = "has more than one layer",
     .load = lm_load,
     .free = lm_free,
-    .reset = lm_reset,
+    .rewind = lm_rewind,
     .run = lm_run,
     .clone = lm_clone,
     .end_cycle = lm_end_cycle,
     .set_vocab = lm_set_vocab,
     .keeps_path = 1,
+    .first_token_entry = 1,
 };
