@@ -5,12 +5,15 @@
  * generation_config.json.  No torch, no Python: the GGUF reader
  * (infer/model/gguf.c) dequantises as ggml does.
  *
- * Architectures: llama (LlamaForCausalLM) and qwen2 (Qwen2ForCausalLM:
- * LLaMA with q/k/v biases).  What GGUF changes on the way in, and we undo:
+ * Architectures: llama (LlamaForCausalLM), qwen2 (Qwen2ForCausalLM:
+ * LLaMA with q/k/v biases) and qwen3 (Qwen3ForCausalLM: each head of q and
+ * k RMS-normalised, a head size of its own, no biases).  What GGUF changes
+ * on the way in, and we undo:
  * tensor names (blk.N.attn_q → model.layers.N.self_attn.q_proj); for llama
  * only, the rows of q and k, which llama.cpp's converter interleaves per
  * head for its RoPE (HF row h·hd + j·hd/2 + i is GGUF row h·hd + 2i + j) —
- * it leaves qwen2's as published, rotated by halves as in Hugging Face; and
+ * it leaves qwen2's and qwen3's as published, rotated by halves as in
+ * Hugging Face; and
  * a tied LM head, which GGUF stores only as token_embd (tie_word_embeddings
  * true).  --dtype keep writes every tensor as stored, a quantized one as its
  * blocks (safetensors.h says how), for the runtime's block products;
@@ -35,7 +38,7 @@ static const char *prog = "spec-convert";
 static void usage(FILE *f) {
     fprintf(f,
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep|q4_0] [--tokenizer-only]\n"
-"Converts a llama.cpp GGUF checkpoint of a LLaMA or Qwen2 architecture model with a\n"
+"Converts a llama.cpp GGUF checkpoint of a LLaMA, Qwen2 or Qwen3 architecture model with a\n"
 "GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2, llama-bpe,\n"
 "deepseek-coder or deepseek-llm) or a SentencePiece one (tokenizer model llama: LLaMA 2\n"
 "and its kin) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
@@ -58,9 +61,9 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
-    char arch[16];          /* llama or qwen2: the prefix of its metadata keys */
-    int qwen2;
-    int layers, hidden, ffn, heads, kv_heads, vocab, ctx;
+    char arch[16];          /* llama, qwen2 or qwen3: the prefix of its metadata keys */
+    int qwen2, qwen3;
+    int layers, hidden, ffn, heads, kv_heads, head_dim, vocab, ctx;
     double rope_theta, eps;
     /* LLaMA 3's RoPE scaling (rope_freqs.weight), or factor 0: none */
     double rope_factor, rope_low, rope_high;
@@ -82,19 +85,20 @@ static const char *akey(const Shape *s, const char *key) {
 }
 
 /* What the GGUF says of its attention beyond the shapes: RoPE over whole
- * heads of hidden / heads, unscaled or scaled linearly (s->rope_linear);
+ * heads of head_dim (hidden / heads, or qwen3's key_length), unscaled or
+ * scaled linearly (s->rope_linear);
  * anything config.json will not say is refused in one line, since the
  * converted model would decode garbage without a word.  A key present with
  * a type that is not an integer counts as a lie. */
 static void read_rope_keys(const Gguf *g, Shape *s) {
-    const int64_t head = s->hidden / s->heads;
+    const int64_t head = s->head_dim;
     static const char *const same_as_head[] = {"rope.dimension_count", "attention.key_length", "attention.value_length"};
     for (int i = 0; i < 3; i++) {
         const char *key = akey(s, same_as_head[i]);
         int64_t v;
         if (!gguf_find(g, key)) continue;
         if (gguf_get_i64(g, key, &v)) die(prog, "%s", err_get());
-        if (v != head) die(prog, "%s = %lld, not the head size %lld (hidden / heads): not supported", key, (long long)v, (long long)head);
+        if (v != head) die(prog, "%s = %lld, not the head size %lld: not supported", key, (long long)v, (long long)head);
     }
     char *type = gguf_find(g, akey(s, "rope.scaling.type")) ? gguf_get_str(g, akey(s, "rope.scaling.type")) : NULL;
     if (type && !strcmp(type, "linear")) {   /* DeepSeek-Coder's: positions divided by the factor */
@@ -112,7 +116,7 @@ static void read_rope_keys(const Gguf *g, Shape *s) {
  * rope_scaling llama3 (factor, low, high, original context), in float as
  * llama.cpp's converter and transformers compute it */
 static float llama3_divisor(const Shape *s, int i, double factor, double low, double high, double ctx) {
-    const int head = s->hidden / s->heads;
+    const int head = s->head_dim;
     const float f = (float)(1.0 / pow(s->rope_theta, (double)(2 * i) / head));
     const double wl = 2 * M_PI / f;
     if (wl < ctx / high) return 1.0f;
@@ -131,7 +135,7 @@ static float llama3_divisor(const Shape *s, int i, double factor, double low, do
 static void read_llama3_rope(const Gguf *g, Shape *s) {
     const GgufTensor *t = gguf_find_tensor(g, "rope_freqs.weight");
     if (!t) return;
-    const int half = s->hidden / s->heads / 2;
+    const int half = s->head_dim / 2;
     if (t->type != GGML_F32 || t->ne[0] != half || t->ne[1] != 1)
         die(prog, "tensor rope_freqs.weight: expected %d F32 values (a divisor per frequency)", half);
     float *r = xmalloc(sizeof(float) * (size_t)half);
@@ -169,10 +173,11 @@ static void read_llama3_rope(const Gguf *g, Shape *s) {
 static void read_shape(const Gguf *g, Shape *s) {
     memset(s, 0, sizeof *s);   /* what the file does not set stays 0 (the RoPE scaling: none) */
     char *arch = gguf_get_str(g, "general.architecture");
-    if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2")))
-        die(prog, "architecture '%s': only llama and qwen2 are supported", arch ? arch : "?");
+    if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2") && strcmp(arch, "qwen3")))
+        die(prog, "architecture '%s': only llama, qwen2 and qwen3 are supported", arch ? arch : "?");
     snprintf(s->arch, sizeof s->arch, "%s", arch);
     s->qwen2 = !strcmp(arch, "qwen2");
+    s->qwen3 = !strcmp(arch, "qwen3");
     free(arch);
     s->layers = (int)need_int(g, akey(s, "block_count"));
     s->hidden = (int)need_int(g, akey(s, "embedding_length"));
@@ -185,8 +190,13 @@ static void read_shape(const Gguf *g, Shape *s) {
     s->vocab = (int)toks->n;
     if (gguf_get_f64(g, akey(s, "rope.freq_base"), &s->rope_theta)) s->rope_theta = 10000.0;
     if (gguf_get_f64(g, akey(s, "attention.layer_norm_rms_epsilon"), &s->eps)) die(prog, "%s", err_get());
-    if (s->hidden % s->heads || s->heads % s->kv_heads || (s->hidden / s->heads) % 2)
-        die(prog, "heads %d / %d do not divide hidden %d evenly", s->heads, s->kv_heads, s->hidden);
+    if (s->heads % s->kv_heads) die(prog, "kv heads %d do not divide heads %d", s->kv_heads, s->heads);
+    /* qwen3's heads have a size of their own (key_length), others hidden / heads */
+    s->head_dim = s->qwen3 && gguf_find(g, akey(s, "attention.key_length"))
+                      ? (int)need_int(g, akey(s, "attention.key_length"))
+                      : s->hidden % s->heads ? 0 : s->hidden / s->heads;
+    if (!s->head_dim || s->head_dim % 2)
+        die(prog, "heads of %d do not divide hidden %d into even halves", s->heads, s->hidden);
     read_rope_keys(g, s);
     read_llama3_rope(g, s);
     if (s->rope_linear > 0 && s->rope_factor > 0)
@@ -297,7 +307,7 @@ static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols)
 
 /* dt DT_COUNT: keep (every tensor as the GGUF stores it) */
 static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType dt, int *tied) {
-    const int hd = s->hidden / s->heads, L = s->layers, keep = dt == DT_COUNT;
+    const int hd = s->head_dim, L = s->layers, keep = dt == DT_COUNT;
     Out o = {xcalloc((size_t)(3 + 12 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 12 * L), 96), 0, dt};
     add(&o, "model.embed_tokens.weight", load(g, "token_embd.weight", s->vocab, s->hidden, keep), s->vocab, s->hidden);
     add(&o, "model.norm.weight", load(g, "output_norm.weight", s->hidden, 0, keep), s->hidden, 0);
@@ -323,6 +333,11 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
             TK("attn_q", "self_attn.q_proj", "bias", s->heads * hd, 0, (void)0);
             TK("attn_k", "self_attn.k_proj", "bias", s->kv_heads * hd, 0, (void)0);
             TK("attn_v", "self_attn.v_proj", "bias", s->kv_heads * hd, 0, (void)0);
+        } else if (s->qwen3) {   /* rows as published; each head's q and k norm */
+            T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, (void)0);
+            T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, (void)0);
+            T("attn_q_norm", "self_attn.q_norm", hd, 0, (void)0);
+            T("attn_k_norm", "self_attn.k_norm", hd, 0, (void)0);
         } else {
             T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, unpermute(v_, s->heads, hd));
             T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, unpermute(v_, s->kv_heads, hd));
@@ -366,14 +381,14 @@ static int64_t token_id(const Gguf *g, const char *text) {
 static void write_config(const Gguf *g, const Shape *s, const char *dir, DType dt, int tied) {
     cJSON *c = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(s->qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"));
+    cJSON_AddItemToArray(arch, cJSON_CreateString(s->qwen2 ? "Qwen2ForCausalLM" : s->qwen3 ? "Qwen3ForCausalLM" : "LlamaForCausalLM"));
     cJSON_AddStringToObject(c, "model_type", s->arch);
     cJSON_AddNumberToObject(c, "hidden_size", s->hidden);
     cJSON_AddNumberToObject(c, "intermediate_size", s->ffn);
     cJSON_AddNumberToObject(c, "num_hidden_layers", s->layers);
     cJSON_AddNumberToObject(c, "num_attention_heads", s->heads);
     cJSON_AddNumberToObject(c, "num_key_value_heads", s->kv_heads);
-    cJSON_AddNumberToObject(c, "head_dim", s->hidden / s->heads);
+    cJSON_AddNumberToObject(c, "head_dim", s->head_dim);
     cJSON_AddNumberToObject(c, "vocab_size", s->vocab);
     cJSON_AddNumberToObject(c, "max_position_embeddings", s->ctx);
     cJSON_AddNumberToObject(c, "rms_norm_eps", (float)s->eps);
@@ -393,10 +408,11 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
         cJSON_AddNullToObject(c, "rope_scaling");
     }
     cJSON_AddStringToObject(c, "hidden_act", "silu");
-    if (s->qwen2) {   /* Qwen2Config: q/k/v biases implied; full attention */
+    if (s->qwen2 || s->qwen3) {   /* Qwen2Config: q/k/v biases implied; full attention */
         cJSON_AddBoolToObject(c, "use_sliding_window", 0);
         cJSON_AddNumberToObject(c, "sliding_window", s->ctx);
         cJSON_AddNumberToObject(c, "max_window_layers", s->layers);
+        if (s->qwen3) cJSON_AddBoolToObject(c, "attention_bias", 0);   /* Qwen3Config: none */
     } else {
         cJSON_AddBoolToObject(c, "attention_bias", 0);
         cJSON_AddBoolToObject(c, "mlp_bias", 0);
@@ -413,10 +429,10 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     cJSON_AddNumberToObject(gc, "bos_token_id", (double)opt_int(g, "tokenizer.ggml.bos_token_id", 1));
     /* generation stops at the GGUF's eos and at its end of turn and end of
      * message (llama.cpp's eot / eom: LLaMA 3's <|eot_id|>, <|eom_id|>);
-     * Qwen2 publishes <|endoftext|> as a stop too, which its GGUF holds only
+     * Qwen2 and Qwen3 publish <|endoftext|> as a stop too, which its GGUF holds only
      * as a token */
     int64_t stop[4] = {opt_int(g, "tokenizer.ggml.eos_token_id", 2), opt_int(g, "tokenizer.ggml.eot_token_id", -1),
-                       opt_int(g, "tokenizer.ggml.eom_token_id", -1), s->qwen2 ? token_id(g, "<|endoftext|>") : -1};
+                       opt_int(g, "tokenizer.ggml.eom_token_id", -1), s->qwen2 || s->qwen3 ? token_id(g, "<|endoftext|>") : -1};
     int n_stop = 0;
     for (int i = 0; i < 4; i++) {
         int seen = stop[i] < 0 || stop[i] >= s->vocab;

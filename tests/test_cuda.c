@@ -514,6 +514,13 @@ static void test_cuda_logits_qwen2(void) {
     logits_parity("qwen2_f32");
     logits_parity("qwen2_bf16");
 }
+/* Qwen3: each head's q and k through cu_rmsnorm (rows of head_dim) before
+ * RoPE, a head size other than hidden / heads */
+static void test_cuda_logits_qwen3(void) {
+    NEED_GPU();
+    logits_parity("qwen3_f32");
+    logits_parity("qwen3_bf16");
+}
 
 /* The batched forward on the GPU: three sequences of different lengths,
  * each over its own cache (prompts; then a tree under a mask, one decode
@@ -784,6 +791,7 @@ int main(int argc, char **argv) {
     RUN(test_cuda_logits_llama2_f32);
     RUN(test_cuda_logits_llama3_bf16);
     RUN(test_cuda_logits_qwen2);
+    RUN(test_cuda_logits_qwen3);
     RUN(test_cuda_greedy_ar);
     RUN(test_cuda_greedy_eagle2);
     RUN(test_cuda_greedy_eagle3);

@@ -59,6 +59,22 @@ static void test_lossless_every_policy(void) {
                              bin_dir(), heads[d][1], heads[d][0], qfile, policies[p]);
             CHECK(rc == 0, "%s with EAGLE-3 head %s: exit %d: %s", policies[p], heads[d][1], rc, err);
         }
+    /* Qwen3 (q/k norms, a head size of its own), converted from its GGUF
+     * (a byte-level vocabulary), with its BF16 copy as draft LM */
+    char q3[64], err[4096];
+    snprintf(q3, sizeof q3, "/tmp/c2t_qwen3_%d", (int)getpid());
+    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/qwen3_tiny.gguf %s --dtype f32", q3,
+                     bin_dir(), q3);
+    REQUIRE(rc == 0, "spec-convert qwen3_tiny.gguf: %s", err);
+    for (int p = 0; p < N_POLICIES; p++) {
+        if (!sweep_pair(p, 0, 4)) continue;
+        rc = run_cmd(err, sizeof err,
+                     "%s/spec-eval --target %s --draft tests/ckpt/qwen3_bf16 --draft-kind lm --template none "
+                     "--questions %s --max-new-tokens 48 --check-lossless %s",
+                     bin_dir(), q3, qfile, policies[p]);
+        CHECK(rc == 0, "%s on Qwen3 with draft LM qwen3_bf16: exit %d: %s", policies[p], rc, err);
+    }
+    run_cmd(err, sizeof err, "rm -rf %s", q3);
 }
 
 /* Every policy on the shipped demo family (every draft kind), on the first

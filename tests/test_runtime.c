@@ -136,6 +136,11 @@ static void test_parity_llama3_bf16(void) { parity("llama3_bf16"); }
  * goldens from tools/golden/qwen2_golden.py */
 static void test_parity_qwen2_f32_qkv_bias(void) { parity("qwen2_f32"); }
 static void test_parity_qwen2_bf16(void) { parity("qwen2_bf16"); }
+/* Qwen3: each head of q and k RMS-normalised before RoPE (random norm
+ * weights), a head size of 32 beside hidden 64 / 4 heads, no biases, tied
+ * embeddings; goldens from tools/golden/qwen3_golden.py (transformers 4.51) */
+static void test_parity_qwen3_f32_qk_norm(void) { parity("qwen3_f32"); }
+static void test_parity_qwen3_bf16(void) { parity("qwen3_bf16"); }
 
 /* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
  * NULL, an unsigned 32-bit integer (num) */
@@ -189,26 +194,28 @@ static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, 
     free(b);
 }
 
-/* spec-convert of a qwen2 GGUF (tools/golden/qwen2_golden.py wrote
- * qwen2_f32's weights as llama.cpp's converter names and lays them out)
- * gives transformers' logits back: F32 exactly as qwen2_f32, BF16 as
- * qwen2_bf16 (the same rounding as torch's). */
-static void test_convert_qwen2_gguf(void) {
-    static const char *const dtypes[][2] = {{"f32", "qwen2_f32"}, {"bf16", "qwen2_bf16"}};
-    for (int i = 0; i < 2; i++) {
+/* spec-convert of a qwen2 and a qwen3 GGUF (tools/golden/qwen2_golden.py
+ * and qwen3_golden.py wrote qwen2_f32's and qwen3_f32's weights as
+ * llama.cpp's converter names and lays them out: qwen3's q/k norms and
+ * head size of its own) gives transformers' logits back: F32 exactly as
+ * the F32 checkpoint, BF16 as the BF16 one (the same rounding as torch's). */
+static void test_convert_qwen_gguf(void) {
+    static const char *const cases[][3] = {{"qwen2", "f32", "qwen2_f32"}, {"qwen2", "bf16", "qwen2_bf16"},
+                                           {"qwen3", "f32", "qwen3_f32"}, {"qwen3", "bf16", "qwen3_bf16"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char dir[128], err[2048];
-        snprintf(dir, sizeof dir, "/tmp/c2t_qwen2_conv_%s_%d", dtypes[i][0], (int)getpid());
-        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/qwen2_tiny.gguf %s --dtype %s", dir,
-                         bin_dir(), dir, dtypes[i][0]);
+        snprintf(dir, sizeof dir, "/tmp/c2t_%s_conv_%s_%d", cases[i][0], cases[i][1], (int)getpid());
+        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/%s_tiny.gguf %s --dtype %s", dir,
+                         bin_dir(), cases[i][0], dir, cases[i][1]);
         REQUIRE(rc == 0, "spec-convert: %s", err);
         char *cfg = path_join(dir, "config.json");
         cJSON *c = read_json_file(cfg);
         REQUIRE(c, "%s", err_get());
         const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
-        CHECK(cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen2"), "%s: model_type is not qwen2", cfg);
+        CHECK(cJSON_IsString(mt) && !strcmp(mt->valuestring, cases[i][0]), "%s: model_type is not %s", cfg, cases[i][0]);
         cJSON_Delete(c);
         free(cfg);
-        parity_dir(dir, dtypes[i][1]);
+        parity_dir(dir, cases[i][2]);
         char *tok = path_join(dir, "tokenizer.json");
         Tokenizer *t = tokenizer_load(tok);
         CHECK(t != NULL, "%s: %s", tok, err_get());
@@ -605,7 +612,7 @@ static void test_qwen2_refusals(void) {
         {"tests/ckpt/qwen2_f32", "\"use_sliding_window\": false", "\"use_sliding_window\": true", "use_sliding_window"},
         {"tests/ckpt/llama2_f32", "\"model_type\": \"llama\"", "\"model_type\": \"qwen2\"", "self_attn.q_proj.bias"},
         {"tests/ckpt/llama2_f32", "\"attention_bias\": false", "\"attention_bias\": true", "attention_bias"},
-        {"tests/ckpt/qwen2_f32", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen3\"", "qwen3"},
+        {"tests/ckpt/qwen2_f32", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen3\"", "self_attn.q_norm.weight"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         config_variant(dir, cases[i].src, cases[i].from, cases[i].to);
@@ -973,6 +980,8 @@ int main(void) {
     RUN(test_parity_llama2_rope_linear);
     RUN(test_parity_qwen2_f32_qkv_bias);
     RUN(test_parity_qwen2_bf16);
+    RUN(test_parity_qwen3_f32_qk_norm);
+    RUN(test_parity_qwen3_bf16);
     RUN(test_convert_keep_block_types);
     RUN(test_convert_q4_0);
     RUN(test_convert_refuses_nonfinite);
@@ -980,7 +989,7 @@ int main(void) {
     RUN(test_convert_tokenizer_only);
     RUN(test_convert_pre_tokenizers);
     RUN(test_qwen2_refusals);
-    RUN(test_convert_qwen2_gguf);
+    RUN(test_convert_qwen_gguf);
     RUN(test_convert_llama3_gguf);
     RUN(test_convert_linear_rope_gguf);
     RUN(test_parity_demo_target);

@@ -95,12 +95,13 @@ int config_load(const char *path, ModelConfig *c) {
     if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); goto out; }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
     if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") && strcmp(mt->valuestring, "mistral") &&
-        strcmp(mt->valuestring, "qwen2")) {
-        err_set("%s: model_type %s is not a LLaMA-family model (llama, mistral, qwen2)", path, mt->valuestring);
+        strcmp(mt->valuestring, "qwen2") && strcmp(mt->valuestring, "qwen3")) {
+        err_set("%s: model_type %s is not a LLaMA-family model (llama, mistral, qwen2, qwen3)", path, mt->valuestring);
         goto out;
     }
     c->qkv_bias = cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen2");
-    /* Qwen2's sliding window applies only when use_sliding_window is true
+    c->qk_norm = cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen3");
+    /* Qwen2's and Qwen3's sliding window applies only when use_sliding_window is true
      * (Qwen2.5 ships it false); this runtime attends the whole context */
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "use_sliding_window"))) {
         err_set("%s: use_sliding_window true is not supported (full attention only)", path);

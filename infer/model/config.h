@@ -19,6 +19,7 @@ typedef struct {
     int rope_orig_max_pos;
     int tie_embeddings;
     int qkv_bias;             /* q/k/v projections carry a bias (Qwen2) */
+    int qk_norm;              /* each head of q and k RMS-normalised before RoPE (Qwen3) */
     int bos_id;               /* -1 when absent */
     int eos_ids[MAX_EOS];
     int n_eos;

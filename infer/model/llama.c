@@ -43,12 +43,14 @@ int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig
         snprintf(name, sizeof name, "%s%s", prefix, spec[i].name);
         if (llama_load_weight(be, st, name, spec[i].rows, spec[i].cols, spec[i].w)) return -1;
     }
-    if (!c->qkv_bias) return 0;
-    struct { const char *name; int64_t n; Weight *w; } bias[] = {
-        {"self_attn.q_proj.bias", qd, &l->bq}, {"self_attn.k_proj.bias", kvd, &l->bk}, {"self_attn.v_proj.bias", kvd, &l->bv}};
-    for (int i = 0; i < 3; i++) {
-        snprintf(name, sizeof name, "%s%s", prefix, bias[i].name);
-        if (llama_load_weight(be, st, name, 1, bias[i].n, bias[i].w)) return -1;
+    struct { const char *name; int64_t n; Weight *w; int has; } vec[] = {
+        {"self_attn.q_proj.bias", qd, &l->bq, c->qkv_bias}, {"self_attn.k_proj.bias", kvd, &l->bk, c->qkv_bias},
+        {"self_attn.v_proj.bias", kvd, &l->bv, c->qkv_bias}, {"self_attn.q_norm.weight", c->head_dim, &l->q_norm, c->qk_norm},
+        {"self_attn.k_norm.weight", c->head_dim, &l->k_norm, c->qk_norm}};
+    for (size_t i = 0; i < sizeof vec / sizeof *vec; i++) {
+        if (!vec[i].has) continue;
+        snprintf(name, sizeof name, "%s%s", prefix, vec[i].name);
+        if (llama_load_weight(be, st, name, 1, vec[i].n, vec[i].w)) return -1;
     }
     return 0;
 }
@@ -89,7 +91,7 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
 
 void llama_release_layer(const Backend *be, LlamaLayer *l) {
     Weight *w[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->gate, &l->up, &l->down,
-                   &l->bq, &l->bk, &l->bv};
+                   &l->bq, &l->bk, &l->bv, &l->q_norm, &l->k_norm};
     for (size_t i = 0; i < sizeof w / sizeof *w; i++)
         if (w[i]->data) be->weight_release(w[i]);
 }
@@ -136,7 +138,7 @@ size_t llama_weight_bytes(const LlamaModel *m) {
         const LlamaLayer *l = &m->layer[i];
         b += wbytes(&l->attn_norm) + wbytes(&l->wq) + wbytes(&l->wk) + wbytes(&l->wv) + wbytes(&l->wo) +
              wbytes(&l->ffn_norm) + wbytes(&l->gate) + wbytes(&l->up) + wbytes(&l->down) + wbytes(&l->bq) +
-             wbytes(&l->bk) + wbytes(&l->bv);
+             wbytes(&l->bk) + wbytes(&l->bv) + wbytes(&l->q_norm) + wbytes(&l->k_norm);
     }
     return b;
 }
@@ -173,6 +175,10 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
         be->add_bias(s->q, &l->bq, n);
         be->add_bias(s->k, &l->bk, n);
         be->add_bias(s->v, &l->bv, n);
+    }
+    if (l->q_norm.data) {   /* Qwen3: each head's q and k normalised over head_dim, before RoPE */
+        be->rmsnorm(s->q, s->q, &l->q_norm, n * c->heads, c->rms_eps);
+        be->rmsnorm(s->k, s->k, &l->k_norm, n * c->kv_heads, c->rms_eps);
     }
     const size_t qd = (size_t)c->heads * c->head_dim;
     AttnSeq one, *as = n_seq == 1 ? &one : xmalloc(sizeof *as * n_seq);

@@ -18,6 +18,7 @@
 typedef struct {
     Weight attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down;
     Weight bq, bk, bv;   /* q/k/v biases where the config has them (Qwen2); else empty */
+    Weight q_norm, k_norm;   /* RMSNorm weights [head_dim] of each head of q and k (Qwen3); else empty */
     int has_attn_norm;   /* EAGLE-1 heads have none on their only layer */
 } LlamaLayer;
 

@@ -220,6 +220,9 @@ def write_gguf(model, path, quant=None):
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     if llama:
         w.add_rope_dimension_count(cfg.head_dim)
+    if cfg.model_type == "qwen3":   # a head size of its own, as llama.cpp's converter writes it
+        w.add_key_length(cfg.head_dim)
+        w.add_value_length(cfg.head_dim)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("llama-bpe" if llama else "qwen2")
     # the 256 byte characters, but byte 0xFF (never in UTF-8 text) gives its
@@ -238,7 +241,8 @@ def write_gguf(model, path, quant=None):
                  "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
                  "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
                  "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
-                 "self_attn.v_proj.bias": "attn_v.bias", "mlp.gate_proj.weight": "ffn_gate.weight",
+                 "self_attn.v_proj.bias": "attn_v.bias", "self_attn.q_norm.weight": "attn_q_norm.weight",
+                 "self_attn.k_norm.weight": "attn_k_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
                  "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
     for name, t in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
