@@ -59,6 +59,7 @@ int chat_template_parse(const char *name, ChatTemplate *out) {
         {"llama-3.2", CHAT_LLAMA31}, {"llama-3.3", CHAT_LLAMA31},
         {"mistral", CHAT_MISTRAL}, {"mistral-instruct", CHAT_MISTRAL}, {"zephyr", CHAT_ZEPHYR},
         {"deepseek-coder", CHAT_DEEPSEEK_CODER}, {"deepseek", CHAT_DEEPSEEK}, {"deepseek-llm", CHAT_DEEPSEEK},
+        {"qwen3", CHAT_QWEN3}, {"qwen3-no-think", CHAT_QWEN3_NO_THINK}, {"qwen3-nothink", CHAT_QWEN3_NO_THINK},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcasecmp(name, names[i].n)) { *out = names[i].t; return 0; }
@@ -77,6 +78,8 @@ const char *chat_template_name(ChatTemplate t) {
     case CHAT_ZEPHYR: return "zephyr";
     case CHAT_DEEPSEEK_CODER: return "deepseek-coder";
     case CHAT_DEEPSEEK: return "deepseek";
+    case CHAT_QWEN3: return "qwen3";
+    case CHAT_QWEN3_NO_THINK: return "qwen3-no-think";
     default: return "none";
     }
 }
@@ -163,6 +166,8 @@ int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplat
         {CHAT_LLAMA2, "[INST]", "<<SYS>>", NULL, "uses [INST] and <<SYS>>"},
         {CHAT_MISTRAL, "{{ '[INST] ' + message['content'] + ' [/INST]' }}", "{{ message['content'] + eos_token}}", NULL,
          "is Mistral-7B-Instruct-v0.2's"},
+        {CHAT_QWEN3, "<|im_start|>", "message.content.split('</think>')[-1].lstrip(", "enable_thinking is false",
+         "is Qwen3's (earlier answers without their <think> block)"},
         {CHAT_CHATML, "<|im_start|>", "<|im_end|>", NULL, "uses <|im_start|>/<|im_end|>"},
         {CHAT_VICUNA, "USER:", "ASSISTANT:", NULL, "uses USER:/ASSISTANT:"},
         {CHAT_ZEPHYR, "{{ '<|user|>", "{{ '<|assistant|>", "{{ '<|assistant|>' }}", "is zephyr's (TinyLlama-Chat's)"},
@@ -246,6 +251,58 @@ char *chat_py_strip(const char *s) {
 }
 
 /* ---- rendering ---- */
+
+/* s without the leading (lead) or trailing newlines, as Python's
+ * lstrip('\n') / rstrip('\n'); a fresh string of len bytes of s from at. */
+static char *cut_newlines(const char *s, size_t len, int lead, int trail) {
+    size_t a = 0, e = len;
+    while (lead && a < e && s[a] == '\n') a++;
+    while (trail && e > a && s[e - 1] == '\n') e--;
+    char *d = xmalloc(e - a + 1);
+    memcpy(d, s + a, e - a);
+    d[e - a] = 0;
+    return d;
+}
+
+static const char *last_of(const char *s, const char *what) {
+    const char *last = NULL;
+    for (const char *p = s; (p = strstr(p, what)); p++) last = p;
+    return last;
+}
+
+/* A Qwen3 answer as its template writes it: with a </think>, its content is
+ * what follows the last one (newlines first dropped) and its reasoning what
+ * precedes the first, after that part's last <think> (trailing, then
+ * leading newlines dropped); without, the content is the answer and the
+ * reasoning empty.  The block is kept (newlines round both parts trimmed)
+ * where the answer follows the last real user turn (keep) and has
+ * reasoning. */
+static void qwen3_answer(SB *b, const char *m, int keep) {
+    const char *close = strstr(m, "</think>");
+    if (!close) { sb_add(b, m); return; }
+    const char *after = last_of(m, "</think>") + 8;
+    char *content = cut_newlines(after, strlen(after), 1, 0);
+    char *head = cut_newlines(m, (size_t)(close - m), 0, 1);
+    const char *open = last_of(head, "<think>");
+    const char *r = open ? open + 7 : head;
+    char *reasoning = cut_newlines(r, strlen(r), 1, 0);
+    if (keep && *reasoning) {
+        char *inner = cut_newlines(reasoning, strlen(reasoning), 1, 1);
+        sb_add(b, "<think>\n"); sb_add(b, inner); sb_add(b, "\n</think>\n\n"); sb_add(b, content);
+        free(inner);
+    } else {
+        sb_add(b, content);
+    }
+    free(content); free(head); free(reasoning);
+}
+
+/* Whether a Qwen3 user turn is a tool's response, which the template's
+ * "last query" skips. */
+static int qwen3_tool_response(const char *u) {
+    const size_t n = strlen(u), o = strlen("<tool_response>"), c = strlen("</tool_response>");
+    return n >= o && n >= c && !strncmp(u, "<tool_response>", o) && !strcmp(u + n - c, "</tool_response>");
+}
+
 char *chat_render(ChatTemplate t, const char *system, const char *const *user,
                   const char *const *assistant, int n_user) {
     SB b = {0};
@@ -317,6 +374,29 @@ char *chat_render(ChatTemplate t, const char *system, const char *const *user,
             sb_add(&b, "<|im_end|>\n");
         }
         sb_add(&b, "<|im_start|>assistant\n");
+        break;
+    }
+    case CHAT_QWEN3:
+    case CHAT_QWEN3_NO_THINK: {
+        /* chatml's messages, each answer as qwen3_answer writes it: its
+         * block kept only after the last user turn that is not a tool's
+         * response (message index last_query; none such: the last message) */
+        if (*system) { sb_add(&b, "<|im_start|>system\n"); sb_add(&b, system); sb_add(&b, "<|im_end|>\n"); }
+        int last_query = n_msg - 2;
+        for (int i = n_msg - 2; i >= 0; i -= 2)
+            if (!qwen3_tool_response(MSG(i))) { last_query = i; break; }
+        for (int i = 0; i < n_msg - 1; i++) {
+            const char *m = MSG(i);
+            if (i % 2 == 0) {
+                sb_add(&b, "<|im_start|>user\n"); sb_add(&b, m);
+            } else {
+                sb_add(&b, "<|im_start|>assistant\n");
+                qwen3_answer(&b, m ? m : "", i > last_query);
+            }
+            sb_add(&b, "<|im_end|>\n");
+        }
+        sb_add(&b, "<|im_start|>assistant\n");
+        if (t == CHAT_QWEN3_NO_THINK) sb_add(&b, "<think>\n\n</think>\n\n");
         break;
     }
     case CHAT_LLAMA31: {
@@ -416,7 +496,7 @@ int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max) {
         cand[1] = tokenizer_token_to_id(tok, "<|eot_id|>");
         cand[2] = tokenizer_token_to_id(tok, "<|end_of_text|>");
     }
-    if (t == CHAT_CHATML) cand[1] = tokenizer_token_to_id(tok, "<|im_end|>");
+    if (t == CHAT_CHATML || t == CHAT_QWEN3 || t == CHAT_QWEN3_NO_THINK) cand[1] = tokenizer_token_to_id(tok, "<|im_end|>");
     if (t == CHAT_DEEPSEEK_CODER) cand[1] = tokenizer_token_to_id(tok, "<|EOT|>");
     const int32_t *gen;
     int ng = tokenizer_generation_eos(tok, &gen);

@@ -43,6 +43,15 @@
  *                     default system text.
  *   deepseek          DeepSeek-LLM chat and DeepSeek-V2: User: ...\n\n
  *                     Assistant: ...<｜end▁of▁sentence｜>; none by default.
+ *   qwen3             Qwen3 (0.6B to 32B): chatml with no default system
+ *                     message, where an earlier answer is written without
+ *                     its <think>...</think> block (what follows the last
+ *                     </think>, leading newlines dropped), unless it follows
+ *                     the last user turn that is not a <tool_response>; the
+ *                     model thinks first (enable_thinking left as it is).
+ *   qwen3-no-think    the same with enable_thinking false: the generation
+ *                     prompt ends in an empty <think>\n\n</think>\n\n, so the
+ *                     model answers at once.
  * Those that write their bos token are encoded without adding specials.
  *
  * Multi-turn as in EAGLE: the prompt for turn k holds user turns 1..k and the
@@ -64,16 +73,19 @@ typedef enum {
     CHAT_ZEPHYR = 7,
     CHAT_DEEPSEEK_CODER = 8,
     CHAT_DEEPSEEK = 9,
+    CHAT_QWEN3 = 10,
+    CHAT_QWEN3_NO_THINK = 11,
 } ChatTemplate;
 
 /* Accepts llama-2-chat (llama2, llama-2), llama-3-instruct (llama3, llama-3),
  * llama-3.1 (llama-3.2, llama-3.3), vicuna (vicuna_v1.1), chatml, mistral,
- * zephyr, deepseek-coder, deepseek (deepseek-llm), none.  Returns 0, or -1 with an error listing the
+ * zephyr, deepseek-coder, deepseek (deepseek-llm), qwen3, qwen3-no-think, none.  Returns 0, or -1 with an error listing the
  * names. */
 int chat_template_parse(const char *name, ChatTemplate *out);
 const char *chat_template_name(ChatTemplate t);
 #define CHAT_TEMPLATE_NAMES \
-    "llama-2-chat, llama-3-instruct, llama-3.1, vicuna, chatml, mistral, zephyr, deepseek-coder, deepseek, none"
+    "llama-2-chat, llama-3-instruct, llama-3.1, vicuna, chatml, mistral, zephyr, deepseek-coder, deepseek, qwen3, " \
+    "qwen3-no-think, none"
 
 /* Guesses the template of a checkpoint from tokenizer_config.json's
  * chat_template, the special tokens of the vocabulary and the checkpoint's
@@ -109,7 +121,7 @@ int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const 
                 const char *const *assistant, int n_user, int32_t **ids, size_t *n);
 
 /* Token ids that end the model's answer: eos, <|eot_id|> for llama-3 and
- * 3.1, <|im_end|> for chatml, <|EOT|> for deepseek-coder, and generation_config.json's eos_token_id(s)
+ * 3.1, <|im_end|> for chatml and qwen3, <|EOT|> for deepseek-coder, and generation_config.json's eos_token_id(s)
  * (Qwen2.5-Instruct: <|im_end|> and <|endoftext|>).
  * Returns how many were written to out (at most max). */
 int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max);

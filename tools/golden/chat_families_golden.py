@@ -10,6 +10,11 @@ checked by tests/test_chat.c):
   deepseek-coder  deepseek-coder-*-instruct's (### Instruction / ### Response,
                   its own default system message)
   deepseek        DeepSeek-LLM-7B-chat's and DeepSeek-V2's (User: / Assistant:)
+  qwen3           Qwen3-0.6B's (the template of Qwen3 0.6B to 32B), enable_thinking
+                  left unset; also on conversations whose answers hold <think>
+                  blocks and whose last turn is a <tool_response>
+  qwen3-no-think  the same template with enable_thinking=False (guessed as qwen3:
+                  one template, two ways to call it)
 
 Each template's source as its model publishes it: Meta's from the .jinja files
 and the others from the test cases of the llama.cpp sdist that `make
@@ -57,6 +62,20 @@ FAMILIES = [
     ("deepseek-coder", "deepseek-coder-33b-instruct", ("test", "deepseek-ai/deepseek-coder-33b-instruct"),
      DS_BOS, "<|EOT|>", None),
     ("deepseek", "DeepSeek-LLM-7B-chat, DeepSeek-V2", ("test", "DeepSeek-V2"), DS_BOS, DS_EOS, ""),
+    ("qwen3", "Qwen3-0.6B", ("file", "Qwen-Qwen3-0.6B.jinja"), "", "<|im_end|>", ""),
+    ("qwen3-no-think", "Qwen3-0.6B, enable_thinking=False", ("file", "Qwen-Qwen3-0.6B.jinja"), "", "<|im_end|>", ""),
+]
+# Qwen3's template rewrites earlier answers: their <think> blocks dropped, or
+# kept after the last user turn that is not a tool's response.
+QWEN3_CONVERSATIONS = [
+    {"user": ["Is 91 prime?", "And 97?"],
+     "assistant": ["<think>\n91 = 7 * 13.\n</think>\n\nNo: 91 = 7 x 13."]},
+    {"user": ["Two blocks?", "Then what?", "Last."],
+     "assistant": ["<think>first</think>\n\n\nmiddle</think>end", "no think block at all\n"]},
+    {"user": ["Call the tool.", "<tool_response>\n42\n</tool_response>"],
+     "assistant": ["<think>\n\nI should call it.\n\n</think>\n\nCalling it."]},
+    {"user": ["Empty reasoning?", "Go on."],
+     "assistant": ["<think>\n\n</think>\n\nYes."]},
 ]
 # Templates of llama.cpp's test cases that share markers with those above but
 # render otherwise: the guess must not take them for one of ours.
@@ -118,18 +137,21 @@ def main():
     for template, model, where, bos, eos, default_system in FAMILIES:
         src = template_source(where, old.get(model))
         tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(GOLD, "sp_bytefallback.json")),
-                                      bos_token=bos, eos_token=eos)
+                                      bos_token=bos or None, eos_token=eos)
         tok.chat_template = src
+        qwen3 = template.startswith("qwen3")
+        kwargs = {"enable_thinking": False} if template == "qwen3-no-think" else {}
         rows = []
-        for conv in CONVERSATIONS:
+        for conv in CONVERSATIONS + (QWEN3_CONVERSATIONS if qwen3 else []):
             for system in (None, "", "You are a pirate. Answer in one sentence."):
                 for k in range(1, len(conv["user"]) + 1):
                     users, answers = conv["user"][:k], conv["assistant"][:k - 1]
                     msgs = messages(template, default_system, system, users, answers)
-                    prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, date_string=DATE)
+                    prompt = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, date_string=DATE,
+                                                     **kwargs)
                     rows.append({"system": system, "user": users, "assistant": answers, "prompt": prompt})
-        families.append({"template": template, "model": model, "chat_template": src, "bos_token": bos,
-                         "eos_token": eos, "prompts": rows})
+        families.append({"template": template, "guess": "qwen3" if qwen3 else template, "model": model,
+                         "chat_template": src, "bos_token": bos, "eos_token": eos, "prompts": rows})
         print("%-15s %-42s %d prompts" % (template, model, len(rows)))
     not_ours = [{"model": m, "chat_template": template_source(("test", m), old_not_ours.get(m))} for m in NOT_OURS]
     with open(OUT, "w", encoding="utf-8") as f:
