@@ -44,7 +44,7 @@ static void usage(FILE *f) {
 "and its kin) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
 "default), config.json, tokenizer.json (BPE) or tokenizer.model (SentencePiece),\n"
 "tokenizer_config.json, generation_config.json.\n"
-"Tensors may be F32, F16 or any quantized type the GGUF reader knows (dequantised as\n"
+"Tensors may be F32, F16, BF16 or any quantized type the GGUF reader knows (dequantised as\n"
 "llama.cpp does); other types are refused.\n"
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
 "  --dtype D     bf16 (default) or f16 (both rounded to nearest even), f32 (the exact\n"

@@ -69,7 +69,7 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
     nexp /= 4;
     static const struct { const char *name; int type; int64_t ne0, ne1; } want[] = {
         {"f32", GGML_F32, 64, 3},      {"f16", GGML_F16, 32, 2},      {"q8_0", GGML_Q8_0, 64, 4},
-        {"q4_1", GGML_Q4_1, 96, 2},    {"q4_0", GGML_Q4_0, 128, 3},   {"q5_0", GGML_Q5_0, 128, 3},
+        {"q4_1", GGML_Q4_1, 96, 2},    {"bf16", GGML_BF16, 64, 2},    {"q4_0", GGML_Q4_0, 128, 3},   {"q5_0", GGML_Q5_0, 128, 3},
         {"q5_1", GGML_Q5_1, 128, 3},   {"q4_k", GGML_Q4_K, 1536, 2},  {"q5_k", GGML_Q5_K, 1536, 2},
         {"q6_k", GGML_Q6_K, 1536, 2},  {"q3_k", GGML_Q3_K, 1536, 2}};
     const int nwant = (int)(sizeof want / sizeof *want);
@@ -463,12 +463,12 @@ static void test_nan_and_inf_scales_pass_through(void) {
 static void test_types_not_read_are_refused_by_name(void) {
     static unsigned char data[144];
     fill_blocks(data, 5, 1, 3u);   /* QT[5] is Q4_K */
-    const Made t[4] = {{"q2k", 10, 256, 1}, {"bf16", 30, 8, 2}, {"odd", 99, 4, 1}, {"q4k", GGML_Q4_K, 256, 1}};
+    const Made t[4] = {{"q2k", 10, 256, 1}, {"iq4xs", 23, 256, 1}, {"odd", 99, 4, 1}, {"q4k", GGML_Q4_K, 256, 1}};
     const char *path = made_file(t, 4, data, sizeof data);
     Gguf *g = gguf_open(path);
     REQUIRE(g, "%s", err_get());
     REQUIRE(gguf_n_tensors(g) == 4, "%d tensors", gguf_n_tensors(g));
-    const char *want[3] = {"ggml type 10 (Q2_K) is not supported", "ggml type 30 (BF16) is not supported",
+    const char *want[3] = {"ggml type 10 (Q2_K) is not supported", "ggml type 23 (IQ4_XS) is not supported",
                            "ggml type 99 (unknown) is not supported"};
     float v[256];
     for (int i = 0; i < 3; i++) {

@@ -139,6 +139,7 @@ static DType read_type(int type) {
     switch (type) {
     case GGML_F32: return DT_F32;
     case GGML_F16: return DT_F16;
+    case GGML_BF16: return DT_BF16;
     case GGML_Q4_0: return DT_Q4_0;
     case GGML_Q4_1: return DT_Q4_1;
     case GGML_Q5_0: return DT_Q5_0;
@@ -407,8 +408,8 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out) {
 const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t) { return g->data + t->offset; }
 
 static int unread_type(const Gguf *g, const GgufTensor *t) {
-    err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, "
-            "Q5_K and Q6_K are)", g->path, t->name, t->type, gguf_type_name(t->type));
+    err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, "
+            "Q4_K, Q5_K and Q6_K are)", g->path, t->name, t->type, gguf_type_name(t->type));
     return -1;
 }
 

@@ -60,6 +60,8 @@ def main():
         if kind:
             qt = getattr(gguf.GGMLQuantizationType, kind)
             ours = quants.dequantize(raw.reshape(-1, gguf.GGML_QUANT_SIZES[qt][1]), qt)
+        elif head[name]["dtype"] == "BF16":   # the upper half of an F32
+            ours = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
         else:
             ours = raw.view({"F32": np.float32, "F16": np.float16}[head[name]["dtype"]]).astype(np.float32)
         ours = ours.reshape(ref.shape)

@@ -3,7 +3,8 @@
 GGUF writer and quantisers that ship with llama.cpp), not by us:
 tests/golden/gguf/small.gguf holds one metadata key of every scalar type,
 a string array, a float array, four tensors (F32, F16, Q8_0, Q4_1) of
-seeded random values quantised by gguf.quants, and one tensor of each of
+seeded random values quantised by gguf.quants, a BF16 tensor of random
+finite bit patterns (zero, -0, subnormals and the largest first), and one tensor of each of
 Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K made of random block bytes (random
 half-precision scales, the first blocks' scales the edge values: zero, -0,
 subnormals, 65504; random quant, scale and high-bit bytes);
@@ -48,6 +49,11 @@ c = (rng.standard_normal((4, 64)) * 3).astype(np.float32)
 tensors.append(("q8_0", c, gguf.GGMLQuantizationType.Q8_0))
 d = (rng.standard_normal((2, 96)) + 0.5).astype(np.float32)
 tensors.append(("q4_1", d, gguf.GGMLQuantizationType.Q4_1))
+# BF16 as raw bytes (a generator of its own, so that the tensors after keep theirs)
+bits = np.random.default_rng(2030).integers(0, 1 << 16, size=(2, 64), dtype=np.uint16)
+bits[(bits & 0x7F80) == 0x7F80] &= 0xBFFF   # finite: never every exponent bit
+bits.reshape(-1)[:6] = [0x0000, 0x8000, 0x0001, 0x807F, 0x7F7F, 0xFF7F]
+tensors.append(("bf16", bits.view(np.uint8), gguf.GGMLQuantizationType.BF16))
 
 
 Q = gguf.GGMLQuantizationType
