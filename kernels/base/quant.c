@@ -320,6 +320,18 @@ int quant_q4_0_row(const float *x, int64_t n, void *out) {
     return 0;
 }
 
+void quant_iq4_nl_as_q8_0(const void *nl, void *q8) {
+    /* the non-linear grid of IQ4_NL (ggml's kvalues_iq4nl) */
+    static const int8_t K[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const uint8_t *x = nl;
+    int8_t *q = (int8_t *)q8 + 2;
+    memcpy(q8, x, 2);   /* d */
+    for (int j = 0; j < 16; j++) {
+        q[j] = K[x[2 + j] & 0x0F];
+        q[j + 16] = K[x[2 + j] >> 4];
+    }
+}
+
 void quant_q3_k_as_q6_k(const void *q3, void *q6) {
     const uint8_t *hmask = q3, *qs = hmask + 32, *sc = qs + 64;
     uint8_t *ql = q6, *qh = ql + 128, *scales = qh + 64;

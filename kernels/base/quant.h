@@ -94,4 +94,13 @@ int quant_q4_0_row(const float *x, int64_t n, void *out);
  * as Q6_K (1.9 times its bytes; nothing rounds).  One block, q3 to q6. */
 #define QUANT_Q3_K_BYTES 110
 void quant_q3_k_as_q6_k(const void *q3, void *q6);
+/* GGUF's IQ4_NL, read as Q8_0.  An IQ4_NL block (18 bytes: f16 d, then
+ * 16 bytes of 4-bit indices, element j the low nibble of byte j and
+ * element j + 16 the high one) holds d * K[i] for a fixed table K of
+ * sixteen integers in [-127, 113]; the Q8_0 block with the same d and the
+ * integers K[i] holds the same values, d times an integer, the same one
+ * rounding of one product, so its dequantisation gives ggml's bit for bit
+ * (1.9 times its bytes).  One block, nl to q8. */
+#define QUANT_IQ4_NL_BYTES 18
+void quant_iq4_nl_as_q8_0(const void *nl, void *q8);
 #endif
