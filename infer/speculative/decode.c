@@ -111,15 +111,20 @@ static void reserve_hidden(Decoder *dec, int rows) {
     dec->pending.hidden_cap = cap;
 }
 
+/* ids[0..*n) += add[0..k), the array grown as needed (*cap) */
+static void ids_append(int **ids, int *n, int *cap, const int *add, int k) {
+    if (*n + k > *cap) {
+        *cap = 2 * (*n + k);
+        *ids = xrealloc(*ids, sizeof(int) * (size_t)*cap);
+    }
+    memcpy(*ids + *n, add, sizeof(int) * (size_t)k);
+    *n += k;
+}
+
 /* Appends n committed tokens to those the draft has not caught up on
  * (their features are the caller's to place in path_hidden). */
 static void pending_add(Decoder *dec, const int *tokens, int n) {
-    if (dec->pending.n + n > dec->pending.cap) {
-        dec->pending.cap = 2 * (dec->pending.n + n);
-        dec->pending.tokens = xrealloc(dec->pending.tokens, sizeof(int) * dec->pending.cap);
-    }
-    memcpy(dec->pending.tokens + dec->pending.n, tokens, sizeof(int) * n);
-    dec->pending.n += n;
+    ids_append(&dec->pending.tokens, &dec->pending.n, &dec->pending.cap, tokens, n);
 }
 
 /* The accepted path of a tree of n nodes, and its features. */
@@ -198,12 +203,7 @@ static double drafting_s(const DecodeStats *st) { return st->t.draft + st->t.dis
 
 /* Appends n ids to those whose entries the target's cache holds. */
 static void cache_add(Decoder *dec, const int *ids, int n) {
-    if (dec->cache.n + n > dec->cache.cap) {
-        dec->cache.cap = 2 * (dec->cache.n + n);
-        dec->cache.ids = xrealloc(dec->cache.ids, sizeof(int) * dec->cache.cap);
-    }
-    memcpy(dec->cache.ids + dec->cache.n, ids, sizeof(int) * n);
-    dec->cache.n += n;
+    ids_append(&dec->cache.ids, &dec->cache.n, &dec->cache.cap, ids, n);
 }
 
 /* The prompt tokens whose entries a turn keeps (Decoder.cache): the prefix

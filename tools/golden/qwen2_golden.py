@@ -313,21 +313,29 @@ def main():
     write_llama3()
     write_llama2_linear()
     write_quant()
-    g = torch.Generator().manual_seed(4321)
+    write_tiny_family(Qwen2ForCausalLM, config, "qwen2", (4321, 41, 42), random_biases)
+
+
+def write_tiny_family(cls, config, family, seeds, randomize):
+    """tests/ckpt/<family>_f32 (cls(config()) from torch seed seeds[1], randomize(model,
+    seeds[2]) on top) and <family>_bf16 (its weights in BF16) with their transformers
+    references on ids drawn from seeds[0] (no BOS, as Qwen's), and
+    tests/golden/<family>_tiny.gguf, the F32 weights as llama.cpp's converter writes them"""
+    g = torch.Generator().manual_seed(seeds[0])
     ids = torch.randint(3, 256, (40,), generator=g).tolist()
-    prompt = torch.randint(3, 256, (7,), generator=g).tolist()   # Qwen2 adds no BOS
-    torch.manual_seed(41)
-    model = Qwen2ForCausalLM(config()).float().eval()
-    random_biases(model, 42)
-    save(model, "qwen2_f32")
-    references(model, "qwen2_f32", ids, prompt)
-    write_gguf(model, os.path.join(CKPT, "..", "golden", "qwen2_tiny.gguf"))
-    half = Qwen2ForCausalLM(config()).eval()
+    prompt = torch.randint(3, 256, (7,), generator=g).tolist()
+    torch.manual_seed(seeds[1])
+    model = cls(config()).float().eval()
+    randomize(model, seeds[2])
+    save(model, family + "_f32")
+    references(model, family + "_f32", ids, prompt)
+    write_gguf(model, os.path.join(CKPT, "..", "golden", family + "_tiny.gguf"))
+    half = cls(config()).eval()
     half.load_state_dict(model.state_dict())
     half = half.to(torch.bfloat16)
-    d = save(half, "qwen2_bf16")
-    up = Qwen2ForCausalLM.from_pretrained(d, torch_dtype=torch.float32).eval()
-    references(up, "qwen2_bf16", ids, prompt, native=half)
+    d = save(half, family + "_bf16")
+    up = cls.from_pretrained(d, torch_dtype=torch.float32).eval()
+    references(up, family + "_bf16", ids, prompt, native=half)
     print("versions: torch", torch.__version__, "transformers",
           __import__("transformers").__version__, file=sys.stderr)
 

@@ -25,8 +25,7 @@ import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_test_checkpoints import CKPT, references  # noqa: E402
-from qwen2_golden import save, write_gguf  # noqa: E402
+from qwen2_golden import write_tiny_family  # noqa: E402
 
 
 def config():
@@ -44,25 +43,5 @@ def random_norms(model, seed):
                 norm.weight.copy_(1 + torch.randn(norm.weight.shape, generator=g) * 0.5)
 
 
-def main():
-    g = torch.Generator().manual_seed(5321)
-    ids = torch.randint(3, 256, (40,), generator=g).tolist()
-    prompt = torch.randint(3, 256, (7,), generator=g).tolist()   # Qwen3 adds no BOS
-    torch.manual_seed(51)
-    model = Qwen3ForCausalLM(config()).float().eval()
-    random_norms(model, 52)
-    save(model, "qwen3_f32")
-    references(model, "qwen3_f32", ids, prompt)
-    write_gguf(model, os.path.join(CKPT, "..", "golden", "qwen3_tiny.gguf"))
-    half = Qwen3ForCausalLM(config()).eval()
-    half.load_state_dict(model.state_dict())
-    half = half.to(torch.bfloat16)
-    d = save(half, "qwen3_bf16")
-    up = Qwen3ForCausalLM.from_pretrained(d, torch_dtype=torch.float32).eval()
-    references(up, "qwen3_bf16", ids, prompt, native=half)
-    print("versions: torch", torch.__version__, "transformers",
-          __import__("transformers").__version__, file=sys.stderr)
-
-
 if __name__ == "__main__":
-    main()
+    write_tiny_family(Qwen3ForCausalLM, config, "qwen3", (5321, 51, 52), random_norms)
