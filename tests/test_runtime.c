@@ -11,6 +11,8 @@
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <cjson/cJSON.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const Backend *be = &cpu_backend;
 
@@ -624,6 +626,56 @@ static void test_qwen2_refusals(void) {
     }
     REQUIRE(system("rm -rf /tmp/c2t_qwen2_variant") == 0, "cleanup");
 }
+/* A backend whose weights are copies (a device's memory), here the CPU's
+ * over a malloc'ed copy of each tensor's bytes. */
+static int copied_weight(Weight *w, const void *host, DType dt, int64_t rows, int64_t cols) {
+    const int64_t rb = quant_row_bytes(dt, cols);
+    if (rb < 0) return -1;
+    void *c = xmalloc((size_t)(rows * rb));
+    memcpy(c, host, (size_t)(rows * rb));
+    if (cpu_backend.weight(w, c, dt, rows, cols)) { free(c); return -1; }
+    return 0;
+}
+static void copied_release(Weight *w) {
+    void *c = (void *)w->data;
+    cpu_backend.weight_release(w);
+    free(c);
+}
+
+/* This process's resident bytes (/proc/self/statm). */
+static double resident_bytes(void) {
+    long pages = 0, res = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+    if (f) fclose(f);
+    return (double)res * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* A checkpoint loaded by a backend that copies its weights leaves the
+ * file's mapped pages: the process grows by the copies alone (22 MB of
+ * SmolLM2's draft LM), not by the copies and the file's pages too. */
+static void test_copied_weights_drop_the_file_pages(void) {
+    Backend copying = cpu_backend;
+    copying.weight = copied_weight;
+    copying.weight_release = copied_release;
+    const char *dir = "data/smollm2/draft";
+    size_t file = 0;
+    char *path = path_join(dir, "model.safetensors");
+    struct stat sb;
+    REQUIRE(stat(path, &sb) == 0, "%s", path);
+    file = (size_t)sb.st_size;
+    free(path);
+    const double before = resident_bytes();
+    LlamaModel *m = llama_load(dir, &copying);
+    REQUIRE(m, "%s", err_get());
+    const double grown = resident_bytes() - before;
+    CHECK(grown < 1.5 * (double)file, "loading %s with copied weights grew the process by %.1f MB (its file %.1f MB): "
+          "the file's pages stayed", dir, grown / 1e6, (double)file / 1e6);
+    printf("# %s with copied weights: the process grew %.1f MB for a file of %.1f MB\n", dir, grown / 1e6,
+           (double)file / 1e6);
+    llama_free(m);
+}
+
 /* the shipped demo family (data/demo, BF16), goldens from
  * tools/golden/demo_refs.py */
 static void test_parity_demo_target(void) { parity_dir("data/demo/target", "demo_target"); }
@@ -982,6 +1034,7 @@ int main(void) {
     RUN(test_parity_qwen2_bf16);
     RUN(test_parity_qwen3_f32_qk_norm);
     RUN(test_parity_qwen3_bf16);
+    RUN(test_copied_weights_drop_the_file_pages);
     RUN(test_convert_keep_block_types);
     RUN(test_convert_q4_0);
     RUN(test_convert_refuses_nonfinite);

@@ -16,6 +16,9 @@ int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name
         return -1;
     }
     w->mapped = !st->files[t->file].owned;   /* the CPU's repacked matrices then drop the file's pages */
+    /* a backend that copied it (a device's memory) leaves the file's pages
+     * too: a GPU run holds the model on the host only while loading */
+    if (w->mapped && w->data != t->data) pages_drop(t->data, (size_t)rows * (size_t)quant_row_bytes(t->dtype, cols));
     return 0;
 }
 

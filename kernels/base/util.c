@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,4 +224,10 @@ int write_json(const char *path, const cJSON *j) {
     int bad = fputs(s, f) < 0 || fputc('\n', f) == EOF;
     free(s);
     return atomic_finish(f, tmp, path, bad);
+}
+
+void pages_drop(const void *p, size_t bytes) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p,
+                    lo = (start + page - 1) & ~(page - 1), hi = (start + bytes) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }

@@ -53,6 +53,12 @@ int file_hash_hex(const char *path, char out[17]);
 /* FNV-1a 64 of n bytes, continuing from h (FNV1A_START for a new hash). */
 #define FNV1A_START 1469598103934665603ULL
 uint64_t fnv1a(const void *data, size_t n, uint64_t h);
+/* The whole pages inside [p, p + bytes) of a read-only private file
+ * mapping leave this process's memory (MADV_DONTNEED: read again, a page
+ * faults back in from the file; the pages shared with the bytes around
+ * stay): a checkpoint's bytes once a copy holds them.  Advice only: a
+ * refusal changes no result. */
+void pages_drop(const void *p, size_t bytes);
 
 double now_seconds(void);
 

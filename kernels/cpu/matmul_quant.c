@@ -44,8 +44,6 @@
 #include "kernels/base/quant_dot.h"
 #include "kernels/base/util.h"
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
@@ -1116,17 +1114,12 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
 }
 
 #if QISA
-/* A mapped matrix's pages, once its copy holds every byte a product reads:
- * the whole pages inside it leave this process's memory (the pages it
- * shares with its neighbours in the file stay), so a checkpoint of block
- * types takes its size in memory once rather than twice.  The mapping is
- * read-only and private: an embedding row read later, or a second copy of
- * rows (llama_lm_head_rows), faults its page in from the file again. */
+/* A mapped matrix's pages, once its copy holds every byte a product reads
+ * (pages_drop), so a checkpoint of block types takes its size in memory
+ * once rather than twice; an embedding row read later, or a second copy
+ * of rows (llama_lm_head_rows), faults its page in from the file again. */
 static void drop_mapped_pages(const Weight *w, size_t bytes) {
-    if (!w->mapped) return;
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)w->data,
-                    lo = (start + page - 1) & ~(page - 1), hi = (start + bytes) & ~(page - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);   /* advice: a refusal changes no result */
+    if (w->mapped) pages_drop(w->data, bytes);
 }
 #endif
 
