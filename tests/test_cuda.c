@@ -45,7 +45,7 @@
 
 /* ---- GGUF block types: the CUDA kernels' steps, on the host ---- */
 
-static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K};
+static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL};
 #define NQTYPES (int)(sizeof QTYPES / sizeof *QTYPES)
 static const int QNS[] = {1, 2, 5, 16, 64};
 #define NQNS (int)(sizeof QNS / sizeof *QNS)
@@ -180,7 +180,8 @@ static void test_cuda_quant_steps_on_host(void) {
             cpu_backend.weight_release(&w);
             free(wq); free(x); free(deq); free(q); free(qr); free(d); free(dr); free(sd); free(out); free(s16); free(sr);
         }
-    printf("# quant_dot.h's steps on the host: %d (row, token) products of 8 types against the CPU backend\n", compared);
+    printf("# quant_dot.h's steps on the host: %d (row, token) products of %d types against the CPU backend\n", compared,
+           NQTYPES);
     CHECK(bad_act == 0, "%d activation blocks differ from quant_q8_row", bad_act);
     CHECK(bad_dot == 0, "%d products differ from the CPU backend's bits", bad_dot);
     CHECK(bad_deq == 0, "%d dequantised elements differ from quant_dequant_row", bad_deq);

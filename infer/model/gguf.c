@@ -143,7 +143,6 @@ static const struct {
     void (*convert)(const void *stored, void *block);
 } READ_AS[] = {
     {GGML_Q3_K, DT_Q6_K, 256, QUANT_Q3_K_BYTES, quant_q3_k_as_q6_k},
-    {GGML_IQ4_NL, DT_Q8_0, 32, QUANT_IQ4_NL_BYTES, quant_iq4_nl_as_q8_0},
 };
 
 static int read_as(int type) {
@@ -168,6 +167,7 @@ static DType read_type(int type) {
     case GGML_Q4_K: return DT_Q4_K;
     case GGML_Q5_K: return DT_Q5_K;
     case GGML_Q6_K: return DT_Q6_K;
+    case GGML_IQ4_NL: return DT_IQ4_NL;
     default: return DT_COUNT;
     }
 }

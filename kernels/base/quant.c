@@ -14,7 +14,7 @@
 
 static const struct { int elems, bytes; } BLOCKS[DT_COUNT] = {
     [DT_Q8_0] = {32, 34},   [DT_Q4_0] = {32, 18},   [DT_Q4_1] = {32, 20},   [DT_Q5_0] = {32, 22},
-    [DT_Q5_1] = {32, 24},   [DT_Q4_K] = {256, 144}, [DT_Q5_K] = {256, 176}, [DT_Q6_K] = {256, 210}};
+    [DT_Q5_1] = {32, 24},   [DT_Q4_K] = {256, 144}, [DT_Q5_K] = {256, 176}, [DT_Q6_K] = {256, 210}, [DT_IQ4_NL] = {32, 18}};
 
 int dtype_is_quant(DType t) { return (unsigned)t < DT_COUNT && BLOCKS[t].elems > 0; }
 
@@ -198,6 +198,13 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
         break;
     }
     case DT_Q5_0: b->d = half_at(p); b->off = 16; q5_ints(p + 2, p + 6, b->q); break;
+    case DT_IQ4_NL:
+        b->d = half_at(p);
+        for (int j = 0; j < 16; j++) {
+            b->q[j] = (int16_t)qd_iq4nl(p[2 + j] & 0x0Fu);
+            b->q[j + 16] = (int16_t)qd_iq4nl(p[2 + j] >> 4);
+        }
+        break;
     case DT_Q5_1: b->d = half_at(p); b->m = half_at(p + 2); q5_ints(p + 4, p + 8, b->q); break;
     case DT_Q4_K: unpack_k45(p, NULL, p + 16, b); break;
     case DT_Q5_K: unpack_k45(p, p + 16, p + 48, b); break;
@@ -318,18 +325,6 @@ int quant_q4_0_row(const float *x, int64_t n, void *out) {
         }
     }
     return 0;
-}
-
-void quant_iq4_nl_as_q8_0(const void *nl, void *q8) {
-    /* the non-linear grid of IQ4_NL (ggml's kvalues_iq4nl) */
-    static const int8_t K[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-    const uint8_t *x = nl;
-    int8_t *q = (int8_t *)q8 + 2;
-    memcpy(q8, x, 2);   /* d */
-    for (int j = 0; j < 16; j++) {
-        q[j] = K[x[2 + j] & 0x0F];
-        q[j + 16] = K[x[2 + j] >> 4];
-    }
 }
 
 void quant_q3_k_as_q6_k(const void *q3, void *q6) {

@@ -1,4 +1,4 @@
-/* GGUF's block types (DT_Q8_0 .. DT_Q6_K, kernels/base/dtype.h), stored as
+/* GGUF's block types (DT_Q8_0 .. DT_IQ4_NL, kernels/base/dtype.h), stored as
  * ggml lays out its blocks, and the one reference for what they mean.
  *
  * Blocks of 32 elements: Q8_0 (f16 d, int8 q[32]; 34 bytes), Q4_0 (f16 d,
@@ -9,12 +9,14 @@
  * minimums of 8 sub-blocks of 32, 128 bytes of nibbles; 144), Q5_K (as
  * Q4_K with 32 bytes qh before the nibbles; 176), Q6_K (128 bytes of low
  * nibbles, 64 of top 2 bits, 16 int8 scales of 16 elements, f16 d; 210).
+ * IQ4_NL (f16 d, nibbles as Q4_0; 18): element e is d times K[nibble], K
+ * the sixteen integers of its non-linear grid (qd_iq4nl).
  * Element types (F32, F16, BF16, ...) are blocks of 1 here. */
 #ifndef C2T_QUANT_H
 #define C2T_QUANT_H
 #include "kernels/base/dtype.h"
 
-/* 1 for the block types DT_Q8_0 .. DT_Q6_K. */
+/* 1 for the block types DT_Q8_0 .. DT_IQ4_NL. */
 int dtype_is_quant(DType t);
 /* Elements per block: 32 or 256 for a block type, 1 for an element type,
  * 0 for none. */
@@ -45,7 +47,7 @@ int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
  * (sub 32; Q6_K: sub 16, no minimum), (q[e] - off) * d for Q4_0, Q5_0,
  * Q8_0, q[e] * d + m for Q4_1 and Q5_1 (sub 0: no sub-block scales). */
 typedef struct {
-    int16_t q[256];       /* unsigned as stored; Q8_0: the int8 (32-element types: q[0..31]) */
+    int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL: the grid's integers (32-element types: q[0..31]) */
     int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
     float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K), else 0 */
     int sub;              /* elements per sub-block scale: 32, 16, or 0 */
@@ -94,13 +96,5 @@ int quant_q4_0_row(const float *x, int64_t n, void *out);
  * as Q6_K (1.9 times its bytes; nothing rounds).  One block, q3 to q6. */
 #define QUANT_Q3_K_BYTES 110
 void quant_q3_k_as_q6_k(const void *q3, void *q6);
-/* GGUF's IQ4_NL, read as Q8_0.  An IQ4_NL block (18 bytes: f16 d, then
- * 16 bytes of 4-bit indices, element j the low nibble of byte j and
- * element j + 16 the high one) holds d * K[i] for a fixed table K of
- * sixteen integers in [-127, 113]; the Q8_0 block with the same d and the
- * integers K[i] holds the same values, d times an integer, the same one
- * rounding of one product, so its dequantisation gives ggml's bit for bit
- * (1.9 times its bytes).  One block, nl to q8. */
-#define QUANT_IQ4_NL_BYTES 18
-void quant_iq4_nl_as_q8_0(const void *nl, void *q8);
+
 #endif

@@ -69,6 +69,14 @@ QD_FN float qd_add(float a, float b) {
 #endif
 }
 
+/* IQ4_NL's grid, ggml's kvalues_iq4nl (-127 -104 -83 -65 -49 -35 -22 -10
+ * 1 13 25 38 53 69 89 113), as the bytes of two words: integer i of the
+ * sixteen. */
+QD_FN int qd_iq4nl(uint32_t i) {
+    const uint64_t lo = 0xF6EADDCFBFAD9881ull, hi = 0x7159453526190D01ull;
+    return (int8_t)((i < 8 ? lo : hi) >> (8 * (i & 7)));
+}
+
 /* c + the 4 products of a's and b's signed bytes (exact) */
 QD_FN int qd_dot4(uint32_t a, uint32_t b, int c) {
 #ifdef __CUDA_ARCH__
@@ -84,13 +92,26 @@ QD_FN uint32_t qd_bit4(uint32_t x) {
     return (x & 1) << 4 | (x & 2) << 11 | (x & 4) << 18 | (x & 8) << 25;
 }
 
-/* Unit g's 32 integers of block blk as stored (unsigned; Q8_0's signed),
+/* Unit g's 32 integers of block blk as stored (unsigned; Q8_0's and
+ * IQ4_NL's grid integers signed),
  * quant.h's QuantBlock.q packed as words. */
 QD_FN void qd_unit(DType dt, const uint8_t *blk, int g, uint32_t w[8]) {
     const uint32_t m4 = 0x0F0F0F0Fu;
     switch (dt) {
     case DT_Q8_0:
         for (int k = 0; k < 8; k++) w[k] = qd_ld32(blk + 2 + 4 * k);
+        break;
+    case DT_IQ4_NL:
+        for (int k = 0; k < 4; k++) {   /* elements 4k.. low nibbles, 16 + 4k.. high */
+            const uint32_t v = qd_ld32(blk + 2 + 4 * k);
+            uint32_t lo = 0, hi = 0;
+            for (int m = 0; m < 4; m++) {
+                lo |= (uint32_t)(uint8_t)qd_iq4nl(v >> 8 * m & 15) << 8 * m;
+                hi |= (uint32_t)(uint8_t)qd_iq4nl(v >> (8 * m + 4) & 15) << 8 * m;
+            }
+            w[k] = lo;
+            w[k + 4] = hi;
+        }
         break;
     case DT_Q4_0: case DT_Q4_1: case DT_Q5_0: case DT_Q5_1: {
         const int five = dt == DT_Q5_0 || dt == DT_Q5_1, m = dt == DT_Q4_1 || dt == DT_Q5_1;
@@ -160,7 +181,7 @@ QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8]
         *isum = sc[0] * (lo - 32 * xs0) + sc[1] * (hi - 32 * xs1);
         break;
     }
-    default: *isum = lo + hi; break;   /* Q8_0, Q4_1, Q5_1 */
+    default: *isum = lo + hi; break;   /* Q8_0, IQ4_NL, Q4_1, Q5_1 */
     }
 }
 
@@ -229,7 +250,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
     const int l = e % 32;
     uint32_t word = 0;
     for (int k = 0; k < 8; k++) word = k == l / 4 ? w[k] : word;   /* no dynamic index: w stays in registers */
-    const int q = dt == DT_Q8_0 ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
+    const int q = dt == DT_Q8_0 || dt == DT_IQ4_NL ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
     const float d = qd_half(blk + (dt == DT_Q6_K ? 208 : 0));
     switch (dt) {
     case DT_Q4_1: case DT_Q5_1: return qd_add(qd_mul((float)q, d), qd_half(blk + 2));
@@ -241,7 +262,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
     case DT_Q6_K: return qd_mul(qd_mul(d, (float)((const int8_t *)blk)[192 + e / 16]), (float)(q - 32));
     case DT_Q4_0: return qd_mul((float)(q - 8), d);
     case DT_Q5_0: return qd_mul((float)(q - 16), d);
-    default: return qd_mul((float)q, d);   /* Q8_0 */
+    default: return qd_mul((float)q, d);   /* Q8_0, IQ4_NL */
     }
 }
 #endif

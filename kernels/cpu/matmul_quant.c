@@ -287,8 +287,11 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *     vector v's byte at bit v;
  *   Q6_K: then two planes with its top two bits at bits 2u, 2u + 1 of
  *     plane v / 4 (u = v % 4);
- *   Q8_0: the 8 vectors' bytes themselves, q + Q8_OFF.
- * Heads: Q8_0, Q4_0, Q5_0: d[KG] (the halves as stored); Q4_1, Q5_1:
+ *   Q8_0: the 8 vectors' bytes themselves, q + Q8_OFF;
+ *   IQ4_NL: its nibbles as Q4_0's, each vector's made its grid integers
+ *     plus Q8_OFF (IQ4NL_LUT) as it is read.
+ * (q_bits below: the bits a copy's integer takes.)
+ * Heads: Q8_0, Q4_0, Q5_0, IQ4_NL: d[KG] (the halves as stored); Q4_1, Q5_1:
  *   d[KG], m[KG]; Q4_K, Q5_K: d[KG], dmin[KG], sc[8][KG] and mn[4][KG][2]
  *   (the 6-bit scales and minimums as bytes, the minimums in pairs of
  *   sub-blocks); Q6_K: d[KG], sc[8][KG][2] (the int8 scales in pairs of
@@ -314,6 +317,14 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
 #else
 #define Q8_OFF 0
 #endif
+/* IQ4_NL's copy keeps its nibbles (4 bits a weight, as Q4_0's); a vector's
+ * nibbles become its grid integers through this table, plus Q8_OFF as
+ * Q8_0's, and from there it is summed as Q8_0 is (the table is qd_iq4nl's,
+ * tests/test_quant.c holds the two equal through the products). */
+#define IQ4(k) (uint8_t)((k) + Q8_OFF)
+static const uint8_t IQ4NL_LUT[16] = {IQ4(-127), IQ4(-104), IQ4(-83), IQ4(-65), IQ4(-49), IQ4(-35), IQ4(-22), IQ4(-10),
+                                      IQ4(1),    IQ4(13),   IQ4(25),  IQ4(38),  IQ4(53),  IQ4(69),  IQ4(89),  IQ4(113)};
+#undef IQ4
 /* Tokens a tile serves, the same on every instruction set.  8 a pass beat
  * the 4 (AVX2) and 6 (AVX-512 without VNNI) they took before, each weight
  * vector's unpacking serving more tokens (on AVX2 the K tiles then hold 4
@@ -360,6 +371,8 @@ static inline kv kv_odd16(kv lo, kv hi) { return _mm512_mask_blend_epi16(0xAAAAA
 static inline kv kv_set16(int x) { return _mm512_set1_epi16((short)x); }
 static inline kv kv_set32(int x) { return _mm512_set1_epi32(x); }
 static inline kv kv_abs8(kv a) { return _mm512_abs_epi8(a); }
+/* each byte i (< 16) of a as byte i of the 16-byte table t (in every lane) */
+static inline kv kv_lut16(const uint8_t *t, kv a) { return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t)), a); }
 /* x times the sign of w where w is not 0 (where it is: anything, |w| is 0) */
 static inline kv kv_sign8(kv x, kv w) { return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x); }
 #if QVNNI
@@ -413,6 +426,7 @@ static inline kv kv_odd16(kv lo, kv hi) { return _mm256_blend_epi16(lo, hi, 0xAA
 static inline kv kv_set16(int x) { return _mm256_set1_epi16((short)x); }
 static inline kv kv_set32(int x) { return _mm256_set1_epi32(x); }
 static inline kv kv_abs8(kv a) { return _mm256_abs_epi8(a); }
+static inline kv kv_lut16(const uint8_t *t, kv a) { return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)t)), a); }
 static inline kv kv_sign8(kv x, kv w) { return _mm256_sign_epi8(x, w); }
 static inline kv kv_u8_32(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
 static inline kv kv_u8_16(const uint8_t *p) { return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)); }
@@ -439,9 +453,9 @@ static inline int is_k(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K |
  * two sub-blocks of 16, each with its own scale) */
 static inline int k_int16_group(const DType DT) { return DT == DT_Q4_K ? 8 : DT == DT_Q5_K ? 4 : 2; }
 static inline int has_min32(const DType DT) { return DT == DT_Q4_1 || DT == DT_Q5_1; }
-/* bits of an integer: 4, 5, 6 or 8 */
+/* bits of an integer as the copy keeps it: 4, 5, 6 or 8 (IQ4_NL: its 4-bit index) */
 static inline int q_bits(const DType DT) {
-    return DT == DT_Q4_0 || DT == DT_Q4_1 || DT == DT_Q4_K ? 4 : DT == DT_Q5_0 || DT == DT_Q5_1 || DT == DT_Q5_K ? 5
+    return DT == DT_Q4_0 || DT == DT_Q4_1 || DT == DT_Q4_K || DT == DT_IQ4_NL ? 4 : DT == DT_Q5_0 || DT == DT_Q5_1 || DT == DT_Q5_K ? 5
          : DT == DT_Q6_K ? 6 : 8;
 }
 
@@ -576,7 +590,7 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
         else if (dt == DT_Q5_K) kpack_q5k(body, gb, s, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
-        else if (dt == DT_Q4_0) kpack_nib32(body, s + 2, i);
+        else if (dt == DT_Q4_0 || dt == DT_IQ4_NL) kpack_nib32(body, s + 2, i);
         else if (dt == DT_Q4_1) kpack_nib32(body, s + 4, i);
         else if (dt == DT_Q5_0) kpack_5bit32(body, s + 2, s + 6, i);
         else if (dt == DT_Q5_1) kpack_5bit32(body, s + 4, s + 8, i);
@@ -617,6 +631,8 @@ static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const in
         const kv pl = kv_load(o + 16 * KG + (v / 4) * 4 * KG);
         const int u = v % 4;
         q = kv_or(q, kv_and8(u <= 2 ? kv_sll16(pl, 4 - 2 * u) : kv_srl16(pl, 2), 0x30));
+    } else if (DT == DT_IQ4_NL) {
+        q = kv_lut16(IQ4NL_LUT, q);
     }
     return q;
 }
@@ -794,7 +810,7 @@ static inline __attribute__((always_inline)) kv dot32(const kv wq[8], const int8
     return kv_add32(p0, p1);
 #else
     const kv one = kv_set16(1);
-    if (DT == DT_Q8_0) {   /* |q| times x with q's sign: pair sums <= 2 * 128 * 127 */
+    if (DT == DT_Q8_0 || DT == DT_IQ4_NL) {   /* |q| times x with q's sign: pair sums <= 2 * 128 * 127 */
         kv p = init;
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++)
@@ -819,7 +835,7 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
                                                          const DType DT, const uint8_t *pf) {
     const int64_t nb = a->nb, n = a->n;
     const size_t blk = kp_block(DT);
-    const int off = DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 ? Q8_OFF : 0;
+    const int off = DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 || DT == DT_IQ4_NL ? Q8_OFF : 0;
     const int32_t *s_off = a->s_off + (size_t)(DT == DT_Q4_0 ? 0 : DT == DT_Q5_0 ? 1 : 2) * (size_t)(nb * n);
     kf acc[KT_MAX];
 #pragma GCC unroll 8
@@ -1059,6 +1075,7 @@ static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, i
     case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K); break;
     case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
     case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
+    case DT_IQ4_NL: rows_typed(w, a, out, r0, r1, DT_IQ4_NL); break;
     default: break;
     }
 }

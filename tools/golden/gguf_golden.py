@@ -85,7 +85,7 @@ for name, qt, rows, cols in [("q4_0", Q.Q4_0, 3, 128), ("q5_0", Q.Q5_0, 3, 128),
                              ("q4_k", Q.Q4_K, 2, 1536), ("q5_k", Q.Q5_K, 2, 1536), ("q6_k", Q.Q6_K, 2, 1536),
                              ("q3_k", Q.Q3_K, 2, 1536)]:
     tensors.append((name, random_blocks(brng, qt, rows, cols), qt))
-# IQ4_NL (read as Q8_0) before q3_k, which stays last; a generator of its own
+# IQ4_NL before q3_k, which stays last; a generator of its own
 tensors.insert(len(tensors) - 1, ("iq4_nl", random_blocks(np.random.default_rng(2031), Q.IQ4_NL, 3, 128), Q.IQ4_NL))
 expected = []
 for name, x, qt in tensors:
