@@ -133,28 +133,9 @@ const char *gguf_type_name(int type) {
     return type >= 0 && type < n && TYPE_NAMES[type] ? TYPE_NAMES[type] : "unknown";
 }
 
-/* Types read as another type's blocks of exactly the same values
- * (kernels/base/quant.h says why each is exact): each stored block of
- * elems values and bytes bytes converted to one block of as. */
-static const struct {
-    int type;
-    DType as;
-    int elems, bytes;
-    void (*convert)(const void *stored, void *block);
-} READ_AS[] = {
-    {GGML_Q3_K, DT_Q6_K, 256, QUANT_Q3_K_BYTES, quant_q3_k_as_q6_k},
-};
-
-static int read_as(int type) {
-    for (int i = 0; i < (int)(sizeof READ_AS / sizeof *READ_AS); i++)
-        if (READ_AS[i].type == type) return i;
-    return -1;
-}
-
 /* the types gguf_tensor_f32 reads, as the kernels' DType (kernels/base/quant.h
  * holds their layouts and the one dequantiser); DT_COUNT for the others */
 static DType read_type(int type) {
-    if (read_as(type) >= 0) return READ_AS[read_as(type)].as;
     switch (type) {
     case GGML_F32: return DT_F32;
     case GGML_F16: return DT_F16;
@@ -164,6 +145,7 @@ static DType read_type(int type) {
     case GGML_Q5_0: return DT_Q5_0;
     case GGML_Q5_1: return DT_Q5_1;
     case GGML_Q8_0: return DT_Q8_0;
+    case GGML_Q3_K: return DT_Q6_K;   /* read as (quant_q3_k_as_q6_k) */
     case GGML_Q4_K: return DT_Q4_K;
     case GGML_Q5_K: return DT_Q5_K;
     case GGML_Q6_K: return DT_Q6_K;
@@ -177,7 +159,7 @@ DType gguf_tensor_dtype(const GgufTensor *t) { return read_type(t->type); }
 /* bytes of a tensor of n elements (whole blocks) as stored, or 0 for a type we do not read */
 static uint64_t tensor_bytes(int type, uint64_t n) {
     const DType t = read_type(type);
-    const uint64_t block = read_as(type) >= 0 ? (uint64_t)READ_AS[read_as(type)].bytes : quant_block_bytes(t);
+    const uint64_t block = type == GGML_Q3_K ? QUANT_Q3_K_BYTES : quant_block_bytes(t);
     return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * block;
 }
 
@@ -441,15 +423,13 @@ static uint64_t tensor_elems(const GgufTensor *t) {
 int gguf_tensor_blocks(const Gguf *g, const GgufTensor *t, void *out) {
     const DType dt = read_type(t->type);
     if (dt == DT_COUNT) return unread_type(g, t);
-    const int as = read_as(t->type);
-    if (as < 0) {
+    if (t->type != GGML_Q3_K) {
         memcpy(out, g->data + t->offset, (size_t)t->bytes);
         return 0;
     }
-    const uint64_t blocks = tensor_elems(t) / (uint64_t)READ_AS[as].elems;
+    const uint64_t blocks = tensor_elems(t) / 256;
     for (uint64_t b = 0; b < blocks; b++)
-        READ_AS[as].convert(g->data + t->offset + b * (uint64_t)READ_AS[as].bytes,
-                            (uint8_t *)out + b * quant_block_bytes(READ_AS[as].as));
+        quant_q3_k_as_q6_k(g->data + t->offset + b * QUANT_Q3_K_BYTES, (uint8_t *)out + b * quant_block_bytes(DT_Q6_K));
     return 0;
 }
 
@@ -459,8 +439,8 @@ int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out) {
     if (dt == DT_COUNT) return unread_type(g, t);
     const void *blocks = g->data + t->offset;
     void *read = NULL;
-    if (read_as(t->type) >= 0) {
-        read = xmalloc((size_t)(n / quant_block_elems(dt)) * quant_block_bytes(dt));
+    if (t->type == GGML_Q3_K) {
+        read = xmalloc((size_t)(n / 256) * quant_block_bytes(DT_Q6_K));
         gguf_tensor_blocks(g, t, read);
         blocks = read;
     }
