@@ -38,7 +38,7 @@ static const char *prog = "spec-convert";
 static void usage(FILE *f) {
     fprintf(f,
 "usage: spec-convert IN.gguf OUTDIR [--dtype bf16|f16|f32|keep|q4_0] [--tokenizer-only]\n"
-"Converts a llama.cpp GGUF checkpoint of a LLaMA, Qwen2 or Qwen3 architecture model with a\n"
+"Converts a llama.cpp GGUF checkpoint of a LLaMA, Qwen2, Qwen3 or Gemma 3 architecture model with a\n"
 "GPT-2 style byte-level BPE tokenizer (pre-tokenizer gpt-2, smollm, qwen2, llama-bpe,\n"
 "deepseek-coder or deepseek-llm) or a SentencePiece one (tokenizer model llama: LLaMA 2\n"
 "and its kin) into a Hugging Face checkpoint directory: model.safetensors (BF16 by\n"
@@ -61,8 +61,14 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
-    char arch[16];          /* llama, qwen2 or qwen3: the prefix of its metadata keys */
-    int qwen2, qwen3;
+    char arch[16];          /* llama, qwen2, qwen3 or gemma3: the prefix of its metadata keys */
+    int qwen2, qwen3, gemma3;
+    /* gemma3: its sliding layers (window 0: none) every pattern-th layer
+     * full (or sliding[l] per layer where the file lists them), their RoPE
+     * base, and the attention's query_pre_attn_scalar */
+    int window, pattern;
+    uint8_t *sliding;
+    double rope_local_theta, query_pre_attn_scalar;
     int layers, hidden, ffn, heads, kv_heads, head_dim, vocab, ctx;
     double rope_theta, eps;
     /* LLaMA 3's RoPE scaling (rope_freqs.weight), or factor 0: none */
@@ -170,14 +176,49 @@ static void read_llama3_rope(const Gguf *g, Shape *s) {
     s->rope_orig_ctx = (int)ctx;
 }
 
+/* Gemma 3's keys as llama.cpp reads them: a sliding window (absent or 0:
+ * every layer attends the whole context) with the layers' pattern, a
+ * number (every pattern-th layer full; 6 when absent) or a flag per layer,
+ * the sliding layers' RoPE base (10000 when absent), and the attention
+ * scale, which the file does not hold: 1 / sqrt(head size) but for the
+ * 27B (62 layers), whose is 1 / sqrt(hidden / heads), as Google's own
+ * reference code sets query_pre_attn_scalar.  A logit soft-cap (Gemma 2's)
+ * is refused. */
+static void read_gemma3_keys(const Gguf *g, Shape *s) {
+    double cap = 0;
+    if (gguf_find(g, akey(s, "final_logit_softcapping")) && (gguf_get_f64(g, akey(s, "final_logit_softcapping"), &cap) || cap != 0))
+        die(prog, "%s: logit soft-capping is not supported", akey(s, "final_logit_softcapping"));
+    int64_t w = 0;
+    if (gguf_find(g, akey(s, "attention.sliding_window")) && (gguf_get_i64(g, akey(s, "attention.sliding_window"), &w) || w < 0 ||
+                                                               w > (1 << 24)))
+        die(prog, "%s must be a window of 0 to 2^24 tokens", akey(s, "attention.sliding_window"));
+    s->window = (int)w;
+    s->pattern = 6;
+    const GgufKV *pat = gguf_find(g, akey(s, "attention.sliding_window_pattern"));
+    if (pat && pat->type == GGUF_ARRAY) {
+        if (pat->n != (uint64_t)s->layers) die(prog, "%s lists %llu layers, not %d", pat->key, (unsigned long long)pat->n, s->layers);
+        s->sliding = xmalloc((size_t)s->layers);
+        for (int l = 0; l < s->layers; l++) {
+            double v;
+            if (gguf_arr_num(pat, (uint64_t)l, &v)) die(prog, "%s: element %d is not a flag", pat->key, l);
+            s->sliding[l] = v != 0;
+        }
+    } else if (pat) {
+        s->pattern = (int)need_int(g, pat->key);
+    }
+    if (gguf_get_f64(g, akey(s, "rope.freq_base_swa"), &s->rope_local_theta)) s->rope_local_theta = 10000.0;
+    s->query_pre_attn_scalar = s->layers == 62 ? (double)s->hidden / s->heads : s->head_dim;
+}
+
 static void read_shape(const Gguf *g, Shape *s) {
     memset(s, 0, sizeof *s);   /* what the file does not set stays 0 (the RoPE scaling: none) */
     char *arch = gguf_get_str(g, "general.architecture");
-    if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2") && strcmp(arch, "qwen3")))
-        die(prog, "architecture '%s': only llama, qwen2 and qwen3 are supported", arch ? arch : "?");
+    if (!arch || (strcmp(arch, "llama") && strcmp(arch, "qwen2") && strcmp(arch, "qwen3") && strcmp(arch, "gemma3")))
+        die(prog, "architecture '%s': only llama, qwen2, qwen3 and gemma3 are supported", arch ? arch : "?");
     snprintf(s->arch, sizeof s->arch, "%s", arch);
     s->qwen2 = !strcmp(arch, "qwen2");
     s->qwen3 = !strcmp(arch, "qwen3");
+    s->gemma3 = !strcmp(arch, "gemma3");
     free(arch);
     s->layers = (int)need_int(g, akey(s, "block_count"));
     s->hidden = (int)need_int(g, akey(s, "embedding_length"));
@@ -191,8 +232,8 @@ static void read_shape(const Gguf *g, Shape *s) {
     if (gguf_get_f64(g, akey(s, "rope.freq_base"), &s->rope_theta)) s->rope_theta = 10000.0;
     if (gguf_get_f64(g, akey(s, "attention.layer_norm_rms_epsilon"), &s->eps)) die(prog, "%s", err_get());
     if (s->heads % s->kv_heads) die(prog, "kv heads %d do not divide heads %d", s->kv_heads, s->heads);
-    /* qwen3's heads have a size of their own (key_length), others hidden / heads */
-    s->head_dim = s->qwen3 && gguf_find(g, akey(s, "attention.key_length"))
+    /* qwen3's and gemma3's heads have a size of their own (key_length), others hidden / heads */
+    s->head_dim = (s->qwen3 || s->gemma3) && gguf_find(g, akey(s, "attention.key_length"))
                       ? (int)need_int(g, akey(s, "attention.key_length"))
                       : s->hidden % s->heads ? 0 : s->hidden / s->heads;
     if (!s->head_dim || s->head_dim % 2)
@@ -201,6 +242,7 @@ static void read_shape(const Gguf *g, Shape *s) {
     read_llama3_rope(g, s);
     if (s->rope_linear > 0 && s->rope_factor > 0)
         die(prog, "%s = linear and a rope_freqs.weight tensor: two RoPE scalings", akey(s, "rope.scaling.type"));
+    if (s->gemma3) read_gemma3_keys(g, s);
 }
 
 /* One GGUF tensor's values [rows][cols]: as F32, or with keep as stored
@@ -305,12 +347,22 @@ static void add(Out *o, const char *name, Vals vals, int64_t rows, int64_t cols)
     o->n++;
 }
 
+/* A Gemma 3 norm's stored 1 + w back to w (F32 values: llama.cpp writes
+ * its vectors so) */
+static void minus_one(Vals v, const char *name) {
+    if (v.dt != DT_F32) die(prog, "tensor %s: a Gemma 3 norm must be F32 in the GGUF, not %s", name, dtype_name(v.dt));
+    float *x = v.data;
+    for (size_t i = 0; i < v.row_bytes / sizeof(float); i++) x[i] -= 1.0f;
+}
+
 /* dt DT_COUNT: keep (every tensor as the GGUF stores it) */
 static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType dt, int *tied) {
     const int hd = s->head_dim, L = s->layers, keep = dt == DT_COUNT;
-    Out o = {xcalloc((size_t)(3 + 12 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 12 * L), 96), 0, dt};
+    Out o = {xcalloc((size_t)(3 + 16 * L), sizeof(StWrite)), xcalloc((size_t)(3 + 16 * L), 96), 0, dt};   /* at most 13 a layer (gemma3) */
     add(&o, "model.embed_tokens.weight", load(g, "token_embd.weight", s->vocab, s->hidden, keep), s->vocab, s->hidden);
-    add(&o, "model.norm.weight", load(g, "output_norm.weight", s->hidden, 0, keep), s->hidden, 0);
+    Vals fn = load(g, "output_norm.weight", s->hidden, 0, keep);
+    if (s->gemma3) minus_one(fn, "output_norm.weight");
+    add(&o, "model.norm.weight", fn, s->hidden, 0);
     *tied = gguf_find_tensor(g, "output.weight") == NULL;
     if (!*tied) add(&o, "lm_head.weight", load(g, "output.weight", s->vocab, s->hidden, keep), s->vocab, s->hidden);
     Progress pr;
@@ -326,8 +378,19 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
             add(&o, dst, v_, r, c);                                               \
         } while (0)
 #define T(gg, hf, r, c, fix) TK(gg, hf, "weight", r, c, fix)
-        T("attn_norm", "input_layernorm", s->hidden, 0, (void)0);
-        if (s->qwen2) {   /* rows as published; q/k/v biases */
+        /* Gemma 3's norms hold 1 + w (llama.cpp's converter adds the 1 its
+         * RMSNorm applies): w again, exact for every stored value of 0.5 or
+         * more, as a published weight then is */
+#define NORM_FIX (s->gemma3 ? minus_one(v_, src) : (void)0)
+        T("attn_norm", "input_layernorm", s->hidden, 0, NORM_FIX);
+        if (s->gemma3) {   /* rows as published; each head's q and k norm; a norm after attention and MLP */
+            T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, (void)0);
+            T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, (void)0);
+            T("attn_q_norm", "self_attn.q_norm", hd, 0, NORM_FIX);
+            T("attn_k_norm", "self_attn.k_norm", hd, 0, NORM_FIX);
+            T("post_attention_norm", "post_attention_layernorm", s->hidden, 0, NORM_FIX);
+            T("post_ffw_norm", "post_feedforward_layernorm", s->hidden, 0, NORM_FIX);
+        } else if (s->qwen2) {   /* rows as published; q/k/v biases */
             T("attn_q", "self_attn.q_proj", s->heads * hd, s->hidden, (void)0);
             T("attn_k", "self_attn.k_proj", s->kv_heads * hd, s->hidden, (void)0);
             TK("attn_q", "self_attn.q_proj", "bias", s->heads * hd, 0, (void)0);
@@ -344,7 +407,8 @@ static void write_weights(const Gguf *g, const Shape *s, const char *dir, DType 
         }
         T("attn_v", "self_attn.v_proj", s->kv_heads * hd, s->hidden, (void)0);
         T("attn_output", "self_attn.o_proj", s->hidden, s->heads * hd, (void)0);
-        T("ffn_norm", "post_attention_layernorm", s->hidden, 0, (void)0);
+        T("ffn_norm", s->gemma3 ? "pre_feedforward_layernorm" : "post_attention_layernorm", s->hidden, 0, NORM_FIX);
+#undef NORM_FIX
         T("ffn_gate", "mlp.gate_proj", s->ffn, s->hidden, (void)0);
         T("ffn_up", "mlp.up_proj", s->ffn, s->hidden, (void)0);
         T("ffn_down", "mlp.down_proj", s->hidden, s->ffn, (void)0);
@@ -381,8 +445,11 @@ static int64_t token_id(const Gguf *g, const char *text) {
 static void write_config(const Gguf *g, const Shape *s, const char *dir, DType dt, int tied) {
     cJSON *c = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(s->qwen2 ? "Qwen2ForCausalLM" : s->qwen3 ? "Qwen3ForCausalLM" : "LlamaForCausalLM"));
-    cJSON_AddStringToObject(c, "model_type", s->arch);
+    cJSON_AddItemToArray(arch, cJSON_CreateString(s->qwen2    ? "Qwen2ForCausalLM"
+                                                   : s->qwen3  ? "Qwen3ForCausalLM"
+                                                   : s->gemma3 ? "Gemma3ForCausalLM"
+                                                               : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(c, "model_type", s->gemma3 ? "gemma3_text" : s->arch);
     cJSON_AddNumberToObject(c, "hidden_size", s->hidden);
     cJSON_AddNumberToObject(c, "intermediate_size", s->ffn);
     cJSON_AddNumberToObject(c, "num_hidden_layers", s->layers);
@@ -407,13 +474,30 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     } else {
         cJSON_AddNullToObject(c, "rope_scaling");
     }
-    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    if (s->gemma3) {   /* Gemma3TextConfig's keys (the rest are its defaults) */
+        cJSON_AddStringToObject(c, "hidden_activation", "gelu_pytorch_tanh");
+        cJSON_AddNumberToObject(c, "query_pre_attn_scalar", s->query_pre_attn_scalar);
+        cJSON_AddNumberToObject(c, "rope_local_base_freq", s->rope_local_theta);
+        if (s->window) cJSON_AddNumberToObject(c, "sliding_window", s->window);
+        else cJSON_AddNullToObject(c, "sliding_window");
+        if (s->sliding) {
+            cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+            for (int l = 0; l < s->layers; l++)
+                cJSON_AddItemToArray(types, cJSON_CreateString(s->sliding[l] ? "sliding_attention" : "full_attention"));
+        } else {
+            cJSON_AddNumberToObject(c, "sliding_window_pattern", s->pattern);
+        }
+        cJSON_AddNullToObject(c, "final_logit_softcapping");
+        cJSON_AddNullToObject(c, "attn_logit_softcapping");
+    } else {
+        cJSON_AddStringToObject(c, "hidden_act", "silu");
+    }
     if (s->qwen2 || s->qwen3) {   /* Qwen2Config: q/k/v biases implied; full attention */
         cJSON_AddBoolToObject(c, "use_sliding_window", 0);
         cJSON_AddNumberToObject(c, "sliding_window", s->ctx);
         cJSON_AddNumberToObject(c, "max_window_layers", s->layers);
         if (s->qwen3) cJSON_AddBoolToObject(c, "attention_bias", 0);   /* Qwen3Config: none */
-    } else {
+    } else if (!s->gemma3) {
         cJSON_AddBoolToObject(c, "attention_bias", 0);
         cJSON_AddBoolToObject(c, "mlp_bias", 0);
     }
@@ -430,9 +514,10 @@ static void write_config(const Gguf *g, const Shape *s, const char *dir, DType d
     /* generation stops at the GGUF's eos and at its end of turn and end of
      * message (llama.cpp's eot / eom: LLaMA 3's <|eot_id|>, <|eom_id|>);
      * Qwen2 and Qwen3 publish <|endoftext|> as a stop too, which its GGUF holds only
-     * as a token */
+     * as a token, Gemma 3 its <end_of_turn> */
     int64_t stop[4] = {opt_int(g, "tokenizer.ggml.eos_token_id", 2), opt_int(g, "tokenizer.ggml.eot_token_id", -1),
-                       opt_int(g, "tokenizer.ggml.eom_token_id", -1), s->qwen2 || s->qwen3 ? token_id(g, "<|endoftext|>") : -1};
+                       opt_int(g, "tokenizer.ggml.eom_token_id", -1),
+                       s->qwen2 || s->qwen3 ? token_id(g, "<|endoftext|>") : s->gemma3 ? token_id(g, "<end_of_turn>") : -1};
     int n_stop = 0;
     for (int i = 0; i < 4; i++) {
         int seen = stop[i] < 0 || stop[i] >= s->vocab;
@@ -534,6 +619,40 @@ static int token_type(const GgufKV *types, uint64_t i) {
     double type = 1;
     if (types) gguf_arr_num(types, i, &type);
     return (int)type;
+}
+
+/* The user-defined tokens of a GGUF "llama" vocabulary as SentencePiece
+ * holds them: llama.cpp's converter writes their U+2581 (▁) as spaces, for
+ * its tokenizer matches them in the raw text, where sentencepiece matches
+ * them in the text it has normalized (spaces made ▁): Gemma's runs of
+ * spaces "▁▁" to 31 of them, which a piece of spaces would never match.
+ * Each such name gets its ▁ back (one already in the vocabulary is left as
+ * it is: the names stay distinct). */
+static void spm_user_spaces(char **names, const GgufKV *types, uint64_t n) {
+    char **sorted = NULL, **old = NULL;   /* the GGUF's names sorted (made at the first such token); those replaced */
+    size_t n_old = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (token_type(types, i) != 4 || !strchr(names[i], ' ')) continue;
+        if (!sorted) {
+            sorted = xmalloc(sizeof(char *) * (size_t)n);
+            memcpy(sorted, names, sizeof(char *) * (size_t)n);
+            qsort(sorted, (size_t)n, sizeof *sorted, cmp_str);
+        }
+        char *u = xmalloc(3 * strlen(names[i]) + 1);
+        size_t k = 0;
+        for (const char *c = names[i]; *c; c++) {
+            if (*c == ' ') { memcpy(u + k, "\xE2\x96\x81", 3); k += 3; }
+            else u[k++] = *c;
+        }
+        u[k] = 0;
+        if (bsearch(&u, sorted, (size_t)n, sizeof *sorted, cmp_str)) { free(u); continue; }
+        old = xrealloc(old, sizeof(char *) * (n_old + 1));
+        old[n_old++] = names[i];
+        names[i] = u;
+    }
+    for (size_t i = 0; i < n_old; i++) free(old[i]);
+    free(old);
+    free(sorted);
 }
 
 /* tokenizer.json for a GGUF "gpt2" BPE: byte-level, merges, the control
@@ -732,6 +851,7 @@ static void write_tokenizer(const Gguf *g, const char *dir, int ctx) {
     if (types && (types->type != GGUF_ARRAY || types->n != toks->n))
         die(prog, "tokenizer.ggml.token_type: not one type per token (%llu tokens)", (unsigned long long)toks->n);
     char **names = token_names(toks);
+    if (spm) spm_user_spaces(names, types, toks->n);
     if (spm) write_spm(g, dir, toks, types, names);
     else write_bpe(g, dir, toks, types, names);
     write_tokenizer_config(g, dir, ctx, spm, toks, types, names);
@@ -803,6 +923,7 @@ int main(int argc, char **argv) {
     int tied;
     write_weights(g, &s, dir, dt, &tied);
     write_config(g, &s, dir, dt, tied);
+    free(s.sliding);
     gguf_close(g);
     fprintf(stderr, "spec-convert: %s -> %s (%d layers, hidden %d, vocab %d, %s%s) in %.1f s\n", in, dir, s.layers,
             s.hidden, s.vocab, dtype, tied ? ", tied embeddings" : "", now_seconds() - t0);

@@ -79,7 +79,12 @@ typedef struct {
  * where mask[i*mask_w + j] != 0.  A tree verification's window is the
  * tree, a draft step's the cycle's draft entries: the committed context is
  * visible to every query, so a mask's shape does not depend on its length
- * (what replaying a captured forward needs). */
+ * (what replaying a captured forward needs).  window > 0 (a sliding-
+ * window layer, Gemma 3's local ones): query i also sees only the slots
+ * whose position (the one rope_kv wrote there) lies less than window before
+ * its own, qpos[i] (backend memory; the sequence's rows' positions), as
+ * transformers' sliding mask does by sequence index: a tree's node sees what
+ * the same token decoded alone would. */
 typedef struct {
     const KVCache *kv;
     int off, n;
@@ -87,6 +92,8 @@ typedef struct {
     int ctx_max;
     const uint8_t *mask;
     int mask_w;
+    int window;
+    const int *qpos;
 } AttnSeq;
 
 /* One call of a device-cycle op below (tree_root .. tree_accept,
@@ -166,6 +173,10 @@ typedef struct Backend {
     void (*rope)(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
     void (*add)(float *x, const float *y, size_t n);              /* x += y */
     void (*swiglu)(float *gate, const float *up, size_t n);       /* gate = silu(gate)*up */
+    /* gate = gelu(gate)*up, GELU's tanh form (PyTorch's approximate="tanh",
+     * Gemma's gelu_pytorch_tanh) */
+    void (*geglu)(float *gate, const float *up, size_t n);
+    void (*scale)(float *x, float s, size_t n);                    /* x *= s */
     /* out[n][da+db] = [a[n][da], b[n][db]] (EAGLE's fc input) */
     void (*concat)(float *out, const float *a, int da, const float *b, int db, int n);
     /* dst row dst_rows[i] = src row src_rows[i] for i < n, rows of width
@@ -174,23 +185,26 @@ typedef struct Backend {
      * paths), not n copies.  Rows must not overlap between dst and src. */
     void (*copy_rows)(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 
-    /* KV cache: slots × kv_dim floats for K and for V, per layer. */
+    /* KV cache: slots × kv_dim floats for K and for V, per layer, and one
+     * position per slot (what sliding windows compare; slot s holds
+     * position s until a write says otherwise). */
     KVCache *(*kv_create)(int layers, int slots, int kv_dim);
     void (*kv_free)(KVCache *c);
     int (*kv_slots)(const KVCache *c);
-    /* Writes n rows of k and v into slots [slot, slot+n) of a layer. */
+    /* Writes n rows of k and v into slots [slot, slot+n) of a layer, at
+     * positions slot .. slot+n-1. */
     void (*kv_write)(KVCache *c, int layer, int slot, const float *k, const float *v, int n);
     /* rope of q[n][heads*head_dim] and of k[n][kv_heads*head_dim] in place,
      * then kv_write of the rotated k and of v into slots [*slot, *slot+n)
-     * (slot in backend memory):
+     * (slot in backend memory), at positions pos:
      * one launch for what a layer's attention does to its new tokens before
      * attending, each result what rope, rope and kv_write give. */
     void (*rope_kv)(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
                     const float *inv_freq, KVCache *c, int layer, const int *slot);
     /* For every layer: slot dst+keep[i] moves to slot dst+i (keep in
      * backend memory, ascending, keep[i] >= i; indices from dst, e.g. the
-     * accepted path's nodes of a tree verified from slot dst); keep[i]
-     * past the cache's slots moves nothing. */
+     * accepted path's nodes of a tree verified from slot dst), its
+     * position with it; keep[i] past the cache's slots moves nothing. */
     void (*kv_keep)(KVCache *c, int dst, const int *keep, int m);
     /* Attention of the queries of sequences seqs[0..n_seq) (rows of
      * q[][nheads*head_dim], each sequence over its own cache, see AttnSeq)
@@ -323,7 +337,7 @@ typedef struct Backend {
 
 /* Every member of Backend, for checks that an implementation is complete. */
 #define BACKEND_OPS(X) X(alloc) X(release) X(to_host) X(to_device) X(copy) X(weight) \
-    X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(add_rmsnorm) X(rope) X(add) X(swiglu) X(concat) X(copy_rows) \
+    X(weight_release) X(embed) X(matmul) X(matmul_many) X(add_bias) X(rmsnorm) X(add_rmsnorm) X(rope) X(add) X(swiglu) X(geglu) X(scale) X(concat) X(copy_rows) \
     X(kv_create) X(kv_free) X(kv_slots) X(kv_write) X(rope_kv) X(kv_keep) X(attention) X(softmax_topk) X(argmax) \
     X(softmax_topk_dev) X(argmax_dev) X(sample_dev) X(tree_root) X(tree_grow) X(tree_top) X(tree_classify) X(tree_pass) X(tree_compact) X(tree_inputs) X(tree_accept)
 

@@ -84,7 +84,7 @@ static void op_call(void *v) {
     switch (o->kind) {
     case OP_MATMUL: cuda_backend.matmul(o->out, o->in, o->w, 1); break;
     case OP_ATTENTION:
-        cuda_backend.attention(ls->att, ls->q, &(AttnSeq){o->st->kv, 0, 1, o->dctl, o->p, NULL, 0}, 1, 0, c->heads,
+        cuda_backend.attention(ls->att, ls->q, &(AttnSeq){o->st->kv, 0, 1, o->dctl, o->p, NULL, 0, 0, NULL}, 1, 0, c->heads,
                                c->kv_heads, c->head_dim);
         break;
     case OP_ROPE: cuda_backend.rope(ls->q, o->dctl + 1, 1, c->heads, c->head_dim, o->m->inv_freq); break;

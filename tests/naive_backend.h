@@ -74,6 +74,13 @@ static void nv_add(float *x, const float *y, size_t n) { for (size_t i = 0; i < 
 static void nv_swiglu(float *g, const float *u, size_t n) {
     for (size_t i = 0; i < n; i++) g[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
 }
+static void nv_geglu(float *g, const float *u, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const double x = g[i];
+        g[i] = (float)(0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i]);
+    }
+}
+static void nv_scale(float *x, float s, size_t n) { for (size_t i = 0; i < n; i++) x[i] *= s; }
 static void nv_copy_rows(float *dst, const int *dr, const float *src, const int *sr, int n, int width) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < width; j++) dst[(size_t)(dr ? dr[i] : i) * width + j] = src[(size_t)(sr ? sr[i] : i) * width + j];
@@ -85,15 +92,17 @@ static void nv_concat(float *out, const float *a, int da, const float *b, int db
     }
 }
 
-struct KVCache { int layers, slots, kv_dim; float *k, *v; };
+struct KVCache { int layers, slots, kv_dim; float *k, *v; int *pos; };
 static KVCache *nv_kv_create(int layers, int slots, int kv_dim) {
     KVCache *c = calloc(1, sizeof *c);
     c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;
     c->k = calloc((size_t)layers * slots * kv_dim, sizeof(float));
     c->v = calloc((size_t)layers * slots * kv_dim, sizeof(float));
+    c->pos = calloc((size_t)slots, sizeof(int));
+    for (int s = 0; s < slots; s++) c->pos[s] = s;
     return c;
 }
-static void nv_kv_free(KVCache *c) { free(c->k); free(c->v); free(c); }
+static void nv_kv_free(KVCache *c) { free(c->k); free(c->v); free(c->pos); free(c); }
 static int nv_kv_slots(const KVCache *c) { return c->slots; }
 static float *nv_at(const KVCache *c, float *b, int l, int s) { return b + ((size_t)l * c->slots + s) * c->kv_dim; }
 /* a value as the cache keeps it (BackendOptions.kv_dtype) */
@@ -104,6 +113,7 @@ static float nv_kv_round(float x) {
     return x;
 }
 static void nv_kv_write(KVCache *c, int l, int slot, const float *k, const float *v, int n) {
+    for (int i = 0; i < n; i++) c->pos[slot + i] = slot + i;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < c->kv_dim; j++) {
             nv_at(c, c->k, l, slot + i)[j] = nv_kv_round(k[i * c->kv_dim + j]);
@@ -115,8 +125,10 @@ static void nv_rope_kv(float *q, float *k, const float *v, const int *pos, int n
     nv_rope(q, pos, n, heads, hd, inv_freq);
     nv_rope(k, pos, n, kv_heads, hd, inv_freq);
     nv_kv_write(c, l, *slot, k, v, n);
+    for (int i = 0; i < n; i++) c->pos[*slot + i] = pos[i];
 }
 static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
+    for (int i = 0; i < m; i++) c->pos[dst + i] = c->pos[dst + keep[i]];
     for (int l = 0; l < c->layers; l++)
         for (int i = 0; i < m; i++)
             for (int j = 0; j < c->kv_dim; j++) {
@@ -125,7 +137,7 @@ static void nv_kv_keep(KVCache *c, int dst, const int *keep, int m) {
             }
 }
 static void nv_attention_one(float *out, const float *q, const KVCache *c, int l, int n, int nctx,
-                             const uint8_t *mask, int mask_w, int nh, int nkv, int hd) {
+                             const uint8_t *mask, int mask_w, int window, const int *qpos, int nh, int nkv, int hd) {
     double *s = malloc(sizeof(double) * nctx);
     for (int i = 0; i < n; i++)
         for (int h = 0; h < nh; h++) {
@@ -134,6 +146,7 @@ static void nv_attention_one(float *out, const float *q, const KVCache *c, int l
             for (int j = 0; j < nctx; j++) {
                 const int w0 = nctx - mask_w;   /* the window's first slot */
                 int vis = !mask ? j <= nctx - n + i : j < w0 || mask[(size_t)i * mask_w + (j - w0)];
+                if (window && qpos[i] - c->pos[j] >= window) vis = 0;
                 if (!vis) { s[j] = -INFINITY; continue; }
                 double d = 0;
                 for (int e = 0; e < hd; e++) d += (double)q[((size_t)i * nh + h) * hd + e] * nv_at(c, c->k, l, j)[g * hd + e];
@@ -152,7 +165,8 @@ static void nv_attention_one(float *out, const float *q, const KVCache *c, int l
 static void nv_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh, int nkv, int hd) {
     for (int i = 0; i < n_seq; i++)
         nv_attention_one(out + (size_t)seqs[i].off * nh * hd, q + (size_t)seqs[i].off * nh * hd, seqs[i].kv, l,
-                         seqs[i].n, *seqs[i].past + seqs[i].n, seqs[i].mask, seqs[i].mask_w, nh, nkv, hd);
+                         seqs[i].n, *seqs[i].past + seqs[i].n, seqs[i].mask, seqs[i].mask_w, seqs[i].window, seqs[i].qpos,
+                         nh, nkv, hd);
 }
 static int nv_cmp_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -353,7 +367,7 @@ static const Backend naive_backend = {
     .name = "naive", .alloc = nv_alloc, .release = nv_release, .to_host = nv_copy, .to_device = nv_copy,
     .copy = nv_copy, .weight = nv_weight, .weight_release = nv_weight_release, .embed = nv_embed,
     .matmul = nv_matmul, .matmul_many = nv_matmul_many, .add_bias = nv_add_bias, .rmsnorm = nv_rmsnorm, .add_rmsnorm = nv_add_rmsnorm, .rope = nv_rope, .add = nv_add,
-    .swiglu = nv_swiglu, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
+    .swiglu = nv_swiglu, .geglu = nv_geglu, .scale = nv_scale, .concat = nv_concat, .copy_rows = nv_copy_rows, .kv_create = nv_kv_create, .kv_free = nv_kv_free,
     .kv_slots = nv_kv_slots, .kv_write = nv_kv_write, .rope_kv = nv_rope_kv, .kv_keep = nv_kv_keep, .attention = nv_attention,
     .softmax_topk = nv_softmax_topk, .argmax = nv_argmax, .softmax_topk_dev = nv_softmax_topk, .argmax_dev = nv_argmax,
     .sample_dev = nv_sample_dev,

@@ -21,7 +21,7 @@
 #define PARITY_TOL_MATMUL 1e-4f          /* matmul (embed/bias ×10) */
 #endif
 #ifndef PARITY_TOL_ROWS
-#define PARITY_TOL_ROWS 1e-5f            /* rmsnorm/add/swiglu/concat/rope */
+#define PARITY_TOL_ROWS 1e-5f            /* rmsnorm/add/swiglu/geglu/scale/concat/rope */
 #endif
 #ifndef PARITY_TOL_ATTENTION
 #define PARITY_TOL_ATTENTION 1e-4f       /* attention/kv_keep */
@@ -133,6 +133,10 @@ static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int
     h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
     B->swiglu(gb, xb, N); R->swiglu(g, x, N);
     h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
+    B->geglu(gb, xb, N); R->geglu(g, x, N);
+    h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
+    B->scale(gb, 25.25f, N); R->scale(g, 25.25f, N);
+    h = down(B, gb, N); worst = fmaxf(worst, rel_err(h, g, N)); free(h);
     float *cb = B->alloc(2 * N), *cr = xmalloc(sizeof(float) * 2 * N);
     B->concat(cb, xb, dim, gb, dim, n); R->concat(cr, x, dim, g, dim, n);
     h = down(B, cb, 2 * N); worst = fmaxf(worst, rel_err(h, cr, 2 * N)); free(h);
@@ -161,10 +165,12 @@ static float check_rows(const Backend *B, const Backend *R, DType dt, int n, int
 }
 
 /* attention over a random cache of past + n slots with n new queries, under
- * a random tree mask (use_mask) or causal; then kv_keep of every other new
- * slot and one causal query over the compacted cache */
+ * a random tree mask (use_mask) or causal, within a sliding window of that
+ * many positions (0: none; query i at position past + i, the slots at
+ * theirs); then kv_keep of every other new slot (their positions move with
+ * them) and one causal query over the compacted cache */
 static float check_attention_shape(const Backend *B, const Backend *R, int past, int n, int use_mask, int nh,
-                                   int nkv, int hd) {
+                                   int nkv, int hd, int window) {
     const int kvd = nkv * hd, nctx = past + n, layers = 2, layer = 1;
     KVCache *cb = B->kv_create(layers, nctx + 4, kvd), *cr = R->kv_create(layers, nctx + 4, kvd);
     float *k = xmalloc(sizeof(float) * nctx * kvd), *v = xmalloc(sizeof(float) * nctx * kvd);
@@ -192,8 +198,11 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     /* the context length in backend memory; B's launch sized for the whole
      * cache (a bucket), which must change nothing */
     int *pastb = dev_ints(B, &past, 1), *pastr = dev_ints(R, &past, 1);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, pastb, nctx + 4, mb, w}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, pastr, nctx, mr, w}, 1, layer, nh, nkv, hd);
+    int *qpos = xmalloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) qpos[i] = past + i;
+    int *qposb = dev_ints(B, qpos, n), *qposr = dev_ints(R, qpos, n);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, pastb, nctx + 4, mb, w, window, qposb}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, pastr, nctx, mr, w, window, qposr}, 1, layer, nh, nkv, hd);
     if (mb) { B->release(mb); R->release(mr); }
     B->release(pastb); R->release(pastr);
     float *o = down(B, ob, (size_t)n * nh * hd);
@@ -206,9 +215,9 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
     B->release(keepb); R->release(keepr);
     const int kept_past = past + m - 1;
     pastb = dev_ints(B, &kept_past, 1); pastr = dev_ints(R, &kept_past, 1);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, pastb, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, 1, pastr, past + m, NULL, 0}, 1, layer, nh, nkv, hd);
-    B->release(pastb); R->release(pastr);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, 1, pastb, past + m, NULL, 0, window, qposb + (n - 1)}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, 1, pastr, past + m, NULL, 0, window, qposr + (n - 1)}, 1, layer, nh, nkv, hd);
+    B->release(pastb); R->release(pastr); B->release(qposb); R->release(qposr); free(qpos);
     free(o);
     o = down(B, ob, (size_t)nh * hd);
     e = fmaxf(e, rel_err(o, orr, (size_t)nh * hd));
@@ -220,8 +229,10 @@ static float check_attention_shape(const Backend *B, const Backend *R, int past,
 
 /* rope_kv of n new tokens after `past` cached ones against rope, rope and
  * kv_write: the rotated q and k, and attention from those queries over the
- * cache, which reads the rows written. */
-static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, int nh, int nkv, int hd) {
+ * cache, which reads the rows written, within a sliding window of that many
+ * positions (0: none): rope_kv's positions (past + 0..3000 on) against the
+ * reference's kv_write's slot positions and its positions written after */
+static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, int nh, int nkv, int hd, int window) {
     const int kvd = nkv * hd, qd = nh * hd, layer = 1;
     KVCache *cb = B->kv_create(2, past + n + 2, kvd), *cr = R->kv_create(2, past + n + 2, kvd);
     float *k = xmalloc(sizeof(float) * (past + n) * kvd), *v = xmalloc(sizeof(float) * (past + n) * kvd);
@@ -237,10 +248,17 @@ static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, 
     int *posb = dev_ints(B, pos, n), *posr = dev_ints(R, pos, n), *slotb = dev_ints(B, &past, 1);
     B->rope_kv(qb, kb + (size_t)past * kvd, vb + (size_t)past * kvd, posb, n, nh, nkv, hd, inv, cb, layer, slotb);
     B->release(slotb);
+    /* the reference's rope, rope and kv_write (which writes slot
+     * positions), then its rope_kv over copies of the same unrotated rows:
+     * the same K and V again, at positions pos */
+    float *q0 = xmalloc(sizeof(float) * n * qd), *k0 = xmalloc(sizeof(float) * n * kvd);
+    memcpy(q0, q, sizeof(float) * n * qd); memcpy(k0, kn, sizeof(float) * n * kvd);
     R->rope(q, posr, n, nh, hd, inv);
     R->rope(kn, posr, n, nkv, hd, inv);
-    B->release(posb); R->release(posr);
     R->kv_write(cr, layer, past, kn, vn, n);
+    int slot = past;
+    R->rope_kv(q0, k0, vn, posr, n, nh, nkv, hd, inv, cr, layer, &slot);   /* the same rows again, at pos */
+    free(q0); free(k0);
     float *h = down(B, qb, (size_t)n * qd), e = rel_err(h, q, (size_t)n * qd);
     free(h);
     h = down(B, kb + (size_t)past * kvd, (size_t)n * kvd);
@@ -248,9 +266,9 @@ static float check_rope_kv(const Backend *B, const Backend *R, int past, int n, 
     free(h);
     float *ob = B->alloc((size_t)n * qd), *orr = xmalloc(sizeof(float) * n * qd);
     int *pastb = dev_ints(B, &past, 1), *pastr = dev_ints(R, &past, 1);
-    B->attention(ob, qb, &(AttnSeq){cb, 0, n, pastb, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
-    R->attention(orr, q, &(AttnSeq){cr, 0, n, pastr, past + n, NULL, 0}, 1, layer, nh, nkv, hd);
-    B->release(pastb); R->release(pastr);
+    B->attention(ob, qb, &(AttnSeq){cb, 0, n, pastb, past + n, NULL, 0, window, posb}, 1, layer, nh, nkv, hd);
+    R->attention(orr, q, &(AttnSeq){cr, 0, n, pastr, past + n, NULL, 0, window, posr}, 1, layer, nh, nkv, hd);
+    B->release(pastb); R->release(pastr); B->release(posb); R->release(posr);
     h = down(B, ob, (size_t)n * qd);
     e = fmaxf(e, rel_err(h, orr, (size_t)n * qd));
     free(h);
@@ -270,6 +288,9 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
     AttnSeq ab[S], ar[S];
     uint8_t *mask[S] = {NULL, NULL, NULL};
     int total = 0, *pastb = dev_ints(B, past, S), *pastr = dev_ints(R, past, S);
+    int qpos[12];
+    for (int i = 0; i < 12; i++) qpos[i] = past[2] + i;
+    int *qposb = dev_ints(B, qpos, 12), *qposr = dev_ints(R, qpos, 12);
     for (int i = 0; i < S; i++) {
         const int nctx = past[i] + nq[i];
         cb[i] = B->kv_create(1, nctx, KVD);
@@ -288,8 +309,9 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
                 for (int p = a; p >= 0; p = par[p]) mask[i][(size_t)a * w + 4 + p] = 1;
             }
         }
-        ab[i] = (AttnSeq){cb[i], total, nq[i], pastb + i, nctx, dev_mask(B, mask[i], (size_t)nq[i] * w), w};
-        ar[i] = (AttnSeq){cr[i], total, nq[i], pastr + i, nctx, dev_mask(R, mask[i], (size_t)nq[i] * w), w};
+        /* the prefill within a sliding window of 5 positions (its queries at past + i) */
+        ab[i] = (AttnSeq){cb[i], total, nq[i], pastb + i, nctx, dev_mask(B, mask[i], (size_t)nq[i] * w), w, i == 2 ? 5 : 0, qposb};
+        ar[i] = (AttnSeq){cr[i], total, nq[i], pastr + i, nctx, dev_mask(R, mask[i], (size_t)nq[i] * w), w, i == 2 ? 5 : 0, qposr};
         total += nq[i];
     }
     float *q = xmalloc(sizeof(float) * total * NH * HD), *orr = xmalloc(sizeof(float) * total * NH * HD);
@@ -303,20 +325,33 @@ static float check_attention_seqs(const Backend *B, const Backend *R) {
         B->kv_free(cb[i]); R->kv_free(cr[i]); free(mask[i]);
         if (ab[i].mask) { B->release((void *)ab[i].mask); R->release((void *)ar[i].mask); }
     }
-    B->release(qb); B->release(ob); B->release(pastb); R->release(pastr);
+    B->release(qb); B->release(ob); B->release(pastb); R->release(pastr); B->release(qposb); R->release(qposr);
     free(q); free(orr); free(o);
     return e;
 }
 
 static float check_attention(const Backend *B, const Backend *R, int past, int n, int use_mask) {
-    return check_attention_shape(B, R, past, n, use_mask, 4, 2, 16);
+    return check_attention_shape(B, R, past, n, use_mask, 4, 2, 16, 0);
 }
 
 /* The head sizes the CPU backend specialises (SmolLM2's 9 heads over 3 KV
  * heads of 64; 128 as in LLaMA 3), decode and a masked tree, odd contexts. */
 static float check_attention_llama_shapes(const Backend *B, const Backend *R) {
-    return fmaxf(fmaxf(check_attention_shape(B, R, 37, 1, 0, 9, 3, 64), check_attention_shape(B, R, 20, 5, 1, 9, 3, 64)),
-                 check_attention_shape(B, R, 50, 2, 0, 4, 1, 128));
+    return fmaxf(fmaxf(check_attention_shape(B, R, 37, 1, 0, 9, 3, 64, 0), check_attention_shape(B, R, 20, 5, 1, 9, 3, 64, 0)),
+                 check_attention_shape(B, R, 50, 2, 0, 4, 1, 128, 0));
+}
+
+/* Gemma 3's sliding windows: decode, a masked tree (whose window slots
+ * and the slots before them both fall out of it), a prefill of more than 8
+ * queries (the CPU's sgemm path) and a compacted cache, at head sizes 16
+ * and Gemma 3's 256 */
+static float check_attention_windows(const Backend *B, const Backend *R) {
+    float w = check_attention_shape(B, R, 37, 1, 0, 4, 2, 16, 10);
+    w = fmaxf(w, check_attention_shape(B, R, 20, 9, 1, 4, 2, 16, 6));
+    w = fmaxf(w, check_attention_shape(B, R, 0, 40, 0, 4, 2, 16, 5));
+    w = fmaxf(w, check_attention_shape(B, R, 30, 12, 0, 4, 1, 256, 7));
+    w = fmaxf(w, check_attention_shape(B, R, 12, 6, 1, 8, 4, 256, 4));
+    return w;
 }
 
 /* ids must agree exactly; probabilities and entropies within tolerance. */
@@ -1001,16 +1036,24 @@ __attribute__((unused)) static int parity(const Backend *B, const Backend *R, in
     bad += w > PARITY_TOL_MATMUL;
     w = 0;
     for (int d = 0; d < 3; d++) { w = fmaxf(w, check_rows(B, R, dts[d], 1, 64)); w = fmaxf(w, check_rows(B, R, dts[d], 7, 256)); }
-    if (verbose) printf("# %s vs %s: rmsnorm/add/swiglu/concat/rope worst %.2e\n", B->name, R->name, w);
+    if (verbose) printf("# %s vs %s: rmsnorm/add/swiglu/geglu/scale/concat/rope worst %.2e\n", B->name, R->name, w);
     bad += w > PARITY_TOL_ROWS;
     w = 0;
     const int cases[][3] = {{0, 1, 0}, {10, 1, 0}, {10, 3, 1}, {5, 4, 0}, {20, 9, 1}, {0, 40, 0}, {30, 60, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) w = fmaxf(w, check_attention(B, R, cases[c][0], cases[c][1], cases[c][2]));
     w = fmaxf(w, check_attention_llama_shapes(B, R));
     w = fmaxf(w, check_attention_seqs(B, R));
-    w = fmaxf(w, check_rope_kv(B, R, 0, 1, 4, 2, 16));
-    w = fmaxf(w, check_rope_kv(B, R, 9, 5, 9, 3, 64));    /* SmolLM2's heads */
-    w = fmaxf(w, check_rope_kv(B, R, 30, 33, 8, 8, 32));
+    w = fmaxf(w, check_rope_kv(B, R, 0, 1, 4, 2, 16, 0));
+    w = fmaxf(w, check_rope_kv(B, R, 9, 5, 9, 3, 64, 0));    /* SmolLM2's heads */
+    w = fmaxf(w, check_rope_kv(B, R, 30, 33, 8, 8, 32, 0));
+    {   /* sliding windows, on draws of their own: the checks after them keep their inputs (the C2T
+         * programs' random classifiers must grow trees worth ranking) */
+        const uint64_t kept_seed = seed;
+        seed = 0x5DEECE66DULL;
+        w = fmaxf(w, check_attention_windows(B, R));
+        w = fmaxf(w, check_rope_kv(B, R, 30, 12, 4, 2, 16, 9));   /* positions far past the slots, a window of 9 */
+        seed = kept_seed;
+    }
     if (verbose) printf("# %s vs %s: attention/kv_keep/rope_kv worst %.2e\n", B->name, R->name, w);
     bad += w > PARITY_TOL_ATTENTION;
     w = 0;

@@ -266,11 +266,15 @@ static void test_cuda_parity_model_shapes(void) {
     printf("# cuda vs cpu: matmul at model shapes worst %.2e\n", w);
     CHECK(w <= PARITY_TOL_MATMUL, "matmul at model shapes: %.2e", w);
     w = 0;
-    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 1000, 1, 0, 32, 8, 128));   /* decode, split context */
-    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 900, 60, 1, 32, 8, 128));   /* tree verification */
-    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 0, 300, 0, 8, 8, 64));      /* prefill, MHA */
-    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 200, 5, 1, 4, 1, 256));     /* > 48 KiB shared */
-    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 37, 9, 1, 12, 4, 80));      /* head_dim not /32 */
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 1000, 1, 0, 32, 8, 128, 0));   /* decode, split context */
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 900, 60, 1, 32, 8, 128, 0));   /* tree verification */
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 0, 300, 0, 8, 8, 64, 0));      /* prefill, MHA */
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 200, 5, 1, 4, 1, 256, 0));     /* > 48 KiB shared */
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 37, 9, 1, 12, 4, 80, 0));      /* head_dim not /32 */
+    /* sliding windows (Gemma 3): a tree, a long prefill, Gemma 3's head size */
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 900, 60, 1, 32, 8, 128, 300));
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 0, 300, 0, 8, 8, 64, 100));
+    w = fmaxf(w, check_attention_shape(&cuda_backend, &cpu_backend, 600, 5, 1, 8, 4, 256, 512));
     printf("# cuda vs cpu: attention at model shapes worst %.2e\n", w);
     CHECK(w <= PARITY_TOL_ATTENTION, "attention at model shapes: %.2e", w);
     w = 0;
@@ -521,6 +525,14 @@ static void test_cuda_logits_qwen3(void) {
     NEED_GPU();
     logits_parity("qwen3_f32");
     logits_parity("qwen3_bf16");
+}
+/* Gemma 3: sliding layers (the cache's positions, written by rope_kv and
+ * moved by kv_keep, against each query's), GELU, scaled embeddings, the
+ * norms after attention and MLP */
+static void test_cuda_logits_gemma3(void) {
+    NEED_GPU();
+    logits_parity("gemma3_f32");
+    logits_parity("gemma3_bf16");
 }
 
 /* The batched forward on the GPU: three sequences of different lengths,
@@ -793,6 +805,7 @@ int main(int argc, char **argv) {
     RUN(test_cuda_logits_llama3_bf16);
     RUN(test_cuda_logits_qwen2);
     RUN(test_cuda_logits_qwen3);
+    RUN(test_cuda_logits_gemma3);
     RUN(test_cuda_greedy_ar);
     RUN(test_cuda_greedy_eagle2);
     RUN(test_cuda_greedy_eagle3);

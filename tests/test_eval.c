@@ -75,6 +75,22 @@ static void test_lossless_every_policy(void) {
         CHECK(rc == 0, "%s on Qwen3 with draft LM qwen3_bf16: exit %d: %s", policies[p], rc, err);
     }
     run_cmd(err, sizeof err, "rm -rf %s", q3);
+    /* Gemma 3 (sliding layers of a 6-token window that every prompt and tree
+     * passes, GELU, norms as 1 + w), converted from its GGUF, with its BF16
+     * copy as draft LM: other policies than Qwen3's */
+    snprintf(q3, sizeof q3, "/tmp/c2t_gemma3_%d", (int)getpid());
+    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/gemma3_tiny.gguf %s --dtype f32", q3,
+                 bin_dir(), q3);
+    REQUIRE(rc == 0, "spec-convert gemma3_tiny.gguf: %s", err);
+    for (int p = 0; p < N_POLICIES; p++) {
+        if (!sweep_pair(p, 1, 4)) continue;
+        rc = run_cmd(err, sizeof err,
+                     "%s/spec-eval --target %s --draft tests/ckpt/gemma3_bf16 --draft-kind lm --template none "
+                     "--questions %s --max-new-tokens 48 --check-lossless %s",
+                     bin_dir(), q3, qfile, policies[p]);
+        CHECK(rc == 0, "%s on Gemma 3 with draft LM gemma3_bf16: exit %d: %s", policies[p], rc, err);
+    }
+    run_cmd(err, sizeof err, "rm -rf %s", q3);
 }
 
 /* Every policy on the shipped demo family (every draft kind), on the first

@@ -208,6 +208,21 @@ static void attention_unmasked(float *out, const float *q, const AttnSeq *seqs, 
     cpu_backend.attention(out, q, plain, n_seq, l, nh, nkv, hd);
     free(plain);
 }
+/* a sliding window ignored (every slot in reach) */
+static void attention_unwindowed(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh, int nkv,
+                                 int hd) {
+    AttnSeq *whole = xmalloc(sizeof *whole * n_seq);
+    for (int i = 0; i < n_seq; i++) { whole[i] = seqs[i]; whole[i].window = 0; }
+    cpu_backend.attention(out, q, whole, n_seq, l, nh, nkv, hd);
+    free(whole);
+}
+/* rope_kv that leaves the slots at their plain positions (kv_write's) */
+static void rope_kv_slot_positions(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads,
+                                   int hd, const float *inv_freq, KVCache *c, int layer, const int *slot) {
+    cpu_rope(q, pos, n, heads, hd, inv_freq);
+    cpu_rope(k, pos, n, kv_heads, hd, inv_freq);
+    cpu_kv_write(c, layer, *slot, k, v, n);
+}
 /* the context read from the launch's bound, not from *past */
 static void attention_context_from_bound(float *out, const float *q, const AttnSeq *seqs, int n_seq, int l, int nh,
                                          int nkv, int hd) {
@@ -324,6 +339,15 @@ static void test_harness_catches_wrong_kernels(void) {
     broken = cpu_backend;
     broken.attention = attention_context_from_bound;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "attention over its launch bound, not its context, not caught");
+    broken = cpu_backend;
+    broken.attention = attention_unwindowed;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "attention ignoring a sliding window not caught");
+    broken = cpu_backend;
+    broken.rope_kv = rope_kv_slot_positions;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "rope_kv leaving its positions unwritten not caught");
+    broken = cpu_backend;
+    broken.geglu = cpu_swiglu;
+    CHECK(parity(&broken, &naive_backend, 0) > 0, "geglu computing SiLU not caught");
     broken = cpu_backend;
     broken.softmax_topk = topk_ties_wrong;
     CHECK(parity(&broken, &naive_backend, 0) > 0, "top-M entropy over the wrong M not caught");
@@ -591,7 +615,7 @@ static void test_kv_bf16_against_naive(void) {
     REQUIRE(c, "kv_create");
     cpu_backend.kv_write(c, 0, 0, k, v, 1);
     const int none = 0;
-    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, &none, 1, NULL, 0}, 1, 0, 1, 1, 8);
+    cpu_backend.attention(out, q, &(AttnSeq){c, 0, 1, &none, 1, NULL, 0, 0, NULL}, 1, 0, 1, 1, 8);
     for (int i = 0; i < 8; i++) {
         const uint32_t u = (uint32_t)f32_to_bf16(v[i]) << 16;
         float want;
@@ -670,14 +694,14 @@ static void test_tree_query_sums_as_decode(void) {
             REQUIRE(tree && line, "kv_create");
             cpu_backend.kv_write(tree, 0, 0, k, v, nctx);
             const int past = PAST, line_past = PAST + 3;
-            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, &past, nctx, mask, TREE}, 1, 0, NH, NKV, hd);
+            cpu_backend.attention(out, q, &(AttnSeq){tree, 0, TREE, &past, nctx, mask, TREE, 0, NULL}, 1, 0, NH, NKV, hd);
             /* node 11 decoded alone: the committed slots, then its path 0, 2, 6, 11 */
             static const int path[4] = {0, 2, 6, 11};
             cpu_backend.kv_write(line, 0, 0, k, v, PAST);
             for (int p = 0; p < 4; p++)
                 cpu_backend.kv_write(line, 0, PAST + p, k + (size_t)(PAST + path[p]) * kvd, v + (size_t)(PAST + path[p]) * kvd, 1);
             float *alone = malloc(sizeof(float) * qd);
-            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, &line_past, PAST + 4, NULL, 0}, 1, 0,
+            cpu_backend.attention(alone, q + (size_t)11 * qd, &(AttnSeq){line, 0, 1, &line_past, PAST + 4, NULL, 0, 0, NULL}, 1, 0,
                                   NH, NKV, hd);
             CHECK(!memcmp(alone, out + (size_t)11 * qd, sizeof(float) * qd),
                   "head size %d, %s cache: a tree row differs from the token decoded alone", hd, dtype_name(dts[d]));

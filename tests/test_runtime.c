@@ -143,6 +143,13 @@ static void test_parity_qwen2_bf16(void) { parity("qwen2_bf16"); }
  * embeddings; goldens from tools/golden/qwen3_golden.py (transformers 4.51) */
 static void test_parity_qwen3_f32_qk_norm(void) { parity("qwen3_f32"); }
 static void test_parity_qwen3_bf16(void) { parity("qwen3_bf16"); }
+/* Gemma 3: norms applied as 1 + w (random weights), a norm after attention
+ * and after the MLP, GELU, embeddings scaled by sqrt(hidden), an attention
+ * scale of its own, sliding layers (a window of 6 that the 40 tokens pass,
+ * RoPE base 10^4) between full ones (10^6, linear x4); goldens from
+ * tools/golden/gemma3_golden.py (transformers 4.51) */
+static void test_parity_gemma3_f32_sliding(void) { parity("gemma3_f32"); }
+static void test_parity_gemma3_bf16(void) { parity("gemma3_bf16"); }
 
 /* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
  * NULL, an unsigned 32-bit integer (num) */
@@ -196,14 +203,18 @@ static void gguf_variant(const char *src, const char *path, const uint8_t *kvs, 
     free(b);
 }
 
-/* spec-convert of a qwen2 and a qwen3 GGUF (tools/golden/qwen2_golden.py
- * and qwen3_golden.py wrote qwen2_f32's and qwen3_f32's weights as
- * llama.cpp's converter names and lays them out: qwen3's q/k norms and
- * head size of its own) gives transformers' logits back: F32 exactly as
- * the F32 checkpoint, BF16 as the BF16 one (the same rounding as torch's). */
-static void test_convert_qwen_gguf(void) {
-    static const char *const cases[][3] = {{"qwen2", "f32", "qwen2_f32"}, {"qwen2", "bf16", "qwen2_bf16"},
-                                           {"qwen3", "f32", "qwen3_f32"}, {"qwen3", "bf16", "qwen3_bf16"}};
+/* spec-convert of a qwen2, a qwen3 and a gemma3 GGUF (tools/golden/
+ * qwen2_golden.py, qwen3_golden.py and gemma3_golden.py wrote their F32
+ * checkpoints' weights as llama.cpp's converter names and lays them out:
+ * qwen3's q/k norms and head size of its own; gemma3's norms as 1 + w, its
+ * sliding layers as a flag per layer, their RoPE base) gives transformers'
+ * logits back: F32 exactly as the F32 checkpoint, BF16 as the BF16 one (the
+ * same rounding as torch's). */
+static void test_convert_gguf_families(void) {
+    static const char *const cases[][4] = {
+        {"qwen2", "f32", "qwen2_f32", "qwen2"},   {"qwen2", "bf16", "qwen2_bf16", "qwen2"},
+        {"qwen3", "f32", "qwen3_f32", "qwen3"},   {"qwen3", "bf16", "qwen3_bf16", "qwen3"},
+        {"gemma3", "f32", "gemma3_f32", "gemma3_text"}, {"gemma3", "bf16", "gemma3_bf16", "gemma3_text"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char dir[128], err[2048];
         snprintf(dir, sizeof dir, "/tmp/c2t_%s_conv_%s_%d", cases[i][0], cases[i][1], (int)getpid());
@@ -214,7 +225,15 @@ static void test_convert_qwen_gguf(void) {
         cJSON *c = read_json_file(cfg);
         REQUIRE(c, "%s", err_get());
         const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
-        CHECK(cJSON_IsString(mt) && !strcmp(mt->valuestring, cases[i][0]), "%s: model_type is not %s", cfg, cases[i][0]);
+        CHECK(cJSON_IsString(mt) && !strcmp(mt->valuestring, cases[i][3]), "%s: model_type is not %s", cfg, cases[i][3]);
+        cJSON *qs = cJSON_GetObjectItemCaseSensitive(c, "query_pre_attn_scalar");
+        if (qs) {   /* no GGUF key holds it: llama.cpp's rule, the head size (32) but for the 27B; the
+                     * checkpoint's own 24 put back for the logits (test_parity_gemma3_* cover it) */
+            CHECK(cJSON_IsNumber(qs) && qs->valuedouble == 32, "%s: query_pre_attn_scalar %g, not the head size 32", cfg,
+                  cJSON_IsNumber(qs) ? qs->valuedouble : -1.0);
+            cJSON_SetNumberValue(qs, 24);
+            REQUIRE(write_json(cfg, c) == 0, "%s", err_get());
+        }
         cJSON_Delete(c);
         free(cfg);
         parity_dir(dir, cases[i][2]);
@@ -1034,6 +1053,8 @@ int main(void) {
     RUN(test_parity_qwen2_bf16);
     RUN(test_parity_qwen3_f32_qk_norm);
     RUN(test_parity_qwen3_bf16);
+    RUN(test_parity_gemma3_f32_sliding);
+    RUN(test_parity_gemma3_bf16);
     RUN(test_copied_weights_drop_the_file_pages);
     RUN(test_convert_keep_block_types);
     RUN(test_convert_q4_0);
@@ -1042,7 +1063,7 @@ int main(void) {
     RUN(test_convert_tokenizer_only);
     RUN(test_convert_pre_tokenizers);
     RUN(test_qwen2_refusals);
-    RUN(test_convert_qwen_gguf);
+    RUN(test_convert_gguf_families);
     RUN(test_convert_llama3_gguf);
     RUN(test_convert_linear_rope_gguf);
     RUN(test_parity_demo_target);

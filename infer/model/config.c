@@ -86,6 +86,64 @@ static int parse_aux_layers(const cJSON *v, const char *path, ModelConfig *c) {
     return 0;
 }
 
+/* layer_types (newer transformers' spelling of Gemma 3's layers): a list of
+ * "sliding_attention" / "full_attention", read into the period it follows */
+static int parse_layer_types(const cJSON *v, const char *path, ModelConfig *c) {
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != c->layers) {
+        err_set("%s: layer_types must list num_hidden_layers (%d) layer types", path, c->layers);
+        return -1;
+    }
+    for (int p = 1; p <= c->layers; p++) {
+        int l = 0, ok = 1;
+        for (const cJSON *e = v->child; e && ok; e = e->next, l++) {
+            const int sliding = cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention");
+            if (!sliding && !(cJSON_IsString(e) && !strcmp(e->valuestring, "full_attention"))) {
+                err_set("%s: layer_types[%d] is not sliding_attention or full_attention", path, l);
+                return -1;
+            }
+            ok = sliding == ((l + 1) % p != 0);
+        }
+        if (ok) { c->sliding_pattern = p; return 0; }
+    }
+    err_set("%s: layer_types does not repeat with a period (every p-th layer full attention)", path);
+    return -1;
+}
+
+/* Gemma 3's keys (model_type gemma3_text): its GELU, norms, scales and
+ * sliding layers; soft-capping (Gemma 2) is refused, not ignored */
+static int parse_gemma3(const cJSON *j, const char *path, ModelConfig *c) {
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_activation");
+    if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu_pytorch_tanh")) {
+        err_set("%s: hidden_activation %s is not supported (gelu_pytorch_tanh)", path, act->valuestring);
+        return -1;
+    }
+    static const char *const caps[] = {"final_logit_softcapping", "attn_logit_softcapping"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, caps[i]);
+        if (v && !cJSON_IsNull(v)) { err_set("%s: %s is not supported (Gemma 3 has none)", path, caps[i]); return -1; }
+    }
+    c->act = ACT_GELU_TANH;
+    c->qk_norm = c->norm_plus_one = c->sandwich_norms = 1;
+    c->embed_scale = sqrtf((float)c->hidden);
+    float qpas;
+    if (get_float(j, path, "query_pre_attn_scalar", 256, &qpas) ||
+        get_float(j, path, "rope_local_base_freq", 10000.0, &c->rope_local_theta) ||
+        get_int(j, path, "sliding_window", 0, &c->sliding_window) ||
+        get_int(j, path, "sliding_window_pattern", 6, &c->sliding_pattern))
+        return -1;
+    if (!(qpas > 0) || c->sliding_window < 0 || c->sliding_pattern < 1 || !(c->rope_local_theta > 0)) {
+        err_set("%s: query_pre_attn_scalar, rope_local_base_freq and sliding_window_pattern must be positive, "
+                "sliding_window not negative", path);
+        return -1;
+    }
+    c->query_scale = 1.0f / sqrtf(qpas);
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(j, "layer_types");
+    if (types && !cJSON_IsNull(types) && parse_layer_types(types, path, c)) return -1;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings");
+    c->tie_embeddings = !cJSON_IsFalse(tie);   /* Gemma's default: tied */
+    return 0;
+}
+
 int config_load(const char *path, ModelConfig *c) {
     memset(c, 0, sizeof *c);
     snprintf(c->path, sizeof c->path, "%s", path);
@@ -95,10 +153,13 @@ int config_load(const char *path, ModelConfig *c) {
     if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); goto out; }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
     if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") && strcmp(mt->valuestring, "mistral") &&
-        strcmp(mt->valuestring, "qwen2") && strcmp(mt->valuestring, "qwen3")) {
-        err_set("%s: model_type %s is not a LLaMA-family model (llama, mistral, qwen2, qwen3)", path, mt->valuestring);
+        strcmp(mt->valuestring, "qwen2") && strcmp(mt->valuestring, "qwen3") &&
+        strcmp(mt->valuestring, "gemma3_text")) {
+        err_set("%s: model_type %s is not a supported decoder (llama, mistral, qwen2, qwen3, gemma3_text)", path,
+                mt->valuestring);
         goto out;
     }
+    const int gemma3 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "gemma3_text");
     c->qkv_bias = cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen2");
     c->qk_norm = cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen3");
     /* Qwen2's and Qwen3's sliding window applies only when use_sliding_window is true
@@ -120,8 +181,9 @@ int config_load(const char *path, ModelConfig *c) {
         goto out;
     }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
-    if (cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
-        err_set("%s: hidden_act %s is not supported (silu)", path, act->valuestring);
+    const char *want_act = gemma3 ? "gelu_pytorch_tanh" : "silu";
+    if (cJSON_IsString(act) && strcmp(act->valuestring, want_act)) {
+        err_set("%s: hidden_act %s is not supported (%s)", path, act->valuestring, want_act);
         goto out;
     }
     const cJSON *ab = cJSON_GetObjectItemCaseSensitive(j, "attention_bias");
@@ -154,6 +216,7 @@ int config_load(const char *path, ModelConfig *c) {
     }
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings");
     c->tie_embeddings = cJSON_IsTrue(tie);
+    if (gemma3 && parse_gemma3(j, path, c)) goto out;
     if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), path, c)) goto out;
     if (parse_rope_scaling(cJSON_GetObjectItemCaseSensitive(j, "rope_scaling"), path, c)) goto out;
     /* -2: absent (get_int's -1 would mean required) */
@@ -199,6 +262,17 @@ void config_inv_freq(const ModelConfig *c, float *inv_freq) {
         }
         inv_freq[i] = f;
     }
+}
+
+void config_inv_freq_local(const ModelConfig *c, float *inv_freq) {
+    ModelConfig local = *c;
+    local.rope_theta = c->rope_local_theta;
+    local.rope_type = ROPE_DEFAULT;
+    config_inv_freq(&local, inv_freq);
+}
+
+int config_layer_window(const ModelConfig *c, int l) {
+    return c->sliding_window && (l + 1) % c->sliding_pattern ? c->sliding_window : 0;
 }
 
 int config_is_eos(const ModelConfig *c, int token) {

@@ -2,6 +2,7 @@
 #include "kernels/base/quant.h"
 #include "kernels/base/replay.h"
 #include "kernels/base/util.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,36 @@ int llama_load_weight(const Backend *be, const SafeTensors *st, const char *name
     return 0;
 }
 
+/* A norm vector as the forward applies it, (1 + w) * mul where the config
+ * says norm_plus_one (Gemma 3's RMSNorm), else w * mul, in F32 at *at (the
+ * caller's buffer, which outlives the weight), then *at moves past it.  The
+ * sum and product in float, as transformers' float32 norm computes 1 + w. */
+static int load_norm_as_applied(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *name,
+                                int64_t n, float mul, Weight *w, float **at) {
+    const StTensor *t = st_get(st, name, n, 0);
+    if (!t) return -1;
+    float *out = *at;
+    for (int64_t i = 0; i < n; i++) {
+        float x;
+        if (t->dtype == DT_F32) memcpy(&x, (const float *)t->data + i, 4);
+        else if (t->dtype == DT_F16) x = quant_half(((const uint16_t *)t->data)[i]);
+        else if (t->dtype == DT_BF16) {
+            const uint32_t u = (uint32_t)((const uint16_t *)t->data)[i] << 16;
+            memcpy(&x, &u, 4);
+        } else {
+            err_set("%s: tensor %s: a norm must be F32, F16 or BF16, not %s", st_file_of(st, t), name, dtype_name(t->dtype));
+            return -1;
+        }
+        out[i] = (c->norm_plus_one ? 1.0f + x : x) * mul;
+    }
+    if (be->weight(w, out, DT_F32, 1, n)) {
+        err_set("%s: tensor %s: %s", st_file_of(st, t), name, err_get());
+        return -1;
+    }
+    *at = out + n;
+    return 0;
+}
+
 int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig *c, const char *prefix,
                      int need_attn_norm, int64_t attn_in, LlamaLayer *l) {
     const int64_t h = c->hidden, qd = (int64_t)c->heads * c->head_dim,
@@ -31,29 +62,41 @@ int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig
         {"self_attn.k_proj.weight", kvd, attn_in, &l->wk},
         {"self_attn.v_proj.weight", kvd, attn_in, &l->wv},
         {"self_attn.o_proj.weight", h, qd, &l->wo},
-        {"post_attention_layernorm.weight", 1, h, &l->ffn_norm},
         {"mlp.gate_proj.weight", ff, h, &l->gate},
         {"mlp.up_proj.weight", ff, h, &l->up},
         {"mlp.down_proj.weight", h, ff, &l->down},
-        {"input_layernorm.weight", 1, h, &l->attn_norm},
     };
-    int n = sizeof spec / sizeof *spec;
     char name[256];
-    snprintf(name, sizeof name, "%sinput_layernorm.weight", prefix);
-    l->has_attn_norm = need_attn_norm || st_find(st, name) != NULL;
-    if (!l->has_attn_norm) n--;
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < sizeof spec / sizeof *spec; i++) {
         snprintf(name, sizeof name, "%s%s", prefix, spec[i].name);
         if (llama_load_weight(be, st, name, spec[i].rows, spec[i].cols, spec[i].w)) return -1;
     }
-    struct { const char *name; int64_t n; Weight *w; int has; } vec[] = {
-        {"self_attn.q_proj.bias", qd, &l->bq, c->qkv_bias}, {"self_attn.k_proj.bias", kvd, &l->bk, c->qkv_bias},
-        {"self_attn.v_proj.bias", kvd, &l->bv, c->qkv_bias}, {"self_attn.q_norm.weight", c->head_dim, &l->q_norm, c->qk_norm},
-        {"self_attn.k_norm.weight", c->head_dim, &l->k_norm, c->qk_norm}};
+    snprintf(name, sizeof name, "%sinput_layernorm.weight", prefix);
+    l->has_attn_norm = need_attn_norm || st_find(st, name) != NULL;
+    /* the norms and the vectors; Gemma 3's post_attention_layernorm is the
+     * attention output's norm, LLaMA's the MLP's input norm */
+    const int sw = c->sandwich_norms;
+    /* Gemma 3's attention scale rides on q's norm (the scores are q·k / sqrt(head_dim) after) */
+    const float q_mul = c->query_scale ? c->query_scale * sqrtf((float)c->head_dim) : 1.0f;
+    if (q_mul != 1.0f && !c->qk_norm) { err_set("%s: query_pre_attn_scalar needs q/k norms here", c->path); return -1; }
+    struct { const char *name; int64_t n; Weight *w; int has, norm; float mul; } vec[] = {
+        {"input_layernorm.weight", h, &l->attn_norm, l->has_attn_norm, 1, 1},
+        {sw ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight", h, &l->ffn_norm, 1, 1, 1},
+        {"post_attention_layernorm.weight", h, &l->post_attn_norm, sw, 1, 1},
+        {"post_feedforward_layernorm.weight", h, &l->post_ffn_norm, sw, 1, 1},
+        {"self_attn.q_proj.bias", qd, &l->bq, c->qkv_bias, 0, 1}, {"self_attn.k_proj.bias", kvd, &l->bk, c->qkv_bias, 0, 1},
+        {"self_attn.v_proj.bias", kvd, &l->bv, c->qkv_bias, 0, 1},
+        {"self_attn.q_norm.weight", c->head_dim, &l->q_norm, c->qk_norm, 1, q_mul},
+        {"self_attn.k_norm.weight", c->head_dim, &l->k_norm, c->qk_norm, 1, 1}};
+    const int shifted = c->norm_plus_one || q_mul != 1.0f;
+    if (shifted) l->norm_host = xmalloc(sizeof(float) * (4 * (size_t)h + 2 * (size_t)c->head_dim));
+    float *at = l->norm_host;
     for (size_t i = 0; i < sizeof vec / sizeof *vec; i++) {
         if (!vec[i].has) continue;
         snprintf(name, sizeof name, "%s%s", prefix, vec[i].name);
-        if (llama_load_weight(be, st, name, 1, vec[i].n, vec[i].w)) return -1;
+        const int rc = shifted && vec[i].norm ? load_norm_as_applied(be, st, c, name, vec[i].n, vec[i].mul, vec[i].w, &at)
+                                              : llama_load_weight(be, st, name, 1, vec[i].n, vec[i].w);
+        if (rc) return -1;
     }
     return 0;
 }
@@ -72,8 +115,10 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
     if (!m->st) { free(m); return NULL; }
     st_weight_types(m->st, m->weight_types, sizeof m->weight_types);
     m->layer = xcalloc(c->layers, sizeof(LlamaLayer));
+    float *at = m->final_norm_host = c->norm_plus_one ? xmalloc(sizeof(float) * c->hidden) : NULL;
     rc = llama_load_weight(be, m->st, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed) ||
-         llama_load_weight(be, m->st, "model.norm.weight", 1, c->hidden, &m->final_norm);
+         (at ? load_norm_as_applied(be, m->st, c, "model.norm.weight", c->hidden, 1.0f, &m->final_norm, &at)
+             : llama_load_weight(be, m->st, "model.norm.weight", 1, c->hidden, &m->final_norm));
     if (!rc) {
         /* tied checkpoints may still carry an lm_head copy; use it if present */
         if (!c->tie_embeddings || st_find(m->st, "lm_head.weight"))
@@ -85,18 +130,25 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "model.layers.%d.", i);
         rc = llama_load_layer(be, m->st, c, prefix, 1, c->hidden, &m->layer[i]);
+        m->layer[i].window = config_layer_window(c, i);
     }
     if (rc) { llama_free(m); return NULL; }
     m->inv_freq = xmalloc(sizeof(float) * (c->head_dim / 2));
     config_inv_freq(c, m->inv_freq);
+    if (c->sliding_window) {
+        m->inv_freq_local = xmalloc(sizeof(float) * (c->head_dim / 2));
+        config_inv_freq_local(c, m->inv_freq_local);
+    }
     return m;
 }
 
 void llama_release_layer(const Backend *be, LlamaLayer *l) {
     Weight *w[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->gate, &l->up, &l->down,
-                   &l->bq, &l->bk, &l->bv, &l->q_norm, &l->k_norm};
+                   &l->bq, &l->bk, &l->bv, &l->q_norm, &l->k_norm, &l->post_attn_norm, &l->post_ffn_norm};
     for (size_t i = 0; i < sizeof w / sizeof *w; i++)
         if (w[i]->data) be->weight_release(w[i]);
+    free(l->norm_host);
+    l->norm_host = NULL;
 }
 
 void llama_free(LlamaModel *m) {
@@ -110,6 +162,8 @@ void llama_free(LlamaModel *m) {
     st_close(m->st);
     free(m->layer);
     free(m->inv_freq);
+    free(m->inv_freq_local);
+    free(m->final_norm_host);
     free(m);
 }
 
@@ -141,7 +195,8 @@ size_t llama_weight_bytes(const LlamaModel *m) {
         const LlamaLayer *l = &m->layer[i];
         b += wbytes(&l->attn_norm) + wbytes(&l->wq) + wbytes(&l->wk) + wbytes(&l->wv) + wbytes(&l->wo) +
              wbytes(&l->ffn_norm) + wbytes(&l->gate) + wbytes(&l->up) + wbytes(&l->down) + wbytes(&l->bq) +
-             wbytes(&l->bk) + wbytes(&l->bv) + wbytes(&l->q_norm) + wbytes(&l->k_norm);
+             wbytes(&l->bk) + wbytes(&l->bv) + wbytes(&l->q_norm) + wbytes(&l->k_norm) + wbytes(&l->post_attn_norm) +
+             wbytes(&l->post_ffn_norm);
     }
     return b;
 }
@@ -192,11 +247,12 @@ void llama_attention_block(const Backend *be, const ModelConfig *c, const LlamaL
                         c->kv_heads, c->head_dim, inv_freq, q->kv, kv_layer, q->past);
         /* the context's bound in buckets: one recorded forward replays over many contexts (replay.h) */
         as[i] = (AttnSeq){q->kv, q->off, q->n, q->past, attn_ctx_bound(q->n_past + q->n, be->kv_slots(q->kv)), q->mask,
-                          q->mask_w};
+                          q->mask_w, l->window, pos + q->off};
     }
     be->attention(s->att, s->q, as, n_seq, kv_layer, c->heads, c->kv_heads, c->head_dim);
     if (as != &one) free(as);
     be->matmul(s->xb, s->att, &l->wo, n);   /* the residual add is the MLP block's, fused with its norm */
+    if (l->post_attn_norm.data) be->rmsnorm(s->xb, s->xb, &l->post_attn_norm, n, c->rms_eps);
 }
 
 /* x += the attention output in s->xb, then the MLP over norm(x), its output
@@ -206,8 +262,10 @@ static void mlp_open(const Backend *be, const ModelConfig *c, const LlamaLayer *
     float *gu[2] = {s->gate, s->up};
     const Weight *wgu[2] = {&l->gate, &l->up};
     be->matmul_many(gu, s->xb, wgu, 2, n);
-    be->swiglu(s->gate, s->up, (size_t)n * c->intermediate);
+    if (c->act == ACT_GELU_TANH) be->geglu(s->gate, s->up, (size_t)n * c->intermediate);
+    else be->swiglu(s->gate, s->up, (size_t)n * c->intermediate);
     be->matmul(s->xb, s->gate, &l->down, n);
+    if (l->post_ffn_norm.data) be->rmsnorm(s->xb, s->xb, &l->post_ffn_norm, n, c->rms_eps);
 }
 
 void llama_mlp_block(const Backend *be, const ModelConfig *c, const LlamaLayer *l, LayerScratch *s, float *x, int n) {
@@ -536,12 +594,16 @@ static void batch_ops(void *arg) {
     const ModelConfig *c = &m->cfg;
     const int n = a->off[a->n_seq], h = c->hidden;
     be->embed(b->x, &m->embed, a->tokens, n);
+    /* in F32 like every activation here, as llama.cpp and transformers' float32 forward scale
+     * (transformers in BF16 scales by the BF16 rounding of sqrt(hidden)) */
+    if (c->embed_scale != 0) be->scale(b->x, c->embed_scale, (size_t)n * h);
     /* each layer's last residual add goes into the next layer's input norm
      * (the final norm after the last): one launch instead of two */
     for (int l = 0; l < c->layers; l++) {
         layer_input(be, c, &m->layer[l], &b->ls, b->x, l ? b->ls.xb : NULL, n);
         batch_capture(a, l);   /* x is the layer's input now */
-        llama_attention_block(be, c, &m->layer[l], m->inv_freq, l, &b->ls, b->ls.xb, n, a->pos, b->seqs, a->n_seq);
+        llama_attention_block(be, c, &m->layer[l], m->layer[l].window ? m->inv_freq_local : m->inv_freq, l, &b->ls,
+                              b->ls.xb, n, a->pos, b->seqs, a->n_seq);
         mlp_open(be, c, &m->layer[l], &b->ls, b->x, n);
     }
     be->add_rmsnorm(b->hidden, b->x, b->ls.xb, &m->final_norm, n, c->rms_eps);

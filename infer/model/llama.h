@@ -18,8 +18,12 @@
 typedef struct {
     Weight attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down;
     Weight bq, bk, bv;   /* q/k/v biases where the config has them (Qwen2); else empty */
-    Weight q_norm, k_norm;   /* RMSNorm weights [head_dim] of each head of q and k (Qwen3); else empty */
+    Weight q_norm, k_norm;   /* RMSNorm weights [head_dim] of each head of q and k (Qwen3, Gemma 3); else empty */
+    Weight post_attn_norm, post_ffn_norm;   /* norms of the attention's and the MLP's outputs (Gemma 3); else empty */
     int has_attn_norm;   /* EAGLE-1 heads have none on their only layer */
+    int window;          /* config_layer_window: a sliding layer's window, 0: none */
+    float *norm_host;    /* the norms as applied (1 + w, q's with the attention scale), where they
+                            differ from the checkpoint's; NULL where none does */
 } LlamaLayer;
 
 typedef struct {
@@ -29,6 +33,8 @@ typedef struct {
     Weight embed, final_norm, lm_head;
     LlamaLayer *layer;
     float *inv_freq;         /* host, head_dim/2 */
+    float *inv_freq_local;   /* the sliding layers' (Gemma 3), host; NULL where none slides */
+    float *final_norm_host;  /* the final norm as applied, where it differs from the checkpoint's */
     char dir[512];
     char config_hash[17];    /* identity of config.json for reports */
     char weight_types[128];  /* st_weight_types: the weights' types, for reports */

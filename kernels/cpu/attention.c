@@ -12,6 +12,7 @@ struct KVCache {
     int layers, slots, kv_dim;
     DType dt;       /* DT_F32 or DT_BF16 */
     void *k, *v;    /* [layers][slots][kv_dim] of dt */
+    int *pos;       /* [slots]: each slot's position (kernels.h) */
 };
 
 KVCache *cpu_kv_create(int layers, int slots, int kv_dim) {
@@ -22,13 +23,15 @@ KVCache *cpu_kv_create(int layers, int slots, int kv_dim) {
     size_t n = (size_t)layers * slots * kv_dim;
     c->k = calloc(n, dtype_size(c->dt));
     c->v = calloc(n, dtype_size(c->dt));
-    if (!c->k || !c->v) { free(c->k); free(c->v); free(c); return NULL; }
+    c->pos = malloc(sizeof(int) * (size_t)slots);
+    if (!c->k || !c->v || !c->pos) { free(c->k); free(c->v); free(c->pos); free(c); return NULL; }
+    for (int s = 0; s < slots; s++) c->pos[s] = s;
     return c;
 }
 
 void cpu_kv_free(KVCache *c) {
     if (!c) return;
-    free(c->k); free(c->v); free(c);
+    free(c->k); free(c->v); free(c->pos); free(c);
 }
 
 int cpu_kv_slots(const KVCache *c) { return c->slots; }
@@ -50,17 +53,22 @@ static void kv_store(const KVCache *c, void *base, int layer, int slot, const fl
 void cpu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v, int n) {
     kv_store(c, c->k, layer, slot, k, n);
     kv_store(c, c->v, layer, slot, v, n);
+    for (int i = 0; i < n; i++) c->pos[slot + i] = slot + i;
 }
 
 void cpu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int heads, int kv_heads, int head_dim,
                  const float *inv_freq, KVCache *c, int layer, const int *slot) {
     cpu_rope(q, pos, n, heads, head_dim, inv_freq);
     cpu_rope(k, pos, n, kv_heads, head_dim, inv_freq);
-    cpu_kv_write(c, layer, *slot, k, v, n);
+    kv_store(c, c->k, layer, *slot, k, n);
+    kv_store(c, c->v, layer, *slot, v, n);
+    for (int i = 0; i < n; i++) c->pos[*slot + i] = pos[i];
 }
 
 void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     const size_t row = dtype_size(c->dt) * c->kv_dim;
+    for (int i = 0; i < m; i++)
+        if (dst + keep[i] < c->slots) c->pos[dst + i] = c->pos[dst + keep[i]];
     for (int l = 0; l < c->layers; l++)
         for (int i = 0; i < m; i++) {
             if (keep[i] == i || dst + keep[i] >= c->slots) continue;
@@ -72,8 +80,14 @@ void cpu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
 /* a's context length (AttnSeq) */
 static inline int seq_ctx(const AttnSeq *a) { return *a->past + a->n; }
 
+/* whether slot j lies within query i's sliding window (AttnSeq.window) */
+static inline int in_window(const AttnSeq *a, int i, int j) {
+    return !a->window || a->qpos[i] - a->kv->pos[j] < a->window;
+}
+
 /* whether query i of a's sees slot j (AttnSeq) */
 static inline int visible(const AttnSeq *a, int i, int j) {
+    if (!in_window(a, i, j)) return 0;
     if (!a->mask) return j <= *a->past + i;
     const int w0 = seq_ctx(a) - a->mask_w;
     return j < w0 || a->mask[(size_t)i * a->mask_w + (j - w0)] != 0;
@@ -88,12 +102,13 @@ static int visible_slots(const AttnSeq *a, int i, int *at) {
     if (a->mask) {   /* the slots before the window, then the window's marked ones */
         const int w0 = nctx - a->mask_w;
         const uint8_t *row = a->mask + (size_t)i * a->mask_w;
-        for (int j = 0; j < w0; j++) at[m++] = j;
+        for (int j = 0; j < w0; j++)
+            if (in_window(a, i, j)) at[m++] = j;
         for (int j = 0; j < a->mask_w; j++)
-            if (row[j]) at[m++] = w0 + j;
-    } else {
-        m = nctx - a->n + i + 1;   /* causal: slots [0, nctx - n + i] */
-        for (int j = 0; j < m; j++) at[j] = j;
+            if (row[j] && in_window(a, i, w0 + j)) at[m++] = w0 + j;
+    } else {   /* causal: slots [0, nctx - n + i] */
+        for (int j = 0; j <= nctx - a->n + i; j++)
+            if (in_window(a, i, j)) at[m++] = j;
     }
     return m;
 }
@@ -197,7 +212,7 @@ static inline __m512 kv_load16(const void *base, DType dt, size_t i) {
 static inline __attribute__((always_inline)) void attend16(float *out, const float *q, const AttnSeq *sq, int layer,
                                                            int i, int h0, int nh, int nheads, int nkv, float *s,
                                                            const DType DT, const int HD) {
-    enum { V = 8 };   /* HD / 16 <= V */
+    enum { V = 16 };   /* HD / 16 <= V */
     const KVCache *c = sq->kv;
     const int nctx = seq_ctx(sq);
     const float scale = 1.0f / sqrtf((float)HD);
@@ -209,12 +224,12 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
     for (int x = 0; x < m; x++) {
         const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD;
         __m512 k[V];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < HD / 16; v++) k[v] = kv_load16(K, DT, base + 16 * v);
         for (int a = 0; a < nh; a++) {
             const float *qa = qi + (size_t)(h0 + a) * HD;
             __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qa), k[0]);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
             for (int v = 1; v < HD / 16; v++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qa + 16 * v), k[v], acc);
             s[(size_t)a * nctx + x] = _mm512_reduce_add_ps(acc) * scale;
         }
@@ -225,17 +240,17 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
         const double sum = exp_shifted16(sa, m, 1.0f, sa, &top);
         const __m512 inv = _mm512_set1_ps(sum > 0 ? (float)(1.0 / sum) : 0.0f);
         __m512 o[V];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < HD / 16; v++) o[v] = _mm512_setzero_ps();
         for (int x = 0; x < m; x++) {
             if (sa[x] == 0) continue;
             const __m512 w = _mm512_set1_ps(sa[x]);
             const size_t base = kv_at(c, layer, at[x]) + (size_t)g * HD;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
             for (int v = 0; v < HD / 16; v++) o[v] = _mm512_fmadd_ps(w, kv_load16(Vc, DT, base + 16 * v), o[v]);
         }
         float *oa = out + (size_t)i * qdim + (size_t)(h0 + a) * HD;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < HD / 16; v++) _mm512_storeu_ps(oa + 16 * v, _mm512_mul_ps(o[v], inv));
     }
 }
@@ -331,12 +346,14 @@ static void attend(float *out, const float *q, const AttnSeq *sq, int layer, int
     case 32: ATTEND16(32);
     case 64: ATTEND16(64);
     case 128: ATTEND16(128);
+    case 256: ATTEND16(256);
     }
 #elif defined(__AVX2__) && defined(__FMA__)
     switch (hd) {
     case 32: ATTEND8(32);
     case 64: ATTEND8(64);
     case 128: ATTEND8(128);
+    case 256: ATTEND8(256);
     }
 #endif
     if (sq->kv->dt == DT_BF16) attend_dt(out, q, sq, layer, i, h0, nh, nheads, nkv, hd, s, DT_BF16);
@@ -414,6 +431,8 @@ typedef struct {
     const float *q;
     const KVCache *c;
     int layer, n, nctx, nheads, nkv, hd;
+    int window;          /* AttnSeq's sliding window, 0: none */
+    const int *qpos;
 } ManyAttnJob;
 
 /* A contiguous share of the heads. */
@@ -433,7 +452,7 @@ static void many_attn_part(void *v, int part, int parts) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, nctx, hd, scale, j->q + h * hd, qdim,
                     K, ld, 0.0f, s, nctx);
         const int past = nctx - n;
-        const AttnSeq causal = {j->c, 0, n, &past, nctx, NULL, 0};
+        const AttnSeq causal = {j->c, 0, n, &past, nctx, NULL, 0, j->window, j->qpos};
         for (int i = 0; i < n; i++) softmax_row(s + (size_t)i * nctx, &causal, i);
         const float *V = head_rows(j->c, j->c->v, j->layer, g, hd, nctx, wide, &ld);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, nctx, 1.0f, s, nctx, V, ld,
@@ -443,10 +462,10 @@ static void many_attn_part(void *v, int part, int parts) {
     free(wide);
 }
 
-static void attention_many(float *out, const float *q, const KVCache *c, int layer, int n, int nctx, int nheads,
-                           int nkv, int hd) {
+static void attention_many(float *out, const float *q, const AttnSeq *a, int layer, int nheads, int nkv, int hd) {
     cpu_threads_max();   /* first call: OpenBLAS to one thread */
-    ManyAttnJob j = {out, q, c, layer, n, nctx, nheads, nkv, hd};
+    const int n = a->n, nctx = seq_ctx(a);
+    ManyAttnJob j = {out, q, a->kv, layer, n, nctx, nheads, nkv, hd, a->window, a->qpos};
     cpu_parallel(many_attn_part, &j, (int64_t)n * nctx * hd * nheads > PAR_MIN_WORK);
 }
 
@@ -462,7 +481,7 @@ void cpu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, i
         const AttnSeq *a = &seqs[i];
         if (a->n <= 0) continue;
         if (a->n <= 8 || a->mask) few[nf++] = i;
-        else attention_many(out + a->off * qdim, q + a->off * qdim, a->kv, layer, a->n, seq_ctx(a), nheads, nkv, head_dim);
+        else attention_many(out + a->off * qdim, q + a->off * qdim, a, layer, nheads, nkv, head_dim);
     }
     if (nf) attention_few(out, q, seqs, few, nf, layer, nheads, nkv, head_dim);
     free(few);

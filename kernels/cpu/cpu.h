@@ -268,6 +268,8 @@ void cpu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const f
 void cpu_add(float *x, const float *y, size_t n);
 void cpu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n, float eps);
 void cpu_swiglu(float *gate, const float *up, size_t n);
+void cpu_geglu(float *gate, const float *up, size_t n);
+void cpu_scale(float *x, float s, size_t n);
 void cpu_concat(float *out, const float *a, int da, const float *b, int db, int n);
 void cpu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 KVCache *cpu_kv_create(int layers, int slots, int kv_dim);

@@ -1,4 +1,4 @@
-/* Row-wise and element-wise ops: RMSNorm, RoPE, residual add, SwiGLU. */
+/* Row-wise and element-wise ops: RMSNorm, RoPE, residual add, scale, SwiGLU, GeGLU. */
 #include "kernels/cpu/cpu.h"
 #include <math.h>
 
@@ -67,49 +67,71 @@ void cpu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int 
     cpu_rmsnorm(out, x, w, n, eps);
 }
 
-/* gate = silu(gate) * up; sixteen lanes at a time through libmvec's expf
- * where there is AVX-512, eight where there is AVX2 (the tail under a lane
- * mask, so every element is computed the same wherever it sits: batch
- * invariance). */
-typedef struct { float *gate; const float *up; int64_t m; } SwigluJob;
+/* gate = act(gate) * up, act SiLU or GELU's tanh form, both as
+ * g / (1 + exp(a)): SiLU's a is -g; GELU's is -2z, z = sqrt(2/pi) (g +
+ * 0.044715 g^3), since 0.5 (1 + tanh z) = 1 / (1 + exp(-2z)).  Sixteen
+ * lanes at a time through libmvec's expf where there is AVX-512, eight
+ * where there is AVX2 (the tail under a lane mask, so every element is
+ * computed the same wherever it sits: batch invariance). */
+typedef struct { float *gate; const float *up; int64_t m; int gelu; } GluJob;
+
+#define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
+#define GELU_C 0.044715f
 
 /* A contiguous share of the blocks of 256 elements. */
-static void swiglu_part(void *v, int part, int parts) {
-    const SwigluJob *job = v;
+static void glu_part(void *v, int part, int parts) {
+    const GluJob *job = v;
     float *gate = job->gate;
     const float *up = job->up;
     const int64_t m = job->m;
+    const int gelu = job->gelu;
     int64_t b0, b1;
     part_range((m + 255) / 256, part, parts, &b0, &b1);
     for (int64_t i = b0 * 256; i < b1 * 256 && i < m; i += 256) {
         const int64_t end = i + 256 < m ? i + 256 : m;
 #ifdef __AVX512F__
-        const __m512 one = _mm512_set1_ps(1.0f);
+        const __m512 one = _mm512_set1_ps(1.0f), k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C);
         for (int64_t j = i; j < end; j += 16) {
             const __mmask16 k = tail_mask16(end - j);
             const __m512 g = _mm512_maskz_loadu_ps(k, gate + j);
-            const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+            const __m512 a = gelu ? _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, g), _mm512_mul_ps(g, g), g))
+                                  : _mm512_sub_ps(_mm512_setzero_ps(), g);
+            const __m512 e = exp16(a);
             const __m512 y = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(k, up + j));
             _mm512_mask_storeu_ps(gate + j, k, y);
         }
 #elif defined(__AVX2__) && defined(__FMA__)
-        const __m256 one = _mm256_set1_ps(1.0f);
+        const __m256 one = _mm256_set1_ps(1.0f), k2 = _mm256_set1_ps(-2.0f * GELU_K), c = _mm256_set1_ps(GELU_C);
         for (int64_t j = i; j < end; j += 8) {
             const __m256i k = tail_mask8(end - j);
             const __m256 g = _mm256_maskload_ps(gate + j, k);
-            const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+            const __m256 a = gelu ? _mm256_mul_ps(k2, _mm256_fmadd_ps(_mm256_mul_ps(c, g), _mm256_mul_ps(g, g), g))
+                                  : _mm256_sub_ps(_mm256_setzero_ps(), g);
+            const __m256 e = exp8(a);
             const __m256 y = _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_maskload_ps(up + j, k));
             _mm256_maskstore_ps(gate + j, k, y);
         }
 #else
-        for (int64_t j = i; j < end; j++) gate[j] = gate[j] / (1.0f + expf(-gate[j])) * up[j];
+        for (int64_t j = i; j < end; j++) {
+            const float g = gate[j], a = gelu ? -2.0f * GELU_K * fmaf(GELU_C * g, g * g, g) : -g;
+            gate[j] = g / (1.0f + expf(a)) * up[j];
+        }
 #endif
     }
 }
 
 void cpu_swiglu(float *gate, const float *up, size_t n) {
-    SwigluJob j = {gate, up, (int64_t)n};
-    cpu_parallel(swiglu_part, &j, (int64_t)n > PAR_MIN_ELEMENTS);
+    GluJob j = {gate, up, (int64_t)n, 0};
+    cpu_parallel(glu_part, &j, (int64_t)n > PAR_MIN_ELEMENTS);
+}
+
+void cpu_geglu(float *gate, const float *up, size_t n) {
+    GluJob j = {gate, up, (int64_t)n, 1};
+    cpu_parallel(glu_part, &j, (int64_t)n > PAR_MIN_ELEMENTS);
+}
+
+void cpu_scale(float *x, float s, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
 void cpu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width) {

@@ -36,7 +36,13 @@
 struct KVCache {
     int layers, slots, kv_dim;
     float *k, *v;   /* device, [layers][slots][kv_dim] */
+    int *pos;       /* device, [slots]: each slot's position (kernels.h) */
 };
+
+/* pos[s] = s for slots [from, from + n) */
+__global__ void kv_pos_plain_kernel(int *__restrict__ pos, int from, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) pos[from + i] = from + i;
+}
 
 KVCache *cu_kv_create(int layers, int slots, int kv_dim) {
     if (layers <= 0 || slots <= 0 || kv_dim <= 0) {
@@ -52,10 +58,13 @@ KVCache *cu_kv_create(int layers, int slots, int kv_dim) {
     c->layers = layers; c->slots = slots; c->kv_dim = kv_dim;
     const size_t bytes = (size_t)layers * slots * kv_dim * sizeof(float);
     if (!CU_OK(cudaMalloc((void **)&c->k, bytes)) || !CU_OK(cudaMalloc((void **)&c->v, bytes)) ||
+        !CU_OK(cudaMalloc((void **)&c->pos, sizeof(int) * (size_t)slots)) ||
         !CU_OK(cudaMemset(c->k, 0, bytes)) || !CU_OK(cudaMemset(c->v, 0, bytes))) {
-        cudaFree(c->k); cudaFree(c->v); free(c);
+        cudaFree(c->k); cudaFree(c->v); cudaFree(c->pos); free(c);
         return NULL;
     }
+    cu_launch(kv_pos_plain_kernel, cu_blocks((size_t)slots, 256), 256, 0, c->pos, 0, slots);
+    CU_LAUNCHED_R(NULL);
     return c;
 }
 
@@ -63,6 +72,7 @@ void cu_kv_free(KVCache *c) {
     if (!c) return;
     CU_OK(cudaFree(c->k));
     CU_OK(cudaFree(c->v));
+    CU_OK(cudaFree(c->pos));
     free(c);
 }
 
@@ -91,6 +101,8 @@ void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v
     cu_launch(kv_write_kernel, cu_blocks(count, 256), 256, 0, kv_row(c, c->k, layer, slot),
               kv_row(c, c->v, layer, slot), k, v, count);
     CU_LAUNCHED();
+    cu_launch(kv_pos_plain_kernel, cu_blocks((size_t)n, 256), 256, 0, c->pos, slot, n);
+    CU_LAUNCHED();
 }
 
 /* One thread per (token, head, i < half) pair of rotated values, over the
@@ -102,7 +114,7 @@ void cu_kv_write(KVCache *c, int layer, int slot, const float *k, const float *v
 __global__ void rope_kv_kernel(float *__restrict__ q, float *__restrict__ k, const float *__restrict__ v,
                                const int *__restrict__ pos, const float *__restrict__ inv_freq, int n, int heads,
                                int kv_heads, int head_dim, float *__restrict__ Kl, float *__restrict__ Vl,
-                               const int *__restrict__ slot, int slots) {
+                               const int *__restrict__ slot, int slots, int *__restrict__ slot_pos) {
     const int half = head_dim / 2, all = heads + kv_heads, first = *slot;
     const bool store = first >= 0 && first + n <= slots;
     float *K = Kl + (size_t)(store ? first : 0) * kv_heads * head_dim;
@@ -123,6 +135,7 @@ __global__ void rope_kv_kernel(float *__restrict__ q, float *__restrict__ k, con
         x[i] = ra;
         x[i + half] = rb;
         if (h < heads || !store) continue;
+        if (h == heads && i == 0) slot_pos[first + t] = pos[t];
         K[row + i] = ra;
         K[row + i + half] = rb;
         V[row + i] = v[row + i];
@@ -146,7 +159,7 @@ void cu_rope_kv(float *q, float *k, const float *v, const int *pos, int n, int h
     if (!dinv) return;
     const size_t total = (size_t)n * (heads + kv_heads) * half;
     cu_launch(rope_kv_kernel, cu_blocks(total, 256), 256, 0, q, k, v, pos, dinv, n, heads, kv_heads, head_dim,
-              kv_row(c, c->k, layer, 0), kv_row(c, c->v, layer, 0), slot, c->slots);   /* pos, slot: device */
+              kv_row(c, c->k, layer, 0), kv_row(c, c->v, layer, 0), slot, c->slots, c->pos);   /* pos, slot: device */
     CU_LAUNCHED();
 }
 
@@ -160,6 +173,13 @@ __global__ void kv_gather_kernel(float *__restrict__ tmp, const float *__restric
     float *kt = tmp + ((size_t)l * m + i) * kv_dim;
     float *vt = tmp + ((size_t)(layers + l) * m + i) * kv_dim;
     for (int e = threadIdx.x; e < kv_dim; e += blockDim.x) { kt[e] = ks[e]; vt[e] = vs[e]; }
+}
+
+/* slot dst + i takes the position of slot dst + keep[i], in order (keep
+ * ascending, keep[i] >= i: no position is read after it is overwritten) */
+__global__ void kv_pos_keep_kernel(int *__restrict__ pos, const int *__restrict__ keep, int dst, int m, int slots) {
+    for (int i = 0; i < m; i++)
+        if (dst + keep[i] < slots) pos[dst + i] = pos[dst + keep[i]];
 }
 
 /* keep: device (kernels.h); the host cannot see whether anything moves, so
@@ -176,6 +196,8 @@ void cu_kv_keep(KVCache *c, int dst, const int *keep, int m) {
     if (!tmp) return;
     dim3 grid(m, c->layers);
     cu_launch(kv_gather_kernel, grid, 128, 0, tmp, c->k, c->v, keep, dst, m, c->slots, c->kv_dim);
+    CU_LAUNCHED();
+    cu_launch(kv_pos_keep_kernel, 1, 1, 0, c->pos, keep, dst, m, c->slots);
     CU_LAUNCHED();
     const size_t width = (size_t)m * c->kv_dim * sizeof(float), dpitch = (size_t)c->slots * c->kv_dim * sizeof(float);
     if (cu_copy2d_async(kv_row(c, c->k, 0, dst), dpitch, tmp, width, width, c->layers))
@@ -199,8 +221,9 @@ struct AttSeqDev {
     const float *K, *V;
     const uint8_t *mask;
     const int *past;
+    const int *slot_pos, *qpos;   /* the cache's positions, the queries' (AttnSeq.window) */
     long long layer_stride;
-    int q0, n, ctx_max, mask_w;
+    int q0, n, ctx_max, mask_w, window;
 };
 
 /* x block b: queries [qstart, qstart + qb) of sequence seq */
@@ -266,7 +289,8 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(AttArgs a) {
         if (!active) continue;
         const int j = j0 + lane;
         const int w0 = nctx - sq.mask_w;   /* the mask's window: slots [w0, nctx) */
-        const bool vis = j < nctx && (mask ? j < w0 || mask[(size_t)i * sq.mask_w + (j - w0)] != 0 : j <= nctx - n + i);
+        const bool vis = j < nctx && (mask ? j < w0 || mask[(size_t)i * sq.mask_w + (j - w0)] != 0 : j <= nctx - n + i) &&
+                         (!sq.window || sq.qpos[i] - sq.slot_pos[j] < sq.window);
         float s = -INFINITY;
         if (vis) {
             float d = 0.0f;
@@ -397,6 +421,9 @@ void cu_attention(float *out, const float *q, const AttnSeq *seqs, int n_seq, in
         sd[s].past = a->past;
         sd[s].mask = a->mask;
         sd[s].mask_w = a->mask_w;
+        sd[s].window = a->window;
+        sd[s].qpos = a->qpos;
+        sd[s].slot_pos = c->pos;
         for (int q0 = 0; q0 < a->n; q0 += qb) bd[b++] = AttBlock{s, q0};
         s++;
     }

@@ -168,6 +168,8 @@ void cu_add_rmsnorm(float *out, float *x, const float *y, const Weight *w, int n
 void cu_rope(float *x, const int *pos, int n, int nheads, int head_dim, const float *inv_freq);
 void cu_add(float *x, const float *y, size_t n);
 void cu_swiglu(float *gate, const float *up, size_t n);
+void cu_geglu(float *gate, const float *up, size_t n);
+void cu_scale(float *x, float s, size_t n);
 void cu_concat(float *out, const float *a, int da, const float *b, int db, int n);
 void cu_copy_rows(float *dst, const int *dst_rows, const float *src, const int *src_rows, int n, int width);
 KVCache *cu_kv_create(int layers, int slots, int kv_dim);

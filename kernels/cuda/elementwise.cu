@@ -126,6 +126,32 @@ void cu_swiglu(float *gate, const float *up, size_t n) {
     CU_LAUNCHED();
 }
 
+/* gelu(g) * u with GELU's tanh form written as the CPU twin's
+ * g / (1 + exp(-2z)), z = sqrt(2/pi) (g + 0.044715 g^3) */
+__global__ void geglu_kernel(float *__restrict__ g, const float *__restrict__ u, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float v = g[i], a = -2.0f * 0.7978845608028654f * fmaf(0.044715f * v, v * v, v);
+        g[i] = v / (1.0f + expf(a)) * u[i];
+    }
+}
+
+void cu_geglu(float *gate, const float *up, size_t n) {
+    if (!n) return;
+    cu_launch(geglu_kernel, cu_blocks(n, 256), 256, 0, gate, up, n);
+    CU_LAUNCHED();
+}
+
+__global__ void scale_kernel(float *__restrict__ x, float s, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+void cu_scale(float *x, float s, size_t n) {
+    if (!n) return;
+    cu_launch(scale_kernel, cu_blocks(n, 256), 256, 0, x, s, n);
+    CU_LAUNCHED();
+}
+
 /* one block per row; the row lists are device memory (kernels.h), NULL
  * meaning rows 0..n-1 */
 __global__ void copy_rows_kernel(float *__restrict__ dst, const int *__restrict__ dst_rows,

@@ -45,11 +45,13 @@ def config(kind):
                                          high_freq_factor=4.0, original_max_position_embeddings=64),
                        **{**common, "eos_token_id": [2, 3]})
 
-def references(model, name, ids, prompt, native=None):
+def references(model, name, ids, prompt, native=None, use_cache=True):
+    """use_cache False: each greedy token from a forward over the whole sequence (the
+    definition, for a cache whose own path is not to be trusted as the oracle)"""
     with torch.no_grad():
         out = model(torch.tensor([ids]), output_hidden_states=True)
         gen = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=24,
-                             min_new_tokens=24, pad_token_id=0)
+                             min_new_tokens=24, pad_token_id=0, use_cache=use_cache)
     ref = {"input_ids": torch.tensor(ids, dtype=torch.int64),
            "logits": out.logits[0].float().contiguous(),
            "hidden": out.hidden_states[-1][0].float().contiguous(),

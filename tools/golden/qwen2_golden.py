@@ -209,7 +209,8 @@ def write_gguf(model, path, quant=None):
     import gguf
     cfg = model.config
     llama = cfg.model_type == "llama"
-    w = gguf.GGUFWriter(path, cfg.model_type)
+    gemma3 = cfg.model_type == "gemma3_text"
+    w = gguf.GGUFWriter(path, "gemma3" if gemma3 else cfg.model_type)
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
@@ -220,9 +221,16 @@ def write_gguf(model, path, quant=None):
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     if llama:
         w.add_rope_dimension_count(cfg.head_dim)
-    if cfg.model_type == "qwen3":   # a head size of its own, as llama.cpp's converter writes it
+    if cfg.model_type in ("qwen3", "gemma3_text"):   # a head size of its own, as llama.cpp's converter writes it
         w.add_key_length(cfg.head_dim)
         w.add_value_length(cfg.head_dim)
+    if gemma3:   # the sliding layers as a flag per layer (llama.cpp reads that or a period)
+        w.add_sliding_window(cfg.sliding_window)
+        w.add_array(gguf.Keys.Attention.SLIDING_WINDOW_PATTERN.format(arch="gemma3"),
+                    [bool((i + 1) % cfg.sliding_window_pattern) for i in range(cfg.num_hidden_layers)])
+        w.add_float32(gguf.Keys.Rope.FREQ_BASE_SWA.format(arch="gemma3"), cfg.rope_local_base_freq)
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(cfg.rope_scaling["factor"])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("llama-bpe" if llama else "qwen2")
     # the 256 byte characters, but byte 0xFF (never in UTF-8 text) gives its
@@ -244,6 +252,10 @@ def write_gguf(model, path, quant=None):
                  "self_attn.v_proj.bias": "attn_v.bias", "self_attn.q_norm.weight": "attn_q_norm.weight",
                  "self_attn.k_norm.weight": "attn_k_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
                  "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+    if gemma3:   # the norm after attention, the MLP's before and after it
+        per_layer.update({"post_attention_layernorm.weight": "post_attention_norm.weight",
+                          "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+                          "post_feedforward_layernorm.weight": "post_ffw_norm.weight"})
     for name, t in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
             continue   # tied: llama.cpp writes no output.weight
@@ -253,6 +265,8 @@ def write_gguf(model, path, quant=None):
         else:
             gname = names[name]
         t = t.float().numpy()
+        if gemma3 and gname.endswith("norm.weight"):
+            t = t + 1   # llama.cpp's converter stores the 1 + w Gemma 3's RMSNorm applies
         if llama and gname.endswith(("attn_q.weight", "attn_k.weight")):
             t = llama_permute(t, cfg.num_attention_heads if gname.endswith("attn_q.weight") else cfg.num_key_value_heads)
         if quant and gname in quant:
@@ -316,7 +330,7 @@ def main():
     write_tiny_family(Qwen2ForCausalLM, config, "qwen2", (4321, 41, 42), random_biases)
 
 
-def write_tiny_family(cls, config, family, seeds, randomize):
+def write_tiny_family(cls, config, family, seeds, randomize, use_cache=True):
     """tests/ckpt/<family>_f32 (cls(config()) from torch seed seeds[1], randomize(model,
     seeds[2]) on top) and <family>_bf16 (its weights in BF16) with their transformers
     references on ids drawn from seeds[0] (no BOS, as Qwen's), and
@@ -328,14 +342,14 @@ def write_tiny_family(cls, config, family, seeds, randomize):
     model = cls(config()).float().eval()
     randomize(model, seeds[2])
     save(model, family + "_f32")
-    references(model, family + "_f32", ids, prompt)
+    references(model, family + "_f32", ids, prompt, use_cache=use_cache)
     write_gguf(model, os.path.join(CKPT, "..", "golden", family + "_tiny.gguf"))
     half = cls(config()).eval()
     half.load_state_dict(model.state_dict())
     half = half.to(torch.bfloat16)
     d = save(half, family + "_bf16")
     up = cls.from_pretrained(d, torch_dtype=torch.float32).eval()
-    references(up, family + "_bf16", ids, prompt, native=half)
+    references(up, family + "_bf16", ids, prompt, native=half, use_cache=use_cache)
     print("versions: torch", torch.__version__, "transformers",
           __import__("transformers").__version__, file=sys.stderr)
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Oracle for the Gemma 3 runtime tests: a small random Gemma 3 text checkpoint written
+by transformers' Gemma3ForCausalLM.save_pretrained, with transformers' logits, final
+hidden states and greedy ids (make_test_checkpoints.py's reference layout).  Gemma 3
+came to transformers in 4.50: run this one with transformers 4.51.3 (and tokenizers
+0.21.1), e.g. in the virtual environment qwen3_golden.py describes:
+
+    /tmp/tf451/bin/python tools/golden/gemma3_golden.py   # rewrites tests/ckpt/gemma3_*, tests/golden/gemma3_*
+
+Checkpoints (tests/ckpt/<name>/):
+  gemma3_f32   Gemma 3 shape, small: GQA (4 heads / 2 KV), a head size of 32 beside
+               hidden 64, q/k norms per head, a norm after attention and after the MLP,
+               GELU (tanh form), embeddings scaled by sqrt(hidden), an attention scale
+               of its own (query_pre_attn_scalar 24, not the head size), sliding layers
+               (0 and 2: a window of 6 positions, RoPE base 10^4) between full ones (1
+               and 3: base 10^6, linear scaling x4), tied embeddings; every norm weight
+               random (transformers starts them at 0, which 1 + w hides), F32
+  gemma3_bf16  the same weights stored BF16
+The references' 40 tokens and 7 + 24 generated ones reach past the window, so a
+forward that ignores it fails.  The greedy ids come from full forwards (generate with
+use_cache=False), not through transformers' hybrid cache.  And tests/golden/
+gemma3_tiny.gguf: gemma3_f32 as llama.cpp's converter writes a gemma3 GGUF
+(qwen2_golden.write_gguf: norms stored as 1 + w, blk.N.post_attention_norm /
+ffn_norm / post_ffw_norm, the sliding layers as a flag per layer, rope.freq_base_swa,
+no output.weight), for spec-convert's test.
+"""
+import os, sys
+import torch
+from transformers import Gemma3TextConfig, Gemma3ForCausalLM
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qwen2_golden import write_tiny_family  # noqa: E402
+
+
+def config():
+    return Gemma3TextConfig(vocab_size=256, hidden_size=64, intermediate_size=172, num_hidden_layers=4,
+                            num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=2048,
+                            rms_norm_eps=1e-6, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                            rope_scaling={"rope_type": "linear", "factor": 4.0}, query_pre_attn_scalar=24,
+                            sliding_window=6, sliding_window_pattern=2, final_logit_softcapping=None,
+                            attn_logit_softcapping=None, tie_word_embeddings=True, bos_token_id=2, eos_token_id=1,
+                            pad_token_id=0, initializer_range=0.1, attn_implementation="eager")
+
+
+def random_norms(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+
+
+if __name__ == "__main__":
+    write_tiny_family(Gemma3ForCausalLM, config, "gemma3", (6321, 61, 62), random_norms, use_cache=False)
