@@ -266,14 +266,19 @@ static void test_chat_qwen(void) {
  * each published chat_template guessed as its template from
  * tokenizer_config.json, every conversation rendered as transformers'
  * apply_chat_template renders it (Qwen3's with and without thinking,
- * earlier answers' <think> blocks dropped or kept), bos written by the template exactly where
- * the encoder adds none; templates of llama.cpp's tests that share their
- * markers but render otherwise (later Mistrals, Phi-3, OpenChat) guessed as
- * none of them. */
+ * earlier answers' <think> blocks dropped or kept; Gemma 3's system message
+ * in its first user turn), bos written by the template exactly where the
+ * encoder adds none; Gemma 3's prompts also encoded as apply_chat_template
+ * tokenizes them with the Gemma-style vocabulary of tokenizer/gemma
+ * (<bos> and the turn markers one id each); templates of llama.cpp's tests
+ * that share their markers but render otherwise (later Mistrals, Phi-3,
+ * OpenChat, Gemma 1's and 2's without a system role) guessed as none of them. */
 static void test_chat_families(void) {
     cJSON *g = read_json_file(GOLD "chat_families_golden.json");
     REQUIRE(g, "%s", err_get());
-    int nf = 0, np = 0;
+    Tokenizer *gemma = tokenizer_load(GOLD "gemma");
+    REQUIRE(gemma, "%s", err_get());
+    int nf = 0, np = 0, nids = 0;
     const cJSON *fam;
     cJSON_ArrayForEach(fam, cJSON_GetObjectItem(g, "families")) {
         const char *name = cJSON_GetObjectItem(fam, "template")->valuestring,
@@ -326,6 +331,17 @@ static void test_chat_families(void) {
                   s ? (*s ? "given" : "none") : "default", exp, p);
             CHECK(chat_add_special(t) == (strncmp(exp, bos, strlen(bos)) != 0), "%s: the template %s bos, add_special %d",
                   model, strncmp(exp, bos, strlen(bos)) ? "writes no" : "writes its", chat_add_special(t));
+            const cJSON *want = cJSON_GetObjectItem(row, "ids");
+            if (want) {
+                int32_t *ids;
+                size_t n;
+                REQUIRE(chat_encode(gemma, t, s, u, a, nu, &ids, &n) == 0, "%s", err_get());
+                CHECK(same_ids(want, ids, n), "%s, %d turns, system %s: ids differ (%zu, expected %d)", model, nu,
+                      s ? (*s ? "given" : "none") : "default", n, cJSON_GetArraySize(want));
+                CHECK(n && ids[0] == tokenizer_bos_id(gemma), "%s: the prompt does not open with one bos", model);
+                free(ids);
+                nids++;
+            }
             free(p); free(u); free(a);
             np++;
         }
@@ -333,7 +349,8 @@ static void test_chat_families(void) {
         rm_dir(d);
         nf++;
     }
-    CHECK(nf >= 9 && np >= 9 * 20, "only %d templates, %d prompts", nf, np);
+    CHECK(nf >= 10 && np >= 10 * 20 && nids >= 20, "only %d templates, %d prompts, %d encoded", nf, np, nids);
+    tokenizer_free(gemma);
     int nn = 0;
     cJSON_ArrayForEach(fam, cJSON_GetObjectItem(g, "not_ours")) {
         cJSON *cfg = cJSON_CreateObject();
@@ -351,8 +368,9 @@ static void test_chat_families(void) {
         cJSON_Delete(cfg);
         nn++;
     }
-    CHECK(nn >= 5, "only %d templates that are none of ours", nn);
-    printf("# %d published templates, %d prompts as transformers renders them; %d others not guessed\n", nf, np, nn);
+    CHECK(nn >= 8, "only %d templates that are none of ours", nn);
+    printf("# %d published templates, %d prompts as transformers renders them (%d of them encoded as it does); "
+           "%d others not guessed\n", nf, np, nids, nn);
     cJSON_Delete(g);
 }
 
@@ -410,8 +428,10 @@ static void test_chat_names(void) {
     CHECK(chat_template_parse("ChatML", &t) == 0 && t == CHAT_CHATML, "chatml");
     CHECK(chat_template_parse("alpaca-chat", &t) == -1 && strstr(err_get(), "llama-3-instruct") && strstr(err_get(), "chatml"),
           "unknown name: %s", err_get());
+    CHECK(chat_template_parse("Gemma-3", &t) == 0 && t == CHAT_GEMMA3 && !strcmp(chat_template_name(t), "gemma3"), "gemma3");
+    CHECK(chat_template_parse("gemma-2", &t) == -1 && strstr(err_get(), "gemma3"), "gemma-2: %s", err_get());
     CHECK(chat_add_special(CHAT_LLAMA2) && chat_add_special(CHAT_VICUNA) && !chat_add_special(CHAT_LLAMA3) &&
-          !chat_add_special(CHAT_CHATML), "add_special");
+          !chat_add_special(CHAT_CHATML) && !chat_add_special(CHAT_GEMMA3), "add_special");
 }
 
 static void test_chat_guess(void) {
@@ -468,6 +488,20 @@ static void test_chat_answer_text(void) {
     CHECK(a && !strcmp(a, "Sure thing"), "vicuna answer: \"%s\"", a ? a : err_get());
     free(a); free(ids);
     tokenizer_free(sp);
+    /* Gemma 3's turn ends at <end_of_turn> (106 in Gemma's vocabulary), its
+     * text ends at <eos>: both stop it */
+    Tokenizer *gm = tokenizer_load(GOLD "gemma");
+    REQUIRE(gm, "%s", err_get());
+    const int32_t eot = tokenizer_token_to_id(gm, "<end_of_turn>");
+    ns = chat_stop_ids(gm, CHAT_GEMMA3, stop, 4);
+    CHECK(eot >= 0 && has_id(stop, ns, eot) && has_id(stop, ns, tokenizer_token_to_id(gm, "<eos>")),
+          "gemma3 stop ids: %d ids, <end_of_turn> %d and <eos> expected", ns, eot);
+    CHECK(!has_id(stop, chat_stop_ids(gm, CHAT_NONE, stop, 4), eot), "<end_of_turn> stops text outside gemma3's template");
+    REQUIRE(tokenizer_encode(gm, "  Arr, 42.  <end_of_turn>\n<start_of_turn>user\nMore", 0, &ids, &n) == 0, "%s", err_get());
+    a = chat_answer_text(gm, CHAT_GEMMA3, ids, n);
+    CHECK(a && !strcmp(a, "Arr, 42."), "gemma3 answer: \"%s\"", a ? a : err_get());
+    free(a); free(ids);
+    tokenizer_free(gm);
 }
 
 /* ---------------------------------------------------------------- questions */

@@ -10,6 +10,7 @@
  * need ../shared SKIP when it is absent. */
 #include "tests/harness.h"
 #include "tests/tokenizer_golden.h"
+#include "infer/text/chat.h"
 #include "infer/text/questions.h"
 #include "infer/text/tokenizer.h"
 #include "kernels/base/util.h"
@@ -544,6 +545,227 @@ static void test_llama2_model_bench(void) {
     check_bench(LLAMA2_MODEL, GOLD "bench_llama2_model.json.zst", TOK_SPLIT_SPECIAL);
 }
 
+/* ---------------------------------------------------------------- Gemma */
+
+/* Gemma's SentencePiece vocabulary (tools/golden/tokenizer_oracle.py gemma):
+ * a small tokenizer.model trained by sentencepiece with Gemma's settings
+ * (byte fallback, no dummy prefix, digits split, whitespace kept; its
+ * user-defined turn markers, runs of newlines, spaces and tabs and HTML
+ * tags; <mask> and [@BOS@] control) and the tokenizer.json and
+ * tokenizer_config.json transformers' GemmaTokenizerFast makes of it,
+ * checked on qwen2_strings.json and text at the edges of those pieces
+ * against sentencepiece, transformers' GemmaTokenizer and the tokenizers
+ * library (expected_gemma.json.zst). */
+#define GEMMA_DIR GOLD "gemma"
+
+static cJSON *gemma_golden(void) {
+    cJSON *g = load_zst_json(GOLD "expected_gemma.json.zst");
+    if (!g) return NULL;
+    static const char *files[] = {"tokenizer.model", "tokenizer.json"};
+    for (int i = 0; i < 2; i++) {
+        char *p = path_join(GEMMA_DIR, files[i]), h[17];
+        const cJSON *want = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "fnv64"), files[i]);
+        CHECK(file_hash_hex(p, h) == 0 && cJSON_IsString(want) && !strcmp(h, want->valuestring),
+              "%s differs from the one expected_gemma.json.zst was made from", p);
+        free(p);
+    }
+    return g;
+}
+
+/* The golden's strings through t with flags, against field of each row:
+ * how many differ (each one a failed check). */
+static int gemma_encode_rows(const Tokenizer *t, const cJSON *g, int flags, const char *field, const char *what) {
+    const cJSON *strings = cJSON_GetObjectItem(g, "strings"), *rows = cJSON_GetObjectItem(g, "rows");
+    const int n = cJSON_GetArraySize(strings);
+    CHECK(n > 700 && cJSON_GetArraySize(rows) == n, "expected_gemma: %d strings", n);
+    int bad = 0;
+    for (int i = 0; i < n && i < cJSON_GetArraySize(rows); i++)
+        bad += !check_encode(t, cJSON_GetArrayItem(strings, i)->valuestring, flags,
+                             cJSON_GetObjectItem(cJSON_GetArrayItem(rows, i), field), what, i);
+    strings_compared += n;
+    return bad;
+}
+
+/* The decode of each row's ids (field) against its expected text (dfield),
+ * whole and through the stream decoder. */
+static void gemma_decode_rows(const Tokenizer *t, const cJSON *g, const char *field, const char *dfield, int skip) {
+    const cJSON *row;
+    int i = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(g, "rows")) {
+        size_t n;
+        int32_t *ids = json_ids(cJSON_GetObjectItem(row, field), &n);
+        const char *exp = cJSON_GetObjectItem(row, dfield)->valuestring;
+        char *d = tokenizer_decode(t, ids, n, skip);
+        CHECK(d && !strcmp(d, exp), "%s of string %d: expected \"%s\", got \"%s\"", dfield, i, exp, d ? d : err_get());
+        if (!strstr(exp, "\xEF\xBF\xBD")) {
+            char *st = stream_decode(t, ids, n, skip);
+            CHECK(st && !strcmp(st, exp), "stream %s of string %d: expected \"%s\", got \"%s\"", dfield, i, exp,
+                  st ? st : "(null)");
+            free(st);
+        }
+        free(d); free(ids);
+        i++;
+    }
+}
+
+/* A directory holding links to Gemma's tokenizer.model and, with config,
+ * its tokenizer_config.json (no tokenizer.json: the .model is what loads). */
+static char *gemma_model_dir(int config) {
+    char *d = make_tmpdir();
+    if (!d) return NULL;
+    const char *names[] = {"tokenizer.model", "tokenizer_config.json"};
+    for (int i = 0; i < 1 + (config != 0); i++) {
+        char *src0 = path_join(GEMMA_DIR, names[i]), *src = realpath(src0, NULL), *dst = path_join(d, names[i]);
+        CHECK(src && symlink(src, dst) == 0, "link %s", dst);
+        free(src0); free(src); free(dst);
+    }
+    return d;
+}
+
+/* The tokenizer.model alone: sentencepiece's ids (no special-token text
+ * parsed) and decodes; bos <bos> 2, eos <eos> 1 as its trainer_spec says. */
+static void test_gemma_model(void) {
+    cJSON *g = gemma_golden();
+    REQUIRE(g, "%s", err_get());
+    char *d = gemma_model_dir(0);
+    REQUIRE(d, "mkdtemp");
+    Tokenizer *t = tokenizer_load(d);
+    REQUIRE(t, "%s", err_get());
+    CHECK(tokenizer_kind(t) == TOK_KIND_SPM_BPE && tokenizer_vocab_size(t) == 1200, "kind/vocab");
+    CHECK(tokenizer_bos_id(t) == 2 && tokenizer_eos_id(t) == 1, "bos %d eos %d", tokenizer_bos_id(t), tokenizer_eos_id(t));
+    int bad = gemma_encode_rows(t, g, TOK_SPLIT_SPECIAL, "sp", "sentencepiece");
+    gemma_decode_rows(t, g, "sp", "sp_decode", 1);
+    printf("# gemma tokenizer.model: %d of %d strings as sentencepiece encodes them\n",
+           cJSON_GetArraySize(cJSON_GetObjectItem(g, "strings")) - bad, cJSON_GetArraySize(cJSON_GetObjectItem(g, "strings")));
+    tokenizer_free(t);
+    rm_tmpdir(d); free(d);
+    cJSON_Delete(g);
+}
+
+/* A Gemma tokenizer.model with its tokenizer_config.json (dir) against
+ * transformers' GemmaTokenizer on the original files, with bos and
+ * without; special-token text as plain text against the golden's field
+ * split; decodes as sentencepiece's, with skip_special as given.  A GGUF
+ * makes the turn markers control tokens where the original model has them
+ * user-defined: sentencepiece then neither finds them in plain text
+ * (gguf_split) nor writes them in a decode that skips specials. */
+static void check_gemma_slow(const char *dir, const cJSON *g, const char *split, int skip, const char *what) {
+    Tokenizer *t = tokenizer_load(dir);
+    CHECK(t, "%s: %s", what, err_get());
+    if (!t) return;
+    CHECK(tokenizer_kind(t) == TOK_KIND_SPM_BPE && tokenizer_vocab_size(t) == 1200, "%s: kind/vocab", what);
+    CHECK(tokenizer_bos_id(t) == 2 && tokenizer_eos_id(t) == 1 && tokenizer_adds_bos(t) && !tokenizer_adds_eos(t),
+          "%s: bos/eos", what);
+    CHECK(tokenizer_token_to_id(t, "<start_of_turn>") >= 0 && tokenizer_token_to_id(t, "<end_of_turn>") >= 0,
+          "%s: no turn markers", what);
+    int bad = gemma_encode_rows(t, g, TOK_ADD_SPECIAL, "slow_add", what);
+    bad += gemma_encode_rows(t, g, 0, "slow_noadd", what);
+    bad += gemma_encode_rows(t, g, TOK_SPLIT_SPECIAL, split, what);
+    gemma_decode_rows(t, g, "sp", "sp_decode", skip);
+    printf("# %s: %d differences from GemmaTokenizer / sentencepiece in %d encodings\n", what, bad,
+           3 * cJSON_GetArraySize(cJSON_GetObjectItem(g, "strings")));
+    tokenizer_free(t);
+}
+
+static void test_gemma_model_config(void) {
+    cJSON *g = gemma_golden();
+    REQUIRE(g, "%s", err_get());
+    char *d = gemma_model_dir(1);
+    REQUIRE(d, "mkdtemp");
+    check_gemma_slow(d, g, "slow_split", 1, "gemma tokenizer.model + tokenizer_config.json");
+    rm_tmpdir(d); free(d);
+    cJSON_Delete(g);
+}
+
+/* GemmaTokenizerFast's tokenizer.json (Replace " " -> "▁" normalizer, a
+ * Split pre-tokenizer on " ", byte fallback with <0x09> renamed "\t", the
+ * user-defined pieces as added tokens) against the tokenizers library; its
+ * tokenizer_config.json's add_bos_token / add_eos_token rebuild the
+ * post-processor, as GemmaTokenizerFast does. */
+static void test_gemma_json(void) {
+    cJSON *g = gemma_golden();
+    REQUIRE(g, "%s", err_get());
+    Tokenizer *t = tokenizer_load(GEMMA_DIR);
+    REQUIRE(t, "%s", err_get());
+    CHECK(tokenizer_kind(t) == TOK_KIND_HF_BPE, "the checkpoint directory's tokenizer.json is not what loaded");
+    int bad = gemma_encode_rows(t, g, TOK_ADD_SPECIAL, "add", "tokenizers");
+    bad += gemma_encode_rows(t, g, 0, "noadd", "tokenizers no add_special");
+    bad += gemma_encode_rows(t, g, TOK_SPLIT_SPECIAL, "split", "tokenizers split_special");
+    gemma_decode_rows(t, g, "add", "decode", 0);
+    gemma_decode_rows(t, g, "add", "decode_skip", 1);
+    printf("# gemma tokenizer.json: %d differences from tokenizers in %d encodings\n", bad,
+           3 * cJSON_GetArraySize(cJSON_GetObjectItem(g, "strings")));
+    tokenizer_free(t);
+    /* GemmaTokenizerFast with add_bos_token off, add_eos_token on */
+    const cJSON *gc = cJSON_GetObjectItem(g, "gemma_class");
+    char *d = make_tmpdir();
+    REQUIRE(gc && d, "gemma_class golden / mkdtemp");
+    char *src = realpath(GEMMA_DIR "/tokenizer.json", NULL), *dst = path_join(d, "tokenizer.json"),
+         *cfgp = path_join(d, "tokenizer_config.json"), *cfg = cJSON_PrintUnformatted(cJSON_GetObjectItem(gc, "config"));
+    CHECK(src && symlink(src, dst) == 0, "symlink");
+    write_file(cfgp, cfg);
+    t = tokenizer_load(d);
+    REQUIRE(t, "%s", err_get());
+    CHECK(!tokenizer_adds_bos(t) && tokenizer_adds_eos(t), "GemmaTokenizerFast add_bos_token / add_eos_token not applied");
+    const cJSON *row;
+    int i = 0;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(gc, "rows"))
+        check_encode(t, cJSON_GetObjectItem(row, "text")->valuestring, TOK_ADD_SPECIAL, cJSON_GetObjectItem(row, "ids"),
+                     "GemmaTokenizerFast class", i++);
+    tokenizer_free(t);
+    free(src); free(dst); free(cfgp); free(cfg);
+    rm_tmpdir(d); free(d);
+    cJSON_Delete(g);
+}
+
+/* What a converted Gemma GGUF's control turn markers mean: a decode that
+ * skips special tokens leaves them out, the chat template is guessed as
+ * gemma3 and <end_of_turn> ends its answers. */
+static void check_gemma_turns(const char *dir) {
+    Tokenizer *t = tokenizer_load(dir);
+    REQUIRE(t, "%s", err_get());
+    int32_t *ids, stop[8];
+    size_t n;
+    const char *turn = "<start_of_turn>user\nHi<end_of_turn>\n";
+    REQUIRE(tokenizer_encode(t, turn, 0, &ids, &n) == 0, "%s", err_get());
+    char *skip = tokenizer_decode(t, ids, n, 1), *all = tokenizer_decode(t, ids, n, 0);
+    CHECK(skip && !strcmp(skip, "user\nHi\n") && all && !strcmp(all, turn), "decodes: \"%s\", \"%s\"",
+          skip ? skip : err_get(), all ? all : err_get());
+    free(skip); free(all); free(ids);
+    ChatTemplate ct = CHAT_NONE;
+    char why[256] = "";
+    CHECK(chat_template_guess(t, dir, &ct, why, sizeof why) == 0 && ct == CHAT_GEMMA3, "template guessed as %s (%s)",
+          chat_template_name(ct), why);
+    const int ns = chat_stop_ids(t, CHAT_GEMMA3, stop, 8);
+    int eot = 0;
+    for (int i = 0; i < ns; i++) eot |= stop[i] == tokenizer_token_to_id(t, "<end_of_turn>");
+    CHECK(eot, "<end_of_turn> does not end a gemma3 answer");
+    tokenizer_free(t);
+}
+
+/* The same vocabulary as llama.cpp's converter writes Gemma 3's GGUF
+ * (tools/golden/gguf_vocab_golden.py: tokenizer model "llama",
+ * add_space_prefix off, the turn markers control, the other user-defined
+ * pieces with spaces for ▁, Gemma 3's chat template), through spec-convert
+ * --tokenizer-only: the tokenizer.model and tokenizer_config.json it writes
+ * tokenize as GemmaTokenizer does on the original files, and the template
+ * is guessed as gemma3, its answers ending at <end_of_turn>. */
+static void test_gemma_from_gguf(void) {
+    cJSON *g = gemma_golden();
+    REQUIRE(g, "%s", err_get());
+    char *d, *out = convert_vocab_gguf(GOLD "gemma_vocab.gguf.zst", &d);
+    if (out) {
+        char *model = path_join(out, "tokenizer.model"), *json = path_join(out, "tokenizer.json");
+        CHECK(file_exists(model) && !file_exists(json), "a tokenizer.model (and no tokenizer.json) expected");
+        free(model); free(json);
+        check_gemma_slow(out, g, "gguf_split", 0, "gemma GGUF vocabulary converted");
+        check_gemma_turns(out);
+    }
+    if (d) rm_tmpdir(d);
+    free(out); free(d);
+    cJSON_Delete(g);
+}
+
 /* ---------------------------------------------------------------- streaming */
 
 static void test_stream_never_splits_utf8(void) {
@@ -776,6 +998,10 @@ int main(void) {
     RUN(test_deepseek_llm_from_gguf);
     RUN(test_llama2_model_nonlegacy);
     RUN(test_llama2_model_bench);
+    RUN(test_gemma_model);
+    RUN(test_gemma_model_config);
+    RUN(test_gemma_json);
+    RUN(test_gemma_from_gguf);
     RUN(test_demo_hard);
     RUN(test_demo_bench);
     RUN(test_smollm2_edge_vs_llamacpp);

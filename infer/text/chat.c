@@ -60,6 +60,7 @@ int chat_template_parse(const char *name, ChatTemplate *out) {
         {"mistral", CHAT_MISTRAL}, {"mistral-instruct", CHAT_MISTRAL}, {"zephyr", CHAT_ZEPHYR},
         {"deepseek-coder", CHAT_DEEPSEEK_CODER}, {"deepseek", CHAT_DEEPSEEK}, {"deepseek-llm", CHAT_DEEPSEEK},
         {"qwen3", CHAT_QWEN3}, {"qwen3-no-think", CHAT_QWEN3_NO_THINK}, {"qwen3-nothink", CHAT_QWEN3_NO_THINK},
+        {"gemma3", CHAT_GEMMA3}, {"gemma-3", CHAT_GEMMA3},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcasecmp(name, names[i].n)) { *out = names[i].t; return 0; }
@@ -80,6 +81,7 @@ const char *chat_template_name(ChatTemplate t) {
     case CHAT_DEEPSEEK: return "deepseek";
     case CHAT_QWEN3: return "qwen3";
     case CHAT_QWEN3_NO_THINK: return "qwen3-no-think";
+    case CHAT_GEMMA3: return "gemma3";
     default: return "none";
     }
 }
@@ -174,6 +176,8 @@ int chat_template_guess(const Tokenizer *tok, const char *ckpt_path, ChatTemplat
         {CHAT_DEEPSEEK_CODER, "{{'### Instruction:", "{{'### Response:", "<|EOT|>", "is DeepSeek-Coder-Instruct's"},
         {CHAT_DEEPSEEK, "{{ 'User: ' + message['content'] + '", "{{ 'Assistant: ' + message['content'] + eos_token }}",
          "{{ 'Assistant:' }}", "is DeepSeek-LLM chat's"},
+        {CHAT_GEMMA3, "{{ '<start_of_turn>' + role + '", "(first_user_prefix if loop.first else \"\") }}",
+         "{{ '<end_of_turn>", "is Gemma 3's (a system message opens the first user turn)"},
     };
     const char *ct = tok ? tokenizer_chat_template(tok) : NULL;
     for (size_t i = 0; ct && i < sizeof sig / sizeof *sig; i++) {
@@ -450,6 +454,21 @@ char *chat_render(ChatTemplate t, const char *system, const char *const *user,
         }
         sb_add(&b, "### Response:\n");
         break;
+    case CHAT_GEMMA3:
+        /* '<start_of_turn>' + role + '\n' + content | trim + '<end_of_turn>\n',
+         * assistant as "model"; the system message (untrimmed) and '\n\n'
+         * before the first user turn's content */
+        sb_add(&b, "<bos>");
+        for (int i = 0; i < n_msg - 1; i++) {
+            char *c = chat_py_strip(MSG(i) ? MSG(i) : "");
+            sb_add(&b, i % 2 == 0 ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+            if (i == 0 && *system) { sb_add(&b, system); sb_add(&b, "\n\n"); }
+            sb_add(&b, c);
+            sb_add(&b, "<end_of_turn>\n");
+            free(c);
+        }
+        sb_add(&b, "<start_of_turn>model\n");
+        break;
     case CHAT_DEEPSEEK:
         sb_add(&b, DEEPSEEK_BOS);
         if (*system) { sb_add(&b, system); sb_add(&b, "\n\n"); }
@@ -498,6 +517,7 @@ int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max) {
     }
     if (t == CHAT_CHATML || t == CHAT_QWEN3 || t == CHAT_QWEN3_NO_THINK) cand[1] = tokenizer_token_to_id(tok, "<|im_end|>");
     if (t == CHAT_DEEPSEEK_CODER) cand[1] = tokenizer_token_to_id(tok, "<|EOT|>");
+    if (t == CHAT_GEMMA3) cand[1] = tokenizer_token_to_id(tok, "<end_of_turn>");
     const int32_t *gen;
     int ng = tokenizer_generation_eos(tok, &gen);
     for (int i = 0; i < ng && i < 8; i++) cand[3 + i] = gen[i];

@@ -52,6 +52,12 @@
  *   qwen3-no-think    the same with enable_thinking false: the generation
  *                     prompt ends in an empty <think>\n\n</think>\n\n, so the
  *                     model answers at once.
+ *   gemma3            Gemma 3 (270M to 27B, -it): <bos>, then
+ *                     <start_of_turn>user|model\n + content + <end_of_turn>\n
+ *                     per message, contents trimmed, <start_of_turn>model\n to
+ *                     answer; no system role: a system message (none by
+ *                     default), untrimmed, and a blank line open the first
+ *                     user turn.
  * Those that write their bos token are encoded without adding specials.
  *
  * Multi-turn as in EAGLE: the prompt for turn k holds user turns 1..k and the
@@ -75,17 +81,19 @@ typedef enum {
     CHAT_DEEPSEEK = 9,
     CHAT_QWEN3 = 10,
     CHAT_QWEN3_NO_THINK = 11,
+    CHAT_GEMMA3 = 12,
 } ChatTemplate;
 
 /* Accepts llama-2-chat (llama2, llama-2), llama-3-instruct (llama3, llama-3),
  * llama-3.1 (llama-3.2, llama-3.3), vicuna (vicuna_v1.1), chatml, mistral,
- * zephyr, deepseek-coder, deepseek (deepseek-llm), qwen3, qwen3-no-think, none.  Returns 0, or -1 with an error listing the
+ * zephyr, deepseek-coder, deepseek (deepseek-llm), qwen3, qwen3-no-think,
+ * gemma3 (gemma-3), none.  Returns 0, or -1 with an error listing the
  * names. */
 int chat_template_parse(const char *name, ChatTemplate *out);
 const char *chat_template_name(ChatTemplate t);
 #define CHAT_TEMPLATE_NAMES \
     "llama-2-chat, llama-3-instruct, llama-3.1, vicuna, chatml, mistral, zephyr, deepseek-coder, deepseek, qwen3, " \
-    "qwen3-no-think, none"
+    "qwen3-no-think, gemma3, none"
 
 /* Guesses the template of a checkpoint from tokenizer_config.json's
  * chat_template, the special tokens of the vocabulary and the checkpoint's
@@ -121,7 +129,8 @@ int chat_encode(const Tokenizer *tok, ChatTemplate t, const char *system, const 
                 const char *const *assistant, int n_user, int32_t **ids, size_t *n);
 
 /* Token ids that end the model's answer: eos, <|eot_id|> for llama-3 and
- * 3.1, <|im_end|> for chatml and qwen3, <|EOT|> for deepseek-coder, and generation_config.json's eos_token_id(s)
+ * 3.1, <|im_end|> for chatml and qwen3, <|EOT|> for deepseek-coder,
+ * <end_of_turn> for gemma3, and generation_config.json's eos_token_id(s)
  * (Qwen2.5-Instruct: <|im_end|> and <|endoftext|>).
  * Returns how many were written to out (at most max). */
 int chat_stop_ids(const Tokenizer *tok, ChatTemplate t, int32_t *out, int max);

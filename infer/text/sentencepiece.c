@@ -12,7 +12,10 @@
  * tokenizer_config.json) is matched first, as transformers' LlamaTokenizer
  * does; each text chunk between them is then encoded on its own (legacy
  * behaviour: every chunk gets the dummy prefix; legacy=false: only the start
- * of the text does). */
+ * of the text does).  With TOK_SPLIT_SPECIAL no added token is matched,
+ * special or not, as those tokenizers do with split_special_tokens=True:
+ * the text goes to sentencepiece whole (its user-defined pieces, Gemma's
+ * <start_of_turn> among them, still kept whole there). */
 #include "infer/text/tokenizer_internal.h"
 #include "infer/text/utf8.h"
 #include "kernels/base/util.h"
@@ -223,6 +226,12 @@ static void spm_encode_chunk(const Tokenizer *t, const char *s, size_t n, int du
     }
 }
 
+/* The text cut at its added tokens, or whole (split_special). */
+static void split_added(const Tokenizer *t, const char *text, size_t len, int split_special, PieceVec *segs) {
+    if (split_special) piecevec_push(segs, text, len, -1, 1);
+    else added_split(t, &t->match_raw, text, len, 0, 1, segs);
+}
+
 int spm_encode(const Tokenizer *t, const char *text, size_t len, int flags, IdVec *out) {
     PieceVec segs = {0};
     Buf nb = {0}, pre = {0};
@@ -230,7 +239,7 @@ int spm_encode(const Tokenizer *t, const char *text, size_t len, int flags, IdVe
     int split_special = (flags & TOK_SPLIT_SPECIAL) != 0;
     int locked = word_cache_lock(t->cache);
     if (t->spm_legacy) {
-        added_split(t, &t->match_raw, text, len, split_special, 1, &segs);
+        split_added(t, text, len, split_special, &segs);
         for (size_t i = 0; i < segs.n; i++) {
             if (segs.v[i].id >= 0) idvec_push(out, segs.v[i].id);
             else spm_encode_chunk(t, segs.v[i].p, segs.v[i].len, t->spm_add_dummy_prefix, 0, out, &nb, &w, locked);
@@ -246,7 +255,7 @@ int spm_encode(const Tokenizer *t, const char *text, size_t len, int flags, IdVe
                 else buf_putc(&pre, text[i++]);
             }
         }
-        added_split(t, &t->match_raw, pre.v ? pre.v : "", pre.n, split_special, 1, &segs);
+        split_added(t, pre.v ? pre.v : "", pre.n, split_special, &segs);
         for (size_t i = 0; i < segs.n; i++) {
             if (segs.v[i].id >= 0) { idvec_push(out, segs.v[i].id); continue; }
             if (i == 0 && segs.n > 1 && segs.v[1].id >= 0 && segs.v[i].len == 3 && t->spm_add_prefix_space &&

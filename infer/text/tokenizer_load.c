@@ -389,12 +389,16 @@ static void load_generation_eos(Tokenizer *t, const char *tokfile) {
     cJSON_Delete(g);
 }
 
+/* The special token names of tokenizer_config.json; those it leaves out
+ * are the tokenizer class's defaults where it has its own (Gemma's <bos>,
+ * <eos>, <unk>, <pad>: its vocabulary's </s> is an HTML tag, no eos). */
 static void apply_config_names(Tokenizer *t, const cJSON *cfg) {
-    const char *v;
-    if ((v = jtoken(cfg, "bos_token"))) t->name_bos = xstrdup(v);
-    if ((v = jtoken(cfg, "eos_token"))) t->name_eos = xstrdup(v);
-    if ((v = jtoken(cfg, "unk_token"))) t->name_unk = xstrdup(v);
-    if ((v = jtoken(cfg, "pad_token"))) t->name_pad = xstrdup(v);
+    const char *v, *cls = jstr(cfg, "tokenizer_class");
+    const int gemma = cls && (!strcmp(cls, "GemmaTokenizer") || !strcmp(cls, "GemmaTokenizerFast"));
+    if ((v = jtoken(cfg, "bos_token")) || (gemma && (v = "<bos>"))) t->name_bos = xstrdup(v);
+    if ((v = jtoken(cfg, "eos_token")) || (gemma && (v = "<eos>"))) t->name_eos = xstrdup(v);
+    if ((v = jtoken(cfg, "unk_token")) || (gemma && (v = "<unk>"))) t->name_unk = xstrdup(v);
+    if ((v = jtoken(cfg, "pad_token")) || (gemma && (v = "<pad>"))) t->name_pad = xstrdup(v);
     t->clean_up_spaces = jbool(cfg, "clean_up_tokenization_spaces", 0);
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
     if (cJSON_IsString(ct)) t->chat_template = xstrdup(ct->valuestring);
@@ -413,11 +417,13 @@ static void apply_config_names(Tokenizer *t, const cJSON *cfg) {
 static int is_llama_class(const cJSON *cfg) {
     const char *c = jstr(cfg, "tokenizer_class");
     return c && (!strcmp(c, "LlamaTokenizer") || !strcmp(c, "LlamaTokenizerFast") ||
-                 !strcmp(c, "CodeLlamaTokenizer") || !strcmp(c, "CodeLlamaTokenizerFast"));
+                 !strcmp(c, "CodeLlamaTokenizer") || !strcmp(c, "CodeLlamaTokenizerFast") ||
+                 !strcmp(c, "GemmaTokenizer") || !strcmp(c, "GemmaTokenizerFast"));
 }
 
-/* LLaMA tokenizer classes build their post-processor from add_bos_token /
- * add_eos_token (transformers' LlamaTokenizerFast.update_post_processor). */
+/* LLaMA and Gemma tokenizer classes build their post-processor from
+ * add_bos_token / add_eos_token (transformers' LlamaTokenizerFast and
+ * GemmaTokenizerFast update_post_processor). */
 static void llama_post_from_config(Tokenizer *t, const cJSON *cfg) {
     int add_bos = jbool(cfg, "add_bos_token", 1), add_eos = jbool(cfg, "add_eos_token", 0);
     free(t->post_pre); free(t->post_post);

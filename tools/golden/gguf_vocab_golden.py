@@ -23,9 +23,21 @@ package the way llama.cpp's converter writes a vocabulary, which spec-convert
                             punctuation with one leading space, trailing
                             whitespace, CJK and Hangul runs, digit runs) and
                             expected_deepseek_llm_vocab.json.
+  gemma_vocab.gguf.zst      the Gemma-style tokenizer of gemma/ (tokenizer_oracle.py
+                            gemma --train) as llama.cpp's converter writes a Gemma 3
+                            vocabulary: architecture gemma3, tokenizer model "llama"
+                            with add_space_prefix off; sentencepiece's pieces,
+                            scores and types, then tokenizer_config.json's
+                            added_tokens_decoder over them: control where special
+                            (or named like <mask>, <unusedN>, <|...|>), else
+                            user-defined with each ▁ written as a space, score
+                            -1000 for both; Gemma 3's chat template
+                            (chat_families_golden.py's); its expected ids are
+                            expected_gemma.json.zst's (transformers' GemmaTokenizer
+                            on the original files).
 
     pip install gguf==0.19.0 sentencepiece==0.2.0 tokenizers==0.20.3   # and the zstd tool
-    python3 tools/golden/gguf_vocab_golden.py"""
+    python3 tools/golden/gguf_vocab_golden.py [llama2] [deepseek_coder] [deepseek_llm] [gemma]   # default: all"""
 import json
 import os
 import subprocess
@@ -35,7 +47,8 @@ import gguf
 import sentencepiece
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tokenizer_oracle import train_bytelevel_words  # noqa: E402
+from tokenizer_oracle import looks_special, train_bytelevel_words  # noqa: E402
+from chat_families_golden import GEMMA3  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -43,11 +56,11 @@ GOLD = os.path.join(ROOT, "tests", "golden", "tokenizer")
 SRC = os.path.join(ROOT, "..", "shared", "tokenizers", "llama2", "tokenizer.model")
 
 
-def write_gguf_zst(name, fill):
+def write_gguf_zst(name, fill, arch="llama"):
     """A vocabulary-only GGUF filled by fill(writer), zstd-compressed into GOLD/name."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "vocab.gguf")
-        w = gguf.GGUFWriter(path, "llama")
+        w = gguf.GGUFWriter(path, arch)
         fill(w)
         w.write_header_to_file()
         w.write_kv_data_to_file()
@@ -163,6 +176,46 @@ def deepseek_bpe(name, pre_name, splits, digits):
     print(f"{name}: vocab {n}, merges {len(merges)}, {len(strings)} strings")
 
 
-llama2()
-deepseek_bpe("deepseek_coder", "deepseek-coder", DEEPSEEK_SPLITS, True)
-deepseek_bpe("deepseek_llm", "deepseek-llm", DEEPSEEK_LLM_SPLITS, False)
+def gemma():
+    d = os.path.join(GOLD, "gemma")
+    sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
+    n = sp.get_piece_size()
+    names = [sp.id_to_piece(i) for i in range(n)]
+    scores = [sp.get_score(i) for i in range(n)]
+    types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 5 if sp.is_unused(i) else 6 if sp.is_byte(i) else 1
+             for i in range(n)]
+    cfg = json.load(open(os.path.join(d, "tokenizer_config.json"), encoding="utf-8"))
+    for key, tok in cfg["added_tokens_decoder"].items():
+        i, text = int(key), tok["content"]
+        if tok.get("special") or looks_special(text):
+            types[i] = 3
+        else:
+            text, types[i] = text.replace("\u2581", " "), 4
+        names[i], scores[i] = text, -1000.0
+
+    def fill(w):
+        w.add_tokenizer_model("llama")
+        w.add_tokenizer_pre("default")
+        w.add_token_list([x.encode("utf-8") for x in names])
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_bos_token_id(sp.bos_id())
+        w.add_eos_token_id(sp.eos_id())
+        w.add_unk_token_id(sp.unk_id())
+        w.add_pad_token_id(sp.pad_id())
+        w.add_add_bos_token(cfg.get("add_bos_token", True))
+        w.add_add_eos_token(cfg.get("add_eos_token", False))
+        w.add_add_space_prefix(False)
+        w.add_chat_template(GEMMA3)
+    write_gguf_zst("gemma_vocab.gguf.zst", fill, "gemma3")
+    print(f"gemma: {n} tokens, {types.count(4)} user-defined, {types.count(3)} control")
+
+
+MAKERS = {"llama2": llama2,
+          "deepseek_coder": lambda: deepseek_bpe("deepseek_coder", "deepseek-coder", DEEPSEEK_SPLITS, True),
+          "deepseek_llm": lambda: deepseek_bpe("deepseek_llm", "deepseek-llm", DEEPSEEK_LLM_SPLITS, False),
+          "gemma": gemma}
+for name in sys.argv[1:] or MAKERS:
+    if name not in MAKERS:
+        raise SystemExit("unknown vocabulary %r (known: %s)" % (name, ", ".join(MAKERS)))
+    MAKERS[name]()

@@ -14,6 +14,8 @@ EAGLE evaluation scripts use).  Versions: tools/requirements.txt.
                                                        # random strings: bin/spec-tokenize vs the libraries
     python3 tools/golden/tokenizer_oracle.py qwen2 [--train]
                                                        # only Qwen2's goldens (and tokenizer)
+    python3 tools/golden/tokenizer_oracle.py gemma [--train]
+                                                       # only Gemma's golden (and tokenizer)
 
 Files under tests/golden/tokenizer/:
   hard_strings.json       project-written hard strings (code, CJK, accents,
@@ -60,6 +62,14 @@ Files under tests/golden/tokenizer/:
                           apply_chat_template with Qwen2.5's chat_template (read
                           from the Qwen2.5-Coder GGUF), and the tokenizer_config /
                           generation_config a Qwen2.5-Instruct checkpoint has.
+  gemma/                  a Gemma-style SentencePiece vocabulary: tokenizer.model
+                          trained here by sentencepiece with Gemma's settings and
+                          user-defined pieces, and the tokenizer.json and
+                          tokenizer_config.json transformers' GemmaTokenizerFast
+                          converts it into (train_gemma).
+  expected_gemma.json.zst its ids on gemma_strings() from sentencepiece,
+                          transformers' GemmaTokenizer and the tokenizers
+                          library (golden_gemma).
   chat_golden.json        two-turn prompts rendered by fastchat (llama-2-chat,
                           vicuna, as EAGLE's gen_ea_answer_*.py build them) and
                           by transformers' apply_chat_template with Meta's
@@ -479,6 +489,7 @@ def golden():
     golden_chat()
     golden_qwen2()
     golden_chat_qwen()
+    golden_gemma()
 
 
 # ---------------------------------------------------------------- Qwen2
@@ -767,6 +778,148 @@ def golden_chat_qwen():
     print("chat qwen: %d rendered prompts" % len(rows))
 
 
+# ---------------------------------------------------------------- Gemma
+
+GEMMA_DIR = os.path.join(GOLD, "gemma")
+# Gemma's SentencePiece pieces that are not learnt: the turn markers, runs of
+# newlines, spaces and tabs, HTML tags (user-defined: kept whole, matched in
+# the text) and the control pieces <mask> and [@BOS@]; a tab alone is its
+# byte piece <0x09>, as in Gemma's vocabulary.
+GEMMA_USER = (["<start_of_turn>", "<end_of_turn>"] + ["\n" * k for k in range(1, 32)] +
+              ["\u2581" * k for k in range(2, 32)] + ["\t" * k for k in range(2, 9)] +
+              ["<table>", "</table>", "<tr>", "</tr>", "<td>", "</td>", "<h1>", "</h1>", "<code>", "</code>", "<s>",
+               "</s>", "<br>"])
+GEMMA_CONTROL = ["<mask>", "[@BOS@]"]
+
+
+def train_gemma():
+    """tests/golden/tokenizer/gemma/: a small SentencePiece BPE with Gemma's
+    settings (byte fallback, no dummy prefix, digits split, identity
+    normalization, whitespace kept, pad/eos/bos/unk = 0/1/2/3, the pieces
+    above), trained here by sentencepiece on corpus() (tabs made spaces: a
+    tab is left to its byte piece), and the tokenizer.json and
+    tokenizer_config.json transformers' GemmaTokenizerFast converts it into
+    (save_pretrained, special_tokens_map.json left out)."""
+    import io, shutil, tempfile
+    import sentencepiece as spm
+    from transformers import GemmaTokenizerFast
+    lines = [x.replace("\t", "    ") for x in corpus()]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, model_type="bpe", vocab_size=1200, byte_fallback=True,
+        add_dummy_prefix=False, split_digits=True, remove_extra_whitespaces=False, normalization_rule_name="identity",
+        allow_whitespace_only_pieces=True, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>",
+        eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>", user_defined_symbols=GEMMA_USER,
+        control_symbols=GEMMA_CONTROL, num_threads=1, minloglevel=2)
+    os.makedirs(GEMMA_DIR, exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokenizer.model")
+        open(path, "wb").write(model.getvalue())
+        GemmaTokenizerFast(vocab_file=path).save_pretrained(d)
+        shutil.copy(os.path.join(d, "tokenizer.model"), os.path.join(GEMMA_DIR, "tokenizer.model"))
+        for name in ("tokenizer.json", "tokenizer_config.json"):   # written again without indentation
+            j = json.load(open(os.path.join(d, name), encoding="utf-8"))
+            with open(os.path.join(GEMMA_DIR, name), "w", encoding="utf-8") as f:
+                json.dump(j, f, ensure_ascii=False)
+        j = json.load(open(os.path.join(GEMMA_DIR, "tokenizer.json"), encoding="utf-8"))
+    print("gemma: %d pieces, %d merges, %d added tokens" % (len(j["model"]["vocab"]), len(j["model"]["merges"]),
+                                                           len(j["added_tokens"])))
+
+
+def looks_special(text):
+    """Added tokens llama.cpp's converter makes control tokens though their
+    tokenizer_config.json entry is not special (Gemma's <mask>, <unusedN>)."""
+    return (text in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or (text.startswith("<|") and text.endswith("|>")) or
+            (text.startswith("<\uff5c") and text.endswith("\uff5c>")) or
+            (text.startswith("<unused") and text.endswith(">")))
+
+
+def gemma_strings():
+    """The strings Gemma's tokenizers are checked on: qwen2_strings.json (the
+    hard strings among them) and text at the edges of Gemma's pieces: chat
+    turns, runs of spaces, newlines and tabs shorter and longer than its
+    longest piece, HTML tags and near misses, special-token text, literal
+    metaspace characters."""
+    turn = "<bos><start_of_turn>user\n%s<end_of_turn>\n<start_of_turn>model\n"
+    s = json.load(open(os.path.join(GOLD, "qwen2_strings.json"), encoding="utf-8"))
+    s += [turn % "Hi", turn % "You are a pirate.\n\nCount to 5", "<start_of_turn>model\nSure.<end_of_turn>\n",
+          turn % "  spaces  ", "<start_of_turn>", "<end_of_turn>", "<start_of_turn >", "<start_of_turn>user",
+          "<end_of_turn><eos>", "x<end_of_turn>y", "<bos>", "<eos>", "<pad>", "<unk>", "<mask>", "[@BOS@]",
+          "<bos><bos>", " <eos> ", "<mask>x<mask>"]
+    s += [" " * k for k in (1, 2, 15, 16, 17, 30, 31, 32, 33, 47, 62, 63, 64, 100)]
+    s += ["x" + " " * k + "y" for k in (1, 2, 3, 16, 31, 32, 40)] + [" " * k + "word" for k in (1, 2, 5, 31, 35)]
+    s += ["\n" * k for k in (1, 2, 30, 31, 32, 45, 70)] + ["a" + "\n" * k + "b" for k in (3, 33)]
+    s += ["\t" * k for k in (1, 2, 3, 8, 9, 17)] + ["\tx\t\ty\t\t\tz", " \t \t", "\t \n \t\n"]
+    s += [" \n \n ", "\n \n", "  \n\n  \t\t", "line\n    indented\n\n        more\n"]
+    s += ["<table><tr><td>1</td></tr></table>", "<h1>Title</h1>", "<s>strike</s>", "<code>x = 1</code><br>",
+          "<tables>", "< table>", "<TABLE>", "<table", "<h1 >", "</s ><s>"]
+    s += ["\u2581", "\u2581\u2581", "a\u2581\u2581b", "\u2581 \u2581", "\u2581" * 20, " \u2581\u2581 ",
+          "\u2581\n\u2581"]
+    s += ["12345", "3.14159", "\uff11\uff12\uff13", "x1y22", " 2024"]
+    return s
+
+
+def golden_gemma():
+    """expected_gemma.json.zst: for each of gemma_strings(), the ids of
+    sentencepiece on gemma/tokenizer.model ("sp", no special-token text
+    parsed) and its decode; of transformers' GemmaTokenizer (sentencepiece
+    under it) loaded from gemma/'s tokenizer.model and tokenizer_config.json
+    with bos ("slow_add"), without ("slow_noadd") and with special-token text
+    as plain text ("slow_split"); of the tokenizers library on
+    gemma/tokenizer.json (add, noadd, split, decode, decode_skip: the fields
+    of expected_<name>.json); of sentencepiece on the model with the types a
+    GGUF gives its pieces (gguf_vocab_golden.py: the added tokens that are
+    special, or look it, control) with no special-token text parsed
+    ("gguf_split"); and GemmaTokenizerFast's with add_bos_token off and
+    add_eos_token on ("gemma_class")."""
+    import tempfile
+    import sentencepiece as spm
+    import tokenizers, transformers
+    from tokenizers import Tokenizer
+    from transformers import GemmaTokenizer, GemmaTokenizerFast
+    strings = gemma_strings()
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(GEMMA_DIR, "tokenizer.model"))
+    with tempfile.TemporaryDirectory() as d:   # the slow tokenizer's files, without tokenizer.json
+        for name in ("tokenizer.model", "tokenizer_config.json"):
+            os.symlink(os.path.join(os.path.abspath(GEMMA_DIR), name), os.path.join(d, name))
+        slow = GemmaTokenizer.from_pretrained(d)
+        slow_split = GemmaTokenizer.from_pretrained(d, split_special_tokens=True)
+    from sentencepiece import sentencepiece_model_pb2
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(open(os.path.join(GEMMA_DIR, "tokenizer.model"), "rb").read())
+    cfg = json.load(open(os.path.join(GEMMA_DIR, "tokenizer_config.json"), encoding="utf-8"))
+    for key, added in cfg["added_tokens_decoder"].items():
+        piece = proto.pieces[int(key)]
+        if (added.get("special") or looks_special(added["content"])) and piece.type != piece.UNKNOWN:
+            piece.type = piece.CONTROL
+    sp_gguf = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    tok = Tokenizer.from_file(os.path.join(GEMMA_DIR, "tokenizer.json"))
+    rows = []
+    for s in strings:
+        plain = sp.encode(s)
+        add = tok.encode(s, add_special_tokens=True).ids
+        tok.encode_special_tokens = True
+        split = tok.encode(s, add_special_tokens=False).ids
+        tok.encode_special_tokens = False
+        rows.append({"sp": plain, "sp_decode": sp.decode(plain), "slow_add": slow(s).input_ids,
+                     "slow_noadd": slow(s, add_special_tokens=False).input_ids,
+                     "slow_split": slow_split(s, add_special_tokens=False).input_ids, "gguf_split": sp_gguf.encode(s),
+                     "add": add, "noadd": tok.encode(s, add_special_tokens=False).ids, "split": split,
+                     "decode": tok.decode(add, skip_special_tokens=False),
+                     "decode_skip": tok.decode(add, skip_special_tokens=True)})
+    cfg = {"tokenizer_class": "GemmaTokenizerFast", "add_bos_token": False, "add_eos_token": True}
+    fast = GemmaTokenizerFast(tokenizer_file=os.path.join(GEMMA_DIR, "tokenizer.json"), add_bos_token=False,
+                              add_eos_token=True)
+    texts = ["Hello world", "<bos>Hi<eos> there", "", "<start_of_turn>user\nx<end_of_turn>\n"]
+    write_zst("expected_gemma.json.zst", {
+        "library": "sentencepiece %s, transformers %s GemmaTokenizer, tokenizers %s" %
+                   (spm.__version__, transformers.__version__, tokenizers.__version__),
+        "fnv64": {n: fnv64(os.path.join(GEMMA_DIR, n)) for n in ("tokenizer.model", "tokenizer.json")},
+        "strings": strings, "rows": rows,
+        "gemma_class": {"config": cfg, "rows": [{"text": x, "ids": fast(x).input_ids} for x in texts]}})
+    print("gemma: %d strings" % len(strings))
+
+
 # ---------------------------------------------------------------- speed
 
 def speed(args):
@@ -801,7 +954,8 @@ FUZZ_ALPHABET = list("abcdeXYZ 0123456789.,;:!?'\"-_()[]{}<>/\\|@#$%^&*+=~`\t\n\
     "  ", "   ", "\n\n", "'s", "'S", "'ll", "<s>", "</s>", "<unk>", "<|eot_id|>", "<|begin_of_text|>", "<lstrip>",
     "<rstrip>", "<word>", "<norm>", "▁", "Ġ", "é", "中", "文", "🦙", "👩\u200d👧", "\u00a0", "\u3000", "\u2028", "\u0085",
     "\u200b", "ſ", "K", "Ω", "ß", "İ", "\u0301", "١٢٣", "๑", "Ⅻ", "½", "²", " <s> ", "\x0b", "\x0c", "\x1c",
-    "<|im_start|>", "<|im_end|>", "<|endoftext|>", "\u0308", "\u0323", "\u1100", "\u1161", "\u11a8", "Å", "'Sam"]
+    "<|im_start|>", "<|im_end|>", "<|endoftext|>", "\u0308", "\u0323", "\u1100", "\u1161", "\u11a8", "Å", "'Sam",
+    "<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>", "<mask>", "<table>", "</td>", " " * 16, "\n" * 5, "\t\t\t"]
 
 
 def run_cli(tokpath, args, lines):
@@ -832,6 +986,7 @@ def fuzz(args):
                                                             "bytelevel_qwen2")]
     if os.path.exists(DEMO):
         paths.append(("demo", DEMO))
+    paths.append(("gemma", os.path.join(GEMMA_DIR, "tokenizer.json")))
     for name, path in paths:
         tok = Tokenizer.from_file(path)
         for cli, add, split in (([], True, False), (["--no-bos"], False, False), (["--no-bos", "--split-special"], False, True)):
@@ -853,6 +1008,11 @@ def fuzz(args):
         report("llama2 .model vs LlamaTokenizer(legacy)", [slow(t).input_ids for t in texts], run_cli(LLAMA2_MODEL, [], texts))
         report("llama2 .model decode vs sentencepiece", [sp.decode(x) for x in plain],
                run_cli(LLAMA2_MODEL, ["--decode", "--skip-special"], plain))
+    import sentencepiece as spm
+    gemma_model = os.path.join(GEMMA_DIR, "tokenizer.model")
+    sp = spm.SentencePieceProcessor(model_file=gemma_model)
+    report("gemma .model vs sentencepiece", [sp.encode(t) for t in texts],
+           run_cli(gemma_model, ["--no-bos", "--split-special"], texts))
     print("all identical" if not bad_total else "%d differences" % bad_total)
     sys.exit(1 if bad_total else 0)
 
@@ -891,11 +1051,15 @@ def main():
     fz.add_argument("--seed", type=int, default=1)
     qw = sub.add_parser("qwen2", help="only Qwen2's: bytelevel_qwen2 goldens and chat_qwen_golden.json")
     qw.add_argument("--train", action="store_true", help="retrain bytelevel_qwen2.json first")
+    gm = sub.add_parser("gemma", help="only Gemma's: expected_gemma.json.zst")
+    gm.add_argument("--train", action="store_true", help="retrain tests/golden/tokenizer/gemma/ first")
     a = ap.parse_args()
     if a.cmd == "qwen2" and a.train:
         train_qwen2()
-    {"qwen2": lambda: (golden_qwen2(), golden_chat_qwen()), "train": train, "speed": lambda: speed(a),
-     "fuzz": lambda: fuzz(a), "chatml": lambda: golden_chatml(a.ckpt)}.get(a.cmd, golden)()
+    if a.cmd == "gemma" and a.train:
+        train_gemma()
+    {"qwen2": lambda: (golden_qwen2(), golden_chat_qwen()), "gemma": golden_gemma, "train": train,
+     "speed": lambda: speed(a), "fuzz": lambda: fuzz(a), "chatml": lambda: golden_chatml(a.ckpt)}.get(a.cmd, golden)()
 
 if __name__ == "__main__":
     main()
