@@ -625,15 +625,25 @@ static void test_parity_llama2_rope_linear(void) {
     run_cmd(err, sizeof err, "rm -rf %s", dir);
 }
 
-/* What a Qwen2 config asks and the runtime cannot do is refused by name,
- * and a qwen2 config over weights without biases names the missing bias. */
-static void test_qwen2_refusals(void) {
+/* What a Qwen2 or Gemma 3 config asks and the runtime cannot do is refused
+ * by name (Gemma 2's soft-capping, layer types no period describes, another
+ * activation), and a qwen2 config over weights without biases names the
+ * missing bias; a Qwen3 config called gemma3_text names its activation. */
+static void test_family_refusals(void) {
     const char *dir = "/tmp/c2t_qwen2_variant";
     struct { const char *src, *from, *to, *needle; } cases[] = {
         {"tests/ckpt/qwen2_f32", "\"use_sliding_window\": false", "\"use_sliding_window\": true", "use_sliding_window"},
         {"tests/ckpt/llama2_f32", "\"model_type\": \"llama\"", "\"model_type\": \"qwen2\"", "self_attn.q_proj.bias"},
         {"tests/ckpt/llama2_f32", "\"attention_bias\": false", "\"attention_bias\": true", "attention_bias"},
         {"tests/ckpt/qwen2_f32", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen3\"", "self_attn.q_norm.weight"},
+        {"tests/ckpt/gemma3_f32", "\"final_logit_softcapping\": null", "\"final_logit_softcapping\": 30.0",
+         "final_logit_softcapping"},
+        {"tests/ckpt/gemma3_f32", "\"sliding_window_pattern\": 2",
+         "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"full_attention\", \"sliding_attention\"]",
+         "layer_types"},
+        {"tests/ckpt/gemma3_f32", "\"hidden_activation\": \"gelu_pytorch_tanh\"", "\"hidden_activation\": \"silu\"",
+         "hidden_activation"},
+        {"tests/ckpt/qwen3_f32", "\"model_type\": \"qwen3\"", "\"model_type\": \"gemma3_text\"", "hidden_act silu"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         config_variant(dir, cases[i].src, cases[i].from, cases[i].to);
@@ -1062,7 +1072,7 @@ int main(void) {
     RUN(test_convert_refuses_other_attention);
     RUN(test_convert_tokenizer_only);
     RUN(test_convert_pre_tokenizers);
-    RUN(test_qwen2_refusals);
+    RUN(test_family_refusals);
     RUN(test_convert_gguf_families);
     RUN(test_convert_llama3_gguf);
     RUN(test_convert_linear_rope_gguf);

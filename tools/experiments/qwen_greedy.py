@@ -14,10 +14,15 @@ arithmetic legitimately picks either). --llama-kv: llama.cpp's KV cache type (f1
 as our default cache keeps K and V).
 
     python3 tools/experiments/qwen_greedy.py [--dtype bf16|f32|keep] [--per-bench 10] [--max-new 64]
-                                             [--llama-kv f16|f32] [--gguf G --model DIR]
+                                             [--llama-kv f16|f32] [--gguf G --model DIR] [--template T]
       -> results/qwen_greedy/<dtype>[_kvf32].json and a summary on stdout
 --gguf with --model: any GGUF against the folder spec-convert made of it (--dtype keep for a folder
-of its blocks; the result is named after the GGUF).
+of its blocks; the result is named after the GGUF). --template: the prompts' chat template (spec-tokenize's;
+default auto, the model's own; none for a model without one). --reference transformers: the greedy
+tokens of transformers' float32 forward over the --model folder (an F32 conversion; run with a
+transformers that knows the architecture) instead of llama.cpp's, without a cache (each token from
+a forward over the whole sequence); --concat K joins K questions' first turns into one prompt, so
+that prompts reach past a sliding window.
 """
 import argparse
 import json
@@ -34,12 +39,25 @@ GGUF = Path("models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
 BENCH = Path("../shared/benchmarks")
 
 
-def prompt_ids(model, bench, n):
-    """The first turns of the first n questions of bench as token ids, in the model's template."""
+def prompt_ids(model, bench, n, template):
+    """The first turns of the first n questions of bench as token ids, in the given template."""
     lines = (BENCH / bench / "question.jsonl").read_text().splitlines()[:n]
-    out = subprocess.run(["bin/spec-tokenize", "--tokenizer", model, "--template", "auto"], input="\n".join(lines) + "\n",
+    out = subprocess.run(["bin/spec-tokenize", "--tokenizer", model, "--template", template], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, check=True).stdout
     return [json.loads(x) for x in out.splitlines()]
+
+
+def transformers_greedy(model, prompts, max_new):
+    import torch
+    from transformers import AutoModelForCausalLM
+    m = AutoModelForCausalLM.from_pretrained(model, torch_dtype=torch.float32, attn_implementation="eager").eval()
+    res = {}
+    for k, (key, ids) in enumerate(prompts.items()):
+        with torch.no_grad():
+            out = m.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=max_new, use_cache=False, pad_token_id=0)
+        res[key] = out[0, len(ids):].tolist()
+        log(f"qwen_greedy: transformers {k + 1}/{len(prompts)} {key}")
+    return res
 
 
 def ours(model, ids, max_new, threads):
@@ -72,6 +90,9 @@ def main():
     ap.add_argument("--llama-kv", choices=["f16", "f32"], default="f16")
     ap.add_argument("--gguf", help="a GGUF of the same model (with --model: the folder converted from it)")
     ap.add_argument("--model")
+    ap.add_argument("--template", default="auto")
+    ap.add_argument("--reference", choices=["llama.cpp", "transformers"], default="llama.cpp")
+    ap.add_argument("--concat", type=int, default=1)
     a = ap.parse_args()
     if (a.gguf is None) != (a.model is None):
         sys.exit("qwen_greedy: --gguf and --model go together")
@@ -84,10 +105,14 @@ def main():
         requantize(GGUF, Path("models") / f"qwen2.5-coder-1.5b-instruct.{a.dtype}.gguf", a.dtype.upper())
     prompts = {}
     for bench in ("humaneval", "mt_bench"):
-        for i, ids in enumerate(prompt_ids(model, bench, a.per_bench)):
-            prompts[f"{bench}-{i}"] = ids
-    log(f"qwen_greedy: llama.cpp on {len(prompts)} prompts x {a.max_new} tokens ({gguf})")
-    ref = theirs(gguf, prompts, a.max_new, a.threads, a.llama_kv, work)
+        ids = prompt_ids(model, bench, a.per_bench * a.concat, a.template)
+        for i in range(a.per_bench):
+            prompts[f"{bench}-{i}"] = [t for j in range(a.concat) for t in ids[i * a.concat + j]]
+    if a.reference == "transformers":
+        ref = transformers_greedy(model, prompts, a.max_new)
+    else:
+        log(f"qwen_greedy: llama.cpp on {len(prompts)} prompts x {a.max_new} tokens ({gguf})")
+        ref = theirs(gguf, prompts, a.max_new, a.threads, a.llama_kv, work)
     rows, same = [], 0
     for k, (key, ids) in enumerate(prompts.items()):
         got, gaps = ours(model, ids, a.max_new, a.threads)
@@ -95,17 +120,19 @@ def main():
         first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]),
                      None if len(got) == len(want) else min(len(got), len(want)))
         same += first is None
-        row = {"prompt": key, "n_prompt": len(ids), "ours": got, "llama_cpp": want, "first_difference": first,
+        row = {"prompt": key, "n_prompt": len(ids), "ours": got, "reference": want, "first_difference": first,
                "gap_at_difference": None if first is None or first >= len(gaps) else gaps[first],
                "min_gap": min(gaps) if gaps else None}
         rows.append(row)
         log(f"qwen_greedy: {k + 1}/{len(prompts)} {key}: " + ("equal" if first is None else
             f"differs at token {first} (our top-2 gap there {row['gap_at_difference']:.4g})"))
-    summary = {"dtype": a.dtype, "llama_kv": a.llama_kv, "prompts": len(rows), "equal": same, "max_new": a.max_new,
+    summary = {"dtype": a.dtype, "reference": a.reference, "concat": a.concat, "llama_kv": a.llama_kv, "prompts": len(rows), "equal": same, "max_new": a.max_new,
                "gguf": str(gguf), "model": model, "rows": rows}
-    name = (Path(a.gguf).stem if a.gguf else a.dtype) + ("" if a.llama_kv == "f16" else "_kv" + a.llama_kv)
+    name = (Path(a.gguf).stem if a.gguf else a.dtype) + ("" if a.llama_kv == "f16" else "_kv" + a.llama_kv) + \
+        ("_transformers" if a.reference == "transformers" else "") + ("" if a.concat == 1 else f"_concat{a.concat}")
     (work / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"{a.dtype}: {same} of {len(rows)} prompts x {a.max_new} tokens equal to llama.cpp's (its KV cache {a.llama_kv})")
+    print(f"{a.dtype}: {same} of {len(rows)} prompts x {a.max_new} tokens equal to " +
+          ("transformers' float32 forward" if a.reference == "transformers" else f"llama.cpp's (its KV cache {a.llama_kv})"))
     for r in rows:
         if r["first_difference"] is not None:
             print(f"  {r['prompt']}: first difference at token {r['first_difference']}, our top-2 logit gap there "

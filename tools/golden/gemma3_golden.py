@@ -23,6 +23,16 @@ gemma3_tiny.gguf: gemma3_f32 as llama.cpp's converter writes a gemma3 GGUF
 (qwen2_golden.write_gguf: norms stored as 1 + w, blk.N.post_attention_norm /
 ffn_norm / post_ffw_norm, the sliding layers as a flag per layer, rope.freq_base_swa,
 no output.weight), for spec-convert's test.
+
+    /tmp/tf451/bin/python tools/golden/gemma3_golden.py --llamacpp DIR
+
+writes instead, for a comparison with llama.cpp (not a test input), a larger random Gemma 3
+in DIR with a Gemma-style tokenizer (a SentencePiece BPE of 512 pieces trained on this
+project's sources: byte fallback, no dummy prefix, <start_of_turn> / <end_of_turn>) as
+GemmaTokenizerFast saves it, six layers at llama.cpp's default pattern (layer 5 full) and a
+window of 8; then llama.cpp's own converter (the sdist's convert_hf_to_gguf.py) makes
+DIR.f32.gguf, spec-convert reads that, and tools/experiments/qwen_greedy.py compares the
+greedy tokens (docs/models.md#gemma-3).
 """
 import os, sys
 import torch
@@ -50,5 +60,35 @@ def random_norms(model, seed):
                 p.copy_(torch.randn(p.shape, generator=g) * 0.5)
 
 
+def write_llamacpp_pair(out):
+    import glob
+    import sentencepiece as spm
+    from transformers import GemmaTokenizerFast
+    os.makedirs(out, exist_ok=True)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    lines = []
+    for f in sorted(glob.glob(os.path.join(root, "infer", "**", "*.c"), recursive=True))[:40]:
+        lines += [x for x in open(f).read().splitlines() if x.strip()]
+    corpus = os.path.join(out, "corpus.txt")
+    open(corpus, "w").write("\n".join(lines))
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(out, "tokenizer"), vocab_size=512,
+                                   model_type="bpe", byte_fallback=True, add_dummy_prefix=False, split_digits=True,
+                                   user_defined_symbols=["<start_of_turn>", "<end_of_turn>"], pad_id=0, eos_id=1,
+                                   bos_id=2, unk_id=3, remove_extra_whitespaces=False,
+                                   normalization_rule_name="identity", minloglevel=2)
+    os.remove(corpus)
+    GemmaTokenizerFast(vocab_file=os.path.join(out, "tokenizer.model")).save_pretrained(out)
+    cfg = config()
+    cfg.vocab_size, cfg.num_hidden_layers, cfg.sliding_window, cfg.sliding_window_pattern = 512, 6, 8, 6
+    cfg.query_pre_attn_scalar, cfg.rope_scaling = cfg.head_dim, None   # what a GGUF can say
+    torch.manual_seed(5)
+    model = Gemma3ForCausalLM(cfg).float().eval()
+    random_norms(model, 6)
+    model.save_pretrained(out, safe_serialization=True)
+
+
 if __name__ == "__main__":
-    write_tiny_family(Gemma3ForCausalLM, config, "gemma3", (6321, 61, 62), random_norms, use_cache=False)
+    if "--llamacpp" in sys.argv:
+        write_llamacpp_pair(sys.argv[sys.argv.index("--llamacpp") + 1])
+    else:
+        write_tiny_family(Gemma3ForCausalLM, config, "gemma3", (6321, 61, 62), random_norms, use_cache=False)
