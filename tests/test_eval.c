@@ -59,38 +59,27 @@ static void test_lossless_every_policy(void) {
                              bin_dir(), heads[d][1], heads[d][0], qfile, policies[p]);
             CHECK(rc == 0, "%s with EAGLE-3 head %s: exit %d: %s", policies[p], heads[d][1], rc, err);
         }
-    /* Qwen3 (q/k norms, a head size of its own), converted from its GGUF
-     * (a byte-level vocabulary), with its BF16 copy as draft LM */
-    char q3[64], err[4096];
-    snprintf(q3, sizeof q3, "/tmp/c2t_qwen3_%d", (int)getpid());
-    int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/qwen3_tiny.gguf %s --dtype f32", q3,
-                     bin_dir(), q3);
-    REQUIRE(rc == 0, "spec-convert qwen3_tiny.gguf: %s", err);
-    for (int p = 0; p < N_POLICIES; p++) {
-        if (!sweep_pair(p, 0, 4)) continue;
-        rc = run_cmd(err, sizeof err,
-                     "%s/spec-eval --target %s --draft tests/ckpt/qwen3_bf16 --draft-kind lm --template none "
-                     "--questions %s --max-new-tokens 48 --check-lossless %s",
-                     bin_dir(), q3, qfile, policies[p]);
-        CHECK(rc == 0, "%s on Qwen3 with draft LM qwen3_bf16: exit %d: %s", policies[p], rc, err);
+    /* Qwen3 (q/k norms, a head size of its own) and Gemma 3 (sliding layers
+     * of a 6-token window that every prompt and tree passes, GELU, norms as
+     * 1 + w), each converted from its GGUF (a byte-level vocabulary), with
+     * its BF16 copy as draft LM; each family every fourth policy, apart */
+    static const char *const families[] = {"qwen3", "gemma3"};
+    for (int f = 0; f < 2; f++) {
+        char dir[64], err[4096];
+        snprintf(dir, sizeof dir, "/tmp/c2t_%s_%d", families[f], (int)getpid());
+        int rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/%s_tiny.gguf %s --dtype f32", dir,
+                         bin_dir(), families[f], dir);
+        REQUIRE(rc == 0, "spec-convert %s_tiny.gguf: %s", families[f], err);
+        for (int p = 0; p < N_POLICIES; p++) {
+            if (!sweep_pair(p, f, 4)) continue;
+            rc = run_cmd(err, sizeof err,
+                         "%s/spec-eval --target %s --draft tests/ckpt/%s_bf16 --draft-kind lm --template none "
+                         "--questions %s --max-new-tokens 48 --check-lossless %s",
+                         bin_dir(), dir, families[f], qfile, policies[p]);
+            CHECK(rc == 0, "%s on %s with draft LM %s_bf16: exit %d: %s", policies[p], families[f], families[f], rc, err);
+        }
+        run_cmd(err, sizeof err, "rm -rf %s", dir);
     }
-    run_cmd(err, sizeof err, "rm -rf %s", q3);
-    /* Gemma 3 (sliding layers of a 6-token window that every prompt and tree
-     * passes, GELU, norms as 1 + w), converted from its GGUF, with its BF16
-     * copy as draft LM: other policies than Qwen3's */
-    snprintf(q3, sizeof q3, "/tmp/c2t_gemma3_%d", (int)getpid());
-    rc = run_cmd(err, sizeof err, "rm -rf %s && %s/spec-convert tests/golden/gemma3_tiny.gguf %s --dtype f32", q3,
-                 bin_dir(), q3);
-    REQUIRE(rc == 0, "spec-convert gemma3_tiny.gguf: %s", err);
-    for (int p = 0; p < N_POLICIES; p++) {
-        if (!sweep_pair(p, 1, 4)) continue;
-        rc = run_cmd(err, sizeof err,
-                     "%s/spec-eval --target %s --draft tests/ckpt/gemma3_bf16 --draft-kind lm --template none "
-                     "--questions %s --max-new-tokens 48 --check-lossless %s",
-                     bin_dir(), q3, qfile, policies[p]);
-        CHECK(rc == 0, "%s on Gemma 3 with draft LM gemma3_bf16: exit %d: %s", policies[p], rc, err);
-    }
-    run_cmd(err, sizeof err, "rm -rf %s", q3);
 }
 
 /* Every policy on the shipped demo family (every draft kind), on the first
