@@ -45,7 +45,7 @@
 
 /* ---- GGUF block types: the CUDA kernels' steps, on the host ---- */
 
-static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL};
+static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
 #define NQTYPES (int)(sizeof QTYPES / sizeof *QTYPES)
 static const int QNS[] = {1, 2, 5, 16, 64};
 #define NQNS (int)(sizeof QNS / sizeof *QNS)
@@ -721,7 +721,7 @@ static void test_cuda_greedy_qwen2_lm_draft(void) {
     greedy_parity_with("tests/ckpt/qwen2_bf16", "chain", "lm", "tests/ckpt/qwen2_f32");
 }
 
-/* tests/ckpt/qwen2_quant (every matrix a GGUF block type, the eight
+/* tests/ckpt/qwen2_quant (every matrix a GGUF block type, the ten
  * types mixed) on the GPU: ar's tokens are the CPU's, and an LM draft is
  * lossless both ways (its BF16 conversion drafting it, it drafting that) */
 static void test_cuda_greedy_qwen2_quant(void) {

@@ -363,7 +363,7 @@ static double logits_rel_diff(LlamaModel *a, LlamaModel *b) {
 }
 
 /* spec-convert --dtype keep of tests/golden/qwen2_quant.gguf, a random
- * Qwen2 whose matrices hold all eight GGUF block types
+ * Qwen2 whose matrices hold all ten GGUF block types
  * (tools/golden/qwen2_golden.py): the same bytes as the committed
  * tests/ckpt/qwen2_quant (the lossless tests' target), every matrix in its
  * block type whose rows dequantise bit for bit to --dtype f32's values, the
@@ -379,7 +379,7 @@ static void test_convert_keep_block_types(void) {
     REQUIRE(rc == 0, "spec-convert --dtype keep: %s", err);
     LlamaModel *mk = llama_load(keep, be), *mf = llama_load(f32, be);
     REQUIRE(mk && mf, "%s", err_get());
-    CHECK(!strcmp(mk->weight_types, "F32 11, Q8_0 3, Q4_0 2, Q4_1 1, Q5_0 1, Q5_1 1, Q4_K 3, Q5_K 2, Q6_K 3"),
+    CHECK(!strcmp(mk->weight_types, "F32 11, Q8_0 2, Q4_0 1, Q4_1 1, Q5_0 1, Q5_1 1, Q4_K 3, Q5_K 2, Q6_K 3, IQ4_NL 1, IQ4_XS 1"),
           "weight types '%s'", mk->weight_types);
     CHECK(mk->embed.dtype == DT_Q6_K && mk->lm_head.dtype == DT_Q8_0 && mk->layer[1].wk.dtype == DT_Q5_K &&
           mf->layer[1].wk.dtype == DT_F32, "weights not kept in their block types");

@@ -150,6 +150,7 @@ static DType read_type(int type) {
     case GGML_Q5_K: return DT_Q5_K;
     case GGML_Q6_K: return DT_Q6_K;
     case GGML_IQ4_NL: return DT_IQ4_NL;
+    case GGML_IQ4_XS: return DT_IQ4_XS;
     default: return DT_COUNT;
     }
 }
@@ -410,7 +411,7 @@ const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t) { return g->dat
 
 static int unread_type(const Gguf *g, const GgufTensor *t) {
     err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, "
-            "Q4_K, Q5_K, Q6_K and IQ4_NL are)", g->path, t->name, t->type, gguf_type_name(t->type));
+            "Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS are)", g->path, t->name, t->type, gguf_type_name(t->type));
     return -1;
 }
 

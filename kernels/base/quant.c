@@ -14,7 +14,8 @@
 
 static const struct { int elems, bytes; } BLOCKS[DT_COUNT] = {
     [DT_Q8_0] = {32, 34},   [DT_Q4_0] = {32, 18},   [DT_Q4_1] = {32, 20},   [DT_Q5_0] = {32, 22},
-    [DT_Q5_1] = {32, 24},   [DT_Q4_K] = {256, 144}, [DT_Q5_K] = {256, 176}, [DT_Q6_K] = {256, 210}, [DT_IQ4_NL] = {32, 18}};
+    [DT_Q5_1] = {32, 24},   [DT_Q4_K] = {256, 144}, [DT_Q5_K] = {256, 176}, [DT_Q6_K] = {256, 210}, [DT_IQ4_NL] = {32, 18},
+    [DT_IQ4_XS] = {256, 136}};
 
 int dtype_is_quant(DType t) { return (unsigned)t < DT_COUNT && BLOCKS[t].elems > 0; }
 
@@ -209,6 +210,17 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
     case DT_Q4_K: unpack_k45(p, NULL, p + 16, b); break;
     case DT_Q5_K: unpack_k45(p, p + 16, p + 48, b); break;
     case DT_Q6_K: unpack_q6_k(p, b); break;
+    case DT_IQ4_XS:
+        b->d = half_at(p);
+        b->sub = 32;
+        for (int g = 0; g < 8; g++) {
+            b->sc[g] = qd_iq4xs_scale(p, g);
+            for (int j = 0; j < 16; j++) {
+                b->q[32 * g + j] = (int16_t)qd_iq4nl(p[8 + 16 * g + j] & 0x0Fu);
+                b->q[32 * g + j + 16] = (int16_t)qd_iq4nl(p[8 + 16 * g + j] >> 4);
+            }
+        }
+        break;
     default: break;
     }
 }
@@ -218,7 +230,8 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
  * scale first, then times the integer, then the minimum added or taken off.
  * Every product is exact in float (d has 11 significant bits, a sub-block
  * scale and an integer together at most 12: Q6_K's int8 scale and 6-bit
- * integer; 65504 * 128 * 32 is far from overflow, and half-precision
+ * integer, IQ4_XS's |ls - 32| <= 32 and a grid integer of at most 7
+ * significant bits; 65504 * 128 * 32 is far from overflow, and half-precision
  * subnormals are normal floats), so only that last addition rounds, and a
  * fused multiply-add would give the same bits. */
 static void dequant_block(DType t, const uint8_t *p, float *y) {
@@ -230,7 +243,7 @@ static void dequant_block(DType t, const uint8_t *p, float *y) {
     } else if (b.sub) {
         for (int e = 0; e < n; e++) {
             const float ds = b.d * (float)b.sc[e / b.sub], v = (float)(b.q[e] - b.off);
-            y[e] = t == DT_Q6_K ? ds * v : ds * v - b.m * (float)b.mn[e / b.sub];
+            y[e] = t == DT_Q6_K || t == DT_IQ4_XS ? ds * v : ds * v - b.m * (float)b.mn[e / b.sub];
         }
     } else {
         for (int e = 0; e < n; e++) y[e] = (float)(b.q[e] - b.off) * b.d;

@@ -1,4 +1,4 @@
-/* GGUF's block types (DT_Q8_0 .. DT_IQ4_NL, kernels/base/dtype.h), stored as
+/* GGUF's block types (DT_Q8_0 .. DT_IQ4_XS, kernels/base/dtype.h), stored as
  * ggml lays out its blocks, and the one reference for what they mean.
  *
  * Blocks of 32 elements: Q8_0 (f16 d, int8 q[32]; 34 bytes), Q4_0 (f16 d,
@@ -10,13 +10,18 @@
  * Q4_K with 32 bytes qh before the nibbles; 176), Q6_K (128 bytes of low
  * nibbles, 64 of top 2 bits, 16 int8 scales of 16 elements, f16 d; 210).
  * IQ4_NL (f16 d, nibbles as Q4_0; 18): element e is d times K[nibble], K
- * the sixteen integers of its non-linear grid (qd_iq4nl).
+ * the sixteen integers of its non-linear grid (qd_iq4nl).  IQ4_XS (f16 d,
+ * u16 scales_h, u8 scales_l[4], 128 bytes of nibbles; 136) is a super-block
+ * of 256 on the same grid: sub-block j of 32 has the nibbles of an IQ4_NL
+ * block at byte 8 + 16j and the 6-bit scale ls_j (low 4 bits nibble j % 2
+ * of scales_l[j / 2], top 2 bits bits 2j of scales_h); element e is
+ * (d * (ls - 32)) * K[nibble] (qd_iq4xs_scale gives ls - 32).
  * Element types (F32, F16, BF16, ...) are blocks of 1 here. */
 #ifndef C2T_QUANT_H
 #define C2T_QUANT_H
 #include "kernels/base/dtype.h"
 
-/* 1 for the block types DT_Q8_0 .. DT_IQ4_NL. */
+/* 1 for the block types DT_Q8_0 .. DT_IQ4_XS. */
 int dtype_is_quant(DType t);
 /* Elements per block: 32 or 256 for a block type, 1 for an element type,
  * 0 for none. */
@@ -44,10 +49,10 @@ int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
 
 /* One block's integers and scales as stored, nothing rounded: element e
  * is (d * sc[e / sub]) * (q[e] - off) - m * mn[e / sub] for the K types
- * (sub 32; Q6_K: sub 16, no minimum), (q[e] - off) * d for Q4_0, Q5_0,
+ * (sub 32; Q6_K: sub 16, no minimum; IQ4_XS: sc = ls - 32, no minimum), (q[e] - off) * d for Q4_0, Q5_0,
  * Q8_0, q[e] * d + m for Q4_1 and Q5_1 (sub 0: no sub-block scales). */
 typedef struct {
-    int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL: the grid's integers (32-element types: q[0..31]) */
+    int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL, IQ4_XS: the grid's integers (32-element types: q[0..31]) */
     int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
     float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K), else 0 */
     int sub;              /* elements per sub-block scale: 32, 16, or 0 */

@@ -77,6 +77,12 @@ QD_FN int qd_iq4nl(uint32_t i) {
     return (int8_t)((i < 8 ? lo : hi) >> (8 * (i & 7)));
 }
 
+/* IQ4_XS's signed scale ls - 32 of sub-block j (quant.h) */
+QD_FN int qd_iq4xs_scale(const uint8_t *blk, int j) {
+    const int lo = blk[4 + j / 2] >> 4 * (j % 2) & 15, hi = (int)(qd_ld16(blk + 2) >> 2 * j & 3);
+    return (lo | hi << 4) - 32;
+}
+
 /* c + the 4 products of a's and b's signed bytes (exact) */
 QD_FN int qd_dot4(uint32_t a, uint32_t b, int c) {
 #ifdef __CUDA_ARCH__
@@ -93,7 +99,7 @@ QD_FN uint32_t qd_bit4(uint32_t x) {
 }
 
 /* Unit g's 32 integers of block blk as stored (unsigned; Q8_0's and
- * IQ4_NL's grid integers signed),
+ * IQ4_NL's / IQ4_XS's grid integers signed),
  * quant.h's QuantBlock.q packed as words. */
 QD_FN void qd_unit(DType dt, const uint8_t *blk, int g, uint32_t w[8]) {
     const uint32_t m4 = 0x0F0F0F0Fu;
@@ -101,9 +107,9 @@ QD_FN void qd_unit(DType dt, const uint8_t *blk, int g, uint32_t w[8]) {
     case DT_Q8_0:
         for (int k = 0; k < 8; k++) w[k] = qd_ld32(blk + 2 + 4 * k);
         break;
-    case DT_IQ4_NL:
+    case DT_IQ4_NL: case DT_IQ4_XS:
         for (int k = 0; k < 4; k++) {   /* elements 4k.. low nibbles, 16 + 4k.. high */
-            const uint32_t v = qd_ld32(blk + 2 + 4 * k);
+            const uint32_t v = qd_ld32(blk + (dt == DT_IQ4_XS ? 8 + 16 * g : 2) + 4 * k);
             uint32_t lo = 0, hi = 0;
             for (int m = 0; m < 4; m++) {
                 lo |= (uint32_t)(uint8_t)qd_iq4nl(v >> 8 * m & 15) << 8 * m;
@@ -176,6 +182,7 @@ QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8]
         *msum = mn * (xs0 + xs1);
         break;
     }
+    case DT_IQ4_XS: *isum = qd_iq4xs_scale(blk, g) * (lo + hi); break;
     case DT_Q6_K: {
         const int8_t *sc = (const int8_t *)blk + 192 + 2 * g;
         *isum = sc[0] * (lo - 32 * xs0) + sc[1] * (hi - 32 * xs1);
@@ -250,7 +257,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
     const int l = e % 32;
     uint32_t word = 0;
     for (int k = 0; k < 8; k++) word = k == l / 4 ? w[k] : word;   /* no dynamic index: w stays in registers */
-    const int q = dt == DT_Q8_0 || dt == DT_IQ4_NL ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
+    const int q = dt == DT_Q8_0 || dt == DT_IQ4_NL || dt == DT_IQ4_XS ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
     const float d = qd_half(blk + (dt == DT_Q6_K ? 208 : 0));
     switch (dt) {
     case DT_Q4_1: case DT_Q5_1: return qd_add(qd_mul((float)q, d), qd_half(blk + 2));
@@ -260,6 +267,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
         return qd_sub(qd_mul(qd_mul(d, (float)sc), (float)q), qd_mul(qd_half(blk + 2), (float)mn));
     }
     case DT_Q6_K: return qd_mul(qd_mul(d, (float)((const int8_t *)blk)[192 + e / 16]), (float)(q - 32));
+    case DT_IQ4_XS: return qd_mul(qd_mul(d, (float)qd_iq4xs_scale(blk, g)), (float)q);
     case DT_Q4_0: return qd_mul((float)(q - 8), d);
     case DT_Q5_0: return qd_mul((float)(q - 16), d);
     default: return qd_mul((float)q, d);   /* Q8_0, IQ4_NL */

@@ -11,7 +11,7 @@
  *   Q4_1, Q5_1:        that, then acc = fma(mw_b, dx_b * sx_b, acc)
  *   Q4_K, Q5_K:        acc = fma((float)isum_b, d_b * dx_b, acc), then
  *                      acc = fma(-(float)msum_b, dmin_b * dx_b, acc)
- *   Q6_K:              acc = fma((float)isum_b, d_b * dx_b, acc)
+ *   Q6_K, IQ4_XS:      acc = fma((float)isum_b, d_b * dx_b, acc)
  * from acc = 0, where isum_b = sum over sub-blocks j of sc_j * (sum q*qx -
  * off * sum qx) (quant.h's QuantBlock: sc 1 and one sub-block for the
  * 32-element types), sx_b the activation block's integer sum and msum_b =
@@ -289,13 +289,15 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *     plane v / 4 (u = v % 4);
  *   Q8_0: the 8 vectors' bytes themselves, q + Q8_OFF;
  *   IQ4_NL: its nibbles as Q4_0's, each vector's made its grid integers
- *     plus Q8_OFF (IQ4NL_LUT) as it is read.
+ *     plus Q8_OFF (IQ4NL_LUT) as it is read; IQ4_XS likewise, each of its
+ *     eight sub-blocks' nibbles as one IQ4_NL block's.
  * (q_bits below: the bits a copy's integer takes.)
  * Heads: Q8_0, Q4_0, Q5_0, IQ4_NL: d[KG] (the halves as stored); Q4_1, Q5_1:
  *   d[KG], m[KG]; Q4_K, Q5_K: d[KG], dmin[KG], sc[8][KG] and mn[4][KG][2]
  *   (the 6-bit scales and minimums as bytes, the minimums in pairs of
  *   sub-blocks); Q6_K: d[KG], sc[8][KG][2] (the int8 scales in pairs of
- *   sub-blocks).  A 32-element type's copy has the bytes it has as stored
+ *   sub-blocks); IQ4_XS: d[KG], sc[4][KG][2] (its signed ls - 32 as int8,
+ *   in pairs of sub-blocks).  A 32-element type's copy has the bytes it has as stored
  *   (and the padding rows').
  * K types: per sub-block the int32 lanes hold sum q * x exactly; times the
  * row lanes' scales (VNNI: vpmulld of the dpbusd sums; else the int16
@@ -303,7 +305,10 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  * halves) and added, that is the block's isum of the contract; Q6_K's -32
  * sc_j times the activations' sums of 16 and Q4_K / Q5_K's minimum sums
  * come from madd of the scale or minimum pairs with the pairs of
- * activation sums.  32-element types: the lanes start at -off * sx (Q4_0
+ * activation sums, as does IQ4_XS's -Q8_OFF sc_j times the activations'
+ * sums of 32 (its grid integers are signed: without VNNI each vector's
+ * maddubs takes |q| and x with q's sign, as Q8_0's, and its pair sums go
+ * straight to madd with the scale).  32-element types: the lanes start at -off * sx (Q4_0
  * 8, Q5_0 16, Q8_0 Q8_OFF; sx the activation block's integer sum) and add
  * the 8 dots, which is isum exactly.  Then the float chain per lane, as
  * the contract says. */
@@ -446,22 +451,24 @@ static inline void kf_store(float *p, kf v, int lo, int hi) {
 }
 #endif
 
-static inline int is_k(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K; }
+static inline int is_k(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K || DT == DT_IQ4_XS; }
 /* maddubs results (pair sums) a K tile adds in int16 before one madd with
  * the sub-block's scale: at most 16 products of q <= 15, 8 of q <= 31 or 4
  * of q <= 63, times |x| <= 127: <= 32004 (Q6_K's vectors 0-3 and 4-7 are
- * two sub-blocks of 16, each with its own scale) */
-static inline int k_int16_group(const DType DT) { return DT == DT_Q4_K ? 8 : DT == DT_Q5_K ? 4 : 2; }
+ * two sub-blocks of 16, each with its own scale); IQ4_XS's pair sums of
+ * |q| <= 127 times |x| go to madd alone */
+static inline int k_int16_group(const DType DT) { return DT == DT_Q4_K ? 8 : DT == DT_Q5_K ? 4 : DT == DT_IQ4_XS ? 1 : 2; }
 static inline int has_min32(const DType DT) { return DT == DT_Q4_1 || DT == DT_Q5_1; }
-/* bits of an integer as the copy keeps it: 4, 5, 6 or 8 (IQ4_NL: its 4-bit index) */
+/* bits of an integer as the copy keeps it: 4, 5, 6 or 8 (IQ4_NL, IQ4_XS: its 4-bit index) */
+static inline int is_iq4(const DType DT) { return DT == DT_IQ4_NL || DT == DT_IQ4_XS; }
 static inline int q_bits(const DType DT) {
-    return DT == DT_Q4_0 || DT == DT_Q4_1 || DT == DT_Q4_K || DT == DT_IQ4_NL ? 4 : DT == DT_Q5_0 || DT == DT_Q5_1 || DT == DT_Q5_K ? 5
+    return DT == DT_Q4_0 || DT == DT_Q4_1 || DT == DT_Q4_K || is_iq4(DT) ? 4 : DT == DT_Q5_0 || DT == DT_Q5_1 || DT == DT_Q5_K ? 5
          : DT == DT_Q6_K ? 6 : 8;
 }
 
 /* bytes of a group's block: its head (scales), then per 32 elements */
 static inline size_t kp_head(const DType DT) {
-    return (size_t)KG * (DT == DT_Q6_K ? 18 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
+    return (size_t)KG * (DT == DT_Q6_K ? 18 : DT == DT_IQ4_XS ? 10 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
 }
 static inline size_t kp_g(const DType DT) {
     return (size_t)KG * (size_t)(q_bits(DT) == 8 ? 32 : 16 + 4 * (q_bits(DT) - 4));
@@ -578,6 +585,9 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
+        } else if (dt == DT_IQ4_XS) {   /* d, then the 8 signed scales */
+            memcpy(hd + 2 * i, s, 2);
+            for (int j = 0; j < 8; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qd_iq4xs_scale(s, j);
         } else {   /* d first; Q4_1, Q5_1's m and Q4_K, Q5_K's dmin next */
             memcpy(hd + 2 * i, s, 2);
             if (is_k(dt) || has_min32(dt)) memcpy(hd + 2 * KG + 2 * i, s + 2, 2);
@@ -590,6 +600,8 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
         else if (dt == DT_Q5_K) kpack_q5k(body, gb, s, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
+        else if (dt == DT_IQ4_XS)
+            for (int g = 0; g < 8; g++) kpack_nib32(body + g * gb, s + 8 + 16 * g, i);
         else if (dt == DT_Q4_0 || dt == DT_IQ4_NL) kpack_nib32(body, s + 2, i);
         else if (dt == DT_Q4_1) kpack_nib32(body, s + 4, i);
         else if (dt == DT_Q5_0) kpack_5bit32(body, s + 2, s + 6, i);
@@ -631,7 +643,7 @@ static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const in
         const kv pl = kv_load(o + 16 * KG + (v / 4) * 4 * KG);
         const int u = v % 4;
         q = kv_or(q, kv_and8(u <= 2 ? kv_sll16(pl, 4 - 2 * u) : kv_srl16(pl, 2), 0x30));
-    } else if (DT == DT_IQ4_NL) {
+    } else if (is_iq4(DT)) {
         q = kv_lut16(IQ4NL_LUT, q);
     }
     return q;
@@ -679,7 +691,23 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
     const int64_t nb = a->nb, n = a->n;
     const kf dw = kf_half(hd);
     const float *dx = a->d + (size_t)b * n + t0;
-    if (DT == DT_Q6_K) {   /* -32 sc_j times the activations' sums of 16, by pairs of sub-blocks */
+    if (DT == DT_IQ4_XS) {   /* -Q8_OFF sc_j times the activations' sums of 32, by pairs of sub-blocks */
+        kv pr[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
+        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            kv s = isum[t];
+            if (Q8_OFF) {
+                kv o = kv_zero();
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; p++) o = kv_madd_add(o, pr[p], kv_b32(xs + 8 * t + 2 * p));
+                s = kv_sub32(s, kv_sll32(o, 7));
+            }
+            acc[t] = kf_fmadd(s, kf_mul(dw, kf_set1(dx[t])), acc[t]);
+        }
+    } else if (DT == DT_Q6_K) {   /* -32 sc_j times the activations' sums of 16, by pairs of sub-blocks */
         kv pr[8];
 #pragma GCC unroll 8
         for (int p = 0; p < 8; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
@@ -709,10 +737,11 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
     }
 }
 
-/* Q6_K's scales of the 32-element run g, sub-blocks 2g (*s0) and 2g + 1
- * (*s1): each row's in both int16 halves of its lane */
-static inline __attribute__((always_inline)) void q6_scales16(const uint8_t *hd, int g, kv *s0, kv *s1) {
-    const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);   /* sc_2g, sc_2g+1 of each row */
+/* The int8 scales of pair p of a Q6_K's or IQ4_XS's head (Q6_K: the
+ * sub-blocks 2p, 2p + 1 of the 32-element run p; IQ4_XS: runs 2p, 2p + 1),
+ * sc_2p (*s0) and sc_2p+1 (*s1): each row's in both int16 halves of its lane */
+static inline __attribute__((always_inline)) void q6_scales16(const uint8_t *hd, int p, kv *s0, kv *s1) {
+    const kv pr = kv_s8_16(hd + 2 * KG + p * 2 * KG);   /* sc_2p, sc_2p+1 of each row */
     *s0 = kv_odd16(pr, kv_sll32(pr, 16));
     *s1 = kv_odd16(kv_srl32(pr, 16), pr);
 }
@@ -740,10 +769,11 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
             kv wq[8];
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) wq[v] = k_vec(o, v, DT);
-            if (DT == DT_Q6_K) {
-                const kv pr = kv_s8_16(hd + 2 * KG + g * 2 * KG);
+            if (DT == DT_Q6_K || DT == DT_IQ4_XS) {   /* int8 scales in pairs: Q6_K's pair g, IQ4_XS's g / 2 */
+                const kv pr = kv_s8_16(hd + 2 * KG + (DT == DT_Q6_K ? g : g / 2) * 2 * KG);
                 s0 = kv_sra32(kv_sll32(pr, 16), 16);
                 s1 = kv_sra32(pr, 16);
+                if (DT == DT_IQ4_XS && g % 2) s0 = s1;
             } else s0 = s1 = kv_u8_32(hd + 4 * KG + g * KG);
 #pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
@@ -761,6 +791,9 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
             /* the scale in both int16 halves of each lane */
             if (DT == DT_Q6_K) {
                 q6_scales16(hd, g, &s0, &s1);
+            } else if (DT == DT_IQ4_XS) {
+                q6_scales16(hd, g / 2, &s0, &s1);
+                if (g % 2) s0 = s1;
             } else {
                 const kv s = kv_u8_32(hd + 4 * KG + g * KG);
                 s0 = s1 = kv_or(s, kv_sll32(s, 16));
@@ -779,7 +812,9 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
                     for (int v = 0; v < K_PASS_VECTORS; v += G) {
                         kv m[8];   /* G products, added pairwise */
 #pragma GCC unroll 8
-                        for (int u = 0; u < G; u++) m[u] = kv_maddubs(wq[v + u], kv_b32(x + 4 * (v + u)));
+                        for (int u = 0; u < G; u++)   /* IQ4_XS: |q| times x with q's sign, as Q8_0's */
+                            m[u] = DT == DT_IQ4_XS ? kv_maddubs(kv_abs8(wq[v + u]), kv_sign8(kv_b32(x + 4 * (v + u)), wq[v + u]))
+                                                   : kv_maddubs(wq[v + u], kv_b32(x + 4 * (v + u)));
 #pragma GCC unroll 3
                         for (int w = 1; w < G; w *= 2)
 #pragma GCC unroll 4
@@ -810,7 +845,7 @@ static inline __attribute__((always_inline)) kv dot32(const kv wq[8], const int8
     return kv_add32(p0, p1);
 #else
     const kv one = kv_set16(1);
-    if (DT == DT_Q8_0 || DT == DT_IQ4_NL) {   /* |q| times x with q's sign: pair sums <= 2 * 128 * 127 */
+    if (DT == DT_Q8_0 || is_iq4(DT)) {   /* |q| times x with q's sign: pair sums <= 2 * 128 * 127 */
         kv p = init;
 #pragma GCC unroll 8
         for (int v = 0; v < 8; v++)
@@ -835,7 +870,7 @@ static inline __attribute__((always_inline)) void tile32(const Weight *w, const 
                                                          const DType DT, const uint8_t *pf) {
     const int64_t nb = a->nb, n = a->n;
     const size_t blk = kp_block(DT);
-    const int off = DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 || DT == DT_IQ4_NL ? Q8_OFF : 0;
+    const int off = DT == DT_Q4_0 ? 8 : DT == DT_Q5_0 ? 16 : DT == DT_Q8_0 || is_iq4(DT) ? Q8_OFF : 0;
     const int32_t *s_off = a->s_off + (size_t)(DT == DT_Q4_0 ? 0 : DT == DT_Q5_0 ? 1 : 2) * (size_t)(nb * n);
     kf acc[KT_MAX];
 #pragma GCC unroll 8
@@ -1076,6 +1111,7 @@ static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, i
     case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
     case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
     case DT_IQ4_NL: rows_typed(w, a, out, r0, r1, DT_IQ4_NL); break;
+    case DT_IQ4_XS: rows_typed(w, a, out, r0, r1, DT_IQ4_XS); break;
     default: break;
     }
 }

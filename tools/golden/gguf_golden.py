@@ -5,13 +5,13 @@ tests/golden/gguf/small.gguf holds one metadata key of every scalar type,
 a string array, a float array, four tensors (F32, F16, Q8_0, Q4_1) of
 seeded random values quantised by gguf.quants, a BF16 tensor of random
 finite bit patterns (zero, -0, subnormals and the largest first), and one tensor of each of
-Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, Q3_K made of random block bytes (random
+Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q3_K made of random block bytes (random
 half-precision scales, the first blocks' scales the edge values: zero, -0,
 subnormals, 65504; random quant, scale and high-bit bytes);
 small.expected.f32 holds each tensor's values as gguf.quants.dequantize
 gives them (llama.cpp's reference), concatenated in tensor order,
 little-endian float32.  It also writes the fuzz seeds
-tests/fuzz/corpus/gguf/quant_*.gguf: one block of each of those eight types,
+tests/fuzz/corpus/gguf/quant_*.gguf: one block of each of those nine types,
 and a Q2_K tensor the reader lists but refuses to read.
 
     pip install gguf==0.19.0 numpy   # the version that wrote the committed files
@@ -59,7 +59,7 @@ tensors.append(("bf16", bits.view(np.uint8), gguf.GGMLQuantizationType.BF16))
 Q = gguf.GGMLQuantizationType
 # where the half-precision scales lie in each type's block of bytes: the
 # scale d, and for Q4_1 / Q5_1 the minimum m, for Q4_K / Q5_K dmin
-SCALES = {Q.IQ4_NL: [0], Q.Q4_0: [0], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+SCALES = {Q.IQ4_NL: [0], Q.IQ4_XS: [0], Q.Q4_0: [0], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
 EDGES = [0x0000, 0x8000, 0x0001, 0x83FF, 0x7BFF]   # zero, -0, subnormals, the largest half
 
 
@@ -87,6 +87,7 @@ for name, qt, rows, cols in [("q4_0", Q.Q4_0, 3, 128), ("q5_0", Q.Q5_0, 3, 128),
     tensors.append((name, random_blocks(brng, qt, rows, cols), qt))
 # IQ4_NL before q3_k, which stays last; a generator of its own
 tensors.insert(len(tensors) - 1, ("iq4_nl", random_blocks(np.random.default_rng(2031), Q.IQ4_NL, 3, 128), Q.IQ4_NL))
+tensors.insert(len(tensors) - 1, ("iq4_xs", random_blocks(np.random.default_rng(2032), Q.IQ4_XS, 2, 1536), Q.IQ4_XS))
 expected = []
 for name, x, qt in tensors:
     if qt in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
@@ -116,7 +117,8 @@ for fname, items in [("quant_32.gguf", [("a", Q.Q4_0, 32), ("b", Q.Q5_0, 32), ("
                      ("quant_q5_k.gguf", [("w", Q.Q5_K, 256)]),
                      ("quant_q6_k.gguf", [("w", Q.Q6_K, 256)]),
                      ("quant_q3_k.gguf", [("w", Q.Q3_K, 512)]),
-                     ("quant_iq4_nl.gguf", [("w", Q.IQ4_NL, 64)])]:
+                     ("quant_iq4_nl.gguf", [("w", Q.IQ4_NL, 64)]),
+                     ("quant_iq4_xs.gguf", [("w", Q.IQ4_XS, 512)])]:
     w = gguf.GGUFWriter(os.path.join(seeds, fname), "llama")
     for name, qt, cols in items:
         if qt == Q.Q2_K:   # not read: random bytes of its size

@@ -21,7 +21,8 @@ super-blocks of 256, which the K types need), its matrices in every GGUF
 block type the runtime computes with (QUANT_TYPES below), for the tests of
 the block products in a model (spec-convert --dtype keep against --dtype
 f32 of the same file).  gguf-py quantizes the 32-element types; the K types
-are quantized here by a plain min/max rule (llama.cpp's quantizer searches
+and IQ4_NL / IQ4_XS (which gguf-py only dequantizes) are quantized here by a
+plain min/max rule (llama.cpp's quantizer searches
 its scales; any valid blocks serve a test of what they decode to).
 
     python3 tools/golden/qwen2_golden.py --quant-only   # rewrites qwen2_quant.gguf alone
@@ -82,15 +83,15 @@ def config_quant():
                        use_sliding_window=False, bos_token_id=1, eos_token_id=2, initializer_range=0.1)
 
 
-# qwen2_quant.gguf's matrices by GGUF name: every block type twice or more
+# qwen2_quant.gguf's matrices by GGUF name: every block type at least once
 QUANT_TYPES = {
     "token_embd.weight": "Q6_K", "output.weight": "Q8_0",
     "blk.0.attn_q.weight": "Q8_0", "blk.0.attn_k.weight": "Q4_0", "blk.0.attn_v.weight": "Q4_1",
     "blk.0.attn_output.weight": "Q5_0", "blk.0.ffn_gate.weight": "Q5_1", "blk.0.ffn_up.weight": "Q4_K",
     "blk.0.ffn_down.weight": "Q6_K",
     "blk.1.attn_q.weight": "Q4_K", "blk.1.attn_k.weight": "Q5_K", "blk.1.attn_v.weight": "Q6_K",
-    "blk.1.attn_output.weight": "Q8_0", "blk.1.ffn_gate.weight": "Q4_K", "blk.1.ffn_up.weight": "Q5_K",
-    "blk.1.ffn_down.weight": "Q4_0",
+    "blk.1.attn_output.weight": "IQ4_NL", "blk.1.ffn_gate.weight": "Q4_K", "blk.1.ffn_up.weight": "Q5_K",
+    "blk.1.ffn_down.weight": "IQ4_XS",
 }
 
 
@@ -160,20 +161,58 @@ def quantize_k(x, kind):
     return np.concatenate([head, qh, qs], axis=1)
 
 
+# IQ4_NL's and IQ4_XS's grid (ggml's kvalues_iq4nl)
+IQ4_GRID = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
+
+
+def quantize_iq4(x, kind):
+    """x [n][256] (IQ4_XS: super-blocks) or [n][32] (IQ4_NL) to blocks [n][bytes]
+    in ggml's layout: per 32 elements the signed scale that takes the element of
+    largest magnitude to -127, each element the nearest grid integer times it;
+    IQ4_XS holds those scales as d * (ls - 32), d F16 per 256 and ls 6-bit"""
+    import numpy as np
+    grid = np.array(IQ4_GRID, np.float32)
+    x = x.astype(np.float32)
+    n = x.shape[0]
+    sub = x.reshape(n, -1, 32)
+    at = np.abs(sub).argmax(axis=2)
+    s = np.take_along_axis(sub, at[:, :, None], axis=2)[:, :, 0] / -127.0   # each sub-block's scale
+    if kind == "IQ4_NL":
+        d16 = s.astype(np.float16)
+        step = d16.astype(np.float32)
+    else:
+        d = np.maximum(np.abs(s).max(axis=1), 1e-12) / 31.0
+        d16 = d.astype(np.float16)
+        ls = np.clip(np.round(s / d16.astype(np.float32)[:, None]), -32, 31).astype(np.int32) + 32
+        step = d16.astype(np.float32)[:, None] * (ls - 32).astype(np.float32)
+    safe = np.where(step == 0, 1.0, step)
+    idx = np.abs(sub[:, :, :, None] / safe[:, :, None, None] - grid).argmin(axis=3).astype(np.uint8)
+    qs = (idx[:, :, :16] | (idx[:, :, 16:] << 4)).reshape(n, -1)   # per 32: low nibbles 0-15, high 16-31
+    if kind == "IQ4_NL":
+        return np.concatenate([d16.reshape(-1, 1).view(np.uint8), qs.reshape(-1, 16)], axis=1).reshape(n, -1)
+    scales_h = np.zeros(n, np.uint16)
+    scales_l = np.zeros((n, 4), np.uint8)
+    for j in range(8):
+        scales_l[:, j // 2] |= ((ls[:, j] & 15) << (4 * (j % 2))).astype(np.uint8)
+        scales_h |= ((ls[:, j] >> 4) << (2 * j)).astype(np.uint16)
+    return np.concatenate([_f16(d16), scales_h.reshape(-1, 1).view(np.uint8), scales_l, qs], axis=1)
+
+
 def quantize(t, kind):
     """t [rows][cols] (float32 numpy) as GGUF blocks of kind: uint8 [rows][row bytes]"""
     import gguf
     import numpy as np
     qt = getattr(gguf.GGMLQuantizationType, kind)
-    if kind in ("Q4_K", "Q5_K", "Q6_K"):
+    if kind in ("Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL"):
         rows, cols = t.shape
-        q = quantize_k(t.reshape(-1, 256), kind)
+        block = 32 if kind == "IQ4_NL" else 256
+        q = (quantize_iq4 if kind.startswith("IQ4") else quantize_k)(t.reshape(-1, block), kind)
         q = q.reshape(rows, -1)
     else:
         q = gguf.quants.quantize(t, qt)
     back = gguf.quants.dequantize(q, qt).reshape(t.shape)
     err = np.abs(back - t).max() / max(np.abs(t).max(), 1e-12)
-    assert err < (0.15 if kind in ("Q4_0", "Q4_1", "Q4_K") else 0.08), (kind, err)   # the packing is right
+    assert err < (0.15 if kind in ("Q4_0", "Q4_1", "Q4_K", "IQ4_NL", "IQ4_XS") else 0.08), (kind, err)   # the packing is right
     return q, qt
 
 
