@@ -150,6 +150,22 @@ static void test_parity_qwen3_bf16(void) { parity("qwen3_bf16"); }
  * tools/golden/gemma3_golden.py (transformers 4.51) */
 static void test_parity_gemma3_f32_sliding(void) { parity("gemma3_f32"); }
 static void test_parity_gemma3_bf16(void) { parity("gemma3_bf16"); }
+/* Gemma 3 as Google publishes 4B-27B (model_type gemma3, a text_config
+ * holding only what differs from Gemma3TextConfig's defaults, a vision tower
+ * beside the decoder), gemma3_f32's weights: its goldens, under both names
+ * of the decoder's tensors (language_model.model. as published,
+ * model.language_model. as transformers writes them from 4.52 on);
+ * gemma3_golden.py --multimodal checks transformers' logits of the wrapped
+ * model equal gemma3_f32's.  The eos ids are the top level's. */
+static void test_parity_gemma3_multimodal(void) {
+    parity_dir("tests/ckpt/gemma3_mm", "gemma3_f32");
+    parity_dir("tests/ckpt/gemma3_mm_renamed", "gemma3_f32");
+    ModelConfig c;
+    REQUIRE(config_load("tests/ckpt/gemma3_mm/config.json", &c) == 0, "%s", err_get());
+    CHECK(c.n_eos == 2 && c.eos_ids[0] == 1 && c.eos_ids[1] == 106 && c.bos_id == 2 && c.tie_embeddings &&
+          c.rms_eps == 1e-6f && c.rope_local_theta == 10000.0f && c.act == ACT_GELU_TANH,
+          "gemma3_mm: defaults or eos ids not read (eos %d: %d, bos %d)", c.n_eos, c.eos_ids[0], c.bos_id);
+}
 
 /* A GGUF metadata pair appended to b (at *n): a string (val) or, with val
  * NULL, an unsigned 32-bit integer (num) */
@@ -644,6 +660,10 @@ static void test_family_refusals(void) {
         {"tests/ckpt/gemma3_f32", "\"hidden_activation\": \"gelu_pytorch_tanh\"", "\"hidden_activation\": \"silu\"",
          "hidden_activation"},
         {"tests/ckpt/qwen3_f32", "\"model_type\": \"qwen3\"", "\"model_type\": \"gemma3_text\"", "hidden_act silu"},
+        {"tests/ckpt/gemma3_mm", "\"text_config\"", "\"txt_config\"", "text_config"},
+        {"tests/ckpt/gemma3_mm", "\"model_type\": \"gemma3_text\"", "\"model_type\": \"gemma2_text\"", "text_config's model_type"},
+        {"tests/ckpt/gemma3_mm", "\"model_type\": \"gemma3_text\"",
+         "\"model_type\": \"gemma3_text\", \"attn_logit_softcapping\": 50.0", "attn_logit_softcapping"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         config_variant(dir, cases[i].src, cases[i].from, cases[i].to);
@@ -1065,6 +1085,7 @@ int main(void) {
     RUN(test_parity_qwen3_bf16);
     RUN(test_parity_gemma3_f32_sliding);
     RUN(test_parity_gemma3_bf16);
+    RUN(test_parity_gemma3_multimodal);
     RUN(test_copied_weights_drop_the_file_pages);
     RUN(test_convert_keep_block_types);
     RUN(test_convert_q4_0);

@@ -144,6 +144,47 @@ static int parse_gemma3(const cJSON *j, const char *path, ModelConfig *c) {
     return 0;
 }
 
+/* Gemma3TextConfig's defaults (transformers 4.50-4.51), which a
+ * multimodal Gemma 3's text_config leaves out */
+static const char GEMMA3_TEXT_DEFAULTS[] =
+    "{\"vocab_size\": 262208, \"hidden_size\": 2304, \"intermediate_size\": 9216, \"num_hidden_layers\": 26,"
+    " \"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"head_dim\": 256,"
+    " \"hidden_activation\": \"gelu_pytorch_tanh\", \"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-6,"
+    " \"eos_token_id\": 1, \"bos_token_id\": 2, \"tie_word_embeddings\": true, \"rope_theta\": 1000000.0,"
+    " \"query_pre_attn_scalar\": 256, \"sliding_window\": 4096, \"rope_local_base_freq\": 10000.0,"
+    " \"sliding_window_pattern\": 6}";
+
+/* Gemma 3 4B-27B as Google publishes them (model_type gemma3,
+ * Gemma3ForConditionalGeneration): the text decoder's config is text_config
+ * over Gemma3TextConfig's defaults, with the top level's eos ids where it
+ * names none (what transformers' generate stops at); the vision tower is
+ * not read (text in, text out).  A new object, or NULL with err_set. */
+static cJSON *gemma3_text_config(const cJSON *j, const char *path) {
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(j, "text_config");
+    if (!cJSON_IsObject(tc)) {
+        err_set("%s: model_type gemma3 needs a text_config object (the text decoder's)", path);
+        return NULL;
+    }
+    const cJSON *tmt = cJSON_GetObjectItemCaseSensitive(tc, "model_type");
+    if (tmt && !(cJSON_IsString(tmt) && !strcmp(tmt->valuestring, "gemma3_text"))) {
+        err_set("%s: text_config's model_type is not gemma3_text", path);
+        return NULL;
+    }
+    cJSON *t = cJSON_Parse(GEMMA3_TEXT_DEFAULTS);
+    for (const cJSON *e = tc->child; e; e = e->next) {
+        cJSON_DeleteItemFromObjectCaseSensitive(t, e->string);
+        cJSON_AddItemToObject(t, e->string, cJSON_Duplicate(e, 1));
+    }
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
+    if (eos && !cJSON_GetObjectItemCaseSensitive(tc, "eos_token_id")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(t, "eos_token_id");
+        cJSON_AddItemToObject(t, "eos_token_id", cJSON_Duplicate(eos, 1));
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(t, "model_type");
+    cJSON_AddStringToObject(t, "model_type", "gemma3_text");
+    return t;
+}
+
 int config_load(const char *path, ModelConfig *c) {
     memset(c, 0, sizeof *c);
     snprintf(c->path, sizeof c->path, "%s", path);
@@ -152,11 +193,18 @@ int config_load(const char *path, ModelConfig *c) {
     int rc = -1;
     if (!cJSON_IsObject(j)) { err_set("%s: not a JSON object", path); goto out; }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
+    if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "gemma3")) {
+        cJSON *t = gemma3_text_config(j, path);
+        if (!t) goto out;
+        cJSON_Delete(j);
+        j = t;
+        mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
+    }
     if (cJSON_IsString(mt) && strcmp(mt->valuestring, "llama") && strcmp(mt->valuestring, "mistral") &&
         strcmp(mt->valuestring, "qwen2") && strcmp(mt->valuestring, "qwen3") &&
         strcmp(mt->valuestring, "gemma3_text")) {
-        err_set("%s: model_type %s is not a supported decoder (llama, mistral, qwen2, qwen3, gemma3_text)", path,
-                mt->valuestring);
+        err_set("%s: model_type %s is not a supported decoder (llama, mistral, qwen2, qwen3, gemma3_text, gemma3)",
+                path, mt->valuestring);
         goto out;
     }
     const int gemma3 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "gemma3_text");

@@ -101,6 +101,29 @@ int llama_load_layer(const Backend *be, const SafeTensors *st, const ModelConfig
     return 0;
 }
 
+/* Where a checkpoint keeps its decoder: "model." as a causal LM saves it, or
+ * a multimodal model's text decoder (Gemma 3 4B-27B: language_model.model.
+ * as Google publishes them, model.language_model. as transformers saves them
+ * from 4.52 on), its LM head beside it; the first whose embeddings exist
+ * (none: "model.", whose missing tensor the load then names).  Other tensors
+ * (a vision tower) are never read. */
+static void llama_tensor_names(LlamaModel *m) {
+    static const char *const at[][2] = {{"model.", "lm_head.weight"},
+                                        {"language_model.model.", "language_model.lm_head.weight"},
+                                        {"model.language_model.", "lm_head.weight"}};
+    m->prefix = at[0][0];
+    m->head_name = at[0][1];
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%sembed_tokens.weight", at[i][0]);
+        if (st_find(m->st, name)) {
+            m->prefix = at[i][0];
+            m->head_name = at[i][1];
+            return;
+        }
+    }
+}
+
 LlamaModel *llama_load(const char *dir, const Backend *be) {
     LlamaModel *m = xcalloc(1, sizeof *m);
     m->be = be;
@@ -115,20 +138,24 @@ LlamaModel *llama_load(const char *dir, const Backend *be) {
     if (!m->st) { free(m); return NULL; }
     st_weight_types(m->st, m->weight_types, sizeof m->weight_types);
     m->layer = xcalloc(c->layers, sizeof(LlamaLayer));
+    llama_tensor_names(m);
+    char embed[96], norm[96];
+    snprintf(embed, sizeof embed, "%sembed_tokens.weight", m->prefix);
+    snprintf(norm, sizeof norm, "%snorm.weight", m->prefix);
     float *at = m->final_norm_host = c->norm_plus_one ? xmalloc(sizeof(float) * c->hidden) : NULL;
-    rc = llama_load_weight(be, m->st, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed) ||
-         (at ? load_norm_as_applied(be, m->st, c, "model.norm.weight", c->hidden, 1.0f, &m->final_norm, &at)
-             : llama_load_weight(be, m->st, "model.norm.weight", 1, c->hidden, &m->final_norm));
+    rc = llama_load_weight(be, m->st, embed, c->vocab, c->hidden, &m->embed) ||
+         (at ? load_norm_as_applied(be, m->st, c, norm, c->hidden, 1.0f, &m->final_norm, &at)
+             : llama_load_weight(be, m->st, norm, 1, c->hidden, &m->final_norm));
     if (!rc) {
         /* tied checkpoints may still carry an lm_head copy; use it if present */
-        if (!c->tie_embeddings || st_find(m->st, "lm_head.weight"))
-            rc = llama_load_weight(be, m->st, "lm_head.weight", c->vocab, c->hidden, &m->lm_head);
+        if (!c->tie_embeddings || st_find(m->st, m->head_name))
+            rc = llama_load_weight(be, m->st, m->head_name, c->vocab, c->hidden, &m->lm_head);
         else
             m->lm_head = m->embed;
     }
     for (int i = 0; i < c->layers && !rc; i++) {
-        char prefix[64];
-        snprintf(prefix, sizeof prefix, "model.layers.%d.", i);
+        char prefix[96];
+        snprintf(prefix, sizeof prefix, "%slayers.%d.", m->prefix, i);
         rc = llama_load_layer(be, m->st, c, prefix, 1, c->hidden, &m->layer[i]);
         m->layer[i].window = config_layer_window(c, i);
     }
@@ -169,7 +196,9 @@ void llama_free(LlamaModel *m) {
 
 int llama_lm_head_rows(const LlamaModel *m, const int *ids, int n, Weight *w, void **host) {
     const ModelConfig *c = &m->cfg;
-    const char *name = st_find(m->st, "lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+    char embed[96];
+    snprintf(embed, sizeof embed, "%sembed_tokens.weight", m->prefix);
+    const char *name = st_find(m->st, m->head_name) ? m->head_name : embed;
     const StTensor *t = st_get(m->st, name, c->vocab, c->hidden);
     if (!t) return -1;
     const size_t row = (size_t)quant_row_bytes(t->dtype, c->hidden);

@@ -35,6 +35,8 @@ typedef struct {
     float *inv_freq;         /* host, head_dim/2 */
     float *inv_freq_local;   /* the sliding layers' (Gemma 3), host; NULL where none slides */
     float *final_norm_host;  /* the final norm as applied, where it differs from the checkpoint's */
+    const char *prefix;      /* the decoder's tensor names start so (llama_tensor_names) */
+    const char *head_name;   /* the LM head's tensor name, where the checkpoint has one */
     char dir[512];
     char config_hash[17];    /* identity of config.json for reports */
     char weight_types[128];  /* st_weight_types: the weights' types, for reports */

@@ -24,6 +24,16 @@ gemma3_tiny.gguf: gemma3_f32 as llama.cpp's converter writes a gemma3 GGUF
 ffn_norm / post_ffw_norm, the sliding layers as a flag per layer, rope.freq_base_swa,
 no output.weight), for spec-convert's test.
 
+    /tmp/tf451/bin/python tools/golden/gemma3_golden.py --multimodal   # after the above
+
+writes tests/ckpt/gemma3_mm (gemma3_f32's weights as the text model of a
+Gemma3ForConditionalGeneration with a tiny vision tower, saved as Google publishes
+Gemma 3 4B-27B: model_type gemma3, a text_config that omits every value equal to
+Gemma3TextConfig's default, the decoder's tensors under language_model.model.) and
+tests/ckpt/gemma3_mm_renamed (the same tensors under model.language_model., as
+transformers from 4.52 on saves them); it checks that transformers' logits of the
+wrapped model equal gemma3_f32's.
+
     /tmp/tf451/bin/python tools/golden/gemma3_golden.py --llamacpp DIR
 
 writes instead, for a comparison with llama.cpp (not a test input), a larger random Gemma 3
@@ -34,7 +44,7 @@ window of 8; then llama.cpp's own converter (the sdist's convert_hf_to_gguf.py) 
 DIR.f32.gguf, spec-convert reads that, and tools/experiments/qwen_greedy.py compares the
 greedy tokens (docs/models.md#gemma-3).
 """
-import os, sys
+import json, os, sys
 import torch
 from transformers import Gemma3TextConfig, Gemma3ForCausalLM
 
@@ -87,8 +97,61 @@ def write_llamacpp_pair(out):
     model.save_pretrained(out, safe_serialization=True)
 
 
+def write_multimodal():
+    from safetensors.torch import load_file, save_file
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, SiglipVisionConfig
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "ckpt")
+    text = Gemma3ForCausalLM.from_pretrained(os.path.join(root, "gemma3_f32"), torch_dtype=torch.float32,
+                                             attn_implementation="eager").eval()
+    vision = SiglipVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                image_size=28, patch_size=14)
+    cfg = Gemma3Config(text_config=text.config.to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4,
+                       boi_token_index=250, eoi_token_index=251, image_token_index=252, eos_token_id=[1, 106])
+    torch.manual_seed(7)
+    mm = Gemma3ForConditionalGeneration(cfg).float().eval()
+    missing = mm.language_model.load_state_dict(text.state_dict(), strict=False)
+    assert not missing.unexpected_keys, missing
+    ids = torch.tensor([[(i * 37 + 11) % 256 for i in range(40)]])
+    with torch.no_grad():
+        assert torch.equal(mm(input_ids=ids).logits, text(input_ids=ids).logits)
+    out = os.path.join(root, "gemma3_mm")
+    mm.save_pretrained(out, safe_serialization=True)
+    # text_config as Google's configs hold it: only what differs from Gemma3TextConfig's defaults
+    path = os.path.join(out, "config.json")
+    c = json.load(open(path))
+    default = Gemma3TextConfig().to_dict()
+    c["text_config"] = {k: v for k, v in c["text_config"].items()
+                        if k == "model_type" or (not k.startswith("_") and k not in ("architectures", "torch_dtype")
+                                                 and default.get(k, object()) != v)}
+    json.dump(c, open(path, "w"), indent=2)
+    again = Gemma3ForConditionalGeneration.from_pretrained(out, torch_dtype=torch.float32,
+                                                           attn_implementation="eager").eval()
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, text(input_ids=ids).logits)
+    keys = list(load_file(os.path.join(out, "model.safetensors")))
+    assert any(k.startswith("language_model.model.layers.") for k in keys), keys[:5]
+    assert any(k.startswith("vision_tower.") for k in keys)
+    renamed = os.path.join(root, "gemma3_mm_renamed")
+    os.makedirs(renamed, exist_ok=True)
+    t = load_file(os.path.join(out, "model.safetensors"))
+    new = {}
+    for k, v in t.items():   # transformers >= 4.52's names
+        if k.startswith("language_model.model."):
+            k = "model.language_model." + k[len("language_model.model."):]
+        elif k.startswith("language_model.lm_head."):
+            k = k[len("language_model."):]
+        else:
+            k = "model." + k
+        new[k] = v
+    save_file(new, os.path.join(renamed, "model.safetensors"), metadata={"format": "pt"})
+    open(os.path.join(renamed, "config.json"), "w").write(open(os.path.join(out, "config.json")).read())
+    print("wrote", out, renamed)
+
+
 if __name__ == "__main__":
-    if "--llamacpp" in sys.argv:
+    if "--multimodal" in sys.argv:
+        write_multimodal()
+    elif "--llamacpp" in sys.argv:
         write_llamacpp_pair(sys.argv[sys.argv.index("--llamacpp") + 1])
     else:
         write_tiny_family(Gemma3ForCausalLM, config, "gemma3", (6321, 61, 62), random_norms, use_cache=False)
