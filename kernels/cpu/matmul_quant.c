@@ -684,40 +684,31 @@ static inline __attribute__((always_inline)) void k_store(const Weight *w, float
 }
 
 /* The float chain of a K block b after its integer sums: acc[t] += isum[t]
- * times d * dx, less the minimums' (Q6_K: the -32 offsets') part, for
+ * times d * dx, less the minimums' (Q6_K, IQ4_XS: the offsets') part, for
  * tokens t0 .. t0 + T - 1 (the contract's order). */
 static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, const Act *a, int64_t b, int t0,
                                                           const int T, const kv *isum, kf *acc, const DType DT) {
     const int64_t nb = a->nb, n = a->n;
     const kf dw = kf_half(hd);
     const float *dx = a->d + (size_t)b * n + t0;
-    if (DT == DT_IQ4_XS) {   /* -Q8_OFF sc_j times the activations' sums of 32, by pairs of sub-blocks */
-        kv pr[4];
-#pragma GCC unroll 4
-        for (int p = 0; p < 4; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
-        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
-#pragma GCC unroll 8
-        for (int t = 0; t < T; t++) {
-            kv s = isum[t];
-            if (Q8_OFF) {
-                kv o = kv_zero();
-#pragma GCC unroll 4
-                for (int p = 0; p < 4; p++) o = kv_madd_add(o, pr[p], kv_b32(xs + 8 * t + 2 * p));
-                s = kv_sub32(s, kv_sll32(o, 7));
-            }
-            acc[t] = kf_fmadd(s, kf_mul(dw, kf_set1(dx[t])), acc[t]);
-        }
-    } else if (DT == DT_Q6_K) {   /* -32 sc_j times the activations' sums of 16, by pairs of sub-blocks */
+    if (DT == DT_Q6_K || DT == DT_IQ4_XS) {   /* -off sc_j times the activations' sums over sub-block j, by pairs
+                                               * of sub-blocks: Q6_K's 32 over its sums of 16, IQ4_XS's Q8_OFF over
+                                               * its sums of 32 */
+        const int q6 = DT == DT_Q6_K, pairs = q6 ? 8 : 4, shift = q6 ? 5 : 7, off = q6 || Q8_OFF;
         kv pr[8];
 #pragma GCC unroll 8
-        for (int p = 0; p < 8; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
+        for (int p = 0; p < pairs; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
-            const int16_t *bs = a->bs + ((size_t)(t0 + t) * nb + b) * 16;
-            kv o = kv_zero();
+            const int16_t *sums = q6 ? a->bs + ((size_t)(t0 + t) * nb + b) * 16 : a->xs + ((size_t)b * n + t0 + t) * 8;
+            kv s = isum[t];
+            if (off) {
+                kv o = kv_zero();
 #pragma GCC unroll 8
-            for (int p = 0; p < 8; p++) o = kv_madd_add(o, pr[p], kv_b32(bs + 2 * p));
-            acc[t] = kf_fmadd(kv_sub32(isum[t], kv_sll32(o, 5)), kf_mul(dw, kf_set1(dx[t])), acc[t]);
+                for (int p = 0; p < pairs; p++) o = kv_madd_add(o, pr[p], kv_b32(sums + 2 * p));
+                s = kv_sub32(s, kv_sll32(o, shift));
+            }
+            acc[t] = kf_fmadd(s, kf_mul(dw, kf_set1(dx[t])), acc[t]);
         }
     } else {   /* the minimum sums, by pairs of sub-blocks */
         const kf dm = kf_half(hd + 2 * KG);
