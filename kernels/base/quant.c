@@ -174,6 +174,15 @@ static void unpack_q6_k(const uint8_t *p, QuantBlock *b) {
     }
 }
 
+/* 32 grid integers of IQ4_NL / IQ4_XS from 16 bytes of nibbles (element
+ * j < 16 the low nibble of qs[j], j >= 16 the high nibble of qs[j - 16]) */
+static void iq4_ints(const uint8_t *qs, int16_t *q) {
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int16_t)qd_iq4nl(qs[j] & 0x0Fu);
+        q[j + 16] = (int16_t)qd_iq4nl(qs[j] >> 4);
+    }
+}
+
 void quant_unpack(DType t, const void *block, QuantBlock *b) {
     const uint8_t *p = block;
     /* every field but q past the type's elements (never read): a repack
@@ -199,13 +208,7 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
         break;
     }
     case DT_Q5_0: b->d = half_at(p); b->off = 16; q5_ints(p + 2, p + 6, b->q); break;
-    case DT_IQ4_NL:
-        b->d = half_at(p);
-        for (int j = 0; j < 16; j++) {
-            b->q[j] = (int16_t)qd_iq4nl(p[2 + j] & 0x0Fu);
-            b->q[j + 16] = (int16_t)qd_iq4nl(p[2 + j] >> 4);
-        }
-        break;
+    case DT_IQ4_NL: b->d = half_at(p); iq4_ints(p + 2, b->q); break;
     case DT_Q5_1: b->d = half_at(p); b->m = half_at(p + 2); q5_ints(p + 4, p + 8, b->q); break;
     case DT_Q4_K: unpack_k45(p, NULL, p + 16, b); break;
     case DT_Q5_K: unpack_k45(p, p + 16, p + 48, b); break;
@@ -215,10 +218,7 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
         b->sub = 32;
         for (int g = 0; g < 8; g++) {
             b->sc[g] = qd_iq4xs_scale(p, g);
-            for (int j = 0; j < 16; j++) {
-                b->q[32 * g + j] = (int16_t)qd_iq4nl(p[8 + 16 * g + j] & 0x0Fu);
-                b->q[32 * g + j + 16] = (int16_t)qd_iq4nl(p[8 + 16 * g + j] >> 4);
-            }
+            iq4_ints(p + 8 + 16 * g, b->q + 32 * g);
         }
         break;
     default: break;

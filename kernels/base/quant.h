@@ -49,10 +49,12 @@ int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
 
 /* One block's integers and scales as stored, nothing rounded: element e
  * is (d * sc[e / sub]) * (q[e] - off) - m * mn[e / sub] for the K types
- * (sub 32; Q6_K: sub 16, no minimum; IQ4_XS: sc = ls - 32, no minimum), (q[e] - off) * d for Q4_0, Q5_0,
- * Q8_0, q[e] * d + m for Q4_1 and Q5_1 (sub 0: no sub-block scales). */
+ * (sub 32; Q6_K: sub 16, no minimum; IQ4_XS: sc = ls - 32, no minimum),
+ * (q[e] - off) * d for Q4_0, Q5_0, Q8_0, IQ4_NL, q[e] * d + m for Q4_1 and
+ * Q5_1 (sub 0: no sub-block scales). */
 typedef struct {
-    int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL, IQ4_XS: the grid's integers (32-element types: q[0..31]) */
+    int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL, IQ4_XS: the grid's integers
+                             (32-element types: q[0..31]) */
     int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
     float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K), else 0 */
     int sub;              /* elements per sub-block scale: 32, 16, or 0 */
