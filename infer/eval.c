@@ -143,6 +143,11 @@ static void cost_choices_add(cJSON *o, const CostModel *m, const CostModel *befo
                             d.verified_cycles ? d.verified_tokens / (double)d.verified_cycles : 0);
 }
 
+/* a mode's tokens per second over every cycle the switch saw of it (0: none) */
+static double switch_rate(const DraftSwitch *sw, int off) {
+    return sw->seen_seconds[off] > 0 ? sw->seen_tokens[off] / sw->seen_seconds[off] : 0.0;
+}
+
 /* P against acceptance by depth: each depth's verified nodes' P summed, its
  * accepted nodes and the factor its estimates carried at the end. */
 static cJSON *acceptance_json(const CostModel *m) {
@@ -194,14 +199,16 @@ static cJSON *cost_json(const CostModel *m, const char *cache, int refreshed) {
     cost_choices_add(o, m, NULL);
     cJSON_AddItemToObject(o, "acceptance_by_depth", acceptance_json(m));
     /* whether drafting paid: the cycles (batched: rounds) of each mode, the
-     * tokens per second of each's last window, the choice's changes and the
-     * last choice */
+     * tokens per second of each's last window and over all its cycles, the
+     * choice's changes and the last choice */
     const DraftSwitch *sw = &m->sw;
     cJSON *d = cJSON_AddObjectToObject(o, "draft_switch");
     cJSON_AddNumberToObject(d, "cycles_drafting", (double)sw->cycles[0]);
     cJSON_AddNumberToObject(d, "cycles_not_drafting", (double)sw->cycles[1]);
     cJSON_AddNumberToObject(d, "tokens_per_s_drafting", sw->rate[0]);
     cJSON_AddNumberToObject(d, "tokens_per_s_not_drafting", sw->rate[1]);
+    cJSON_AddNumberToObject(d, "tokens_per_s_drafting_all", switch_rate(sw, 0));
+    cJSON_AddNumberToObject(d, "tokens_per_s_not_drafting_all", switch_rate(sw, 1));
     cJSON_AddNumberToObject(d, "changes", (double)sw->changes);
     cJSON_AddBoolToObject(d, "drafting_at_end", !sw->chosen_off);
     return o;
@@ -673,14 +680,16 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
         fprintf(stderr, "spec-eval: %s sized its trees from measured costs: %.1f nodes a cycle on average "
                 "(p10 %d, p90 %d), %.1f expansion steps; calibration %.2f s%s, verification %.2fx the calibrated "
                 "curve; tau %.2f predicted by its estimates, %.2f measured on the same cycles (those that drafted: the "
-                "table's tau counts the others too); no draft in %.0f%% of the cycles (%.0f vs %.0f tokens/s drafting)\n",
+                "table's tau counts the others too); no draft in %.0f%% of the cycles (%.0f vs %.0f tokens/s drafting at "
+                "the switch's last windows, %.0f vs %.0f over all their cycles)\n",
                 policy->name,
                 m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0, cost_chosen_quantile(m, 0.1),
                 cost_chosen_quantile(m, 0.9), m->expands, m->calibration_s, m->from_cache ? " (cached curve)" : "",
                 m->scale,
                 m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0,
                 m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0,
-                100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0]);
+                100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0],
+                switch_rate(&m->sw, 1), switch_rate(&m->sw, 0));
         const double mean_nodes = m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
                      off_share = (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1);
         if (mean_nodes < EVAL_TINY_TREE || off_share >= EVAL_MOSTLY_OFF) {   /* the plain command says why */

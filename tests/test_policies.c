@@ -657,6 +657,11 @@ static void test_draft_switch_synthetic(void) {
     f = switch_fraction_off(&s, 4000, 3, 0.010, 0.004);   /* 300 against 250 */
     CHECK(f < 0.05 && s.changes == 0 && !s.chosen_off, "paying drafts: off in %.3f, %lld changes", f,
           (long long)s.changes);
+    /* the rates over every cycle seen of each mode, what the report gives beside the last windows' */
+    CHECK(s.seen_seconds[1] > 0 && fabs(s.seen_tokens[0] / s.seen_seconds[0] - 300) < 1e-6 &&
+              fabs(s.seen_tokens[1] / s.seen_seconds[1] - 250) < 1e-6,
+          "tokens per second over all cycles: %g drafting, %g not", s.seen_tokens[0] / s.seen_seconds[0],
+          s.seen_tokens[1] / s.seen_seconds[1]);
     /* the load changes: drafting now costs twice as much */
     f = switch_fraction_off(&s, SWITCH_PERIOD_MAX + SWITCH_REF + 3 * SWITCH_PROBE, 3, 0.020, 0.004);
     CHECK(s.chosen_off && s.changes == 1, "the change of costs not followed within %d cycles",

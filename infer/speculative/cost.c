@@ -55,6 +55,8 @@ void draft_switch_init(DraftSwitch *s, int sequences) {
 void draft_switch_observe(DraftSwitch *s, int off, double tokens, double seconds) {
     off = off != 0;
     s->cycles[off]++;
+    s->seen_tokens[off] += tokens;
+    s->seen_seconds[off] += seconds;
     if (off != s->off) return;
     if (off == s->chosen_off) {   /* the chosen mode's stretch: its last cycles are the probe's reference */
         if (s->left <= s->ref_cycles) { s->ref_tokens += tokens; s->ref_seconds += seconds; }

@@ -97,6 +97,7 @@ typedef struct {
     double probe_tokens, probe_seconds; /* the probe's */
     double rate[2];                 /* tokens per second at each mode's last window: [0] drafting, [1] not */
     int64_t cycles[2];              /* cycles seen per mode */
+    double seen_tokens[2], seen_seconds[2];   /* over every cycle seen per mode */
     int64_t changes;                /* times the choice changed */
     double round_tokens;            /* batched: the tokens of the round being accepted */
 } DraftSwitch;
