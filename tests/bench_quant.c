@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_BF16};
+static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K, DT_BF16};
 #define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
 
 static uint32_t rng = 2468u;
@@ -39,11 +39,12 @@ static uint8_t *rnd_blocks(DType t, int64_t rows, int64_t cols, size_t *bytes) {
         return w;
     }
     const size_t bb = quant_block_bytes(t);
-    const int d_at = t == DT_Q6_K ? 208 : 0, has_m = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K;
+    int d_at, m_at;
+    quant_half_offsets(t, &d_at, &m_at);
     for (size_t b = 0; b < *bytes / bb; b++) {
         const uint16_t h = (uint16_t)(0x1C00 | (rnd() & 0x3FF));
         memcpy(w + b * bb + d_at, &h, 2);
-        if (has_m) memcpy(w + b * bb + 2, &h, 2);
+        if (m_at >= 0) memcpy(w + b * bb + m_at, &h, 2);
     }
     return w;
 }

@@ -45,7 +45,7 @@
 
 /* ---- GGUF block types: the CUDA kernels' steps, on the host ---- */
 
-static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
+static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K};
 #define NQTYPES (int)(sizeof QTYPES / sizeof *QTYPES)
 static const int QNS[] = {1, 2, 5, 16, 64};
 #define NQNS (int)(sizeof QNS / sizeof *QNS)
@@ -58,13 +58,14 @@ static uint32_t qrnd(void) { return (uint32_t)(rng_next(&qrng) >> 32); }
  * scale and minimum of either sign and magnitude 2^-9 .. 2^-4 */
 static uint8_t *q_weight(DType t, int64_t rows, int64_t cols) {
     const int64_t bytes = rows * quant_row_bytes(t, cols), bb = (int64_t)quant_block_bytes(t);
-    const int d_at = t == DT_Q6_K ? 208 : 0, has_m = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K;
+    int d_at, m_at;
+    quant_half_offsets(t, &d_at, &m_at);
     uint8_t *w = xmalloc((size_t)bytes);
     for (int64_t i = 0; i < bytes; i++) w[i] = (uint8_t)(qrnd() >> 24);
     for (int64_t b = 0; b < bytes / bb; b++)
-        for (int k = 0; k < 1 + has_m; k++) {
+        for (int k = 0; k < 1 + (m_at >= 0); k++) {
             const uint16_t h = (uint16_t)((qrnd() & 1) << 15 | (6 + qrnd() % 6) << 10 | (qrnd() & 0x3FF));
-            memcpy(w + b * bb + (k ? 2 : d_at), &h, 2);
+            memcpy(w + b * bb + (k ? m_at : d_at), &h, 2);
         }
     return w;
 }

@@ -72,7 +72,7 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
         {"q4_1", GGML_Q4_1, 96, 2},    {"bf16", GGML_BF16, 64, 2},    {"q4_0", GGML_Q4_0, 128, 3},   {"q5_0", GGML_Q5_0, 128, 3},
         {"q5_1", GGML_Q5_1, 128, 3},   {"q4_k", GGML_Q4_K, 1536, 2},  {"q5_k", GGML_Q5_K, 1536, 2},
         {"q6_k", GGML_Q6_K, 1536, 2},  {"iq4_nl", GGML_IQ4_NL, 128, 3}, {"iq4_xs", GGML_IQ4_XS, 1536, 2},
-        {"q3_k", GGML_Q3_K, 1536, 2}};
+        {"q2_k", GGML_Q2_K, 1536, 2},  {"q3_k", GGML_Q3_K, 1536, 2}};
     const int nwant = (int)(sizeof want / sizeof *want);
     REQUIRE(gguf_n_tensors(g) == nwant, "%d tensors", gguf_n_tensors(g));
     size_t at = 0;
@@ -459,12 +459,12 @@ static void test_nan_and_inf_scales_pass_through(void) {
         }
 }
 
-/* IQ4_NL's and IQ4_XS's blocks are read as stored, the runtime's own types. */
-static void test_iq4_read_as_stored(void) {
+/* IQ4_NL's, IQ4_XS's and Q2_K's blocks are read as stored, the runtime's own types. */
+static void test_blocks_read_as_stored(void) {
     Gguf *g = gguf_open(GOLD "small.gguf");
     REQUIRE(g, "%s", err_get());
-    const struct { const char *name; DType dt; } want[2] = {{"iq4_nl", DT_IQ4_NL}, {"iq4_xs", DT_IQ4_XS}};
-    for (int i = 0; i < 2; i++) {
+    const struct { const char *name; DType dt; } want[3] = {{"iq4_nl", DT_IQ4_NL}, {"iq4_xs", DT_IQ4_XS}, {"q2_k", DT_Q2_K}};
+    for (int i = 0; i < 3; i++) {
         const GgufTensor *t = gguf_find_tensor(g, want[i].name);
         REQUIRE(t && gguf_tensor_dtype(t) == want[i].dt, "%s is read as %s", want[i].name, dtype_name(want[i].dt));
         CHECK(t->bytes == (uint64_t)(t->ne[0] * t->ne[1] / quant_block_elems(want[i].dt)) * quant_block_bytes(want[i].dt),
@@ -482,12 +482,12 @@ static void test_iq4_read_as_stored(void) {
 static void test_types_not_read_are_refused_by_name(void) {
     static unsigned char data[144];
     fill_blocks(data, 5, 1, 3u);   /* QT[5] is Q4_K */
-    const Made t[4] = {{"q2k", 10, 256, 1}, {"iq3s", 21, 256, 1}, {"odd", 99, 4, 1}, {"q4k", GGML_Q4_K, 256, 1}};
+    const Made t[4] = {{"iq2xs", 17, 256, 1}, {"iq3s", 21, 256, 1}, {"odd", 99, 4, 1}, {"q4k", GGML_Q4_K, 256, 1}};
     const char *path = made_file(t, 4, data, sizeof data);
     Gguf *g = gguf_open(path);
     REQUIRE(g, "%s", err_get());
     REQUIRE(gguf_n_tensors(g) == 4, "%d tensors", gguf_n_tensors(g));
-    const char *want[3] = {"ggml type 10 (Q2_K) is not supported", "ggml type 21 (IQ3_S) is not supported",
+    const char *want[3] = {"ggml type 17 (IQ2_XS) is not supported", "ggml type 21 (IQ3_S) is not supported",
                            "ggml type 99 (unknown) is not supported"};
     float v[256];
     for (int i = 0; i < 3; i++) {
@@ -507,7 +507,7 @@ int main(void) {
     RUN(test_metadata);
     RUN(test_tensors_equal_llamacpp_dequantisation);
     RUN(test_q3_k_read_as_q6_k);
-    RUN(test_iq4_read_as_stored);
+    RUN(test_blocks_read_as_stored);
     RUN(test_f16_conversion_rounds_as_the_compiler);
     RUN(test_q4_0_quantisation_equals_gguf);
     RUN(test_hostile_copies);

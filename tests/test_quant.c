@@ -1,6 +1,6 @@
 /* Products of weights in GGUF's block types (kernels/cpu/matmul_quant.c)
  * on the CPU backend, per type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
- * Q6_K, IQ4_NL, IQ4_XS), on random blocks (random integers, scales and minimums of either
+ * Q6_K, IQ4_NL, IQ4_XS, Q2_K), on random blocks (random integers, scales and minimums of either
  * sign; Q8_0 integers include -128, Q6_K scales too):
  *  - the kernel equals, bit for bit, a scalar copy of the order
  *    matmul_quant.c's header states (block sums exact, one fma chain over
@@ -35,7 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
+static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K};
 #define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
 
 static uint32_t rng_state = 12345u;
@@ -53,8 +53,8 @@ static uint16_t rnd_half(void) {
 }
 
 /* where a block's half-precision scale and minimum lie (-1: none) */
-static int d_at(DType t) { return t == DT_Q6_K ? 208 : 0; }
-static int m_at(DType t) { return t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K ? 2 : -1; }
+static int d_at(DType t) { int d, m; quant_half_offsets(t, &d, &m); return d; }
+static int m_at(DType t) { int d, m; quant_half_offsets(t, &d, &m); return m; }
 
 /* rows x cols random blocks of type t */
 static uint8_t *rnd_weight(DType t, int64_t rows, int64_t cols) {
@@ -123,7 +123,7 @@ static float order_ref(DType t, const uint8_t *row, int64_t cols, const float *x
             acc = fmaf(u.m, sd, acc);
             A += fabs((double)u.m * sd);
             k++;
-        } else if (t == DT_Q4_K || t == DT_Q5_K) {
+        } else if (t == DT_Q4_K || t == DT_Q5_K || t == DT_Q2_K) {
             acc = fmaf(-(float)msum, u.m * dx, acc);
             A += fabs((double)msum * (u.m * dx));
             k++;

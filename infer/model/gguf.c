@@ -151,6 +151,7 @@ static DType read_type(int type) {
     case GGML_Q6_K: return DT_Q6_K;
     case GGML_IQ4_NL: return DT_IQ4_NL;
     case GGML_IQ4_XS: return DT_IQ4_XS;
+    case GGML_Q2_K: return DT_Q2_K;
     default: return DT_COUNT;
     }
 }
@@ -410,8 +411,8 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out) {
 const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t) { return g->data + t->offset; }
 
 static int unread_type(const Gguf *g, const GgufTensor *t) {
-    err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, "
-            "Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS are)", g->path, t->name, t->type, gguf_type_name(t->type));
+    err_set("%s: tensor %s: ggml type %d (%s) is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, "
+            "Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS are)", g->path, t->name, t->type, gguf_type_name(t->type));
     return -1;
 }
 

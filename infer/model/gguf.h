@@ -8,10 +8,11 @@
  * of 32 Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (a half-precision scale d times the
  * block's integer, plus the half-precision minimum for Q4_1 / Q5_1); the
  * super-blocks of 256 Q4_K, Q5_K (d times a 6-bit scale, times the integer,
- * minus dmin times a 6-bit minimum) and Q6_K (d times an int8 scale, times
- * the integer).  A quantised tensor's rows must be whole blocks (32, or 256
+ * minus dmin times a 6-bit minimum), Q6_K (d times an int8 scale, times
+ * the integer), Q2_K (as Q4_K, 4-bit scales and minimums of 16 elements)
+ * and Q3_K, IQ4_NL, IQ4_XS.  A quantised tensor's rows must be whole blocks (32, or 256
  * for the K types) or the file is refused when opened.  Tensors of other
- * types (Q2_K, Q3_K, the IQ types, BF16, ...) are listed and refused by name
+ * types (IQ1-IQ3, TQ, MXFP4, ...) are listed and refused by name
  * when read.  A NaN or infinite scale is not refused: its block comes out
  * as ggml computes it (NaN, or inf; inf times a zero integer is NaN), as an
  * F32 or F16 tensor's NaN does. */
@@ -29,7 +30,7 @@ enum {
 /* tensor types this reader dequantises (ggml_type numbers) */
 enum {
     GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8,
-    GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14, GGML_IQ4_NL = 20, GGML_IQ4_XS = 23, GGML_BF16 = 30
+    GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14, GGML_IQ4_NL = 20, GGML_IQ4_XS = 23, GGML_BF16 = 30
 };
 
 typedef struct {

@@ -46,7 +46,7 @@ static int quant_tensor(StTensor *t, const cJSON *v, const char *path) {
         if (dtype_is_quant((DType)d) && !strcmp(v->valuestring, dtype_name((DType)d))) q = (DType)d;
     if (q == DT_COUNT) {
         err_set("%s: tensor %s: __metadata__ names block type '%s', which is not one of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-                "Q4_K, Q5_K, Q6_K", path, t->name, cJSON_IsString(v) ? v->valuestring : "(not a string)");
+                "Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS", path, t->name, cJSON_IsString(v) ? v->valuestring : "(not a string)");
         return -1;
     }
     const int64_t bb = (int64_t)quant_block_bytes(q);

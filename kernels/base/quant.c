@@ -15,7 +15,7 @@
 static const struct { int elems, bytes; } BLOCKS[DT_COUNT] = {
     [DT_Q8_0] = {32, 34},   [DT_Q4_0] = {32, 18},   [DT_Q4_1] = {32, 20},   [DT_Q5_0] = {32, 22},
     [DT_Q5_1] = {32, 24},   [DT_Q4_K] = {256, 144}, [DT_Q5_K] = {256, 176}, [DT_Q6_K] = {256, 210}, [DT_IQ4_NL] = {32, 18},
-    [DT_IQ4_XS] = {256, 136}};
+    [DT_IQ4_XS] = {256, 136}, [DT_Q2_K] = {256, 84}};
 
 int dtype_is_quant(DType t) { return (unsigned)t < DT_COUNT && BLOCKS[t].elems > 0; }
 
@@ -76,12 +76,17 @@ static int64_t first_bad_element(const uint8_t *p, int64_t n, size_t size, uint1
     return -1;
 }
 
+void quant_half_offsets(DType t, int *d_at, int *m_at) {
+    *d_at = t == DT_Q6_K ? 208 : t == DT_Q2_K ? 80 : 0;
+    *m_at = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K ? 2 : t == DT_Q2_K ? 82 : -1;
+}
+
 int64_t quant_first_nonfinite(DType t, const void *data, int64_t n) {
     const uint8_t *p = data;
     if (t == DT_F32 || t == DT_BF16 || t == DT_F16) return first_bad_element(p, n, dtype_size(t), t == DT_F16 ? 0x7C00 : 0x7F80);
     if (!dtype_is_quant(t)) return -1;
-    /* the halves a block stores: d at 0 (Q6_K: at 208), the minimum or dmin at 2 */
-    const int d_at = t == DT_Q6_K ? 208 : 0, m_at = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K ? 2 : -1;
+    int d_at, m_at;
+    quant_half_offsets(t, &d_at, &m_at);
     const int64_t blocks = n / BLOCKS[t].elems;
     for (int64_t b = 0; b < blocks; b++) {
         const uint8_t *blk = p + (size_t)b * (size_t)BLOCKS[t].bytes;
@@ -174,6 +179,20 @@ static void unpack_q6_k(const uint8_t *p, QuantBlock *b) {
     }
 }
 
+/* Q2_K: element 128h + 32j + l (j = 0..3) is bits 2j, 2j + 1 of qs[32h + l]
+ * (qs at byte 16); sub-block s of 16 takes scales[s] (byte s): the scale
+ * in its low nibble, the minimum in its high. */
+static void unpack_q2_k(const uint8_t *p, QuantBlock *b) {
+    b->d = half_at(p + 80);
+    b->m = half_at(p + 82);
+    b->sub = 16;
+    for (int s = 0; s < 16; s++) {
+        b->sc[s] = p[s] & 0x0F;
+        b->mn[s] = p[s] >> 4;
+    }
+    for (int e = 0; e < 256; e++) b->q[e] = (int16_t)(p[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3);
+}
+
 /* 32 grid integers of IQ4_NL / IQ4_XS from 16 bytes of nibbles (element
  * j < 16 the low nibble of qs[j], j >= 16 the high nibble of qs[j - 16]) */
 static void iq4_ints(const uint8_t *qs, int16_t *q) {
@@ -213,6 +232,7 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
     case DT_Q4_K: unpack_k45(p, NULL, p + 16, b); break;
     case DT_Q5_K: unpack_k45(p, p + 16, p + 48, b); break;
     case DT_Q6_K: unpack_q6_k(p, b); break;
+    case DT_Q2_K: unpack_q2_k(p, b); break;
     case DT_IQ4_XS:
         b->d = half_at(p);
         b->sub = 32;
@@ -231,7 +251,7 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
  * Every product is exact in float (d has 11 significant bits, a sub-block
  * scale and an integer together at most 12: Q6_K's int8 scale and 6-bit
  * integer, IQ4_XS's |ls - 32| <= 32 and a grid integer of at most 7
- * significant bits; 65504 * 128 * 32 is far from overflow, and half-precision
+ * significant bits, Q2_K's 4-bit scale and 2-bit integer; 65504 * 128 * 32 is far from overflow, and half-precision
  * subnormals are normal floats), so only that last addition rounds, and a
  * fused multiply-add would give the same bits. */
 static void dequant_block(DType t, const uint8_t *p, float *y) {

@@ -1,4 +1,4 @@
-/* GGUF's block types (DT_Q8_0 .. DT_IQ4_XS, kernels/base/dtype.h), stored as
+/* GGUF's block types (DT_Q8_0 .. DT_Q2_K, kernels/base/dtype.h), stored as
  * ggml lays out its blocks, and the one reference for what they mean.
  *
  * Blocks of 32 elements: Q8_0 (f16 d, int8 q[32]; 34 bytes), Q4_0 (f16 d,
@@ -15,13 +15,17 @@
  * of 256 on the same grid: sub-block j of 32 has the nibbles of an IQ4_NL
  * block at byte 8 + 16j and the 6-bit scale ls_j (low 4 bits nibble j % 2
  * of scales_l[j / 2], top 2 bits bits 2j of scales_h); element e is
- * (d * (ls - 32)) * K[nibble] (qd_iq4xs_scale gives ls - 32).
+ * (d * (ls - 32)) * K[nibble] (qd_iq4xs_scale gives ls - 32).  Q2_K (16
+ * bytes of scales, 64 of 2-bit integers, f16 d, f16 dmin; 84): sub-blocks
+ * of 16, byte s of the scales sub-block s's 4-bit scale (low nibble) and
+ * minimum (high); element 128h + 32j + l is bits 2j of qs[32h + l];
+ * element e is (d * sc) * q - dmin * mn.
  * Element types (F32, F16, BF16, ...) are blocks of 1 here. */
 #ifndef C2T_QUANT_H
 #define C2T_QUANT_H
 #include "kernels/base/dtype.h"
 
-/* 1 for the block types DT_Q8_0 .. DT_IQ4_XS. */
+/* 1 for the block types DT_Q8_0 .. DT_Q2_K. */
 int dtype_is_quant(DType t);
 /* Elements per block: 32 or 256 for a block type, 1 for an element type,
  * 0 for none. */
@@ -41,7 +45,7 @@ uint16_t quant_f16_bits(float x);
 /* out[0..n) = the n elements that start at blocks, bit for bit what ggml's
  * dequantize_row_* (and gguf-py's gguf.quants.dequantize) give: d times a
  * sub-block scale first, then times the integer, then the minimum added
- * (Q4_1, Q5_1) or dmin times its 6-bit minimum taken off (Q4_K, Q5_K).
+ * (Q4_1, Q5_1) or dmin times its minimum taken off (Q4_K, Q5_K, Q2_K).
  * F32, F16 and BF16 rows convert exactly.  A NaN or infinite scale is
  * passed on as ggml computes it.  0, or -1 with err_set for another type
  * or n not whole blocks. */
@@ -49,14 +53,14 @@ int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
 
 /* One block's integers and scales as stored, nothing rounded: element e
  * is (d * sc[e / sub]) * (q[e] - off) - m * mn[e / sub] for the K types
- * (sub 32; Q6_K: sub 16, no minimum; IQ4_XS: sc = ls - 32, no minimum),
+ * (sub 32; Q6_K: sub 16, no minimum; Q2_K: sub 16; IQ4_XS: sc = ls - 32, no minimum),
  * (q[e] - off) * d for Q4_0, Q5_0, Q8_0, IQ4_NL, q[e] * d + m for Q4_1 and
  * Q5_1 (sub 0: no sub-block scales). */
 typedef struct {
     int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL, IQ4_XS: the grid's integers
                              (32-element types: q[0..31]) */
     int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
-    float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K), else 0 */
+    float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K, Q2_K), else 0 */
     int sub;              /* elements per sub-block scale: 32, 16, or 0 */
     int sc[16], mn[16];   /* per sub-block: integer scale (Q6_K's int8) and minimum */
 } QuantBlock;
@@ -65,10 +69,15 @@ void quant_unpack(DType t, const void *block, QuantBlock *b);
  * packed bytes (the block's bytes 4-15). */
 void quant_k_scales(const uint8_t *packed, int sc[8], int mn[8]);
 
+/* Where a block of type t keeps its half-precision scale d (*d_at: 0,
+ * Q6_K 208, Q2_K 80) and its minimum or dmin (*m_at: Q4_1, Q5_1, Q4_K,
+ * Q5_K 2, Q2_K 82; -1 for the others), in bytes from its start. */
+void quant_half_offsets(DType t, int *d_at, int *m_at);
+
 /* The index of the first of the n elements at data (n whole blocks for a
  * block type) that is not a finite number, or -1 when all are: an F32,
  * F16 or BF16 element that is NaN or infinite, or an element of a block
- * whose stored scale is (d; Q4_1 and Q5_1's m; Q4_K and Q5_K's dmin),
+ * whose stored scale is (d; Q4_1 and Q5_1's m; Q4_K, Q5_K and Q2_K's dmin),
  * given as the block's first element.  Other types: -1.  Reads bytes, so
  * data need not be aligned. */
 int64_t quant_first_nonfinite(DType t, const void *data, int64_t n);

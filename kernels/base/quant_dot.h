@@ -139,6 +139,9 @@ QD_FN void qd_unit(DType dt, const uint8_t *blk, int g, uint32_t w[8]) {
         }
         break;
     }
+    case DT_Q2_K:   /* quant.c's unpack_q2_k: half g / 4, bits 2 (g % 4) of its 32 bytes */
+        for (int k = 0; k < 8; k++) w[k] = qd_ld32(blk + 16 + 32 * (g / 4) + 4 * k) >> 2 * (g % 4) & 0x03030303u;
+        break;
     default: {   /* Q6_K: quant.c's unpack_q6_k, half h, quarter k */
         const int h = g / 4, q = g % 4;
         const uint8_t *ql = blk + 64 * h + 32 * (q & 1), *qh = blk + 128 + 32 * h;
@@ -183,6 +186,10 @@ QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8]
         break;
     }
     case DT_IQ4_XS: *isum = qd_iq4xs_scale(blk, g) * (lo + hi); break;
+    case DT_Q2_K:   /* sub-blocks 2g and 2g + 1: scale low nibble, minimum high */
+        *isum = (blk[2 * g] & 15) * lo + (blk[2 * g + 1] & 15) * hi;
+        *msum = (blk[2 * g] >> 4) * xs0 + (blk[2 * g + 1] >> 4) * xs1;
+        break;
     case DT_Q6_K: {
         const int8_t *sc = (const int8_t *)blk + 192 + 2 * g;
         *isum = sc[0] * (lo - 32 * xs0) + sc[1] * (hi - 32 * xs1);
@@ -197,15 +204,15 @@ QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8]
  * acc = fma(ta[k], tb[k], acc) for k < the count returned, in order. */
 QD_FN int qd_terms(DType dt, const uint8_t *blk, int isum, int msum, float dx, float sdx, float ta[2], float tb[2]) {
     ta[0] = (float)isum;
-    tb[0] = qd_mul(qd_half(blk + (dt == DT_Q6_K ? 208 : 0)), dx);
+    tb[0] = qd_mul(qd_half(blk + (dt == DT_Q6_K ? 208 : dt == DT_Q2_K ? 80 : 0)), dx);
     if (dt == DT_Q4_1 || dt == DT_Q5_1) {
         ta[1] = qd_half(blk + 2);
         tb[1] = sdx;
         return 2;
     }
-    if (dt == DT_Q4_K || dt == DT_Q5_K) {
+    if (dt == DT_Q4_K || dt == DT_Q5_K || dt == DT_Q2_K) {
         ta[1] = -(float)msum;
-        tb[1] = qd_mul(qd_half(blk + 2), dx);
+        tb[1] = qd_mul(qd_half(blk + (dt == DT_Q2_K ? 82 : 2)), dx);
         return 2;
     }
     return 1;
@@ -258,7 +265,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
     uint32_t word = 0;
     for (int k = 0; k < 8; k++) word = k == l / 4 ? w[k] : word;   /* no dynamic index: w stays in registers */
     const int q = dt == DT_Q8_0 || dt == DT_IQ4_NL || dt == DT_IQ4_XS ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
-    const float d = qd_half(blk + (dt == DT_Q6_K ? 208 : 0));
+    const float d = qd_half(blk + (dt == DT_Q6_K ? 208 : dt == DT_Q2_K ? 80 : 0));
     switch (dt) {
     case DT_Q4_1: case DT_Q5_1: return qd_add(qd_mul((float)q, d), qd_half(blk + 2));
     case DT_Q4_K: case DT_Q5_K: {
@@ -267,6 +274,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
         return qd_sub(qd_mul(qd_mul(d, (float)sc), (float)q), qd_mul(qd_half(blk + 2), (float)mn));
     }
     case DT_Q6_K: return qd_mul(qd_mul(d, (float)((const int8_t *)blk)[192 + e / 16]), (float)(q - 32));
+    case DT_Q2_K: return qd_sub(qd_mul(qd_mul(d, (float)(blk[e / 16] & 15)), (float)q), qd_mul(qd_half(blk + 82), (float)(blk[e / 16] >> 4)));
     case DT_IQ4_XS: return qd_mul(qd_mul(d, (float)qd_iq4xs_scale(blk, g)), (float)q);
     case DT_Q4_0: return qd_mul((float)(q - 8), d);
     case DT_Q5_0: return qd_mul((float)(q - 16), d);

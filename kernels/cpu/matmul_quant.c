@@ -9,7 +9,7 @@
  * how it is added up cannot matter), then one float chain
  *   Q8_0, Q4_0, Q5_0:  acc = fma((float)isum_b, dw_b * dx_b, acc)
  *   Q4_1, Q5_1:        that, then acc = fma(mw_b, dx_b * sx_b, acc)
- *   Q4_K, Q5_K:        acc = fma((float)isum_b, d_b * dx_b, acc), then
+ *   Q4_K, Q5_K, Q2_K:  acc = fma((float)isum_b, d_b * dx_b, acc), then
  *                      acc = fma(-(float)msum_b, dmin_b * dx_b, acc)
  *   Q6_K, IQ4_XS:      acc = fma((float)isum_b, d_b * dx_b, acc)
  * from acc = 0, where isum_b = sum over sub-blocks j of sc_j * (sum q*qx -
@@ -219,7 +219,7 @@ static Act act32, actk;
 /* ---- the scalar loop: the contract written out, one (row, token) at a time */
 
 static int has_min(DType dt) { return dt == DT_Q4_1 || dt == DT_Q5_1; }
-static int k_min(DType dt) { return dt == DT_Q4_K || dt == DT_Q5_K; }
+static int k_min(DType dt) { return dt == DT_Q4_K || dt == DT_Q5_K || dt == DT_Q2_K; }
 
 /* acc after block qb of a row (unpacked) times token t's block b. */
 static float block_step(DType dt, const QuantBlock *qb, const Act *a, int t, int64_t b, float acc) {
@@ -287,6 +287,9 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *     vector v's byte at bit v;
  *   Q6_K: then two planes with its top two bits at bits 2u, 2u + 1 of
  *     plane v / 4 (u = v % 4);
+ *   2-bit integers (Q2_K) instead: 2 chunks of KG x 4 bytes, chunk c row
+ *     i byte m holding q[e0 + 16c + 4u + m] at bits 2u (u = 0..3), so
+ *     vector v = 4c + u is chunk c's bits 2u;
  *   Q8_0: the 8 vectors' bytes themselves, q + Q8_OFF;
  *   IQ4_NL: its nibbles as Q4_0's, each vector's made its grid integers
  *     plus Q8_OFF (IQ4NL_LUT) as it is read; IQ4_XS likewise, each of its
@@ -297,13 +300,16 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *   (the 6-bit scales and minimums as bytes, the minimums in pairs of
  *   sub-blocks); Q6_K: d[KG], sc[8][KG][2] (the int8 scales in pairs of
  *   sub-blocks); IQ4_XS: d[KG], sc[4][KG][2] (its signed ls - 32 as int8,
- *   in pairs of sub-blocks).  A 32-element type's copy has the bytes it has as stored
+ *   in pairs of sub-blocks); Q2_K: d[KG], dmin[KG], sc[8][KG][2],
+ *   mn[8][KG][2] (its 4-bit scales and minimums, pairs of sub-blocks of
+ *   16 as Q6_K's scales).  A 32-element type's copy has the bytes it has as stored
  *   (and the padding rows').
  * K types: per sub-block the int32 lanes hold sum q * x exactly; times the
  * row lanes' scales (VNNI: vpmulld of the dpbusd sums; else the int16
  * maddubs sums, at most 32004 where added, by madd with the scale in both
  * halves) and added, that is the block's isum of the contract; Q6_K's -32
- * sc_j times the activations' sums of 16 and Q4_K / Q5_K's minimum sums
+ * sc_j times the activations' sums of 16 and Q4_K / Q5_K's (Q2_K's: over
+ * its sub-blocks of 16) minimum sums
  * come from madd of the scale or minimum pairs with the pairs of
  * activation sums, as does IQ4_XS's -Q8_OFF sc_j times the activations'
  * sums of 32 (its grid integers are signed: without VNNI each vector's
@@ -451,24 +457,33 @@ static inline void kf_store(float *p, kf v, int lo, int hi) {
 }
 #endif
 
-static inline int is_k(const DType DT) { return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K || DT == DT_IQ4_XS; }
+static inline int is_k(const DType DT) {
+    return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K || DT == DT_IQ4_XS || DT == DT_Q2_K;
+}
+/* K types of two sub-blocks of 16 in each 32-element run, vectors 0-3 and 4-7 */
+static inline int k_sub16(const DType DT) { return DT == DT_Q6_K || DT == DT_Q2_K; }
+/* where a head's int8 scale pairs start (Q6_K, IQ4_XS, Q2_K) */
+static inline size_t k_pairs_at(const DType DT) { return (size_t)KG * (DT == DT_Q2_K ? 4 : 2); }
 /* maddubs results (pair sums) a K tile adds in int16 before one madd with
  * the sub-block's scale: at most 16 products of q <= 15, 8 of q <= 31 or 4
  * of q <= 63, times |x| <= 127: <= 32004 (Q6_K's vectors 0-3 and 4-7 are
- * two sub-blocks of 16, each with its own scale); IQ4_XS's pair sums of
- * |q| <= 127 times |x| go to madd alone */
-static inline int k_int16_group(const DType DT) { return DT == DT_Q4_K ? 8 : DT == DT_Q5_K ? 4 : DT == DT_IQ4_XS ? 1 : 2; }
+ * two sub-blocks of 16, each with its own scale; Q2_K's likewise, its 4
+ * vectors of a sub-block of 16 at most 8 products of q <= 3); IQ4_XS's pair sums of |q| <= 127 times |x| go
+ * to madd alone */
+static inline int k_int16_group(const DType DT) {
+    return DT == DT_Q4_K ? 8 : DT == DT_Q5_K || DT == DT_Q2_K ? 4 : DT == DT_IQ4_XS ? 1 : 2;
+}
 static inline int has_min32(const DType DT) { return DT == DT_Q4_1 || DT == DT_Q5_1; }
-/* bits of an integer as the copy keeps it: 4, 5, 6 or 8 (IQ4_NL, IQ4_XS: its 4-bit index) */
+/* bits of an integer as the copy keeps it: 2, 4, 5, 6 or 8 (IQ4_NL, IQ4_XS: its 4-bit index) */
 static inline int is_iq4(const DType DT) { return DT == DT_IQ4_NL || DT == DT_IQ4_XS; }
 static inline int q_bits(const DType DT) {
     return DT == DT_Q4_0 || DT == DT_Q4_1 || DT == DT_Q4_K || is_iq4(DT) ? 4 : DT == DT_Q5_0 || DT == DT_Q5_1 || DT == DT_Q5_K ? 5
-         : DT == DT_Q6_K ? 6 : 8;
+         : DT == DT_Q6_K ? 6 : DT == DT_Q2_K ? 2 : 8;
 }
 
 /* bytes of a group's block: its head (scales), then per 32 elements */
 static inline size_t kp_head(const DType DT) {
-    return (size_t)KG * (DT == DT_Q6_K ? 18 : DT == DT_IQ4_XS ? 10 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
+    return (size_t)KG * (DT == DT_Q6_K ? 18 : DT == DT_IQ4_XS ? 10 : DT == DT_Q2_K ? 36 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
 }
 static inline size_t kp_g(const DType DT) {
     return (size_t)KG * (size_t)(q_bits(DT) == 8 ? 32 : 16 + 4 * (q_bits(DT) - 4));
@@ -522,6 +537,21 @@ static void kpack_q6k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
                 const uint32_t x = (uint32_t)qh[16 * p + m] | (uint32_t)qh[16 * p + 4 + m] << 8 |
                                    (uint32_t)qh[16 * p + 8 + m] << 16 | (uint32_t)qh[16 * p + 12 + m] << 24;
                 o[16 * KG + p * 4 * KG + i * 4 + m] = (uint8_t)(((x >> (2 * k) & 0x03030303u) * PACK2) >> 18);
+            }
+    }
+}
+
+/* Q2_K's 256 integers (run g at bits 2 (g % 4) of the 32 bytes at qs +
+ * 32 (g / 4)) straight into row i's bytes of the eight groups. */
+static void kpack_q2k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
+    for (int g = 0; g < 8; g++) {
+        const uint8_t *q = qs + 32 * (g / 4);
+        uint8_t *o = body + g * gb;
+        for (int c = 0; c < 2; c++)
+            for (int m = 0; m < 4; m++) {
+                unsigned b = 0;
+                for (int u = 0; u < 4; u++) b |= (unsigned)(q[16 * c + 4 * u + m] >> 2 * (g % 4) & 3) << 2 * u;
+                o[(c * KG + i) * 4 + m] = (uint8_t)b;
             }
     }
 }
@@ -585,6 +615,13 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
+        } else if (dt == DT_Q2_K) {   /* d, dmin, then the 16 scales and the 16 minimums */
+            memcpy(hd + 2 * i, s + 80, 2);
+            memcpy(hd + 2 * KG + 2 * i, s + 82, 2);
+            for (int j = 0; j < 16; j++) {
+                hd[4 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[j] & 15;
+                hd[20 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[j] >> 4;
+            }
         } else if (dt == DT_IQ4_XS) {   /* d, then the 8 signed scales */
             memcpy(hd + 2 * i, s, 2);
             for (int j = 0; j < 8; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qd_iq4xs_scale(s, j);
@@ -600,6 +637,7 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
         else if (dt == DT_Q5_K) kpack_q5k(body, gb, s, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
+        else if (dt == DT_Q2_K) kpack_q2k(body, gb, s + 16, i);
         else if (dt == DT_IQ4_XS)
             for (int g = 0; g < 8; g++) kpack_nib32(body + g * gb, s + 8 + 16 * g, i);
         else if (dt == DT_Q4_0 || dt == DT_IQ4_NL) kpack_nib32(body, s + 2, i);
@@ -634,6 +672,7 @@ static void kpack_part(void *v, int part, int parts) {
 static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const int v, const DType DT) {
     const int bits = q_bits(DT);
     if (bits == 8) return kv_load(o + v * 4 * KG);
+    if (bits == 2) return kv_and8(kv_srl16(kv_load(o + (v / 4) * 4 * KG), 2 * (v % 4)), 3);
     const kv raw = kv_load(o + (v / 2) * 4 * KG);
     kv q = kv_and8(v % 2 ? kv_srl16(raw, 4) : raw, 0x0F);
     if (bits == 5) {   /* bit v to bit 4 (16-bit shifts bring no bit across bytes there) */
@@ -710,17 +749,18 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
             }
             acc[t] = kf_fmadd(s, kf_mul(dw, kf_set1(dx[t])), acc[t]);
         }
-    } else {   /* the minimum sums, by pairs of sub-blocks */
+    } else {   /* the minimum sums, by pairs of sub-blocks (Q2_K's of 16, over the sums of 16) */
+        const int q2 = DT == DT_Q2_K, pairs = q2 ? 8 : 4;
         const kf dm = kf_half(hd + 2 * KG);
-        kv mn[4];
-#pragma GCC unroll 4
-        for (int p = 0; p < 4; p++) mn[p] = kv_u8_16(hd + 12 * KG + p * 2 * KG);
-        const int16_t *xs = a->xs + ((size_t)b * n + t0) * 8;
+        kv mn[8];
+#pragma GCC unroll 8
+        for (int p = 0; p < pairs; p++) mn[p] = kv_u8_16(hd + (q2 ? 20 : 12) * KG + p * 2 * KG);
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
+            const int16_t *sums = q2 ? a->bs + ((size_t)(t0 + t) * nb + b) * 16 : a->xs + ((size_t)b * n + t0 + t) * 8;
             kv ms = kv_zero();
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; p++) ms = kv_madd_add(ms, mn[p], kv_b32(xs + 8 * t + 2 * p));
+#pragma GCC unroll 8
+            for (int p = 0; p < pairs; p++) ms = kv_madd_add(ms, mn[p], kv_b32(sums + 2 * p));
             const kf dxv = kf_set1(dx[t]);
             acc[t] = kf_fmadd(isum[t], kf_mul(dw, dxv), acc[t]);
             acc[t] = kf_fnmadd(ms, kf_mul(dm, dxv), acc[t]);
@@ -728,11 +768,12 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
     }
 }
 
-/* The int8 scales of pair p of a Q6_K's or IQ4_XS's head (Q6_K: the
- * sub-blocks 2p, 2p + 1 of the 32-element run p; IQ4_XS: runs 2p, 2p + 1),
- * sc_2p (*s0) and sc_2p+1 (*s1): each row's in both int16 halves of its lane */
-static inline __attribute__((always_inline)) void q6_scales16(const uint8_t *hd, int p, kv *s0, kv *s1) {
-    const kv pr = kv_s8_16(hd + 2 * KG + p * 2 * KG);   /* sc_2p, sc_2p+1 of each row */
+/* The int8 scales of pair p of a Q6_K's, Q2_K's or IQ4_XS's head (Q6_K,
+ * Q2_K: the sub-blocks 2p, 2p + 1 of the 32-element run p; IQ4_XS: runs
+ * 2p, 2p + 1), sc_2p (*s0) and sc_2p+1 (*s1): each row's in both int16
+ * halves of its lane */
+static inline __attribute__((always_inline)) void pair_scales16(const uint8_t *hd, int p, kv *s0, kv *s1, const DType DT) {
+    const kv pr = kv_s8_16(hd + k_pairs_at(DT) + p * 2 * KG);   /* sc_2p, sc_2p+1 of each row */
     *s0 = kv_odd16(pr, kv_sll32(pr, 16));
     *s1 = kv_odd16(kv_srl32(pr, 16), pr);
 }
@@ -755,13 +796,13 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
         for (int g = 0; g < 8; g++) {
             if (pf) prefetch_l2(pf + (size_t)b * blk + g * blk / 8, blk / 8);
             const uint8_t *o = body + g * gb;
-            kv s0, s1;   /* the scales of the sub-blocks (Q6_K: 2g, 2g + 1; else g) */
+            kv s0, s1;   /* the scales of the sub-blocks (Q6_K, Q2_K: 2g, 2g + 1; else g) */
 #if QVNNI
             kv wq[8];
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) wq[v] = k_vec(o, v, DT);
-            if (DT == DT_Q6_K || DT == DT_IQ4_XS) {   /* int8 scales in pairs: Q6_K's pair g, IQ4_XS's g / 2 */
-                const kv pr = kv_s8_16(hd + 2 * KG + (DT == DT_Q6_K ? g : g / 2) * 2 * KG);
+            if (k_sub16(DT) || DT == DT_IQ4_XS) {   /* int8 scales in pairs: Q6_K's and Q2_K's pair g, IQ4_XS's g / 2 */
+                const kv pr = kv_s8_16(hd + k_pairs_at(DT) + (k_sub16(DT) ? g : g / 2) * 2 * KG);
                 s0 = kv_sra32(kv_sll32(pr, 16), 16);
                 s1 = kv_sra32(pr, 16);
                 if (DT == DT_IQ4_XS && g % 2) s0 = s1;
@@ -772,18 +813,18 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
                 kv p0 = kv_zero(), p1 = kv_zero();
 #pragma GCC unroll 8
                 for (int v = 0; v < 8; v++) {
-                    if (DT == DT_Q6_K ? v < 4 : v % 2 == 0) p0 = kv_dpbusd(p0, wq[v], kv_b32(x + 4 * v));
+                    if (k_sub16(DT) ? v < 4 : v % 2 == 0) p0 = kv_dpbusd(p0, wq[v], kv_b32(x + 4 * v));
                     else p1 = kv_dpbusd(p1, wq[v], kv_b32(x + 4 * v));
                 }
-                if (DT == DT_Q6_K) isum[t] = kv_add32(isum[t], kv_add32(kv_mul32(p0, s0), kv_mul32(p1, s1)));
+                if (k_sub16(DT)) isum[t] = kv_add32(isum[t], kv_add32(kv_mul32(p0, s0), kv_mul32(p1, s1)));
                 else isum[t] = kv_add32(isum[t], kv_mul32(kv_add32(p0, p1), s0));
             }
 #else
             /* the scale in both int16 halves of each lane */
-            if (DT == DT_Q6_K) {
-                q6_scales16(hd, g, &s0, &s1);
+            if (k_sub16(DT)) {
+                pair_scales16(hd, g, &s0, &s1, DT);
             } else if (DT == DT_IQ4_XS) {
-                q6_scales16(hd, g / 2, &s0, &s1);
+                pair_scales16(hd, g / 2, &s0, &s1, DT);
                 if (g % 2) s0 = s1;
             } else {
                 const kv s = kv_u8_32(hd + 4 * KG + g * KG);
@@ -810,7 +851,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
                         for (int w = 1; w < G; w *= 2)
 #pragma GCC unroll 4
                             for (int u = 0; u + w < G; u += 2 * w) m[u] = kv_add16(m[u], m[u + w]);
-                        isum[t] = kv_madd_add(isum[t], m[0], DT == DT_Q6_K && v0 + v >= 4 ? s1 : s0);
+                        isum[t] = kv_madd_add(isum[t], m[0], k_sub16(DT) && v0 + v >= 4 ? s1 : s0);
                     }
                 }
             }
@@ -945,7 +986,7 @@ static inline __attribute__((always_inline)) void qamx_weights(const uint8_t *hd
         uint8_t *l = w[0][g / 2] + (g % 2) * 512, *h = w[1][g / 2] + (g % 2) * 512;
         if (DT == DT_Q6_K) {   /* P = q sc (int16) = 256 hi + lo: lo, hi its bytes */
             kv s0, s1;
-            q6_scales16(hd, g, &s0, &s1);
+            pair_scales16(hd, g, &s0, &s1, DT_Q6_K);
             const kv even = kv_set16(0x00FF);
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) {
@@ -1103,6 +1144,7 @@ static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, i
     case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
     case DT_IQ4_NL: rows_typed(w, a, out, r0, r1, DT_IQ4_NL); break;
     case DT_IQ4_XS: rows_typed(w, a, out, r0, r1, DT_IQ4_XS); break;
+    case DT_Q2_K: rows_typed(w, a, out, r0, r1, DT_Q2_K); break;
     default: break;
     }
 }

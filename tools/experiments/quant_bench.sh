@@ -22,9 +22,9 @@
 # results/quant_bench_avx2/, or with QUANT_ISA=avx2-vnni both for AVX2 with
 # AVX-VNNI (build-avx2-vnni/, results/quant_bench_avx2_vnni/); the report
 # names the CPU's flags and the builds.
-# MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks; qwen-iq4_xs and
-# qwen-iq4_nl: the 1.5B's BF16 GGUF (qwen-bf16's) requantised by llama-quantize to
-# that type, kept in its blocks by spec-convert --dtype keep.
+# MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks; qwen-iq4_xs,
+# qwen-iq4_nl and qwen-q2_k: the 1.5B's BF16 GGUF (qwen-bf16's) requantised by
+# llama-quantize to that type, kept in its blocks by spec-convert --dtype keep.
 # LLAMACPP_ISA=noamx on a CPU with AMX: llama.cpp without its AMX path,
 # which dies of SIGILL there (tools/experiments/llamacpp.sh).
 # ARITH: our arithmetic for every bench_forward run (tools/experiments/arith.sh:
@@ -77,7 +77,7 @@ for name in $MODELS; do
         gguf=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
         python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
 requantize('$q', '$gguf', 'BF16')" ;;
-    qwen-iq4_xs|qwen-iq4_nl)
+    qwen-iq4_xs|qwen-iq4_nl|qwen-q2_k)
         ty=${name#qwen-}
         q=models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
         [ -f "$q" ] || { echo "quant_bench: $q is absent (make qwen); $name skipped"; continue; }
@@ -88,7 +88,7 @@ requantize('$q', '$gguf', 'BF16')" ;;
 requantize('$q', '$b16', 'BF16'); requantize('$b16', '$gguf', '$(echo $ty | tr a-z A-Z)')"
         make --no-print-directory bin/spec-convert >/dev/null
         [ -f "$dir/model.safetensors" ] || bin/spec-convert "$gguf" "$dir" --dtype keep >/dev/null ;;
-    *) echo "quant_bench: unknown model $name (smollm2, qwen, smollm2-bf16, qwen-bf16, qwen-iq4_xs, qwen-iq4_nl)" >&2
+    *) echo "quant_bench: unknown model $name (smollm2, qwen, smollm2-bf16, qwen-bf16, qwen-iq4_xs, qwen-iq4_nl, qwen-q2_k)" >&2
        exit 2 ;;
     esac
     out=$R/$name

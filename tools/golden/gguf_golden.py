@@ -5,14 +5,14 @@ tests/golden/gguf/small.gguf holds one metadata key of every scalar type,
 a string array, a float array, four tensors (F32, F16, Q8_0, Q4_1) of
 seeded random values quantised by gguf.quants, a BF16 tensor of random
 finite bit patterns (zero, -0, subnormals and the largest first), and one tensor of each of
-Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q3_K made of random block bytes (random
+Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q2_K, Q3_K made of random block bytes (random
 half-precision scales, the first blocks' scales the edge values: zero, -0,
 subnormals, 65504; random quant, scale and high-bit bytes);
 small.expected.f32 holds each tensor's values as gguf.quants.dequantize
 gives them (llama.cpp's reference), concatenated in tensor order,
 little-endian float32.  It also writes the fuzz seeds
-tests/fuzz/corpus/gguf/quant_*.gguf: one block of each of those nine types,
-and a Q2_K tensor the reader lists but refuses to read.
+tests/fuzz/corpus/gguf/quant_*.gguf: one block of each of those ten types
+(the Q4_K seed with a Q2_K block of random bytes beside, its scales anything).
 
     pip install gguf==0.19.0 numpy   # the version that wrote the committed files
     python3 tools/golden/gguf_golden.py"""
@@ -58,8 +58,8 @@ tensors.append(("bf16", bits.view(np.uint8), gguf.GGMLQuantizationType.BF16))
 
 Q = gguf.GGMLQuantizationType
 # where the half-precision scales lie in each type's block of bytes: the
-# scale d, and for Q4_1 / Q5_1 the minimum m, for Q4_K / Q5_K dmin
-SCALES = {Q.IQ4_NL: [0], Q.IQ4_XS: [0], Q.Q4_0: [0], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+# scale d, and for Q4_1 / Q5_1 the minimum m, for Q4_K / Q5_K / Q2_K dmin
+SCALES = {Q.IQ4_NL: [0], Q.IQ4_XS: [0], Q.Q2_K: [80, 82], Q.Q4_0: [0], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
 EDGES = [0x0000, 0x8000, 0x0001, 0x83FF, 0x7BFF]   # zero, -0, subnormals, the largest half
 
 
@@ -88,6 +88,7 @@ for name, qt, rows, cols in [("q4_0", Q.Q4_0, 3, 128), ("q5_0", Q.Q5_0, 3, 128),
 # IQ4_NL before q3_k, which stays last; a generator of its own
 tensors.insert(len(tensors) - 1, ("iq4_nl", random_blocks(np.random.default_rng(2031), Q.IQ4_NL, 3, 128), Q.IQ4_NL))
 tensors.insert(len(tensors) - 1, ("iq4_xs", random_blocks(np.random.default_rng(2032), Q.IQ4_XS, 2, 1536), Q.IQ4_XS))
+tensors.insert(len(tensors) - 1, ("q2_k", random_blocks(np.random.default_rng(2033), Q.Q2_K, 2, 1536), Q.Q2_K))
 expected = []
 for name, x, qt in tensors:
     if qt in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
@@ -118,10 +119,11 @@ for fname, items in [("quant_32.gguf", [("a", Q.Q4_0, 32), ("b", Q.Q5_0, 32), ("
                      ("quant_q6_k.gguf", [("w", Q.Q6_K, 256)]),
                      ("quant_q3_k.gguf", [("w", Q.Q3_K, 512)]),
                      ("quant_iq4_nl.gguf", [("w", Q.IQ4_NL, 64)]),
-                     ("quant_iq4_xs.gguf", [("w", Q.IQ4_XS, 512)])]:
+                     ("quant_iq4_xs.gguf", [("w", Q.IQ4_XS, 512)]),
+                     ("quant_q2_k.gguf", [("w", Q.Q2_K, 512)])]:
     w = gguf.GGUFWriter(os.path.join(seeds, fname), "llama")
     for name, qt, cols in items:
-        if qt == Q.Q2_K:   # not read: random bytes of its size
+        if name == "u":   # random bytes of a Q2_K block's size, its scales anything
             data = srng.integers(0, 256, size=(1, gguf.GGML_QUANT_SIZES[qt][1]), dtype=np.uint8)
         else:
             data = random_blocks(srng, qt, 1, cols, edges=False)

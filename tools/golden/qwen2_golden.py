@@ -21,7 +21,7 @@ super-blocks of 256, which the K types need), its matrices in every GGUF
 block type the runtime computes with (QUANT_TYPES below), for the tests of
 the block products in a model (spec-convert --dtype keep against --dtype
 f32 of the same file).  gguf-py quantizes the 32-element types; the K types
-and IQ4_NL / IQ4_XS (which gguf-py only dequantizes) are quantized here by a
+and IQ4_NL / IQ4_XS (which gguf-py only dequantizes) and Q2_K are quantized here by a
 plain min/max rule (llama.cpp's quantizer searches
 its scales; any valid blocks serve a test of what they decode to).
 
@@ -90,7 +90,7 @@ QUANT_TYPES = {
     "blk.0.attn_output.weight": "Q5_0", "blk.0.ffn_gate.weight": "Q5_1", "blk.0.ffn_up.weight": "Q4_K",
     "blk.0.ffn_down.weight": "Q6_K",
     "blk.1.attn_q.weight": "Q4_K", "blk.1.attn_k.weight": "Q5_K", "blk.1.attn_v.weight": "Q6_K",
-    "blk.1.attn_output.weight": "IQ4_NL", "blk.1.ffn_gate.weight": "Q4_K", "blk.1.ffn_up.weight": "Q5_K",
+    "blk.1.attn_output.weight": "IQ4_NL", "blk.1.ffn_gate.weight": "Q2_K", "blk.1.ffn_up.weight": "Q5_K",
     "blk.1.ffn_down.weight": "IQ4_XS",
 }
 
@@ -111,11 +111,23 @@ def _pack_scales_k4(sc, mn):
 
 
 def quantize_k(x, kind):
-    """x [n][256] (super-blocks) to Q4_K, Q5_K or Q6_K blocks [n][bytes] by a
+    """x [n][256] (super-blocks) to Q4_K, Q5_K, Q6_K or Q2_K blocks [n][bytes] by a
     min/max rule per sub-block, in ggml's layout"""
     import numpy as np
     x = x.astype(np.float32)
     n = x.shape[0]
+    if kind == "Q2_K":                                    # sub-blocks of 16, 4-bit scales and minimums
+        sub = x.reshape(n, 16, 16)
+        lo = np.minimum(sub.min(axis=2), 0)
+        sd = np.maximum(sub.max(axis=2) - lo, 1e-12) / 3
+        d16 = (np.maximum(sd.max(axis=1), 1e-12) / 15.0).astype(np.float16).astype(np.float32)
+        m16 = (np.maximum((-lo).max(axis=1), 1e-12) / 15.0).astype(np.float16).astype(np.float32)
+        sc = np.clip(np.round(sd / d16[:, None]), 1, 15).astype(np.uint8)
+        mn = np.clip(np.round(-lo / m16[:, None]), 0, 15).astype(np.uint8)
+        q = np.clip(np.round((sub + (m16[:, None] * mn)[:, :, None]) / (d16[:, None] * sc)[:, :, None]), 0, 3)
+        q = q.astype(np.uint8).reshape(n, 2, 4, 32)       # element 128h + 32j + l: bits 2j of qs[32h + l]
+        qs = (q[:, :, 0] | (q[:, :, 1] << 2) | (q[:, :, 2] << 4) | (q[:, :, 3] << 6)).reshape(n, 64)
+        return np.concatenate([sc | (mn << 4), qs, _f16(d16), _f16(m16)], axis=1)
     if kind == "Q6_K":
         sub = x.reshape(n, 16, 16)
         amax = np.abs(sub).max(axis=2)
@@ -203,7 +215,7 @@ def quantize(t, kind):
     import gguf
     import numpy as np
     qt = getattr(gguf.GGMLQuantizationType, kind)
-    if kind in ("Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL"):
+    if kind in ("Q2_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL"):
         rows, cols = t.shape
         block = 32 if kind == "IQ4_NL" else 256
         q = (quantize_iq4 if kind.startswith("IQ4") else quantize_k)(t.reshape(-1, block), kind)
@@ -212,7 +224,8 @@ def quantize(t, kind):
         q = gguf.quants.quantize(t, qt)
     back = gguf.quants.dequantize(q, qt).reshape(t.shape)
     err = np.abs(back - t).max() / max(np.abs(t).max(), 1e-12)
-    assert err < (0.15 if kind in ("Q4_0", "Q4_1", "Q4_K", "IQ4_NL", "IQ4_XS") else 0.08), (kind, err)   # the packing is right
+    bound = 0.4 if kind == "Q2_K" else 0.15 if kind in ("Q4_0", "Q4_1", "Q4_K", "IQ4_NL", "IQ4_XS") else 0.08
+    assert err < bound, (kind, err)   # the packing is right
     return q, qt
 
 
