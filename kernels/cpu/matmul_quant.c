@@ -300,9 +300,9 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *   (the 6-bit scales and minimums as bytes, the minimums in pairs of
  *   sub-blocks); Q6_K: d[KG], sc[8][KG][2] (the int8 scales in pairs of
  *   sub-blocks); IQ4_XS: d[KG], sc[4][KG][2] (its signed ls - 32 as int8,
- *   in pairs of sub-blocks); Q2_K: d[KG], dmin[KG], sc[8][KG][2],
- *   mn[8][KG][2] (its 4-bit scales and minimums, pairs of sub-blocks of
- *   16 as Q6_K's scales).  A 32-element type's copy has the bytes it has as stored
+ *   in pairs of sub-blocks); Q2_K: d[KG], dmin[KG], sm[8][KG][2] (its
+ *   bytes of a 4-bit scale and minimum as stored, in pairs of sub-blocks
+ *   of 16 as Q6_K's scales: the copy has the stored bytes).  A 32-element type's copy has the bytes it has as stored
  *   (and the padding rows').
  * K types: per sub-block the int32 lanes hold sum q * x exactly; times the
  * row lanes' scales (VNNI: vpmulld of the dpbusd sums; else the int16
@@ -359,6 +359,7 @@ static inline kv kv_load(const void *p) { return _mm512_loadu_si512(p); }
 static inline kv kv_b32(const void *p) { int32_t v; memcpy(&v, p, 4); return _mm512_set1_epi32(v); }
 static inline kv kv_zero(void) { return _mm512_setzero_si512(); }
 static inline kv kv_and8(kv a, int m) { return _mm512_and_si512(a, _mm512_set1_epi8((char)m)); }
+static inline kv kv_and16(kv a, int m) { return _mm512_and_si512(a, _mm512_set1_epi16((short)m)); }
 static inline kv kv_srl16(kv a, const int k) { return _mm512_srli_epi16(a, k); }
 static inline kv kv_sll16(kv a, const int k) { return _mm512_slli_epi16(a, k); }
 static inline kv kv_or(kv a, kv b) { return _mm512_or_si512(a, b); }
@@ -411,6 +412,7 @@ static inline kv kv_load(const void *p) { return _mm256_loadu_si256((const __m25
 static inline kv kv_b32(const void *p) { int32_t v; memcpy(&v, p, 4); return _mm256_set1_epi32(v); }
 static inline kv kv_zero(void) { return _mm256_setzero_si256(); }
 static inline kv kv_and8(kv a, int m) { return _mm256_and_si256(a, _mm256_set1_epi8((char)m)); }
+static inline kv kv_and16(kv a, int m) { return _mm256_and_si256(a, _mm256_set1_epi16((short)m)); }
 static inline kv kv_srl16(kv a, const int k) { return _mm256_srli_epi16(a, k); }
 static inline kv kv_sll16(kv a, const int k) { return _mm256_slli_epi16(a, k); }
 static inline kv kv_or(kv a, kv b) { return _mm256_or_si256(a, b); }
@@ -462,7 +464,7 @@ static inline int is_k(const DType DT) {
 }
 /* K types of two sub-blocks of 16 in each 32-element run, vectors 0-3 and 4-7 */
 static inline int k_sub16(const DType DT) { return DT == DT_Q6_K || DT == DT_Q2_K; }
-/* where a head's int8 scale pairs start (Q6_K, IQ4_XS, Q2_K) */
+/* where a head's scale pairs start (Q6_K, IQ4_XS: int8; Q2_K: a scale and a minimum in a byte) */
 static inline size_t k_pairs_at(const DType DT) { return (size_t)KG * (DT == DT_Q2_K ? 4 : 2); }
 /* maddubs results (pair sums) a K tile adds in int16 before one madd with
  * the sub-block's scale: at most 16 products of q <= 15, 8 of q <= 31 or 4
@@ -483,7 +485,7 @@ static inline int q_bits(const DType DT) {
 
 /* bytes of a group's block: its head (scales), then per 32 elements */
 static inline size_t kp_head(const DType DT) {
-    return (size_t)KG * (DT == DT_Q6_K ? 18 : DT == DT_IQ4_XS ? 10 : DT == DT_Q2_K ? 36 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
+    return (size_t)KG * (DT == DT_Q6_K ? 18 : DT == DT_IQ4_XS ? 10 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
 }
 static inline size_t kp_g(const DType DT) {
     return (size_t)KG * (size_t)(q_bits(DT) == 8 ? 32 : 16 + 4 * (q_bits(DT) - 4));
@@ -615,13 +617,10 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q6_K) {   /* d, then the 16 int8 scales as stored */
             memcpy(hd + 2 * i, s + 208, 2);
             for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[192 + j];
-        } else if (dt == DT_Q2_K) {   /* d, dmin, then the 16 scales and the 16 minimums */
+        } else if (dt == DT_Q2_K) {   /* d, dmin, then the 16 bytes of a scale and a minimum */
             memcpy(hd + 2 * i, s + 80, 2);
             memcpy(hd + 2 * KG + 2 * i, s + 82, 2);
-            for (int j = 0; j < 16; j++) {
-                hd[4 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[j] & 15;
-                hd[20 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[j] >> 4;
-            }
+            for (int j = 0; j < 16; j++) hd[4 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[j];
         } else if (dt == DT_IQ4_XS) {   /* d, then the 8 signed scales */
             memcpy(hd + 2 * i, s, 2);
             for (int j = 0; j < 8; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qd_iq4xs_scale(s, j);
@@ -754,7 +753,8 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
         const kf dm = kf_half(hd + 2 * KG);
         kv mn[8];
 #pragma GCC unroll 8
-        for (int p = 0; p < pairs; p++) mn[p] = kv_u8_16(hd + (q2 ? 20 : 12) * KG + p * 2 * KG);
+        for (int p = 0; p < pairs; p++)   /* Q2_K: each byte's high nibble */
+            mn[p] = q2 ? kv_srl16(kv_u8_16(hd + 4 * KG + p * 2 * KG), 4) : kv_u8_16(hd + 12 * KG + p * 2 * KG);
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const int16_t *sums = q2 ? a->bs + ((size_t)(t0 + t) * nb + b) * 16 : a->xs + ((size_t)b * n + t0 + t) * 8;
@@ -768,12 +768,17 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
     }
 }
 
-/* The int8 scales of pair p of a Q6_K's, Q2_K's or IQ4_XS's head (Q6_K,
- * Q2_K: the sub-blocks 2p, 2p + 1 of the 32-element run p; IQ4_XS: runs
- * 2p, 2p + 1), sc_2p (*s0) and sc_2p+1 (*s1): each row's in both int16
- * halves of its lane */
+/* The scales of pair p of a Q6_K's, Q2_K's or IQ4_XS's head (Q6_K, Q2_K:
+ * the sub-blocks 2p, 2p + 1 of the 32-element run p; IQ4_XS: runs 2p,
+ * 2p + 1) as int16, sc_2p in the low half of each row's lane, sc_2p+1 in
+ * the high */
+static inline __attribute__((always_inline)) kv pair16(const uint8_t *hd, int p, const DType DT) {
+    const uint8_t *at = hd + k_pairs_at(DT) + p * 2 * KG;
+    return DT == DT_Q2_K ? kv_and16(kv_u8_16(at), 15) : kv_s8_16(at);   /* Q2_K: each byte's low nibble */
+}
+/* the same, sc_2p (*s0) and sc_2p+1 (*s1) each in both int16 halves of the lane */
 static inline __attribute__((always_inline)) void pair_scales16(const uint8_t *hd, int p, kv *s0, kv *s1, const DType DT) {
-    const kv pr = kv_s8_16(hd + k_pairs_at(DT) + p * 2 * KG);   /* sc_2p, sc_2p+1 of each row */
+    const kv pr = pair16(hd, p, DT);   /* sc_2p, sc_2p+1 of each row */
     *s0 = kv_odd16(pr, kv_sll32(pr, 16));
     *s1 = kv_odd16(kv_srl32(pr, 16), pr);
 }
@@ -802,7 +807,7 @@ static inline __attribute__((always_inline)) void tilek(const Weight *w, const u
 #pragma GCC unroll 8
             for (int v = 0; v < 8; v++) wq[v] = k_vec(o, v, DT);
             if (k_sub16(DT) || DT == DT_IQ4_XS) {   /* int8 scales in pairs: Q6_K's and Q2_K's pair g, IQ4_XS's g / 2 */
-                const kv pr = kv_s8_16(hd + k_pairs_at(DT) + (k_sub16(DT) ? g : g / 2) * 2 * KG);
+                const kv pr = pair16(hd, k_sub16(DT) ? g : g / 2, DT);
                 s0 = kv_sra32(kv_sll32(pr, 16), 16);
                 s1 = kv_sra32(pr, 16);
                 if (DT == DT_IQ4_XS && g % 2) s0 = s1;

@@ -54,3 +54,21 @@ llamacpp_sdist() {
     fi
     echo "$_s"
 }
+
+# qwen_requant TYPE: Qwen2.5-Coder-1.5B in another GGUF type, made from the
+# Q4_K_M file of make qwen: its values in a BF16 GGUF, requantised by
+# llama-quantize to TYPE (iq4_xs, iq4_nl, q2_k, ...) into
+# models/qwen2.5-coder-1.5b-instruct.TYPE.gguf and kept in its blocks by
+# spec-convert --dtype keep into models/qwen2.5-coder-1.5b-instruct-TYPE;
+# each made once.  Exit 1 with a line where make qwen has not run.
+qwen_requant() {
+    _q=models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+    need qwen_requant "make qwen" "$_q"
+    _b=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
+    _g=models/qwen2.5-coder-1.5b-instruct.$1.gguf
+    _d=models/qwen2.5-coder-1.5b-instruct-$1
+    python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
+requantize('$_q', '$_b', 'BF16'); requantize('$_b', '$_g', '$(echo "$1" | tr a-z A-Z)')"
+    need_bins spec-convert
+    [ -f "$_d/model.safetensors" ] || bin/spec-convert "$_g" "$_d" --dtype keep >/dev/null
+}

@@ -79,15 +79,10 @@ for name in $MODELS; do
 requantize('$q', '$gguf', 'BF16')" ;;
     qwen-iq4_xs|qwen-iq4_nl|qwen-q2_k)
         ty=${name#qwen-}
-        q=models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
-        [ -f "$q" ] || { echo "quant_bench: $q is absent (make qwen); $name skipped"; continue; }
-        b16=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
+        [ -f models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf ] || { echo "quant_bench: make qwen has not run; $name skipped"; continue; }
+        qwen_requant "$ty"
         gguf=models/qwen2.5-coder-1.5b-instruct.$ty.gguf
-        dir=models/qwen2.5-coder-1.5b-instruct-$ty
-        python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
-requantize('$q', '$b16', 'BF16'); requantize('$b16', '$gguf', '$(echo $ty | tr a-z A-Z)')"
-        make --no-print-directory bin/spec-convert >/dev/null
-        [ -f "$dir/model.safetensors" ] || bin/spec-convert "$gguf" "$dir" --dtype keep >/dev/null ;;
+        dir=models/qwen2.5-coder-1.5b-instruct-$ty ;;
     *) echo "quant_bench: unknown model $name (smollm2, qwen, smollm2-bf16, qwen-bf16, qwen-iq4_xs, qwen-iq4_nl, qwen-q2_k)" >&2
        exit 2 ;;
     esac

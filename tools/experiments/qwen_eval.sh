@@ -25,7 +25,9 @@
 # QWEN_WEIGHTS=keep: ours with the target in the GGUF's own blocks (the
 # -keep folder of `make qwen QWEN_DTYPE=keep`) against llama.cpp on the
 # original files only, into results/qwen-keep; bf16 (default): the BF16
-# target, as above.  The draft is make qwen's in both, the 0.5B in Q4_0;
+# target, as above; iq4_xs, iq4_nl, q2_k, ...: the 1.5B requantised by
+# llama-quantize to that type (lib.sh's qwen_requant) and kept in its blocks,
+# against llama.cpp on that file, into results/qwen-TYPE.  The draft is make qwen's in both, the 0.5B in Q4_0;
 # QWEN_DRAFT=keep: the 0.5B's own blocks (make qwen QWEN_DRAFT_DTYPE=keep).
 # QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
 # ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).  On a CPU
@@ -49,7 +51,9 @@ bf16) T=models/qwen2.5-coder-1.5b-instruct
       R=${QWEN_OUT:-results/qwen} BASE=plain-bf16 MAKE_PAIR="make qwen" ;;
 keep) T=models/qwen2.5-coder-1.5b-instruct-keep
       R=${QWEN_OUT:-results/qwen-keep} BASE=plain-q4_k_m MAKE_PAIR="make qwen QWEN_DTYPE=keep" ;;
-*) echo "qwen-eval: QWEN_WEIGHTS is bf16 or keep, not '$QWEN_WEIGHTS'" >&2; exit 2 ;;
+*)    qwen_requant "$QWEN_WEIGHTS"
+      T=models/qwen2.5-coder-1.5b-instruct-$QWEN_WEIGHTS
+      R=${QWEN_OUT:-results/qwen-$QWEN_WEIGHTS} BASE=plain-$QWEN_WEIGHTS MAKE_PAIR="make qwen" ;;
 esac
 [ "$QWEN_DRAFT" = keep ] && MAKE_PAIR="$MAKE_PAIR QWEN_DRAFT_DTYPE=keep"
 B=${QWEN_BENCH:-../shared/benchmarks}
@@ -107,7 +111,8 @@ if [ -z "${ONLY_OURS:-}${ONLY_TABLE:-}" ]; then
     echo "== 2/3 llama.cpp on the same prompts"
     : >"$R/llamacpp_rows.csv"
     if LB=$(tools/experiments/llamacpp.sh); then
-        TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+        TQ=$DL/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf TQN=q4_k_m
+        case $QWEN_WEIGHTS in bf16|keep) ;; *) TQ=models/qwen2.5-coder-1.5b-instruct.$QWEN_WEIGHTS.gguf TQN=$QWEN_WEIGHTS ;; esac
         TB=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
         [ "$QWEN_DRAFT" = q4_0 ] && python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
 requantize('$DL/qwen2.5-coder-0.5b-instruct.gguf', '$DQ', 'Q4_0', '--output-tensor-type', 'q4_0', '--token-embedding-type', 'q4_0')"
@@ -117,12 +122,12 @@ requantize('$DL/qwen2.5-coder-0.5b-instruct.gguf', '$DQ', 'Q4_0', '--output-tens
 requantize('$TQ', '$TB', 'BF16')"
             lc_bench "$R/llamacpp_rows.csv" plain-bf16 $TB "$MAX_NEW" "$THREADS"
         fi
-        lc_bench "$R/llamacpp_rows.csv" plain-q4_k_m $TQ "$MAX_NEW" "$THREADS"
+        lc_bench "$R/llamacpp_rows.csv" plain-$TQN $TQ "$MAX_NEW" "$THREADS"
         if [ "$QWEN_WEIGHTS" = bf16 ]; then
             lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_bf16.txt" speculative-bf16 "$R/prompts" "$MAX_NEW" "$THREADS" \
                 "$LB/llama-speculative-simple" -m $TB -md $DQ --spec-type draft-simple
         fi
-        lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_q4_k_m.txt" speculative-q4_k_m "$R/prompts" "$MAX_NEW" "$THREADS" \
+        lc_run "$R/llamacpp_rows.csv" "$R/llamacpp_spec_$TQN.txt" speculative-$TQN "$R/prompts" "$MAX_NEW" "$THREADS" \
             "$LB/llama-speculative-simple" -m $TQ -md $DQ --spec-type draft-simple
     else
         echo "qwen-eval: llama.cpp could not be built; its rows are left out" >&2
