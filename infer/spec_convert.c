@@ -49,9 +49,9 @@ static void usage(FILE *f) {
 "OUTDIR is created; an existing OUTDIR/model.safetensors is not overwritten.\n"
 "  --dtype D     bf16 (default) or f16 (both rounded to nearest even), f32 (the exact\n"
 "                dequantised values), or keep: every tensor as the GGUF stores it, the\n"
-"                quantized ones in their blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K,\n"
-"                Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q3_K as the Q6_K blocks of its exact values), which the\n"
-"                runtime computes with in place (docs/models.md); or\n"
+"                quantized ones in their blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to\n"
+"                Q6_K, IQ4_NL, IQ4_XS), which the runtime computes with in place\n"
+"                (docs/models.md); or\n"
 "                q4_0: every matrix (embeddings and LM head too) in Q4_0 blocks of its\n"
 "                dequantised values (4.5 bits a weight, as llama.cpp's quantize writes\n"
 "                them), norms and biases F32: a cheaper draft step for a draft LM\n"
@@ -271,7 +271,7 @@ static Vals load(const Gguf *g, const char *name, int64_t rows, int64_t cols, in
         die(prog, "tensor %s: shape [%lld, %lld], expected [%lld, %lld]", name, (long long)t->ne[1],
             (long long)t->ne[0], (long long)want1, (long long)want0);
     const DType st = gguf_tensor_dtype(t);
-    if (keep && st != DT_COUNT) {   /* its blocks (a Q3_K tensor's as Q6_K: gguf_tensor_dtype) */
+    if (keep && st != DT_COUNT) {   /* its blocks */
         int64_t rb = quant_row_bytes(st, want0);
         if (rb < 0) die(prog, "tensor %s: %s", name, err_get());
         void *v = xmalloc((size_t)(rb * want1));

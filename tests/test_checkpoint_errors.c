@@ -130,8 +130,8 @@ static void test_unsupported_weight_dtype(void) {
  * does not hold, a block type for a vector. */
 static void test_block_type_lies(void) {
     static const struct { const char *header; size_t bytes; const char *needle; } cases[] = {
-        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"Q3_K\"},"
-         "\"model.embed_tokens.weight\":{\"dtype\":\"U8\",\"shape\":[256,68],\"data_offsets\":[0,17408]}}", 17408, "Q3_K"},
+        {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"IQ2_XS\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"U8\",\"shape\":[256,68],\"data_offsets\":[0,17408]}}", 17408, "IQ2_XS"},
         {"{\"__metadata__\":{\"c2t.quant.model.embed_tokens.weight\":\"Q8_0\"},"
          "\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[256,17],\"data_offsets\":[0,17408]}}", 17408,
          "model.embed_tokens.weight"},

@@ -45,7 +45,7 @@
 
 /* ---- GGUF block types: the CUDA kernels' steps, on the host ---- */
 
-static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K};
+static const DType QTYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K, DT_Q3_K};
 #define NQTYPES (int)(sizeof QTYPES / sizeof *QTYPES)
 static const int QNS[] = {1, 2, 5, 16, 64};
 #define NQNS (int)(sizeof QNS / sizeof *QNS)

@@ -96,46 +96,6 @@ static void test_tensors_equal_llamacpp_dequantisation(void) {
     gguf_close(g);
 }
 
-/* A Q3_K tensor is read as the Q6_K blocks of its values: its blocks
- * (gguf_tensor_blocks) dequantised as Q6_K give gguf.quants.dequantize's
- * values bit for bit, with the same d and every integer in [28, 35]
- * (q + 28 for q = 0..7); the other types' blocks are their bytes. */
-static void test_q3_k_read_as_q6_k(void) {
-    Gguf *g = gguf_open(GOLD "small.gguf");
-    REQUIRE(g, "%s", err_get());
-    size_t nexp = 0;
-    float *exp = (float *)read_text_file(GOLD "small.expected.f32", &nexp);
-    REQUIRE(exp, "%s", err_get());
-    const GgufTensor *t = gguf_find_tensor(g, "q3_k");
-    REQUIRE(t && gguf_tensor_dtype(t) == DT_Q6_K, "q3_k is read as Q6_K");
-    const int64_t n = t->ne[0] * t->ne[1], nb = n / 256;
-    CHECK(t->bytes == (uint64_t)nb * QUANT_Q3_K_BYTES, "stored as %llu bytes", (unsigned long long)t->bytes);
-    REQUIRE((size_t)n <= nexp / 4, "expected values");
-    const float *want = exp + nexp / 4 - (size_t)n;   /* the last tensor of the file */
-    uint8_t *q6 = malloc((size_t)nb * quant_block_bytes(DT_Q6_K));
-    float *v = malloc(sizeof(float) * (size_t)n);
-    REQUIRE(gguf_tensor_blocks(g, t, q6) == 0 && quant_dequant_row(DT_Q6_K, q6, v, n) == 0, "%s", err_get());
-    size_t diff = 0, out_of_range = 0, d_moved = 0;
-    for (int64_t i = 0; i < n; i++) diff += memcmp(&v[i], &want[i], 4) != 0;
-    const uint8_t *q3 = gguf_tensor_data(g, t);
-    for (int64_t b = 0; b < nb; b++) {
-        QuantBlock qb;
-        quant_unpack(DT_Q6_K, q6 + b * quant_block_bytes(DT_Q6_K), &qb);
-        for (int e = 0; e < 256; e++) out_of_range += qb.q[e] < 28 || qb.q[e] > 35;
-        d_moved += memcmp(q6 + b * quant_block_bytes(DT_Q6_K) + 208, q3 + b * QUANT_Q3_K_BYTES + 108, 2) != 0;
-    }
-    CHECK(diff == 0, "q3_k as Q6_K: %zu of %lld values differ from gguf.quants.dequantize", diff, (long long)n);
-    CHECK(out_of_range == 0 && d_moved == 0, "q3_k as Q6_K: %zu integers outside [28, 35], %zu scales d changed",
-          out_of_range, d_moved);
-    const GgufTensor *k = gguf_find_tensor(g, "q4_k");
-    uint8_t *kb = malloc((size_t)k->bytes);
-    REQUIRE(gguf_tensor_blocks(g, k, kb) == 0, "%s", err_get());
-    CHECK(!memcmp(kb, gguf_tensor_data(g, k), (size_t)k->bytes), "q4_k's blocks are not its bytes");
-    printf("# q3_k: %lld values as Q6_K blocks, %zu differ from gguf-py's\n", (long long)n, diff);
-    free(kb); free(q6); free(v); free(exp);
-    gguf_close(g);
-}
-
 /* Writes bytes to a temp file and opens it: must fail in one line naming it,
  * or succeed; never crash (ASan checks the reads). */
 static int open_bytes(const unsigned char *b, size_t n, char *err, size_t errlen) {
@@ -290,7 +250,8 @@ static void test_hostile_copies(void) {
 static const struct { int type; const char *name; int block, bytes, d_at, min_at; } QT[] = {
     {GGML_Q4_0, "Q4_0", 32, 18, 0, -1},    {GGML_Q4_1, "Q4_1", 32, 20, 0, 2},     {GGML_Q5_0, "Q5_0", 32, 22, 0, -1},
     {GGML_Q5_1, "Q5_1", 32, 24, 0, 2},     {GGML_Q8_0, "Q8_0", 32, 34, 0, -1},    {GGML_Q4_K, "Q4_K", 256, 144, 0, 2},
-    {GGML_Q5_K, "Q5_K", 256, 176, 0, 2},   {GGML_Q6_K, "Q6_K", 256, 210, 208, -1}};
+    {GGML_Q5_K, "Q5_K", 256, 176, 0, 2},   {GGML_Q6_K, "Q6_K", 256, 210, 208, -1}, {GGML_Q2_K, "Q2_K", 256, 84, 80, 82},
+    {GGML_Q3_K, "Q3_K", 256, 110, 108, -1}};
 #define N_QT (int)(sizeof QT / sizeof *QT)
 
 typedef struct { const char *name; int type; uint64_t ne0, ne1; } Made;
@@ -459,12 +420,13 @@ static void test_nan_and_inf_scales_pass_through(void) {
         }
 }
 
-/* IQ4_NL's, IQ4_XS's and Q2_K's blocks are read as stored, the runtime's own types. */
+/* The block types are read as stored, the runtime's own types (IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K here). */
 static void test_blocks_read_as_stored(void) {
     Gguf *g = gguf_open(GOLD "small.gguf");
     REQUIRE(g, "%s", err_get());
-    const struct { const char *name; DType dt; } want[3] = {{"iq4_nl", DT_IQ4_NL}, {"iq4_xs", DT_IQ4_XS}, {"q2_k", DT_Q2_K}};
-    for (int i = 0; i < 3; i++) {
+    const struct { const char *name; DType dt; } want[5] = {
+        {"iq4_nl", DT_IQ4_NL}, {"iq4_xs", DT_IQ4_XS}, {"q2_k", DT_Q2_K}, {"q3_k", DT_Q3_K}, {"q4_k", DT_Q4_K}};
+    for (int i = 0; i < 5; i++) {
         const GgufTensor *t = gguf_find_tensor(g, want[i].name);
         REQUIRE(t && gguf_tensor_dtype(t) == want[i].dt, "%s is read as %s", want[i].name, dtype_name(want[i].dt));
         CHECK(t->bytes == (uint64_t)(t->ne[0] * t->ne[1] / quant_block_elems(want[i].dt)) * quant_block_bytes(want[i].dt),
@@ -506,7 +468,6 @@ static void test_types_not_read_are_refused_by_name(void) {
 int main(void) {
     RUN(test_metadata);
     RUN(test_tensors_equal_llamacpp_dequantisation);
-    RUN(test_q3_k_read_as_q6_k);
     RUN(test_blocks_read_as_stored);
     RUN(test_f16_conversion_rounds_as_the_compiler);
     RUN(test_q4_0_quantisation_equals_gguf);

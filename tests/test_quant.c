@@ -1,6 +1,6 @@
 /* Products of weights in GGUF's block types (kernels/cpu/matmul_quant.c)
  * on the CPU backend, per type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
- * Q6_K, IQ4_NL, IQ4_XS, Q2_K), on random blocks (random integers, scales and minimums of either
+ * Q6_K, IQ4_NL, IQ4_XS, Q2_K, Q3_K), on random blocks (random integers, scales and minimums of either
  * sign; Q8_0 integers include -128, Q6_K scales too):
  *  - the kernel equals, bit for bit, a scalar copy of the order
  *    matmul_quant.c's header states (block sums exact, one fma chain over
@@ -35,7 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K};
+static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K, DT_Q3_K};
 #define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
 
 static uint32_t rng_state = 12345u;

@@ -395,7 +395,7 @@ static void test_convert_keep_block_types(void) {
     REQUIRE(rc == 0, "spec-convert --dtype keep: %s", err);
     LlamaModel *mk = llama_load(keep, be), *mf = llama_load(f32, be);
     REQUIRE(mk && mf, "%s", err_get());
-    CHECK(!strcmp(mk->weight_types, "F32 11, Q8_0 2, Q4_0 1, Q4_1 1, Q5_0 1, Q5_1 1, Q4_K 2, Q5_K 2, Q6_K 3, IQ4_NL 1, IQ4_XS 1, Q2_K 1"),
+    CHECK(!strcmp(mk->weight_types, "F32 11, Q8_0 2, Q4_0 1, Q4_1 1, Q5_0 1, Q5_1 1, Q4_K 2, Q5_K 2, Q6_K 2, IQ4_NL 1, IQ4_XS 1, Q2_K 1, Q3_K 1"),
           "weight types '%s'", mk->weight_types);
     CHECK(mk->embed.dtype == DT_Q6_K && mk->lm_head.dtype == DT_Q8_0 && mk->layer[1].wk.dtype == DT_Q5_K &&
           mf->layer[1].wk.dtype == DT_F32, "weights not kept in their block types");

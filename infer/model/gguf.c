@@ -145,13 +145,13 @@ static DType read_type(int type) {
     case GGML_Q5_0: return DT_Q5_0;
     case GGML_Q5_1: return DT_Q5_1;
     case GGML_Q8_0: return DT_Q8_0;
-    case GGML_Q3_K: return DT_Q6_K;   /* read as (quant_q3_k_as_q6_k) */
     case GGML_Q4_K: return DT_Q4_K;
     case GGML_Q5_K: return DT_Q5_K;
     case GGML_Q6_K: return DT_Q6_K;
     case GGML_IQ4_NL: return DT_IQ4_NL;
     case GGML_IQ4_XS: return DT_IQ4_XS;
     case GGML_Q2_K: return DT_Q2_K;
+    case GGML_Q3_K: return DT_Q3_K;
     default: return DT_COUNT;
     }
 }
@@ -161,8 +161,7 @@ DType gguf_tensor_dtype(const GgufTensor *t) { return read_type(t->type); }
 /* bytes of a tensor of n elements (whole blocks) as stored, or 0 for a type we do not read */
 static uint64_t tensor_bytes(int type, uint64_t n) {
     const DType t = read_type(type);
-    const uint64_t block = type == GGML_Q3_K ? QUANT_Q3_K_BYTES : quant_block_bytes(t);
-    return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * block;
+    return t == DT_COUNT ? 0 : n / (uint64_t)quant_block_elems(t) * quant_block_bytes(t);
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
@@ -425,13 +424,7 @@ static uint64_t tensor_elems(const GgufTensor *t) {
 int gguf_tensor_blocks(const Gguf *g, const GgufTensor *t, void *out) {
     const DType dt = read_type(t->type);
     if (dt == DT_COUNT) return unread_type(g, t);
-    if (t->type != GGML_Q3_K) {
-        memcpy(out, g->data + t->offset, (size_t)t->bytes);
-        return 0;
-    }
-    const uint64_t blocks = tensor_elems(t) / 256;
-    for (uint64_t b = 0; b < blocks; b++)
-        quant_q3_k_as_q6_k(g->data + t->offset + b * QUANT_Q3_K_BYTES, (uint8_t *)out + b * quant_block_bytes(DT_Q6_K));
+    memcpy(out, g->data + t->offset, (size_t)t->bytes);
     return 0;
 }
 
@@ -439,16 +432,7 @@ int gguf_tensor_f32(const Gguf *g, const GgufTensor *t, float *out) {
     const uint64_t n = tensor_elems(t);
     const DType dt = read_type(t->type);
     if (dt == DT_COUNT) return unread_type(g, t);
-    const void *blocks = g->data + t->offset;
-    void *read = NULL;
-    if (t->type == GGML_Q3_K) {
-        read = xmalloc((size_t)(n / 256) * quant_block_bytes(DT_Q6_K));
-        gguf_tensor_blocks(g, t, read);
-        blocks = read;
-    }
-    const int rc = quant_dequant_row(dt, blocks, out, (int64_t)n);
-    free(read);
-    if (rc) {
+    if (quant_dequant_row(dt, g->data + t->offset, out, (int64_t)n)) {
         err_set("%s: tensor %s: %s", g->path, t->name, err_get());
         return -1;
     }

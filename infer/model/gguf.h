@@ -10,7 +10,8 @@
  * super-blocks of 256 Q4_K, Q5_K (d times a 6-bit scale, times the integer,
  * minus dmin times a 6-bit minimum), Q6_K (d times an int8 scale, times
  * the integer), Q2_K (as Q4_K, 4-bit scales and minimums of 16 elements)
- * and Q3_K, IQ4_NL, IQ4_XS.  A quantised tensor's rows must be whole blocks (32, or 256
+ * Q3_K (d times a 6-bit scale, times the integer less 4), IQ4_NL and
+ * IQ4_XS.  A quantised tensor's rows must be whole blocks (32, or 256
  * for the K types) or the file is refused when opened.  Tensors of other
  * types (IQ1-IQ3, TQ, MXFP4, ...) are listed and refused by name
  * when read.  A NaN or infinite scale is not refused: its block comes out
@@ -77,15 +78,13 @@ int gguf_arr_num(const GgufKV *kv, uint64_t i, double *out);
 
 /* ggml's name of a tensor type ("Q4_K"), or "unknown". */
 const char *gguf_type_name(int type);
-/* The kernels' DType the tensor is read as (F32, F16 or a block type,
- * kernels/base/quant.h): its own type, or for Q3_K Q6_K, which holds every
- * Q3_K block's values exactly (quant_q3_k_as_q6_k); DT_COUNT for a type
- * this reader does not read. */
+/* The kernels' DType the tensor is read as (F32, F16, BF16 or a block
+ * type, kernels/base/quant.h: its own type); DT_COUNT for a type this
+ * reader does not read. */
 DType gguf_tensor_dtype(const GgufTensor *t);
 /* The tensor's bytes as stored (its blocks), inside the file's mapping. */
 const void *gguf_tensor_data(const Gguf *g, const GgufTensor *t);
-/* The tensor's blocks in gguf_tensor_dtype's layout into out (as stored;
- * Q3_K rewritten as Q6_K); -1 with a one-line error for a type this reader
+/* The tensor's blocks into out, as stored; -1 with a one-line error for a type this reader
  * does not read. */
 int gguf_tensor_blocks(const Gguf *g, const GgufTensor *t, void *out);
 /* The tensor's elements as F32 into out[ne0*ne1*...]; -1 with a one-line

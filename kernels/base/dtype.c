@@ -16,6 +16,6 @@ size_t dtype_size(DType t) {
 
 const char *dtype_name(DType t) {
     static const char *nm[DT_COUNT] = {"F32", "F16", "BF16", "I32", "I64", "U8", "Q8_0", "Q4_0",
-                                       "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "Q2_K"};
+                                       "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "Q2_K", "Q3_K"};
     return (unsigned)t < DT_COUNT ? nm[t] : "?";
 }

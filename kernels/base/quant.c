@@ -15,7 +15,7 @@
 static const struct { int elems, bytes; } BLOCKS[DT_COUNT] = {
     [DT_Q8_0] = {32, 34},   [DT_Q4_0] = {32, 18},   [DT_Q4_1] = {32, 20},   [DT_Q5_0] = {32, 22},
     [DT_Q5_1] = {32, 24},   [DT_Q4_K] = {256, 144}, [DT_Q5_K] = {256, 176}, [DT_Q6_K] = {256, 210}, [DT_IQ4_NL] = {32, 18},
-    [DT_IQ4_XS] = {256, 136}, [DT_Q2_K] = {256, 84}};
+    [DT_IQ4_XS] = {256, 136}, [DT_Q2_K] = {256, 84}, [DT_Q3_K] = {256, 110}};
 
 int dtype_is_quant(DType t) { return (unsigned)t < DT_COUNT && BLOCKS[t].elems > 0; }
 
@@ -77,7 +77,7 @@ static int64_t first_bad_element(const uint8_t *p, int64_t n, size_t size, uint1
 }
 
 void quant_half_offsets(DType t, int *d_at, int *m_at) {
-    *d_at = t == DT_Q6_K ? 208 : t == DT_Q2_K ? 80 : 0;
+    *d_at = qd_d_at(t);
     *m_at = t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q4_K || t == DT_Q5_K ? 2 : t == DT_Q2_K ? 82 : -1;
 }
 
@@ -193,6 +193,22 @@ static void unpack_q2_k(const uint8_t *p, QuantBlock *b) {
     for (int e = 0; e < 256; e++) b->q[e] = (int16_t)(p[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3);
 }
 
+/* Q3_K: element 128h + 32j + l has its low two bits at bits 2j of
+ * qs[32h + l] (qs at byte 32, as Q2_K's) and its third at bit 4h + j of
+ * hmask[l] (byte l); sub-block s of 16 its 6-bit scale, the low 4 bits in
+ * nibble s / 8 of byte 96 + s % 8, the top 2 at bits 2 (s / 4) of byte
+ * 104 + s % 4, taken as sc - 32; the integer's offset is 4. */
+static void unpack_q3_k(const uint8_t *p, QuantBlock *b) {
+    b->d = half_at(p + 108);
+    b->off = 4;
+    b->sub = 16;
+    for (int s = 0; s < 16; s++) b->sc[s] = qd_q3k_scale(p, s);
+    for (int e = 0; e < 256; e++) {
+        const int h = e / 128, j = e % 128 / 32, l = e % 32;
+        b->q[e] = (int16_t)((p[32 + 32 * h + l] >> (2 * j) & 3) | (p[l] >> (4 * h + j) & 1) << 2);
+    }
+}
+
 /* 32 grid integers of IQ4_NL / IQ4_XS from 16 bytes of nibbles (element
  * j < 16 the low nibble of qs[j], j >= 16 the high nibble of qs[j - 16]) */
 static void iq4_ints(const uint8_t *qs, int16_t *q) {
@@ -233,6 +249,7 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
     case DT_Q5_K: unpack_k45(p, p + 16, p + 48, b); break;
     case DT_Q6_K: unpack_q6_k(p, b); break;
     case DT_Q2_K: unpack_q2_k(p, b); break;
+    case DT_Q3_K: unpack_q3_k(p, b); break;
     case DT_IQ4_XS:
         b->d = half_at(p);
         b->sub = 32;
@@ -251,7 +268,8 @@ void quant_unpack(DType t, const void *block, QuantBlock *b) {
  * Every product is exact in float (d has 11 significant bits, a sub-block
  * scale and an integer together at most 12: Q6_K's int8 scale and 6-bit
  * integer, IQ4_XS's |ls - 32| <= 32 and a grid integer of at most 7
- * significant bits, Q2_K's 4-bit scale and 2-bit integer; 65504 * 128 * 32 is far from overflow, and half-precision
+ * significant bits, Q2_K's 4-bit scale and 2-bit integer, Q3_K's |sc - 32|
+ * <= 32 and |q - 4| <= 4; 65504 * 128 * 32 is far from overflow, and half-precision
  * subnormals are normal floats), so only that last addition rounds, and a
  * fused multiply-add would give the same bits. */
 static void dequant_block(DType t, const uint8_t *p, float *y) {
@@ -263,7 +281,7 @@ static void dequant_block(DType t, const uint8_t *p, float *y) {
     } else if (b.sub) {
         for (int e = 0; e < n; e++) {
             const float ds = b.d * (float)b.sc[e / b.sub], v = (float)(b.q[e] - b.off);
-            y[e] = t == DT_Q6_K || t == DT_IQ4_XS ? ds * v : ds * v - b.m * (float)b.mn[e / b.sub];
+            y[e] = t == DT_Q6_K || t == DT_Q3_K || t == DT_IQ4_XS ? ds * v : ds * v - b.m * (float)b.mn[e / b.sub];
         }
     } else {
         for (int e = 0; e < n; e++) y[e] = (float)(b.q[e] - b.off) * b.d;
@@ -360,19 +378,3 @@ int quant_q4_0_row(const float *x, int64_t n, void *out) {
     return 0;
 }
 
-void quant_q3_k_as_q6_k(const void *q3, void *q6) {
-    const uint8_t *hmask = q3, *qs = hmask + 32, *sc = qs + 64;
-    uint8_t *ql = q6, *qh = ql + 128, *scales = qh + 64;
-    memset(q6, 0, 208);
-    for (int i = 0; i < 16; i++) {   /* 4 low bits in bytes 0-7 (low nibbles 0-7, high 8-15), 2 high in 8-11 */
-        const int lo = i < 8 ? sc[i] & 0x0F : sc[i - 8] >> 4, hi = sc[8 + i % 4] >> (2 * (i / 4)) & 3;
-        scales[i] = (uint8_t)(int8_t)((lo | hi << 4) - 32);
-    }
-    for (int e = 0; e < 256; e++) {
-        const int h = e / 128, j = e % 128 / 32, l = e % 32;   /* Q3_K: e = 128h + 32j + l */
-        const int q = (qs[32 * h + l] >> (2 * j) & 3) | (hmask[l] >> (4 * h + j) & 1) << 2, v = q + 28;
-        ql[64 * h + 32 * (j & 1) + l] |= (uint8_t)((v & 0x0F) << (4 * (j >> 1)));   /* Q6_K: k = j */
-        qh[32 * h + l] |= (uint8_t)((v >> 4) << (2 * j));
-    }
-    memcpy((uint8_t *)q6 + 208, sc + 12, 2);   /* d */
-}

@@ -1,4 +1,4 @@
-/* GGUF's block types (DT_Q8_0 .. DT_Q2_K, kernels/base/dtype.h), stored as
+/* GGUF's block types (DT_Q8_0 .. DT_Q3_K, kernels/base/dtype.h), stored as
  * ggml lays out its blocks, and the one reference for what they mean.
  *
  * Blocks of 32 elements: Q8_0 (f16 d, int8 q[32]; 34 bytes), Q4_0 (f16 d,
@@ -19,13 +19,16 @@
  * bytes of scales, 64 of 2-bit integers, f16 d, f16 dmin; 84): sub-blocks
  * of 16, byte s of the scales sub-block s's 4-bit scale (low nibble) and
  * minimum (high); element 128h + 32j + l is bits 2j of qs[32h + l];
- * element e is (d * sc) * q - dmin * mn.
+ * element e is (d * sc) * q - dmin * mn.  Q3_K (hmask[32], qs[64], 12
+ * bytes of 16 6-bit scales, f16 d; 110): Q2_K's 2-bit layout for the low
+ * bits, the third bit of element 128h + 32j + l at bit 4h + j of hmask[l];
+ * element e is (d * (sc - 32)) * (q - 4) (qd_q3k_scale gives sc - 32).
  * Element types (F32, F16, BF16, ...) are blocks of 1 here. */
 #ifndef C2T_QUANT_H
 #define C2T_QUANT_H
 #include "kernels/base/dtype.h"
 
-/* 1 for the block types DT_Q8_0 .. DT_Q2_K. */
+/* 1 for the block types DT_Q8_0 .. DT_Q3_K. */
 int dtype_is_quant(DType t);
 /* Elements per block: 32 or 256 for a block type, 1 for an element type,
  * 0 for none. */
@@ -53,16 +56,16 @@ int quant_dequant_row(DType t, const void *blocks, float *out, int64_t n);
 
 /* One block's integers and scales as stored, nothing rounded: element e
  * is (d * sc[e / sub]) * (q[e] - off) - m * mn[e / sub] for the K types
- * (sub 32; Q6_K: sub 16, no minimum; Q2_K: sub 16; IQ4_XS: sc = ls - 32, no minimum),
+ * (sub 32; Q6_K, Q3_K: sub 16, no minimum; Q2_K: sub 16; IQ4_XS: sc = ls - 32, no minimum),
  * (q[e] - off) * d for Q4_0, Q5_0, Q8_0, IQ4_NL, q[e] * d + m for Q4_1 and
  * Q5_1 (sub 0: no sub-block scales). */
 typedef struct {
     int16_t q[256];       /* unsigned as stored; Q8_0: the int8; IQ4_NL, IQ4_XS: the grid's integers
                              (32-element types: q[0..31]) */
-    int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, else 0 */
+    int off;              /* 8 Q4_0, 16 Q5_0, 32 Q6_K, 4 Q3_K, else 0 */
     float d, m;           /* scale; minimum (Q4_1, Q5_1) or dmin (Q4_K, Q5_K, Q2_K), else 0 */
     int sub;              /* elements per sub-block scale: 32, 16, or 0 */
-    int sc[16], mn[16];   /* per sub-block: integer scale (Q6_K's int8) and minimum */
+    int sc[16], mn[16];   /* per sub-block: integer scale (Q6_K's int8, Q3_K's sc - 32) and minimum */
 } QuantBlock;
 void quant_unpack(DType t, const void *block, QuantBlock *b);
 /* The 8 scales and minimums of a Q4_K / Q5_K super-block from its 12
@@ -70,7 +73,7 @@ void quant_unpack(DType t, const void *block, QuantBlock *b);
 void quant_k_scales(const uint8_t *packed, int sc[8], int mn[8]);
 
 /* Where a block of type t keeps its half-precision scale d (*d_at: 0,
- * Q6_K 208, Q2_K 80) and its minimum or dmin (*m_at: Q4_1, Q5_1, Q4_K,
+ * Q6_K 208, Q2_K 80, Q3_K 108) and its minimum or dmin (*m_at: Q4_1, Q5_1, Q4_K,
  * Q5_K 2, Q2_K 82; -1 for the others), in bytes from its start. */
 void quant_half_offsets(DType t, int *d_at, int *m_at);
 
@@ -101,16 +104,5 @@ void quant_q8_row(const float *x, int64_t n, int block, int8_t *q, float *d, int
  * min(15, trunc(x[j] * (1/d) + 8.5)) in F32 (1/d taken as 0 where d is 0).
  * 0, or -1 with err_set when n is not whole blocks. */
 int quant_q4_0_row(const float *x, int64_t n, void *out);
-
-/* GGUF's Q3_K, read as Q6_K.  A Q3_K super-block (110 bytes: hmask[32]
- * the third bit of each integer, qs[64] its low two bits, 12 bytes of
- * 16 6-bit scales, f16 d) holds element e = (d * (sc_{e/16} - 32)) *
- * (q_e - 4), q_e = 0..7; the Q6_K block with the same d, the int8 scales
- * sc - 32 and the integers q + 28 (its offset is 32) holds the same
- * values, and each product being exact in F32, its dequantisation gives
- * ggml's bit for bit.  So a Q3_K tensor is read, converted and multiplied
- * as Q6_K (1.9 times its bytes; nothing rounds).  One block, q3 to q6. */
-#define QUANT_Q3_K_BYTES 110
-void quant_q3_k_as_q6_k(const void *q3, void *q6);
 
 #endif

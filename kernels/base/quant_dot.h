@@ -83,6 +83,14 @@ QD_FN int qd_iq4xs_scale(const uint8_t *blk, int j) {
     return (lo | hi << 4) - 32;
 }
 
+/* Q3_K's signed scale sc - 32 of sub-block j (quant.h): the low 4 bits in
+ * nibble j / 8 of byte 96 + j % 8, the top 2 at bits 2 (j / 4) of byte 104
+ * + j % 4 */
+QD_FN int qd_q3k_scale(const uint8_t *blk, int j) {
+    const int lo = blk[96 + j % 8] >> 4 * (j / 8) & 15, hi = blk[104 + j % 4] >> 2 * (j / 4) & 3;
+    return (lo | hi << 4) - 32;
+}
+
 /* c + the 4 products of a's and b's signed bytes (exact) */
 QD_FN int qd_dot4(uint32_t a, uint32_t b, int c) {
 #ifdef __CUDA_ARCH__
@@ -97,6 +105,9 @@ QD_FN int qd_dot4(uint32_t a, uint32_t b, int c) {
 QD_FN uint32_t qd_bit4(uint32_t x) {
     return (x & 1) << 4 | (x & 2) << 11 | (x & 4) << 18 | (x & 8) << 25;
 }
+
+/* where a block keeps its half-precision d (quant_half_offsets') */
+QD_FN int qd_d_at(DType dt) { return dt == DT_Q6_K ? 208 : dt == DT_Q2_K ? 80 : dt == DT_Q3_K ? 108 : 0; }
 
 /* Unit g's 32 integers of block blk as stored (unsigned; Q8_0's and
  * IQ4_NL's / IQ4_XS's grid integers signed),
@@ -139,8 +150,12 @@ QD_FN void qd_unit(DType dt, const uint8_t *blk, int g, uint32_t w[8]) {
         }
         break;
     }
-    case DT_Q2_K:   /* quant.c's unpack_q2_k: half g / 4, bits 2 (g % 4) of its 32 bytes */
-        for (int k = 0; k < 8; k++) w[k] = qd_ld32(blk + 16 + 32 * (g / 4) + 4 * k) >> 2 * (g % 4) & 0x03030303u;
+    case DT_Q2_K: case DT_Q3_K:   /* quant.c's unpack_q2_k / unpack_q3_k: half g / 4, bits 2 (g % 4) of
+                                   * its 32 bytes; Q3_K's third bit at bit g of hmask */
+        for (int k = 0; k < 8; k++) {
+            w[k] = qd_ld32(blk + (dt == DT_Q2_K ? 16 : 32) + 32 * (g / 4) + 4 * k) >> 2 * (g % 4) & 0x03030303u;
+            if (dt == DT_Q3_K) w[k] |= (qd_ld32(blk + 4 * k) >> g & 0x01010101u) << 2;
+        }
         break;
     default: {   /* Q6_K: quant.c's unpack_q6_k, half h, quarter k */
         const int h = g / 4, q = g % 4;
@@ -186,6 +201,7 @@ QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8]
         break;
     }
     case DT_IQ4_XS: *isum = qd_iq4xs_scale(blk, g) * (lo + hi); break;
+    case DT_Q3_K: *isum = qd_q3k_scale(blk, 2 * g) * (lo - 4 * xs0) + qd_q3k_scale(blk, 2 * g + 1) * (hi - 4 * xs1); break;
     case DT_Q2_K:   /* sub-blocks 2g and 2g + 1: scale low nibble, minimum high */
         *isum = (blk[2 * g] & 15) * lo + (blk[2 * g + 1] & 15) * hi;
         *msum = (blk[2 * g] >> 4) * xs0 + (blk[2 * g + 1] >> 4) * xs1;
@@ -204,7 +220,7 @@ QD_FN void qd_unit_sums(DType dt, const uint8_t *blk, int g, const uint32_t w[8]
  * acc = fma(ta[k], tb[k], acc) for k < the count returned, in order. */
 QD_FN int qd_terms(DType dt, const uint8_t *blk, int isum, int msum, float dx, float sdx, float ta[2], float tb[2]) {
     ta[0] = (float)isum;
-    tb[0] = qd_mul(qd_half(blk + (dt == DT_Q6_K ? 208 : dt == DT_Q2_K ? 80 : 0)), dx);
+    tb[0] = qd_mul(qd_half(blk + qd_d_at(dt)), dx);
     if (dt == DT_Q4_1 || dt == DT_Q5_1) {
         ta[1] = qd_half(blk + 2);
         tb[1] = sdx;
@@ -265,7 +281,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
     uint32_t word = 0;
     for (int k = 0; k < 8; k++) word = k == l / 4 ? w[k] : word;   /* no dynamic index: w stays in registers */
     const int q = dt == DT_Q8_0 || dt == DT_IQ4_NL || dt == DT_IQ4_XS ? (int8_t)(word >> 8 * (l % 4)) : (int)(word >> 8 * (l % 4) & 0xFF);
-    const float d = qd_half(blk + (dt == DT_Q6_K ? 208 : dt == DT_Q2_K ? 80 : 0));
+    const float d = qd_half(blk + qd_d_at(dt));
     switch (dt) {
     case DT_Q4_1: case DT_Q5_1: return qd_add(qd_mul((float)q, d), qd_half(blk + 2));
     case DT_Q4_K: case DT_Q5_K: {
@@ -274,6 +290,7 @@ QD_FN float qd_dequant(DType dt, const uint8_t *blk, int e) {
         return qd_sub(qd_mul(qd_mul(d, (float)sc), (float)q), qd_mul(qd_half(blk + 2), (float)mn));
     }
     case DT_Q6_K: return qd_mul(qd_mul(d, (float)((const int8_t *)blk)[192 + e / 16]), (float)(q - 32));
+    case DT_Q3_K: return qd_mul(qd_mul(d, (float)qd_q3k_scale(blk, e / 16)), (float)(q - 4));
     case DT_Q2_K: return qd_sub(qd_mul(qd_mul(d, (float)(blk[e / 16] & 15)), (float)q), qd_mul(qd_half(blk + 82), (float)(blk[e / 16] >> 4)));
     case DT_IQ4_XS: return qd_mul(qd_mul(d, (float)qd_iq4xs_scale(blk, g)), (float)q);
     case DT_Q4_0: return qd_mul((float)(q - 8), d);

@@ -194,7 +194,7 @@ void cpu_weight_row(const Weight *w, int64_t r, float *out);
 void cpu_weight_rows(const Weight *w, int64_t r0, int64_t n, float *out);
 
 /* matmul_quant.c: products of weights in GGUF's block types (DT_Q8_0 ..
- * DT_Q2_K; of equal cols), every token count through the same integer
+ * DT_Q3_K; of equal cols), every token count through the same integer
  * tiles, each (row, token) summed alike whatever the count, tile or
  * thread split; and row r of such a weight dequantised. */
 void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n);

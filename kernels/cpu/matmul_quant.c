@@ -11,7 +11,7 @@
  *   Q4_1, Q5_1:        that, then acc = fma(mw_b, dx_b * sx_b, acc)
  *   Q4_K, Q5_K, Q2_K:  acc = fma((float)isum_b, d_b * dx_b, acc), then
  *                      acc = fma(-(float)msum_b, dmin_b * dx_b, acc)
- *   Q6_K, IQ4_XS:      acc = fma((float)isum_b, d_b * dx_b, acc)
+ *   Q6_K, Q3_K, IQ4_XS: acc = fma((float)isum_b, d_b * dx_b, acc)
  * from acc = 0, where isum_b = sum over sub-blocks j of sc_j * (sum q*qx -
  * off * sum qx) (quant.h's QuantBlock: sc 1 and one sub-block for the
  * 32-element types), sx_b the activation block's integer sum and msum_b =
@@ -290,6 +290,8 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *   2-bit integers (Q2_K) instead: 2 chunks of KG x 4 bytes, chunk c row
  *     i byte m holding q[e0 + 16c + 4u + m] at bits 2u (u = 0..3), so
  *     vector v = 4c + u is chunk c's bits 2u;
+ *   3-bit (Q3_K): those of its low two bits, then one KG x 4 plane with
+ *     the third bit of vector v's byte at bit v;
  *   Q8_0: the 8 vectors' bytes themselves, q + Q8_OFF;
  *   IQ4_NL: its nibbles as Q4_0's, each vector's made its grid integers
  *     plus Q8_OFF (IQ4NL_LUT) as it is read; IQ4_XS likewise, each of its
@@ -302,13 +304,15 @@ static void rows_scalar(const Weight *w, const Act *a, float *out, int64_t r0, i
  *   sub-blocks); IQ4_XS: d[KG], sc[4][KG][2] (its signed ls - 32 as int8,
  *   in pairs of sub-blocks); Q2_K: d[KG], dmin[KG], sm[8][KG][2] (its
  *   bytes of a 4-bit scale and minimum as stored, in pairs of sub-blocks
- *   of 16 as Q6_K's scales: the copy has the stored bytes).  A 32-element type's copy has the bytes it has as stored
- *   (and the padding rows').
+ *   of 16 as Q6_K's scales: the copy has the stored bytes); Q3_K: d[KG],
+ *   sc[8][KG][2] (its signed sc - 32 as int8, pairs as Q6_K's).  A
+ *   32-element type's copy has the bytes it has as stored (and the
+ *   padding rows').
  * K types: per sub-block the int32 lanes hold sum q * x exactly; times the
  * row lanes' scales (VNNI: vpmulld of the dpbusd sums; else the int16
  * maddubs sums, at most 32004 where added, by madd with the scale in both
  * halves) and added, that is the block's isum of the contract; Q6_K's -32
- * sc_j times the activations' sums of 16 and Q4_K / Q5_K's (Q2_K's: over
+ * (Q3_K's -4) sc_j times the activations' sums of 16 and Q4_K / Q5_K's (Q2_K's: over
  * its sub-blocks of 16) minimum sums
  * come from madd of the scale or minimum pairs with the pairs of
  * activation sums, as does IQ4_XS's -Q8_OFF sc_j times the activations'
@@ -460,32 +464,33 @@ static inline void kf_store(float *p, kf v, int lo, int hi) {
 #endif
 
 static inline int is_k(const DType DT) {
-    return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K || DT == DT_IQ4_XS || DT == DT_Q2_K;
+    return DT == DT_Q4_K || DT == DT_Q5_K || DT == DT_Q6_K || DT == DT_IQ4_XS || DT == DT_Q2_K || DT == DT_Q3_K;
 }
 /* K types of two sub-blocks of 16 in each 32-element run, vectors 0-3 and 4-7 */
-static inline int k_sub16(const DType DT) { return DT == DT_Q6_K || DT == DT_Q2_K; }
+static inline int k_sub16(const DType DT) { return DT == DT_Q6_K || DT == DT_Q2_K || DT == DT_Q3_K; }
 /* where a head's scale pairs start (Q6_K, IQ4_XS: int8; Q2_K: a scale and a minimum in a byte) */
 static inline size_t k_pairs_at(const DType DT) { return (size_t)KG * (DT == DT_Q2_K ? 4 : 2); }
 /* maddubs results (pair sums) a K tile adds in int16 before one madd with
  * the sub-block's scale: at most 16 products of q <= 15, 8 of q <= 31 or 4
  * of q <= 63, times |x| <= 127: <= 32004 (Q6_K's vectors 0-3 and 4-7 are
- * two sub-blocks of 16, each with its own scale; Q2_K's likewise, its 4
- * vectors of a sub-block of 16 at most 8 products of q <= 3); IQ4_XS's pair sums of |q| <= 127 times |x| go
+ * two sub-blocks of 16, each with its own scale; Q2_K's and Q3_K's
+ * likewise, the 4 vectors of a sub-block of 16 at most 8 products of q <=
+ * 3 or 7); IQ4_XS's pair sums of |q| <= 127 times |x| go
  * to madd alone */
 static inline int k_int16_group(const DType DT) {
-    return DT == DT_Q4_K ? 8 : DT == DT_Q5_K || DT == DT_Q2_K ? 4 : DT == DT_IQ4_XS ? 1 : 2;
+    return DT == DT_Q4_K ? 8 : DT == DT_Q5_K || DT == DT_Q2_K || DT == DT_Q3_K ? 4 : DT == DT_IQ4_XS ? 1 : 2;
 }
 static inline int has_min32(const DType DT) { return DT == DT_Q4_1 || DT == DT_Q5_1; }
-/* bits of an integer as the copy keeps it: 2, 4, 5, 6 or 8 (IQ4_NL, IQ4_XS: its 4-bit index) */
+/* bits of an integer as the copy keeps it: 2, 3, 4, 5, 6 or 8 (IQ4_NL, IQ4_XS: its 4-bit index) */
 static inline int is_iq4(const DType DT) { return DT == DT_IQ4_NL || DT == DT_IQ4_XS; }
 static inline int q_bits(const DType DT) {
     return DT == DT_Q4_0 || DT == DT_Q4_1 || DT == DT_Q4_K || is_iq4(DT) ? 4 : DT == DT_Q5_0 || DT == DT_Q5_1 || DT == DT_Q5_K ? 5
-         : DT == DT_Q6_K ? 6 : DT == DT_Q2_K ? 2 : 8;
+         : DT == DT_Q6_K ? 6 : DT == DT_Q2_K ? 2 : DT == DT_Q3_K ? 3 : 8;
 }
 
 /* bytes of a group's block: its head (scales), then per 32 elements */
 static inline size_t kp_head(const DType DT) {
-    return (size_t)KG * (DT == DT_Q6_K ? 18 : DT == DT_IQ4_XS ? 10 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
+    return (size_t)KG * (DT == DT_Q6_K || DT == DT_Q3_K ? 18 : DT == DT_IQ4_XS ? 10 : is_k(DT) ? 20 : has_min32(DT) ? 4 : 2);
 }
 static inline size_t kp_g(const DType DT) {
     return (size_t)KG * (size_t)(q_bits(DT) == 8 ? 32 : 16 + 4 * (q_bits(DT) - 4));
@@ -543,9 +548,11 @@ static void kpack_q6k(uint8_t *body, size_t gb, const uint8_t *s, int i) {
     }
 }
 
-/* Q2_K's 256 integers (run g at bits 2 (g % 4) of the 32 bytes at qs +
- * 32 (g / 4)) straight into row i's bytes of the eight groups. */
-static void kpack_q2k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
+/* Q2_K's (and Q3_K's low two bits of its) 256 integers (run g at bits 2
+ * (g % 4) of the 32 bytes at qs + 32 (g / 4)) straight into row i's bytes
+ * of the eight groups; Q3_K's third bit (run g's element l at bit g of
+ * hmask[l]) into the plane at bit v. */
+static void kpack_q2k(uint8_t *body, size_t gb, const uint8_t *qs, const uint8_t *hmask, int i) {
     for (int g = 0; g < 8; g++) {
         const uint8_t *q = qs + 32 * (g / 4);
         uint8_t *o = body + g * gb;
@@ -555,6 +562,11 @@ static void kpack_q2k(uint8_t *body, size_t gb, const uint8_t *qs, int i) {
                 for (int u = 0; u < 4; u++) b |= (unsigned)(q[16 * c + 4 * u + m] >> 2 * (g % 4) & 3) << 2 * u;
                 o[(c * KG + i) * 4 + m] = (uint8_t)b;
             }
+        for (int m = 0; hmask && m < 4; m++) {
+            unsigned b = 0;
+            for (int v = 0; v < 8; v++) b |= (unsigned)(hmask[4 * v + m] >> g & 1) << v;
+            o[8 * KG + i * 4 + m] = (uint8_t)b;
+        }
     }
 }
 
@@ -621,6 +633,9 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
             memcpy(hd + 2 * i, s + 80, 2);
             memcpy(hd + 2 * KG + 2 * i, s + 82, 2);
             for (int j = 0; j < 16; j++) hd[4 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = s[j];
+        } else if (dt == DT_Q3_K) {   /* d, then the 16 signed scales */
+            memcpy(hd + 2 * i, s + 108, 2);
+            for (int j = 0; j < 16; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qd_q3k_scale(s, j);
         } else if (dt == DT_IQ4_XS) {   /* d, then the 8 signed scales */
             memcpy(hd + 2 * i, s, 2);
             for (int j = 0; j < 8; j++) hd[2 * KG + (j / 2) * 2 * KG + 2 * i + j % 2] = (uint8_t)(int8_t)qd_iq4xs_scale(s, j);
@@ -636,7 +651,8 @@ static void kpack_block(DType dt, const uint8_t *src, size_t rb, int n, int64_t 
         if (dt == DT_Q4_K) kpack_q4k(body, gb, s + 16, i);
         else if (dt == DT_Q5_K) kpack_q5k(body, gb, s, i);
         else if (dt == DT_Q6_K) kpack_q6k(body, gb, s, i);
-        else if (dt == DT_Q2_K) kpack_q2k(body, gb, s + 16, i);
+        else if (dt == DT_Q2_K) kpack_q2k(body, gb, s + 16, NULL, i);
+        else if (dt == DT_Q3_K) kpack_q2k(body, gb, s + 32, s, i);
         else if (dt == DT_IQ4_XS)
             for (int g = 0; g < 8; g++) kpack_nib32(body + g * gb, s + 8 + 16 * g, i);
         else if (dt == DT_Q4_0 || dt == DT_IQ4_NL) kpack_nib32(body, s + 2, i);
@@ -671,7 +687,12 @@ static void kpack_part(void *v, int part, int parts) {
 static inline __attribute__((always_inline)) kv k_vec(const uint8_t *o, const int v, const DType DT) {
     const int bits = q_bits(DT);
     if (bits == 8) return kv_load(o + v * 4 * KG);
-    if (bits == 2) return kv_and8(kv_srl16(kv_load(o + (v / 4) * 4 * KG), 2 * (v % 4)), 3);
+    if (bits <= 3) {   /* two bits of each byte; Q3_K's third from bit v of the plane to bit 2 */
+        const kv lo = kv_and8(kv_srl16(kv_load(o + (v / 4) * 4 * KG), 2 * (v % 4)), 3);
+        if (bits == 2) return lo;
+        const kv pl = kv_load(o + 8 * KG);
+        return kv_or(lo, kv_and8(v <= 2 ? kv_sll16(pl, 2 - v) : kv_srl16(pl, v - 2), 0x04));
+    }
     const kv raw = kv_load(o + (v / 2) * 4 * KG);
     kv q = kv_and8(v % 2 ? kv_srl16(raw, 4) : raw, 0x0F);
     if (bits == 5) {   /* bit v to bit 4 (16-bit shifts bring no bit across bytes there) */
@@ -729,10 +750,12 @@ static inline __attribute__((always_inline)) void kfinish(const uint8_t *hd, con
     const int64_t nb = a->nb, n = a->n;
     const kf dw = kf_half(hd);
     const float *dx = a->d + (size_t)b * n + t0;
-    if (DT == DT_Q6_K || DT == DT_IQ4_XS) {   /* -off sc_j times the activations' sums over sub-block j, by pairs
-                                               * of sub-blocks: Q6_K's 32 over its sums of 16, IQ4_XS's Q8_OFF over
-                                               * its sums of 32 */
-        const int q6 = DT == DT_Q6_K, pairs = q6 ? 8 : 4, shift = q6 ? 5 : 7, off = q6 || Q8_OFF;
+    if (DT == DT_Q6_K || DT == DT_Q3_K || DT == DT_IQ4_XS) {   /* -off sc_j times the activations' sums over
+                                                                * sub-block j, by pairs of sub-blocks: Q6_K's 32
+                                                                * and Q3_K's 4 over their sums of 16, IQ4_XS's
+                                                                * Q8_OFF over its sums of 32 */
+        const int q6 = DT != DT_IQ4_XS, pairs = q6 ? 8 : 4, shift = DT == DT_Q6_K ? 5 : DT == DT_Q3_K ? 2 : 7,
+                  off = q6 || Q8_OFF;
         kv pr[8];
 #pragma GCC unroll 8
         for (int p = 0; p < pairs; p++) pr[p] = kv_s8_16(hd + 2 * KG + p * 2 * KG);
@@ -1150,6 +1173,7 @@ static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, i
     case DT_IQ4_NL: rows_typed(w, a, out, r0, r1, DT_IQ4_NL); break;
     case DT_IQ4_XS: rows_typed(w, a, out, r0, r1, DT_IQ4_XS); break;
     case DT_Q2_K: rows_typed(w, a, out, r0, r1, DT_Q2_K); break;
+    case DT_Q3_K: rows_typed(w, a, out, r0, r1, DT_Q3_K); break;
     default: break;
     }
 }

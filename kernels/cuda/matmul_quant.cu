@@ -1,4 +1,4 @@
-/* Products of weights kept in GGUF's block types (DT_Q8_0 .. DT_Q2_K,
+/* Products of weights kept in GGUF's block types (DT_Q8_0 .. DT_Q3_K,
  * kernels/base/quant.h) on the GPU, and their embedding rows: the twins of
  * kernels/cpu/matmul_quant.c, whose header states the contract.
  *
@@ -102,10 +102,10 @@ struct QGroup {
 static constexpr __host__ __device__ int q_block_bytes(int dt) {
     return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 || dt == DT_IQ4_NL ? 18 : dt == DT_Q4_1 ? 20 : dt == DT_Q5_0 ? 22
          : dt == DT_Q5_1 ? 24 : dt == DT_Q4_K ? 144 : dt == DT_Q5_K ? 176 : dt == DT_IQ4_XS ? 136
-         : dt == DT_Q2_K ? 84 : 210;
+         : dt == DT_Q2_K ? 84 : dt == DT_Q3_K ? 110 : 210;
 }
 static constexpr __host__ __device__ bool q_is_k(int dt) {
-    return dt == DT_Q4_K || dt == DT_Q5_K || dt == DT_Q6_K || dt == DT_IQ4_XS || dt == DT_Q2_K;
+    return dt == DT_Q4_K || dt == DT_Q5_K || dt == DT_Q6_K || dt == DT_IQ4_XS || dt == DT_Q2_K || dt == DT_Q3_K;
 }
 static constexpr __host__ __device__ int q_terms(int dt) {
     return dt == DT_Q4_1 || dt == DT_Q5_1 || dt == DT_Q4_K || dt == DT_Q5_K || dt == DT_Q2_K ? 2 : 1;
@@ -209,6 +209,7 @@ static void qmm(DType dt, const QGroup &g, const QAct &a, int C, int n) {
     case DT_IQ4_NL: qmm_launch<DT_IQ4_NL>(g, a, C, n); break;
     case DT_IQ4_XS: qmm_launch<DT_IQ4_XS>(g, a, C, n); break;
     case DT_Q2_K: qmm_launch<DT_Q2_K>(g, a, C, n); break;
+    case DT_Q3_K: qmm_launch<DT_Q3_K>(g, a, C, n); break;
     default: qmm_launch<DT_Q6_K>(g, a, C, n); break;
     }
 }

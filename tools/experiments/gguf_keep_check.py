@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Every value of a GGUF against the folder `spec-convert --dtype keep` made of it, both read by the
 `gguf` package (llama.cpp's reference): each GGUF tensor dequantised by gguf.quants, each of ours
-dequantised from its blocks (safetensors metadata c2t.quant.NAME says the type; a Q3_K tensor is
-written as Q6_K) or read as stored, compared bit for bit (llama's q / k rows as spec-convert
+dequantised from its blocks (safetensors metadata c2t.quant.NAME says the type) or read as stored, compared bit for bit (llama's q / k rows as spec-convert
 de-interleaves them).
 
     python3 tools/experiments/gguf_keep_check.py IN.gguf OUTDIR

@@ -23,7 +23,7 @@
 # AVX-VNNI (build-avx2-vnni/, results/quant_bench_avx2_vnni/); the report
 # names the CPU's flags and the builds.
 # MODELS="smollm2 qwen smollm2-bf16 qwen-bf16" (the default) picks; qwen-iq4_xs,
-# qwen-iq4_nl and qwen-q2_k: the 1.5B's BF16 GGUF (qwen-bf16's) requantised by
+# qwen-iq4_nl, qwen-q2_k and qwen-q3_k_m: the 1.5B's BF16 GGUF (qwen-bf16's) requantised by
 # llama-quantize to that type, kept in its blocks by spec-convert --dtype keep.
 # LLAMACPP_ISA=noamx on a CPU with AMX: llama.cpp without its AMX path,
 # which dies of SIGILL there (tools/experiments/llamacpp.sh).
@@ -77,13 +77,13 @@ for name in $MODELS; do
         gguf=models/qwen2.5-coder-1.5b-instruct.bf16.gguf
         python3 -c "import sys; sys.path.insert(0, 'tools'); from c2ttools.llamacpp import requantize
 requantize('$q', '$gguf', 'BF16')" ;;
-    qwen-iq4_xs|qwen-iq4_nl|qwen-q2_k)
+    qwen-iq4_xs|qwen-iq4_nl|qwen-q2_k|qwen-q3_k_m)
         ty=${name#qwen-}
         [ -f models/download/qwen/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf ] || { echo "quant_bench: make qwen has not run; $name skipped"; continue; }
         qwen_requant "$ty"
         gguf=models/qwen2.5-coder-1.5b-instruct.$ty.gguf
         dir=models/qwen2.5-coder-1.5b-instruct-$ty ;;
-    *) echo "quant_bench: unknown model $name (smollm2, qwen, smollm2-bf16, qwen-bf16, qwen-iq4_xs, qwen-iq4_nl, qwen-q2_k)" >&2
+    *) echo "quant_bench: unknown model $name (smollm2, qwen, smollm2-bf16, qwen-bf16, qwen-iq4_xs, qwen-iq4_nl, qwen-q2_k, qwen-q3_k_m)" >&2
        exit 2 ;;
     esac
     out=$R/$name

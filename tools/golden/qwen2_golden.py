@@ -21,7 +21,7 @@ super-blocks of 256, which the K types need), its matrices in every GGUF
 block type the runtime computes with (QUANT_TYPES below), for the tests of
 the block products in a model (spec-convert --dtype keep against --dtype
 f32 of the same file).  gguf-py quantizes the 32-element types; the K types
-and IQ4_NL / IQ4_XS (which gguf-py only dequantizes) and Q2_K are quantized here by a
+and IQ4_NL / IQ4_XS (which gguf-py only dequantizes), Q2_K and Q3_K are quantized here by a
 plain min/max rule (llama.cpp's quantizer searches
 its scales; any valid blocks serve a test of what they decode to).
 
@@ -89,7 +89,7 @@ QUANT_TYPES = {
     "blk.0.attn_q.weight": "Q8_0", "blk.0.attn_k.weight": "Q4_0", "blk.0.attn_v.weight": "Q4_1",
     "blk.0.attn_output.weight": "Q5_0", "blk.0.ffn_gate.weight": "Q5_1", "blk.0.ffn_up.weight": "Q4_K",
     "blk.0.ffn_down.weight": "Q6_K",
-    "blk.1.attn_q.weight": "Q4_K", "blk.1.attn_k.weight": "Q5_K", "blk.1.attn_v.weight": "Q6_K",
+    "blk.1.attn_q.weight": "Q4_K", "blk.1.attn_k.weight": "Q5_K", "blk.1.attn_v.weight": "Q3_K",
     "blk.1.attn_output.weight": "IQ4_NL", "blk.1.ffn_gate.weight": "Q2_K", "blk.1.ffn_up.weight": "Q5_K",
     "blk.1.ffn_down.weight": "IQ4_XS",
 }
@@ -116,6 +116,26 @@ def quantize_k(x, kind):
     import numpy as np
     x = x.astype(np.float32)
     n = x.shape[0]
+    if kind == "Q3_K":                                    # sub-blocks of 16, signed 6-bit scales, q - 4
+        sub = x.reshape(n, 16, 16)                        # the element of largest magnitude to q - 4 = -4
+        at = np.abs(sub).argmax(axis=2)
+        sd = np.take_along_axis(sub, at[:, :, None], axis=2)[:, :, 0] / -4.0
+        d16 = (np.maximum(np.abs(sd).max(axis=1), 1e-12) / 31.0).astype(np.float16).astype(np.float32)
+        sc = np.clip(np.round(sd / d16[:, None]), -31, 31).astype(np.int32)
+        step = d16[:, None] * np.where(sc == 0, 1, sc)
+        q = np.clip(np.round(sub / step[:, :, None]) + 4, 0, 7).astype(np.uint8).reshape(n, 2, 4, 32)
+        lo = q & 3                                        # element 128h + 32j + l: bits 2j of qs[32h + l]
+        qs = (lo[:, :, 0] | (lo[:, :, 1] << 2) | (lo[:, :, 2] << 4) | (lo[:, :, 3] << 6)).reshape(n, 64)
+        hm = np.zeros((n, 32), np.uint8)                  # its third bit at bit 4h + j of hmask[l]
+        for h in range(2):
+            for j in range(4):
+                hm |= (q[:, h, j] >> 2) << (4 * h + j)
+        u = (sc + 32).astype(np.uint8)                    # stored sc + 32: low 4 bits in nibbles, top 2 in bytes 8-11
+        scales = np.zeros((n, 12), np.uint8)
+        for i in range(16):
+            scales[:, i % 8] |= (u[:, i] & 15) << (4 * (i // 8))
+            scales[:, 8 + i % 4] |= (u[:, i] >> 4) << (2 * (i // 4))
+        return np.concatenate([hm, qs, scales, _f16(d16)], axis=1)
     if kind == "Q2_K":                                    # sub-blocks of 16, 4-bit scales and minimums
         sub = x.reshape(n, 16, 16)
         lo = np.minimum(sub.min(axis=2), 0)
@@ -215,7 +235,7 @@ def quantize(t, kind):
     import gguf
     import numpy as np
     qt = getattr(gguf.GGMLQuantizationType, kind)
-    if kind in ("Q2_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL"):
+    if kind in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL"):
         rows, cols = t.shape
         block = 32 if kind == "IQ4_NL" else 256
         q = (quantize_iq4 if kind.startswith("IQ4") else quantize_k)(t.reshape(-1, block), kind)
@@ -224,7 +244,7 @@ def quantize(t, kind):
         q = gguf.quants.quantize(t, qt)
     back = gguf.quants.dequantize(q, qt).reshape(t.shape)
     err = np.abs(back - t).max() / max(np.abs(t).max(), 1e-12)
-    bound = 0.4 if kind == "Q2_K" else 0.15 if kind in ("Q4_0", "Q4_1", "Q4_K", "IQ4_NL", "IQ4_XS") else 0.08
+    bound = 0.4 if kind == "Q2_K" else 0.25 if kind == "Q3_K" else 0.15 if kind in ("Q4_0", "Q4_1", "Q4_K", "IQ4_NL", "IQ4_XS") else 0.08
     assert err < bound, (kind, err)   # the packing is right
     return q, qt
 
