@@ -88,7 +88,7 @@ requantize('$q', '$gguf', 'BF16')" ;;
     esac
     out=$R/$name
     mkdir -p $out
-    rm -f $out/ours.tsv $out/llama_bench.csv $out/llama_batched.txt
+    rm -f $out/ours.tsv $out/ours_tg1.tsv $out/ours_tg2.tsv $out/llama_bench.csv $out/llama_batched.txt
     echo "== $name: $dir against llama.cpp on $gguf"
     for t in 1 2; do
         i=0
