@@ -179,9 +179,14 @@ static void unpack_q6_k(const uint8_t *p, QuantBlock *b) {
     }
 }
 
-/* Q2_K: element 128h + 32j + l (j = 0..3) is bits 2j, 2j + 1 of qs[32h + l]
- * (qs at byte 16); sub-block s of 16 takes scales[s] (byte s): the scale
- * in its low nibble, the minimum in its high. */
+/* Q2_K's integers and Q3_K's low two bits: element 128h + 32j + l (j =
+ * 0..3) is bits 2j, 2j + 1 of qs[32h + l] */
+static void two_bit_ints(const uint8_t *qs, int16_t *q) {
+    for (int e = 0; e < 256; e++) q[e] = (int16_t)(qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3);
+}
+
+/* Q2_K: its integers at byte 16 (two_bit_ints); sub-block s of 16 takes
+ * scales[s] (byte s): the scale in its low nibble, the minimum in its high. */
 static void unpack_q2_k(const uint8_t *p, QuantBlock *b) {
     b->d = half_at(p + 80);
     b->m = half_at(p + 82);
@@ -190,12 +195,11 @@ static void unpack_q2_k(const uint8_t *p, QuantBlock *b) {
         b->sc[s] = p[s] & 0x0F;
         b->mn[s] = p[s] >> 4;
     }
-    for (int e = 0; e < 256; e++) b->q[e] = (int16_t)(p[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3);
+    two_bit_ints(p + 16, b->q);
 }
 
-/* Q3_K: element 128h + 32j + l has its low two bits at bits 2j of
- * qs[32h + l] (qs at byte 32, as Q2_K's) and its third at bit 4h + j of
- * hmask[l] (byte l); sub-block s of 16 its 6-bit scale, the low 4 bits in
+/* Q3_K: element 128h + 32j + l has its low two bits in qs at byte 32
+ * (two_bit_ints) and its third at bit 4h + j of hmask[l] (byte l); sub-block s of 16 its 6-bit scale, the low 4 bits in
  * nibble s / 8 of byte 96 + s % 8, the top 2 at bits 2 (s / 4) of byte
  * 104 + s % 4, taken as sc - 32; the integer's offset is 4. */
 static void unpack_q3_k(const uint8_t *p, QuantBlock *b) {
@@ -203,10 +207,8 @@ static void unpack_q3_k(const uint8_t *p, QuantBlock *b) {
     b->off = 4;
     b->sub = 16;
     for (int s = 0; s < 16; s++) b->sc[s] = qd_q3k_scale(p, s);
-    for (int e = 0; e < 256; e++) {
-        const int h = e / 128, j = e % 128 / 32, l = e % 32;
-        b->q[e] = (int16_t)((p[32 + 32 * h + l] >> (2 * j) & 3) | (p[l] >> (4 * h + j) & 1) << 2);
-    }
+    two_bit_ints(p + 32, b->q);
+    for (int e = 0; e < 256; e++) b->q[e] = (int16_t)(b->q[e] | (p[e % 32] >> (e / 32) & 1) << 2);
 }
 
 /* 32 grid integers of IQ4_NL / IQ4_XS from 16 bytes of nibbles (element
