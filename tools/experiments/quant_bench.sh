@@ -45,8 +45,11 @@ avx2-vnni) R=results/quant_bench_avx2_vnni; B=build-avx2-vnni
         make --no-print-directory BUILD=$B BIN=bin-avx2-vnni ARCH="-march=haswell -mavxvnni" $B/tests/bench_forward >/dev/null ;;
 *) echo "quant_bench: QUANT_ISA is native, avx2 or avx2-vnni, not $QUANT_ISA" >&2; exit 2 ;;
 esac
-# an AVX2 build refuses --cpu-fast-gemm on (it has no BF16 dot products)
-[ "$B" = build ] || [ -n "${ARITH+set}" ] || ARITH="--cpu-fast-gemm off --kv-dtype bf16"
+# an AVX2 build refuses --cpu-fast-gemm on (it has no BF16 dot products);
+# without AVX512-BF16 (an AVX2 build, or an AVX2-only CPU) the KV cache is
+# BF16 as a plain run keeps it, not arith.sh's F32
+[ -n "${ARITH+set}" ] || { [ "$B" = build ] && grep -qw avx512_bf16 /proc/cpuinfo; } ||
+    ARITH="--cpu-fast-gemm off --kv-dtype bf16"
 . "$(dirname "$0")/arith.sh"
 export QUANT_ARITH="$(arith_name)"
 mkdir -p $R
