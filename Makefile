@@ -122,7 +122,15 @@ $(BUILD)/%.o: %.c
 # with the number of tokens beside it (AVX2-only EPYC: 7 of 4050 F32 products
 # of test_matmul_tokens_independent differed in the last bit).  0 fuses all.
 KERNEL_FMA := $(shell $(CC) --param=avoid-fma-max-bits=0 -E -x c /dev/null >/dev/null 2>&1 && echo --param=avoid-fma-max-bits=0)
-$(BUILD)/kernels/cpu/%.o: CFLAGS += -ffp-contract=fast -O2 $(KERNEL_FMA)
+# Under AddressSanitizer the kernels keep every heap and global check but
+# not the stack's: their inlined tiles hold dozens of accumulator arrays,
+# each its own poisoned region that the sanitizer does not share, so
+# rows_any's frame grew to 113 KB (AVX-512) and 1.1 MB (AVX2 build, 25 KB
+# unsanitized), whose shadow every call cleared: most of the sanitized
+# tests' time on an AVX2-only CPU, where the small test models make many
+# short products.
+KERNEL_SAN := $(if $(findstring address,$(SAN)),--param=asan-stack=0)
+$(BUILD)/kernels/cpu/%.o: CFLAGS += -ffp-contract=fast -O2 $(KERNEL_FMA) $(KERNEL_SAN)
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
