@@ -696,6 +696,15 @@ static void test_lm_catch_up_keeps_drafted_path(void) {
     llama_free(m);
 }
 
+/* eagle2 at top-k 4, the depth and total given */
+static void eagle2_params(PolicyParams *prm, const char *depth, const char *total) {
+    policy_params_default(prm);
+    snprintf(prm->name, sizeof prm->name, "eagle2");
+    policy_params_set(prm, "topk", "4");
+    policy_params_set(prm, "depth", depth);
+    policy_params_set(prm, "total", total);
+}
+
 static void test_reduced_draft_vocabulary(void) {
     LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
     REQUIRE(m, "%s", err_get());
@@ -773,11 +782,7 @@ static void test_reduced_draft_vocabulary(void) {
         int nref = greedy_generate(g, prompt, 8, 32, ref);
         llama_state_free(g);
         PolicyParams prm;
-        policy_params_default(&prm);
-        snprintf(prm.name, sizeof prm.name, "eagle2");
-        policy_params_set(&prm, "topk", "4");
-        policy_params_set(&prm, "depth", "4");
-        policy_params_set(&prm, "total", "12");
+        eagle2_params(&prm, "4", "12");
         DecodeStats st;
         int n = decode(m, red, &prm, prompt, 8, 32, out, &st);
         int same = n == nref;
@@ -886,6 +891,53 @@ static void test_draft_vocab_choice_by_hand(void) {
           va.chosen, va.reexplored);
 }
 
+/* A decoder of eagle2 with --total auto and --draft-vocab auto: eagle_tiny
+ * (with token counts, in dir) over m, the cost watch and the vocabulary's;
+ * ref: greedy decoding's VOCAB_RUN_NEW tokens after VOCAB_RUN_PROMPT. */
+#define VOCAB_RUN_NEW 150
+static const int VOCAB_RUN_PROMPT[8] = {1, 21, 208, 255, 244, 151, 37, 9};
+typedef struct {
+    char dir[32];
+    Draft *d;
+    Policy *p;
+    Decoder *dec;
+    int ref[VOCAB_RUN_NEW + 8], nref;
+} VocabRun;
+
+static void vocab_run_open(VocabRun *r, LlamaModel *m, VocabAuto *va) {
+    draft_with_counts("tests/ckpt/eagle_tiny", r->dir, m->cfg.vocab);
+    r->d = draft_load("eagle", r->dir, m, 4096);
+    REQUIRE(r->d, "%s", err_get());
+    REQUIRE(vocab_auto_init(va, r->d) == 0, "%s", err_get());
+    LlamaState *g = llama_state_new(m, 8 + VOCAB_RUN_NEW + 8);
+    r->nref = greedy_generate(g, VOCAB_RUN_PROMPT, 8, VOCAB_RUN_NEW, r->ref);
+    llama_state_free(g);
+    PolicyParams prm;
+    eagle2_params(&prm, "3", "auto");
+    r->p = policy_new(&prm);
+    REQUIRE(r->p, "%s", err_get());
+    SampleParams sp = {0};
+    r->dec = decoder_new(m, r->d, r->p, 8 + VOCAB_RUN_NEW + policy_max_nodes(r->p) + 8, sp);
+    REQUIRE(r->dec, "%s", err_get());
+    if (r->p->wants_cost) decoder_watch_costs(r->dec);
+    decoder_watch_vocab(r->dec, va);
+}
+
+/* whether out[0..n) are the reference's tokens */
+static int vocab_run_same(const VocabRun *r, const int *out, int n) {
+    int same = n == r->nref;
+    for (int i = 0; same && i < n; i++) same = out[i] == r->ref[i];
+    return same;
+}
+
+static void vocab_run_close(VocabRun *r, VocabAuto *va) {
+    decoder_free(r->dec);
+    policy_free(r->p);
+    draft_free(r->d);
+    vocab_auto_free(va);
+    remove_draft_dir(r->dir);
+}
+
 /* --draft-vocab auto in a decoder: candidates from the counts, a timed
  * step at each, exploration from the whole vocabulary, then the choice; the
  * tokens stay those of greedy decoding.  With --total auto the draft switch
@@ -900,62 +952,40 @@ static void test_draft_vocab_auto_is_lossless(void) {
     const int V = m->cfg.vocab;
     VocabAuto va;
     for (int recording = 0; recording < 2; recording++) {
-        char dir[32];
-        draft_with_counts("tests/ckpt/eagle_tiny", dir, V);
-        Draft *d = draft_load("eagle", dir, m, 4096);
-        REQUIRE(d, "%s", err_get());
-        REQUIRE(vocab_auto_init(&va, d) == 0, "%s", err_get());
+        VocabRun r;
+        vocab_run_open(&r, m, &va);
         /* counts (i*37)%11: the ids with a multiple of 11 are never seen */
         const int seen = V - (V + 10) / 11;
         /* explored from the whole vocabulary: the counts need not cover the text */
-        CHECK(va.n_cand == 4 && va.cand[0] == 64 && va.cand[1] == 128 && va.cand[2] == seen && va.cand[3] == V && d->Vd == V &&
-                  !d->d2t,
+        CHECK(va.n_cand == 4 && va.cand[0] == 64 && va.cand[1] == 128 && va.cand[2] == seen && va.cand[3] == V &&
+                  r.d->Vd == V && !r.d->d2t,
               "candidates %d: %d %d %d %d (Vd %d), want 64 128 %d %d", va.n_cand, va.cand[0], va.cand[1], va.cand[2],
-              va.cand[3], d->Vd, seen, V);
+              va.cand[3], r.d->Vd, seen, V);
         CHECK(va.coverage[2] == 1 && va.coverage[3] == 1 && va.coverage[0] < va.coverage[1] && va.coverage[1] < 1,
               "coverage %g %g %g", va.coverage[0], va.coverage[1], va.coverage[2]);
-        int prompt[8] = {1, 21, 208, 255, 244, 151, 37, 9}, ref[160], out[160];
-        const int max_new = 150;
-        LlamaState *g = llama_state_new(m, 8 + max_new + 8);
-        const int nref = greedy_generate(g, prompt, 8, max_new, ref);
-        llama_state_free(g);
-        PolicyParams prm;
-        policy_params_default(&prm);
-        snprintf(prm.name, sizeof prm.name, "eagle2");
-        policy_params_set(&prm, "topk", "4");
-        policy_params_set(&prm, "depth", "3");
-        policy_params_set(&prm, "total", "auto");
-        Policy *p = policy_new(&prm);
-        REQUIRE(p, "%s", err_get());
-        SampleParams sp = {0};
-        Decoder *dec = decoder_new(m, d, p, 8 + max_new + policy_max_nodes(p) + 8, sp);
-        REQUIRE(dec, "%s", err_get());
-        if (p->wants_cost) decoder_watch_costs(dec);
-        decoder_watch_vocab(dec, &va);
         /* recording as a GPU does: the switches come between cycles, and
          * every unit is issued twice */
         strict_recording = recording;
         strict_recording_reset();
         DecodeStats st;
-        const int n = decoder_run(dec, prompt, 8, max_new, out, &st);
+        int out[VOCAB_RUN_NEW + 8];
+        const int n = decoder_run(r.dec, VOCAB_RUN_PROMPT, 8, VOCAB_RUN_NEW, out, &st);
         strict_recording = 0;
-        CHECK(dec->dc->cycles == st.cycles && (!recording || (strict_units > 0 && strict_unit_mismatches == 0 &&
-                                                              strict_unit_transfers == 0)),
+        CHECK(r.dec->dc->cycles == st.cycles && (!recording || (strict_units > 0 && strict_unit_mismatches == 0 &&
+                                                                strict_unit_transfers == 0)),
               "recording %d: %ld of %lld cycles, %ld units, %ld issued differently, %ld transfers inside", recording,
-              dec->dc->cycles, (long long)st.cycles, strict_units, strict_unit_mismatches,
+              r.dec->dc->cycles, (long long)st.cycles, strict_units, strict_unit_mismatches,
               strict_unit_transfers);
-        int same = n == nref;
-        for (int i = 0; same && i < n; i++) same = out[i] == ref[i];
-        CHECK(same, "--draft-vocab auto: tokens differ from ar (%d against %d)", n, nref);
+        CHECK(vocab_run_same(&r, out, n), "--draft-vocab auto: tokens differ from ar (%d against %d)", n, r.nref);
         CHECK(st.cycles > VOCAB_AUTO_EXPLORE, "only %lld cycles", (long long)st.cycles);
         CHECK(va.calibrated && va.step_s[0] > 0 && va.step_s[2] > 0, "calibration: %g %g", va.step_s[0], va.step_s[2]);
         long long drafted = 0;
         for (int i = 0; i < va.n_cand; i++) drafted += va.drafted[i];
-        CHECK(va.choices >= 1 && va.chosen >= 0 && d->Vd == va.cand[va.chosen] && drafted <= (long long)st.cycles - 1 &&
+        CHECK(va.choices >= 1 && va.chosen >= 0 && r.d->Vd == va.cand[va.chosen] && drafted <= (long long)st.cycles - 1 &&
                   va.drafted[va.n_cand - 1] >= VOCAB_AUTO_EXPLORE,
               "%lld choices, chose %d, Vd %d; %lld of %lld cycles drafted (%lld from the whole vocabulary)", va.choices,
-              va.chosen, d->Vd, drafted, (long long)st.cycles, va.drafted[va.n_cand - 1]);
-        const CostWatch *cw = decoder_cost_watch(dec);
+              va.chosen, r.d->Vd, drafted, (long long)st.cycles, va.drafted[va.n_cand - 1]);
+        const CostWatch *cw = decoder_cost_watch(r.dec);
         const long long judged = (long long)(cw->model.sw.cycles[0] + cw->model.sw.cycles[1]);
         CHECK(cw->sw && judged > 0 && judged <= (long long)st.cycles - VOCAB_AUTO_EXPLORE,
               "the draft switch judged %lld of %lld cycles: some while the vocabulary was explored", judged,
@@ -968,17 +998,50 @@ static void test_draft_vocab_auto_is_lossless(void) {
             monotone &= va.outside[i] <= va.outside[i - 1] && va.bonus_outside[i] <= va.bonus_outside[i - 1];
         CHECK(monotone && va.outside[va.n_cand - 1] == 0 && va.bonus_outside[va.n_cand - 1] == 0,
               "tokens outside not monotone in size, or outside the whole vocabulary");
-        decoder_free(dec);
-        policy_free(p);
-        draft_free(d);
-        vocab_auto_free(&va);
-        remove_draft_dir(dir);
+        vocab_run_close(&r, &va);
     }
     /* a draft without counts: one line naming the file */
     Draft *e = draft_load("eagle", "tests/ckpt/eagle_tiny", m, 64);
     REQUIRE(e, "%s", err_get());
     CHECK(vocab_auto_init(&va, e) == -1 && strstr(err_get(), DRAFT_COUNTS_FILE), "no counts: '%s'", err_get());
     draft_free(e);
+    llama_free(m);
+}
+
+/* The draft switch left off as the vocabulary goes back to exploring (a
+ * probe without drafting begun on the cycle where the watch sent it back,
+ * as a plain SmolLM2 run once did: 80 of its 2,033 cycles drafted, the
+ * switch holding still and the exploration with it): while the vocabulary
+ * explores, cycles draft whatever the switch says, the choice comes, and
+ * the switch's probe goes on after it. */
+static void test_switch_waits_for_the_vocabulary(void) {
+    LlamaModel *m = llama_load("tests/ckpt/llama3_f32", be);
+    REQUIRE(m, "%s", err_get());
+    VocabAuto va;
+    VocabRun r;
+    vocab_run_open(&r, m, &va);
+    /* a first turn calibrates the cost curve (which sets the switch up
+     * afresh) and the vocabulary's steps, and explores a few cycles */
+    DecodeStats st;
+    int out[VOCAB_RUN_NEW + 8];
+    decoder_run(r.dec, VOCAB_RUN_PROMPT, 8, 4, out, &st);
+    REQUIRE(va.calibrated && va.chosen < 0 && va.cycles < VOCAB_AUTO_EXPLORE, "calibrated %d, chosen %d, %lld cycles",
+            va.calibrated, va.chosen, (long long)va.cycles);
+    DraftSwitch *sw = &decoder_cost_watch(r.dec)->model.sw;
+    sw->off = 1;   /* a probe without drafting, drafting the chosen mode */
+    sw->left = sw->probe_cycles;
+    const long long explored = va.drafted[va.n_cand - 1];
+    const int n = decoder_run(r.dec, VOCAB_RUN_PROMPT, 8, VOCAB_RUN_NEW, out, &st);
+    CHECK(vocab_run_same(&r, out, n), "tokens differ from ar (%d against %d)", n, r.nref);
+    CHECK(va.choices >= 1 && va.drafted[va.n_cand - 1] >= VOCAB_AUTO_EXPLORE,
+          "the vocabulary explored in %lld cycles of %lld (%lld before), %lld choices", va.drafted[va.n_cand - 1],
+          (long long)st.cycles, explored, va.choices);
+    /* and judged the cycles after the choice alone */
+    CHECK(sw->cycles[0] + sw->cycles[1] > 0 &&
+              sw->cycles[0] + sw->cycles[1] <= st.cycles - (VOCAB_AUTO_EXPLORE - explored),
+          "the switch judged %lld + %lld of %lld cycles", (long long)sw->cycles[0], (long long)sw->cycles[1],
+          (long long)st.cycles);
+    vocab_run_close(&r, &va);
     llama_free(m);
 }
 
@@ -998,6 +1061,7 @@ int main(void) {
     RUN(test_lm_catch_up_keeps_drafted_path);
     RUN(test_draft_vocab_choice_by_hand);
     RUN(test_draft_vocab_auto_is_lossless);
+    RUN(test_switch_waits_for_the_vocabulary);
     RUN(test_forward_inputs_in_backend_memory);
     return h_done();
 }

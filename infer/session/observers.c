@@ -67,9 +67,15 @@ static int cost_turn_begin(Observer *o, Decoder *dec) {
     return 0;
 }
 
+/* A single sequence's switch pauses while --draft-vocab auto explores
+ * (cost_cycle_end does not show it those cycles), and so does its choice:
+ * exploring moves on only on cycles that draft, so a switch left off (one
+ * that began a probe without drafting as the watch sent the vocabulary back
+ * to exploring) would hold both still for the rest of the run. */
 static void cost_cycle_begin(Observer *o, Decoder *dec) {
     const CostWatch *cw = (const CostWatch *)o;
-    if (cw->sw && cw->sw->off) dec->cycle_off = 1;
+    const VocabAuto *va = decoder_vocab(dec);
+    if (cw->sw && cw->sw->off && (!va || va->chosen >= 0)) dec->cycle_off = 1;
 }
 
 /* A single sequence's switch learns each cycle's tokens per second (not
