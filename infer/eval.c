@@ -87,6 +87,7 @@ static cJSON *totals_json(const EvalTotals *t, int batched) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "new_tokens", (double)t->run.new_tokens);
     cJSON_AddNumberToObject(o, "cycles", (double)t->run.cycles);
+    cJSON_AddNumberToObject(o, "drafted_cycles", (double)t->run.drafted_cycles);
     cJSON_AddNumberToObject(o, "gamma", (double)t->run.gamma);
     cJSON_AddNumberToObject(o, "tau", decode_stats_tau(&t->run));
     cJSON_AddNumberToObject(o, "v", eval_speed(t));
@@ -673,7 +674,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
     cJSON_AddItemToObject(r->report, "total", totals_json(&r->all, batched));
     const CostModel *m = dec && dec->policy->cost ? dec->policy->cost : batch_cost;
     if (m) {
-        const int64_t cycles = m->sw.cycles[0] + m->sw.cycles[1];
+        /* every cycle counts, not only those the switch judged (none while
+         * the draft vocabulary explores) */
+        const double off_share = r->all.run.cycles ? 1 - (double)r->all.run.drafted_cycles / (double)r->all.run.cycles : 0;
         const int refreshed = cost_cache_refresh(s->cfg.cost_cache, m);
         if (refreshed < 0) fprintf(stderr, "warning: the corrected cost curve is not cached: %s\n", err_get());
         cJSON_AddItemToObject(r->report, "cost_model", cost_json(m, s->cfg.cost_cache, refreshed > 0));
@@ -688,10 +691,9 @@ int eval_run(Session *s, Policy *policy, QuestionSet *const *sets, const char *c
                 m->scale,
                 m->chosen ? m->predicted_tokens / (double)m->chosen : 0.0,
                 m->verified_cycles ? m->verified_tokens / (double)m->verified_cycles : 0.0,
-                100.0 * (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1), m->sw.rate[1], m->sw.rate[0],
+                100.0 * off_share, m->sw.rate[1], m->sw.rate[0],
                 switch_rate(&m->sw, 1), switch_rate(&m->sw, 0));
-        const double mean_nodes = m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0,
-                     off_share = (double)m->sw.cycles[1] / (double)(cycles ? cycles : 1);
+        const double mean_nodes = m->chosen ? (double)m->chosen_sum / (double)m->chosen : 0.0;
         if (mean_nodes < EVAL_TINY_TREE || off_share >= EVAL_MOSTLY_OFF) {   /* the plain command says why */
             char arith[256], why[512];
             session_arith_text(s, arith, sizeof arith);

@@ -1033,9 +1033,10 @@ static void test_switch_waits_for_the_vocabulary(void) {
     const long long explored = va.drafted[va.n_cand - 1];
     const int n = decoder_run(r.dec, VOCAB_RUN_PROMPT, 8, VOCAB_RUN_NEW, out, &st);
     CHECK(vocab_run_same(&r, out, n), "tokens differ from ar (%d against %d)", n, r.nref);
-    CHECK(va.choices >= 1 && va.drafted[va.n_cand - 1] >= VOCAB_AUTO_EXPLORE,
-          "the vocabulary explored in %lld cycles of %lld (%lld before), %lld choices", va.drafted[va.n_cand - 1],
-          (long long)st.cycles, explored, va.choices);
+    CHECK(va.choices >= 1 && va.drafted[va.n_cand - 1] >= VOCAB_AUTO_EXPLORE &&
+              st.drafted_cycles >= VOCAB_AUTO_EXPLORE - explored && st.drafted_cycles <= st.cycles,
+          "the vocabulary explored in %lld cycles of %lld (%lld before; %lld drafted), %lld choices",
+          va.drafted[va.n_cand - 1], (long long)st.cycles, explored, (long long)st.drafted_cycles, va.choices);
     /* and judged the cycles after the choice alone */
     CHECK(sw->cycles[0] + sw->cycles[1] > 0 &&
               sw->cycles[0] + sw->cycles[1] <= st.cycles - (VOCAB_AUTO_EXPLORE - explored),

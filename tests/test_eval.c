@@ -1249,19 +1249,21 @@ static void test_plain_arithmetic(void) {
         /* where measured costs kept the trees tiny or drafting off, one
          * line says why: the arithmetic as recorded, and the tau a tree
          * would need; elsewhere no such line */
-        const cJSON *cm = cJSON_GetObjectItem(j, "cost_model"), *sw = cJSON_GetObjectItem(cm, "draft_switch");
+        const cJSON *cm = cJSON_GetObjectItem(j, "cost_model"), *tot = cJSON_GetObjectItem(j, "total");
         if (cm) {
+            /* the share without a draft over every cycle, the switch's or not */
             const double mean = cJSON_GetNumberValue(cJSON_GetObjectItem(cm, "chosen_mean")),
-                         on = cJSON_GetNumberValue(cJSON_GetObjectItem(sw, "cycles_drafting")),
-                         off = cJSON_GetNumberValue(cJSON_GetObjectItem(sw, "cycles_not_drafting"));
-            const int little = mean < EVAL_TINY_TREE || off >= EVAL_MOSTLY_OFF * (on + off);
+                         all = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "cycles")),
+                         on = cJSON_GetNumberValue(cJSON_GetObjectItem(tot, "drafted_cycles")), off = all - on;
+            CHECK(on >= 0 && on <= all, "%s %s: %.0f of %.0f cycles drafted", runs[i].target, runs[i].extra, on, all);
+            const int little = mean < EVAL_TINY_TREE || off >= EVAL_MOSTLY_OFF * all;
             const char *why = strstr(err, "why so little drafting: arithmetic ");
             char arith[64];
             snprintf(arith, sizeof arith, "arithmetic %s", !strcmp(gemm, "amx") ? "amx" : !strcmp(gemm, "on") ? "bf16" : "f32");
             CHECK(little ? why && strstr(why, arith) && strstr(why, isa ? isa : "?") && strstr(why, "pays only at tau >= ")
                          : !why,
                   "%s %s: %.1f nodes a tree, %.0f of %.0f cycles without a draft, and the why line: %s", runs[i].target,
-                  runs[i].extra, mean, off, on + off, why ? why : "(none)");
+                  runs[i].extra, mean, off, all, why ? why : "(none)");
         }
         cJSON_Delete(j);
     }

@@ -162,6 +162,7 @@ void decode_stats_add(DecodeStats *sum, const DecodeStats *x) {
     sum->new_tokens += x->new_tokens;
     sum->cycle_tokens += x->cycle_tokens;
     sum->cycles += x->cycles;
+    sum->drafted_cycles += x->drafted_cycles;
     sum->gamma += x->gamma;
     sum->one_thread_cycles += x->one_thread_cycles;
     sum->prompt_kept += x->prompt_kept;
@@ -517,6 +518,7 @@ static int decoder_commit(Decoder *dec) {
     const double verify_s = now_seconds() - dec->t_verify;
     st->t.verify += verify_s;
     st->cycles++;
+    if (dec->draft && !dec->cycle_off) st->drafted_cycles++;
     st->gamma += n - 1;
     if (dec->policy->feedback && !dec->cycle_off) dec->policy->feedback(dec->policy, len - 1);
 

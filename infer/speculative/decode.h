@@ -44,6 +44,7 @@ typedef struct {
     int64_t new_tokens;     /* all emitted tokens, the prefill's included */
     int64_t cycle_tokens;   /* tokens emitted by draft–verify cycles */
     int64_t cycles;
+    int64_t drafted_cycles;   /* cycles that drafted (the others verified their root alone) */
     int64_t gamma;
     int64_t one_thread_cycles;   /* cycles the backend's tuner ran on one thread of several
                                     (its probes, or its choice on a busy machine); batch 1 */
