@@ -65,10 +65,10 @@ static void count_tokens_apart(int rows, int cols, DType dt, const int *ns, int 
  * 4).  Shapes: odd row counts leave a row outside the row pairs and tiles;
  * 83 columns end in a 3-column tail, 200 in an 8-column one, 7 have no
  * 16-column step at all, 64 no tail; 37 x 4100 (a 4-column tail) makes
- * the AVX2 tile's token groups run by column ranges (the first too,
- * fetching the next block as it goes), carrying each chain across
- * 512-column ranges, in row blocks cut by bytes (22 rows of BF16, an odd
- * row left in the last block). */
+ * the AVX2 tile's token groups after a block's first (streamed one row
+ * at a time) run by column ranges, carrying each chain across 512-column
+ * ranges, in row blocks cut by bytes (22 rows of BF16, an odd row left in
+ * the last block). */
 static void test_matmul_tokens_independent(void) {
     const DType dts[3] = {DT_F32, DT_F16, DT_BF16};
     enum { NSHAPES = 5 };

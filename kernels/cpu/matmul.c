@@ -167,10 +167,12 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
  * at a time needs 12 accumulators for 2 x 6, which fit beside the two
  * rows' weights and one token's x: each weight vector is widened once per
  * 6 tokens, each load of x serves both rows, and the second sweep finds
- * the two rows in L1 or L2.
- * From 3 tokens: below, rows_dot_tile also widens each weight once (one
- * 2-token group); from 3 it passes over each block at least twice.  (The
- * bound comes from that count; it has not been timed against 2.) */
+ * the two rows in L1 or L2.  Such tiles take the tokens after a block's
+ * first STREAM_TOKENS, which rows_dot_tile takes one row at a time while
+ * the block arrives from memory (rows_dot_avx2).
+ * From 3 tokens: below, rows_dot_tile's 2 x 2 tile also widens each
+ * weight once (one 2-token group).  (The bound comes from that count; it
+ * has not been timed against 2.) */
 #define HALF_ROWS 2
 #define HALF_TOKENS 6
 #define HALF_MIN_TOKENS 3
@@ -192,9 +194,7 @@ static inline __attribute__((always_inline)) v8f load8_avx2(const void *base, DT
 static inline __attribute__((always_inline)) void half_chains(const char *row, size_t rb, const float *x, int64_t C,
                                                               const int64_t h, int64_t j0, int64_t j1,
                                                               v8f acc[HALF_ROWS][HALF_TOKENS], const int NR,
-                                                              const int N, const DType DT, const int PREFETCH,
-                                                              const int CARRY) {
-    const int es = DT == DT_F32 ? 4 : 2;
+                                                              const int N, const DType DT, const int CARRY) {
     v8f a[HALF_ROWS][HALF_TOKENS];
 #pragma GCC unroll 4
     for (int i = 0; i < NR; i++)
@@ -203,10 +203,7 @@ static inline __attribute__((always_inline)) void half_chains(const char *row, s
     for (int64_t j = j0 + h; j < j1; j += 16) {
         v8f w[HALF_ROWS];
 #pragma GCC unroll 4
-        for (int i = 0; i < NR; i++) {
-            if (PREFETCH) __builtin_prefetch(row + i * rb + j * es + PREFETCH_AHEAD, 0, 2);
-            w[i] = load8_avx2(row + i * rb, DT, j);
-        }
+        for (int i = 0; i < NR; i++) w[i] = load8_avx2(row + i * rb, DT, j);
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) {
             v8f xv;
@@ -233,14 +230,13 @@ static inline __attribute__((always_inline)) float dot_finish(v8f a0, v8f a1, co
     return sum;
 }
 
-/* out[t][r + i] (stride R) = row i · x[t], rows_dot_tile's sums; PREFETCH
- * on the first sweep. */
+/* out[t][r + i] (stride R) = row i · x[t], rows_dot_tile's sums. */
 static inline __attribute__((always_inline)) void rows_dot_halves(const char *row, size_t rb, const float *x, int64_t C,
                                                                   float *out, int64_t R, const int NR, const int N,
-                                                                  const DType DT, const int PREFETCH) {
+                                                                  const DType DT) {
     v8f a0[HALF_ROWS][HALF_TOKENS], a1[HALF_ROWS][HALF_TOKENS];
-    half_chains(row, rb, x, C, 0, 0, C & ~15LL, a0, NR, N, DT, PREFETCH, 0);
-    half_chains(row, rb, x, C, 8, 0, C & ~15LL, a1, NR, N, DT, 0, 0);
+    half_chains(row, rb, x, C, 0, 0, C & ~15LL, a0, NR, N, DT, 0);
+    half_chains(row, rb, x, C, 8, 0, C & ~15LL, a1, NR, N, DT, 0);
 #pragma GCC unroll 4
     for (int i = 0; i < NR; i++)
 #pragma GCC unroll 6
@@ -249,10 +245,9 @@ static inline __attribute__((always_inline)) void rows_dot_halves(const char *ro
 
 static inline __attribute__((always_inline)) void rows_span_whole(const char *base, size_t rb, const float *x, int64_t C,
                                                                   float *out, int64_t R, int64_t r, int64_t r1,
-                                                                  const int N, const DType DT, const int PREFETCH) {
-    for (; r + HALF_ROWS <= r1; r += HALF_ROWS)
-        rows_dot_halves(base + r * rb, rb, x, C, out + r, R, HALF_ROWS, N, DT, PREFETCH);
-    for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, 1, N, DT, PREFETCH);
+                                                                  const int N, const DType DT) {
+    for (; r + HALF_ROWS <= r1; r += HALF_ROWS) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, HALF_ROWS, N, DT);
+    for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, 1, N, DT);
 }
 
 /* A group's x of more than X_L1_BYTES does not stay in L1 while a row pair
@@ -260,39 +255,26 @@ static inline __attribute__((always_inline)) void rows_span_whole(const char *ba
  * L2 again: one 32-byte load of x per two multiply-adds, what L2 delivers
  * at best.  So such a group runs column range by column range (K_COLS
  * columns of x: 12 KB for 6 tokens), every row pair of the block carrying
- * its chains from one range to the next in acc: the same sums.  A block's
- * first group (pf: the block's bytes) also fetches, range by range, the
- * same columns of the next block's rows into L2, so that the weights
- * arrive from memory while this block computes: the hardware prefetchers
- * do not follow ranges that jump from row to row. */
+ * its chains from one range to the next in acc: the same sums. */
 #define X_L1_BYTES 16384
 #define K_COLS 512
-/* A first group sweeps whole rows while its x and the row pair take at
- * most three quarters of a 32 KB L1 (1536 columns: up to 3 tokens); with
- * 4 tokens a 4-node tree's forward took 2.7x one token's, 1.6x by ranges. */
-#define L1_WHOLE_BYTES 24576
 
 static inline __attribute__((always_inline)) void rows_span_ranges(const char *base, size_t rb, const float *x,
                                                                    int64_t C, float *out, int64_t R, int64_t r,
-                                                                   int64_t r1, const int N, const DType DT,
-                                                                   int64_t pf) {
+                                                                   int64_t r1, const int N, const DType DT) {
     v8f acc[ROW_BLOCK / HALF_ROWS][2][HALF_ROWS][HALF_TOKENS];
     const int64_t C16 = C & ~15LL;
-    const int es = DT == DT_F32 ? 4 : 2;
     for (int64_t j0 = 0; j0 < C16; j0 += K_COLS) {
         const int64_t j1 = j0 + K_COLS < C16 ? j0 + K_COLS : C16;
         for (int64_t q = r; q < r1; q += HALF_ROWS) {
             v8f(*a)[HALF_ROWS][HALF_TOKENS] = acc[(q - r) / HALF_ROWS];
             const char *row = base + q * rb;
             const int pair = q + HALF_ROWS <= r1;
-            if (pf)
-                for (int i = 0; i < 1 + pair; i++)
-                    for (int64_t b = j0 * es; b < j1 * es; b += 64) __builtin_prefetch(row + i * rb + pf + b, 0, 2);
             for (int h = 0; h < 2; h++) {   /* NR and CARRY compile-time in each call */
-                if (pair && j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0, 1);
-                else if (pair) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0, 0);
-                else if (j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 0, 1);
-                else half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 0, 0);
+                if (pair && j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 1);
+                else if (pair) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0);
+                else if (j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 1);
+                else half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 0);
             }
         }
     }
@@ -303,19 +285,27 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
     }
 }
 
-/* A group whose x is large runs by ranges, the block's first (PREFETCH)
- * fetching the next block as it goes; a smaller one sweeps whole rows,
- * the first streaming the block from memory the way the prefetchers
- * follow, the later ones finding it in L2. */
+/* A group of a block found in L2: by ranges when its x is large, else
+ * sweeping whole rows. */
 static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
                                                                    float *out, int64_t R, int64_t r, int64_t r1,
-                                                                   const int N, const DType DT, const int PREFETCH) {
-    const int64_t xbytes = (int64_t)N * C * (int64_t)sizeof(float);
-    if ((C & ~15LL) > K_COLS && (PREFETCH ? xbytes + HALF_ROWS * (int64_t)rb > L1_WHOLE_BYTES : xbytes > X_L1_BYTES))
-        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH ? (r1 - r) * (int64_t)rb : 0);
+                                                                   const int N, const DType DT) {
+    if ((C & ~15LL) > K_COLS && (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES)
+        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT);
     else
-        rows_span_whole(base, rb, x, C, out, R, r, r1, N, DT, PREFETCH);
+        rows_span_whole(base, rb, x, C, out, R, r, r1, N, DT);
 }
+
+/* The tokens of a block's first group, which streams the block from memory:
+ * rows_dot_tile one row at a time, both chains in registers (8 for 4
+ * tokens), one sweep of each row in order with the fetch ahead, x (24 KB
+ * for 4 tokens of 1536 columns) in L1.  The tiles of the later groups
+ * sweep each row pair twice and reload x per pair: as a first group of 4
+ * or 6 tokens (by ranges, fetching the next block ahead) they did not
+ * overlap the weights' arrival on a Zen 3, where this cut a 1.5B BF16
+ * model's 4-node tree forward from 2.0-2.3x one token's to 1.4-1.6x
+ * (8 nodes 2.9-3.2x -> 2.3-2.5x, 16 nodes 4.1-4.4x -> 3.7-4.0x). */
+#define STREAM_TOKENS 4
 
 static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w, const float *x, float *out,
                                                                int64_t r0, int64_t r1, int n, const DType DT) {
@@ -328,24 +318,27 @@ static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w,
      * 1.1 MB each group read from memory again) */
     int64_t br = (int64_t)(ROW_BLOCK * 1536 * 2) / (int64_t)rb;
     br = br >= ROW_BLOCK ? ROW_BLOCK : br < HALF_ROWS ? HALF_ROWS : br & ~(int64_t)(HALF_ROWS - 1);
-    FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, HALF_TOKENS, br, {
-        const float *xt = x + t * C;
-        float *ot = out + t * R;
-        switch (k + (t == 0 ? 0 : 8)) {   /* prefetch on the first group */
-        case 1: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 1, DT, 1); break;
-        case 2: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 2, DT, 1); break;
-        case 3: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 3, DT, 1); break;
-        case 4: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 4, DT, 1); break;
-        case 5: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 5, DT, 1); break;
-        case 6: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 6, DT, 1); break;
-        case 9: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 1, DT, 0); break;
-        case 10: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 2, DT, 0); break;
-        case 11: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 3, DT, 0); break;
-        case 12: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 4, DT, 0); break;
-        case 13: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 5, DT, 0); break;
-        case 14: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 6, DT, 0); break;
+    const int first = n < STREAM_TOKENS ? n : STREAM_TOKENS, rest = n - first;   /* first: 3 or 4 */
+    const int groups = (rest + HALF_TOKENS - 1) / HALF_TOKENS;   /* the rest in groups of equal size, +-1 */
+    for (int64_t b0 = r0; b0 < r1; b0 += br) {
+        const int64_t b1 = b0 + br < r1 ? b0 + br : r1;
+        if (first == 3) rows_span_pf(base, rb, x, C, out, R, b0, b1, 0, 3, DT, 1);
+        else rows_span_pf(base, rb, x, C, out, R, b0, b1, 0, STREAM_TOKENS, DT, 1);
+        for (int g = 0, t = first; g < groups; g++) {
+            const int k = rest / groups + (g < rest % groups);
+            const float *xt = x + t * C;
+            float *ot = out + t * R;
+            switch (k) {
+            case 1: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 1, DT); break;
+            case 2: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 2, DT); break;
+            case 3: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 3, DT); break;
+            case 4: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 4, DT); break;
+            case 5: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 5, DT); break;
+            case 6: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 6, DT); break;
+            }
+            t += k;
         }
-    })
+    }
 }
 #endif
 
