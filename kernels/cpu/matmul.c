@@ -303,8 +303,8 @@ static inline __attribute__((always_inline)) void rows_span_halves(const char *b
  * sweep each row pair twice and reload x per pair: as a first group of 4
  * or 6 tokens (by ranges, fetching the next block ahead) they did not
  * overlap the weights' arrival on a Zen 3, where this cut a 1.5B BF16
- * model's 4-node tree forward from 2.0-2.3x one token's to 1.4-1.6x
- * (8 nodes 2.9-3.2x -> 2.3-2.5x, 16 nodes 4.1-4.4x -> 3.7-4.0x). */
+ * model's 4-node tree forward from about 2x one token's to 1.35x (8
+ * nodes 2.7x -> 2.3x; docs/runtime.md). */
 #define STREAM_TOKENS 4
 
 static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w, const float *x, float *out,
