@@ -123,10 +123,9 @@ static inline __attribute__((always_inline)) void rows_span(const char *base, si
  * [r0, r1) and, inside each, groups of at most G of the n tokens; the body
  * sees the block [b0, b1), the group's first token t and its size k, and
  * dispatches k to a tile specialised at compile time. */
-#define FOR_BLOCKS_AND_GROUPS(r0, r1, n, G, body) FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, G, ROW_BLOCK, body)
-#define FOR_ROW_BLOCKS_AND_GROUPS(r0, r1, n, G, BR, body)                                                  \
-    for (int64_t b0 = (r0); b0 < (r1); b0 += (BR)) {                                                        \
-        const int64_t b1 = b0 + (BR) < (r1) ? b0 + (BR) : (r1);                                             \
+#define FOR_BLOCKS_AND_GROUPS(r0, r1, n, G, body)                                                           \
+    for (int64_t b0 = (r0); b0 < (r1); b0 += ROW_BLOCK) {                                                   \
+        const int64_t b1 = b0 + ROW_BLOCK < (r1) ? b0 + ROW_BLOCK : (r1);                                   \
         for (int t = 0; t < (n); t += (G)) {                                                                 \
             const int k = (n) - t < (G) ? (n) - t : (G);                                                     \
             body                                                                                             \
