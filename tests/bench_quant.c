@@ -11,8 +11,9 @@
  * the dot products beside the tiles (which take 8 tokens and more).
  * Random weights and activations; threads: the backend's (set
  * OMP_NUM_THREADS to choose).
- * First line: the machine's 8-bit dot peak (int8_peak), the bound of a
- * product of many tokens.
+ * First lines: the machine's 8-bit dot peak (int8_peak) and F32 FMA peak
+ * (f32_peak), the bounds of a product of many tokens in block types and in
+ * BF16 widened to F32.
  * Usage: build/tests/bench_quant [--quick] [--peak] [--shapes 0,1,2,3] [--ns 1,2,4,8,16] [--types Q4_K,Q6_K]
  *   --quick: one small shape, to check that it runs; --peak: the peak
  *   alone; --types: those types alone (dtype names as the report prints
@@ -184,6 +185,62 @@ static double int8_peak(void) {
 #endif
 }
 
+/* The machine's F32 multiply-add peak, the bound of the BF16 rows' products
+ * of several tokens where they are widened to F32 (kernels/cpu/matmul.c:
+ * AVX2, and AVX-512 without BF16 dots): FMA on the build's widest vectors
+ * (8 lanes, 16 with AVX-512), 12 independent accumulators (two FMA units
+ * of 4 cycles' latency need 8 in flight), no memory, every thread;
+ * GMAC/s, the best of 3; 0 where the build has no FMA. */
+static double f32_peak(void) {
+#if defined(__FMA__)
+#ifdef __AVX512F__
+    typedef __m512 vf;
+#define FP_SET(x) _mm512_set1_ps(x)
+#define FP_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define FP_LANE(a) _mm512_cvtss_f32(a)
+    const double lanes = 16;
+#else
+    typedef __m256 vf;
+#define FP_SET(x) _mm256_set1_ps(x)
+#define FP_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define FP_LANE(a) _mm256_cvtss_f32(a)
+    const double lanes = 8;
+#endif
+    const long iters = 20000000;
+    const int threads = cpu_threads_max();
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        float sink = 0;
+        const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        {
+            vf w = FP_SET(0.999f);
+            const vf x = FP_SET(1e-3f);
+            vf a0 = FP_SET(0), a1 = FP_SET(1), a2 = FP_SET(2), a3 = FP_SET(3), a4 = FP_SET(4), a5 = FP_SET(5),
+               a6 = FP_SET(6), a7 = FP_SET(7), a8 = FP_SET(8), a9 = FP_SET(9), a10 = FP_SET(10), a11 = FP_SET(11);
+            for (long i = 0; i < iters; i++) {
+                __asm__ volatile("" : "+x"(w));   /* a fresh operand every time: nothing hoisted */
+                a0 = FP_FMA(a0, w, x); a1 = FP_FMA(a1, w, x); a2 = FP_FMA(a2, w, x); a3 = FP_FMA(a3, w, x);
+                a4 = FP_FMA(a4, w, x); a5 = FP_FMA(a5, w, x); a6 = FP_FMA(a6, w, x); a7 = FP_FMA(a7, w, x);
+                a8 = FP_FMA(a8, w, x); a9 = FP_FMA(a9, w, x); a10 = FP_FMA(a10, w, x); a11 = FP_FMA(a11, w, x);
+            }
+            sink += FP_LANE(a0) + FP_LANE(a1) + FP_LANE(a2) + FP_LANE(a3) + FP_LANE(a4) + FP_LANE(a5) + FP_LANE(a6) +
+                    FP_LANE(a7) + FP_LANE(a8) + FP_LANE(a9) + FP_LANE(a10) + FP_LANE(a11);
+        }
+        const double dt = now_seconds() - t0;
+        const double rate = 12 * lanes * (double)iters * threads / dt * 1e-9;
+        peak_sink = (long)sink;   /* the sums are used: the loop stays */
+        if (rate > best) best = rate;
+    }
+#undef FP_SET
+#undef FP_FMA
+#undef FP_LANE
+    return best;
+#else
+    return 0;
+#endif
+}
+
 static double max_rel(const float *a, const float *b, size_t n) {
     double d = 0, m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -226,6 +283,7 @@ int main(int argc, char **argv) {
     printf("# ISA %s, %d threads; ms = best of >= 3 runs; GB/s = weight bytes / time\n", backend_cpu_isa(),
            cpu_threads_max());
     printf("# 8-bit dot peak (the quantised products' instructions, every thread): %.1f GMAC/s\n", int8_peak());
+    printf("# F32 FMA peak (the BF16 rows' widened products, every thread): %.1f GMAC/s\n", f32_peak());
     if (peak_only) return 0;
     printf("%-14s %-7s %3s %10s %8s\n", "shape", "type", "n", "ms", "GB/s");
     for (int si = 0; si < (quick ? 1 : nshapes); si++) {
