@@ -115,6 +115,28 @@ static double best_time(void (*mm)(float *, const float *, const Weight *, int),
     return best;
 }
 
+static volatile long peak_sink;
+
+/* GMAC/s of loop(iters) run by every thread at once, macs multiply-adds an
+ * iteration: the best of 3.  loop returns a value of its sums, which is
+ * kept, so the compiler keeps the loop. */
+#if defined(__AVX2__) || defined(__FMA__)
+static double peak_rate(long (*loop)(long), long iters, double macs) {
+    const int threads = cpu_threads_max();
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        long sink = 0;
+        const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        sink += loop(iters);
+        const double rate = macs * (double)iters * threads / (now_seconds() - t0) * 1e-9;
+        peak_sink = sink;
+        if (rate > best) best = rate;
+    }
+    return best;
+}
+#endif
+
 /* The machine's 8-bit dot peak in the instructions the quantised products
  * use (matmul_quant.c): VNNI's dpbusd on 512-bit vectors (64 multiply-adds
  * each), else AVX2's maddubs and one madd to widen its int16 pair sums (32
@@ -122,39 +144,27 @@ static double best_time(void (*mm)(float *, const float *, const Weight *, int),
  * independent accumulators, no memory, every thread; GMAC/s, the best of 3.
  * A product of many tokens (a tree of 16 nodes) cannot run faster than its
  * multiply-adds at this rate; 0 where the build has neither. */
-static volatile long peak_sink;
-
-static double int8_peak(void) {
-#if (defined(__AVX512VNNI__) && defined(__AVX512BW__)) || defined(__AVX2__)
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-    const double macs = 64.0 * 8;
-#else
-    const double macs = 32.0 * 8;
+#define INT8_MACS (64.0 * 8)
+#elif defined(__AVX2__)
+#define INT8_MACS (32.0 * 8)
 #endif
-    const long iters = 40000000;
-    const int threads = cpu_threads_max();
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        long sink = 0;
-        const double t0 = now_seconds();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-        {
-            /* eight named accumulators of different values: an array would
-             * live in memory, equal ones would be computed once */
+#ifdef INT8_MACS
+static long int8_loop(long iters) {
+    /* eight named accumulators of different values: an array would live in
+     * memory, equal ones would be computed once */
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-            __m512i u = _mm512_set1_epi8(3);
-            const __m512i s = _mm512_set1_epi8(-2);
-            __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
-                    a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
-                    a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7);
+    __m512i u = _mm512_set1_epi8(3);
+    const __m512i s = _mm512_set1_epi8(-2);
+    __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2), a3 = _mm512_set1_epi32(3),
+            a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5), a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7);
 #define PEAK_STEP(a) a = _mm512_dpbusd_epi32(a, u, s)
 #define PEAK_LANE(a) _mm_cvtsi128_si32(_mm512_castsi512_si128(a))
 #else
-            __m256i u = _mm256_set1_epi8(3);
-            const __m256i s = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
-            __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2),
-                    a3 = _mm256_set1_epi32(3), a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5),
-                    a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7);
+    __m256i u = _mm256_set1_epi8(3);
+    const __m256i s = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+    __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2), a3 = _mm256_set1_epi32(3),
+            a4 = _mm256_set1_epi32(4), a5 = _mm256_set1_epi32(5), a6 = _mm256_set1_epi32(6), a7 = _mm256_set1_epi32(7);
 /* the barrier makes each step's u a fresh value: without it the compiler
  * computes maddubs and madd once for all eight and times the adds alone */
 #define PEAK_STEP(a)                                                                                                   \
@@ -164,22 +174,21 @@ static double int8_peak(void) {
     } while (0)
 #define PEAK_LANE(a) _mm256_extract_epi32(a, 0)
 #endif
-            for (long i = 0; i < iters; i++) {
-                __asm__ volatile("" : "+x"(u));   /* a fresh product every time: nothing hoisted */
-                PEAK_STEP(a0); PEAK_STEP(a1); PEAK_STEP(a2); PEAK_STEP(a3);
-                PEAK_STEP(a4); PEAK_STEP(a5); PEAK_STEP(a6); PEAK_STEP(a7);
-            }
-            sink += PEAK_LANE(a0) + PEAK_LANE(a1) + PEAK_LANE(a2) + PEAK_LANE(a3) + PEAK_LANE(a4) + PEAK_LANE(a5) +
-                    PEAK_LANE(a6) + PEAK_LANE(a7);
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(u));   /* a fresh product every time: nothing hoisted */
+        PEAK_STEP(a0); PEAK_STEP(a1); PEAK_STEP(a2); PEAK_STEP(a3);
+        PEAK_STEP(a4); PEAK_STEP(a5); PEAK_STEP(a6); PEAK_STEP(a7);
+    }
+    return PEAK_LANE(a0) + PEAK_LANE(a1) + PEAK_LANE(a2) + PEAK_LANE(a3) + PEAK_LANE(a4) + PEAK_LANE(a5) +
+           PEAK_LANE(a6) + PEAK_LANE(a7);
 #undef PEAK_STEP
 #undef PEAK_LANE
-        }
-        const double dt = now_seconds() - t0;
-        const double rate = macs * (double)iters * threads / dt * 1e-9;
-        peak_sink = sink;   /* the sums are used: the loop stays */
-        if (rate > best) best = rate;
-    }
-    return best;
+}
+#endif
+
+static double int8_peak(void) {
+#ifdef INT8_MACS
+    return peak_rate(int8_loop, 40000000, INT8_MACS);
 #else
     return 0;
 #endif
@@ -191,51 +200,42 @@ static double int8_peak(void) {
  * (8 lanes, 16 with AVX-512), 12 independent accumulators (two FMA units
  * of 4 cycles' latency need 8 in flight), no memory, every thread;
  * GMAC/s, the best of 3; 0 where the build has no FMA. */
-static double f32_peak(void) {
-#if defined(__FMA__)
+#ifdef __FMA__
 #ifdef __AVX512F__
-    typedef __m512 vf;
+typedef __m512 vpeak;
 #define FP_SET(x) _mm512_set1_ps(x)
 #define FP_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define FP_LANE(a) _mm512_cvtss_f32(a)
-    const double lanes = 16;
+#define FP_LANES 16
 #else
-    typedef __m256 vf;
+typedef __m256 vpeak;
 #define FP_SET(x) _mm256_set1_ps(x)
 #define FP_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define FP_LANE(a) _mm256_cvtss_f32(a)
-    const double lanes = 8;
+#define FP_LANES 8
 #endif
-    const long iters = 20000000;
-    const int threads = cpu_threads_max();
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        float sink = 0;
-        const double t0 = now_seconds();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-        {
-            vf w = FP_SET(0.999f);
-            const vf x = FP_SET(1e-3f);
-            vf a0 = FP_SET(0), a1 = FP_SET(1), a2 = FP_SET(2), a3 = FP_SET(3), a4 = FP_SET(4), a5 = FP_SET(5),
-               a6 = FP_SET(6), a7 = FP_SET(7), a8 = FP_SET(8), a9 = FP_SET(9), a10 = FP_SET(10), a11 = FP_SET(11);
-            for (long i = 0; i < iters; i++) {
-                __asm__ volatile("" : "+x"(w));   /* a fresh operand every time: nothing hoisted */
-                a0 = FP_FMA(a0, w, x); a1 = FP_FMA(a1, w, x); a2 = FP_FMA(a2, w, x); a3 = FP_FMA(a3, w, x);
-                a4 = FP_FMA(a4, w, x); a5 = FP_FMA(a5, w, x); a6 = FP_FMA(a6, w, x); a7 = FP_FMA(a7, w, x);
-                a8 = FP_FMA(a8, w, x); a9 = FP_FMA(a9, w, x); a10 = FP_FMA(a10, w, x); a11 = FP_FMA(a11, w, x);
-            }
-            sink += FP_LANE(a0) + FP_LANE(a1) + FP_LANE(a2) + FP_LANE(a3) + FP_LANE(a4) + FP_LANE(a5) + FP_LANE(a6) +
-                    FP_LANE(a7) + FP_LANE(a8) + FP_LANE(a9) + FP_LANE(a10) + FP_LANE(a11);
-        }
-        const double dt = now_seconds() - t0;
-        const double rate = 12 * lanes * (double)iters * threads / dt * 1e-9;
-        peak_sink = (long)sink;   /* the sums are used: the loop stays */
-        if (rate > best) best = rate;
+static long f32_loop(long iters) {
+    vpeak w = FP_SET(0.999f);
+    const vpeak x = FP_SET(1e-3f);
+    vpeak a0 = FP_SET(0), a1 = FP_SET(1), a2 = FP_SET(2), a3 = FP_SET(3), a4 = FP_SET(4), a5 = FP_SET(5),
+          a6 = FP_SET(6), a7 = FP_SET(7), a8 = FP_SET(8), a9 = FP_SET(9), a10 = FP_SET(10), a11 = FP_SET(11);
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(w));   /* a fresh operand every time: nothing hoisted */
+        a0 = FP_FMA(a0, w, x); a1 = FP_FMA(a1, w, x); a2 = FP_FMA(a2, w, x); a3 = FP_FMA(a3, w, x);
+        a4 = FP_FMA(a4, w, x); a5 = FP_FMA(a5, w, x); a6 = FP_FMA(a6, w, x); a7 = FP_FMA(a7, w, x);
+        a8 = FP_FMA(a8, w, x); a9 = FP_FMA(a9, w, x); a10 = FP_FMA(a10, w, x); a11 = FP_FMA(a11, w, x);
     }
+    return (long)(FP_LANE(a0) + FP_LANE(a1) + FP_LANE(a2) + FP_LANE(a3) + FP_LANE(a4) + FP_LANE(a5) + FP_LANE(a6) +
+                  FP_LANE(a7) + FP_LANE(a8) + FP_LANE(a9) + FP_LANE(a10) + FP_LANE(a11));
+}
 #undef FP_SET
 #undef FP_FMA
 #undef FP_LANE
-    return best;
+#endif
+
+static double f32_peak(void) {
+#ifdef __FMA__
+    return peak_rate(f32_loop, 20000000, 12.0 * FP_LANES);
 #else
     return 0;
 #endif
