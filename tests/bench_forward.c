@@ -2,7 +2,7 @@
  * bandwidth bound, and forwards of n tokens next to the GEMM peak.
  *
  *   bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx]
- *                 [--quant-tiles on|off]
+ *                 [--quant-tiles on|off] [--fetch group|near|measure]
  *                 [--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] MODEL_DIR|1b ...
  *
  * Per model (a checkpoint directory, or "1b": the random 1B-shape BF16 model
@@ -40,6 +40,9 @@
  * --quant-tiles off: products of GGUF block types on the dot products
  * alone, where the build and CPU would take AMX-INT8 tiles for several
  * tokens (the same bits; on, the default there: the tiles).
+ * --fetch group|near|measure: one token's products of block types fetch
+ * the weights one row group or 6 KB ahead of their reads, or measure which
+ * is faster first (the default: matmul_quant.c's fetch_arm).
  * --pp N1,N2,...: the pp figure alone at those prompt lengths (llama-bench's
  * pp512 is --pp 512). */
 #include "infer/model/llama.h"
@@ -334,7 +337,9 @@ static void bench_decode_only(const char *dir) {
     if (!m) die_err("bench_forward");
     LlamaState *st = llama_state_new(m, CTX + 256);
     double tg = decode_tps(st);
-    printf("%s: tg128 %.1f tok/s (%s threads)\n", dir, tg, tune_threads ? "auto" : "fixed");
+    const int arm = cpu_quant_fetch_arm(FETCH_KEEP);
+    printf("%s: tg128 %.1f tok/s (%s threads; block types fetched ahead %s)\n", dir, tg, tune_threads ? "auto" : "fixed",
+           arm == FETCH_GROUP ? "one group" : arm == FETCH_NEAR ? "6 KB" : "by both distances, still measuring");
     row(dir, "tg", TG, tg, 0, 0);
     llama_state_free(st);
     llama_free(m);
@@ -410,6 +415,10 @@ int main(int argc, char **argv) {
                 return 2;
             }
         }
+        else if (!strcmp(argv[first], "--fetch") &&
+                 (!strcmp(argv[first + 1], "group") || !strcmp(argv[first + 1], "near") || !strcmp(argv[first + 1], "measure"))) {
+            cpu_quant_fetch_arm(!strcmp(argv[first + 1], "group") ? FETCH_GROUP : !strcmp(argv[first + 1], "near") ? FETCH_NEAR : FETCH_MEASURE);
+        }
         else if (!strcmp(argv[first], "--cpu-f32-cache-mb")) {
             BackendOptions o = *backend_settings();
             o.cpu_f32_cache_mb = atoi(argv[first + 1]);
@@ -430,7 +439,7 @@ int main(int argc, char **argv) {
                 p = end;
             }
         } else {
-            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] [--quant-tiles on|off] [--cpu-f32-cache-mb MB] "
+            fprintf(stderr, "usage: bench_forward [--tsv FILE] [--threads T|auto] [--kv-dtype f32|bf16] [--cpu-fast-gemm on|off|amx] [--quant-tiles on|off] [--fetch group|near|measure] [--cpu-f32-cache-mb MB] "
                             "[--tg-only] [--batched B,... [--npp N] [--ntg N]] [--tree N,...] [--pp N,...] "
                             "MODEL_DIR|1b ...\n");
             return 2;

@@ -17,6 +17,9 @@
  *  - where the build and CPU have AMX-INT8, the tile multiply equals the
  *    dot products bit for bit for 2 .. 40 tokens (a line says it is
  *    skipped elsewhere);
+ *  - one token's products give the same bits whichever distance they
+ *    fetch the weights ahead, and the measuring of the faster one ends
+ *    after the products it states;
  *  - matmul_many equals separate matmuls; embed and weight_row(s) equal
  *    quant_dequant_row; a mapped matrix's pages leave memory at its first
  *    product and every read after it is unchanged; NaN and infinite scales stay in their rows, and
@@ -312,6 +315,66 @@ static void test_tiles_equal_dots(void) {
         }
     cpu_threads_set(cpu_threads_max());
     CHECK(products > 0 && bad == 0, "%d of %d tile products differ from the dot products", bad, products);
+}
+
+/* One token's products fetch ahead one row group or a fixed distance, or
+ * measure which is faster (cpu_quant_fetch_arm): every type gives the
+ * same bits under each, on row counts around the group sizes and 1 and 2
+ * threads; the measuring ends after exactly FETCH_PAIRS pairs of one-token
+ * products past a matrix's first, products of several tokens not
+ * counted, and then keeps one of the two distances. */
+static void test_fetch_distances(void) {
+    enum { ROWS = 67 };
+    int bad = 0, products = 0;
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const DType t = TYPES[ti];
+        const int64_t cols = quant_block_elems(t) == 256 ? 768 : 1536;
+        uint8_t *wd = rnd_weight(t, ROWS, cols);
+        float *x = rnd_x(1, cols), *group = xmalloc(sizeof(float) * ROWS), *near = xmalloc(sizeof(float) * ROWS);
+        Weight w = make_weight(t, wd, ROWS, cols);
+        for (int threads = 1; threads <= 2; threads++) {
+            cpu_threads_set(threads);
+            cpu_quant_fetch_arm(FETCH_GROUP);
+            cpu_backend.matmul(group, x, &w, 1);
+            cpu_quant_fetch_arm(FETCH_NEAR);
+            cpu_backend.matmul(near, x, &w, 1);
+            bad += memcmp(group, near, sizeof(float) * ROWS) != 0;
+            products++;
+        }
+        cpu_backend.weight_release(&w);
+        free(wd); free(x); free(group); free(near);
+    }
+    cpu_threads_set(cpu_threads_max());
+    CHECK(products == 2 * NTYPES && bad == 0, "%d of %d one-token products differ between the fetch distances", bad,
+          products);
+
+    const DType t = DT_Q4_K;
+    uint8_t *wd = rnd_weight(t, ROWS, 256);
+    float *x = rnd_x(3, 256), *out = xmalloc(sizeof(float) * 3 * ROWS), *fixed = xmalloc(sizeof(float) * ROWS);
+    Weight w = make_weight(t, wd, ROWS, 256);
+    cpu_quant_fetch_arm(FETCH_GROUP);
+    cpu_backend.matmul(fixed, x, &w, 1);
+    cpu_quant_fetch_arm(FETCH_MEASURE);
+    int calls = 0, changed = 0, during = 0;
+    while (cpu_quant_fetch_arm(FETCH_KEEP) == FETCH_MEASURE && calls < 4 * FETCH_PAIRS) {
+        cpu_backend.matmul(out, x, &w, 3);   /* not counted */
+        cpu_backend.matmul(out, x, &w, 1);
+        changed += memcmp(out, fixed, sizeof(float) * ROWS) != 0;
+        during += cpu_quant_fetch_arm(FETCH_KEEP) == FETCH_MEASURE;
+        calls++;
+    }
+    const int arm = cpu_quant_fetch_arm(FETCH_KEEP);
+    cpu_backend.weight_release(&w);
+    free(wd); free(x); free(out); free(fixed);
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    /* the matrix's first product under measuring is not timed, as if it made the copy */
+    CHECK(calls == 2 * FETCH_PAIRS + 1 && during == calls - 1 && (arm == FETCH_GROUP || arm == FETCH_NEAR) && !changed,
+          "measuring took %d one-token products (expected %d), ended on %d, %d products changed", calls,
+          2 * FETCH_PAIRS + 1, arm, changed);
+#else
+    CHECK(arm == FETCH_MEASURE && calls == 4 * FETCH_PAIRS && !changed,
+          "the scalar build measured (%d products, ended on %d) or changed %d products", calls, arm, changed);
+#endif
 }
 
 /* matmul_many over weights of several block types (one activation
@@ -640,6 +703,7 @@ int main(void) {
     RUN(test_tokens_independent);
     RUN(test_row_groups);
     RUN(test_tiles_equal_dots);
+    RUN(test_fetch_distances);
     RUN(test_matmul_many_equals_matmuls);
     RUN(test_rows_are_dequantised);
     RUN(test_mapped_pages_dropped);

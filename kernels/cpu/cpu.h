@@ -210,6 +210,16 @@ void cpu_quant_make_pack(const Weight *w);
  * CPU have it; returns whether they now take it (0 where either lacks it).
  * For benchmarks and tests comparing the two paths. */
 int cpu_quant_tiles(int allow);
+/* How far one token's products fetch the weights ahead of their reads
+ * (matmul_quant.c says why it is measured): FETCH_MEASURE starts the
+ * measuring again, FETCH_GROUP / FETCH_NEAR fix a distance, FETCH_KEEP
+ * changes nothing; returns the distance now in use, FETCH_MEASURE while
+ * measuring.  The measuring ends after FETCH_PAIRS pairs of a matrix's
+ * one-token products (the first of each matrix not counted); the scalar
+ * build fetches nothing and never measures.  For benchmarks and tests:
+ * the sums do not depend on it. */
+enum { FETCH_KEEP = -2, FETCH_MEASURE = -1, FETCH_GROUP = 0, FETCH_NEAR = 1, FETCH_PAIRS = 512 };
+int cpu_quant_fetch_arm(int arm);
 
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles
  * everywhere): whether the process may use the tiles (asked of the kernel
@@ -238,6 +248,8 @@ typedef struct {
     int f32_refused;
     uint16_t *tiles;
     uint8_t *kpack;
+    int fetch_calls, fetch_first;   /* matmul_quant.c's measuring of the fetch distance */
+    double fetch_secs;
 } CpuWeightCopies;
 /* The F32 copy of 16-bit matrix w for sgemm: made at the first call while
  * the copies fit BackendOptions.cpu_f32_cache_mb, else NULL from then on.

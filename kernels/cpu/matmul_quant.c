@@ -732,6 +732,12 @@ static inline const uint8_t *ahead(const uint8_t *pk, int64_t gi, int64_t groups
     return gi < groups ? pk + (size_t)(gi * nb) * kp_block(DT) : NULL;
 }
 
+#define NEAR_AHEAD 6144   /* bytes (fetch_arm) */
+static inline const uint8_t *fetch_at(const uint8_t *pk, int64_t gi, int64_t groups, int64_t nb, const DType DT, int arm) {
+    if (arm == FETCH_GROUP) return ahead(pk, gi + 1, groups, nb, DT);
+    return gi + 1 < groups ? pk + (size_t)(gi * nb) * kp_block(DT) + NEAR_AHEAD : NULL;
+}
+
 /* out[t][r] = acc[t - t0]'s lane r - gi * KG for the rows r in [r0, r1) of
  * group gi and tokens t0 .. t0 + T - 1 */
 static inline __attribute__((always_inline)) void k_store(const Weight *w, float *out, const kf *acc, int64_t gi,
@@ -1123,7 +1129,7 @@ static inline __attribute__((always_inline)) void qamx_rows(const Weight *w, con
  * tokens 5 + 4, not 8 + 1: a pass of one token waits on its dot chain).
  * The first pass over a block fetches the next block's bytes. */
 static inline __attribute__((always_inline)) void rows_typed(const Weight *w, const Act *a, float *out, int64_t r0,
-                                                             int64_t r1, const DType DT) {
+                                                             int64_t r1, const DType DT, int arm) {
 #ifdef QAMX
     if (qamx_type(DT) && qamx_allowed > 0 && a->n >= QAMX_MIN_TOKENS) {
         qamx_rows(w, a, out, r0, r1, DT);
@@ -1133,8 +1139,8 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     const uint8_t *pk = ((const CpuWeightCopies *)w->priv)->kpack;
     const int64_t G0 = r0 / KG, G1 = (r1 + KG - 1) / KG, per = QROW_BLOCK / KG;
     const int64_t groups = (w->rows + KG - 1) / KG, nb = a->nb;
-    if (a->n == 1) {   /* one pass in order, each group fetching the next (prefetch_l2) */
-        for (int64_t gi = G0; gi < G1; gi++) tile(w, pk, a, out, gi, r0, r1, 0, 1, DT, ahead(pk, gi + 1, groups, nb, DT));
+    if (a->n == 1) {   /* one pass in order, fetching ahead as arm says (prefetch_l2) */
+        for (int64_t gi = G0; gi < G1; gi++) tile(w, pk, a, out, gi, r0, r1, 0, 1, DT, fetch_at(pk, gi, groups, nb, DT, arm));
         return;
     }
     const int passes = (a->n + KT_MAX - 1) / KT_MAX;
@@ -1160,29 +1166,30 @@ static inline __attribute__((always_inline)) void rows_typed(const Weight *w, co
     }
 }
 
-static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
+static void rows_vector(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1, int arm) {
     switch (w->dtype) {
-    case DT_Q8_0: rows_typed(w, a, out, r0, r1, DT_Q8_0); break;
-    case DT_Q4_0: rows_typed(w, a, out, r0, r1, DT_Q4_0); break;
-    case DT_Q4_1: rows_typed(w, a, out, r0, r1, DT_Q4_1); break;
-    case DT_Q5_0: rows_typed(w, a, out, r0, r1, DT_Q5_0); break;
-    case DT_Q5_1: rows_typed(w, a, out, r0, r1, DT_Q5_1); break;
-    case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K); break;
-    case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K); break;
-    case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K); break;
-    case DT_IQ4_NL: rows_typed(w, a, out, r0, r1, DT_IQ4_NL); break;
-    case DT_IQ4_XS: rows_typed(w, a, out, r0, r1, DT_IQ4_XS); break;
-    case DT_Q2_K: rows_typed(w, a, out, r0, r1, DT_Q2_K); break;
-    case DT_Q3_K: rows_typed(w, a, out, r0, r1, DT_Q3_K); break;
+    case DT_Q8_0: rows_typed(w, a, out, r0, r1, DT_Q8_0, arm); break;
+    case DT_Q4_0: rows_typed(w, a, out, r0, r1, DT_Q4_0, arm); break;
+    case DT_Q4_1: rows_typed(w, a, out, r0, r1, DT_Q4_1, arm); break;
+    case DT_Q5_0: rows_typed(w, a, out, r0, r1, DT_Q5_0, arm); break;
+    case DT_Q5_1: rows_typed(w, a, out, r0, r1, DT_Q5_1, arm); break;
+    case DT_Q4_K: rows_typed(w, a, out, r0, r1, DT_Q4_K, arm); break;
+    case DT_Q5_K: rows_typed(w, a, out, r0, r1, DT_Q5_K, arm); break;
+    case DT_Q6_K: rows_typed(w, a, out, r0, r1, DT_Q6_K, arm); break;
+    case DT_IQ4_NL: rows_typed(w, a, out, r0, r1, DT_IQ4_NL, arm); break;
+    case DT_IQ4_XS: rows_typed(w, a, out, r0, r1, DT_IQ4_XS, arm); break;
+    case DT_Q2_K: rows_typed(w, a, out, r0, r1, DT_Q2_K, arm); break;
+    case DT_Q3_K: rows_typed(w, a, out, r0, r1, DT_Q3_K, arm); break;
     default: break;
     }
 }
 #endif
 
-static void rows_any(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1) {
+static void rows_any(const Weight *w, const Act *a, float *out, int64_t r0, int64_t r1, int arm) {
 #if QISA
-    rows_vector(w, a, out, r0, r1);
+    rows_vector(w, a, out, r0, r1, arm);
 #else
+    (void)arm;
     rows_scalar(w, a, out, r0, r1);
 #endif
 }
@@ -1193,6 +1200,7 @@ typedef struct {
     float *const *outs;
     const Weight *const *ws;
     int count;
+    int arm;   /* where one token's pass fetches ahead (fetch_at) */
     int64_t total;
 } QuantJob;
 
@@ -1203,8 +1211,49 @@ static void quant_part(void *v, int part, int parts) {
     for (int i = 0; i < j->count; base += j->ws[i]->rows, i++) {
         const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + j->ws[i]->rows ? g1 : base + j->ws[i]->rows;
         const Act *a = quant_act_block(j->ws[i]->dtype) == 256 ? &actk : &act32;
-        if (lo < hi) rows_any(j->ws[i], a, j->outs[i], lo - base, hi - base);
+        if (lo < hi) rows_any(j->ws[i], a, j->outs[i], lo - base, hi - base, j->arm);
     }
+}
+
+/* How far one token's single pass fetches ahead of its reads differs by
+ * CPU: one group (13.8-118 KB for the 1.5B's matrices on AVX-512) made
+ * the decode of the Qwen GGUFs 15-27% faster on a Xeon, where the
+ * hardware alone left each block's first load waiting; on a Zen 4 a
+ * fixed NEAR_AHEAD bytes decodes the 1.5B Q4_K_M 4-7% (one thread) and
+ * 8-13% (two) faster than one group, and distances near 4 KB (2, 4, 5
+ * KB) slower than either.  So the process measures (cpu_quant_fetch_arm):
+ * each matrix's one-token products alternate the two distances, each
+ * pair of a matrix's consecutive products adding both times to the
+ * sums (every matrix weighs alike in both), and after FETCH_PAIRS pairs
+ * the faster distance stays.  Where it fetches changes no sum. */
+static int fetch_arm = -1;   /* FETCH_GROUP, FETCH_NEAR, or -1: measuring */
+static int fetch_pairs;
+static double fetch_secs[2];
+
+/* One timed one-token product of c's matrices with distance arm: each
+ * matrix's first product (it makes the copy) is not timed, then its
+ * products pair up; a pair's times go to the sums. */
+static void fetch_measured(CpuWeightCopies *c, int arm, double secs) {
+    if (c->fetch_calls++ == 0) {
+        c->fetch_first = (int)(((uintptr_t)c >> 6) & 1);   /* half the matrices start with each arm */
+        return;
+    }
+    if (c->fetch_calls % 2 == 0) {
+        c->fetch_secs = secs;
+        return;
+    }
+    fetch_secs[arm] += secs;
+    fetch_secs[!arm] += c->fetch_secs;
+    if (++fetch_pairs == FETCH_PAIRS) fetch_arm = fetch_secs[FETCH_NEAR] < fetch_secs[FETCH_GROUP] ? FETCH_NEAR : FETCH_GROUP;
+}
+
+int cpu_quant_fetch_arm(int arm) {
+    if (arm != FETCH_KEEP) {
+        fetch_arm = arm;
+        fetch_pairs = 0;
+        fetch_secs[0] = fetch_secs[1] = 0;
+    }
+    return fetch_arm;
 }
 
 void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *const *ws, int count, int n) {
@@ -1224,8 +1273,13 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
     const int64_t cols = ws[0]->cols;
     if (need32) act_make(&act32, x, n, cols, 32);
     if (needk) act_make(&actk, x, n, cols, 256);
-    QuantJob j = {outs, ws, count, total};
+    CpuWeightCopies *c = ws[0]->priv;
+    const int measure = QISA && n == 1 && fetch_arm < 0 && c;
+    QuantJob j = {outs, ws, count, measure ? (c->fetch_calls + c->fetch_first) % 2 : fetch_arm < 0 ? FETCH_GROUP : fetch_arm,
+                  total};
+    const double t0 = measure ? now_seconds() : 0;
     cpu_parallel(quant_part, &j, work > PAR_MIN_WORK);
+    if (measure) fetch_measured(c, j.arm, now_seconds() - t0);
 }
 
 #if QISA
