@@ -337,9 +337,9 @@ static void bench_decode_only(const char *dir) {
     if (!m) die_err("bench_forward");
     LlamaState *st = llama_state_new(m, CTX + 256);
     double tg = decode_tps(st);
-    const int arm = cpu_quant_fetch_arm(FETCH_KEEP);
-    printf("%s: tg128 %.1f tok/s (%s threads; block types fetched ahead %s)\n", dir, tg, tune_threads ? "auto" : "fixed",
-           arm == FETCH_GROUP ? "one group" : arm == FETCH_NEAR ? "6 KB" : "by both distances, still measuring");
+    const int arm = cpu_quant_fetch_arm(FETCH_KEEP);   /* FETCH_MEASURE still: no product of block types measured it */
+    printf("%s: tg128 %.1f tok/s (%s threads%s)\n", dir, tg, tune_threads ? "auto" : "fixed",
+           arm == FETCH_GROUP ? "; block types fetched one group ahead" : arm == FETCH_NEAR ? "; block types fetched 6 KB ahead" : "");
     row(dir, "tg", TG, tg, 0, 0);
     llama_state_free(st);
     llama_free(m);
