@@ -366,15 +366,14 @@ static void test_fetch_distances(void) {
     const int arm = cpu_quant_fetch_arm(FETCH_KEEP);
     cpu_backend.weight_release(&w);
     free(wd); free(x); free(out); free(fixed);
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    if (arm == FETCH_NONE) {   /* the scalar kernel (this test's object is built once, for every kernel) */
+        CHECK(calls == 0 && !changed, "the scalar kernel measured %d products or changed %d", calls, changed);
+        return;
+    }
     /* the matrix's first product under measuring is not timed, as if it made the copy */
     CHECK(calls == 2 * FETCH_PAIRS + 1 && during == calls - 1 && (arm == FETCH_GROUP || arm == FETCH_NEAR) && !changed,
           "measuring took %d one-token products (expected %d), ended on %d, %d products changed", calls,
           2 * FETCH_PAIRS + 1, arm, changed);
-#else
-    CHECK(arm == FETCH_MEASURE && calls == 4 * FETCH_PAIRS && !changed,
-          "the scalar build measured (%d products, ended on %d) or changed %d products", calls, arm, changed);
-#endif
 }
 
 /* matmul_many over weights of several block types (one activation

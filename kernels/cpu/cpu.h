@@ -215,10 +215,11 @@ int cpu_quant_tiles(int allow);
  * measuring again, FETCH_GROUP / FETCH_NEAR fix a distance, FETCH_KEEP
  * changes nothing; returns the distance now in use, FETCH_MEASURE while
  * measuring.  The measuring ends after FETCH_PAIRS pairs of a matrix's
- * one-token products (the first of each matrix not counted); the scalar
- * build fetches nothing and never measures.  For benchmarks and tests:
- * the sums do not depend on it. */
-enum { FETCH_KEEP = -2, FETCH_MEASURE = -1, FETCH_GROUP = 0, FETCH_NEAR = 1, FETCH_PAIRS = 512 };
+ * one-token products (the first of each matrix not counted).  A kernel
+ * built without AVX2 fetches nothing: there it returns FETCH_NONE,
+ * whatever it is given.  For benchmarks and tests: the sums do not depend
+ * on it. */
+enum { FETCH_NONE = -3, FETCH_KEEP = -2, FETCH_MEASURE = -1, FETCH_GROUP = 0, FETCH_NEAR = 1, FETCH_PAIRS = 512 };
 int cpu_quant_fetch_arm(int arm);
 
 /* matmul_amx.c (builds with AMX-BF16; cpu_amx_ready and cpu_amx_tiles

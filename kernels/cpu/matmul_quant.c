@@ -1248,6 +1248,7 @@ static void fetch_measured(CpuWeightCopies *c, int arm, double secs) {
 }
 
 int cpu_quant_fetch_arm(int arm) {
+    if (!QISA) return FETCH_NONE;
     if (arm != FETCH_KEEP) {
         fetch_arm = arm;
         fetch_pairs = 0;
@@ -1274,7 +1275,7 @@ void cpu_quant_matmul_many(float *const *outs, const float *x, const Weight *con
     if (need32) act_make(&act32, x, n, cols, 32);
     if (needk) act_make(&actk, x, n, cols, 256);
     CpuWeightCopies *c = ws[0]->priv;
-    const int measure = QISA && n == 1 && fetch_arm < 0 && c;
+    const int measure = QISA && n == 1 && fetch_arm < 0 && c;   /* (the scalar loop fetches nothing) */
     QuantJob j = {outs, ws, count, measure ? (c->fetch_calls + c->fetch_first) % 2 : fetch_arm < 0 ? FETCH_GROUP : fetch_arm,
                   total};
     const double t0 = measure ? now_seconds() : 0;
