@@ -12,7 +12,10 @@
  * Without a GPU (or a CUDA build) it says so and measures nothing.
  *  - with --7b, decode at LLaMA-2-7B's shape (its 13 GB of random weights
  *    written to /tmp and loaded: about a minute more).
- * Usage: build/tests/bench_cuda [layers] [--7b] [backend options] (layers of
+ *  - with --block-types, only the products of weights kept in GGUF block
+ *    types (Q8_0, Q4_K, Q6_K) against BF16 at Qwen2.5-1.5B's shapes, for 1
+ *    and 16 tokens (bench_products).
+ * Usage: build/tests/bench_cuda [layers] [--7b | --block-types] [backend options] (layers of
  * the 1B shape; default 16, fewer for a quick look).  The backend options are the
  * commands' (--cuda-fast-gemm on measures the rounded-activation GEMM path,
  * --cuda-tiled-max 0 the split GEMM where the tiled kernel would run,
@@ -210,6 +213,64 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
     llama_state_free(st);
     llama_free(m);
 }
+
+/* Products at Qwen2.5-1.5B's shapes (its q/o projections, gate/up, down,
+ * LM head) for weights of each type, 1 and 16 tokens: microseconds a
+ * product and the weight bytes read a second, which for one token is what
+ * bounds decode (against the copy bandwidth bw).  Each product reads the
+ * next of as many copies of the weight as make COPY_BYTES, so that none
+ * is still in a cache (a GPU's L2 holds 50-60 MB); every copy is
+ * multiplied once before the clock starts (first-call setup).  Any
+ * backend: be, and synced() its clock read after its queue drains. */
+static void bench_products(const Backend *be, double (*synced)(void), double bw) {
+    static const DType types[] = {DT_BF16, DT_Q8_0, DT_Q4_K, DT_Q6_K};
+    static const struct { const char *name; int64_t rows, cols; } shapes[] = {
+        {"q/o_proj", 1536, 1536}, {"gate/up_proj", 8960, 1536}, {"down_proj", 1536, 8960}, {"lm_head", 151936, 1536}};
+    enum { NMAX = 16, REPS = 64 };
+    const double COPY_BYTES = 256e6;
+    const int ns[2] = {1, NMAX};
+    const int64_t cols_max = 8960, rows_max = 151936;
+    float *x = xmalloc(sizeof(float) * NMAX * cols_max);
+    for (int64_t i = 0; i < NMAX * cols_max; i++) x[i] = (float)((int)(bench_rand() % 2001) - 1000) / 1000.0f;
+    float *xd = be->alloc((size_t)NMAX * cols_max), *od = be->alloc((size_t)NMAX * rows_max);
+    if (!xd || !od) die_err("bench_products");
+    be->to_device(xd, x, (size_t)NMAX * cols_max);
+    printf("\nproducts at Qwen2.5-1.5B's shapes, microseconds a product (GB/s of weights; 1 token: %% of %.0f GB/s)\n",
+           bw / 1e9);
+    printf("%-26s %-6s %6s %16s %16s\n", "shape", "type", "copies", "1 token", "16 tokens");
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+            const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
+            size_t bytes;
+            free(bench_blocks(types[t], 1, cols, &bytes));   /* one row's bytes */
+            bytes *= (size_t)rows;
+            int copies = (int)(COPY_BYTES / (double)bytes) + 1;
+            if (copies > REPS) copies = REPS;
+            size_t all;
+            uint8_t *wq = bench_blocks(types[t], rows * copies, cols, &all);
+            Weight w[REPS];
+            for (int c = 0; c < copies; c++) {
+                if (be->weight(&w[c], wq + (size_t)c * bytes, types[t], rows, cols)) die_err("bench_products");
+                be->matmul(od, xd, &w[c], NMAX);
+            }
+            char what[40];
+            snprintf(what, sizeof what, "%s %lldx%lld", shapes[s].name, (long long)rows, (long long)cols);
+            printf("%-26s %-6s %6d", what, dtype_name(types[t]), copies);
+            for (int k = 0; k < 2; k++) {
+                const double t0 = synced();
+                for (int r = 0; r < REPS; r++) be->matmul(od, xd, &w[r % copies], ns[k]);
+                const double us = (synced() - t0) / REPS * 1e6, gbs = (double)bytes / us * 1e-3;
+                if (k == 0) printf(" %7.1f (%4.0f %3.0f%%)", us, gbs, 100 * gbs * 1e9 / bw);
+                else printf(" %7.1f (%5.0f)", us, gbs);
+            }
+            printf("\n");
+            for (int c = 0; c < copies; c++) be->weight_release(&w[c]);
+            free(wq);
+        }
+    be->release(xd);
+    be->release(od);
+    free(x);
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -225,12 +286,14 @@ int main(int argc, char **argv) {
     int layers = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : BENCH_1B.layers;
     BackendOptions bo;
     backend_options_default(&bo);
-    enum { O_7B = CLI_OWN };
-    static const struct option opts[] = {CLI_BACKEND_OPTIONS, {"7b", 0, 0, O_7B}, {0, 0, 0, 0}};
-    int c, shape_7b = 0;
+    enum { O_7B = CLI_OWN, O_BLOCK_TYPES };
+    static const struct option opts[] = {CLI_BACKEND_OPTIONS, {"7b", 0, 0, O_7B}, {"block-types", 0, 0, O_BLOCK_TYPES},
+                                         {0, 0, 0, 0}};
+    int c, shape_7b = 0, block_types = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
         if (c == O_7B) shape_7b = 1;
+        else if (c == O_BLOCK_TYPES) block_types = 1;
         else if (!cli_backend_option("bench_cuda", c, optarg, &bo)) cli_unknown_option("bench_cuda", argv[optind - 1]);
     if (backend_configure(&bo)) die_err("bench_cuda");
     char dev[256];
@@ -247,9 +310,12 @@ int main(int argc, char **argv) {
            bo.cuda_tiled_max, bo.cuda_graphs ? "on" : "off");
 
     const int trees_1b[4] = {16, 64, 256, 1011}, trees_small[3] = {10, 60, 256};
-    bench_shape(&BENCH_1B, layers, trees_1b, 4, 1, bw, peak);
-    bench_shape(&BENCH_SMOLLM2, BENCH_SMOLLM2.layers, trees_small, 3, 0, bw, peak);
-    if (shape_7b) bench_shape(&BENCH_7B, BENCH_7B.layers, NULL, 0, 0, bw, peak);
+    if (block_types) bench_products(&cuda_backend, seconds_synced, bw);
+    else {
+        bench_shape(&BENCH_1B, layers, trees_1b, 4, 1, bw, peak);
+        bench_shape(&BENCH_SMOLLM2, BENCH_SMOLLM2.layers, trees_small, 3, 0, bw, peak);
+        if (shape_7b) bench_shape(&BENCH_7B, BENCH_7B.layers, NULL, 0, 0, bw, peak);
+    }
     long launched, made, direct;
     cuda_graph_counts(&launched, &made, &direct);
     printf("forward passes: %ld as graphs (%ld recorded, %ld replayed without recording), %ld op by op\n",

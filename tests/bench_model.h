@@ -9,6 +9,7 @@
 #ifndef C2T_BENCH_MODEL_H
 #define C2T_BENCH_MODEL_H
 #include "infer/model/safetensors.h"
+#include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +30,38 @@ static const BenchShape BENCH_SMOLLM2 = {"SmolLM2-135M", 576, 1536, 49152, 9, 3,
 static const BenchShape BENCH_7B = {"LLaMA-2-7B", 4096, 11008, 32000, 32, 32, 32, 0};
 
 static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
-static uint16_t bench_rand_bf16(float scale) {
+static inline uint64_t bench_rand(void) {
     bench_rng ^= bench_rng << 13; bench_rng ^= bench_rng >> 7; bench_rng ^= bench_rng << 17;
-    float f = ((float)((bench_rng >> 40) & 0xFFFFFF) / 16777216.0f * 2 - 1) * scale;
+    return bench_rng;
+}
+static uint16_t bench_rand_bf16(float scale) {
+    float f = ((float)((bench_rand() >> 40) & 0xFFFFFF) / 16777216.0f * 2 - 1) * scale;
     uint32_t u;
     memcpy(&u, &f, 4);
     return (uint16_t)(u >> 16);
+}
+
+/* A rows x cols weight of type t (BF16 or a GGUF block type) for the
+ * product benchmarks: random bytes, BF16 values of magnitude 2^-7 .. 2^-6,
+ * a block's half-precision scale (and minimum) small and finite; *bytes
+ * its size. */
+static inline uint8_t *bench_blocks(DType t, int64_t rows, int64_t cols, size_t *bytes) {
+    *bytes = t == DT_BF16 ? (size_t)(rows * cols * 2) : (size_t)(rows * quant_row_bytes(t, cols));
+    uint8_t *w = xmalloc(*bytes);
+    for (size_t i = 0; i < *bytes; i++) w[i] = (uint8_t)(bench_rand() >> 56);
+    if (t == DT_BF16) {
+        for (size_t i = 1; i < *bytes; i += 2) w[i] = (uint8_t)(0x3C + (w[i] & 1) * 0x80);
+        return w;
+    }
+    const size_t bb = quant_block_bytes(t);
+    int d_at, m_at;
+    quant_half_offsets(t, &d_at, &m_at);
+    for (size_t b = 0; b < *bytes / bb; b++) {
+        const uint16_t h = (uint16_t)(0x1C00 | (bench_rand() >> 54));
+        memcpy(w + b * bb + d_at, &h, 2);
+        if (m_at >= 0) memcpy(w + b * bb + m_at, &h, 2);
+    }
+    return w;
 }
 
 /* Appends a random BF16 tensor [rows, cols] (cols 0: a norm vector of ones). */

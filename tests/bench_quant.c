@@ -21,34 +21,12 @@
 #include "kernels/base/quant.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
+#include "tests/bench_model.h"
 #include <stdio.h>
 #include <stdlib.h>
 
 static const DType TYPES[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS, DT_Q2_K, DT_Q3_K, DT_BF16};
 #define NTYPES (int)(sizeof TYPES / sizeof *TYPES)
-
-static uint32_t rng = 2468u;
-static uint32_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5; return rng; }
-
-/* random bytes, the half-precision scales (and minimums) small and finite */
-static uint8_t *rnd_blocks(DType t, int64_t rows, int64_t cols, size_t *bytes) {
-    *bytes = t == DT_BF16 ? (size_t)(rows * cols * 2) : (size_t)(rows * quant_row_bytes(t, cols));
-    uint8_t *w = xmalloc(*bytes);
-    for (size_t i = 0; i < *bytes; i++) w[i] = (uint8_t)(rnd() >> 24);
-    if (t == DT_BF16) {
-        for (size_t i = 1; i < *bytes; i += 2) w[i] = (uint8_t)(0x3C + (w[i] & 1) * 0x80);   /* |w| in [2^-7, 2^-6) */
-        return w;
-    }
-    const size_t bb = quant_block_bytes(t);
-    int d_at, m_at;
-    quant_half_offsets(t, &d_at, &m_at);
-    for (size_t b = 0; b < *bytes / bb; b++) {
-        const uint16_t h = (uint16_t)(0x1C00 | (rnd() & 0x3FF));
-        memcpy(w + b * bb + d_at, &h, 2);
-        if (m_at >= 0) memcpy(w + b * bb + m_at, &h, 2);
-    }
-    return w;
-}
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 /* F32 activations times Q8_0 / Q4_0 weights dequantised in registers: per
@@ -289,7 +267,7 @@ int main(int argc, char **argv) {
     for (int si = 0; si < (quick ? 1 : nshapes); si++) {
         const int64_t rows = quick ? 256 : SHAPES[shapes[si] & 3][0], cols = quick ? 512 : SHAPES[shapes[si] & 3][1];
         float *x = xmalloc(sizeof(float) * 16 * (size_t)cols), *out = xmalloc(sizeof(float) * 16 * (size_t)rows);
-        for (int64_t i = 0; i < 16 * cols; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) / 1000.0f;
+        for (int64_t i = 0; i < 16 * cols; i++) x[i] = (float)((int)(bench_rand() % 2001) - 1000) / 1000.0f;
         for (int ti = 0; ti < NTYPES; ti++)
             for (int variant = 0; variant < 3; variant++) {
                 const DType t = TYPES[ti];
@@ -309,7 +287,7 @@ int main(int argc, char **argv) {
 #endif
                 }
                 size_t bytes;
-                uint8_t *wd = rnd_blocks(t, rows, cols, &bytes);
+                uint8_t *wd = bench_blocks(t, rows, cols, &bytes);
                 Weight w;
                 if (cpu_backend.weight(&w, wd, t, rows, cols)) die_err("bench_quant");
                 for (int k = 0; k < nns; k++) {

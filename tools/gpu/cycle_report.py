@@ -7,7 +7,8 @@ it): device.txt (the GPU's name), cycle_eagle2.json, cycle_c2t.json (spec-eval
 with the ar baseline, --check-lossless), cycle_eagle2_graphs.json (eagle2 with
 --cuda-graphs on: forwards signed and replayed), cycle_eagle2_t{4,8,16}.json
 (eagle2 at fixed totals, against which --total auto is held), cycle_rc.txt (each run's exit status),
-bench_cuda.log (tests/bench_cuda --7b) and collect.log (spec-collect's last
+bench_cuda.log (tests/bench_cuda --7b), bench_cuda_block_types.log (its
+--block-types products) and collect.log (spec-collect's last
 progress line: questions done at a rate, records).  Writes the JSON to stdout; a figure whose input is missing is
 null, never guessed.
 usage: cycle_report.py LOG_DIR [LOG_DIR ...]
@@ -49,6 +50,17 @@ def fraction_of_bound(log, shape):
     """The 'decode 1 token' row's percentage after the shape's heading."""
     m = re.search(re.escape(shape) + r" shape.*?decode 1 token \(tokens/s\)\s+\S+\s+\S+\s+(\d+)%", log, re.S)
     return int(m.group(1)) / 100 if m else None
+
+
+def block_type_products(log):
+    """bench_cuda --block-types' rows: {shape: {type: microseconds and GB/s
+    of 1 and of 16 tokens}}, or None where the log has none."""
+    rows = {}
+    for m in re.finditer(r"^(\S+ \d+x\d+)\s+(\S+)\s+\d+\s+([\d.]+) \(\s*(\d+)\s+\d+%\)\s+([\d.]+) \(\s*(\d+)\)$",
+                         log, re.M):
+        rows.setdefault(m.group(1), {})[m.group(2)] = {
+            "us_1": float(m.group(3)), "gb_s_1": int(m.group(4)), "us_16": float(m.group(5)), "gb_s_16": int(m.group(6))}
+    return rows or None
 
 
 def phases(rep):
@@ -126,6 +138,7 @@ def main():
         "decode_1b_fraction_of_bound": fraction_of_bound(bench, "1B"),
         "decode_7b_fraction_of_bound": fraction_of_bound(bench, "LLaMA-2-7B"),
         "collect_records_s": collect_s,
+        "block_type_products": block_type_products(text(folder, "bench_cuda_block_types.log")),
     }
     json.dump(out, sys.stdout, indent=1)
     print()

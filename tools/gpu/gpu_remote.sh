@@ -57,8 +57,9 @@
 #     cycle          test_cuda (every parity test: the tree ops, the ragged
 #                    attention of batched decoding; then with --cuda-graphs on:
 #                    replayed graphs), compute-sanitizer memcheck and racecheck
-#                    on the op parity test, bench_cuda --7b and bench_cuda
-#                    --cuda-graphs on, spec-collect on the demo family
+#                    on the op parity test, bench_cuda --7b, bench_cuda
+#                    --cuda-graphs on and --block-types, spec-collect on the
+#                    demo family
 #     cycle-smollm2  SmolLM2 mt_bench (CYCLE_Q 20 x CYCLE_MAX_NEW 128, first
 #                    turns): eagle2 and c2t with the ar baseline, lossless
 #                    checked; c2t by its per-layer program (against the
@@ -238,6 +239,10 @@ step_cycle() {
         echo "== cycle: bench_cuda --cuda-fast-gemm on (activations rounded to BF16 once)"
         build/tests/bench_cuda --cuda-fast-gemm on --cuda-graphs on 2>&1 | tee "$LOG/bench_cuda_fast.log" |
             grep -E 'shape|decode 1 token|tree forward'
+        # GGUF block types' products (never timed on a GPU yet): 1 and 16
+        # tokens at the 1.5B's shapes against BF16, weights out of L2
+        echo "== cycle: bench_cuda --block-types"
+        timeout 120 build/tests/bench_cuda --block-types 2>&1 | tee "$LOG/bench_cuda_block_types.log" | grep -Ev '^device|^copy|^gemm'
     else
         echo cpu > "$LOG/device.txt"
     fi
