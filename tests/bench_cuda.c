@@ -221,7 +221,22 @@ static void bench_shape(const BenchShape *sh, int layers, const int *tree_n, int
  * next of as many copies of the weight as make COPY_BYTES, so that none
  * is still in a cache (a GPU's L2 holds 50-60 MB); every copy is
  * multiplied once before the clock starts (first-call setup).  Any
- * backend: be, and synced() its clock read after its queue drains. */
+ * backend: be, and synced() its clock read after its queue drains; on the
+ * CUDA backend one token's products also as nodes of a replayed graph
+ * (the GPU's time without the host's launches, which bound the small
+ * shapes in a stream). */
+typedef struct {
+    const Backend *be;
+    float *out, *x;
+    const Weight *w;
+    int copies, next, n;
+} ProductCall;
+
+static void product_call(void *v) {
+    ProductCall *p = v;
+    p->be->matmul(p->out, p->x, &p->w[p->next++ % p->copies], p->n);
+}
+
 static void bench_products(const Backend *be, double (*synced)(void), double bw) {
     static const DType types[] = {DT_BF16, DT_Q8_0, DT_Q4_K, DT_Q6_K};
     static const struct { const char *name; int64_t rows, cols; } shapes[] = {
@@ -237,7 +252,9 @@ static void bench_products(const Backend *be, double (*synced)(void), double bw)
     be->to_device(xd, x, (size_t)NMAX * cols_max);
     printf("\nproducts at Qwen2.5-1.5B's shapes, microseconds a product (GB/s of weights; 1 token: %% of %.0f GB/s)\n",
            bw / 1e9);
-    printf("%-26s %-6s %6s %16s %16s\n", "shape", "type", "copies", "1 token", "16 tokens");
+    const int graphs = be == &cuda_backend;
+    printf("%-26s %-6s %6s %16s %16s%s\n", "shape", "type", "copies", "1 token", "16 tokens",
+           graphs ? "   1 token, graph" : "");
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
             const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
@@ -256,12 +273,19 @@ static void bench_products(const Backend *be, double (*synced)(void), double bw)
             char what[40];
             snprintf(what, sizeof what, "%s %lldx%lld", shapes[s].name, (long long)rows, (long long)cols);
             printf("%-26s %-6s %6d", what, dtype_name(types[t]), copies);
+            ProductCall pc = {be, od, xd, w, copies, 0, 1};
             for (int k = 0; k < 2; k++) {
+                pc.n = ns[k];
                 const double t0 = synced();
-                for (int r = 0; r < REPS; r++) be->matmul(od, xd, &w[r % copies], ns[k]);
+                for (int r = 0; r < REPS; r++) product_call(&pc);
                 const double us = (synced() - t0) / REPS * 1e6, gbs = (double)bytes / us * 1e-3;
                 if (k == 0) printf(" %7.1f (%4.0f %3.0f%%)", us, gbs, 100 * gbs * 1e9 / bw);
                 else printf(" %7.1f (%5.0f)", us, gbs);
+            }
+            if (graphs) {
+                pc.n = 1;
+                const double us = cuda_graph_call_us(product_call, &pc, REPS, NULL), gbs = (double)bytes / us * 1e-3;
+                printf(" %7.1f (%4.0f %3.0f%%)", us, gbs, 100 * gbs * 1e9 / bw);
             }
             printf("\n");
             for (int c = 0; c < copies; c++) be->weight_release(&w[c]);

@@ -54,12 +54,15 @@ def fraction_of_bound(log, shape):
 
 def block_type_products(log):
     """bench_cuda --block-types' rows: {shape: {type: microseconds and GB/s
-    of 1 and of 16 tokens}}, or None where the log has none."""
+    of 1 and of 16 tokens, and of 1 token as graph nodes where the row has
+    them}}, or None where the log has none."""
     rows = {}
-    for m in re.finditer(r"^(\S+ \d+x\d+)\s+(\S+)\s+\d+\s+([\d.]+) \(\s*(\d+)\s+\d+%\)\s+([\d.]+) \(\s*(\d+)\)$",
-                         log, re.M):
-        rows.setdefault(m.group(1), {})[m.group(2)] = {
-            "us_1": float(m.group(3)), "gb_s_1": int(m.group(4)), "us_16": float(m.group(5)), "gb_s_16": int(m.group(6))}
+    for m in re.finditer(r"^(\S+ \d+x\d+)\s+(\S+)\s+\d+\s+([\d.]+) \(\s*(\d+)\s+\d+%\)\s+([\d.]+) \(\s*(\d+)\)"
+                         r"(?:\s+([\d.]+) \(\s*(\d+)\s+\d+%\))?$", log, re.M):
+        row = {"us_1": float(m.group(3)), "gb_s_1": int(m.group(4)), "us_16": float(m.group(5)), "gb_s_16": int(m.group(6))}
+        if m.group(7):
+            row.update({"graph_us_1": float(m.group(7)), "graph_gb_s_1": int(m.group(8))})
+        rows.setdefault(m.group(1), {})[m.group(2)] = row
     return rows or None
 
 
