@@ -246,7 +246,7 @@ static void bench_products(const Backend *be, double (*synced)(void), double bw)
     const int ns[2] = {1, NMAX};
     const int64_t cols_max = 8960, rows_max = 151936;
     float *x = xmalloc(sizeof(float) * NMAX * cols_max);
-    for (int64_t i = 0; i < NMAX * cols_max; i++) x[i] = (float)((int)(bench_rand() % 2001) - 1000) / 1000.0f;
+    for (int64_t i = 0; i < NMAX * cols_max; i++) x[i] = bench_rand_act();
     float *xd = be->alloc((size_t)NMAX * cols_max), *od = be->alloc((size_t)NMAX * rows_max);
     if (!xd || !od) die_err("bench_products");
     be->to_device(xd, x, (size_t)NMAX * cols_max);
@@ -258,9 +258,7 @@ static void bench_products(const Backend *be, double (*synced)(void), double bw)
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
             const int64_t rows = shapes[s].rows, cols = shapes[s].cols;
-            size_t bytes;
-            free(bench_blocks(types[t], 1, cols, &bytes));   /* one row's bytes */
-            bytes *= (size_t)rows;
+            const size_t bytes = bench_weight_bytes(types[t], rows, cols);
             int copies = (int)(COPY_BYTES / (double)bytes) + 1;
             if (copies > REPS) copies = REPS;
             size_t all;

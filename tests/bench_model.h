@@ -41,12 +41,19 @@ static uint16_t bench_rand_bf16(float scale) {
     return (uint16_t)(u >> 16);
 }
 
-/* A rows x cols weight of type t (BF16 or a GGUF block type) for the
- * product benchmarks: random bytes, BF16 values of magnitude 2^-7 .. 2^-6,
- * a block's half-precision scale (and minimum) small and finite; *bytes
- * its size. */
+/* An activation for the product benchmarks: -1 .. 1 in steps of 1/1000. */
+static inline float bench_rand_act(void) { return (float)((int)(bench_rand() % 2001) - 1000) / 1000.0f; }
+
+/* Bytes of a rows x cols weight of type t (BF16 or a GGUF block type). */
+static inline size_t bench_weight_bytes(DType t, int64_t rows, int64_t cols) {
+    return t == DT_BF16 ? (size_t)(rows * cols * 2) : (size_t)(rows * quant_row_bytes(t, cols));
+}
+
+/* A rows x cols weight of type t for the product benchmarks: random bytes,
+ * BF16 values of magnitude in [2^-7, 2^-5), a block's half-precision scale
+ * (and minimum) small and finite; *bytes its size. */
 static inline uint8_t *bench_blocks(DType t, int64_t rows, int64_t cols, size_t *bytes) {
-    *bytes = t == DT_BF16 ? (size_t)(rows * cols * 2) : (size_t)(rows * quant_row_bytes(t, cols));
+    *bytes = bench_weight_bytes(t, rows, cols);
     uint8_t *w = xmalloc(*bytes);
     for (size_t i = 0; i < *bytes; i++) w[i] = (uint8_t)(bench_rand() >> 56);
     if (t == DT_BF16) {

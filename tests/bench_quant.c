@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     for (int si = 0; si < (quick ? 1 : nshapes); si++) {
         const int64_t rows = quick ? 256 : SHAPES[shapes[si] & 3][0], cols = quick ? 512 : SHAPES[shapes[si] & 3][1];
         float *x = xmalloc(sizeof(float) * 16 * (size_t)cols), *out = xmalloc(sizeof(float) * 16 * (size_t)rows);
-        for (int64_t i = 0; i < 16 * cols; i++) x[i] = (float)((int)(bench_rand() % 2001) - 1000) / 1000.0f;
+        for (int64_t i = 0; i < 16 * cols; i++) x[i] = bench_rand_act();
         for (int ti = 0; ti < NTYPES; ti++)
             for (int variant = 0; variant < 3; variant++) {
                 const DType t = TYPES[ti];
