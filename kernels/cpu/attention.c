@@ -264,13 +264,8 @@ static inline __attribute__((always_inline)) void attend16(float *out, const flo
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
-/* Eight of the cache's elements from index i as floats. */
-static inline __m256 kv_load8(const void *base, DType dt, size_t i) {
-    if (dt == DT_BF16)
-        return _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i))), 16));
-    return _mm256_loadu_ps((const float *)base + i);
-}
+/* Eight of the cache's elements from index i as floats (load8). */
+static inline __m256 kv_load8(const void *base, DType dt, size_t i) { return (__m256)load8(base, dt, (int64_t)i); }
 
 /* attend16 on 8 lanes (AVX2), for head sizes a multiple of 8 (HD, DT
  * compile-time), with its contract: the visible slots listed in order

@@ -5,7 +5,7 @@
 #include "kernels/kernels.h"
 #include <math.h>
 #include <string.h>
-#ifdef __F16C__
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -31,10 +31,20 @@ static inline v8f load8(const void *base, DType dt, int64_t i) {
     if (dt == DT_F32) {
         memcpy(&r, (const float *)base + i, 32);
     } else if (dt == DT_BF16) {
+#ifdef __AVX2__
+        /* one vpmovzxwd from memory and a shift: GCC 12 widens the generic
+         * vector below in halves (two more vpmovzxwd, a byte shift and an
+         * insert, on the vector pipes the multiply-adds use), which bound
+         * one thread's one- and four-token BF16 products (1536 x 1536 from
+         * memory on a Zen 4, AVX2 build: 0.183 -> 0.136 ms, 4 tokens 0.298
+         * -> 0.256; AVX-512 build 0.189 -> 0.140).  The same floats. */
+        r = (v8f)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i))), 16);
+#else
         v8u16 h;
         memcpy(&h, (const uint16_t *)base + i, 16);
         v8u32 u = __builtin_convertvector(h, v8u32) << 16;
         memcpy(&r, &u, 32);
+#endif
     } else {
 #ifdef __F16C__   /* GCC 12 widens a _Float16 vector one lane at a time: 4x slower decode */
         r = (v8f)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));

@@ -176,21 +176,14 @@ static inline __attribute__((always_inline)) void rows_dot(const Weight *w, cons
 #define HALF_TOKENS 6
 #define HALF_MIN_TOKENS 3
 
-/* Eight BF16 weights widened by one vpmovzxwd from memory and a shift;
- * GCC 12 widens load8's generic vector in halves (two vpmovzxwd, a byte
- * shift and an insert before the shift).  The same floats as load8. */
-static inline __attribute__((always_inline)) v8f load8_avx2(const void *base, DType dt, int64_t i) {
-    if (dt != DT_BF16) return load8(base, dt, i);
-    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + i)));
-    return (v8f)_mm256_slli_epi32(u, 16);
-}
-
 /* acc[i][t] = the chain over columns h..h+7 of the 16-column steps in
  * [j0, j1) of row i · x[t] (h 0: rows_dot_tile's a0, h 8: its a1) for
  * NR <= 2 rows and N <= HALF_TOKENS tokens, continued from acc's values
  * when CARRY (else from 0): a chain cut into column ranges, each continued
- * from the last, makes the same multiply-adds in the same order. */
-static inline __attribute__((always_inline)) void half_chains(const char *row, size_t rb, const float *x, int64_t C,
+ * from the last, makes the same multiply-adds in the same order.  x comes
+ * packed (pack_group): the N tokens' eight columns of a chain's step
+ * side by side, so one pointer and fixed offsets reach them all. */
+static inline __attribute__((always_inline)) void half_chains(const char *row, size_t rb, const float *xp,
                                                               const int64_t h, int64_t j0, int64_t j1,
                                                               v8f acc[HALF_ROWS][HALF_TOKENS], const int NR,
                                                               const int N, const DType DT, const int CARRY) {
@@ -199,14 +192,15 @@ static inline __attribute__((always_inline)) void half_chains(const char *row, s
     for (int i = 0; i < NR; i++)
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) a[i][t] = CARRY ? acc[i][t] : (v8f){0};
-    for (int64_t j = j0 + h; j < j1; j += 16) {
+    const float *p = xp + j0 * N + h * N;
+    for (int64_t j = j0 + h; j < j1; j += 16, p += 16 * N) {
         v8f w[HALF_ROWS];
 #pragma GCC unroll 4
-        for (int i = 0; i < NR; i++) w[i] = load8_avx2(row + i * rb, DT, j);
+        for (int i = 0; i < NR; i++) w[i] = load8(row + i * rb, DT, j);
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) {
             v8f xv;
-            xv = (v8f)_mm256_loadu_ps(x + t * C + j);
+            xv = (v8f)_mm256_loadu_ps(p + 8 * t);
             __asm__("" : "+x"(xv));   /* one load of x per token, not one per row */
 #pragma GCC unroll 4
             for (int i = 0; i < NR; i++) a[i][t] += w[i] * xv;
@@ -216,6 +210,15 @@ static inline __attribute__((always_inline)) void half_chains(const char *row, s
     for (int i = 0; i < NR; i++)
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) acc[i][t] = a[i][t];
+}
+
+/* xp[j/16][h/8][t][8] = x[t][j + h ..] for the 16-column steps of N tokens'
+ * x (stride C): what half_chains reads. */
+static void pack_group(float *xp, const float *x, int64_t C, int N) {
+    const int64_t C16 = C & ~15LL;
+    for (int64_t j = 0; j < C16; j += 16)
+        for (int h = 0; h < 16; h += 8)
+            for (int t = 0; t < N; t++) memcpy(xp + j * N + h * N + t * 8, x + t * C + j + h, 32);
 }
 
 /* rows_dot_tile's end of a (row, token) sum from its chains a0 and a1:
@@ -230,23 +233,24 @@ static inline __attribute__((always_inline)) float dot_finish(v8f a0, v8f a1, co
 }
 
 /* out[t][r + i] (stride R) = row i · x[t], rows_dot_tile's sums. */
-static inline __attribute__((always_inline)) void rows_dot_halves(const char *row, size_t rb, const float *x, int64_t C,
-                                                                  float *out, int64_t R, const int NR, const int N,
-                                                                  const DType DT) {
+static inline __attribute__((always_inline)) void rows_dot_halves(const char *row, size_t rb, const float *x,
+                                                                  const float *xp, int64_t C, float *out, int64_t R,
+                                                                  const int NR, const int N, const DType DT) {
     v8f a0[HALF_ROWS][HALF_TOKENS], a1[HALF_ROWS][HALF_TOKENS];
-    half_chains(row, rb, x, C, 0, 0, C & ~15LL, a0, NR, N, DT, 0);
-    half_chains(row, rb, x, C, 8, 0, C & ~15LL, a1, NR, N, DT, 0);
+    half_chains(row, rb, xp, 0, 0, C & ~15LL, a0, NR, N, DT, 0);
+    half_chains(row, rb, xp, 8, 0, C & ~15LL, a1, NR, N, DT, 0);
 #pragma GCC unroll 4
     for (int i = 0; i < NR; i++)
 #pragma GCC unroll 6
         for (int t = 0; t < N; t++) out[t * R + i] = dot_finish(a0[i][t], a1[i][t], row + i * rb, x + t * C, C, DT);
 }
 
-static inline __attribute__((always_inline)) void rows_span_whole(const char *base, size_t rb, const float *x, int64_t C,
-                                                                  float *out, int64_t R, int64_t r, int64_t r1,
-                                                                  const int N, const DType DT) {
-    for (; r + HALF_ROWS <= r1; r += HALF_ROWS) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, HALF_ROWS, N, DT);
-    for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, C, out + r, R, 1, N, DT);
+static inline __attribute__((always_inline)) void rows_span_whole(const char *base, size_t rb, const float *x,
+                                                                  const float *xp, int64_t C, float *out, int64_t R,
+                                                                  int64_t r, int64_t r1, const int N, const DType DT) {
+    for (; r + HALF_ROWS <= r1; r += HALF_ROWS)
+        rows_dot_halves(base + r * rb, rb, x, xp, C, out + r, R, HALF_ROWS, N, DT);
+    for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, xp, C, out + r, R, 1, N, DT);
 }
 
 /* A group's x of more than X_L1_BYTES does not stay in L1 while a row pair
@@ -259,8 +263,8 @@ static inline __attribute__((always_inline)) void rows_span_whole(const char *ba
 #define K_COLS 512
 
 static inline __attribute__((always_inline)) void rows_span_ranges(const char *base, size_t rb, const float *x,
-                                                                   int64_t C, float *out, int64_t R, int64_t r,
-                                                                   int64_t r1, const int N, const DType DT) {
+                                                                   const float *xp, int64_t C, float *out, int64_t R,
+                                                                   int64_t r, int64_t r1, const int N, const DType DT) {
     v8f acc[ROW_BLOCK / HALF_ROWS][2][HALF_ROWS][HALF_TOKENS];
     const int64_t C16 = C & ~15LL;
     for (int64_t j0 = 0; j0 < C16; j0 += K_COLS) {
@@ -270,10 +274,10 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
             const char *row = base + q * rb;
             const int pair = q + HALF_ROWS <= r1;
             for (int h = 0; h < 2; h++) {   /* NR and CARRY compile-time in each call */
-                if (pair && j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 1);
-                else if (pair) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0);
-                else if (j0) half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 1);
-                else half_chains(row, rb, x, C, 8 * h, j0, j1, a[h], 1, N, DT, 0);
+                if (pair && j0) half_chains(row, rb, xp, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 1);
+                else if (pair) half_chains(row, rb, xp, 8 * h, j0, j1, a[h], HALF_ROWS, N, DT, 0);
+                else if (j0) half_chains(row, rb, xp, 8 * h, j0, j1, a[h], 1, N, DT, 1);
+                else half_chains(row, rb, xp, 8 * h, j0, j1, a[h], 1, N, DT, 0);
             }
         }
     }
@@ -286,13 +290,13 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
 
 /* A group of a block found in L2: by ranges when its x is large, else
  * sweeping whole rows. */
-static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x, int64_t C,
-                                                                   float *out, int64_t R, int64_t r, int64_t r1,
-                                                                   const int N, const DType DT) {
+static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x,
+                                                                   const float *xp, int64_t C, float *out, int64_t R,
+                                                                   int64_t r, int64_t r1, const int N, const DType DT) {
     if ((C & ~15LL) > K_COLS && (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES)
-        rows_span_ranges(base, rb, x, C, out, R, r, r1, N, DT);
+        rows_span_ranges(base, rb, x, xp, C, out, R, r, r1, N, DT);
     else
-        rows_span_whole(base, rb, x, C, out, R, r, r1, N, DT);
+        rows_span_whole(base, rb, x, xp, C, out, R, r, r1, N, DT);
 }
 
 /* The tokens of a block's first group, which streams the block from memory:
@@ -306,8 +310,17 @@ static inline __attribute__((always_inline)) void rows_span_halves(const char *b
  * nodes 2.7x -> 2.3x; docs/runtime.md). */
 #define STREAM_TOKENS 4
 
-static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w, const float *x, float *out,
-                                                               int64_t r0, int64_t r1, int n, const DType DT) {
+/* The size of group g of the rest tokens after a block's first group: at
+ * most HALF_TOKENS, the groups as equal as they can be (+-1). */
+static inline int half_group(int rest, int g) {
+    const int groups = (rest + HALF_TOKENS - 1) / HALF_TOKENS;
+    return rest / groups + (g < rest % groups);
+}
+
+/* xp: half_packed(x, C, n) */
+static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w, const float *x, const float *xp,
+                                                               float *out, int64_t r0, int64_t r1, int n,
+                                                               const DType DT) {
     const int64_t R = w->rows, C = w->cols;
     const size_t rb = C * dtype_size(DT);
     const char *base = (const char *)w->data;
@@ -318,27 +331,56 @@ static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w,
     int64_t br = (int64_t)(ROW_BLOCK * 1536 * 2) / (int64_t)rb;
     br = br >= ROW_BLOCK ? ROW_BLOCK : br < HALF_ROWS ? HALF_ROWS : br & ~(int64_t)(HALF_ROWS - 1);
     const int first = n < STREAM_TOKENS ? n : STREAM_TOKENS, rest = n - first;   /* first: 3 or 4 */
-    const int groups = (rest + HALF_TOKENS - 1) / HALF_TOKENS;   /* the rest in groups of equal size, +-1 */
+    const int64_t C16 = C & ~15LL;
     for (int64_t b0 = r0; b0 < r1; b0 += br) {
         const int64_t b1 = b0 + br < r1 ? b0 + br : r1;
         if (first == 3) rows_span_pf(base, rb, x, C, out, R, b0, b1, 0, 3, DT, 1);
         else rows_span_pf(base, rb, x, C, out, R, b0, b1, 0, STREAM_TOKENS, DT, 1);
-        for (int g = 0, t = first; g < groups; g++) {
-            const int k = rest / groups + (g < rest % groups);
-            const float *xt = x + t * C;
+        for (int g = 0, t = first; t < n; g++) {
+            const int k = half_group(rest, g);
+            const float *xt = x + t * C, *xg = xp + (t - first) * C16;
             float *ot = out + t * R;
             switch (k) {
-            case 1: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 1, DT); break;
-            case 2: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 2, DT); break;
-            case 3: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 3, DT); break;
-            case 4: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 4, DT); break;
-            case 5: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 5, DT); break;
-            case 6: rows_span_halves(base, rb, xt, C, ot, R, b0, b1, 6, DT); break;
+            case 1: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 1, DT); break;
+            case 2: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 2, DT); break;
+            case 3: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 3, DT); break;
+            case 4: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 4, DT); break;
+            case 5: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 5, DT); break;
+            case 6: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 6, DT); break;
             }
             t += k;
         }
     }
 }
+
+/* x of n tokens (C columns) with the tokens after the first STREAM_TOKENS
+ * packed group by group for rows_dot_avx2 (pack_group), in a buffer kept
+ * between calls (products run one at a time, their parallel regions
+ * inside, as bf16_activations' buffer); NULL below HALF_MIN_TOKENS.  With
+ * a pointer per token instead, GCC reloaded five of the six from the stack
+ * in every step and stored one load of x there: 16-token BF16 products on
+ * one thread 4-5% slower (Zen 4, AVX2 build, 1536 x 1536 0.87 against
+ * 0.83 ms).  Packed once per product, for both threads. */
+static const float *half_packed(const float *x, int64_t C, int n) {
+    static float *buf;
+    static size_t cap;
+    if (n < HALF_MIN_TOKENS) return NULL;
+    const int first = n < STREAM_TOKENS ? n : STREAM_TOKENS, rest = n - first;
+    const int64_t C16 = C & ~15LL;
+    const size_t need = (size_t)(rest ? rest : 1) * (size_t)(C16 ? C16 : 1);
+    if (need > cap) {
+        buf = xrealloc(buf, sizeof(float) * need);   /* (exits naming the allocation on failure) */
+        cap = need;
+    }
+    for (int g = 0, t = first; t < n; g++) {
+        const int k = half_group(rest, g);
+        pack_group(buf + (t - first) * C16, x + t * C, C, k);
+        t += k;
+    }
+    return buf;
+}
+#else
+static const float *half_packed(const float *x, int64_t C, int n) { (void)x; (void)C; (void)n; return NULL; }
 #endif
 
 #ifdef __AVX512VL__
@@ -558,8 +600,9 @@ static int amx_products(const uint16_t *xb, const Weight *const *ws, int count) 
 
 /* rows_dot, or rows_dot_many where the tokens are many enough, or (xb: x
  * rounded to BF16, and w BF16) rows_bf16, or (amx) cpu_amx_rows */
-static void rows_any(const Weight *w, const float *x, const uint16_t *xb, int amx, float *out, int64_t r0,
-                     int64_t r1, int n) {
+static void rows_any(const Weight *w, const float *x, const float *xp, const uint16_t *xb, int amx, float *out,
+                     int64_t r0, int64_t r1, int n) {
+    (void)xp;   /* (read by the AVX2 build's tiles alone) */
 #ifdef CPU_AMX
     if (amx && w->dtype == DT_BF16) { cpu_amx_rows(w, cpu_weight_tiles(w), xb, out, r0, r1, n); return; }
 #else
@@ -572,9 +615,9 @@ static void rows_any(const Weight *w, const float *x, const uint16_t *xb, int am
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512VL__)
     if (n >= HALF_MIN_TOKENS) {
-        if (w->dtype == DT_BF16) rows_dot_avx2(w, x, out, r0, r1, n, DT_BF16);
-        else if (w->dtype == DT_F16) rows_dot_avx2(w, x, out, r0, r1, n, DT_F16);
-        else rows_dot_avx2(w, x, out, r0, r1, n, DT_F32);
+        if (w->dtype == DT_BF16) rows_dot_avx2(w, x, xp, out, r0, r1, n, DT_BF16);
+        else if (w->dtype == DT_F16) rows_dot_avx2(w, x, xp, out, r0, r1, n, DT_F16);
+        else rows_dot_avx2(w, x, xp, out, r0, r1, n, DT_F32);
         return;
     }
 #endif
@@ -595,7 +638,7 @@ static void rows_any(const Weight *w, const float *x, const uint16_t *xb, int am
  * split in contiguous parts: each part streams its rows. */
 typedef struct {
     float *const *outs;
-    const float *x;
+    const float *x, *xp;   /* xp: half_packed's copy of x (AVX2 products of several tokens) */
     const uint16_t *xb;
     int amx;
     const Weight *const *ws;
@@ -615,13 +658,14 @@ static void rows_part(void *v, int part, int parts) {
     }
     for (int i = 0; i < j->count; base += j->ws[i]->rows, i++) {
         const int64_t lo = g0 > base ? g0 : base, hi = g1 < base + j->ws[i]->rows ? g1 : base + j->ws[i]->rows;
-        if (lo < hi) rows_any(j->ws[i], j->x, j->xb, j->amx, j->outs[i], lo - base, hi - base, j->n);
+        if (lo < hi) rows_any(j->ws[i], j->x, j->xp, j->xb, j->amx, j->outs[i], lo - base, hi - base, j->n);
     }
 }
 
 static void matmul_few(float *out, const float *x, const Weight *w, int n) {
     const uint16_t *xb = fast_bf16(w) ? bf16_activations(x, (int64_t)n * w->cols) : NULL;
-    RowsJob j = {&out, x, xb, amx_products(xb, &w, 1), &w, 1, n, w->rows};
+    const float *xp = xb ? NULL : half_packed(x, w->cols, n);
+    RowsJob j = {&out, x, xp, xb, amx_products(xb, &w, 1), &w, 1, n, w->rows};
     cpu_parallel(rows_part, &j, w->rows * w->cols * n > PAR_MIN_WORK);
 }
 
@@ -649,7 +693,8 @@ void cpu_matmul_many(float *const *outs, const float *x, const Weight *const *ws
     const uint16_t *xb = fast ? bf16_activations(x, (int64_t)n * ws[0]->cols) : NULL;
     int64_t total = 0, work = 0;
     for (int i = 0; i < count; i++) { total += ws[i]->rows; work += ws[i]->rows * ws[i]->cols * n; }
-    RowsJob j = {outs, x, xb, amx_products(xb, ws, count), ws, count, n, total};
+    const float *xp = xb ? NULL : half_packed(x, ws[0]->cols, n);
+    RowsJob j = {outs, x, xp, xb, amx_products(xb, ws, count), ws, count, n, total};
     cpu_parallel(rows_part, &j, work > PAR_MIN_WORK);
 }
 
