@@ -279,6 +279,7 @@ static cJSON *settings_json(const Session *s, const Policy *policy, const EvalOp
     cJSON_AddNumberToObject(o, "seed", (double)cfg->sp.seed);
     cJSON_AddBoolToObject(o, "arithmetic_auto", cfg->arith_auto);   /* the plain run's rule decided cpu_fast_gemm, kv_dtype */
     cJSON_AddStringToObject(o, "cpu_isa", backend_cpu_isa());   /* what the CPU kernels were built for */
+    cJSON_AddStringToObject(o, "cpu_blas", backend_cpu_blas());   /* OpenBLAS's kernels: sgemm's order */
     char value[64];
     for (int i = 0; backend_setting_text(&cfg->backend, i, &key, value, sizeof value) == 0; i++)
         cJSON_AddStringToObject(o, key, value);

@@ -381,6 +381,12 @@ const char *cpu_gemm_name(int g);
  * results name a machine: "avx512-bf16", "avx512", "avx2" or "x86-64",
  * with "+amx" where AMX tiles are ready (recorded in spec-eval's report). */
 const char *backend_cpu_isa(void);
+/* The kernel set OpenBLAS runs on this CPU ("Haswell", "Zen", "SkylakeX",
+ * "Cooperlake", ...; OPENBLAS_CORETYPE overrides its choice): the order its
+ * sgemm sums in, which products of more than FEW_TOKENS tokens and prefill
+ * attention take, and which an AVX2 build of ours does not choose (recorded
+ * beside backend_cpu_isa). */
+const char *backend_cpu_blas(void);
 
 void backend_options_default(BackendOptions *o);
 /* Sets the backends' settings; call before loading weights.  -1 with

@@ -4,6 +4,7 @@
 #include "kernels/kernels.h"
 #include "kernels/base/util.h"
 #include "kernels/cpu/cpu.h"
+#include <cblas.h>
 #include <stdio.h>
 
 /* cuda_tiled_max: from 2^24 multiply-adds cuBLAS was faster (docs/cuda.md) */
@@ -64,6 +65,8 @@ const char *backend_cpu_isa(void) {
     snprintf(isa, sizeof isa, "%s%s", vec, cpu_amx_ready() ? "+amx" : "");
     return isa;
 }
+
+const char *backend_cpu_blas(void) { return openblas_get_corename(); }
 
 int backend_setting_text(const BackendOptions *o, int i, const char **key, char *value, size_t size) {
     static const char *const graphs[] = {"off", "on", "verbose"};

@@ -258,8 +258,8 @@ int main(int argc, char **argv) {
     backend_options_default(&o);
     o.cpu_f32_cache_mb = 0;   /* few-token BF16 products read the BF16 weights; no F32 copies */
     if (backend_configure(&o)) die_err("bench_quant");
-    printf("# ISA %s, %d threads; ms = best of >= 3 runs; GB/s = weight bytes / time\n", backend_cpu_isa(),
-           cpu_threads_max());
+    printf("# ISA %s, OpenBLAS %s, %d threads; ms = best of >= 3 runs; GB/s = weight bytes / time\n",
+           backend_cpu_isa(), backend_cpu_blas(), cpu_threads_max());
     printf("# 8-bit dot peak (the quantised products' instructions, every thread): %.1f GMAC/s\n", int8_peak());
     printf("# F32 FMA peak (the BF16 rows' widened products, every thread): %.1f GMAC/s\n", f32_peak());
     if (peak_only) return 0;

@@ -1246,6 +1246,9 @@ static void test_plain_arithmetic(void) {
         const char *isa = cJSON_GetStringValue(cJSON_GetObjectItem(s, "cpu_isa"));
         CHECK(isa && !strcmp(isa, backend_cpu_isa()), "%s %s: cpu_isa %s, the build's %s", runs[i].target,
               runs[i].extra, isa ? isa : "(absent)", backend_cpu_isa());
+        const char *blas = cJSON_GetStringValue(cJSON_GetObjectItem(s, "cpu_blas"));
+        CHECK(blas && !strcmp(blas, backend_cpu_blas()), "%s %s: cpu_blas %s, OpenBLAS's %s", runs[i].target,
+              runs[i].extra, blas ? blas : "(absent)", backend_cpu_blas());
         /* where measured costs kept the trees tiny or drafting off, one
          * line says why: the arithmetic as recorded, and the tau a tree
          * would need; elsewhere no such line */

@@ -28,8 +28,8 @@ void session_arith_text(const Session *s, char *buf, size_t size) {
                       : !backend_cpu_gemm_runs(CPU_GEMM_BF16) ? "f32: BF16 weights widened to F32, since this build has "
                                                                 "no AVX512-BF16 (its CPU or ARCH lacks it)"
                       : "f32: BF16 weights widened to F32";
-    snprintf(buf, size, "arithmetic %s, KV cache %s, kernels built for %s", how,
-             s->cfg.backend.kv_dtype == DT_BF16 ? "bf16" : "f32", backend_cpu_isa());
+    snprintf(buf, size, "arithmetic %s, KV cache %s, kernels built for %s, OpenBLAS %s", how,
+             s->cfg.backend.kv_dtype == DT_BF16 ? "bf16" : "f32", backend_cpu_isa(), backend_cpu_blas());
 }
 
 LlamaModel *session_load_target(SessionConfig *cfg) {

@@ -30,7 +30,8 @@
 # against llama.cpp on that file, into results/qwen-TYPE.  The draft is make qwen's in both, the 0.5B in Q4_0;
 # QWEN_DRAFT=keep: the 0.5B's own blocks (make qwen QWEN_DRAFT_DTYPE=keep).
 # QWEN_BIN: the folder of our commands (bin-avx2 for `make BIN=bin-avx2
-# ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2).  On a CPU
+# ARCH=-march=haswell`; llama.cpp then with LLAMACPP_ISA=avx2; OpenBLAS
+# then runs its Haswell kernels, OPENBLAS_CORETYPE=Haswell, as on an AVX2-only CPU).  On a CPU
 # with AMX, LLAMACPP_ISA=noamx (tools/experiments/llamacpp.sh says why).
 # ONLY_LLAMACPP=1 reruns step 2 and the table; ONLY_OURS=1 skips step 2;
 # ONLY_TABLE=1 prints the table again from the results folder's files.
@@ -57,6 +58,7 @@ keep) T=models/qwen2.5-coder-1.5b-instruct-keep
 esac
 [ "$QWEN_DRAFT" = keep ] && MAKE_PAIR="$MAKE_PAIR QWEN_DRAFT_DTYPE=keep"
 B=${QWEN_BENCH:-../shared/benchmarks}
+case ${QWEN_BIN:-bin} in *avx2*) export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} ;; esac
 EVAL_Q=${EVAL_Q:-5}
 MAX_NEW=${MAX_NEW:-128}
 THREADS=${THREADS:-2}
