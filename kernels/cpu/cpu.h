@@ -182,12 +182,17 @@ static inline void part_range(int64_t n, int part, int parts, int64_t *lo, int64
 /* Products of up to this many tokens use the fused loop of matmul.c, which
  * sums every token exactly as a one-token product does (so a batch of up
  * to this many tokens decodes each sequence exactly as alone).  The bound
- * is where the fused loop stops beating sgemm over the F32 copy on
- * SmolLM2's shapes: 64 tokens with AVX-512 (its 16-lane tiles from
- * WIDE_MIN_TOKENS on; 113 against 137 ms for a 64-token forward on an
- * EPYC), 16 with AVX2 (make bench measures both paths). */
+ * is where the fused loop stops beating sgemm over the F32 copy: 64 tokens
+ * with AVX-512 (its 16-lane tiles from WIDE_MIN_TOKENS on; 113 against
+ * 137 ms for a 64-token SmolLM2 forward on an EPYC), 32 with AVX2, whose
+ * tiles beat OpenBLAS's Haswell sgemm by 1.03-1.5x at 20-32 tokens on
+ * SmolLM2's and Qwen2.5-1.5B's BF16 and F32 shapes, level at 40-48 and
+ * behind at 64 (weights read from memory, Zen 4); elsewhere the fused
+ * loop alone (make bench measures both paths). */
 #ifdef __AVX512VL__
 #define FEW_TOKENS 64
+#elif defined(__AVX2__) && defined(__FMA__)
+#define FEW_TOKENS 32
 #else
 #define FEW_TOKENS 16
 #endif

@@ -232,33 +232,20 @@ static inline __attribute__((always_inline)) float dot_finish(v8f a0, v8f a1, co
     return sum;
 }
 
-/* out[t][r + i] (stride R) = row i · x[t], rows_dot_tile's sums. */
-static inline __attribute__((always_inline)) void rows_dot_halves(const char *row, size_t rb, const float *x,
-                                                                  const float *xp, int64_t C, float *out, int64_t R,
-                                                                  const int NR, const int N, const DType DT) {
-    v8f a0[HALF_ROWS][HALF_TOKENS], a1[HALF_ROWS][HALF_TOKENS];
-    half_chains(row, rb, xp, 0, 0, C & ~15LL, a0, NR, N, DT, 0);
-    half_chains(row, rb, xp, 8, 0, C & ~15LL, a1, NR, N, DT, 0);
-#pragma GCC unroll 4
-    for (int i = 0; i < NR; i++)
-#pragma GCC unroll 6
-        for (int t = 0; t < N; t++) out[t * R + i] = dot_finish(a0[i][t], a1[i][t], row + i * rb, x + t * C, C, DT);
-}
-
-static inline __attribute__((always_inline)) void rows_span_whole(const char *base, size_t rb, const float *x,
-                                                                  const float *xp, int64_t C, float *out, int64_t R,
-                                                                  int64_t r, int64_t r1, const int N, const DType DT) {
-    for (; r + HALF_ROWS <= r1; r += HALF_ROWS)
-        rows_dot_halves(base + r * rb, rb, x, xp, C, out + r, R, HALF_ROWS, N, DT);
-    for (; r < r1; r++) rows_dot_halves(base + r * rb, rb, x, xp, C, out + r, R, 1, N, DT);
-}
-
-/* A group's x of more than X_L1_BYTES does not stay in L1 while a row pair
- * sweeps it (6 tokens of 1536 columns: 36 KB), and each sweep reads it from
- * L2 again: one 32-byte load of x per two multiply-adds, what L2 delivers
- * at best.  So such a group runs column range by column range (K_COLS
- * columns of x: 12 KB for 6 tokens), every row pair of the block carrying
- * its chains from one range to the next in acc: the same sums. */
+/* A group's rows by column ranges: for each range of x, every row pair of
+ * the block runs its chains over the range, carrying them in acc from one
+ * range to the next (the same sums as one sweep over whole rows), then
+ * each (row, token) sum ends as rows_dot_tile's.  The chains live in acc,
+ * not in registers between a row's two sweeps: a pair's 2 x 2 x N chains
+ * (24 for 6 tokens) do not fit AVX2's 16 registers, and kept as locals
+ * over a row pair's two whole sweeps GCC spills inside the second sweep
+ * (SmolLM2's 1536 x 576 at 16 tokens: 0.29-0.33 ms that way against
+ * 0.19-0.21 this way; 8960 x 1536 level).  A group's x of more
+ * than X_L1_BYTES does not stay in L1 while a row pair sweeps it (6 tokens
+ * of 1536 columns: 36 KB), and each sweep would read it from L2 again: one
+ * 32-byte load of x per two multiply-adds, what L2 delivers at best; so
+ * such a group takes ranges of K_COLS columns (12 KB of x for 6 tokens),
+ * a smaller one its whole rows as one range. */
 #define X_L1_BYTES 16384
 #define K_COLS 512
 
@@ -267,8 +254,9 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
                                                                    int64_t r, int64_t r1, const int N, const DType DT) {
     v8f acc[ROW_BLOCK / HALF_ROWS][2][HALF_ROWS][HALF_TOKENS];
     const int64_t C16 = C & ~15LL;
-    for (int64_t j0 = 0; j0 < C16; j0 += K_COLS) {
-        const int64_t j1 = j0 + K_COLS < C16 ? j0 + K_COLS : C16;
+    const int64_t width = (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES ? K_COLS : C16 ? C16 : 16;
+    for (int64_t j0 = 0; j0 == 0 || j0 < C16; j0 += width) {   /* one range at least: it starts the chains */
+        const int64_t j1 = j0 + width < C16 ? j0 + width : C16;
         for (int64_t q = r; q < r1; q += HALF_ROWS) {
             v8f(*a)[HALF_ROWS][HALF_TOKENS] = acc[(q - r) / HALF_ROWS];
             const char *row = base + q * rb;
@@ -286,17 +274,6 @@ static inline __attribute__((always_inline)) void rows_span_ranges(const char *b
         const int i = (int)((q - r) % HALF_ROWS);
         for (int t = 0; t < N; t++) out[t * R + q] = dot_finish(a[0][i][t], a[1][i][t], base + q * rb, x + t * C, C, DT);
     }
-}
-
-/* A group of a block found in L2: by ranges when its x is large, else
- * sweeping whole rows. */
-static inline __attribute__((always_inline)) void rows_span_halves(const char *base, size_t rb, const float *x,
-                                                                   const float *xp, int64_t C, float *out, int64_t R,
-                                                                   int64_t r, int64_t r1, const int N, const DType DT) {
-    if ((C & ~15LL) > K_COLS && (int64_t)N * C * (int64_t)sizeof(float) > X_L1_BYTES)
-        rows_span_ranges(base, rb, x, xp, C, out, R, r, r1, N, DT);
-    else
-        rows_span_whole(base, rb, x, xp, C, out, R, r, r1, N, DT);
 }
 
 /* The tokens of a block's first group, which streams the block from memory:
@@ -341,12 +318,12 @@ static inline __attribute__((always_inline)) void rows_dot_avx2(const Weight *w,
             const float *xt = x + t * C, *xg = xp + (t - first) * C16;
             float *ot = out + t * R;
             switch (k) {
-            case 1: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 1, DT); break;
-            case 2: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 2, DT); break;
-            case 3: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 3, DT); break;
-            case 4: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 4, DT); break;
-            case 5: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 5, DT); break;
-            case 6: rows_span_halves(base, rb, xt, xg, C, ot, R, b0, b1, 6, DT); break;
+            case 1: rows_span_ranges(base, rb, xt, xg, C, ot, R, b0, b1, 1, DT); break;
+            case 2: rows_span_ranges(base, rb, xt, xg, C, ot, R, b0, b1, 2, DT); break;
+            case 3: rows_span_ranges(base, rb, xt, xg, C, ot, R, b0, b1, 3, DT); break;
+            case 4: rows_span_ranges(base, rb, xt, xg, C, ot, R, b0, b1, 4, DT); break;
+            case 5: rows_span_ranges(base, rb, xt, xg, C, ot, R, b0, b1, 5, DT); break;
+            case 6: rows_span_ranges(base, rb, xt, xg, C, ot, R, b0, b1, 6, DT); break;
             }
             t += k;
         }

@@ -46,7 +46,7 @@ avx2-vnni) R=results/quant_bench_avx2_vnni; B=build-avx2-vnni
 *) echo "quant_bench: QUANT_ISA is native, avx2 or avx2-vnni, not $QUANT_ISA" >&2; exit 2 ;;
 esac
 # an AVX2-only CPU's OpenBLAS runs its Haswell kernels; left to itself on an
-# AVX-512 CPU it would run that CPU's for our products of more than 16 tokens
+# AVX-512 CPU it would run that CPU's for our products of more than 32 tokens
 [ "$B" = build ] || export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
 # an AVX2 build refuses --cpu-fast-gemm on (it has no BF16 dot products);
 # without AVX512-BF16 (an AVX2 build, or an AVX2-only CPU) the KV cache is
