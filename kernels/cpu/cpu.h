@@ -186,9 +186,10 @@ static inline void part_range(int64_t n, int part, int parts, int64_t *lo, int64
  * with AVX-512 (its 16-lane tiles from WIDE_MIN_TOKENS on; 113 against
  * 137 ms for a 64-token SmolLM2 forward on an EPYC), 32 with AVX2, whose
  * tiles beat OpenBLAS's Haswell sgemm by 1.03-1.5x at 20-32 tokens on
- * SmolLM2's and Qwen2.5-1.5B's BF16 and F32 shapes, level at 40-48 and
- * behind at 64 (weights read from memory, Zen 4); elsewhere the fused
- * loop alone (make bench measures both paths). */
+ * SmolLM2's and Qwen2.5-1.5B's BF16 and F32 shapes (all but the 1.5B's
+ * 256-row k/v at 32, a small share of a forward), are within 5% at 40-48
+ * and behind at 64 (weights read from memory, Zen 4); 16 in a build
+ * without AVX2 (make bench measures both paths). */
 #ifdef __AVX512VL__
 #define FEW_TOKENS 64
 #elif defined(__AVX2__) && defined(__FMA__)
