@@ -239,8 +239,8 @@ static inline __attribute__((always_inline)) float dot_finish(v8f a0, v8f a1, co
  * not in registers between a row's two sweeps: a pair's 2 x 2 x N chains
  * (24 for 6 tokens) do not fit AVX2's 16 registers, and kept as locals
  * over a row pair's two whole sweeps GCC spills inside the second sweep
- * (SmolLM2's 1536 x 576 at 16 tokens: 0.29-0.33 ms that way against
- * 0.19-0.21 this way; 8960 x 1536 level).  A group's x of more
+ * (SmolLM2's 1536 x 576 at 16 tokens: 0.32-0.33 ms that way against
+ * 0.22 this way; 8960 x 1536 level).  A group's x of more
  * than X_L1_BYTES does not stay in L1 while a row pair sweeps it (6 tokens
  * of 1536 columns: 36 KB), and each sweep would read it from L2 again: one
  * 32-byte load of x per two multiply-adds, what L2 delivers at best; so
